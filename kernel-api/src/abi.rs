@@ -1,0 +1,616 @@
+//! The C ABI between the koas host and a plugin library.
+//!
+//! Kernel authors never use this module directly: [`crate::export_kernel!`]
+//! generates the plugin side and the host uses [`PluginHandle`]. It is public
+//! so that the ABI is documented in one place and so that the host's loader
+//! (and tests that build deliberately broken plugins) can name the types.
+//!
+//! Every `unsafe` block of koas' plugin boundary is in this module; each has
+//! a `SAFETY:` note.
+//!
+//! # Layout
+//!
+//! A plugin exports one symbol, [`ENTRY_SYMBOL`], of type [`EntryFn`]. It
+//! returns a pointer to a static [`PluginTable`] whose first field is the
+//! ABI version. Everything else is exchanged as UTF-8 JSON in
+//! [`RawBuffer`]s; a buffer is always freed by the side that allocated it.
+
+use crate::context::{Host, LogLevel};
+use crate::protocol::{DescribeResponse, HostCallResponse, RunRequest, RunResponse};
+use crate::{KernelError, KernelSpec};
+use std::ffi::c_void;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// The ABI version this crate implements. A host refuses a plugin whose
+/// table declares another one.
+pub const ABI_VERSION: u32 = 1;
+
+/// The name of the symbol every plugin library exports.
+pub const ENTRY_SYMBOL: &str = "koas_plugin_entry";
+
+/// Status returned by the ABI functions when the answer is a success.
+pub const STATUS_OK: i32 = 0;
+/// Status returned by the ABI functions when the answer is an error.
+pub const STATUS_ERROR: i32 = 1;
+
+/// A byte buffer allocated by one side of the boundary.
+#[repr(C)]
+#[derive(Debug)]
+pub struct RawBuffer {
+    /// Start of the bytes (dangling when `cap` is 0).
+    pub ptr: *mut u8,
+    /// Number of initialized bytes.
+    pub len: usize,
+    /// Allocated capacity; needed to free the buffer.
+    pub cap: usize,
+}
+
+impl RawBuffer {
+    /// An empty buffer that owns nothing.
+    pub fn empty() -> Self {
+        RawBuffer {
+            ptr: std::ptr::NonNull::<u8>::dangling().as_ptr(),
+            len: 0,
+            cap: 0,
+        }
+    }
+
+    /// Hands a vector's allocation over to the other side. It must come
+    /// back to [`RawBuffer::into_vec`] in *this* binary to be freed.
+    pub fn from_vec(v: Vec<u8>) -> Self {
+        let mut v = std::mem::ManuallyDrop::new(v);
+        RawBuffer {
+            ptr: v.as_mut_ptr(),
+            len: v.len(),
+            cap: v.capacity(),
+        }
+    }
+
+    /// Takes back a buffer made by [`RawBuffer::from_vec`] in this binary.
+    ///
+    /// # Safety
+    /// `self` must come from `RawBuffer::from_vec` in the same binary and
+    /// must not have been freed already.
+    pub unsafe fn into_vec(self) -> Vec<u8> {
+        if self.cap == 0 {
+            return Vec::new();
+        }
+        // SAFETY: the caller guarantees ptr/len/cap come from a Vec<u8>
+        // allocated by this binary's allocator and not yet freed.
+        unsafe { Vec::from_raw_parts(self.ptr, self.len, self.cap) }
+    }
+
+    /// Copies the bytes out without taking ownership.
+    ///
+    /// # Safety
+    /// `ptr` must point to `len` readable bytes (or `len` must be 0).
+    pub unsafe fn to_vec(&self) -> Vec<u8> {
+        if self.len == 0 {
+            return Vec::new();
+        }
+        // SAFETY: the caller guarantees ptr is valid for len bytes.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }.to_vec()
+    }
+}
+
+/// `describe(index, out) -> status`: writes a JSON [`DescribeResponse`]
+/// for kernel `index` into `out`.
+pub type DescribeFn = extern "C" fn(index: u32, out: *mut RawBuffer) -> i32;
+
+/// `run(index, host, request, request_len, out) -> status`: runs kernel
+/// `index` on a JSON [`RunRequest`] and writes a JSON [`RunResponse`] into
+/// `out`. `host` stays valid for the duration of the call only.
+pub type RunFn = extern "C" fn(
+    index: u32,
+    host: *const HostTable,
+    request: *const u8,
+    request_len: usize,
+    out: *mut RawBuffer,
+) -> i32;
+
+/// Frees a buffer the plugin allocated.
+pub type FreeFn = extern "C" fn(buffer: RawBuffer);
+
+/// The type of [`ENTRY_SYMBOL`].
+pub type EntryFn = extern "C" fn() -> *const PluginTable;
+
+/// The table a plugin's entry symbol returns. Its first field is always the
+/// ABI version, whatever the version: a host reads it before anything else.
+#[repr(C)]
+pub struct PluginTable {
+    /// The ABI version the plugin was built against.
+    pub abi_version: u32,
+    /// How many kernels the library exports (indices `0..kernel_count`).
+    pub kernel_count: u32,
+    /// See [`DescribeFn`].
+    pub describe: DescribeFn,
+    /// See [`RunFn`].
+    pub run: RunFn,
+    /// See [`FreeFn`].
+    pub free_buffer: FreeFn,
+}
+
+/// The host's callbacks, passed to every run.
+#[repr(C)]
+pub struct HostTable {
+    /// The ABI version the host implements.
+    pub abi_version: u32,
+    /// Opaque host state handed back to every callback.
+    pub ctx: *mut c_void,
+    /// `log(ctx, level, message, len)`; the message is UTF-8.
+    pub log: extern "C" fn(ctx: *mut c_void, level: u32, message: *const u8, len: usize),
+    /// `progress(ctx, done, total)`.
+    pub progress: extern "C" fn(ctx: *mut c_void, done: u64, total: u64),
+    /// `is_cancelled(ctx) -> 0 | 1`.
+    pub is_cancelled: extern "C" fn(ctx: *mut c_void) -> u8,
+    /// `call(ctx, header, header_len, body, body_len, out) -> status`: a
+    /// generic JSON call; the answer is a JSON [`HostCallResponse`] in a
+    /// buffer the host allocated.
+    pub call: extern "C" fn(
+        ctx: *mut c_void,
+        header: *const u8,
+        header_len: usize,
+        body: *const u8,
+        body_len: usize,
+        out: *mut RawBuffer,
+    ) -> i32,
+    /// Frees a buffer the host allocated.
+    pub free_buffer: extern "C" fn(ctx: *mut c_void, buffer: RawBuffer),
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panic with a non-string payload".to_string()
+    }
+}
+
+/// Reads `len` bytes at `ptr` as a slice; empty for a null pointer.
+///
+/// # Safety
+/// `ptr` must be null or valid for `len` bytes for the lifetime `'a`.
+unsafe fn bytes<'a>(ptr: *const u8, len: usize) -> &'a [u8] {
+    if ptr.is_null() || len == 0 {
+        &[]
+    } else {
+        // SAFETY: guaranteed by the caller.
+        unsafe { std::slice::from_raw_parts(ptr, len) }
+    }
+}
+
+/// Writes `buf` through `out` when `out` is not null.
+fn write_out(out: *mut RawBuffer, buf: RawBuffer) -> bool {
+    if out.is_null() {
+        return false;
+    }
+    // SAFETY: `out` is non-null and, by the ABI contract, points to a
+    // RawBuffer slot owned by the caller for the duration of the call.
+    unsafe { out.write(buf) };
+    true
+}
+
+// ---------------------------------------------------------------------------
+// Plugin side
+// ---------------------------------------------------------------------------
+
+/// The plugin-side [`Host`]: forwards to the host's C callbacks.
+struct PluginSideHost {
+    table: *const HostTable,
+}
+
+// SAFETY: the host promises (ABI contract) that its callbacks may be called
+// from any thread while a run is in progress; the pointer itself is only
+// read.
+unsafe impl Send for PluginSideHost {}
+// SAFETY: as above; the callbacks are thread-safe by contract.
+unsafe impl Sync for PluginSideHost {}
+
+impl PluginSideHost {
+    fn table(&self) -> &HostTable {
+        // SAFETY: the host guarantees the table outlives the run call, and
+        // PluginSideHost never escapes that call.
+        unsafe { &*self.table }
+    }
+}
+
+impl Host for PluginSideHost {
+    fn log(&self, level: LogLevel, message: &str) {
+        let t = self.table();
+        (t.log)(t.ctx, level as u32, message.as_ptr(), message.len());
+    }
+
+    fn progress(&self, done: u64, total: u64) {
+        let t = self.table();
+        (t.progress)(t.ctx, done, total);
+    }
+
+    fn is_cancelled(&self) -> bool {
+        let t = self.table();
+        (t.is_cancelled)(t.ctx) != 0
+    }
+
+    fn call(&self, header: &serde_json::Value, body: &[u8]) -> Result<serde_json::Value, String> {
+        let t = self.table();
+        let header = serde_json::to_vec(header).map_err(|e| e.to_string())?;
+        let mut out = RawBuffer::empty();
+        (t.call)(
+            t.ctx,
+            header.as_ptr(),
+            header.len(),
+            body.as_ptr(),
+            body.len(),
+            &mut out,
+        );
+        // SAFETY: the host filled `out` with a buffer of `len` valid bytes
+        // that stays allocated until we hand it back to free_buffer.
+        let answer = unsafe { out.to_vec() };
+        (t.free_buffer)(t.ctx, out);
+        match serde_json::from_slice::<HostCallResponse>(&answer) {
+            Ok(HostCallResponse::Ok { value }) => Ok(value),
+            Ok(HostCallResponse::Error { message }) => Err(message),
+            Err(e) => Err(format!("the host answered with malformed JSON: {e}")),
+        }
+    }
+}
+
+/// The kernels one plugin library exports. Built by [`crate::export_kernel!`].
+#[doc(hidden)]
+pub struct Registry {
+    kernels: Vec<Box<dyn crate::Kernel>>,
+}
+
+impl Registry {
+    /// Wraps the exported kernels.
+    pub fn new(kernels: Vec<Box<dyn crate::Kernel>>) -> Self {
+        Registry { kernels }
+    }
+
+    /// The implementation of [`DescribeFn`].
+    pub fn describe(&self, index: u32, out: *mut RawBuffer) -> i32 {
+        let answer = catch_unwind(AssertUnwindSafe(|| {
+            match self.kernels.get(index as usize) {
+                Some(k) => DescribeResponse::Ok { spec: k.spec() },
+                None => DescribeResponse::Error {
+                    message: format!("no kernel at index {index}"),
+                },
+            }
+        }))
+        .unwrap_or_else(|p| DescribeResponse::Error {
+            message: format!("spec() panicked: {}", panic_message(p.as_ref())),
+        });
+        let status = match answer {
+            DescribeResponse::Ok { .. } => STATUS_OK,
+            DescribeResponse::Error { .. } => STATUS_ERROR,
+        };
+        let json = serde_json::to_vec(&answer).unwrap_or_default();
+        write_out(out, RawBuffer::from_vec(json));
+        status
+    }
+
+    /// The implementation of [`RunFn`].
+    ///
+    /// Only the extern functions generated by [`crate::export_kernel!`]
+    /// call this, with pointers the host passes under the ABI contract;
+    /// keeping it a safe fn keeps `unsafe` out of kernel crates.
+    #[allow(clippy::not_unsafe_ptr_arg_deref)]
+    pub fn run(
+        &self,
+        index: u32,
+        host: *const HostTable,
+        request: *const u8,
+        request_len: usize,
+        out: *mut RawBuffer,
+    ) -> i32 {
+        let answer = catch_unwind(AssertUnwindSafe(|| {
+            let Some(kernel) = self.kernels.get(index as usize) else {
+                return RunResponse::Error(KernelError::failed(format!(
+                    "no kernel at index {index}"
+                )));
+            };
+            if host.is_null() {
+                return RunResponse::Error(KernelError::failed(
+                    "the host passed no callback table",
+                ));
+            }
+            // SAFETY: the host guarantees `request` is valid for
+            // `request_len` bytes during this call.
+            let raw = unsafe { bytes(request, request_len) };
+            let req: RunRequest = match serde_json::from_slice(raw) {
+                Ok(r) => r,
+                Err(e) => {
+                    return RunResponse::Error(KernelError::failed(format!(
+                        "malformed run request from the host: {e}"
+                    )))
+                }
+            };
+            let host = PluginSideHost { table: host };
+            let name = kernel.spec().name;
+            run_kernel(kernel.as_ref(), &host, &name, req)
+        }))
+        .unwrap_or_else(|p| {
+            RunResponse::Error(KernelError::new(
+                crate::ErrorKind::Panic,
+                panic_message(p.as_ref()),
+            ))
+        });
+        let status = match answer {
+            RunResponse::Ok(_) => STATUS_OK,
+            RunResponse::Error(_) => STATUS_ERROR,
+        };
+        let json = serde_json::to_vec(&answer).unwrap_or_else(|e| {
+            serde_json::to_vec(&RunResponse::Error(KernelError::failed(format!(
+                "the kernel's output cannot be serialized: {e}"
+            ))))
+            .unwrap_or_default()
+        });
+        write_out(out, RawBuffer::from_vec(json));
+        status
+    }
+
+    /// The implementation of [`FreeFn`].
+    pub fn free(buffer: RawBuffer) {
+        // SAFETY: the host only hands back buffers this plugin allocated
+        // with RawBuffer::from_vec, once each.
+        drop(unsafe { buffer.into_vec() });
+    }
+}
+
+/// Runs a kernel on a decoded request, catching panics. Shared by the
+/// plugin glue and [`crate::testing`].
+pub(crate) fn run_kernel(
+    kernel: &dyn crate::Kernel,
+    host: &dyn Host,
+    name: &str,
+    req: RunRequest,
+) -> RunResponse {
+    let ctx = crate::Context::new(host, name);
+    let config = crate::KernelConfig(req.config);
+    let inputs = crate::Inputs(req.inputs);
+    match catch_unwind(AssertUnwindSafe(|| kernel.run(&ctx, &config, &inputs))) {
+        Ok(Ok(mut out)) => {
+            out.summary = crate::output::truncate_summary(std::mem::take(&mut out.summary));
+            RunResponse::Ok(out)
+        }
+        Ok(Err(e)) => RunResponse::Error(e),
+        Err(p) => RunResponse::Error(KernelError::new(
+            crate::ErrorKind::Panic,
+            panic_message(p.as_ref()),
+        )),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Host side
+// ---------------------------------------------------------------------------
+
+/// Why a library could not be used as a plugin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PluginError {
+    /// The entry symbol returned a null table.
+    NullTable,
+    /// The table declares another ABI version.
+    AbiMismatch {
+        /// The version the plugin was built against.
+        found: u32,
+        /// The version this host implements.
+        expected: u32,
+    },
+    /// Describe failed for one kernel.
+    Describe {
+        /// The kernel's index in the library.
+        index: u32,
+        /// Why.
+        message: String,
+    },
+}
+
+impl std::fmt::Display for PluginError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PluginError::NullTable => write!(f, "the entry symbol returned no table"),
+            PluginError::AbiMismatch { found, expected } => write!(
+                f,
+                "built for koas ABI version {found}, but this koas expects ABI version {expected}"
+            ),
+            PluginError::Describe { index, message } => {
+                write!(f, "describe of kernel #{index} failed: {message}")
+            }
+        }
+    }
+}
+
+/// A checked plugin table, usable from safe code on the host side.
+#[derive(Clone, Copy)]
+pub struct PluginHandle {
+    table: &'static PluginTable,
+}
+
+impl std::fmt::Debug for PluginHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PluginHandle")
+            .field("abi_version", &self.table.abi_version)
+            .field("kernel_count", &self.table.kernel_count)
+            .finish()
+    }
+}
+
+impl PluginHandle {
+    /// Checks a table returned by a plugin's entry symbol.
+    ///
+    /// # Safety
+    /// `entry` must be the plugin's [`ENTRY_SYMBOL`], and the library it
+    /// comes from must stay loaded for the rest of the process (the host
+    /// never unloads plugins).
+    pub unsafe fn from_entry(entry: EntryFn) -> Result<PluginHandle, PluginError> {
+        let ptr = entry();
+        if ptr.is_null() {
+            return Err(PluginError::NullTable);
+        }
+        // SAFETY: by the ABI contract the first field of the table is a u32
+        // ABI version whatever the version; reading only that field is valid
+        // even for a table of another layout.
+        let found = unsafe { *(ptr as *const u32) };
+        if found != ABI_VERSION {
+            return Err(PluginError::AbiMismatch {
+                found,
+                expected: ABI_VERSION,
+            });
+        }
+        // SAFETY: the version matches, so the table has this layout; it is
+        // a static of a library that is never unloaded.
+        let table: &'static PluginTable = unsafe { &*ptr };
+        Ok(PluginHandle { table })
+    }
+
+    /// The number of kernels the library exports.
+    pub fn kernel_count(&self) -> u32 {
+        self.table.kernel_count
+    }
+
+    /// The ABI version the library declares.
+    pub fn abi_version(&self) -> u32 {
+        self.table.abi_version
+    }
+
+    fn take(&self, out: RawBuffer) -> Vec<u8> {
+        // SAFETY: the plugin filled `out` with a buffer of `len` bytes it
+        // allocated; we copy it, then hand it back to the plugin's free.
+        let bytes = unsafe { out.to_vec() };
+        (self.table.free_buffer)(out);
+        bytes
+    }
+
+    /// Calls describe for kernel `index`.
+    pub fn describe(&self, index: u32) -> Result<KernelSpec, PluginError> {
+        let mut out = RawBuffer::empty();
+        (self.table.describe)(index, &mut out);
+        let bytes = self.take(out);
+        match serde_json::from_slice::<DescribeResponse>(&bytes) {
+            Ok(DescribeResponse::Ok { spec }) => Ok(spec),
+            Ok(DescribeResponse::Error { message }) => {
+                Err(PluginError::Describe { index, message })
+            }
+            Err(e) => Err(PluginError::Describe {
+                index,
+                message: format!("malformed describe answer: {e}"),
+            }),
+        }
+    }
+
+    /// Runs kernel `index` with `host` serving its callbacks. Never panics;
+    /// a malformed answer becomes an error response.
+    pub fn run(&self, index: u32, host: &dyn Host, request: &RunRequest) -> RunResponse {
+        let req = match serde_json::to_vec(request) {
+            Ok(r) => r,
+            Err(e) => {
+                return RunResponse::Error(KernelError::failed(format!(
+                    "cannot encode request: {e}"
+                )))
+            }
+        };
+        let mut host_ref: &dyn Host = host;
+        let table = HostTable {
+            abi_version: ABI_VERSION,
+            ctx: &mut host_ref as *mut &dyn Host as *mut c_void,
+            log: host_log,
+            progress: host_progress,
+            is_cancelled: host_is_cancelled,
+            call: host_call,
+            free_buffer: host_free,
+        };
+        let mut out = RawBuffer::empty();
+        (self.table.run)(index, &table, req.as_ptr(), req.len(), &mut out);
+        let bytes = self.take(out);
+        serde_json::from_slice::<RunResponse>(&bytes).unwrap_or_else(|e| {
+            RunResponse::Error(KernelError::failed(format!(
+                "the plugin answered with malformed JSON: {e}"
+            )))
+        })
+    }
+}
+
+/// Recovers the host from a callback's ctx.
+///
+/// # Safety
+/// `ctx` must be the `ctx` of a [`HostTable`] built by [`PluginHandle::run`]
+/// whose call is still in progress.
+unsafe fn host_from<'a>(ctx: *mut c_void) -> &'a dyn Host {
+    // SAFETY: PluginHandle::run points ctx at a `&dyn Host` on its stack
+    // frame, which outlives the plugin's run call.
+    unsafe { *(ctx as *const &dyn Host) }
+}
+
+extern "C" fn host_log(ctx: *mut c_void, level: u32, message: *const u8, len: usize) {
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: called by the plugin during a run with our ctx and a
+        // message valid for len bytes.
+        let (host, msg) = unsafe { (host_from(ctx), bytes(message, len)) };
+        host.log(LogLevel::from_u32(level), &String::from_utf8_lossy(msg));
+    }));
+}
+
+extern "C" fn host_progress(ctx: *mut c_void, done: u64, total: u64) {
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: called by the plugin during a run with our ctx.
+        unsafe { host_from(ctx) }.progress(done, total);
+    }));
+}
+
+extern "C" fn host_is_cancelled(ctx: *mut c_void) -> u8 {
+    catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: called by the plugin during a run with our ctx.
+        u8::from(unsafe { host_from(ctx) }.is_cancelled())
+    }))
+    .unwrap_or(1)
+}
+
+extern "C" fn host_call(
+    ctx: *mut c_void,
+    header: *const u8,
+    header_len: usize,
+    body: *const u8,
+    body_len: usize,
+    out: *mut RawBuffer,
+) -> i32 {
+    let answer = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: called by the plugin during a run with our ctx and
+        // buffers valid for the given lengths.
+        let (host, header, body) = unsafe {
+            (
+                host_from(ctx),
+                bytes(header, header_len),
+                bytes(body, body_len),
+            )
+        };
+        match serde_json::from_slice::<serde_json::Value>(header) {
+            Ok(h) => match host.call(&h, body) {
+                Ok(value) => HostCallResponse::Ok { value },
+                Err(message) => HostCallResponse::Error { message },
+            },
+            Err(e) => HostCallResponse::Error {
+                message: format!("malformed host call header: {e}"),
+            },
+        }
+    }))
+    .unwrap_or_else(|p| HostCallResponse::Error {
+        message: format!("the host panicked: {}", panic_message(p.as_ref())),
+    });
+    let status = match answer {
+        HostCallResponse::Ok { .. } => STATUS_OK,
+        HostCallResponse::Error { .. } => STATUS_ERROR,
+    };
+    write_out(
+        out,
+        RawBuffer::from_vec(serde_json::to_vec(&answer).unwrap_or_default()),
+    );
+    status
+}
+
+extern "C" fn host_free(_ctx: *mut c_void, buffer: RawBuffer) {
+    // SAFETY: the plugin only hands back buffers host_call allocated with
+    // RawBuffer::from_vec in this binary, once each.
+    drop(unsafe { buffer.into_vec() });
+}

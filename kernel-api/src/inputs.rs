@@ -1,0 +1,194 @@
+//! A kernel's inputs: its resolved config and its input artifacts.
+
+use crate::KernelError;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// A kernel's resolved config: its default config with the pipeline's
+/// values merged over it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct KernelConfig(pub Value);
+
+impl KernelConfig {
+    /// Deserializes the config into a struct of the kernel's own.
+    pub fn parse<T: DeserializeOwned>(&self) -> Result<T, KernelError> {
+        T::deserialize(&self.0).map_err(|e| KernelError::invalid_config(e.to_string()))
+    }
+
+    /// The raw JSON value.
+    pub fn value(&self) -> &Value {
+        &self.0
+    }
+
+    /// One key of the config.
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.0.get(key)
+    }
+}
+
+/// A file the pipeline names as a source (`[inputs]` in a pipeline file),
+/// as the host hands it to a kernel.
+///
+/// The host reads the file's bytes; when they are valid UTF-8 the text is
+/// given exactly (a byte-order mark and CR LF line endings included),
+/// otherwise [`SourceFile::invalid_utf8_at`] gives the offset of the first
+/// byte that is not UTF-8.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourceFile {
+    /// The file's path as the user gave it, resolved against the pipeline
+    /// file's folder.
+    pub path: String,
+    /// The file's size in bytes.
+    pub len: u64,
+    /// `sha256:` followed by the lowercase hex SHA-256 of the bytes.
+    pub sha256: String,
+    /// The exact text, when the bytes are valid UTF-8.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// The byte offset of the first invalid UTF-8 sequence, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invalid_utf8_at: Option<u64>,
+}
+
+impl SourceFile {
+    /// Describes a file from its path and bytes, as the host does.
+    pub fn from_bytes(path: &str, bytes: &[u8]) -> SourceFile {
+        use sha2::Digest;
+        let digest = sha2::Sha256::digest(bytes);
+        let sha256 = format!("sha256:{}", hex(&digest));
+        let (text, invalid_utf8_at) = match std::str::from_utf8(bytes) {
+            Ok(t) => (Some(t.to_string()), None),
+            Err(e) => (None, Some(e.valid_up_to() as u64)),
+        };
+        SourceFile {
+            path: path.to_string(),
+            len: bytes.len() as u64,
+            sha256,
+            text,
+            invalid_utf8_at,
+        }
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}
+
+/// The input artifacts of one run, by artifact name.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Inputs(pub BTreeMap<String, Value>);
+
+impl Inputs {
+    /// The artifact, if the host provided it (an optional input whose
+    /// producer is not in the pipeline is absent).
+    pub fn get(&self, name: &str) -> Option<&Value> {
+        self.0.get(name)
+    }
+
+    /// The artifact, or an [`crate::ErrorKind::InvalidInput`] error naming it.
+    pub fn require(&self, name: &str) -> Result<&Value, KernelError> {
+        self.0.get(name).ok_or_else(|| {
+            KernelError::invalid_input(format!("input artifact `{name}` is missing"))
+        })
+    }
+
+    /// Deserializes an artifact into a type of the kernel's own.
+    pub fn parse<T: DeserializeOwned>(&self, name: &str) -> Result<T, KernelError> {
+        T::deserialize(self.require(name)?).map_err(|e| {
+            KernelError::invalid_input(format!(
+                "input artifact `{name}` has an unexpected shape: {e}"
+            ))
+        })
+    }
+
+    /// Deserializes an optional artifact; `Ok(None)` when it is absent.
+    pub fn parse_optional<T: DeserializeOwned>(
+        &self,
+        name: &str,
+    ) -> Result<Option<T>, KernelError> {
+        match self.0.get(name) {
+            None | Some(Value::Null) => Ok(None),
+            Some(_) => self.parse(name).map(Some),
+        }
+    }
+
+    /// A source file artifact (see [`SourceFile`]).
+    pub fn source(&self, name: &str) -> Result<SourceFile, KernelError> {
+        self.parse(name)
+    }
+
+    /// The text of an artifact that is either a JSON string or a
+    /// [`SourceFile`]. A source file that is not valid UTF-8 is an error
+    /// naming the file and the offset of the first bad byte.
+    pub fn source_text(&self, name: &str) -> Result<&str, KernelError> {
+        let value = self.require(name)?;
+        if let Some(s) = value.as_str() {
+            return Ok(s);
+        }
+        if let Some(text) = value.get("text").and_then(Value::as_str) {
+            return Ok(text);
+        }
+        let path = value.get("path").and_then(Value::as_str).unwrap_or(name);
+        match value.get("invalid_utf8_at").and_then(Value::as_u64) {
+            Some(offset) => Err(KernelError::invalid_input(format!(
+                "{path}: not valid UTF-8 (first bad byte at offset {offset})"
+            ))),
+            None => Err(KernelError::invalid_input(format!(
+                "input artifact `{name}` is neither text nor a source file"
+            ))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn inputs(v: Value) -> Inputs {
+        Inputs(serde_json::from_value(v).expect("map"))
+    }
+
+    #[test]
+    fn source_text_accepts_strings_and_source_files() {
+        let i = inputs(json!({
+            "a": "plain",
+            "b": {"path": "x.md", "len": 2, "sha256": "sha256:00", "text": "hi"},
+            "c": {"path": "bad.md", "len": 9, "sha256": "sha256:00", "invalid_utf8_at": 7},
+        }));
+        assert_eq!(i.source_text("a"), Ok("plain"));
+        assert_eq!(i.source_text("b"), Ok("hi"));
+        let err = i.source_text("c").expect_err("invalid utf8");
+        assert!(err.message.contains("bad.md") && err.message.contains("offset 7"));
+        assert!(i.source_text("missing").is_err());
+    }
+
+    #[test]
+    fn parse_reports_the_artifact_name() {
+        let i = inputs(json!({"n": "not a number"}));
+        let err = i.parse::<u32>("n").expect_err("shape");
+        assert!(err.message.contains("`n`"));
+        assert_eq!(i.parse_optional::<u32>("absent"), Ok(None));
+    }
+
+    #[test]
+    fn config_parse_maps_errors_to_invalid_config() {
+        #[derive(Deserialize)]
+        struct C {
+            #[allow(dead_code)]
+            n: u32,
+        }
+        let err = KernelConfig(json!({"n": "x"}))
+            .parse::<C>()
+            .err()
+            .expect("error");
+        assert_eq!(err.kind, crate::ErrorKind::InvalidConfig);
+    }
+}

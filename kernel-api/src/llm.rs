@@ -1,0 +1,103 @@
+//! The request and response of the host's LLM service.
+
+use serde::{Deserialize, Serialize};
+
+/// The error a host without an LLM backend answers to every LLM request.
+pub const NO_BACKEND: &str =
+    "no LLM backend configured: set [llm] in the pipeline file to use an LLM kernel";
+
+/// A completion request a kernel sends to the host's LLM service.
+///
+/// The host chooses the backend, endpoint and model (from the pipeline's
+/// LLM config and [`LlmRequest::role`]), enforces sovereignty, budgets,
+/// retries and timeouts, and logs the exchange.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct LlmRequest {
+    /// Which configured model to use, e.g. `edit`, `pyramid` or `tutor`.
+    #[serde(default)]
+    pub role: String,
+    /// The system prompt, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system: Option<String>,
+    /// The user prompt.
+    pub prompt: String,
+    /// Sampling temperature; `None` uses the configured one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    /// Maximum tokens to generate; `None` uses the configured one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    /// Markers that end generation early when they appear in the output
+    /// (for example `END_EDIT_OPS`). The output up to and including the
+    /// marker is kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stop_markers: Vec<String>,
+}
+
+impl LlmRequest {
+    /// A request for `prompt` with the given model role and the configured
+    /// sampling parameters.
+    pub fn new(role: impl Into<String>, prompt: impl Into<String>) -> Self {
+        LlmRequest {
+            role: role.into(),
+            system: None,
+            prompt: prompt.into(),
+            temperature: None,
+            max_tokens: None,
+            stop_markers: Vec::new(),
+        }
+    }
+
+    /// Sets the system prompt.
+    pub fn system(mut self, system: impl Into<String>) -> Self {
+        self.system = Some(system.into());
+        self
+    }
+
+    /// Overrides the temperature.
+    pub fn temperature(mut self, t: f64) -> Self {
+        self.temperature = Some(t);
+        self
+    }
+
+    /// Overrides the maximum number of generated tokens.
+    pub fn max_tokens(mut self, n: u32) -> Self {
+        self.max_tokens = Some(n);
+        self
+    }
+
+    /// Adds a stop marker.
+    pub fn stop_marker(mut self, marker: impl Into<String>) -> Self {
+        self.stop_markers.push(marker.into());
+        self
+    }
+}
+
+/// The host's answer to an [`LlmRequest`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct LlmResponse {
+    /// The generated text, exactly as the model produced it.
+    pub text: String,
+    /// The exact model id that answered.
+    #[serde(default)]
+    pub model: String,
+    /// Prompt tokens used.
+    #[serde(default)]
+    pub prompt_tokens: u64,
+    /// Completion tokens generated.
+    #[serde(default)]
+    pub completion_tokens: u64,
+    /// `true` when the token counts were estimated because the backend did
+    /// not report usage.
+    #[serde(default)]
+    pub tokens_estimated: bool,
+    /// `true` when the answer came from the host's response cache or an
+    /// exchange log being replayed.
+    #[serde(default)]
+    pub cached: bool,
+    /// `true` when generation stopped at one of the stop markers.
+    #[serde(default)]
+    pub stopped_at_marker: bool,
+}

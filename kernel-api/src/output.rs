@@ -1,0 +1,84 @@
+//! What a kernel returns.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// The longest summary, in characters, that the host keeps; longer ones are
+/// cut at this length with an ellipsis.
+pub const MAX_SUMMARY_CHARS: usize = 500;
+
+/// The successful result of a kernel: its output artifacts, a short summary
+/// and any warnings.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct KernelOutput {
+    /// One JSON value per declared output artifact.
+    pub artifacts: BTreeMap<String, Value>,
+    /// A one-line summary for people (under 500 characters).
+    #[serde(default)]
+    pub summary: String,
+    /// Non-fatal problems worth showing to the user.
+    #[serde(default)]
+    pub warnings: Vec<String>,
+}
+
+impl KernelOutput {
+    /// An empty output.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds an output artifact. Anything `serde_json` can serialize is
+    /// accepted; a value that fails to serialize becomes `null`.
+    pub fn artifact(mut self, name: impl Into<String>, value: impl Serialize) -> Self {
+        let value = serde_json::to_value(value).unwrap_or(Value::Null);
+        self.artifacts.insert(name.into(), value);
+        self
+    }
+
+    /// Sets the summary; it is cut to [`MAX_SUMMARY_CHARS`] characters.
+    pub fn summary(mut self, summary: impl Into<String>) -> Self {
+        self.summary = truncate_summary(summary.into());
+        self
+    }
+
+    /// Adds a warning.
+    pub fn warning(mut self, warning: impl Into<String>) -> Self {
+        self.warnings.push(warning.into());
+        self
+    }
+}
+
+/// Cuts a summary to [`MAX_SUMMARY_CHARS`] characters, ending with `…` when
+/// it was cut.
+pub(crate) fn truncate_summary(s: String) -> String {
+    if s.chars().count() <= MAX_SUMMARY_CHARS {
+        return s;
+    }
+    let mut cut: String = s.chars().take(MAX_SUMMARY_CHARS - 1).collect();
+    cut.push('…');
+    cut
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_is_cut_under_500_chars() {
+        let out = KernelOutput::new().summary("é".repeat(900));
+        assert_eq!(out.summary.chars().count(), MAX_SUMMARY_CHARS);
+        assert!(out.summary.ends_with('…'));
+        let short = KernelOutput::new().summary("fine");
+        assert_eq!(short.summary, "fine");
+    }
+
+    #[test]
+    fn artifacts_accept_any_serializable() {
+        let out = KernelOutput::new()
+            .artifact("n", 3)
+            .artifact("v", vec!["a", "b"]);
+        assert_eq!(out.artifacts["n"], 3);
+        assert_eq!(out.artifacts["v"][1], "b");
+    }
+}

@@ -1,0 +1,62 @@
+//! The JSON messages that cross the plugin boundary.
+//!
+//! These types carry no I/O; the host and the plugin glue both use them.
+
+use crate::{KernelError, KernelOutput, KernelSpec};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// What the host sends to a kernel's run function.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct RunRequest {
+    /// The resolved config.
+    #[serde(default)]
+    pub config: Value,
+    /// Input artifacts by name.
+    #[serde(default)]
+    pub inputs: BTreeMap<String, Value>,
+}
+
+/// What a kernel's run function answers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum RunResponse {
+    /// The kernel succeeded.
+    Ok(KernelOutput),
+    /// The kernel failed (or panicked).
+    Error(KernelError),
+}
+
+/// What a plugin's describe function answers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum DescribeResponse {
+    /// The kernel's spec.
+    Ok {
+        /// The spec.
+        spec: KernelSpec,
+    },
+    /// `spec()` panicked or the index is out of range.
+    Error {
+        /// Why.
+        message: String,
+    },
+}
+
+/// The answer to a host call (`write_file`, `append_file`, `llm_complete`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum HostCallResponse {
+    /// The call succeeded; `value` is the method's answer.
+    Ok {
+        /// The answer (`null` for file writes).
+        #[serde(default)]
+        value: Value,
+    },
+    /// The host refused or failed.
+    Error {
+        /// Why, in words a person can act on.
+        message: String,
+    },
+}

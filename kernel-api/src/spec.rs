@@ -1,0 +1,328 @@
+//! The declared contract of a kernel.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// What a kernel declares about itself: identity, artifacts, flags and
+/// default config. Built with [`KernelSpec::new`] and the builder methods.
+///
+/// The host builds the pipeline DAG from [`KernelSpec::inputs`] and
+/// [`KernelSpec::outputs`]: a kernel that reads artifact `x` runs after the
+/// kernel that writes `x`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KernelSpec {
+    /// Unique kernel name, e.g. `md_structure`. Letters, digits, `_` and `-`.
+    pub name: String,
+    /// Semantic version of the kernel, e.g. `1.2.0`. Part of the cache key:
+    /// bump it whenever the output for the same inputs can change.
+    pub version: String,
+    /// Free-form stage label used for display and grouping, e.g. `S1`.
+    #[serde(default)]
+    pub stage: String,
+    /// One line saying what the kernel does.
+    #[serde(default)]
+    pub description: String,
+    /// Artifacts the kernel reads.
+    #[serde(default)]
+    pub inputs: Vec<InputSpec>,
+    /// Artifacts the kernel writes.
+    #[serde(default)]
+    pub outputs: Vec<OutputSpec>,
+    /// `true` when the same config and inputs always give the same outputs.
+    #[serde(default = "default_true")]
+    pub deterministic: bool,
+    /// `true` when the kernel calls [`crate::Context::llm_complete`]. The
+    /// host then adds the model identity and sampling parameters to the
+    /// cache key.
+    #[serde(default)]
+    pub uses_llm: bool,
+    /// The default config, a JSON object. The pipeline may override any of
+    /// its keys, but may not add keys it does not have (an empty object or
+    /// `null` value accepts anything below it).
+    #[serde(default = "empty_object")]
+    pub default_config: Value,
+}
+
+fn default_true() -> bool {
+    true
+}
+
+fn empty_object() -> Value {
+    Value::Object(serde_json::Map::new())
+}
+
+/// One artifact a kernel reads.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InputSpec {
+    /// The artifact's name.
+    pub artifact: String,
+    /// When `false` the kernel runs even if nothing produces the artifact.
+    #[serde(default = "default_true")]
+    pub required: bool,
+}
+
+/// One artifact a kernel writes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutputSpec {
+    /// The artifact's name; unique across a pipeline.
+    pub artifact: String,
+    /// Where the host also writes the artifact inside the workspace, as a
+    /// relative path with `/` separators (e.g. `stage1/outline.json`). A
+    /// JSON string artifact is written as its raw text unless the path ends
+    /// in `.json`; any other value is written as pretty JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// When `true`, the host refuses to replace an existing file with
+    /// different content (an immutable snapshot).
+    #[serde(default)]
+    pub write_once: bool,
+}
+
+impl KernelSpec {
+    /// Starts a spec with a name and a semantic version; the kernel is
+    /// deterministic, uses no LLM and has an empty default config.
+    pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
+        KernelSpec {
+            name: name.into(),
+            version: version.into(),
+            stage: String::new(),
+            description: String::new(),
+            inputs: Vec::new(),
+            outputs: Vec::new(),
+            deterministic: true,
+            uses_llm: false,
+            default_config: empty_object(),
+        }
+    }
+
+    /// Sets the stage label.
+    pub fn stage(mut self, stage: impl Into<String>) -> Self {
+        self.stage = stage.into();
+        self
+    }
+
+    /// Sets the one-line description.
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = description.into();
+        self
+    }
+
+    /// Declares a required input artifact.
+    pub fn input(mut self, artifact: impl Into<String>) -> Self {
+        self.inputs.push(InputSpec {
+            artifact: artifact.into(),
+            required: true,
+        });
+        self
+    }
+
+    /// Declares an optional input artifact.
+    pub fn optional_input(mut self, artifact: impl Into<String>) -> Self {
+        self.inputs.push(InputSpec {
+            artifact: artifact.into(),
+            required: false,
+        });
+        self
+    }
+
+    /// Declares an output artifact kept only in the host's store.
+    pub fn output(mut self, artifact: impl Into<String>) -> Self {
+        self.outputs.push(OutputSpec {
+            artifact: artifact.into(),
+            file: None,
+            write_once: false,
+        });
+        self
+    }
+
+    /// Declares an output artifact that the host also writes to `file`
+    /// inside the workspace.
+    pub fn output_file(mut self, artifact: impl Into<String>, file: impl Into<String>) -> Self {
+        self.outputs.push(OutputSpec {
+            artifact: artifact.into(),
+            file: Some(file.into()),
+            write_once: false,
+        });
+        self
+    }
+
+    /// Declares an output artifact written to `file` once: a later run that
+    /// would write different content there is an error.
+    pub fn output_file_once(
+        mut self,
+        artifact: impl Into<String>,
+        file: impl Into<String>,
+    ) -> Self {
+        self.outputs.push(OutputSpec {
+            artifact: artifact.into(),
+            file: Some(file.into()),
+            write_once: true,
+        });
+        self
+    }
+
+    /// Marks the kernel as non-deterministic.
+    pub fn nondeterministic(mut self) -> Self {
+        self.deterministic = false;
+        self
+    }
+
+    /// Marks the kernel as calling the host's LLM service.
+    pub fn uses_llm(mut self) -> Self {
+        self.uses_llm = true;
+        self
+    }
+
+    /// Sets the default config (a JSON object).
+    pub fn default_config(mut self, config: Value) -> Self {
+        self.default_config = config;
+        self
+    }
+
+    /// Checks the spec for mistakes the host would refuse: an empty or
+    /// badly formed name, a version that is not `MAJOR.MINOR.PATCH`, a
+    /// default config that is not an object, an artifact declared twice, or
+    /// a file path that is absolute or leaves the workspace.
+    pub fn validate(&self) -> Result<(), String> {
+        let name_ok = !self.name.is_empty()
+            && self
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if !name_ok {
+            return Err(format!(
+                "kernel name {:?} must be non-empty and use only ASCII letters, digits, '_' and '-'",
+                self.name
+            ));
+        }
+        if !is_semver(&self.version) {
+            return Err(format!(
+                "kernel {}: version {:?} is not a semantic version (MAJOR.MINOR.PATCH)",
+                self.name, self.version
+            ));
+        }
+        if !self.default_config.is_object() {
+            return Err(format!(
+                "kernel {}: default config must be a JSON object",
+                self.name
+            ));
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for a in self.inputs.iter().map(|i| &i.artifact) {
+            if a.is_empty() || !seen.insert(("in", a.as_str())) {
+                return Err(format!(
+                    "kernel {}: input artifact {a:?} is empty or declared twice",
+                    self.name
+                ));
+            }
+        }
+        for o in &self.outputs {
+            if o.artifact.is_empty() || !seen.insert(("out", o.artifact.as_str())) {
+                return Err(format!(
+                    "kernel {}: output artifact {:?} is empty or declared twice",
+                    self.name, o.artifact
+                ));
+            }
+            if seen.contains(&("in", o.artifact.as_str())) {
+                return Err(format!(
+                    "kernel {}: artifact {:?} is both an input and an output",
+                    self.name, o.artifact
+                ));
+            }
+            if let Some(file) = &o.file {
+                if !is_relative_inside(file) {
+                    return Err(format!(
+                        "kernel {}: output file {file:?} must be a relative path inside the workspace",
+                        self.name
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn is_semver(v: &str) -> bool {
+    let core = v.split(['-', '+']).next().unwrap_or("");
+    let parts: Vec<&str> = core.split('.').collect();
+    parts.len() == 3
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
+}
+
+/// `true` when `path` is relative, uses no `..` component and is not empty.
+pub(crate) fn is_relative_inside(path: &str) -> bool {
+    !path.is_empty()
+        && !path.starts_with('/')
+        && !path.starts_with('\\')
+        && !path.contains(':')
+        && path
+            .split(['/', '\\'])
+            .all(|part| part != ".." && !part.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builder_sets_everything() {
+        let s = KernelSpec::new("k", "1.0.0")
+            .stage("S1")
+            .input("a")
+            .optional_input("b")
+            .output("c")
+            .output_file_once("d", "stage1/d.md")
+            .uses_llm()
+            .nondeterministic();
+        assert_eq!(s.inputs.len(), 2);
+        assert!(!s.inputs[1].required);
+        assert!(s.outputs[1].write_once);
+        assert!(s.uses_llm && !s.deterministic);
+        assert_eq!(s.validate(), Ok(()));
+    }
+
+    #[test]
+    fn validate_refuses_bad_specs() {
+        assert!(KernelSpec::new("", "1.0.0").validate().is_err());
+        assert!(KernelSpec::new("a b", "1.0.0").validate().is_err());
+        assert!(KernelSpec::new("k", "1.0").validate().is_err());
+        assert!(KernelSpec::new("k", "1.0.0")
+            .default_config(serde_json::json!([1]))
+            .validate()
+            .is_err());
+        assert!(KernelSpec::new("k", "1.0.0")
+            .input("a")
+            .input("a")
+            .validate()
+            .is_err());
+        assert!(KernelSpec::new("k", "1.0.0")
+            .input("a")
+            .output("a")
+            .validate()
+            .is_err());
+        for bad in ["../x", "/etc/passwd", "a/../../b", "C:\\x", "a//b", ""] {
+            assert!(
+                KernelSpec::new("k", "1.0.0")
+                    .output_file("a", bad)
+                    .validate()
+                    .is_err(),
+                "{bad} accepted"
+            );
+        }
+        assert!(KernelSpec::new("k", "1.0.0-beta.1").validate().is_ok());
+    }
+
+    #[test]
+    fn spec_round_trips_and_fills_defaults() {
+        let s: KernelSpec =
+            serde_json::from_str(r#"{"name":"k","version":"0.1.0","future_field":1}"#)
+                .expect("parses");
+        assert!(s.deterministic);
+        assert!(s.default_config.is_object());
+        let back: KernelSpec =
+            serde_json::from_str(&serde_json::to_string(&s).expect("ser")).expect("de");
+        assert_eq!(s, back);
+    }
+}

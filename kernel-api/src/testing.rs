@@ -1,0 +1,233 @@
+//! Run a kernel in-process, without building or loading a plugin.
+//!
+//! [`TestHarness`] resolves the config exactly as the host does, sends the
+//! request through the same JSON encoding and panic catching as the plugin
+//! glue, and records what the kernel logs and writes:
+//!
+//! ```
+//! # use koas_kernel_api::prelude::*;
+//! # struct Echo;
+//! # impl Kernel for Echo {
+//! #     fn spec(&self) -> KernelSpec { KernelSpec::new("echo", "1.0.0").input("doc").output("out") }
+//! #     fn run(&self, ctx: &Context, _: &KernelConfig, i: &Inputs) -> KernelResult {
+//! #         ctx.write_file("notes/echo.txt", b"hi")?;
+//! #         Ok(KernelOutput::new().artifact("out", i.source_text("doc")?))
+//! #     }
+//! # }
+//! use koas_kernel_api::testing::TestHarness;
+//! let mut h = TestHarness::new().source_text("doc", "text");
+//! let out = h.run(&Echo).expect("runs");
+//! assert_eq!(out.artifacts["out"], "text");
+//! assert_eq!(h.file("notes/echo.txt"), Some(b"hi".to_vec()));
+//! ```
+
+use crate::abi::run_kernel;
+use crate::context::{Host, LogLevel};
+use crate::protocol::{RunRequest, RunResponse};
+use crate::{Kernel, KernelError, KernelOutput, LlmRequest};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+type LlmFn = dyn Fn(&LlmRequest) -> Result<String, String> + Send + Sync;
+
+/// An in-memory host for running one kernel in a test.
+pub struct TestHarness {
+    config: Value,
+    inputs: BTreeMap<String, Value>,
+    state: Arc<HarnessHost>,
+}
+
+#[derive(Default)]
+struct HarnessHost {
+    logs: Mutex<Vec<(LogLevel, String)>>,
+    progress: Mutex<Vec<(u64, u64)>>,
+    files: Mutex<BTreeMap<String, Vec<u8>>>,
+    cancelled: AtomicBool,
+    llm: Mutex<Option<Arc<LlmFn>>>,
+}
+
+impl Default for TestHarness {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TestHarness {
+    /// A harness with no inputs, the kernel's default config and no LLM.
+    pub fn new() -> Self {
+        TestHarness {
+            config: json!({}),
+            inputs: BTreeMap::new(),
+            state: Arc::new(HarnessHost::default()),
+        }
+    }
+
+    /// Sets config values to merge over the kernel's defaults.
+    pub fn config(mut self, overrides: Value) -> Self {
+        self.config = overrides;
+        self
+    }
+
+    /// Provides an input artifact.
+    pub fn input(mut self, name: &str, value: impl serde::Serialize) -> Self {
+        self.inputs.insert(
+            name.to_string(),
+            serde_json::to_value(value).unwrap_or(Value::Null),
+        );
+        self
+    }
+
+    /// Provides a source-file artifact holding `text`, as the host would for
+    /// a UTF-8 file named `<name>.md`.
+    pub fn source_text(self, name: &str, text: &str) -> Self {
+        let path = format!("{name}.md");
+        self.source_bytes(name, &path, text.as_bytes())
+    }
+
+    /// Provides a source-file artifact from raw bytes, as the host would
+    /// for the file at `path` (invalid UTF-8 included).
+    pub fn source_bytes(self, name: &str, path: &str, bytes: &[u8]) -> Self {
+        let file = crate::SourceFile::from_bytes(path, bytes);
+        self.input(name, file)
+    }
+
+    /// Makes [`crate::Context::llm_complete`] answer with `f`'s text.
+    pub fn llm(
+        self,
+        f: impl Fn(&LlmRequest) -> Result<String, String> + Send + Sync + 'static,
+    ) -> Self {
+        if let Ok(mut slot) = self.state.llm.lock() {
+            *slot = Some(Arc::new(f));
+        }
+        self
+    }
+
+    /// Makes [`crate::Context::is_cancelled`] answer `true`.
+    pub fn cancelled(self) -> Self {
+        self.state.cancelled.store(true, Ordering::SeqCst);
+        self
+    }
+
+    /// Resolves the config, runs the kernel and returns its output.
+    pub fn run(&mut self, kernel: &dyn Kernel) -> Result<KernelOutput, KernelError> {
+        let spec = kernel.spec();
+        spec.validate().map_err(KernelError::failed)?;
+        let config = crate::config::resolve(&spec.default_config, &self.config)
+            .map_err(|e| KernelError::invalid_config(e.to_string()))?;
+        // Round-trip through JSON bytes, as across the real boundary.
+        let bytes = serde_json::to_vec(&RunRequest {
+            config,
+            inputs: self.inputs.clone(),
+        })?;
+        let request: RunRequest = serde_json::from_slice(&bytes)?;
+        let host: &dyn Host = self.state.as_ref();
+        match run_kernel(kernel, host, &spec.name, request) {
+            RunResponse::Ok(out) => {
+                for o in &spec.outputs {
+                    if !out.artifacts.contains_key(&o.artifact) {
+                        return Err(KernelError::failed(format!(
+                            "kernel {} did not return its declared output `{}`",
+                            spec.name, o.artifact
+                        )));
+                    }
+                }
+                Ok(out)
+            }
+            RunResponse::Error(e) => Err(e),
+        }
+    }
+
+    /// The lines the kernel logged.
+    pub fn logs(&self) -> Vec<(LogLevel, String)> {
+        self.state
+            .logs
+            .lock()
+            .map(|l| l.clone())
+            .unwrap_or_default()
+    }
+
+    /// The progress reports the kernel made.
+    pub fn progress(&self) -> Vec<(u64, u64)> {
+        self.state
+            .progress
+            .lock()
+            .map(|l| l.clone())
+            .unwrap_or_default()
+    }
+
+    /// The content of a file the kernel wrote, if any.
+    pub fn file(&self, path: &str) -> Option<Vec<u8>> {
+        self.state.files.lock().ok()?.get(path).cloned()
+    }
+
+    /// The paths of every file the kernel wrote.
+    pub fn files(&self) -> Vec<String> {
+        self.state
+            .files
+            .lock()
+            .map(|f| f.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+}
+
+impl Host for HarnessHost {
+    fn log(&self, level: LogLevel, message: &str) {
+        if let Ok(mut l) = self.logs.lock() {
+            l.push((level, message.to_string()));
+        }
+    }
+
+    fn progress(&self, done: u64, total: u64) {
+        if let Ok(mut p) = self.progress.lock() {
+            p.push((done, total));
+        }
+    }
+
+    fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::SeqCst)
+    }
+
+    fn call(&self, header: &Value, body: &[u8]) -> Result<Value, String> {
+        let method = header.get("method").and_then(Value::as_str).unwrap_or("");
+        match method {
+            "write_file" | "append_file" => {
+                let path = header
+                    .get("path")
+                    .and_then(Value::as_str)
+                    .ok_or("file call without a path")?;
+                if !crate::spec::is_relative_inside(path) {
+                    return Err(format!(
+                        "{path:?} is not a relative path inside the workspace"
+                    ));
+                }
+                let mut files = self.files.lock().map_err(|_| "poisoned".to_string())?;
+                let entry = files.entry(path.to_string()).or_default();
+                if method == "write_file" {
+                    entry.clear();
+                }
+                entry.extend_from_slice(body);
+                Ok(Value::Null)
+            }
+            "llm_complete" => {
+                let request: LlmRequest =
+                    serde_json::from_value(header.get("request").cloned().unwrap_or(Value::Null))
+                        .map_err(|e| format!("malformed LLM request: {e}"))?;
+                let responder = self.llm.lock().ok().and_then(|l| l.clone());
+                let Some(f) = responder else {
+                    return Err(crate::llm::NO_BACKEND.to_string());
+                };
+                let text = f(&request)?;
+                Ok(json!({
+                    "text": text,
+                    "model": "test-harness",
+                    "prompt_tokens": request.prompt.len() / 4,
+                    "completion_tokens": text.len() / 4,
+                    "tokens_estimated": true,
+                }))
+            }
+            other => Err(format!("unknown host method {other:?}")),
+        }
+    }
+}
