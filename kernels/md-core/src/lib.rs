@@ -1,0 +1,17 @@
+//! # koas-md — shared Markdown analysis for the koas reviewer kernels
+//!
+//! The Stage 1 reviewer kernels (`md_inventory`, `md_structure`,
+//! `md_protected_regions`, `md_chunk`) are thin plugin wrappers over this
+//! library, so that their logic can be tested and benchmarked in-process.
+//!
+//! [`model`] holds the serde types of every Stage 1 artifact: it is the
+//! contract the Stage 2 and Stage 3 kernels deserialize.
+
+#![deny(missing_docs)]
+
+pub mod hashing;
+pub mod model;
+pub mod tokens;
+
+pub use hashing::content_hash;
+pub use tokens::estimate_tokens;
