@@ -1,0 +1,1 @@
+//! koas-llm: the LLM host service (work in progress).

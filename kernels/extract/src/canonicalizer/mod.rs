@@ -1,0 +1,25 @@
+//! The seed-002 canonicalizer: a pure pipeline from raw LLM text to one
+//! canonical JSON object, or a named rejection.
+//!
+//! ```text
+//! LLM raw text
+//!   → normalize_text()      non-destructive sanitation (A7)
+//!   → extract_json_block()  exactly one top-level object (A2, A6)
+//!   → JSON parse            (inside extract_json_block)
+//!   → canonical_json()      dict-level canonical form (A1)
+//! ```
+//!
+//! The canonicalizer is frozen per session: [`canonicalizer_source_hash`]
+//! and the [`self_test`] output hash are recorded in the run metadata (A4),
+//! so a replay can tell that the code that canonicalized the log is the
+//! code that is replaying it.
+
+mod canonical_json;
+mod json_block;
+mod normalize;
+mod self_test;
+
+pub use canonical_json::{canonical_hash, canonical_json, sha256_prefixed};
+pub use json_block::{extract_json_block, CanonicalBlock, Rejection};
+pub use normalize::normalize_text;
+pub use self_test::{canonicalizer_source_hash, self_test, SelfTestError, SelfTestReport};

@@ -1,0 +1,259 @@
+//! The 6-level extraction ladder of seed 000 §7.
+//!
+//! | level | method | accepts |
+//! |---|---|---|
+//! | 1 | `json_strict` | a JSON array of ops, or an object holding one under `ops`/`edit_ops`/`edits`/`changes`/`operations`; markdown fences stripped first; an object inside prose is found with the canonicalizer's exactly-one rule |
+//! | 2 | `json_relaxed` | the same plus trailing commas, single quotes, `//`, `#` and `/* */` comments, unquoted keys, `True`/`False`/`None`, raw newlines in strings, a single op object, and exactly one bracketed region inside prose |
+//! | 3 | `yaml` | a YAML sequence of op mappings, a mapping holding one, or a single op mapping |
+//! | 4 | `tagged_payload` | the content between `BEGIN_EDIT_OPS`/`END_EDIT_OPS` (or `<EDIT_OPS>`…`</EDIT_OPS>`), parsed by levels 1–3 |
+//! | 5 | `plaintext_regex` | `[RVW] action=replace / lines=N-M / before="…" / after="…"` blocks and `replace:`/`delete:`/`flag:`/`insert:` lines naming a line range |
+//! | 6 | `freeform_salvage` | a short "no changes needed" answer (EN/FR) → no ops; any other prose → one `flag_only` op carrying it as rationale |
+//!
+//! The first level that succeeds determines [`LadderOutcome::method`].
+//! When the payload is tagged, levels 2 (prose search) and 3 defer to
+//! level 4 so that the method reported is the one the model actually used.
+
+mod fences;
+mod plaintext;
+mod relaxed;
+mod salvage;
+mod strict;
+mod tagged;
+mod value_ops;
+mod yaml;
+
+use crate::canonicalizer::normalize_text;
+use crate::op::RawEditOp;
+use serde::{Deserialize, Serialize};
+
+pub use value_ops::OPS_KEYS;
+
+/// Which ladder level produced the ops (or why none did).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExtractionMethod {
+    /// Level 1.
+    JsonStrict,
+    /// Level 2.
+    JsonRelaxed,
+    /// Level 3.
+    Yaml,
+    /// Level 4.
+    TaggedPayload,
+    /// Level 5.
+    PlaintextRegex,
+    /// Level 6.
+    FreeformSalvage,
+    /// The response was empty (only whitespace); no level was tried.
+    EmptyResponse,
+    /// All six levels failed (e.g. output with no letters at all).
+    Failed,
+}
+
+impl ExtractionMethod {
+    /// The name used in logs and `status.jsonl` (`json_strict`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExtractionMethod::JsonStrict => "json_strict",
+            ExtractionMethod::JsonRelaxed => "json_relaxed",
+            ExtractionMethod::Yaml => "yaml",
+            ExtractionMethod::TaggedPayload => "tagged_payload",
+            ExtractionMethod::PlaintextRegex => "plaintext_regex",
+            ExtractionMethod::FreeformSalvage => "freeform_salvage",
+            ExtractionMethod::EmptyResponse => "empty_response",
+            ExtractionMethod::Failed => "failed",
+        }
+    }
+
+    /// The ladder level (1–6), or `None` for `empty_response`/`failed`.
+    pub fn level(self) -> Option<u8> {
+        match self {
+            ExtractionMethod::JsonStrict => Some(1),
+            ExtractionMethod::JsonRelaxed => Some(2),
+            ExtractionMethod::Yaml => Some(3),
+            ExtractionMethod::TaggedPayload => Some(4),
+            ExtractionMethod::PlaintextRegex => Some(5),
+            ExtractionMethod::FreeformSalvage => Some(6),
+            ExtractionMethod::EmptyResponse | ExtractionMethod::Failed => None,
+        }
+    }
+
+    /// `true` when a level succeeded (possibly with zero ops).
+    pub fn succeeded(self) -> bool {
+        self.level().is_some()
+    }
+}
+
+/// Why one level did not accept the text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LevelFailure {
+    /// The level that failed.
+    pub method: ExtractionMethod,
+    /// A short reason.
+    pub reason: String,
+}
+
+/// The result of running the ladder on one response.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LadderOutcome {
+    /// The level that succeeded, `empty_response` or `failed`.
+    pub method: ExtractionMethod,
+    /// The extracted proposals (may be empty on success: the model said
+    /// there is nothing to change).
+    pub ops: Vec<RawEditOp>,
+    /// `true` when the model explicitly said no changes are needed.
+    pub no_changes: bool,
+    /// Items of a parsed list that were not recognisable ops.
+    pub skipped_items: usize,
+    /// Why each earlier level failed, in order.
+    pub failures: Vec<LevelFailure>,
+}
+
+/// Ops found by one level.
+pub(crate) struct Found {
+    pub ops: Vec<RawEditOp>,
+    pub skipped: usize,
+    pub no_changes: bool,
+}
+
+impl Found {
+    pub(crate) fn ops(ops: Vec<RawEditOp>, skipped: usize) -> Self {
+        Found {
+            ops,
+            skipped,
+            no_changes: false,
+        }
+    }
+}
+
+/// One ladder level: accepts the normalized text or says why not.
+type LevelFn<'a> = dyn Fn(&str) -> Result<Found, String> + 'a;
+
+/// Runs the ladder on raw model output. Never panics; always returns an
+/// outcome.
+pub fn extract_edit_ops(raw: &str) -> LadderOutcome {
+    let text = normalize_text(raw);
+    if text.is_empty() {
+        return LadderOutcome {
+            method: ExtractionMethod::EmptyResponse,
+            ops: Vec::new(),
+            no_changes: false,
+            skipped_items: 0,
+            failures: Vec::new(),
+        };
+    }
+    let tagged = tagged::has_tags(&text);
+    let levels: [(ExtractionMethod, &LevelFn); 6] = [
+        (ExtractionMethod::JsonStrict, &strict::extract),
+        (ExtractionMethod::JsonRelaxed, &|t| {
+            relaxed::extract(t, !tagged)
+        }),
+        (ExtractionMethod::Yaml, &|t| {
+            if tagged {
+                Err("payload is tagged; deferring to tagged_payload".to_string())
+            } else {
+                yaml::extract(t)
+            }
+        }),
+        (ExtractionMethod::TaggedPayload, &tagged::extract),
+        (ExtractionMethod::PlaintextRegex, &plaintext::extract),
+        (ExtractionMethod::FreeformSalvage, &salvage::extract),
+    ];
+    let mut failures = Vec::new();
+    for (method, level) in levels {
+        match level(&text) {
+            Ok(found) => {
+                return LadderOutcome {
+                    method,
+                    ops: found.ops,
+                    no_changes: found.no_changes,
+                    skipped_items: found.skipped,
+                    failures,
+                }
+            }
+            Err(reason) => failures.push(LevelFailure { method, reason }),
+        }
+    }
+    LadderOutcome {
+        method: ExtractionMethod::Failed,
+        ops: Vec::new(),
+        no_changes: false,
+        skipped_items: 0,
+        failures,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::op::EditAction;
+
+    fn method(raw: &str) -> ExtractionMethod {
+        extract_edit_ops(raw).method
+    }
+
+    #[test]
+    fn each_level_is_reached_by_its_format() {
+        assert_eq!(
+            method(r#"[{"action":"replace","lines":"1-1","before":"a","after":"b"}]"#),
+            ExtractionMethod::JsonStrict
+        );
+        assert_eq!(
+            method("```json\n{\"ops\": [{\"action\": \"delete\", \"line\": 4}]}\n```"),
+            ExtractionMethod::JsonStrict
+        );
+        assert_eq!(
+            method("[{'action': 'replace', 'lines': '2-3', 'after': 'x',},]"),
+            ExtractionMethod::JsonRelaxed
+        );
+        assert_eq!(
+            method("- action: replace\n  lines: 5-6\n  before: teh\n  after: the\n"),
+            ExtractionMethod::Yaml
+        );
+        assert_eq!(
+            method("My edits:\nBEGIN_EDIT_OPS\n[{\"action\":\"flag_only\",\"line\":2,\"rationale\":\"vague\"}]\nEND_EDIT_OPS\nThanks"),
+            ExtractionMethod::TaggedPayload
+        );
+        assert_eq!(
+            method("[RVW] action=replace / lines=3-4 / before=\"colour\" / after=\"color\""),
+            ExtractionMethod::PlaintextRegex
+        );
+        assert_eq!(
+            method("The second paragraph contradicts the introduction."),
+            ExtractionMethod::FreeformSalvage
+        );
+    }
+
+    #[test]
+    fn empty_and_letterless_outputs() {
+        assert_eq!(method("  \r\n "), ExtractionMethod::EmptyResponse);
+        let out = extract_edit_ops("}}} ::: 123 {{{");
+        assert_eq!(out.method, ExtractionMethod::Failed);
+        assert_eq!(out.failures.len(), 6);
+    }
+
+    #[test]
+    fn no_changes_is_success_with_no_ops() {
+        for text in ["No changes needed.", "Aucune modification nécessaire."] {
+            let out = extract_edit_ops(text);
+            assert_eq!(out.method, ExtractionMethod::FreeformSalvage);
+            assert!(out.no_changes, "{text}");
+            assert!(out.ops.is_empty());
+        }
+    }
+
+    #[test]
+    fn empty_list_is_a_strict_success() {
+        let out = extract_edit_ops("[]");
+        assert_eq!(out.method, ExtractionMethod::JsonStrict);
+        assert!(out.ops.is_empty());
+    }
+
+    #[test]
+    fn failures_record_every_earlier_level() {
+        let out = extract_edit_ops("[RVW] action=delete / lines=9");
+        assert_eq!(out.method, ExtractionMethod::PlaintextRegex);
+        assert_eq!(out.failures.len(), 4);
+        assert_eq!(out.ops[0].action, EditAction::Delete);
+    }
+}

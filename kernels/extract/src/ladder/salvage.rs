@@ -1,0 +1,104 @@
+//! Level 6, `freeform_salvage`: prose answers.
+
+use super::Found;
+use crate::op::{EditAction, RawEditOp};
+use regex::Regex;
+use std::sync::OnceLock;
+
+/// Answers longer than this are never read as "no changes needed": a long
+/// text that contains the phrase usually goes on to describe a change.
+const MAX_NO_CHANGE_CHARS: usize = 300;
+/// The rationale of a salvaged finding keeps at most this many characters.
+const MAX_RATIONALE_CHARS: usize = 2000;
+
+fn no_change_re() -> Option<&'static Regex> {
+    static RE: OnceLock<Option<Regex>> = OnceLock::new();
+    RE.get_or_init(|| {
+        Regex::new(concat!(
+            r"(?i)\b(?:",
+            // English
+            r"no\s+(?:changes?|edits?|corrections?|modifications?|issues?|problems?|errors?)\s+(?:are\s+|is\s+)?(?:needed|required|necessary|found|to\s+(?:make|suggest|report))",
+            r"|nothing\s+to\s+(?:change|correct|fix|edit|report)",
+            r"|(?:the\s+)?(?:text|chunk|section|passage|document)\s+(?:looks|is|seems)\s+(?:good|fine|correct|clean)",
+            r"|no\s+edits|lgtm",
+            // French
+            r"|aucune?\s+(?:modifications?|corrections?|changements?|erreurs?|problèmes?)",
+            r"|rien\s+à\s+(?:modifier|corriger|changer|signaler)",
+            r"|pas\s+de\s+(?:modifications?|corrections?|changements?)",
+            r"|(?:le\s+texte|la\s+section|ce\s+passage)\s+(?:est|semble|me\s+semble)\s+correct",
+            r")",
+        ))
+        .ok()
+    })
+    .as_ref()
+}
+
+/// "No changes needed" (EN/FR) in a short answer → success with no ops;
+/// other prose → one `flag_only` op carrying the prose as rationale; text
+/// without any letter → failure.
+pub(crate) fn extract(text: &str) -> Result<Found, String> {
+    if !text.chars().any(char::is_alphabetic) {
+        return Err("no prose to salvage".to_string());
+    }
+    let short = text.chars().count() <= MAX_NO_CHANGE_CHARS;
+    if short && no_change_re().is_some_and(|re| re.is_match(text)) {
+        return Ok(Found {
+            ops: Vec::new(),
+            skipped: 0,
+            no_changes: true,
+        });
+    }
+    let mut op = RawEditOp::new(EditAction::FlagOnly);
+    op.rationale = Some(text.chars().take(MAX_RATIONALE_CHARS).collect());
+    Ok(Found::ops(vec![op], 0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pattern_compiles() {
+        assert!(no_change_re().is_some());
+    }
+
+    #[test]
+    fn no_change_variants() {
+        for text in [
+            "No changes needed.",
+            "There are no issues found in this chunk.",
+            "Nothing to fix here.",
+            "The text looks good.",
+            "LGTM",
+            "Aucune correction nécessaire.",
+            "Rien à signaler.",
+            "Pas de modification.",
+            "Le texte me semble correct.",
+        ] {
+            let found = extract(text).unwrap();
+            assert!(found.no_changes && found.ops.is_empty(), "{text}");
+        }
+    }
+
+    #[test]
+    fn prose_becomes_one_finding() {
+        let found = extract("The date in the table disagrees with section 2.").unwrap();
+        assert_eq!(found.ops.len(), 1);
+        assert_eq!(found.ops[0].action, EditAction::FlagOnly);
+        let long = format!(
+            "No changes needed, but {}",
+            "the figure is wrong. ".repeat(30)
+        );
+        let found = extract(&long).unwrap();
+        assert!(!found.no_changes);
+        assert_eq!(
+            found.ops[0].rationale.as_ref().map(|r| r.chars().count()),
+            Some(long.chars().count().min(2000))
+        );
+    }
+
+    #[test]
+    fn letterless_text_fails() {
+        assert!(extract("{} [] 42 ---").is_err());
+    }
+}
