@@ -262,9 +262,34 @@ pub struct Registry {
     kernels: Vec<Box<dyn crate::Kernel>>,
 }
 
+thread_local! {
+    static LAST_PANIC: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Installs this plugin's panic hook: instead of printing to stderr, it
+/// keeps the message and location for the error result the host receives.
+/// The hook belongs to the plugin's own copy of `std`, so the host's hook
+/// is untouched.
+fn install_panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        let text = info.to_string();
+        LAST_PANIC.with(|p| *p.borrow_mut() = Some(text));
+    }));
+}
+
+/// The message of the last panic caught on this thread, with its location
+/// when the plugin's hook recorded it.
+fn caught_panic(payload: &(dyn std::any::Any + Send)) -> String {
+    LAST_PANIC
+        .with(|p| p.borrow_mut().take())
+        .map(|t| t.replace('\n', " "))
+        .unwrap_or_else(|| panic_message(payload))
+}
+
 impl Registry {
-    /// Wraps the exported kernels.
+    /// Wraps the exported kernels and installs the plugin's panic hook.
     pub fn new(kernels: Vec<Box<dyn crate::Kernel>>) -> Self {
+        install_panic_hook();
         Registry { kernels }
     }
 
@@ -279,7 +304,7 @@ impl Registry {
             }
         }))
         .unwrap_or_else(|p| DescribeResponse::Error {
-            message: format!("spec() panicked: {}", panic_message(p.as_ref())),
+            message: format!("spec() {}", caught_panic(p.as_ref())),
         });
         let status = match answer {
             DescribeResponse::Ok { .. } => STATUS_OK,
@@ -333,7 +358,7 @@ impl Registry {
         .unwrap_or_else(|p| {
             RunResponse::Error(KernelError::new(
                 crate::ErrorKind::Panic,
-                panic_message(p.as_ref()),
+                caught_panic(p.as_ref()),
             ))
         });
         let status = match answer {
@@ -377,7 +402,7 @@ pub(crate) fn run_kernel(
         Ok(Err(e)) => RunResponse::Error(e),
         Err(p) => RunResponse::Error(KernelError::new(
             crate::ErrorKind::Panic,
-            panic_message(p.as_ref()),
+            caught_panic(p.as_ref()),
         )),
     }
 }

@@ -1,1 +1,32 @@
+//! # koas — the kernel runtime
+//!
+//! This library is the engine behind the `koas` command. It
+//!
+//! 1. **discovers** kernel plugins on disk ([`discovery`], [`loader`]),
+//!    reporting every library it cannot use instead of stopping at the
+//!    first;
+//! 2. reads a **pipeline file** ([`pipeline`]) and checks it against the
+//!    kernels' declared specs ([`prepare`]);
+//! 3. builds the **DAG** from the artifacts kernels declare ([`dag`]);
+//! 4. **runs** it ([`engine`]): independent kernels in parallel, each output
+//!    stored by content hash in the workspace's **cache** ([`cache`]) so a
+//!    kernel whose inputs, config and binary did not change is never run
+//!    twice, and a failing kernel only stops what depends on it;
+//! 5. records what happened in `run.json` ([`run_record`]).
+//!
+//! Kernels are pure: the host does every side effect on their behalf
+//! ([`host`], [`workspace`]).
 
+pub mod cache;
+pub mod canonical;
+pub mod dag;
+pub mod discovery;
+pub mod engine;
+pub mod graph;
+pub mod host;
+pub mod loader;
+pub mod pipeline;
+pub mod prepare;
+pub mod report;
+pub mod run_record;
+pub mod workspace;

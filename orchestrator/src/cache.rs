@@ -1,0 +1,303 @@
+//! The content-addressed store of a workspace (`.koas/cache`).
+//!
+//! * `objects/<xx>/<blake3>`: artifact values, as canonical JSON bytes,
+//!   named by their blake3 hash.
+//! * `actions/<xx>/<key>.json`: for one cache key (see [`cache_key`]), the
+//!   hashes of the outputs it produced plus the summary and warnings.
+//! * `plugins.json`: blake3 hashes of plugin libraries, remembered by path,
+//!   size and modification time so a cached run does not re-read them.
+//!
+//! Every file is written atomically, so a crash leaves either an entry or
+//! nothing.
+
+use crate::workspace::{atomic_write, WorkspaceError};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// What one kernel run produced, stored under its cache key.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ActionRecord {
+    /// The kernel.
+    pub kernel: String,
+    /// Its version.
+    pub version: String,
+    /// Output artifact name → blake3 hash of its canonical JSON.
+    pub outputs: BTreeMap<String, String>,
+    /// The kernel's summary.
+    pub summary: String,
+    /// The kernel's warnings.
+    pub warnings: Vec<String>,
+}
+
+/// Everything that goes into a cache key (DESIGN.md decision 4).
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct KeyParts<'a> {
+    /// Kernel name.
+    pub kernel: &'a str,
+    /// Kernel version.
+    pub version: &'a str,
+    /// blake3 of the plugin library file.
+    pub plugin_hash: &'a str,
+    /// The resolved config.
+    pub config: &'a Value,
+    /// Input artifact → hash; `None` for an absent optional input.
+    pub inputs: &'a BTreeMap<String, Option<String>>,
+    /// For LLM kernels: model identity and sampling parameters.
+    pub llm: Option<&'a Value>,
+}
+
+/// The cache key: blake3 of the canonical JSON of [`KeyParts`].
+pub fn cache_key(parts: &KeyParts<'_>) -> String {
+    let value = serde_json::to_value(parts).unwrap_or(Value::Null);
+    let mut bytes = b"koas-cache-key-v1\n".to_vec();
+    bytes.extend(crate::canonical::to_vec(&value));
+    blake3::hash(&bytes).to_hex().to_string()
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct PluginHashEntry {
+    len: u64,
+    modified_ns: u128,
+    hash: String,
+}
+
+/// A workspace's cache.
+#[derive(Debug)]
+pub struct Cache {
+    root: PathBuf,
+    plugin_hashes: Mutex<BTreeMap<String, PluginHashEntry>>,
+    plugin_hashes_dirty: Mutex<bool>,
+}
+
+/// A cache failure.
+pub type CacheError = WorkspaceError;
+
+impl Cache {
+    /// The cache of `workspace` (nothing is created until written).
+    pub fn open(workspace: &Path) -> Cache {
+        let root = workspace.join(crate::workspace::PRIVATE_DIR).join("cache");
+        let plugin_hashes = std::fs::read(root.join("plugins.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default();
+        Cache {
+            root,
+            plugin_hashes: Mutex::new(plugin_hashes),
+            plugin_hashes_dirty: Mutex::new(false),
+        }
+    }
+
+    /// The cache folder.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn blob_path(&self, hash: &str) -> PathBuf {
+        let (a, _) = hash.split_at(hash.len().min(2));
+        self.root.join("objects").join(a).join(hash)
+    }
+
+    fn action_path(&self, key: &str) -> PathBuf {
+        let (a, _) = key.split_at(key.len().min(2));
+        self.root
+            .join("actions")
+            .join(a)
+            .join(format!("{key}.json"))
+    }
+
+    /// `true` when a blob with that hash is stored.
+    pub fn has_blob(&self, hash: &str) -> bool {
+        self.blob_path(hash).is_file()
+    }
+
+    /// Stores canonical bytes under their hash (once) and returns the hash.
+    pub fn put_blob(&self, bytes: &[u8]) -> Result<String, CacheError> {
+        let hash = blake3::hash(bytes).to_hex().to_string();
+        let path = self.blob_path(&hash);
+        if !path.is_file() {
+            atomic_write(&path, bytes)?;
+        }
+        Ok(hash)
+    }
+
+    /// Reads and parses a stored artifact value.
+    pub fn get_value(&self, hash: &str) -> Result<Value, CacheError> {
+        let path = self.blob_path(hash);
+        let bytes = std::fs::read(&path).map_err(|source| WorkspaceError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        serde_json::from_slice(&bytes).map_err(|e| WorkspaceError::Io {
+            path,
+            source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+        })
+    }
+
+    /// The record stored under `key`, if it exists and every output blob it
+    /// names is still present.
+    pub fn get_action(&self, key: &str) -> Option<ActionRecord> {
+        let bytes = std::fs::read(self.action_path(key)).ok()?;
+        let record: ActionRecord = serde_json::from_slice(&bytes).ok()?;
+        record
+            .outputs
+            .values()
+            .all(|h| self.has_blob(h))
+            .then_some(record)
+    }
+
+    /// Stores a record under `key`.
+    pub fn put_action(&self, key: &str, record: &ActionRecord) -> Result<(), CacheError> {
+        let bytes = serde_json::to_vec_pretty(record).unwrap_or_default();
+        atomic_write(&self.action_path(key), &bytes)
+    }
+
+    /// The blake3 hash of a plugin library, remembered by path, size and
+    /// modification time.
+    pub fn plugin_hash(&self, path: &Path) -> Result<String, CacheError> {
+        let io = |source| WorkspaceError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let meta = std::fs::metadata(path).map_err(io)?;
+        let modified_ns = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        let key = path.to_string_lossy().into_owned();
+        if let Ok(map) = self.plugin_hashes.lock() {
+            if let Some(e) = map.get(&key) {
+                if e.len == meta.len() && e.modified_ns == modified_ns && modified_ns != 0 {
+                    return Ok(e.hash.clone());
+                }
+            }
+        }
+        let bytes = std::fs::read(path).map_err(io)?;
+        let hash = blake3::hash(&bytes).to_hex().to_string();
+        if let Ok(mut map) = self.plugin_hashes.lock() {
+            map.insert(
+                key,
+                PluginHashEntry {
+                    len: meta.len(),
+                    modified_ns,
+                    hash: hash.clone(),
+                },
+            );
+            if let Ok(mut d) = self.plugin_hashes_dirty.lock() {
+                *d = true;
+            }
+        }
+        Ok(hash)
+    }
+
+    /// Saves newly computed plugin hashes.
+    pub fn flush(&self) -> Result<(), CacheError> {
+        let dirty = self.plugin_hashes_dirty.lock().map(|d| *d).unwrap_or(false);
+        if !dirty {
+            return Ok(());
+        }
+        let bytes = match self.plugin_hashes.lock() {
+            Ok(map) => serde_json::to_vec_pretty(&*map).unwrap_or_default(),
+            Err(_) => return Ok(()),
+        };
+        atomic_write(&self.root.join("plugins.json"), &bytes)
+    }
+
+    /// Deletes the whole cache. Returns `false` when there was none.
+    pub fn clear(&self) -> Result<bool, CacheError> {
+        if !self.root.exists() {
+            return Ok(false);
+        }
+        std::fs::remove_dir_all(&self.root).map_err(|source| WorkspaceError::Io {
+            path: self.root.clone(),
+            source,
+        })?;
+        Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn blobs_and_actions_round_trip() {
+        let ws = tempfile::tempdir().expect("tmp");
+        let cache = Cache::open(ws.path());
+        let bytes = crate::canonical::to_vec(&json!({"a": 1}));
+        let h = cache.put_blob(&bytes).expect("put");
+        assert!(cache.has_blob(&h));
+        assert_eq!(cache.get_value(&h).expect("get"), json!({"a": 1}));
+        let rec = ActionRecord {
+            kernel: "k".into(),
+            version: "1.0.0".into(),
+            outputs: [("o".to_string(), h.clone())].into(),
+            summary: "s".into(),
+            warnings: vec![],
+        };
+        cache.put_action("key1", &rec).expect("put action");
+        assert_eq!(cache.get_action("key1"), Some(rec));
+        std::fs::remove_file(cache.blob_path(&h)).expect("rm");
+        assert_eq!(
+            cache.get_action("key1"),
+            None,
+            "a record whose blob is gone is a miss"
+        );
+        assert!(cache.clear().expect("clear"));
+        assert!(!cache.clear().expect("clear twice"));
+    }
+
+    #[test]
+    fn every_key_part_changes_the_key() {
+        let cfg = json!({"n": 1});
+        let inputs: BTreeMap<String, Option<String>> =
+            [("a".to_string(), Some("h1".to_string()))].into();
+        let base = KeyParts {
+            kernel: "k",
+            version: "1.0.0",
+            plugin_hash: "p",
+            config: &cfg,
+            inputs: &inputs,
+            llm: None,
+        };
+        let k0 = cache_key(&base);
+        let cfg2 = json!({"n": 2});
+        let inputs2: BTreeMap<String, Option<String>> =
+            [("a".to_string(), Some("h2".to_string()))].into();
+        let llm = json!({"model": "m"});
+        for changed in [
+            KeyParts {
+                kernel: "k2",
+                ..base
+            },
+            KeyParts {
+                version: "1.0.1",
+                ..base
+            },
+            KeyParts {
+                plugin_hash: "q",
+                ..base
+            },
+            KeyParts {
+                config: &cfg2,
+                ..base
+            },
+            KeyParts {
+                inputs: &inputs2,
+                ..base
+            },
+            KeyParts {
+                llm: Some(&llm),
+                ..base
+            },
+        ] {
+            assert_ne!(cache_key(&changed), k0);
+        }
+        assert_eq!(cache_key(&KeyParts { ..base }), k0);
+    }
+}

@@ -1,0 +1,42 @@
+//! `koas cache clear`: forget every cached output of a workspace.
+
+use super::common::Global;
+use anyhow::bail;
+use clap::Subcommand;
+use std::path::PathBuf;
+
+#[derive(Debug, Subcommand)]
+pub enum CacheCommand {
+    /// Delete the cache of a pipeline's workspace; the next run executes
+    /// every kernel.
+    Clear {
+        /// The pipeline whose workspace to clear.
+        #[arg(value_name = "PIPELINE", required_unless_present = "workspace")]
+        pipeline: Option<PathBuf>,
+        /// The workspace folder (instead of a pipeline file).
+        #[arg(short, long, value_name = "DIR")]
+        workspace: Option<PathBuf>,
+    },
+}
+
+pub fn execute(global: &Global, cmd: CacheCommand) -> anyhow::Result<i32> {
+    let CacheCommand::Clear {
+        pipeline,
+        workspace,
+    } = cmd;
+    let ws = match (workspace, pipeline) {
+        (Some(w), _) => w,
+        (None, Some(p)) => koas::pipeline::load(&p, &Default::default())?.workspace,
+        (None, None) => bail!("give a pipeline file or --workspace DIR"),
+    };
+    let cache = koas::cache::Cache::open(&ws);
+    let cleared = cache.clear()?;
+    if !global.quiet {
+        if cleared {
+            eprintln!("koas: cleared {}", cache.root().display());
+        } else {
+            eprintln!("koas: no cache at {}", cache.root().display());
+        }
+    }
+    Ok(crate::exit::OK)
+}

@@ -1,0 +1,34 @@
+//! `koas graph`: a pipeline's DAG as Graphviz DOT or Mermaid.
+
+use super::common::{discover_and_warn, Global};
+use clap::{Args, ValueEnum};
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum GraphFormat {
+    /// Graphviz DOT (`koas graph p.toml | dot -Tsvg > dag.svg`).
+    Dot,
+    /// A Mermaid flowchart (renders in GitHub Markdown).
+    Mermaid,
+}
+
+#[derive(Debug, Args)]
+pub struct GraphArgs {
+    /// The pipeline file.
+    pub pipeline: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "dot")]
+    pub format: GraphFormat,
+}
+
+pub fn execute(global: &Global, args: GraphArgs) -> anyhow::Result<i32> {
+    let pipeline = koas::pipeline::load(&args.pipeline, &Default::default())?;
+    let discovery = discover_and_warn(global, &pipeline.kernel_paths);
+    let prepared = koas::prepare::prepare(&pipeline, &discovery)?;
+    let text = match args.format {
+        GraphFormat::Dot => koas::graph::to_dot(&prepared),
+        GraphFormat::Mermaid => koas::graph::to_mermaid(&prepared),
+    };
+    print!("{text}");
+    Ok(crate::exit::OK)
+}

@@ -1,0 +1,145 @@
+//! `koas kernels`: what koas can load, and what it had to skip.
+
+use super::common::{search_paths, Global};
+use clap::Args;
+use koas::discovery::discover;
+use std::path::PathBuf;
+
+#[derive(Debug, Args)]
+pub struct KernelsArgs {
+    /// Also search the `kernel_paths` of this pipeline file.
+    #[arg(long, value_name = "PIPELINE")]
+    pub pipeline: Option<PathBuf>,
+
+    /// Print JSON for scripts.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn execute(global: &Global, args: KernelsArgs) -> anyhow::Result<i32> {
+    let pipeline_paths = match &args.pipeline {
+        Some(file) => koas::pipeline::load(file, &Default::default())?.kernel_paths,
+        None => Vec::new(),
+    };
+    let d = discover(&search_paths(global, &pipeline_paths));
+    if args.json {
+        let kernels: Vec<serde_json::Value> = d
+            .kernels
+            .values()
+            .map(|k| {
+                serde_json::json!({
+                    "name": k.spec.name,
+                    "version": k.spec.version,
+                    "stage": k.spec.stage,
+                    "description": k.spec.description,
+                    "inputs": k.spec.inputs,
+                    "outputs": k.spec.outputs,
+                    "deterministic": k.spec.deterministic,
+                    "uses_llm": k.spec.uses_llm,
+                    "default_config": k.spec.default_config,
+                    "library": k.library,
+                    "abi_version": k.abi_version,
+                })
+            })
+            .collect();
+        let problems: Vec<serde_json::Value> = d
+            .problems
+            .iter()
+            .map(|p| {
+                let mut v = serde_json::to_value(p).unwrap_or_default();
+                if let Some(o) = v.as_object_mut() {
+                    o.insert("message".into(), p.to_string().into());
+                }
+                v
+            })
+            .collect();
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "kernels": kernels,
+                "problems": problems,
+                "searched": d.searched,
+            }))?
+        );
+        return Ok(crate::exit::OK);
+    }
+    let rows: Vec<[String; 7]> = d
+        .kernels
+        .values()
+        .map(|k| {
+            let inputs = k
+                .spec
+                .inputs
+                .iter()
+                .map(|i| {
+                    if i.required {
+                        i.artifact.clone()
+                    } else {
+                        format!("{}?", i.artifact)
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(",");
+            let outputs = k
+                .spec
+                .outputs
+                .iter()
+                .map(|o| o.artifact.clone())
+                .collect::<Vec<_>>()
+                .join(",");
+            [
+                k.spec.name.clone(),
+                k.spec.version.clone(),
+                k.spec.stage.clone(),
+                if inputs.is_empty() {
+                    "-".into()
+                } else {
+                    inputs
+                },
+                if outputs.is_empty() {
+                    "-".into()
+                } else {
+                    outputs
+                },
+                k.library
+                    .file_name()
+                    .map(|f| f.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+                k.abi_version.to_string(),
+            ]
+        })
+        .collect();
+    let header = [
+        "NAME", "VERSION", "STAGE", "INPUTS", "OUTPUTS", "LIBRARY", "ABI",
+    ];
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for r in &rows {
+        for (w, c) in widths.iter_mut().zip(r.iter()) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let line = |cells: &[String]| {
+        cells
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect::<Vec<_>>()
+            .join("  ")
+            .trim_end()
+            .to_string()
+    };
+    println!("{}", line(&header.map(String::from)));
+    for r in &rows {
+        println!("{}", line(r));
+    }
+    if rows.is_empty() {
+        println!("(no kernels found)");
+    }
+    if !d.problems.is_empty() {
+        eprintln!("\n{} plugin problem(s):", d.problems.len());
+        for p in &d.problems {
+            eprintln!("  - {p}");
+        }
+    }
+    Ok(crate::exit::OK)
+}

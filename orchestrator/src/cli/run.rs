@@ -1,0 +1,195 @@
+//! `koas run`: run a pipeline, part of it, or one kernel for debugging.
+
+use super::common::{discover_and_warn, Global};
+use crate::exit;
+use anyhow::{bail, Context as _};
+use clap::Args;
+use koas::engine::{self, RunOptions, Target};
+use koas::pipeline::{self, Overrides};
+use koas::prepare::prepare;
+use koas::report::Reporter;
+use koas::run_record::{CacheUse, KernelStatus, RunStatus};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Examples:
+  koas run configs/reviewer.toml
+  koas run reviewer configs/reviewer.toml          # checks the file's name = \"reviewer\"
+  koas run configs/reviewer.toml --until md_chunk
+  koas run configs/reviewer.toml --kernel md_structure   # prints its outputs as JSON
+  koas run configs/reviewer.toml --input doc=spec.md --set md_chunk.max_chunk_tokens=900")]
+pub struct RunArgs {
+    /// `[NAME] PIPELINE`: the pipeline file, optionally preceded by the
+    /// pipeline's name (which must then match the file's `name`).
+    #[arg(value_name = "PIPELINE", num_args = 1..=2, required = true)]
+    pub positional: Vec<String>,
+
+    /// Run only this kernel and what it needs, then print its outputs
+    /// (JSON) and summary on stdout.
+    #[arg(long, value_name = "NAME", conflicts_with = "until")]
+    pub kernel: Option<String>,
+
+    /// Run this kernel and everything it depends on, nothing after it.
+    #[arg(long, value_name = "NAME")]
+    pub until: Option<String>,
+
+    /// Kernels running at once [default: the pipeline's `jobs`, else the
+    /// number of CPUs].
+    #[arg(short, long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub jobs: Option<u16>,
+
+    /// Execute every kernel even when the cache has its outputs (the cache
+    /// is refreshed with the new results).
+    #[arg(long)]
+    pub no_cache: bool,
+
+    /// The workspace folder [default: the pipeline's `workspace`, else
+    /// .koas/runs/NAME].
+    #[arg(short, long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+
+    /// Use this file for a source artifact (overrides [inputs]).
+    #[arg(long = "input", value_name = "NAME=PATH")]
+    pub inputs: Vec<String>,
+
+    /// Override a kernel config value, e.g. md_chunk.max_chunk_tokens=900.
+    #[arg(long = "set", value_name = "KERNEL.KEY=VALUE")]
+    pub sets: Vec<String>,
+
+    /// Print the run record (run.json) on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn install_ctrlc(cancel: Arc<AtomicBool>) {
+    let _ = ctrlc::set_handler(move || {
+        if cancel.swap(true, Ordering::SeqCst) {
+            eprintln!("koas: interrupted again; exiting now");
+            std::process::exit(exit::INTERRUPTED);
+        }
+        eprintln!("koas: interrupt received; letting running kernels stop (press Ctrl-C again to exit now)");
+    });
+}
+
+pub fn execute(global: &Global, args: RunArgs) -> anyhow::Result<i32> {
+    let (expected_name, file) = match args.positional.as_slice() {
+        [file] => (None, PathBuf::from(file)),
+        [name, file] => (Some(name.clone()), PathBuf::from(file)),
+        _ => bail!("expected `koas run [NAME] PIPELINE`"),
+    };
+    let overrides = Overrides {
+        workspace: args.workspace.clone(),
+        jobs: args.jobs.map(usize::from),
+        inputs: args
+            .inputs
+            .iter()
+            .map(|i| pipeline::parse_input_flag(i))
+            .collect::<Result<_, _>>()?,
+        sets: args.sets.clone(),
+    };
+    let pipeline = pipeline::load(&file, &overrides)?;
+    if let Some(name) = expected_name {
+        if name != pipeline.name {
+            bail!(
+                "{}: this pipeline is named `{}`, not `{name}`",
+                file.display(),
+                pipeline.name
+            );
+        }
+    }
+    let discovery = discover_and_warn(global, &pipeline.kernel_paths);
+    let prepared = prepare(&pipeline, &discovery)?;
+    let target = match (&args.kernel, &args.until) {
+        (Some(k), _) => Target::Kernel(k.clone()),
+        (None, Some(u)) => Target::Until(u.clone()),
+        (None, None) => Target::All,
+    };
+    let cancel = Arc::new(AtomicBool::new(false));
+    install_ctrlc(cancel.clone());
+    let mut opts = RunOptions::new(pipeline.jobs);
+    opts.use_cache = !args.no_cache;
+    opts.target = target;
+    opts.cancel = cancel;
+    let total = match opts.target {
+        Target::All => prepared.dag.order.len(),
+        Target::Until(ref n) | Target::Kernel(ref n) => prepared.dag.ancestors(n).len(),
+    };
+    let reporter = Arc::new(if global.quiet {
+        Reporter::quiet()
+    } else {
+        Reporter::for_stderr(total as u64, global.verbose)
+    });
+    let outcome = engine::run(&prepared, &opts, reporter.clone())
+        .with_context(|| format!("pipeline {}", file.display()))?;
+    reporter.finish();
+    let record = &outcome.record;
+    if let Some(target) = &outcome.target_output {
+        println!("{}", serde_json::to_string_pretty(target)?);
+    } else if args.json {
+        println!("{}", serde_json::to_string_pretty(record)?);
+    }
+    if !global.quiet {
+        let ok = record
+            .kernels
+            .iter()
+            .filter(|k| k.status == KernelStatus::Ok)
+            .count();
+        let cached = record
+            .kernels
+            .iter()
+            .filter(|k| k.cache == CacheUse::Hit)
+            .count();
+        let failed: Vec<&str> = record
+            .kernels
+            .iter()
+            .filter(|k| k.status == KernelStatus::Failed)
+            .map(|k| k.name.as_str())
+            .collect();
+        let skipped = record
+            .kernels
+            .iter()
+            .filter(|k| k.status == KernelStatus::Skipped)
+            .count();
+        let mut line = format!(
+            "koas: {}: {ok}/{} kernels ok ({} ran, {cached} cached)",
+            record.pipeline,
+            record.kernels.len(),
+            record.executed()
+        );
+        if !failed.is_empty() {
+            line.push_str(&format!(", failed: {}", failed.join(", ")));
+        }
+        if skipped > 0 {
+            line.push_str(&format!(", {skipped} skipped"));
+        }
+        line.push_str(&format!(
+            " in {:.1} ms; run record: {}",
+            record.duration_ms,
+            record
+                .workspace
+                .join(koas::run_record::RUN_RECORD_FILE)
+                .display()
+        ));
+        eprintln!("{line}");
+        for k in record
+            .kernels
+            .iter()
+            .filter(|k| k.status == KernelStatus::Failed)
+        {
+            eprintln!(
+                "error: kernel `{}` ({}) failed: {}",
+                k.name,
+                k.plugin.display(),
+                k.error.as_deref().unwrap_or("no message")
+            );
+        }
+    }
+    Ok(match record.status {
+        RunStatus::Ok => exit::OK,
+        RunStatus::Failed => exit::KERNEL_FAILED,
+        RunStatus::Cancelled => exit::INTERRUPTED,
+    })
+}

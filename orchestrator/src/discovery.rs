@@ -1,0 +1,344 @@
+//! Finding kernel plugins on disk.
+//!
+//! Folders are searched in the order given; inside a folder only files named
+//! like koas kernel libraries (`libkoas_kernel_*.so` on Linux,
+//! `libkoas_kernel_*.dylib` on macOS, `koas_kernel_*.dll` on Windows) are
+//! loaded. Every problem — a library that will not load, has no entry
+//! symbol, was built for another ABI version, fails to describe a kernel or
+//! exports a kernel name already taken — is recorded and the library or
+//! kernel skipped; discovery itself never fails.
+
+use crate::loader::{load_plugin, LoadError};
+use koas_kernel_api::abi::{PluginError, PluginHandle, ABI_VERSION};
+use koas_kernel_api::KernelSpec;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Prefix every kernel library's file name starts with (after the
+/// platform's library prefix).
+pub const LIBRARY_STEM_PREFIX: &str = "koas_kernel_";
+
+/// Where a search folder came from, for messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SearchOrigin {
+    /// A `--kernel-path` flag.
+    Flag,
+    /// The `KOAS_KERNEL_PATH` environment variable.
+    Env,
+    /// The pipeline file's `kernel_paths`.
+    Pipeline,
+    /// The folder of the `koas` executable or its `kernels/` subfolder.
+    Executable,
+}
+
+/// A folder (or a single library file) to search.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SearchPath {
+    /// The folder or file.
+    pub path: PathBuf,
+    /// Where it came from.
+    pub origin: SearchOrigin,
+}
+
+/// A kernel found in a loaded library.
+#[derive(Debug, Clone)]
+pub struct LoadedKernel {
+    /// Its declared spec.
+    pub spec: KernelSpec,
+    /// The library file it lives in.
+    pub library: PathBuf,
+    /// Its index inside the library.
+    pub index: u32,
+    /// The ABI version the library declares.
+    pub abi_version: u32,
+    /// The checked entry table.
+    pub handle: PluginHandle,
+}
+
+/// Something that went wrong while loading plugins.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "problem", rename_all = "snake_case")]
+pub enum DiscoveryProblem {
+    /// The dynamic loader refused the file.
+    LoadFailed {
+        /// The library.
+        path: PathBuf,
+        /// The loader's message.
+        message: String,
+    },
+    /// The library has no entry symbol.
+    MissingSymbol {
+        /// The library.
+        path: PathBuf,
+    },
+    /// The library was built for another ABI version.
+    AbiMismatch {
+        /// The library.
+        path: PathBuf,
+        /// The version this koas implements.
+        expected: u32,
+        /// The version the library declares.
+        found: u32,
+    },
+    /// Describing a kernel failed, or its spec is invalid.
+    DescribeFailed {
+        /// The library.
+        path: PathBuf,
+        /// The kernel's index in the library.
+        index: u32,
+        /// Why.
+        message: String,
+    },
+    /// A second library exports a kernel name already loaded.
+    DuplicateKernel {
+        /// The kernel name.
+        name: String,
+        /// The library whose kernel is used.
+        kept: PathBuf,
+        /// The library whose kernel is skipped.
+        skipped: PathBuf,
+    },
+}
+
+impl std::fmt::Display for DiscoveryProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DiscoveryProblem::LoadFailed { path, message } => {
+                write!(f, "{}: skipped: {message}", path.display())
+            }
+            DiscoveryProblem::MissingSymbol { path } => write!(
+                f,
+                "{}: skipped: {}",
+                path.display(),
+                LoadError::MissingSymbol
+            ),
+            DiscoveryProblem::AbiMismatch {
+                path,
+                expected,
+                found,
+            } => write!(
+                f,
+                "{}: skipped: built for koas ABI version {found}, this koas expects ABI version {expected}; rebuild the plugin against koas-kernel-api with ABI {expected}",
+                path.display()
+            ),
+            DiscoveryProblem::DescribeFailed {
+                path,
+                index,
+                message,
+            } => write!(
+                f,
+                "{}: kernel #{index} skipped: describe failed: {message}",
+                path.display()
+            ),
+            DiscoveryProblem::DuplicateKernel {
+                name,
+                kept,
+                skipped,
+            } => write!(
+                f,
+                "{}: kernel `{name}` skipped: the name is already provided by {}",
+                skipped.display(),
+                kept.display()
+            ),
+        }
+    }
+}
+
+/// Everything discovery found.
+#[derive(Debug, Default)]
+pub struct Discovery {
+    /// Usable kernels by name.
+    pub kernels: BTreeMap<String, LoadedKernel>,
+    /// Every problem, in the order met.
+    pub problems: Vec<DiscoveryProblem>,
+    /// The folders searched, in order.
+    pub searched: Vec<SearchPath>,
+    /// The libraries loaded, in order.
+    pub libraries: Vec<PathBuf>,
+}
+
+/// `true` when a file name looks like a koas kernel library on this
+/// platform.
+pub fn is_kernel_library_name(file_name: &str) -> bool {
+    let prefix = format!("{}{LIBRARY_STEM_PREFIX}", std::env::consts::DLL_PREFIX);
+    file_name.starts_with(&prefix)
+        && file_name.ends_with(std::env::consts::DLL_SUFFIX)
+        && file_name.len() > prefix.len() + std::env::consts::DLL_SUFFIX.len()
+}
+
+/// The default search folders: the executable's folder and its `kernels/`
+/// subfolder.
+pub fn executable_search_paths() -> Vec<SearchPath> {
+    let Some(dir) = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(Path::to_path_buf))
+    else {
+        return Vec::new();
+    };
+    vec![
+        SearchPath {
+            path: dir.join("kernels"),
+            origin: SearchOrigin::Executable,
+        },
+        SearchPath {
+            path: dir,
+            origin: SearchOrigin::Executable,
+        },
+    ]
+}
+
+/// Splits a `KOAS_KERNEL_PATH`-style value (platform path separator).
+pub fn split_path_list(value: &str) -> Vec<PathBuf> {
+    std::env::split_paths(value)
+        .filter(|p| !p.as_os_str().is_empty())
+        .collect()
+}
+
+fn library_files(search: &SearchPath) -> Vec<PathBuf> {
+    if search.path.is_file() {
+        return vec![search.path.clone()];
+    }
+    let Ok(entries) = std::fs::read_dir(&search.path) else {
+        return Vec::new();
+    };
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_str().is_some_and(is_kernel_library_name))
+        .map(|e| e.path())
+        .filter(|p| p.is_file())
+        .collect();
+    files.sort();
+    files
+}
+
+/// Loads every kernel library found in `search`, in order. The first
+/// library to export a kernel name wins.
+pub fn discover(search: &[SearchPath]) -> Discovery {
+    let mut found = Discovery {
+        searched: search.to_vec(),
+        ..Discovery::default()
+    };
+    let mut seen_files = BTreeSet::new();
+    for sp in search {
+        for file in library_files(sp) {
+            let key = std::fs::canonicalize(&file).unwrap_or_else(|_| file.clone());
+            if !seen_files.insert(key.clone()) {
+                continue;
+            }
+            load_library(&mut found, &key);
+        }
+    }
+    found
+}
+
+fn load_library(found: &mut Discovery, path: &Path) {
+    let handle = match load_plugin(path) {
+        Ok(h) => h,
+        Err(e) => {
+            found.problems.push(match e {
+                LoadError::Open(message) => DiscoveryProblem::LoadFailed {
+                    path: path.to_path_buf(),
+                    message,
+                },
+                LoadError::MissingSymbol => DiscoveryProblem::MissingSymbol {
+                    path: path.to_path_buf(),
+                },
+                LoadError::Plugin(PluginError::AbiMismatch { found, expected }) => {
+                    DiscoveryProblem::AbiMismatch {
+                        path: path.to_path_buf(),
+                        expected,
+                        found,
+                    }
+                }
+                LoadError::Plugin(other) => DiscoveryProblem::LoadFailed {
+                    path: path.to_path_buf(),
+                    message: other.to_string(),
+                },
+            });
+            return;
+        }
+    };
+    found.libraries.push(path.to_path_buf());
+    for index in 0..handle.kernel_count() {
+        let described = handle.describe(index).map_err(|e| match e {
+            PluginError::Describe { message, .. } => message,
+            other => other.to_string(),
+        });
+        let spec = match described.and_then(|s| {
+            s.validate()?;
+            Ok(s)
+        }) {
+            Ok(s) => s,
+            Err(message) => {
+                found.problems.push(DiscoveryProblem::DescribeFailed {
+                    path: path.to_path_buf(),
+                    index,
+                    message,
+                });
+                continue;
+            }
+        };
+        if let Some(existing) = found.kernels.get(&spec.name) {
+            found.problems.push(DiscoveryProblem::DuplicateKernel {
+                name: spec.name.clone(),
+                kept: existing.library.clone(),
+                skipped: path.to_path_buf(),
+            });
+            continue;
+        }
+        found.kernels.insert(
+            spec.name.clone(),
+            LoadedKernel {
+                spec,
+                library: path.to_path_buf(),
+                index,
+                abi_version: ABI_VERSION,
+                handle,
+            },
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn library_names_are_filtered() {
+        let p = std::env::consts::DLL_PREFIX;
+        let s = std::env::consts::DLL_SUFFIX;
+        assert!(is_kernel_library_name(&format!("{p}koas_kernel_md{s}")));
+        assert!(!is_kernel_library_name(&format!("{p}koas_kernel_{s}")));
+        assert!(!is_kernel_library_name(&format!("{p}other{s}")));
+        assert!(!is_kernel_library_name(&format!("{p}koas_kernel_md.rlib")));
+        assert!(!is_kernel_library_name("koas_kernel_md.txt"));
+    }
+
+    #[test]
+    fn missing_folders_are_not_errors() {
+        let d = discover(&[SearchPath {
+            path: PathBuf::from("/definitely/not/here"),
+            origin: SearchOrigin::Flag,
+        }]);
+        assert!(d.kernels.is_empty() && d.problems.is_empty());
+    }
+
+    #[test]
+    fn a_file_that_is_not_a_library_is_reported() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let name = format!(
+            "{}koas_kernel_fake{}",
+            std::env::consts::DLL_PREFIX,
+            std::env::consts::DLL_SUFFIX
+        );
+        std::fs::write(dir.path().join(&name), b"not a library").expect("write");
+        let d = discover(&[SearchPath {
+            path: dir.path().to_path_buf(),
+            origin: SearchOrigin::Flag,
+        }]);
+        assert_eq!(d.problems.len(), 1);
+        assert!(matches!(d.problems[0], DiscoveryProblem::LoadFailed { .. }));
+        assert!(d.problems[0].to_string().contains(&name));
+    }
+}

@@ -1,0 +1,412 @@
+//! Pipeline files: which kernels to run, on which inputs, with which config.
+//!
+//! A pipeline is a TOML file read with figment. Environment variables
+//! prefixed `KOAS_` override its keys (`KOAS_JOBS=4`,
+//! `KOAS_WORKSPACE=/tmp/ws`, nested keys with `__`:
+//! `KOAS_CONFIG__MD_CHUNK__MAX_CHUNK_TOKENS=900`), and command-line flags
+//! override both. Relative paths in the file are resolved against the
+//! file's folder; relative paths from the environment or the command line
+//! against the current folder.
+
+use figment::providers::{Env, Format, Toml};
+use figment::Figment;
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The top-level keys a pipeline file may have (also the only `KOAS_…`
+/// variables read as overrides).
+pub const PIPELINE_KEYS: &[&str] = &[
+    "name",
+    "description",
+    "kernels",
+    "kernel_paths",
+    "workspace",
+    "jobs",
+    "inputs",
+    "config",
+];
+
+/// A pipeline file that could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum PipelineError {
+    /// The file does not exist or cannot be read.
+    #[error("{path}: cannot read the pipeline file: {message}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        message: String,
+    },
+    /// A key is unknown, a value has the wrong type, or TOML is malformed.
+    #[error("{path}: {message}")]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, naming the key.
+        message: String,
+    },
+    /// A `--set` or `--input` flag is malformed.
+    #[error("{flag}: {message}")]
+    Flag {
+        /// The flag as given.
+        flag: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPipeline {
+    name: String,
+    #[serde(default)]
+    description: String,
+    kernels: Vec<String>,
+    #[serde(default)]
+    kernel_paths: Vec<PathBuf>,
+    #[serde(default)]
+    workspace: Option<PathBuf>,
+    #[serde(default)]
+    jobs: Option<usize>,
+    #[serde(default)]
+    inputs: BTreeMap<String, PathBuf>,
+    #[serde(default)]
+    config: BTreeMap<String, Value>,
+}
+
+/// A loaded pipeline with every path resolved.
+#[derive(Debug, Clone)]
+pub struct Pipeline {
+    /// The pipeline file.
+    pub file: PathBuf,
+    /// Its name.
+    pub name: String,
+    /// One line describing it.
+    pub description: String,
+    /// The kernels it runs, by name.
+    pub kernels: Vec<String>,
+    /// Extra folders to search for kernels.
+    pub kernel_paths: Vec<PathBuf>,
+    /// The run's workspace folder.
+    pub workspace: PathBuf,
+    /// How many kernels may run at once.
+    pub jobs: usize,
+    /// Source artifacts: name → file.
+    pub inputs: BTreeMap<String, PathBuf>,
+    /// Config overrides per kernel (validated later against each kernel's
+    /// defaults).
+    pub config: BTreeMap<String, Value>,
+}
+
+/// Command-line overrides of a pipeline file.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    /// `--workspace`.
+    pub workspace: Option<PathBuf>,
+    /// `--jobs`.
+    pub jobs: Option<usize>,
+    /// `--input NAME=PATH`, already split.
+    pub inputs: Vec<(String, PathBuf)>,
+    /// `--set KERNEL.KEY=VALUE`, raw.
+    pub sets: Vec<String>,
+}
+
+fn base_dir(file: &Path) -> PathBuf {
+    file.parent()
+        .map(Path::to_path_buf)
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+fn resolve(base: &Path, p: &Path) -> PathBuf {
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        base.join(p)
+    }
+}
+
+fn default_jobs() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}
+
+/// Reads a pipeline file, applies `KOAS_…` environment variables and then
+/// the command-line overrides.
+pub fn load(file: &Path, overrides: &Overrides) -> Result<Pipeline, PipelineError> {
+    load_with_env(file, overrides, Env::prefixed("KOAS_"))
+}
+
+/// Like [`load`], with an explicit environment provider (for tests).
+pub fn load_with_env(
+    file: &Path,
+    overrides: &Overrides,
+    env: Env,
+) -> Result<Pipeline, PipelineError> {
+    if let Err(e) = std::fs::metadata(file) {
+        return Err(PipelineError::Read {
+            path: file.to_path_buf(),
+            message: e.to_string(),
+        });
+    }
+    let env = env.split("__").filter(|k| {
+        let top = k.as_str().split('.').next().unwrap_or("");
+        PIPELINE_KEYS.iter().any(|p| p.eq_ignore_ascii_case(top))
+    });
+    // Env-provided paths are relative to the current folder, file-provided
+    // ones to the file's folder: extract the file alone first to tell them
+    // apart.
+    let from_file: RawPipeline = Figment::from(Toml::file_exact(file))
+        .extract()
+        .map_err(|e| invalid(file, e))?;
+    let raw: RawPipeline = Figment::from(Toml::file_exact(file))
+        .merge(env)
+        .extract()
+        .map_err(|e| invalid(file, e))?;
+    let base = base_dir(file);
+    let cwd = PathBuf::from(".");
+    let pick = |value: &Path, file_value: Option<&PathBuf>| {
+        if file_value.map(PathBuf::as_path) == Some(value) {
+            resolve(&base, value)
+        } else {
+            resolve(&cwd, value)
+        }
+    };
+    let mut inputs: BTreeMap<String, PathBuf> = raw
+        .inputs
+        .iter()
+        .map(|(k, v)| (k.clone(), pick(v, from_file.inputs.get(k))))
+        .collect();
+    for (name, path) in &overrides.inputs {
+        inputs.insert(name.clone(), path.clone());
+    }
+    let workspace = match (&overrides.workspace, &raw.workspace) {
+        (Some(w), _) => w.clone(),
+        (None, Some(w)) => pick(w, from_file.workspace.as_ref()),
+        (None, None) => PathBuf::from(".koas").join("runs").join(&raw.name),
+    };
+    let kernel_paths = raw
+        .kernel_paths
+        .iter()
+        .map(|p| {
+            if from_file.kernel_paths.contains(p) {
+                resolve(&base, p)
+            } else {
+                resolve(&cwd, p)
+            }
+        })
+        .collect();
+    let mut config = raw.config;
+    for set in &overrides.sets {
+        apply_set(&mut config, set)?;
+    }
+    let jobs = overrides
+        .jobs
+        .or(raw.jobs)
+        .unwrap_or_else(default_jobs)
+        .max(1);
+    Ok(Pipeline {
+        file: file.to_path_buf(),
+        name: raw.name,
+        description: raw.description,
+        kernels: raw.kernels,
+        kernel_paths,
+        workspace,
+        jobs,
+        inputs,
+        config,
+    })
+}
+
+fn invalid(file: &Path, e: figment::Error) -> PipelineError {
+    let mut messages = Vec::new();
+    for err in e {
+        let path = err.path.join(".");
+        let kind = match &err.kind {
+            figment::error::Kind::UnknownField(field, _) => {
+                let full = if path.is_empty() {
+                    field.clone()
+                } else {
+                    format!("{path}.{field}")
+                };
+                format!(
+                    "unknown key `{full}` (known top-level keys: {})",
+                    PIPELINE_KEYS.join(", ")
+                )
+            }
+            figment::error::Kind::MissingField(field) => format!("missing key `{field}`"),
+            other => {
+                if path.is_empty() {
+                    other.to_string()
+                } else {
+                    format!("key `{path}`: {other}")
+                }
+            }
+        };
+        let from = err
+            .metadata
+            .as_ref()
+            .map(|m| m.name.to_string())
+            .filter(|n| n.to_lowercase().contains("env"))
+            .map(|n| format!(" (from {n})"))
+            .unwrap_or_default();
+        messages.push(format!("{kind}{from}"));
+    }
+    PipelineError::Invalid {
+        path: file.to_path_buf(),
+        message: messages.join("; "),
+    }
+}
+
+/// Parses `NAME=PATH` (the `--input` flag).
+pub fn parse_input_flag(flag: &str) -> Result<(String, PathBuf), PipelineError> {
+    match flag.split_once('=') {
+        Some((name, path)) if !name.is_empty() && !path.is_empty() => {
+            Ok((name.to_string(), PathBuf::from(path)))
+        }
+        _ => Err(PipelineError::Flag {
+            flag: format!("--input {flag}"),
+            message: "expected NAME=PATH, e.g. --input doc=spec.md".into(),
+        }),
+    }
+}
+
+/// Applies `KERNEL.KEY[.SUBKEY]=VALUE` to the config table. VALUE is read
+/// as a TOML value (`3`, `true`, `"text"`, `[1, 2]`), or as a plain string
+/// when it is not one.
+fn apply_set(config: &mut BTreeMap<String, Value>, set: &str) -> Result<(), PipelineError> {
+    let flag_err = |message: &str| PipelineError::Flag {
+        flag: format!("--set {set}"),
+        message: message.to_string(),
+    };
+    let (key, raw_value) = set.split_once('=').ok_or_else(|| {
+        flag_err("expected KERNEL.KEY=VALUE, e.g. --set md_chunk.max_chunk_tokens=900")
+    })?;
+    let mut parts = key.split('.');
+    let kernel = parts
+        .next()
+        .filter(|k| !k.is_empty())
+        .ok_or_else(|| flag_err("missing kernel name"))?;
+    let path: Vec<&str> = parts.collect();
+    if path.is_empty() || path.iter().any(|p| p.is_empty()) {
+        return Err(flag_err(
+            "expected KERNEL.KEY=VALUE, e.g. --set md_chunk.max_chunk_tokens=900",
+        ));
+    }
+    let value = toml::from_str::<toml::Table>(&format!("v = {raw_value}"))
+        .ok()
+        .and_then(|t| t.get("v").cloned())
+        .and_then(|v| serde_json::to_value(v).ok())
+        .unwrap_or_else(|| Value::String(raw_value.to_string()));
+    let mut slot = config
+        .entry(kernel.to_string())
+        .or_insert_with(|| Value::Object(Default::default()));
+    for (i, part) in path.iter().enumerate() {
+        let obj = slot
+            .as_object_mut()
+            .ok_or_else(|| flag_err("a parent key is not a table"))?;
+        if i + 1 == path.len() {
+            obj.insert((*part).to_string(), value);
+            return Ok(());
+        }
+        slot = obj
+            .entry((*part).to_string())
+            .or_insert_with(|| Value::Object(Default::default()));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, body: &str) -> PathBuf {
+        let p = dir.join("p.toml");
+        std::fs::write(&p, body).expect("write");
+        p
+    }
+
+    fn no_env() -> Env {
+        Env::prefixed("KOAS_TEST_NEVER_SET_")
+    }
+
+    #[test]
+    fn resolves_paths_against_the_file() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let f = write(
+            dir.path(),
+            "name = \"x\"\nkernels = [\"a\"]\nworkspace = \"ws\"\n[inputs]\ndoc = \"d.md\"\n[config.a]\nn = 1\n",
+        );
+        let p = load_with_env(&f, &Overrides::default(), no_env()).expect("loads");
+        assert_eq!(p.inputs["doc"], dir.path().join("d.md"));
+        assert_eq!(p.workspace, dir.path().join("ws"));
+        assert_eq!(p.config["a"]["n"], 1);
+    }
+
+    #[test]
+    fn unknown_keys_name_the_key_and_the_file() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let f = write(
+            dir.path(),
+            "name = \"x\"\nkernels = []\nkernal_paths = []\n",
+        );
+        let e = load_with_env(&f, &Overrides::default(), no_env()).expect_err("unknown");
+        let msg = e.to_string();
+        assert!(msg.contains("kernal_paths"), "{msg}");
+        assert!(msg.contains("p.toml"), "{msg}");
+    }
+
+    #[test]
+    fn missing_file_is_a_read_error() {
+        let e = load_with_env(Path::new("/nope/p.toml"), &Overrides::default(), no_env())
+            .expect_err("missing");
+        assert!(matches!(e, PipelineError::Read { .. }));
+    }
+
+    #[test]
+    fn sets_and_flags_override() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let f = write(dir.path(), "name = \"x\"\nkernels = [\"a\"]\njobs = 3\n");
+        let o = Overrides {
+            jobs: Some(1),
+            sets: vec![
+                "a.n=5".into(),
+                "a.deep.s=hello".into(),
+                "a.list=[1, 2]".into(),
+            ],
+            inputs: vec![parse_input_flag("doc=z.md").expect("flag")],
+            ..Overrides::default()
+        };
+        let p = load_with_env(&f, &o, no_env()).expect("loads");
+        assert_eq!(p.jobs, 1);
+        assert_eq!(p.config["a"]["n"], 5);
+        assert_eq!(p.config["a"]["deep"]["s"], "hello");
+        assert_eq!(p.config["a"]["list"][1], 2);
+        assert_eq!(p.inputs["doc"], PathBuf::from("z.md"));
+        assert!(parse_input_flag("nope").is_err());
+        let bad = Overrides {
+            sets: vec!["nokey=1".into()],
+            ..Overrides::default()
+        };
+        assert!(load_with_env(&f, &bad, no_env()).is_err());
+    }
+
+    #[test]
+    #[allow(clippy::result_large_err)] // figment's Jail API returns its own large error
+    fn environment_overrides_the_file() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let f = write(dir.path(), "name = \"x\"\nkernels = [\"a\"]\njobs = 3\n");
+        figment::Jail::expect_with(|jail| {
+            jail.set_env("KOAS_JOBS", "7");
+            jail.set_env("KOAS_CONFIG__A__N", "9");
+            jail.set_env("KOAS_KERNEL_PATH", "/ignored/by/the/pipeline");
+            let p = load(&f, &Overrides::default()).expect("loads");
+            assert_eq!(p.jobs, 7);
+            assert_eq!(p.config["a"]["n"], 9);
+            Ok(())
+        });
+    }
+}

@@ -1,0 +1,169 @@
+//! Turning a pipeline file and the discovered kernels into a runnable plan:
+//! every kernel found, every config checked, the DAG validated.
+
+use crate::dag::{Dag, DagError};
+use crate::discovery::{Discovery, LoadedKernel};
+use crate::pipeline::Pipeline;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Why a pipeline cannot run. All of these are usage or config errors.
+#[derive(Debug, thiserror::Error)]
+pub enum PrepareError {
+    /// The pipeline names kernels no library provides.
+    #[error("{file}: {} not found. Searched: {searched}.{problems}\nRun `koas kernels` to see what is available.", unknown_list(.names))]
+    UnknownKernels {
+        /// The pipeline file.
+        file: String,
+        /// The missing kernel names.
+        names: Vec<String>,
+        /// The folders searched.
+        searched: String,
+        /// Discovery problems that may explain it.
+        problems: String,
+    },
+    /// A `[config.X]` table for a kernel that is not in the pipeline.
+    #[error("{file}: [config.{kernel}] configures a kernel that is not in `kernels`")]
+    ConfigForAbsentKernel {
+        /// The pipeline file.
+        file: String,
+        /// The kernel.
+        kernel: String,
+    },
+    /// A config value the kernel's defaults do not allow.
+    #[error("{file}: [config.{kernel}] {detail}")]
+    InvalidConfig {
+        /// The pipeline file.
+        file: String,
+        /// The kernel.
+        kernel: String,
+        /// The key and what is wrong.
+        detail: String,
+    },
+    /// The DAG is invalid.
+    #[error("{file}: {source}")]
+    Dag {
+        /// The pipeline file.
+        file: String,
+        /// The problems.
+        source: DagError,
+    },
+    /// A kernel appears twice in `kernels`.
+    #[error("{file}: kernel `{kernel}` is listed twice in `kernels`")]
+    Duplicate {
+        /// The pipeline file.
+        file: String,
+        /// The kernel.
+        kernel: String,
+    },
+}
+
+fn unknown_list(names: &[String]) -> String {
+    let quoted: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+    if names.len() == 1 {
+        format!("kernel {}", quoted.join(""))
+    } else {
+        format!("kernels {}", quoted.join(", "))
+    }
+}
+
+/// A pipeline ready to run.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    /// The pipeline.
+    pub pipeline: Pipeline,
+    /// Its kernels.
+    pub kernels: BTreeMap<String, LoadedKernel>,
+    /// Resolved config per kernel.
+    pub configs: BTreeMap<String, Value>,
+    /// The DAG.
+    pub dag: Dag,
+}
+
+/// Finds the pipeline's kernels, checks their configs and builds the DAG.
+pub fn prepare(pipeline: &Pipeline, discovery: &Discovery) -> Result<Prepared, PrepareError> {
+    let file = pipeline.file.display().to_string();
+    let mut kernels = BTreeMap::new();
+    let mut unknown = Vec::new();
+    let mut seen = BTreeSet::new();
+    for name in &pipeline.kernels {
+        if !seen.insert(name) {
+            return Err(PrepareError::Duplicate {
+                file,
+                kernel: name.clone(),
+            });
+        }
+        match discovery.kernels.get(name) {
+            Some(k) => {
+                kernels.insert(name.clone(), k.clone());
+            }
+            None => unknown.push(name.clone()),
+        }
+    }
+    if !unknown.is_empty() {
+        let searched = discovery
+            .searched
+            .iter()
+            .map(|s| s.path.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let problems = if discovery.problems.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "\nPlugins that failed to load:\n{}",
+                discovery
+                    .problems
+                    .iter()
+                    .map(|p| format!("  - {p}"))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            )
+        };
+        return Err(PrepareError::UnknownKernels {
+            file,
+            names: unknown,
+            searched,
+            problems,
+        });
+    }
+    for kernel in pipeline.config.keys() {
+        if !kernels.contains_key(kernel) {
+            return Err(PrepareError::ConfigForAbsentKernel {
+                file,
+                kernel: kernel.clone(),
+            });
+        }
+    }
+    let mut configs = BTreeMap::new();
+    for (name, k) in &kernels {
+        let overrides = pipeline
+            .config
+            .get(name)
+            .cloned()
+            .unwrap_or_else(|| Value::Object(Default::default()));
+        let resolved = koas_kernel_api::config::resolve(&k.spec.default_config, &overrides)
+            .map_err(|e| PrepareError::InvalidConfig {
+                file: file.clone(),
+                kernel: name.clone(),
+                detail: e.to_string(),
+            })?;
+        configs.insert(name.clone(), resolved);
+    }
+    let specs: Vec<_> = pipeline
+        .kernels
+        .iter()
+        .filter_map(|n| kernels.get(n).map(|k| &k.spec))
+        .collect();
+    let sources: BTreeSet<String> = pipeline.inputs.keys().cloned().collect();
+    let dag = Dag::build(&specs, &sources).map_err(|source| PrepareError::Dag {
+        file: file.clone(),
+        source,
+    })?;
+    Ok(Prepared {
+        pipeline: pipeline.clone(),
+        kernels,
+        configs,
+        dag,
+    })
+}

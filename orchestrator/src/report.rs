@@ -1,0 +1,146 @@
+//! What the user sees while a pipeline runs: a progress bar on a terminal,
+//! plain lines otherwise (CI logs, pipes).
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use koas_kernel_api::LogLevel;
+use std::io::{IsTerminal, Write};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// The lowercase name of a log level.
+pub fn level_name(level: LogLevel) -> &'static str {
+    match level {
+        LogLevel::Debug => "debug",
+        LogLevel::Info => "info",
+        LogLevel::Warn => "warn",
+        LogLevel::Error => "error",
+    }
+}
+
+/// How a kernel ended, for display.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shown {
+    /// Ran and succeeded.
+    Ran,
+    /// Taken from the cache.
+    Cached,
+    /// Failed.
+    Failed,
+    /// Skipped because an upstream kernel failed.
+    Skipped,
+    /// Stopped by cancellation.
+    Cancelled,
+}
+
+enum Mode {
+    Quiet,
+    Plain,
+    Bar(ProgressBar),
+}
+
+/// Reports progress to stderr.
+pub struct Reporter {
+    mode: Mode,
+    verbose: bool,
+    lock: Mutex<()>,
+}
+
+impl Reporter {
+    /// A reporter that prints nothing (tests, `--quiet`).
+    pub fn quiet() -> Reporter {
+        Reporter {
+            mode: Mode::Quiet,
+            verbose: false,
+            lock: Mutex::new(()),
+        }
+    }
+
+    /// A progress bar when stderr is a terminal, plain lines otherwise.
+    pub fn for_stderr(total: u64, verbose: bool) -> Reporter {
+        let mode = if std::io::stderr().is_terminal() {
+            let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+            let style = ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} kernels {wide_msg}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar());
+            bar.set_style(style);
+            bar.enable_steady_tick(Duration::from_millis(120));
+            Mode::Bar(bar)
+        } else {
+            Mode::Plain
+        };
+        Reporter {
+            mode,
+            verbose,
+            lock: Mutex::new(()),
+        }
+    }
+
+    fn line(&self, text: &str) {
+        match &self.mode {
+            Mode::Quiet => {}
+            Mode::Plain => {
+                let _guard = self.lock.lock();
+                let _ = writeln!(std::io::stderr(), "{text}");
+            }
+            Mode::Bar(bar) => bar.println(text),
+        }
+    }
+
+    /// A kernel started executing.
+    pub fn kernel_started(&self, kernel: &str) {
+        if let Mode::Bar(bar) = &self.mode {
+            bar.set_message(format!("running {kernel}"));
+        } else if self.verbose {
+            self.line(&format!("koas: {kernel}: started"));
+        }
+    }
+
+    /// A kernel finished (or was skipped).
+    pub fn kernel_finished(&self, kernel: &str, shown: Shown, millis: f64, detail: &str) {
+        let what = match shown {
+            Shown::Ran => format!("ok ({millis:.1} ms)"),
+            Shown::Cached => "cached".to_string(),
+            Shown::Failed => "FAILED".to_string(),
+            Shown::Skipped => "skipped".to_string(),
+            Shown::Cancelled => "cancelled".to_string(),
+        };
+        let detail = if detail.is_empty() {
+            String::new()
+        } else {
+            format!(" — {detail}")
+        };
+        self.line(&format!("koas: {kernel}: {what}{detail}"));
+        if let Mode::Bar(bar) = &self.mode {
+            bar.inc(1);
+        }
+    }
+
+    /// A kernel logged a line.
+    pub fn kernel_log(&self, kernel: &str, level: LogLevel, message: &str) {
+        if level >= LogLevel::Warn || (self.verbose && level >= LogLevel::Info) {
+            self.line(&format!("koas: {kernel}: {}: {message}", level_name(level)));
+        }
+    }
+
+    /// A kernel reported progress.
+    pub fn kernel_progress(&self, kernel: &str, done: u64, total: u64) {
+        match &self.mode {
+            Mode::Bar(bar) => bar.set_message(format!("{kernel} {done}/{total}")),
+            Mode::Plain if self.verbose => self.line(&format!("koas: {kernel}: {done}/{total}")),
+            _ => {}
+        }
+    }
+
+    /// A message from the runtime itself.
+    pub fn note(&self, message: &str) {
+        self.line(&format!("koas: {message}"));
+    }
+
+    /// Removes the progress bar.
+    pub fn finish(&self) {
+        if let Mode::Bar(bar) = &self.mode {
+            bar.finish_and_clear();
+        }
+    }
+}

@@ -1,0 +1,34 @@
+//! A plugin that really declares another ABI version: the host must refuse
+//! it by reading only the version field.
+
+use koas_kernel_api::abi::{HostTable, PluginTable, RawBuffer};
+
+extern "C" fn describe(_index: u32, _out: *mut RawBuffer) -> i32 {
+    1
+}
+
+extern "C" fn run(
+    _index: u32,
+    _host: *const HostTable,
+    _request: *const u8,
+    _len: usize,
+    _out: *mut RawBuffer,
+) -> i32 {
+    1
+}
+
+extern "C" fn free_buffer(_buffer: RawBuffer) {}
+
+static TABLE: PluginTable = PluginTable {
+    abi_version: 999,
+    kernel_count: 1,
+    describe,
+    run,
+    free_buffer,
+};
+
+/// The entry symbol, with a table of ABI version 999.
+#[no_mangle]
+pub extern "C" fn koas_plugin_entry() -> *const PluginTable {
+    &TABLE
+}
