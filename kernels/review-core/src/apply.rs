@@ -1,0 +1,514 @@
+//! Applying a batch of ops planned against one document state.
+//!
+//! Ops are processed in the order given and receive sequential IDs from
+//! the engine. Each op is built from JSON (§7 defaults), range-checked,
+//! normalized (§7 fixes + blank-line guard), validated (§6 invariants) and
+//! checked for overlap with the ops already accepted in the batch, all in
+//! the coordinates of the planned document. Accepted ops are then applied
+//! one after the other; each op's line numbers are shifted by what the
+//! earlier ops inserted or removed before it, so every op lands where it
+//! was planned. Each applied op yields its forward and inverse patch
+//! against the exact state it was applied to.
+//!
+//! Nothing here touches the disk: see [`crate::workspace`] for that.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::change_id::{ChangeId, IdAllocator};
+use crate::edit_op::{build_op, Action, EditOp, ReviewPolicy};
+use crate::hashing::lines_hash;
+use crate::normalize::{normalize, Fix, NormalizeOptions};
+use crate::patch::{make_patch_pair, LineChange, PatchPair};
+use crate::protected::ProtectedRegions;
+use crate::rejection::{RejectClass, Rejection};
+use crate::text::LineBuf;
+use crate::validate::{check_range, op_label, validate, ProtectionPolicy};
+
+/// Options of an apply run.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApplyOptions {
+    /// Refuse any op that touches a protected region.
+    pub strict: bool,
+    /// Which normalization fixes run.
+    pub normalize: NormalizeOptions,
+    /// Silent tier and severity → alert map.
+    pub policy: ReviewPolicy,
+}
+
+/// Everything a batch needs.
+#[derive(Debug, Clone, Copy)]
+pub struct BatchInput<'a> {
+    /// File name used in patch headers (`--- a/<doc_name>`).
+    pub doc_name: &'a str,
+    /// The document the ops were planned on.
+    pub text: &'a str,
+    /// The ops, as untrusted JSON.
+    pub ops: &'a [Value],
+    /// Protected regions of `text`.
+    pub protected: &'a ProtectedRegions,
+    /// IDs already in the ledger.
+    pub ledger_ids: &'a BTreeSet<ChangeId>,
+    /// The first ID to allocate.
+    pub first_id: ChangeId,
+    /// Options.
+    pub options: &'a ApplyOptions,
+}
+
+/// An op that was applied (or recorded, for flag_only).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppliedOp {
+    /// 0-based position of the op in the input.
+    pub index: usize,
+    /// The normalized op.
+    pub op: EditOp,
+    /// Normalization fixes that ran.
+    pub fixes: Vec<Fix>,
+    /// Fields that got a §7 default.
+    pub defaults: Vec<String>,
+    /// The change, in the coordinates of the state it was applied to
+    /// (`None` for flag_only).
+    pub change: Option<LineChange>,
+    /// Forward and inverse patch (`None` for flag_only).
+    pub patches: Option<PatchPair>,
+    /// `sha256:` of the document before the op.
+    pub doc_hash_before: String,
+    /// `sha256:` of the document after the op.
+    pub doc_hash_after: String,
+    /// Protected regions the op touches (allowed because it needs attention).
+    pub touches_protected: Vec<String>,
+    /// One-line summary for the ledger.
+    pub summary: String,
+}
+
+impl AppliedOp {
+    /// `sha256:` of the lines the change removed.
+    pub fn region_hash_before(&self) -> Option<String> {
+        self.change.as_ref().map(|c| lines_hash(&c.old))
+    }
+
+    /// `sha256:` of the lines the change inserted.
+    pub fn region_hash_after(&self) -> Option<String> {
+        self.change.as_ref().map(|c| lines_hash(&c.new))
+    }
+}
+
+/// An op that was not applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RejectedOp {
+    /// 0-based position of the op in the input.
+    pub index: usize,
+    /// The ID allocated to it (released: it reaches no ledger).
+    pub id: ChangeId,
+    /// The `id` the op arrived with.
+    pub source_id: Option<String>,
+    /// Its action, when it could be read.
+    pub action: Option<Action>,
+    /// Its target lines, when they could be read.
+    pub lines: Option<(usize, usize)>,
+    /// Fixes that ran before it was rejected.
+    pub fixes: Vec<Fix>,
+    /// Defaults filled before it was rejected.
+    pub defaults: Vec<String>,
+    /// Why.
+    pub rejection: Rejection,
+}
+
+/// The result of a batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BatchOutcome {
+    /// Applied ops, in application order.
+    pub applied: Vec<AppliedOp>,
+    /// Rejected ops, in input order.
+    pub rejected: Vec<RejectedOp>,
+    /// The document after every applied op.
+    pub final_text: String,
+    /// `sha256:` of the planned document.
+    pub initial_hash: String,
+    /// The next free ID after this batch.
+    pub next_id: ChangeId,
+}
+
+/// Status of one op in the apply log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OpStatus {
+    /// Applied to the document.
+    Applied,
+    /// flag_only: recorded, nothing changed.
+    Flagged,
+    /// Not applied.
+    Rejected,
+}
+
+/// One line of `stage3/apply_log.jsonl`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApplyLogRecord {
+    /// Run that produced the record.
+    pub run_id: String,
+    /// 1-based position of the op in the ops input.
+    pub op_index: usize,
+    /// Allocated change ID.
+    pub id: ChangeId,
+    /// The `id` the op arrived with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_id: Option<String>,
+    /// Outcome.
+    pub status: OpStatus,
+    /// Action (after the blank-line guard).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<Action>,
+    /// Target lines in the planned document (after the guard).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lines: Option<(usize, usize)>,
+    /// Fixes that ran.
+    #[serde(default)]
+    pub fixes: Vec<Fix>,
+    /// Fields filled with §7 defaults.
+    #[serde(default)]
+    pub defaults_filled: Vec<String>,
+    /// Rejection class, for rejected ops.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reject: Option<RejectClass>,
+    /// Rejection reason, for rejected ops.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Protected regions an applied op touches.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub touches_protected: Vec<String>,
+}
+
+impl BatchOutcome {
+    /// The apply log, one record per input op, in input order.
+    pub fn log_records(&self, run_id: &str) -> Vec<ApplyLogRecord> {
+        let mut records: Vec<ApplyLogRecord> = self
+            .applied
+            .iter()
+            .map(|a| ApplyLogRecord {
+                run_id: run_id.to_owned(),
+                op_index: a.index + 1,
+                id: a.op.id,
+                source_id: a.op.source_id.clone(),
+                status: if a.change.is_some() {
+                    OpStatus::Applied
+                } else {
+                    OpStatus::Flagged
+                },
+                action: Some(a.op.action),
+                lines: Some((a.op.target.line_start, a.op.target.line_end)),
+                fixes: a.fixes.clone(),
+                defaults_filled: a.defaults.clone(),
+                reject: None,
+                reason: None,
+                touches_protected: a.touches_protected.clone(),
+            })
+            .chain(self.rejected.iter().map(|r| ApplyLogRecord {
+                run_id: run_id.to_owned(),
+                op_index: r.index + 1,
+                id: r.id,
+                source_id: r.source_id.clone(),
+                status: OpStatus::Rejected,
+                action: r.action,
+                lines: r.lines,
+                fixes: r.fixes.clone(),
+                defaults_filled: r.defaults.clone(),
+                reject: Some(r.rejection.class),
+                reason: Some(r.rejection.reason.clone()),
+                touches_protected: Vec::new(),
+            }))
+            .collect();
+        records.sort_by_key(|r| r.op_index);
+        records
+    }
+
+    /// Replays the batch from the planned text: yields, per op that
+    /// changed the document, the text before and after it. Texts are built
+    /// on demand, so a big batch does not hold every version in memory.
+    pub fn states<'a>(&'a self, initial_text: &str) -> impl Iterator<Item = (String, String)> + 'a {
+        let mut buf = LineBuf::parse(initial_text);
+        self.applied
+            .iter()
+            .filter_map(|a| a.change.as_ref())
+            .map(move |change| {
+                let before = buf.to_text();
+                // The change was produced against exactly this state.
+                if change.apply_to(&mut buf).is_err() {
+                    return (before.clone(), before);
+                }
+                (before, buf.to_text())
+            })
+    }
+}
+
+/// 1-based inclusive line ranges an accepted op holds in the planned doc.
+#[derive(Debug, Clone)]
+struct Occupied {
+    index: usize,
+    id: ChangeId,
+    lines: Option<(usize, usize)>,
+    insert_point: Option<usize>,
+}
+
+fn overlap_with(previous: &[Occupied], candidate: &Occupied) -> Option<(usize, ChangeId, String)> {
+    previous.iter().find_map(|p| {
+        if let (Some((a, b)), Some((c, d))) = (p.lines, candidate.lines) {
+            if a <= d && c <= b {
+                let (s, e) = (a.max(c), b.min(d));
+                let at = if s == e {
+                    format!("line {s}")
+                } else {
+                    format!("lines {s}–{e}")
+                };
+                return Some((p.index, p.id, at));
+            }
+        }
+        match (p.insert_point, candidate.insert_point) {
+            (Some(x), Some(y)) if x == y => {
+                Some((p.index, p.id, format!("the insertion point after line {x}")))
+            }
+            _ => None,
+        }
+    })
+}
+
+fn excerpt(text: &str, max: usize) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() > max {
+        format!("{}…", flat.chars().take(max - 1).collect::<String>())
+    } else {
+        flat
+    }
+}
+
+/// The ledger summary of an op: its own `summary`, else a description.
+pub fn derive_summary(op: &EditOp, before_target: &str) -> String {
+    if let Some(summary) = &op.summary {
+        return excerpt(summary, 200);
+    }
+    let (s, e) = (op.target.line_start, op.target.line_end);
+    let lines = if s == e {
+        format!("line {s}")
+    } else {
+        format!("lines {s}–{e}")
+    };
+    let before = op.before_text.as_deref().unwrap_or(before_target);
+    match op.action {
+        Action::Replace => format!(
+            "{}: '{}' → '{}'",
+            op.kind,
+            excerpt(before, 60),
+            excerpt(&op.after_text, 60)
+        ),
+        Action::Insert => format!(
+            "{}: insert after line {e}: '{}'",
+            op.kind,
+            excerpt(&op.after_text, 80)
+        ),
+        Action::Delete => format!("{}: delete {lines}: '{}'", op.kind, excerpt(before, 80)),
+        Action::FlagOnly => {
+            let what = if op.rationale.trim().is_empty() {
+                &op.kind
+            } else {
+                &op.rationale
+            };
+            format!("flag {lines}: {}", excerpt(what, 100))
+        }
+    }
+}
+
+/// Runs a batch. Never fails as a whole: every problem is a rejection of
+/// the op concerned.
+pub fn apply_batch(input: BatchInput<'_>) -> BatchOutcome {
+    let planned_doc = LineBuf::parse(input.text);
+    let mut current = planned_doc.clone();
+    let initial_hash = current.hash();
+    let mut current_hash = initial_hash.clone();
+    let mut allocator = IdAllocator::starting_at(input.first_id);
+    let mut applied = Vec::new();
+    let mut rejected = Vec::new();
+    let mut occupied: Vec<Occupied> = Vec::new();
+    // (planned start, planned end (exclusive), line delta) of applied changes.
+    let mut shifts: Vec<(usize, usize, isize)> = Vec::new();
+    let protection = ProtectionPolicy {
+        regions: input.protected,
+        strict: input.options.strict,
+    };
+
+    for (index, value) in input.ops.iter().enumerate() {
+        let id = match allocator.allocate() {
+            Ok(id) => id,
+            Err(err) => {
+                rejected.push(RejectedOp {
+                    index,
+                    id: allocator.peek(),
+                    source_id: None,
+                    action: None,
+                    lines: None,
+                    fixes: Vec::new(),
+                    defaults: Vec::new(),
+                    rejection: Rejection::new(
+                        RejectClass::SchemaId,
+                        format!("op {}: {err}", index + 1),
+                    ),
+                });
+                continue;
+            }
+        };
+        let reject = |op: Option<&EditOp>,
+                      fixes: Vec<Fix>,
+                      defaults: Vec<String>,
+                      rejection: Rejection| RejectedOp {
+            index,
+            id,
+            source_id: op.and_then(|o| o.source_id.clone()),
+            action: op.map(|o| o.action),
+            lines: op.map(|o| (o.target.line_start, o.target.line_end)),
+            fixes,
+            defaults,
+            rejection,
+        };
+        let built = match build_op(value, id, &input.options.policy) {
+            Ok(built) => built,
+            Err(problem) => {
+                let source_id = value.get("id").filter(|v| !v.is_null()).map(|v| match v {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                });
+                let mut r = reject(
+                    None,
+                    Vec::new(),
+                    Vec::new(),
+                    Rejection::new(
+                        problem.class,
+                        format!("{}: {}", op_label(index, id), problem.reason),
+                    ),
+                );
+                r.source_id = source_id;
+                rejected.push(r);
+                continue;
+            }
+        };
+        let (mut op, defaults) = (built.op, built.defaults);
+        if let Err(rejection) = check_range(&op, index, &planned_doc) {
+            rejected.push(reject(Some(&op), Vec::new(), defaults, rejection));
+            continue;
+        }
+        let fixes = normalize(
+            &mut op,
+            &planned_doc,
+            &input.options.policy,
+            &input.options.normalize,
+        );
+        let valid = match validate(&op, index, &planned_doc, input.ledger_ids, protection) {
+            Ok(valid) => valid,
+            Err(rejection) => {
+                rejected.push(reject(Some(&op), fixes, defaults, rejection));
+                continue;
+            }
+        };
+        let target_lines = match op.action {
+            Action::FlagOnly => None,
+            Action::Insert if op.target.line_end == 0 => None,
+            _ => Some((op.target.line_start.max(1), op.target.line_end)),
+        };
+        let change_lines = valid
+            .planned
+            .as_ref()
+            .filter(|p| !p.change.old.is_empty())
+            .map(|p| (p.change.start + 1, p.change.start + p.change.old.len()));
+        let lines = match (target_lines, change_lines) {
+            (Some((a, b)), Some((c, d))) => Some((a.min(c), b.max(d))),
+            (x, y) => x.or(y),
+        };
+        let candidate = Occupied {
+            index,
+            id,
+            lines,
+            insert_point: (op.action == Action::Insert).then_some(op.target.line_end),
+        };
+        if op.action != Action::FlagOnly {
+            if let Some((other_index, other_id, at)) = overlap_with(&occupied, &candidate) {
+                let (s, e) = (op.target.line_start, op.target.line_end);
+                rejected.push(reject(
+                    Some(&op),
+                    fixes,
+                    defaults,
+                    Rejection::new(
+                        RejectClass::Range,
+                        format!(
+                            "{}: lines {s}–{e} overlap {} at {at}; ops of one batch may not overlap — merge them into one op or drop one",
+                            op_label(index, id),
+                            op_label(other_index, other_id)
+                        ),
+                    ),
+                ));
+                continue;
+            }
+        }
+        let before_target = planned_doc
+            .target_text(op.target.line_start, op.target.line_end)
+            .unwrap_or_default();
+        let summary = derive_summary(&op, &before_target);
+        let hash_before = current_hash.clone();
+        let (change, patches) = match valid.planned {
+            None => (None, None),
+            Some(planned) => {
+                let planned_start = planned.change.start;
+                let planned_end = planned_start + planned.change.old.len();
+                let shift: isize = shifts
+                    .iter()
+                    .filter(|(_, end, _)| *end <= planned_start)
+                    .map(|(_, _, delta)| *delta)
+                    .sum();
+                let change = LineChange {
+                    start: (planned_start as isize + shift) as usize,
+                    ..planned.change
+                };
+                let patches = make_patch_pair(input.doc_name, &current, &change);
+                if let Err(err) = change.apply_to(&mut current) {
+                    rejected.push(reject(
+                        Some(&op),
+                        fixes,
+                        defaults,
+                        Rejection::new(
+                            RejectClass::Other,
+                            format!("{}: internal error, the change did not apply where it was mapped ({err}); please report this", op_label(index, id)),
+                        ),
+                    ));
+                    continue;
+                }
+                shifts.push((planned_start, planned_end, change.delta()));
+                current_hash = current.hash();
+                (Some(change), Some(patches))
+            }
+        };
+        if op.action != Action::FlagOnly {
+            occupied.push(candidate);
+        }
+        applied.push(AppliedOp {
+            index,
+            op,
+            fixes,
+            defaults,
+            change,
+            patches,
+            doc_hash_before: hash_before,
+            doc_hash_after: current_hash.clone(),
+            touches_protected: valid.touches_protected,
+            summary,
+        });
+    }
+
+    BatchOutcome {
+        applied,
+        rejected,
+        final_text: current.to_text(),
+        initial_hash,
+        next_id: allocator.peek(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,405 @@
+use super::*;
+use crate::hashing::content_hash;
+use crate::patch::apply_patch_text;
+use crate::protected::{InlineSpan, ProtectedRange};
+use serde_json::json;
+
+const DOC: &str = "# Title\n\
+\n\
+The bandwith of the system is high.\n\
+\n\
+```sh\n\
+run --fast\n\
+```\n\
+\n\
+Use `cfg` to set it up.\n\
+Last line.\n";
+
+fn regions() -> ProtectedRegions {
+    let start_byte = DOC.find("`cfg`").unwrap();
+    ProtectedRegions {
+        blocks: vec![ProtectedRange {
+            kind: "code_fence".into(),
+            line_start: 5,
+            line_end: 7,
+        }],
+        inline: vec![InlineSpan {
+            kind: "inline_code".into(),
+            line_start: 9,
+            col_start: 5,
+            line_end: 9,
+            col_end: 10,
+            start_byte,
+            end_byte: start_byte + 5,
+        }],
+    }
+}
+
+fn run_with(
+    text: &str,
+    ops: Vec<Value>,
+    options: &ApplyOptions,
+    ledger: &BTreeSet<ChangeId>,
+) -> BatchOutcome {
+    let protected = if text == DOC {
+        regions()
+    } else {
+        ProtectedRegions::default()
+    };
+    apply_batch(BatchInput {
+        doc_name: "doc.md",
+        text,
+        ops: &ops,
+        protected: &protected,
+        ledger_ids: ledger,
+        first_id: ChangeId::new(10).unwrap(),
+        options,
+    })
+}
+
+fn run(ops: Vec<Value>) -> BatchOutcome {
+    run_with(DOC, ops, &ApplyOptions::default(), &BTreeSet::new())
+}
+
+fn only_rejection(outcome: &BatchOutcome) -> &Rejection {
+    assert!(
+        outcome.applied.is_empty(),
+        "unexpected applied: {:?}",
+        outcome.applied
+    );
+    assert_eq!(outcome.rejected.len(), 1);
+    &outcome.rejected[0].rejection
+}
+
+fn typo_fix() -> Value {
+    json!({"action": "replace", "kind": "typo",
+           "target": {"line_start": 3, "line_end": 3},
+           "before_text": "The bandwith of the system is high.",
+           "after_text": "The bandwidth of the system is high."})
+}
+
+#[test]
+fn applies_a_typo_fix_with_patches_and_hashes() {
+    let out = run(vec![typo_fix()]);
+    assert!(out.rejected.is_empty(), "{:?}", out.rejected);
+    let a = &out.applied[0];
+    assert_eq!(a.op.id.to_string(), "RVW-0010");
+    assert!(a.op.silent);
+    assert_eq!(a.doc_hash_before, content_hash(DOC));
+    assert_eq!(a.doc_hash_after, content_hash(&out.final_text));
+    assert!(out.final_text.contains("The bandwidth of"));
+    let patches = a.patches.as_ref().unwrap();
+    assert_eq!(
+        apply_patch_text(DOC, &patches.forward).unwrap(),
+        out.final_text
+    );
+    assert_eq!(
+        apply_patch_text(&out.final_text, &patches.inverse).unwrap(),
+        DOC
+    );
+    assert_eq!(out.next_id, ChangeId::new(11).unwrap());
+    let log = out.log_records("run-1");
+    assert_eq!(log[0].status, OpStatus::Applied);
+    assert!(log[0].fixes.iter().any(|f| f.name() == "HASH_RECOMPUTE"));
+}
+
+#[test]
+fn rejects_hash_mismatch() {
+    let out = run(vec![
+        json!({"action": "replace", "target": {"line_start": 3},
+        "before_hash": content_hash("older text"), "after_text": "x"}),
+    ]);
+    let r = only_rejection(&out);
+    assert_eq!(r.class, RejectClass::Hash);
+    assert!(
+        r.reason.contains("op 1 (RVW-0010)") && r.reason.contains("re-plan"),
+        "{}",
+        r.reason
+    );
+
+    let out = run(vec![
+        json!({"action": "replace", "target": {"line_start": 3},
+        "before_text": "Completely different words here", "after_text": "x"}),
+    ]);
+    assert_eq!(only_rejection(&out).class, RejectClass::Hash);
+}
+
+#[test]
+fn rejects_missing_note_when_note_inject_is_off() {
+    let options = ApplyOptions {
+        normalize: NormalizeOptions {
+            note_inject: false,
+            ..NormalizeOptions::default()
+        },
+        ..ApplyOptions::default()
+    };
+    let attention = json!({"action": "replace", "kind": "terminology", "target": {"line_start": 3},
+        "after_text": "The throughput of the system is high."});
+    let out = run_with(DOC, vec![attention], &options, &BTreeSet::new());
+    let r = only_rejection(&out);
+    assert_eq!(r.class, RejectClass::SchemaNote);
+    assert!(r.reason.contains("needs_attention"), "{}", r.reason);
+
+    let delete = json!({"action": "delete", "target": {"line_start": 10}});
+    let out = run_with(DOC, vec![delete], &options, &BTreeSet::new());
+    assert_eq!(only_rejection(&out).class, RejectClass::SchemaNote);
+}
+
+#[test]
+fn rejects_delete_with_wrong_alert_or_no_attention() {
+    let out = run(vec![
+        json!({"action": "delete", "target": {"line_start": 10},
+        "review_note": {"alert": "WARNING", "text": "REVIEWER: RVW-0010 — drop"}}),
+    ]);
+    let r = only_rejection(&out);
+    assert_eq!(r.class, RejectClass::SchemaNote);
+    assert!(r.reason.contains("CAUTION"));
+    let out = run(vec![
+        json!({"action": "delete", "needs_attention": false, "target": {"line_start": 10}}),
+    ]);
+    assert_eq!(only_rejection(&out).class, RejectClass::SchemaNote);
+}
+
+#[test]
+fn rejects_note_without_its_id_when_id_fix_is_off() {
+    let options = ApplyOptions {
+        normalize: NormalizeOptions {
+            note_id_fix: false,
+            ..NormalizeOptions::default()
+        },
+        ..ApplyOptions::default()
+    };
+    let op = json!({"action": "replace", "kind": "terminology", "target": {"line_start": 3},
+        "after_text": "The throughput of the system is high.",
+        "review_note": {"alert": "WARNING", "text": "REVIEWER: RVW-0999 — wording"}});
+    let out = run_with(DOC, vec![op], &options, &BTreeSet::new());
+    let r = only_rejection(&out);
+    assert_eq!(r.class, RejectClass::SchemaId);
+    assert!(r.reason.contains("REVIEWER: RVW-0010"), "{}", r.reason);
+    // A note without the REVIEWER: prefix is a note-schema problem.
+    let op = json!({"action": "replace", "kind": "terminology", "target": {"line_start": 3},
+        "after_text": "The throughput of the system is high.",
+        "review_note": {"alert": "WARNING", "text": "wording"}});
+    let out = run_with(DOC, vec![op], &options, &BTreeSet::new());
+    assert_eq!(only_rejection(&out).class, RejectClass::SchemaNote);
+}
+
+#[test]
+fn rejects_id_already_in_ledger() {
+    let ledger: BTreeSet<ChangeId> = [ChangeId::new(10).unwrap()].into();
+    let out = run_with(DOC, vec![typo_fix()], &ApplyOptions::default(), &ledger);
+    let r = only_rejection(&out);
+    assert_eq!(r.class, RejectClass::Ledger);
+    assert!(r.reason.contains("already in the ledger"));
+}
+
+#[test]
+fn rejects_protected_edits_in_strict_mode_and_unflagged_ones_otherwise() {
+    let into_fence = json!({"action": "replace", "kind": "typo", "target": {"line_start": 6},
+        "after_text": "run --slow"});
+    let out = run(vec![into_fence.clone()]);
+    let r = only_rejection(&out);
+    assert_eq!(r.class, RejectClass::Protected);
+    assert!(r.reason.contains("code_fence at lines 5–7"), "{}", r.reason);
+    assert!(r.reason.contains("needs_attention"), "{}", r.reason);
+
+    // Non-strict: allowed with attention + note.
+    let mut flagged = into_fence.clone();
+    flagged["needs_attention"] = json!(true);
+    let out = run(vec![flagged.clone()]);
+    assert_eq!(out.applied.len(), 1, "{:?}", out.rejected);
+    assert!(!out.applied[0].touches_protected.is_empty());
+
+    // Strict: refused even then.
+    let strict = ApplyOptions {
+        strict: true,
+        ..ApplyOptions::default()
+    };
+    let out = run_with(DOC, vec![flagged], &strict, &BTreeSet::new());
+    let r = only_rejection(&out);
+    assert_eq!(r.class, RejectClass::Protected);
+    assert!(r.reason.contains("--strict"));
+}
+
+#[test]
+fn inline_spans_are_byte_precise() {
+    let strict = ApplyOptions {
+        strict: true,
+        ..ApplyOptions::default()
+    };
+    // Changing words next to inline code is fine.
+    let beside = json!({"action": "replace", "kind": "typo", "target": {"line_start": 9},
+        "before_text": "set it up", "after_text": "configure it"});
+    let out = run_with(DOC, vec![beside], &strict, &BTreeSet::new());
+    assert_eq!(out.applied.len(), 1, "{:?}", out.rejected);
+    // Changing the inline code is not.
+    let inside = json!({"action": "replace", "kind": "typo", "target": {"line_start": 9},
+        "before_text": "`cfg`", "after_text": "`conf`"});
+    let out = run_with(DOC, vec![inside], &strict, &BTreeSet::new());
+    assert_eq!(only_rejection(&out).class, RejectClass::Protected);
+}
+
+#[test]
+fn rejects_bad_ranges_and_overlaps() {
+    let out = run(vec![
+        json!({"action": "replace", "target": {"line_start": 40, "line_end": 41}, "after_text": "x"}),
+    ]);
+    let r = only_rejection(&out);
+    assert_eq!(r.class, RejectClass::Range);
+    assert!(
+        r.reason.contains("past the end of the document (10 lines)"),
+        "{}",
+        r.reason
+    );
+    let out = run(vec![
+        json!({"action": "replace", "target": {"line_start": 4, "line_end": 3}, "after_text": "x"}),
+    ]);
+    assert_eq!(only_rejection(&out).class, RejectClass::Range);
+
+    let overlapping = json!({"action": "replace", "kind": "typo", "target": {"line_start": 2, "line_end": 3},
+        "after_text": "\nThe bandwidth of the system is very high."});
+    let out = run(vec![typo_fix(), overlapping]);
+    assert_eq!(out.applied.len(), 1);
+    let r = &out.rejected[0].rejection;
+    assert_eq!(r.class, RejectClass::Range);
+    assert!(
+        r.reason.contains("overlap op 1 (RVW-0010) at line 3"),
+        "{}",
+        r.reason
+    );
+}
+
+#[test]
+fn rejects_other_problems() {
+    let out = run(vec![
+        json!({"action": "rewrite", "target": {"line_start": 3}}),
+    ]);
+    assert_eq!(only_rejection(&out).class, RejectClass::Other);
+    let out = run(vec![
+        json!({"action": "replace", "kind": "typo", "target": {"line_start": 10}, "after_text": "Last line."}),
+    ]);
+    let r = only_rejection(&out);
+    assert_eq!(r.class, RejectClass::Other);
+    assert!(r.reason.contains("changes nothing"));
+}
+
+#[test]
+fn every_rejection_class_is_reachable() {
+    // Guard against a class silently becoming dead: each test above covers
+    // one; this lists them so a new class fails here until it gets a test.
+    let covered = [
+        RejectClass::Hash,
+        RejectClass::SchemaNote,
+        RejectClass::SchemaId,
+        RejectClass::Ledger,
+        RejectClass::Protected,
+        RejectClass::Range,
+        RejectClass::Other,
+    ];
+    assert_eq!(covered.to_vec(), RejectClass::ALL.to_vec());
+}
+
+#[test]
+fn normalization_fixes_are_logged() {
+    let op = json!({"id": "llm-1", "action": "replace", "kind": "terminology",
+        "target": {"line_start": 3},
+        "before_text": "The bandwith of the system is high.",
+        "before_hash": content_hash("masked [TERM] text"),
+        "after_text": "The throughput of the system is high.",
+        "needs_attention": true});
+    let out = run(vec![op]);
+    let log = out.log_records("r");
+    let names: Vec<_> = log[0].fixes.iter().map(Fix::name).collect();
+    assert_eq!(names, vec!["HASH_RECOMPUTE", "NOTE_INJECT"]);
+    assert_eq!(log[0].source_id.as_deref(), Some("llm-1"));
+
+    let op = json!({"action": "replace", "kind": "terminology", "target": {"line_start": 3},
+        "after_text": "The throughput of the system is high.",
+        "review_note": {"alert": "WARNING", "text": "aligned with Section 2"}});
+    let out = run(vec![op]);
+    let a = &out.applied[0];
+    assert!(a.fixes.iter().any(|f| f.name() == "NOTE_ID_FIX"));
+    assert_eq!(
+        a.op.review_note.as_ref().unwrap().text,
+        "REVIEWER: RVW-0010 — aligned with Section 2"
+    );
+}
+
+#[test]
+fn blank_line_guard_in_a_batch() {
+    let off_by_one = json!({"action": "replace", "kind": "typo", "target": {"line_start": 2},
+        "before_text": "The bandwith of the system is high.",
+        "after_text": "The bandwidth of the system is high."});
+    let out = run(vec![off_by_one]);
+    assert_eq!(out.applied.len(), 1, "{:?}", out.rejected);
+    assert!(
+        out.final_text.contains("\n\nThe bandwidth of"),
+        "blank line kept"
+    );
+    assert!(out.applied[0]
+        .fixes
+        .iter()
+        .any(|f| f.name() == "BLANK_LINE_GUARD"));
+
+    let hallucinated = json!({"action": "replace", "kind": "typo", "target": {"line_start": 8},
+        "before_text": "Nothing like this exists anywhere.",
+        "after_text": "Invented content."});
+    let out = run(vec![hallucinated]);
+    assert_eq!(out.applied.len(), 1);
+    assert_eq!(out.applied[0].op.action, Action::FlagOnly);
+    assert!(out.applied[0].change.is_none());
+    assert_eq!(out.final_text, DOC);
+    assert_eq!(out.log_records("r")[0].status, OpStatus::Flagged);
+}
+
+#[test]
+fn later_ops_land_where_they_were_planned() {
+    let ops = vec![
+        json!({"action": "insert", "kind": "grammar", "target": {"line_start": 1, "line_end": 1},
+               "after_text": "\nIntro one.\nIntro two."}),
+        json!({"action": "delete", "target": {"line_start": 4, "line_end": 4}}),
+        typo_fix(),
+        json!({"action": "replace", "kind": "typo", "target": {"line_start": 10},
+               "after_text": "Final line."}),
+    ];
+    let out = run(ops.clone());
+    assert_eq!(out.applied.len(), 4, "{:?}", out.rejected);
+    let expected = "# Title\n\nIntro one.\nIntro two.\n\nThe bandwidth of the system is high.\n```sh\nrun --fast\n```\n\nUse `cfg` to set it up.\nFinal line.\n";
+    assert_eq!(out.final_text, expected);
+    // Each forward patch applies to the state it was made on; inverses undo.
+    let states: Vec<(String, String)> = out.states(DOC).collect();
+    assert_eq!(states.len(), 4);
+    for ((before, after), a) in states.iter().zip(&out.applied) {
+        let p = a.patches.as_ref().unwrap();
+        assert_eq!(&apply_patch_text(before, &p.forward).unwrap(), after);
+        assert_eq!(&apply_patch_text(after, &p.inverse).unwrap(), before);
+        assert_eq!(content_hash(before), a.doc_hash_before);
+    }
+    // Undo everything in reverse order.
+    let mut text = out.final_text.clone();
+    for a in out.applied.iter().rev() {
+        text = apply_patch_text(&text, &a.patches.as_ref().unwrap().inverse).unwrap();
+    }
+    assert_eq!(text, DOC);
+}
+
+#[test]
+fn crlf_bom_and_missing_final_newline_survive() {
+    let text = "\u{feff}# Título\r\n\r\nPrimera línea.\r\nÚltima línea";
+    let ops = vec![
+        json!({"action": "replace", "kind": "typo", "target": {"line_start": 1}, "after_text": "# Título nuevo"}),
+        json!({"action": "replace", "kind": "typo", "target": {"line_start": 3}, "after_text": "Primera línea corregida."}),
+        json!({"action": "insert", "kind": "grammar", "target": {"line_start": 4, "line_end": 4}, "after_text": "Añadida."}),
+    ];
+    let out = run_with(text, ops, &ApplyOptions::default(), &BTreeSet::new());
+    assert_eq!(out.applied.len(), 3, "{:?}", out.rejected);
+    assert_eq!(
+        out.final_text,
+        "\u{feff}# Título nuevo\r\n\r\nPrimera línea corregida.\r\nÚltima línea\r\nAñadida."
+    );
+    let mut back = out.final_text.clone();
+    for a in out.applied.iter().rev() {
+        back = apply_patch_text(&back, &a.patches.as_ref().unwrap().inverse).unwrap();
+    }
+    assert_eq!(back, text);
+}

@@ -1,0 +1,219 @@
+//! Following a run of lines through later edits.
+//!
+//! Every change the engine records is a [`LineEdit`]: in some document
+//! state, `old_len` lines at 0-based `start` became `new_len` lines. To find
+//! where a region of an earlier state is now, map it through each later
+//! edit in order. An edit that touches the region is a *conflict*: in
+//! [`MapMode::Strict`] mapping fails, in [`MapMode::Clamp`] the region grows
+//! to cover the edit (used to place notes and section tallies, where an
+//! approximate position is still useful).
+
+use serde::{Deserialize, Serialize};
+
+/// A contiguous change of line count in one document state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LineEdit {
+    /// 0-based index of the first replaced line, or of the insertion point.
+    pub start: usize,
+    /// Lines removed.
+    pub old_len: usize,
+    /// Lines inserted.
+    pub new_len: usize,
+}
+
+impl LineEdit {
+    /// The edit that undoes this one.
+    pub fn inverse(self) -> LineEdit {
+        LineEdit {
+            start: self.start,
+            old_len: self.new_len,
+            new_len: self.old_len,
+        }
+    }
+}
+
+/// A run of lines: 0-based `start`, `len` lines (`len == 0` is a point
+/// between lines: before line `start`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Region {
+    /// 0-based first line.
+    pub start: usize,
+    /// Number of lines.
+    pub len: usize,
+}
+
+impl Region {
+    /// Exclusive end.
+    pub fn end(self) -> usize {
+        self.start + self.len
+    }
+}
+
+/// How to treat an edit that touches the region being mapped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MapMode {
+    /// Touching is an error.
+    Strict,
+    /// Touching widens the region to cover the edit's result.
+    Clamp,
+}
+
+/// The region `region` of the state before `edit`, located in the state
+/// after it. `Err(())` when the edit touches the region in strict mode.
+#[allow(clippy::result_unit_err)]
+pub fn map_through(region: Region, edit: LineEdit, mode: MapMode) -> Result<Region, ()> {
+    let edit_end = edit.start + edit.old_len;
+    let ambiguous_point = edit.old_len == 0 && region.len == 0 && edit.start == region.start;
+    if !ambiguous_point && edit_end <= region.start {
+        // Entirely before (an insertion right before the region counts).
+        let start = region.start + edit.new_len - edit.old_len;
+        return Ok(Region { start, ..region });
+    }
+    if !ambiguous_point && edit.start >= region.end() {
+        return Ok(region);
+    }
+    match mode {
+        MapMode::Strict => Err(()),
+        MapMode::Clamp => {
+            let start = region.start.min(edit.start);
+            // The end of the region in the new state: past the edit's new
+            // lines if the region reached into or past the edit.
+            let region_end_after = if region.end() > edit_end {
+                region.end() + edit.new_len - edit.old_len
+            } else {
+                edit.start + edit.new_len
+            };
+            let end = region_end_after.max(edit.start + edit.new_len).max(start);
+            Ok(Region {
+                start,
+                len: end - start,
+            })
+        }
+    }
+}
+
+/// Maps `region` through every edit of `edits`, in order. In strict mode
+/// returns the index of the first edit that touches it.
+pub fn map_through_all<I>(region: Region, edits: I, mode: MapMode) -> Result<Region, usize>
+where
+    I: IntoIterator<Item = LineEdit>,
+{
+    let mut current = region;
+    for (index, edit) in edits.into_iter().enumerate() {
+        current = map_through(current, edit, mode).map_err(|()| index)?;
+    }
+    Ok(current)
+}
+
+/// Maps a region of the *final* state back to the state before all
+/// `edits` (given in application order), clamping on conflicts.
+pub fn map_back_clamped(region: Region, edits: &[LineEdit]) -> Region {
+    let mut current = region;
+    for edit in edits.iter().rev() {
+        current = map_through(current, edit.inverse(), MapMode::Clamp).unwrap_or(current);
+    }
+    current
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn r(start: usize, len: usize) -> Region {
+        Region { start, len }
+    }
+    fn e(start: usize, old_len: usize, new_len: usize) -> LineEdit {
+        LineEdit {
+            start,
+            old_len,
+            new_len,
+        }
+    }
+
+    #[test]
+    fn edits_before_shift_edits_after_do_not() {
+        assert_eq!(
+            map_through(r(10, 2), e(2, 1, 3), MapMode::Strict),
+            Ok(r(12, 2))
+        );
+        assert_eq!(
+            map_through(r(10, 2), e(12, 1, 3), MapMode::Strict),
+            Ok(r(10, 2))
+        );
+        // insertion right before / right after
+        assert_eq!(
+            map_through(r(10, 2), e(10, 0, 1), MapMode::Strict),
+            Ok(r(11, 2))
+        );
+        assert_eq!(
+            map_through(r(10, 2), e(12, 0, 1), MapMode::Strict),
+            Ok(r(10, 2))
+        );
+    }
+
+    #[test]
+    fn touching_edits_conflict_or_clamp() {
+        assert!(map_through(r(10, 2), e(11, 1, 1), MapMode::Strict).is_err());
+        assert!(map_through(r(10, 2), e(9, 2, 1), MapMode::Strict).is_err());
+        assert!(map_through(r(10, 2), e(11, 0, 2), MapMode::Strict).is_err());
+        // Two insertions at the same point are ambiguous.
+        assert!(map_through(r(10, 0), e(10, 0, 2), MapMode::Strict).is_err());
+        assert_eq!(
+            map_through(r(10, 2), e(11, 1, 3), MapMode::Clamp),
+            Ok(r(10, 4))
+        );
+        assert_eq!(
+            map_through(r(10, 2), e(8, 3, 1), MapMode::Clamp),
+            Ok(r(8, 2))
+        );
+    }
+
+    #[test]
+    fn points_next_to_edits() {
+        // Deletion point at 5; an edit replacing lines starting at 5 is after it.
+        assert_eq!(
+            map_through(r(5, 0), e(5, 2, 1), MapMode::Strict),
+            Ok(r(5, 0))
+        );
+        // An edit ending at the point is before it.
+        assert_eq!(
+            map_through(r(5, 0), e(3, 2, 0), MapMode::Strict),
+            Ok(r(3, 0))
+        );
+        assert!(map_through(r(5, 0), e(4, 2, 2), MapMode::Strict).is_err());
+    }
+
+    #[test]
+    fn back_mapping_undoes_forward_mapping() {
+        let edits = [e(0, 0, 3), e(20, 2, 0), e(7, 1, 1)];
+        let there = map_through_all(r(12, 3), edits, MapMode::Strict).unwrap();
+        assert_eq!(map_back_clamped(there, &edits), r(12, 3));
+    }
+
+    proptest! {
+        /// Mapping a region through a disjoint edit keeps its length and
+        /// agrees with actually applying the edit to a vector of lines.
+        #[test]
+        fn strict_mapping_tracks_real_lines(
+            n in 1usize..40,
+            rs in 0usize..40, rl in 0usize..5,
+            es in 0usize..40, eo in 0usize..5, en in 0usize..5,
+        ) {
+            let rs = rs.min(n); let rl = rl.min(n - rs);
+            let es = es.min(n); let eo = eo.min(n - es);
+            let mut lines: Vec<String> = (0..n).map(|i| format!("L{i}")).collect();
+            let region = r(rs, rl);
+            let before: Vec<String> = lines[rs..rs + rl].to_vec();
+            let edit = e(es, eo, en);
+            let new: Vec<String> = (0..en).map(|i| format!("N{i}")).collect();
+            lines.splice(es..es + eo, new);
+            if let Ok(mapped) = map_through(region, edit, MapMode::Strict) {
+                prop_assert_eq!(mapped.len, rl);
+                prop_assert_eq!(&lines[mapped.start..mapped.end()], &before[..]);
+            }
+            let clamped = map_through(region, edit, MapMode::Clamp).unwrap();
+            prop_assert!(clamped.end() <= lines.len());
+        }
+    }
+}

@@ -1,0 +1,272 @@
+//! The 6 invariants of §6, checked on a normalized op, mapped to the
+//! rejection taxonomy with reasons a person can act on.
+//!
+//! | # | invariant | class |
+//! |---|-----------|-------|
+//! | 0 | target lines exist (checked before normalization) | `REJECT_RANGE` |
+//! | 1 | ID format: the op's ID and the ID its note names | `REJECT_SCHEMA_ID` |
+//! | 2 | ID uniqueness against the ledger | `REJECT_LEDGER` |
+//! | 3 | content hash and `before_text` match the target | `REJECT_HASH` |
+//! | 4 | protected regions (strict: never; else needs attention + note) | `REJECT_PROTECTED` |
+//! | 5 | deletion policy: attention, note, `CAUTION` | `REJECT_SCHEMA_NOTE` |
+//! | 6 | attention policy: note starting `REVIEWER:` | `REJECT_SCHEMA_NOTE` |
+//! | – | the op changes something, after_text not empty | `REJECT_OTHER` |
+//!
+//! Overlap with another op of the batch is checked when applying
+//! (`REJECT_RANGE`).
+
+use std::collections::BTreeSet;
+
+use crate::change_id::ChangeId;
+use crate::edit_op::{Action, Alert, EditOp};
+use crate::hashing::{content_hash, same_hash};
+use crate::normalize::{match_before_text, note_names_id, TextMatch};
+use crate::plan::{plan_change, PlanProblem, PlannedChange};
+use crate::protected::ProtectedRegions;
+use crate::rejection::{RejectClass, Rejection};
+use crate::text::LineBuf;
+
+/// How an op is named in messages: `op 3 (RVW-0012)`.
+pub fn op_label(index: usize, id: ChangeId) -> String {
+    format!("op {} ({id})", index + 1)
+}
+
+fn lines_label(start: usize, end: usize) -> String {
+    if start == end {
+        format!("line {start}")
+    } else {
+        format!("lines {start}–{end}")
+    }
+}
+
+fn excerpt(text: &str) -> String {
+    let flat = text.replace('\n', "⏎");
+    if flat.chars().count() > 60 {
+        format!("{}…", flat.chars().take(59).collect::<String>())
+    } else {
+        flat
+    }
+}
+
+/// Invariant 0: the target range exists in `doc`.
+pub fn check_range(op: &EditOp, index: usize, doc: &LineBuf) -> Result<(), Rejection> {
+    let (start, end) = (op.target.line_start, op.target.line_end);
+    let label = op_label(index, op.id);
+    let n = doc.len();
+    let insert_at_top = op.action == Action::Insert && start == 0 && end == 0;
+    if insert_at_top {
+        return Ok(());
+    }
+    if start == 0 {
+        return Err(Rejection::new(
+            RejectClass::Range,
+            format!("{label}: line_start is 0; lines are numbered from 1 (only an insert may use 0/0 to insert at the top)"),
+        ));
+    }
+    if end < start {
+        return Err(Rejection::new(
+            RejectClass::Range,
+            format!(
+                "{label}: line_end {end} is before line_start {start}; give an increasing range"
+            ),
+        ));
+    }
+    if end > n {
+        return Err(Rejection::new(
+            RejectClass::Range,
+            format!("{label}: {} is past the end of the document ({n} lines); re-target the op against the current document", lines_label(start, end)),
+        ));
+    }
+    Ok(())
+}
+
+/// Everything invariant 4 needs to know.
+#[derive(Debug, Clone, Copy)]
+pub struct ProtectionPolicy<'a> {
+    /// Protected regions of the planned document.
+    pub regions: &'a ProtectedRegions,
+    /// `--strict`: refuse any op touching a protected region.
+    pub strict: bool,
+}
+
+/// An op that passed every invariant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ValidOp {
+    /// The change it makes (`None` for flag_only).
+    pub planned: Option<PlannedChange>,
+    /// Protected regions it touches (allowed: it needs attention and has a
+    /// note, and the run is not strict), described for the log.
+    pub touches_protected: Vec<String>,
+}
+
+/// Checks invariants 1–6 on a normalized op whose range is valid.
+pub fn validate(
+    op: &EditOp,
+    index: usize,
+    doc: &LineBuf,
+    ledger_ids: &BTreeSet<ChangeId>,
+    protection: ProtectionPolicy<'_>,
+) -> Result<ValidOp, Rejection> {
+    let label = op_label(index, op.id);
+    let (start, end) = (op.target.line_start, op.target.line_end);
+    let lines = lines_label(start, end);
+
+    // 1. ID format — the op's own ID is engine-allocated; the note must name it.
+    if let Some(note) = &op.review_note {
+        let text = note.text.trim_start();
+        if text.starts_with("REVIEWER:") && !note_names_id(text, op) {
+            return Err(Rejection::new(
+                RejectClass::SchemaId,
+                format!("{label}: the review note must name this change as 'REVIEWER: {} — …' but reads '{}'; fix the note (NOTE_ID_FIX does this when enabled)", op.id, excerpt(text)),
+            ));
+        }
+    }
+
+    // 2. ID uniqueness.
+    if ledger_ids.contains(&op.id) {
+        return Err(Rejection::new(
+            RejectClass::Ledger,
+            format!("{label}: {} is already in the ledger; the ledger or the ID allocator is out of step — run `koas status` and check the workspace", op.id),
+        ));
+    }
+
+    // 3. Content hash.
+    let target = doc.target_text(start, end).unwrap_or_default();
+    let matched = match_before_text(&target, op.before_text.as_deref());
+    if op.action != Action::FlagOnly {
+        let actual = content_hash(&target);
+        match op.before_hash.as_deref() {
+            None => {
+                return Err(Rejection::new(
+                    RejectClass::Hash,
+                    format!("{label}: the op has no before_hash for {lines}; add it (sha256 of the target text) or enable HASH_RECOMPUTE"),
+                ))
+            }
+            Some(h) if !same_hash(h, &actual) => {
+                return Err(Rejection::new(
+                    RejectClass::Hash,
+                    format!("{label}: before_hash {h} does not match {lines} ({actual}), which read '{}'; the op was planned on another version of the document — re-plan it, or give before_text so the hash can be recomputed", excerpt(&target)),
+                ))
+            }
+            Some(_) => {}
+        }
+        match matched {
+            TextMatch::Missing => {
+                return Err(Rejection::new(
+                    RejectClass::Hash,
+                    format!("{label}: before_text '{}' is not at {lines}, which read '{}'; re-target the op", excerpt(op.before_text.as_deref().unwrap_or("")), excerpt(&target)),
+                ))
+            }
+            TextMatch::Ambiguous(count) => {
+                return Err(Rejection::new(
+                    RejectClass::Hash,
+                    format!("{label}: before_text '{}' occurs {count} times in {lines}; give a longer before_text or narrow the lines", excerpt(op.before_text.as_deref().unwrap_or(""))),
+                ))
+            }
+            _ => {}
+        }
+    }
+
+    // The change itself (needed for protection and the no-op check).
+    let planned = plan_change(op, doc, &matched).map_err(|problem| match problem {
+        PlanProblem::EmptyAfterText => Rejection::new(
+            RejectClass::Other,
+            format!("{label}: after_text is empty; to remove text use action 'delete' (which requires a review note)"),
+        ),
+        PlanProblem::NoOp => Rejection::new(
+            RejectClass::Other,
+            format!("{label}: after_text is identical to the text at {lines}, so the op changes nothing; drop it or make it flag_only"),
+        ),
+    })?;
+
+    // 4. Protected regions.
+    let mut touches_protected = Vec::new();
+    if let Some(planned) = &planned {
+        let target_lines = match op.action {
+            Action::Insert => None,
+            _ => Some((start, end)),
+        };
+        let insert_after = (op.action == Action::Insert).then_some(end);
+        let changed_lines = (!planned.change.old.is_empty()).then(|| {
+            (
+                planned.change.start + 1,
+                planned.change.start + planned.change.old.len(),
+            )
+        });
+        let mut touched = protection
+            .regions
+            .touched_by(target_lines, insert_after, planned.bytes);
+        if let Some((s, e)) = changed_lines {
+            for extra in protection.regions.touched_by(Some((s, e)), None, (0, 0)) {
+                if !touched.contains(&extra) {
+                    touched.push(extra);
+                }
+            }
+        }
+        if let Some(first) = touched.first() {
+            let what = format!("{label}: {lines} touch {} (protected)", first.describe());
+            if protection.strict {
+                return Err(Rejection::new(
+                    RejectClass::Protected,
+                    format!("{what}; --strict refuses any edit of a protected region — re-target the op outside it, or run without --strict and mark it needs_attention with a review note"),
+                ));
+            }
+            let has_note = op.review_note.is_some();
+            if !op.needs_attention || !has_note {
+                return Err(Rejection::new(
+                    RejectClass::Protected,
+                    format!(
+                        "{what}; re-target the op, or mark it needs_attention with a review note"
+                    ),
+                ));
+            }
+            touches_protected = touched.iter().map(|t| t.describe()).collect();
+        }
+    }
+
+    // 5. Deletion policy.
+    if op.action == Action::Delete {
+        match &op.review_note {
+            None => {
+                return Err(Rejection::new(
+                    RejectClass::SchemaNote,
+                    format!("{label}: a delete must carry a review note (alert CAUTION, text 'REVIEWER: {} — why'); add one or enable NOTE_INJECT", op.id),
+                ))
+            }
+            Some(note) if note.alert != Alert::Caution => {
+                return Err(Rejection::new(
+                    RejectClass::SchemaNote,
+                    format!("{label}: a delete's review note must use alert CAUTION, not {}; change the alert", note.alert),
+                ))
+            }
+            Some(_) if !op.needs_attention => {
+                return Err(Rejection::new(
+                    RejectClass::SchemaNote,
+                    format!("{label}: a delete always needs attention; set needs_attention to true"),
+                ))
+            }
+            Some(_) => {}
+        }
+    }
+
+    // 6. Attention policy.
+    if op.needs_attention && op.review_note.is_none() {
+        return Err(Rejection::new(
+            RejectClass::SchemaNote,
+            format!("{label}: needs_attention is true but there is no review note; add one starting 'REVIEWER: {} — ' or enable NOTE_INJECT", op.id),
+        ));
+    }
+    if let Some(note) = &op.review_note {
+        if !note.text.trim_start().starts_with("REVIEWER:") {
+            return Err(Rejection::new(
+                RejectClass::SchemaNote,
+                format!("{label}: the review note must start with 'REVIEWER: {} — ' but reads '{}'; fix the note (NOTE_ID_FIX does this when enabled)", op.id, excerpt(&note.text)),
+            ));
+        }
+    }
+
+    Ok(ValidOp {
+        planned,
+        touches_protected,
+    })
+}
