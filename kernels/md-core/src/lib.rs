@@ -15,3 +15,18 @@ pub mod tokens;
 
 pub use hashing::content_hash;
 pub use tokens::estimate_tokens;
+pub mod front_matter;
+pub mod line_index;
+pub mod scan;
+
+pub use line_index::LineIndex;
+pub mod error;
+pub mod inventory;
+pub mod numbering;
+pub mod slug;
+pub mod structure;
+
+pub use error::MdError;
+pub mod chunk;
+pub mod protected;
+pub mod stage1;

@@ -1,0 +1,453 @@
+//! One pass of the CommonMark/GFM parser (pulldown-cmark) over a document,
+//! collecting the constructs the Stage 1 kernels need, with absolute byte
+//! offsets.
+//!
+//! Front matter is detected by hand ([`crate::front_matter`]) and the parser
+//! only sees the Markdown body after it, so nothing inside the front matter
+//! can become a heading. A BOM is skipped the same way.
+
+use crate::front_matter::{self, FrontMatterBlock};
+use crate::line_index::LineIndex;
+use pulldown_cmark::{CodeBlockKind, Event, LinkType, Options, Parser, Tag, TagEnd};
+use std::ops::Range;
+
+/// The parser options used everywhere: GFM tables, footnotes,
+/// strikethrough, task lists, alerts and math; no heading attributes, no
+/// smart punctuation, no metadata blocks (front matter is detected by hand).
+pub fn parser_options() -> Options {
+    Options::ENABLE_TABLES
+        | Options::ENABLE_FOOTNOTES
+        | Options::ENABLE_STRIKETHROUGH
+        | Options::ENABLE_TASKLISTS
+        | Options::ENABLE_MATH
+        | Options::ENABLE_GFM
+}
+
+/// What to collect besides headings and blocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ScanOptions {
+    /// Collect inline code, math, autolinks, text runs and paragraphs
+    /// (needed by protected-region detection only).
+    pub inlines: bool,
+}
+
+/// A heading as the parser reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawHeading {
+    /// Level 1–6.
+    pub level: u8,
+    /// Byte range of the whole heading (both lines of a setext heading).
+    pub range: Range<usize>,
+    /// Plain text: text, code and math content; images dropped; breaks as
+    /// one space; trimmed.
+    pub title: String,
+    /// `true` when the heading is inside a block quote, list item or
+    /// footnote definition.
+    pub nested: bool,
+    /// `true` for a setext (underlined) heading.
+    pub setext: bool,
+}
+
+/// The block constructs the parser reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RawBlockKind {
+    /// Fenced code with its info string (trimmed).
+    FencedCode(String),
+    /// Indented code.
+    IndentedCode,
+    /// GFM table.
+    Table,
+    /// HTML block.
+    HtmlBlock,
+    /// Link reference definition with its label.
+    LinkRefDef(String),
+}
+
+/// A block construct and its byte range.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawBlock {
+    /// What it is.
+    pub kind: RawBlockKind,
+    /// Its byte range.
+    pub range: Range<usize>,
+}
+
+/// The inline constructs the parser reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RawInlineKind {
+    /// Code span.
+    Code,
+    /// `$…$`.
+    InlineMath,
+    /// `$$…$$`.
+    DisplayMath,
+    /// `<url>` or `<email>`.
+    Autolink,
+}
+
+/// An inline construct and its byte range.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawInline {
+    /// What it is.
+    pub kind: RawInlineKind,
+    /// Its byte range (delimiters included).
+    pub range: Range<usize>,
+}
+
+/// Everything one parse collected.
+#[derive(Debug, Clone, Default)]
+pub struct Scan {
+    /// The front matter block, if any.
+    pub front_matter: Option<FrontMatterBlock>,
+    /// Every heading (nested ones flagged), in document order.
+    pub headings: Vec<RawHeading>,
+    /// Code blocks, tables, HTML blocks and link reference definitions, in
+    /// document order (reference definitions last).
+    pub blocks: Vec<RawBlock>,
+    /// Inline constructs (with [`ScanOptions::inlines`]).
+    pub inlines: Vec<RawInline>,
+    /// Ranges of contiguous plain text outside code, autolinks and images
+    /// (with [`ScanOptions::inlines`]).
+    pub text_runs: Vec<Range<usize>>,
+    /// Ranges of paragraphs (with [`ScanOptions::inlines`]).
+    pub paragraphs: Vec<Range<usize>>,
+}
+
+impl Scan {
+    /// Number of fenced code blocks.
+    pub fn fenced_code_count(&self) -> usize {
+        self.blocks
+            .iter()
+            .filter(|b| matches!(b.kind, RawBlockKind::FencedCode(_)))
+            .count()
+    }
+
+    /// Number of indented code blocks.
+    pub fn indented_code_count(&self) -> usize {
+        self.blocks
+            .iter()
+            .filter(|b| b.kind == RawBlockKind::IndentedCode)
+            .count()
+    }
+
+    /// Number of tables.
+    pub fn table_count(&self) -> usize {
+        self.blocks
+            .iter()
+            .filter(|b| b.kind == RawBlockKind::Table)
+            .count()
+    }
+
+    /// The structural (not nested) headings.
+    pub fn structural_headings(&self) -> impl Iterator<Item = &RawHeading> {
+        self.headings.iter().filter(|h| !h.nested)
+    }
+}
+
+/// `true` when `line` opens an ATX heading (`#`…`######` then a space, a
+/// tab or the end of the line, after at most 3 spaces).
+fn is_atx(source: &str) -> bool {
+    let s = source.trim_start_matches(' ');
+    if source.len() - s.len() > 3 {
+        return false;
+    }
+    let hashes = s.bytes().take_while(|&b| b == b'#').count();
+    (1..=6).contains(&hashes)
+        && matches!(
+            s.as_bytes().get(hashes),
+            None | Some(b' ' | b'\t' | b'\r' | b'\n')
+        )
+}
+
+struct HeadingBuilder {
+    level: u8,
+    range: Range<usize>,
+    title: String,
+    nested: bool,
+}
+
+/// Records a code span or math: its text goes into the current heading's
+/// title, its range into the inlines.
+fn on_inline(
+    out: &mut Scan,
+    heading: &mut Option<HeadingBuilder>,
+    image_depth: usize,
+    options: ScanOptions,
+    kind: RawInlineKind,
+    content: &str,
+    range: Range<usize>,
+) {
+    if let Some(h) = heading.as_mut() {
+        if image_depth == 0 {
+            h.title.push_str(content);
+        }
+    }
+    if options.inlines {
+        out.inlines.push(RawInline { kind, range });
+    }
+}
+
+/// Parses an indexed document.
+pub fn scan(index: &LineIndex<'_>, options: ScanOptions) -> Scan {
+    let text = index.text();
+    let front_matter = front_matter::detect(index);
+    let base = front_matter.map_or(index.bom_len(), |f| f.body_start);
+    let body = text.get(base..).unwrap_or("");
+    let mut out = Scan {
+        front_matter,
+        ..Scan::default()
+    };
+    let mut iter = Parser::new_ext(body, parser_options()).into_offset_iter();
+    let mut containers = 0usize;
+    let mut heading: Option<HeadingBuilder> = None;
+    let mut image_depth = 0usize;
+    let mut link_stack: Vec<bool> = Vec::new();
+    let mut in_code = false;
+    for (event, range) in iter.by_ref() {
+        let range = (range.start + base)..(range.end + base);
+        match event {
+            Event::Start(tag) => match tag {
+                Tag::BlockQuote(_) | Tag::Item | Tag::FootnoteDefinition(_) => containers += 1,
+                Tag::Heading { level, .. } => {
+                    heading = Some(HeadingBuilder {
+                        level: level as u8,
+                        range,
+                        title: String::new(),
+                        nested: containers > 0,
+                    });
+                }
+                Tag::CodeBlock(kind) => {
+                    in_code = true;
+                    let kind = match kind {
+                        CodeBlockKind::Fenced(info) => {
+                            RawBlockKind::FencedCode(info.trim().to_string())
+                        }
+                        CodeBlockKind::Indented => RawBlockKind::IndentedCode,
+                    };
+                    out.blocks.push(RawBlock { kind, range });
+                }
+                Tag::Table(_) => out.blocks.push(RawBlock {
+                    kind: RawBlockKind::Table,
+                    range,
+                }),
+                Tag::HtmlBlock => out.blocks.push(RawBlock {
+                    kind: RawBlockKind::HtmlBlock,
+                    range,
+                }),
+                Tag::Image { .. } => image_depth += 1,
+                Tag::Link { link_type, .. } => {
+                    let autolink = matches!(link_type, LinkType::Autolink | LinkType::Email);
+                    link_stack.push(autolink);
+                    if autolink && options.inlines {
+                        out.inlines.push(RawInline {
+                            kind: RawInlineKind::Autolink,
+                            range,
+                        });
+                    }
+                }
+                Tag::Paragraph if options.inlines => out.paragraphs.push(range),
+                _ => {}
+            },
+            Event::End(end) => match end {
+                TagEnd::BlockQuote(_) | TagEnd::Item | TagEnd::FootnoteDefinition => {
+                    containers = containers.saturating_sub(1)
+                }
+                TagEnd::Heading(_) => {
+                    if let Some(h) = heading.take() {
+                        let source = text.get(h.range.clone()).unwrap_or("");
+                        out.headings.push(RawHeading {
+                            level: h.level,
+                            setext: !is_atx(source),
+                            range: h.range,
+                            title: h.title.trim().to_string(),
+                            nested: h.nested,
+                        });
+                    }
+                }
+                TagEnd::CodeBlock => in_code = false,
+                TagEnd::Image => image_depth = image_depth.saturating_sub(1),
+                TagEnd::Link => {
+                    link_stack.pop();
+                }
+                _ => {}
+            },
+            Event::Text(t) => {
+                if let Some(h) = heading.as_mut() {
+                    if image_depth == 0 {
+                        h.title.push_str(&t);
+                    }
+                }
+                if options.inlines && !in_code && image_depth == 0 && !link_stack.contains(&true) {
+                    match out.text_runs.last_mut() {
+                        Some(last) if last.end == range.start => last.end = range.end,
+                        _ => out.text_runs.push(range),
+                    }
+                }
+            }
+            Event::Code(t) => on_inline(
+                &mut out,
+                &mut heading,
+                image_depth,
+                options,
+                RawInlineKind::Code,
+                &t,
+                range,
+            ),
+            Event::InlineMath(t) => on_inline(
+                &mut out,
+                &mut heading,
+                image_depth,
+                options,
+                RawInlineKind::InlineMath,
+                &t,
+                range,
+            ),
+            Event::DisplayMath(t) => on_inline(
+                &mut out,
+                &mut heading,
+                image_depth,
+                options,
+                RawInlineKind::DisplayMath,
+                &t,
+                range,
+            ),
+            Event::SoftBreak | Event::HardBreak => {
+                if let Some(h) = heading.as_mut() {
+                    h.title.push(' ');
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut defs: Vec<RawBlock> = iter
+        .reference_definitions()
+        .iter()
+        .map(|(label, def)| RawBlock {
+            kind: RawBlockKind::LinkRefDef(label.to_string()),
+            range: (def.span.start + base)..(def.span.end + base),
+        })
+        .collect();
+    defs.sort_by_key(|d| (d.range.start, d.range.end));
+    out.blocks.extend(defs);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(text: &str) -> Scan {
+        scan(&LineIndex::new(text), ScanOptions { inlines: true })
+    }
+
+    fn lines(text: &str, r: &Range<usize>) -> (u32, u32) {
+        let idx = LineIndex::new(text);
+        (idx.line_of(r.start), idx.last_line_of(r.start, r.end))
+    }
+
+    #[test]
+    fn atx_and_setext_headings_with_plain_titles() {
+        let text = "# One `code` *em*\n\nTwo ![img](x.png) [link](y)\n====\n\n#5 not atx\n---\n";
+        let s = run(text);
+        let titles: Vec<(&str, u8, bool)> = s
+            .headings
+            .iter()
+            .map(|h| (h.title.as_str(), h.level, h.setext))
+            .collect();
+        assert_eq!(
+            titles,
+            vec![
+                ("One code em", 1, false),
+                ("Two  link", 1, true),
+                ("#5 not atx", 2, true)
+            ]
+        );
+        assert_eq!(lines(text, &s.headings[1].range), (3, 4));
+    }
+
+    #[test]
+    fn headings_inside_code_html_and_front_matter_are_not_headings() {
+        let text = "---\ntitle: x\n---\n```\n# code\n```\n<div>\n# html\n</div>\n\n    # indented\n\n# Real\n";
+        let s = run(text);
+        let titles: Vec<&str> = s.headings.iter().map(|h| h.title.as_str()).collect();
+        assert_eq!(titles, vec!["Real"]);
+        assert_eq!(s.front_matter.map(|f| f.line_end), Some(3));
+    }
+
+    #[test]
+    fn nested_headings_are_flagged() {
+        let s = run("> # Quoted\n\n- # In list\n\n# Top\n");
+        let flags: Vec<(&str, bool)> = s
+            .headings
+            .iter()
+            .map(|h| (h.title.as_str(), h.nested))
+            .collect();
+        assert_eq!(
+            flags,
+            vec![("Quoted", true), ("In list", true), ("Top", false)]
+        );
+        assert_eq!(s.structural_headings().count(), 1);
+    }
+
+    #[test]
+    fn blocks_have_line_ranges() {
+        let text = "intro\n\n~~~~ rust  ignore\nfn x() {}\n~~~~\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n<!--\ncomment\n-->\n\n[ref]: https://example.org \"T\"\n";
+        let s = run(text);
+        let got: Vec<(RawBlockKind, (u32, u32))> = s
+            .blocks
+            .iter()
+            .map(|b| (b.kind.clone(), lines(text, &b.range)))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (RawBlockKind::FencedCode("rust  ignore".into()), (3, 5)),
+                (RawBlockKind::Table, (7, 9)),
+                (RawBlockKind::HtmlBlock, (11, 13)),
+                (RawBlockKind::LinkRefDef("ref".into()), (15, 15)),
+            ]
+        );
+        assert_eq!(s.fenced_code_count(), 1);
+        assert_eq!(s.table_count(), 1);
+    }
+
+    #[test]
+    fn unclosed_fence_runs_to_the_end() {
+        let text = "# H\n\n```python\nx = 1\n\n# not a heading\n";
+        let s = run(text);
+        assert_eq!(s.headings.len(), 1);
+        assert_eq!(lines(text, &s.blocks[0].range), (3, 6));
+    }
+
+    #[test]
+    fn inlines_and_text_runs() {
+        let text = "Use `x` and $y$ or <https://a.org> see https://b.org/p_q.\n";
+        let s = run(text);
+        let kinds: Vec<(RawInlineKind, &str)> = s
+            .inlines
+            .iter()
+            .map(|i| (i.kind, &text[i.range.clone()]))
+            .collect();
+        assert_eq!(
+            kinds,
+            vec![
+                (RawInlineKind::Code, "`x`"),
+                (RawInlineKind::InlineMath, "$y$"),
+                (RawInlineKind::Autolink, "<https://a.org>"),
+            ]
+        );
+        let runs: Vec<&str> = s.text_runs.iter().map(|r| &text[r.clone()]).collect();
+        assert!(
+            runs.iter().any(|r| r.contains("https://b.org/p_q.")),
+            "{runs:?}"
+        );
+        assert!(!runs.iter().any(|r| r.contains("a.org")), "{runs:?}");
+    }
+
+    #[test]
+    fn offsets_are_absolute_after_bom_and_front_matter() {
+        let text = "\u{feff}---\na: 1\n---\n# Title\n";
+        let s = run(text);
+        assert_eq!(&text[s.headings[0].range.clone()].trim_end(), &"# Title");
+    }
+}
