@@ -1,0 +1,196 @@
+//! Anthropic's Messages API: `POST /v1/messages` (SSE events
+//! `message_start`, `content_block_delta`, `message_delta`,
+//! `message_stop`), `GET /v1/models`. Non-local: refused under strict
+//! sovereignty.
+
+use super::http::{HttpClient, LineReader};
+use super::sse::next_event;
+use super::stop::StopWatch;
+use super::{cut_at_marker, Backend, BackendCall, BackendReply};
+use crate::config::BackendKind;
+use crate::error::{TransportError, TransportErrorKind};
+use crate::secret::ApiKey;
+use serde_json::{json, Value};
+
+/// The `anthropic-version` header sent with every request.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+
+/// The Anthropic backend.
+pub struct AnthropicBackend {
+    http: HttpClient,
+    key: ApiKey,
+}
+
+impl AnthropicBackend {
+    pub(crate) fn new(http: HttpClient, key: ApiKey) -> Self {
+        AnthropicBackend { http, key }
+    }
+
+    fn headers(&self) -> [(&str, &str); 2] {
+        [
+            ("x-api-key", self.key.expose()),
+            ("anthropic-version", ANTHROPIC_VERSION),
+        ]
+    }
+
+    fn body(call: &BackendCall) -> Value {
+        let mut body = json!({
+            "model": call.model,
+            "max_tokens": call.max_tokens,
+            "temperature": call.temperature,
+            "messages": [{"role": "user", "content": call.prompt}],
+            "stream": call.stream,
+        });
+        if let Some(system) = &call.system {
+            body["system"] = json!(system);
+        }
+        body
+    }
+}
+
+fn protocol(message: String) -> TransportError {
+    TransportError::new(TransportErrorKind::Protocol, message)
+}
+
+/// An `error` event: overloaded and API errors are retryable.
+fn stream_error(obj: &Value) -> TransportError {
+    let kind = obj
+        .pointer("/error/type")
+        .and_then(Value::as_str)
+        .unwrap_or("error");
+    let message = obj
+        .pointer("/error/message")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let mut err = protocol(format!("anthropic stream error {kind}: {message}"));
+    err.retryable = matches!(kind, "overloaded_error" | "api_error" | "rate_limit_error");
+    err
+}
+
+fn read_stream(mut lines: LineReader, call: &BackendCall) -> Result<BackendReply, TransportError> {
+    let mut watch = StopWatch::new(&call.stop_markers);
+    let mut reply = BackendReply::default();
+    let mut finished = false;
+    loop {
+        let event = match next_event(&mut lines) {
+            Ok(Some(event)) => event,
+            Ok(None) => break,
+            Err(e) => return Err(e.with_partial(watch.text())),
+        };
+        let obj: Value = serde_json::from_str(&event.data).map_err(|e| {
+            protocol(format!("malformed SSE data from /v1/messages: {e}"))
+                .with_partial(watch.text())
+        })?;
+        let kind = obj
+            .get("type")
+            .and_then(Value::as_str)
+            .or(event.event.as_deref())
+            .unwrap_or("");
+        match kind {
+            "message_start" => {
+                let message = obj.get("message");
+                reply.model = message
+                    .and_then(|m| m.get("model"))
+                    .and_then(Value::as_str)
+                    .map(str::to_string);
+                reply.prompt_tokens = message
+                    .and_then(|m| m.pointer("/usage/input_tokens"))
+                    .and_then(Value::as_u64);
+                reply.completion_tokens = message
+                    .and_then(|m| m.pointer("/usage/output_tokens"))
+                    .and_then(Value::as_u64);
+            }
+            "content_block_delta" => {
+                let piece = obj
+                    .pointer("/delta/text")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                if watch.push(piece) {
+                    break;
+                }
+            }
+            "message_delta" => {
+                if let Some(n) = obj.pointer("/usage/output_tokens").and_then(Value::as_u64) {
+                    reply.completion_tokens = Some(n);
+                }
+                if let Some(r) = obj.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                    reply.finish_reason = Some(r.to_string());
+                }
+            }
+            "message_stop" => {
+                finished = true;
+                break;
+            }
+            "error" => return Err(stream_error(&obj).with_partial(watch.text())),
+            _ => {}
+        }
+    }
+    if !finished && !watch.stopped() {
+        return Err(
+            protocol("the /v1/messages stream ended before message_stop".to_string())
+                .with_partial(watch.text()),
+        );
+    }
+    reply.stopped_at_marker = watch.stopped();
+    reply.text = watch.into_text();
+    Ok(reply)
+}
+
+impl Backend for AnthropicBackend {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Anthropic
+    }
+
+    fn endpoint(&self) -> &str {
+        self.http.endpoint()
+    }
+
+    fn complete(&self, call: &BackendCall) -> Result<BackendReply, TransportError> {
+        let url = self.http.url("/v1/messages");
+        let mut lines = self.http.post(&url, &self.headers(), &Self::body(call))?;
+        if call.stream {
+            return read_stream(lines, call);
+        }
+        let text = lines.read_to_end()?;
+        let obj: Value = serde_json::from_str(&text)
+            .map_err(|e| protocol(format!("malformed JSON from {url}: {e}")))?;
+        if obj.get("type").and_then(Value::as_str) == Some("error") {
+            return Err(stream_error(&obj));
+        }
+        let blocks = obj
+            .get("content")
+            .and_then(Value::as_array)
+            .ok_or_else(|| protocol(format!("{url} answer has no content list")))?;
+        let content: String = blocks
+            .iter()
+            .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect();
+        let (text, stopped) = cut_at_marker(&content, &call.stop_markers);
+        Ok(BackendReply {
+            text,
+            stopped_at_marker: stopped,
+            model: obj.get("model").and_then(Value::as_str).map(str::to_string),
+            prompt_tokens: obj.pointer("/usage/input_tokens").and_then(Value::as_u64),
+            completion_tokens: obj.pointer("/usage/output_tokens").and_then(Value::as_u64),
+            finish_reason: obj
+                .get("stop_reason")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+        })
+    }
+
+    fn list_models(&self) -> Result<Vec<String>, TransportError> {
+        let url = self.http.url("/v1/models");
+        let doc = self.http.get_json(&url, &self.headers())?;
+        let data = doc
+            .get("data")
+            .and_then(Value::as_array)
+            .ok_or_else(|| protocol(format!("{url} answer has no `data` list")))?;
+        Ok(data
+            .iter()
+            .filter_map(|m| m.get("id").and_then(Value::as_str))
+            .map(str::to_string)
+            .collect())
+    }
+}

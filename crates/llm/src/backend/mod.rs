@@ -1,0 +1,94 @@
+//! The backend trait and its three wire protocols.
+
+mod anthropic;
+mod http;
+mod ollama;
+mod openai;
+mod sse;
+mod stop;
+
+pub use anthropic::AnthropicBackend;
+pub use ollama::OllamaBackend;
+pub use openai::OpenAiBackend;
+
+use crate::config::{BackendKind, LlmConfig};
+use crate::error::{LlmError, TransportError};
+use crate::secret::ApiKey;
+use std::sync::Arc;
+
+/// One completion request, fully resolved (model and parameters chosen).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BackendCall {
+    /// Exact model id.
+    pub model: String,
+    /// System prompt.
+    pub system: Option<String>,
+    /// User prompt.
+    pub prompt: String,
+    /// Sampling temperature.
+    pub temperature: f64,
+    /// Generation cap.
+    pub max_tokens: u32,
+    /// Markers that end generation early; the text up to and including
+    /// the first one found is kept.
+    pub stop_markers: Vec<String>,
+    /// Stream the answer.
+    pub stream: bool,
+}
+
+/// A backend's answer to one attempt.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct BackendReply {
+    /// Generated text (cut after a stop marker if one was found).
+    pub text: String,
+    /// Prompt tokens reported by the API, if it reported usage.
+    pub prompt_tokens: Option<u64>,
+    /// Completion tokens reported by the API, if it reported usage.
+    pub completion_tokens: Option<u64>,
+    /// Generation ended at a stop marker.
+    pub stopped_at_marker: bool,
+    /// The API's finish/stop reason, if given.
+    pub finish_reason: Option<String>,
+    /// The model id the API says answered, if given.
+    pub model: Option<String>,
+}
+
+/// A chat-completion backend. Implementations do one HTTP attempt per
+/// call, bounded by the configured per-attempt deadline; retries, budgets
+/// and logging belong to the service.
+pub trait Backend: Send + Sync {
+    /// The protocol.
+    fn kind(&self) -> BackendKind;
+    /// The base URL.
+    fn endpoint(&self) -> &str;
+    /// One completion attempt.
+    fn complete(&self, call: &BackendCall) -> Result<BackendReply, TransportError>;
+    /// The models the server offers.
+    fn list_models(&self) -> Result<Vec<String>, TransportError>;
+}
+
+/// Builds the backend of `config`, reading its API key from the
+/// environment. Does not check sovereignty (the service does).
+pub fn build_backend(config: &LlmConfig) -> Result<Arc<dyn Backend>, LlmError> {
+    let key = config.api_key_env().and_then(|var| ApiKey::from_env(&var));
+    let client = http::HttpClient::new(config);
+    Ok(match config.backend {
+        BackendKind::Ollama => Arc::new(OllamaBackend::new(client, config.context_window)),
+        BackendKind::Openai => Arc::new(OpenAiBackend::new(client, key)),
+        BackendKind::Anthropic => {
+            let var = config.api_key_env().unwrap_or_default();
+            let key = key.ok_or_else(|| LlmError::MissingApiKey {
+                backend: "anthropic".to_string(),
+                var,
+            })?;
+            Arc::new(AnthropicBackend::new(client, key))
+        }
+    })
+}
+
+/// Applies stop markers to a complete (non-streamed) text.
+pub(crate) fn cut_at_marker(text: &str, markers: &[String]) -> (String, bool) {
+    let mut watch = stop::StopWatch::new(markers);
+    let stopped = watch.push(text);
+    (watch.into_text(), stopped)
+}

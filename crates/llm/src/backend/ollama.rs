@@ -1,0 +1,163 @@
+//! Ollama's native chat API: `POST /api/chat` (NDJSON stream), `GET /api/tags`.
+
+use super::http::{HttpClient, LineReader};
+use super::stop::StopWatch;
+use super::{cut_at_marker, Backend, BackendCall, BackendReply};
+use crate::config::BackendKind;
+use crate::error::{TransportError, TransportErrorKind};
+use serde_json::{json, Value};
+
+/// The Ollama backend.
+pub struct OllamaBackend {
+    http: HttpClient,
+    context_window: u32,
+}
+
+impl OllamaBackend {
+    pub(crate) fn new(http: HttpClient, context_window: u32) -> Self {
+        OllamaBackend {
+            http,
+            context_window,
+        }
+    }
+
+    fn body(&self, call: &BackendCall) -> Value {
+        let mut messages = Vec::new();
+        if let Some(system) = &call.system {
+            messages.push(json!({"role": "system", "content": system}));
+        }
+        messages.push(json!({"role": "user", "content": call.prompt}));
+        json!({
+            "model": call.model,
+            "messages": messages,
+            "stream": call.stream,
+            "options": {
+                "temperature": call.temperature,
+                "num_predict": call.max_tokens,
+                "num_ctx": self.context_window,
+            },
+        })
+    }
+}
+
+fn protocol(message: String) -> TransportError {
+    TransportError::new(TransportErrorKind::Protocol, message)
+}
+
+/// Reads usage and metadata from a final (`done: true`) object.
+fn finish(reply: &mut BackendReply, obj: &Value) {
+    reply.prompt_tokens = obj.get("prompt_eval_count").and_then(Value::as_u64);
+    reply.completion_tokens = obj.get("eval_count").and_then(Value::as_u64);
+    reply.finish_reason = obj
+        .get("done_reason")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+}
+
+fn error_in(obj: &Value) -> Option<String> {
+    obj.get("error").map(|e| match e {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    })
+}
+
+fn read_stream(mut lines: LineReader, call: &BackendCall) -> Result<BackendReply, TransportError> {
+    let mut watch = StopWatch::new(&call.stop_markers);
+    let mut reply = BackendReply::default();
+    let mut done = false;
+    loop {
+        let line = match lines.next_line() {
+            Ok(Some(line)) => line,
+            Ok(None) => break,
+            Err(e) => return Err(e.with_partial(watch.text())),
+        };
+        if line.trim().is_empty() {
+            continue;
+        }
+        let obj: Value = serde_json::from_str(&line).map_err(|e| {
+            protocol(format!("malformed NDJSON line from /api/chat: {e}"))
+                .with_partial(watch.text())
+        })?;
+        if let Some(err) = error_in(&obj) {
+            return Err(
+                protocol(format!("ollama reported an error: {err}")).with_partial(watch.text())
+            );
+        }
+        if reply.model.is_none() {
+            reply.model = obj.get("model").and_then(Value::as_str).map(str::to_string);
+        }
+        let piece = obj
+            .pointer("/message/content")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        if watch.push(piece) {
+            break;
+        }
+        if obj.get("done").and_then(Value::as_bool) == Some(true) {
+            finish(&mut reply, &obj);
+            done = true;
+            break;
+        }
+    }
+    if !done && !watch.stopped() {
+        return Err(
+            protocol("the /api/chat stream ended before `done: true`".to_string())
+                .with_partial(watch.text()),
+        );
+    }
+    reply.stopped_at_marker = watch.stopped();
+    reply.text = watch.into_text();
+    Ok(reply)
+}
+
+impl Backend for OllamaBackend {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Ollama
+    }
+
+    fn endpoint(&self) -> &str {
+        self.http.endpoint()
+    }
+
+    fn complete(&self, call: &BackendCall) -> Result<BackendReply, TransportError> {
+        let url = self.http.url("/api/chat");
+        let mut lines = self.http.post(&url, &[], &self.body(call))?;
+        if call.stream {
+            return read_stream(lines, call);
+        }
+        let text = lines.read_to_end()?;
+        let obj: Value = serde_json::from_str(&text)
+            .map_err(|e| protocol(format!("malformed JSON from {url}: {e}")))?;
+        if let Some(err) = error_in(&obj) {
+            return Err(protocol(format!("ollama reported an error: {err}")));
+        }
+        let content = obj
+            .pointer("/message/content")
+            .and_then(Value::as_str)
+            .ok_or_else(|| protocol(format!("{url} answer has no message.content")))?;
+        let (text, stopped) = cut_at_marker(content, &call.stop_markers);
+        let mut reply = BackendReply {
+            text,
+            stopped_at_marker: stopped,
+            model: obj.get("model").and_then(Value::as_str).map(str::to_string),
+            ..BackendReply::default()
+        };
+        finish(&mut reply, &obj);
+        Ok(reply)
+    }
+
+    fn list_models(&self) -> Result<Vec<String>, TransportError> {
+        let url = self.http.url("/api/tags");
+        let doc = self.http.get_json(&url, &[])?;
+        let models = doc
+            .get("models")
+            .and_then(Value::as_array)
+            .ok_or_else(|| protocol(format!("{url} answer has no `models` list")))?;
+        Ok(models
+            .iter()
+            .filter_map(|m| m.get("name").or_else(|| m.get("model")))
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect())
+    }
+}

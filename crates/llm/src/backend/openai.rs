@@ -1,0 +1,183 @@
+//! OpenAI-compatible chat completions: `POST /v1/chat/completions` (SSE
+//! `data:` lines ending with `[DONE]`), `GET /v1/models`. Spoken by
+//! llama.cpp's server, vLLM, LM Studio and Ollama's `/v1`.
+
+use super::http::{HttpClient, LineReader};
+use super::sse::next_event;
+use super::stop::StopWatch;
+use super::{cut_at_marker, Backend, BackendCall, BackendReply};
+use crate::config::BackendKind;
+use crate::error::{TransportError, TransportErrorKind};
+use crate::secret::ApiKey;
+use serde_json::{json, Value};
+
+/// The OpenAI-compatible backend.
+pub struct OpenAiBackend {
+    http: HttpClient,
+    key: Option<ApiKey>,
+}
+
+impl OpenAiBackend {
+    pub(crate) fn new(http: HttpClient, key: Option<ApiKey>) -> Self {
+        OpenAiBackend { http, key }
+    }
+
+    /// `/v1/<path>`, accepting an endpoint that already ends in `/v1`.
+    fn url(&self, path: &str) -> String {
+        if self.http.endpoint().ends_with("/v1") {
+            self.http.url(path)
+        } else {
+            self.http.url(&format!("/v1{path}"))
+        }
+    }
+
+    fn auth(&self) -> Option<String> {
+        self.key.as_ref().map(|k| format!("Bearer {}", k.expose()))
+    }
+
+    fn body(call: &BackendCall) -> Value {
+        let mut messages = Vec::new();
+        if let Some(system) = &call.system {
+            messages.push(json!({"role": "system", "content": system}));
+        }
+        messages.push(json!({"role": "user", "content": call.prompt}));
+        let mut body = json!({
+            "model": call.model,
+            "messages": messages,
+            "temperature": call.temperature,
+            "max_tokens": call.max_tokens,
+            "stream": call.stream,
+        });
+        if call.stream {
+            body["stream_options"] = json!({"include_usage": true});
+        }
+        body
+    }
+}
+
+fn protocol(message: String) -> TransportError {
+    TransportError::new(TransportErrorKind::Protocol, message)
+}
+
+fn read_usage(reply: &mut BackendReply, obj: &Value) {
+    if let Some(usage) = obj.get("usage").filter(|u| u.is_object()) {
+        reply.prompt_tokens = usage.get("prompt_tokens").and_then(Value::as_u64);
+        reply.completion_tokens = usage.get("completion_tokens").and_then(Value::as_u64);
+    }
+}
+
+fn read_stream(mut lines: LineReader, call: &BackendCall) -> Result<BackendReply, TransportError> {
+    let mut watch = StopWatch::new(&call.stop_markers);
+    let mut reply = BackendReply::default();
+    let mut finished = false;
+    loop {
+        let event = match next_event(&mut lines) {
+            Ok(Some(event)) => event,
+            Ok(None) => break,
+            Err(e) => return Err(e.with_partial(watch.text())),
+        };
+        let data = event.data.trim();
+        if data == "[DONE]" {
+            finished = true;
+            break;
+        }
+        let obj: Value = serde_json::from_str(data).map_err(|e| {
+            protocol(format!("malformed SSE data from chat/completions: {e}"))
+                .with_partial(watch.text())
+        })?;
+        if let Some(err) = obj.get("error") {
+            return Err(
+                protocol(format!("the server reported an error: {err}")).with_partial(watch.text())
+            );
+        }
+        if reply.model.is_none() {
+            reply.model = obj.get("model").and_then(Value::as_str).map(str::to_string);
+        }
+        read_usage(&mut reply, &obj);
+        let choice = obj.pointer("/choices/0");
+        if let Some(reason) = choice
+            .and_then(|c| c.get("finish_reason"))
+            .and_then(Value::as_str)
+        {
+            reply.finish_reason = Some(reason.to_string());
+        }
+        let piece = choice
+            .and_then(|c| c.pointer("/delta/content"))
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        if watch.push(piece) {
+            break;
+        }
+    }
+    if !finished && !watch.stopped() && reply.finish_reason.is_none() {
+        return Err(
+            protocol("the chat/completions stream ended before [DONE]".to_string())
+                .with_partial(watch.text()),
+        );
+    }
+    reply.stopped_at_marker = watch.stopped();
+    reply.text = watch.into_text();
+    Ok(reply)
+}
+
+impl Backend for OpenAiBackend {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Openai
+    }
+
+    fn endpoint(&self) -> &str {
+        self.http.endpoint()
+    }
+
+    fn complete(&self, call: &BackendCall) -> Result<BackendReply, TransportError> {
+        let url = self.url("/chat/completions");
+        let auth = self.auth();
+        let headers: Vec<(&str, &str)> = auth
+            .as_deref()
+            .map(|a| vec![("authorization", a)])
+            .unwrap_or_default();
+        let mut lines = self.http.post(&url, &headers, &Self::body(call))?;
+        if call.stream {
+            return read_stream(lines, call);
+        }
+        let text = lines.read_to_end()?;
+        let obj: Value = serde_json::from_str(&text)
+            .map_err(|e| protocol(format!("malformed JSON from {url}: {e}")))?;
+        let content = obj
+            .pointer("/choices/0/message/content")
+            .and_then(Value::as_str)
+            .ok_or_else(|| protocol(format!("{url} answer has no choices[0].message.content")))?;
+        let (text, stopped) = cut_at_marker(content, &call.stop_markers);
+        let mut reply = BackendReply {
+            text,
+            stopped_at_marker: stopped,
+            model: obj.get("model").and_then(Value::as_str).map(str::to_string),
+            finish_reason: obj
+                .pointer("/choices/0/finish_reason")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            ..BackendReply::default()
+        };
+        read_usage(&mut reply, &obj);
+        Ok(reply)
+    }
+
+    fn list_models(&self) -> Result<Vec<String>, TransportError> {
+        let url = self.url("/models");
+        let auth = self.auth();
+        let headers: Vec<(&str, &str)> = auth
+            .as_deref()
+            .map(|a| vec![("authorization", a)])
+            .unwrap_or_default();
+        let doc = self.http.get_json(&url, &headers)?;
+        let data = doc
+            .get("data")
+            .and_then(Value::as_array)
+            .ok_or_else(|| protocol(format!("{url} answer has no `data` list")))?;
+        Ok(data
+            .iter()
+            .filter_map(|m| m.get("id").and_then(Value::as_str))
+            .map(str::to_string)
+            .collect())
+    }
+}

@@ -1,0 +1,158 @@
+//! Calibration (seed 002, F1–F3): the fixed prompt three times at
+//! temperature 0; the three canonical hashes must be identical.
+
+use crate::error::LlmError;
+use crate::service::{LlmService, RunOptions};
+use koas_extract::{extract_json_block, normalize_text};
+use koas_kernel_api::LlmRequest;
+use serde::{Deserialize, Serialize};
+
+/// The fixed system prompt of calibration (F2).
+pub const CALIBRATION_SYSTEM: &str =
+    "You are a JSON generator. Reply with one JSON object and nothing else.";
+
+/// The fixed user prompt of calibration (F2): small, schema-conforming,
+/// unambiguous, with no variable content.
+pub const CALIBRATION_PROMPT: &str = "Return exactly this JSON object and nothing else:\n{\"calibration\": \"koas\", \"version\": 1, \"items\": [1, 2, 3]}";
+
+/// How many identical runs calibration requires (F1).
+pub const CALIBRATION_RUNS: usize = 3;
+
+/// One calibration call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CalibrationRun {
+    /// `OK` or the canonicalizer's rejection code.
+    pub status: String,
+    /// `sha256:` of the canonical JSON, when `OK`.
+    pub canonical_hash: Option<String>,
+}
+
+/// The calibration verdict.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CalibrationReport {
+    /// The model calibrated.
+    pub model: String,
+    /// The runs, in order.
+    pub runs: Vec<CalibrationRun>,
+    /// All runs extracted one object with the same canonical hash.
+    pub passed: bool,
+    /// A one-line verdict for people.
+    pub verdict: String,
+}
+
+impl CalibrationReport {
+    /// `Err(CALIBRATION_FAILED)` unless the calibration passed (drift
+    /// aborts, F1).
+    pub fn require_pass(&self) -> Result<(), LlmError> {
+        if self.passed {
+            Ok(())
+        } else {
+            Err(LlmError::CalibrationFailed(self.verdict.clone()))
+        }
+    }
+}
+
+/// Calibrates the model of the `edit` role.
+pub fn calibrate(service: &LlmService) -> Result<CalibrationReport, LlmError> {
+    calibrate_role(service, "edit")
+}
+
+/// Calibrates the model of `role`: three calls at temperature 0 that
+/// bypass the response cache and the empty-response temperature nudges,
+/// each logged with purpose `calibration`. Transport failures are errors;
+/// drifting or unextractable answers give a report with `passed: false`.
+pub fn calibrate_role(service: &LlmService, role: &str) -> Result<CalibrationReport, LlmError> {
+    let model = service.config().model_for(role)?;
+    let request = LlmRequest::new(role, CALIBRATION_PROMPT)
+        .system(CALIBRATION_SYSTEM)
+        .temperature(0.0)
+        .max_tokens(256);
+    let options = RunOptions {
+        purpose: "calibration",
+        use_cache: false,
+        empty_retries: 0,
+    };
+    let mut runs = Vec::with_capacity(CALIBRATION_RUNS);
+    for _ in 0..CALIBRATION_RUNS {
+        let response = service.run(&request, options)?;
+        runs.push(match extract_json_block(&normalize_text(&response.text)) {
+            Ok(block) => CalibrationRun {
+                status: "OK".to_string(),
+                canonical_hash: Some(block.hash),
+            },
+            Err(rejection) => CalibrationRun {
+                status: rejection.code().to_string(),
+                canonical_hash: None,
+            },
+        });
+    }
+    Ok(verdict(model, runs))
+}
+
+fn verdict(model: String, runs: Vec<CalibrationRun>) -> CalibrationReport {
+    let first = runs.first().and_then(|r| r.canonical_hash.clone());
+    let all_ok = runs.iter().all(|r| r.status == "OK");
+    let identical = runs.iter().all(|r| r.canonical_hash == first);
+    let (passed, verdict) = match (all_ok, identical, &first) {
+        (true, true, Some(hash)) => (
+            true,
+            format!("PASS: {} runs at temperature 0 gave the same canonical hash {hash}", runs.len()),
+        ),
+        (false, _, _) => (
+            false,
+            format!(
+                "FAIL: not every answer held exactly one JSON object ({})",
+                runs.iter().map(|r| r.status.as_str()).collect::<Vec<_>>().join(", ")
+            ),
+        ),
+        _ => (
+            false,
+            "FAIL: the canonical hashes differ at temperature 0; this provider is not suitable for deterministic replay".to_string(),
+        ),
+    };
+    CalibrationReport {
+        model,
+        runs,
+        passed,
+        verdict,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(status: &str, hash: Option<&str>) -> CalibrationRun {
+        CalibrationRun {
+            status: status.into(),
+            canonical_hash: hash.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn verdicts() {
+        let ok = verdict("m".into(), vec![run("OK", Some("h")); 3]);
+        assert!(ok.passed && ok.require_pass().is_ok());
+        let drift = verdict(
+            "m".into(),
+            vec![
+                run("OK", Some("h")),
+                run("OK", Some("h2")),
+                run("OK", Some("h")),
+            ],
+        );
+        assert!(!drift.passed);
+        assert_eq!(
+            drift.require_pass().unwrap_err().code(),
+            "CALIBRATION_FAILED"
+        );
+        let bad = verdict("m".into(), vec![run("NO_JSON", None); 3]);
+        assert!(!bad.passed && bad.verdict.contains("NO_JSON"));
+    }
+
+    #[test]
+    fn the_prompt_itself_holds_the_expected_object() {
+        let block = extract_json_block(CALIBRATION_PROMPT).unwrap();
+        assert_eq!(block.value["calibration"], "koas");
+    }
+}

@@ -1,0 +1,361 @@
+//! `[llm]` configuration: seed 000 §11 `LLMConfig` plus the seed-002
+//! discipline knobs. Every key has a default; unknown keys are refused.
+//!
+//! | key | default | meaning |
+//! |---|---|---|
+//! | `backend` | `"ollama"` | `ollama` (native `/api/chat`), `openai` (any OpenAI-compatible server: llama.cpp, vLLM, LM Studio, Ollama's `/v1`) or `anthropic` (alias `claude`) |
+//! | `endpoint` | per backend | base URL: `http://127.0.0.1:11434` (ollama), `http://127.0.0.1:8080` (openai), `https://api.anthropic.com` (anthropic). For `openai` a trailing `/v1` is accepted |
+//! | `model` | none | model id for any role without its own model |
+//! | `edit_model`, `pyramid_model`, `tutor_model` | none | model id for the `edit`, `pyramid` and `tutor` roles |
+//! | `models` | `{}` | model id for any other role name |
+//! | `temperature` | `0.1` | sampling temperature unless a request overrides it |
+//! | `max_tokens` (alias `num_predict`) | `2048` | generation cap, frozen per session (seed 002, Q52b) |
+//! | `context_window` | `4096` | the model's advertised context length, a static session constant (Q49); also sent as Ollama's `num_ctx` |
+//! | `timeout_secs` (aliases `timeout`, `chunk_timeout`) | `120` | per-attempt deadline, body included |
+//! | `connect_timeout_secs` | `10` | TCP/TLS connect deadline |
+//! | `max_retries` | `3` | transport retries after the first attempt (Q51) |
+//! | `backoff_initial_ms` / `backoff_max_ms` / `backoff_jitter` | `1000` / `8000` / `0.25` | exponential backoff 1 s, 2 s, 4 s… capped, plus up to 25 % random jitter |
+//! | `empty_retries` | `2` | retries of an empty answer with nudged temperature (seed 000 §7) |
+//! | `empty_retry_temperature_step` | `0.05` | added per empty retry: 0.10 → 0.15 → 0.20 |
+//! | `empty_retry_wait_ms` | `[3000, 8000]` | random wait before an empty retry |
+//! | `budget_per_call` | `6000` | B1: prompt + completion tokens of one call (seed 002, C1); `0` disables |
+//! | `budget_per_run` | `1000000` | B2: tokens of the whole run (C5, D5); `0` disables |
+//! | `max_in_flight` | `2` | requests in flight per endpoint; further callers wait |
+//! | `stream` | `true` | stream answers (stop markers end generation early) |
+//! | `strict_sovereign` | `true` | refuse non-loopback endpoints and the Anthropic backend |
+//! | `local_hosts` | `[]` | host names or IPs declared local (allowed under strict sovereignty) |
+//! | `api_key_env` | per backend | name of the environment variable holding the API key: `OPENAI_API_KEY` (optional) for openai, `ANTHROPIC_API_KEY` (required) for anthropic, none for ollama |
+//! | `response_cache` | `true` | answer repeated requests from `.koas/llm-cache/` |
+//! | `abort_on_transport_failure` | `true` | after a `TRANSPORT_FAILURE`, refuse further calls (Q51) |
+//! | `max_response_bytes` | `8388608` | answers longer than this are cut off as a protocol error |
+
+use crate::error::LlmError;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+/// Which wire protocol the backend speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendKind {
+    /// Ollama's native chat API (`/api/chat`, NDJSON streaming).
+    #[default]
+    Ollama,
+    /// OpenAI-compatible chat completions (`/v1/chat/completions`, SSE).
+    #[serde(alias = "openai-compatible", alias = "openai_compatible")]
+    Openai,
+    /// Anthropic's Messages API (`/v1/messages`, SSE). Not local.
+    #[serde(alias = "claude")]
+    Anthropic,
+}
+
+impl BackendKind {
+    /// The name used in logs and metadata.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BackendKind::Ollama => "ollama",
+            BackendKind::Openai => "openai",
+            BackendKind::Anthropic => "anthropic",
+        }
+    }
+
+    /// The endpoint used when none is configured.
+    pub fn default_endpoint(self) -> &'static str {
+        match self {
+            BackendKind::Ollama => "http://127.0.0.1:11434",
+            BackendKind::Openai => "http://127.0.0.1:8080",
+            BackendKind::Anthropic => "https://api.anthropic.com",
+        }
+    }
+
+    /// The API-key variable used when `api_key_env` is not configured.
+    pub fn default_api_key_env(self) -> Option<&'static str> {
+        match self {
+            BackendKind::Ollama => None,
+            BackendKind::Openai => Some("OPENAI_API_KEY"),
+            BackendKind::Anthropic => Some("ANTHROPIC_API_KEY"),
+        }
+    }
+}
+
+impl fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The LLM configuration (`[llm]` in a pipeline file). See the module
+/// documentation for every key and its default.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LlmConfig {
+    /// Wire protocol.
+    pub backend: BackendKind,
+    /// Base URL; `None` uses [`BackendKind::default_endpoint`].
+    pub endpoint: Option<String>,
+    /// Model for roles without their own.
+    pub model: Option<String>,
+    /// Model of the `edit` role (worker).
+    pub edit_model: Option<String>,
+    /// Model of the `pyramid` role.
+    pub pyramid_model: Option<String>,
+    /// Model of the `tutor` role.
+    pub tutor_model: Option<String>,
+    /// Models of other roles.
+    pub models: BTreeMap<String, String>,
+    /// Default sampling temperature.
+    pub temperature: f64,
+    /// Generation cap.
+    #[serde(alias = "num_predict")]
+    pub max_tokens: u32,
+    /// Advertised context window of the model (tokens).
+    pub context_window: u32,
+    /// Per-attempt deadline in seconds.
+    #[serde(alias = "timeout", alias = "chunk_timeout")]
+    pub timeout_secs: f64,
+    /// Connect deadline in seconds.
+    pub connect_timeout_secs: f64,
+    /// Transport retries after the first attempt.
+    pub max_retries: u32,
+    /// First backoff delay.
+    pub backoff_initial_ms: u64,
+    /// Longest backoff delay.
+    pub backoff_max_ms: u64,
+    /// Random jitter added to each backoff, as a fraction of it.
+    pub backoff_jitter: f64,
+    /// Retries of an empty answer.
+    pub empty_retries: u32,
+    /// Temperature added per empty retry.
+    pub empty_retry_temperature_step: f64,
+    /// Range of the random wait before an empty retry, in ms.
+    pub empty_retry_wait_ms: [u64; 2],
+    /// B1, tokens per call; 0 disables.
+    pub budget_per_call: u64,
+    /// B2, tokens per run; 0 disables.
+    pub budget_per_run: u64,
+    /// Requests in flight per endpoint.
+    pub max_in_flight: usize,
+    /// Stream answers.
+    pub stream: bool,
+    /// Refuse non-local endpoints and backends.
+    pub strict_sovereign: bool,
+    /// Hosts declared local.
+    pub local_hosts: Vec<String>,
+    /// Environment variable holding the API key.
+    pub api_key_env: Option<String>,
+    /// Use the response cache.
+    pub response_cache: bool,
+    /// Refuse further calls after a transport failure.
+    pub abort_on_transport_failure: bool,
+    /// Longest accepted answer, in bytes.
+    pub max_response_bytes: usize,
+}
+
+impl Default for LlmConfig {
+    fn default() -> Self {
+        LlmConfig {
+            backend: BackendKind::Ollama,
+            endpoint: None,
+            model: None,
+            edit_model: None,
+            pyramid_model: None,
+            tutor_model: None,
+            models: BTreeMap::new(),
+            temperature: 0.1,
+            max_tokens: 2048,
+            context_window: 4096,
+            timeout_secs: 120.0,
+            connect_timeout_secs: 10.0,
+            max_retries: 3,
+            backoff_initial_ms: 1000,
+            backoff_max_ms: 8000,
+            backoff_jitter: 0.25,
+            empty_retries: 2,
+            empty_retry_temperature_step: 0.05,
+            empty_retry_wait_ms: [3000, 8000],
+            budget_per_call: 6000,
+            budget_per_run: 1_000_000,
+            max_in_flight: 2,
+            stream: true,
+            strict_sovereign: true,
+            local_hosts: Vec::new(),
+            api_key_env: None,
+            response_cache: true,
+            abort_on_transport_failure: true,
+            max_response_bytes: 8 * 1024 * 1024,
+        }
+    }
+}
+
+impl LlmConfig {
+    /// A config for `backend` at `endpoint` answering every role with `model`.
+    pub fn new(
+        backend: BackendKind,
+        endpoint: impl Into<String>,
+        model: impl Into<String>,
+    ) -> Self {
+        LlmConfig {
+            backend,
+            endpoint: Some(endpoint.into()),
+            model: Some(model.into()),
+            ..LlmConfig::default()
+        }
+    }
+
+    /// Reads a config from a JSON value (for example the `[llm]` table of
+    /// a pipeline file converted by the host), then validates it.
+    pub fn from_json(value: serde_json::Value) -> Result<Self, LlmError> {
+        let config: LlmConfig =
+            serde_json::from_value(value).map_err(|e| LlmError::Config(e.to_string()))?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// The endpoint in effect, without a trailing `/`.
+    pub fn endpoint(&self) -> String {
+        self.endpoint
+            .as_deref()
+            .unwrap_or(self.backend.default_endpoint())
+            .trim_end_matches('/')
+            .to_string()
+    }
+
+    /// The API-key variable in effect, if any.
+    pub fn api_key_env(&self) -> Option<String> {
+        self.api_key_env
+            .clone()
+            .or_else(|| self.backend.default_api_key_env().map(str::to_string))
+    }
+
+    /// The model id for `role`: its own model if configured, else `model`.
+    pub fn model_for(&self, role: &str) -> Result<String, LlmError> {
+        let own = match role {
+            "edit" => self.edit_model.as_ref(),
+            "pyramid" => self.pyramid_model.as_ref(),
+            "tutor" => self.tutor_model.as_ref(),
+            other => self.models.get(other),
+        };
+        own.or(self.model.as_ref())
+            .or(self.edit_model.as_ref().filter(|_| role.is_empty()))
+            .cloned()
+            .ok_or_else(|| LlmError::UnknownRole(role.to_string()))
+    }
+
+    /// Every configured role and its model, for the session metadata.
+    pub fn role_models(&self) -> BTreeMap<String, String> {
+        let mut out = self.models.clone();
+        for (role, model) in [
+            ("edit", &self.edit_model),
+            ("pyramid", &self.pyramid_model),
+            ("tutor", &self.tutor_model),
+            ("default", &self.model),
+        ] {
+            if let Some(m) = model {
+                out.insert(role.to_string(), m.clone());
+            }
+        }
+        out
+    }
+
+    /// Per-attempt deadline.
+    pub fn timeout(&self) -> Duration {
+        secs(self.timeout_secs)
+    }
+
+    /// Connect deadline.
+    pub fn connect_timeout(&self) -> Duration {
+        secs(self.connect_timeout_secs)
+    }
+
+    /// Checks value ranges.
+    pub fn validate(&self) -> Result<(), LlmError> {
+        let bad = |m: &str| Err(LlmError::Config(m.to_string()));
+        if !(self.timeout_secs > 0.0 && self.timeout_secs.is_finite()) {
+            return bad("timeout_secs must be a positive number");
+        }
+        if !(self.connect_timeout_secs > 0.0 && self.connect_timeout_secs.is_finite()) {
+            return bad("connect_timeout_secs must be a positive number");
+        }
+        if !(0.0..=2.0).contains(&self.temperature) {
+            return bad("temperature must be between 0 and 2");
+        }
+        if self.max_in_flight == 0 {
+            return bad("max_in_flight must be at least 1");
+        }
+        if self.max_tokens == 0 || self.context_window == 0 {
+            return bad("max_tokens and context_window must be at least 1");
+        }
+        if self.max_retries > 10 {
+            return bad("max_retries must be at most 10");
+        }
+        if self.empty_retry_wait_ms[0] > self.empty_retry_wait_ms[1] {
+            return bad("empty_retry_wait_ms must be [min, max] with min <= max");
+        }
+        if !(0.0..=1.0).contains(&self.backoff_jitter) {
+            return bad("backoff_jitter must be between 0 and 1");
+        }
+        let endpoint = self.endpoint();
+        let url = url::Url::parse(&endpoint)
+            .map_err(|e| LlmError::Config(format!("endpoint {endpoint:?}: {e}")))?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return bad("endpoint must be an http:// or https:// URL");
+        }
+        Ok(())
+    }
+}
+
+fn secs(s: f64) -> Duration {
+    Duration::try_from_secs_f64(s).unwrap_or(Duration::from_secs(120))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn defaults_follow_the_specs() {
+        let c = LlmConfig::default();
+        assert_eq!(c.backend, BackendKind::Ollama);
+        assert_eq!(c.endpoint(), "http://127.0.0.1:11434");
+        assert!(c.strict_sovereign);
+        assert_eq!(c.max_retries, 3);
+        assert_eq!(c.max_tokens, 2048);
+        assert_eq!(c.empty_retries, 2);
+        assert!(c.validate().is_ok());
+    }
+
+    #[test]
+    fn claude_is_an_alias_and_aliases_of_keys_work() {
+        let c = LlmConfig::from_json(json!({
+            "backend": "claude", "num_predict": 512, "timeout": 30, "model": "m"
+        }))
+        .unwrap();
+        assert_eq!(c.backend, BackendKind::Anthropic);
+        assert_eq!(c.max_tokens, 512);
+        assert_eq!(c.timeout(), Duration::from_secs(30));
+        assert_eq!(c.api_key_env().as_deref(), Some("ANTHROPIC_API_KEY"));
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_values_are_refused() {
+        assert!(LlmConfig::from_json(json!({"api_key": "x"})).is_err());
+        assert!(LlmConfig::from_json(json!({"max_in_flight": 0})).is_err());
+        assert!(LlmConfig::from_json(json!({"endpoint": "ftp://x"})).is_err());
+        assert!(LlmConfig::from_json(json!({"temperature": 9})).is_err());
+    }
+
+    #[test]
+    fn roles_resolve_to_models() {
+        let mut c = LlmConfig::new(BackendKind::Openai, "http://127.0.0.1:1/", "base");
+        c.tutor_model = Some("tutor-m".into());
+        c.models.insert("judge".into(), "judge-m".into());
+        assert_eq!(c.model_for("tutor").unwrap(), "tutor-m");
+        assert_eq!(c.model_for("judge").unwrap(), "judge-m");
+        assert_eq!(c.model_for("edit").unwrap(), "base");
+        assert_eq!(c.endpoint(), "http://127.0.0.1:1");
+        c.model = None;
+        assert!(matches!(c.model_for("edit"), Err(LlmError::UnknownRole(_))));
+    }
+}

@@ -1,0 +1,198 @@
+//! Errors of the LLM host service.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// What went wrong with one HTTP attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TransportErrorKind {
+    /// The connection could not be made (refused, DNS, TLS).
+    Connect,
+    /// The attempt ran past its deadline.
+    Timeout,
+    /// The server answered with an error status.
+    Http,
+    /// The server's answer did not follow the backend's wire format.
+    Protocol,
+    /// Reading or writing the connection failed.
+    Io,
+    /// The request itself is invalid (bad URL, unsupported scheme).
+    Request,
+}
+
+/// A failed HTTP attempt. Retried when [`TransportError::retryable`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct TransportError {
+    /// The category.
+    pub kind: TransportErrorKind,
+    /// The HTTP status, for [`TransportErrorKind::Http`].
+    pub status: Option<u16>,
+    /// A description naming what failed.
+    pub message: String,
+    /// Whether another attempt may succeed (connection failures, timeouts,
+    /// 5xx, 408 and 429 are retried; other 4xx are not).
+    pub retryable: bool,
+    /// Text streamed before the failure, kept for the exchange log.
+    pub partial_text: Option<String>,
+}
+
+impl TransportError {
+    /// A new error of `kind`.
+    pub fn new(kind: TransportErrorKind, message: impl Into<String>) -> Self {
+        let retryable = !matches!(kind, TransportErrorKind::Request);
+        TransportError {
+            kind,
+            status: None,
+            message: message.into(),
+            retryable,
+            partial_text: None,
+        }
+    }
+
+    /// An error status from the server.
+    pub fn http(status: u16, body: &str) -> Self {
+        let retryable = status >= 500 || status == 408 || status == 429;
+        let snippet: String = body.chars().take(300).collect();
+        TransportError {
+            kind: TransportErrorKind::Http,
+            status: Some(status),
+            message: format!("HTTP {status}: {}", snippet.trim()),
+            retryable,
+            partial_text: None,
+        }
+    }
+
+    /// Attaches text received before the failure.
+    pub fn with_partial(mut self, partial: &str) -> Self {
+        if !partial.is_empty() {
+            self.partial_text = Some(partial.to_string());
+        }
+        self
+    }
+}
+
+/// Why a session-level stop happened; recorded in the run record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum AbortReason {
+    /// The per-run token budget B2 would be exceeded (seed 002, D5/Q58).
+    SessionBudgetExhausted,
+    /// A request failed after all transport retries (seed 002, Q51).
+    TransportFailure,
+}
+
+impl fmt::Display for AbortReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            AbortReason::SessionBudgetExhausted => "SESSION_BUDGET_EXHAUSTED",
+            AbortReason::TransportFailure => "TRANSPORT_FAILURE",
+        })
+    }
+}
+
+/// An error of the LLM service. [`LlmError::code`] gives a stable code.
+///
+/// No variant ever carries an API key: keys are read from the environment
+/// into a redacting wrapper, and every server-provided message is passed
+/// through redaction before it is stored here.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LlmError {
+    /// The configuration is invalid.
+    #[error("LLM config: {0}")]
+    Config(String),
+    /// Strict sovereignty refused the backend or endpoint.
+    #[error("SOVEREIGNTY: {0}")]
+    Sovereignty(String),
+    /// The API key's environment variable is not set.
+    #[error("the {backend} backend needs an API key in the environment variable {var}, which is not set")]
+    MissingApiKey {
+        /// The backend name.
+        backend: String,
+        /// The variable's name (never its value).
+        var: String,
+    },
+    /// All transport attempts failed.
+    #[error("TRANSPORT_FAILURE: {endpoint} failed after {attempts} attempt(s): {last_error}")]
+    TransportFailure {
+        /// The endpoint called.
+        endpoint: String,
+        /// Attempts made (1 + retries).
+        attempts: u32,
+        /// The last attempt's error.
+        last_error: String,
+    },
+    /// The prompt alone exceeds the per-call budget B1.
+    #[error("CALL_BUDGET_EXCEEDED: the prompt needs about {estimated} tokens, over the per-call budget of {budget}")]
+    CallBudgetExceeded {
+        /// Estimated prompt tokens.
+        estimated: u64,
+        /// The per-call budget B1.
+        budget: u64,
+    },
+    /// The per-run budget B2 is exhausted; no further calls are made.
+    #[error("SESSION_BUDGET_EXHAUSTED: {used} tokens used, {needed} more could be needed, per-run budget is {budget}")]
+    SessionBudgetExhausted {
+        /// Tokens used so far.
+        used: u64,
+        /// The worst case of the refused call.
+        needed: u64,
+        /// The per-run budget B2.
+        budget: u64,
+    },
+    /// An earlier failure aborted the session.
+    #[error("the LLM session was aborted earlier ({reason}); no further calls are made")]
+    SessionAborted {
+        /// Why.
+        reason: AbortReason,
+    },
+    /// Replay has no logged answer for this request.
+    #[error("REPLAY_MISS: the exchange log has no answer for input {input_hash} with model {model} (key {cache_key})")]
+    ReplayMiss {
+        /// The request's input hash.
+        input_hash: String,
+        /// The model.
+        model: String,
+        /// The cache key.
+        cache_key: String,
+    },
+    /// The exchange log being replayed is unreadable or inconsistent.
+    #[error("REPLAY_LOG: {0}")]
+    ReplayLog(String),
+    /// Calibration found drifting or unextractable answers.
+    #[error("CALIBRATION_FAILED: {0}")]
+    CalibrationFailed(String),
+    /// A request names a role with no configured model.
+    #[error("no model is configured for the LLM role {0:?}")]
+    UnknownRole(String),
+    /// A workspace file (log, cache) could not be written.
+    #[error("LLM workspace I/O: {0}")]
+    Io(String),
+}
+
+impl LlmError {
+    /// The stable code recorded in logs and run records.
+    pub fn code(&self) -> &'static str {
+        match self {
+            LlmError::Config(_) => "CONFIG",
+            LlmError::Sovereignty(_) => "SOVEREIGNTY",
+            LlmError::MissingApiKey { .. } => "MISSING_API_KEY",
+            LlmError::TransportFailure { .. } => "TRANSPORT_FAILURE",
+            LlmError::CallBudgetExceeded { .. } => "CALL_BUDGET_EXCEEDED",
+            LlmError::SessionBudgetExhausted { .. } => "SESSION_BUDGET_EXHAUSTED",
+            LlmError::SessionAborted { .. } => "SESSION_ABORTED",
+            LlmError::ReplayMiss { .. } => "REPLAY_MISS",
+            LlmError::ReplayLog(_) => "REPLAY_LOG",
+            LlmError::CalibrationFailed(_) => "CALIBRATION_FAILED",
+            LlmError::UnknownRole(_) => "UNKNOWN_ROLE",
+            LlmError::Io(_) => "IO",
+        }
+    }
+}
+
+impl From<std::io::Error> for LlmError {
+    fn from(e: std::io::Error) -> Self {
+        LlmError::Io(e.to_string())
+    }
+}

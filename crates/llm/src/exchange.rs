@@ -1,0 +1,246 @@
+//! The append-only exchange log `llm/exchanges.jsonl` (seed 002, E1, Q44).
+//!
+//! One JSON line per request the service answered or refused: what was
+//! asked (input hash, backend, endpoint, exact model id, parameters), what
+//! came back (raw text, canonicalized text, extraction result), and what it
+//! cost (tokens, latency, retries). Lines are written whole and fsynced;
+//! the file is never rewritten.
+
+use crate::config::BackendKind;
+use crate::error::LlmError;
+use crate::keys::Params;
+use koas_extract::{extract_edit_ops, extract_json_block, normalize_text};
+use serde::{Deserialize, Serialize};
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// Where an answer came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExchangeSource {
+    /// The model, over the network.
+    Backend,
+    /// The response cache.
+    Cache,
+    /// An exchange log being replayed.
+    Replay,
+    /// No answer: refused before any call.
+    None,
+}
+
+/// How a request ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExchangeOutcome {
+    /// Non-empty text came back.
+    Ok,
+    /// Only empty text came back, after the empty-response retries.
+    EmptyResponse,
+    /// All transport attempts failed.
+    TransportFailure,
+    /// Refused by B1 or B2 before calling.
+    BudgetRefused,
+}
+
+/// The canonicalizer's and the ladder's verdict on a text (E1).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Extraction {
+    /// `OK`, `NO_JSON`, `AMBIGUOUS_MULTI_BLOCK` or `PARSE_ERROR`.
+    pub canonical_status: String,
+    /// The rejection message, when not `OK`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rejection: Option<String>,
+    /// The extracted object's canonical JSON, when `OK`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub canonical_json: Option<String>,
+    /// `sha256:` hash of `canonical_json`, when `OK`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub canonical_hash: Option<String>,
+    /// The extraction-ladder level that read edit ops from the text.
+    pub ladder_method: String,
+    /// How many ops the ladder found.
+    pub ladder_ops: usize,
+}
+
+impl Extraction {
+    /// Runs the canonicalizer and the ladder on `raw`.
+    pub fn of(raw: &str) -> Extraction {
+        let normalized = normalize_text(raw);
+        let ladder = extract_edit_ops(raw);
+        let (status, rejection, canonical_json, canonical_hash) =
+            match extract_json_block(&normalized) {
+                Ok(block) => (
+                    "OK".to_string(),
+                    None,
+                    Some(block.canonical),
+                    Some(block.hash),
+                ),
+                Err(r) => (r.code().to_string(), Some(r.to_string()), None, None),
+            };
+        Extraction {
+            canonical_status: status,
+            rejection,
+            canonical_json,
+            canonical_hash,
+            ladder_method: ladder.method.as_str().to_string(),
+            ladder_ops: ladder.ops.len(),
+        }
+    }
+}
+
+/// One line of the exchange log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Exchange {
+    /// Position in the log (0-based, across sessions).
+    pub seq: u64,
+    /// Session that wrote the line.
+    pub session_id: String,
+    /// Wall-clock time, ms since the Unix epoch.
+    pub unix_ms: u64,
+    /// `kernel` or `calibration`.
+    pub purpose: String,
+    /// The model role requested.
+    pub role: String,
+    /// Where the answer came from.
+    pub source: ExchangeSource,
+    /// How the request ended.
+    pub outcome: ExchangeOutcome,
+    /// `sha256:` of system + user prompt.
+    pub input_hash: String,
+    /// blake3 of input hash + model + parameters.
+    pub cache_key: String,
+    /// Backend protocol.
+    pub backend: BackendKind,
+    /// Endpoint base URL.
+    pub endpoint: String,
+    /// Exact model id requested.
+    pub model: String,
+    /// Model id the server reported, when it differs or is known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub served_model: Option<String>,
+    /// Sampling parameters requested.
+    pub params: Params,
+    /// Temperatures of each attempt (empty-response nudges included).
+    #[serde(default)]
+    pub temperatures: Vec<f64>,
+    /// Streaming used.
+    pub stream: bool,
+    /// The model's text exactly as received.
+    pub raw_text: String,
+    /// `normalize_text(raw_text)`.
+    pub canonical_text: String,
+    /// The canonicalizer's and ladder's verdict.
+    pub extraction: Extraction,
+    /// Prompt tokens of the answer used.
+    pub prompt_tokens: u64,
+    /// Completion tokens of the answer used.
+    pub completion_tokens: u64,
+    /// Tokens spent by every attempt of this request (empty retries too).
+    pub total_tokens_spent: u64,
+    /// The counts were estimated (usage missing).
+    pub tokens_estimated: bool,
+    /// prompt + completion exceeded B1.
+    #[serde(default)]
+    pub over_call_budget: bool,
+    /// Wall-clock time of the request, waits included.
+    pub latency_ms: u64,
+    /// Transport retries made.
+    pub retries: u32,
+    /// Empty-response retries made.
+    pub empty_retries: u32,
+    /// Generation ended at a stop marker.
+    pub stopped_at_marker: bool,
+    /// The API's finish reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<String>,
+    /// Error message (transport failure, budget refusal).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// An open exchange log.
+#[derive(Debug)]
+pub struct ExchangeLog {
+    path: PathBuf,
+    file: Mutex<(File, u64)>,
+}
+
+impl ExchangeLog {
+    /// Opens (creating folders and file as needed) the log at `path` for
+    /// appending. Numbering continues after the lines already there.
+    pub fn open(path: &Path) -> Result<ExchangeLog, LlmError> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| LlmError::Io(format!("{}: {e}", dir.display())))?;
+        }
+        let existing = match File::open(path) {
+            Ok(f) => BufReader::new(f).lines().count() as u64,
+            Err(_) => 0,
+        };
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(|e| LlmError::Io(format!("{}: {e}", path.display())))?;
+        Ok(ExchangeLog {
+            path: path.to_path_buf(),
+            file: Mutex::new((file, existing)),
+        })
+    }
+
+    /// The log's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends `entry` as one fsynced line, setting its `seq`.
+    pub fn append(&self, entry: &mut Exchange) -> Result<(), LlmError> {
+        let mut guard = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        entry.seq = guard.1;
+        let mut line = serde_json::to_string(entry)
+            .map_err(|e| LlmError::Io(format!("serialising an exchange: {e}")))?;
+        line.push('\n');
+        let (file, next) = &mut *guard;
+        file.write_all(line.as_bytes())
+            .and_then(|_| file.sync_data())
+            .map_err(|e| LlmError::Io(format!("{}: {e}", self.path.display())))?;
+        *next += 1;
+        Ok(())
+    }
+}
+
+/// Reads every entry of an exchange log, naming the line of any entry that
+/// does not parse.
+pub fn read_exchanges(path: &Path) -> Result<Vec<Exchange>, LlmError> {
+    let file =
+        File::open(path).map_err(|e| LlmError::ReplayLog(format!("{}: {e}", path.display())))?;
+    let mut out = Vec::new();
+    for (i, line) in BufReader::new(file).lines().enumerate() {
+        let line = line.map_err(|e| LlmError::ReplayLog(format!("{}: {e}", path.display())))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let entry: Exchange = serde_json::from_str(&line)
+            .map_err(|e| LlmError::ReplayLog(format!("{} line {}: {e}", path.display(), i + 1)))?;
+        out.push(entry);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn extraction_records_canonicalizer_and_ladder() {
+        let e = Extraction::of("x {\"ops\": []} y");
+        assert_eq!(e.canonical_status, "OK");
+        assert_eq!(e.canonical_json.as_deref(), Some("{\"ops\":[]}"));
+        let e = Extraction::of("{\"a\":1} {\"b\":2}");
+        assert_eq!(e.canonical_status, "AMBIGUOUS_MULTI_BLOCK");
+        assert!(e.canonical_hash.is_none());
+        assert_eq!(Extraction::of("").ladder_method, "empty_response");
+    }
+}

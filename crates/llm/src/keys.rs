@@ -1,0 +1,95 @@
+//! Request identity: the input hash (seed 002, Q43) and the cache key.
+
+use koas_extract::canonicalizer::sha256_prefixed;
+use serde::{Deserialize, Serialize};
+
+/// The sampling parameters that can change an answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Params {
+    /// Temperature of the first attempt.
+    pub temperature: f64,
+    /// Generation cap.
+    pub max_tokens: u32,
+    /// Stop markers.
+    #[serde(default)]
+    pub stop_markers: Vec<String>,
+}
+
+/// `sha256:` hash of the full prompt sent to the model: system and user
+/// messages, length-prefixed so that no two prompts share a hash input.
+pub fn input_hash(system: Option<&str>, prompt: &str) -> String {
+    let system = system.unwrap_or("");
+    let framed = format!(
+        "system:{}:{}\nuser:{}:{}",
+        system.len(),
+        system,
+        prompt.len(),
+        prompt
+    );
+    sha256_prefixed(framed.as_bytes())
+}
+
+/// blake3 key of input hash + exact model id + parameters: the response
+/// cache key and the replay lookup key.
+pub fn cache_key(input_hash: &str, model: &str, params: &Params) -> String {
+    let mut hasher = blake3::Hasher::new();
+    let identity = serde_json::json!({
+        "input_hash": input_hash,
+        "model": model,
+        "temperature": params.temperature,
+        "max_tokens": params.max_tokens,
+        "stop_markers": params.stop_markers,
+    });
+    hasher.update(identity.to_string().as_bytes());
+    hasher.finalize().to_hex().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params() -> Params {
+        Params {
+            temperature: 0.1,
+            max_tokens: 100,
+            stop_markers: vec![],
+        }
+    }
+
+    #[test]
+    fn system_and_user_both_count() {
+        assert_ne!(input_hash(Some("a"), "b"), input_hash(None, "b"));
+        assert_ne!(input_hash(Some("ab"), "c"), input_hash(Some("a"), "bc"));
+        assert_eq!(input_hash(None, "x"), input_hash(Some(""), "x"));
+    }
+
+    #[test]
+    fn key_changes_with_model_and_params() {
+        let h = input_hash(None, "p");
+        let k = cache_key(&h, "m", &params());
+        assert_eq!(k, cache_key(&h, "m", &params()));
+        assert_ne!(k, cache_key(&h, "m2", &params()));
+        assert_ne!(
+            k,
+            cache_key(
+                &h,
+                "m",
+                &Params {
+                    temperature: 0.0,
+                    ..params()
+                }
+            )
+        );
+        assert_ne!(
+            k,
+            cache_key(
+                &h,
+                "m",
+                &Params {
+                    stop_markers: vec!["X".into()],
+                    ..params()
+                }
+            )
+        );
+    }
+}

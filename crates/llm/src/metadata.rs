@@ -1,0 +1,79 @@
+//! Session metadata for the run record (seed 002, A4, Q49, Q52b, D5).
+
+use crate::config::BackendKind;
+use crate::error::AbortReason;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The canonicalizer's identity for the session (A4).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CanonicalizerIdentity {
+    /// `sha256:` of the canonicalizer's source.
+    pub source_hash: String,
+    /// `sha256:` of the self-test's output.
+    pub self_test_hash: String,
+}
+
+/// Call counters of the session.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallCounts {
+    /// Requests answered by the backend.
+    pub backend: u64,
+    /// Requests answered from the response cache.
+    pub cache: u64,
+    /// Requests answered by replay.
+    pub replay: u64,
+    /// Requests that ended in TRANSPORT_FAILURE.
+    pub transport_failures: u64,
+    /// Requests refused by a budget.
+    pub budget_refused: u64,
+    /// Requests that stayed empty after retries.
+    pub empty_responses: u64,
+    /// Answers whose token counts were estimated.
+    pub estimated_usage: u64,
+}
+
+/// What the run record stores about the LLM session. Contains no secret:
+/// only the *name* of the API-key variable.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionMetadata {
+    /// Session id written into every exchange-log line.
+    pub session_id: String,
+    /// `live` or `replay`.
+    pub mode: String,
+    /// Backend protocol.
+    pub backend: BackendKind,
+    /// Endpoint base URL.
+    pub endpoint: String,
+    /// Exact model id per role.
+    pub models: BTreeMap<String, String>,
+    /// Advertised context window (static, Q49).
+    pub context_window: u32,
+    /// Generation cap (frozen, Q52b).
+    pub max_tokens: u32,
+    /// Default temperature.
+    pub temperature: f64,
+    /// Streaming on.
+    pub stream: bool,
+    /// Requests in flight per endpoint.
+    pub max_in_flight: usize,
+    /// B1 (None = off).
+    pub budget_per_call: Option<u64>,
+    /// B2 (None = off).
+    pub budget_per_run: Option<u64>,
+    /// Strict sovereignty on.
+    pub strict_sovereign: bool,
+    /// Name of the API-key environment variable, if one was used.
+    pub api_key_env: Option<String>,
+    /// Canonicalizer identity.
+    pub canonicalizer: CanonicalizerIdentity,
+    /// Tokens used (prompt + completion, every attempt).
+    pub tokens_used: u64,
+    /// Call counters.
+    pub calls: CallCounts,
+    /// Why the session stopped early, if it did
+    /// (`SESSION_BUDGET_EXHAUSTED`, `TRANSPORT_FAILURE`).
+    pub abort_reason: Option<AbortReason>,
+    /// Path of the exchange log.
+    pub exchange_log: String,
+}

@@ -1,0 +1,58 @@
+//! `koas llm ping`: is the endpoint up, and which models does it offer?
+
+use crate::backend::build_backend;
+use crate::config::{BackendKind, LlmConfig};
+use crate::error::LlmError;
+use crate::secret::{redact, ApiKey};
+use crate::sovereignty::check_sovereignty;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+/// What a ping found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PingReport {
+    /// Backend protocol.
+    pub backend: BackendKind,
+    /// Endpoint base URL.
+    pub endpoint: String,
+    /// Round-trip time of the model listing.
+    pub latency_ms: u64,
+    /// Models the server lists.
+    pub models: Vec<String>,
+    /// Each configured role's model and whether the server lists it.
+    pub configured: BTreeMap<String, (String, bool)>,
+}
+
+/// Checks sovereignty, then lists the endpoint's models (Ollama
+/// `/api/tags`, OpenAI `/v1/models`, Anthropic `/v1/models`) in one
+/// attempt bounded by the configured timeout.
+pub fn ping(config: &LlmConfig) -> Result<PingReport, LlmError> {
+    config.validate()?;
+    check_sovereignty(config)?;
+    let backend = build_backend(config)?;
+    let key = config.api_key_env().and_then(|v| ApiKey::from_env(&v));
+    let started = Instant::now();
+    let models = backend
+        .list_models()
+        .map_err(|e| LlmError::TransportFailure {
+            endpoint: config.endpoint(),
+            attempts: 1,
+            last_error: redact(key.as_ref(), &e.message),
+        })?;
+    let configured = config
+        .role_models()
+        .into_iter()
+        .map(|(role, model)| {
+            let present = models.contains(&model);
+            (role, (model, present))
+        })
+        .collect();
+    Ok(PingReport {
+        backend: config.backend,
+        endpoint: config.endpoint(),
+        latency_ms: started.elapsed().as_millis() as u64,
+        models,
+        configured,
+    })
+}

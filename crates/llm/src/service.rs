@@ -1,0 +1,792 @@
+//! The LLM host service: what the runtime calls when a kernel calls
+//! `ctx.llm_complete(&LlmRequest)`.
+
+use crate::backend::{build_backend, Backend, BackendCall, BackendReply};
+use crate::budget::Budget;
+use crate::cache::{CachedAnswer, ResponseCache};
+use crate::config::LlmConfig;
+use crate::error::{AbortReason, LlmError, TransportError};
+use crate::exchange::{Exchange, ExchangeLog, ExchangeOutcome, ExchangeSource, Extraction};
+use crate::keys::{cache_key, input_hash, Params};
+use crate::limiter::EndpointLimiter;
+use crate::metadata::{CallCounts, CanonicalizerIdentity, SessionMetadata};
+use crate::progress::{NoProgress, ProgressSink};
+use crate::replay::ReplaySource;
+use crate::retry::{wait_in, Backoff};
+use crate::secret::{redact, ApiKey};
+use crate::sovereignty::check_sovereignty;
+use crate::tokens::estimate_tokens;
+use koas_extract::normalize_text;
+use koas_kernel_api::{LlmRequest, LlmResponse};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+/// The exchange log's path inside a workspace.
+pub const EXCHANGE_LOG: &str = "llm/exchanges.jsonl";
+/// The replay run's exchange log inside a workspace.
+pub const REPLAY_EXCHANGE_LOG: &str = "llm/replay-exchanges.jsonl";
+/// The response cache folder inside a workspace.
+pub const CACHE_DIR: &str = ".koas/llm-cache";
+
+/// Per-request options the service sets for its own purposes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RunOptions {
+    pub purpose: &'static str,
+    pub use_cache: bool,
+    pub empty_retries: u32,
+}
+
+/// The LLM host service. Thread-safe: share it (`&LlmService` or `Arc`)
+/// between the threads of all kernels; the per-endpoint bound makes
+/// callers wait for a free slot.
+pub struct LlmService {
+    config: LlmConfig,
+    backend: Option<Arc<dyn Backend>>,
+    replay: Option<ReplaySource>,
+    key: Option<ApiKey>,
+    limiter: EndpointLimiter,
+    budget: Budget,
+    log: ExchangeLog,
+    cache: Option<ResponseCache>,
+    progress: Box<dyn ProgressSink>,
+    canonicalizer: CanonicalizerIdentity,
+    session_id: String,
+    counts: Mutex<CallCounts>,
+    abort: Mutex<Option<AbortReason>>,
+    rng: Mutex<fastrand::Rng>,
+}
+
+/// Builds an [`LlmService`] with non-default parts.
+pub struct LlmServiceBuilder {
+    config: LlmConfig,
+    workspace: PathBuf,
+    exchange_log: Option<PathBuf>,
+    cache_dir: Option<Option<PathBuf>>,
+    replay: Option<ReplaySource>,
+    backend: Option<Arc<dyn Backend>>,
+    progress: Option<Box<dyn ProgressSink>>,
+    session_id: Option<String>,
+}
+
+impl LlmServiceBuilder {
+    /// Writes the exchange log to `path` instead of
+    /// `<workspace>/llm/exchanges.jsonl`.
+    pub fn exchange_log(mut self, path: impl Into<PathBuf>) -> Self {
+        self.exchange_log = Some(path.into());
+        self
+    }
+
+    /// Uses `dir` as the response cache, or no cache with `None`.
+    pub fn cache_dir(mut self, dir: Option<PathBuf>) -> Self {
+        self.cache_dir = Some(dir);
+        self
+    }
+
+    /// Answers from an exchange log instead of a backend: no network, no
+    /// sovereignty check, no response cache. The replay run's own log
+    /// defaults to `<workspace>/llm/replay-exchanges.jsonl`.
+    pub fn replay(mut self, source: ReplaySource) -> Self {
+        self.replay = Some(source);
+        self
+    }
+
+    /// Uses this backend instead of the one the config names (the
+    /// sovereignty check still applies to the config).
+    pub fn backend(mut self, backend: Arc<dyn Backend>) -> Self {
+        self.backend = Some(backend);
+        self
+    }
+
+    /// Reports progress to `sink` (default: nothing).
+    pub fn progress(mut self, sink: Box<dyn ProgressSink>) -> Self {
+        self.progress = Some(sink);
+        self
+    }
+
+    /// Sets the session id written into every exchange-log line.
+    pub fn session_id(mut self, id: impl Into<String>) -> Self {
+        self.session_id = Some(id.into());
+        self
+    }
+
+    /// Validates the config, runs the canonicalizer self-test, checks
+    /// sovereignty (live mode), reads the API key from the environment and
+    /// opens the exchange log.
+    pub fn build(self) -> Result<LlmService, LlmError> {
+        let config = self.config;
+        config.validate()?;
+        let report = koas_extract::self_test()
+            .map_err(|e| LlmError::Config(format!("canonicalizer self-test failed: {e}")))?;
+        let replaying = self.replay.is_some();
+        let (backend, key) = if replaying {
+            (None, None)
+        } else {
+            check_sovereignty(&config)?;
+            let backend = match self.backend {
+                Some(b) => b,
+                None => build_backend(&config)?,
+            };
+            let key = config.api_key_env().and_then(|v| ApiKey::from_env(&v));
+            (Some(backend), key)
+        };
+        let default_log = if replaying {
+            REPLAY_EXCHANGE_LOG
+        } else {
+            EXCHANGE_LOG
+        };
+        let log_path = self
+            .exchange_log
+            .unwrap_or_else(|| self.workspace.join(default_log));
+        let cache = match self.cache_dir {
+            _ if replaying || !config.response_cache => None,
+            Some(dir) => dir.map(ResponseCache::new),
+            None => Some(ResponseCache::new(self.workspace.join(CACHE_DIR))),
+        };
+        Ok(LlmService {
+            limiter: EndpointLimiter::new(config.max_in_flight),
+            budget: Budget::new(config.budget_per_call, config.budget_per_run),
+            log: ExchangeLog::open(&log_path)?,
+            cache,
+            progress: self.progress.unwrap_or_else(|| Box::new(NoProgress)),
+            canonicalizer: CanonicalizerIdentity {
+                source_hash: report.source_hash,
+                self_test_hash: report.output_hash,
+            },
+            session_id: self.session_id.unwrap_or_else(new_session_id),
+            counts: Mutex::new(CallCounts::default()),
+            abort: Mutex::new(None),
+            rng: Mutex::new(fastrand::Rng::new()),
+            backend,
+            replay: self.replay,
+            key,
+            config,
+        })
+    }
+}
+
+fn new_session_id() -> String {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let seed = format!("{nanos}:{}:{}", std::process::id(), fastrand::u64(..));
+    blake3::hash(seed.as_bytes()).to_hex()[..16].to_string()
+}
+
+fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// A request with its model and parameters chosen.
+struct Resolved {
+    role: String,
+    model: String,
+    system: Option<String>,
+    prompt: String,
+    params: Params,
+    input_hash: String,
+    cache_key: String,
+}
+
+/// The answer of the last backend attempt, with its token accounting.
+struct Attempt {
+    reply: BackendReply,
+    prompt_tokens: u64,
+    completion_tokens: u64,
+    estimated: bool,
+}
+
+impl LlmService {
+    /// A live service for `config` whose exchange log and response cache
+    /// live in `workspace` (`llm/exchanges.jsonl`, `.koas/llm-cache/`).
+    pub fn new(config: LlmConfig, workspace: &Path) -> Result<LlmService, LlmError> {
+        Self::builder(config, workspace).build()
+    }
+
+    /// A replaying service: answers come from `source`, never the network.
+    pub fn replay(
+        config: LlmConfig,
+        workspace: &Path,
+        source: ReplaySource,
+    ) -> Result<LlmService, LlmError> {
+        Self::builder(config, workspace).replay(source).build()
+    }
+
+    /// A builder for non-default parts.
+    pub fn builder(config: LlmConfig, workspace: &Path) -> LlmServiceBuilder {
+        LlmServiceBuilder {
+            config,
+            workspace: workspace.to_path_buf(),
+            exchange_log: None,
+            cache_dir: None,
+            replay: None,
+            backend: None,
+            progress: None,
+            session_id: None,
+        }
+    }
+
+    /// The config in effect.
+    pub fn config(&self) -> &LlmConfig {
+        &self.config
+    }
+
+    /// The exchange log's path.
+    pub fn exchange_log_path(&self) -> &Path {
+        self.log.path()
+    }
+
+    /// Why the session stopped, if it did.
+    pub fn abort_reason(&self) -> Option<AbortReason> {
+        *self.abort.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Completes one request: replay, cache, budgets, the per-endpoint
+    /// bound, transport retries and empty-response retries, then one
+    /// exchange-log line. Malformed model output is a successful result
+    /// (the kernel runs the extraction ladder); an empty answer after the
+    /// retries is returned as empty text.
+    pub fn complete(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
+        self.run(
+            request,
+            RunOptions {
+                purpose: "kernel",
+                use_cache: true,
+                empty_retries: self.config.empty_retries,
+            },
+        )
+    }
+
+    /// Completes many requests at once, keeping up to `max_in_flight` of
+    /// them in flight; results are in request order.
+    pub fn complete_many(&self, requests: &[LlmRequest]) -> Vec<Result<LlmResponse, LlmError>> {
+        let slots: Vec<Mutex<Option<Result<LlmResponse, LlmError>>>> =
+            requests.iter().map(|_| Mutex::new(None)).collect();
+        let next = AtomicUsize::new(0);
+        let workers = self.config.max_in_flight.min(requests.len()).max(1);
+        std::thread::scope(|scope| {
+            for _ in 0..workers {
+                scope.spawn(|| loop {
+                    let i = next.fetch_add(1, Ordering::SeqCst);
+                    let Some(request) = requests.get(i) else {
+                        break;
+                    };
+                    let result = self.complete(request);
+                    if let Ok(mut slot) = slots[i].lock() {
+                        *slot = Some(result);
+                    }
+                });
+            }
+        });
+        slots
+            .into_iter()
+            .map(|slot| {
+                slot.into_inner()
+                    .ok()
+                    .flatten()
+                    .unwrap_or_else(|| Err(LlmError::Io("a worker thread stopped".to_string())))
+            })
+            .collect()
+    }
+
+    /// The session metadata for the run record.
+    pub fn session_metadata(&self) -> SessionMetadata {
+        SessionMetadata {
+            session_id: self.session_id.clone(),
+            mode: if self.replay.is_some() {
+                "replay"
+            } else {
+                "live"
+            }
+            .to_string(),
+            backend: self.config.backend,
+            endpoint: self.config.endpoint(),
+            models: self.config.role_models(),
+            context_window: self.config.context_window,
+            max_tokens: self.config.max_tokens,
+            temperature: self.config.temperature,
+            stream: self.config.stream,
+            max_in_flight: self.config.max_in_flight,
+            budget_per_call: self.budget.per_call(),
+            budget_per_run: self.budget.per_run(),
+            strict_sovereign: self.config.strict_sovereign,
+            api_key_env: self.key.as_ref().map(|k| k.var().to_string()),
+            canonicalizer: self.canonicalizer.clone(),
+            tokens_used: self.budget.used(),
+            calls: self.counts.lock().map(|c| c.clone()).unwrap_or_default(),
+            abort_reason: self.abort_reason(),
+            exchange_log: self.log.path().display().to_string(),
+        }
+    }
+
+    pub(crate) fn run(
+        &self,
+        request: &LlmRequest,
+        options: RunOptions,
+    ) -> Result<LlmResponse, LlmError> {
+        self.progress.request_started();
+        let result = self.run_inner(request, options);
+        let spent = result.as_ref().map(|(_, spent)| *spent).unwrap_or(0);
+        self.progress.request_finished(spent, result.is_ok());
+        if let Err(e) = &result {
+            self.progress.note(&e.to_string());
+        }
+        result.map(|(response, _)| response)
+    }
+
+    fn resolve(&self, request: &LlmRequest) -> Result<Resolved, LlmError> {
+        let model = self.config.model_for(&request.role)?;
+        let params = Params {
+            temperature: request.temperature.unwrap_or(self.config.temperature),
+            max_tokens: request.max_tokens.unwrap_or(self.config.max_tokens),
+            stop_markers: request.stop_markers.clone(),
+        };
+        let input_hash = input_hash(request.system.as_deref(), &request.prompt);
+        let cache_key = cache_key(&input_hash, &model, &params);
+        Ok(Resolved {
+            role: request.role.clone(),
+            model,
+            system: request.system.clone(),
+            prompt: request.prompt.clone(),
+            params,
+            input_hash,
+            cache_key,
+        })
+    }
+
+    fn count(&self, f: impl FnOnce(&mut CallCounts)) {
+        if let Ok(mut c) = self.counts.lock() {
+            f(&mut c);
+        }
+    }
+
+    fn set_abort(&self, reason: AbortReason) {
+        let mut abort = self.abort.lock().unwrap_or_else(|p| p.into_inner());
+        if abort.is_none() {
+            *abort = Some(reason);
+            self.progress.note(&format!("session aborted: {reason}"));
+        }
+    }
+
+    fn sleep(&self, range: [u64; 2]) {
+        let wait = {
+            let mut rng = self.rng.lock().unwrap_or_else(|p| p.into_inner());
+            wait_in(range, &mut rng)
+        };
+        std::thread::sleep(wait);
+    }
+
+    fn entry(
+        &self,
+        r: &Resolved,
+        purpose: &str,
+        source: ExchangeSource,
+        outcome: ExchangeOutcome,
+    ) -> Exchange {
+        Exchange {
+            seq: 0,
+            session_id: self.session_id.clone(),
+            unix_ms: unix_ms(),
+            purpose: purpose.to_string(),
+            role: r.role.clone(),
+            source,
+            outcome,
+            input_hash: r.input_hash.clone(),
+            cache_key: r.cache_key.clone(),
+            backend: self.config.backend,
+            endpoint: self.config.endpoint(),
+            model: r.model.clone(),
+            served_model: None,
+            params: r.params.clone(),
+            temperatures: Vec::new(),
+            stream: self.config.stream,
+            raw_text: String::new(),
+            canonical_text: String::new(),
+            extraction: Extraction::of(""),
+            prompt_tokens: 0,
+            completion_tokens: 0,
+            total_tokens_spent: 0,
+            tokens_estimated: false,
+            over_call_budget: false,
+            latency_ms: 0,
+            retries: 0,
+            empty_retries: 0,
+            stopped_at_marker: false,
+            finish_reason: None,
+            error: None,
+        }
+    }
+
+    fn with_text(mut entry: Exchange, raw: &str) -> Exchange {
+        entry.canonical_text = normalize_text(raw);
+        entry.extraction = Extraction::of(raw);
+        entry.raw_text = raw.to_string();
+        entry
+    }
+
+    fn write(&self, mut entry: Exchange, started: Instant) -> Result<(), LlmError> {
+        entry.latency_ms = started.elapsed().as_millis() as u64;
+        self.log.append(&mut entry)
+    }
+
+    fn run_inner(
+        &self,
+        request: &LlmRequest,
+        options: RunOptions,
+    ) -> Result<(LlmResponse, u64), LlmError> {
+        let started = Instant::now();
+        let r = self.resolve(request)?;
+        if let Some(replay) = &self.replay {
+            return self.answer_from_replay(replay, &r, options, started);
+        }
+        if let Some(reason) = self.abort_reason() {
+            return Err(LlmError::SessionAborted { reason });
+        }
+        if options.use_cache {
+            if let Some(hit) = self.cache.as_ref().and_then(|c| c.get(&r.cache_key)) {
+                return self.answer_from_cache(hit, &r, options, started);
+            }
+        }
+        let estimated_prompt =
+            estimate_tokens(r.system.as_deref().unwrap_or("")) + estimate_tokens(&r.prompt);
+        if let Err(e) = self.budget.check_call(estimated_prompt) {
+            return Err(self.refuse(&r, options, started, e));
+        }
+        let backend = self
+            .backend
+            .as_ref()
+            .ok_or_else(|| LlmError::Config("no backend is configured".to_string()))?;
+        let mut temperatures = Vec::new();
+        let mut spent = 0;
+        let mut retries = 0;
+        let mut last: Option<Attempt> = None;
+        for nudge in 0..=options.empty_retries {
+            if nudge > 0 {
+                self.progress
+                    .note("empty answer; retrying with a higher temperature");
+                self.sleep(self.config.empty_retry_wait_ms);
+            }
+            let temperature =
+                r.params.temperature + self.config.empty_retry_temperature_step * f64::from(nudge);
+            temperatures.push(temperature);
+            let worst = estimated_prompt + u64::from(r.params.max_tokens);
+            let reservation = match self.budget.reserve(worst) {
+                Ok(res) => res,
+                Err(e) => {
+                    self.set_abort(AbortReason::SessionBudgetExhausted);
+                    return Err(self.refuse(&r, options, started, e));
+                }
+            };
+            let call = BackendCall {
+                model: r.model.clone(),
+                system: r.system.clone(),
+                prompt: r.prompt.clone(),
+                temperature,
+                max_tokens: r.params.max_tokens,
+                stop_markers: r.params.stop_markers.clone(),
+                stream: self.config.stream,
+            };
+            match self.call_with_retries(backend.as_ref(), &call) {
+                Ok((reply, n)) => {
+                    retries += n;
+                    let prompt_tokens = reply.prompt_tokens.unwrap_or(estimated_prompt);
+                    let completion_tokens = reply
+                        .completion_tokens
+                        .unwrap_or_else(|| estimate_tokens(&reply.text));
+                    let estimated =
+                        reply.prompt_tokens.is_none() || reply.completion_tokens.is_none();
+                    self.budget
+                        .settle(reservation, prompt_tokens + completion_tokens);
+                    spent += prompt_tokens + completion_tokens;
+                    let empty = reply.text.trim().is_empty();
+                    last = Some(Attempt {
+                        reply,
+                        prompt_tokens,
+                        completion_tokens,
+                        estimated,
+                    });
+                    if !empty {
+                        break;
+                    }
+                }
+                Err((error, n)) => {
+                    retries += n;
+                    self.budget.release(reservation);
+                    return Err(self.transport_failure(
+                        &r,
+                        options,
+                        started,
+                        error,
+                        retries,
+                        temperatures,
+                    ));
+                }
+            }
+        }
+        let attempt = last.ok_or_else(|| LlmError::Io("no attempt was made".to_string()))?;
+        let text = redact(self.key.as_ref(), &attempt.reply.text);
+        let empty = text.trim().is_empty();
+        let outcome = if empty {
+            ExchangeOutcome::EmptyResponse
+        } else {
+            ExchangeOutcome::Ok
+        };
+        let mut entry = Self::with_text(
+            self.entry(&r, options.purpose, ExchangeSource::Backend, outcome),
+            &text,
+        );
+        entry.served_model = attempt.reply.model.clone().filter(|m| *m != r.model);
+        entry.temperatures = temperatures;
+        entry.prompt_tokens = attempt.prompt_tokens;
+        entry.completion_tokens = attempt.completion_tokens;
+        entry.total_tokens_spent = spent;
+        entry.tokens_estimated = attempt.estimated;
+        entry.over_call_budget = self
+            .budget
+            .over_call_budget(attempt.prompt_tokens + attempt.completion_tokens);
+        entry.retries = retries;
+        entry.empty_retries = entry.temperatures.len().saturating_sub(1) as u32;
+        entry.stopped_at_marker = attempt.reply.stopped_at_marker;
+        entry.finish_reason = attempt.reply.finish_reason.clone();
+        self.write(entry, started)?;
+        self.count(|c| {
+            c.backend += 1;
+            c.empty_responses += u64::from(empty);
+            c.estimated_usage += u64::from(attempt.estimated);
+        });
+        if !empty && options.use_cache {
+            if let Some(cache) = &self.cache {
+                let stored = cache.put(&CachedAnswer {
+                    key: r.cache_key.clone(),
+                    input_hash: r.input_hash.clone(),
+                    model: r.model.clone(),
+                    params: r.params.clone(),
+                    text: text.clone(),
+                    prompt_tokens: attempt.prompt_tokens,
+                    completion_tokens: attempt.completion_tokens,
+                    tokens_estimated: attempt.estimated,
+                    stopped_at_marker: attempt.reply.stopped_at_marker,
+                });
+                if let Err(e) = stored {
+                    self.progress
+                        .note(&format!("response cache write failed: {e}"));
+                }
+            }
+        }
+        let response = make_response(ResponseParts {
+            text,
+            model: attempt.reply.model.unwrap_or_else(|| r.model.clone()),
+            prompt_tokens: attempt.prompt_tokens,
+            completion_tokens: attempt.completion_tokens,
+            tokens_estimated: attempt.estimated,
+            cached: false,
+            stopped_at_marker: attempt.reply.stopped_at_marker,
+        })?;
+        Ok((response, spent))
+    }
+
+    /// One logical call: attempts until success, a non-retryable error or
+    /// `max_retries` retries, with backoff between attempts. Each attempt
+    /// holds an in-flight slot of the endpoint.
+    fn call_with_retries(
+        &self,
+        backend: &dyn Backend,
+        call: &BackendCall,
+    ) -> Result<(BackendReply, u32), (TransportError, u32)> {
+        let semaphore = self.limiter.semaphore(backend.endpoint());
+        let backoff = Backoff::from_config(&self.config);
+        let mut retry = 0;
+        loop {
+            let result = {
+                let _slot = semaphore.acquire();
+                backend.complete(call)
+            };
+            match result {
+                Ok(reply) => return Ok((reply, retry)),
+                Err(e) if e.retryable && retry < self.config.max_retries => {
+                    let delay = {
+                        let mut rng = self.rng.lock().unwrap_or_else(|p| p.into_inner());
+                        backoff.delay(retry, &mut rng)
+                    };
+                    self.progress.note(&format!(
+                        "attempt {} on {} failed ({}); retrying in {} ms",
+                        retry + 1,
+                        backend.endpoint(),
+                        redact(self.key.as_ref(), &e.message),
+                        delay.as_millis()
+                    ));
+                    std::thread::sleep(delay);
+                    retry += 1;
+                }
+                Err(e) => return Err((e, retry)),
+            }
+        }
+    }
+
+    fn transport_failure(
+        &self,
+        r: &Resolved,
+        options: RunOptions,
+        started: Instant,
+        error: TransportError,
+        retries: u32,
+        temperatures: Vec<f64>,
+    ) -> LlmError {
+        if self.config.abort_on_transport_failure {
+            self.set_abort(AbortReason::TransportFailure);
+        }
+        let failure = LlmError::TransportFailure {
+            endpoint: self.config.endpoint(),
+            attempts: retries + 1,
+            last_error: redact(self.key.as_ref(), &error.message),
+        };
+        let partial = redact(
+            self.key.as_ref(),
+            error.partial_text.as_deref().unwrap_or(""),
+        );
+        let mut entry = Self::with_text(
+            self.entry(
+                r,
+                options.purpose,
+                ExchangeSource::Backend,
+                ExchangeOutcome::TransportFailure,
+            ),
+            &partial,
+        );
+        entry.temperatures = temperatures;
+        entry.retries = retries;
+        entry.error = Some(failure.to_string());
+        self.count(|c| c.transport_failures += 1);
+        match self.write(entry, started) {
+            Ok(()) => failure,
+            Err(e) => e,
+        }
+    }
+
+    fn refuse(
+        &self,
+        r: &Resolved,
+        options: RunOptions,
+        started: Instant,
+        error: LlmError,
+    ) -> LlmError {
+        let mut entry = self.entry(
+            r,
+            options.purpose,
+            ExchangeSource::None,
+            ExchangeOutcome::BudgetRefused,
+        );
+        entry.error = Some(error.to_string());
+        self.count(|c| c.budget_refused += 1);
+        match self.write(entry, started) {
+            Ok(()) => error,
+            Err(e) => e,
+        }
+    }
+
+    fn answer_from_cache(
+        &self,
+        hit: CachedAnswer,
+        r: &Resolved,
+        options: RunOptions,
+        started: Instant,
+    ) -> Result<(LlmResponse, u64), LlmError> {
+        let mut entry = Self::with_text(
+            self.entry(
+                r,
+                options.purpose,
+                ExchangeSource::Cache,
+                ExchangeOutcome::Ok,
+            ),
+            &hit.text,
+        );
+        entry.prompt_tokens = hit.prompt_tokens;
+        entry.completion_tokens = hit.completion_tokens;
+        entry.tokens_estimated = hit.tokens_estimated;
+        entry.stopped_at_marker = hit.stopped_at_marker;
+        self.write(entry, started)?;
+        self.count(|c| c.cache += 1);
+        let response = make_response(ResponseParts {
+            text: hit.text,
+            model: hit.model,
+            prompt_tokens: hit.prompt_tokens,
+            completion_tokens: hit.completion_tokens,
+            tokens_estimated: hit.tokens_estimated,
+            cached: true,
+            stopped_at_marker: hit.stopped_at_marker,
+        })?;
+        Ok((response, 0))
+    }
+
+    fn answer_from_replay(
+        &self,
+        replay: &ReplaySource,
+        r: &Resolved,
+        options: RunOptions,
+        started: Instant,
+    ) -> Result<(LlmResponse, u64), LlmError> {
+        let answer = replay
+            .answer(&r.cache_key)
+            .ok_or_else(|| LlmError::ReplayMiss {
+                input_hash: r.input_hash.clone(),
+                model: r.model.clone(),
+                cache_key: r.cache_key.clone(),
+            })?;
+        let outcome = if answer.text.trim().is_empty() {
+            ExchangeOutcome::EmptyResponse
+        } else {
+            ExchangeOutcome::Ok
+        };
+        let mut entry = Self::with_text(
+            self.entry(r, options.purpose, ExchangeSource::Replay, outcome),
+            &answer.text,
+        );
+        entry.prompt_tokens = answer.prompt_tokens;
+        entry.completion_tokens = answer.completion_tokens;
+        entry.tokens_estimated = answer.tokens_estimated;
+        entry.stopped_at_marker = answer.stopped_at_marker;
+        self.write(entry, started)?;
+        self.count(|c| c.replay += 1);
+        let response = make_response(ResponseParts {
+            text: answer.text,
+            model: answer.model,
+            prompt_tokens: answer.prompt_tokens,
+            completion_tokens: answer.completion_tokens,
+            tokens_estimated: answer.tokens_estimated,
+            cached: true,
+            stopped_at_marker: answer.stopped_at_marker,
+        })?;
+        Ok((response, 0))
+    }
+}
+
+struct ResponseParts {
+    text: String,
+    model: String,
+    prompt_tokens: u64,
+    completion_tokens: u64,
+    tokens_estimated: bool,
+    cached: bool,
+    stopped_at_marker: bool,
+}
+
+/// Builds the kernel-api response. `LlmResponse` is `#[non_exhaustive]`,
+/// so it is built through its serde form (the form that crosses the
+/// plugin boundary anyway).
+fn make_response(p: ResponseParts) -> Result<LlmResponse, LlmError> {
+    serde_json::from_value(serde_json::json!({
+        "text": p.text,
+        "model": p.model,
+        "prompt_tokens": p.prompt_tokens,
+        "completion_tokens": p.completion_tokens,
+        "tokens_estimated": p.tokens_estimated,
+        "cached": p.cached,
+        "stopped_at_marker": p.stopped_at_marker,
+    }))
+    .map_err(|e| LlmError::Io(format!("building the LLM response: {e}")))
+}
