@@ -20,7 +20,12 @@ pub const INTERRUPTED: i32 = 130;
 pub fn report_error(err: &anyhow::Error) -> i32 {
     let mut text = format!("error: {err}");
     for cause in err.chain().skip(1) {
-        text.push_str(&format!("\n  caused by: {cause}"));
+        let cause = cause.to_string();
+        // Errors that embed their source in their own message would
+        // otherwise be printed twice.
+        if !text.contains(&cause) {
+            text.push_str(&format!("\n  caused by: {cause}"));
+        }
     }
     eprintln!("{text}");
     USAGE

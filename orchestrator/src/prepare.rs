@@ -15,7 +15,8 @@ pub enum PrepareError {
     UnknownKernels {
         /// The pipeline file.
         file: String,
-        /// The missing kernel names.
+        /// The missing kernel names, quoted, with a suggestion when one is
+        /// close.
         names: Vec<String>,
         /// The folders searched.
         searched: String,
@@ -58,12 +59,35 @@ pub enum PrepareError {
     },
 }
 
+/// The available name closest to `name`, if it is close enough to be a
+/// likely typo.
+fn closest<'a>(name: &str, available: impl Iterator<Item = &'a String>) -> Option<&'a String> {
+    available
+        .map(|a| (edit_distance(name, a), a))
+        .filter(|(d, a)| *d <= 2.max(a.len() / 4))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, a)| a)
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != *cb);
+            cur.push((prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
 fn unknown_list(names: &[String]) -> String {
-    let quoted: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
     if names.len() == 1 {
-        format!("kernel {}", quoted.join(""))
+        format!("kernel {}", names.join(""))
     } else {
-        format!("kernels {}", quoted.join(", "))
+        format!("kernels {}", names.join(", "))
     }
 }
 
@@ -101,6 +125,13 @@ pub fn prepare(pipeline: &Pipeline, discovery: &Discovery) -> Result<Prepared, P
         }
     }
     if !unknown.is_empty() {
+        let unknown: Vec<String> = unknown
+            .into_iter()
+            .map(|n| match closest(&n, discovery.kernels.keys()) {
+                Some(s) => format!("`{n}` (did you mean `{s}`?)"),
+                None => format!("`{n}`"),
+            })
+            .collect();
         let searched = discovery
             .searched
             .iter()
@@ -166,4 +197,27 @@ pub fn prepare(pipeline: &Pipeline, discovery: &Discovery) -> Result<Prepared, P
         configs,
         dag,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggests_close_names_only() {
+        let names: Vec<String> = ["source_len", "md_structure"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(
+            closest("sourcelen", names.iter()).map(String::as_str),
+            Some("source_len")
+        );
+        assert_eq!(
+            closest("md_structur", names.iter()).map(String::as_str),
+            Some("md_structure")
+        );
+        assert_eq!(closest("zzz", names.iter()), None);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+    }
 }
