@@ -81,6 +81,9 @@ pub struct AppliedOp {
     pub touches_protected: Vec<String>,
     /// One-line summary for the ledger.
     pub summary: String,
+    /// The op's target lines (1-based, inclusive) in the coordinates of
+    /// the state it was applied to.
+    pub state_lines: (usize, usize),
 }
 
 impl AppliedOp {
@@ -452,6 +455,16 @@ pub fn apply_batch(input: BatchInput<'_>) -> BatchOutcome {
             .unwrap_or_default();
         let summary = derive_summary(&op, &before_target);
         let hash_before = current_hash.clone();
+        let target_index = op.target.line_start.saturating_sub(1);
+        let target_shift: isize = shifts
+            .iter()
+            .filter(|(_, end, _)| *end <= target_index)
+            .map(|(_, _, delta)| *delta)
+            .sum();
+        let state_lines = (
+            (op.target.line_start as isize + target_shift).max(0) as usize,
+            (op.target.line_end as isize + target_shift).max(0) as usize,
+        );
         let (change, patches) = match valid.planned {
             None => (None, None),
             Some(planned) => {
@@ -498,6 +511,7 @@ pub fn apply_batch(input: BatchInput<'_>) -> BatchOutcome {
             doc_hash_after: current_hash.clone(),
             touches_protected: valid.touches_protected,
             summary,
+            state_lines,
         });
     }
 

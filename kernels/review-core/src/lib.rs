@@ -22,6 +22,8 @@
 //! - [`patch`]: unified diffs: generation, parsing, strict application.
 //! - [`linemap`]: following lines through later edits.
 //! - [`revert`]: single and bulk revert with conflict detection.
+//! - [`record`]: ledger entries and patch paths for applied ops and reverts.
+//! - [`session`]: the whole review/revert cycle in memory (for kernels).
 //! - [`notes`]: GitHub alert blocks for changes that need attention.
 //! - [`report`]: the `REVIEW_<stem>.md` report.
 //! - [`query`]: `grep` filters and `show` rendering over the ledger.
@@ -67,9 +69,9 @@ pub mod apply;
 pub mod change_id;
 pub mod clock;
 pub mod edit_op;
-// pub mod fsio;
+pub mod fsio;
 pub mod hashing;
-// pub mod ledger;
+pub mod ledger;
 pub mod linemap;
 pub mod normalize;
 // pub mod notes;
@@ -77,9 +79,11 @@ pub mod patch;
 pub mod plan;
 pub mod protected;
 // pub mod query;
+pub mod record;
 pub mod rejection;
 // pub mod report;
-// pub mod revert;
+pub mod revert;
+pub mod session;
 pub mod text;
 pub mod validate;
 // pub mod workspace;

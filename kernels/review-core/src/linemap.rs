@@ -10,6 +10,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::change_id::EntryId;
+
 /// A contiguous change of line count in one document state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LineEdit {
@@ -115,6 +117,65 @@ pub fn map_back_clamped(region: Region, edits: &[LineEdit]) -> Region {
     current
 }
 
+/// Removes every change that is later reverted in the same chain, together
+/// with its revert, rewriting the edits between them as if the change had
+/// never been made. A change and its revert cancel out exactly, so a region
+/// that the change touched can still be followed through the chain.
+/// Pairs that cannot be cancelled cleanly (an edit in between touches the
+/// change's lines) are left in place.
+pub fn cancel_reverted_pairs(chain: &[(EntryId, LineEdit)]) -> Vec<(EntryId, LineEdit)> {
+    let mut items: Vec<Option<(EntryId, LineEdit)>> = chain.iter().copied().map(Some).collect();
+    for r_idx in 0..items.len() {
+        let Some((EntryId::Revert(reverted), r_edit)) = items[r_idx] else {
+            continue;
+        };
+        let Some(x_idx) = items[..r_idx]
+            .iter()
+            .position(|item| matches!(item, Some((EntryId::Change(c), _)) if *c == reverted))
+        else {
+            continue;
+        };
+        let Some((_, x_edit)) = items[x_idx] else {
+            continue;
+        };
+        let mut region = Region {
+            start: x_edit.start,
+            len: x_edit.new_len,
+        };
+        let mut rewritten = Vec::new();
+        let mut clean = true;
+        for (m_idx, item) in items.iter().enumerate().take(r_idx).skip(x_idx + 1) {
+            let Some((id, m)) = *item else {
+                continue;
+            };
+            let m_end = m.start + m.old_len;
+            let ambiguous = m.old_len == 0 && region.len == 0 && m.start == region.start;
+            if !ambiguous && m_end <= region.start {
+                region.start = region.start + m.new_len - m.old_len;
+                rewritten.push((m_idx, (id, m)));
+            } else if !ambiguous && m.start >= region.end() {
+                let start = m.start - x_edit.new_len + x_edit.old_len;
+                rewritten.push((m_idx, (id, LineEdit { start, ..m })));
+            } else {
+                clean = false;
+                break;
+            }
+        }
+        let exact_inverse = r_edit.start == region.start
+            && r_edit.old_len == x_edit.new_len
+            && r_edit.new_len == x_edit.old_len;
+        if !clean || !exact_inverse {
+            continue;
+        }
+        for (index, item) in rewritten {
+            items[index] = Some(item);
+        }
+        items[x_idx] = None;
+        items[r_idx] = None;
+    }
+    items.into_iter().flatten().collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -189,6 +250,34 @@ mod tests {
         let edits = [e(0, 0, 3), e(20, 2, 0), e(7, 1, 1)];
         let there = map_through_all(r(12, 3), edits, MapMode::Strict).unwrap();
         assert_eq!(map_back_clamped(there, &edits), r(12, 3));
+    }
+
+    #[test]
+    fn reverted_pairs_cancel() {
+        use crate::change_id::{ChangeId, EntryId};
+        let c = |n| EntryId::Change(ChangeId::new(n).unwrap());
+        let rv = |n| EntryId::Revert(ChangeId::new(n).unwrap());
+        // Change 2 rewrites lines 10..12 into 3 lines, change 3 edits line 20
+        // (after it), then change 2 is reverted.
+        let chain = [
+            (c(2), e(10, 2, 3)),
+            (c(3), e(20, 1, 1)),
+            (rv(2), e(10, 3, 2)),
+        ];
+        let cancelled = cancel_reverted_pairs(&chain);
+        assert_eq!(cancelled, vec![(c(3), e(19, 1, 1))]);
+        // A region touched by change 2 can now be followed.
+        assert_eq!(
+            map_through_all(r(10, 2), cancelled.iter().map(|x| x.1), MapMode::Strict),
+            Ok(r(10, 2))
+        );
+        // Not cancellable when an edit in between touched change 2's lines.
+        let chain = [
+            (c(2), e(10, 2, 3)),
+            (c(3), e(11, 1, 1)),
+            (rv(2), e(10, 3, 2)),
+        ];
+        assert_eq!(cancel_reverted_pairs(&chain).len(), 3);
     }
 
     proptest! {

@@ -1,0 +1,138 @@
+//! Turning applied ops and reverts into ledger entries and patch files.
+//!
+//! Patch files live in `review/patches/`: `RVW-NNNN.patch` and
+//! `RVW-NNNN.inverse.patch` for a change, `REVERT-RVW-NNNN.patch` and
+//! `REVERT-RVW-NNNN.inverse.patch` for its revert. Ledger entries store
+//! these workspace-relative paths. A flag (flag_only) has no patches and
+//! empty patch paths.
+
+use crate::apply::AppliedOp;
+use crate::change_id::EntryId;
+use crate::clock::Clock;
+use crate::hashing::lines_hash;
+use crate::ledger::{Actor, ChangeLines, LedgerEntry, Scope};
+use crate::revert::PlannedRevert;
+
+/// Directory of patch files, relative to the workspace.
+pub const PATCH_DIR: &str = "review/patches";
+
+/// Workspace-relative forward and inverse patch paths of an entry.
+pub fn patch_paths(id: EntryId) -> (String, String) {
+    (
+        format!("{PATCH_DIR}/{id}.patch"),
+        format!("{PATCH_DIR}/{id}.inverse.patch"),
+    )
+}
+
+/// What every entry of one run shares.
+#[derive(Clone, Copy)]
+pub struct RunContext<'a> {
+    /// Document file name.
+    pub doc_name: &'a str,
+    /// Who.
+    pub actor: &'a Actor,
+    /// Run ID.
+    pub run_id: &'a str,
+    /// Timestamps.
+    pub clock: &'a dyn Clock,
+}
+
+/// The ledger entry of an applied op (or flag).
+pub fn entry_for_applied(applied: &AppliedOp, run: RunContext<'_>) -> LedgerEntry {
+    let op = &applied.op;
+    let id = EntryId::Change(op.id);
+    let (patch_forward, patch_inverse) = match applied.patches {
+        Some(_) => patch_paths(id),
+        None => (String::new(), String::new()),
+    };
+    let change = match &applied.change {
+        Some(c) => ChangeLines {
+            at: c.start + 1,
+            removed: c.old.len(),
+            added: c.new.len(),
+        },
+        None => {
+            let (s, e) = applied.state_lines;
+            let len = (e + 1).saturating_sub(s);
+            ChangeLines {
+                at: s.max(1),
+                removed: len,
+                added: len,
+            }
+        }
+    };
+    LedgerEntry {
+        id,
+        doc: run.doc_name.to_owned(),
+        doc_hash_before: applied.doc_hash_before.clone(),
+        doc_hash_after: applied.doc_hash_after.clone(),
+        timestamp: run.clock.now(),
+        actor: run.actor.clone(),
+        scope: Scope {
+            anchor: op.target.anchor.clone(),
+            node_path: op.target.node_path.clone(),
+            chunk_id: op.target.chunk_id.clone(),
+        },
+        kind: op.kind.clone(),
+        severity: op.severity.clone(),
+        silent: op.silent,
+        summary: applied.summary.clone(),
+        rationale: op.rationale.clone(),
+        patch_forward,
+        patch_inverse,
+        review_note: op.review_note.clone(),
+        is_revert: false,
+        reverted_id: String::new(),
+        action: op.action,
+        needs_attention: op.needs_attention,
+        change: Some(change),
+        region_hash_before: applied.region_hash_before(),
+        region_hash_after: applied.region_hash_after(),
+        source_id: op.source_id.clone(),
+        fixes: applied.fixes.iter().map(|f| f.name().to_owned()).collect(),
+        run_id: run.run_id.to_owned(),
+    }
+}
+
+/// The ledger entry of a planned revert. `rationale` says why (may be
+/// empty).
+pub fn entry_for_revert(
+    revert: &PlannedRevert,
+    rationale: &str,
+    run: RunContext<'_>,
+) -> LedgerEntry {
+    let id = EntryId::Revert(revert.reverted);
+    let (patch_forward, patch_inverse) = patch_paths(id);
+    let original = &revert.original;
+    LedgerEntry {
+        id,
+        doc: run.doc_name.to_owned(),
+        doc_hash_before: revert.doc_hash_before.clone(),
+        doc_hash_after: revert.doc_hash_after.clone(),
+        timestamp: run.clock.now(),
+        actor: run.actor.clone(),
+        scope: original.scope.clone(),
+        kind: original.kind.clone(),
+        severity: original.severity.clone(),
+        silent: original.silent,
+        summary: format!("revert {}: {}", revert.reverted, original.summary),
+        rationale: rationale.to_owned(),
+        patch_forward,
+        patch_inverse,
+        review_note: None,
+        is_revert: true,
+        reverted_id: revert.reverted.to_string(),
+        action: original.action,
+        needs_attention: false,
+        change: Some(ChangeLines {
+            at: revert.change.start + 1,
+            removed: revert.change.old.len(),
+            added: revert.change.new.len(),
+        }),
+        region_hash_before: Some(lines_hash(&revert.change.old)),
+        region_hash_after: Some(lines_hash(&revert.change.new)),
+        source_id: None,
+        fixes: Vec::new(),
+        run_id: run.run_id.to_owned(),
+    }
+}

@@ -1,0 +1,315 @@
+//! Selective revert (§8), pure: plan single or bulk reverts against the
+//! current document and the ledger.
+//!
+//! - Bulk reverts run in reverse chronological order (latest ledger entry
+//!   first), whatever order the IDs were given in.
+//! - A change can be reverted once; a revert cannot be reverted; a flag
+//!   has nothing to revert.
+//! - The change is located in the current document by following it
+//!   through every later ledger entry (see [`crate::linemap`]). If a later
+//!   change touched the same lines, or the lines there are not exactly the
+//!   ones the change produced (content check against the inverse patch and
+//!   the hash the ledger recorded), the revert is refused.
+//! - All or nothing: if any revert of a bulk is refused, the plan fails and
+//!   nothing is written by the caller.
+//!
+//! Each revert gets a fresh patch pair computed against the document state
+//! it is applied to (so it applies with `git apply` there), and becomes a
+//! ledger entry `REVERT-RVW-NNNN` with `is_revert: true`.
+
+use thiserror::Error;
+
+use crate::change_id::{ChangeId, EntryId};
+use crate::edit_op::Action;
+use crate::hashing::lines_hash;
+use crate::ledger::LedgerEntry;
+use crate::linemap::{cancel_reverted_pairs, map_through_all, LineEdit, MapMode, Region};
+use crate::patch::{make_patch_pair, parse_patch, LineChange, PatchPair};
+use crate::text::LineBuf;
+
+/// Why a revert is refused.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum RevertError {
+    /// Not a change ID.
+    #[error("'{0}' is not a change ID (expected RVW-NNNN)")]
+    Malformed(String),
+    /// No such change in the ledger.
+    #[error("{0} is not in the ledger; `koas grep` lists the changes")]
+    NotFound(ChangeId),
+    /// Reverting a revert entry.
+    #[error("{0} is a revert; a revert cannot itself be reverted — make a new change instead")]
+    RevertOfRevert(EntryId),
+    /// Already reverted.
+    #[error("{id} was already reverted by {by} at {at}; a change can only be reverted once")]
+    AlreadyReverted {
+        /// The change.
+        id: ChangeId,
+        /// The revert entry.
+        by: EntryId,
+        /// When.
+        at: String,
+    },
+    /// Named twice in one request.
+    #[error("{0} is named twice in the request")]
+    Duplicate(ChangeId),
+    /// A flag changed nothing.
+    #[error("{0} is a flag_only entry: it changed nothing, so there is nothing to revert")]
+    NothingToRevert(ChangeId),
+    /// The patch file cannot be read.
+    #[error("cannot read the inverse patch of {id} ({path}): {reason}")]
+    PatchUnreadable {
+        /// The change.
+        id: ChangeId,
+        /// Its path.
+        path: String,
+        /// Why.
+        reason: String,
+    },
+    /// The patch file does not describe the recorded change.
+    #[error("the inverse patch of {id} ({path}) does not match the ledger: {reason}; the workspace was altered — restore the patch file")]
+    PatchInvalid {
+        /// The change.
+        id: ChangeId,
+        /// Its path.
+        path: String,
+        /// Why.
+        reason: String,
+    },
+    /// A later change touched the same lines.
+    #[error(
+        "{id} cannot be reverted: {later} changed the same lines afterwards; revert {later} first"
+    )]
+    Conflict {
+        /// The change.
+        id: ChangeId,
+        /// The later entry.
+        later: EntryId,
+    },
+    /// The document no longer holds what the change produced.
+    #[error("{id} cannot be reverted: line {line} of the current document does not hold what {id} wrote there (the document was modified outside koas); nothing was changed")]
+    ContentMismatch {
+        /// The change.
+        id: ChangeId,
+        /// 1-based line in the current document.
+        line: usize,
+    },
+}
+
+/// One planned revert.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlannedRevert {
+    /// The reverted change.
+    pub reverted: ChangeId,
+    /// Its ledger entry.
+    pub original: LedgerEntry,
+    /// The change the revert makes, in the state it is applied to.
+    pub change: LineChange,
+    /// Patches of the revert against that state.
+    pub patches: PatchPair,
+    /// `sha256:` of the document before the revert.
+    pub doc_hash_before: String,
+    /// `sha256:` of the document after it.
+    pub doc_hash_after: String,
+}
+
+/// The result of planning.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RevertPlan {
+    /// Reverts in the order they are applied.
+    pub reverts: Vec<PlannedRevert>,
+    /// The document after all of them.
+    pub final_text: String,
+}
+
+/// Everything revert planning needs.
+pub struct RevertRequest<'a> {
+    /// Document file name (patch headers).
+    pub doc_name: &'a str,
+    /// The current document (the state after every ledger entry).
+    pub current_text: &'a str,
+    /// The ledger entries, in order.
+    pub entries: &'a [LedgerEntry],
+    /// Changes to revert, any order.
+    pub ids: &'a [ChangeId],
+    /// Reads a workspace-relative patch file.
+    pub read_patch: &'a dyn Fn(&str) -> Result<String, String>,
+}
+
+fn load_change(
+    entry: &LedgerEntry,
+    id: ChangeId,
+    read_patch: &dyn Fn(&str) -> Result<String, String>,
+) -> Result<LineChange, RevertError> {
+    let path = entry.patch_inverse.clone();
+    let text = read_patch(&path).map_err(|reason| RevertError::PatchUnreadable {
+        id,
+        path: path.clone(),
+        reason,
+    })?;
+    let invalid = |reason: String| RevertError::PatchInvalid {
+        id,
+        path: path.clone(),
+        reason,
+    };
+    let patch = parse_patch(&text).map_err(|e| invalid(e.to_string()))?;
+    let [hunk] = patch.hunks.as_slice() else {
+        return Err(invalid(format!(
+            "expected one hunk, found {}",
+            patch.hunks.len()
+        )));
+    };
+    let inverse = hunk
+        .as_single_change()
+        .ok_or_else(|| invalid("the hunk is not a single contiguous change".into()))?;
+    let recorded = entry
+        .change
+        .ok_or_else(|| invalid("the ledger entry has no change position".into()))?;
+    let at = hunk.old_index() + inverse.start;
+    if at + 1 != recorded.at
+        || inverse.old.len() != recorded.added
+        || inverse.new.len() != recorded.removed
+    {
+        return Err(invalid(format!(
+            "the patch changes {} line(s) at line {} but the ledger records {} at line {}",
+            inverse.old.len(),
+            at + 1,
+            recorded.added,
+            recorded.at
+        )));
+    }
+    if let Some(expected) = &entry.region_hash_after {
+        if &lines_hash(&inverse.old) != expected {
+            return Err(invalid(
+                "the text it removes does not hash to region_hash_after".into(),
+            ));
+        }
+    }
+    if let Some(expected) = &entry.region_hash_before {
+        if &lines_hash(&inverse.new) != expected {
+            return Err(invalid(
+                "the text it restores does not hash to region_hash_before".into(),
+            ));
+        }
+    }
+    Ok(LineChange {
+        start: at,
+        ..inverse
+    })
+}
+
+/// Reads the IDs a person asked to revert. `REVERT-RVW-NNNN` is refused
+/// (revert-of-revert), anything else that is not `RVW-NNNN` is malformed.
+pub fn parse_revert_targets<S: AsRef<str>>(ids: &[S]) -> Result<Vec<ChangeId>, RevertError> {
+    ids.iter()
+        .map(|raw| {
+            let raw = raw.as_ref().trim();
+            match EntryId::parse(raw) {
+                Ok(EntryId::Change(id)) => Ok(id),
+                Ok(revert @ EntryId::Revert(_)) => Err(RevertError::RevertOfRevert(revert)),
+                Err(_) => Err(RevertError::Malformed(raw.to_owned())),
+            }
+        })
+        .collect()
+}
+
+/// Plans the reverts of `request.ids`. Fails on the first refusal, naming
+/// it; nothing is applied then.
+pub fn plan_reverts(request: RevertRequest<'_>) -> Result<RevertPlan, RevertError> {
+    let entries = request.entries;
+    let mut targets: Vec<(usize, ChangeId)> = Vec::new();
+    for &id in request.ids {
+        if targets.iter().any(|(_, t)| *t == id) {
+            return Err(RevertError::Duplicate(id));
+        }
+        let position = entries
+            .iter()
+            .position(|e| e.id == EntryId::Change(id))
+            .ok_or(RevertError::NotFound(id))?;
+        if let Some(by) = entries.iter().find(|e| e.id == EntryId::Revert(id)) {
+            return Err(RevertError::AlreadyReverted {
+                id,
+                by: by.id,
+                at: by.timestamp.clone(),
+            });
+        }
+        if entries[position].action == Action::FlagOnly || entries[position].edit().is_none() {
+            return Err(RevertError::NothingToRevert(id));
+        }
+        targets.push((position, id));
+    }
+    // Reverse chronological: latest entry first.
+    targets.sort_by(|a, b| b.0.cmp(&a.0));
+
+    let mut doc = LineBuf::parse(request.current_text);
+    let mut hash = doc.hash();
+    let mut planned_edits: Vec<(EntryId, LineEdit)> = Vec::new();
+    let mut reverts = Vec::new();
+    for (position, id) in targets {
+        let entry = &entries[position];
+        let forward_inverse = load_change(entry, id, request.read_patch)?;
+        let region = Region {
+            start: forward_inverse.start,
+            len: forward_inverse.old.len(),
+        };
+        let chain: Vec<(EntryId, LineEdit)> = entries[position + 1..]
+            .iter()
+            .filter_map(|e| e.edit().map(|edit| (e.id, edit)))
+            .chain(planned_edits.iter().copied())
+            .collect();
+        let later = cancel_reverted_pairs(&chain);
+        let mapped = map_through_all(region, later.iter().map(|(_, edit)| *edit), MapMode::Strict)
+            .map_err(|index| RevertError::Conflict {
+                id,
+                later: later[index].0,
+            })?;
+        for (offset, expected) in forward_inverse.old.iter().enumerate() {
+            if doc.raw_line(mapped.start + offset) != Some(expected.as_str()) {
+                return Err(RevertError::ContentMismatch {
+                    id,
+                    line: mapped.start + offset + 1,
+                });
+            }
+        }
+        if mapped.start > doc.len() {
+            return Err(RevertError::ContentMismatch {
+                id,
+                line: mapped.start + 1,
+            });
+        }
+        let change = LineChange {
+            start: mapped.start,
+            ..forward_inverse
+        };
+        let patches = make_patch_pair(request.doc_name, &doc, &change);
+        change
+            .apply_to(&mut doc)
+            .map_err(|_| RevertError::ContentMismatch {
+                id,
+                line: mapped.start + 1,
+            })?;
+        let new_hash = doc.hash();
+        planned_edits.push((
+            EntryId::Revert(id),
+            LineEdit {
+                start: change.start,
+                old_len: change.old.len(),
+                new_len: change.new.len(),
+            },
+        ));
+        reverts.push(PlannedRevert {
+            reverted: id,
+            original: entry.clone(),
+            change,
+            patches,
+            doc_hash_before: std::mem::replace(&mut hash, new_hash.clone()),
+            doc_hash_after: new_hash,
+        });
+    }
+    Ok(RevertPlan {
+        reverts,
+        final_text: doc.to_text(),
+    })
+}
+
+#[cfg(test)]
+mod tests;
