@@ -30,3 +30,4 @@ pub use error::MdError;
 pub mod chunk;
 pub mod protected;
 pub mod stage1;
+pub mod summary;

@@ -1,0 +1,112 @@
+//! # md_chunk — Stage 1 reviewer kernel
+//!
+//! Plans the chunks reviewers will see (`chunks`, `stage1/chunks.json`):
+//! every heading starts a chunk, no chunk splits a protected block, large
+//! sections are sub-split at paragraph boundaries, chunk IDs are
+//! `{anchor}_{sha256[:8]}` made safe as file names.
+//!
+//! Config (`[config.md_chunk]`, defaults from the spec's `ChunkConfig`):
+//! `max_chunk_tokens = 1800`, `overlap_tokens = 100`,
+//! `min_chunk_tokens = 50`; tokens are estimated as chars / 4.
+//!
+//! The logic lives in [`koas_md`]; this crate is the plugin glue.
+
+#![deny(missing_docs)]
+
+use koas_kernel_api::prelude::*;
+use koas_md::chunk::{self, BlockLines, SectionStart};
+use koas_md::model::{ChunkConfig, LineNo};
+use koas_md::{content_hash, summary, LineIndex};
+use serde::Deserialize;
+
+/// The `md_chunk` kernel.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct MdChunk;
+
+/// The part of `section_index` the chunker reads.
+#[derive(Deserialize)]
+struct SectionsIn {
+    doc_hash: String,
+    line_count: LineNo,
+    sections: Vec<SectionStart>,
+}
+
+/// The part of `protected_spans` the chunker reads.
+#[derive(Deserialize)]
+struct BlocksIn {
+    doc_hash: String,
+    blocks: Vec<BlockLines>,
+}
+
+impl Kernel for MdChunk {
+    fn spec(&self) -> KernelSpec {
+        let d = ChunkConfig::default();
+        KernelSpec::new("md_chunk", "0.1.0")
+            .stage("S1")
+            .description("Structure-aligned chunk plan: chunks never cross a heading nor split a protected span")
+            .input("doc_raw")
+            .input("section_index")
+            .input("protected_spans")
+            .optional_input("doc_hash")
+            .output_file("chunks", "stage1/chunks.json")
+            .default_config(serde_json::json!({
+                "max_chunk_tokens": d.max_chunk_tokens,
+                "overlap_tokens": d.overlap_tokens,
+                "min_chunk_tokens": d.min_chunk_tokens,
+            }))
+    }
+
+    fn run(&self, ctx: &Context, config: &KernelConfig, inputs: &Inputs) -> KernelResult {
+        let config: ChunkConfig = config.parse()?;
+        if config.max_chunk_tokens == 0 {
+            return Err(KernelError::invalid_config(
+                "max_chunk_tokens must be at least 1",
+            ));
+        }
+        let text = inputs.source_text("doc_raw")?;
+        let doc_hash = match inputs.parse_optional::<String>("doc_hash")? {
+            Some(h) => h,
+            None => content_hash(text.as_bytes()),
+        };
+        let sections: SectionsIn = inputs.parse("section_index")?;
+        let blocks: BlocksIn = inputs.parse("protected_spans")?;
+        for (name, hash) in [
+            ("section_index", &sections.doc_hash),
+            ("protected_spans", &blocks.doc_hash),
+        ] {
+            if *hash != doc_hash {
+                return Err(KernelError::invalid_input(format!(
+                    "`{name}` was computed for document {hash}, but doc_raw is {doc_hash}; re-run Stage 1 on one document"
+                )));
+            }
+        }
+        let index = LineIndex::new(text);
+        if sections.line_count != index.line_count() {
+            return Err(KernelError::invalid_input(format!(
+                "`section_index` counts {} lines, doc_raw has {}",
+                sections.line_count,
+                index.line_count()
+            )));
+        }
+        ctx.check_cancelled()?;
+        let plan = chunk::plan(
+            &index,
+            &sections.sections,
+            &blocks.blocks,
+            config,
+            &doc_hash,
+        );
+        let summary = summary::chunks(&plan);
+        let mut out = KernelOutput::new();
+        let oversized = plan.chunks.iter().filter(|c| c.oversized).count();
+        if oversized > 0 {
+            out = out.warning(format!(
+                "{oversized} chunk(s) exceed max_chunk_tokens = {} because a protected block or an unbreakable paragraph is larger",
+                config.max_chunk_tokens
+            ));
+        }
+        Ok(out.artifact("chunks", &plan).summary(summary))
+    }
+}
+
+koas_kernel_api::export_kernel!(MdChunk);

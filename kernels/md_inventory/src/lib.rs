@@ -1,0 +1,60 @@
+//! # md_inventory — Stage 1 reviewer kernel
+//!
+//! Snapshots the input document as `stage1/doc.raw.md` (written once: a
+//! workspace that already holds a different document is refused by the
+//! host) and reports its SHA-256, size, lines, line endings, front matter,
+//! code fences and tables (`file_stats`, `stage1/md_inventory.json`).
+//!
+//! Input that is not UTF-8 or that holds a NUL byte stops the run with an
+//! error naming the file and the offset of the first bad byte; nothing is
+//! written. The logic lives in [`koas_md`]; this crate is the plugin glue.
+
+#![deny(missing_docs)]
+
+use koas_kernel_api::prelude::*;
+use koas_md::scan::{scan, ScanOptions};
+use koas_md::{inventory, summary, LineIndex};
+use serde_json::Value;
+
+/// The `md_inventory` kernel.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct MdInventory;
+
+impl Kernel for MdInventory {
+    fn spec(&self) -> KernelSpec {
+        KernelSpec::new("md_inventory", "0.1.0")
+            .stage("S1")
+            .description(
+                "Snapshots the document (stage1/doc.raw.md) and reports its hash, size, lines, front matter, code fences and tables",
+            )
+            .input("doc")
+            .output_file_once("doc_raw", "stage1/doc.raw.md")
+            .output_file("file_stats", "stage1/md_inventory.json")
+            .output("doc_hash")
+    }
+
+    fn run(&self, ctx: &Context, _config: &KernelConfig, inputs: &Inputs) -> KernelResult {
+        let text = inputs.source_text("doc")?;
+        let path = inputs
+            .get("doc")
+            .and_then(|v| v.get("path"))
+            .and_then(Value::as_str)
+            .unwrap_or("doc");
+        inventory::check_text(path, text).map_err(|e| KernelError::invalid_input(e.to_string()))?;
+        let index = LineIndex::new(text);
+        let parsed = scan(&index, ScanOptions::default());
+        let stats = inventory::file_stats(path, &index, &parsed, None);
+        ctx.debug(&format!(
+            "{path}: {} bytes, {} lines",
+            stats.bytes, stats.lines
+        ));
+        let summary = summary::inventory(&stats);
+        Ok(KernelOutput::new()
+            .artifact("doc_hash", &stats.sha256)
+            .artifact("file_stats", &stats)
+            .artifact("doc_raw", text)
+            .summary(summary))
+    }
+}
+
+koas_kernel_api::export_kernel!(MdInventory);

@@ -1,0 +1,57 @@
+//! # md_structure — Stage 1 reviewer kernel
+//!
+//! Builds the heading tree of the document (ATX and setext headings, stable
+//! section IDs `S2.3.1`, GitHub-compatible anchors, explicit numbering),
+//! the flat section index and the anchor map:
+//!
+//! | artifact | file |
+//! |----------|------|
+//! | `heading_tree` | `stage1/md_structure.json` |
+//! | `section_index` | `stage1/outline.json` |
+//! | `anchor_map` | `stage1/anchors.json` |
+//!
+//! Headings inside code, HTML blocks or front matter are not headings. The
+//! logic lives in [`koas_md`]; this crate is the plugin glue.
+
+#![deny(missing_docs)]
+
+use koas_kernel_api::prelude::*;
+use koas_md::scan::{scan, ScanOptions};
+use koas_md::{content_hash, structure, summary, LineIndex};
+
+/// The `md_structure` kernel.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct MdStructure;
+
+impl Kernel for MdStructure {
+    fn spec(&self) -> KernelSpec {
+        KernelSpec::new("md_structure", "0.1.0")
+            .stage("S1")
+            .description("Heading tree with section IDs, GitHub anchors and explicit numbering; flat outline; anchor map")
+            .input("doc_raw")
+            .optional_input("doc_hash")
+            .output_file("heading_tree", "stage1/md_structure.json")
+            .output_file("section_index", "stage1/outline.json")
+            .output_file("anchor_map", "stage1/anchors.json")
+    }
+
+    fn run(&self, ctx: &Context, _config: &KernelConfig, inputs: &Inputs) -> KernelResult {
+        let text = inputs.source_text("doc_raw")?;
+        let doc_hash = match inputs.parse_optional::<String>("doc_hash")? {
+            Some(h) => h,
+            None => content_hash(text.as_bytes()),
+        };
+        let index = LineIndex::new(text);
+        let parsed = scan(&index, ScanOptions::default());
+        ctx.check_cancelled()?;
+        let built = structure::build(&index, &parsed, &doc_hash);
+        let summary = summary::structure(&built);
+        Ok(KernelOutput::new()
+            .artifact("heading_tree", &built.tree)
+            .artifact("section_index", &built.sections)
+            .artifact("anchor_map", &built.anchors)
+            .summary(summary))
+    }
+}
+
+koas_kernel_api::export_kernel!(MdStructure);
