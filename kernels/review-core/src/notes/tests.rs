@@ -1,0 +1,216 @@
+use super::*;
+use crate::apply::ApplyOptions;
+use crate::change_id::ChangeId;
+use crate::clock::SteppingClock;
+use crate::ledger::Actor;
+use crate::protected::ProtectedRange;
+use crate::session::MemorySession;
+use serde_json::{json, Value};
+
+fn actor() -> Actor {
+    Actor {
+        tool: "koas-review test".into(),
+        operator: "tester".into(),
+    }
+}
+
+fn session_with(text: &str, ops: Vec<Value>, protected: &ProtectedRegions) -> MemorySession {
+    let mut s = MemorySession::new("doc.md", text);
+    let clock = SteppingClock::new("2026-01-01T00:00:00Z");
+    let out = s
+        .apply(
+            &ops,
+            protected,
+            &ApplyOptions::default(),
+            &actor(),
+            &clock,
+            "run",
+        )
+        .unwrap();
+    assert!(out.rejected.is_empty(), "{:?}", out.rejected);
+    s
+}
+
+#[test]
+fn note_goes_after_the_paragraph_with_blank_lines() {
+    let text = "# T\n\nFirst line of para.\nSecond line of para.\n\nNext para.\n";
+    let s = session_with(
+        text,
+        vec![
+            json!({"action": "replace", "kind": "terminology", "severity": "attention",
+            "target": {"line_start": 3}, "after_text": "First line, reworded.",
+            "rationale": "Clearer wording."}),
+        ],
+        &ProtectedRegions::default(),
+    );
+    let out = annotate(
+        &s.text,
+        &s.entries,
+        &ProtectedRegions::default(),
+        &ReviewPolicy::default(),
+    );
+    assert_eq!(
+        out.text,
+        "# T\n\nFirst line, reworded.\nSecond line of para.\n\n> [!WARNING]\n> REVIEWER: RVW-0001 — Clearer wording.\n\nNext para.\n"
+    );
+    assert_eq!(out.notes[0].after_line, 4);
+}
+
+#[test]
+fn alert_follows_severity_and_silent_changes_get_none() {
+    let text = "a\n\nb\n\nc\n";
+    let s = session_with(
+        text,
+        vec![
+            json!({"action": "replace", "kind": "typo", "target": {"line_start": 1}, "after_text": "A"}),
+            json!({"action": "delete", "target": {"line_start": 3}}),
+            json!({"action": "replace", "kind": "logic", "severity": "critical", "target": {"line_start": 5}, "after_text": "C"}),
+        ],
+        &ProtectedRegions::default(),
+    );
+    let out = annotate(
+        &s.text,
+        &s.entries,
+        &ProtectedRegions::default(),
+        &ReviewPolicy::default(),
+    );
+    let alerts: Vec<Alert> = out.notes.iter().map(|n| n.alert).collect();
+    assert_eq!(alerts, vec![Alert::Caution, Alert::Important]);
+    assert!(out
+        .text
+        .contains("> [!CAUTION]\n> REVIEWER: RVW-0002 — flagged for attention\n"));
+    assert!(!out.text.contains("RVW-0001"));
+}
+
+#[test]
+fn never_inside_a_protected_block_and_keeps_crlf() {
+    let text = "Intro\r\n```\r\ncode\r\n```\r\nTail\r\n";
+    let protected = ProtectedRegions {
+        blocks: vec![ProtectedRange {
+            kind: "code_fence".into(),
+            line_start: 2,
+            line_end: 4,
+        }],
+        inline: vec![],
+    };
+    let s = session_with(
+        text,
+        vec![
+            json!({"action": "replace", "kind": "terminology", "target": {"line_start": 1}, "after_text": "Introduction"}),
+        ],
+        &protected,
+    );
+    let out = annotate(&s.text, &s.entries, &protected, &ReviewPolicy::default());
+    assert_eq!(
+        out.text,
+        "Introduction\r\n\r\n> [!NOTE]\r\n> REVIEWER: RVW-0001 — flagged for attention\r\n\r\n```\r\ncode\r\n```\r\nTail\r\n"
+    );
+    // A change inside the block (allowed: it needs attention) gets its note
+    // after the block, not inside it.
+    let s = session_with(
+        text,
+        vec![
+            json!({"action": "replace", "kind": "code", "target": {"line_start": 3}, "after_text": "code2"}),
+        ],
+        &protected,
+    );
+    let out = annotate(&s.text, &s.entries, &protected, &ReviewPolicy::default());
+    assert_eq!(
+        out.text,
+        "Intro\r\n```\r\ncode2\r\n```\r\n\r\n> [!NOTE]\r\n> REVIEWER: RVW-0001 — flagged for attention\r\n\r\nTail\r\n"
+    );
+}
+
+#[test]
+fn reverted_changes_lose_their_note_and_missing_final_newline_is_kept() {
+    let text = "one\n\ntwo";
+    let mut s = session_with(
+        text,
+        vec![
+            json!({"action": "replace", "kind": "terminology", "target": {"line_start": 1}, "after_text": "ONE"}),
+            json!({"action": "replace", "kind": "terminology", "target": {"line_start": 3}, "after_text": "TWO"}),
+        ],
+        &ProtectedRegions::default(),
+    );
+    let out = annotate(
+        &s.text,
+        &s.entries,
+        &ProtectedRegions::default(),
+        &ReviewPolicy::default(),
+    );
+    assert!(out
+        .text
+        .ends_with("TWO\n\n> [!NOTE]\n> REVIEWER: RVW-0002 — flagged for attention"));
+    assert_eq!(out.notes.len(), 2);
+    let clock = SteppingClock::new("2026-01-02T00:00:00Z");
+    s.revert(&[ChangeId::new(2).unwrap()], "", &actor(), &clock, "r")
+        .unwrap();
+    let out = annotate(
+        &s.text,
+        &s.entries,
+        &ProtectedRegions::default(),
+        &ReviewPolicy::default(),
+    );
+    assert_eq!(out.notes.len(), 1);
+    assert_eq!(
+        out.text,
+        "ONE\n\n> [!NOTE]\n> REVIEWER: RVW-0001 — flagged for attention\n\ntwo"
+    );
+}
+
+#[test]
+fn notes_follow_later_line_shifts() {
+    let text = "p1\n\np2\n\np3\n";
+    let mut s = session_with(
+        text,
+        vec![
+            json!({"action": "replace", "kind": "terminology", "target": {"line_start": 5}, "after_text": "P3"}),
+        ],
+        &ProtectedRegions::default(),
+    );
+    let clock = SteppingClock::new("2026-01-02T00:00:00Z");
+    s.apply(
+        &[json!({"action": "insert", "kind": "grammar", "target": {"line_start": 1, "line_end": 1}, "after_text": "\nadded\nlines"})],
+        &ProtectedRegions::default(),
+        &ApplyOptions::default(),
+        &actor(),
+        &clock,
+        "run2",
+    )
+    .unwrap();
+    let out = annotate(
+        &s.text,
+        &s.entries,
+        &ProtectedRegions::default(),
+        &ReviewPolicy::default(),
+    );
+    let n = out
+        .notes
+        .iter()
+        .find(|n| n.id == ChangeId::first())
+        .unwrap();
+    assert_eq!(n.after_line, 8, "{}", out.text);
+    assert!(out.text.contains("P3\n\n> [!NOTE]\n> REVIEWER: RVW-0001"));
+}
+
+#[test]
+fn heading_changes_get_the_note_right_after_the_heading() {
+    let text = "# Old title\nBody text.\n";
+    let s = session_with(
+        text,
+        vec![
+            json!({"action": "replace", "kind": "structure", "target": {"line_start": 1}, "after_text": "# New title"}),
+        ],
+        &ProtectedRegions::default(),
+    );
+    let out = annotate(
+        &s.text,
+        &s.entries,
+        &ProtectedRegions::default(),
+        &ReviewPolicy::default(),
+    );
+    assert_eq!(
+        out.text,
+        "# New title\n\n> [!NOTE]\n> REVIEWER: RVW-0001 — flagged for attention\n\nBody text.\n"
+    );
+}

@@ -1,0 +1,302 @@
+//! Reading the ledger for people: counts, `grep` filters, `show` details.
+
+use std::fmt::Write as _;
+
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+
+use crate::change_id::EntryId;
+use crate::edit_op::Action;
+use crate::ledger::LedgerEntry;
+
+/// Tallies over a ledger (§4 report counts, `koas status`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counts {
+    /// Changes that modified the document (flags and reverts excluded).
+    pub total_changes: usize,
+    /// Of those, changes that need attention.
+    pub attention: usize,
+    /// Of those, deletions.
+    pub deletions: usize,
+    /// Of those, silent changes.
+    pub silent: usize,
+    /// Flags (flag_only entries).
+    pub flags: usize,
+    /// Revert entries.
+    pub reverts: usize,
+    /// Changes not reverted.
+    pub active_changes: usize,
+}
+
+/// Counts the entries of a ledger.
+pub fn count(entries: &[LedgerEntry]) -> Counts {
+    let mut counts = Counts::default();
+    for entry in entries {
+        match entry.id {
+            EntryId::Revert(_) => counts.reverts += 1,
+            EntryId::Change(id) => {
+                if entry.action == Action::FlagOnly {
+                    counts.flags += 1;
+                    continue;
+                }
+                counts.total_changes += 1;
+                counts.attention += usize::from(entry.needs_attention);
+                counts.deletions += usize::from(entry.action == Action::Delete);
+                counts.silent += usize::from(entry.silent);
+                if !entries.iter().any(|e| e.id == EntryId::Revert(id)) {
+                    counts.active_changes += 1;
+                }
+            }
+        }
+    }
+    counts
+}
+
+/// The `grep` filters of §9.
+#[derive(Debug, Clone, Default)]
+pub struct GrepFilter {
+    /// Regex matched against the ID, the summary and the rationale.
+    pub pattern: Option<Regex>,
+    /// Exact kind.
+    pub kind: Option<String>,
+    /// Exact severity.
+    pub severity: Option<String>,
+    /// Silent (true) or not (false).
+    pub silent: Option<bool>,
+    /// Reverts only (true) or non-reverts only (false).
+    pub reverts: Option<bool>,
+}
+
+impl GrepFilter {
+    /// Builds a filter; fails on an invalid regex.
+    pub fn new(
+        pattern: Option<&str>,
+        kind: Option<&str>,
+        severity: Option<&str>,
+        silent: Option<bool>,
+        reverts: Option<bool>,
+    ) -> Result<Self, regex::Error> {
+        Ok(GrepFilter {
+            pattern: pattern.map(Regex::new).transpose()?,
+            kind: kind.map(str::to_owned),
+            severity: severity.map(str::to_owned),
+            silent,
+            reverts,
+        })
+    }
+
+    /// True when `entry` passes every filter.
+    pub fn matches(&self, entry: &LedgerEntry) -> bool {
+        let pattern_ok = self.pattern.as_ref().is_none_or(|re| {
+            re.is_match(&entry.id.to_string())
+                || re.is_match(&entry.summary)
+                || re.is_match(&entry.rationale)
+        });
+        pattern_ok
+            && self
+                .kind
+                .as_ref()
+                .is_none_or(|k| k.eq_ignore_ascii_case(&entry.kind))
+            && self
+                .severity
+                .as_ref()
+                .is_none_or(|s| s.eq_ignore_ascii_case(&entry.severity))
+            && self.silent.is_none_or(|s| s == entry.silent)
+            && self.reverts.is_none_or(|r| r == entry.is_revert)
+    }
+}
+
+/// Entries passing `filter`, in ledger order.
+pub fn grep<'a>(entries: &'a [LedgerEntry], filter: &GrepFilter) -> Vec<&'a LedgerEntry> {
+    entries.iter().filter(|e| filter.matches(e)).collect()
+}
+
+/// One line per entry, for `grep` output.
+pub fn render_line(entry: &LedgerEntry) -> String {
+    let flags = match (entry.is_revert, entry.silent, entry.needs_attention) {
+        (true, _, _) => "revert",
+        (_, true, _) => "silent",
+        (_, _, true) => "attention",
+        _ => "-",
+    };
+    format!(
+        "{}  {}  {:<9} {:<14} {:<9} {:<9} {}",
+        entry.id, entry.timestamp, entry.action, entry.kind, entry.severity, flags, entry.summary
+    )
+}
+
+/// The details `show` prints: ID, timestamp, kind, severity, silent flag,
+/// rationale, scope, hashes, and the forward patch when given.
+pub fn render_details(
+    entry: &LedgerEntry,
+    reverted_by: Option<&LedgerEntry>,
+    patch: Option<&str>,
+) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "ID:          {}", entry.id);
+    let _ = writeln!(out, "Timestamp:   {}", entry.timestamp);
+    let _ = writeln!(out, "Document:    {}", entry.doc);
+    let _ = writeln!(out, "Action:      {}", entry.action);
+    let _ = writeln!(out, "Kind:        {}", entry.kind);
+    let _ = writeln!(out, "Severity:    {}", entry.severity);
+    let _ = writeln!(out, "Silent:      {}", entry.silent);
+    let _ = writeln!(out, "Attention:   {}", entry.needs_attention);
+    if let Some(change) = entry.change {
+        let _ = writeln!(
+            out,
+            "Lines:       at line {} ({} removed, {} added)",
+            change.at, change.removed, change.added
+        );
+    }
+    if !entry.scope.anchor.is_empty() || !entry.scope.node_path.is_empty() {
+        let _ = writeln!(
+            out,
+            "Scope:       {} {}",
+            entry.scope.anchor, entry.scope.node_path
+        );
+    }
+    let _ = writeln!(out, "Summary:     {}", entry.summary);
+    if !entry.rationale.is_empty() {
+        let _ = writeln!(out, "Rationale:   {}", entry.rationale);
+    }
+    if let Some(note) = &entry.review_note {
+        let _ = writeln!(out, "Note:        [!{}] {}", note.alert, note.text);
+    }
+    let _ = writeln!(out, "Hash before: {}", entry.doc_hash_before);
+    let _ = writeln!(out, "Hash after:  {}", entry.doc_hash_after);
+    if !entry.patch_forward.is_empty() {
+        let _ = writeln!(
+            out,
+            "Patches:     {} / {}",
+            entry.patch_forward, entry.patch_inverse
+        );
+    }
+    if entry.is_revert {
+        let _ = writeln!(out, "Reverts:     {}", entry.reverted_id);
+    }
+    if let Some(by) = reverted_by {
+        let _ = writeln!(out, "Reverted by: {} at {}", by.id, by.timestamp);
+    }
+    if let Some(source) = &entry.source_id {
+        let _ = writeln!(
+            out,
+            "Source ID:   {source} (as given in the ops input; not trusted)"
+        );
+    }
+    if !entry.fixes.is_empty() {
+        let _ = writeln!(out, "Fixes:       {}", entry.fixes.join(", "));
+    }
+    if let Some(patch) = patch {
+        let _ = writeln!(out);
+        out.push_str(patch);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::apply::ApplyOptions;
+    use crate::change_id::ChangeId;
+    use crate::clock::SteppingClock;
+    use crate::ledger::Actor;
+    use crate::protected::ProtectedRegions;
+    use crate::session::MemorySession;
+    use serde_json::json;
+
+    fn session() -> MemorySession {
+        let mut s = MemorySession::new("d.md", "alpha\n\nbeta bandwith\n\ngamma\n\ndelta\n");
+        let actor = Actor {
+            tool: "t".into(),
+            operator: "o".into(),
+        };
+        let clock = SteppingClock::new("2026-01-01T00:00:00Z");
+        let ops = [
+            json!({"action": "replace", "kind": "typo", "target": {"line_start": 1}, "after_text": "Alpha"}),
+            json!({"action": "replace", "kind": "terminology", "severity": "attention",
+                   "target": {"line_start": 3}, "before_text": "bandwith", "after_text": "throughput",
+                   "rationale": "bandwidth means something else"}),
+            json!({"action": "delete", "target": {"line_start": 5}}),
+            json!({"action": "flag_only", "target": {"line_start": 7}, "rationale": "unclear"}),
+        ];
+        s.apply(
+            &ops,
+            &ProtectedRegions::default(),
+            &ApplyOptions::default(),
+            &actor,
+            &clock,
+            "r",
+        )
+        .unwrap();
+        s.revert(&[ChangeId::first()], "", &actor, &clock, "r2")
+            .unwrap();
+        s
+    }
+
+    #[test]
+    fn counts_tally_each_category() {
+        let counts = count(&session().entries);
+        assert_eq!(
+            counts,
+            Counts {
+                total_changes: 3,
+                attention: 2,
+                deletions: 1,
+                silent: 1,
+                flags: 1,
+                reverts: 1,
+                active_changes: 2,
+            }
+        );
+    }
+
+    #[test]
+    fn grep_filters_combine() {
+        let s = session();
+        let ids = |f: GrepFilter| -> Vec<String> {
+            grep(&s.entries, &f)
+                .iter()
+                .map(|e| e.id.to_string())
+                .collect()
+        };
+        assert_eq!(
+            ids(GrepFilter::new(None, None, Some("attention"), None, None).unwrap()),
+            vec!["RVW-0002"]
+        );
+        assert_eq!(
+            ids(GrepFilter::new(None, Some("typo"), None, None, Some(false)).unwrap()),
+            vec!["RVW-0001"]
+        );
+        assert_eq!(
+            ids(GrepFilter::new(None, None, None, None, Some(true)).unwrap()),
+            vec!["REVERT-RVW-0001"]
+        );
+        assert_eq!(
+            ids(GrepFilter::new(Some("bandwi"), None, None, None, None).unwrap()),
+            vec!["RVW-0002"]
+        );
+        assert_eq!(
+            ids(GrepFilter::new(None, None, None, Some(true), Some(false)).unwrap()),
+            vec!["RVW-0001"]
+        );
+        assert!(GrepFilter::new(Some("("), None, None, None, None).is_err());
+    }
+
+    #[test]
+    fn show_lists_the_fields_and_the_patch() {
+        let s = session();
+        let entry = &s.entries[0];
+        let text = render_details(entry, s.entries.last(), Some("--- a/d.md\n"));
+        for needle in [
+            "ID:          RVW-0001",
+            "Kind:        typo",
+            "Silent:      true",
+            "Hash before: sha256:",
+            "Reverted by: REVERT-RVW-0001",
+            "--- a/d.md",
+        ] {
+            assert!(text.contains(needle), "missing {needle} in\n{text}");
+        }
+        assert!(render_line(entry).starts_with("RVW-0001  2026-01-01T00:00:00.000000+00:00"));
+    }
+}
