@@ -11,6 +11,7 @@
 mod line_flags;
 pub mod link_defs;
 pub mod math;
+pub mod table_like;
 pub mod urls;
 
 pub use line_flags::{strip_container_prefix, LineFlags};
@@ -106,9 +107,25 @@ pub fn detect(index: &LineIndex<'_>, scan: &Scan, doc_hash: &str) -> ProtectedSp
             Some(m.delimiter.into()),
         );
     }
+    let paragraphs: Vec<(LineNo, LineNo)> = scan
+        .paragraphs
+        .iter()
+        .map(|p| line_range(index, p))
+        .collect();
+    for (s, e) in table_like::find(index, &paragraphs, &owned) {
+        let bytes = index.line_start(s)..index.line_content_end(e);
+        let info = Some("malformed".to_string());
+        push(
+            &mut blocks,
+            &mut owned,
+            BlockKind::Table,
+            (s, e),
+            bytes,
+            info,
+        );
+    }
     let mut def_owned = owned.clone();
-    for p in &scan.paragraphs {
-        let (s, e) = line_range(index, p);
+    for &(s, e) in &paragraphs {
         def_owned.set_range(s, e);
     }
     for h in &scan.headings {
@@ -366,6 +383,13 @@ html
     fn unclosed_fence_runs_to_the_end() {
         let p = spans("# H\n\ntext\n\n```\ncode\n\n# not heading\n\nmore\n");
         assert_eq!(kinds(&p), vec![(BlockKind::CodeFence, 5, 10)]);
+    }
+
+    #[test]
+    fn malformed_tables_are_protected_as_tables() {
+        let p = spans("Intro.\n\n| a | b | c |\n|---|---|\n| 1 | 2 | 3 |\n\nAfter.\n");
+        assert_eq!(kinds(&p), vec![(BlockKind::Table, 3, 5)]);
+        assert_eq!(p.blocks[0].info.as_deref(), Some("malformed"));
     }
 
     #[test]
