@@ -71,4 +71,37 @@ mod tests {
         assert_eq!(hash(&a), hash(&b));
         assert_ne!(hash(&json!(1)), hash(&json!("1")));
     }
+
+    use proptest::prelude::*;
+
+    fn json_value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|n| json!(n)),
+            "[a-zé\\\"\n]{0,8}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 48, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                prop::collection::btree_map("[a-z]{1,4}", inner, 0..6)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        /// Canonical bytes are valid JSON for the same value, and stable
+        /// through a serialize/parse round trip.
+        #[test]
+        fn canonical_bytes_round_trip(v in json_value()) {
+            let bytes = to_vec(&v);
+            let back: Value = serde_json::from_slice(&bytes).expect("canonical bytes parse");
+            prop_assert_eq!(&back, &v);
+            prop_assert_eq!(to_vec(&back), bytes);
+            let pretty = serde_json::to_string_pretty(&v).expect("ser");
+            let reparsed: Value = serde_json::from_str(&pretty).expect("de");
+            prop_assert_eq!(hash(&reparsed), hash(&v));
+        }
+    }
 }

@@ -310,4 +310,42 @@ mod tests {
             .output("o");
         assert!(build(&[s], &[]).is_ok());
     }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        /// For any acyclic wiring (kernel i may only read outputs of
+        /// kernels j < i), the DAG builds and its order puts every
+        /// producer before its consumers; `ancestors` is closed.
+        #[test]
+        fn order_respects_every_edge(wiring in prop::collection::vec(prop::collection::vec(any::<prop::sample::Index>(), 0..3), 1..25)) {
+            let specs: Vec<KernelSpec> = wiring.iter().enumerate().map(|(i, reads)| {
+                let mut s = KernelSpec::new(format!("k{i}"), "1.0.0").output(format!("a{i}"));
+                let mut seen = std::collections::BTreeSet::new();
+                if i == 0 { s = s.input("doc"); }
+                for r in reads {
+                    if i > 0 {
+                        let j = r.index(i);
+                        if seen.insert(j) { s = s.input(format!("a{j}")); }
+                    }
+                }
+                s
+            }).collect();
+            let dag = build(&specs, &["doc"]).expect("acyclic wiring builds");
+            let pos: BTreeMap<&str, usize> = dag.order.iter().enumerate().map(|(p, n)| (n.as_str(), p)).collect();
+            for s in &specs {
+                for input in &s.inputs {
+                    if let Some(Producer::Kernel(p)) = dag.producers.get(&input.artifact) {
+                        prop_assert!(pos[p.as_str()] < pos[s.name.as_str()]);
+                    }
+                }
+                let anc = dag.ancestors(&s.name);
+                for a in &anc {
+                    for up in dag.ancestors(a) {
+                        prop_assert!(anc.contains(&up));
+                    }
+                }
+            }
+        }
+    }
 }
