@@ -192,7 +192,7 @@ pub enum LockError {
         /// The lock file.
         lock: PathBuf,
         /// Its holder.
-        holder: LockHolder,
+        holder: Box<LockHolder>,
     },
     /// A lock file exists but cannot be read.
     #[error("workspace {workspace} has a lock file {lock} that cannot be read ({reason}); if no koas run is active on this workspace, delete it")]
@@ -309,7 +309,7 @@ pub fn acquire_lock(
                     break Err(LockError::Held {
                         workspace: workspace.to_owned(),
                         lock: lock.clone(),
-                        holder: existing,
+                        holder: Box::new(existing),
                     });
                 }
                 Err(reason) => {

@@ -86,7 +86,7 @@ pub mod revert;
 pub mod session;
 pub mod text;
 pub mod validate;
-// pub mod workspace;
+pub mod workspace;
 
 /// The crate version, for reports and ledger actors.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

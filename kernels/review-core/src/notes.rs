@@ -82,7 +82,7 @@ fn is_atx_heading(line: &str) -> bool {
         && trimmed[hashes..]
             .chars()
             .next()
-            .is_none_or(|c| c == ' ' || c == '\t')
+            .map_or(true, |c| c == ' ' || c == '\t')
 }
 
 /// Moves an insertion point (after 1-based `line`; 0 = top) to the end of
@@ -178,7 +178,7 @@ pub fn annotate(
     let mut out: Vec<String> = Vec::with_capacity(doc.len() + notes.len() * 4);
     let mut pending = notes.iter().peekable();
     let emit_notes = |out: &mut Vec<String>, at: usize, group: Vec<&PlacedNote>| {
-        let previous_blank = at == 0 || out.last().is_none_or(|l| is_blank(l));
+        let previous_blank = at == 0 || out.last().map_or(true, |l| is_blank(l));
         if !previous_blank {
             out.push(eol.to_owned());
         }
@@ -192,7 +192,7 @@ pub fn annotate(
                     .map(|l| format!("{l}{eol}")),
             );
         }
-        let next_blank = doc.content(at).is_none_or(is_blank);
+        let next_blank = doc.content(at).map_or(true, is_blank);
         if !next_blank {
             out.push(eol.to_owned());
         }

@@ -87,7 +87,7 @@ impl GrepFilter {
 
     /// True when `entry` passes every filter.
     pub fn matches(&self, entry: &LedgerEntry) -> bool {
-        let pattern_ok = self.pattern.as_ref().is_none_or(|re| {
+        let pattern_ok = self.pattern.as_ref().map_or(true, |re| {
             re.is_match(&entry.id.to_string())
                 || re.is_match(&entry.summary)
                 || re.is_match(&entry.rationale)
@@ -96,13 +96,13 @@ impl GrepFilter {
             && self
                 .kind
                 .as_ref()
-                .is_none_or(|k| k.eq_ignore_ascii_case(&entry.kind))
+                .map_or(true, |k| k.eq_ignore_ascii_case(&entry.kind))
             && self
                 .severity
                 .as_ref()
-                .is_none_or(|s| s.eq_ignore_ascii_case(&entry.severity))
-            && self.silent.is_none_or(|s| s == entry.silent)
-            && self.reverts.is_none_or(|r| r == entry.is_revert)
+                .map_or(true, |s| s.eq_ignore_ascii_case(&entry.severity))
+            && self.silent.map_or(true, |s| s == entry.silent)
+            && self.reverts.map_or(true, |r| r == entry.is_revert)
     }
 }
 

@@ -238,7 +238,7 @@ pub fn plan_reverts(request: RevertRequest<'_>) -> Result<RevertPlan, RevertErro
         targets.push((position, id));
     }
     // Reverse chronological: latest entry first.
-    targets.sort_by(|a, b| b.0.cmp(&a.0));
+    targets.sort_by_key(|t| std::cmp::Reverse(t.0));
 
     let mut doc = LineBuf::parse(request.current_text);
     let mut hash = doc.hash();
