@@ -559,7 +559,7 @@ impl LlmService {
             c.empty_responses += u64::from(empty);
             c.estimated_usage += u64::from(attempt.estimated);
         });
-        if !empty && options.use_cache {
+        if options.use_cache {
             if let Some(cache) = &self.cache {
                 let stored = cache.put(&CachedAnswer {
                     key: r.cache_key.clone(),
@@ -696,13 +696,13 @@ impl LlmService {
         options: RunOptions,
         started: Instant,
     ) -> Result<(LlmResponse, u64), LlmError> {
+        let outcome = if hit.text.trim().is_empty() {
+            ExchangeOutcome::EmptyResponse
+        } else {
+            ExchangeOutcome::Ok
+        };
         let mut entry = Self::with_text(
-            self.entry(
-                r,
-                options.purpose,
-                ExchangeSource::Cache,
-                ExchangeOutcome::Ok,
-            ),
+            self.entry(r, options.purpose, ExchangeSource::Cache, outcome),
             &hit.text,
         );
         entry.prompt_tokens = hit.prompt_tokens;

@@ -401,3 +401,23 @@ fn session_metadata_records_the_frozen_parameters_and_canonicalizer() {
     assert_eq!(meta["canonicalizer"]["self_test_hash"], st.output_hash);
     assert_eq!(meta["canonicalizer"]["source_hash"], st.source_hash);
 }
+
+#[test]
+fn an_answer_that_stayed_empty_is_cached_too() {
+    let server = MockServer::start(vec![], Some(Proto::Ollama.stream(&[], Some((2, 0)))));
+    let ws = tempfile::tempdir().unwrap();
+    let config = Proto::Ollama.config(&server.url());
+    let first = LlmService::new(config.clone(), ws.path()).unwrap();
+    assert_eq!(first.complete(&req("p")).unwrap().text, "");
+    assert_eq!(
+        server.request_count(),
+        3,
+        "initial attempt + 2 empty retries"
+    );
+    let rerun = LlmService::new(config, ws.path()).unwrap();
+    let r = rerun.complete(&req("p")).unwrap();
+    assert_eq!((r.text.as_str(), r.cached), ("", true));
+    assert_eq!(server.request_count(), 3, "the re-run made no call");
+    let log = read_exchanges(&ws.path().join("llm/exchanges.jsonl")).unwrap();
+    assert_eq!(log[1].outcome, koas_llm::ExchangeOutcome::EmptyResponse);
+}
