@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# End-to-end check of the LLM host service against a real local
+# OpenAI-compatible server (llama.cpp / llama-cpp-python, vLLM, LM Studio,
+# Ollama's /v1). See docs/llm.md for how to start one.
+#
+#   scripts/e2e-llm.sh [ENDPOINT] [MODEL]
+#   ENDPOINT defaults to $KOAS_LLM_ENDPOINT or http://127.0.0.1:8081
+#   MODEL    defaults to $KOAS_LLM_MODEL    or smollm2-135m
+#
+# Runs ping → calibrate → one edit request per paragraph of the fixture
+# document through the extraction ladder → an unchanged re-run (must make
+# zero LLM calls) → replay from the exchange log with no network (must
+# match). Exits 0 on PASS, 1 on FAIL, 2 when the server is not reachable.
+# Only loopback endpoints are accepted (strict sovereignty).
+set -euo pipefail
+
+ENDPOINT="${1:-${KOAS_LLM_ENDPOINT:-http://127.0.0.1:8081}}"
+MODEL="${2:-${KOAS_LLM_MODEL:-smollm2-135m}}"
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+WORKSPACE="${KOAS_E2E_WORKSPACE:-$(mktemp -d -t koas-e2e-llm.XXXXXX)}"
+
+if ! curl -fsS --max-time 5 "${ENDPOINT%/}/v1/models" >/dev/null 2>&1; then
+    echo "e2e-llm: no OpenAI-compatible server answers at ${ENDPOINT} (see docs/llm.md)" >&2
+    exit 2
+fi
+
+cd "$ROOT"
+status=0
+cargo run --quiet -p koas-llm --example e2e -- \
+    --endpoint "$ENDPOINT" --model "$MODEL" --workspace "$WORKSPACE" \
+    ${KOAS_E2E_REQUIRE_CALIBRATION:+--require-calibration} || status=$?
+echo "e2e-llm: exchange log at ${WORKSPACE}/llm/exchanges.jsonl"
+exit $status
