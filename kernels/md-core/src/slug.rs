@@ -12,8 +12,8 @@ use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
 
 /// `true` for the chars github-slugger keeps.
 fn keeps(c: char) -> bool {
-    if c == ' ' || c == '-' {
-        return true;
+    if c.is_ascii() {
+        return c.is_ascii_alphanumeric() || matches!(c, ' ' | '-' | '_');
     }
     matches!(
         c.general_category(),

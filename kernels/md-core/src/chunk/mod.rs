@@ -27,7 +27,7 @@ use crate::model::{
 };
 use crate::tokens::tokens_for_chars;
 use serde::Deserialize;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// The part of a section-index entry the chunker needs. Deserializes from
 /// a [`SectionEntry`] (extra fields are ignored).
@@ -166,7 +166,7 @@ pub fn plan(
     let lines = Lines::new(index, blocks);
     let segments = segments(index, &lines, sections);
     let mut chunks: Vec<ReviewChunk> = Vec::new();
-    let mut taken: HashMap<String, u32> = HashMap::new();
+    let mut ids = IdRegistry::default();
     for seg in &segments {
         let pieces = split_segment(&lines, seg, config);
         for (k, &(start, end)) in pieces.iter().enumerate() {
@@ -182,7 +182,7 @@ pub fn plan(
                 safe_name::safe_prefix(seg.anchor, seg.id),
                 hex_part(&content_hash).get(..8).unwrap_or("")
             );
-            let chunk_id = unique_id(&mut taken, base);
+            let chunk_id = ids.unique(base);
             chunks.push(ReviewChunk {
                 chunk_id,
                 index: u32::try_from(chunks.len()).unwrap_or(u32::MAX),
@@ -209,15 +209,29 @@ pub fn plan(
     }
 }
 
-fn unique_id(taken: &mut HashMap<String, u32>, base: String) -> String {
-    let mut id = base.clone();
-    let mut n = 1;
-    while taken.contains_key(&id) {
-        n += 1;
-        id = format!("{base}_{n}");
+/// Chunk IDs already given, and the next suffix to try for each base.
+#[derive(Default)]
+struct IdRegistry {
+    taken: HashSet<String>,
+    next_suffix: HashMap<String, u32>,
+}
+
+impl IdRegistry {
+    /// `base`, or `base_2`, `base_3`, … for later chunks with the same
+    /// base; amortized O(1) however many chunks share a base.
+    fn unique(&mut self, base: String) -> String {
+        if self.taken.insert(base.clone()) {
+            return base;
+        }
+        let n = self.next_suffix.entry(base.clone()).or_insert(1);
+        loop {
+            *n += 1;
+            let id = format!("{base}_{n}");
+            if self.taken.insert(id.clone()) {
+                return id;
+            }
+        }
     }
-    taken.insert(id.clone(), 1);
-    id
 }
 
 /// Cuts the document at every heading.

@@ -29,8 +29,14 @@ pub fn safe_prefix(anchor: &str, section_id: &str) -> String {
 
 fn clean(s: &str) -> String {
     let mut out = String::with_capacity(s.len().min(MAX_PREFIX_BYTES + 4));
-    for c in s.nfd() {
-        if c.general_category_group() == GeneralCategoryGroup::Mark {
+    let ascii = s.is_ascii();
+    let chars: Box<dyn Iterator<Item = char> + '_> = if ascii {
+        Box::new(s.chars())
+    } else {
+        Box::new(s.nfd())
+    };
+    for c in chars {
+        if !ascii && c.general_category_group() == GeneralCategoryGroup::Mark {
             continue;
         }
         let c = c.to_ascii_lowercase();
