@@ -1,0 +1,193 @@
+//! The entry points the kernels and `koas check` share: each takes the
+//! document and its Stage 1 artifacts and returns finished results
+//! (suppression comments applied, findings located and sorted), so that a
+//! plugin run and an in-process run give identical output.
+
+use crate::config::{FingerprintConfig, NumberingConfig, ProjectConfig, ScanConfig};
+use crate::consistency::ConsistencyScan;
+use crate::document::{Document, Stage1View};
+use crate::finding::{sort_findings, Finding};
+use crate::fingerprint::{fingerprint_chunks, ChunkFingerprints};
+use crate::markdown;
+use crate::numbering::{NumberingControl, RenumberOp};
+use crate::stage1::Stage1Artifacts;
+use crate::suppress::Suppressions;
+use crate::tables::find_tables;
+use crate::ScanError;
+
+/// Findings plus the warnings met while producing them (e.g. an unknown
+/// kind in a suppression comment).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ScanOutput {
+    /// The findings, sorted by line.
+    pub findings: Vec<Finding>,
+    /// Problems worth telling the user that are not findings.
+    pub warnings: Vec<String>,
+}
+
+/// What the numbering checks return once finished.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NumberingOutput {
+    /// Findings and warnings.
+    pub output: ScanOutput,
+    /// Suggested caption renumbering.
+    pub renumber_ops: Vec<RenumberOp>,
+}
+
+fn suppression_warnings(s: &Suppressions) -> Vec<String> {
+    s.unknown_kinds
+        .iter()
+        .map(|(line, word)| {
+            format!(
+                "line {line}: suppression comment names unknown kind {word:?}; it silences nothing"
+            )
+        })
+        .collect()
+}
+
+fn finish(
+    doc: &Document<'_>,
+    suppressions: &Suppressions,
+    mut findings: Vec<Finding>,
+) -> Vec<Finding> {
+    suppressions.apply(&mut findings);
+    let mut located: Vec<Finding> = findings.into_iter().map(|f| doc.locate(f)).collect();
+    sort_findings(&mut located);
+    located
+}
+
+fn consistency_on(
+    doc: &Document<'_>,
+    scan: &ConsistencyScan,
+    suppressions: &Suppressions,
+) -> Vec<Finding> {
+    let facts = markdown::collect(doc);
+    let tables = find_tables(doc);
+    finish(doc, suppressions, scan.run(doc, &facts, &tables))
+}
+
+fn numbering_on(
+    doc: &Document<'_>,
+    control: &NumberingControl,
+    suppressions: &Suppressions,
+) -> (Vec<Finding>, Vec<RenumberOp>) {
+    let report = control.run(doc);
+    (
+        finish(doc, suppressions, report.findings),
+        report.renumber_ops,
+    )
+}
+
+/// `md_consistency_scan`: every consistency detector.
+pub fn consistency_scan(
+    view: Stage1View<'_>,
+    config: &ScanConfig,
+) -> Result<ScanOutput, ScanError> {
+    let scan = ConsistencyScan::new(config)?;
+    let doc = Document::new(view)?;
+    let suppressions = Suppressions::parse(&doc);
+    Ok(ScanOutput {
+        findings: consistency_on(&doc, &scan, &suppressions),
+        warnings: suppression_warnings(&suppressions),
+    })
+}
+
+/// `md_numbering_control`: heading levels, caption numbering, missing
+/// targets, and renumbering proposals.
+pub fn numbering_control(
+    view: Stage1View<'_>,
+    config: &NumberingConfig,
+) -> Result<NumberingOutput, ScanError> {
+    let control = NumberingControl::new(config)?;
+    let doc = Document::new(view)?;
+    let suppressions = Suppressions::parse(&doc);
+    let (findings, renumber_ops) = numbering_on(&doc, &control, &suppressions);
+    Ok(NumberingOutput {
+        output: ScanOutput {
+            findings,
+            warnings: suppression_warnings(&suppressions),
+        },
+        renumber_ops,
+    })
+}
+
+/// `md_fingerprint_chunk`: one fingerprint per chunk of the view's plan.
+pub fn chunk_fingerprints(
+    view: Stage1View<'_>,
+    config: &FingerprintConfig,
+) -> Result<ChunkFingerprints, ScanError> {
+    let doc = Document::new(view)?;
+    let tables = find_tables(&doc);
+    fingerprint_chunks(&doc, &tables, config)
+}
+
+/// `koas check` on one document: Stage 1 and both Stage 2 checks
+/// in-process, then the project's disabled kinds and severities applied.
+pub fn check_document(text: &str, project: &ProjectConfig) -> Result<ScanOutput, ScanError> {
+    let scan = ConsistencyScan::new(&project.scan)?;
+    let control = NumberingControl::new(&project.numbering)?;
+    let stage1 = Stage1Artifacts::compute(text);
+    let doc = Document::new(stage1.view(text))?;
+    let suppressions = Suppressions::parse(&doc);
+    let mut findings = consistency_on(&doc, &scan, &suppressions);
+    findings.extend(numbering_on(&doc, &control, &suppressions).0);
+    findings.retain(|f| project.is_enabled(f.kind));
+    for f in &mut findings {
+        f.severity = project.severity_of(f.kind);
+    }
+    sort_findings(&mut findings);
+    Ok(ScanOutput {
+        findings,
+        warnings: suppression_warnings(&suppressions),
+    })
+}
+
+/// The JSON shape of the `issues` and `numbering_findings` artifacts.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct FindingsArtifact {
+    /// `sha256:` of the document.
+    pub doc_hash: String,
+    /// The kernel that produced it.
+    pub kernel: String,
+    /// Number of findings.
+    pub finding_count: usize,
+    /// Number of findings per kind.
+    pub by_kind: std::collections::BTreeMap<String, usize>,
+    /// The findings, sorted by line.
+    pub findings: Vec<Finding>,
+}
+
+impl FindingsArtifact {
+    /// Wraps sorted findings.
+    pub fn new(doc_hash: &str, kernel: &str, findings: Vec<Finding>) -> Self {
+        let mut by_kind = std::collections::BTreeMap::new();
+        for f in &findings {
+            *by_kind.entry(f.kind.as_str().to_string()).or_insert(0) += 1;
+        }
+        FindingsArtifact {
+            doc_hash: doc_hash.to_string(),
+            kernel: kernel.to_string(),
+            finding_count: findings.len(),
+            by_kind,
+            findings,
+        }
+    }
+
+    /// A one-line summary: `3 findings: 2 ai_leftover, 1 table_structure`.
+    pub fn summary(&self) -> String {
+        if self.findings.is_empty() {
+            return "no findings".to_string();
+        }
+        let parts: Vec<String> = self
+            .by_kind
+            .iter()
+            .map(|(k, n)| format!("{n} {k}"))
+            .collect();
+        let noun = if self.finding_count == 1 {
+            "finding"
+        } else {
+            "findings"
+        };
+        format!("{} {noun}: {}", self.finding_count, parts.join(", "))
+    }
+}

@@ -1,0 +1,180 @@
+//! The project config file `koas.toml`, searched upward from a document.
+//!
+//! ```toml
+//! [check]
+//! disable = ["terminology_drift"]        # kinds never reported
+//! fail_on = "error"                      # default for --fail-on
+//! [check.severity]
+//! duplicate_paragraph = "info"           # per-kind severity
+//!
+//! [scan]                                 # md_consistency_scan settings
+//! extra_ai_leftover_patterns = ['(?i)\bvoici (?:le|la|les)\b']
+//! extra_term_pairs = [["jeu de tests", "test suite"]]
+//! percent_min = 99.0
+//!
+//! [numbering]                            # md_numbering_control settings
+//! [fingerprint]                          # md_fingerprint_chunk thresholds
+//! ```
+//!
+//! Other top-level tables are ignored (they belong to other koas tools);
+//! unknown keys inside these four tables are errors, so that a typo does
+//! not silently change nothing.
+
+use super::{FingerprintConfig, NumberingConfig, ScanConfig};
+use crate::finding::{FindingKind, Severity};
+use crate::ScanError;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The name of the project config file.
+pub const PROJECT_CONFIG_FILE: &str = "koas.toml";
+
+/// Everything `koas.toml` can set for `koas check`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ProjectConfig {
+    /// What to report and how.
+    pub check: CheckSection,
+    /// Consistency-scan settings.
+    pub scan: ScanConfig,
+    /// Numbering-check settings.
+    pub numbering: NumberingConfig,
+    /// Fingerprint thresholds.
+    pub fingerprint: FingerprintConfig,
+}
+
+/// The `[check]` table.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CheckSection {
+    /// Kinds never reported.
+    pub disable: Vec<FindingKind>,
+    /// The `--fail-on` level used when the command line does not give one.
+    pub fail_on: Option<Severity>,
+    /// Severity per kind, replacing the kind's default.
+    pub severity: BTreeMap<FindingKind, Severity>,
+}
+
+impl ProjectConfig {
+    /// Parses the text of a `koas.toml`; `path` names it in errors.
+    pub fn from_toml_str(text: &str, path: &Path) -> Result<ProjectConfig, ScanError> {
+        toml::from_str(text).map_err(|e| ScanError::ProjectConfig {
+            path: path.display().to_string(),
+            reason: e.to_string().trim().to_string(),
+        })
+    }
+
+    /// Reads and parses a `koas.toml`.
+    pub fn load(path: &Path) -> Result<ProjectConfig, ScanError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ScanError::ProjectConfig {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        })?;
+        Self::from_toml_str(&text, path)
+    }
+
+    /// `true` when findings of `kind` are reported.
+    pub fn is_enabled(&self, kind: FindingKind) -> bool {
+        !self.check.disable.contains(&kind)
+    }
+
+    /// The severity findings of `kind` get.
+    pub fn severity_of(&self, kind: FindingKind) -> Severity {
+        self.check
+            .severity
+            .get(&kind)
+            .copied()
+            .unwrap_or(kind.default_severity())
+    }
+}
+
+/// The nearest `koas.toml` in the folder of `document` or any folder above
+/// it. A relative `document` is resolved against the current directory.
+pub fn find_project_config(document: &Path) -> Option<PathBuf> {
+    let absolute = if document.is_absolute() {
+        document.to_path_buf()
+    } else {
+        std::env::current_dir().ok()?.join(document)
+    };
+    let mut dir = absolute.parent();
+    while let Some(d) = dir {
+        let candidate = d.join(PROJECT_CONFIG_FILE);
+        if candidate.is_file() {
+            return Some(candidate);
+        }
+        dir = d.parent();
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_section_and_keeps_defaults() {
+        let text = r#"
+            [check]
+            disable = ["terminology_drift"]
+            fail_on = "error"
+            [check.severity]
+            duplicate_paragraph = "info"
+            [scan]
+            extra_term_pairs = [["jeu de tests", "test suite"]]
+            percent_min = 99
+            [numbering]
+            check_heading_levels = false
+            [fingerprint]
+            emoji_min = 8
+            [llm]
+            whatever = 1
+        "#;
+        let c = ProjectConfig::from_toml_str(text, Path::new("koas.toml")).expect("valid");
+        assert!(!c.is_enabled(FindingKind::TerminologyDrift));
+        assert!(c.is_enabled(FindingKind::AiLeftover));
+        assert_eq!(c.check.fail_on, Some(Severity::Error));
+        assert_eq!(
+            c.severity_of(FindingKind::DuplicateParagraph),
+            Severity::Info
+        );
+        assert_eq!(c.severity_of(FindingKind::BrokenReference), Severity::Error);
+        assert_eq!(c.scan.percent_min, 99.0);
+        assert_eq!(c.scan.percent_max, 105.0);
+        assert_eq!(c.scan.extra_term_pairs.len(), 1);
+        assert!(!c.numbering.check_heading_levels);
+        assert_eq!(c.fingerprint.emoji_min, 8);
+    }
+
+    #[test]
+    fn typos_and_unknown_kinds_are_errors_naming_the_file() {
+        for bad in [
+            "[check]\ndisabel = []",
+            "[check]\ndisable = [\"ai_leftovers\"]",
+            "[scan]\npercent_mni = 1",
+            "[check]\nfail_on = \"fatal\"",
+        ] {
+            let e =
+                ProjectConfig::from_toml_str(bad, Path::new("/p/koas.toml")).expect_err("refused");
+            assert!(e.to_string().contains("/p/koas.toml"), "{e}");
+        }
+    }
+
+    #[test]
+    fn finds_the_nearest_config_upward() {
+        let root = std::env::temp_dir().join(format!("koas-md-scan-find-{}", std::process::id()));
+        let deep = root.join("a/b");
+        std::fs::create_dir_all(&deep).expect("mkdir");
+        std::fs::write(root.join(PROJECT_CONFIG_FILE), "").expect("write");
+        assert_eq!(
+            find_project_config(&deep.join("doc.md")),
+            Some(root.join(PROJECT_CONFIG_FILE))
+        );
+        std::fs::write(root.join("a").join(PROJECT_CONFIG_FILE), "").expect("write");
+        assert_eq!(
+            find_project_config(&deep.join("doc.md")),
+            Some(root.join("a").join(PROJECT_CONFIG_FILE))
+        );
+        let _ = std::fs::remove_dir_all(&root);
+    }
+}

@@ -1,0 +1,79 @@
+//! `md_consistency_scan`: the v1 and v2 detectors of the spec (§4, Stage 2)
+//! plus broken link fragments.
+//!
+//! Every detector reads the [`Document`] (lines, Stage 1 artifacts, prose
+//! view), the parser facts and the tables, and appends findings. Nothing
+//! inside a protected region is reported, except that the table detectors
+//! do look at the tables Stage 1 protects (they are about those tables).
+
+mod ai_leftovers;
+mod duplicates;
+mod link_anchors;
+mod numeric_claims;
+mod percentages;
+mod references;
+mod table_structure;
+mod terminology;
+
+use crate::config::ScanConfig;
+use crate::document::Document;
+use crate::finding::Finding;
+use crate::markdown::MarkdownFacts;
+use crate::tables::Table;
+use crate::ScanError;
+
+/// The kernel name findings of this scan carry.
+pub const KERNEL: &str = "md_consistency_scan";
+
+/// A consistency scan with its configuration compiled (regexes built once).
+pub struct ConsistencyScan {
+    config: ScanConfig,
+    ai: ai_leftovers::AiLeftovers,
+    terms: terminology::Terminology,
+}
+
+impl ConsistencyScan {
+    /// Checks and compiles a configuration.
+    pub fn new(config: &ScanConfig) -> Result<Self, ScanError> {
+        if config.claim_min > config.claim_max {
+            return Err(ScanError::InvalidConfig {
+                key: "claim_min".into(),
+                reason: format!(
+                    "{} is larger than claim_max = {}",
+                    config.claim_min, config.claim_max
+                ),
+            });
+        }
+        if config.percent_min.is_nan()
+            || config.percent_max.is_nan()
+            || config.percent_min > config.percent_max
+        {
+            return Err(ScanError::InvalidConfig {
+                key: "percent_min".into(),
+                reason: format!(
+                    "{} is larger than percent_max = {}",
+                    config.percent_min, config.percent_max
+                ),
+            });
+        }
+        Ok(ConsistencyScan {
+            config: config.clone(),
+            ai: ai_leftovers::AiLeftovers::new(config)?,
+            terms: terminology::Terminology::new(config)?,
+        })
+    }
+
+    /// Runs every detector; findings are unsorted and not yet located.
+    pub fn run(&self, doc: &Document<'_>, facts: &MarkdownFacts, tables: &[Table]) -> Vec<Finding> {
+        let mut out = Vec::new();
+        self.ai.detect(doc, &mut out);
+        duplicates::detect(doc, facts, &self.config, &mut out);
+        references::detect(doc, &self.config, &mut out);
+        numeric_claims::detect(doc, tables, &self.config, &mut out);
+        table_structure::detect(tables, &mut out);
+        percentages::detect(tables, &self.config, &mut out);
+        self.terms.detect(doc, &mut out);
+        link_anchors::detect(doc, facts, &mut out);
+        out
+    }
+}

@@ -1,0 +1,363 @@
+//! Numerical contradictions: a count announced in the prose ("deux
+//! approches", "5 classes", "three ingestion protocols") that the next
+//! table contradicts.
+//!
+//! A claim is a number (digits or an English/French word) within
+//! `claim_min..=claim_max`, followed by a plural noun phrase. Only the lines
+//! in the `claim_window_lines` before a table are read (the spec's
+//! forward-only window), stopping at a heading or a protected block. The
+//! claim counts the table's body rows, or its columns when the noun is
+//! "columns"/"colonnes". When one claim of the window matches, nothing is
+//! reported; otherwise the claim nearest the table is.
+
+use super::KERNEL;
+use crate::config::ScanConfig;
+use crate::document::Document;
+use crate::evidence::around;
+use crate::finding::{Finding, FindingKind};
+use crate::numbers::number_word;
+use crate::tables::Table;
+use regex::Regex;
+use std::sync::LazyLock;
+
+static NUMBER: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)\b(\d{1,3}|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|deux|trois|quatre|cinq|six|sept|huit|neuf|dix|onze|douze)\b",
+    )
+    .ok()
+});
+
+static WORD: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"^[\s*_]*([\p{L}][\p{L}'’-]*)").ok());
+
+/// Words that, just before a number, make it a label rather than a count.
+const LABEL_WORDS: &[&str] = &[
+    "section",
+    "sections",
+    "table",
+    "tableau",
+    "figure",
+    "fig",
+    "step",
+    "étape",
+    "phase",
+    "version",
+    "level",
+    "niveau",
+    "tier",
+    "chapter",
+    "chapitre",
+    "article",
+    "annexe",
+    "annex",
+    "page",
+    "priority",
+    "priorité",
+    "no",
+    "n°",
+    "number",
+    "numéro",
+    "rfc",
+    "iso",
+    "equation",
+    "équation",
+    "policy",
+    "stage",
+    "python",
+    "option",
+    "item",
+    "line",
+    "ligne",
+    "row",
+    "v",
+];
+
+/// Nouns after a number that measure rather than count things in a table.
+const UNIT_WORDS: &[&str] = &[
+    "ms",
+    "s",
+    "sec",
+    "secs",
+    "seconds",
+    "secondes",
+    "min",
+    "mins",
+    "minutes",
+    "h",
+    "hours",
+    "heures",
+    "jours",
+    "days",
+    "weeks",
+    "semaines",
+    "mois",
+    "months",
+    "ans",
+    "années",
+    "years",
+    "bytes",
+    "octets",
+    "kb",
+    "mb",
+    "gb",
+    "tb",
+    "ko",
+    "mo",
+    "go",
+    "to",
+    "tokens",
+    "chars",
+    "characters",
+    "caractères",
+    "times",
+    "fois",
+    "x",
+    "px",
+    "pts",
+    "points",
+    "lines",
+    "lignes",
+    "words",
+    "mots",
+    "pages",
+    "percent",
+    "pourcent",
+    "fois",
+];
+
+/// A count found in the prose.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Claim {
+    line: u32,
+    start: usize,
+    end: usize,
+    value: u32,
+    counts_columns: bool,
+    phrase: String,
+}
+
+fn previous_word(text: &str) -> String {
+    text.trim_end()
+        .rsplit(|c: char| c.is_whitespace() || c == '(' || c == '[')
+        .next()
+        .unwrap_or("")
+        .trim_end_matches('.')
+        .to_lowercase()
+}
+
+/// The claims of one prose line.
+fn claims_in(line: u32, prose: &str, config: &ScanConfig) -> Vec<Claim> {
+    let (Some(number), Some(word_re)) = (NUMBER.as_ref(), WORD.as_ref()) else {
+        return Vec::new();
+    };
+    let mut claims = Vec::new();
+    for m in number.find_iter(prose) {
+        let token = m.as_str();
+        let value = match token.parse::<u32>() {
+            Ok(v) => v,
+            Err(_) => match number_word(token) {
+                Some(v) => v,
+                None => continue,
+            },
+        };
+        if value < config.claim_min || value > config.claim_max {
+            continue;
+        }
+        let before = &prose[..m.start()];
+        let after = &prose[m.end()..];
+        if before.chars().next_back().is_some_and(|c| {
+            matches!(
+                c,
+                '.' | ','
+                    | '/'
+                    | '§'
+                    | '#'
+                    | '$'
+                    | '€'
+                    | '£'
+                    | '+'
+                    | '-'
+                    | '–'
+                    | ':'
+                    | '^'
+                    | '~'
+                    | '×'
+            )
+        }) {
+            continue;
+        }
+        let mut next = after.chars();
+        match (next.next(), next.next()) {
+            (Some('.' | ',' | '/' | '-' | '–' | ':' | 'h' | '×'), Some(c))
+                if c.is_ascii_digit() =>
+            {
+                continue
+            }
+            (Some('%' | ')' | ':' | '/' | '°' | '€' | '$' | '+'), _) => continue,
+            (Some('.'), _)
+                if before
+                    .trim_start_matches([' ', '\t', '>', '-', '*', '+'])
+                    .is_empty() =>
+            {
+                continue
+            }
+            (Some(' ' | '\u{a0}' | '\u{202f}'), Some(c)) if c.is_ascii_digit() || c == '%' => {
+                continue
+            }
+            _ => {}
+        }
+        if LABEL_WORDS.contains(&previous_word(before).as_str()) {
+            continue;
+        }
+        // The noun phrase: up to three words, one of them plural.
+        let mut rest = after;
+        let mut words: Vec<String> = Vec::new();
+        while words.len() < 3 {
+            let Some(c) = word_re.captures(rest) else {
+                break;
+            };
+            let (Some(all), Some(w)) = (c.get(0), c.get(1)) else {
+                break;
+            };
+            words.push(w.as_str().to_lowercase());
+            rest = &rest[all.end()..];
+        }
+        let Some(first) = words.first() else { continue };
+        if first.chars().count() < 3 && !first.starts_with("col")
+            || UNIT_WORDS.contains(&first.as_str())
+        {
+            continue;
+        }
+        let plural = words.iter().any(|w| w.ends_with('s') || w.ends_with('x'));
+        if !plural {
+            continue;
+        }
+        let counts_columns = first.starts_with("column") || first.starts_with("colonne");
+        let phrase_end = prose.len() - rest.len();
+        claims.push(Claim {
+            line,
+            start: m.start(),
+            end: phrase_end,
+            value,
+            counts_columns,
+            phrase: prose[m.start()..phrase_end].trim().to_string(),
+        });
+    }
+    claims
+}
+
+/// Reports counts that the next table contradicts.
+pub fn detect(doc: &Document<'_>, tables: &[Table], config: &ScanConfig, out: &mut Vec<Finding>) {
+    for table in tables {
+        let mut claims: Vec<Claim> = Vec::new();
+        let first = table
+            .line_start
+            .saturating_sub(config.claim_window_lines)
+            .max(1);
+        let mut line = table.line_start;
+        while line > first {
+            line -= 1;
+            if doc.is_heading(line) {
+                break;
+            }
+            let Some(prose) = doc.prose(line) else { break };
+            let mut found = claims_in(line, prose, config);
+            found.extend(claims);
+            claims = found;
+        }
+        if claims.is_empty() {
+            continue;
+        }
+        let rows = table.rows.len() as u32;
+        let columns = table.header.cells.len() as u32;
+        let expected = |c: &Claim| if c.counts_columns { columns } else { rows };
+        if claims.iter().any(|c| c.value == expected(c)) {
+            continue;
+        }
+        let Some(claim) = claims.last() else { continue };
+        let (what, actual) = if claim.counts_columns {
+            ("columns", columns)
+        } else {
+            ("rows", rows)
+        };
+        out.push(Finding::new(
+            FindingKind::NumericContradiction,
+            KERNEL,
+            claim.line,
+            table.line_end,
+            format!(
+                "The text announces {} (“{}”), but the table that follows at line {} has {} {what}",
+                claim.value, claim.phrase, table.line_start, actual
+            ),
+            &around(doc.line(claim.line), claim.start, claim.end),
+        ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::document::test_support::stage1;
+    use crate::tables::find_tables;
+
+    fn scan(text: &str) -> Vec<Finding> {
+        let s1 = stage1(text);
+        let doc = Document::new(s1.view(text)).expect("doc");
+        let tables = find_tables(&doc);
+        let mut out = Vec::new();
+        detect(&doc, &tables, &ScanConfig::default(), &mut out);
+        out
+    }
+
+    const TABLE3: &str = "| A | B |\n|---|---|\n| 1 | x |\n| 2 | y |\n| 3 | z |\n";
+
+    #[test]
+    fn french_and_english_words_and_digits() {
+        for claim in [
+            "Nous avons retenu deux approches complémentaires :",
+            "The gateway exposes two ingestion protocols, listed in Table 1.",
+            "Les 4 classes suivantes :",
+        ] {
+            let text = format!("# T\n\n{claim}\n\n{TABLE3}");
+            let found = scan(&text);
+            assert_eq!(found.len(), 1, "{claim}: {found:?}");
+            assert_eq!((found[0].line, found[0].line_end), (3, 9));
+            assert!(
+                found[0].message.contains("has 3 rows"),
+                "{}",
+                found[0].message
+            );
+        }
+    }
+
+    #[test]
+    fn matching_claims_labels_units_and_far_claims_are_quiet() {
+        for claim in [
+            "Nous avons retenu trois approches :",
+            "Three services and 2 databases are listed:",
+            "See Section 2 for the 4.5 units.",
+            "The 2,5 values and 10% of 2 000 requests, 5 ms each:",
+            "2. Configure the services",
+            "Version 2 introduces these parameters:",
+        ] {
+            let text = format!("# T\n\n{claim}\n\n{TABLE3}");
+            assert!(scan(&text).is_empty(), "{claim}: {:?}", scan(&text));
+        }
+        let far = format!("# T\n\ndeux approches\n\n\n\n\n\n\n{TABLE3}");
+        assert!(scan(&far).is_empty());
+        let across_heading = format!("# T\n\ndeux approches\n\n## U\n\n{TABLE3}");
+        assert!(scan(&across_heading).is_empty());
+    }
+
+    #[test]
+    fn column_claims_count_columns() {
+        let text = format!("# T\n\nLe tableau a trois colonnes :\n\n{TABLE3}");
+        let found = scan(&text);
+        assert_eq!(found.len(), 1);
+        assert!(
+            found[0].message.contains("has 2 columns"),
+            "{}",
+            found[0].message
+        );
+    }
+}

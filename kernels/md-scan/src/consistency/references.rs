@@ -1,0 +1,174 @@
+//! Broken cross-references to numbered sections.
+//!
+//! English: "see Section 4.2", "Section 7", "section 3.1". French: `§X.Y`,
+//! "voir X.Y", "cf. X.Y" (and "la section 3" through the English form).
+//! A reference is valid when some heading carries that number, or a number
+//! it starts (`4.1` exists when `4.1.2` does). Lines holding a deletion
+//! marker (`SUPPRIMÉ`) are skipped, a target is reported once per line,
+//! and "Section 5 of RFC 9110" / "§3 de la norme" name another document.
+
+use super::KERNEL;
+use crate::config::ScanConfig;
+use crate::document::Document;
+use crate::evidence::around;
+use crate::finding::{Finding, FindingKind};
+use regex::Regex;
+use std::collections::HashSet;
+use std::sync::LazyLock;
+
+static REFERENCE: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)(?:\b(?:sections?|sect\.)\s+(\d+(?:\.\d+)*)|§\s?(\d+(?:\.\d+)*)|\b(?:voir|cf\.?)\s+(?:(?:la\s+|le\s+)?(?:section|§)\s*|au\s+|le\s+)?(\d+\.\d+(?:\.\d+)*))",
+    )
+    .ok()
+});
+
+static OTHER_DOCUMENT: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"^\s*(?:of|de|du|des|d['’])(?:\s|$)").ok());
+
+/// Every section number of the document and every number a section
+/// number starts with.
+fn known_numbers(doc: &Document<'_>) -> HashSet<String> {
+    let mut known = HashSet::new();
+    for s in &doc.stage1.sections.sections {
+        if let Some(n) = &s.numbering {
+            let parts: Vec<String> = n.parts.iter().map(u32::to_string).collect();
+            for k in 1..=parts.len() {
+                known.insert(parts[..k].join("."));
+            }
+            known.insert(n.label.clone());
+        }
+    }
+    known
+}
+
+/// Reports references to section numbers no heading carries.
+pub fn detect(doc: &Document<'_>, config: &ScanConfig, out: &mut Vec<Finding>) {
+    let (Some(re), Some(other_doc)) = (REFERENCE.as_ref(), OTHER_DOCUMENT.as_ref()) else {
+        return;
+    };
+    let known = known_numbers(doc);
+    if known.is_empty() && config.references_need_numbered_headings {
+        return;
+    }
+    for line in 1..=doc.line_count() {
+        if doc.is_heading(line) {
+            continue;
+        }
+        let Some(prose) = doc.prose(line) else {
+            continue;
+        };
+        if config
+            .deleted_markers
+            .iter()
+            .any(|m| !m.is_empty() && prose.contains(m.as_str()))
+        {
+            continue;
+        }
+        let mut reported: HashSet<&str> = HashSet::new();
+        for caps in re.captures_iter(prose) {
+            let Some(target) = caps.get(1).or(caps.get(2)).or(caps.get(3)) else {
+                continue;
+            };
+            let whole = caps
+                .get(0)
+                .map_or(target.start()..target.end(), |m| m.range());
+            let number = target.as_str();
+            if known.contains(number) || other_doc.is_match(&prose[whole.end..]) {
+                continue;
+            }
+            if !reported.insert(number) {
+                continue;
+            }
+            out.push(Finding::new(
+                FindingKind::BrokenReference,
+                KERNEL,
+                line,
+                line,
+                format!(
+                    "“{}” points to section {number}, but no heading of this document is numbered {number}",
+                    prose[whole.clone()].trim()
+                ),
+                &around(doc.line(line), whole.start, whole.end),
+            ));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::document::test_support::stage1;
+
+    const DOC: &str =
+        "# Doc\n\n## 1. Intro\n\n### 1.2 Scope\n\n## 2. Method\n\n#### 2.1.3 Deep\n\nBODY\n";
+
+    fn scan_body(body: &str) -> Vec<Finding> {
+        let text = DOC.replace("BODY", body);
+        let s1 = stage1(&text);
+        let doc = Document::new(s1.view(&text)).expect("doc");
+        let mut out = Vec::new();
+        detect(&doc, &ScanConfig::default(), &mut out);
+        out
+    }
+
+    fn targets(body: &str) -> Vec<String> {
+        scan_body(body)
+            .iter()
+            .map(|f| {
+                f.message
+                    .rsplit("numbered ")
+                    .next()
+                    .unwrap_or("")
+                    .to_string()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn english_references() {
+        assert_eq!(
+            targets("See Section 4.2 and section 1.2 and Section 7."),
+            ["4.2", "7"]
+        );
+        assert!(targets("As described in Sections 2 and 1.").is_empty());
+        assert_eq!(targets("Voir la section 3 pour le détail."), ["3"]);
+    }
+
+    #[test]
+    fn french_references() {
+        assert_eq!(targets("Résultats au §5.3, périmètre au §1.2."), ["5.3"]);
+        assert_eq!(targets("La méthode, cf. 2.4 pour les exceptions."), ["2.4"]);
+        assert_eq!(targets("Dépôts exclus (voir 1.2), voir 9.9."), ["9.9"]);
+        assert_eq!(targets("Voir § 6 et cf. 6.1"), ["6", "6.1"]);
+    }
+
+    #[test]
+    fn prefixes_of_existing_numbers_exist() {
+        assert!(targets("See Section 2.1 for the deep part.").is_empty());
+    }
+
+    #[test]
+    fn suppressions_dedup_and_other_documents() {
+        assert!(targets("§7.2 SUPPRIMÉ dans cette version").is_empty());
+        assert_eq!(targets("§8 et encore §8"), ["8"]);
+        assert!(targets("Section 5 of RFC 9110 and §3 de la norme ISO 27001.").is_empty());
+        assert!(targets("Code `see Section 9` is not prose.").is_empty());
+    }
+
+    #[test]
+    fn documents_without_numbered_headings_are_not_checked() {
+        let text = "# Doc\n\n## Intro\n\nSee Section 4.\n";
+        let s1 = stage1(text);
+        let doc = Document::new(s1.view(text)).expect("doc");
+        let mut out = Vec::new();
+        detect(&doc, &ScanConfig::default(), &mut out);
+        assert!(out.is_empty());
+        let strict = ScanConfig {
+            references_need_numbered_headings: false,
+            ..ScanConfig::default()
+        };
+        detect(&doc, &strict, &mut out);
+        assert_eq!(out.len(), 1);
+    }
+}

@@ -1,0 +1,168 @@
+//! Terminology drift: a section using both the French and the English form
+//! of one term ("code mort" and "dead code", "refonte" and "refactoring").
+//! Each section's own content is checked (its heading down to its first
+//! sub-heading), and the lines before the first heading as one more
+//! section. Plurals (`s`/`x`) count as the same form.
+
+use super::KERNEL;
+use crate::config::ScanConfig;
+use crate::document::Document;
+use crate::evidence::around;
+use crate::finding::{Finding, FindingKind};
+use crate::ScanError;
+use regex::Regex;
+
+/// One term pair, compiled into one regex with a group per form.
+pub struct Terminology {
+    pairs: Vec<(String, String)>,
+    regex: Option<Regex>,
+}
+
+/// The regex of one form: whole words, any whitespace between words, both
+/// apostrophes, an optional plural.
+fn form_pattern(term: &str) -> String {
+    let words: Vec<String> = term
+        .split_whitespace()
+        .map(|w| regex::escape(w).replace(['\'', '’'], "['’]"))
+        .collect();
+    format!(r"\b{}(?:s|x)?\b", words.join(r"\s+"))
+}
+
+#[derive(Default, Clone, Copy)]
+struct Usage {
+    count: usize,
+    first: Option<(u32, usize, usize)>,
+    last_line: u32,
+}
+
+impl Usage {
+    fn add(&mut self, line: u32, start: usize, end: usize) {
+        self.count += 1;
+        self.first.get_or_insert((line, start, end));
+        self.last_line = line;
+    }
+}
+
+impl Terminology {
+    /// Compiles the configured pairs.
+    pub fn new(config: &ScanConfig) -> Result<Self, ScanError> {
+        let pairs: Vec<(String, String)> = config
+            .effective_term_pairs()
+            .filter(|(fr, en)| !fr.trim().is_empty() && !en.trim().is_empty())
+            .cloned()
+            .collect();
+        if pairs.is_empty() {
+            return Ok(Terminology { pairs, regex: None });
+        }
+        let alternatives: Vec<String> = pairs
+            .iter()
+            .flat_map(|(fr, en)| [fr, en])
+            .map(|t| format!("({})", form_pattern(t)))
+            .collect();
+        let pattern = format!("(?i){}", alternatives.join("|"));
+        let regex = Regex::new(&pattern).map_err(|e| ScanError::InvalidPattern {
+            key: "term_pairs".into(),
+            pattern,
+            reason: e.to_string(),
+        })?;
+        Ok(Terminology {
+            pairs,
+            regex: Some(regex),
+        })
+    }
+
+    /// Reports every (section, pair) where both forms are used.
+    pub fn detect(&self, doc: &Document<'_>, out: &mut Vec<Finding>) {
+        let Some(re) = &self.regex else { return };
+        let mut ranges: Vec<(u32, u32)> = Vec::new();
+        let sections = &doc.stage1.sections.sections;
+        let first_heading = sections
+            .first()
+            .map_or(doc.line_count() + 1, |s| s.line_start);
+        if first_heading > 1 {
+            ranges.push((1, first_heading - 1));
+        }
+        ranges.extend(sections.iter().map(|s| (s.line_start, s.body_line_end)));
+        for (start, end) in ranges {
+            let mut usage = vec![Usage::default(); self.pairs.len() * 2];
+            for line in start..=end.min(doc.line_count()) {
+                let Some(prose) = doc.prose(line) else {
+                    continue;
+                };
+                for caps in re.captures_iter(prose) {
+                    if let Some((i, m)) = caps
+                        .iter()
+                        .enumerate()
+                        .skip(1)
+                        .find_map(|(i, m)| m.map(|m| (i - 1, m)))
+                    {
+                        if let Some(u) = usage.get_mut(i) {
+                            u.add(line, m.start(), m.end());
+                        }
+                    }
+                }
+            }
+            for (p, (fr, en)) in self.pairs.iter().enumerate() {
+                let (f, e) = (usage[2 * p], usage[2 * p + 1]);
+                let (Some(ff), Some(ef)) = (f.first, e.first) else {
+                    continue;
+                };
+                let (second_line, s, en_) = if ff.0 <= ef.0 { ef } else { ff };
+                let line = ff.0.min(ef.0);
+                out.push(Finding::new(
+                    FindingKind::TerminologyDrift,
+                    KERNEL,
+                    line,
+                    f.last_line.max(e.last_line),
+                    format!(
+                        "This section uses both “{fr}” ({}×) and “{en}” ({}×) for the same thing; pick one term",
+                        f.count, e.count
+                    ),
+                    &around(doc.line(second_line), s, en_),
+                ));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::document::test_support::stage1;
+
+    fn scan(text: &str) -> Vec<Finding> {
+        let s1 = stage1(text);
+        let doc = Document::new(s1.view(text)).expect("doc");
+        let mut out = Vec::new();
+        Terminology::new(&ScanConfig::default())
+            .expect("compiles")
+            .detect(&doc, &mut out);
+        out
+    }
+
+    #[test]
+    fn mixing_forms_in_one_section_is_reported() {
+        let found = scan("# A\n\nLe code mort représente une part notable.\nLe dead code du portail est limité.\n\n# B\n\nrefactoring only.\n");
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!((found[0].line, found[0].line_end), (3, 4));
+        assert!(found[0].message.contains("1×"));
+    }
+
+    #[test]
+    fn forms_in_different_sections_plurals_and_code() {
+        assert!(scan("# A\n\nLa refonte.\n\n# B\n\nThe refactoring.\n").is_empty());
+        assert_eq!(scan("# A\n\nLes refontes et les refactorings.\n").len(), 1);
+        assert!(scan("# A\n\nLa refonte du `refactoring` module.\n").is_empty());
+        assert!(scan("# A\n\nrefontes\n\n```\nrefactoring\n```\n").is_empty());
+    }
+
+    #[test]
+    fn form_patterns_are_whole_words() {
+        let re = Regex::new(&format!("(?i){}", form_pattern("dead code"))).expect("valid");
+        assert!(re.is_match("the Dead  code here"));
+        assert!(!re.is_match("deadcode"));
+        assert!(!re.is_match("dead codec"));
+        let re = Regex::new(&format!("(?i){}", form_pattern("journal d'audit"))).expect("valid");
+        assert!(re.is_match("le journal d’audit"));
+    }
+}

@@ -1,0 +1,329 @@
+//! The one finding type every Stage 2 check reports, its kinds and its
+//! severities.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// How serious a finding is. Ordered: `Info < Warning < Error`.
+///
+/// `koas check --fail-on SEVERITY` fails when a finding is at or above the
+/// given level. For the review pipeline the levels map to the spec's
+/// review-note vocabulary: `info` → `minor`, `warning` → `attention`,
+/// `error` → `critical`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    /// Worth a look; often a matter of style.
+    Info,
+    /// Probably wrong; a reader may be misled.
+    Warning,
+    /// Certainly wrong: a dangling reference, a broken table, a leftover.
+    Error,
+}
+
+impl Severity {
+    /// Every severity, lowest first.
+    pub const ALL: [Severity; 3] = [Severity::Info, Severity::Warning, Severity::Error];
+
+    /// The lowercase name used in JSON, config files and on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        }
+    }
+
+    /// The review-note severity of the spec (`minor`, `attention`,
+    /// `critical`) used when a finding becomes a review note.
+    pub fn review_severity(self) -> &'static str {
+        match self {
+            Severity::Info => "minor",
+            Severity::Warning => "attention",
+            Severity::Error => "critical",
+        }
+    }
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Severity {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Severity::ALL
+            .into_iter()
+            .find(|sev| sev.as_str().eq_ignore_ascii_case(s.trim()))
+            .ok_or_else(|| format!("unknown severity {s:?} (expected info, warning or error)"))
+    }
+}
+
+/// What a finding is about. The JSON names are the `kind` values of the
+/// findings output and of the planted-defect corpus.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FindingKind {
+    /// Text an AI assistant left behind ("As an AI", "I hope this helps").
+    AiLeftover,
+    /// A paragraph that repeats an earlier one.
+    DuplicateParagraph,
+    /// "see Section 4.2", "§5.3", "voir 2.4" naming a section that does not exist.
+    BrokenReference,
+    /// A count in the prose that the next table contradicts.
+    NumericContradiction,
+    /// A table whose header, delimiter row and rows have different cell counts.
+    TableStructure,
+    /// A percentage column that does not add up to about 100 %.
+    TablePercentage,
+    /// French and English forms of one term mixed in one section.
+    TerminologyDrift,
+    /// A `[x](#anchor)` link to an anchor no heading has.
+    BrokenLinkAnchor,
+    /// A heading more than one level below the previous heading.
+    HeadingLevelSkip,
+    /// A figure, table or equation number skipped (or out of order).
+    NumberingGap,
+    /// A figure, table or equation number used twice.
+    NumberingDuplicate,
+    /// A reference to a figure, table or equation that does not exist.
+    MissingTarget,
+}
+
+impl FindingKind {
+    /// Every kind, in a stable order.
+    pub const ALL: [FindingKind; 12] = [
+        FindingKind::AiLeftover,
+        FindingKind::DuplicateParagraph,
+        FindingKind::BrokenReference,
+        FindingKind::NumericContradiction,
+        FindingKind::TableStructure,
+        FindingKind::TablePercentage,
+        FindingKind::TerminologyDrift,
+        FindingKind::BrokenLinkAnchor,
+        FindingKind::HeadingLevelSkip,
+        FindingKind::NumberingGap,
+        FindingKind::NumberingDuplicate,
+        FindingKind::MissingTarget,
+    ];
+
+    /// The snake_case name used in JSON, config files and suppression
+    /// comments.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FindingKind::AiLeftover => "ai_leftover",
+            FindingKind::DuplicateParagraph => "duplicate_paragraph",
+            FindingKind::BrokenReference => "broken_reference",
+            FindingKind::NumericContradiction => "numeric_contradiction",
+            FindingKind::TableStructure => "table_structure",
+            FindingKind::TablePercentage => "table_percentage",
+            FindingKind::TerminologyDrift => "terminology_drift",
+            FindingKind::BrokenLinkAnchor => "broken_link_anchor",
+            FindingKind::HeadingLevelSkip => "heading_level_skip",
+            FindingKind::NumberingGap => "numbering_gap",
+            FindingKind::NumberingDuplicate => "numbering_duplicate",
+            FindingKind::MissingTarget => "missing_target",
+        }
+    }
+
+    /// The severity a finding of this kind gets unless the project config
+    /// overrides it.
+    pub fn default_severity(self) -> Severity {
+        match self {
+            FindingKind::TerminologyDrift => Severity::Info,
+            FindingKind::AiLeftover
+            | FindingKind::DuplicateParagraph
+            | FindingKind::NumericContradiction
+            | FindingKind::TablePercentage
+            | FindingKind::HeadingLevelSkip
+            | FindingKind::NumberingGap => Severity::Warning,
+            FindingKind::BrokenReference
+            | FindingKind::TableStructure
+            | FindingKind::BrokenLinkAnchor
+            | FindingKind::NumberingDuplicate
+            | FindingKind::MissingTarget => Severity::Error,
+        }
+    }
+
+    /// A one-line description for people (used as the SARIF rule text).
+    pub fn description(self) -> &'static str {
+        match self {
+            FindingKind::AiLeftover => "Text left behind by an AI assistant",
+            FindingKind::DuplicateParagraph => "Paragraph repeated word for word",
+            FindingKind::BrokenReference => "Cross-reference to a section that does not exist",
+            FindingKind::NumericContradiction => "Count in the text contradicted by the next table",
+            FindingKind::TableStructure => "Table rows with different numbers of cells",
+            FindingKind::TablePercentage => "Percentage column that does not add up to 100 %",
+            FindingKind::TerminologyDrift => {
+                "French and English forms of a term mixed in a section"
+            }
+            FindingKind::BrokenLinkAnchor => "Link to an anchor that no heading defines",
+            FindingKind::HeadingLevelSkip => "Heading level skipped",
+            FindingKind::NumberingGap => "Figure, table or equation number skipped",
+            FindingKind::NumberingDuplicate => "Figure, table or equation number used twice",
+            FindingKind::MissingTarget => {
+                "Reference to a figure, table or equation that does not exist"
+            }
+        }
+    }
+}
+
+impl fmt::Display for FindingKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for FindingKind {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        FindingKind::ALL
+            .into_iter()
+            .find(|k| k.as_str() == s.trim())
+            .ok_or_else(|| {
+                let names: Vec<&str> = FindingKind::ALL.iter().map(|k| k.as_str()).collect();
+                format!(
+                    "unknown finding kind {s:?} (known kinds: {})",
+                    names.join(", ")
+                )
+            })
+    }
+}
+
+/// One problem found in a document.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Finding {
+    /// What the problem is.
+    pub kind: FindingKind,
+    /// First line of the problem (1-based).
+    pub line: u32,
+    /// Last line of the problem (inclusive; equal to `line` for one line).
+    pub line_end: u32,
+    /// How serious it is.
+    pub severity: Severity,
+    /// What is wrong, in words a person understands without the spec.
+    pub message: String,
+    /// The text that shows the problem (trimmed, at most a line or so).
+    pub evidence: String,
+    /// The kernel that reports it (`md_consistency_scan` or
+    /// `md_numbering_control`).
+    pub kernel: String,
+    /// The section holding `line`, when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub section_id: Option<String>,
+    /// The anchor of that section.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub anchor: Option<String>,
+    /// The chunk owning `line`, when a chunk plan was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chunk_id: Option<String>,
+}
+
+/// The longest evidence kept, in characters.
+pub const MAX_EVIDENCE_CHARS: usize = 160;
+
+impl Finding {
+    /// A finding with the kind's default severity and no location context.
+    pub fn new(
+        kind: FindingKind,
+        kernel: &str,
+        line: u32,
+        line_end: u32,
+        message: impl Into<String>,
+        evidence: &str,
+    ) -> Self {
+        Finding {
+            kind,
+            line,
+            line_end: line_end.max(line),
+            severity: kind.default_severity(),
+            message: message.into(),
+            evidence: clip_evidence(evidence),
+            kernel: kernel.to_string(),
+            section_id: None,
+            anchor: None,
+            chunk_id: None,
+        }
+    }
+
+    /// The order findings are listed in: by line, then kind, then message.
+    pub fn sort_key(&self) -> (u32, u32, FindingKind, &str) {
+        (self.line, self.line_end, self.kind, self.message.as_str())
+    }
+}
+
+/// Trims `text` and cuts it to [`MAX_EVIDENCE_CHARS`] characters, ending
+/// with `…` when cut.
+pub fn clip_evidence(text: &str) -> String {
+    let t = text.trim();
+    if t.chars().count() <= MAX_EVIDENCE_CHARS {
+        return t.to_string();
+    }
+    let mut cut: String = t.chars().take(MAX_EVIDENCE_CHARS - 1).collect();
+    cut.push('…');
+    cut
+}
+
+/// Sorts findings into their listing order and drops exact repeats.
+pub fn sort_findings(findings: &mut Vec<Finding>) {
+    findings.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+    findings.dedup();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn severities_are_ordered_and_parse() {
+        assert!(Severity::Info < Severity::Warning && Severity::Warning < Severity::Error);
+        assert_eq!("WARNING".parse::<Severity>(), Ok(Severity::Warning));
+        assert!("fatal".parse::<Severity>().is_err());
+        assert_eq!(Severity::Error.review_severity(), "critical");
+    }
+
+    #[test]
+    fn kinds_round_trip_through_json_and_text() {
+        for kind in FindingKind::ALL {
+            let json = serde_json::to_string(&kind).expect("serializes");
+            assert_eq!(json, format!("\"{}\"", kind.as_str()));
+            assert_eq!(kind.as_str().parse::<FindingKind>(), Ok(kind));
+        }
+        let err = "ai_leftovers".parse::<FindingKind>().expect_err("unknown");
+        assert!(err.contains("ai_leftover"), "{err}");
+    }
+
+    #[test]
+    fn evidence_is_trimmed_and_clipped() {
+        assert_eq!(clip_evidence("  x  "), "x");
+        let long = "é".repeat(400);
+        let clipped = clip_evidence(&long);
+        assert_eq!(clipped.chars().count(), MAX_EVIDENCE_CHARS);
+        assert!(clipped.ends_with('…'));
+    }
+
+    #[test]
+    fn finding_json_has_the_documented_fields() {
+        let f = Finding::new(
+            FindingKind::AiLeftover,
+            "md_consistency_scan",
+            3,
+            1,
+            "m",
+            "e",
+        );
+        let v = serde_json::to_value(&f).expect("serializes");
+        for key in [
+            "kind", "line", "line_end", "severity", "message", "evidence", "kernel",
+        ] {
+            assert!(v.get(key).is_some(), "missing {key}");
+        }
+        assert_eq!(v["line_end"], 3, "line_end is never before line");
+        assert!(v.get("chunk_id").is_none());
+    }
+}

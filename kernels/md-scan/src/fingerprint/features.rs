@@ -1,0 +1,225 @@
+//! The structural features of a chunk (spec §7, "Fingerprinting").
+
+use crate::config::FingerprintConfig;
+use crate::document::Document;
+use crate::tables::Table;
+use crate::ScanError;
+use koas_md::model::{BlockKind, InlineKind};
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+use unicode_properties::UnicodeEmoji;
+
+/// What `md_fingerprint_chunk` measures in a chunk's own lines.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChunkFeatures {
+    /// Body rows of the pipe tables starting in the chunk.
+    pub table_rows: u32,
+    /// Pipe tables starting in the chunk.
+    pub table_count: u32,
+    /// Display math blocks plus inline math spans.
+    pub math_count: u32,
+    /// Emoji code points (non-ASCII characters with the Unicode `Emoji`
+    /// property).
+    pub emoji_count: u32,
+    /// Digits divided by non-whitespace characters (0 for an empty chunk),
+    /// rounded to 4 decimals.
+    pub digit_density: f64,
+    /// List items (`-`, `*`, `+`, `1.`, `1)`) outside code.
+    pub bullet_count: u32,
+    /// Lines starting with `>`.
+    pub blockquote_lines: u32,
+    /// Whole-word, case-insensitive matches of the safety keywords.
+    pub safety_keyword_hits: u32,
+    /// Fenced code blocks starting in the chunk.
+    pub code_fence_count: u32,
+    /// Estimated tokens of the chunk (chars / 4).
+    pub content_tokens: u32,
+}
+
+/// Counts features with the safety keywords compiled once.
+pub struct FeatureCounter {
+    safety: Option<Regex>,
+}
+
+fn is_bullet(line: &str) -> bool {
+    let s = line.trim_start_matches([' ', '\t', '>']).trim_start();
+    let mut chars = s.chars();
+    match chars.next() {
+        Some('-' | '*' | '+') => chars.next().is_some_and(|c| c == ' ' || c == '\t'),
+        Some(c) if c.is_ascii_digit() => {
+            let rest = s.trim_start_matches(|c: char| c.is_ascii_digit());
+            let digits = s.len() - rest.len();
+            digits <= 9
+                && (rest.starts_with(". ") || rest.starts_with(") ") || rest == "." || rest == ")")
+        }
+        _ => false,
+    }
+}
+
+fn is_emoji(c: char) -> bool {
+    !c.is_ascii() && c.is_emoji_char()
+}
+
+impl FeatureCounter {
+    /// Compiles the safety keywords.
+    pub fn new(config: &FingerprintConfig) -> Result<Self, ScanError> {
+        let words: Vec<String> = config
+            .safety_keywords
+            .iter()
+            .map(|w| w.trim())
+            .filter(|w| !w.is_empty())
+            .map(|w| {
+                w.split_whitespace()
+                    .map(regex::escape)
+                    .collect::<Vec<_>>()
+                    .join(r"\s+")
+            })
+            .collect();
+        let safety = if words.is_empty() {
+            None
+        } else {
+            let pattern = format!(r"(?i)\b(?:{})\b", words.join("|"));
+            Some(Regex::new(&pattern).map_err(|e| ScanError::InvalidPattern {
+                key: "safety_keywords".into(),
+                pattern,
+                reason: e.to_string(),
+            })?)
+        };
+        Ok(FeatureCounter { safety })
+    }
+
+    /// The features of lines `start..=end`.
+    pub fn count(
+        &self,
+        doc: &Document<'_>,
+        tables: &[Table],
+        start: u32,
+        end: u32,
+        tokens: u32,
+    ) -> ChunkFeatures {
+        let mut f = ChunkFeatures {
+            content_tokens: tokens,
+            ..ChunkFeatures::default()
+        };
+        let inside = |l: u32| start <= l && l <= end;
+        for t in tables.iter().filter(|t| inside(t.line_start)) {
+            f.table_count += 1;
+            f.table_rows += t.rows.len() as u32;
+        }
+        let protected = doc.stage1.protected;
+        for b in protected.blocks.iter().filter(|b| inside(b.line_start)) {
+            match b.kind {
+                BlockKind::MathBlock => f.math_count += 1,
+                BlockKind::CodeFence => f.code_fence_count += 1,
+                _ => {}
+            }
+        }
+        f.math_count += protected
+            .inlines
+            .iter()
+            .filter(|s| s.kind == InlineKind::InlineMath && inside(s.line))
+            .count() as u32;
+        let (mut digits, mut visible) = (0u64, 0u64);
+        for line in start..=end.min(doc.line_count()) {
+            let text = doc.line(line);
+            for c in text.chars() {
+                if c.is_whitespace() {
+                    continue;
+                }
+                visible += 1;
+                if c.is_ascii_digit() {
+                    digits += 1;
+                }
+                if is_emoji(c) {
+                    f.emoji_count += 1;
+                }
+            }
+            if let Some(re) = &self.safety {
+                f.safety_keyword_hits += re.find_iter(text).count() as u32;
+            }
+            let kind = doc.block_kind(line);
+            let in_code = matches!(
+                kind,
+                Some(
+                    BlockKind::CodeFence
+                        | BlockKind::IndentedCode
+                        | BlockKind::HtmlBlock
+                        | BlockKind::MathBlock
+                        | BlockKind::YamlFrontMatter
+                        | BlockKind::TomlFrontMatter
+                )
+            );
+            let quoted = text.trim_start_matches([' ', '\t']).starts_with('>');
+            if quoted {
+                let block_quoted = protected
+                    .block_at_line(line)
+                    .is_some_and(|b| doc.line(b.line_start).trim_start().starts_with('>'));
+                if !in_code || block_quoted {
+                    f.blockquote_lines += 1;
+                }
+            }
+            if !in_code && kind != Some(BlockKind::Table) && is_bullet(text) {
+                f.bullet_count += 1;
+            }
+        }
+        if visible > 0 {
+            let density = digits as f64 / visible as f64;
+            f.digit_density = (density * 10_000.0).round() / 10_000.0;
+        }
+        f
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::document::test_support::stage1;
+    use crate::tables::find_tables;
+
+    fn features(text: &str) -> ChunkFeatures {
+        let s1 = stage1(text);
+        let doc = Document::new(s1.view(text)).expect("doc");
+        let tables = find_tables(&doc);
+        FeatureCounter::new(&FingerprintConfig::default())
+            .expect("compiles")
+            .count(&doc, &tables, 1, doc.line_count(), 7)
+    }
+
+    #[test]
+    fn counts_every_feature() {
+        let text = "# T 🚀\n\n- one\n* two\n1. three\n\n> quote ✅\n> more\n\n| a | b |\n|---|---|\n| 1 | 2 |\n| 3 | 4 |\n\n\
+                    Math $x^2$ and $y$.\n\n$$\nz\n$$\n\n```\n- not a bullet\n> not a quote\n```\n\nAn attack with a password.\n";
+        let f = features(text);
+        assert_eq!(f.table_rows, 2);
+        assert_eq!(f.table_count, 1);
+        assert_eq!(f.math_count, 3);
+        assert_eq!(f.emoji_count, 2);
+        assert_eq!(f.bullet_count, 3);
+        assert_eq!(f.blockquote_lines, 2);
+        assert_eq!(f.safety_keyword_hits, 2);
+        assert_eq!(f.code_fence_count, 1);
+        assert_eq!(f.content_tokens, 7);
+        assert!(
+            f.digit_density > 0.0 && f.digit_density < 0.2,
+            "{}",
+            f.digit_density
+        );
+    }
+
+    #[test]
+    fn digits_only_give_density_one_and_empty_gives_zero() {
+        assert_eq!(features("123 456\n").digit_density, 1.0);
+        assert_eq!(features("\n\n").digit_density, 0.0);
+    }
+
+    #[test]
+    fn bullets_need_a_space_after_the_marker() {
+        assert!(is_bullet("- a") && is_bullet("  12. b") && is_bullet("> * c") && is_bullet("3)"));
+        assert!(
+            !is_bullet("-a")
+                && !is_bullet("**bold**")
+                && !is_bullet("2024 roadmap")
+                && !is_bullet("1.5 x")
+        );
+    }
+}

@@ -1,0 +1,53 @@
+//! # koas-md-scan — Stage 2 deterministic checks
+//!
+//! The logic of three reviewer kernels and of `koas check`:
+//!
+//! * **`md_consistency_scan`** ([`consistency_scan`]): AI leftovers,
+//!   duplicated paragraphs, broken section references (English and
+//!   French), numbers the next table contradicts, table structure,
+//!   percentage columns, terminology drift and broken link fragments.
+//! * **`md_numbering_control`** ([`numbering_control`]): heading level
+//!   skips, figure/table/equation numbering gaps and duplicates, references
+//!   to missing figures/tables/equations, renumbering proposals.
+//! * **`md_fingerprint_chunk`** ([`chunk_fingerprints`]): the structural
+//!   features of each chunk and whether it `triggers_recipe`.
+//! * **`koas check`** ([`check_document`] and [`report`]): Stage 1 and
+//!   Stage 2 in-process, with output as text, JSON, SARIF 2.1.0 or GitHub
+//!   workflow annotations.
+//!
+//! Every check reads the document text and the Stage 1 artifacts of
+//! `koas-md` ([`Stage1View`]); nothing inside a protected region is
+//! reported. Findings share one type, [`Finding`]. Suppression comments
+//! (`<!-- koas-disable-next-line KIND -->`, `<!-- koas-disable KIND -->` …
+//! `<!-- koas-enable -->`) are honoured by every entry point.
+
+#![deny(missing_docs)]
+
+mod analysis;
+pub mod config;
+mod consistency;
+mod document;
+mod error;
+mod evidence;
+mod finding;
+pub mod fingerprint;
+pub mod markdown;
+mod numbering;
+pub mod numbers;
+pub mod report;
+pub mod stage1;
+pub mod suppress;
+pub mod tables;
+
+pub use analysis::{
+    check_document, chunk_fingerprints, consistency_scan, numbering_control, FindingsArtifact,
+    NumberingOutput, ScanOutput,
+};
+pub use consistency::KERNEL as CONSISTENCY_KERNEL;
+pub use document::{Document, Stage1View};
+pub use error::ScanError;
+pub use finding::{
+    clip_evidence, sort_findings, Finding, FindingKind, Severity, MAX_EVIDENCE_CHARS,
+};
+pub use fingerprint::KERNEL as FINGERPRINT_KERNEL;
+pub use numbering::{RenumberOp, KERNEL as NUMBERING_KERNEL};

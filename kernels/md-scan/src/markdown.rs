@@ -1,0 +1,202 @@
+//! One pass of the CommonMark/GFM parser collecting what the text checks
+//! need beyond Stage 1: paragraphs (with their plain text), in-document
+//! links, and anchors that are not in the anchor map (HTML `id`/`name`
+//! attributes, headings nested in block quotes or lists).
+
+use crate::document::Document;
+use koas_md::model::{BlockKind, LineNo};
+use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
+use regex::Regex;
+use std::collections::HashSet;
+use std::sync::LazyLock;
+
+/// A paragraph and its plain text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Paragraph {
+    /// First line.
+    pub line_start: LineNo,
+    /// Last line.
+    pub line_end: LineNo,
+    /// The text without inline markup; soft and hard breaks become spaces.
+    pub text: String,
+    /// `true` inside a list item (list items are not compared as paragraphs).
+    pub in_list: bool,
+}
+
+/// A link whose destination starts with `#`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FragmentLink {
+    /// Line of the link's first character.
+    pub line: LineNo,
+    /// Last line of the link.
+    pub line_end: LineNo,
+    /// The fragment without `#`, as written.
+    pub fragment: String,
+    /// The link's source text, e.g. `[retry rules](#retry-policy)`.
+    pub source: String,
+}
+
+/// What the parser pass collects.
+#[derive(Debug, Clone, Default)]
+pub struct MarkdownFacts {
+    /// Paragraphs in document order.
+    pub paragraphs: Vec<Paragraph>,
+    /// Same-document links (`#fragment`), in document order.
+    pub fragment_links: Vec<FragmentLink>,
+    /// Anchors defined outside the anchor map: HTML `id`/`name` attributes
+    /// and slugs of headings nested in containers.
+    pub extra_anchors: HashSet<String>,
+}
+
+/// The parser options `koas-md` uses (GFM tables, footnotes,
+/// strikethrough, task lists, math).
+fn options() -> Options {
+    Options::ENABLE_TABLES
+        | Options::ENABLE_FOOTNOTES
+        | Options::ENABLE_STRIKETHROUGH
+        | Options::ENABLE_TASKLISTS
+        | Options::ENABLE_MATH
+        | Options::ENABLE_GFM
+}
+
+static HTML_ID: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r#"(?i)\b(?:id|name)\s*=\s*["']([^"']+)["']"#).ok());
+
+/// Where the Markdown body starts: after a front matter block on line 1,
+/// else after the BOM.
+fn body_start(doc: &Document<'_>) -> usize {
+    doc.stage1
+        .protected
+        .blocks
+        .iter()
+        .find(|b| {
+            b.line_start == 1
+                && matches!(
+                    b.kind,
+                    BlockKind::YamlFrontMatter | BlockKind::TomlFrontMatter
+                )
+        })
+        .map_or(doc.index.bom_len(), |b| {
+            doc.index.line_end_with_ending(b.line_end)
+        })
+}
+
+/// Collects paragraphs, fragment links and extra anchors.
+pub fn collect(doc: &Document<'_>) -> MarkdownFacts {
+    let text = doc.stage1.text;
+    let base = body_start(doc);
+    let body = text.get(base..).unwrap_or("");
+    let mut facts = MarkdownFacts::default();
+    let mut containers = 0usize;
+    let mut list_depth = 0usize;
+    let mut paragraph: Option<(usize, String)> = None;
+    let mut nested_heading: Option<String> = None;
+    let mut link: Option<(usize, String)> = None;
+    for (event, range) in Parser::new_ext(body, options()).into_offset_iter() {
+        let (start, end) = (base + range.start, base + range.end);
+        match event {
+            Event::Start(Tag::BlockQuote(_) | Tag::FootnoteDefinition(_)) => containers += 1,
+            Event::End(TagEnd::BlockQuote(_) | TagEnd::FootnoteDefinition) => {
+                containers = containers.saturating_sub(1)
+            }
+            Event::Start(Tag::Item) => list_depth += 1,
+            Event::End(TagEnd::Item) => list_depth = list_depth.saturating_sub(1),
+            Event::Start(Tag::Paragraph) => paragraph = Some((start, String::new())),
+            Event::End(TagEnd::Paragraph) => {
+                if let Some((p_start, p_text)) = paragraph.take() {
+                    facts.paragraphs.push(Paragraph {
+                        line_start: doc.index.line_of(p_start),
+                        line_end: doc.index.last_line_of(p_start, end),
+                        text: p_text,
+                        in_list: list_depth > 0,
+                    });
+                }
+            }
+            Event::Start(Tag::Heading { .. }) if containers + list_depth > 0 => {
+                nested_heading = Some(String::new())
+            }
+            Event::End(TagEnd::Heading(_)) => {
+                if let Some(title) = nested_heading.take() {
+                    facts
+                        .extra_anchors
+                        .insert(koas_md::slug::github_slug(title.trim()));
+                }
+            }
+            Event::Start(Tag::Link { dest_url, .. }) => {
+                if let Some(fragment) = dest_url.strip_prefix('#') {
+                    link = Some((start, fragment.to_string()));
+                }
+            }
+            Event::End(TagEnd::Link) => {
+                if let Some((l_start, fragment)) = link.take() {
+                    facts.fragment_links.push(FragmentLink {
+                        line: doc.index.line_of(l_start),
+                        line_end: doc.index.last_line_of(l_start, end),
+                        fragment,
+                        source: text.get(l_start..end).unwrap_or("").to_string(),
+                    });
+                }
+            }
+            Event::Text(t) | Event::Code(t) | Event::InlineMath(t) | Event::DisplayMath(t) => {
+                if let Some((_, p)) = paragraph.as_mut() {
+                    p.push_str(&t);
+                }
+                if let Some(h) = nested_heading.as_mut() {
+                    h.push_str(&t);
+                }
+            }
+            Event::SoftBreak | Event::HardBreak => {
+                if let Some((_, p)) = paragraph.as_mut() {
+                    p.push(' ');
+                }
+                if let Some(h) = nested_heading.as_mut() {
+                    h.push(' ');
+                }
+            }
+            Event::Html(t) | Event::InlineHtml(t) => {
+                if let Some(re) = HTML_ID.as_ref() {
+                    for c in re.captures_iter(&t) {
+                        if let Some(m) = c.get(1) {
+                            facts.extra_anchors.insert(m.as_str().to_string());
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    facts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::document::test_support::stage1;
+
+    #[test]
+    fn collects_paragraphs_links_and_extra_anchors() {
+        let text = "---\ntitle: x\n---\n\n# Top\n\nFirst *para*\nline two.\n\n- item para\n\n- second item\n\n\
+                    See [r](#retry) and [t](#top).\n\n<a id=\"custom\"></a>\n\n> ## Quoted Head\n";
+        let s1 = stage1(text);
+        let doc = Document::new(s1.view(text)).expect("doc");
+        let facts = collect(&doc);
+        let first = &facts.paragraphs[0];
+        assert_eq!((first.line_start, first.line_end), (7, 8));
+        assert_eq!(first.text, "First para line two.");
+        assert!(facts
+            .paragraphs
+            .iter()
+            .any(|p| p.in_list && p.text == "item para"));
+        let frags: Vec<_> = facts
+            .fragment_links
+            .iter()
+            .map(|l| l.fragment.as_str())
+            .collect();
+        assert_eq!(frags, ["retry", "top"]);
+        assert_eq!(facts.fragment_links[0].line, 14);
+        assert_eq!(facts.fragment_links[0].source, "[r](#retry)");
+        assert!(facts.extra_anchors.contains("custom"));
+        assert!(facts.extra_anchors.contains("quoted-head"));
+        assert!(facts.paragraphs.iter().all(|p| !p.text.contains("title")));
+    }
+}

@@ -1,0 +1,67 @@
+//! `md_numbering_control`: heading level continuity, figure/table/equation
+//! numbering (gaps, duplicates) and references to figures, tables and
+//! equations that do not exist. Also proposes renumbering operations.
+
+mod captions;
+mod heading_levels;
+mod renumber;
+
+pub(crate) use captions::CaptionScan;
+pub use renumber::RenumberOp;
+
+use crate::config::NumberingConfig;
+use crate::document::Document;
+use crate::finding::Finding;
+use crate::ScanError;
+
+/// The kernel name findings of these checks carry.
+pub const KERNEL: &str = "md_numbering_control";
+
+/// What the numbering checks return.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NumberingReport {
+    /// The findings (unsorted, not yet located).
+    pub findings: Vec<Finding>,
+    /// Suggested renumbering of captions.
+    pub renumber_ops: Vec<RenumberOp>,
+    /// Captions found, per kind.
+    pub caption_counts: [usize; 3],
+}
+
+/// The numbering checks with their configuration compiled.
+pub struct NumberingControl {
+    config: NumberingConfig,
+    captions: CaptionScan,
+}
+
+impl NumberingControl {
+    /// Compiles a configuration.
+    pub fn new(config: &NumberingConfig) -> Result<Self, ScanError> {
+        Ok(NumberingControl {
+            config: config.clone(),
+            captions: CaptionScan::new(config)?,
+        })
+    }
+
+    /// Runs every numbering check.
+    pub fn run(&self, doc: &Document<'_>) -> NumberingReport {
+        let mut report = NumberingReport::default();
+        if self.config.check_heading_levels {
+            heading_levels::detect(doc, &mut report.findings);
+        }
+        let (captions, refs) = self.captions.collect(doc);
+        for c in &captions {
+            report.caption_counts[c.kind as usize] += 1;
+        }
+        captions::check_sequences(doc, &captions, &mut report.findings);
+        captions::check_references(
+            doc,
+            &captions,
+            &refs,
+            self.config.missing_target_needs_captions,
+            &mut report.findings,
+        );
+        report.renumber_ops = renumber::propose(&captions, &refs);
+        report
+    }
+}

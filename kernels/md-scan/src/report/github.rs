@@ -1,0 +1,76 @@
+//! GitHub Actions workflow commands:
+//! `::warning file=docs/a.md,line=3,endLine=4,title=ai_leftover::message`.
+
+use super::FileFindings;
+use crate::finding::Severity;
+
+/// Escapes the message part of a workflow command.
+fn escape_data(s: &str) -> String {
+    s.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
+}
+
+/// Escapes a property value of a workflow command.
+fn escape_property(s: &str) -> String {
+    escape_data(s).replace(':', "%3A").replace(',', "%2C")
+}
+
+fn command(severity: Severity) -> &'static str {
+    match severity {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+        Severity::Info => "notice",
+    }
+}
+
+/// One workflow command per finding.
+pub fn render_github(files: &[FileFindings<'_>]) -> String {
+    let mut out = String::new();
+    for file in files {
+        for f in file.findings {
+            out.push_str(&format!(
+                "::{} file={},line={},endLine={},title={}::{}\n",
+                command(f.severity),
+                escape_property(file.path),
+                f.line,
+                f.line_end,
+                escape_property(&format!("koas {}", f.kind)),
+                escape_data(&f.message)
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::finding::{Finding, FindingKind};
+
+    #[test]
+    fn commands_per_severity_with_escaping() {
+        let mut f = vec![
+            Finding::new(
+                FindingKind::AiLeftover,
+                "k",
+                3,
+                4,
+                "100% wrong,\nreally",
+                "x",
+            ),
+            Finding::new(FindingKind::TerminologyDrift, "k", 7, 7, "pick one", "x"),
+        ];
+        f[0].severity = Severity::Error;
+        let text = render_github(&[FileFindings {
+            path: "dir,x/a:b.md",
+            findings: &f,
+        }]);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0],
+            "::error file=dir%2Cx/a%3Ab.md,line=3,endLine=4,title=koas ai_leftover::100%25 wrong,%0Areally"
+        );
+        assert_eq!(lines[1], "::notice file=dir%2Cx/a%3Ab.md,line=7,endLine=7,title=koas terminology_drift::pick one");
+    }
+}

@@ -1,0 +1,183 @@
+//! SARIF 2.1.0 (OASIS Static Analysis Results Interchange Format), the
+//! format GitHub code scanning and most CI dashboards import.
+//!
+//! One run; one rule per finding kind (all twelve are listed, so rule
+//! indices are stable); one result per finding with its file, line range,
+//! evidence snippet and a partial fingerprint that survives line moves.
+
+use super::FileFindings;
+use crate::finding::{Finding, FindingKind, Severity};
+use serde_json::{json, Value};
+
+/// The schema URI written in `$schema`.
+pub const SARIF_SCHEMA_URI: &str = "https://json.schemastore.org/sarif-2.1.0.json";
+
+fn level(severity: Severity) -> &'static str {
+    match severity {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+        Severity::Info => "note",
+    }
+}
+
+/// A path as a URI reference: `/` separators, every byte outside the
+/// unreserved set and `/` percent-encoded; absolute paths become `file://`
+/// URIs.
+pub fn path_to_uri(path: &str) -> String {
+    let unified = path.replace('\\', "/");
+    let mut out = String::with_capacity(unified.len());
+    for b in unified.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'/') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    if out.starts_with('/') {
+        format!("file://{out}")
+    } else {
+        out
+    }
+}
+
+fn rule(kind: FindingKind) -> Value {
+    json!({
+        "id": kind.as_str(),
+        "name": kind.as_str(),
+        "shortDescription": { "text": kind.description() },
+        "defaultConfiguration": { "level": level(kind.default_severity()) },
+    })
+}
+
+fn fingerprint(f: &Finding) -> String {
+    let hash = koas_md::content_hash(format!("{}\u{0}{}", f.kind, f.evidence).as_bytes());
+    koas_md::hashing::hex_part(&hash)
+        .get(..16)
+        .unwrap_or("")
+        .to_string()
+}
+
+fn result(path: &str, f: &Finding) -> Value {
+    let rule_index = FindingKind::ALL
+        .iter()
+        .position(|k| *k == f.kind)
+        .unwrap_or(0);
+    let mut properties = serde_json::Map::new();
+    properties.insert("kernel".into(), json!(f.kernel));
+    for (key, value) in [
+        ("section_id", &f.section_id),
+        ("anchor", &f.anchor),
+        ("chunk_id", &f.chunk_id),
+    ] {
+        if let Some(v) = value {
+            properties.insert(key.into(), json!(v));
+        }
+    }
+    let mut region = json!({ "startLine": f.line, "endLine": f.line_end });
+    if !f.evidence.is_empty() {
+        region["snippet"] = json!({ "text": f.evidence });
+    }
+    json!({
+        "ruleId": f.kind.as_str(),
+        "ruleIndex": rule_index,
+        "level": level(f.severity),
+        "message": { "text": f.message },
+        "locations": [{
+            "physicalLocation": {
+                "artifactLocation": { "uri": path_to_uri(path) },
+                "region": region,
+            }
+        }],
+        "partialFingerprints": { "koasFinding/v1": fingerprint(f) },
+        "properties": properties,
+    })
+}
+
+/// The SARIF log of one `koas check` run, pretty-printed.
+pub fn render_sarif(files: &[FileFindings<'_>], tool_version: &str) -> String {
+    let results: Vec<Value> = files
+        .iter()
+        .flat_map(|file| file.findings.iter().map(move |f| result(file.path, f)))
+        .collect();
+    let artifacts: Vec<Value> = files
+        .iter()
+        .map(|f| json!({ "location": { "uri": path_to_uri(f.path) } }))
+        .collect();
+    let log = json!({
+        "$schema": SARIF_SCHEMA_URI,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {
+                "driver": {
+                    "name": "koas",
+                    "version": tool_version,
+                    "informationUri": "https://example.invalid/koas",
+                    "rules": FindingKind::ALL.iter().map(|k| rule(*k)).collect::<Vec<_>>(),
+                }
+            },
+            "artifacts": artifacts,
+            "results": results,
+            "columnKind": "unicodeCodePoints",
+        }]
+    });
+    let mut text = serde_json::to_string_pretty(&log).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uris_are_relative_references_or_file_uris() {
+        assert_eq!(path_to_uri("docs/a.md"), "docs/a.md");
+        assert_eq!(path_to_uri("my docs\\été.md"), "my%20docs/%C3%A9t%C3%A9.md");
+        assert_eq!(path_to_uri("/tmp/x y.md"), "file:///tmp/x%20y.md");
+    }
+
+    #[test]
+    fn results_carry_rule_level_location_and_fingerprint() {
+        let mut f = Finding::new(
+            FindingKind::MissingTarget,
+            "md_numbering_control",
+            60,
+            60,
+            "no figure 2",
+            "Figure 2 shows",
+        );
+        f.section_id = Some("S4".into());
+        let text = render_sarif(
+            &[FileFindings {
+                path: "spec.md",
+                findings: &[f],
+            }],
+            "0.1.0",
+        );
+        let v: Value = serde_json::from_str(&text).expect("json");
+        assert_eq!(v["version"], "2.1.0");
+        let run = &v["runs"][0];
+        assert_eq!(
+            run["tool"]["driver"]["rules"].as_array().map(Vec::len),
+            Some(12)
+        );
+        let r = &run["results"][0];
+        assert_eq!(r["ruleId"], "missing_target");
+        assert_eq!(
+            run["tool"]["driver"]["rules"][r["ruleIndex"].as_u64().unwrap_or(99) as usize]["id"],
+            "missing_target"
+        );
+        assert_eq!(r["level"], "error");
+        assert_eq!(
+            r["locations"][0]["physicalLocation"]["region"]["startLine"],
+            60
+        );
+        assert_eq!(r["properties"]["section_id"], "S4");
+        assert_eq!(
+            r["partialFingerprints"]["koasFinding/v1"]
+                .as_str()
+                .map(str::len),
+            Some(16)
+        );
+    }
+}

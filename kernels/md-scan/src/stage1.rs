@@ -1,0 +1,63 @@
+//! Stage 1 in-process: the artifacts `md_structure`, `md_protected_regions`
+//! and `md_chunk` would produce, computed with the same `koas-md` calls
+//! those kernels make. `koas check` uses this so that it needs no plugin,
+//! no pipeline and no workspace.
+
+use crate::document::Stage1View;
+use koas_md::chunk::{self, BlockLines, SectionStart};
+use koas_md::model::{AnchorMap, ChunkConfig, ChunkPlan, ProtectedSpans, SectionIndex};
+use koas_md::scan::{scan, ScanOptions};
+use koas_md::{content_hash, protected, structure, LineIndex};
+
+/// The Stage 1 artifacts of one document.
+#[derive(Debug, Clone)]
+pub struct Stage1Artifacts {
+    /// `doc_hash`: `sha256:` of the exact bytes.
+    pub doc_hash: String,
+    /// `section_index`.
+    pub sections: SectionIndex,
+    /// `anchor_map`.
+    pub anchors: AnchorMap,
+    /// `protected_spans`.
+    pub protected: ProtectedSpans,
+    /// `chunks`, with the default chunk config.
+    pub chunks: ChunkPlan,
+}
+
+impl Stage1Artifacts {
+    /// Runs Stage 1 on `text` with the default configs.
+    pub fn compute(text: &str) -> Self {
+        Self::compute_with(text, ChunkConfig::default())
+    }
+
+    /// Runs Stage 1 on `text` with a chunk config.
+    pub fn compute_with(text: &str, chunk_config: ChunkConfig) -> Self {
+        let index = LineIndex::new(text);
+        let doc_hash = content_hash(text.as_bytes());
+        let parsed = scan(&index, ScanOptions { inlines: true });
+        let built = structure::build(&index, &parsed, &doc_hash);
+        let spans = protected::detect(&index, &parsed, &doc_hash);
+        let starts: Vec<SectionStart> = built.sections.sections.iter().map(Into::into).collect();
+        let blocks: Vec<BlockLines> = spans.blocks.iter().map(Into::into).collect();
+        let chunks = chunk::plan(&index, &starts, &blocks, chunk_config, &doc_hash);
+        Stage1Artifacts {
+            doc_hash,
+            sections: built.sections,
+            anchors: built.anchors,
+            protected: spans,
+            chunks,
+        }
+    }
+
+    /// A view of these artifacts over `text` (the document they were
+    /// computed from).
+    pub fn view<'a>(&'a self, text: &'a str) -> Stage1View<'a> {
+        Stage1View {
+            text,
+            sections: &self.sections,
+            anchors: &self.anchors,
+            protected: &self.protected,
+            chunks: Some(&self.chunks),
+        }
+    }
+}

@@ -1,0 +1,178 @@
+//! Inline suppression comments:
+//!
+//! * `<!-- koas-disable-next-line KIND ... -->` silences findings whose
+//!   first line is the next non-blank line;
+//! * `<!-- koas-disable KIND ... -->` … `<!-- koas-enable KIND ... -->`
+//!   silences findings whose first line is in between (to the end of the
+//!   document when never re-enabled).
+//!
+//! Without a kind, a comment applies to every kind. Kinds may be separated
+//! by spaces or commas. Comments inside code, math or front matter are
+//! text, not directives.
+
+use crate::document::Document;
+use crate::finding::{Finding, FindingKind};
+use koas_md::model::BlockKind;
+use regex::Regex;
+use std::sync::LazyLock;
+
+static DIRECTIVE: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(r"<!--\s*koas-(disable-next-line|disable|enable)\b([^>]*?)\s*-->").ok()
+});
+
+/// Which kinds a directive names: `None` for all.
+type Kinds = Option<Vec<FindingKind>>;
+
+#[derive(Debug, Clone, PartialEq)]
+enum Directive {
+    NextLine(u32, Kinds),
+    Disable(u32, Kinds),
+    Enable(u32, Kinds),
+}
+
+/// The suppression directives of one document, and any unknown kind they
+/// name.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Suppressions {
+    directives: Vec<Directive>,
+    /// `(line, word)` for each kind name that is not a finding kind.
+    pub unknown_kinds: Vec<(u32, String)>,
+}
+
+fn covers(kinds: &Kinds, kind: FindingKind) -> bool {
+    match kinds {
+        None => true,
+        Some(k) => k.contains(&kind),
+    }
+}
+
+impl Suppressions {
+    /// Reads the directives of a document.
+    pub fn parse(doc: &Document<'_>) -> Suppressions {
+        let mut out = Suppressions::default();
+        let Some(re) = DIRECTIVE.as_ref() else {
+            return out;
+        };
+        let n = doc.line_count();
+        for line in 1..=n {
+            let text = doc.line(line);
+            if !text.contains("koas-") {
+                continue;
+            }
+            if matches!(
+                doc.block_kind(line),
+                Some(
+                    BlockKind::CodeFence
+                        | BlockKind::IndentedCode
+                        | BlockKind::MathBlock
+                        | BlockKind::YamlFrontMatter
+                        | BlockKind::TomlFrontMatter
+                )
+            ) {
+                continue;
+            }
+            for caps in re.captures_iter(text) {
+                let words: Vec<&str> = caps
+                    .get(2)
+                    .map_or("", |m| m.as_str())
+                    .split(|c: char| c.is_whitespace() || c == ',')
+                    .filter(|w| !w.is_empty())
+                    .collect();
+                let mut kinds = Vec::new();
+                for w in &words {
+                    match w.parse::<FindingKind>() {
+                        Ok(k) => kinds.push(k),
+                        Err(_) => out.unknown_kinds.push((line, w.to_string())),
+                    }
+                }
+                let kinds = if words.is_empty() { None } else { Some(kinds) };
+                match caps.get(1).map(|m| m.as_str()) {
+                    Some("disable-next-line") => {
+                        let target = (line + 1..=n)
+                            .find(|&l| !doc.index.is_blank(l))
+                            .unwrap_or(n + 1);
+                        out.directives.push(Directive::NextLine(target, kinds));
+                    }
+                    Some("disable") => out.directives.push(Directive::Disable(line, kinds)),
+                    Some("enable") => out.directives.push(Directive::Enable(line, kinds)),
+                    _ => {}
+                }
+            }
+        }
+        out
+    }
+
+    /// `true` when a finding of `kind` whose first line is `line` is
+    /// silenced.
+    pub fn is_suppressed(&self, kind: FindingKind, line: u32) -> bool {
+        let mut disabled = false;
+        for d in &self.directives {
+            match d {
+                Directive::NextLine(target, kinds) if *target == line && covers(kinds, kind) => {
+                    return true;
+                }
+                Directive::Disable(at, kinds) if *at < line && covers(kinds, kind) => {
+                    disabled = true
+                }
+                Directive::Enable(at, kinds) if *at < line && covers(kinds, kind) => {
+                    disabled = false
+                }
+                _ => {}
+            }
+        }
+        disabled
+    }
+
+    /// Drops the silenced findings.
+    pub fn apply(&self, findings: &mut Vec<Finding>) {
+        if !self.directives.is_empty() {
+            findings.retain(|f| !self.is_suppressed(f.kind, f.line));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::document::test_support::stage1;
+
+    fn parse(text: &str) -> Suppressions {
+        let s1 = stage1(text);
+        let doc = Document::new(s1.view(text)).expect("doc");
+        Suppressions::parse(&doc)
+    }
+
+    #[test]
+    fn next_line_skips_blank_lines_and_respects_kinds() {
+        let s =
+            parse("# T\n\n<!-- koas-disable-next-line ai_leftover -->\n\nCertainly!\n\nAgain\n");
+        assert!(s.is_suppressed(FindingKind::AiLeftover, 5));
+        assert!(!s.is_suppressed(FindingKind::DuplicateParagraph, 5));
+        assert!(!s.is_suppressed(FindingKind::AiLeftover, 7));
+    }
+
+    #[test]
+    fn ranges_open_and_close_per_kind() {
+        let text = "# T\n<!-- koas-disable -->\na\n<!-- koas-enable ai_leftover -->\nb\n<!-- koas-enable -->\nc\n<!-- koas-disable broken_reference, missing_target -->\nd\n";
+        let s = parse(text);
+        assert!(s.is_suppressed(FindingKind::AiLeftover, 3));
+        assert!(s.is_suppressed(FindingKind::TableStructure, 3));
+        assert!(!s.is_suppressed(FindingKind::AiLeftover, 5));
+        assert!(s.is_suppressed(FindingKind::TableStructure, 5));
+        assert!(!s.is_suppressed(FindingKind::TableStructure, 7));
+        assert!(s.is_suppressed(FindingKind::MissingTarget, 9));
+        assert!(s.is_suppressed(FindingKind::BrokenReference, 9));
+        assert!(!s.is_suppressed(FindingKind::AiLeftover, 9));
+    }
+
+    #[test]
+    fn directives_in_code_are_text_and_unknown_kinds_are_listed() {
+        let s = parse("# T\n\n```\n<!-- koas-disable -->\n```\n\nx\n\n<!-- koas-disable-next-line ai_leftovers -->\ny\n");
+        assert!(!s.is_suppressed(FindingKind::AiLeftover, 7));
+        assert_eq!(s.unknown_kinds, [(9, "ai_leftovers".to_string())]);
+        assert!(
+            !s.is_suppressed(FindingKind::AiLeftover, 10),
+            "an unknown kind silences nothing"
+        );
+    }
+}

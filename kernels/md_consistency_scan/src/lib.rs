@@ -1,0 +1,76 @@
+//! # md_consistency_scan — Stage 2 reviewer kernel
+//!
+//! Deterministic consistency checks over the whole document (spec §4,
+//! Stage 2, v1 and v2 detectors, plus broken link fragments): AI leftovers,
+//! duplicated paragraphs, broken section references (English and French),
+//! counts contradicted by the next table, table structure, percentage
+//! columns, terminology drift, links to missing anchors.
+//!
+//! Inputs: `doc_raw`, `section_index`, `anchor_map`, `protected_spans`,
+//! and optionally `chunks` (findings then name their chunk). Output:
+//! `issues` (`stage2/coherence_issues.json`). Config: the keys of
+//! [`koas_md_scan::config::ScanConfig`]. The logic lives in
+//! [`koas_md_scan`]; `koas check` runs the same code in-process.
+
+#![deny(missing_docs)]
+
+use koas_kernel_api::prelude::*;
+use koas_md::model::{AnchorMap, ChunkPlan, ProtectedSpans, SectionIndex};
+use koas_md_scan::config::ScanConfig;
+use koas_md_scan::{consistency_scan, FindingsArtifact, ScanError, Stage1View, CONSISTENCY_KERNEL};
+
+/// The `md_consistency_scan` kernel.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct MdConsistencyScan;
+
+// Maps a scan error to the kernel error kind that says whose fault it is.
+fn kernel_error(e: ScanError) -> KernelError {
+    match e {
+        ScanError::InvalidPattern { .. }
+        | ScanError::InvalidConfig { .. }
+        | ScanError::ProjectConfig { .. } => KernelError::invalid_config(e.to_string()),
+        ScanError::InconsistentInput { .. } => KernelError::invalid_input(e.to_string()),
+    }
+}
+
+impl Kernel for MdConsistencyScan {
+    fn spec(&self) -> KernelSpec {
+        KernelSpec::new(CONSISTENCY_KERNEL, "0.1.0")
+            .stage("S2")
+            .description("Consistency scan: AI leftovers, duplicates, broken refs (EN/FR), numeric contradictions, tables, percentages, terminology, link anchors")
+            .input("doc_raw")
+            .input("section_index")
+            .input("anchor_map")
+            .input("protected_spans")
+            .optional_input("chunks")
+            .output_file("issues", "stage2/coherence_issues.json")
+            .default_config(serde_json::to_value(ScanConfig::default()).unwrap_or_default())
+    }
+
+    fn run(&self, ctx: &Context, config: &KernelConfig, inputs: &Inputs) -> KernelResult {
+        let config: ScanConfig = config.parse()?;
+        let text = inputs.source_text("doc_raw")?;
+        let sections: SectionIndex = inputs.parse("section_index")?;
+        let anchors: AnchorMap = inputs.parse("anchor_map")?;
+        let protected: ProtectedSpans = inputs.parse("protected_spans")?;
+        let chunks: Option<ChunkPlan> = inputs.parse_optional("chunks")?;
+        ctx.check_cancelled()?;
+        let view = Stage1View {
+            text,
+            sections: &sections,
+            anchors: &anchors,
+            protected: &protected,
+            chunks: chunks.as_ref(),
+        };
+        let output = consistency_scan(view, &config).map_err(kernel_error)?;
+        let artifact =
+            FindingsArtifact::new(&protected.doc_hash, CONSISTENCY_KERNEL, output.findings);
+        let mut out = KernelOutput::new().summary(artifact.summary());
+        for w in output.warnings {
+            out = out.warning(w);
+        }
+        Ok(out.artifact("issues", &artifact))
+    }
+}
+
+koas_kernel_api::export_kernel!(MdConsistencyScan);

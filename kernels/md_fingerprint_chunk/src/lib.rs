@@ -1,0 +1,70 @@
+//! # md_fingerprint_chunk — Stage 2 reviewer kernel
+//!
+//! The structural fingerprint of every chunk (spec §7, "v7.2 Content
+//! Recipes"): table rows and count, math, emoji code points, digit density,
+//! bullets, blockquote lines, safety keyword hits, code fences and content
+//! tokens; and `triggers_recipe` with the v7.3 thresholds, so that
+//! `md_edit_plan` knows which chunks to mask before an LLM call.
+//!
+//! Inputs: `doc_raw`, `chunks`, `section_index`, `protected_spans`.
+//! Output: `chunk_fingerprints` (`stage2/md_fingerprint_chunk.json`).
+//! Config: the keys of [`koas_md_scan::config::FingerprintConfig`].
+
+#![deny(missing_docs)]
+
+use koas_kernel_api::prelude::*;
+use koas_md::model::{AnchorMap, ChunkPlan, ProtectedSpans, SectionIndex};
+use koas_md_scan::config::FingerprintConfig;
+use koas_md_scan::{chunk_fingerprints, ScanError, Stage1View, FINGERPRINT_KERNEL};
+
+/// The `md_fingerprint_chunk` kernel.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct MdFingerprintChunk;
+
+fn kernel_error(e: ScanError) -> KernelError {
+    match e {
+        ScanError::InconsistentInput { .. } => KernelError::invalid_input(e.to_string()),
+        other => KernelError::invalid_config(other.to_string()),
+    }
+}
+
+impl Kernel for MdFingerprintChunk {
+    fn spec(&self) -> KernelSpec {
+        KernelSpec::new(FINGERPRINT_KERNEL, "0.1.0")
+            .stage("S2")
+            .description("Structural fingerprint per chunk (tables, math, emoji, digits, bullets, quotes, safety words, fences) and v7.3 recipe triggers")
+            .input("doc_raw")
+            .input("chunks")
+            .input("section_index")
+            .input("protected_spans")
+            .output_file("chunk_fingerprints", "stage2/md_fingerprint_chunk.json")
+            .default_config(serde_json::to_value(FingerprintConfig::default()).unwrap_or_default())
+    }
+
+    fn run(&self, ctx: &Context, config: &KernelConfig, inputs: &Inputs) -> KernelResult {
+        let config: FingerprintConfig = config.parse()?;
+        let text = inputs.source_text("doc_raw")?;
+        let chunks: ChunkPlan = inputs.parse("chunks")?;
+        let sections: SectionIndex = inputs.parse("section_index")?;
+        let protected: ProtectedSpans = inputs.parse("protected_spans")?;
+        ctx.check_cancelled()?;
+        let anchors = AnchorMap::default();
+        let view = Stage1View {
+            text,
+            sections: &sections,
+            anchors: &anchors,
+            protected: &protected,
+            chunks: Some(&chunks),
+        };
+        let prints = chunk_fingerprints(view, &config).map_err(kernel_error)?;
+        let summary = format!(
+            "{} chunks fingerprinted, {} trigger a content recipe",
+            prints.chunk_count, prints.triggered_count
+        );
+        Ok(KernelOutput::new()
+            .summary(summary)
+            .artifact("chunk_fingerprints", &prints))
+    }
+}
+
+koas_kernel_api::export_kernel!(MdFingerprintChunk);

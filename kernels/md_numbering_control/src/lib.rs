@@ -1,0 +1,84 @@
+//! # md_numbering_control — Stage 2 reviewer kernel
+//!
+//! Deterministic numbering checks (spec §4, Stage 2): heading level skips
+//! (H2 then H4), gaps and duplicates in figure, table and equation
+//! numbering (captions in English and French: `Figure 3:`, `Table 2 –`,
+//! `Tableau 1 :`, `Équation 2`), and references to a figure, table or
+//! equation that does not exist. Also proposes caption renumbering.
+//!
+//! Inputs: `doc_raw`, `section_index`, `protected_spans`, optionally
+//! `chunks`. Outputs: `numbering_findings`
+//! (`stage2/numbering_findings.json`) and `renumber_ops`
+//! (`stage2/renumber_ops.json`). Config: the keys of
+//! [`koas_md_scan::config::NumberingConfig`].
+
+#![deny(missing_docs)]
+
+use koas_kernel_api::prelude::*;
+use koas_md::model::{AnchorMap, ChunkPlan, ProtectedSpans, SectionIndex};
+use koas_md_scan::config::NumberingConfig;
+use koas_md_scan::{numbering_control, FindingsArtifact, ScanError, Stage1View, NUMBERING_KERNEL};
+
+/// The `md_numbering_control` kernel.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct MdNumberingControl;
+
+fn kernel_error(e: ScanError) -> KernelError {
+    match e {
+        ScanError::InconsistentInput { .. } => KernelError::invalid_input(e.to_string()),
+        other => KernelError::invalid_config(other.to_string()),
+    }
+}
+
+impl Kernel for MdNumberingControl {
+    fn spec(&self) -> KernelSpec {
+        KernelSpec::new(NUMBERING_KERNEL, "0.1.0")
+            .stage("S2")
+            .description("Numbering control: heading level skips, figure/table/equation gaps and duplicates, missing targets")
+            .input("doc_raw")
+            .input("section_index")
+            .input("protected_spans")
+            .optional_input("chunks")
+            .output_file("numbering_findings", "stage2/numbering_findings.json")
+            .output_file("renumber_ops", "stage2/renumber_ops.json")
+            .default_config(serde_json::to_value(NumberingConfig::default()).unwrap_or_default())
+    }
+
+    fn run(&self, ctx: &Context, config: &KernelConfig, inputs: &Inputs) -> KernelResult {
+        let config: NumberingConfig = config.parse()?;
+        let text = inputs.source_text("doc_raw")?;
+        let sections: SectionIndex = inputs.parse("section_index")?;
+        let protected: ProtectedSpans = inputs.parse("protected_spans")?;
+        let chunks: Option<ChunkPlan> = inputs.parse_optional("chunks")?;
+        ctx.check_cancelled()?;
+        // Anchors play no part in numbering; an empty map satisfies the view.
+        let anchors = AnchorMap::default();
+        let view = Stage1View {
+            text,
+            sections: &sections,
+            anchors: &anchors,
+            protected: &protected,
+            chunks: chunks.as_ref(),
+        };
+        let result = numbering_control(view, &config).map_err(kernel_error)?;
+        let artifact = FindingsArtifact::new(
+            &protected.doc_hash,
+            NUMBERING_KERNEL,
+            result.output.findings,
+        );
+        let summary = format!(
+            "{}; {} renumbering proposal(s)",
+            artifact.summary(),
+            result.renumber_ops.len()
+        );
+        let mut out = KernelOutput::new().summary(summary);
+        for w in result.output.warnings {
+            out = out.warning(w);
+        }
+        Ok(out
+            .artifact("numbering_findings", &artifact)
+            .artifact("renumber_ops", &result.renumber_ops))
+    }
+}
+
+koas_kernel_api::export_kernel!(MdNumberingControl);
