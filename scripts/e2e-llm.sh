@@ -30,4 +30,33 @@ cargo run --quiet -p koas-llm --example e2e -- \
     --endpoint "$ENDPOINT" --model "$MODEL" --workspace "$WORKSPACE" \
     ${KOAS_E2E_REQUIRE_CALIBRATION:+--require-calibration} || status=$?
 echo "e2e-llm: exchange log at ${WORKSPACE}/llm/exchanges.jsonl"
+[ "$status" -eq 0 ] || exit $status
+
+# The runtime end to end: a pipeline whose kernel asks the model through the
+# host (the test kernel `asks_llm`), a cached re-run, replay without network,
+# and `koas llm ping` / `koas llm calibrate` on the same [llm] table.
+cargo build --quiet -p koas
+cargo build --quiet --manifest-path orchestrator/tests/plugins/Cargo.toml --target-dir target/test-plugins
+KOAS="$ROOT/target/debug/koas"
+TESTKIT="$ROOT/target/test-plugins/debug/libkoas_kernel_test_testkit.so"
+PIPE="$WORKSPACE/pipeline"
+mkdir -p "$PIPE"
+printf '# A short note\n\nThe teh quick brown fox.\n' > "$PIPE/doc.md"
+cat > "$PIPE/e2e.toml" <<TOML
+name = "e2e-llm"
+kernels = ["source_len", "asks_llm"]
+workspace = "ws"
+[inputs]
+doc = "doc.md"
+[llm]
+backend = "openai"
+endpoint = "$ENDPOINT"
+model = "$MODEL"
+TOML
+"$KOAS" run "$PIPE/e2e.toml" --kernel-path "$TESTKIT" || status=$?
+"$KOAS" run "$PIPE/e2e.toml" --kernel-path "$TESTKIT" --kernel asks_llm || status=$?
+"$KOAS" replay "$PIPE/ws" --kernel-path "$TESTKIT" || status=$?
+"$KOAS" llm ping "$PIPE/e2e.toml" || status=$?
+"$KOAS" llm calibrate "$PIPE/e2e.toml" || echo "e2e-llm: calibration did not pass (a tiny model may drift)" >&2
+echo "e2e-llm: pipeline workspace at $PIPE/ws (run.json, llm/exchanges.jsonl)"
 exit $status

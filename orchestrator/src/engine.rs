@@ -17,7 +17,8 @@ use crate::host::{RunHost, SharedLlm};
 use crate::prepare::Prepared;
 use crate::report::{Reporter, Shown};
 use crate::run_record::{
-    now_rfc3339, CacheUse, KernelRecord, KernelStatus, RunRecord, RunStatus, RUN_RECORD_FILE,
+    now_rfc3339, CacheUse, KernelRecord, KernelStatus, RunPlan, RunRecord, RunStatus,
+    RUN_RECORD_FILE,
 };
 use crate::workspace::{atomic_write, materialize, WorkspaceError};
 use koas_kernel_api::protocol::{RunRequest, RunResponse};
@@ -65,6 +66,8 @@ pub struct RunOptions {
     pub llm: Option<SharedLlm>,
     /// Model identity and sampling parameters, added to LLM kernels' keys.
     pub llm_identity: Option<Value>,
+    /// The LLM config in effect, recorded in the run record for replay.
+    pub llm_config: Option<Value>,
 }
 
 impl RunOptions {
@@ -77,6 +80,7 @@ impl RunOptions {
             cancel: Arc::new(AtomicBool::new(false)),
             llm: None,
             llm_identity: None,
+            llm_config: None,
         }
     }
 }
@@ -263,6 +267,14 @@ pub fn run(
         cache_enabled: opts.use_cache,
         target: opts.target.name().map(str::to_string),
         kernels: std::mem::take(&mut engine.records),
+        plan: Some(RunPlan {
+            kernels: prepared.pipeline.kernels.clone(),
+            inputs: prepared.pipeline.inputs.clone(),
+            configs: prepared.configs.clone(),
+            kernel_paths: prepared.pipeline.kernel_paths.clone(),
+            llm: opts.llm_config.clone(),
+        }),
+        llm_session: opts.llm.as_ref().and_then(|l| l.session_metadata()),
     };
     let bytes = serde_json::to_vec_pretty(&record).unwrap_or_default();
     atomic_write(&engine.workspace.join(RUN_RECORD_FILE), &bytes)?;

@@ -18,6 +18,12 @@ pub trait LlmHandler: Send + Sync {
     /// Completes a request; the answer is a JSON
     /// [`LlmResponse`](koas_kernel_api::LlmResponse).
     fn complete(&self, kernel: &str, request: &LlmRequest) -> Result<Value, String>;
+
+    /// What the run record keeps about the LLM session (models, budgets,
+    /// token use, why it stopped early), if anything.
+    fn session_metadata(&self) -> Option<Value> {
+        None
+    }
 }
 
 /// The host callbacks for one kernel run.

@@ -24,6 +24,7 @@ pub mod discovery;
 pub mod engine;
 pub mod graph;
 pub mod host;
+pub mod llm_host;
 pub mod loader;
 pub mod pipeline;
 pub mod prepare;

@@ -26,6 +26,7 @@ pub const PIPELINE_KEYS: &[&str] = &[
     "jobs",
     "inputs",
     "config",
+    "llm",
 ];
 
 /// A pipeline file that could not be used.
@@ -74,6 +75,8 @@ struct RawPipeline {
     inputs: BTreeMap<String, PathBuf>,
     #[serde(default)]
     config: BTreeMap<String, Value>,
+    #[serde(default)]
+    llm: Option<Value>,
 }
 
 /// A loaded pipeline with every path resolved.
@@ -98,6 +101,8 @@ pub struct Pipeline {
     /// Config overrides per kernel (validated later against each kernel's
     /// defaults).
     pub config: BTreeMap<String, Value>,
+    /// The `[llm]` table, if any (validated when an LLM kernel runs).
+    pub llm: Option<Value>,
 }
 
 /// Command-line overrides of a pipeline file.
@@ -218,6 +223,7 @@ pub fn load_with_env(
         jobs,
         inputs,
         config,
+        llm: raw.llm,
     })
 }
 

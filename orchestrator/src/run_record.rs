@@ -121,6 +121,29 @@ pub struct RunRecord {
     pub target: Option<String>,
     /// Kernels in the order they finished.
     pub kernels: Vec<KernelRecord>,
+    /// What was run, so that `koas replay` can run it again exactly.
+    #[serde(default)]
+    pub plan: Option<RunPlan>,
+    /// The LLM session: models, parameters, canonicalizer hash, token use,
+    /// and why it stopped early (`SESSION_BUDGET_EXHAUSTED`, …).
+    #[serde(default)]
+    pub llm_session: Option<serde_json::Value>,
+}
+
+/// The effective pipeline of a run, after environment and command-line
+/// overrides.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunPlan {
+    /// The pipeline's kernels.
+    pub kernels: Vec<String>,
+    /// Source files by artifact name.
+    pub inputs: BTreeMap<String, PathBuf>,
+    /// Resolved config of every kernel.
+    pub configs: BTreeMap<String, serde_json::Value>,
+    /// Extra kernel folders of the pipeline.
+    pub kernel_paths: Vec<PathBuf>,
+    /// The `[llm]` table in effect (names of key variables only, never keys).
+    pub llm: Option<serde_json::Value>,
 }
 
 impl RunRecord {

@@ -4,6 +4,8 @@ mod cache;
 mod common;
 mod graph;
 mod kernels;
+mod llm;
+mod replay;
 mod run;
 
 use clap::{Parser, Subcommand};
@@ -53,6 +55,12 @@ pub enum Command {
     /// Manage a pipeline workspace's cache.
     #[command(subcommand)]
     Cache(cache::CacheCommand),
+    /// Re-run a finished run from its LLM exchange log (no network) and
+    /// check that every artifact is identical.
+    Replay(replay::ReplayArgs),
+    /// Check the configured LLM server: ping, calibrate.
+    #[command(subcommand)]
+    Llm(llm::LlmCommand),
 }
 
 /// Parses the command line, runs the command and returns the exit code.
@@ -79,6 +87,8 @@ pub fn main() -> i32 {
         Command::Kernels(args) => kernels::execute(&global, args),
         Command::Graph(args) => graph::execute(&global, args),
         Command::Cache(cmd) => cache::execute(&global, cmd),
+        Command::Replay(args) => replay::execute(&global, args),
+        Command::Llm(cmd) => llm::execute(&global, cmd),
     };
     match result {
         Ok(code) => code,

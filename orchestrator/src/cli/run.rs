@@ -5,6 +5,7 @@ use crate::exit;
 use anyhow::{bail, Context as _};
 use clap::Args;
 use koas::engine::{self, RunOptions, Target};
+use koas::llm_host::{resolve_config, LlmOverrides, ServiceHandler};
 use koas::pipeline::{self, Overrides};
 use koas::prepare::prepare;
 use koas::report::Reporter;
@@ -62,6 +63,90 @@ pub struct RunArgs {
     /// Print the run record (run.json) on stdout.
     #[arg(long)]
     pub json: bool,
+
+    #[command(flatten)]
+    pub llm: LlmFlags,
+}
+
+/// Flags that override the pipeline's `[llm]` table.
+#[derive(Debug, Clone, Args)]
+pub struct LlmFlags {
+    /// LLM wire protocol: ollama, openai (llama.cpp, vLLM, LM Studio) or
+    /// anthropic.
+    #[arg(long = "llm-backend", value_name = "BACKEND")]
+    pub backend: Option<String>,
+    /// LLM endpoint base URL, e.g. http://127.0.0.1:11434.
+    #[arg(long = "llm-endpoint", value_name = "URL")]
+    pub endpoint: Option<String>,
+    /// Model for every role that has no model of its own.
+    #[arg(long = "llm-model", value_name = "MODEL")]
+    pub model: Option<String>,
+    /// Allow a non-local endpoint or the Anthropic backend (refused by
+    /// default: documents stay on this machine).
+    #[arg(long = "no-strict-sovereign")]
+    pub no_strict_sovereign: bool,
+}
+
+impl LlmFlags {
+    /// As library overrides.
+    pub fn overrides(&self) -> LlmOverrides {
+        LlmOverrides {
+            backend: self.backend.clone(),
+            endpoint: self.endpoint.clone(),
+            model: self.model.clone(),
+            no_strict_sovereign: self.no_strict_sovereign,
+        }
+    }
+}
+
+/// Builds the LLM service for a run when a selected kernel uses an LLM and
+/// an LLM is configured.
+pub fn llm_for_run(
+    prepared: &koas::prepare::Prepared,
+    target: &Target,
+    flags: &LlmFlags,
+    quiet: bool,
+    opts: &mut RunOptions,
+) -> anyhow::Result<()> {
+    let selected: Vec<&String> = match target {
+        Target::All => prepared.dag.order.iter().collect(),
+        Target::Until(n) | Target::Kernel(n) => {
+            let a = prepared.dag.ancestors(n);
+            prepared
+                .dag
+                .order
+                .iter()
+                .filter(|k| a.contains(*k))
+                .collect()
+        }
+    };
+    let needs = selected
+        .iter()
+        .any(|k| prepared.kernels.get(*k).is_some_and(|k| k.spec.uses_llm));
+    let Some((value, config)) = resolve_config(
+        prepared.pipeline.llm.as_ref(),
+        &flags.overrides(),
+        &prepared.pipeline.file,
+    )?
+    else {
+        return Ok(());
+    };
+    opts.llm_identity = Some(koas::llm_host::identity(&config));
+    opts.llm_config = Some(value);
+    if !needs {
+        return Ok(());
+    }
+    let progress: Box<dyn koas_llm::ProgressSink> = if quiet {
+        Box::new(koas_llm::NoProgress)
+    } else {
+        koas_llm::auto_progress()
+    };
+    let service = koas_llm::LlmService::builder(config, &prepared.pipeline.workspace)
+        .progress(progress)
+        .build()
+        .with_context(|| format!("LLM service for {}", prepared.pipeline.file.display()))?;
+    opts.llm = Some(Arc::new(ServiceHandler::new(service)));
+    Ok(())
 }
 
 fn install_ctrlc(cancel: Arc<AtomicBool>) {
@@ -113,6 +198,13 @@ pub fn execute(global: &Global, args: RunArgs) -> anyhow::Result<i32> {
     opts.use_cache = !args.no_cache;
     opts.target = target;
     opts.cancel = cancel;
+    llm_for_run(
+        &prepared,
+        &opts.target.clone(),
+        &args.llm,
+        global.quiet,
+        &mut opts,
+    )?;
     let total = match opts.target {
         Target::All => prepared.dag.order.len(),
         Target::Until(ref n) | Target::Kernel(ref n) => prepared.dag.ancestors(n).len(),

@@ -1,0 +1,105 @@
+//! `koas llm ping` and `koas llm calibrate`: check the configured model
+//! server before a long run.
+
+use super::common::Global;
+use super::run::LlmFlags;
+use crate::exit;
+use anyhow::{bail, Context as _};
+use clap::{Args, Subcommand};
+use koas::llm_host::resolve_config;
+use std::path::PathBuf;
+
+#[derive(Debug, Subcommand)]
+pub enum LlmCommand {
+    /// Check that the endpoint answers and list its models.
+    Ping(LlmArgs),
+    /// Send the fixed calibration prompt three times at temperature 0 and
+    /// require identical canonical answers (exit 1 when they drift).
+    Calibrate {
+        #[command(flatten)]
+        args: LlmArgs,
+        /// The model role to calibrate (edit, pyramid, tutor, …).
+        #[arg(long, default_value = "edit")]
+        role: String,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct LlmArgs {
+    /// A pipeline file whose [llm] table to use (flags override it).
+    #[arg(value_name = "PIPELINE")]
+    pub pipeline: Option<PathBuf>,
+    #[command(flatten)]
+    pub llm: LlmFlags,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn config(args: &LlmArgs) -> anyhow::Result<(koas_llm::LlmConfig, PathBuf)> {
+    let (table, origin, workspace) = match &args.pipeline {
+        Some(file) => {
+            let p = koas::pipeline::load(file, &Default::default())?;
+            (p.llm, file.clone(), p.workspace)
+        }
+        None => (
+            None,
+            PathBuf::from("command line"),
+            PathBuf::from(".koas/llm"),
+        ),
+    };
+    match resolve_config(table.as_ref(), &args.llm.overrides(), &origin)? {
+        Some((_, c)) => Ok((c, workspace)),
+        None => bail!(
+            "no LLM configured: give a pipeline file with an [llm] table, or --llm-backend/--llm-endpoint/--llm-model"
+        ),
+    }
+}
+
+pub fn execute(global: &Global, cmd: LlmCommand) -> anyhow::Result<i32> {
+    match cmd {
+        LlmCommand::Ping(args) => {
+            let (config, _) = config(&args)?;
+            let report = koas_llm::ping(&config)?;
+            if args.json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                println!(
+                    "{} ({}) answered in {} ms; {} model(s):",
+                    report.endpoint,
+                    report.backend.as_str(),
+                    report.latency_ms,
+                    report.models.len()
+                );
+                for m in &report.models {
+                    println!("  {m}");
+                }
+            }
+            Ok(exit::OK)
+        }
+        LlmCommand::Calibrate { args, role } => {
+            let (config, workspace) = config(&args)?;
+            std::fs::create_dir_all(&workspace)
+                .with_context(|| format!("cannot create {}", workspace.display()))?;
+            let progress: Box<dyn koas_llm::ProgressSink> = if global.quiet {
+                Box::new(koas_llm::NoProgress)
+            } else {
+                koas_llm::auto_progress()
+            };
+            let service = koas_llm::LlmService::builder(config, &workspace)
+                .progress(progress)
+                .build()?;
+            let report = koas_llm::calibrate_role(&service, &role)?;
+            if args.json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                println!("{}", report.verdict);
+            }
+            Ok(if report.passed {
+                exit::OK
+            } else {
+                exit::KERNEL_FAILED
+            })
+        }
+    }
+}

@@ -1,0 +1,204 @@
+//! `koas replay WORKSPACE`: run a finished run again with its LLM exchange
+//! log standing in for the model (no network), and check that every
+//! artifact comes out byte-identical.
+
+use super::common::{discover_and_warn, Global};
+use crate::exit;
+use anyhow::{bail, Context as _};
+use clap::Args;
+use koas::engine::{self, RunOptions, Target};
+use koas::llm_host::ServiceHandler;
+use koas::pipeline::Pipeline;
+use koas::prepare::prepare;
+use koas::report::Reporter;
+use koas::run_record::{KernelStatus, RunRecord, RUN_RECORD_FILE};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+#[derive(Debug, Args)]
+#[command(after_help = "\
+The replay runs in WORKSPACE/.koas/replay (kept for inspection) with the cache
+off, the same kernels, inputs and resolved configs as the original run (read
+from WORKSPACE/run.json), and WORKSPACE/llm/exchanges.jsonl answering every LLM
+request. Exit code 0 when every artifact matches, 1 when any differs, 2 when
+the replay cannot start.")]
+pub struct ReplayArgs {
+    /// The workspace of the run to replay (it holds run.json).
+    pub workspace: PathBuf,
+
+    /// Print the verdict as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, serde::Serialize)]
+struct Difference {
+    kernel: String,
+    what: String,
+}
+
+pub fn execute(global: &Global, args: ReplayArgs) -> anyhow::Result<i32> {
+    let record_path = args.workspace.join(RUN_RECORD_FILE);
+    let bytes = std::fs::read(&record_path)
+        .with_context(|| format!("cannot read {}", record_path.display()))?;
+    let original: RunRecord = serde_json::from_slice(&bytes)
+        .with_context(|| format!("{} is not a koas run record", record_path.display()))?;
+    let Some(plan) = original.plan.clone() else {
+        bail!(
+            "{} was written by a koas that did not record its plan; run the pipeline again first",
+            record_path.display()
+        );
+    };
+    let scratch = args.workspace.join(".koas").join("replay");
+    if scratch.exists() {
+        std::fs::remove_dir_all(&scratch)
+            .with_context(|| format!("cannot clear {}", scratch.display()))?;
+    }
+    let pipeline = Pipeline {
+        file: original.pipeline_file.clone(),
+        name: original.pipeline.clone(),
+        description: String::new(),
+        kernels: plan.kernels.clone(),
+        kernel_paths: plan.kernel_paths.clone(),
+        workspace: scratch.clone(),
+        jobs: original.jobs,
+        inputs: plan.inputs.clone(),
+        config: plan.configs.clone(),
+        llm: plan.llm.clone(),
+    };
+    let discovery = discover_and_warn(global, &pipeline.kernel_paths);
+    let prepared = prepare(&pipeline, &discovery)?;
+    let mut opts = RunOptions::new(original.jobs);
+    opts.use_cache = false;
+    opts.target = match &original.target {
+        Some(t) => Target::Until(t.clone()),
+        None => Target::All,
+    };
+    let uses_llm = prepared.kernels.values().any(|k| k.spec.uses_llm);
+    if let Some(llm) = &plan.llm {
+        let config = koas_llm::LlmConfig::from_json(llm.clone())
+            .with_context(|| format!("the [llm] table recorded in {}", record_path.display()))?;
+        opts.llm_identity = Some(koas::llm_host::identity(&config));
+        opts.llm_config = Some(llm.clone());
+        if uses_llm {
+            let log = args.workspace.join(koas_llm::EXCHANGE_LOG);
+            let source = koas_llm::ReplaySource::from_exchange_log(&log)
+                .with_context(|| format!("cannot read the exchange log {}", log.display()))?;
+            std::fs::create_dir_all(&scratch)
+                .with_context(|| format!("cannot create {}", scratch.display()))?;
+            let service = koas_llm::LlmService::replay(config, &scratch, source)?;
+            opts.llm = Some(Arc::new(ServiceHandler::new(service)));
+        }
+    }
+    let reporter = Arc::new(if global.quiet || args.json {
+        Reporter::quiet()
+    } else {
+        Reporter::for_stderr(prepared.dag.order.len() as u64, global.verbose)
+    });
+    let replayed = engine::run(&prepared, &opts, reporter.clone())?;
+    reporter.finish();
+
+    let mut differences = Vec::new();
+    let mut compared = 0usize;
+    for k in original
+        .kernels
+        .iter()
+        .filter(|k| k.status == KernelStatus::Ok)
+    {
+        let Some(r) = replayed.record.kernel(&k.name) else {
+            differences.push(Difference {
+                kernel: k.name.clone(),
+                what: "was not run by the replay".into(),
+            });
+            continue;
+        };
+        if r.status != KernelStatus::Ok {
+            differences.push(Difference {
+                kernel: k.name.clone(),
+                what: format!(
+                    "failed in the replay: {}",
+                    r.error
+                        .as_deref()
+                        .or(r.skipped_reason.as_deref())
+                        .unwrap_or("no message")
+                ),
+            });
+            continue;
+        }
+        for (input, hash) in &k.input_hashes {
+            if r.input_hashes.get(input) != Some(hash)
+                && !original
+                    .kernels
+                    .iter()
+                    .any(|o| o.output_hashes.contains_key(input))
+            {
+                differences.push(Difference {
+                    kernel: k.name.clone(),
+                    what: format!("source input `{input}` changed since the original run"),
+                });
+            }
+        }
+        if r.plugin_hash != k.plugin_hash {
+            differences.push(Difference {
+                kernel: k.name.clone(),
+                what: format!(
+                    "plugin {} is not the binary of the original run",
+                    r.plugin.display()
+                ),
+            });
+        }
+        for (artifact, hash) in &k.output_hashes {
+            compared += 1;
+            match r.output_hashes.get(artifact) {
+                Some(h) if h == hash => {}
+                Some(h) => differences.push(Difference {
+                    kernel: k.name.clone(),
+                    what: format!(
+                        "artifact `{artifact}` differs: {} (original) vs {} (replay)",
+                        short(hash),
+                        short(h)
+                    ),
+                }),
+                None => differences.push(Difference {
+                    kernel: k.name.clone(),
+                    what: format!("artifact `{artifact}` was not produced"),
+                }),
+            }
+        }
+    }
+    let network_calls = replayed
+        .record
+        .llm_session
+        .as_ref()
+        .and_then(|s| s["calls"]["backend"].as_u64())
+        .unwrap_or(0);
+    let pass = differences.is_empty();
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "verdict": if pass { "pass" } else { "fail" },
+                "artifacts_compared": compared,
+                "differences": differences,
+                "replay_workspace": scratch,
+                "llm_session": replayed.record.llm_session,
+            }))?
+        );
+    } else {
+        for d in &differences {
+            eprintln!("replay: {}: {}", d.kernel, d.what);
+        }
+        eprintln!(
+            "replay: {} — {compared} artifacts of {} kernels compared, {} difference(s), {network_calls} network LLM call(s); replay workspace {}",
+            if pass { "PASS" } else { "FAIL" },
+            original.kernels.iter().filter(|k| k.status == KernelStatus::Ok).count(),
+            differences.len(),
+            scratch.display()
+        );
+    }
+    Ok(if pass { exit::OK } else { exit::KERNEL_FAILED })
+}
+
+fn short(hash: &str) -> &str {
+    &hash[..hash.len().min(12)]
+}
