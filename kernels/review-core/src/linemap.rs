@@ -125,6 +125,68 @@ pub fn map_back_clamped(region: Region, edits: &[LineEdit]) -> Region {
 /// change's lines) are left in place.
 pub fn cancel_reverted_pairs(chain: &[(EntryId, LineEdit)]) -> Vec<(EntryId, LineEdit)> {
     let mut items: Vec<Option<(EntryId, LineEdit)>> = chain.iter().copied().map(Some).collect();
+    // Cancelling one pair can make another cancellable: repeat until stable.
+    while cancel_one_round(&mut items) {}
+    items.into_iter().flatten().collect()
+}
+
+/// Rewrites the edits between a change `x` and its revert `r` as if `x`
+/// had never happened, following `x`'s lines (`region`) through them. An
+/// insertion at exactly the point where `x` removed lines is ambiguous (its
+/// lines could sit before or after that point); both readings are tried and
+/// the one that brings the region to where the revert actually applied is
+/// kept. `None` when no reading works (an edit touched `x`'s lines).
+fn transpose_out(
+    region: Region,
+    x: LineEdit,
+    r: LineEdit,
+    between: &[(usize, EntryId, LineEdit)],
+    depth: usize,
+) -> Option<Vec<(usize, (EntryId, LineEdit))>> {
+    let Some(((index, id, m), rest)) = between.split_first() else {
+        let exact = r.start == region.start && r.old_len == x.new_len && r.new_len == x.old_len;
+        return exact.then(Vec::new);
+    };
+    let shifted_before = |region: Region| Region {
+        start: region.start + m.new_len - m.old_len,
+        ..region
+    };
+    let moved_after = (
+        *id,
+        LineEdit {
+            start: (m.start + x.old_len).saturating_sub(x.new_len),
+            ..*m
+        },
+    );
+    let prepend = |item: (EntryId, LineEdit), tail: Vec<(usize, (EntryId, LineEdit))>| {
+        let mut out = vec![(*index, item)];
+        out.extend(tail);
+        out
+    };
+    let m_end = m.start + m.old_len;
+    let ambiguous = m.old_len == 0 && region.len == 0 && m.start == region.start;
+    if ambiguous {
+        if depth >= 8 {
+            return None;
+        }
+        // m's lines before x's point, or after it.
+        if let Some(tail) = transpose_out(shifted_before(region), x, r, rest, depth + 1) {
+            return Some(prepend((*id, *m), tail));
+        }
+        return transpose_out(region, x, r, rest, depth + 1).map(|tail| prepend(moved_after, tail));
+    }
+    if m_end <= region.start {
+        transpose_out(shifted_before(region), x, r, rest, depth)
+            .map(|tail| prepend((*id, *m), tail))
+    } else if m.start >= region.end() {
+        transpose_out(region, x, r, rest, depth).map(|tail| prepend(moved_after, tail))
+    } else {
+        None
+    }
+}
+
+fn cancel_one_round(items: &mut [Option<(EntryId, LineEdit)>]) -> bool {
+    let mut changed = false;
     for r_idx in 0..items.len() {
         let Some((EntryId::Revert(reverted), r_edit)) = items[r_idx] else {
             continue;
@@ -138,42 +200,28 @@ pub fn cancel_reverted_pairs(chain: &[(EntryId, LineEdit)]) -> Vec<(EntryId, Lin
         let Some((_, x_edit)) = items[x_idx] else {
             continue;
         };
-        let mut region = Region {
+        let between: Vec<(usize, EntryId, LineEdit)> = items
+            .iter()
+            .enumerate()
+            .take(r_idx)
+            .skip(x_idx + 1)
+            .filter_map(|(i, item)| item.map(|(id, m)| (i, id, m)))
+            .collect();
+        let region = Region {
             start: x_edit.start,
             len: x_edit.new_len,
         };
-        let mut rewritten = Vec::new();
-        let mut clean = true;
-        for (m_idx, item) in items.iter().enumerate().take(r_idx).skip(x_idx + 1) {
-            let Some((id, m)) = *item else {
-                continue;
-            };
-            let m_end = m.start + m.old_len;
-            let ambiguous = m.old_len == 0 && region.len == 0 && m.start == region.start;
-            if !ambiguous && m_end <= region.start {
-                region.start = region.start + m.new_len - m.old_len;
-                rewritten.push((m_idx, (id, m)));
-            } else if !ambiguous && m.start >= region.end() {
-                let start = m.start - x_edit.new_len + x_edit.old_len;
-                rewritten.push((m_idx, (id, LineEdit { start, ..m })));
-            } else {
-                clean = false;
-                break;
-            }
-        }
-        let exact_inverse = r_edit.start == region.start
-            && r_edit.old_len == x_edit.new_len
-            && r_edit.new_len == x_edit.old_len;
-        if !clean || !exact_inverse {
+        let Some(rewritten) = transpose_out(region, x_edit, r_edit, &between, 0) else {
             continue;
-        }
+        };
         for (index, item) in rewritten {
             items[index] = Some(item);
         }
         items[x_idx] = None;
         items[r_idx] = None;
+        changed = true;
     }
-    items.into_iter().flatten().collect()
+    changed
 }
 
 #[cfg(test)]

@@ -10,7 +10,9 @@
 //!
 //! New lines get the line ending of the line they replace (the document's
 //! dominant ending for extra lines), a last line without a final newline
-//! stays without one, and a byte-order mark stays at the start.
+//! stays without one (deleting the last lines takes the newline off the
+//! line before them; inserting after the last line gives it one), and a
+//! byte-order mark stays at the start.
 
 use crate::edit_op::{Action, EditOp};
 use crate::normalize::{normalize_op_text, TextMatch};
@@ -109,8 +111,18 @@ pub fn plan_change(
                     },
                 }
             }
+            let mut change_start = start - 1;
+            if whole_delete && end == doc.len() && doc.lacks_final_newline() && start > 1 {
+                // Deleting the last lines of a document without a final
+                // newline: the line before them becomes the last one and
+                // loses its newline, so the document still ends without one.
+                let previous = doc.raw_line(start - 2).unwrap_or_default().to_owned();
+                new = vec![crate::text::strip_terminator(&previous).to_owned()];
+                change_old.insert(0, previous);
+                change_start -= 1;
+            }
             LineChange {
-                start: start - 1,
+                start: change_start,
                 old: change_old,
                 new,
             }
@@ -151,6 +163,10 @@ pub fn plan_change(
             }
         }
     };
+    let mut change = change;
+    // A line is never empty (it has content or a terminator); an empty
+    // element would be a line that does not exist in the text.
+    change.new.retain(|line| !line.is_empty());
     let change = change.trimmed();
     if change.is_noop() {
         return Err(PlanProblem::NoOp);
@@ -267,7 +283,11 @@ mod tests {
         );
         assert_eq!(
             run("a\nb", op(Action::Delete, 2, 2, None, "")).unwrap(),
-            "a\n"
+            "a"
+        );
+        assert_eq!(
+            run("a\r\nb\r\nc", op(Action::Delete, 2, 3, None, "")).unwrap(),
+            "a"
         );
     }
 

@@ -149,8 +149,9 @@ impl ProtectedRegions {
 
     /// The same regions located in a later document state, after `edits`
     /// (in application order); `after` is that later document. Regions
-    /// that an edit touched are widened to cover it (inline spans whose
-    /// lines an edit touched are dropped, since their bytes moved).
+    /// that an edit touched are widened to cover it; an inline span whose
+    /// lines an edit touched becomes the whole of those lines (its bytes may
+    /// have moved within them): when in doubt, protect.
     pub fn mapped_through(&self, edits: &[LineEdit], after: &LineBuf) -> ProtectedRegions {
         let blocks = self
             .blocks
@@ -177,20 +178,42 @@ impl ProtectedRegions {
                     start: s.line_start.checked_sub(1)?,
                     len: s.line_end + 1 - s.line_start,
                 };
-                let mapped =
-                    map_through_all(region, edits.iter().copied(), MapMode::Strict).ok()?;
-                let shift_lines = mapped.start as isize - region.start as isize;
-                let line_start = (s.line_start as isize + shift_lines) as usize;
-                let line_end = (s.line_end as isize + shift_lines) as usize;
-                let start_byte = offsets.get(line_start - 1)? + s.col_start - 1;
-                let end_byte = offsets.get(line_end - 1)? + s.col_end - 1;
-                Some(InlineSpan {
-                    line_start,
-                    line_end,
-                    start_byte,
-                    end_byte,
-                    ..s.clone()
-                })
+                match map_through_all(region, edits.iter().copied(), MapMode::Strict) {
+                    Ok(mapped) => {
+                        let line_start = mapped.start + 1;
+                        let line_end = mapped.end();
+                        let start_byte = offsets.get(line_start - 1)? + s.col_start - 1;
+                        let end_byte = offsets.get(line_end - 1)? + s.col_end - 1;
+                        Some(InlineSpan {
+                            line_start,
+                            line_end,
+                            start_byte,
+                            end_byte,
+                            ..s.clone()
+                        })
+                    }
+                    Err(_) => {
+                        // An edit changed the span's lines: its bytes may have
+                        // moved inside them, so protect those whole lines.
+                        let mapped =
+                            map_through_all(region, edits.iter().copied(), MapMode::Clamp).ok()?;
+                        if mapped.len == 0 {
+                            return None;
+                        }
+                        let start_byte = *offsets.get(mapped.start)?;
+                        let end_byte = *offsets.get(mapped.end())?;
+                        let last = after.raw_line(mapped.end() - 1).unwrap_or("");
+                        Some(InlineSpan {
+                            kind: s.kind.clone(),
+                            line_start: mapped.start + 1,
+                            col_start: 1,
+                            line_end: mapped.end(),
+                            col_end: last.len() + 1,
+                            start_byte,
+                            end_byte,
+                        })
+                    }
+                }
             })
             .collect();
         ProtectedRegions { blocks, inline }

@@ -23,7 +23,9 @@ use crate::change_id::{ChangeId, EntryId};
 use crate::edit_op::Action;
 use crate::hashing::lines_hash;
 use crate::ledger::LedgerEntry;
-use crate::linemap::{cancel_reverted_pairs, map_through_all, LineEdit, MapMode, Region};
+use crate::linemap::{
+    cancel_reverted_pairs, map_back_clamped, map_through, LineEdit, MapMode, Region,
+};
 use crate::patch::{make_patch_pair, parse_patch, LineChange, PatchPair};
 use crate::text::LineBuf;
 
@@ -212,6 +214,42 @@ pub fn parse_revert_targets<S: AsRef<str>>(ids: &[S]) -> Result<Vec<ChangeId>, R
         .collect()
 }
 
+/// Ties between a deletion being reverted (its lines come back at a
+/// point) and a later insertion at that same point. When the insertion is
+/// the revert of an *earlier* deletion, the two deleted runs are put back
+/// in their original order: `entries[x]`'s removed lines are followed back
+/// to the state before the earlier change and compared with its removed
+/// lines. Any other insertion at that point keeps the restored lines before
+/// it (unless they end without a newline: then they go last).
+fn restored_lines_come_first(entries: &[LedgerEntry], x: usize, insertion: EntryId) -> bool {
+    let EntryId::Revert(earlier) = insertion else {
+        return false;
+    };
+    let Some(y) = entries
+        .iter()
+        .position(|e| e.id == EntryId::Change(earlier))
+    else {
+        return false;
+    };
+    let (Some(x_change), Some(y_change)) = (entries[x].change, entries[y].change) else {
+        return false;
+    };
+    if y >= x {
+        return false;
+    }
+    let x_region = Region {
+        start: x_change.at.saturating_sub(1),
+        len: x_change.removed,
+    };
+    let between: Vec<LineEdit> = entries[y..x].iter().filter_map(LedgerEntry::edit).collect();
+    let x_in_y_before = map_back_clamped(x_region, &between);
+    let y_region = Region {
+        start: y_change.at.saturating_sub(1),
+        len: y_change.removed,
+    };
+    x_in_y_before.start >= y_region.end()
+}
+
 /// Plans the reverts of `request.ids`. Fails on the first refusal, naming
 /// it; nothing is applied then.
 pub fn plan_reverts(request: RevertRequest<'_>) -> Result<RevertPlan, RevertError> {
@@ -257,11 +295,29 @@ pub fn plan_reverts(request: RevertRequest<'_>) -> Result<RevertPlan, RevertErro
             .chain(planned_edits.iter().copied())
             .collect();
         let later = cancel_reverted_pairs(&chain);
-        let mapped = map_through_all(region, later.iter().map(|(_, edit)| *edit), MapMode::Strict)
-            .map_err(|index| RevertError::Conflict {
-                id,
-                later: later[index].0,
+        // Lines restored without a final newline must stay the last ones.
+        let restores_unterminated_end = forward_inverse
+            .new
+            .last()
+            .is_some_and(|l| !l.ends_with('\n'));
+        let mut mapped = region;
+        for (later_id, edit) in &later {
+            let same_point = mapped.len == 0 && edit.old_len == 0 && edit.start == mapped.start;
+            if same_point {
+                if restores_unterminated_end
+                    || restored_lines_come_first(entries, position, *later_id)
+                {
+                    mapped.start += edit.new_len;
+                }
+                continue;
+            }
+            mapped = map_through(mapped, *edit, MapMode::Strict).map_err(|()| {
+                RevertError::Conflict {
+                    id,
+                    later: *later_id,
+                }
             })?;
+        }
         for (offset, expected) in forward_inverse.old.iter().enumerate() {
             if doc.raw_line(mapped.start + offset) != Some(expected.as_str()) {
                 return Err(RevertError::ContentMismatch {
@@ -270,7 +326,7 @@ pub fn plan_reverts(request: RevertRequest<'_>) -> Result<RevertPlan, RevertErro
                 });
             }
         }
-        if mapped.start > doc.len() {
+        if mapped.start > doc.len() || (restores_unterminated_end && mapped.end() != doc.len()) {
             return Err(RevertError::ContentMismatch {
                 id,
                 line: mapped.start + 1,

@@ -99,9 +99,10 @@ impl LineBuf {
 
     /// The text of 1-based inclusive lines `start..=end`: line contents
     /// joined with `"\n"`, no trailing newline. `None` when out of range.
-    /// An empty range (`end < start`) yields `""`.
+    /// An empty range (`end < start`, or `0..=0`) yields `""`.
     pub fn target_text(&self, start: usize, end: usize) -> Option<String> {
-        if end < start {
+        if end < start || end == 0 {
+            // An empty range (e.g. 0/0: the insertion point at the top).
             return Some(String::new());
         }
         if start == 0 || end > self.len() {
@@ -228,6 +229,7 @@ mod tests {
         assert_eq!(buf.target_text(1, 2).as_deref(), Some("a\nb"));
         assert_eq!(buf.target_text(3, 3).as_deref(), Some("c"));
         assert_eq!(buf.target_text(0, 1), None);
+        assert_eq!(buf.target_text(0, 0).as_deref(), Some(""));
         assert_eq!(buf.target_text(2, 4), None);
         assert_eq!(buf.target_text(3, 2).as_deref(), Some(""));
     }
