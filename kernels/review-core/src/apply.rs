@@ -441,8 +441,10 @@ pub fn apply_batch(input: BatchInput<'_>) -> BatchOutcome {
                     Rejection::new(
                         RejectClass::Range,
                         format!(
-                            "{}: lines {s}–{e} overlap {} at {at}; ops of one batch may not overlap — merge them into one op or drop one",
+                            "{}: {} {} {} at {at}; ops of one batch may not overlap — merge them into one op or drop one",
                             op_label(index, id),
+                            if s == e { format!("line {s}") } else { format!("lines {s}–{e}") },
+                            if s == e { "overlaps" } else { "overlap" },
                             op_label(other_index, other_id)
                         ),
                     ),

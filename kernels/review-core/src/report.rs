@@ -240,7 +240,7 @@ pub fn render_report(input: ReportInput<'_>) -> String {
     } else {
         let _ = writeln!(
             out,
-            "| # | ID | Time | Action | Kind | Severity | Silent | Lines | Summary | Status |\n|---:|---|---|---|---|---|---|---|---|---|"
+            "| # | ID | Time | Action | Kind | Severity | Silent | Applied at | Summary | Status |\n|---:|---|---|---|---|---|---|---|---|---|"
         );
         for (index, e) in entries.iter().enumerate() {
             let _ = writeln!(

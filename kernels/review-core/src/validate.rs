@@ -134,6 +134,21 @@ pub fn validate(
     let target = doc.target_text(start, end).unwrap_or_default();
     let matched = match_before_text(&target, op.before_text.as_deref());
     if op.action != Action::FlagOnly {
+        match matched {
+            TextMatch::Missing => {
+                return Err(Rejection::new(
+                    RejectClass::Hash,
+                    format!("{label}: before_text '{}' is not at {lines}, which read '{}'; re-target the op", excerpt(op.before_text.as_deref().unwrap_or("")), excerpt(&target)),
+                ))
+            }
+            TextMatch::Ambiguous(count) => {
+                return Err(Rejection::new(
+                    RejectClass::Hash,
+                    format!("{label}: before_text '{}' occurs {count} times in {lines}; give a longer before_text or narrow the lines", excerpt(op.before_text.as_deref().unwrap_or(""))),
+                ))
+            }
+            _ => {}
+        }
         let actual = content_hash(&target);
         match op.before_hash.as_deref() {
             None => {
@@ -149,21 +164,6 @@ pub fn validate(
                 ))
             }
             Some(_) => {}
-        }
-        match matched {
-            TextMatch::Missing => {
-                return Err(Rejection::new(
-                    RejectClass::Hash,
-                    format!("{label}: before_text '{}' is not at {lines}, which read '{}'; re-target the op", excerpt(op.before_text.as_deref().unwrap_or("")), excerpt(&target)),
-                ))
-            }
-            TextMatch::Ambiguous(count) => {
-                return Err(Rejection::new(
-                    RejectClass::Hash,
-                    format!("{label}: before_text '{}' occurs {count} times in {lines}; give a longer before_text or narrow the lines", excerpt(op.before_text.as_deref().unwrap_or(""))),
-                ))
-            }
-            _ => {}
         }
     }
 
@@ -204,7 +204,8 @@ pub fn validate(
             }
         }
         if let Some(first) = touched.first() {
-            let what = format!("{label}: {lines} touch {} (protected)", first.describe());
+            let verb = if start == end { "touches" } else { "touch" };
+            let what = format!("{label}: {lines} {verb} {} (protected)", first.describe());
             if protection.strict {
                 return Err(Rejection::new(
                     RejectClass::Protected,

@@ -1,0 +1,120 @@
+//! Apply/revert round trips on real documents: the shared corpus (real
+//! documents, planted-defect documents and the seeds) when `../shared` is
+//! present, and the crate's own fixtures always.
+
+mod common;
+
+use std::path::PathBuf;
+
+use koas_review::apply::ApplyOptions;
+use koas_review::change_id::ChangeId;
+use koas_review::clock::SteppingClock;
+use koas_review::edit_op::Action;
+use koas_review::patch::apply_patch_text;
+use koas_review::protected::ProtectedRegions;
+use koas_review::session::MemorySession;
+
+fn round_trip(name: &str, text: &str, ops: usize, seed: u64, git_checks: usize) {
+    let clock = SteppingClock::new("2026-01-01T00:00:00Z");
+    let actor = common::actor();
+    let mut session = MemorySession::new(name, text);
+    let planned = common::generated_ops(text, ops, seed);
+    let out = session
+        .apply(
+            &planned,
+            &ProtectedRegions::default(),
+            &ApplyOptions::default(),
+            &actor,
+            &clock,
+            "r",
+        )
+        .unwrap();
+    assert!(
+        out.applied.len() * 10 >= planned.len() * 9,
+        "{name}: too many rejections: {:?}",
+        out.rejected
+            .iter()
+            .map(|r| &r.rejection.reason)
+            .take(5)
+            .collect::<Vec<_>>()
+    );
+    let states: Vec<(String, String)> = out.states(text).collect();
+    let pairs: Vec<_> = out
+        .applied
+        .iter()
+        .filter_map(|a| a.patches.as_ref())
+        .collect();
+    for (index, ((before, after), pair)) in states.iter().zip(&pairs).enumerate() {
+        assert_eq!(
+            &apply_patch_text(before, &pair.forward).unwrap(),
+            after,
+            "{name} op {index}"
+        );
+        if index < git_checks && common::git_available() {
+            common::git_apply_check(name, before, &pair.forward)
+                .unwrap_or_else(|e| panic!("{name}: git apply --check refused op {index}: {e}"));
+        }
+    }
+    let changes: Vec<ChangeId> = session
+        .entries
+        .iter()
+        .filter(|e| e.action != Action::FlagOnly)
+        .filter_map(|e| e.change_id())
+        .collect();
+
+    // Bulk revert of everything.
+    let mut bulk = session.clone();
+    bulk.revert(&changes, "", &actor, &clock, "bulk").unwrap();
+    assert!(
+        bulk.text == text,
+        "{name}: bulk revert did not restore the original bytes"
+    );
+
+    // One at a time, oldest first (within one batch any order is allowed).
+    let mut single = session.clone();
+    for id in &changes {
+        single.revert(&[*id], "", &actor, &clock, "one").unwrap();
+    }
+    assert!(
+        single.text == text,
+        "{name}: single reverts did not restore the original bytes"
+    );
+}
+
+fn markdown_files(dir: PathBuf, ext: &str) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|d| d.filter_map(Result::ok).map(|e| e.path()).collect())
+        .unwrap_or_default();
+    files.retain(|p| p.extension().is_some_and(|e| e == ext));
+    files.sort();
+    files
+}
+
+#[test]
+fn shared_corpus_round_trips() {
+    let Some(shared) = common::shared_dir("shared_corpus_round_trips") else {
+        return;
+    };
+    let mut files = markdown_files(shared.join("corpus/real"), "md");
+    files.extend(markdown_files(shared.join("corpus/planted"), "md"));
+    files.extend(markdown_files(shared.join("seeds"), "txt"));
+    assert!(!files.is_empty(), "the shared corpus has no documents");
+    for (index, path) in files.iter().enumerate() {
+        let text = std::fs::read_to_string(path).unwrap();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let lines = text.lines().count();
+        round_trip(&name, &text, (lines / 8).clamp(3, 150), 7 + index as u64, 2);
+    }
+}
+
+#[test]
+fn fixture_round_trips_including_crlf_variants() {
+    for name in ["retention_spec.md", "audit_fr.md"] {
+        let text = common::fixture(name);
+        round_trip(name, &text, 12, 3, 3);
+        let crlf = text.replace('\n', "\r\n");
+        round_trip(name, &crlf, 12, 5, 3);
+        let no_final = text.trim_end_matches('\n').to_owned();
+        round_trip(name, &no_final, 12, 11, 3);
+    }
+}
