@@ -34,6 +34,8 @@ pub mod fingerprint;
 pub mod markdown;
 mod numbering;
 pub mod numbers;
+pub mod planted;
+pub mod quotes;
 pub mod report;
 pub mod stage1;
 pub mod suppress;

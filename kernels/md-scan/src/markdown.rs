@@ -21,6 +21,8 @@ pub struct Paragraph {
     pub text: String,
     /// `true` inside a list item (list items are not compared as paragraphs).
     pub in_list: bool,
+    /// Characters of `text` that come from code spans.
+    pub code_chars: usize,
 }
 
 /// A link whose destination starts with `#`.
@@ -89,7 +91,7 @@ pub fn collect(doc: &Document<'_>) -> MarkdownFacts {
     let mut facts = MarkdownFacts::default();
     let mut containers = 0usize;
     let mut list_depth = 0usize;
-    let mut paragraph: Option<(usize, String)> = None;
+    let mut paragraph: Option<(usize, String, usize)> = None;
     let mut nested_heading: Option<String> = None;
     let mut link: Option<(usize, String)> = None;
     for (event, range) in Parser::new_ext(body, options()).into_offset_iter() {
@@ -101,14 +103,15 @@ pub fn collect(doc: &Document<'_>) -> MarkdownFacts {
             }
             Event::Start(Tag::Item) => list_depth += 1,
             Event::End(TagEnd::Item) => list_depth = list_depth.saturating_sub(1),
-            Event::Start(Tag::Paragraph) => paragraph = Some((start, String::new())),
+            Event::Start(Tag::Paragraph) => paragraph = Some((start, String::new(), 0)),
             Event::End(TagEnd::Paragraph) => {
-                if let Some((p_start, p_text)) = paragraph.take() {
+                if let Some((p_start, p_text, code_chars)) = paragraph.take() {
                     facts.paragraphs.push(Paragraph {
                         line_start: doc.index.line_of(p_start),
                         line_end: doc.index.last_line_of(p_start, end),
                         text: p_text,
                         in_list: list_depth > 0,
+                        code_chars,
                     });
                 }
             }
@@ -137,8 +140,17 @@ pub fn collect(doc: &Document<'_>) -> MarkdownFacts {
                     });
                 }
             }
-            Event::Text(t) | Event::Code(t) | Event::InlineMath(t) | Event::DisplayMath(t) => {
-                if let Some((_, p)) = paragraph.as_mut() {
+            Event::Code(t) => {
+                if let Some((_, p, code)) = paragraph.as_mut() {
+                    p.push_str(&t);
+                    *code += t.chars().count();
+                }
+                if let Some(h) = nested_heading.as_mut() {
+                    h.push_str(&t);
+                }
+            }
+            Event::Text(t) | Event::InlineMath(t) | Event::DisplayMath(t) => {
+                if let Some((_, p, _)) = paragraph.as_mut() {
                     p.push_str(&t);
                 }
                 if let Some(h) = nested_heading.as_mut() {
@@ -146,7 +158,7 @@ pub fn collect(doc: &Document<'_>) -> MarkdownFacts {
                 }
             }
             Event::SoftBreak | Event::HardBreak => {
-                if let Some((_, p)) = paragraph.as_mut() {
+                if let Some((_, p, _)) = paragraph.as_mut() {
                     p.push(' ');
                 }
                 if let Some(h) = nested_heading.as_mut() {

@@ -1,6 +1,7 @@
 //! Command-line definitions and dispatch.
 
 mod cache;
+mod check;
 mod common;
 mod graph;
 mod kernels;
@@ -55,6 +56,9 @@ pub enum Command {
     /// Manage a pipeline workspace's cache.
     #[command(subcommand)]
     Cache(cache::CacheCommand),
+    /// Check Markdown documents (Stage 1 + Stage 2, no LLM, no workspace);
+    /// exit 1 on findings at or above --fail-on, 2 on unreadable input.
+    Check(check::CheckArgs),
     /// Re-run a finished run from its LLM exchange log (no network) and
     /// check that every artifact is identical.
     Replay(replay::ReplayArgs),
@@ -87,6 +91,7 @@ pub fn main() -> i32 {
         Command::Kernels(args) => kernels::execute(&global, args),
         Command::Graph(args) => graph::execute(&global, args),
         Command::Cache(cmd) => cache::execute(&global, cmd),
+        Command::Check(args) => check::execute(&global, args),
         Command::Replay(args) => replay::execute(&global, args),
         Command::Llm(cmd) => llm::execute(&global, cmd),
     };

@@ -32,6 +32,10 @@ pub struct ScanConfig {
     /// A line containing one of these words names a deleted section; its
     /// cross-references are not checked (the spec's `SUPPRIMÉ` rule).
     pub deleted_markers: Vec<String>,
+    /// Words naming another document: a reference right after one of them
+    /// (within three words) is not checked ("RFC 9110 Section 5", "specs
+    /// §14"). Lowercase.
+    pub external_document_words: Vec<String>,
     /// Check section references only when at least one heading carries an
     /// explicit number (a document without numbered headings cannot be
     /// referenced by number).
@@ -69,6 +73,27 @@ impl Default for ScanConfig {
             duplicate_min_chars: 40,
             deleted_markers: strings(&["SUPPRIMÉ", "SUPPRIMÉE", "SUPPRIME"]),
             references_need_numbered_headings: true,
+            external_document_words: strings(&[
+                "rfc",
+                "iso",
+                "iec",
+                "ieee",
+                "spec",
+                "specs",
+                "specification",
+                "standard",
+                "norme",
+                "gdpr",
+                "rgpd",
+                "directive",
+                "regulation",
+                "règlement",
+                "loi",
+                "law",
+                "act",
+                "cfr",
+                "usc",
+            ]),
             claim_window_lines: 5,
             claim_min: 2,
             claim_max: 10,

@@ -6,6 +6,7 @@ use crate::config::ScanConfig;
 use crate::document::Document;
 use crate::evidence::around;
 use crate::finding::{Finding, FindingKind};
+use crate::quotes::{is_quoted, quoted_ranges};
 use crate::ScanError;
 use regex::Regex;
 
@@ -36,10 +37,14 @@ impl AiLeftovers {
             let Some(prose) = doc.prose(line) else {
                 continue;
             };
+            let quoted = quoted_ranges(prose);
             let mut hits: Vec<(usize, usize)> = self
                 .patterns
                 .iter()
-                .filter_map(|re| re.find(prose))
+                .filter_map(|re| {
+                    re.find_iter(prose)
+                        .find(|m| !is_quoted(&quoted, m.start(), m.end()))
+                })
                 .filter(|m| !m.is_empty())
                 .map(|m| (m.start(), m.end()))
                 .collect();
@@ -110,6 +115,13 @@ mod tests {
         let found = scan(text, &config);
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].line, 9);
+    }
+
+    #[test]
+    fn quoted_phrases_are_mentions() {
+        let text = "# T\n\nThe patterns (\"As an AI\", “Certainly!”) are configurable.\n\n\"Quoted\" but I hope this helps.\n";
+        let found = scan(text, &ScanConfig::default());
+        assert_eq!(found.iter().map(|f| f.line).collect::<Vec<_>>(), [5]);
     }
 
     #[test]

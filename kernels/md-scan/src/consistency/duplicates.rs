@@ -1,7 +1,8 @@
 //! Duplicated paragraphs: a paragraph whose text, whitespace normalised,
 //! repeats an earlier paragraph's. List items are not compared (changelogs
 //! and checklists repeat items on purpose); very short paragraphs are not
-//! either (`duplicate_min_chars`).
+//! either (`duplicate_min_chars`), nor paragraphs made mostly of code spans
+//! (API references repeat `Returns: {...}` lines on purpose).
 
 use super::KERNEL;
 use crate::config::ScanConfig;
@@ -24,7 +25,11 @@ pub fn detect(
 ) {
     let mut first_seen: HashMap<String, u32> = HashMap::new();
     for p in &facts.paragraphs {
-        if p.in_list || (p.line_start..=p.line_end).any(|l| doc.block_kind(l).is_some()) {
+        let mostly_code = p.code_chars * 2 > p.text.chars().count();
+        if p.in_list
+            || mostly_code
+            || (p.line_start..=p.line_end).any(|l| doc.block_kind(l).is_some())
+        {
             continue;
         }
         let key = normalize_whitespace(&p.text);
@@ -79,6 +84,8 @@ mod tests {
     fn list_items_and_code_are_not_compared() {
         let text = "# T\n\n- Updated the dependencies of the service to their latest versions\n\n\
                     - Updated the dependencies of the service to their latest versions\n\n\
+                    **Returns:** `{\"status\": \"ok\", \"workspace\": \"<path>\"}`\n\n\
+                    **Returns:** `{\"status\": \"ok\", \"workspace\": \"<path>\"}`\n\n\
                     ```\nA long line of code repeated in two places of the file.\nA long line of code repeated in two places of the file.\n```\n";
         assert!(scan(text).is_empty());
     }

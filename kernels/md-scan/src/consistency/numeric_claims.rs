@@ -7,8 +7,12 @@
 //! in the `claim_window_lines` before a table are read (the spec's
 //! forward-only window), stopping at a heading or a protected block. The
 //! claim counts the table's body rows, or its columns when the noun is
-//! "columns"/"colonnes". When one claim of the window matches, nothing is
-//! reported; otherwise the claim nearest the table is.
+//! "columns"/"colonnes". A claim is only compared with a table it
+//! introduces: its noun names a header cell ("deux approches" over an
+//! `Approche` column, "three protocols" over `Protocol`), or it stands on
+//! the last prose line before the table and that line ends with `:`.
+//! When one claim of the window matches, nothing is reported; otherwise
+//! the claim nearest the table is.
 
 use super::KERNEL;
 use crate::config::ScanConfig;
@@ -134,6 +138,28 @@ struct Claim {
     value: u32,
     counts_columns: bool,
     phrase: String,
+    /// Stems of the noun phrase's words.
+    stems: Vec<String>,
+}
+
+/// A crude stem: lowercase, plural `s`/`x` removed, first five letters.
+fn stem(word: &str) -> String {
+    let w = word.to_lowercase();
+    let w = w
+        .strip_suffix('s')
+        .or_else(|| w.strip_suffix('x'))
+        .unwrap_or(&w);
+    w.chars().take(5).collect()
+}
+
+/// `true` when one of the claim's words shares a stem (of at least four
+/// letters) with a word of the table's header.
+fn names_header(claim: &Claim, table: &Table) -> bool {
+    table.header.cells.iter().any(|cell| {
+        cell.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| w.chars().count() >= 4)
+            .any(|w| claim.stems.contains(&stem(w)))
+    })
 }
 
 fn previous_word(text: &str) -> String {
@@ -209,9 +235,9 @@ fn claims_in(line: u32, prose: &str, config: &ScanConfig) -> Vec<Claim> {
         if LABEL_WORDS.contains(&previous_word(before).as_str()) {
             continue;
         }
-        // The noun phrase: up to three words, one of them plural.
+        // The noun phrase: up to three words, up to the first plural one.
         let mut rest = after;
-        let mut words: Vec<String> = Vec::new();
+        let mut words: Vec<(String, usize)> = Vec::new();
         while words.len() < 3 {
             let Some(c) = word_re.captures(rest) else {
                 break;
@@ -219,21 +245,26 @@ fn claims_in(line: u32, prose: &str, config: &ScanConfig) -> Vec<Claim> {
             let (Some(all), Some(w)) = (c.get(0), c.get(1)) else {
                 break;
             };
-            words.push(w.as_str().to_lowercase());
             rest = &rest[all.end()..];
+            words.push((w.as_str().to_lowercase(), prose.len() - rest.len()));
         }
-        let Some(first) = words.first() else { continue };
+        let Some((first, _)) = words.first() else {
+            continue;
+        };
         if first.chars().count() < 3 && !first.starts_with("col")
             || UNIT_WORDS.contains(&first.as_str())
         {
             continue;
         }
-        let plural = words.iter().any(|w| w.ends_with('s') || w.ends_with('x'));
-        if !plural {
-            continue;
-        }
         let counts_columns = first.starts_with("column") || first.starts_with("colonne");
-        let phrase_end = prose.len() - rest.len();
+        let Some(plural_at) = words
+            .iter()
+            .position(|(w, _)| w.ends_with('s') || w.ends_with('x'))
+        else {
+            continue;
+        };
+        words.truncate(plural_at + 1);
+        let phrase_end = words.last().map_or(m.end(), |(_, end)| *end);
         claims.push(Claim {
             line,
             start: m.start(),
@@ -241,6 +272,7 @@ fn claims_in(line: u32, prose: &str, config: &ScanConfig) -> Vec<Claim> {
             value,
             counts_columns,
             phrase: prose[m.start()..phrase_end].trim().to_string(),
+            stems: words.iter().map(|(w, _)| stem(w)).collect(),
         });
     }
     claims
@@ -265,6 +297,16 @@ pub fn detect(doc: &Document<'_>, tables: &[Table], config: &ScanConfig, out: &m
             found.extend(claims);
             claims = found;
         }
+        let intro = (first..table.line_start)
+            .rev()
+            .find(|&l| !doc.index.is_blank(l))
+            .filter(|&l| {
+                doc.prose(l).is_some_and(|p| {
+                    p.trim_end_matches(|c: char| c.is_whitespace() || c == '*' || c == '_')
+                        .ends_with(':')
+                })
+            });
+        claims.retain(|c| Some(c.line) == intro || names_header(c, table));
         if claims.is_empty() {
             continue;
         }
@@ -315,7 +357,7 @@ mod tests {
     fn french_and_english_words_and_digits() {
         for claim in [
             "Nous avons retenu deux approches complémentaires :",
-            "The gateway exposes two ingestion protocols, listed in Table 1.",
+            "The gateway exposes two ingestion protocols:",
             "Les 4 classes suivantes :",
         ] {
             let text = format!("# T\n\n{claim}\n\n{TABLE3}");
@@ -347,6 +389,19 @@ mod tests {
         assert!(scan(&far).is_empty());
         let across_heading = format!("# T\n\ndeux approches\n\n## U\n\n{TABLE3}");
         assert!(scan(&across_heading).is_empty());
+    }
+
+    #[test]
+    fn claims_must_introduce_the_table() {
+        let unrelated = format!("# T\n\nThe release adds three major subsystems.\n\n{TABLE3}");
+        assert!(scan(&unrelated).is_empty());
+        let named = format!("# T\n\nWe list four kinds of A values.\n\n{TABLE3}");
+        assert_eq!(scan(&named).len(), 0, "\"values\" is not a header word");
+        let header = "| Protocol | Port |\n|---|---|\n| MQTT | 1 |\n| HTTP | 2 |\n| gRPC | 3 |\n";
+        let by_header = format!(
+            "# T\n\nThe gateway exposes two ingestion protocols, listed below.\n\n{header}"
+        );
+        assert_eq!(scan(&by_header).len(), 1);
     }
 
     #[test]

@@ -12,6 +12,7 @@ use crate::config::ScanConfig;
 use crate::document::Document;
 use crate::evidence::around;
 use crate::finding::{Finding, FindingKind};
+use crate::quotes::{is_quoted, quoted_ranges};
 use regex::Regex;
 use std::collections::HashSet;
 use std::sync::LazyLock;
@@ -42,6 +43,20 @@ fn known_numbers(doc: &Document<'_>) -> HashSet<String> {
     known
 }
 
+/// `true` when one of the three words before a reference names another
+/// document ("RFC 9110 Section 5", "from specs §14", "ISO 27001 §4").
+fn names_another_document(before: &str, config: &ScanConfig) -> bool {
+    before
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .rev()
+        .take(3)
+        .any(|w| {
+            let w = w.to_lowercase();
+            config.external_document_words.contains(&w)
+        })
+}
+
 /// Reports references to section numbers no heading carries.
 pub fn detect(doc: &Document<'_>, config: &ScanConfig, out: &mut Vec<Finding>) {
     let (Some(re), Some(other_doc)) = (REFERENCE.as_ref(), OTHER_DOCUMENT.as_ref()) else {
@@ -65,7 +80,16 @@ pub fn detect(doc: &Document<'_>, config: &ScanConfig, out: &mut Vec<Finding>) {
         {
             continue;
         }
-        let mut reported: HashSet<&str> = HashSet::new();
+        let quoted = quoted_ranges(prose);
+        // A target quoted once on a line is being discussed there, not used.
+        let mut reported: HashSet<&str> = re
+            .captures_iter(prose)
+            .filter_map(|caps| {
+                let whole = caps.get(0)?;
+                let target = caps.get(1).or(caps.get(2)).or(caps.get(3))?;
+                is_quoted(&quoted, whole.start(), whole.end()).then_some(target.as_str())
+            })
+            .collect();
         for caps in re.captures_iter(prose) {
             let Some(target) = caps.get(1).or(caps.get(2)).or(caps.get(3)) else {
                 continue;
@@ -74,7 +98,10 @@ pub fn detect(doc: &Document<'_>, config: &ScanConfig, out: &mut Vec<Finding>) {
                 .get(0)
                 .map_or(target.start()..target.end(), |m| m.range());
             let number = target.as_str();
-            if known.contains(number) || other_doc.is_match(&prose[whole.end..]) {
+            if known.contains(number)
+                || other_doc.is_match(&prose[whole.end..])
+                || names_another_document(&prose[..whole.start], config)
+            {
                 continue;
             }
             if !reported.insert(number) {
@@ -154,6 +181,11 @@ mod tests {
         assert_eq!(targets("§8 et encore §8"), ["8"]);
         assert!(targets("Section 5 of RFC 9110 and §3 de la norme ISO 27001.").is_empty());
         assert!(targets("Code `see Section 9` is not prose.").is_empty());
+        assert!(targets("Edit op schema (from specs §14), RFC 9110 Section 8.").is_empty());
+        assert!(
+            targets("Broken refs (\"see Section 4.2\" where Section 4.2 does not exist)")
+                .is_empty()
+        );
     }
 
     #[test]

@@ -9,6 +9,7 @@ use crate::config::ScanConfig;
 use crate::document::Document;
 use crate::evidence::around;
 use crate::finding::{Finding, FindingKind};
+use crate::quotes::{is_quoted, quoted_ranges};
 use crate::ScanError;
 use regex::Regex;
 
@@ -89,7 +90,13 @@ impl Terminology {
                 let Some(prose) = doc.prose(line) else {
                     continue;
                 };
+                let mut quoted: Option<Vec<(usize, usize)>> = None;
                 for caps in re.captures_iter(prose) {
+                    let Some(whole) = caps.get(0) else { continue };
+                    let q = quoted.get_or_insert_with(|| quoted_ranges(prose));
+                    if is_quoted(q, whole.start(), whole.end()) {
+                        continue;
+                    }
                     if let Some((i, m)) = caps
                         .iter()
                         .enumerate()
@@ -154,6 +161,9 @@ mod tests {
         assert_eq!(scan("# A\n\nLes refontes et les refactorings.\n").len(), 1);
         assert!(scan("# A\n\nLa refonte du `refactoring` module.\n").is_empty());
         assert!(scan("# A\n\nrefontes\n\n```\nrefactoring\n```\n").is_empty());
+        assert!(
+            scan("# A\n\nPairs such as \"refonte\" vs \"refactoring\" are tracked.\n").is_empty()
+        );
     }
 
     #[test]

@@ -1,0 +1,193 @@
+//! `koas check DOC...`: Stage 1 and the Stage 2 checks, in-process, with
+//! no LLM, no plugin and no workspace — a linter for editors and CI.
+//!
+//! Exit codes: 0 when no finding reaches `--fail-on`, 1 when one does, 2
+//! when a document cannot be read (not found, not UTF-8, binary) or a
+//! `koas.toml` is invalid.
+
+use super::common::Global;
+use anyhow::Context as _;
+use clap::{Args, ValueEnum};
+use koas_md_scan::config::{find_project_config, ProjectConfig};
+use koas_md_scan::report::{
+    render_github, render_human, render_json, render_sarif, summary_line, FileFindings,
+};
+use koas_md_scan::{check_document, Finding, Severity};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// Exit code when a finding reaches `--fail-on` (the code `koas run` uses
+/// for a failed kernel: "the work found a problem").
+const FINDINGS_FAIL: i32 = crate::exit::KERNEL_FAILED;
+
+/// Output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CheckFormat {
+    /// `file:line: kind: message`, one finding a line (like a compiler).
+    Human,
+    /// A JSON array of findings, each with its `file`.
+    Json,
+    /// SARIF 2.1.0, for code-scanning upload.
+    Sarif,
+    /// GitHub Actions workflow annotations (`::warning file=…`).
+    Github,
+}
+
+/// The lowest severity that fails the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FailOn {
+    /// Any finding fails.
+    Info,
+    /// Warnings and errors fail.
+    Warning,
+    /// Only errors fail.
+    Error,
+    /// Never fail because of findings.
+    Never,
+}
+
+impl FailOn {
+    fn threshold(self) -> Option<Severity> {
+        match self {
+            FailOn::Info => Some(Severity::Info),
+            FailOn::Warning => Some(Severity::Warning),
+            FailOn::Error => Some(Severity::Error),
+            FailOn::Never => None,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Markdown documents to check.
+    #[arg(required = true, value_name = "DOC")]
+    pub docs: Vec<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: CheckFormat,
+    /// Exit with 1 when a finding is at or above this severity [default:
+    /// koas.toml's check.fail_on, else warning].
+    #[arg(long, value_enum, value_name = "SEVERITY")]
+    pub fail_on: Option<FailOn>,
+    /// Use this project config instead of the koas.toml found upward from
+    /// each document.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Read no koas.toml at all (built-in defaults).
+    #[arg(long, conflicts_with = "config")]
+    pub no_config: bool,
+}
+
+/// The checked documents and the config each used.
+struct Checked {
+    path: String,
+    findings: Vec<Finding>,
+    fail_on: Option<Severity>,
+}
+
+/// Loads project configs once per file.
+struct Configs {
+    loaded: HashMap<PathBuf, ProjectConfig>,
+    default: ProjectConfig,
+}
+
+impl Configs {
+    fn for_document(&mut self, args: &CheckArgs, doc: &Path) -> anyhow::Result<&ProjectConfig> {
+        let path = if args.no_config {
+            None
+        } else if let Some(explicit) = &args.config {
+            Some(explicit.clone())
+        } else {
+            find_project_config(doc)
+        };
+        let Some(path) = path else {
+            return Ok(&self.default);
+        };
+        if !self.loaded.contains_key(&path) {
+            let config = ProjectConfig::load(&path)?;
+            self.loaded.insert(path.clone(), config);
+        }
+        self.loaded
+            .get(&path)
+            .context("project config vanished from the cache")
+    }
+}
+
+/// Reads a document as UTF-8 text, refusing binary content.
+fn read_document(path: &Path) -> anyhow::Result<String> {
+    let shown = path.display().to_string();
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {shown}"))?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        anyhow::anyhow!(
+            "{shown}: not valid UTF-8 (first bad byte at offset {})",
+            e.utf8_error().valid_up_to()
+        )
+    })?;
+    koas_md::inventory::check_text(&shown, &text).map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok(text)
+}
+
+pub fn execute(global: &Global, args: CheckArgs) -> anyhow::Result<i32> {
+    let mut configs = Configs {
+        loaded: HashMap::new(),
+        default: ProjectConfig::default(),
+    };
+    let mut checked: Vec<Checked> = Vec::new();
+    let mut unreadable = 0usize;
+    for doc in &args.docs {
+        let text = match read_document(doc) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                unreadable += 1;
+                continue;
+            }
+        };
+        let config = configs.for_document(&args, doc)?;
+        let path = doc.display().to_string();
+        let output = check_document(&text, config).with_context(|| format!("checking {path}"))?;
+        if !global.quiet {
+            for w in &output.warnings {
+                eprintln!("warning: {path}: {w}");
+            }
+        }
+        let fail_on = match args.fail_on {
+            Some(f) => f.threshold(),
+            None => Some(config.check.fail_on.unwrap_or(Severity::Warning)),
+        };
+        checked.push(Checked {
+            path,
+            findings: output.findings,
+            fail_on,
+        });
+    }
+    let files: Vec<FileFindings<'_>> = checked
+        .iter()
+        .map(|c| FileFindings {
+            path: &c.path,
+            findings: &c.findings,
+        })
+        .collect();
+    let text = match args.format {
+        CheckFormat::Human => render_human(&files),
+        CheckFormat::Json => render_json(&files),
+        CheckFormat::Sarif => render_sarif(&files, env!("CARGO_PKG_VERSION")),
+        CheckFormat::Github => render_github(&files),
+    };
+    print!("{text}");
+    if args.format == CheckFormat::Human && !global.quiet {
+        eprintln!("{}", summary_line(&files));
+    }
+    if unreadable > 0 {
+        return Ok(crate::exit::USAGE);
+    }
+    let failed = checked.iter().any(|c| {
+        c.fail_on
+            .is_some_and(|t| c.findings.iter().any(|f| f.severity >= t))
+    });
+    Ok(if failed {
+        FINDINGS_FAIL
+    } else {
+        crate::exit::OK
+    })
+}
