@@ -1,0 +1,125 @@
+//! End to end through the real runtime: the four Stage 1 plugins and the
+//! three Stage 2 plugins loaded by `koas run` from the executable's folder,
+//! on a pipeline written here. The Stage 2 files it writes in the workspace
+//! must hold exactly the findings `koas check` reports in-process.
+//!
+//! The test first builds `koas` and the seven plugins (offline, into this
+//! test's own target directory) so that it never runs stale plugins. When
+//! the build cannot run offline, it prints why and skips.
+
+use koas_md_scan::Finding;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const PACKAGES: [&str; 8] = [
+    "koas",
+    "koas-kernel-md-inventory",
+    "koas-kernel-md-structure",
+    "koas-kernel-md-protected-regions",
+    "koas-kernel-md-chunk",
+    "koas-kernel-md-consistency-scan",
+    "koas-kernel-md-numbering-control",
+    "koas-kernel-md-fingerprint-chunk",
+];
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Builds koas and the plugins; the koas binary, or `None` when offline
+/// building is impossible here.
+fn build() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let profile_dir = exe.parent()?.parent()?.to_path_buf();
+    let target = profile_dir.parent()?.to_path_buf();
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.current_dir(repo())
+        .args(["build", "--offline", "-q", "--target-dir"])
+        .arg(&target);
+    for p in PACKAGES {
+        cmd.args(["-p", p]);
+    }
+    if profile_dir.file_name().is_some_and(|n| n == "release") {
+        cmd.arg("--release");
+    }
+    let out = cmd.output().ok()?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        if err.contains("offline") || err.contains("download") {
+            println!("SKIPPED: cannot build koas offline here:\n{err}");
+            return None;
+        }
+        panic!("building koas and the plugins failed:\n{err}");
+    }
+    let bin = profile_dir.join(format!("koas{}", std::env::consts::EXE_SUFFIX));
+    assert!(bin.is_file(), "{} was not built", bin.display());
+    Some(bin)
+}
+
+fn findings(v: &Value) -> Vec<Finding> {
+    serde_json::from_value(v["findings"].clone()).expect("findings")
+}
+
+#[test]
+fn plugins_in_a_pipeline_agree_with_koas_check() {
+    let Some(koas) = build() else { return };
+    let dir = tempfile::tempdir().expect("tmp");
+    let doc = repo().join("kernels/md-scan/tests/fixtures/planted/rapport_conformite_fr.md");
+    let pipeline = dir.path().join("review.toml");
+    std::fs::write(
+        &pipeline,
+        format!(
+            "name = \"review-stage2\"\n\
+             kernels = [\"md_inventory\", \"md_structure\", \"md_protected_regions\", \"md_chunk\",\n\
+                        \"md_consistency_scan\", \"md_numbering_control\", \"md_fingerprint_chunk\"]\n\
+             [inputs]\ndoc = {:?}\n",
+            doc.display().to_string()
+        ),
+    )
+    .expect("write pipeline");
+    let ws = dir.path().join("ws");
+    let out = Command::new(&koas)
+        .arg("run")
+        .arg(&pipeline)
+        .arg("--workspace")
+        .arg(&ws)
+        .env_remove("KOAS_KERNEL_PATH")
+        .output()
+        .expect("koas runs");
+    assert!(
+        out.status.success(),
+        "koas run failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let read = |rel: &str| -> Value {
+        let path = ws.join(rel);
+        serde_json::from_slice(
+            &std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())),
+        )
+        .expect("json")
+    };
+    let mut from_plugins = findings(&read("stage2/coherence_issues.json"));
+    from_plugins.extend(findings(&read("stage2/numbering_findings.json")));
+    koas_md_scan::sort_findings(&mut from_plugins);
+    let renumber = read("stage2/renumber_ops.json");
+    assert_eq!(renumber[0]["to"], "Tableau 2");
+    let prints = read("stage2/md_fingerprint_chunk.json");
+    assert!(prints["chunk_count"].as_u64().is_some_and(|n| n > 5));
+
+    let check = Command::new(&koas)
+        .args(["check", "--no-config", "--format", "json"])
+        .arg(&doc)
+        .output()
+        .expect("koas check runs");
+    let listed: Value = serde_json::from_slice(&check.stdout).expect("json");
+    let from_check: Vec<Finding> = listed
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|f| serde_json::from_value(f.clone()).expect("finding"))
+        .collect();
+    assert_eq!(from_plugins.len(), 11);
+    assert_eq!(from_plugins, from_check);
+}
