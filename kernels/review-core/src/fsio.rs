@@ -6,10 +6,10 @@
 //! is fsynced. A reader (or a crash) sees the old file or the new one,
 //! never a mix.
 //!
-//! **Durable batch**: many small files (patches) are written atomically
-//! without a per-file fsync, then made durable together with one
-//! `syncfs(2)` on Linux (one fsync per file elsewhere): an fsync costs
-//! milliseconds, and a review writes two patch files per change.
+//! **Batch of derived files**: many small files (patches) are written
+//! atomically without a per-file fsync and the directory is fsynced once;
+//! their content is also in the fsynced ledger, which rebuilds them if a
+//! crash loses one.
 //!
 //! **Lock**: `<workspace>/.lock` holds the holder's pid, host, command and
 //! start time. It is created complete (written to a temporary file, then
@@ -108,44 +108,17 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<(), FsError> {
     fsync_dir(&parent_of(path))
 }
 
-/// Flushes every file written under `path`'s file system.
-fn sync_filesystem_of(path: &Path, written: &[PathBuf]) -> Result<(), FsError> {
-    #[cfg(target_os = "linux")]
-    {
-        let _ = written;
-        let handle = File::open(path).map_err(|e| FsError::new("open", path, e))?;
-        use std::os::fd::AsRawFd;
-        // SAFETY: syncfs takes a valid open file descriptor and nothing else;
-        // `handle` stays open for the duration of the call.
-        let rc = unsafe { libc::syncfs(handle.as_raw_fd()) };
-        if rc != 0 {
-            return Err(FsError::new("syncfs", path, io::Error::last_os_error()));
-        }
-        Ok(())
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = path;
-        for file in written {
-            File::open(file)
-                .and_then(|f| f.sync_all())
-                .map_err(|e| FsError::new("fsync", file, e))?;
-        }
-        Ok(())
-    }
-}
-
-/// Writes every `(path, bytes)` atomically, then makes them all durable at
-/// once. All paths must live in `dir`.
-pub fn write_files_durably(dir: &Path, files: &[(PathBuf, Vec<u8>)]) -> Result<(), FsError> {
+/// Writes every `(path, bytes)` atomically (temporary file + rename) and
+/// fsyncs `dir` once, without fsyncing each file. For derived files that
+/// can be rebuilt (patch files, whose text the fsynced ledger also holds):
+/// one fsync costs milliseconds and a review writes two patches per change.
+pub fn write_files_atomically(dir: &Path, files: &[(PathBuf, Vec<u8>)]) -> Result<(), FsError> {
     if files.is_empty() {
         return Ok(());
     }
     for (path, bytes) in files {
         write_temp_and_rename(path, bytes, false)?;
     }
-    let written: Vec<PathBuf> = files.iter().map(|(p, _)| p.clone()).collect();
-    sync_filesystem_of(dir, &written)?;
     fsync_dir(dir)
 }
 
@@ -369,12 +342,12 @@ mod tests {
     }
 
     #[test]
-    fn durable_batch_writes_every_file() {
+    fn batch_writes_every_file() {
         let dir = tempfile::tempdir().unwrap();
         let files: Vec<(PathBuf, Vec<u8>)> = (0..5)
             .map(|i| (dir.path().join(format!("f{i}")), vec![b'a' + i as u8; 3]))
             .collect();
-        write_files_durably(dir.path(), &files).unwrap();
+        write_files_atomically(dir.path(), &files).unwrap();
         for (path, bytes) in &files {
             assert_eq!(&fs::read(path).unwrap(), bytes);
         }

@@ -65,6 +65,17 @@ pub struct ChangeLines {
     pub added: usize,
 }
 
+/// The text of an entry's patches, kept in the ledger itself (koas
+/// extension): the ledger alone can rebuild the patch files and replay
+/// the document's history.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PatchText {
+    /// Forward unified diff.
+    pub forward: String,
+    /// Inverse unified diff.
+    pub inverse: String,
+}
+
 /// One ledger line: every field of §6 plus koas extensions.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LedgerEntry {
@@ -126,6 +137,9 @@ pub struct LedgerEntry {
     /// The run that wrote the entry (koas extension).
     #[serde(default)]
     pub run_id: String,
+    /// The patches' text (koas extension; absent for flags).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patch_text: Option<PatchText>,
 }
 
 impl LedgerEntry {
@@ -468,6 +482,7 @@ mod tests {
             source_id: None,
             fixes: vec![],
             run_id: "run".into(),
+            patch_text: None,
         }
     }
 

@@ -3,14 +3,16 @@
 //! Patch files live in `review/patches/`: `RVW-NNNN.patch` and
 //! `RVW-NNNN.inverse.patch` for a change, `REVERT-RVW-NNNN.patch` and
 //! `REVERT-RVW-NNNN.inverse.patch` for its revert. Ledger entries store
-//! these workspace-relative paths. A flag (flag_only) has no patches and
-//! empty patch paths.
+//! these workspace-relative paths, and a copy of the patch text
+//! (`patch_text`), so the ledger alone — the one file that is fsynced line
+//! by line — can rebuild the patch files. A flag (flag_only) has no
+//! patches and empty patch paths.
 
 use crate::apply::AppliedOp;
 use crate::change_id::EntryId;
 use crate::clock::Clock;
 use crate::hashing::lines_hash;
-use crate::ledger::{Actor, ChangeLines, LedgerEntry, Scope};
+use crate::ledger::{Actor, ChangeLines, LedgerEntry, PatchText, Scope};
 use crate::revert::PlannedRevert;
 
 /// Directory of patch files, relative to the workspace.
@@ -91,6 +93,10 @@ pub fn entry_for_applied(applied: &AppliedOp, run: RunContext<'_>) -> LedgerEntr
         source_id: op.source_id.clone(),
         fixes: applied.fixes.iter().map(|f| f.name().to_owned()).collect(),
         run_id: run.run_id.to_owned(),
+        patch_text: applied.patches.as_ref().map(|p| PatchText {
+            forward: p.forward.clone(),
+            inverse: p.inverse.clone(),
+        }),
     }
 }
 
@@ -134,5 +140,9 @@ pub fn entry_for_revert(
         source_id: None,
         fixes: Vec::new(),
         run_id: run.run_id.to_owned(),
+        patch_text: Some(PatchText {
+            forward: revert.patches.forward.clone(),
+            inverse: revert.patches.inverse.clone(),
+        }),
     }
 }

@@ -133,7 +133,8 @@ pub struct RevertRequest<'a> {
     pub entries: &'a [LedgerEntry],
     /// Changes to revert, any order.
     pub ids: &'a [ChangeId],
-    /// Reads a workspace-relative patch file.
+    /// Reads a workspace-relative patch file (used for entries whose
+    /// ledger line carries no copy of its patches).
     pub read_patch: &'a dyn Fn(&str) -> Result<String, String>,
 }
 
@@ -143,11 +144,16 @@ fn load_change(
     read_patch: &dyn Fn(&str) -> Result<String, String>,
 ) -> Result<LineChange, RevertError> {
     let path = entry.patch_inverse.clone();
-    let text = read_patch(&path).map_err(|reason| RevertError::PatchUnreadable {
-        id,
-        path: path.clone(),
-        reason,
-    })?;
+    // The ledger's own copy is authoritative; the file is read only for
+    // entries written without one.
+    let text = match &entry.patch_text {
+        Some(copy) => copy.inverse.clone(),
+        None => read_patch(&path).map_err(|reason| RevertError::PatchUnreadable {
+            id,
+            path: path.clone(),
+            reason,
+        })?,
+    };
     let invalid = |reason: String| RevertError::PatchInvalid {
         id,
         path: path.clone(),

@@ -17,18 +17,21 @@
 //! ```
 //!
 //! **Write order of a run** (review or revert), under the lock:
-//! 1. patch files, written atomically and made durable together;
-//! 2. ledger entries, appended with one write and one fsync;
+//! 1. patch files, each written atomically (not fsynced one by one);
+//! 2. ledger entries — which carry a copy of their patches — appended with
+//!    one write and one fsync;
 //! 3. `doc.edited.md`, replaced atomically;
 //! 4. the apply log, the annotated document, and `--in-place` last.
 //!
 //! The ledger is the write-ahead log. A crash before step 2 leaves patch
 //! files no entry refers to (harmless; their IDs are never reused). A crash
-//! between 2 and 3 leaves the document one run behind its ledger: the next
-//! run *rolls forward* by applying the recorded forward patches, checking
-//! every hash. A crash during 2 leaves a torn last line, which is reported
-//! and must be repaired ([`Workspace::repair_ledger`]) before anything
-//! else is appended. The document on disk is always a complete version.
+//! that loses a patch file of a recorded entry is repaired from the
+//! ledger's copy at the start of the next run. A crash between 2 and 3
+//! leaves the document one run behind its ledger: the next run *rolls
+//! forward* by applying the recorded forward patches, checking every hash.
+//! A crash during 2 leaves a torn last line, which is reported and must be
+//! repaired ([`Workspace::repair_ledger`]) before anything else is
+//! appended. The document on disk is always a complete version.
 //!
 //! Ops address the workspace's *current* document (`doc.edited.md`, or the
 //! original on a first run).
@@ -45,7 +48,7 @@ use crate::apply::{apply_batch, ApplyLogRecord, ApplyOptions, BatchInput, BatchO
 use crate::change_id::{ChangeId, EntryId, IdAllocator, IdError};
 use crate::clock::Clock;
 use crate::fsio::{
-    acquire_lock, atomic_write, create_dir_durably, open_append, write_files_durably, FsError,
+    acquire_lock, atomic_write, create_dir_durably, open_append, write_files_atomically, FsError,
     LockError, LockGuard, LockHolder,
 };
 use crate::hashing::{content_hash, same_hash};
@@ -271,6 +274,9 @@ pub struct WorkspaceStatus {
     pub document_state: String,
     /// Patch files no ledger entry refers to (left by an interrupted run).
     pub orphan_patches: Vec<String>,
+    /// Patch files the ledger refers to that are missing or damaged (the
+    /// next review or revert rebuilds them from the ledger).
+    pub damaged_patches: Vec<String>,
     /// Current lock holder, if any.
     pub locked_by: Option<LockHolder>,
 }
@@ -499,11 +505,13 @@ impl Workspace {
         let mut rolled = Vec::new();
         for entry in &entries[reflected..] {
             if !entry.patch_forward.is_empty() {
-                let patch = self.read_patch(&entry.patch_forward).map_err(|e| {
-                    WorkspaceError::RollForward {
-                        id: entry.id,
-                        reason: e.to_string(),
-                    }
+                let patch = match &entry.patch_text {
+                    Some(copy) => Ok(copy.forward.clone()),
+                    None => self.read_patch(&entry.patch_forward),
+                }
+                .map_err(|e| WorkspaceError::RollForward {
+                    id: entry.id,
+                    reason: e.to_string(),
                 })?;
                 text =
                     apply_patch_text(&text, &patch).map_err(|e| WorkspaceError::RollForward {
@@ -535,6 +543,40 @@ impl Workspace {
     pub fn current_text(&self) -> Result<String, WorkspaceError> {
         let ledger = self.ledger()?;
         Ok(self.current_document(ledger.entries(), false)?.0)
+    }
+
+    /// Patch files the ledger refers to that are missing or differ in size
+    /// from the ledger's copy (a crash can lose a patch file: they are not
+    /// fsynced one by one).
+    pub fn damaged_patch_files(&self, entries: &[LedgerEntry]) -> Vec<(PathBuf, String)> {
+        let mut damaged = Vec::new();
+        for entry in entries {
+            let Some(copy) = &entry.patch_text else {
+                continue;
+            };
+            for (rel, text) in [
+                (&entry.patch_forward, &copy.forward),
+                (&entry.patch_inverse, &copy.inverse),
+            ] {
+                let path = self.path(rel);
+                let intact = fs::metadata(&path).is_ok_and(|m| m.len() == text.len() as u64);
+                if !rel.is_empty() && !intact {
+                    damaged.push((path, text.clone()));
+                }
+            }
+        }
+        damaged
+    }
+
+    /// Rewrites damaged patch files from the ledger's copies.
+    fn restore_patch_files(&self, entries: &[LedgerEntry]) -> Result<usize, WorkspaceError> {
+        let files: Vec<(PathBuf, Vec<u8>)> = self
+            .damaged_patch_files(entries)
+            .into_iter()
+            .map(|(path, text)| (path, text.into_bytes()))
+            .collect();
+        write_files_atomically(&self.patches_dir(), &files)?;
+        Ok(files.len())
     }
 
     fn checked_ledger(&self) -> Result<Ledger, WorkspaceError> {
@@ -616,6 +658,7 @@ impl Workspace {
         let lock = self.lock(request.command, request.clock)?;
         self.init(request.doc_name, request.document, request.clock)?;
         let mut ledger = self.checked_ledger()?;
+        self.restore_patch_files(ledger.entries())?;
         let (current, recovery) = self.current_document(ledger.entries(), true)?;
 
         // Protected regions: given for `document`, needed for `current`.
@@ -685,7 +728,7 @@ impl Workspace {
                 ));
             }
         }
-        write_files_durably(&self.patches_dir(), &files)?;
+        write_files_atomically(&self.patches_dir(), &files)?;
         let ledger_len_before = ledger.entries().len();
         ledger.append_all(entries.clone())?;
         if batch.final_text != current || !self.path(paths::EDITED_DOC).exists() {
@@ -738,6 +781,7 @@ impl Workspace {
             .meta()?
             .ok_or_else(|| WorkspaceError::NotInitialized(self.root.clone()))?;
         let mut ledger = self.checked_ledger()?;
+        self.restore_patch_files(ledger.entries())?;
         let (current, recovery) = self.current_document(ledger.entries(), true)?;
         let read = |path: &str| self.read_patch(path).map_err(|e| e.to_string());
         let plan = plan_reverts(RevertRequest {
@@ -774,7 +818,7 @@ impl Workspace {
                 revert.patches.inverse.clone().into_bytes(),
             ));
         }
-        write_files_durably(&self.patches_dir(), &files)?;
+        write_files_atomically(&self.patches_dir(), &files)?;
         ledger.append_all(entries.clone())?;
         atomic_write(&self.path(paths::EDITED_DOC), plan.final_text.as_bytes())?;
         self.write_annotated(ledger.entries(), &plan.final_text, request.options)?;
@@ -863,6 +907,15 @@ impl Workspace {
             })
             .unwrap_or_default();
         orphan_patches.sort();
+        let damaged_patches = self
+            .damaged_patch_files(entries)
+            .into_iter()
+            .map(|(path, _)| {
+                path.strip_prefix(&self.root)
+                    .map(|p| p.to_string_lossy().into_owned())
+                    .unwrap_or_else(|_| path.to_string_lossy().into_owned())
+            })
+            .collect();
         let locked_by = read_json::<LockHolder>(&self.root.join(".lock"))
             .ok()
             .flatten();
@@ -877,6 +930,7 @@ impl Workspace {
             torn_tail: ledger.torn_tail().cloned(),
             document_state,
             orphan_patches,
+            damaged_patches,
             locked_by,
         })
     }

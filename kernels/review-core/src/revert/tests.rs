@@ -183,8 +183,21 @@ fn flags_have_nothing_to_revert() {
 }
 
 #[test]
-fn tampered_or_missing_patches_are_refused() {
+fn the_ledger_copy_of_a_patch_is_authoritative() {
+    // A damaged patch file does not matter while the ledger has its copy.
     let mut s = three_changes();
+    let path = s.entries[0].patch_inverse.clone();
+    s.patches.insert(path.clone(), "garbage".into());
+    revert(&mut s, &[1]).unwrap();
+    assert!(s.text.contains("Alpha line.\n"));
+}
+
+#[test]
+fn tampered_or_missing_patch_files_are_refused_without_a_ledger_copy() {
+    let mut s = three_changes();
+    for entry in &mut s.entries {
+        entry.patch_text = None;
+    }
     let path = s.entries[0].patch_inverse.clone();
     let original = s.patches[&path].clone();
     s.patches
@@ -197,6 +210,15 @@ fn tampered_or_missing_patches_are_refused() {
     assert!(matches!(
         revert(&mut s, &[1]),
         Err(RevertError::PatchUnreadable { .. })
+    ));
+    // A tampered ledger copy is caught by the region hashes too.
+    let mut s = three_changes();
+    if let Some(copy) = s.entries[0].patch_text.as_mut() {
+        copy.inverse = copy.inverse.replace("Alpha line.", "Alpha LINE.");
+    }
+    assert!(matches!(
+        revert(&mut s, &[1]),
+        Err(RevertError::PatchInvalid { .. })
     ));
 }
 

@@ -333,6 +333,28 @@ fn orphan_patches_are_reported_and_their_ids_never_reused() {
 }
 
 #[test]
+fn lost_patch_files_are_rebuilt_from_the_ledger() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = Workspace::new(dir.path());
+    review(&ws, DOC, vec![typo(), attention()]).unwrap();
+    let forward = ws.path("review/patches/RVW-0001.patch");
+    let original = fs::read(&forward).unwrap();
+    fs::remove_file(&forward).unwrap();
+    fs::write(ws.path("review/patches/RVW-0002.inverse.patch"), b"").unwrap();
+    let status = ws.status().unwrap();
+    assert_eq!(
+        status.damaged_patches,
+        vec![
+            "review/patches/RVW-0001.patch".to_string(),
+            "review/patches/RVW-0002.inverse.patch".to_string()
+        ]
+    );
+    revert(&ws, &[2]).unwrap();
+    assert_eq!(fs::read(&forward).unwrap(), original);
+    assert!(ws.status().unwrap().damaged_patches.is_empty());
+}
+
+#[test]
 fn report_is_written_in_both_places() {
     let dir = tempfile::tempdir().unwrap();
     let ws = Workspace::new(dir.path());
