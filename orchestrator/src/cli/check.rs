@@ -1,6 +1,10 @@
 //! `koas check DOC...`: Stage 1 and the Stage 2 checks, in-process, with
 //! no LLM, no plugin and no workspace — a linter for editors and CI.
 //!
+//! A DOC may be a file, a folder (its `*.md` and `*.markdown` files,
+//! recursively, hidden folders skipped) or `-` for standard input (named
+//! by `--stdin-filename` in reports and for the `koas.toml` search).
+//!
 //! Exit codes: 0 when no finding reaches `--fail-on`, 1 when one does, 2
 //! when a document cannot be read (not found, not UTF-8, binary) or a
 //! `koas.toml` is invalid.
@@ -59,9 +63,14 @@ impl FailOn {
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
-    /// Markdown documents to check.
+    /// Markdown files, folders (searched recursively for *.md and
+    /// *.markdown), or - for standard input.
     #[arg(required = true, value_name = "DOC")]
     pub docs: Vec<PathBuf>,
+    /// The name standard input is reported under (and the path the
+    /// koas.toml search starts from).
+    #[arg(long, value_name = "PATH", default_value = "<stdin>")]
+    pub stdin_filename: PathBuf,
     /// Output format.
     #[arg(long, value_enum, default_value = "human")]
     pub format: CheckFormat,
@@ -113,17 +122,68 @@ impl Configs {
     }
 }
 
-/// Reads a document as UTF-8 text, refusing binary content.
-fn read_document(path: &Path) -> anyhow::Result<String> {
-    let shown = path.display().to_string();
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read {shown}"))?;
+/// `true` for the file names a folder argument contributes.
+fn is_markdown(path: &Path) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case("md") || e.eq_ignore_ascii_case("markdown"))
+}
+
+/// The Markdown files under `dir`, sorted, hidden entries skipped.
+fn markdown_files(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| !n.starts_with('.'))
+        })
+        .collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            markdown_files(&p, out)?;
+        } else if is_markdown(&p) {
+            out.push(p);
+        }
+    }
+    Ok(())
+}
+
+/// The documents the arguments name: folders expanded, `-` kept.
+fn expand(docs: &[PathBuf]) -> (Vec<PathBuf>, Vec<String>) {
+    let mut files = Vec::new();
+    let mut errors = Vec::new();
+    for d in docs {
+        if d.is_dir() {
+            if let Err(e) = markdown_files(d, &mut files) {
+                errors.push(format!("cannot read folder {}: {e}", d.display()));
+            }
+        } else {
+            files.push(d.clone());
+        }
+    }
+    (files, errors)
+}
+
+/// Reads a document (`-` is standard input) as UTF-8 text, refusing
+/// binary content. `shown` names it in errors.
+fn read_document(path: &Path, shown: &str) -> anyhow::Result<String> {
+    let bytes = if path == Path::new("-") {
+        let mut buf = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin(), &mut buf)
+            .with_context(|| format!("cannot read {shown}"))?;
+        buf
+    } else {
+        std::fs::read(path).with_context(|| format!("cannot read {shown}"))?
+    };
     let text = String::from_utf8(bytes).map_err(|e| {
         anyhow::anyhow!(
             "{shown}: not valid UTF-8 (first bad byte at offset {})",
             e.utf8_error().valid_up_to()
         )
     })?;
-    koas_md::inventory::check_text(&shown, &text).map_err(|e| anyhow::anyhow!("{e}"))?;
+    koas_md::inventory::check_text(shown, &text).map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok(text)
 }
 
@@ -133,9 +193,19 @@ pub fn execute(global: &Global, args: CheckArgs) -> anyhow::Result<i32> {
         default: ProjectConfig::default(),
     };
     let mut checked: Vec<Checked> = Vec::new();
-    let mut unreadable = 0usize;
-    for doc in &args.docs {
-        let text = match read_document(doc) {
+    let (docs, folder_errors) = expand(&args.docs);
+    for e in &folder_errors {
+        eprintln!("error: {e}");
+    }
+    let mut unreadable = folder_errors.len();
+    for doc in &docs {
+        let named = if doc == Path::new("-") {
+            args.stdin_filename.clone()
+        } else {
+            doc.clone()
+        };
+        let path = named.display().to_string();
+        let text = match read_document(doc, &path) {
             Ok(t) => t,
             Err(e) => {
                 eprintln!("error: {e:#}");
@@ -143,8 +213,7 @@ pub fn execute(global: &Global, args: CheckArgs) -> anyhow::Result<i32> {
                 continue;
             }
         };
-        let config = configs.for_document(&args, doc)?;
-        let path = doc.display().to_string();
+        let config = configs.for_document(&args, &named)?;
         let output = check_document(&text, config).with_context(|| format!("checking {path}"))?;
         if !global.quiet {
             for w in &output.warnings {
