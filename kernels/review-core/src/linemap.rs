@@ -187,14 +187,19 @@ fn transpose_out(
 
 fn cancel_one_round(items: &mut [Option<(EntryId, LineEdit)>]) -> bool {
     let mut changed = false;
+    let positions: std::collections::HashMap<crate::change_id::ChangeId, usize> = items
+        .iter()
+        .enumerate()
+        .filter_map(|(i, item)| match item {
+            Some((EntryId::Change(c), _)) => Some((*c, i)),
+            _ => None,
+        })
+        .collect();
     for r_idx in 0..items.len() {
         let Some((EntryId::Revert(reverted), r_edit)) = items[r_idx] else {
             continue;
         };
-        let Some(x_idx) = items[..r_idx]
-            .iter()
-            .position(|item| matches!(item, Some((EntryId::Change(c), _)) if *c == reverted))
-        else {
+        let Some(&x_idx) = positions.get(&reverted).filter(|&&x| x < r_idx) else {
             continue;
         };
         let Some((_, x_edit)) = items[x_idx] else {

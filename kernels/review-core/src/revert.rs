@@ -87,6 +87,12 @@ pub enum RevertError {
         /// The later entry.
         later: EntryId,
     },
+    /// The lines would come back after a last line that has no newline.
+    #[error("{id} cannot be reverted yet: its lines would follow the document's last line, which a later change left without a newline; revert that later change first")]
+    AfterUnterminatedEnd {
+        /// The change.
+        id: ChangeId,
+    },
     /// The document no longer holds what the change produced.
     #[error("{id} cannot be reverted: line {line} of the current document does not hold what {id} wrote there (the document was modified outside koas); nothing was changed")]
     ContentMismatch {
@@ -286,7 +292,11 @@ pub fn plan_reverts(request: RevertRequest<'_>) -> Result<RevertPlan, RevertErro
 
     let mut doc = LineBuf::parse(request.current_text);
     let mut hash = doc.hash();
-    let mut planned_edits: Vec<(EntryId, LineEdit)> = Vec::new();
+    // The edits after the previous (later) target, already cancelled, and
+    // that target's own edit and revert: each target's chain is built from
+    // them instead of from scratch, so a bulk revert stays near-linear.
+    let mut tail: Vec<(EntryId, LineEdit)> = Vec::new();
+    let mut previous: Option<(usize, ChangeId, LineEdit, LineEdit)> = None;
     let mut reverts = Vec::new();
     for (position, id) in targets {
         let entry = &entries[position];
@@ -295,11 +305,16 @@ pub fn plan_reverts(request: RevertRequest<'_>) -> Result<RevertPlan, RevertErro
             start: forward_inverse.start,
             len: forward_inverse.old.len(),
         };
-        let chain: Vec<(EntryId, LineEdit)> = entries[position + 1..]
+        let upto = previous.map_or(entries.len(), |(p, ..)| p);
+        let mut chain: Vec<(EntryId, LineEdit)> = entries[position + 1..upto]
             .iter()
             .filter_map(|e| e.edit().map(|edit| (e.id, edit)))
-            .chain(planned_edits.iter().copied())
             .collect();
+        if let Some((_, previous_id, previous_edit, previous_revert)) = previous {
+            chain.push((EntryId::Change(previous_id), previous_edit));
+            chain.append(&mut tail);
+            chain.push((EntryId::Revert(previous_id), previous_revert));
+        }
         let later = cancel_reverted_pairs(&chain);
         // Lines restored without a final newline must stay the last ones.
         let restores_unterminated_end = forward_inverse
@@ -338,6 +353,13 @@ pub fn plan_reverts(request: RevertRequest<'_>) -> Result<RevertPlan, RevertErro
                 line: mapped.start + 1,
             });
         }
+        let appends_after_unterminated = mapped.start > 0
+            && mapped.start == doc.len()
+            && doc.lacks_final_newline()
+            && !forward_inverse.new.is_empty();
+        if appends_after_unterminated {
+            return Err(RevertError::AfterUnterminatedEnd { id });
+        }
         let change = LineChange {
             start: mapped.start,
             ..forward_inverse
@@ -350,14 +372,20 @@ pub fn plan_reverts(request: RevertRequest<'_>) -> Result<RevertPlan, RevertErro
                 line: mapped.start + 1,
             })?;
         let new_hash = doc.hash();
-        planned_edits.push((
-            EntryId::Revert(id),
+        let Some(own_edit) = entry.edit() else {
+            return Err(RevertError::NothingToRevert(id));
+        };
+        previous = Some((
+            position,
+            id,
+            own_edit,
             LineEdit {
                 start: change.start,
                 old_len: change.old.len(),
                 new_len: change.new.len(),
             },
         ));
+        tail = later;
         reverts.push(PlannedRevert {
             reverted: id,
             original: entry.clone(),

@@ -7,6 +7,7 @@
 //! - the stale lock of the killed process does not block the next run;
 //! - a later run allocates IDs never used before, and rebuilds any patch
 //!   file the kill lost from the ledger's copy.
+//!
 //! At the end, reverting every change gives back the original bytes.
 //!
 //! `KOAS_CRASH_ITERATIONS` sets the number of iterations (default 20).
@@ -204,7 +205,11 @@ fn sigkill_at_random_moments_never_corrupts_the_workspace() {
     run_to_end(&["review", wsp, doc, ops]);
     let status = ws.status().unwrap();
     assert_eq!(status.document_state, "consistent");
-    assert!(status.damaged_patches.is_empty(), "patch files not rebuilt: {:?}", status.damaged_patches);
+    assert!(
+        status.damaged_patches.is_empty(),
+        "patch files not rebuilt: {:?}",
+        status.damaged_patches
+    );
     assert!(
         ws.root().join(".lock").exists().then_some(()).is_none(),
         "lock released"
