@@ -48,11 +48,12 @@ pub struct InlineSpan {
     pub kind: String,
     /// Line of the first byte, 1-based.
     pub line_start: usize,
-    /// Column of the first byte, 1-based, in bytes.
+    /// Column of the first character, 1-based, counted in characters
+    /// (as Stage 1 reports them).
     pub col_start: usize,
     /// Line of the last byte, 1-based.
     pub line_end: usize,
-    /// Column just past the last byte, 1-based, in bytes.
+    /// Column just past the last character, 1-based, in characters.
     pub col_end: usize,
     /// Offset of the first byte in the document.
     pub start_byte: usize,
@@ -70,6 +71,14 @@ impl InlineSpan {
             from < self.end_byte && self.start_byte < to
         }
     }
+}
+
+/// Byte offset, within `line`, of 1-based character column `column`
+/// (the line's length when the column is past its end).
+fn byte_of_column(line: &str, column: usize) -> usize {
+    line.char_indices()
+        .nth(column.saturating_sub(1))
+        .map_or(line.len(), |(byte, _)| byte)
 }
 
 /// Every protected region of one document state.
@@ -182,8 +191,10 @@ impl ProtectedRegions {
                     Ok(mapped) => {
                         let line_start = mapped.start + 1;
                         let line_end = mapped.end();
-                        let start_byte = offsets.get(line_start - 1)? + s.col_start - 1;
-                        let end_byte = offsets.get(line_end - 1)? + s.col_end - 1;
+                        let start_byte = offsets.get(line_start - 1)?
+                            + byte_of_column(after.raw_line(line_start - 1)?, s.col_start);
+                        let end_byte = offsets.get(line_end - 1)?
+                            + byte_of_column(after.raw_line(line_end - 1)?, s.col_end);
                         Some(InlineSpan {
                             line_start,
                             line_end,
@@ -208,7 +219,7 @@ impl ProtectedRegions {
                             line_start: mapped.start + 1,
                             col_start: 1,
                             line_end: mapped.end(),
-                            col_end: last.len() + 1,
+                            col_end: last.chars().count() + 1,
                             start_byte,
                             end_byte,
                         })
@@ -266,7 +277,7 @@ mod tests {
 
     #[test]
     fn mapping_follows_edits() {
-        let text = "new line\nintro `code` here\n";
+        let text = "new line\nintró `code` here\n";
         let regions = ProtectedRegions {
             blocks: vec![block(3, 4)],
             inline: vec![InlineSpan {
@@ -275,8 +286,8 @@ mod tests {
                 col_start: 7,
                 line_end: 1,
                 col_end: 13,
-                start_byte: 6,
-                end_byte: 12,
+                start_byte: 7,
+                end_byte: 13,
             }],
         };
         let edits = [LineEdit {

@@ -169,12 +169,14 @@ fn render(spec: &DocSpec) -> Doc {
                 .unwrap_or("")
                 .find(token.as_str())
                 .unwrap_or(0);
+            let raw = buf.raw_line(line - 1).unwrap_or("");
+            let col_start = raw[..within].chars().count() + 1;
             InlineSpan {
                 kind: "inline_code".into(),
                 line_start: *line,
-                col_start: within + 1,
+                col_start,
                 line_end: *line,
-                col_end: within + token.len() + 1,
+                col_end: col_start + token.chars().count(),
                 start_byte: line_start + within,
                 end_byte: line_start + within + token.len(),
             }
