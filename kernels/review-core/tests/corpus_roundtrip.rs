@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use koas_review::apply::ApplyOptions;
 use koas_review::change_id::ChangeId;
@@ -116,5 +116,38 @@ fn fixture_round_trips_including_crlf_variants() {
         round_trip(name, &crlf, 12, 5, 3);
         let no_final = text.trim_end_matches('\n').to_owned();
         round_trip(name, &no_final, 12, 11, 3);
+    }
+}
+
+fn corpus_documents() -> Vec<(String, String)> {
+    let mut docs: Vec<(String, String)> = ["retention_spec.md", "audit_fr.md"]
+        .iter()
+        .map(|n| (n.to_string(), common::fixture(n)))
+        .collect();
+    let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus");
+    for sub in ["real", "planted"] {
+        for path in markdown_files(shared.join(sub), "md") {
+            if let Ok(text) = std::fs::read_to_string(&path) {
+                docs.push((
+                    path.file_name().unwrap().to_string_lossy().into_owned(),
+                    text,
+                ));
+            }
+        }
+    }
+    docs
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 24, ..proptest::prelude::ProptestConfig::default() })]
+
+    /// Random corpus document (the shared corpus when present, else the
+    /// crate's fixtures), random op sequence: apply all, revert all, same
+    /// bytes.
+    #[test]
+    fn random_ops_on_random_corpus_documents(pick in proptest::prelude::any::<proptest::sample::Index>(), count in 1usize..60, seed in proptest::prelude::any::<u64>()) {
+        let docs = corpus_documents();
+        let (name, text) = &docs[pick.index(docs.len())];
+        round_trip(name, text, count, seed, 1);
     }
 }
