@@ -221,6 +221,25 @@ pub struct ReviewOutcome {
     pub annotated: Annotated,
 }
 
+impl ReviewOutcome {
+    /// A JSON summary for `--json` output: run, counts, applied IDs, the
+    /// apply log (rejections with class and reason), recovery.
+    pub fn summary_json(&self) -> Value {
+        serde_json::json!({
+            "status": "completed",
+            "run_id": self.run_id,
+            "total_changes": self.batch.applied.iter().filter(|a| a.change.is_some()).count(),
+            "flags": self.batch.applied.iter().filter(|a| a.change.is_none()).count(),
+            "rejected": self.batch.rejected.len(),
+            "applied_ids": self.batch.applied.iter().map(|a| a.op.id.to_string()).collect::<Vec<_>>(),
+            "apply_log": self.log,
+            "notes": self.annotated.notes,
+            "recovery": self.recovery,
+            "took_over_stale_lock": self.took_over,
+        })
+    }
+}
+
 /// A revert run's request.
 pub struct RevertRunRequest<'a> {
     /// Changes to revert (see [`crate::revert::parse_revert_targets`]).
@@ -248,6 +267,19 @@ pub struct RevertOutcome {
     pub entries: Vec<LedgerEntry>,
     /// Repairs made before the run.
     pub recovery: Option<Recovery>,
+}
+
+impl RevertOutcome {
+    /// A JSON summary for `--json` output.
+    pub fn summary_json(&self) -> Value {
+        serde_json::json!({
+            "status": "completed",
+            "run_id": self.run_id,
+            "total_reverted": self.entries.len(),
+            "reverts": self.entries,
+            "recovery": self.recovery,
+        })
+    }
 }
 
 /// `koas status` data.

@@ -119,6 +119,10 @@ fn review_writes_the_section13_layout() {
     let log = fs::read_to_string(ws.path(paths::APPLY_LOG)).unwrap();
     assert_eq!(log.lines().count(), 3);
     assert!(log.contains("REJECT_OTHER"));
+    let summary = out.summary_json();
+    assert_eq!(summary["total_changes"], 2);
+    assert_eq!(summary["rejected"], 1);
+    assert_eq!(summary["apply_log"][2]["reject"], "REJECT_OTHER");
     let status = ws.status().unwrap();
     assert_eq!(status.document_state, "consistent");
     assert_eq!(status.counts.total_changes, 2);
@@ -238,6 +242,7 @@ fn revert_through_the_workspace_and_conflicts_touch_nothing() {
     review(&ws, DOC, vec![typo(), attention()]).unwrap();
     let out = revert(&ws, &[2]).unwrap();
     assert_eq!(out.entries[0].id.to_string(), "REVERT-RVW-0002");
+    assert_eq!(out.summary_json()["total_reverted"], 1);
     assert!(ws.path("review/patches/REVERT-RVW-0002.patch").exists());
     let reviewed = fs::read_to_string(ws.path(paths::REVIEWED_DOC)).unwrap();
     assert!(
