@@ -40,6 +40,7 @@ pub mod report;
 pub mod stage1;
 pub mod suppress;
 pub mod tables;
+mod words;
 
 pub use analysis::{
     check_document, chunk_fingerprints, consistency_scan, numbering_control, FindingsArtifact,

@@ -10,6 +10,7 @@ use crate::document::Document;
 use crate::evidence::around;
 use crate::finding::{Finding, FindingKind};
 use crate::quotes::{is_quoted, quoted_ranges};
+use crate::words::at_word_boundaries;
 use crate::ScanError;
 use regex::Regex;
 
@@ -17,16 +18,20 @@ use regex::Regex;
 pub struct Terminology {
     pairs: Vec<(String, String)>,
     regex: Option<Regex>,
+    /// For each capture group (from 1), the form it matches: `2 * pair`
+    /// for the French form, `2 * pair + 1` for the English one.
+    group_form: Vec<usize>,
 }
 
-/// The regex of one form: whole words, any whitespace between words, both
-/// apostrophes, an optional plural.
+/// The regex of one form: any whitespace between words, both apostrophes,
+/// an optional plural. Word boundaries are checked on each match
+/// ([`crate::words`]), not in the regex.
 fn form_pattern(term: &str) -> String {
     let words: Vec<String> = term
         .split_whitespace()
         .map(|w| regex::escape(w).replace(['\'', '’'], "['’]"))
         .collect();
-    format!(r"\b{}(?:s|x)?\b", words.join(r"\s+"))
+    format!(r"{}(?:s|x)?", words.join(r"\s+"))
 }
 
 #[derive(Default, Clone, Copy)]
@@ -53,12 +58,24 @@ impl Terminology {
             .cloned()
             .collect();
         if pairs.is_empty() {
-            return Ok(Terminology { pairs, regex: None });
+            return Ok(Terminology {
+                pairs,
+                regex: None,
+                group_form: Vec::new(),
+            });
         }
-        let alternatives: Vec<String> = pairs
+        // Longest forms first: the regex takes the first alternative that
+        // matches, and a short form must not hide a longer one it starts.
+        let mut forms: Vec<(usize, &String)> = pairs
             .iter()
             .flat_map(|(fr, en)| [fr, en])
-            .map(|t| format!("({})", form_pattern(t)))
+            .enumerate()
+            .collect();
+        forms.sort_by_key(|(_, t)| std::cmp::Reverse(t.len()));
+        let group_form: Vec<usize> = forms.iter().map(|(i, _)| *i).collect();
+        let alternatives: Vec<String> = forms
+            .iter()
+            .map(|(_, t)| format!("({})", form_pattern(t)))
             .collect();
         let pattern = format!("(?i){}", alternatives.join("|"));
         let regex = Regex::new(&pattern).map_err(|e| ScanError::InvalidPattern {
@@ -69,6 +86,7 @@ impl Terminology {
         Ok(Terminology {
             pairs,
             regex: Some(regex),
+            group_form,
         })
     }
 
@@ -90,9 +108,15 @@ impl Terminology {
                 let Some(prose) = doc.prose(line) else {
                     continue;
                 };
+                if !re.is_match(prose) {
+                    continue;
+                }
                 let mut quoted: Option<Vec<(usize, usize)>> = None;
                 for caps in re.captures_iter(prose) {
                     let Some(whole) = caps.get(0) else { continue };
+                    if !at_word_boundaries(prose, whole.start(), whole.end()) {
+                        continue;
+                    }
                     let q = quoted.get_or_insert_with(|| quoted_ranges(prose));
                     if is_quoted(q, whole.start(), whole.end()) {
                         continue;
@@ -101,9 +125,9 @@ impl Terminology {
                         .iter()
                         .enumerate()
                         .skip(1)
-                        .find_map(|(i, m)| m.map(|m| (i - 1, m)))
+                        .find_map(|(i, m)| m.map(|m| (self.group_form.get(i - 1).copied(), m)))
                     {
-                        if let Some(u) = usage.get_mut(i) {
+                        if let Some(u) = i.and_then(|i| usage.get_mut(i)) {
                             u.add(line, m.start(), m.end());
                         }
                     }
@@ -169,9 +193,34 @@ mod tests {
     #[test]
     fn form_patterns_are_whole_words() {
         let re = Regex::new(&format!("(?i){}", form_pattern("dead code"))).expect("valid");
-        assert!(re.is_match("the Dead  code here"));
-        assert!(!re.is_match("deadcode"));
-        assert!(!re.is_match("dead codec"));
+        let whole = |t: &str| {
+            re.find_iter(t)
+                .any(|m| at_word_boundaries(t, m.start(), m.end()))
+        };
+        assert!(whole("the Dead  code here"));
+        assert!(!whole("deadcode"));
+        assert!(!whole("dead codec"));
+        assert!(!whole("undead code"));
+    }
+
+    #[test]
+    fn a_form_inside_a_longer_form_is_not_hidden() {
+        let config = ScanConfig {
+            term_pairs: vec![
+                ("base".into(), "database".into()),
+                ("base de données".into(), "db".into()),
+            ],
+            ..ScanConfig::default()
+        };
+        let s1 = stage1("# A\n\nLa base de données et la db.\n");
+        let text = "# A\n\nLa base de données et la db.\n";
+        let doc = Document::new(s1.view(text)).expect("doc");
+        let mut out = Vec::new();
+        Terminology::new(&config)
+            .expect("compiles")
+            .detect(&doc, &mut out);
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert!(out[0].message.contains("base de données"));
         let re = Regex::new(&format!("(?i){}", form_pattern("journal d'audit"))).expect("valid");
         assert!(re.is_match("le journal d’audit"));
     }

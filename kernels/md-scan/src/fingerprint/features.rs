@@ -3,6 +3,7 @@
 use crate::config::FingerprintConfig;
 use crate::document::Document;
 use crate::tables::Table;
+use crate::words::at_word_boundaries;
 use crate::ScanError;
 use koas_md::model::{BlockKind, InlineKind};
 use regex::Regex;
@@ -56,6 +57,21 @@ fn is_bullet(line: &str) -> bool {
     }
 }
 
+/// The first index in `0..len` where `pred` turns false (`pred` must be
+/// true then false along the index, as for a sorted list).
+fn partition(len: usize, pred: impl Fn(usize) -> bool) -> usize {
+    let (mut lo, mut hi) = (0, len);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if pred(mid) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
 fn is_emoji(c: char) -> bool {
     !c.is_ascii() && c.is_emoji_char()
 }
@@ -63,11 +79,17 @@ fn is_emoji(c: char) -> bool {
 impl FeatureCounter {
     /// Compiles the safety keywords.
     pub fn new(config: &FingerprintConfig) -> Result<Self, ScanError> {
-        let words: Vec<String> = config
+        let mut keywords: Vec<&str> = config
             .safety_keywords
             .iter()
             .map(|w| w.trim())
             .filter(|w| !w.is_empty())
+            .collect();
+        // Longest first: the regex takes the first alternative that
+        // matches, and "exploit" must not hide "exploits".
+        keywords.sort_by_key(|w| std::cmp::Reverse(w.len()));
+        let words: Vec<String> = keywords
+            .iter()
             .map(|w| {
                 w.split_whitespace()
                     .map(regex::escape)
@@ -78,7 +100,7 @@ impl FeatureCounter {
         let safety = if words.is_empty() {
             None
         } else {
-            let pattern = format!(r"(?i)\b(?:{})\b", words.join("|"));
+            let pattern = format!(r"(?i)(?:{})", words.join("|"));
             Some(Regex::new(&pattern).map_err(|e| ScanError::InvalidPattern {
                 key: "safety_keywords".into(),
                 pattern,
@@ -101,23 +123,31 @@ impl FeatureCounter {
             content_tokens: tokens,
             ..ChunkFeatures::default()
         };
-        let inside = |l: u32| start <= l && l <= end;
-        for t in tables.iter().filter(|t| inside(t.line_start)) {
+        // Tables, blocks and inline spans are sorted by line: take the slice
+        // starting in the chunk (a scan of the whole list per chunk would be
+        // quadratic on large documents).
+        let in_chunk = |first: &dyn Fn(usize) -> u32, len: usize| {
+            let lo = partition(len, |i| first(i) < start);
+            let hi = partition(len, |i| first(i) <= end);
+            lo..hi.max(lo)
+        };
+        for t in &tables[in_chunk(&|i| tables[i].line_start, tables.len())] {
             f.table_count += 1;
             f.table_rows += t.rows.len() as u32;
         }
         let protected = doc.stage1.protected;
-        for b in protected.blocks.iter().filter(|b| inside(b.line_start)) {
+        let blocks = &protected.blocks;
+        for b in &blocks[in_chunk(&|i| blocks[i].line_start, blocks.len())] {
             match b.kind {
                 BlockKind::MathBlock => f.math_count += 1,
                 BlockKind::CodeFence => f.code_fence_count += 1,
                 _ => {}
             }
         }
-        f.math_count += protected
-            .inlines
+        let inlines = &protected.inlines;
+        f.math_count += inlines[in_chunk(&|i| inlines[i].line, inlines.len())]
             .iter()
-            .filter(|s| s.kind == InlineKind::InlineMath && inside(s.line))
+            .filter(|s| s.kind == InlineKind::InlineMath)
             .count() as u32;
         let (mut digits, mut visible) = (0u64, 0u64);
         for line in start..=end.min(doc.line_count()) {
@@ -135,7 +165,10 @@ impl FeatureCounter {
                 }
             }
             if let Some(re) = &self.safety {
-                f.safety_keyword_hits += re.find_iter(text).count() as u32;
+                f.safety_keyword_hits += re
+                    .find_iter(text)
+                    .filter(|m| at_word_boundaries(text, m.start(), m.end()))
+                    .count() as u32;
             }
             let kind = doc.block_kind(line);
             let in_code = matches!(
@@ -150,13 +183,15 @@ impl FeatureCounter {
                 )
             );
             let quoted = text.trim_start_matches([' ', '\t']).starts_with('>');
-            if quoted {
-                let block_quoted = protected
-                    .block_at_line(line)
-                    .is_some_and(|b| doc.line(b.line_start).trim_start().starts_with('>'));
-                if !in_code || block_quoted {
-                    f.blockquote_lines += 1;
-                }
+            // Inside code, a `>` line is quoted only when the block itself
+            // sits in a block quote (its first line starts with `>`).
+            if quoted
+                && (!in_code
+                    || protected
+                        .block_at_line(line)
+                        .is_some_and(|b| doc.line(b.line_start).trim_start().starts_with('>')))
+            {
+                f.blockquote_lines += 1;
             }
             if !in_code && kind != Some(BlockKind::Table) && is_bullet(text) {
                 f.bullet_count += 1;
@@ -197,6 +232,8 @@ mod tests {
         assert_eq!(f.bullet_count, 3);
         assert_eq!(f.blockquote_lines, 2);
         assert_eq!(f.safety_keyword_hits, 2);
+        let words = features("Attacks, exploits and passwords2 or xattack.\n");
+        assert_eq!(words.safety_keyword_hits, 2);
         assert_eq!(f.code_fence_count, 1);
         assert_eq!(f.content_tokens, 7);
         assert!(
