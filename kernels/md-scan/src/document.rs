@@ -52,6 +52,15 @@ impl<'a> Document<'a> {
                 })
             }
         };
+        if stage1.sections.doc_hash != stage1.protected.doc_hash {
+            return Err(ScanError::InconsistentInput {
+                artifact: "protected_spans".into(),
+                reason: format!(
+                    "it was computed for document {}, section_index for {}",
+                    stage1.protected.doc_hash, stage1.sections.doc_hash
+                ),
+            });
+        }
         check("section_index", stage1.sections.line_count)?;
         check("protected_spans", stage1.protected.line_count)?;
         if let Some(chunks) = stage1.chunks {
@@ -214,5 +223,12 @@ mod tests {
         let other = "# A\n\ntext\n\nmore\n";
         let err = Document::new(s1.view(other)).err().expect("refused");
         assert!(err.to_string().contains("section_index"), "{err}");
+        let s2 = stage1("# B\n\ntext\n");
+        let mixed = Stage1View {
+            protected: &s2.protected,
+            ..s1.view("# A\n\ntext\n")
+        };
+        let err = Document::new(mixed).err().expect("refused");
+        assert!(err.to_string().contains("protected_spans"), "{err}");
     }
 }
