@@ -419,15 +419,21 @@ fn koas_toml_is_found_upward_and_applied() {
 #[test]
 fn a_bad_koas_toml_exits_2_naming_it() {
     let dir = tempfile::tempdir().expect("tmp");
-    write(dir.path(), "koas.toml", "[check]\ndisabel = []\n");
     write(dir.path(), "d.md", "# A\n");
-    let out = run(&["check", "d.md"], dir.path());
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains("koas.toml") && stderr(&out).contains("disabel"),
-        "{}",
-        stderr(&out)
-    );
+    for (toml, needle) in [
+        ("[check]\ndisabel = []\n", "disabel"),
+        ("[scan]\nai_leftover_patterns = [\"(bad\"]\n", "(bad"),
+        ("[scan]\nclaim_min = 9\nclaim_max = 3\n", "claim_min"),
+    ] {
+        write(dir.path(), "koas.toml", toml);
+        let out = run(&["check", "d.md"], dir.path());
+        assert_eq!(out.status.code(), Some(2), "{toml}");
+        let err = stderr(&out);
+        assert!(
+            err.contains("koas.toml") && err.contains(needle),
+            "{toml}: {err}"
+        );
+    }
 }
 
 // ---------------------------------------------------------------- real corpus

@@ -121,25 +121,47 @@ pub fn chunk_fingerprints(
     fingerprint_chunks(&doc, &tables, config)
 }
 
-/// `koas check` on one document: Stage 1 and both Stage 2 checks
-/// in-process, then the project's disabled kinds and severities applied.
-pub fn check_document(text: &str, project: &ProjectConfig) -> Result<ScanOutput, ScanError> {
-    let scan = ConsistencyScan::new(&project.scan)?;
-    let control = NumberingControl::new(&project.numbering)?;
-    let stage1 = Stage1Artifacts::compute(text);
-    let doc = Document::new(stage1.view(text))?;
-    let suppressions = Suppressions::parse(&doc);
-    let mut findings = consistency_on(&doc, &scan, &suppressions);
-    findings.extend(numbering_on(&doc, &control, &suppressions).0);
-    findings.retain(|f| project.is_enabled(f.kind));
-    for f in &mut findings {
-        f.severity = project.severity_of(f.kind);
+/// `koas check` with a project config compiled once (regexes built), to
+/// check any number of documents, from any number of threads.
+pub struct Checker {
+    scan: ConsistencyScan,
+    control: NumberingControl,
+    project: ProjectConfig,
+}
+
+impl Checker {
+    /// Compiles the project config; a bad pattern or value is an error.
+    pub fn new(project: &ProjectConfig) -> Result<Self, ScanError> {
+        Ok(Checker {
+            scan: ConsistencyScan::new(&project.scan)?,
+            control: NumberingControl::new(&project.numbering)?,
+            project: project.clone(),
+        })
     }
-    sort_findings(&mut findings);
-    Ok(ScanOutput {
-        findings,
-        warnings: suppression_warnings(&suppressions),
-    })
+
+    /// Stage 1 and both Stage 2 checks on one document, in-process, then
+    /// the project's disabled kinds and severities applied.
+    pub fn check(&self, text: &str) -> Result<ScanOutput, ScanError> {
+        let stage1 = Stage1Artifacts::compute(text);
+        let doc = Document::new(stage1.view(text))?;
+        let suppressions = Suppressions::parse(&doc);
+        let mut findings = consistency_on(&doc, &self.scan, &suppressions);
+        findings.extend(numbering_on(&doc, &self.control, &suppressions).0);
+        findings.retain(|f| self.project.is_enabled(f.kind));
+        for f in &mut findings {
+            f.severity = self.project.severity_of(f.kind);
+        }
+        sort_findings(&mut findings);
+        Ok(ScanOutput {
+            findings,
+            warnings: suppression_warnings(&suppressions),
+        })
+    }
+}
+
+/// `koas check` on one document: [`Checker::new`] then [`Checker::check`].
+pub fn check_document(text: &str, project: &ProjectConfig) -> Result<ScanOutput, ScanError> {
+    Checker::new(project)?.check(text)
 }
 
 /// The JSON shape of the `issues` and `numbering_findings` artifacts.

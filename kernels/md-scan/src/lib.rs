@@ -43,8 +43,8 @@ pub mod tables;
 mod words;
 
 pub use analysis::{
-    check_document, chunk_fingerprints, consistency_scan, numbering_control, FindingsArtifact,
-    NumberingOutput, ScanOutput,
+    check_document, chunk_fingerprints, consistency_scan, numbering_control, Checker,
+    FindingsArtifact, NumberingOutput, ScanOutput,
 };
 pub use consistency::KERNEL as CONSISTENCY_KERNEL;
 pub use document::{Document, Stage1View};

@@ -16,7 +16,8 @@ use koas_md_scan::config::{find_project_config, ProjectConfig};
 use koas_md_scan::report::{
     render_github, render_human, render_json, render_sarif, summary_line, FileFindings,
 };
-use koas_md_scan::{check_document, Finding, Severity};
+use koas_md_scan::{Checker, Finding, ScanOutput, Severity};
+use rayon::prelude::*;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -87,21 +88,43 @@ pub struct CheckArgs {
     pub no_config: bool,
 }
 
-/// The checked documents and the config each used.
+/// A checked document: the name it is reported under, its findings and
+/// the severity that fails the run for it.
 struct Checked {
     path: String,
     findings: Vec<Finding>,
     fail_on: Option<Severity>,
 }
 
-/// Loads project configs once per file.
+/// One document to check.
+struct Job {
+    /// Where to read it (`-` for standard input).
+    source: PathBuf,
+    /// The name it is reported under.
+    path: String,
+    /// Index of its project config in [`Configs::list`].
+    config: usize,
+}
+
+/// The project configs in use, each loaded and compiled once; index 0
+/// holds the built-in defaults.
 struct Configs {
-    loaded: HashMap<PathBuf, ProjectConfig>,
-    default: ProjectConfig,
+    list: Vec<(ProjectConfig, Checker)>,
+    by_path: HashMap<PathBuf, usize>,
 }
 
 impl Configs {
-    fn for_document(&mut self, args: &CheckArgs, doc: &Path) -> anyhow::Result<&ProjectConfig> {
+    fn new() -> anyhow::Result<Self> {
+        let default = ProjectConfig::default();
+        let checker = Checker::new(&default)?;
+        Ok(Configs {
+            list: vec![(default, checker)],
+            by_path: HashMap::new(),
+        })
+    }
+
+    /// The index of the config that applies to `doc`.
+    fn index_for(&mut self, args: &CheckArgs, doc: &Path) -> anyhow::Result<usize> {
         let path = if args.no_config {
             None
         } else if let Some(explicit) = &args.config {
@@ -110,15 +133,18 @@ impl Configs {
             find_project_config(doc)
         };
         let Some(path) = path else {
-            return Ok(&self.default);
+            return Ok(0);
         };
-        if !self.loaded.contains_key(&path) {
-            let config = ProjectConfig::load(&path)?;
-            self.loaded.insert(path.clone(), config);
+        if let Some(&i) = self.by_path.get(&path) {
+            return Ok(i);
         }
-        self.loaded
-            .get(&path)
-            .context("project config vanished from the cache")
+        let config = ProjectConfig::load(&path)?;
+        let checker =
+            Checker::new(&config).with_context(|| format!("project config {}", path.display()))?;
+        self.list.push((config, checker));
+        let i = self.list.len() - 1;
+        self.by_path.insert(path, i);
+        Ok(i)
     }
 }
 
@@ -188,44 +214,66 @@ fn read_document(path: &Path, shown: &str) -> anyhow::Result<String> {
 }
 
 pub fn execute(global: &Global, args: CheckArgs) -> anyhow::Result<i32> {
-    let mut configs = Configs {
-        loaded: HashMap::new(),
-        default: ProjectConfig::default(),
-    };
-    let mut checked: Vec<Checked> = Vec::new();
     let (docs, folder_errors) = expand(&args.docs);
     for e in &folder_errors {
         eprintln!("error: {e}");
     }
     let mut unreadable = folder_errors.len();
-    for doc in &docs {
-        let named = if doc == Path::new("-") {
-            args.stdin_filename.clone()
-        } else {
-            doc.clone()
-        };
-        let path = named.display().to_string();
-        let text = match read_document(doc, &path) {
-            Ok(t) => t,
+    let mut configs = Configs::new()?;
+    let jobs: Vec<Job> = docs
+        .iter()
+        .map(|doc| {
+            let named = if doc == Path::new("-") {
+                args.stdin_filename.clone()
+            } else {
+                doc.clone()
+            };
+            Ok(Job {
+                source: doc.clone(),
+                path: named.display().to_string(),
+                config: configs.index_for(&args, &named)?,
+            })
+        })
+        .collect::<anyhow::Result<_>>()?;
+    // Documents are independent: check them in parallel, report in order.
+    let outcomes: Vec<Result<ScanOutput, anyhow::Error>> = jobs
+        .par_iter()
+        .map(|job| {
+            let text = read_document(&job.source, &job.path)?;
+            configs.list[job.config]
+                .1
+                .check(&text)
+                .with_context(|| format!("checking {}", job.path))
+        })
+        .collect();
+    let mut checked: Vec<Checked> = Vec::new();
+    for (job, outcome) in jobs.iter().zip(outcomes) {
+        let output = match outcome {
+            Ok(o) => o,
+            Err(e) if e.downcast_ref::<koas_md_scan::ScanError>().is_some() => return Err(e),
             Err(e) => {
                 eprintln!("error: {e:#}");
                 unreadable += 1;
                 continue;
             }
         };
-        let config = configs.for_document(&args, &named)?;
-        let output = check_document(&text, config).with_context(|| format!("checking {path}"))?;
         if !global.quiet {
             for w in &output.warnings {
-                eprintln!("warning: {path}: {w}");
+                eprintln!("warning: {}: {w}", job.path);
             }
         }
         let fail_on = match args.fail_on {
             Some(f) => f.threshold(),
-            None => Some(config.check.fail_on.unwrap_or(Severity::Warning)),
+            None => Some(
+                configs.list[job.config]
+                    .0
+                    .check
+                    .fail_on
+                    .unwrap_or(Severity::Warning),
+            ),
         };
         checked.push(Checked {
-            path,
+            path: job.path.clone(),
             findings: output.findings,
             fail_on,
         });
