@@ -29,6 +29,12 @@ pub struct ScanConfig {
     /// Paragraphs shorter than this (in characters, whitespace normalised)
     /// are never reported as duplicates.
     pub duplicate_min_chars: usize,
+    /// A paragraph text occurring this many times or more is deliberate
+    /// boilerplate and not reported (0: report every repeat).
+    pub duplicate_boilerplate_repeats: usize,
+    /// A repeated paragraph shorter than this (in characters) is reported
+    /// only when both copies are in the same section.
+    pub duplicate_short_chars: usize,
     /// A line containing one of these words names a deleted section; its
     /// cross-references are not checked (the spec's `SUPPRIMÉ` rule).
     pub deleted_markers: Vec<String>,
@@ -71,6 +77,8 @@ impl Default for ScanConfig {
             ai_leftover_patterns: strings(&DEFAULT_AI_LEFTOVER_PATTERNS),
             extra_ai_leftover_patterns: Vec::new(),
             duplicate_min_chars: 40,
+            duplicate_boilerplate_repeats: 3,
+            duplicate_short_chars: 100,
             deleted_markers: strings(&["SUPPRIMÉ", "SUPPRIMÉE", "SUPPRIME"]),
             references_need_numbered_headings: true,
             external_document_words: strings(&[
