@@ -58,7 +58,7 @@ pub struct BatchInput<'a> {
 }
 
 /// An op that was applied (or recorded, for flag_only).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AppliedOp {
     /// 0-based position of the op in the input.
     pub index: usize,
@@ -99,7 +99,7 @@ impl AppliedOp {
 }
 
 /// An op that was not applied.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RejectedOp {
     /// 0-based position of the op in the input.
     pub index: usize,
@@ -120,7 +120,7 @@ pub struct RejectedOp {
 }
 
 /// The result of a batch.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BatchOutcome {
     /// Applied ops, in application order.
     pub applied: Vec<AppliedOp>,

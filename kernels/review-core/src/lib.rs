@@ -27,13 +27,17 @@
 //! - [`notes`]: GitHub alert blocks for changes that need attention.
 //! - [`report`]: the `REVIEW_<stem>.md` report.
 //! - [`query`]: `grep` filters and `show` rendering over the ledger.
+//! - [`artifacts`]: the Stage 3 artifacts the kernels and the host
+//!   exchange, and the Stage 1/2 artifacts they read.
 //!
 //! With I/O (for the host and the CLI):
 //! - [`ledger`]: the append-only, fsynced JSONL ledger with torn-tail
 //!   detection and repair.
 //! - [`fsio`]: atomic writes and the workspace lock.
 //! - [`workspace`]: the §13 workspace layout and the crash-safe review /
-//!   revert runs.
+//!   revert runs, also in two steps ([`workspace::Workspace::begin`],
+//!   [`workspace::PreparedRun`]) for hosts whose kernels compute the
+//!   outcome: it is replayed and checked before it is written.
 //!
 //! ## A batch in five lines
 //!
@@ -66,6 +70,7 @@
 #![deny(missing_docs)]
 
 pub mod apply;
+pub mod artifacts;
 pub mod change_id;
 pub mod clock;
 pub mod edit_op;

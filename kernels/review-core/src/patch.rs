@@ -11,6 +11,7 @@
 //! text at the position the hunk header names. There is no offset search
 //! and no fuzz; a mismatch is an error and the text is left untouched.
 
+use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::text::LineBuf;
@@ -23,7 +24,7 @@ pub const NO_NEWLINE_MARKER: &str = "\\ No newline at end of file";
 
 /// A contiguous change of whole lines: at 0-based line `start`, the lines
 /// `old` are replaced by the lines `new`. Lines carry their terminators.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LineChange {
     /// 0-based index of the first replaced line (or of the insertion point).
     pub start: usize,
@@ -106,7 +107,7 @@ impl LineChange {
 }
 
 /// A forward patch and its inverse for one change.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PatchPair {
     /// Turns the state before the change into the state after it.
     pub forward: String,

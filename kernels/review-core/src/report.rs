@@ -63,6 +63,10 @@ pub struct ReportMeta {
     pub original_hash: String,
     /// `sha256:` of the current document.
     pub current_hash: String,
+    /// A sentence shown under the title, e.g. that the changes are a
+    /// preview not recorded in any ledger.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notice: Option<String>,
 }
 
 /// Everything the report shows.
@@ -148,6 +152,9 @@ pub fn render_report(input: ReportInput<'_>) -> String {
     let entries = input.entries;
     let mut out = String::new();
     let _ = writeln!(out, "# Review report — {}\n", meta.doc_name);
+    if let Some(notice) = &meta.notice {
+        let _ = writeln!(out, "> [!NOTE]\n> {}\n", cell(notice));
+    }
     let _ = writeln!(out, "## Run metadata\n");
     let _ = writeln!(out, "| Field | Value |\n|---|---|");
     let _ = writeln!(out, "| Generated | {} |", cell(&meta.generated_at));

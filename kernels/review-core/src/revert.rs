@@ -17,6 +17,7 @@
 //! it is applied to (so it applies with `git apply` there), and becomes a
 //! ledger entry `REVERT-RVW-NNNN` with `is_revert: true`.
 
+use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::change_id::{ChangeId, EntryId};
@@ -104,7 +105,7 @@ pub enum RevertError {
 }
 
 /// One planned revert.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PlannedRevert {
     /// The reverted change.
     pub reverted: ChangeId,
@@ -121,7 +122,7 @@ pub struct PlannedRevert {
 }
 
 /// The result of planning.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RevertPlan {
     /// Reverts in the order they are applied.
     pub reverts: Vec<PlannedRevert>,

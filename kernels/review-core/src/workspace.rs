@@ -45,11 +45,11 @@ use serde_json::Value;
 use thiserror::Error;
 
 use crate::apply::{apply_batch, ApplyLogRecord, ApplyOptions, BatchInput, BatchOutcome};
-use crate::change_id::{ChangeId, EntryId, IdAllocator, IdError};
+use crate::change_id::{ChangeId, EntryId, IdError};
 use crate::clock::Clock;
 use crate::fsio::{
-    acquire_lock, atomic_write, create_dir_durably, open_append, write_files_atomically, FsError,
-    LockError, LockGuard, LockHolder,
+    acquire_lock, atomic_write, create_dir_durably, write_files_atomically, FsError, LockError,
+    LockGuard, LockHolder,
 };
 use crate::hashing::{content_hash, same_hash};
 use crate::ledger::{Actor, Ledger, LedgerEntry, LedgerError, TornTail};
@@ -58,10 +58,15 @@ use crate::notes::{annotate, Annotated};
 use crate::patch::apply_patch_text;
 use crate::protected::ProtectedRegions;
 use crate::query::{count, Counts};
-use crate::record::{entry_for_applied, entry_for_revert, RunContext, PATCH_DIR};
+use crate::record::PATCH_DIR;
 use crate::report::{render_report, report_file_name, Finding, ReportInput, ReportMeta, Section};
 use crate::revert::{plan_reverts, RevertError, RevertRequest};
 use crate::text::LineBuf;
+
+mod prepared;
+mod verify;
+
+pub use prepared::{BeginRequest, CommitContext, PreparedRun, RunKind};
 
 /// Workspace-relative paths.
 pub mod paths {
@@ -149,6 +154,14 @@ pub enum WorkspaceError {
     /// A revert was refused.
     #[error(transparent)]
     Revert(#[from] RevertError),
+    /// An outcome computed outside the workspace does not replay on it.
+    #[error("the {what} does not match the workspace ({reason}); nothing was written")]
+    UntrustedOutcome {
+        /// `apply outcome` or `revert plan`.
+        what: &'static str,
+        /// The first inconsistency found.
+        reason: String,
+    },
 }
 
 /// Contents of `workspace.json`.
@@ -687,19 +700,19 @@ impl Workspace {
 
     /// Runs a review with ops: normalize, validate, apply, record.
     pub fn review(&self, request: ReviewRequest<'_>) -> Result<ReviewOutcome, WorkspaceError> {
-        let lock = self.lock(request.command, request.clock)?;
-        self.init(request.doc_name, request.document, request.clock)?;
-        let mut ledger = self.checked_ledger()?;
-        self.restore_patch_files(ledger.entries())?;
-        let (current, recovery) = self.current_document(ledger.entries(), true)?;
-
+        let mut run = self.begin(BeginRequest {
+            doc_name: request.doc_name,
+            document: Some(request.document),
+            kind: RunKind::Review,
+            command: request.command,
+            clock: request.clock,
+        })?;
         // Protected regions: given for `document`, needed for `current`.
-        let current_hash = content_hash(&current);
-        let document_hash = content_hash(request.document);
-        let protected = if same_hash(&document_hash, &current_hash) {
+        let current_hash = content_hash(run.current_text());
+        let protected = if same_hash(&content_hash(request.document), &current_hash) {
             request.protected.clone()
-        } else if same_hash(&document_hash, &content_hash(&self.raw_text()?)) {
-            let chain: Vec<(EntryId, LineEdit)> = ledger
+        } else {
+            let chain: Vec<(EntryId, LineEdit)> = run
                 .entries()
                 .iter()
                 .filter_map(|e| e.edit().map(|edit| (e.id, edit)))
@@ -710,159 +723,64 @@ impl Workspace {
                 .collect();
             request
                 .protected
-                .mapped_through(&edits, &LineBuf::parse(&current))
-        } else {
-            return Err(WorkspaceError::DocumentMismatch {
-                doc: request.doc_name.to_owned(),
-                found: document_hash,
-                original: content_hash(&self.raw_text()?),
-                current: current_hash,
-            });
+                .mapped_through(&edits, &LineBuf::parse(run.current_text()))
         };
-
-        let run_id = format!(
-            "run-{}-{}",
-            file_stamp(&request.clock.now()),
-            std::process::id()
-        );
-        let first_id = IdAllocator::after(self.seen_ids(&ledger)?)?.peek();
-        let ledger_ids: BTreeSet<ChangeId> = ledger.change_ids();
+        let ledger_ids: BTreeSet<ChangeId> = run.ledger_ids();
         let batch = apply_batch(BatchInput {
             doc_name: request.doc_name,
-            text: &current,
+            text: run.current_text(),
             ops: request.ops,
             protected: &protected,
             ledger_ids: &ledger_ids,
-            first_id,
+            first_id: run.next_id(),
             options: request.options,
         });
-        let run = RunContext {
-            doc_name: request.doc_name,
-            actor: request.actor,
-            run_id: &run_id,
-            clock: request.clock,
-        };
-        let entries: Vec<LedgerEntry> = batch
-            .applied
-            .iter()
-            .map(|a| entry_for_applied(a, run))
-            .collect();
-        let mut files = Vec::new();
-        for (applied, entry) in batch.applied.iter().zip(&entries) {
-            if let Some(pair) = &applied.patches {
-                files.push((
-                    self.path(&entry.patch_forward),
-                    pair.forward.clone().into_bytes(),
-                ));
-                files.push((
-                    self.path(&entry.patch_inverse),
-                    pair.inverse.clone().into_bytes(),
-                ));
-            }
-        }
-        write_files_atomically(&self.patches_dir(), &files)?;
-        let ledger_len_before = ledger.entries().len();
-        ledger.append_all(entries.clone())?;
-        if batch.final_text != current || !self.path(paths::EDITED_DOC).exists() {
-            atomic_write(&self.path(paths::EDITED_DOC), batch.final_text.as_bytes())?;
-        }
-        let log = batch.log_records(&run_id);
-        if !log.is_empty() {
-            let mut bytes = Vec::new();
-            for record in &log {
-                bytes.extend(serde_json::to_vec(record).unwrap_or_default());
-                bytes.push(b'\n');
-            }
-            let path = self.path(paths::APPLY_LOG);
-            let mut file = open_append(&path)?;
-            std::io::Write::write_all(&mut file, &bytes)
-                .map_err(|e| FsError::new("append to", &path, e))?;
-            file.sync_data()
-                .map_err(|e| FsError::new("fsync", &path, e))?;
-        }
-        let saved = SavedRegions {
-            ledger_len: ledger_len_before,
-            regions: protected,
-        };
-        atomic_write(
-            &self.path(paths::PROTECTED),
-            &serde_json::to_vec_pretty(&saved).unwrap_or_default(),
-        )?;
-        let annotated =
-            self.write_annotated(ledger.entries(), &batch.final_text, request.options)?;
-        if let Some(target) = request.in_place {
-            atomic_write(target, batch.final_text.as_bytes())?;
-        }
-        let took_over = lock.took_over().cloned();
-        drop(lock);
-        Ok(ReviewOutcome {
-            run_id,
+        let outcome = run.write_review(
             batch,
-            entries,
-            log,
-            recovery,
-            took_over,
-            annotated,
-        })
+            protected,
+            &CommitContext {
+                actor: request.actor,
+                clock: request.clock,
+                options: request.options,
+            },
+        )?;
+        if let Some(target) = request.in_place {
+            run.replace_in_place(target)?;
+        }
+        Ok(outcome)
     }
 
     /// Reverts changes (all or nothing) and records the revert entries.
     pub fn revert(&self, request: RevertRunRequest<'_>) -> Result<RevertOutcome, WorkspaceError> {
-        let lock = self.lock(request.command, request.clock)?;
-        let meta = self
-            .meta()?
-            .ok_or_else(|| WorkspaceError::NotInitialized(self.root.clone()))?;
-        let mut ledger = self.checked_ledger()?;
-        self.restore_patch_files(ledger.entries())?;
-        let (current, recovery) = self.current_document(ledger.entries(), true)?;
+        let doc_name = self.meta()?.map(|m| m.doc_name).unwrap_or_default();
+        let mut run = self.begin(BeginRequest {
+            doc_name: &doc_name,
+            document: None,
+            kind: RunKind::Revert,
+            command: request.command,
+            clock: request.clock,
+        })?;
         let read = |path: &str| self.read_patch(path).map_err(|e| e.to_string());
         let plan = plan_reverts(RevertRequest {
-            doc_name: &meta.doc_name,
-            current_text: &current,
-            entries: ledger.entries(),
+            doc_name: &run.meta().doc_name,
+            current_text: run.current_text(),
+            entries: run.entries(),
             ids: request.ids,
             read_patch: &read,
         })?;
-        let run_id = format!(
-            "revert-{}-{}",
-            file_stamp(&request.clock.now()),
-            std::process::id()
-        );
-        let run = RunContext {
-            doc_name: &meta.doc_name,
-            actor: request.actor,
-            run_id: &run_id,
-            clock: request.clock,
-        };
-        let entries: Vec<LedgerEntry> = plan
-            .reverts
-            .iter()
-            .map(|r| entry_for_revert(r, request.rationale, run))
-            .collect();
-        let mut files = Vec::new();
-        for (revert, entry) in plan.reverts.iter().zip(&entries) {
-            files.push((
-                self.path(&entry.patch_forward),
-                revert.patches.forward.clone().into_bytes(),
-            ));
-            files.push((
-                self.path(&entry.patch_inverse),
-                revert.patches.inverse.clone().into_bytes(),
-            ));
-        }
-        write_files_atomically(&self.patches_dir(), &files)?;
-        ledger.append_all(entries.clone())?;
-        atomic_write(&self.path(paths::EDITED_DOC), plan.final_text.as_bytes())?;
-        self.write_annotated(ledger.entries(), &plan.final_text, request.options)?;
+        let outcome = run.write_revert(
+            plan,
+            request.rationale,
+            &CommitContext {
+                actor: request.actor,
+                clock: request.clock,
+                options: request.options,
+            },
+        )?;
         if let Some(target) = request.in_place {
-            atomic_write(target, plan.final_text.as_bytes())?;
+            run.replace_in_place(target)?;
         }
-        drop(lock);
-        Ok(RevertOutcome {
-            run_id,
-            entries,
-            recovery,
-        })
+        Ok(outcome)
     }
 
     /// Apply log records of the last run.
@@ -897,10 +815,23 @@ impl Workspace {
             findings,
             apply_log: &log,
         });
-        let name = report_file_name(&meta.doc_name);
-        atomic_write(&self.path(&format!("review/{name}")), text.as_bytes())?;
-        atomic_write(&self.path(&format!("stage3/{name}")), text.as_bytes())?;
+        self.write_report_files(&meta.doc_name, &text)?;
         Ok(text)
+    }
+
+    /// Writes a rendered report of document `doc_name` to
+    /// `review/REVIEW_<stem>.md` and its `stage3/` copy, each atomically.
+    /// Returns the `review/` path.
+    pub fn write_report_files(
+        &self,
+        doc_name: &str,
+        text: &str,
+    ) -> Result<PathBuf, WorkspaceError> {
+        let name = report_file_name(doc_name);
+        let main = self.path(&format!("review/{name}"));
+        atomic_write(&main, text.as_bytes())?;
+        atomic_write(&self.path(&format!("stage3/{name}")), text.as_bytes())?;
+        Ok(main)
     }
 
     /// Read-only status.

@@ -72,6 +72,7 @@ fn review_fixture(name: &str) {
         doc_name: name.into(),
         original_hash: content_hash(&text),
         current_hash: content_hash(&out.batch.final_text),
+        notice: None,
     };
     let report = ws
         .write_report(&meta, &stage.sections, &stage.findings)

@@ -371,6 +371,7 @@ fn report_is_written_in_both_places() {
         doc_name: "spec.md".into(),
         original_hash: content_hash(DOC),
         current_hash: content_hash(&ws.current_text().unwrap()),
+        notice: None,
     };
     let sections = vec![Section {
         id: "S1".into(),
@@ -389,3 +390,6 @@ fn report_is_written_in_both_places() {
         text
     );
 }
+
+#[path = "two_step_tests.rs"]
+mod two_step;
