@@ -149,7 +149,9 @@ impl Checker {
         findings.extend(numbering_on(&doc, &self.control, &suppressions).0);
         findings.retain(|f| self.project.is_enabled(f.kind));
         for f in &mut findings {
-            f.severity = self.project.severity_of(f.kind);
+            if let Some(s) = self.project.check.severity.get(&f.kind) {
+                f.severity = *s;
+            }
         }
         sort_findings(&mut findings);
         Ok(ScanOutput {

@@ -26,6 +26,10 @@ pub struct ScanConfig {
     pub ai_leftover_patterns: Vec<String>,
     /// Patterns added to `ai_leftover_patterns` (keeps the defaults).
     pub extra_ai_leftover_patterns: Vec<String>,
+    /// Patterns of the two lists above that also occur in ordinary prose
+    /// ("Here is an example:"): a line matching only these is reported at
+    /// `info` severity instead of `warning`. Compared as written.
+    pub ai_leftover_info_patterns: Vec<String>,
     /// Paragraphs shorter than this (in characters, whitespace normalised)
     /// are never reported as duplicates.
     pub duplicate_min_chars: usize,
@@ -76,6 +80,11 @@ impl Default for ScanConfig {
         ScanConfig {
             ai_leftover_patterns: strings(&DEFAULT_AI_LEFTOVER_PATTERNS),
             extra_ai_leftover_patterns: Vec::new(),
+            ai_leftover_info_patterns: strings(&[
+                DEFAULT_AI_LEFTOVER_PATTERNS[2],
+                DEFAULT_AI_LEFTOVER_PATTERNS[6],
+                DEFAULT_AI_LEFTOVER_PATTERNS[8],
+            ]),
             duplicate_min_chars: 40,
             duplicate_boilerplate_repeats: 3,
             duplicate_short_chars: 100,

@@ -5,14 +5,15 @@ use super::KERNEL;
 use crate::config::ScanConfig;
 use crate::document::Document;
 use crate::evidence::around;
-use crate::finding::{Finding, FindingKind};
+use crate::finding::{Finding, FindingKind, Severity};
 use crate::quotes::{is_quoted, quoted_ranges};
 use crate::ScanError;
 use regex::Regex;
 
 /// The compiled leftover patterns.
 pub struct AiLeftovers {
-    patterns: Vec<Regex>,
+    /// Each pattern, and whether it is in `ai_leftover_info_patterns`.
+    patterns: Vec<(Regex, bool)>,
 }
 
 impl AiLeftovers {
@@ -21,11 +22,14 @@ impl AiLeftovers {
         let patterns = config
             .effective_ai_patterns()
             .map(|(key, p)| {
-                Regex::new(p).map_err(|e| ScanError::InvalidPattern {
-                    key: key.to_string(),
-                    pattern: p.to_string(),
-                    reason: e.to_string(),
-                })
+                let weak = config.ai_leftover_info_patterns.iter().any(|w| w == p);
+                Regex::new(p)
+                    .map(|re| (re, weak))
+                    .map_err(|e| ScanError::InvalidPattern {
+                        key: key.to_string(),
+                        pattern: p.to_string(),
+                        reason: e.to_string(),
+                    })
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(AiLeftovers { patterns })
@@ -38,15 +42,16 @@ impl AiLeftovers {
                 continue;
             };
             let quoted = quoted_ranges(prose);
-            let mut hits: Vec<(usize, usize)> = self
+            let mut hits: Vec<(usize, usize, bool)> = self
                 .patterns
                 .iter()
-                .filter_map(|re| {
+                .filter_map(|(re, weak)| {
                     re.find_iter(prose)
                         .find(|m| !is_quoted(&quoted, m.start(), m.end()))
+                        .map(|m| (m, *weak))
                 })
-                .filter(|m| !m.is_empty())
-                .map(|m| (m.start(), m.end()))
+                .filter(|(m, _)| !m.is_empty())
+                .map(|(m, weak)| (m.start(), m.end(), weak))
                 .collect();
             if hits.is_empty() {
                 continue;
@@ -54,7 +59,7 @@ impl AiLeftovers {
             hits.sort_unstable();
             let phrases: Vec<String> = hits
                 .iter()
-                .map(|&(s, e)| format!("“{}”", prose[s..e].trim()))
+                .map(|&(s, e, _)| format!("“{}”", prose[s..e].trim()))
                 .collect();
             let (first, last) = (
                 hits[0].0,
@@ -64,14 +69,18 @@ impl AiLeftovers {
                 "Text left by an AI assistant ({}): it speaks to whoever asked for the text, not to the reader; remove or rewrite it",
                 phrases.join(", ")
             );
-            out.push(Finding::new(
+            let mut finding = Finding::new(
                 FindingKind::AiLeftover,
                 KERNEL,
                 line,
                 line,
                 message,
                 &around(doc.line(line), first, last),
-            ));
+            );
+            if hits.iter().all(|h| h.2) {
+                finding.severity = Severity::Info;
+            }
+            out.push(finding);
         }
     }
 }
@@ -115,6 +124,15 @@ mod tests {
         let found = scan(text, &config);
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].line, 9);
+    }
+
+    #[test]
+    fn phrases_common_in_prose_are_only_info() {
+        let text = "# T\n\nHere is an example of the result:\n\nCertainly! Here is the text.\n";
+        let found = scan(text, &ScanConfig::default());
+        assert_eq!(found.len(), 2);
+        assert_eq!(found[0].severity, Severity::Info);
+        assert_eq!(found[1].severity, Severity::Warning);
     }
 
     #[test]
