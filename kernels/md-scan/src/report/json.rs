@@ -1,24 +1,30 @@
 //! JSON: an array of findings, each with the `file` it belongs to.
 
 use super::FileFindings;
-use serde_json::Value;
+use crate::finding::Finding;
+use serde::Serialize;
+
+/// A finding with the file it belongs to, `file` first.
+#[derive(Serialize)]
+struct Located<'a> {
+    file: &'a str,
+    #[serde(flatten)]
+    finding: &'a Finding,
+}
 
 /// A pretty-printed JSON array; each element is a finding with a `file`
-/// key added first.
+/// key first, then the finding's fields in their documented order.
 pub fn render_json(files: &[FileFindings<'_>]) -> String {
-    let mut items: Vec<Value> = Vec::new();
-    for file in files {
-        for f in file.findings {
-            let mut obj = serde_json::Map::new();
-            obj.insert("file".into(), Value::String(file.path.to_string()));
-            if let Ok(Value::Object(fields)) = serde_json::to_value(f) {
-                obj.extend(fields);
-            }
-            items.push(Value::Object(obj));
-        }
-    }
-    let mut text =
-        serde_json::to_string_pretty(&Value::Array(items)).unwrap_or_else(|_| "[]".into());
+    let items: Vec<Located<'_>> = files
+        .iter()
+        .flat_map(|file| {
+            file.findings.iter().map(move |finding| Located {
+                file: file.path,
+                finding,
+            })
+        })
+        .collect();
+    let mut text = serde_json::to_string_pretty(&items).unwrap_or_else(|_| "[]".into());
     text.push('\n');
     text
 }
@@ -27,6 +33,7 @@ pub fn render_json(files: &[FileFindings<'_>]) -> String {
 mod tests {
     use super::*;
     use crate::finding::{Finding, FindingKind};
+    use serde_json::Value;
 
     #[test]
     fn array_of_findings_with_their_file() {
@@ -55,6 +62,14 @@ mod tests {
         assert_eq!(arr[0]["kind"], "table_structure");
         assert_eq!(arr[0]["line_end"], 6);
         assert_eq!(arr[0]["severity"], "error");
+        let keys: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix('"')?.split('"').next())
+            .collect();
+        assert_eq!(
+            keys,
+            ["file", "kind", "line", "line_end", "severity", "message", "evidence", "kernel"]
+        );
         assert_eq!(render_json(&[]), "[]\n");
     }
 }
