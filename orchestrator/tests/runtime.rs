@@ -170,44 +170,35 @@ fn graph_errors_name_the_kernels_and_artifacts() {
     }
 }
 
+/// A kernel's `(start_ms, end_ms)` in a parsed `run.json`.
+fn span(record: &Value, name: &str) -> (f64, f64) {
+    let k = kernel(record, name);
+    (
+        k["start_ms"].as_f64().expect("start_ms"),
+        k["end_ms"].as_f64().expect("end_ms"),
+    )
+}
+
 #[test]
 fn independent_kernels_run_at_the_same_time() {
     let p = Project::new(DOC, &["source_len", "sleepy_a", "sleepy_b"], "");
     let out = p.run(&["--jobs", "2"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let r = p.record();
-    let a = kernel(&r, "sleepy_a");
-    let b = kernel(&r, "sleepy_b");
-    let (a0, a1) = (
-        a["start_ms"].as_f64().expect("f64"),
-        a["end_ms"].as_f64().expect("f64"),
-    );
-    let (b0, b1) = (
-        b["start_ms"].as_f64().expect("f64"),
-        b["end_ms"].as_f64().expect("f64"),
-    );
+    let ((a0, a1), (b0, b1)) = (span(&r, "sleepy_a"), span(&r, "sleepy_b"));
     assert!(
         a0 < b1 && b0 < a1,
         "overlap expected: a {a0}..{a1}, b {b0}..{b1}"
     );
     // Both start after their producer ended.
-    let s1 = kernel(&r, "source_len")["end_ms"].as_f64().expect("f64");
+    let (_, s1) = span(&r, "source_len");
     assert!(a0 >= s1 && b0 >= s1);
 
     // With one job they never overlap.
     let out = p.run(&["--jobs", "1", "--no-cache"]);
     assert_eq!(out.status.code(), Some(0));
     let r = p.record();
-    let a = kernel(&r, "sleepy_a");
-    let b = kernel(&r, "sleepy_b");
-    let (a0, a1) = (
-        a["start_ms"].as_f64().expect("f64"),
-        a["end_ms"].as_f64().expect("f64"),
-    );
-    let (b0, b1) = (
-        b["start_ms"].as_f64().expect("f64"),
-        b["end_ms"].as_f64().expect("f64"),
-    );
+    let ((a0, a1), (b0, b1)) = (span(&r, "sleepy_a"), span(&r, "sleepy_b"));
     assert!(
         a1 <= b0 || b1 <= a0,
         "no overlap with --jobs 1: a {a0}..{a1}, b {b0}..{b1}"
