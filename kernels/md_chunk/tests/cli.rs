@@ -11,12 +11,20 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-const PLUGINS: [&str; 4] = [
-    "koas-kernel-md-inventory",
-    "koas-kernel-md-structure",
-    "koas-kernel-md-protected-regions",
-    "koas-kernel-md-chunk",
-];
+/// The plugin packages of every kernel `configs/reviewer.toml` lists
+/// (`md_chunk` → `koas-kernel-md-chunk`): `koas run` needs all of them.
+fn plugins() -> Vec<String> {
+    let text = std::fs::read_to_string(repo().join("configs/reviewer.toml"))
+        .expect("configs/reviewer.toml is readable");
+    let pipeline: toml::Table = text.parse().expect("configs/reviewer.toml is TOML");
+    pipeline["kernels"]
+        .as_array()
+        .expect("`kernels` is an array")
+        .iter()
+        .filter_map(|k| k.as_str())
+        .map(|k| format!("koas-kernel-{}", k.replace('_', "-")))
+        .collect()
+}
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -41,8 +49,8 @@ fn koas() -> Option<PathBuf> {
                 .args(["build", "--offline", "-q", "--target-dir"])
                 .arg(&target)
                 .args(["-p", "koas"]);
-            for p in PLUGINS {
-                cmd.args(["-p", p]);
+            for p in plugins() {
+                cmd.args(["-p", &p]);
             }
             if dir.file_name().is_some_and(|n| n == "release") {
                 cmd.arg("--release");
