@@ -92,8 +92,12 @@ pub struct RevertOutcome {
     pub doc_name: String,
     /// The changes asked for, as given (before ordering).
     pub requested: Vec<ChangeId>,
-    /// The reverts, latest change first, and the final text.
+    /// The reverts, latest change first, and the final text (no revert
+    /// and the current text when refused).
     pub plan: RevertPlan,
+    /// Why the request was refused (nothing may then be written).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
 }
 
 /// `review_state`: what the host knows about the workspace that a pure

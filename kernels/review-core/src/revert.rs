@@ -232,8 +232,11 @@ pub fn parse_revert_targets<S: AsRef<str>>(ids: &[S]) -> Result<Vec<ChangeId>, R
 /// the revert of an *earlier* deletion, the two deleted runs are put back
 /// in their original order: `entries[x]`'s removed lines are followed back
 /// to the state before the earlier change and compared with its removed
-/// lines. Any other insertion at that point keeps the restored lines before
-/// it (unless they end without a newline: then they go last).
+/// lines; lines that an insertion made after the earlier deletion, at its
+/// point, follow the earlier run (as any insertion follows the lines
+/// restored at its point). Any other insertion at that point keeps the
+/// restored lines before it (unless they end without a newline: then they
+/// go last).
 fn restored_lines_come_first(entries: &[LedgerEntry], x: usize, insertion: EntryId) -> bool {
     let EntryId::Revert(earlier) = insertion else {
         return false;
@@ -260,7 +263,32 @@ fn restored_lines_come_first(entries: &[LedgerEntry], x: usize, insertion: Entry
         start: y_change.at.saturating_sub(1),
         len: y_change.removed,
     };
+    // x's lines after y's lines in that state: y's come first. x's lines
+    // that did not exist yet (inserted after y, at y's deletion point)
+    // clamp onto y's region: they belong to an insertion made where y's
+    // lines were, and restored lines go before an insertion, so y's come
+    // first too.
     x_in_y_before.start >= y_region.end()
+        || (x_in_y_before.start >= y_region.start && x_in_y_before.start < y_region.end())
+}
+
+/// The changes that can still be reverted: change entries that changed
+/// the document and have no revert entry, in ledger order (`revert
+/// --all`).
+pub fn revertible_ids(entries: &[LedgerEntry]) -> Vec<ChangeId> {
+    let reverted: std::collections::BTreeSet<ChangeId> = entries
+        .iter()
+        .filter_map(|e| match e.id {
+            EntryId::Revert(id) => Some(id),
+            EntryId::Change(_) => None,
+        })
+        .collect();
+    entries
+        .iter()
+        .filter(|e| e.action != Action::FlagOnly && e.edit().is_some())
+        .filter_map(LedgerEntry::change_id)
+        .filter(|id| !reverted.contains(id))
+        .collect()
 }
 
 /// Plans the reverts of `request.ids`. Fails on the first refusal, naming

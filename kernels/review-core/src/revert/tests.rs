@@ -230,3 +230,33 @@ fn revert_chain_ids_continue() {
     apply(&mut s, vec![replace(5, "Gamma line, improved.")]);
     assert_eq!(s.entries.last().unwrap().id.to_string(), "RVW-0004");
 }
+
+#[test]
+fn revertible_ids_skip_flags_reverts_and_reverted_changes() {
+    let mut s = MemorySession::new("d.md", "a\n\nb\n\nc\n");
+    let clock = SteppingClock::new("2026-01-01T00:00:00Z");
+    let ops = [
+        json!({"action": "replace", "kind": "typo", "target": {"line_start": 1}, "after_text": "A"}),
+        json!({"action": "flag_only", "target": {"line_start": 3}, "rationale": "r"}),
+        json!({"action": "replace", "kind": "typo", "target": {"line_start": 5}, "after_text": "C"}),
+    ];
+    s.apply(
+        &ops,
+        &ProtectedRegions::default(),
+        &ApplyOptions::default(),
+        &actor(),
+        &clock,
+        "r",
+    )
+    .unwrap();
+    let ids = |s: &MemorySession| -> Vec<String> {
+        revertible_ids(&s.entries)
+            .iter()
+            .map(|i| i.to_string())
+            .collect()
+    };
+    assert_eq!(ids(&s), vec!["RVW-0001", "RVW-0003"]);
+    s.revert(&[ChangeId::first()], "", &actor(), &clock, "r2")
+        .unwrap();
+    assert_eq!(ids(&s), vec!["RVW-0003"]);
+}
