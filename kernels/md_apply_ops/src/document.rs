@@ -1,0 +1,138 @@
+//! The document a batch is applied to, and its Stage 1 views.
+//!
+//! In a review workspace the host gives the current document
+//! (`review_doc`) and the workspace state (`review_state`); in a plain
+//! pipeline run the batch is applied to the original (`doc_raw`). Stage 1
+//! runs on the original, so when the current document differs, its
+//! protected regions and sections are recomputed here with the same code
+//! as `md_protected_regions` and `md_structure` (the regions used to
+//! validate ops are always those of the document the ops are applied to).
+
+use std::collections::BTreeSet;
+
+use koas_kernel_api::{Inputs, KernelError};
+use koas_md::scan::{scan, ScanOptions};
+use koas_md::{content_hash, protected, structure, LineIndex};
+use koas_review::artifacts::{names, ReviewState, Stage1Sections, Stage1Spans};
+use koas_review::change_id::{ChangeId, IdAllocator};
+use koas_review::protected::ProtectedRegions;
+use serde_json::Value;
+
+/// The document the ops address, with what validating them needs.
+pub struct TargetDocument {
+    /// Its text.
+    pub text: String,
+    /// Its name in patch headers.
+    pub doc_name: String,
+    /// Its protected regions.
+    pub regions: ProtectedRegions,
+    /// Its sections.
+    pub sections: Stage1Sections,
+    /// True when Stage 1's artifacts described another document and were
+    /// recomputed.
+    pub recomputed: bool,
+    /// Change IDs already in the ledger.
+    pub ledger_ids: BTreeSet<ChangeId>,
+    /// The first ID to allocate.
+    pub first_id: ChangeId,
+}
+
+fn invalid(message: String) -> KernelError {
+    KernelError::invalid_input(message)
+}
+
+fn to_json<T: serde::Serialize>(value: &T, what: &str) -> Result<Value, KernelError> {
+    serde_json::to_value(value).map_err(|e| KernelError::failed(format!("{what}: {e}")))
+}
+
+/// Protected regions of `text`: from Stage 1 when it describes `text`,
+/// else recomputed.
+pub fn regions_of(
+    text: &str,
+    stage1: &Stage1Spans,
+) -> Result<(ProtectedRegions, bool), KernelError> {
+    if stage1.describes(text) {
+        return Ok((stage1.to_regions(), false));
+    }
+    let index = LineIndex::new(text);
+    let parsed = scan(&index, ScanOptions { inlines: true });
+    let spans = protected::detect(&index, &parsed, &content_hash(text.as_bytes()));
+    let spans: Stage1Spans = serde_json::from_value(to_json(&spans, "protected spans")?)
+        .map_err(|e| KernelError::failed(format!("protected spans: {e}")))?;
+    Ok((spans.to_regions(), true))
+}
+
+fn sections_of(text: &str, stage1: Stage1Sections) -> Result<Stage1Sections, KernelError> {
+    if stage1.describes(text) {
+        return Ok(stage1);
+    }
+    let index = LineIndex::new(text);
+    let parsed = scan(&index, ScanOptions::default());
+    let built = structure::build(&index, &parsed, &content_hash(text.as_bytes()));
+    serde_json::from_value(to_json(&built.sections, "sections")?)
+        .map_err(|e| KernelError::failed(format!("sections: {e}")))
+}
+
+fn file_name_of(path: &str) -> Option<String> {
+    std::path::Path::new(path)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+}
+
+/// Reads the target document and its views from the kernel's inputs.
+pub fn target_document(
+    inputs: &Inputs,
+    configured_name: &str,
+) -> Result<TargetDocument, KernelError> {
+    let state: Option<ReviewState> = inputs.parse_optional(names::REVIEW_STATE)?;
+    let review_doc: Option<String> = inputs.parse_optional(names::REVIEW_DOC)?;
+    let text = match (&review_doc, &state) {
+        (Some(text), Some(_)) => text.clone(),
+        (None, None) => inputs.source_text("doc_raw")?.to_owned(),
+        (Some(_), None) => {
+            return Err(invalid(format!(
+                "`{}` was given without `{}`",
+                names::REVIEW_DOC,
+                names::REVIEW_STATE
+            )))
+        }
+        (None, Some(_)) => {
+            return Err(invalid(format!(
+                "`{}` was given without `{}`",
+                names::REVIEW_STATE,
+                names::REVIEW_DOC
+            )))
+        }
+    };
+    let stats_name = inputs
+        .get("file_stats")
+        .and_then(|s| s.get("path"))
+        .and_then(Value::as_str)
+        .and_then(file_name_of);
+    let doc_name = match &state {
+        Some(state) => state.doc_name.clone(),
+        None if !configured_name.is_empty() => configured_name.to_owned(),
+        None => stats_name.unwrap_or_else(|| "doc.md".to_owned()),
+    };
+    let spans: Stage1Spans = inputs.parse("protected_spans")?;
+    let (regions, recomputed) = regions_of(&text, &spans)?;
+    let sections = sections_of(&text, inputs.parse("section_index")?)?;
+    let (ledger_ids, first_id) = match state {
+        Some(state) => (state.ledger_ids, state.next_id),
+        None => (
+            BTreeSet::new(),
+            IdAllocator::after(std::iter::empty())
+                .map_err(|e| KernelError::failed(e.to_string()))?
+                .peek(),
+        ),
+    };
+    Ok(TargetDocument {
+        text,
+        doc_name,
+        regions,
+        sections,
+        recomputed,
+        ledger_ids,
+        first_id,
+    })
+}

@@ -1,0 +1,166 @@
+//! # md_review_report_assemble — Stage 3 reviewer kernel
+//!
+//! Renders the review report, `REVIEW_<stem>.md`: run metadata (date,
+//! tool and kernel versions, document hashes), counts, a change table per
+//! section, the full chronological ledger table, the deterministic Stage 2
+//! findings grouped by section, and the rejections of the last run.
+//!
+//! A pure view. In a review workspace the host gives the current document
+//! (`review_doc`), the ledger (`ledger`) and the run metadata with the last
+//! run's apply log (`review_meta`), and writes the report to
+//! `review/REVIEW_<stem>.md` and `stage3/REVIEW_<stem>.md` itself (a
+//! declared file cannot carry the document's name). In a plain `koas run`
+//! the report previews `md_apply_ops`'s batch (or shows the original with
+//! no change) and is written to `review/REVIEW.md`. The renderer is
+//! [`koas_review::report`]; this crate is the glue.
+
+#![deny(missing_docs)]
+
+use koas_kernel_api::prelude::*;
+use koas_review::artifacts::{
+    names, ApplyOutcome, ReportContext, ReviewView, Stage1Sections, Stage2Findings, ViewSource,
+};
+use koas_review::hashing::content_hash;
+use koas_review::ledger::Actor;
+use koas_review::report::{render_report, ReportInput, ReportMeta};
+use serde_json::Value;
+
+/// The `md_review_report_assemble` kernel.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct MdReviewReportAssemble;
+
+const NAME: &str = "md_review_report_assemble";
+const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The notice of a report made outside a review workspace.
+pub const PREVIEW_NOTICE: &str = "Preview from a pipeline run: these changes are not recorded in any ledger and were not applied to the document. Record them with `koas review DOC --ops FILE`.";
+
+/// The notice of a report with no change and no workspace.
+pub const ORIGINAL_NOTICE: &str = "No ops were given (and there is no LLM planner yet): this report lists the deterministic Stage 2 findings and no change. Give edit ops with `koas review DOC --ops FILE`.";
+
+fn file_name_of(path: &str) -> Option<String> {
+    std::path::Path::new(path)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+}
+
+/// Metadata of a report made without a host (plain pipeline run): a pure
+/// kernel has no clock, so the time is left to `run.json`.
+fn pipeline_meta(
+    inputs: &Inputs,
+    view: &ReviewView,
+    outcome: Option<&ApplyOutcome>,
+    original: &str,
+) -> Result<ReportMeta, KernelError> {
+    let doc_name = outcome
+        .map(|o| o.doc_name.clone())
+        .or_else(|| {
+            inputs
+                .get("file_stats")
+                .and_then(|s| s.get("path"))
+                .and_then(Value::as_str)
+                .and_then(file_name_of)
+        })
+        .unwrap_or_else(|| "doc.md".to_owned());
+    let original_hash = match inputs.parse_optional::<String>("doc_hash")? {
+        Some(hash) => hash,
+        None => content_hash(original),
+    };
+    Ok(ReportMeta {
+        generated_at: "see run.json (pipeline run)".to_owned(),
+        tool: "koas run".to_owned(),
+        kernels: vec![(NAME.to_owned(), VERSION.to_owned())],
+        doc_name,
+        original_hash,
+        current_hash: content_hash(&view.text),
+        notice: Some(
+            match view.source {
+                ViewSource::Preview => PREVIEW_NOTICE,
+                _ => ORIGINAL_NOTICE,
+            }
+            .to_owned(),
+        ),
+    })
+}
+
+impl Kernel for MdReviewReportAssemble {
+    fn spec(&self) -> KernelSpec {
+        KernelSpec::new(NAME, VERSION)
+            .stage("S3")
+            .description(
+                "Renders REVIEW_<stem>.md: metadata, counts, changes per section, the chronological ledger, Stage 2 findings",
+            )
+            .input("doc_raw")
+            .input("section_index")
+            .optional_input("doc_hash")
+            .optional_input("file_stats")
+            .optional_input("issues")
+            .optional_input("numbering_findings")
+            .optional_input(names::APPLY_OUTCOME)
+            .optional_input(names::REVIEW_DOC)
+            .optional_input(names::LEDGER)
+            .optional_input(names::REVIEW_META)
+            .output_file(names::REVIEW_REPORT, "review/REVIEW.md")
+    }
+
+    fn run(&self, _ctx: &Context, _config: &KernelConfig, inputs: &Inputs) -> KernelResult {
+        let original = inputs.source_text("doc_raw")?;
+        let outcome: Option<ApplyOutcome> = inputs.parse_optional(names::APPLY_OUTCOME)?;
+        let actor = Actor {
+            tool: format!("koas {NAME} {VERSION}"),
+            operator: "pipeline (preview)".to_owned(),
+        };
+        let view = ReviewView::resolve(
+            inputs.parse_optional(names::REVIEW_DOC)?,
+            inputs.parse_optional(names::LEDGER)?,
+            outcome.as_ref(),
+            original,
+            &actor,
+        )
+        .map_err(KernelError::invalid_input)?;
+        let context: Option<ReportContext> = inputs.parse_optional(names::REVIEW_META)?;
+        let (meta, apply_log) = match context {
+            Some(context) => (context.meta, context.apply_log),
+            None => (
+                pipeline_meta(inputs, &view, outcome.as_ref(), original)?,
+                outcome
+                    .as_ref()
+                    .map(|o| o.batch.log_records("preview"))
+                    .unwrap_or_default(),
+            ),
+        };
+        let sections = inputs
+            .parse::<Stage1Sections>("section_index")?
+            .to_sections();
+        let mut findings = Vec::new();
+        for artifact in ["issues", "numbering_findings"] {
+            if let Some(found) = inputs.parse_optional::<Stage2Findings>(artifact)? {
+                findings.extend(found.to_findings());
+            }
+        }
+        let text = render_report(ReportInput {
+            meta: &meta,
+            entries: &view.entries,
+            sections: &sections,
+            findings: &findings,
+            apply_log: &apply_log,
+        });
+        let changes = view.entries.iter().filter(|e| !e.is_revert).count();
+        let summary = format!(
+            "report of {}: {} ledger entries ({changes} changes and flags), {} findings{}",
+            meta.doc_name,
+            view.entries.len(),
+            findings.len(),
+            match view.source {
+                ViewSource::Workspace => "",
+                ViewSource::Preview => " (preview, not recorded)",
+                ViewSource::Original => " (no ops)",
+            }
+        );
+        Ok(KernelOutput::new()
+            .artifact(names::REVIEW_REPORT, text)
+            .summary(summary))
+    }
+}
+
+koas_kernel_api::export_kernel!(MdReviewReportAssemble);
