@@ -68,6 +68,19 @@ pub struct RunOptions {
     pub llm_identity: Option<Value>,
     /// The LLM config in effect, recorded in the run record for replay.
     pub llm_config: Option<Value>,
+    /// Artifacts the host provides in memory, by name: state it computed
+    /// or read itself (e.g. under a lock) rather than a file. They are
+    /// given to every kernel that declares an input of that name, and are
+    /// part of those kernels' cache keys like any input. Because the DAG
+    /// is built before the run, kernels must declare such inputs optional.
+    /// A provided artifact may not share its name with a pipeline
+    /// `[inputs]` entry or a kernel output.
+    pub provided: BTreeMap<String, Value>,
+    /// Output artifacts whose declared files the engine must not write
+    /// (neither after a run nor when restoring a cache hit): the host
+    /// writes them itself, e.g. in a crash-safe order after committing a
+    /// ledger. Their values are still returned and cached.
+    pub host_written: BTreeSet<String>,
 }
 
 impl RunOptions {
@@ -81,6 +94,8 @@ impl RunOptions {
             llm: None,
             llm_identity: None,
             llm_config: None,
+            provided: BTreeMap::new(),
+            host_written: BTreeSet::new(),
         }
     }
 }
@@ -107,6 +122,14 @@ pub enum RunError {
     /// The thread pool cannot be built.
     #[error("cannot start worker threads: {0}")]
     Threads(String),
+    /// A provided artifact has the name of a source or a kernel output.
+    #[error("artifact `{name}` is provided by the host but is also {other}")]
+    ProvidedConflict {
+        /// The artifact.
+        name: String,
+        /// Its other producer.
+        other: String,
+    },
 }
 
 /// The outputs of the kernel asked for with [`Target::Kernel`].
@@ -161,6 +184,17 @@ struct Produced {
     outputs: BTreeMap<String, (String, Arc<Value>)>,
     summary: String,
     warnings: Vec<String>,
+}
+
+/// The id of an artifact the host provides in memory: its name and
+/// canonical JSON, so equal values get equal ids whatever their key order.
+fn provided_hash(name: &str, value: &Value) -> String {
+    let mut h = blake3::Hasher::new();
+    h.update(b"koas-provided-v1\0");
+    h.update(name.as_bytes());
+    h.update(b"\0");
+    h.update(&canonical::to_vec(value));
+    h.finalize().to_hex().to_string()
 }
 
 fn source_hash(path: &Path, bytes: &[u8]) -> String {
@@ -234,6 +268,7 @@ pub fn run(
         done: BTreeSet::new(),
         dead: BTreeSet::new(),
     };
+    engine.load_provided()?;
     engine.load_sources(&selected)?;
     engine.schedule(&selected)?;
     let _ = engine.cache.flush();
@@ -294,6 +329,30 @@ impl Engine<'_> {
     }
 
     /// Reads every source file a selected kernel needs.
+    fn load_provided(&mut self) -> Result<(), RunError> {
+        for (name, value) in &self.opts.provided {
+            let other = match self.prepared.dag.producers.get(name) {
+                Some(Producer::Kernel(k)) => Some(format!("an output of kernel `{k}`")),
+                Some(Producer::Source) => Some("an [inputs] entry of the pipeline".to_string()),
+                None => None,
+            };
+            if let Some(other) = other {
+                return Err(RunError::ProvidedConflict {
+                    name: name.clone(),
+                    other,
+                });
+            }
+            self.artifacts.insert(
+                name.clone(),
+                Artifact {
+                    hash: provided_hash(name, value),
+                    value: Some(Arc::new(value.clone())),
+                },
+            );
+        }
+        Ok(())
+    }
+
     fn load_sources(&mut self, selected: &BTreeSet<String>) -> Result<(), RunError> {
         let mut needed = BTreeSet::new();
         for name in selected {
@@ -495,6 +554,9 @@ impl Engine<'_> {
             let (Some(file), Some(hash)) = (&o.file, hit.outputs.get(&o.artifact)) else {
                 continue;
             };
+            if self.opts.host_written.contains(&o.artifact) {
+                continue;
+            }
             let path = self.workspace.join(file);
             if !path.exists() {
                 let value = self.cache.get_value(hash)?;
@@ -579,6 +641,7 @@ impl Engine<'_> {
         let reporter = self.reporter.clone();
         let cancel = self.opts.cancel.clone();
         let llm = self.opts.llm.clone();
+        let host_written = self.opts.host_written.clone();
         let run_start = self.run_start;
         pool.spawn(move || {
             reporter.kernel_started(&kernel.spec.name);
@@ -595,7 +658,8 @@ impl Engine<'_> {
             drop(request);
             let result = match response {
                 RunResponse::Ok(out) => {
-                    store_outputs(&kernel, &cache, &workspace, &key, out).map_err(|e| (e, false))
+                    store_outputs(&kernel, &cache, &workspace, &key, out, &host_written)
+                        .map_err(|e| (e, false))
                 }
                 RunResponse::Error(e) => Err((
                     match e.kind {
@@ -830,13 +894,15 @@ impl Engine<'_> {
 }
 
 /// Checks a kernel's outputs against its spec, stores them and writes
-/// their declared files. Runs on the worker thread.
+/// their declared files (except the host-written ones). Runs on the worker
+/// thread.
 fn store_outputs(
     kernel: &LoadedKernel,
     cache: &Cache,
     workspace: &Path,
     key: &str,
     out: koas_kernel_api::KernelOutput,
+    host_written: &BTreeSet<String>,
 ) -> Result<Produced, String> {
     let spec = &kernel.spec;
     let declared: BTreeSet<&str> = spec.outputs.iter().map(|o| o.artifact.as_str()).collect();
@@ -858,7 +924,11 @@ fn store_outputs(
             .ok_or_else(|| format!("did not return its declared output `{}`", o.artifact))?;
         let bytes = canonical::to_vec(&value);
         let hash = cache.put_blob(&bytes).map_err(|e| e.to_string())?;
-        if let Some(file) = &o.file {
+        if let Some(file) = o
+            .file
+            .as_ref()
+            .filter(|_| !host_written.contains(&o.artifact))
+        {
             materialize(
                 &workspace.join(file),
                 &file_bytes(file, &value),

@@ -4,10 +4,18 @@ mod cache;
 mod check;
 mod common;
 mod graph;
+mod grep;
 mod kernels;
 mod llm;
 mod replay;
+mod report;
+mod revert;
+mod review;
+mod review_common;
+mod review_pipeline;
 mod run;
+mod show;
+mod status;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -65,6 +73,19 @@ pub enum Command {
     /// Check the configured LLM server: ping, calibrate.
     #[command(subcommand)]
     Llm(llm::LlmCommand),
+    /// Review a document: run the reviewer pipeline in its workspace and
+    /// record the changes of --ops (IDs, patches, ledger, report).
+    Review(review::ReviewArgs),
+    /// (Re)write a document's review report and print its path.
+    Report(report::ReportArgs),
+    /// Revert recorded changes (latest first, all or nothing).
+    Revert(revert::RevertArgs),
+    /// Show one ledger entry (and its patch).
+    Show(show::ShowArgs),
+    /// Search a document's ledger by pattern, kind, severity, tier.
+    Grep(grep::GrepArgs),
+    /// State of a document's review workspace; repair a torn ledger.
+    Status(status::StatusArgs),
 }
 
 /// Parses the command line, runs the command and returns the exit code.
@@ -94,6 +115,12 @@ pub fn main() -> i32 {
         Command::Check(args) => check::execute(&global, args),
         Command::Replay(args) => replay::execute(&global, args),
         Command::Llm(cmd) => llm::execute(&global, cmd),
+        Command::Review(args) => review::execute(&global, args),
+        Command::Report(args) => report::execute(&global, args),
+        Command::Revert(args) => revert::execute(&global, args),
+        Command::Show(args) => show::execute(&global, args),
+        Command::Grep(args) => grep::execute(&global, args),
+        Command::Status(args) => status::execute(&global, args),
     };
     match result {
         Ok(code) => code,
