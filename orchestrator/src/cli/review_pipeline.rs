@@ -298,6 +298,7 @@ fn views_pass(
     notice: Option<String>,
 ) -> anyhow::Result<Result<Views, PassFailure>> {
     use koas_review::artifacts::{names, ReportContext};
+    use koas_review::ledger::LedgerEntry;
     use koas_review::report::ReportMeta;
     let views = subset(pipeline, |k| k != APPLY && k != REVERT);
     if !VIEWS.iter().any(|v| has(&views, v)) {
@@ -322,10 +323,19 @@ fn views_pass(
         names::REVIEW_DOC.to_owned(),
         Value::String(run.current_text().to_owned()),
     );
-    inputs.provided.insert(
-        names::LEDGER.to_owned(),
-        serde_json::to_value(run.entries())?,
-    );
+    // The views need no patch text: leaving the ledger's copies out keeps
+    // this artifact (and its copy in every request) small.
+    let entries: Vec<LedgerEntry> = run
+        .entries()
+        .iter()
+        .map(|e| LedgerEntry {
+            patch_text: None,
+            ..e.clone()
+        })
+        .collect();
+    inputs
+        .provided
+        .insert(names::LEDGER.to_owned(), serde_json::to_value(&entries)?);
     inputs.provided.insert(
         names::REVIEW_META.to_owned(),
         serde_json::to_value(&context)?,
