@@ -700,3 +700,49 @@ fn with_note_id_fix_off_a_note_naming_another_change_is_reject_schema_id() {
         "{record}"
     );
 }
+
+#[test]
+fn a_plain_pipeline_run_previews_stage3_and_records_nothing() {
+    let s = Scratch::with_fixture(DOC);
+    let config = review_common::repo().join("configs/reviewer.toml");
+    let config = config.to_string_lossy();
+    let out = s.koas(&["-q", "run", &config, "-w", "plain"]);
+    assert_code(&out, 0, "koas run configs/reviewer.toml");
+    let report = std::fs::read_to_string(s.path("plain/review/REVIEW.md")).unwrap();
+    assert!(
+        report.starts_with("# Review report — spec-example.md"),
+        "{report}"
+    );
+    assert!(report.contains("No ops were given"), "{report}");
+    assert!(
+        !s.path("plain/review/ledger.jsonl").exists(),
+        "a plain run records nothing"
+    );
+    let doc_input = format!("doc={}", s.path(DOC).display());
+    let ops_input = format!("ops={}", s.path(OPS).display());
+    let out = s.koas(&[
+        "-q", "run", &config, "-w", "preview", "--input", &doc_input, "--input", &ops_input,
+    ]);
+    assert_code(&out, 0, "koas run with ops");
+    let report = std::fs::read_to_string(s.path("preview/review/REVIEW.md")).unwrap();
+    assert!(report.contains("Preview from a pipeline run"), "{report}");
+    assert!(
+        report.contains("| RVW-0001 | preview (not recorded) |"),
+        "{report}"
+    );
+    let edited = std::fs::read_to_string(s.path("preview/stage3/doc.edited.md")).unwrap();
+    assert!(
+        edited.contains("is written, not when"),
+        "the preview applies the ops"
+    );
+    assert!(
+        std::fs::read_to_string(s.path("preview/stage3/doc.REVIEWED.md"))
+            .unwrap()
+            .contains("> [!CAUTION]")
+    );
+    assert!(!s.path("preview/review/ledger.jsonl").exists());
+    assert_eq!(
+        s.read(DOC),
+        std::fs::read(review_common::fixtures().join(DOC)).unwrap()
+    );
+}

@@ -70,5 +70,24 @@ fn planted_corpus_reports_and_annotated_documents() {
         let (report, reviewed) = review(&s, &doc, &ops, None);
         insta::assert_snapshot!(format!("planted_{stem}_report"), report);
         insta::assert_snapshot!(format!("planted_{stem}_reviewed"), reviewed);
+        // Then the read commands, and reverting everything gives back the
+        // planted document byte for byte.
+        let (out, status) = s.koas_json(&["status", &doc, "-w", "ws"]);
+        assert_code(&out, 0, "status");
+        assert_eq!(status["status"], "ok");
+        let (_, found) = s.koas_json(&["grep", &doc, "-w", "ws", "-k", "ai_leftover"]);
+        assert!(found["total"].as_u64().unwrap() >= 1, "{found}");
+        let (out, shown) = s.koas_json(&["show", &doc, "RVW-0001", "-w", "ws", "--patch"]);
+        assert_code(&out, 0, "show");
+        assert!(shown["patch"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("--- a/{doc}")));
+        let out = s.koas(&["-q", "revert", &doc, "--all", "-w", "ws"]);
+        assert_code(&out, 0, "revert --all");
+        assert_eq!(
+            std::fs::read(s.path("ws/stage3/doc.edited.md")).unwrap(),
+            std::fs::read(shared.join("corpus/planted").join(&doc)).unwrap()
+        );
     }
 }

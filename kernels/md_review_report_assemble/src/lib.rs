@@ -74,13 +74,20 @@ fn pipeline_meta(
         original_hash,
         current_hash: content_hash(&view.text),
         notice: Some(
-            match view.source {
-                ViewSource::Preview => PREVIEW_NOTICE,
-                _ => ORIGINAL_NOTICE,
+            if had_ops(view, outcome) {
+                PREVIEW_NOTICE
+            } else {
+                ORIGINAL_NOTICE
             }
             .to_owned(),
         ),
     })
+}
+
+/// True when a pipeline run's preview comes from ops (applied or not).
+fn had_ops(view: &ReviewView, outcome: Option<&ApplyOutcome>) -> bool {
+    view.source == ViewSource::Preview
+        && outcome.is_some_and(|o| !o.batch.applied.is_empty() || !o.batch.rejected.is_empty())
 }
 
 impl Kernel for MdReviewReportAssemble {
@@ -153,8 +160,8 @@ impl Kernel for MdReviewReportAssemble {
             findings.len(),
             match view.source {
                 ViewSource::Workspace => "",
-                ViewSource::Preview => " (preview, not recorded)",
-                ViewSource::Original => " (no ops)",
+                _ if had_ops(&view, outcome.as_ref()) => " (preview, not recorded)",
+                _ => " (no ops)",
             }
         );
         Ok(KernelOutput::new()

@@ -175,3 +175,26 @@ fn in_a_workspace_the_host_metadata_and_ledger_are_shown() {
         "{summary}"
     );
 }
+
+#[test]
+fn a_preview_without_ops_says_no_ops() {
+    let options = ApplyOptions::default();
+    let batch = apply_batch(BatchInput {
+        doc_name: "audit.md",
+        text: DOC,
+        ops: &[],
+        protected: &ProtectedRegions::default(),
+        ledger_ids: &Default::default(),
+        first_id: ChangeId::first(),
+        options: &options,
+    });
+    let outcome = ApplyOutcome {
+        doc_name: "audit.md".into(),
+        options,
+        protected: ProtectedRegions::default(),
+        batch,
+    };
+    let (text, summary) = report(harness().input("apply_outcome", &outcome));
+    assert!(text.contains("No ops were given"), "{text}");
+    assert!(summary.ends_with("(no ops)"), "{summary}");
+}
