@@ -108,12 +108,6 @@ fn review(global: &Global, args: &ReviewArgs, target: &Target) -> anyhow::Result
     let mut pipeline = passes::load(args.pipeline.as_deref(), workspace.root(), inputs)?;
     passes::require(&pipeline, APPLY, "applies the ops")?;
     passes::set_config(&mut pipeline, APPLY, "strict", Value::Bool(args.strict));
-    passes::set_config(
-        &mut pipeline,
-        APPLY,
-        "doc_name",
-        Value::String(run.meta().doc_name.clone()),
-    );
     let discovery = passes::discover(global, &pipeline);
 
     // Planning pass.
