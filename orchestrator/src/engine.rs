@@ -268,7 +268,7 @@ pub fn run(
         done: BTreeSet::new(),
         dead: BTreeSet::new(),
     };
-    engine.load_provided()?;
+    let provided = engine.load_provided()?;
     engine.load_sources(&selected)?;
     engine.schedule(&selected)?;
     let _ = engine.cache.flush();
@@ -308,6 +308,8 @@ pub fn run(
             configs: prepared.configs.clone(),
             kernel_paths: prepared.pipeline.kernel_paths.clone(),
             llm: opts.llm_config.clone(),
+            provided,
+            host_written: opts.host_written.iter().cloned().collect(),
         }),
         llm_session: opts.llm.as_ref().and_then(|l| l.session_metadata()),
     };
@@ -328,8 +330,10 @@ impl Engine<'_> {
         &self.prepared.kernels[name]
     }
 
-    /// Reads every source file a selected kernel needs.
-    fn load_provided(&mut self) -> Result<(), RunError> {
+    /// Registers the artifacts the host provides, and stores their values
+    /// in the cache so `koas replay` can provide them again.
+    fn load_provided(&mut self) -> Result<BTreeMap<String, String>, RunError> {
+        let mut stored = BTreeMap::new();
         for (name, value) in &self.opts.provided {
             let other = match self.prepared.dag.producers.get(name) {
                 Some(Producer::Kernel(k)) => Some(format!("an output of kernel `{k}`")),
@@ -342,6 +346,10 @@ impl Engine<'_> {
                     other,
                 });
             }
+            stored.insert(
+                name.clone(),
+                self.cache.put_blob(&canonical::to_vec(value))?,
+            );
             self.artifacts.insert(
                 name.clone(),
                 Artifact {
@@ -350,9 +358,10 @@ impl Engine<'_> {
                 },
             );
         }
-        Ok(())
+        Ok(stored)
     }
 
+    /// Reads every source file a selected kernel needs.
     fn load_sources(&mut self, selected: &BTreeSet<String>) -> Result<(), RunError> {
         let mut needed = BTreeSet::new();
         for name in selected {

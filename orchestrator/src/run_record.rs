@@ -144,6 +144,14 @@ pub struct RunPlan {
     pub kernel_paths: Vec<PathBuf>,
     /// The `[llm]` table in effect (names of key variables only, never keys).
     pub llm: Option<serde_json::Value>,
+    /// Artifacts the host provided in memory: name → blake3 of their
+    /// canonical JSON, stored in the workspace cache so a replay can give
+    /// kernels the same values.
+    #[serde(default)]
+    pub provided: BTreeMap<String, String>,
+    /// Outputs whose files the host wrote itself.
+    #[serde(default)]
+    pub host_written: Vec<String>,
 }
 
 impl RunRecord {

@@ -624,3 +624,35 @@ fn the_example_third_party_kernel_is_found_through_koas_kernel_path() {
     assert_eq!(v["outputs"]["word_count"]["words"], 4);
     assert_eq!(v["outputs"]["word_count"]["lines"], 2);
 }
+
+#[cfg(unix)]
+#[test]
+fn a_second_run_on_the_same_workspace_is_refused_naming_the_holder() {
+    let p = Project::new(DOC, &["source_len"], "");
+    std::fs::create_dir_all(p.ws()).expect("ws");
+    let mut holder = std::process::Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .expect("sleep runs");
+    let lock = serde_json::json!({
+        "pid": holder.id(),
+        "hostname": koas_review::fsio::hostname(),
+        "command": "koas run pipeline.toml",
+        "started_at": "2026-01-01T00:00:00.000000+00:00",
+    });
+    std::fs::write(p.ws().join(".lock"), lock.to_string()).expect("lock");
+    let out = p.run(&[]);
+    let _ = holder.kill();
+    let _ = holder.wait();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("in use by") && err.contains(&holder.id().to_string()),
+        "{err}"
+    );
+    assert!(!p.ws().join("run.json").exists(), "nothing ran");
+    // The holder is gone: its lock is stale and taken over.
+    let out = p.run(&[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!p.ws().join(".lock").exists(), "the lock is released");
+}

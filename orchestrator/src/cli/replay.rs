@@ -70,6 +70,17 @@ pub fn execute(global: &Global, args: ReplayArgs) -> anyhow::Result<i32> {
     let prepared = prepare(&pipeline, &discovery)?;
     let mut opts = RunOptions::new(original.jobs);
     opts.use_cache = false;
+    let original_cache = koas::cache::Cache::open(&args.workspace);
+    for (name, hash) in &plan.provided {
+        let value = original_cache.get_value(hash).with_context(|| {
+            format!(
+                "artifact `{name}` that the host provided to the original run is not in {}'s cache",
+                args.workspace.display()
+            )
+        })?;
+        opts.provided.insert(name.clone(), value);
+    }
+    opts.host_written = plan.host_written.iter().cloned().collect();
     opts.target = match &original.target {
         Some(t) => Target::Until(t.clone()),
         None => Target::All,

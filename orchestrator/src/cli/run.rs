@@ -214,6 +214,16 @@ pub fn execute(global: &Global, args: RunArgs) -> anyhow::Result<i32> {
     } else {
         Reporter::for_stderr(total as u64, global.verbose)
     });
+    // One run per workspace at a time: a second one is refused, naming
+    // the holder (a dead holder's lock on this host is taken over).
+    std::fs::create_dir_all(&pipeline.workspace)
+        .with_context(|| format!("cannot create {}", pipeline.workspace.display()))?;
+    let command: Vec<String> = std::env::args().collect();
+    let _lock = koas_review::fsio::acquire_lock(
+        &pipeline.workspace,
+        &command.join(" "),
+        &koas::run_record::now_rfc3339(),
+    )?;
     let outcome = engine::run(&prepared, &opts, reporter.clone())
         .with_context(|| format!("pipeline {}", file.display()))?;
     reporter.finish();
