@@ -2,7 +2,7 @@
 //! search the ledger.
 
 use super::common::Global;
-use super::review_common::{json_errors, print_json, review_exit_codes, Target, WorkspaceArgs};
+use super::review_common::{on_workspace, print_json, review_exit_codes, Target, WorkspaceArgs};
 use crate::exit;
 use anyhow::Context as _;
 use clap::Args;
@@ -49,13 +49,7 @@ pub struct GrepArgs {
 }
 
 pub fn execute(_global: &Global, args: GrepArgs) -> anyhow::Result<i32> {
-    let json = args.target.json;
-    let target = match Target::locate(&args.target) {
-        Ok(t) => t,
-        Err(e) => return json_errors(json, None, Err(e)),
-    };
-    let root = target.root().to_path_buf();
-    json_errors(json, Some(&root), search(&args, &target))
+    on_workspace(&args.target, |target| search(&args, target))
 }
 
 fn search(args: &GrepArgs, target: &Target) -> anyhow::Result<i32> {

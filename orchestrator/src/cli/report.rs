@@ -4,7 +4,8 @@
 
 use super::common::Global;
 use super::review_common::{
-    clock, command_line, json_errors, print_json, review_exit_codes, Target, WorkspaceArgs, REFUSED,
+    clock, command_line, on_workspace, print_json, review_exit_codes, Target, WorkspaceArgs,
+    REFUSED,
 };
 use super::review_pipeline::{self as passes, PassFailure};
 use crate::exit;
@@ -37,13 +38,7 @@ pub struct ReportArgs {
 }
 
 pub fn execute(global: &Global, args: ReportArgs) -> anyhow::Result<i32> {
-    let json = args.target.json;
-    let target = match Target::locate(&args.target) {
-        Ok(t) => t,
-        Err(e) => return json_errors(json, None, Err(e)),
-    };
-    let root = target.root().to_path_buf();
-    json_errors(json, Some(&root), report(global, &args, &target))
+    on_workspace(&args.target, |target| report(global, &args, target))
 }
 
 fn report(global: &Global, args: &ReportArgs, target: &Target) -> anyhow::Result<i32> {

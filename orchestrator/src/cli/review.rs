@@ -9,7 +9,7 @@
 
 use super::common::Global;
 use super::review_common::{
-    actor, clock, command_line, json_errors, print_json, review_exit_codes, Target, WorkspaceArgs,
+    actor, clock, command_line, on_workspace, print_json, review_exit_codes, Target, WorkspaceArgs,
     REFUSED,
 };
 use super::review_pipeline::{self as passes, PassFailure, PassInputs, APPLY, REVERT, VIEWS};
@@ -68,13 +68,7 @@ pub struct ReviewArgs {
 }
 
 pub fn execute(global: &Global, args: ReviewArgs) -> anyhow::Result<i32> {
-    let json = args.target.json;
-    let target = match Target::locate(&args.target) {
-        Ok(t) => t,
-        Err(e) => return json_errors(json, None, Err(e)),
-    };
-    let root = target.root().to_path_buf();
-    json_errors(json, Some(&root), review(global, &args, &target))
+    on_workspace(&args.target, |target| review(global, &args, target))
 }
 
 fn review(global: &Global, args: &ReviewArgs, target: &Target) -> anyhow::Result<i32> {

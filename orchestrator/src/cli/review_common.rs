@@ -146,6 +146,20 @@ pub fn command_line() -> String {
 
 /// With `--json`, an error is also printed as `{"status": "error", …}` on
 /// stdout so that scripts always get JSON.
+/// Locates the workspace `args` name and runs `command` on it; with
+/// `--json`, an error (locating included) is also printed as a JSON object.
+pub fn on_workspace(
+    args: &WorkspaceArgs,
+    command: impl FnOnce(&Target) -> anyhow::Result<i32>,
+) -> anyhow::Result<i32> {
+    let target = match Target::locate(args) {
+        Ok(t) => t,
+        Err(e) => return json_errors(args.json, None, Err(e)),
+    };
+    let root = target.root().to_path_buf();
+    json_errors(args.json, Some(&root), command(&target))
+}
+
 pub fn json_errors(
     json: bool,
     workspace: Option<&Path>,

@@ -2,7 +2,7 @@
 
 use super::common::Global;
 use super::review_common::{
-    json_errors, print_json, review_exit_codes, Target, WorkspaceArgs, REFUSED,
+    on_workspace, print_json, review_exit_codes, Target, WorkspaceArgs, REFUSED,
 };
 use crate::exit;
 use anyhow::Context as _;
@@ -38,13 +38,7 @@ pub struct ShowArgs {
 }
 
 pub fn execute(_global: &Global, args: ShowArgs) -> anyhow::Result<i32> {
-    let json = args.target.json;
-    let target = match Target::locate(&args.target) {
-        Ok(t) => t,
-        Err(e) => return json_errors(json, None, Err(e)),
-    };
-    let root = target.root().to_path_buf();
-    json_errors(json, Some(&root), show(&args, &target))
+    on_workspace(&args.target, |target| show(&args, target))
 }
 
 fn show(args: &ShowArgs, target: &Target) -> anyhow::Result<i32> {

@@ -5,7 +5,7 @@
 
 use super::common::Global;
 use super::review_common::{
-    clock, command_line, json_errors, print_json, review_exit_codes, Target, WorkspaceArgs,
+    clock, command_line, on_workspace, print_json, review_exit_codes, Target, WorkspaceArgs,
 };
 use crate::exit;
 use anyhow::Context as _;
@@ -37,13 +37,7 @@ pub struct StatusArgs {
 }
 
 pub fn execute(_global: &Global, args: StatusArgs) -> anyhow::Result<i32> {
-    let json = args.target.json;
-    let target = match Target::locate(&args.target) {
-        Ok(t) => t,
-        Err(e) => return json_errors(json, None, Err(e)),
-    };
-    let root = target.root().to_path_buf();
-    json_errors(json, Some(&root), status(&args, &target))
+    on_workspace(&args.target, |target| status(&args, target))
 }
 
 fn status(args: &StatusArgs, target: &Target) -> anyhow::Result<i32> {
