@@ -8,7 +8,6 @@ use koas_kernel_md_chunk::MdChunk;
 use koas_md::model::{ChunkConfig, ChunkPlan};
 use koas_md::stage1;
 use serde_json::json;
-use std::path::{Path, PathBuf};
 
 const SPEC: &str = include_str!("../../../examples/spec-example.md");
 
@@ -116,34 +115,9 @@ fn empty_document_gives_no_chunk() {
     assert_eq!(out.artifacts["chunks"]["chunks"], json!([]));
 }
 
-fn shared_documents() -> Option<Vec<PathBuf>> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared");
-    if !dir.join("corpus").is_dir() {
-        eprintln!(
-            "SKIPPED: {} not found; the shared corpus is not available here",
-            dir.display()
-        );
-        return None;
-    }
-    let mut files = Vec::new();
-    for sub in ["corpus/real", "corpus/planted", "seeds"] {
-        for entry in std::fs::read_dir(dir.join(sub)).ok()? {
-            let path = entry.ok()?.path();
-            if matches!(
-                path.extension().and_then(|e| e.to_str()),
-                Some("md" | "txt")
-            ) {
-                files.push(path);
-            }
-        }
-    }
-    files.sort();
-    Some(files)
-}
-
 #[test]
 fn runs_on_every_shared_document() {
-    let Some(files) = shared_documents() else {
+    let Some(files) = koas_test_support::shared_documents("md_chunk") else {
         return;
     };
     for path in files {

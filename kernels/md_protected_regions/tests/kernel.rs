@@ -4,7 +4,6 @@ use koas_kernel_api::testing::TestHarness;
 use koas_kernel_api::Kernel;
 use koas_kernel_md_protected_regions::MdProtectedRegions;
 use koas_md::model::{BlockKind, ProtectedSpans, ProtectedSummary};
-use std::path::{Path, PathBuf};
 
 const AUDIT_FR: &str = include_str!("../../../examples/audit-fr.md");
 
@@ -65,34 +64,9 @@ fn protects_the_french_example() {
     );
 }
 
-fn shared_documents() -> Option<Vec<PathBuf>> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared");
-    if !dir.join("corpus").is_dir() {
-        eprintln!(
-            "SKIPPED: {} not found; the shared corpus is not available here",
-            dir.display()
-        );
-        return None;
-    }
-    let mut files = Vec::new();
-    for sub in ["corpus/real", "corpus/planted", "seeds"] {
-        for entry in std::fs::read_dir(dir.join(sub)).ok()? {
-            let path = entry.ok()?.path();
-            if matches!(
-                path.extension().and_then(|e| e.to_str()),
-                Some("md" | "txt")
-            ) {
-                files.push(path);
-            }
-        }
-    }
-    files.sort();
-    Some(files)
-}
-
 #[test]
 fn runs_on_every_shared_document() {
-    let Some(files) = shared_documents() else {
+    let Some(files) = koas_test_support::shared_documents("md_protected_regions") else {
         return;
     };
     for path in files {
