@@ -5,12 +5,12 @@
 //! the four Stage 1 kernels call. (One kernel per test binary: every
 //! kernel library exports the same plugin entry symbol.)
 
+mod check_agrees_common;
+
 use koas_kernel_api::testing::TestHarness;
 use koas_md::model::ChunkConfig;
 use koas_md_scan::Finding;
-use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 fn kernel_findings(path: &Path) -> Vec<Finding> {
     let text = std::fs::read_to_string(path).expect("readable");
@@ -27,55 +27,7 @@ fn kernel_findings(path: &Path) -> Vec<Finding> {
     serde_json::from_value(out.artifacts["issues"]["findings"].clone()).expect("findings")
 }
 
-fn check_findings(path: &Path) -> Vec<Finding> {
-    let out = Command::new(env!("CARGO_BIN_EXE_koas"))
-        .args(["check", "--no-config", "--format", "json"])
-        .arg(path)
-        .output()
-        .expect("koas runs");
-    assert!(
-        matches!(out.status.code(), Some(0 | 1)),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
-    v.as_array()
-        .expect("array")
-        .iter()
-        .map(|item| serde_json::from_value::<Finding>(item.clone()).expect("finding"))
-        .filter(|f| f.kernel == "md_consistency_scan")
-        .collect()
-}
-
-fn documents() -> Vec<PathBuf> {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let mut docs = vec![
-        repo.join("kernels/md-scan/tests/fixtures/planted/rapport_conformite_fr.md"),
-        repo.join("kernels/md-scan/tests/fixtures/planted/api_spec_en.md"),
-    ];
-    let shared = repo.join("../shared");
-    if shared.is_dir() {
-        docs.push(shared.join("seeds/000_2676a4bca076e17a.txt"));
-        docs.push(shared.join("corpus/planted/audit_fr.md"));
-        docs.push(shared.join("corpus/planted/spec_en.md"));
-        docs.push(shared.join("corpus/real/ragix_SOVEREIGN_LLM_OPERATIONS.md"));
-    } else {
-        println!(
-            "skipped the shared documents: {} is absent",
-            shared.display()
-        );
-    }
-    docs
-}
-
 #[test]
 fn check_and_the_plugin_kernel_report_the_same_findings() {
-    let mut compared = 0;
-    for doc in documents() {
-        let from_kernel = kernel_findings(&doc);
-        let from_check = check_findings(&doc);
-        assert_eq!(from_kernel, from_check, "{}", doc.display());
-        compared += from_check.len();
-    }
-    assert!(compared >= 5, "the comparison needs findings ({compared})");
+    check_agrees_common::assert_check_agrees("md_consistency_scan", kernel_findings);
 }
