@@ -285,6 +285,39 @@ fn excerpt(text: &str, max: usize) -> String {
     }
 }
 
+/// The parts of `before` and `after` that differ, word by word, each with
+/// up to three words of shared context and `…` where words were left out:
+/// a long sentence with one word changed reads `…uses the bandwith of…` →
+/// `…uses the bandwidth of…` rather than two identical beginnings.
+fn changed_parts(before: &str, after: &str) -> (String, String) {
+    const CONTEXT: usize = 3;
+    let b: Vec<&str> = before.split_whitespace().collect();
+    let a: Vec<&str> = after.split_whitespace().collect();
+    let prefix = b.iter().zip(&a).take_while(|(x, y)| x == y).count();
+    let max_suffix = b.len().min(a.len()) - prefix;
+    let suffix = b
+        .iter()
+        .rev()
+        .zip(a.iter().rev())
+        .take(max_suffix)
+        .take_while(|(x, y)| x == y)
+        .count();
+    let view = |words: &[&str]| {
+        let start = prefix.saturating_sub(CONTEXT);
+        let end = (words.len() - suffix + CONTEXT.min(suffix)).min(words.len());
+        let mut out = String::new();
+        if start > 0 {
+            out.push('…');
+        }
+        out.push_str(&words[start..end].join(" "));
+        if end < words.len() {
+            out.push('…');
+        }
+        out
+    };
+    (view(&b), view(&a))
+}
+
 /// The ledger summary of an op: its own `summary`, else a description.
 pub fn derive_summary(op: &EditOp, before_target: &str) -> String {
     if let Some(summary) = &op.summary {
@@ -298,12 +331,10 @@ pub fn derive_summary(op: &EditOp, before_target: &str) -> String {
     };
     let before = op.before_text.as_deref().unwrap_or(before_target);
     match op.action {
-        Action::Replace => format!(
-            "{}: '{}' → '{}'",
-            op.kind,
-            excerpt(before, 60),
-            excerpt(&op.after_text, 60)
-        ),
+        Action::Replace => {
+            let (b, a) = changed_parts(before, &op.after_text);
+            format!("{}: '{}' → '{}'", op.kind, excerpt(&b, 60), excerpt(&a, 60))
+        }
         Action::Insert => format!(
             "{}: insert after line {e}: '{}'",
             op.kind,
@@ -528,3 +559,37 @@ pub fn apply_batch(input: BatchInput<'_>) -> BatchOutcome {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod summary_tests {
+    use super::changed_parts;
+
+    #[test]
+    fn summaries_show_what_changed_with_a_little_context() {
+        let (b, a) = changed_parts(
+            "The policy covers application logs, access logs and the audit trail of every service we run.",
+            "The policy covers application logs, access logs and the audit trail of every service we operate.",
+        );
+        assert_eq!(b, "…every service we run.");
+        assert_eq!(a, "…every service we operate.");
+        let (b, a) = changed_parts(
+            "one two three four five six seven",
+            "one two three FOUR five six seven",
+        );
+        assert_eq!(b, "one two three four five six seven");
+        assert_eq!(a, "one two three FOUR five six seven");
+        let (b, a) = changed_parts("a b c d e f g h i j", "a b c d e X g h i j");
+        assert_eq!(
+            (b.as_str(), a.as_str()),
+            ("…c d e f g h i…", "…c d e X g h i…")
+        );
+        assert_eq!(changed_parts("teh", "the"), ("teh".into(), "the".into()));
+        assert_eq!(
+            changed_parts("same text", "same text"),
+            ("same text".into(), "same text".into())
+        );
+        let (b, a) = changed_parts("x y z", "x y z plus more");
+        assert_eq!((b.as_str(), a.as_str()), ("x y z", "x y z plus more"));
+        assert_eq!(changed_parts("", "new"), (String::new(), "new".into()));
+    }
+}
