@@ -40,3 +40,43 @@ pub enum ScanError {
         reason: String,
     },
 }
+
+/// How a Stage 2 kernel reports a scan error: an inconsistent Stage 1
+/// artifact is an invalid input, anything else an invalid config.
+impl From<ScanError> for koas_kernel_api::KernelError {
+    fn from(e: ScanError) -> Self {
+        match e {
+            ScanError::InconsistentInput { .. } => {
+                koas_kernel_api::KernelError::invalid_input(e.to_string())
+            }
+            ScanError::InvalidPattern { .. }
+            | ScanError::InvalidConfig { .. }
+            | ScanError::ProjectConfig { .. } => {
+                koas_kernel_api::KernelError::invalid_config(e.to_string())
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use koas_kernel_api::{ErrorKind, KernelError};
+
+    #[test]
+    fn inconsistent_artifacts_are_input_errors_and_the_rest_config_errors() {
+        let input: KernelError = ScanError::InconsistentInput {
+            artifact: "chunks".into(),
+            reason: "other document".into(),
+        }
+        .into();
+        assert_eq!(input.kind, ErrorKind::InvalidInput);
+        assert!(input.message.contains("`chunks`"));
+        let config: KernelError = ScanError::InvalidConfig {
+            key: "k".into(),
+            reason: "bad".into(),
+        }
+        .into();
+        assert_eq!(config.kind, ErrorKind::InvalidConfig);
+    }
+}

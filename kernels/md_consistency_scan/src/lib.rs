@@ -17,22 +17,13 @@
 use koas_kernel_api::prelude::*;
 use koas_md::model::{AnchorMap, ChunkPlan, ProtectedSpans, SectionIndex};
 use koas_md_scan::config::ScanConfig;
-use koas_md_scan::{consistency_scan, FindingsArtifact, ScanError, Stage1View, CONSISTENCY_KERNEL};
+use koas_md_scan::{consistency_scan, FindingsArtifact, Stage1View, CONSISTENCY_KERNEL};
 
 /// The `md_consistency_scan` kernel.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct MdConsistencyScan;
 
 // Maps a scan error to the kernel error kind that says whose fault it is.
-fn kernel_error(e: ScanError) -> KernelError {
-    match e {
-        ScanError::InvalidPattern { .. }
-        | ScanError::InvalidConfig { .. }
-        | ScanError::ProjectConfig { .. } => KernelError::invalid_config(e.to_string()),
-        ScanError::InconsistentInput { .. } => KernelError::invalid_input(e.to_string()),
-    }
-}
-
 impl Kernel for MdConsistencyScan {
     fn spec(&self) -> KernelSpec {
         KernelSpec::new(CONSISTENCY_KERNEL, "0.1.0")
@@ -62,7 +53,7 @@ impl Kernel for MdConsistencyScan {
             protected: &protected,
             chunks: chunks.as_ref(),
         };
-        let output = consistency_scan(view, &config).map_err(kernel_error)?;
+        let output = consistency_scan(view, &config)?;
         let artifact =
             FindingsArtifact::new(&protected.doc_hash, CONSISTENCY_KERNEL, output.findings);
         let mut out = KernelOutput::new().summary(artifact.summary());

@@ -15,18 +15,11 @@
 use koas_kernel_api::prelude::*;
 use koas_md::model::{AnchorMap, ChunkPlan, ProtectedSpans, SectionIndex};
 use koas_md_scan::config::FingerprintConfig;
-use koas_md_scan::{chunk_fingerprints, ScanError, Stage1View, FINGERPRINT_KERNEL};
+use koas_md_scan::{chunk_fingerprints, Stage1View, FINGERPRINT_KERNEL};
 
 /// The `md_fingerprint_chunk` kernel.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct MdFingerprintChunk;
-
-fn kernel_error(e: ScanError) -> KernelError {
-    match e {
-        ScanError::InconsistentInput { .. } => KernelError::invalid_input(e.to_string()),
-        other => KernelError::invalid_config(other.to_string()),
-    }
-}
 
 impl Kernel for MdFingerprintChunk {
     fn spec(&self) -> KernelSpec {
@@ -56,7 +49,7 @@ impl Kernel for MdFingerprintChunk {
             protected: &protected,
             chunks: Some(&chunks),
         };
-        let prints = chunk_fingerprints(view, &config).map_err(kernel_error)?;
+        let prints = chunk_fingerprints(view, &config)?;
         let summary = format!(
             "{} chunks fingerprinted, {} trigger a content recipe",
             prints.chunk_count, prints.triggered_count

@@ -17,18 +17,11 @@
 use koas_kernel_api::prelude::*;
 use koas_md::model::{AnchorMap, ChunkPlan, ProtectedSpans, SectionIndex};
 use koas_md_scan::config::NumberingConfig;
-use koas_md_scan::{numbering_control, FindingsArtifact, ScanError, Stage1View, NUMBERING_KERNEL};
+use koas_md_scan::{numbering_control, FindingsArtifact, Stage1View, NUMBERING_KERNEL};
 
 /// The `md_numbering_control` kernel.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct MdNumberingControl;
-
-fn kernel_error(e: ScanError) -> KernelError {
-    match e {
-        ScanError::InconsistentInput { .. } => KernelError::invalid_input(e.to_string()),
-        other => KernelError::invalid_config(other.to_string()),
-    }
-}
 
 impl Kernel for MdNumberingControl {
     fn spec(&self) -> KernelSpec {
@@ -60,7 +53,7 @@ impl Kernel for MdNumberingControl {
             protected: &protected,
             chunks: chunks.as_ref(),
         };
-        let result = numbering_control(view, &config).map_err(kernel_error)?;
+        let result = numbering_control(view, &config)?;
         let artifact = FindingsArtifact::new(
             &protected.doc_hash,
             NUMBERING_KERNEL,
