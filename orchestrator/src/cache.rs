@@ -10,7 +10,8 @@
 //! Every file is written atomically, so a crash leaves either an entry or
 //! nothing.
 
-use crate::workspace::{atomic_write, WorkspaceError};
+use crate::fsio::atomic_write;
+use crate::workspace::WorkspaceError;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -150,8 +151,12 @@ impl Cache {
 
     /// Stores a record under `key`.
     pub fn put_action(&self, key: &str, record: &ActionRecord) -> Result<(), CacheError> {
-        let bytes = serde_json::to_vec_pretty(record).unwrap_or_default();
-        atomic_write(&self.action_path(key), &bytes)
+        let path = self.action_path(key);
+        let bytes = serde_json::to_vec_pretty(record).map_err(|e| WorkspaceError::Io {
+            path: path.clone(),
+            source: std::io::Error::other(e),
+        })?;
+        Ok(atomic_write(&path, &bytes)?)
     }
 
     /// The blake3 hash of a plugin library, remembered by path, size and
@@ -200,11 +205,15 @@ impl Cache {
         if !dirty {
             return Ok(());
         }
+        let path = self.root.join("plugins.json");
         let bytes = match self.plugin_hashes.lock() {
-            Ok(map) => serde_json::to_vec_pretty(&*map).unwrap_or_default(),
+            Ok(map) => serde_json::to_vec_pretty(&*map).map_err(|e| WorkspaceError::Io {
+                path: path.clone(),
+                source: std::io::Error::other(e),
+            })?,
             Err(_) => return Ok(()),
         };
-        atomic_write(&self.root.join("plugins.json"), &bytes)
+        Ok(atomic_write(&path, &bytes)?)
     }
 
     /// Deletes the whole cache. Returns `false` when there was none.

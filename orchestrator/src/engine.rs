@@ -20,7 +20,8 @@ use crate::run_record::{
     now_rfc3339, CacheUse, KernelRecord, KernelStatus, RunPlan, RunRecord, RunStatus,
     RUN_RECORD_FILE,
 };
-use crate::workspace::{atomic_write, materialize, WorkspaceError};
+use crate::fsio::atomic_write;
+use crate::workspace::{materialize, WorkspaceError};
 use koas_kernel_api::protocol::{RunRequest, RunResponse};
 use koas_kernel_api::{ErrorKind, SourceFile};
 use serde_json::Value;
@@ -313,8 +314,12 @@ pub fn run(
         }),
         llm_session: opts.llm.as_ref().and_then(|l| l.session_metadata()),
     };
-    let bytes = serde_json::to_vec_pretty(&record).unwrap_or_default();
-    atomic_write(&engine.workspace.join(RUN_RECORD_FILE), &bytes)?;
+    let record_path = engine.workspace.join(RUN_RECORD_FILE);
+    let bytes = serde_json::to_vec_pretty(&record).map_err(|e| WorkspaceError::Io {
+        path: record_path.clone(),
+        source: std::io::Error::other(e),
+    })?;
+    atomic_write(&record_path, &bytes).map_err(WorkspaceError::from)?;
     Ok(RunOutcome {
         record,
         target_output,

@@ -2,7 +2,8 @@
 //! logging, progress, cancellation, workspace files and the LLM service.
 
 use crate::report::Reporter;
-use crate::workspace::{append, atomic_write, resolve_inside};
+use crate::fsio::{append, atomic_write};
+use crate::workspace::resolve_inside;
 use koas_kernel_api::{Host, LlmRequest, LogLevel};
 use serde_json::Value;
 use std::path::Path;

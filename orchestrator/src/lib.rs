@@ -19,13 +19,16 @@
 
 pub mod cache;
 pub mod canonical;
+pub mod cli;
 pub mod dag;
 pub mod discovery;
 pub mod engine;
+pub mod fsio;
 pub mod graph;
 pub mod host;
 pub mod llm_host;
 pub mod loader;
+pub mod lock;
 pub mod pipeline;
 pub mod prepare;
 pub mod report;

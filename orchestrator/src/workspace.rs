@@ -6,8 +6,9 @@
 //! stay inside the workspace (no `..`, no absolute path, no symlink that
 //! leads out), and may not touch the runtime's own `.koas/` folder.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::Write;
+use crate::fsio::FsError;
+use crate::fsio::atomic_write;
+use std::fs;
 use std::path::{Component, Path, PathBuf};
 
 /// The runtime's private folder inside a workspace.
@@ -47,6 +48,9 @@ pub enum WorkspaceError {
         #[source]
         source: std::io::Error,
     },
+    /// A write failed.
+    #[error(transparent)]
+    Fs(#[from] FsError),
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> WorkspaceError + '_ {
@@ -100,64 +104,6 @@ pub fn resolve_inside(workspace: &Path, rel: &str) -> Result<PathBuf, WorkspaceE
     Ok(full)
 }
 
-fn fsync_dir(dir: &Path) {
-    // Best effort: not every platform lets a folder be opened for fsync.
-    if let Ok(d) = File::open(dir) {
-        let _ = d.sync_all();
-    }
-}
-
-/// Writes `bytes` to `path` atomically: temp file in the same folder,
-/// fsync, rename, fsync of the folder. Creates missing parent folders.
-pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<(), WorkspaceError> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    fs::create_dir_all(dir).map_err(io(dir))?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "file".into());
-    let tmp = dir.join(format!(
-        ".{name}.tmp-{}-{}",
-        std::process::id(),
-        unique_suffix()
-    ));
-    let result = (|| {
-        let mut f = File::create(&tmp).map_err(io(&tmp))?;
-        f.write_all(bytes).map_err(io(&tmp))?;
-        f.sync_all().map_err(io(&tmp))?;
-        fs::rename(&tmp, path).map_err(io(path))?;
-        fsync_dir(dir);
-        Ok(())
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
-}
-
-fn unique_suffix() -> u64 {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static N: AtomicU64 = AtomicU64::new(0);
-    N.fetch_add(1, Ordering::Relaxed)
-}
-
-/// Appends `bytes` to `path` and fsyncs it. Creates missing folders.
-pub fn append(path: &Path, bytes: &[u8]) -> Result<(), WorkspaceError> {
-    if let Some(dir) = path.parent() {
-        fs::create_dir_all(dir).map_err(io(dir))?;
-    }
-    let mut f = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .map_err(io(path))?;
-    f.write_all(bytes).map_err(io(path))?;
-    f.sync_data().map_err(io(path))
-}
-
 /// Writes an artifact's declared file. With `write_once`, an existing file
 /// with different content is an error and an identical one is left alone.
 pub fn materialize(path: &Path, bytes: &[u8], write_once: bool) -> Result<(), WorkspaceError> {
@@ -175,7 +121,7 @@ pub fn materialize(path: &Path, bytes: &[u8], write_once: bool) -> Result<(), Wo
             });
         }
     }
-    atomic_write(path, bytes)
+    Ok(atomic_write(path, bytes)?)
 }
 
 #[cfg(test)]

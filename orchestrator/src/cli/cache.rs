@@ -1,6 +1,7 @@
 //! `koas cache clear`: forget every cached output of a workspace.
 
-use super::common::Global;
+use super::ExitStatus;
+use super::Global;
 use anyhow::bail;
 use clap::Subcommand;
 use std::path::PathBuf;
@@ -19,17 +20,17 @@ pub enum CacheCommand {
     },
 }
 
-pub fn execute(global: &Global, cmd: CacheCommand) -> anyhow::Result<i32> {
+pub fn execute(global: &Global, cmd: CacheCommand) -> anyhow::Result<ExitStatus> {
     let CacheCommand::Clear {
         pipeline,
         workspace,
     } = cmd;
     let ws = match (workspace, pipeline) {
         (Some(w), _) => w,
-        (None, Some(p)) => koas::pipeline::load(&p, &Default::default())?.workspace,
+        (None, Some(p)) => crate::pipeline::load(&p, &Default::default())?.workspace,
         (None, None) => bail!("give a pipeline file or --workspace DIR"),
     };
-    let cache = koas::cache::Cache::open(&ws);
+    let cache = crate::cache::Cache::open(&ws);
     let cleared = cache.clear()?;
     if !global.quiet {
         if cleared {
@@ -38,5 +39,5 @@ pub fn execute(global: &Global, cmd: CacheCommand) -> anyhow::Result<i32> {
             eprintln!("koas: no cache at {}", cache.root().display());
         }
     }
-    Ok(crate::exit::OK)
+    Ok(ExitStatus::Success)
 }

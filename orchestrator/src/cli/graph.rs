@@ -1,6 +1,8 @@
 //! `koas graph`: a pipeline's DAG as Graphviz DOT or Mermaid.
 
-use super::common::{discover_and_warn, Global};
+use crate::out;
+use super::ExitStatus;
+use super::{discover_and_warn, Global};
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 
@@ -21,14 +23,14 @@ pub struct GraphArgs {
     pub format: GraphFormat,
 }
 
-pub fn execute(global: &Global, args: GraphArgs) -> anyhow::Result<i32> {
-    let pipeline = koas::pipeline::load(&args.pipeline, &Default::default())?;
+pub fn execute(global: &Global, args: GraphArgs) -> anyhow::Result<ExitStatus> {
+    let pipeline = crate::pipeline::load(&args.pipeline, &Default::default())?;
     let discovery = discover_and_warn(global, &pipeline.kernel_paths);
-    let prepared = koas::prepare::prepare(&pipeline, &discovery)?;
+    let prepared = crate::prepare::prepare(&pipeline, &discovery)?;
     let text = match args.format {
-        GraphFormat::Dot => koas::graph::to_dot(&prepared),
-        GraphFormat::Mermaid => koas::graph::to_mermaid(&prepared),
+        GraphFormat::Dot => crate::graph::to_dot(&prepared),
+        GraphFormat::Mermaid => crate::graph::to_mermaid(&prepared),
     };
-    print!("{text}");
-    Ok(crate::exit::OK)
+    out!("{text}")?;
+    Ok(ExitStatus::Success)
 }

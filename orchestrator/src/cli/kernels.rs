@@ -1,8 +1,10 @@
 //! `koas kernels`: what koas can load, and what it had to skip.
 
-use super::common::{search_paths, Global};
+use crate::outln;
+use super::ExitStatus;
+use super::{search_paths, Global};
 use clap::Args;
-use koas::discovery::discover;
+use crate::discovery::discover;
 use std::path::PathBuf;
 
 #[derive(Debug, Args)]
@@ -16,9 +18,9 @@ pub struct KernelsArgs {
     pub json: bool,
 }
 
-pub fn execute(global: &Global, args: KernelsArgs) -> anyhow::Result<i32> {
+pub fn execute(global: &Global, args: KernelsArgs) -> anyhow::Result<ExitStatus> {
     let pipeline_paths = match &args.pipeline {
-        Some(file) => koas::pipeline::load(file, &Default::default())?.kernel_paths,
+        Some(file) => crate::pipeline::load(file, &Default::default())?.kernel_paths,
         None => Vec::new(),
     };
     let d = discover(&search_paths(global, &pipeline_paths));
@@ -53,15 +55,15 @@ pub fn execute(global: &Global, args: KernelsArgs) -> anyhow::Result<i32> {
                 v
             })
             .collect();
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({
                 "kernels": kernels,
                 "problems": problems,
                 "searched": d.searched,
             }))?
-        );
-        return Ok(crate::exit::OK);
+        )?;
+        return Ok(ExitStatus::Success);
     }
     let rows: Vec<[String; 7]> = d
         .kernels
@@ -128,12 +130,12 @@ pub fn execute(global: &Global, args: KernelsArgs) -> anyhow::Result<i32> {
             .trim_end()
             .to_string()
     };
-    println!("{}", line(&header.map(String::from)));
+    outln!("{}", line(&header.map(String::from)))?;
     for r in &rows {
-        println!("{}", line(r));
+        outln!("{}", line(r))?;
     }
     if rows.is_empty() {
-        println!("(no kernels found)");
+        outln!("(no kernels found)")?;
     }
     if !d.problems.is_empty() {
         eprintln!("\n{} plugin problem(s):", d.problems.len());
@@ -141,5 +143,5 @@ pub fn execute(global: &Global, args: KernelsArgs) -> anyhow::Result<i32> {
             eprintln!("  - {p}");
         }
     }
-    Ok(crate::exit::OK)
+    Ok(ExitStatus::Success)
 }

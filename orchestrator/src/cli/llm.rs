@@ -1,12 +1,13 @@
 //! `koas llm ping` and `koas llm calibrate`: check the configured model
 //! server before a long run.
 
-use super::common::Global;
+use crate::outln;
+use super::Global;
 use super::run::LlmFlags;
-use crate::exit;
+use super::ExitStatus;
 use anyhow::{bail, Context as _};
 use clap::{Args, Subcommand};
-use koas::llm_host::resolve_config;
+use crate::llm_host::resolve_config;
 use std::path::PathBuf;
 
 #[derive(Debug, Subcommand)]
@@ -39,7 +40,7 @@ pub struct LlmArgs {
 fn config(args: &LlmArgs) -> anyhow::Result<(koas_llm::LlmConfig, PathBuf)> {
     let (table, origin, workspace) = match &args.pipeline {
         Some(file) => {
-            let p = koas::pipeline::load(file, &Default::default())?;
+            let p = crate::pipeline::load(file, &Default::default())?;
             (p.llm, file.clone(), p.workspace)
         }
         None => (
@@ -56,26 +57,26 @@ fn config(args: &LlmArgs) -> anyhow::Result<(koas_llm::LlmConfig, PathBuf)> {
     }
 }
 
-pub fn execute(global: &Global, cmd: LlmCommand) -> anyhow::Result<i32> {
+pub fn execute(global: &Global, cmd: LlmCommand) -> anyhow::Result<ExitStatus> {
     match cmd {
         LlmCommand::Ping(args) => {
             let (config, _) = config(&args)?;
             let report = koas_llm::ping(&config)?;
             if args.json {
-                println!("{}", serde_json::to_string_pretty(&report)?);
+                outln!("{}", serde_json::to_string_pretty(&report)?)?;
             } else {
-                println!(
+                outln!(
                     "{} ({}) answered in {} ms; {} model(s):",
                     report.endpoint,
                     report.backend.as_str(),
                     report.latency_ms,
                     report.models.len()
-                );
+                )?;
                 for m in &report.models {
-                    println!("  {m}");
+                    outln!("  {m}")?;
                 }
             }
-            Ok(exit::OK)
+            Ok(ExitStatus::Success)
         }
         LlmCommand::Calibrate { args, role } => {
             let (config, workspace) = config(&args)?;
@@ -91,14 +92,14 @@ pub fn execute(global: &Global, cmd: LlmCommand) -> anyhow::Result<i32> {
                 .build()?;
             let report = koas_llm::calibrate_role(&service, &role)?;
             if args.json {
-                println!("{}", serde_json::to_string_pretty(&report)?);
+                outln!("{}", serde_json::to_string_pretty(&report)?)?;
             } else {
-                println!("{}", report.verdict);
+                outln!("{}", report.verdict)?;
             }
             Ok(if report.passed {
-                exit::OK
+                ExitStatus::Success
             } else {
-                exit::KERNEL_FAILED
+                ExitStatus::Failure
             })
         }
     }

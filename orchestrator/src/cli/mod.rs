@@ -1,129 +1,152 @@
-//! Command-line definitions and dispatch.
+//! The runtime's generic commands (`run`, `kernels`, `graph`, `cache`,
+//! `replay`, `llm`) and what every command family shares: the global
+//! flags, kernel discovery with warnings, the Ctrl-C flag and
+//! [`ExitStatus`].
+//!
+//! Each command is a clap `Args` (or `Subcommand`) type and an `execute`
+//! function; the `koas` binary assembles them with the reviewer's command
+//! family into one command line.
 
-mod cache;
-mod check;
-mod common;
-mod graph;
-mod grep;
-mod kernels;
-mod llm;
-mod replay;
-mod report;
-mod revert;
-mod review;
-mod review_common;
-mod review_pipeline;
-mod run;
-mod show;
-mod status;
+pub mod cache;
+pub mod graph;
+pub mod interrupt;
+pub mod kernels;
+pub mod llm;
+pub mod replay;
+pub mod run;
 
-use clap::{Parser, Subcommand};
+use crate::discovery::{
+    discover, executable_search_paths, split_path_list, Discovery, SearchOrigin, SearchPath,
+};
 use std::path::PathBuf;
 
-const AFTER_HELP: &str = "\
-Exit codes:
-  0    success
-  1    a kernel failed (its dependents were skipped, independent kernels finished)
-  2    usage, pipeline, config or I/O error (nothing was run)
-  130  interrupted with Ctrl-C (finished work is kept; nothing half-written is left)
-
-Kernel discovery order:
-  1. --kernel-path flags   2. KOAS_KERNEL_PATH   3. the pipeline's kernel_paths
-  4. the folder of the koas executable, and its kernels/ subfolder
-Only files named like libkoas_kernel_*.so (.dylib, or koas_kernel_*.dll) are loaded.";
-
-/// koas — run kernel pipelines with an artifact DAG and a content-hash cache.
-#[derive(Debug, Parser)]
-#[command(name = "koas", version, about, long_about = None, after_help = AFTER_HELP)]
-pub struct Cli {
-    /// Extra folder (or library file) to load kernels from; searched before
-    /// KOAS_KERNEL_PATH. Repeatable.
-    #[arg(long = "kernel-path", global = true, value_name = "PATH")]
-    pub kernel_path: Vec<PathBuf>,
-
-    /// Show kernels' informational log lines.
-    #[arg(short, long, global = true)]
-    pub verbose: bool,
-
-    /// Print no progress lines.
-    #[arg(short, long, global = true, conflicts_with = "verbose")]
-    pub quiet: bool,
-
-    #[command(subcommand)]
-    pub command: Command,
+/// How a command ended, as scripts see it: the process exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitStatus {
+    /// 0: the command did what was asked.
+    Success,
+    /// 1: the command ran and its answer is "no": a kernel failed, a
+    /// finding reached `--fail-on`, a revert was refused, a replay or a
+    /// calibration differed.
+    Failure,
+    /// 2: usage, pipeline, config or I/O error; nothing was run.
+    Error,
+    /// 130: interrupted with Ctrl-C; finished work is kept.
+    Interrupted,
 }
 
-#[derive(Debug, Subcommand)]
-pub enum Command {
-    /// Run a pipeline (or part of it).
-    Run(run::RunArgs),
-    /// List the kernels koas can find, and every plugin it had to skip.
-    Kernels(kernels::KernelsArgs),
-    /// Print a pipeline's DAG as Graphviz DOT or Mermaid.
-    Graph(graph::GraphArgs),
-    /// Manage a pipeline workspace's cache.
-    #[command(subcommand)]
-    Cache(cache::CacheCommand),
-    /// Check Markdown documents (Stage 1 + Stage 2, no LLM, no workspace);
-    /// exit 1 on findings at or above --fail-on, 2 on unreadable input.
-    Check(check::CheckArgs),
-    /// Re-run a finished run from its LLM exchange log (no network) and
-    /// check that every artifact is identical.
-    Replay(replay::ReplayArgs),
-    /// Check the configured LLM server: ping, calibrate.
-    #[command(subcommand)]
-    Llm(llm::LlmCommand),
-    /// Review a document: run the reviewer pipeline in its workspace and
-    /// record the changes of --ops (IDs, patches, ledger, report).
-    Review(review::ReviewArgs),
-    /// (Re)write a document's review report and print its path.
-    Report(report::ReportArgs),
-    /// Revert recorded changes (latest first, all or nothing).
-    Revert(revert::RevertArgs),
-    /// Show one ledger entry (and its patch).
-    Show(show::ShowArgs),
-    /// Search a document's ledger by pattern, kind, severity, tier.
-    Grep(grep::GrepArgs),
-    /// State of a document's review workspace; repair a torn ledger.
-    Status(status::StatusArgs),
-}
-
-/// Parses the command line, runs the command and returns the exit code.
-pub fn main() -> i32 {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
-        Err(e) => {
-            let _ = e.print();
-            return match e.kind() {
-                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
-                    crate::exit::OK
-                }
-                _ => crate::exit::USAGE,
-            };
+impl ExitStatus {
+    /// The process exit code.
+    pub fn code(self) -> u8 {
+        match self {
+            ExitStatus::Success => 0,
+            ExitStatus::Failure => 1,
+            ExitStatus::Error => 2,
+            ExitStatus::Interrupted => 130,
         }
-    };
-    let global = common::Global {
-        kernel_paths: cli.kernel_path.clone(),
-        verbose: cli.verbose,
-        quiet: cli.quiet,
-    };
-    let result = match cli.command {
-        Command::Run(args) => run::execute(&global, args),
-        Command::Kernels(args) => kernels::execute(&global, args),
-        Command::Graph(args) => graph::execute(&global, args),
-        Command::Cache(cmd) => cache::execute(&global, cmd),
-        Command::Check(args) => check::execute(&global, args),
-        Command::Replay(args) => replay::execute(&global, args),
-        Command::Llm(cmd) => llm::execute(&global, cmd),
-        Command::Review(args) => review::execute(&global, args),
-        Command::Report(args) => report::execute(&global, args),
-        Command::Revert(args) => revert::execute(&global, args),
-        Command::Show(args) => show::execute(&global, args),
-        Command::Grep(args) => grep::execute(&global, args),
-        Command::Status(args) => status::execute(&global, args),
-    };
-    match result {
-        Ok(code) => code,
-        Err(e) => crate::exit::report_error(&e),
     }
+}
+
+impl From<ExitStatus> for std::process::ExitCode {
+    fn from(status: ExitStatus) -> Self {
+        std::process::ExitCode::from(status.code())
+    }
+}
+
+/// Flags that apply to every subcommand.
+#[derive(Debug, Clone)]
+pub struct Global {
+    /// `--kernel-path`: searched before `KOAS_KERNEL_PATH`.
+    pub kernel_paths: Vec<PathBuf>,
+    /// `--verbose`: show kernels' informational log lines.
+    pub verbose: bool,
+    /// `--quiet`: no progress lines.
+    pub quiet: bool,
+}
+
+/// The search path in the documented order: flags, `KOAS_KERNEL_PATH`,
+/// the pipeline's `kernel_paths`, the executable's folder.
+pub fn search_paths(global: &Global, pipeline_paths: &[PathBuf]) -> Vec<SearchPath> {
+    let mut out: Vec<SearchPath> = global
+        .kernel_paths
+        .iter()
+        .map(|p| SearchPath {
+            path: p.clone(),
+            origin: SearchOrigin::Flag,
+        })
+        .collect();
+    if let Ok(v) = std::env::var("KOAS_KERNEL_PATH") {
+        out.extend(split_path_list(&v).into_iter().map(|p| SearchPath {
+            path: p,
+            origin: SearchOrigin::Env,
+        }));
+    }
+    out.extend(pipeline_paths.iter().map(|p| SearchPath {
+        path: p.clone(),
+        origin: SearchOrigin::Pipeline,
+    }));
+    out.extend(executable_search_paths());
+    out
+}
+
+/// Discovers kernels and prints every problem to stderr.
+pub fn discover_and_warn(global: &Global, pipeline_paths: &[PathBuf]) -> Discovery {
+    let d = discover(&search_paths(global, pipeline_paths));
+    if !global.quiet {
+        for p in &d.problems {
+            eprintln!("warning: {p}");
+        }
+    }
+    d
+}
+
+/// Prints an error chain the way users read it: the error, then each
+/// cause that its message does not already contain.
+pub fn print_error(err: &anyhow::Error) {
+    eprintln!("error: {}", error_chain(err, "\n  caused by: "));
+}
+
+/// An error and its causes on one string, `separator` between them;
+/// causes whose text the message already holds are left out (errors that
+/// embed their source would otherwise be printed twice).
+pub fn error_chain(err: &anyhow::Error, separator: &str) -> String {
+    let mut text = err.to_string();
+    for cause in err.chain().skip(1) {
+        let cause = cause.to_string();
+        if !text.contains(&cause) {
+            text.push_str(separator);
+            text.push_str(&cause);
+        }
+    }
+    text
+}
+
+/// True when `err` comes from writing to a closed stdout (`koas … | head`):
+/// the reader has all it wanted, so the command ends normally.
+pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// `println!` that returns the write error instead of panicking, so that a
+/// closed stdout ends the command cleanly (see [`is_broken_pipe`]).
+#[macro_export]
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use ::std::io::Write as _;
+        writeln!(::std::io::stdout().lock(), $($arg)*)
+    }};
+}
+
+/// `print!` that returns the write error instead of panicking.
+#[macro_export]
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use ::std::io::Write as _;
+        let mut stdout = ::std::io::stdout().lock();
+        write!(stdout, $($arg)*).and_then(|()| stdout.flush())
+    }};
 }

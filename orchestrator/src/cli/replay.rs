@@ -2,16 +2,17 @@
 //! log standing in for the model (no network), and check that every
 //! artifact comes out byte-identical.
 
-use super::common::{discover_and_warn, Global};
-use crate::exit;
+use crate::outln;
+use super::{discover_and_warn, Global};
+use super::ExitStatus;
 use anyhow::{bail, Context as _};
 use clap::Args;
-use koas::engine::{self, RunOptions, Target};
-use koas::llm_host::ServiceHandler;
-use koas::pipeline::Pipeline;
-use koas::prepare::prepare;
-use koas::report::Reporter;
-use koas::run_record::{KernelStatus, RunRecord, RUN_RECORD_FILE};
+use crate::engine::{self, RunOptions, Target};
+use crate::llm_host::ServiceHandler;
+use crate::pipeline::Pipeline;
+use crate::prepare::prepare;
+use crate::report::Reporter;
+use crate::run_record::{KernelStatus, RunRecord, RUN_RECORD_FILE};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -37,7 +38,7 @@ struct Difference {
     what: String,
 }
 
-pub fn execute(global: &Global, args: ReplayArgs) -> anyhow::Result<i32> {
+pub fn execute(global: &Global, args: ReplayArgs) -> anyhow::Result<ExitStatus> {
     let record_path = args.workspace.join(RUN_RECORD_FILE);
     let bytes = std::fs::read(&record_path)
         .with_context(|| format!("cannot read {}", record_path.display()))?;
@@ -70,7 +71,7 @@ pub fn execute(global: &Global, args: ReplayArgs) -> anyhow::Result<i32> {
     let prepared = prepare(&pipeline, &discovery)?;
     let mut opts = RunOptions::new(original.jobs);
     opts.use_cache = false;
-    let original_cache = koas::cache::Cache::open(&args.workspace);
+    let original_cache = crate::cache::Cache::open(&args.workspace);
     for (name, hash) in &plan.provided {
         let value = original_cache.get_value(hash).with_context(|| {
             format!(
@@ -89,7 +90,7 @@ pub fn execute(global: &Global, args: ReplayArgs) -> anyhow::Result<i32> {
     if let Some(llm) = &plan.llm {
         let config = koas_llm::LlmConfig::from_json(llm.clone())
             .with_context(|| format!("the [llm] table recorded in {}", record_path.display()))?;
-        opts.llm_identity = Some(koas::llm_host::identity(&config));
+        opts.llm_identity = Some(crate::llm_host::identity(&config));
         opts.llm_config = Some(llm.clone());
         if uses_llm {
             let log = args.workspace.join(koas_llm::EXCHANGE_LOG);
@@ -185,7 +186,7 @@ pub fn execute(global: &Global, args: ReplayArgs) -> anyhow::Result<i32> {
         .unwrap_or(0);
     let pass = differences.is_empty();
     if args.json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({
                 "verdict": if pass { "pass" } else { "fail" },
@@ -194,7 +195,7 @@ pub fn execute(global: &Global, args: ReplayArgs) -> anyhow::Result<i32> {
                 "replay_workspace": scratch,
                 "llm_session": replayed.record.llm_session,
             }))?
-        );
+        )?;
     } else {
         for d in &differences {
             eprintln!("replay: {}: {}", d.kernel, d.what);
@@ -207,7 +208,7 @@ pub fn execute(global: &Global, args: ReplayArgs) -> anyhow::Result<i32> {
             scratch.display()
         );
     }
-    Ok(if pass { exit::OK } else { exit::KERNEL_FAILED })
+    Ok(if pass { ExitStatus::Success } else { ExitStatus::Failure })
 }
 
 fn short(hash: &str) -> &str {

@@ -1,17 +1,17 @@
 //! `koas run`: run a pipeline, part of it, or one kernel for debugging.
 
-use super::common::{discover_and_warn, Global};
-use crate::exit;
+use crate::outln;
+use super::{discover_and_warn, Global};
+use super::ExitStatus;
 use anyhow::{bail, Context as _};
 use clap::Args;
-use koas::engine::{self, RunOptions, Target};
-use koas::llm_host::{resolve_config, LlmOverrides, ServiceHandler};
-use koas::pipeline::{self, Overrides};
-use koas::prepare::prepare;
-use koas::report::Reporter;
-use koas::run_record::{CacheUse, KernelStatus, RunStatus};
+use crate::engine::{self, RunOptions, Target};
+use crate::llm_host::{resolve_config, LlmOverrides, ServiceHandler};
+use crate::pipeline::{self, Overrides};
+use crate::prepare::prepare;
+use crate::report::Reporter;
+use crate::run_record::{CacheUse, KernelStatus, RunStatus};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 #[derive(Debug, Args)]
@@ -102,7 +102,7 @@ impl LlmFlags {
 /// Builds the LLM service for a run when a selected kernel uses an LLM and
 /// an LLM is configured.
 pub fn llm_for_run(
-    prepared: &koas::prepare::Prepared,
+    prepared: &crate::prepare::Prepared,
     target: &Target,
     flags: &LlmFlags,
     quiet: bool,
@@ -131,7 +131,7 @@ pub fn llm_for_run(
     else {
         return Ok(());
     };
-    opts.llm_identity = Some(koas::llm_host::identity(&config));
+    opts.llm_identity = Some(crate::llm_host::identity(&config));
     opts.llm_config = Some(value);
     if !needs {
         return Ok(());
@@ -149,17 +149,7 @@ pub fn llm_for_run(
     Ok(())
 }
 
-fn install_ctrlc(cancel: Arc<AtomicBool>) {
-    let _ = ctrlc::set_handler(move || {
-        if cancel.swap(true, Ordering::SeqCst) {
-            eprintln!("koas: interrupted again; exiting now");
-            std::process::exit(exit::INTERRUPTED);
-        }
-        eprintln!("koas: interrupt received; letting running kernels stop (press Ctrl-C again to exit now)");
-    });
-}
-
-pub fn execute(global: &Global, args: RunArgs) -> anyhow::Result<i32> {
+pub fn execute(global: &Global, args: RunArgs) -> anyhow::Result<ExitStatus> {
     let (expected_name, file) = match args.positional.as_slice() {
         [file] => (None, PathBuf::from(file)),
         [name, file] => (Some(name.clone()), PathBuf::from(file)),
@@ -192,8 +182,7 @@ pub fn execute(global: &Global, args: RunArgs) -> anyhow::Result<i32> {
         (None, Some(u)) => Target::Until(u.clone()),
         (None, None) => Target::All,
     };
-    let cancel = Arc::new(AtomicBool::new(false));
-    install_ctrlc(cancel.clone());
+    let cancel = super::interrupt::flag("letting running kernels stop");
     let mut opts = RunOptions::new(pipeline.jobs);
     opts.use_cache = !args.no_cache;
     opts.target = target;
@@ -219,19 +208,19 @@ pub fn execute(global: &Global, args: RunArgs) -> anyhow::Result<i32> {
     std::fs::create_dir_all(&pipeline.workspace)
         .with_context(|| format!("cannot create {}", pipeline.workspace.display()))?;
     let command: Vec<String> = std::env::args().collect();
-    let _lock = koas_review::fsio::acquire_lock(
+    let _lock = crate::lock::acquire_lock(
         &pipeline.workspace,
         &command.join(" "),
-        &koas::run_record::now_rfc3339(),
+        &crate::run_record::now_rfc3339(),
     )?;
     let outcome = engine::run(&prepared, &opts, reporter.clone())
         .with_context(|| format!("pipeline {}", file.display()))?;
     reporter.finish();
     let record = &outcome.record;
     if let Some(target) = &outcome.target_output {
-        println!("{}", serde_json::to_string_pretty(target)?);
+        outln!("{}", serde_json::to_string_pretty(target)?)?;
     } else if args.json {
-        println!("{}", serde_json::to_string_pretty(record)?);
+        outln!("{}", serde_json::to_string_pretty(record)?)?;
     }
     if !global.quiet {
         let ok = record
@@ -272,7 +261,7 @@ pub fn execute(global: &Global, args: RunArgs) -> anyhow::Result<i32> {
             record.duration_ms,
             record
                 .workspace
-                .join(koas::run_record::RUN_RECORD_FILE)
+                .join(crate::run_record::RUN_RECORD_FILE)
                 .display()
         ));
         eprintln!("{line}");
@@ -290,8 +279,8 @@ pub fn execute(global: &Global, args: RunArgs) -> anyhow::Result<i32> {
         }
     }
     Ok(match record.status {
-        RunStatus::Ok => exit::OK,
-        RunStatus::Failed => exit::KERNEL_FAILED,
-        RunStatus::Cancelled => exit::INTERRUPTED,
+        RunStatus::Ok => ExitStatus::Success,
+        RunStatus::Failed => ExitStatus::Failure,
+        RunStatus::Cancelled => ExitStatus::Interrupted,
     })
 }

@@ -1,0 +1,124 @@
+//! The `koas` command: the runtime's generic commands and the reviewer's
+//! command family on one command line. Each command lives in its crate
+//! (`koas_orchestrator::cli`, `koas_reviewer::commands`); this file only
+//! parses, dispatches and turns the outcome into the process exit code.
+
+use clap::{Parser, Subcommand};
+use koas_orchestrator::cli::{self as runtime, print_error, ExitStatus, Global};
+use koas_reviewer::commands as reviewer;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+const AFTER_HELP: &str = "\
+Exit codes:
+  0    success
+  1    a kernel failed (its dependents were skipped, independent kernels finished)
+  2    usage, pipeline, config or I/O error (nothing was run)
+  130  interrupted with Ctrl-C (finished work is kept; nothing half-written is left)
+
+Kernel discovery order:
+  1. --kernel-path flags   2. KOAS_KERNEL_PATH   3. the pipeline's kernel_paths
+  4. the folder of the koas executable, and its kernels/ subfolder
+Only files named like libkoas_kernel_*.so (.dylib, or koas_kernel_*.dll) are loaded.";
+
+/// koas — run kernel pipelines with an artifact DAG and a content-hash cache.
+#[derive(Debug, Parser)]
+#[command(name = "koas", version, about, long_about = None, after_help = AFTER_HELP)]
+pub struct Cli {
+    /// Extra folder (or library file) to load kernels from; searched before
+    /// KOAS_KERNEL_PATH. Repeatable.
+    #[arg(long = "kernel-path", global = true, value_name = "PATH")]
+    pub kernel_path: Vec<PathBuf>,
+
+    /// Show kernels' informational log lines.
+    #[arg(short, long, global = true)]
+    pub verbose: bool,
+
+    /// Print no progress lines.
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a pipeline (or part of it).
+    Run(runtime::run::RunArgs),
+    /// List the kernels koas can find, and every plugin it had to skip.
+    Kernels(runtime::kernels::KernelsArgs),
+    /// Print a pipeline's DAG as Graphviz DOT or Mermaid.
+    Graph(runtime::graph::GraphArgs),
+    /// Manage a pipeline workspace's cache.
+    #[command(subcommand)]
+    Cache(runtime::cache::CacheCommand),
+    /// Check Markdown documents (Stage 1 + Stage 2, no LLM, no workspace);
+    /// exit 1 on findings at or above --fail-on, 2 on unreadable input.
+    Check(reviewer::check::CheckArgs),
+    /// Re-run a finished run from its LLM exchange log (no network) and
+    /// check that every artifact is identical.
+    Replay(runtime::replay::ReplayArgs),
+    /// Check the configured LLM server: ping, calibrate.
+    #[command(subcommand)]
+    Llm(runtime::llm::LlmCommand),
+    /// Review a document: run the reviewer pipeline in its workspace and
+    /// record the changes of --ops (IDs, patches, ledger, report).
+    Review(reviewer::review::ReviewArgs),
+    /// (Re)write a document's review report and print its path.
+    Report(reviewer::report::ReportArgs),
+    /// Revert recorded changes (latest first, all or nothing).
+    Revert(reviewer::revert::RevertArgs),
+    /// Show one ledger entry (and its patch).
+    Show(reviewer::show::ShowArgs),
+    /// Search a document's ledger by pattern, kind, severity, tier.
+    Grep(reviewer::grep::GrepArgs),
+    /// State of a document's review workspace; repair a torn ledger.
+    Status(reviewer::status::StatusArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return match e.kind() {
+                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
+                    ExitStatus::Success
+                }
+                _ => ExitStatus::Error,
+            }
+            .into();
+        }
+    };
+    let global = Global {
+        kernel_paths: cli.kernel_path.clone(),
+        verbose: cli.verbose,
+        quiet: cli.quiet,
+    };
+    let result = match cli.command {
+        Command::Run(args) => runtime::run::execute(&global, args),
+        Command::Kernels(args) => runtime::kernels::execute(&global, args),
+        Command::Graph(args) => runtime::graph::execute(&global, args),
+        Command::Cache(cmd) => runtime::cache::execute(&global, cmd),
+        Command::Replay(args) => runtime::replay::execute(&global, args),
+        Command::Llm(cmd) => runtime::llm::execute(&global, cmd),
+        Command::Check(args) => reviewer::check::execute(&global, args),
+        Command::Review(args) => reviewer::review::execute(&global, args),
+        Command::Report(args) => reviewer::report::execute(&global, args),
+        Command::Revert(args) => reviewer::revert::execute(&global, args),
+        Command::Show(args) => reviewer::show::execute(&global, args),
+        Command::Grep(args) => reviewer::grep::execute(&global, args),
+        Command::Status(args) => reviewer::status::execute(&global, args),
+    };
+    match result {
+        Ok(status) => status.into(),
+        // A reader that stopped reading (`koas check … | head`) is a
+        // normal end, not an error.
+        Err(e) if runtime::is_broken_pipe(&e) => ExitStatus::Success.into(),
+        Err(e) => {
+            print_error(&e);
+            ExitStatus::Error.into()
+        }
+    }
+}

@@ -1,0 +1,903 @@
+//! The on-disk review workspace (§13) and its crash-safe runs.
+//!
+//! ```text
+//! .review/<stem>_<hash12>/
+//!     workspace.json            document name, creation time
+//!     .lock                     held during review / revert
+//!     stage1/doc.raw.md         immutable snapshot of the input
+//!     stage3/doc.edited.md      current edited document
+//!     stage3/doc.REVIEWED.md    edited document with alert notes
+//!     stage3/apply_log.jsonl    append-only: one record per op per run
+//!     stage3/protected_regions.json   protected regions used by the last run
+//!     stage3/REVIEW_<stem>.md   report (copy)
+//!     review/ledger.jsonl       append-only ledger
+//!     review/REVIEW_<stem>.md   report
+//!     review/patches/RVW-NNNN.patch, RVW-NNNN.inverse.patch,
+//!                    REVERT-RVW-NNNN.patch, REVERT-RVW-NNNN.inverse.patch
+//! ```
+//!
+//! **Write order of a run** (review or revert), under the lock:
+//! 1. patch files, each written atomically (not fsynced one by one);
+//! 2. ledger entries — which carry a copy of their patches — appended with
+//!    one write and one fsync;
+//! 3. `doc.edited.md`, replaced atomically;
+//! 4. the apply log, the annotated document, and `--in-place` last.
+//!
+//! The ledger is the write-ahead log. A crash before step 2 leaves patch
+//! files no entry refers to (harmless; their IDs are never reused). A crash
+//! that loses a patch file of a recorded entry is repaired from the
+//! ledger's copy at the start of the next run. A crash between 2 and 3
+//! leaves the document one run behind its ledger: the next run *rolls
+//! forward* by applying the recorded forward patches, checking every hash.
+//! A crash during 2 leaves a torn last line, which is reported and must be
+//! repaired ([`Workspace::repair_ledger`]) before anything else is
+//! appended. The document on disk is always a complete version.
+//!
+//! Ops address the workspace's *current* document (`doc.edited.md`, or the
+//! original on a first run).
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use thiserror::Error;
+
+use koas_review::apply::{apply_batch, ApplyLogRecord, ApplyOptions, BatchInput, BatchOutcome};
+use koas_review::change_id::{ChangeId, EntryId, IdError};
+use koas_review::clock::Clock;
+use koas_orchestrator::fsio::{atomic_write, create_dir_durably, write_files_atomically, FsError};
+use koas_orchestrator::lock::{acquire_lock, LockError, LockGuard, LockHolder};
+use koas_review::hashing::{content_hash, same_hash};
+use crate::ledger::{Ledger, LedgerError, TornTail};
+use koas_review::ledger::{Actor, LedgerEntry};
+use koas_review::linemap::{cancel_reverted_pairs, LineEdit};
+use koas_review::notes::{annotate, Annotated};
+use koas_review::patch::apply_patch_text;
+use koas_review::protected::ProtectedRegions;
+use koas_review::query::{count, Counts};
+use koas_review::record::PATCH_DIR;
+use koas_review::report::{render_report, report_file_name, Finding, ReportInput, ReportMeta, Section};
+use koas_review::revert::{plan_reverts, RevertError, RevertRequest};
+use koas_review::text::LineBuf;
+
+pub mod ledger;
+mod prepared;
+mod verify;
+
+pub use prepared::{BeginRequest, CommitContext, PreparedRun, RunKind};
+
+/// Workspace-relative paths.
+pub mod paths {
+    /// Workspace description.
+    pub const META: &str = "workspace.json";
+    /// Immutable snapshot of the input.
+    pub const RAW_DOC: &str = "stage1/doc.raw.md";
+    /// Current edited document.
+    pub const EDITED_DOC: &str = "stage3/doc.edited.md";
+    /// Annotated document.
+    pub const REVIEWED_DOC: &str = "stage3/doc.REVIEWED.md";
+    /// Apply log.
+    pub const APPLY_LOG: &str = "stage3/apply_log.jsonl";
+    /// Protected regions of the last run.
+    pub const PROTECTED: &str = "stage3/protected_regions.json";
+    /// Ledger.
+    pub const LEDGER: &str = "review/ledger.jsonl";
+}
+
+/// Workspace failures.
+#[derive(Debug, Error)]
+pub enum WorkspaceError {
+    /// File system.
+    #[error(transparent)]
+    Fs(#[from] FsError),
+    /// Lock held or unreadable.
+    #[error(transparent)]
+    Lock(#[from] LockError),
+    /// Ledger problem.
+    #[error(transparent)]
+    Ledger(#[from] LedgerError),
+    /// The ledger ends with a torn line.
+    #[error("the ledger {path} ends with a torn line at byte {} ({}); no change was made. Run the ledger repair (it moves the torn bytes to a side file), then retry", torn.offset, torn.reason)]
+    TornLedger {
+        /// Ledger path.
+        path: PathBuf,
+        /// The torn tail.
+        torn: Box<TornTail>,
+    },
+    /// No workspace here.
+    #[error("{0} is not a review workspace (no {raw}); run `koas review` first", raw = paths::RAW_DOC)]
+    NotInitialized(PathBuf),
+    /// The document given is neither the original nor the current version.
+    #[error("{doc} (hash {found}) is neither the original ({original}) nor the current edited version ({current}) of this workspace; use another workspace (-w) or the matching document")]
+    DocumentMismatch {
+        /// Document name.
+        doc: String,
+        /// Its hash.
+        found: String,
+        /// Original hash.
+        original: String,
+        /// Current hash.
+        current: String,
+    },
+    /// The edited document matches no state in the ledger.
+    #[error("{path} (hash {hash}) matches no state recorded in the ledger: it was edited outside koas. Restore it, or start a new workspace")]
+    Diverged {
+        /// The edited document.
+        path: PathBuf,
+        /// Its hash.
+        hash: String,
+    },
+    /// Rolling forward failed.
+    #[error("cannot bring the document up to date with ledger entry {id}: {reason}")]
+    RollForward {
+        /// The entry.
+        id: EntryId,
+        /// Why.
+        reason: String,
+    },
+    /// A file is not UTF-8.
+    #[error("{0} is not valid UTF-8 text")]
+    NotUtf8(PathBuf),
+    /// A JSON file cannot be read.
+    #[error("cannot read {path}: {reason}")]
+    Json {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// Change ID allocation failed.
+    #[error(transparent)]
+    Id(#[from] IdError),
+    /// A revert was refused.
+    #[error(transparent)]
+    Revert(#[from] RevertError),
+    /// An outcome computed outside the workspace does not replay on it.
+    #[error("the {what} does not match the workspace ({reason}); nothing was written")]
+    UntrustedOutcome {
+        /// `apply outcome` or `revert plan`.
+        what: &'static str,
+        /// The first inconsistency found.
+        reason: String,
+    },
+}
+
+/// Contents of `workspace.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkspaceMeta {
+    /// Document file name.
+    pub doc_name: String,
+    /// `sha256:` of the original document.
+    pub original_hash: String,
+    /// Creation time.
+    pub created_at: String,
+}
+
+/// Protected regions saved by a run, in the coordinates of the document
+/// after the first `ledger_len` ledger entries.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SavedRegions {
+    /// Ledger length the regions refer to.
+    pub ledger_len: usize,
+    /// The regions.
+    pub regions: ProtectedRegions,
+}
+
+/// What a run had to repair before starting.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Recovery {
+    /// Entries whose forward patches were re-applied to the document.
+    pub rolled_forward: Vec<EntryId>,
+}
+
+/// A review run's request.
+pub struct ReviewRequest<'a> {
+    /// Document file name (patch headers, ledger `doc`).
+    pub doc_name: &'a str,
+    /// The document as given by the user (the original, or the current
+    /// edited version after an `--in-place` run).
+    pub document: &'a str,
+    /// Ops, as untrusted JSON, addressing the workspace's current document.
+    pub ops: &'a [Value],
+    /// Protected regions of `document`.
+    pub protected: &'a ProtectedRegions,
+    /// Options.
+    pub options: &'a ApplyOptions,
+    /// Who runs it.
+    pub actor: &'a Actor,
+    /// Command line, for the lock.
+    pub command: &'a str,
+    /// Timestamps.
+    pub clock: &'a dyn Clock,
+    /// `--in-place`: replace this file with the edited document at the end.
+    pub in_place: Option<&'a Path>,
+}
+
+/// A review run's result.
+#[derive(Debug)]
+pub struct ReviewOutcome {
+    /// Run ID.
+    pub run_id: String,
+    /// The batch result (applied and rejected ops).
+    pub batch: BatchOutcome,
+    /// Ledger entries written.
+    pub entries: Vec<LedgerEntry>,
+    /// Apply log records written.
+    pub log: Vec<ApplyLogRecord>,
+    /// Repairs made before the run.
+    pub recovery: Option<Recovery>,
+    /// A stale lock this run took over.
+    pub took_over: Option<LockHolder>,
+    /// The annotated document.
+    pub annotated: Annotated,
+}
+
+impl ReviewOutcome {
+    /// A JSON summary for `--json` output: run, counts, applied IDs, the
+    /// apply log (rejections with class and reason), recovery.
+    pub fn summary_json(&self) -> Value {
+        serde_json::json!({
+            "status": "completed",
+            "run_id": self.run_id,
+            "total_changes": self.batch.applied.iter().filter(|a| a.change.is_some()).count(),
+            "flags": self.batch.applied.iter().filter(|a| a.change.is_none()).count(),
+            "rejected": self.batch.rejected.len(),
+            "applied_ids": self.batch.applied.iter().map(|a| a.op.id.to_string()).collect::<Vec<_>>(),
+            "apply_log": self.log,
+            "notes": self.annotated.notes,
+            "recovery": self.recovery,
+            "took_over_stale_lock": self.took_over,
+        })
+    }
+}
+
+/// A revert run's request.
+pub struct RevertRunRequest<'a> {
+    /// Changes to revert (see [`koas_review::revert::parse_revert_targets`]).
+    pub ids: &'a [ChangeId],
+    /// Why (stored as the revert entries' rationale).
+    pub rationale: &'a str,
+    /// Who.
+    pub actor: &'a Actor,
+    /// Command line, for the lock.
+    pub command: &'a str,
+    /// Timestamps.
+    pub clock: &'a dyn Clock,
+    /// Review policy (alert map for the re-annotated document).
+    pub options: &'a ApplyOptions,
+    /// `--in-place` target.
+    pub in_place: Option<&'a Path>,
+}
+
+/// A revert run's result.
+#[derive(Debug)]
+pub struct RevertOutcome {
+    /// Run ID.
+    pub run_id: String,
+    /// Revert entries written, in order.
+    pub entries: Vec<LedgerEntry>,
+    /// Repairs made before the run.
+    pub recovery: Option<Recovery>,
+}
+
+impl RevertOutcome {
+    /// A JSON summary for `--json` output.
+    pub fn summary_json(&self) -> Value {
+        serde_json::json!({
+            "status": "completed",
+            "run_id": self.run_id,
+            "total_reverted": self.entries.len(),
+            "reverts": self.entries,
+            "recovery": self.recovery,
+        })
+    }
+}
+
+/// `koas status` data.
+#[derive(Debug, Clone, Serialize)]
+pub struct WorkspaceStatus {
+    /// Workspace directory.
+    pub workspace: PathBuf,
+    /// Document name.
+    pub doc_name: Option<String>,
+    /// Stages with outputs present (`stage1`, `stage2`, `stage3`).
+    pub stages_completed: Vec<String>,
+    /// `sha256:` of the original.
+    pub original_hash: Option<String>,
+    /// `sha256:` of the current edited document.
+    pub current_hash: Option<String>,
+    /// Ledger counts.
+    pub counts: Counts,
+    /// Ledger entries.
+    pub ledger_entries: usize,
+    /// Torn ledger tail, if any.
+    pub torn_tail: Option<TornTail>,
+    /// `consistent`, `behind_ledger` (a roll-forward is pending) or
+    /// `diverged` (edited outside koas).
+    pub document_state: String,
+    /// Patch files no ledger entry refers to (left by an interrupted run).
+    pub orphan_patches: Vec<String>,
+    /// Patch files the ledger refers to that are missing or damaged (the
+    /// next review or revert rebuilds them from the ledger).
+    pub damaged_patches: Vec<String>,
+    /// Current lock holder, if any.
+    pub locked_by: Option<LockHolder>,
+}
+
+/// A review workspace directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Workspace {
+    root: PathBuf,
+}
+
+fn read_text(path: &Path) -> Result<Option<String>, WorkspaceError> {
+    match fs::read(path) {
+        Ok(bytes) => String::from_utf8(bytes)
+            .map(Some)
+            .map_err(|_| WorkspaceError::NotUtf8(path.to_owned())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(FsError::new("read", path, e).into()),
+    }
+}
+
+fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Option<T>, WorkspaceError> {
+    match read_text(path)? {
+        None => Ok(None),
+        Some(text) => serde_json::from_str(&text)
+            .map(Some)
+            .map_err(|e| WorkspaceError::Json {
+                path: path.to_owned(),
+                reason: e.to_string(),
+            }),
+    }
+}
+
+fn hash12(hash: &str) -> String {
+    hash.trim_start_matches("sha256:")
+        .chars()
+        .take(12)
+        .collect()
+}
+
+fn stem_of(path: &Path) -> String {
+    path.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "doc".to_owned())
+}
+
+fn file_stamp(timestamp: &str) -> String {
+    timestamp
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '.')
+        .collect()
+}
+
+/// The automatic workspace of a document: `<doc dir>/.review/<stem>_<hash12>`.
+pub fn auto_workspace_dir(doc_path: &Path, doc_text: &str) -> PathBuf {
+    let dir = doc_path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    dir.join(".review").join(format!(
+        "{}_{}",
+        stem_of(doc_path),
+        hash12(&content_hash(doc_text))
+    ))
+}
+
+/// Finds the workspace of a document: its automatic directory if it
+/// exists, else a `<stem>_*` workspace whose current edited document is this
+/// text (the document was replaced `--in-place`), else the automatic
+/// directory (to be created).
+pub fn locate_workspace(doc_path: &Path, doc_text: &str) -> PathBuf {
+    let auto = auto_workspace_dir(doc_path, doc_text);
+    if auto.is_dir() {
+        return auto;
+    }
+    let hash = content_hash(doc_text);
+    let prefix = format!("{}_", stem_of(doc_path));
+    if let Some(base) = auto.parent() {
+        if let Ok(read) = fs::read_dir(base) {
+            let mut candidates: Vec<PathBuf> = read
+                .filter_map(Result::ok)
+                .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+                .map(|e| e.path())
+                .collect();
+            candidates.sort();
+            for candidate in candidates {
+                let edited = candidate.join(paths::EDITED_DOC);
+                if fs::read(&edited)
+                    .is_ok_and(|b| same_hash(&koas_review::hashing::bytes_hash(&b), &hash))
+                {
+                    return candidate;
+                }
+            }
+        }
+    }
+    auto
+}
+
+impl Workspace {
+    /// The workspace at `root` (nothing is created yet).
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Workspace { root: root.into() }
+    }
+
+    /// Its directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Absolute path of a workspace-relative path.
+    pub fn path(&self, relative: &str) -> PathBuf {
+        self.root.join(relative)
+    }
+
+    /// The patch directory.
+    pub fn patches_dir(&self) -> PathBuf {
+        self.root.join(PATCH_DIR)
+    }
+
+    /// Reads a workspace-relative patch file.
+    pub fn read_patch(&self, relative: &str) -> Result<String, WorkspaceError> {
+        read_text(&self.path(relative))?.ok_or_else(|| {
+            FsError::new(
+                "read",
+                &self.path(relative),
+                std::io::Error::from(std::io::ErrorKind::NotFound),
+            )
+            .into()
+        })
+    }
+
+    /// `workspace.json`, if present.
+    pub fn meta(&self) -> Result<Option<WorkspaceMeta>, WorkspaceError> {
+        read_json(&self.path(paths::META))
+    }
+
+    /// The ledger (read only; a torn tail is reported, not an error).
+    pub fn ledger(&self) -> Result<Ledger, WorkspaceError> {
+        Ok(Ledger::open(&self.path(paths::LEDGER))?)
+    }
+
+    /// Takes the workspace lock.
+    pub fn lock(&self, command: &str, clock: &dyn Clock) -> Result<LockGuard, WorkspaceError> {
+        create_dir_durably(&self.root)?;
+        Ok(acquire_lock(&self.root, command, &clock.now())?)
+    }
+
+    /// Moves a torn ledger tail aside. Takes the lock.
+    pub fn repair_ledger(
+        &self,
+        command: &str,
+        clock: &dyn Clock,
+    ) -> Result<Option<PathBuf>, WorkspaceError> {
+        let _lock = self.lock(command, clock)?;
+        let mut ledger = self.ledger()?;
+        Ok(ledger.repair_torn_tail(&file_stamp(&clock.now()))?)
+    }
+
+    fn init(
+        &self,
+        doc_name: &str,
+        document: &str,
+        clock: &dyn Clock,
+    ) -> Result<(), WorkspaceError> {
+        for dir in ["stage1", "stage3", "review", PATCH_DIR] {
+            create_dir_durably(&self.path(dir))?;
+        }
+        let raw = self.path(paths::RAW_DOC);
+        if !raw.exists() {
+            atomic_write(&raw, document.as_bytes())?;
+        }
+        if self.meta()?.is_none() {
+            let original = read_text(&raw)?.unwrap_or_default();
+            let meta = WorkspaceMeta {
+                doc_name: doc_name.to_owned(),
+                original_hash: content_hash(&original),
+                created_at: clock.now(),
+            };
+            let body = serde_json::to_vec_pretty(&meta).unwrap_or_default();
+            atomic_write(&self.path(paths::META), &body)?;
+        }
+        Ok(())
+    }
+
+    fn raw_text(&self) -> Result<String, WorkspaceError> {
+        read_text(&self.path(paths::RAW_DOC))?
+            .ok_or_else(|| WorkspaceError::NotInitialized(self.root.clone()))
+    }
+
+    /// Where the document stands against the ledger: the text on disk and
+    /// the index of the first ledger entry it does not reflect yet.
+    fn document_position(
+        &self,
+        entries: &[LedgerEntry],
+    ) -> Result<(String, Option<usize>), WorkspaceError> {
+        let raw = self.raw_text()?;
+        let text = read_text(&self.path(paths::EDITED_DOC))?.unwrap_or(raw.clone());
+        let hash = content_hash(&text);
+        let mut reflected = None;
+        if same_hash(&hash, &content_hash(&raw)) {
+            reflected = Some(0);
+        }
+        for (index, entry) in entries.iter().enumerate() {
+            if same_hash(&entry.doc_hash_after, &hash) {
+                reflected = Some(index + 1);
+            }
+        }
+        Ok((text, reflected))
+    }
+
+    /// The current document, rolled forward if a crash left it behind the
+    /// ledger (only when `write` is true; the rolled-forward text is then
+    /// saved atomically).
+    fn current_document(
+        &self,
+        entries: &[LedgerEntry],
+        write: bool,
+    ) -> Result<(String, Option<Recovery>), WorkspaceError> {
+        let (mut text, reflected) = self.document_position(entries)?;
+        let reflected = reflected.ok_or_else(|| WorkspaceError::Diverged {
+            path: self.path(paths::EDITED_DOC),
+            hash: content_hash(&text),
+        })?;
+        if reflected == entries.len() {
+            return Ok((text, None));
+        }
+        let mut rolled = Vec::new();
+        for entry in &entries[reflected..] {
+            if !entry.patch_forward.is_empty() {
+                let patch = match &entry.patch_text {
+                    Some(copy) => Ok(copy.forward.clone()),
+                    None => self.read_patch(&entry.patch_forward),
+                }
+                .map_err(|e| WorkspaceError::RollForward {
+                    id: entry.id,
+                    reason: e.to_string(),
+                })?;
+                text =
+                    apply_patch_text(&text, &patch).map_err(|e| WorkspaceError::RollForward {
+                        id: entry.id,
+                        reason: e.to_string(),
+                    })?;
+            }
+            if !same_hash(&content_hash(&text), &entry.doc_hash_after) {
+                return Err(WorkspaceError::RollForward {
+                    id: entry.id,
+                    reason: "the result does not match the hash the ledger recorded".into(),
+                });
+            }
+            rolled.push(entry.id);
+        }
+        if write {
+            atomic_write(&self.path(paths::EDITED_DOC), text.as_bytes())?;
+        }
+        Ok((
+            text,
+            Some(Recovery {
+                rolled_forward: rolled,
+            }),
+        ))
+    }
+
+    /// The current document (read only: a pending roll-forward is computed
+    /// in memory).
+    pub fn current_text(&self) -> Result<String, WorkspaceError> {
+        let ledger = self.ledger()?;
+        Ok(self.current_document(ledger.entries(), false)?.0)
+    }
+
+    /// Patch files the ledger refers to that are missing or differ in size
+    /// from the ledger's copy (a crash can lose a patch file: they are not
+    /// fsynced one by one).
+    pub fn damaged_patch_files(&self, entries: &[LedgerEntry]) -> Vec<(PathBuf, String)> {
+        let mut damaged = Vec::new();
+        for entry in entries {
+            let Some(copy) = &entry.patch_text else {
+                continue;
+            };
+            for (rel, text) in [
+                (&entry.patch_forward, &copy.forward),
+                (&entry.patch_inverse, &copy.inverse),
+            ] {
+                let path = self.path(rel);
+                let intact = fs::metadata(&path).is_ok_and(|m| m.len() == text.len() as u64);
+                if !rel.is_empty() && !intact {
+                    damaged.push((path, text.clone()));
+                }
+            }
+        }
+        damaged
+    }
+
+    /// Rewrites damaged patch files from the ledger's copies.
+    fn restore_patch_files(&self, entries: &[LedgerEntry]) -> Result<usize, WorkspaceError> {
+        let files: Vec<(PathBuf, Vec<u8>)> = self
+            .damaged_patch_files(entries)
+            .into_iter()
+            .map(|(path, text)| (path, text.into_bytes()))
+            .collect();
+        write_files_atomically(&self.patches_dir(), &files)?;
+        Ok(files.len())
+    }
+
+    fn checked_ledger(&self) -> Result<Ledger, WorkspaceError> {
+        let ledger = self.ledger()?;
+        if let Some(torn) = ledger.torn_tail() {
+            return Err(WorkspaceError::TornLedger {
+                path: ledger.path().to_owned(),
+                torn: Box::new(torn.clone()),
+            });
+        }
+        Ok(ledger)
+    }
+
+    /// IDs seen anywhere: ledger, patch file names, apply log, torn side
+    /// files. Allocation continues after the highest.
+    fn seen_ids(&self, ledger: &Ledger) -> Result<Vec<ChangeId>, WorkspaceError> {
+        let mut seen: Vec<ChangeId> = ledger.change_ids().into_iter().collect();
+        if let Ok(read) = fs::read_dir(self.patches_dir()) {
+            for entry in read.filter_map(Result::ok) {
+                seen.extend(ChangeId::scan(&entry.file_name().to_string_lossy()));
+            }
+        }
+        if let Some(log) = read_text(&self.path(paths::APPLY_LOG)).ok().flatten() {
+            seen.extend(ChangeId::scan(&log));
+        }
+        if let Ok(read) = fs::read_dir(self.path("review")) {
+            for entry in read.filter_map(Result::ok) {
+                if entry.file_name().to_string_lossy().contains(".torn-") {
+                    if let Ok(bytes) = fs::read(entry.path()) {
+                        seen.extend(ChangeId::scan(&String::from_utf8_lossy(&bytes)));
+                    }
+                }
+            }
+        }
+        Ok(seen)
+    }
+
+    fn saved_regions(&self) -> Result<Option<SavedRegions>, WorkspaceError> {
+        read_json(&self.path(paths::PROTECTED))
+    }
+
+    /// Protected regions located in the current document.
+    fn regions_now(
+        &self,
+        entries: &[LedgerEntry],
+        current: &str,
+    ) -> Result<ProtectedRegions, WorkspaceError> {
+        let Some(saved) = self.saved_regions()? else {
+            return Ok(ProtectedRegions::default());
+        };
+        let chain: Vec<(EntryId, LineEdit)> = entries
+            .iter()
+            .skip(saved.ledger_len)
+            .filter_map(|e| e.edit().map(|edit| (e.id, edit)))
+            .collect();
+        let edits: Vec<LineEdit> = cancel_reverted_pairs(&chain)
+            .into_iter()
+            .map(|(_, e)| e)
+            .collect();
+        Ok(saved
+            .regions
+            .mapped_through(&edits, &LineBuf::parse(current)))
+    }
+
+    fn write_annotated(
+        &self,
+        entries: &[LedgerEntry],
+        current: &str,
+        options: &ApplyOptions,
+    ) -> Result<Annotated, WorkspaceError> {
+        let regions = self.regions_now(entries, current)?;
+        let annotated = annotate(current, entries, &regions, &options.policy);
+        atomic_write(&self.path(paths::REVIEWED_DOC), annotated.text.as_bytes())?;
+        Ok(annotated)
+    }
+
+    /// Runs a review with ops: normalize, validate, apply, record.
+    pub fn review(&self, request: ReviewRequest<'_>) -> Result<ReviewOutcome, WorkspaceError> {
+        let mut run = self.begin(BeginRequest {
+            doc_name: request.doc_name,
+            document: Some(request.document),
+            kind: RunKind::Review,
+            command: request.command,
+            clock: request.clock,
+        })?;
+        // Protected regions: given for `document`, needed for `current`.
+        let current_hash = content_hash(run.current_text());
+        let protected = if same_hash(&content_hash(request.document), &current_hash) {
+            request.protected.clone()
+        } else {
+            let chain: Vec<(EntryId, LineEdit)> = run
+                .entries()
+                .iter()
+                .filter_map(|e| e.edit().map(|edit| (e.id, edit)))
+                .collect();
+            let edits: Vec<LineEdit> = cancel_reverted_pairs(&chain)
+                .into_iter()
+                .map(|(_, e)| e)
+                .collect();
+            request
+                .protected
+                .mapped_through(&edits, &LineBuf::parse(run.current_text()))
+        };
+        let ledger_ids: BTreeSet<ChangeId> = run.ledger_ids();
+        let batch = apply_batch(BatchInput {
+            doc_name: request.doc_name,
+            text: run.current_text(),
+            ops: request.ops,
+            protected: &protected,
+            ledger_ids: &ledger_ids,
+            first_id: run.next_id(),
+            options: request.options,
+        });
+        let outcome = run.write_review(
+            batch,
+            protected,
+            &CommitContext {
+                actor: request.actor,
+                clock: request.clock,
+                options: request.options,
+            },
+        )?;
+        if let Some(target) = request.in_place {
+            run.replace_in_place(target)?;
+        }
+        Ok(outcome)
+    }
+
+    /// Reverts changes (all or nothing) and records the revert entries.
+    pub fn revert(&self, request: RevertRunRequest<'_>) -> Result<RevertOutcome, WorkspaceError> {
+        let doc_name = self.meta()?.map(|m| m.doc_name).unwrap_or_default();
+        let mut run = self.begin(BeginRequest {
+            doc_name: &doc_name,
+            document: None,
+            kind: RunKind::Revert,
+            command: request.command,
+            clock: request.clock,
+        })?;
+        let read = |path: &str| self.read_patch(path).map_err(|e| e.to_string());
+        let plan = plan_reverts(RevertRequest {
+            doc_name: &run.meta().doc_name,
+            current_text: run.current_text(),
+            entries: run.entries(),
+            ids: request.ids,
+            read_patch: &read,
+        })?;
+        let outcome = run.write_revert(
+            plan,
+            request.rationale,
+            &CommitContext {
+                actor: request.actor,
+                clock: request.clock,
+                options: request.options,
+            },
+        )?;
+        if let Some(target) = request.in_place {
+            run.replace_in_place(target)?;
+        }
+        Ok(outcome)
+    }
+
+    /// Apply log records of the last run.
+    pub fn last_run_log(&self) -> Result<Vec<ApplyLogRecord>, WorkspaceError> {
+        let Some(text) = read_text(&self.path(paths::APPLY_LOG))? else {
+            return Ok(Vec::new());
+        };
+        let records: Vec<ApplyLogRecord> = text
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+        let Some(last) = records.last().map(|r| r.run_id.clone()) else {
+            return Ok(Vec::new());
+        };
+        Ok(records.into_iter().filter(|r| r.run_id == last).collect())
+    }
+
+    /// Renders the report and writes `review/REVIEW_<stem>.md` and its
+    /// `stage3/` copy. Returns the report text.
+    pub fn write_report(
+        &self,
+        meta: &ReportMeta,
+        sections: &[Section],
+        findings: &[Finding],
+    ) -> Result<String, WorkspaceError> {
+        let ledger = self.ledger()?;
+        let log = self.last_run_log()?;
+        let text = render_report(ReportInput {
+            meta,
+            entries: ledger.entries(),
+            sections,
+            findings,
+            apply_log: &log,
+        });
+        self.write_report_files(&meta.doc_name, &text)?;
+        Ok(text)
+    }
+
+    /// Writes a rendered report of document `doc_name` to
+    /// `review/REVIEW_<stem>.md` and its `stage3/` copy, each atomically.
+    /// Returns the `review/` path.
+    pub fn write_report_files(
+        &self,
+        doc_name: &str,
+        text: &str,
+    ) -> Result<PathBuf, WorkspaceError> {
+        let name = report_file_name(doc_name);
+        let main = self.path(&format!("review/{name}"));
+        atomic_write(&main, text.as_bytes())?;
+        atomic_write(&self.path(&format!("stage3/{name}")), text.as_bytes())?;
+        Ok(main)
+    }
+
+    /// Read-only status.
+    pub fn status(&self) -> Result<WorkspaceStatus, WorkspaceError> {
+        let meta = self.meta()?;
+        let ledger = self.ledger()?;
+        let entries = ledger.entries();
+        let stages_completed = ["stage1", "stage2", "stage3"]
+            .iter()
+            .filter(|s| fs::read_dir(self.path(s)).is_ok_and(|mut d| d.next().is_some()))
+            .map(|s| s.to_string())
+            .collect();
+        let raw = read_text(&self.path(paths::RAW_DOC))?;
+        let (current_hash, document_state) = match raw {
+            None => (None, "not_initialized".to_owned()),
+            Some(_) => {
+                let (text, reflected) = self.document_position(entries)?;
+                let state = match reflected {
+                    Some(n) if n == entries.len() => "consistent",
+                    Some(_) => "behind_ledger",
+                    None => "diverged",
+                };
+                (Some(content_hash(&text)), state.to_owned())
+            }
+        };
+        let referenced: BTreeSet<&str> = entries
+            .iter()
+            .flat_map(|e| [e.patch_forward.as_str(), e.patch_inverse.as_str()])
+            .collect();
+        let mut orphan_patches: Vec<String> = fs::read_dir(self.patches_dir())
+            .map(|read| {
+                read.filter_map(Result::ok)
+                    .map(|e| format!("{PATCH_DIR}/{}", e.file_name().to_string_lossy()))
+                    .filter(|p| p.ends_with(".patch") && !referenced.contains(p.as_str()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        orphan_patches.sort();
+        let damaged_patches = self
+            .damaged_patch_files(entries)
+            .into_iter()
+            .map(|(path, _)| {
+                path.strip_prefix(&self.root)
+                    .map(|p| p.to_string_lossy().into_owned())
+                    .unwrap_or_else(|_| path.to_string_lossy().into_owned())
+            })
+            .collect();
+        let locked_by = read_json::<LockHolder>(&self.root.join(".lock"))
+            .ok()
+            .flatten();
+        Ok(WorkspaceStatus {
+            workspace: self.root.clone(),
+            doc_name: meta.as_ref().map(|m| m.doc_name.clone()),
+            stages_completed,
+            original_hash: meta.map(|m| m.original_hash),
+            current_hash,
+            counts: count(entries),
+            ledger_entries: entries.len(),
+            torn_tail: ledger.torn_tail().cloned(),
+            document_state,
+            orphan_patches,
+            damaged_patches,
+            locked_by,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,376 @@
+//! A run in two steps, for hosts that compute the outcome elsewhere (a
+//! kernel plugin):
+//!
+//! 1. [`Workspace::begin`] takes the lock, refuses a torn ledger, rebuilds
+//!    lost patch files, rolls the document forward if a crash left it
+//!    behind its ledger, and returns a [`PreparedRun`]: the current
+//!    document, the ledger and the next free change ID — everything a pure
+//!    kernel needs to plan a batch or a revert.
+//! 2. The caller computes a [`BatchOutcome`] (or a [`RevertPlan`]) from that
+//!    state and hands it to [`PreparedRun::commit_review`] (or
+//!    [`PreparedRun::commit_revert`]). The outcome is **not trusted**: it is
+//!    replayed on the current document and every hash, change, patch and ID
+//!    is checked ([`super::verify`]) before anything is written. Then it is
+//!    written in the crash-safe order of [`super`]: patch files, ledger
+//!    (fsynced), `doc.edited.md`, apply log, annotated document.
+//!
+//! The lock is held until the [`PreparedRun`] is dropped, so a host can run
+//! its views (report, annotated document) and `--in-place`
+//! ([`PreparedRun::replace_in_place`]) under the same lock.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use koas_review::apply::{ApplyOptions, BatchOutcome};
+use koas_review::change_id::{ChangeId, IdAllocator};
+use koas_review::clock::Clock;
+use koas_orchestrator::fsio::{atomic_write, open_append, write_files_atomically, FsError};
+use koas_orchestrator::lock::{LockGuard, LockHolder};
+use koas_review::hashing::{content_hash, same_hash};
+use crate::ledger::Ledger;
+use koas_review::ledger::{Actor, LedgerEntry};
+use koas_review::protected::ProtectedRegions;
+use koas_review::record::{entry_for_applied, entry_for_revert, RunContext};
+use koas_review::revert::RevertPlan;
+
+use super::verify::{verify_batch, verify_revert_plan};
+use super::{
+    file_stamp, paths, Recovery, RevertOutcome, ReviewOutcome, SavedRegions, Workspace,
+    WorkspaceError, WorkspaceMeta,
+};
+
+/// What a run is for (its run ID prefix).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunKind {
+    /// Applying ops.
+    Review,
+    /// Reverting changes.
+    Revert,
+}
+
+impl RunKind {
+    fn prefix(self) -> &'static str {
+        match self {
+            RunKind::Review => "run",
+            RunKind::Revert => "revert",
+        }
+    }
+}
+
+/// What [`Workspace::begin`] needs.
+pub struct BeginRequest<'a> {
+    /// Document file name (patch headers, ledger `doc`); used when the
+    /// workspace is created.
+    pub doc_name: &'a str,
+    /// The document as the user gave it: the original (it creates the
+    /// workspace on a first run) or the current edited version (after an
+    /// `--in-place` run). `None` when the workspace must already exist
+    /// (revert).
+    pub document: Option<&'a str>,
+    /// What the run is for.
+    pub kind: RunKind,
+    /// Command line, recorded in the lock.
+    pub command: &'a str,
+    /// Timestamps.
+    pub clock: &'a dyn Clock,
+}
+
+/// Host facts every commit needs.
+pub struct CommitContext<'a> {
+    /// Who makes the change.
+    pub actor: &'a Actor,
+    /// Timestamps of the ledger entries.
+    pub clock: &'a dyn Clock,
+    /// Review policy (alert map of the annotated document).
+    pub options: &'a ApplyOptions,
+}
+
+/// A locked workspace whose document is up to date with its ledger,
+/// waiting for an outcome to commit. Dropping it releases the lock.
+#[derive(Debug)]
+pub struct PreparedRun<'w> {
+    workspace: &'w Workspace,
+    lock: LockGuard,
+    ledger: Ledger,
+    meta: WorkspaceMeta,
+    current: String,
+    recovery: Option<Recovery>,
+    next_id: ChangeId,
+    run_id: String,
+}
+
+impl Workspace {
+    /// Starts a run: lock, checks, recovery. See the [module
+    /// docs](self::prepared).
+    pub fn begin(&self, request: BeginRequest<'_>) -> Result<PreparedRun<'_>, WorkspaceError> {
+        let lock = self.lock(request.command, request.clock)?;
+        match request.document {
+            Some(document) => self.init(request.doc_name, document, request.clock)?,
+            None => {
+                if self.meta()?.is_none() || !self.path(paths::RAW_DOC).is_file() {
+                    return Err(WorkspaceError::NotInitialized(self.root.clone()));
+                }
+            }
+        }
+        let meta = self
+            .meta()?
+            .ok_or_else(|| WorkspaceError::NotInitialized(self.root.clone()))?;
+        let ledger = self.checked_ledger()?;
+        self.restore_patch_files(ledger.entries())?;
+        let (current, recovery) = self.current_document(ledger.entries(), true)?;
+        if let Some(document) = request.document {
+            let given = content_hash(document);
+            let current_hash = content_hash(&current);
+            let original = content_hash(&self.raw_text()?);
+            if !same_hash(&given, &current_hash) && !same_hash(&given, &original) {
+                return Err(WorkspaceError::DocumentMismatch {
+                    doc: request.doc_name.to_owned(),
+                    found: given,
+                    original,
+                    current: current_hash,
+                });
+            }
+        }
+        let next_id = IdAllocator::after(self.seen_ids(&ledger)?)?.peek();
+        let run_id = format!(
+            "{}-{}-{}",
+            request.kind.prefix(),
+            file_stamp(&request.clock.now()),
+            std::process::id()
+        );
+        Ok(PreparedRun {
+            workspace: self,
+            lock,
+            ledger,
+            meta,
+            current,
+            recovery,
+            next_id,
+            run_id,
+        })
+    }
+}
+
+impl<'w> PreparedRun<'w> {
+    /// The workspace.
+    pub fn workspace(&self) -> &'w Workspace {
+        self.workspace
+    }
+
+    /// `workspace.json`.
+    pub fn meta(&self) -> &WorkspaceMeta {
+        &self.meta
+    }
+
+    /// The current document (after any roll-forward and any commit made
+    /// through this run).
+    pub fn current_text(&self) -> &str {
+        &self.current
+    }
+
+    /// The ledger entries, including those this run committed.
+    pub fn entries(&self) -> &[LedgerEntry] {
+        self.ledger.entries()
+    }
+
+    /// Change IDs already in the ledger.
+    pub fn ledger_ids(&self) -> BTreeSet<ChangeId> {
+        self.ledger.change_ids()
+    }
+
+    /// The first change ID a batch planned now must allocate.
+    pub fn next_id(&self) -> ChangeId {
+        self.next_id
+    }
+
+    /// This run's ID (apply log `run_id`, ledger `run_id`).
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    /// What had to be repaired before the run.
+    pub fn recovery(&self) -> Option<&Recovery> {
+        self.recovery.as_ref()
+    }
+
+    /// The stale lock this run took over, if any.
+    pub fn took_over(&self) -> Option<&LockHolder> {
+        self.lock.took_over()
+    }
+
+    /// Checks a batch computed elsewhere against the current state, then
+    /// records it. Nothing is written when the check fails.
+    pub fn commit_review(
+        &mut self,
+        batch: BatchOutcome,
+        protected: ProtectedRegions,
+        ctx: &CommitContext<'_>,
+    ) -> Result<ReviewOutcome, WorkspaceError> {
+        verify_batch(
+            &self.meta.doc_name,
+            &self.current,
+            &self.ledger_ids(),
+            self.next_id,
+            &batch,
+        )
+        .map_err(|reason| WorkspaceError::UntrustedOutcome {
+            what: "apply outcome",
+            reason,
+        })?;
+        self.write_review(batch, protected, ctx)
+    }
+
+    /// Records a batch computed in this process from [`Self::current_text`]
+    /// (no replay check).
+    pub(super) fn write_review(
+        &mut self,
+        batch: BatchOutcome,
+        protected: ProtectedRegions,
+        ctx: &CommitContext<'_>,
+    ) -> Result<ReviewOutcome, WorkspaceError> {
+        let ws = self.workspace;
+        let run = RunContext {
+            doc_name: &self.meta.doc_name,
+            actor: ctx.actor,
+            run_id: &self.run_id,
+            clock: ctx.clock,
+        };
+        let entries: Vec<LedgerEntry> = batch
+            .applied
+            .iter()
+            .map(|a| entry_for_applied(a, run))
+            .collect();
+        let mut files = Vec::new();
+        for (applied, entry) in batch.applied.iter().zip(&entries) {
+            if let Some(pair) = &applied.patches {
+                files.push((
+                    ws.path(&entry.patch_forward),
+                    pair.forward.clone().into_bytes(),
+                ));
+                files.push((
+                    ws.path(&entry.patch_inverse),
+                    pair.inverse.clone().into_bytes(),
+                ));
+            }
+        }
+        write_files_atomically(&ws.patches_dir(), &files)?;
+        let ledger_len_before = self.ledger.entries().len();
+        self.ledger.append_all(entries.clone())?;
+        if batch.final_text != self.current || !ws.path(paths::EDITED_DOC).exists() {
+            atomic_write(&ws.path(paths::EDITED_DOC), batch.final_text.as_bytes())?;
+        }
+        let log = batch.log_records(&self.run_id);
+        if !log.is_empty() {
+            let mut bytes = Vec::new();
+            for record in &log {
+                bytes.extend(serde_json::to_vec(record).unwrap_or_default());
+                bytes.push(b'\n');
+            }
+            let path = ws.path(paths::APPLY_LOG);
+            let mut file = open_append(&path)?;
+            std::io::Write::write_all(&mut file, &bytes)
+                .map_err(|e| FsError::new("append to", &path, e))?;
+            file.sync_data()
+                .map_err(|e| FsError::new("fsync", &path, e))?;
+        }
+        let saved = SavedRegions {
+            ledger_len: ledger_len_before,
+            regions: protected,
+        };
+        atomic_write(
+            &ws.path(paths::PROTECTED),
+            &serde_json::to_vec_pretty(&saved).unwrap_or_default(),
+        )?;
+        let annotated =
+            ws.write_annotated(self.ledger.entries(), &batch.final_text, ctx.options)?;
+        self.current = batch.final_text.clone();
+        if batch.next_id > self.next_id {
+            self.next_id = batch.next_id;
+        }
+        Ok(ReviewOutcome {
+            run_id: self.run_id.clone(),
+            batch,
+            entries,
+            log,
+            recovery: self.recovery.clone(),
+            took_over: self.lock.took_over().cloned(),
+            annotated,
+        })
+    }
+
+    /// Checks a revert plan computed elsewhere against the current state
+    /// and the ledger, then records it. Nothing is written when the check
+    /// fails.
+    pub fn commit_revert(
+        &mut self,
+        plan: RevertPlan,
+        rationale: &str,
+        ctx: &CommitContext<'_>,
+    ) -> Result<RevertOutcome, WorkspaceError> {
+        verify_revert_plan(
+            &self.meta.doc_name,
+            &self.current,
+            self.ledger.entries(),
+            &plan,
+        )
+        .map_err(|reason| WorkspaceError::UntrustedOutcome {
+            what: "revert plan",
+            reason,
+        })?;
+        self.write_revert(plan, rationale, ctx)
+    }
+
+    /// Records a revert plan computed in this process (no replay check).
+    pub(super) fn write_revert(
+        &mut self,
+        plan: RevertPlan,
+        rationale: &str,
+        ctx: &CommitContext<'_>,
+    ) -> Result<RevertOutcome, WorkspaceError> {
+        let ws = self.workspace;
+        let run = RunContext {
+            doc_name: &self.meta.doc_name,
+            actor: ctx.actor,
+            run_id: &self.run_id,
+            clock: ctx.clock,
+        };
+        let entries: Vec<LedgerEntry> = plan
+            .reverts
+            .iter()
+            .map(|r| entry_for_revert(r, rationale, run))
+            .collect();
+        let mut files = Vec::new();
+        for (revert, entry) in plan.reverts.iter().zip(&entries) {
+            files.push((
+                ws.path(&entry.patch_forward),
+                revert.patches.forward.clone().into_bytes(),
+            ));
+            files.push((
+                ws.path(&entry.patch_inverse),
+                revert.patches.inverse.clone().into_bytes(),
+            ));
+        }
+        write_files_atomically(&ws.patches_dir(), &files)?;
+        self.ledger.append_all(entries.clone())?;
+        atomic_write(&ws.path(paths::EDITED_DOC), plan.final_text.as_bytes())?;
+        ws.write_annotated(self.ledger.entries(), &plan.final_text, ctx.options)?;
+        self.current = plan.final_text;
+        Ok(RevertOutcome {
+            run_id: self.run_id.clone(),
+            entries,
+            recovery: self.recovery.clone(),
+        })
+    }
+
+    /// `--in-place`: replaces `target` atomically with the current
+    /// document. Call it last, once everything else of the run succeeded.
+    pub fn replace_in_place(&self, target: &Path) -> Result<(), WorkspaceError> {
+        Ok(atomic_write(target, self.current.as_bytes())?)
+    }
+
+    /// Writes the report text to `review/REVIEW_<stem>.md` and its
+    /// `stage3/` copy; returns the `review/` path.
+    pub fn write_report_text(&self, text: &str) -> Result<std::path::PathBuf, WorkspaceError> {
+        self.workspace.write_report_files(&self.meta.doc_name, text)
+    }
+}

@@ -1,0 +1,395 @@
+use super::*;
+use koas_review::clock::SteppingClock;
+use koas_review::protected::ProtectedRange;
+use serde_json::json;
+use std::collections::BTreeMap;
+
+const DOC: &str = "# Spec\n\nThe bandwith is high.\n\n```\ncode\n```\n\nAnother paragraph here.\n";
+
+fn actor() -> Actor {
+    Actor {
+        tool: "koas-review test".into(),
+        operator: "tester".into(),
+    }
+}
+
+fn regions() -> ProtectedRegions {
+    ProtectedRegions {
+        blocks: vec![ProtectedRange {
+            kind: "code_fence".into(),
+            line_start: 5,
+            line_end: 7,
+        }],
+        inline: vec![],
+    }
+}
+
+fn review(
+    ws: &Workspace,
+    document: &str,
+    ops: Vec<Value>,
+) -> Result<ReviewOutcome, WorkspaceError> {
+    let clock = SteppingClock::new("2026-03-01T10:00:00Z");
+    ws.review(ReviewRequest {
+        doc_name: "spec.md",
+        document,
+        ops: &ops,
+        protected: &regions(),
+        options: &ApplyOptions::default(),
+        actor: &actor(),
+        command: "koas review spec.md --ops ops.json",
+        clock: &clock,
+        in_place: None,
+    })
+}
+
+fn revert(ws: &Workspace, ids: &[u32]) -> Result<RevertOutcome, WorkspaceError> {
+    let clock = SteppingClock::new("2026-03-02T10:00:00Z");
+    let ids: Vec<ChangeId> = ids.iter().map(|&n| ChangeId::new(n).unwrap()).collect();
+    ws.revert(RevertRunRequest {
+        ids: &ids,
+        rationale: "operator request",
+        actor: &actor(),
+        command: "koas revert spec.md",
+        clock: &clock,
+        options: &ApplyOptions::default(),
+        in_place: None,
+    })
+}
+
+fn typo() -> Value {
+    json!({"action": "replace", "kind": "typo", "target": {"line_start": 3}, "before_text": "bandwith", "after_text": "bandwidth"})
+}
+
+fn attention() -> Value {
+    json!({"action": "replace", "kind": "terminology", "target": {"line_start": 9},
+           "after_text": "Another paragraph, reworded.", "rationale": "Clearer."})
+}
+
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        for entry in fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                out.insert(path.clone(), fs::read(&path).unwrap());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn review_writes_the_section13_layout() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = Workspace::new(dir.path().join("ws"));
+    let out = review(
+        &ws,
+        DOC,
+        vec![typo(), attention(), json!({"action": "bogus"})],
+    )
+    .unwrap();
+    assert_eq!(out.entries.len(), 2);
+    assert_eq!(out.batch.rejected.len(), 1);
+    for rel in [
+        paths::RAW_DOC,
+        paths::EDITED_DOC,
+        paths::REVIEWED_DOC,
+        paths::APPLY_LOG,
+        paths::LEDGER,
+        paths::META,
+        "review/patches/RVW-0001.patch",
+        "review/patches/RVW-0001.inverse.patch",
+        "review/patches/RVW-0002.patch",
+    ] {
+        assert!(ws.path(rel).exists(), "missing {rel}");
+    }
+    assert!(!ws.root().join(".lock").exists(), "lock released");
+    assert_eq!(fs::read_to_string(ws.path(paths::RAW_DOC)).unwrap(), DOC);
+    let edited = fs::read_to_string(ws.path(paths::EDITED_DOC)).unwrap();
+    assert!(edited.contains("bandwidth") && edited.contains("reworded"));
+    let reviewed = fs::read_to_string(ws.path(paths::REVIEWED_DOC)).unwrap();
+    assert!(
+        reviewed.contains("> [!NOTE]\n> REVIEWER: RVW-0002 — Clearer."),
+        "{reviewed}"
+    );
+    let log = fs::read_to_string(ws.path(paths::APPLY_LOG)).unwrap();
+    assert_eq!(log.lines().count(), 3);
+    assert!(log.contains("REJECT_OTHER"));
+    let summary = out.summary_json();
+    assert_eq!(summary["total_changes"], 2);
+    assert_eq!(summary["rejected"], 1);
+    assert_eq!(summary["apply_log"][2]["reject"], "REJECT_OTHER");
+    let status = ws.status().unwrap();
+    assert_eq!(status.document_state, "consistent");
+    assert_eq!(status.counts.total_changes, 2);
+    assert!(status.orphan_patches.is_empty());
+}
+
+#[test]
+fn ids_continue_across_runs_and_past_rejected_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = Workspace::new(dir.path());
+    review(&ws, DOC, vec![typo(), json!({"action": "bogus"})]).unwrap();
+    let out = review(&ws, DOC, vec![attention()]).unwrap();
+    assert_eq!(
+        out.entries[0].id.to_string(),
+        "RVW-0003",
+        "RVW-0002 was burned by a rejected op"
+    );
+}
+
+#[test]
+fn a_crash_after_the_ledger_append_is_rolled_forward() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = Workspace::new(dir.path());
+    review(&ws, DOC, vec![typo()]).unwrap();
+    let after_first = fs::read_to_string(ws.path(paths::EDITED_DOC)).unwrap();
+    review(&ws, DOC, vec![attention()]).unwrap();
+    let after_second = fs::read_to_string(ws.path(paths::EDITED_DOC)).unwrap();
+    // Simulate a crash between the ledger append and the document write.
+    fs::write(ws.path(paths::EDITED_DOC), &after_first).unwrap();
+    assert_eq!(ws.status().unwrap().document_state, "behind_ledger");
+    assert_eq!(ws.current_text().unwrap(), after_second);
+    let out = review(&ws, DOC, vec![]).unwrap();
+    assert_eq!(
+        out.recovery,
+        Some(Recovery {
+            rolled_forward: vec![EntryId::Change(ChangeId::new(2).unwrap())]
+        })
+    );
+    assert_eq!(
+        fs::read_to_string(ws.path(paths::EDITED_DOC)).unwrap(),
+        after_second
+    );
+}
+
+#[test]
+fn a_document_edited_outside_koas_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = Workspace::new(dir.path());
+    review(&ws, DOC, vec![typo()]).unwrap();
+    fs::write(ws.path(paths::EDITED_DOC), "hand edited\n").unwrap();
+    assert!(matches!(
+        review(&ws, DOC, vec![]),
+        Err(WorkspaceError::Diverged { .. })
+    ));
+    assert_eq!(ws.status().unwrap().document_state, "diverged");
+    // And a document that is neither the original nor the current one.
+    let dir2 = tempfile::tempdir().unwrap();
+    let ws2 = Workspace::new(dir2.path());
+    review(&ws2, DOC, vec![typo()]).unwrap();
+    assert!(matches!(
+        review(&ws2, "other\n", vec![]),
+        Err(WorkspaceError::DocumentMismatch { .. })
+    ));
+}
+
+#[test]
+fn a_torn_ledger_blocks_runs_until_repaired_and_ids_stay_fresh() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = Workspace::new(dir.path());
+    review(&ws, DOC, vec![typo()]).unwrap();
+    // A crash mid-append of RVW-0002's line.
+    let mut file = fs::OpenOptions::new()
+        .append(true)
+        .open(ws.path(paths::LEDGER))
+        .unwrap();
+    std::io::Write::write_all(&mut file, br#"{"id":"RVW-0002","doc":"spec"#).unwrap();
+    drop(file);
+    let before = snapshot(dir.path());
+    let err = review(&ws, DOC, vec![attention()]).unwrap_err();
+    assert!(matches!(err, WorkspaceError::TornLedger { .. }), "{err}");
+    assert!(err.to_string().contains("repair"));
+    assert_eq!(snapshot(dir.path()), before, "nothing written");
+    assert!(matches!(
+        revert(&ws, &[1]),
+        Err(WorkspaceError::TornLedger { .. })
+    ));
+    assert!(ws.status().unwrap().torn_tail.is_some());
+
+    let clock = SteppingClock::new("2026-03-03T00:00:00Z");
+    let side = ws.repair_ledger("koas repair", &clock).unwrap().unwrap();
+    assert!(fs::read_to_string(side).unwrap().contains("RVW-0002"));
+    let out = review(&ws, DOC, vec![attention()]).unwrap();
+    assert_eq!(out.entries[0].id.to_string(), "RVW-0003");
+}
+
+#[test]
+fn a_held_lock_refuses_a_second_run_naming_the_holder() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = Workspace::new(dir.path());
+    let clock = SteppingClock::new("2026-03-01T00:00:00Z");
+    let _held = ws
+        .lock("koas review spec.md (other terminal)", &clock)
+        .unwrap();
+    let err = review(&ws, DOC, vec![typo()]).unwrap_err();
+    let message = err.to_string();
+    assert!(message.contains("other terminal"), "{message}");
+    assert!(
+        message.contains(&format!("pid {}", std::process::id())),
+        "{message}"
+    );
+}
+
+#[test]
+fn revert_through_the_workspace_and_conflicts_touch_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = Workspace::new(dir.path());
+    review(&ws, DOC, vec![typo(), attention()]).unwrap();
+    let out = revert(&ws, &[2]).unwrap();
+    assert_eq!(out.entries[0].id.to_string(), "REVERT-RVW-0002");
+    assert_eq!(out.summary_json()["total_reverted"], 1);
+    assert!(ws.path("review/patches/REVERT-RVW-0002.patch").exists());
+    let reviewed = fs::read_to_string(ws.path(paths::REVIEWED_DOC)).unwrap();
+    assert!(
+        !reviewed.contains("RVW-0002"),
+        "note of a reverted change is gone"
+    );
+    let before = snapshot(dir.path());
+    assert!(matches!(
+        revert(&ws, &[2]),
+        Err(WorkspaceError::Revert(RevertError::AlreadyReverted { .. }))
+    ));
+    assert_eq!(snapshot(dir.path()), before);
+    revert(&ws, &[1]).unwrap();
+    assert_eq!(fs::read_to_string(ws.path(paths::EDITED_DOC)).unwrap(), DOC);
+}
+
+#[test]
+fn in_place_replaces_the_original_and_the_workspace_is_found_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let doc_path = dir.path().join("spec.md");
+    fs::write(&doc_path, DOC).unwrap();
+    let ws = Workspace::new(locate_workspace(&doc_path, DOC));
+    assert!(ws
+        .root()
+        .ends_with(format!(".review/spec_{}", &content_hash(DOC)[7..19])));
+    let clock = SteppingClock::new("2026-03-01T10:00:00Z");
+    ws.review(ReviewRequest {
+        doc_name: "spec.md",
+        document: DOC,
+        ops: &[typo()],
+        protected: &regions(),
+        options: &ApplyOptions::default(),
+        actor: &actor(),
+        command: "koas review spec.md --in-place",
+        clock: &clock,
+        in_place: Some(&doc_path),
+    })
+    .unwrap();
+    let replaced = fs::read_to_string(&doc_path).unwrap();
+    assert!(replaced.contains("bandwidth"));
+    assert_eq!(locate_workspace(&doc_path, &replaced), ws.root());
+    // The edited document given back is accepted as the current version.
+    review(&ws, &replaced, vec![attention()]).unwrap();
+}
+
+#[test]
+fn strict_mode_and_protected_regions_follow_the_document() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = Workspace::new(dir.path());
+    // First run inserts two lines above the fence: regions given for the
+    // original must be mapped onto the current document on the next run.
+    review(&ws, DOC, vec![json!({"action": "insert", "kind": "grammar", "target": {"line_start": 1, "line_end": 1}, "after_text": "\nIntro."})]).unwrap();
+    let clock = SteppingClock::new("2026-03-01T10:00:00Z");
+    let strict = ApplyOptions {
+        strict: true,
+        ..ApplyOptions::default()
+    };
+    let out = ws
+        .review(ReviewRequest {
+            doc_name: "spec.md",
+            document: DOC,
+            ops: &[json!({"action": "replace", "kind": "typo", "target": {"line_start": 8}, "after_text": "code2"})],
+            protected: &regions(),
+            options: &strict,
+            actor: &actor(),
+            command: "koas review --strict",
+            clock: &clock,
+            in_place: None,
+        })
+        .unwrap();
+    assert_eq!(out.batch.rejected.len(), 1);
+    assert!(
+        out.batch.rejected[0].rejection.reason.contains("lines 7–9"),
+        "{}",
+        out.batch.rejected[0].rejection.reason
+    );
+}
+
+#[test]
+fn orphan_patches_are_reported_and_their_ids_never_reused() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = Workspace::new(dir.path());
+    review(&ws, DOC, vec![typo()]).unwrap();
+    // A run that died after writing patches but before the ledger.
+    fs::write(ws.path("review/patches/RVW-0007.patch"), "--- a/spec.md\n").unwrap();
+    let status = ws.status().unwrap();
+    assert_eq!(
+        status.orphan_patches,
+        vec!["review/patches/RVW-0007.patch".to_string()]
+    );
+    let out = review(&ws, DOC, vec![attention()]).unwrap();
+    assert_eq!(out.entries[0].id.to_string(), "RVW-0008");
+}
+
+#[test]
+fn lost_patch_files_are_rebuilt_from_the_ledger() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = Workspace::new(dir.path());
+    review(&ws, DOC, vec![typo(), attention()]).unwrap();
+    let forward = ws.path("review/patches/RVW-0001.patch");
+    let original = fs::read(&forward).unwrap();
+    fs::remove_file(&forward).unwrap();
+    fs::write(ws.path("review/patches/RVW-0002.inverse.patch"), b"").unwrap();
+    let status = ws.status().unwrap();
+    assert_eq!(
+        status.damaged_patches,
+        vec![
+            "review/patches/RVW-0001.patch".to_string(),
+            "review/patches/RVW-0002.inverse.patch".to_string()
+        ]
+    );
+    revert(&ws, &[2]).unwrap();
+    assert_eq!(fs::read(&forward).unwrap(), original);
+    assert!(ws.status().unwrap().damaged_patches.is_empty());
+}
+
+#[test]
+fn report_is_written_in_both_places() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = Workspace::new(dir.path());
+    review(&ws, DOC, vec![typo(), attention()]).unwrap();
+    let meta = ReportMeta {
+        generated_at: "2026-03-01T12:00:00+00:00".into(),
+        tool: "koas test".into(),
+        kernels: vec![("md_apply_ops".into(), "1.1.0".into())],
+        doc_name: "spec.md".into(),
+        original_hash: content_hash(DOC),
+        current_hash: content_hash(&ws.current_text().unwrap()),
+        notice: None,
+    };
+    let sections = vec![Section {
+        id: "S1".into(),
+        title: "Spec".into(),
+        line_start: 1,
+        line_end: 9,
+    }];
+    let text = ws.write_report(&meta, &sections, &[]).unwrap();
+    assert!(text.contains("### S1 Spec"));
+    assert_eq!(
+        fs::read_to_string(ws.path("review/REVIEW_spec.md")).unwrap(),
+        text
+    );
+    assert_eq!(
+        fs::read_to_string(ws.path("stage3/REVIEW_spec.md")).unwrap(),
+        text
+    );
+}
+
+#[path = "two_step_tests.rs"]
+mod two_step;

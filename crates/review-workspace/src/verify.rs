@@ -1,0 +1,220 @@
+//! Checking an outcome computed outside this process (by a kernel plugin)
+//! before it is written: the workspace never records a change it has not
+//! replayed itself.
+//!
+//! A batch or revert plan is replayed on the current document. Every
+//! recorded hash must match the replayed state, every change must remove
+//! exactly the lines that are there, every patch must be the one the
+//! engine would write for that change in that state, IDs must be fresh,
+//! and the final text must be the replayed one. The review *policy* (which
+//! op is acceptable) is the kernel's job; these checks protect the
+//! workspace's integrity: ledger hashes that let a later run roll forward,
+//! patches that `git apply` and revert, IDs that are never reused.
+
+use std::collections::BTreeSet;
+
+use koas_review::apply::BatchOutcome;
+use koas_review::change_id::{ChangeId, EntryId};
+use koas_review::edit_op::{Action, EditOp};
+use koas_review::hashing::{lines_hash, same_hash};
+use koas_review::ledger::LedgerEntry;
+use koas_review::normalize::note_names_id;
+use koas_review::patch::{make_patch_pair, LineChange, PatchPair};
+use koas_review::revert::RevertPlan;
+use koas_review::text::LineBuf;
+
+/// Replays one change on `buf`: checks the patch pair and the removed
+/// lines, and returns the hash after.
+fn replay_change(
+    doc_name: &str,
+    buf: &mut LineBuf,
+    change: &LineChange,
+    patches: &PatchPair,
+    label: &str,
+) -> Result<String, String> {
+    if change.is_noop() {
+        return Err(format!("{label}: its change changes no byte"));
+    }
+    let expected = make_patch_pair(doc_name, buf, change);
+    if &expected != patches {
+        return Err(format!(
+            "{label}: its patches are not the ones its change makes at line {}",
+            change.start + 1
+        ));
+    }
+    change
+        .apply_to(buf)
+        .map_err(|e| format!("{label}: its change does not apply to the document: {e}"))?;
+    Ok(buf.hash())
+}
+
+fn check_note(op: &EditOp) -> Result<(), String> {
+    let needs_note = op.needs_attention || op.action == Action::Delete;
+    match &op.review_note {
+        Some(note) => {
+            let text = note.text.trim_start();
+            if text.starts_with("REVIEWER:") && !note_names_id(text, op) {
+                return Err(format!("{}: its review note names another change", op.id));
+            }
+            if needs_note && !text.starts_with("REVIEWER:") {
+                return Err(format!(
+                    "{}: its review note does not start with 'REVIEWER:'",
+                    op.id
+                ));
+            }
+            Ok(())
+        }
+        None if needs_note => Err(format!(
+            "{}: it needs attention (or deletes) but has no review note",
+            op.id
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Checks `batch` against the document `current`, the change IDs already
+/// in the ledger and the first ID the batch had to allocate.
+pub(crate) fn verify_batch(
+    doc_name: &str,
+    current: &str,
+    ledger_ids: &BTreeSet<ChangeId>,
+    next_id: ChangeId,
+    batch: &BatchOutcome,
+) -> Result<(), String> {
+    let mut buf = LineBuf::parse(current);
+    let mut hash = buf.hash();
+    if !same_hash(&batch.initial_hash, &hash) {
+        return Err(format!(
+            "it was computed on a document with hash {}, but the workspace's current document is {hash}; re-run",
+            batch.initial_hash
+        ));
+    }
+    let mut ids = BTreeSet::new();
+    let mut indices = BTreeSet::new();
+    let all = batch
+        .applied
+        .iter()
+        .map(|a| (a.op.id, a.index))
+        .chain(batch.rejected.iter().map(|r| (r.id, r.index)));
+    for (id, index) in all {
+        if id < next_id || ledger_ids.contains(&id) {
+            return Err(format!(
+                "{id} is not a fresh ID (the next free ID is {next_id})"
+            ));
+        }
+        if id >= batch.next_id {
+            return Err(format!(
+                "{id} is not below the batch's next ID {}",
+                batch.next_id
+            ));
+        }
+        if !ids.insert(id) || !indices.insert(index) {
+            return Err(format!("{id} (op {}) appears twice", index + 1));
+        }
+    }
+    for applied in &batch.applied {
+        let label = format!("{} (op {})", applied.op.id, applied.index + 1);
+        if !same_hash(&applied.doc_hash_before, &hash) {
+            return Err(format!(
+                "{label}: it records the document hash {} before it, but the replayed state is {hash}",
+                applied.doc_hash_before
+            ));
+        }
+        check_note(&applied.op)?;
+        match (&applied.change, &applied.patches) {
+            (Some(change), Some(patches)) if applied.op.action != Action::FlagOnly => {
+                hash = replay_change(doc_name, &mut buf, change, patches, &label)?;
+            }
+            (None, None) if applied.op.action == Action::FlagOnly => {}
+            _ => {
+                return Err(format!(
+                    "{label}: a {} must carry {} change and patches",
+                    applied.op.action,
+                    if applied.op.action == Action::FlagOnly {
+                        "no"
+                    } else {
+                        "a"
+                    }
+                ))
+            }
+        }
+        if !same_hash(&applied.doc_hash_after, &hash) {
+            return Err(format!(
+                "{label}: it records the document hash {} after it, but the replayed state is {hash}",
+                applied.doc_hash_after
+            ));
+        }
+    }
+    if buf.to_text() != batch.final_text {
+        return Err("its final text is not the replayed document".into());
+    }
+    Ok(())
+}
+
+/// Checks `plan` against the document `current` and the ledger `entries`.
+pub(crate) fn verify_revert_plan(
+    doc_name: &str,
+    current: &str,
+    entries: &[LedgerEntry],
+    plan: &RevertPlan,
+) -> Result<(), String> {
+    let mut buf = LineBuf::parse(current);
+    let mut hash = buf.hash();
+    let mut previous_index: Option<usize> = None;
+    let mut seen = BTreeSet::new();
+    for revert in &plan.reverts {
+        let id = revert.reverted;
+        let label = format!("the revert of {id}");
+        let index = entries
+            .iter()
+            .position(|e| e.id == EntryId::Change(id))
+            .ok_or_else(|| format!("{label}: {id} is not in the ledger"))?;
+        let original = &entries[index];
+        if original != &revert.original {
+            return Err(format!(
+                "{label}: its copy of the ledger entry differs from the ledger"
+            ));
+        }
+        if original.action == Action::FlagOnly {
+            return Err(format!("{label}: {id} is a flag, nothing to revert"));
+        }
+        if !seen.insert(id) || entries.iter().any(|e| e.id == EntryId::Revert(id)) {
+            return Err(format!("{label}: {id} is already reverted"));
+        }
+        if previous_index.is_some_and(|p| index >= p) {
+            return Err(format!("{label}: reverts must run latest change first"));
+        }
+        previous_index = Some(index);
+        if let Some(expected) = &original.region_hash_after {
+            if &lines_hash(&revert.change.old) != expected {
+                return Err(format!(
+                    "{label}: it removes lines that are not what {id} wrote"
+                ));
+            }
+        }
+        if let Some(expected) = &original.region_hash_before {
+            if &lines_hash(&revert.change.new) != expected {
+                return Err(format!(
+                    "{label}: it restores lines that are not what {id} removed"
+                ));
+            }
+        }
+        if !same_hash(&revert.doc_hash_before, &hash) {
+            return Err(format!(
+                "{label}: it records the document hash {} before it, but the replayed state is {hash}",
+                revert.doc_hash_before
+            ));
+        }
+        hash = replay_change(doc_name, &mut buf, &revert.change, &revert.patches, &label)?;
+        if !same_hash(&revert.doc_hash_after, &hash) {
+            return Err(format!(
+                "{label}: it records the document hash {} after it, but the replayed state is {hash}",
+                revert.doc_hash_after
+            ));
+        }
+    }
+    if buf.to_text() != plan.final_text {
+        return Err("its final text is not the replayed document".into());
+    }
+    Ok(())
+}

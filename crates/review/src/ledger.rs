@@ -1,0 +1,215 @@
+//! Ledger entries: one per applied change, flag or revert. The on-disk
+//! ledger file (append-only, fsynced, torn-tail repair) is in the review
+//! workspace crate.
+
+use serde::{Deserialize, Serialize};
+
+use crate::change_id::{ChangeId, EntryId};
+use crate::edit_op::{Action, ReviewNote};
+use crate::linemap::LineEdit;
+
+/// Who made a change.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Actor {
+    /// Tool name and version, e.g. `koas 0.1.0`.
+    pub tool: String,
+    /// Who ran it (operator or pipeline name).
+    pub operator: String,
+}
+
+/// Where in the document's structure a change is.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Scope {
+    /// Section anchor.
+    #[serde(default)]
+    pub anchor: String,
+    /// Node path.
+    #[serde(default)]
+    pub node_path: String,
+    /// Chunk ID (koas extension).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub chunk_id: String,
+}
+
+/// Where a change sits in the document state it was applied to
+/// (koas extension). For a flag, the flagged lines (`removed == added`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChangeLines {
+    /// 1-based first changed line; for a pure insertion, the line the new
+    /// lines are inserted before.
+    pub at: usize,
+    /// Lines removed.
+    pub removed: usize,
+    /// Lines inserted.
+    pub added: usize,
+}
+
+/// The text of an entry's patches, kept in the ledger itself (koas
+/// extension): the ledger alone can rebuild the patch files and replay
+/// the document's history.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PatchText {
+    /// Forward unified diff.
+    pub forward: String,
+    /// Inverse unified diff.
+    pub inverse: String,
+}
+
+/// One ledger line: every field of §6 plus koas extensions.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LedgerEntry {
+    /// `RVW-NNNN` or `REVERT-RVW-NNNN`.
+    pub id: EntryId,
+    /// Document file name.
+    pub doc: String,
+    /// `sha256:` of the document before.
+    pub doc_hash_before: String,
+    /// `sha256:` of the document after.
+    pub doc_hash_after: String,
+    /// RFC 3339 with microseconds.
+    pub timestamp: String,
+    /// Who.
+    pub actor: Actor,
+    /// Where in the structure.
+    pub scope: Scope,
+    /// Change kind.
+    pub kind: String,
+    /// Severity.
+    pub severity: String,
+    /// Silent tier.
+    pub silent: bool,
+    /// One-line summary.
+    pub summary: String,
+    /// Why.
+    pub rationale: String,
+    /// Workspace-relative path of the forward patch (`""` for a flag).
+    pub patch_forward: String,
+    /// Workspace-relative path of the inverse patch (`""` for a flag).
+    pub patch_inverse: String,
+    /// The review note, if any.
+    pub review_note: Option<ReviewNote>,
+    /// True for revert entries.
+    pub is_revert: bool,
+    /// The reverted change's ID (`""` unless a revert).
+    pub reverted_id: String,
+    /// Action (koas extension).
+    #[serde(default)]
+    pub action: Action,
+    /// Needs attention (koas extension).
+    #[serde(default)]
+    pub needs_attention: bool,
+    /// Position of the change (koas extension).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub change: Option<ChangeLines>,
+    /// `sha256:` of the removed lines (koas extension).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region_hash_before: Option<String>,
+    /// `sha256:` of the inserted lines (koas extension).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region_hash_after: Option<String>,
+    /// The `id` the op arrived with (koas extension, never trusted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_id: Option<String>,
+    /// Normalization fixes that ran (koas extension).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fixes: Vec<String>,
+    /// The run that wrote the entry (koas extension).
+    #[serde(default)]
+    pub run_id: String,
+    /// The patches' text (koas extension; absent for flags).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patch_text: Option<PatchText>,
+}
+
+impl LedgerEntry {
+    /// The line edit this entry made, `None` for a flag.
+    pub fn edit(&self) -> Option<LineEdit> {
+        if self.action == Action::FlagOnly {
+            return None;
+        }
+        self.change.map(|c| LineEdit {
+            start: c.at.saturating_sub(1),
+            old_len: c.removed,
+            new_len: c.added,
+        })
+    }
+
+    /// The change ID, for a change entry.
+    pub fn change_id(&self) -> Option<ChangeId> {
+        match self.id {
+            EntryId::Change(id) => Some(id),
+            EntryId::Revert(_) => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn entry(id: &str) -> LedgerEntry {
+        LedgerEntry {
+            id: EntryId::parse(id).unwrap(),
+            doc: "spec.md".into(),
+            doc_hash_before: "sha256:aa".into(),
+            doc_hash_after: "sha256:bb".into(),
+            timestamp: "2026-02-06T14:23:01.234567+00:00".into(),
+            actor: Actor {
+                tool: "koas".into(),
+                operator: "tester".into(),
+            },
+            scope: Scope::default(),
+            kind: "typo".into(),
+            severity: "minor".into(),
+            silent: true,
+            summary: "s".into(),
+            rationale: "r".into(),
+            patch_forward: format!("review/patches/{id}.patch"),
+            patch_inverse: format!("review/patches/{id}.inverse.patch"),
+            review_note: None,
+            is_revert: false,
+            reverted_id: String::new(),
+            action: Action::Replace,
+            needs_attention: false,
+            change: Some(ChangeLines {
+                at: 3,
+                removed: 1,
+                added: 1,
+            }),
+            region_hash_before: None,
+            region_hash_after: None,
+            source_id: None,
+            fixes: vec![],
+            run_id: "run".into(),
+            patch_text: None,
+        }
+    }
+
+    #[test]
+    fn entry_has_every_section6_field() {
+        let v = serde_json::to_value(entry("RVW-0034")).unwrap();
+        for field in [
+            "id",
+            "doc",
+            "doc_hash_before",
+            "doc_hash_after",
+            "timestamp",
+            "actor",
+            "scope",
+            "kind",
+            "severity",
+            "silent",
+            "summary",
+            "rationale",
+            "patch_forward",
+            "patch_inverse",
+            "review_note",
+            "is_revert",
+            "reverted_id",
+        ] {
+            assert!(v.get(field).is_some(), "missing {field}");
+        }
+        assert_eq!(v["actor"]["tool"], "koas");
+        assert_eq!(v["scope"]["anchor"], "");
+    }
+}

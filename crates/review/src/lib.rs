@@ -1,0 +1,90 @@
+//! # koas-review — the Stage 3 edit-op engine
+//!
+//! The deterministic core of koas' reviewer: it takes edit ops (from an
+//! ops file, a person or an LLM planner), normalizes and validates them,
+//! applies them to a Markdown document byte for byte, and records every
+//! change with an ID, a forward and an inverse unified diff, and an entry
+//! in an append-only ledger, so any change can be undone later.
+//!
+//! The kernels `md_apply_ops`, `md_inline_notes_inject`,
+//! `md_review_report_assemble`, `md_revert` and the `koas
+//! review/revert/show/grep/status` commands are thin glue over this crate.
+//!
+//! ## Layers
+//!
+//! Pure, no I/O (usable inside a kernel):
+//! - [`change_id`]: `RVW-NNNN` IDs and their allocation.
+//! - [`edit_op`]: the §6 EditOp schema, §7 defaults, the review policy.
+//! - [`normalize`]: HASH_RECOMPUTE, NOTE_INJECT, NOTE_ID_FIX, blank-line guard.
+//! - [`validate`]: the 6 invariants → the rejection taxonomy ([`rejection`]).
+//! - [`plan`]: the exact line change an op makes.
+//! - [`apply`]: batches, line shifting, overlap refusal, patches.
+//! - [`patch`]: unified diffs: generation, parsing, strict application.
+//! - [`linemap`]: following lines through later edits.
+//! - [`revert`]: single and bulk revert with conflict detection.
+//! - [`record`]: ledger entries and patch paths for applied ops and reverts.
+//! - [`session`]: the whole review/revert cycle in memory (for kernels).
+//! - [`notes`]: GitHub alert blocks for changes that need attention.
+//! - [`report`]: the `REVIEW_<stem>.md` report.
+//! - [`query`]: `grep` filters and `show` rendering over the ledger.
+//! - [`artifacts`]: the Stage 3 artifacts the kernels and the host
+//!   exchange, and the Stage 1/2 artifacts they read.
+//!
+//! Nothing here touches the disk: the on-disk workspace (ledger file,
+//! patches, lock, crash-safe runs) is the `koas-review-workspace` crate,
+//! so the plugins that link this crate link no file locking.
+//!
+//! ## A batch in five lines
+//!
+//! ```
+//! use std::collections::BTreeSet;
+//! use koas_review::apply::{apply_batch, ApplyOptions, BatchInput};
+//! use koas_review::change_id::ChangeId;
+//! use koas_review::protected::ProtectedRegions;
+//!
+//! let doc = "# Title\n\nThe bandwith is high.\n";
+//! let ops = vec![serde_json::json!({
+//!     "action": "replace", "kind": "typo",
+//!     "target": {"line_start": 3, "line_end": 3},
+//!     "before_text": "bandwith", "after_text": "bandwidth"
+//! })];
+//! let outcome = apply_batch(BatchInput {
+//!     doc_name: "spec.md",
+//!     text: doc,
+//!     ops: &ops,
+//!     protected: &ProtectedRegions::default(),
+//!     ledger_ids: &BTreeSet::new(),
+//!     first_id: ChangeId::first(),
+//!     options: &ApplyOptions::default(),
+//! });
+//! assert_eq!(outcome.final_text, "# Title\n\nThe bandwidth is high.\n");
+//! assert_eq!(outcome.applied[0].op.id.to_string(), "RVW-0001");
+//! assert!(outcome.applied[0].patches.as_ref().unwrap().forward.starts_with("--- a/spec.md\n+++ b/spec.md\n"));
+//! ```
+
+#![deny(missing_docs)]
+
+pub mod apply;
+pub mod artifacts;
+pub mod change_id;
+pub mod clock;
+pub mod edit_op;
+pub mod hashing;
+pub mod ledger;
+pub mod linemap;
+pub mod normalize;
+pub mod notes;
+pub mod patch;
+pub mod plan;
+pub mod protected;
+pub mod query;
+pub mod record;
+pub mod rejection;
+pub mod report;
+pub mod revert;
+pub mod session;
+pub mod text;
+pub mod validate;
+
+/// The crate version, for reports and ledger actors.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

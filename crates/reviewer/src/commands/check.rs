@@ -1,0 +1,311 @@
+//! `koas check DOC...`: Stage 1 and the Stage 2 checks, in-process, with
+//! no LLM, no plugin and no workspace — a linter for editors and CI.
+//!
+//! A DOC may be a file, a folder (its `*.md` and `*.markdown` files,
+//! recursively, hidden folders skipped) or `-` for standard input (named
+//! by `--stdin-filename` in reports and for the `koas.toml` search).
+//!
+//! Exit codes: 0 when no finding reaches `--fail-on`, 1 when one does, 2
+//! when a document cannot be read (not found, not UTF-8, binary) or a
+//! `koas.toml` is invalid.
+
+use koas_orchestrator::out;
+use koas_orchestrator::cli::{ExitStatus, Global};
+use anyhow::Context as _;
+use clap::{Args, ValueEnum};
+use koas_md_scan::config::{find_project_config, ProjectConfig};
+use koas_md_scan::report::{
+    render_github, render_human, render_json, render_sarif, summary_line, FileFindings,
+};
+use koas_md_scan::{Checker, Finding, ScanOutput, Severity};
+use rayon::prelude::*;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// Exit code when a finding reaches `--fail-on` (the code `koas run` uses
+/// for a failed kernel: "the work found a problem").
+const FINDINGS_FAIL: ExitStatus = ExitStatus::Failure;
+
+/// Output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CheckFormat {
+    /// `file:line: kind: message`, one finding a line (like a compiler).
+    Human,
+    /// A JSON array of findings, each with its `file`.
+    Json,
+    /// SARIF 2.1.0, for code-scanning upload.
+    Sarif,
+    /// GitHub Actions workflow annotations (`::warning file=…`).
+    Github,
+}
+
+/// The lowest severity that fails the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FailOn {
+    /// Any finding fails.
+    Info,
+    /// Warnings and errors fail.
+    Warning,
+    /// Only errors fail.
+    Error,
+    /// Never fail because of findings.
+    Never,
+}
+
+impl FailOn {
+    fn threshold(self) -> Option<Severity> {
+        match self {
+            FailOn::Info => Some(Severity::Info),
+            FailOn::Warning => Some(Severity::Warning),
+            FailOn::Error => Some(Severity::Error),
+            FailOn::Never => None,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Markdown files, folders (searched recursively for *.md and
+    /// *.markdown), or - for standard input.
+    #[arg(required = true, value_name = "DOC")]
+    pub docs: Vec<PathBuf>,
+    /// The name standard input is reported under (and the path the
+    /// koas.toml search starts from).
+    #[arg(long, value_name = "PATH", default_value = "<stdin>")]
+    pub stdin_filename: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: CheckFormat,
+    /// Exit with 1 when a finding is at or above this severity [default:
+    /// koas.toml's check.fail_on, else warning].
+    #[arg(long, value_enum, value_name = "SEVERITY")]
+    pub fail_on: Option<FailOn>,
+    /// Use this project config instead of the koas.toml found upward from
+    /// each document.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Read no koas.toml at all (built-in defaults).
+    #[arg(long, conflicts_with = "config")]
+    pub no_config: bool,
+}
+
+/// A checked document: the name it is reported under, its findings and
+/// the severity that fails the run for it.
+struct Checked {
+    path: String,
+    findings: Vec<Finding>,
+    fail_on: Option<Severity>,
+}
+
+/// One document to check.
+struct Job {
+    /// Where to read it (`-` for standard input).
+    source: PathBuf,
+    /// The name it is reported under.
+    path: String,
+    /// Index of its project config in [`Configs::list`].
+    config: usize,
+}
+
+/// The project configs in use, each loaded and compiled once; index 0
+/// holds the built-in defaults.
+struct Configs {
+    list: Vec<(ProjectConfig, Checker)>,
+    by_path: HashMap<PathBuf, usize>,
+}
+
+impl Configs {
+    fn new() -> anyhow::Result<Self> {
+        let default = ProjectConfig::default();
+        let checker = Checker::new(&default)?;
+        Ok(Configs {
+            list: vec![(default, checker)],
+            by_path: HashMap::new(),
+        })
+    }
+
+    /// The index of the config that applies to `doc`.
+    fn index_for(&mut self, args: &CheckArgs, doc: &Path) -> anyhow::Result<usize> {
+        let path = if args.no_config {
+            None
+        } else if let Some(explicit) = &args.config {
+            Some(explicit.clone())
+        } else {
+            find_project_config(doc)
+        };
+        let Some(path) = path else {
+            return Ok(0);
+        };
+        if let Some(&i) = self.by_path.get(&path) {
+            return Ok(i);
+        }
+        let config = ProjectConfig::load(&path)?;
+        let checker =
+            Checker::new(&config).with_context(|| format!("project config {}", path.display()))?;
+        self.list.push((config, checker));
+        let i = self.list.len() - 1;
+        self.by_path.insert(path, i);
+        Ok(i)
+    }
+}
+
+/// `true` for the file names a folder argument contributes.
+fn is_markdown(path: &Path) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case("md") || e.eq_ignore_ascii_case("markdown"))
+}
+
+/// The Markdown files under `dir`, sorted, hidden entries skipped.
+fn markdown_files(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| !n.starts_with('.'))
+        })
+        .collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            markdown_files(&p, out)?;
+        } else if is_markdown(&p) {
+            out.push(p);
+        }
+    }
+    Ok(())
+}
+
+/// The documents the arguments name: folders expanded, `-` kept.
+fn expand(docs: &[PathBuf]) -> (Vec<PathBuf>, Vec<String>) {
+    let mut files = Vec::new();
+    let mut errors = Vec::new();
+    for d in docs {
+        if d.is_dir() {
+            if let Err(e) = markdown_files(d, &mut files) {
+                errors.push(format!("cannot read folder {}: {e}", d.display()));
+            }
+        } else {
+            files.push(d.clone());
+        }
+    }
+    (files, errors)
+}
+
+/// Reads a document (`-` is standard input) as UTF-8 text, refusing
+/// binary content. `shown` names it in errors.
+fn read_document(path: &Path, shown: &str) -> anyhow::Result<String> {
+    let bytes = if path == Path::new("-") {
+        let mut buf = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin(), &mut buf)
+            .with_context(|| format!("cannot read {shown}"))?;
+        buf
+    } else {
+        std::fs::read(path).with_context(|| format!("cannot read {shown}"))?
+    };
+    let text = String::from_utf8(bytes).map_err(|e| {
+        anyhow::anyhow!(
+            "{shown}: not valid UTF-8 (first bad byte at offset {})",
+            e.utf8_error().valid_up_to()
+        )
+    })?;
+    koas_md::inventory::check_text(shown, &text).map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok(text)
+}
+
+pub fn execute(global: &Global, args: CheckArgs) -> anyhow::Result<ExitStatus> {
+    let (docs, folder_errors) = expand(&args.docs);
+    for e in &folder_errors {
+        eprintln!("error: {e}");
+    }
+    let mut unreadable = folder_errors.len();
+    let mut configs = Configs::new()?;
+    let jobs: Vec<Job> = docs
+        .iter()
+        .map(|doc| {
+            let named = if doc == Path::new("-") {
+                args.stdin_filename.clone()
+            } else {
+                doc.clone()
+            };
+            Ok(Job {
+                source: doc.clone(),
+                path: named.display().to_string(),
+                config: configs.index_for(&args, &named)?,
+            })
+        })
+        .collect::<anyhow::Result<_>>()?;
+    // Documents are independent: check them in parallel, report in order.
+    let outcomes: Vec<Result<ScanOutput, anyhow::Error>> = jobs
+        .par_iter()
+        .map(|job| {
+            let text = read_document(&job.source, &job.path)?;
+            configs.list[job.config]
+                .1
+                .check(&text)
+                .with_context(|| format!("checking {}", job.path))
+        })
+        .collect();
+    let mut checked: Vec<Checked> = Vec::new();
+    for (job, outcome) in jobs.iter().zip(outcomes) {
+        let output = match outcome {
+            Ok(o) => o,
+            Err(e) if e.downcast_ref::<koas_md_scan::ScanError>().is_some() => return Err(e),
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                unreadable += 1;
+                continue;
+            }
+        };
+        if !global.quiet {
+            for w in &output.warnings {
+                eprintln!("warning: {}: {w}", job.path);
+            }
+        }
+        let fail_on = match args.fail_on {
+            Some(f) => f.threshold(),
+            None => Some(
+                configs.list[job.config]
+                    .0
+                    .check
+                    .fail_on
+                    .unwrap_or(Severity::Warning),
+            ),
+        };
+        checked.push(Checked {
+            path: job.path.clone(),
+            findings: output.findings,
+            fail_on,
+        });
+    }
+    let files: Vec<FileFindings<'_>> = checked
+        .iter()
+        .map(|c| FileFindings {
+            path: &c.path,
+            findings: &c.findings,
+        })
+        .collect();
+    let text = match args.format {
+        CheckFormat::Human => render_human(&files),
+        CheckFormat::Json => render_json(&files),
+        CheckFormat::Sarif => render_sarif(&files, env!("CARGO_PKG_VERSION")),
+        CheckFormat::Github => render_github(&files),
+    };
+    out!("{text}")?;
+    if args.format == CheckFormat::Human && !global.quiet {
+        eprintln!("{}", summary_line(&files));
+    }
+    if unreadable > 0 {
+        return Ok(ExitStatus::Error);
+    }
+    let failed = checked.iter().any(|c| {
+        c.fail_on
+            .is_some_and(|t| c.findings.iter().any(|f| f.severity >= t))
+    });
+    Ok(if failed {
+        FINDINGS_FAIL
+    } else {
+        ExitStatus::Success
+    })
+}

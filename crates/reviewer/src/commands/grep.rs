@@ -1,0 +1,104 @@
+//! `koas grep DOC [PATTERN] -k KIND -s SEVERITY --silent B --reverts B`:
+//! search the ledger.
+
+use koas_orchestrator::outln;
+use koas_orchestrator::cli::{ExitStatus, Global};
+use crate::common::{on_workspace, print_json, review_exit_codes, Target, WorkspaceArgs};
+use anyhow::Context as _;
+use clap::Args;
+use koas_review::query::{grep, render_line, GrepFilter};
+use serde_json::json;
+
+#[derive(Debug, Args)]
+#[command(after_help = concat!("\
+Every filter must match. One line per entry: ID, time, action, kind,
+severity, tier (silent / attention / revert), summary.
+
+Examples:
+  koas grep spec.md -s attention            # changes that need attention
+  koas grep spec.md -k terminology          # terminology changes
+  koas grep spec.md \"bandwidth\"             # a word in summaries or rationales
+  koas grep spec.md --reverts true          # reverts only
+  koas grep spec.md --silent false --json
+
+", review_exit_codes!()))]
+pub struct GrepArgs {
+    #[command(flatten)]
+    pub target: WorkspaceArgs,
+
+    /// Regular expression matched against the ID, the summary and the
+    /// rationale.
+    #[arg(value_name = "PATTERN")]
+    pub pattern: Option<String>,
+
+    /// Only this kind (e.g. typo, terminology, logic_flow).
+    #[arg(short, long, value_name = "KIND")]
+    pub kind: Option<String>,
+
+    /// Only this severity (minor, attention, deletion, critical).
+    #[arg(short, long, value_name = "SEVERITY")]
+    pub severity: Option<String>,
+
+    /// Only silent (true) or non-silent (false) entries.
+    #[arg(long, value_name = "BOOL", action = clap::ArgAction::Set)]
+    pub silent: Option<bool>,
+
+    /// Only reverts (true) or only non-reverts (false).
+    #[arg(long, value_name = "BOOL", action = clap::ArgAction::Set)]
+    pub reverts: Option<bool>,
+}
+
+pub fn execute(_global: &Global, args: GrepArgs) -> anyhow::Result<ExitStatus> {
+    on_workspace(&args.target, |target| search(&args, target))
+}
+
+fn search(args: &GrepArgs, target: &Target) -> anyhow::Result<ExitStatus> {
+    target.require_workspace()?;
+    let filter = GrepFilter::new(
+        args.pattern.as_deref(),
+        args.kind.as_deref(),
+        args.severity.as_deref(),
+        args.silent,
+        args.reverts,
+    )
+    .with_context(|| {
+        format!(
+            "invalid PATTERN {:?}",
+            args.pattern.as_deref().unwrap_or("")
+        )
+    })?;
+    let ledger = target
+        .workspace
+        .ledger()
+        .with_context(|| format!("review workspace {}", target.root().display()))?;
+    let found = grep(ledger.entries(), &filter);
+    if args.target.json {
+        print_json(&json!({
+            "status": "completed",
+            "summary": format!("{} of {} entries match", found.len(), ledger.entries().len()),
+            "workspace": target.root(),
+            "total": found.len(),
+            "entries": found,
+            "torn_tail": ledger.torn_tail(),
+        }))?;
+        return Ok(ExitStatus::Success);
+    }
+    for entry in &found {
+        outln!("{}", render_line(entry))?;
+    }
+    if found.is_empty() {
+        eprintln!(
+            "koas grep: no entry matches ({} entries in the ledger)",
+            ledger.entries().len()
+        );
+    }
+    if let Some(torn) = ledger.torn_tail() {
+        eprintln!(
+            "warning: the ledger ends with a torn line at byte {} ({}); run `koas status {} --repair-ledger`",
+            torn.offset,
+            torn.reason,
+            target.doc_path.display()
+        );
+    }
+    Ok(ExitStatus::Success)
+}

@@ -1,0 +1,9 @@
+//! One module per command: its clap arguments and its `execute`.
+
+pub mod check;
+pub mod grep;
+pub mod report;
+pub mod revert;
+pub mod review;
+pub mod show;
+pub mod status;

@@ -1,0 +1,227 @@
+//! `koas revert DOC RVW-0001 [...]` / `koas revert DOC --all`: undo
+//! recorded changes.
+//!
+//! Under the workspace lock, `md_revert` plans the reverts (latest change
+//! first) on the current document and ledger; a refusal (double revert,
+//! revert of a revert, a flag, a conflict detected by content hash) stops
+//! here, with exit code 1 and nothing touched. Otherwise the plan is
+//! replayed and checked, each revert gets a `REVERT-RVW-NNNN` patch pair
+//! and ledger entry, the document is replaced atomically, and the views
+//! are refreshed.
+
+use koas_orchestrator::outln;
+use koas_orchestrator::cli::{ExitStatus, Global};
+use crate::common::{
+    actor, clock, command_line, on_workspace, print_json, review_exit_codes, Target, WorkspaceArgs,
+    REFUSED,
+};
+use crate::pipeline::{self as passes, PassFailure, PassInputs, REVERT};
+use anyhow::Context as _;
+use clap::Args;
+use koas_review::apply::ApplyOptions;
+use koas_review::artifacts::{names, RevertOutcome, ReviewState};
+use koas_review_workspace::{paths, BeginRequest, CommitContext, RunKind};
+use serde_json::{json, Value};
+use std::path::PathBuf;
+
+#[derive(Debug, Args)]
+#[command(after_help = concat!("\
+Examples:
+  koas revert spec.md RVW-0034              # one change
+  koas revert spec.md RVW-0034 RVW-0035     # several: latest first, all or nothing
+  koas revert spec.md --all                 # every change still active
+  koas revert spec.md RVW-0002 --reason \"wrong term\" --json
+
+A change can be reverted once; a revert cannot be reverted (make a new change
+instead). If a later change touched the same lines, revert that one first; if
+the document no longer holds what the change wrote, the revert is refused and
+nothing is touched.
+
+", review_exit_codes!()))]
+pub struct RevertArgs {
+    #[command(flatten)]
+    pub target: WorkspaceArgs,
+
+    /// Changes to revert (RVW-NNNN), any order.
+    #[arg(
+        value_name = "ID",
+        required_unless_present = "all",
+        conflicts_with = "all"
+    )]
+    pub ids: Vec<String>,
+
+    /// Revert every change that is still active.
+    #[arg(long)]
+    pub all: bool,
+
+    /// Why (stored as the revert entries' rationale).
+    #[arg(long, value_name = "TEXT", default_value = "")]
+    pub reason: String,
+
+    /// When the revert succeeded, replace DOC (atomically) with the
+    /// resulting document.
+    #[arg(long)]
+    pub in_place: bool,
+
+    /// Use this pipeline file instead of the built-in reviewer pipeline.
+    #[arg(long, value_name = "FILE")]
+    pub pipeline: Option<PathBuf>,
+}
+
+pub fn execute(global: &Global, args: RevertArgs) -> anyhow::Result<ExitStatus> {
+    on_workspace(&args.target, |target| revert(global, &args, target))
+}
+
+fn revert(global: &Global, args: &RevertArgs, target: &Target) -> anyhow::Result<ExitStatus> {
+    target.require_workspace()?;
+    let command = command_line();
+    let workspace = &target.workspace;
+    let mut run = workspace
+        .begin(BeginRequest {
+            doc_name: &target.doc_name,
+            document: Some(&target.text),
+            kind: RunKind::Revert,
+            command: &command,
+            clock: clock(),
+        })
+        .with_context(|| format!("review workspace {}", workspace.root().display()))?;
+    // The views' Stage 1 and 2 describe the original document.
+    let doc_input = vec![("doc".to_owned(), workspace.path(paths::RAW_DOC))];
+    let mut pipeline = passes::load(args.pipeline.as_deref(), workspace.root(), doc_input)?;
+    passes::require(&pipeline, REVERT, "plans reverts")?;
+    passes::set_config(&mut pipeline, REVERT, "ids", json!(args.ids));
+    passes::set_config(&mut pipeline, REVERT, "all", Value::Bool(args.all));
+    let discovery = passes::discover(global, &pipeline);
+
+    // Planning pass: md_revert alone.
+    let planning = passes::subset(&pipeline, |k| k == REVERT);
+    let state = ReviewState {
+        doc_name: run.meta().doc_name.clone(),
+        next_id: run.next_id(),
+        ledger_ids: run.ledger_ids(),
+        original_hash: run.meta().original_hash.clone(),
+    };
+    let mut pass = PassInputs::default();
+    pass.provided.insert(
+        names::REVIEW_DOC.to_owned(),
+        Value::String(run.current_text().to_owned()),
+    );
+    pass.provided.insert(
+        names::LEDGER.to_owned(),
+        serde_json::to_value(run.entries())?,
+    );
+    pass.provided.insert(
+        names::REVIEW_STATE.to_owned(),
+        serde_json::to_value(&state)?,
+    );
+    // A refused request must leave the review state untouched: the plan
+    // stays in the cache, no stage3/revert_outcome.json is written.
+    pass.host_written.insert(names::REVERTED_DOC.to_owned());
+    pass.host_written.insert(names::REVERT_OUTCOME.to_owned());
+    let (_, result) = passes::run_pass(global, &planning, &discovery, pass)?;
+    let planned = match result {
+        Ok(outcome) => outcome,
+        Err(PassFailure::Kernel(message)) => {
+            eprintln!("error: {message}\n  (nothing was reverted)");
+            return Ok(REFUSED);
+        }
+        Err(PassFailure::Interrupted) => return Ok(ExitStatus::Interrupted),
+    };
+    let outcome: RevertOutcome =
+        passes::parse_output(&planned.record, REVERT, names::REVERT_OUTCOME)?;
+    if let Some(reason) = &outcome.refused {
+        drop(run);
+        if args.target.json {
+            print_json(&json!({
+                "status": "refused",
+                "error": reason,
+                "workspace": target.root(),
+                "total_reverted": 0,
+            }))?;
+        }
+        eprintln!("error: revert refused: {reason}\n  (nothing was changed)");
+        return Ok(REFUSED);
+    }
+    if outcome.plan.reverts.is_empty() {
+        drop(run);
+        if args.target.json {
+            print_json(&json!({
+                "status": "completed",
+                "summary": "nothing to revert",
+                "workspace": target.root(),
+                "total_reverted": 0,
+            }))?;
+        } else {
+            outln!("koas revert: {}: nothing to revert", target.doc_name)?;
+        }
+        return Ok(ExitStatus::Success);
+    }
+    if passes::interrupted() {
+        eprintln!("koas: interrupted before the reverts were recorded; nothing was changed");
+        return Ok(ExitStatus::Interrupted);
+    }
+    let committed = run
+        .commit_revert(
+            outcome.plan,
+            &args.reason,
+            &CommitContext {
+                actor: &actor(),
+                clock: clock(),
+                options: &ApplyOptions::default(),
+            },
+        )
+        .with_context(|| format!("recording the reverts in {}", workspace.root().display()))?;
+    let views = match passes::run_views(global, &pipeline, &discovery, &run, None) {
+        Ok(views) => views,
+        Err(failure) => {
+            eprintln!(
+                "koas: the reverts are recorded, but the report and annotated document could not be refreshed"
+            );
+            return Ok(match failure {
+                PassFailure::Kernel(message) => {
+                    eprintln!("error: {message}");
+                    REFUSED
+                }
+                PassFailure::Interrupted => ExitStatus::Interrupted,
+            });
+        }
+    };
+    if args.in_place {
+        run.replace_in_place(&target.doc_path)
+            .with_context(|| format!("replacing {}", target.doc_path.display()))?;
+    }
+    drop(run);
+    let pairs: Vec<(String, String)> = committed
+        .entries
+        .iter()
+        .map(|e| (e.reverted_id.clone(), e.id.to_string()))
+        .collect();
+    if args.target.json {
+        let mut value = committed.summary_json();
+        if let Some(map) = value.as_object_mut() {
+            map.insert(
+                "summary".into(),
+                json!(format!("{} changes reverted", pairs.len())),
+            );
+            map.insert("workspace".into(), json!(target.root()));
+            map.insert("report".into(), json!(views.report));
+        }
+        return print_json(&value).map(|()| ExitStatus::Success);
+    }
+    outln!(
+        "koas revert: {}: {} changes reverted, latest first",
+        target.doc_name,
+        pairs.len()
+    )?;
+    for (reverted, by) in &pairs {
+        outln!("  {reverted} reverted by {by}")?;
+    }
+    outln!("workspace: {}", target.root().display())?;
+    if let Some(report) = views.report {
+        outln!("report:    {}", report.display())?;
+    }
+    if args.in_place {
+        outln!("replaced:  {}", target.doc_path.display())?;
+    }
+    Ok(ExitStatus::Success)
+}

@@ -1,0 +1,272 @@
+//! `koas review DOC [--ops FILE]`: run the reviewer pipeline on a document
+//! in its review workspace and record the changes.
+//!
+//! Under the workspace lock: Stage 1, Stage 2 and `md_apply_ops` run in a
+//! planning pass; the batch it planned is replayed, checked and committed
+//! (patches, fsynced ledger, `stage3/doc.edited.md`, apply log); the view
+//! pass writes `stage3/doc.REVIEWED.md` and the report; `--in-place`
+//! replaces DOC last, only when everything succeeded.
+
+use koas_orchestrator::outln;
+use koas_orchestrator::cli::{ExitStatus, Global};
+use crate::common::{
+    actor, clock, command_line, on_workspace, print_json, review_exit_codes, Target, WorkspaceArgs,
+    REFUSED,
+};
+use crate::pipeline::{self as passes, PassFailure, PassInputs, APPLY, REVERT, VIEWS};
+use anyhow::Context as _;
+use clap::Args;
+use koas_review::artifacts::{names, ApplyOutcome, ReviewState};
+use koas_review::edit_op::parse_ops_file;
+use koas_review_workspace::{paths, BeginRequest, CommitContext, ReviewOutcome, RunKind};
+use serde_json::{json, Value};
+use std::path::PathBuf;
+
+#[derive(Debug, Args)]
+#[command(after_help = concat!("\
+Examples:
+  koas review spec.md                       # deterministic stages only: findings, no change
+  koas review spec.md --ops ops.json        # apply edit ops (the EditOp schema; missing fields get defaults)
+  koas review spec.md --ops ops.json --strict --in-place
+  koas review spec.md -w /tmp/ws --json
+
+Where ops come from: until an LLM planner exists, from --ops (a JSON array of
+edit ops, or an object with an \"ops\" array). Ops address the lines of the
+workspace's current document (the original on a first review). Every op is
+normalized and validated; rejected ops are listed with their reason and in
+stage3/apply_log.jsonl, and the rest are applied.
+
+Workspace (.review/<stem>_<hash12>/ next to DOC unless -w): stage1/, stage2/,
+stage3/doc.edited.md, stage3/doc.REVIEWED.md, stage3/apply_log.jsonl,
+review/ledger.jsonl, review/patches/RVW-NNNN.patch (+ .inverse.patch),
+review/REVIEW_<stem>.md.
+
+", review_exit_codes!()))]
+pub struct ReviewArgs {
+    #[command(flatten)]
+    pub target: WorkspaceArgs,
+
+    /// Edit ops to apply (JSON, the §6 EditOp schema).
+    #[arg(long, value_name = "FILE")]
+    pub ops: Option<PathBuf>,
+
+    /// Refuse every op that touches a protected region (code, tables,
+    /// math, front matter, HTML, inline code…); without it such an op is
+    /// applied only if it needs attention and carries a review note.
+    #[arg(long)]
+    pub strict: bool,
+
+    /// When the review succeeded, replace DOC (atomically) with the edited
+    /// document.
+    #[arg(long)]
+    pub in_place: bool,
+
+    /// Use this pipeline file instead of the built-in reviewer pipeline
+    /// (configs/reviewer.toml); its [inputs] doc is replaced by DOC.
+    #[arg(long, value_name = "FILE")]
+    pub pipeline: Option<PathBuf>,
+}
+
+pub fn execute(global: &Global, args: ReviewArgs) -> anyhow::Result<ExitStatus> {
+    on_workspace(&args.target, |target| review(global, &args, target))
+}
+
+fn review(global: &Global, args: &ReviewArgs, target: &Target) -> anyhow::Result<ExitStatus> {
+    // The ops file is checked before anything is locked or written.
+    if let Some(ops) = &args.ops {
+        let text = std::fs::read_to_string(ops)
+            .with_context(|| format!("cannot read the ops file {}", ops.display()))?;
+        parse_ops_file(&text).with_context(|| format!("ops file {}", ops.display()))?;
+    }
+    let command = command_line();
+    let workspace = &target.workspace;
+    let mut run = workspace
+        .begin(BeginRequest {
+            doc_name: &target.doc_name,
+            document: Some(&target.text),
+            kind: RunKind::Review,
+            command: &command,
+            clock: clock(),
+        })
+        .with_context(|| format!("review workspace {}", workspace.root().display()))?;
+    // Stage 1 and 2 describe the original document.
+    let doc_input = if target.is_original()? {
+        target.doc_path.clone()
+    } else {
+        workspace.path(paths::RAW_DOC)
+    };
+    let mut inputs = vec![("doc".to_owned(), doc_input)];
+    if let Some(ops) = &args.ops {
+        inputs.push((names::OPS.to_owned(), ops.clone()));
+    }
+    let mut pipeline = passes::load(args.pipeline.as_deref(), workspace.root(), inputs)?;
+    passes::require(&pipeline, APPLY, "applies the ops")?;
+    passes::set_config(&mut pipeline, APPLY, "strict", Value::Bool(args.strict));
+    let discovery = passes::discover(global, &pipeline);
+
+    // Planning pass.
+    let planning = passes::subset(&pipeline, |k| k != REVERT && !VIEWS.contains(&k));
+    let state = ReviewState {
+        doc_name: run.meta().doc_name.clone(),
+        next_id: run.next_id(),
+        ledger_ids: run.ledger_ids(),
+        original_hash: run.meta().original_hash.clone(),
+    };
+    let mut pass = PassInputs::default();
+    pass.provided.insert(
+        names::REVIEW_DOC.to_owned(),
+        Value::String(run.current_text().to_owned()),
+    );
+    pass.provided.insert(
+        names::REVIEW_STATE.to_owned(),
+        serde_json::to_value(&state)?,
+    );
+    pass.host_written.insert(names::EDITED_DOC.to_owned());
+    let (_, result) = passes::run_pass(global, &planning, &discovery, pass)?;
+    let planned = match result {
+        Ok(outcome) => outcome,
+        Err(failure) => return Ok(report_failure(failure, "nothing was recorded")),
+    };
+    let outcome: ApplyOutcome = passes::parse_output(&planned.record, APPLY, names::APPLY_OUTCOME)?;
+    if passes::interrupted() {
+        eprintln!("koas: interrupted before the changes were recorded; nothing was recorded");
+        return Ok(ExitStatus::Interrupted);
+    }
+
+    // Commit: replayed and checked, then written in the crash-safe order.
+    let options = outcome.options.clone();
+    let committed = run
+        .commit_review(
+            outcome.batch,
+            outcome.protected,
+            &CommitContext {
+                actor: &actor(),
+                clock: clock(),
+                options: &options,
+            },
+        )
+        .with_context(|| format!("recording the review in {}", workspace.root().display()))?;
+
+    // Views.
+    let no_ops = args.ops.is_none();
+    let notice = no_ops.then(|| {
+        "No ops were given (and there is no LLM planner yet): the deterministic stages ran and no change was made. Give edit ops with `koas review DOC --ops FILE`.".to_owned()
+    });
+    let views = match passes::run_views(global, &pipeline, &discovery, &run, notice) {
+        Ok(views) => views,
+        Err(failure) => {
+            eprintln!(
+                "koas: the changes are recorded, but the report and annotated document could not be refreshed"
+            );
+            return Ok(report_failure(failure, "DOC was not replaced"));
+        }
+    };
+    if args.in_place {
+        run.replace_in_place(&target.doc_path)
+            .with_context(|| format!("replacing {}", target.doc_path.display()))?;
+    }
+    let report = views.report.clone();
+    drop(run);
+    print_outcome(args, target, &committed, report, no_ops)?;
+    Ok(ExitStatus::Success)
+}
+
+fn report_failure(failure: PassFailure, consequence: &str) -> ExitStatus {
+    match failure {
+        PassFailure::Kernel(message) => {
+            eprintln!("error: {message}\n  ({consequence})");
+            REFUSED
+        }
+        PassFailure::Interrupted => {
+            eprintln!("koas: interrupted ({consequence})");
+            ExitStatus::Interrupted
+        }
+    }
+}
+
+fn print_outcome(
+    args: &ReviewArgs,
+    target: &Target,
+    out: &ReviewOutcome,
+    report: Option<PathBuf>,
+    no_ops: bool,
+) -> anyhow::Result<()> {
+    let ws = target.root();
+    let applied: Vec<String> = out
+        .batch
+        .applied
+        .iter()
+        .filter(|a| a.change.is_some())
+        .map(|a| a.op.id.to_string())
+        .collect();
+    let flagged = out.batch.applied.len() - applied.len();
+    let rejected = out.batch.rejected.len();
+    let summary = if no_ops {
+        "no ops given (no LLM planner yet): deterministic stages only, 0 changes".to_owned()
+    } else {
+        format!(
+            "{} ops: {} applied, {flagged} flagged, {rejected} rejected",
+            out.batch.applied.len() + rejected,
+            applied.len()
+        )
+    };
+    if args.target.json {
+        let mut value = out.summary_json();
+        if let Some(map) = value.as_object_mut() {
+            map.insert("summary".into(), json!(summary));
+            map.insert("workspace".into(), json!(ws));
+            map.insert("document".into(), json!(target.doc_path));
+            map.insert("report".into(), json!(report));
+            map.insert("annotated".into(), json!(ws.join(paths::REVIEWED_DOC)));
+            map.insert("edited".into(), json!(ws.join(paths::EDITED_DOC)));
+            map.insert("in_place".into(), json!(args.in_place));
+        }
+        return print_json(&value);
+    }
+    outln!("koas review: {}: {summary}", target.doc_name)?;
+    if let Some(recovery) = &out.recovery {
+        let ids: Vec<String> = recovery
+            .rolled_forward
+            .iter()
+            .map(|i| i.to_string())
+            .collect();
+        outln!(
+            "  recovered: the document was brought up to date with the ledger ({})",
+            ids.join(", ")
+        )?;
+    }
+    if let Some(holder) = &out.took_over {
+        outln!("  took over a stale lock of {holder}")?;
+    }
+    match (applied.first(), applied.last()) {
+        (Some(first), Some(last)) if first != last => outln!("  changes: {first} … {last}")?,
+        (Some(first), _) => outln!("  change:  {first}")?,
+        _ => {}
+    }
+    for r in &out.batch.rejected {
+        outln!(
+            "  rejected {}: {}",
+            r.rejection.class.as_str(),
+            r.rejection.reason
+        )?;
+    }
+    let attention = out
+        .batch
+        .applied
+        .iter()
+        .filter(|a| a.op.needs_attention)
+        .count();
+    if attention > 0 {
+        outln!("  {attention} of them need attention (alert notes in the annotated document)")?;
+    }
+    outln!("workspace: {}", ws.display())?;
+    if let Some(report) = report {
+        outln!("report:    {}", report.display())?;
+    }
+    outln!("annotated: {}", ws.join(paths::REVIEWED_DOC).display())?;
+    outln!("edited:    {}", ws.join(paths::EDITED_DOC).display())?;
+    if args.in_place {
+        outln!("replaced:  {}", target.doc_path.display())?;
+    }
+    Ok(())
+}

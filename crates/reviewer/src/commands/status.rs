@@ -1,0 +1,164 @@
+//! `koas status DOC [--repair-ledger]`: the state of a document's review
+//! workspace — stages completed, counts, whether the document is up to
+//! date with its ledger, a torn ledger tail, orphan or damaged patch files,
+//! who holds the lock — and the repair of a torn ledger tail.
+
+use koas_orchestrator::outln;
+use koas_orchestrator::cli::{ExitStatus, Global};
+use crate::common::{
+    clock, command_line, on_workspace, print_json, review_exit_codes, Target, WorkspaceArgs,
+};
+use anyhow::Context as _;
+use clap::Args;
+use koas_review_workspace::WorkspaceStatus;
+use serde_json::json;
+
+#[derive(Debug, Args)]
+#[command(after_help = concat!("\
+A crash in the middle of a ledger write can leave a torn last line. It is
+reported here and refused by `koas review` and `koas revert` until it is
+repaired: --repair-ledger moves the torn bytes to
+review/ledger.jsonl.torn-<time> (nothing is deleted) and cuts them from the
+ledger. Their change IDs are never reused.
+
+Examples:
+  koas status spec.md
+  koas status spec.md --json
+  koas status spec.md --repair-ledger
+
+", review_exit_codes!()))]
+pub struct StatusArgs {
+    #[command(flatten)]
+    pub target: WorkspaceArgs,
+
+    /// Move a torn ledger tail aside (takes the workspace lock).
+    #[arg(long)]
+    pub repair_ledger: bool,
+}
+
+pub fn execute(_global: &Global, args: StatusArgs) -> anyhow::Result<ExitStatus> {
+    on_workspace(&args.target, |target| status(&args, target))
+}
+
+fn status(args: &StatusArgs, target: &Target) -> anyhow::Result<ExitStatus> {
+    target.require_workspace()?;
+    let workspace = &target.workspace;
+    let repaired = if args.repair_ledger {
+        workspace
+            .repair_ledger(&command_line(), clock())
+            .with_context(|| format!("repairing the ledger of {}", workspace.root().display()))?
+    } else {
+        None
+    };
+    let status = workspace
+        .status()
+        .with_context(|| format!("review workspace {}", workspace.root().display()))?;
+    if args.target.json {
+        let mut value = serde_json::to_value(&status)?;
+        if let Some(map) = value.as_object_mut() {
+            map.insert("status".into(), json!(overall(&status)));
+            map.insert("summary".into(), json!(summary(&status)));
+            map.insert("repaired_to".into(), json!(repaired));
+        }
+        print_json(&value)?;
+        return Ok(ExitStatus::Success);
+    }
+    if args.repair_ledger {
+        match &repaired {
+            Some(side) => outln!(
+                "repaired: the torn ledger tail was moved to {}",
+                side.display()
+            )?,
+            None => outln!("repaired: nothing to repair, the ledger has no torn tail")?,
+        }
+    }
+    print_human(target, &status)?;
+    Ok(ExitStatus::Success)
+}
+
+/// `ok`, or what needs attention first.
+fn overall(status: &WorkspaceStatus) -> &'static str {
+    if status.torn_tail.is_some() {
+        "torn_ledger"
+    } else if status.document_state == "diverged" {
+        "diverged"
+    } else if status.locked_by.is_some() {
+        "locked"
+    } else {
+        "ok"
+    }
+}
+
+fn summary(status: &WorkspaceStatus) -> String {
+    let c = &status.counts;
+    format!(
+        "{} changes ({} active, {} need attention, {} silent), {} flags, {} reverts; document {}",
+        c.total_changes,
+        c.active_changes,
+        c.attention,
+        c.silent,
+        c.flags,
+        c.reverts,
+        status.document_state.replace('_', " ")
+    )
+}
+
+fn print_human(target: &Target, status: &WorkspaceStatus) -> std::io::Result<()> {
+    outln!("workspace: {}", status.workspace.display())?;
+    outln!(
+        "document:  {}",
+        status.doc_name.as_deref().unwrap_or(&target.doc_name)
+    )?;
+    outln!(
+        "stages:    {}",
+        if status.stages_completed.is_empty() {
+            "none".to_owned()
+        } else {
+            status.stages_completed.join(", ")
+        }
+    )?;
+    outln!(
+        "ledger:    {} entries; {}",
+        status.ledger_entries,
+        summary(status)
+    )?;
+    if let Some(hash) = &status.original_hash {
+        outln!("original:  {hash}")?;
+    }
+    if let Some(hash) = &status.current_hash {
+        outln!("current:   {hash}")?;
+    }
+    match status.document_state.as_str() {
+        "behind_ledger" => outln!(
+            "note:      the edited document is behind its ledger (a run was interrupted); the next review or revert brings it up to date"
+        )?,
+        "diverged" => outln!(
+            "problem:   stage3/doc.edited.md was edited outside koas: it matches no state of the ledger"
+        )?,
+        _ => {}
+    }
+    if let Some(torn) = &status.torn_tail {
+        outln!(
+            "problem:   the ledger ends with a torn line at byte {} ({}); run `koas status {} --repair-ledger`",
+            torn.offset,
+            torn.reason,
+            target.doc_path.display()
+        )?;
+    }
+    if !status.orphan_patches.is_empty() {
+        outln!(
+            "note:      {} patch files no ledger entry refers to (left by an interrupted run; harmless)",
+            status.orphan_patches.len()
+        )?;
+    }
+    if !status.damaged_patches.is_empty() {
+        outln!(
+            "note:      {} patch files are missing or damaged; the next review or revert rebuilds them from the ledger",
+            status.damaged_patches.len()
+        )?;
+    }
+    match &status.locked_by {
+        Some(holder) => outln!("lock:      held by {holder}"),
+        None => outln!("lock:      free"),
+    }
+}

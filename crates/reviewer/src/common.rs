@@ -1,0 +1,197 @@
+//! What the review commands (`review`, `report`, `revert`, `show`, `grep`,
+//! `status`) share: finding the document and its review workspace, the
+//! actor and clock of ledger entries, exit codes and `--json` errors.
+
+use koas_orchestrator::outln;
+use anyhow::{bail, Context as _};
+use clap::Args;
+use koas_orchestrator::cli::ExitStatus;
+use koas_review::clock::{Clock, SystemClock};
+use koas_review::hashing::content_hash;
+use koas_review::ledger::Actor;
+use koas_review_workspace::{locate_workspace, Workspace};
+use std::path::{Path, PathBuf};
+
+/// Exit codes of the review commands, shown in their `--help` (a macro so
+/// that `concat!` can append it to each command's help text).
+macro_rules! review_exit_codes {
+    () => {
+        "Exit codes:
+  0    success (rejected ops are reported, they are not a failure)
+  1    a kernel failed, or the request was refused: a revert that is not
+       possible (already reverted, a revert, a flag, a conflict with a later
+       change or with the document's content), an ID not in the ledger
+  2    usage, document, ops file, pipeline or workspace error: the workspace
+       is in use (the message names the holder), its ledger ends with a torn
+       line (repair: koas status DOC --repair-ledger), no workspace yet
+  130  interrupted with Ctrl-C (nothing half-written is left)"
+    };
+}
+pub(crate) use review_exit_codes;
+
+/// The exit code of a refused request (see `review_exit_codes!`).
+pub const REFUSED: ExitStatus = ExitStatus::Failure;
+
+/// The flags every review command has.
+#[derive(Debug, Clone, Args)]
+pub struct WorkspaceArgs {
+    /// The Markdown document under review (the original, or the file an
+    /// `--in-place` review replaced).
+    #[arg(value_name = "DOC")]
+    pub doc: PathBuf,
+
+    /// The review workspace [default: .review/<stem>_<hash12> next to DOC].
+    #[arg(short, long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+
+    /// Print a JSON object on stdout instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// A document and its review workspace.
+pub struct Target {
+    /// The document as given.
+    pub doc_path: PathBuf,
+    /// Its text.
+    pub text: String,
+    /// Its file name (patch headers, ledger `doc`, report name).
+    pub doc_name: String,
+    /// The workspace.
+    pub workspace: Workspace,
+}
+
+impl Target {
+    /// Reads DOC (it must be UTF-8 text) and finds its workspace: `-w`, or
+    /// the automatic `.review/<stem>_<hash12>` (also found after an
+    /// `--in-place` run replaced DOC).
+    pub fn locate(args: &WorkspaceArgs) -> anyhow::Result<Target> {
+        let bytes = std::fs::read(&args.doc)
+            .with_context(|| format!("cannot read the document {}", args.doc.display()))?;
+        let text = String::from_utf8(bytes).map_err(|e| {
+            anyhow::anyhow!(
+                "{} is not UTF-8 text (first bad byte at offset {})",
+                args.doc.display(),
+                e.utf8_error().valid_up_to()
+            )
+        })?;
+        let doc_name = args
+            .doc
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "doc.md".to_owned());
+        let root = match &args.workspace {
+            Some(dir) => dir.clone(),
+            None => locate_workspace(&args.doc, &text),
+        };
+        Ok(Target {
+            doc_path: args.doc.clone(),
+            text,
+            doc_name,
+            workspace: Workspace::new(root),
+        })
+    }
+
+    /// Fails unless the workspace was created by a review.
+    pub fn require_workspace(&self) -> anyhow::Result<()> {
+        let exists = self
+            .workspace
+            .meta()
+            .with_context(|| format!("workspace {}", self.root().display()))?
+            .is_some();
+        if !exists {
+            bail!(
+                "no review workspace for {} (looked in {}); run `koas review {}` first, or give the workspace with -w",
+                self.doc_path.display(),
+                self.root().display(),
+                self.doc_path.display()
+            );
+        }
+        Ok(())
+    }
+
+    /// The workspace folder.
+    pub fn root(&self) -> &Path {
+        self.workspace.root()
+    }
+
+    /// True when DOC is the workspace's original (not an edited version).
+    pub fn is_original(&self) -> anyhow::Result<bool> {
+        Ok(match self.workspace.meta()? {
+            Some(meta) => {
+                koas_review::hashing::same_hash(&meta.original_hash, &content_hash(&self.text))
+            }
+            None => true,
+        })
+    }
+}
+
+/// Who records ledger entries: this koas and the user running it.
+pub fn actor() -> Actor {
+    Actor {
+        tool: format!("koas {}", env!("CARGO_PKG_VERSION")),
+        operator: std::env::var("USER")
+            .or_else(|_| std::env::var("USERNAME"))
+            .unwrap_or_else(|_| "operator".to_owned()),
+    }
+}
+
+/// The system clock (ledger timestamps, lock, report).
+pub fn clock() -> &'static dyn Clock {
+    &SystemClock
+}
+
+/// The command line, recorded in the workspace lock.
+pub fn command_line() -> String {
+    std::env::args().collect::<Vec<_>>().join(" ")
+}
+
+/// With `--json`, an error is also printed as `{"status": "error", …}` on
+/// stdout so that scripts always get JSON.
+/// Locates the workspace `args` name and runs `command` on it; with
+/// `--json`, an error (locating included) is also printed as a JSON object.
+pub fn on_workspace(
+    args: &WorkspaceArgs,
+    command: impl FnOnce(&Target) -> anyhow::Result<ExitStatus>,
+) -> anyhow::Result<ExitStatus> {
+    let target = match Target::locate(args) {
+        Ok(t) => t,
+        Err(e) => return json_errors(args.json, None, Err(e)),
+    };
+    let root = target.root().to_path_buf();
+    json_errors(args.json, Some(&root), command(&target))
+}
+
+pub fn json_errors(
+    json: bool,
+    workspace: Option<&Path>,
+    result: anyhow::Result<ExitStatus>,
+) -> anyhow::Result<ExitStatus> {
+    match result {
+        Err(e) if json => {
+            let mut message = e.to_string();
+            for cause in e.chain().skip(1) {
+                let cause = cause.to_string();
+                if !message.contains(&cause) {
+                    message.push_str(&format!(": {cause}"));
+                }
+            }
+            outln!(
+                "{}",
+                serde_json::json!({
+                    "status": "error",
+                    "error": message,
+                    "workspace": workspace,
+                })
+            )?;
+            Err(e)
+        }
+        other => other,
+    }
+}
+
+/// Prints a JSON value on stdout.
+pub fn print_json(value: &serde_json::Value) -> anyhow::Result<()> {
+    outln!("{}", serde_json::to_string_pretty(value)?)?;
+    Ok(())
+}

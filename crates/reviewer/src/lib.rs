@@ -1,0 +1,16 @@
+//! # koas-reviewer — the reviewer's command family
+//!
+//! The commands a reviewer runs on a Markdown document, on top of the
+//! generic runtime (`koas-orchestrator`) and the reviewer kernels:
+//!
+//! - `check`: Stage 1 + Stage 2 in-process, a linter for editors and CI;
+//! - `review`, `revert`: the reviewer pipeline in passes over the review
+//!   workspace, every change committed by the host under the lock;
+//! - `report`, `show`, `grep`, `status`: views of a review workspace.
+//!
+//! The runtime knows nothing of these commands; the `koas` binary puts
+//! them beside the runtime's generic ones.
+
+pub mod commands;
+mod common;
+mod pipeline;

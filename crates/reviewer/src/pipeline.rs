@@ -1,0 +1,343 @@
+//! How the review commands run kernels: the reviewer pipeline (built in,
+//! or `--pipeline FILE`) in *passes* over the review workspace.
+//!
+//! A review command never lets a kernel's output reach the ledger
+//! directly. It runs a **planning pass** (`md_apply_ops`, or `md_revert`,
+//! with Stage 1 and 2), commits the planned outcome itself through
+//! [`koas_review_workspace::PreparedRun`] under the workspace lock, then
+//! runs a **view pass** (`md_inline_notes_inject`,
+//! `md_review_report_assemble`) on the committed state. The workspace state
+//! reaches the kernels as host-provided artifacts (`review_doc`, `ledger`,
+//! `review_state`, `review_meta`; see [`koas_review::artifacts`]). Each
+//! pass is an ordinary engine run in the workspace (cache in `.koas/`,
+//! record in `run.json`, which holds the last pass).
+
+use koas_orchestrator::cli::{discover_and_warn, interrupt, Global};
+use anyhow::{bail, Context as _};
+use koas_orchestrator::cache::Cache;
+use koas_orchestrator::discovery::Discovery;
+use koas_orchestrator::engine::{self, RunOptions, RunOutcome};
+use koas_orchestrator::pipeline::{self, Overrides, Pipeline};
+use koas_orchestrator::prepare::{prepare, Prepared};
+use koas_orchestrator::report::Reporter;
+use koas_orchestrator::run_record::{KernelStatus, RunRecord, RunStatus};
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+/// The built-in reviewer pipeline: `configs/reviewer.toml` as shipped.
+const BUILT_IN: &str = include_str!("../../../configs/reviewer.toml");
+
+/// How the built-in pipeline is named in messages.
+pub const BUILT_IN_NAME: &str = "<built-in reviewer pipeline (configs/reviewer.toml)>";
+
+/// The kernel that applies ops.
+pub const APPLY: &str = "md_apply_ops";
+/// The kernel that plans reverts.
+pub const REVERT: &str = "md_revert";
+/// The view kernels.
+pub const VIEWS: [&str; 2] = ["md_inline_notes_inject", "md_review_report_assemble"];
+/// The report kernel.
+pub const REPORT: &str = "md_review_report_assemble";
+
+#[derive(Debug, Deserialize)]
+struct BuiltIn {
+    name: String,
+    #[serde(default)]
+    description: String,
+    kernels: Vec<String>,
+    #[serde(default)]
+    config: BTreeMap<String, Value>,
+}
+
+/// The reviewer pipeline for a workspace: `file`, or the built-in one,
+/// with `inputs` as its sources and the workspace as its workspace.
+pub fn load(
+    file: Option<&Path>,
+    workspace: &Path,
+    inputs: Vec<(String, PathBuf)>,
+) -> anyhow::Result<Pipeline> {
+    if let Some(file) = file {
+        let overrides = Overrides {
+            workspace: Some(workspace.to_path_buf()),
+            jobs: None,
+            inputs,
+            sets: Vec::new(),
+        };
+        return Ok(pipeline::load(file, &overrides)?);
+    }
+    let raw: BuiltIn = toml::from_str(BUILT_IN).context("the built-in reviewer pipeline")?;
+    Ok(Pipeline {
+        file: PathBuf::from(BUILT_IN_NAME),
+        name: raw.name,
+        description: raw.description,
+        kernels: raw.kernels,
+        kernel_paths: Vec::new(),
+        workspace: workspace.to_path_buf(),
+        jobs: std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1),
+        inputs: inputs.into_iter().collect(),
+        config: raw.config,
+        llm: None,
+    })
+}
+
+/// Sets `[config.KERNEL] KEY = value` (when the kernel is in the
+/// pipeline).
+pub fn set_config(pipeline: &mut Pipeline, kernel: &str, key: &str, value: Value) {
+    if !pipeline.kernels.iter().any(|k| k == kernel) {
+        return;
+    }
+    let table = pipeline
+        .config
+        .entry(kernel.to_owned())
+        .or_insert_with(|| Value::Object(Default::default()));
+    if let Some(map) = table.as_object_mut() {
+        map.insert(key.to_owned(), value);
+    }
+}
+
+/// The same pipeline with only the kernels `keep` accepts.
+pub fn subset(pipeline: &Pipeline, keep: impl Fn(&str) -> bool) -> Pipeline {
+    let mut out = pipeline.clone();
+    out.kernels.retain(|k| keep(k));
+    out.config.retain(|k, _| keep(k));
+    out
+}
+
+/// True when the pipeline runs `kernel`.
+pub fn has(pipeline: &Pipeline, kernel: &str) -> bool {
+    pipeline.kernels.iter().any(|k| k == kernel)
+}
+
+/// Finds the kernels once for every pass.
+pub fn discover(global: &Global, pipeline: &Pipeline) -> Discovery {
+    discover_and_warn(global, &pipeline.kernel_paths)
+}
+
+/// The process's Ctrl-C flag (the handler is installed once).
+fn cancel_flag() -> Arc<AtomicBool> {
+    interrupt::flag("finishing the current step")
+}
+
+/// True once Ctrl-C was pressed.
+pub fn interrupted() -> bool {
+    interrupt::interrupted()
+}
+
+/// What a pass needs besides the pipeline.
+#[derive(Default)]
+pub struct PassInputs {
+    /// Host-provided artifacts.
+    pub provided: BTreeMap<String, Value>,
+    /// Outputs whose declared files the host writes itself.
+    pub host_written: BTreeSet<String>,
+}
+
+/// How a pass ended when it did not succeed.
+pub enum PassFailure {
+    /// A kernel failed (its message names it).
+    Kernel(String),
+    /// Ctrl-C.
+    Interrupted,
+}
+
+/// One engine run of `pipeline` (already reduced to the pass's kernels).
+pub fn run_pass(
+    global: &Global,
+    pipeline: &Pipeline,
+    discovery: &Discovery,
+    inputs: PassInputs,
+) -> anyhow::Result<(Prepared, Result<RunOutcome, PassFailure>)> {
+    let prepared = prepare(pipeline, discovery)?;
+    let mut opts = RunOptions::new(pipeline.jobs);
+    opts.cancel = cancel_flag();
+    opts.provided = inputs.provided;
+    opts.host_written = inputs.host_written;
+    let reporter = Arc::new(if global.quiet {
+        Reporter::quiet()
+    } else {
+        Reporter::for_stderr(prepared.dag.order.len() as u64, global.verbose)
+    });
+    let outcome = engine::run(&prepared, &opts, reporter.clone())
+        .with_context(|| format!("pipeline {}", pipeline.file.display()))?;
+    reporter.finish();
+    let status = outcome.record.status;
+    let result = match status {
+        RunStatus::Ok => Ok(outcome),
+        RunStatus::Cancelled => Err(PassFailure::Interrupted),
+        RunStatus::Failed => Err(PassFailure::Kernel(failures(&outcome.record))),
+    };
+    Ok((prepared, result))
+}
+
+/// The failed kernels of a run, one line each.
+fn failures(record: &RunRecord) -> String {
+    record
+        .kernels
+        .iter()
+        .filter(|k| k.status == KernelStatus::Failed)
+        .map(|k| {
+            format!(
+                "kernel `{}` ({}) failed: {}",
+                k.name,
+                k.plugin.display(),
+                k.error.as_deref().unwrap_or("no message")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The value of `artifact`, an output of `kernel` in a finished pass,
+/// read back from the workspace's cache.
+pub fn output(record: &RunRecord, kernel: &str, artifact: &str) -> anyhow::Result<Value> {
+    let hash = record
+        .kernels
+        .iter()
+        .find(|k| k.name == kernel)
+        .and_then(|k| k.output_hashes.get(artifact))
+        .with_context(|| format!("kernel `{kernel}` did not produce `{artifact}`"))?;
+    Cache::open(&record.workspace)
+        .get_value(hash)
+        .with_context(|| format!("reading `{artifact}` of `{kernel}` from the cache"))
+}
+
+/// Parses a kernel's output artifact into a host type.
+pub fn parse_output<T: serde::de::DeserializeOwned>(
+    record: &RunRecord,
+    kernel: &str,
+    artifact: &str,
+) -> anyhow::Result<T> {
+    let value = output(record, kernel, artifact)?;
+    serde_json::from_value(value)
+        .with_context(|| format!("`{artifact}` of kernel `{kernel}` has an unexpected shape"))
+}
+
+/// Fails unless the pipeline runs `kernel`.
+pub fn require(pipeline: &Pipeline, kernel: &str, why: &str) -> anyhow::Result<()> {
+    if !has(pipeline, kernel) {
+        bail!(
+            "{}: the pipeline has no `{kernel}` kernel, which {why}",
+            pipeline.file.display()
+        );
+    }
+    Ok(())
+}
+
+/// The kernel versions of every kernel of `pipeline` that discovery found.
+pub fn versions_of(pipeline: &Pipeline, discovery: &Discovery) -> Vec<(String, String)> {
+    pipeline
+        .kernels
+        .iter()
+        .filter_map(|k| {
+            discovery
+                .kernels
+                .get(k)
+                .map(|l| (k.clone(), l.spec.version.clone()))
+        })
+        .collect()
+}
+
+/// What the view pass produced.
+pub struct Views {
+    /// `review/REVIEW_<stem>.md`, when the pipeline has the report kernel.
+    pub report: Option<PathBuf>,
+}
+
+/// The view pass on the committed state of `run`: annotated document
+/// (written by the engine) and report (written by the host under both §13
+/// names). `notice` is shown under the report's title.
+///
+/// It runs after a commit, so every failure, a setup error included, is a
+/// [`PassFailure`]: the caller reports that the changes are recorded but
+/// the views are stale.
+pub fn run_views(
+    global: &Global,
+    pipeline: &Pipeline,
+    discovery: &Discovery,
+    run: &koas_review_workspace::PreparedRun<'_>,
+    notice: Option<String>,
+) -> Result<Views, PassFailure> {
+    views_pass(global, pipeline, discovery, run, notice).unwrap_or_else(|e| {
+        let mut message = e.to_string();
+        for cause in e.chain().skip(1) {
+            let cause = cause.to_string();
+            if !message.contains(&cause) {
+                message.push_str(&format!(": {cause}"));
+            }
+        }
+        Err(PassFailure::Kernel(message))
+    })
+}
+
+fn views_pass(
+    global: &Global,
+    pipeline: &Pipeline,
+    discovery: &Discovery,
+    run: &koas_review_workspace::PreparedRun<'_>,
+    notice: Option<String>,
+) -> anyhow::Result<Result<Views, PassFailure>> {
+    use koas_review::artifacts::{names, ReportContext};
+    use koas_review::ledger::LedgerEntry;
+    use koas_review::report::ReportMeta;
+    let views = subset(pipeline, |k| k != APPLY && k != REVERT);
+    if !VIEWS.iter().any(|v| has(&views, v)) {
+        return Ok(Ok(Views { report: None }));
+    }
+    let workspace = run.workspace();
+    let meta = ReportMeta {
+        generated_at: crate::common::clock().now(),
+        tool: format!("koas {}", env!("CARGO_PKG_VERSION")),
+        kernels: versions_of(pipeline, discovery),
+        doc_name: run.meta().doc_name.clone(),
+        original_hash: run.meta().original_hash.clone(),
+        current_hash: koas_review::hashing::content_hash(run.current_text()),
+        notice,
+    };
+    let context = ReportContext {
+        meta,
+        apply_log: workspace.last_run_log()?,
+    };
+    let mut inputs = PassInputs::default();
+    inputs.provided.insert(
+        names::REVIEW_DOC.to_owned(),
+        Value::String(run.current_text().to_owned()),
+    );
+    // The views need no patch text: leaving the ledger's copies out keeps
+    // this artifact (and its copy in every request) small.
+    let entries: Vec<LedgerEntry> = run
+        .entries()
+        .iter()
+        .map(|e| LedgerEntry {
+            patch_text: None,
+            ..e.clone()
+        })
+        .collect();
+    inputs
+        .provided
+        .insert(names::LEDGER.to_owned(), serde_json::to_value(&entries)?);
+    inputs.provided.insert(
+        names::REVIEW_META.to_owned(),
+        serde_json::to_value(&context)?,
+    );
+    inputs.host_written.insert(names::REVIEW_REPORT.to_owned());
+    let (_, result) = run_pass(global, &views, discovery, inputs)?;
+    let outcome = match result {
+        Ok(outcome) => outcome,
+        Err(failure) => return Ok(Err(failure)),
+    };
+    if !has(&views, REPORT) {
+        return Ok(Ok(Views { report: None }));
+    }
+    let text = output(&outcome.record, REPORT, names::REVIEW_REPORT)?;
+    let text = text
+        .as_str()
+        .context("the report kernel returned a report that is not text")?;
+    let path = run.write_report_text(text)?;
+    Ok(Ok(Views { report: Some(path) }))
+}
