@@ -55,9 +55,7 @@ pub struct SourceFile {
 impl SourceFile {
     /// Describes a file from its path and bytes, as the host does.
     pub fn from_bytes(path: &str, bytes: &[u8]) -> SourceFile {
-        use sha2::Digest;
-        let digest = sha2::Sha256::digest(bytes);
-        let sha256 = format!("sha256:{}", hex(&digest));
+        let sha256 = crate::hash::sha256(bytes);
         let (text, invalid_utf8_at) = match std::str::from_utf8(bytes) {
             Ok(t) => (Some(t.to_string()), None),
             Err(e) => (None, Some(e.valid_up_to() as u64)),
@@ -70,15 +68,6 @@ impl SourceFile {
             invalid_utf8_at,
         }
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        let _ = write!(s, "{b:02x}");
-    }
-    s
 }
 
 /// The input artifacts of one run, by artifact name.

@@ -105,6 +105,7 @@ mod context;
 mod error;
 #[doc(hidden)]
 pub mod export;
+pub mod hash;
 mod inputs;
 mod llm;
 mod output;

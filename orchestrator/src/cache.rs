@@ -54,7 +54,7 @@ pub struct KeyParts<'a> {
 pub fn cache_key(parts: &KeyParts<'_>) -> String {
     let value = serde_json::to_value(parts).unwrap_or(Value::Null);
     let mut bytes = b"koas-cache-key-v1\n".to_vec();
-    bytes.extend(crate::canonical::to_vec(&value));
+    bytes.extend(koas_kernel_api::hash::canonical_bytes(&value));
     blake3::hash(&bytes).to_hex().to_string()
 }
 
@@ -238,7 +238,7 @@ mod tests {
     fn blobs_and_actions_round_trip() {
         let ws = tempfile::tempdir().expect("tmp");
         let cache = Cache::open(ws.path());
-        let bytes = crate::canonical::to_vec(&json!({"a": 1}));
+        let bytes = koas_kernel_api::hash::canonical_bytes(&json!({"a": 1}));
         let h = cache.put_blob(&bytes).expect("put");
         assert!(cache.has_blob(&h));
         assert_eq!(cache.get_value(&h).expect("get"), json!({"a": 1}));

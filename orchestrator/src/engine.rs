@@ -10,9 +10,9 @@
 //! skipped while independent branches go on.
 
 use crate::cache::{cache_key, ActionRecord, Cache, KeyParts};
-use crate::canonical;
 use crate::dag::Producer;
 use crate::discovery::LoadedKernel;
+use crate::fsio::atomic_write;
 use crate::host::{RunHost, SharedLlm};
 use crate::prepare::Prepared;
 use crate::report::{Reporter, Shown};
@@ -20,7 +20,6 @@ use crate::run_record::{
     now_rfc3339, CacheUse, KernelRecord, KernelStatus, RunPlan, RunRecord, RunStatus,
     RUN_RECORD_FILE,
 };
-use crate::fsio::atomic_write;
 use crate::workspace::{materialize, WorkspaceError};
 use koas_kernel_api::protocol::{RunRequest, RunResponse};
 use koas_kernel_api::{ErrorKind, SourceFile};
@@ -194,7 +193,7 @@ fn provided_hash(name: &str, value: &Value) -> String {
     h.update(b"koas-provided-v1\0");
     h.update(name.as_bytes());
     h.update(b"\0");
-    h.update(&canonical::to_vec(value));
+    h.update(&koas_kernel_api::hash::canonical_bytes(value));
     h.finalize().to_hex().to_string()
 }
 
@@ -353,7 +352,8 @@ impl Engine<'_> {
             }
             stored.insert(
                 name.clone(),
-                self.cache.put_blob(&canonical::to_vec(value))?,
+                self.cache
+                    .put_blob(&koas_kernel_api::hash::canonical_bytes(value))?,
             );
             self.artifacts.insert(
                 name.clone(),
@@ -936,7 +936,7 @@ fn store_outputs(
         let value = artifacts
             .remove(&o.artifact)
             .ok_or_else(|| format!("did not return its declared output `{}`", o.artifact))?;
-        let bytes = canonical::to_vec(&value);
+        let bytes = koas_kernel_api::hash::canonical_bytes(&value);
         let hash = cache.put_blob(&bytes).map_err(|e| e.to_string())?;
         if let Some(file) = o
             .file

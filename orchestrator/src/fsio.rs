@@ -142,7 +142,6 @@ pub fn open_append(path: &Path) -> Result<File, FsError> {
     Ok(file)
 }
 
-
 /// Appends `bytes` to `path` and fsyncs its data, creating missing folders
 /// and the file.
 pub fn append(path: &Path, bytes: &[u8]) -> Result<(), FsError> {

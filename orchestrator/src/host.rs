@@ -1,8 +1,8 @@
 //! The host side of a running kernel's [`Context`](koas_kernel_api::Context):
 //! logging, progress, cancellation, workspace files and the LLM service.
 
-use crate::report::Reporter;
 use crate::fsio::{append, atomic_write};
+use crate::report::Reporter;
 use crate::workspace::resolve_inside;
 use koas_kernel_api::{Host, LlmRequest, LogLevel};
 use serde_json::Value;

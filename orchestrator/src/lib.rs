@@ -18,7 +18,6 @@
 //! ([`host`], [`workspace`]).
 
 pub mod cache;
-pub mod canonical;
 pub mod cli;
 pub mod dag;
 pub mod discovery;

@@ -6,8 +6,8 @@
 //! stay inside the workspace (no `..`, no absolute path, no symlink that
 //! leads out), and may not touch the runtime's own `.koas/` folder.
 
-use crate::fsio::FsError;
 use crate::fsio::atomic_write;
+use crate::fsio::FsError;
 use std::fs;
 use std::path::{Component, Path, PathBuf};
 

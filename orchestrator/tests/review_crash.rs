@@ -16,6 +16,7 @@
 
 mod review_common;
 
+use koas_kernel_api::hash::sha256;
 use review_common::{assert_code, stdout, Scratch};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
@@ -64,7 +65,7 @@ fn document() -> String {
 }
 
 fn sha(bytes: &[u8]) -> String {
-    koas_review::hashing::bytes_hash(bytes)
+    sha256(bytes)
 }
 
 /// Ops on distinct prose lines of `current`: whole-line replaces, inserts,

@@ -11,6 +11,7 @@ use koas::pipeline::Pipeline;
 use koas::prepare::prepare;
 use koas::report::Reporter;
 use koas::run_record::{CacheUse, RunRecord};
+use koas_kernel_api::hash::sha256;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -110,7 +111,7 @@ fn provided_artifacts_reach_kernels_and_key_the_cache() {
     assert_eq!(outcome["doc_name"], "notes.md", "from review_state");
     assert_eq!(
         outcome["batch"]["initial_hash"],
-        koas_review::hashing::content_hash(CURRENT),
+        sha256(CURRENT),
         "the ops were applied to the provided document, not to doc.md"
     );
     assert_eq!(outcome["batch"]["applied"][0]["op"]["id"], "RVW-0004");

@@ -46,8 +46,8 @@ mod op;
 mod scan;
 
 pub use canonicalizer::{
-    canonical_hash, canonical_json, canonicalizer_source_hash, extract_json_block, normalize_text,
-    self_test, CanonicalBlock, Rejection, SelfTestError, SelfTestReport,
+    canonicalizer_source_hash, extract_json_block, normalize_text, self_test, CanonicalBlock,
+    Rejection, SelfTestError, SelfTestReport,
 };
 pub use ladder::{extract_edit_ops, ExtractionMethod, LadderOutcome};
 pub use op::{EditAction, RawEditOp};

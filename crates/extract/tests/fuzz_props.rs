@@ -5,9 +5,9 @@
 //! 256 per property here); raise it locally for a longer fuzzing session.
 
 use koas_extract::{
-    canonical_hash, canonical_json, extract_edit_ops, extract_json_block, normalize_text,
-    ExtractionMethod, Rejection,
+    extract_edit_ops, extract_json_block, normalize_text, ExtractionMethod, Rejection,
 };
+use koas_kernel_api::hash::{canonical_json, canonical_sha256};
 use proptest::prelude::*;
 use serde_json::Value;
 
@@ -110,7 +110,7 @@ proptest! {
         };
         let text = format!("{before}{}{after}", serde_json::to_string_pretty(&object).unwrap());
         let block = extract_json_block(&normalize_text(&text)).unwrap();
-        prop_assert_eq!(block.hash, canonical_hash(&object));
+        prop_assert_eq!(block.hash, canonical_sha256(&object));
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Request identity: the input hash (seed 002, Q43) and the cache key.
 
-use koas_extract::canonicalizer::sha256_prefixed;
+use koas_kernel_api::hash::sha256;
 use serde::{Deserialize, Serialize};
 
 /// The sampling parameters that can change an answer.
@@ -26,7 +26,7 @@ pub fn input_hash(system: Option<&str>, prompt: &str) -> String {
         prompt.len(),
         prompt
     );
-    sha256_prefixed(framed.as_bytes())
+    sha256(framed.as_bytes())
 }
 
 /// blake3 key of input hash + exact model id + parameters: the response

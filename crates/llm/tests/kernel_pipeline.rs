@@ -147,5 +147,5 @@ fn a_kernel_sees_transport_failure_as_a_host_error() {
 }
 
 fn hash(v: &Value) -> String {
-    koas_extract::canonical_hash(v)
+    koas_kernel_api::hash::canonical_sha256(v)
 }

@@ -4,10 +4,11 @@
 //! no pipeline and no workspace.
 
 use crate::document::Stage1View;
+use koas_kernel_api::hash::sha256;
 use koas_md::chunk::{self, BlockLines, SectionStart};
 use koas_md::model::{AnchorMap, ChunkConfig, ChunkPlan, ProtectedSpans, SectionIndex};
 use koas_md::scan::{scan, ScanOptions};
-use koas_md::{content_hash, protected, structure, LineIndex};
+use koas_md::{protected, structure, LineIndex};
 
 /// The Stage 1 artifacts of one document.
 #[derive(Debug, Clone)]
@@ -33,7 +34,7 @@ impl Stage1Artifacts {
     /// Runs Stage 1 on `text` with a chunk config.
     pub fn compute_with(text: &str, chunk_config: ChunkConfig) -> Self {
         let index = LineIndex::new(text);
-        let doc_hash = content_hash(text.as_bytes());
+        let doc_hash = sha256(text.as_bytes());
         let parsed = scan(&index, ScanOptions { inlines: true });
         let built = structure::build(&index, &parsed, &doc_hash);
         let spans = protected::detect(&index, &parsed, &doc_hash);

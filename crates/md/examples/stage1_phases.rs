@@ -2,10 +2,11 @@
 //! the example specification repeated to about 50 MB):
 //! `cargo run --release -p koas-md --example stage1_phases [FILE]`.
 
+use koas_kernel_api::hash::sha256;
 use koas_md::chunk::{self, BlockLines, SectionStart};
 use koas_md::model::ChunkConfig;
 use koas_md::scan::{scan, ScanOptions};
-use koas_md::{content_hash, inventory, protected, structure, LineIndex};
+use koas_md::{inventory, protected, structure, LineIndex};
 use std::time::Instant;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -20,7 +21,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let lap = |what: &str| {
         eprintln!("{what:<28} {:>9.1} ms", t.elapsed().as_secs_f64() * 1000.0);
     };
-    let hash = content_hash(text.as_bytes());
+    let hash = sha256(text.as_bytes());
     lap("sha256");
     let index = LineIndex::new(&text);
     lap("line index");

@@ -2,7 +2,7 @@
 //! it (`file_stats`).
 
 use crate::error::MdError;
-use crate::hashing::content_hash;
+
 use crate::line_index::LineIndex;
 use crate::model::{FileStats, FrontMatter, LineEndingStyle, LineEndings};
 use crate::scan::Scan;
@@ -64,7 +64,7 @@ pub fn file_stats(
     });
     FileStats {
         path: path.to_string(),
-        sha256: sha256.map_or_else(|| content_hash(bytes), str::to_string),
+        sha256: sha256.map_or_else(|| koas_kernel_api::hash::sha256(bytes), str::to_string),
         bytes: bytes.len() as u64,
         chars,
         lines,
@@ -89,6 +89,7 @@ mod tests {
     use super::*;
     use crate::model::FrontMatterFormat;
     use crate::scan::{scan, ScanOptions};
+    use koas_kernel_api::hash::sha256;
 
     fn stats(text: &str) -> FileStats {
         let idx = LineIndex::new(text);
@@ -113,7 +114,7 @@ mod tests {
         );
         assert_eq!(st.line_endings.style, LineEndingStyle::Lf);
         assert!(st.final_newline);
-        assert_eq!(st.sha256, content_hash(text.as_bytes()));
+        assert_eq!(st.sha256, sha256(text.as_bytes()));
     }
 
     #[test]

@@ -9,11 +9,9 @@
 
 #![deny(missing_docs)]
 
-pub mod hashing;
 pub mod model;
 pub mod tokens;
 
-pub use hashing::content_hash;
 pub use tokens::estimate_tokens;
 pub mod front_matter;
 pub mod line_index;

@@ -4,13 +4,13 @@
 
 use crate::chunk::{self, BlockLines, SectionStart};
 use crate::error::MdError;
-use crate::hashing::content_hash;
 use crate::inventory;
 use crate::line_index::LineIndex;
 use crate::model::{ChunkConfig, ChunkPlan, FileStats, ProtectedSpans};
 use crate::protected;
 use crate::scan::{scan, ScanOptions};
 use crate::structure::{self, Structure};
+use koas_kernel_api::hash::sha256;
 
 /// Every Stage 1 artifact of one document.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,7 +31,7 @@ pub struct Stage1 {
 /// parses the document on its own, as separate plugins must).
 pub fn run(path: &str, text: &str, config: ChunkConfig) -> Result<Stage1, MdError> {
     inventory::check_text(path, text)?;
-    let doc_hash = content_hash(text.as_bytes());
+    let doc_hash = sha256(text.as_bytes());
     let index = LineIndex::new(text);
 
     let inv_scan = scan(&index, ScanOptions::default());

@@ -1,9 +1,10 @@
 //! Adversarial documents: none may panic, all must finish, and the figures
 //! must still be right. Large inputs are generated here, not committed.
 
+use koas_kernel_api::hash::sha256;
 use koas_md::model::{BlockKind, ChunkConfig, InlineKind, LineEndingStyle};
 use koas_md::stage1::{self, Stage1};
-use koas_md::{content_hash, inventory, MdError};
+use koas_md::{inventory, MdError};
 
 const SPEC: &str = include_str!("../../../examples/spec-example.md");
 
@@ -29,7 +30,7 @@ fn empty_file() {
     assert!(s.structure.tree.preamble.is_none());
     assert!(s.spans.blocks.is_empty() && s.spans.inlines.is_empty());
     assert!(s.chunks.chunks.is_empty());
-    assert_eq!(s.doc_hash, content_hash(b""));
+    assert_eq!(s.doc_hash, sha256(b""));
 }
 
 #[test]
@@ -226,7 +227,7 @@ fn crlf_and_bom_are_kept_exactly() {
     assert!(s.stats.has_bom);
     assert_eq!(s.stats.line_endings.style, LineEndingStyle::Crlf);
     assert_eq!(s.stats.lines, 7);
-    assert_eq!(s.doc_hash, content_hash(text.as_bytes()));
+    assert_eq!(s.doc_hash, sha256(text.as_bytes()));
     // Same structure and spans as the LF version.
     let plain = run(lf);
     assert_eq!(
@@ -242,10 +243,7 @@ fn crlf_and_bom_are_kept_exactly() {
     };
     assert_eq!(lines(&s), lines(&plain));
     // Hashes are over the exact bytes, CRLF included, BOM excluded.
-    assert_eq!(
-        s.spans.blocks[0].content_hash,
-        content_hash(b"```\r\nx\r\n```")
-    );
+    assert_eq!(s.spans.blocks[0].content_hash, sha256(b"```\r\nx\r\n```"));
     let code = &s.spans.inlines[0];
     assert_eq!((code.line, code.column), (3, 7));
     assert_eq!(

@@ -44,13 +44,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use thiserror::Error;
 
+use crate::ledger::{Ledger, LedgerError, TornTail};
+use koas_kernel_api::hash::{same_hash, sha256};
+use koas_orchestrator::fsio::{atomic_write, create_dir_durably, write_files_atomically, FsError};
+use koas_orchestrator::lock::{acquire_lock, LockError, LockGuard, LockHolder};
 use koas_review::apply::{apply_batch, ApplyLogRecord, ApplyOptions, BatchInput, BatchOutcome};
 use koas_review::change_id::{ChangeId, EntryId, IdError};
 use koas_review::clock::Clock;
-use koas_orchestrator::fsio::{atomic_write, create_dir_durably, write_files_atomically, FsError};
-use koas_orchestrator::lock::{acquire_lock, LockError, LockGuard, LockHolder};
-use koas_review::hashing::{content_hash, same_hash};
-use crate::ledger::{Ledger, LedgerError, TornTail};
 use koas_review::ledger::{Actor, LedgerEntry};
 use koas_review::linemap::{cancel_reverted_pairs, LineEdit};
 use koas_review::notes::{annotate, Annotated};
@@ -58,7 +58,9 @@ use koas_review::patch::apply_patch_text;
 use koas_review::protected::ProtectedRegions;
 use koas_review::query::{count, Counts};
 use koas_review::record::PATCH_DIR;
-use koas_review::report::{render_report, report_file_name, Finding, ReportInput, ReportMeta, Section};
+use koas_review::report::{
+    render_report, report_file_name, Finding, ReportInput, ReportMeta, Section,
+};
 use koas_review::revert::{plan_reverts, RevertError, RevertRequest};
 use koas_review::text::LineBuf;
 
@@ -383,7 +385,7 @@ pub fn auto_workspace_dir(doc_path: &Path, doc_text: &str) -> PathBuf {
     dir.join(".review").join(format!(
         "{}_{}",
         stem_of(doc_path),
-        hash12(&content_hash(doc_text))
+        hash12(&sha256(doc_text))
     ))
 }
 
@@ -396,7 +398,7 @@ pub fn locate_workspace(doc_path: &Path, doc_text: &str) -> PathBuf {
     if auto.is_dir() {
         return auto;
     }
-    let hash = content_hash(doc_text);
+    let hash = sha256(doc_text);
     let prefix = format!("{}_", stem_of(doc_path));
     if let Some(base) = auto.parent() {
         if let Ok(read) = fs::read_dir(base) {
@@ -408,9 +410,7 @@ pub fn locate_workspace(doc_path: &Path, doc_text: &str) -> PathBuf {
             candidates.sort();
             for candidate in candidates {
                 let edited = candidate.join(paths::EDITED_DOC);
-                if fs::read(&edited)
-                    .is_ok_and(|b| same_hash(&koas_review::hashing::bytes_hash(&b), &hash))
-                {
+                if fs::read(&edited).is_ok_and(|b| same_hash(&sha256(&b), &hash)) {
                     return candidate;
                 }
             }
@@ -496,7 +496,7 @@ impl Workspace {
             let original = read_text(&raw)?.unwrap_or_default();
             let meta = WorkspaceMeta {
                 doc_name: doc_name.to_owned(),
-                original_hash: content_hash(&original),
+                original_hash: sha256(&original),
                 created_at: clock.now(),
             };
             let body = serde_json::to_vec_pretty(&meta).unwrap_or_default();
@@ -518,9 +518,9 @@ impl Workspace {
     ) -> Result<(String, Option<usize>), WorkspaceError> {
         let raw = self.raw_text()?;
         let text = read_text(&self.path(paths::EDITED_DOC))?.unwrap_or(raw.clone());
-        let hash = content_hash(&text);
+        let hash = sha256(&text);
         let mut reflected = None;
-        if same_hash(&hash, &content_hash(&raw)) {
+        if same_hash(&hash, &sha256(&raw)) {
             reflected = Some(0);
         }
         for (index, entry) in entries.iter().enumerate() {
@@ -542,7 +542,7 @@ impl Workspace {
         let (mut text, reflected) = self.document_position(entries)?;
         let reflected = reflected.ok_or_else(|| WorkspaceError::Diverged {
             path: self.path(paths::EDITED_DOC),
-            hash: content_hash(&text),
+            hash: sha256(&text),
         })?;
         if reflected == entries.len() {
             return Ok((text, None));
@@ -564,7 +564,7 @@ impl Workspace {
                         reason: e.to_string(),
                     })?;
             }
-            if !same_hash(&content_hash(&text), &entry.doc_hash_after) {
+            if !same_hash(&sha256(&text), &entry.doc_hash_after) {
                 return Err(WorkspaceError::RollForward {
                     id: entry.id,
                     reason: "the result does not match the hash the ledger recorded".into(),
@@ -708,8 +708,8 @@ impl Workspace {
             clock: request.clock,
         })?;
         // Protected regions: given for `document`, needed for `current`.
-        let current_hash = content_hash(run.current_text());
-        let protected = if same_hash(&content_hash(request.document), &current_hash) {
+        let current_hash = sha256(run.current_text());
+        let protected = if same_hash(&sha256(request.document), &current_hash) {
             request.protected.clone()
         } else {
             let chain: Vec<(EntryId, LineEdit)> = run
@@ -854,7 +854,7 @@ impl Workspace {
                     Some(_) => "behind_ledger",
                     None => "diverged",
                 };
-                (Some(content_hash(&text)), state.to_owned())
+                (Some(sha256(&text)), state.to_owned())
             }
         };
         let referenced: BTreeSet<&str> = entries

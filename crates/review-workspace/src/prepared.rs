@@ -21,13 +21,13 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
+use crate::ledger::Ledger;
+use koas_kernel_api::hash::{same_hash, sha256};
+use koas_orchestrator::fsio::{atomic_write, open_append, write_files_atomically, FsError};
+use koas_orchestrator::lock::{LockGuard, LockHolder};
 use koas_review::apply::{ApplyOptions, BatchOutcome};
 use koas_review::change_id::{ChangeId, IdAllocator};
 use koas_review::clock::Clock;
-use koas_orchestrator::fsio::{atomic_write, open_append, write_files_atomically, FsError};
-use koas_orchestrator::lock::{LockGuard, LockHolder};
-use koas_review::hashing::{content_hash, same_hash};
-use crate::ledger::Ledger;
 use koas_review::ledger::{Actor, LedgerEntry};
 use koas_review::protected::ProtectedRegions;
 use koas_review::record::{entry_for_applied, entry_for_revert, RunContext};
@@ -119,9 +119,9 @@ impl Workspace {
         self.restore_patch_files(ledger.entries())?;
         let (current, recovery) = self.current_document(ledger.entries(), true)?;
         if let Some(document) = request.document {
-            let given = content_hash(document);
-            let current_hash = content_hash(&current);
-            let original = content_hash(&self.raw_text()?);
+            let given = sha256(document);
+            let current_hash = sha256(&current);
+            let original = sha256(&self.raw_text()?);
             if !same_hash(&given, &current_hash) && !same_hash(&given, &original) {
                 return Err(WorkspaceError::DocumentMismatch {
                     doc: request.doc_name.to_owned(),

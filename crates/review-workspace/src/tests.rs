@@ -1,4 +1,5 @@
 use super::*;
+use koas_kernel_api::hash::sha256;
 use koas_review::clock::SteppingClock;
 use koas_review::protected::ProtectedRange;
 use serde_json::json;
@@ -267,7 +268,7 @@ fn in_place_replaces_the_original_and_the_workspace_is_found_again() {
     let ws = Workspace::new(locate_workspace(&doc_path, DOC));
     assert!(ws
         .root()
-        .ends_with(format!(".review/spec_{}", &content_hash(DOC)[7..19])));
+        .ends_with(format!(".review/spec_{}", &sha256(DOC)[7..19])));
     let clock = SteppingClock::new("2026-03-01T10:00:00Z");
     ws.review(ReviewRequest {
         doc_name: "spec.md",
@@ -369,8 +370,8 @@ fn report_is_written_in_both_places() {
         tool: "koas test".into(),
         kernels: vec![("md_apply_ops".into(), "1.1.0".into())],
         doc_name: "spec.md".into(),
-        original_hash: content_hash(DOC),
-        current_hash: content_hash(&ws.current_text().unwrap()),
+        original_hash: sha256(DOC),
+        current_hash: sha256(&ws.current_text().unwrap()),
         notice: None,
     };
     let sections = vec![Section {

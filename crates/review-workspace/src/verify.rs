@@ -13,10 +13,10 @@
 
 use std::collections::BTreeSet;
 
+use koas_kernel_api::hash::{same_hash, sha256_of_parts};
 use koas_review::apply::BatchOutcome;
 use koas_review::change_id::{ChangeId, EntryId};
 use koas_review::edit_op::{Action, EditOp};
-use koas_review::hashing::{lines_hash, same_hash};
 use koas_review::ledger::LedgerEntry;
 use koas_review::normalize::note_names_id;
 use koas_review::patch::{make_patch_pair, LineChange, PatchPair};
@@ -186,14 +186,14 @@ pub(crate) fn verify_revert_plan(
         }
         previous_index = Some(index);
         if let Some(expected) = &original.region_hash_after {
-            if &lines_hash(&revert.change.old) != expected {
+            if &sha256_of_parts(&revert.change.old) != expected {
                 return Err(format!(
                     "{label}: it removes lines that are not what {id} wrote"
                 ));
             }
         }
         if let Some(expected) = &original.region_hash_before {
-            if &lines_hash(&revert.change.new) != expected {
+            if &sha256_of_parts(&revert.change.new) != expected {
                 return Err(format!(
                     "{label}: it restores lines that are not what {id} removed"
                 ));

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use koas_review::change_id::ChangeId;
 use koas_review::edit_op::Action;
-use koas_review::hashing::content_hash;
+use koas_kernel_api::hash::sha256;
 use koas_review_workspace::ledger::Ledger;
 use koas_review_workspace::{paths, Workspace};
 
@@ -91,7 +91,7 @@ fn check_invariants(ws: &Workspace, raw_hash: &str, iteration: usize) -> bool {
     }
     if let Ok(bytes) = std::fs::read(ws.path(paths::EDITED_DOC)) {
         let text = String::from_utf8(bytes).expect("edited document is UTF-8");
-        let hash = content_hash(&text);
+        let hash = sha256(&text);
         let known = hash == raw_hash || ledger.entries().iter().any(|e| e.doc_hash_after == hash);
         assert!(
             known,
@@ -113,7 +113,7 @@ fn sigkill_at_random_moments_never_corrupts_the_workspace() {
     let ws_path = dir.path().join("ws");
     let text = document();
     std::fs::write(&doc_path, &text).unwrap();
-    let raw_hash = content_hash(&text);
+    let raw_hash = sha256(&text);
     let ws = Workspace::new(&ws_path);
     let (doc, ops, wsp) = (
         doc_path.to_str().unwrap(),

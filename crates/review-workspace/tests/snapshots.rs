@@ -8,7 +8,7 @@ mod common;
 use koas_review::apply::{ApplyLogRecord, ApplyOptions};
 use koas_review::clock::SteppingClock;
 use koas_review::edit_op::parse_ops_file;
-use koas_review::hashing::content_hash;
+use koas_kernel_api::hash::sha256;
 use koas_review::report::{Finding, ReportMeta, Section};
 use koas_review_workspace::{ReviewRequest, Workspace};
 use serde::Deserialize;
@@ -70,8 +70,8 @@ fn review_fixture(name: &str) {
             ("md_inline_notes_inject".into(), "1.0.0".into()),
         ],
         doc_name: name.into(),
-        original_hash: content_hash(&text),
-        current_hash: content_hash(&out.batch.final_text),
+        original_hash: sha256(&text),
+        current_hash: sha256(&out.batch.final_text),
         notice: None,
     };
     let report = ws

@@ -19,13 +19,13 @@ use serde_json::Value;
 
 use crate::change_id::{ChangeId, IdAllocator};
 use crate::edit_op::{build_op, Action, EditOp, ReviewPolicy};
-use crate::hashing::lines_hash;
 use crate::normalize::{normalize, Fix, NormalizeOptions};
 use crate::patch::{make_patch_pair, LineChange, PatchPair};
 use crate::protected::ProtectedRegions;
 use crate::rejection::{RejectClass, Rejection};
 use crate::text::LineBuf;
 use crate::validate::{check_range, op_label, validate, ProtectionPolicy};
+use koas_kernel_api::hash::sha256_of_parts;
 
 /// Options of an apply run.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -89,12 +89,12 @@ pub struct AppliedOp {
 impl AppliedOp {
     /// `sha256:` of the lines the change removed.
     pub fn region_hash_before(&self) -> Option<String> {
-        self.change.as_ref().map(|c| lines_hash(&c.old))
+        self.change.as_ref().map(|c| sha256_of_parts(&c.old))
     }
 
     /// `sha256:` of the lines the change inserted.
     pub fn region_hash_after(&self) -> Option<String> {
-        self.change.as_ref().map(|c| lines_hash(&c.new))
+        self.change.as_ref().map(|c| sha256_of_parts(&c.new))
     }
 }
 

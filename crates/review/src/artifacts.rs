@@ -32,13 +32,13 @@ use serde::{Deserialize, Serialize};
 use crate::apply::{ApplyLogRecord, ApplyOptions, BatchOutcome};
 use crate::change_id::ChangeId;
 use crate::clock::Clock;
-use crate::hashing::{content_hash, same_hash};
 use crate::ledger::{Actor, LedgerEntry};
 use crate::protected::{InlineSpan, ProtectedRange, ProtectedRegions};
 use crate::record::{entry_for_applied, RunContext};
 use crate::report::{Finding, ReportMeta, Section};
 use crate::revert::RevertPlan;
 use crate::text::{is_blank, LineBuf};
+use koas_kernel_api::hash::{same_hash, sha256};
 
 /// Artifact names.
 pub mod names {
@@ -161,7 +161,7 @@ pub struct Stage1Spans {
 impl Stage1Spans {
     /// True when the spans were computed on `text`.
     pub fn describes(&self, text: &str) -> bool {
-        same_hash(&self.doc_hash, &content_hash(text))
+        same_hash(&self.doc_hash, &sha256(text))
     }
 
     /// As the engine's protected regions. Stage 1's inline `end_column`
@@ -219,7 +219,7 @@ pub struct Stage1Sections {
 impl Stage1Sections {
     /// True when the sections were computed on `text`.
     pub fn describes(&self, text: &str) -> bool {
-        same_hash(&self.doc_hash, &content_hash(text))
+        same_hash(&self.doc_hash, &sha256(text))
     }
 
     /// As the report's sections.

@@ -69,7 +69,6 @@ pub mod artifacts;
 pub mod change_id;
 pub mod clock;
 pub mod edit_op;
-pub mod hashing;
 pub mod ledger;
 pub mod linemap;
 pub mod normalize;

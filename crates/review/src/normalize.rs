@@ -24,8 +24,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::edit_op::{Action, Alert, EditOp, ReviewNote, ReviewPolicy};
-use crate::hashing::{content_hash, same_hash};
 use crate::text::{is_blank, normalize_newlines, LineBuf};
+use koas_kernel_api::hash::{same_hash, sha256};
 
 /// Which normalization steps run. All on by default; turning one off lets
 /// the matching invariant reject the op instead (useful to measure raw
@@ -191,7 +191,7 @@ pub fn target_text_of(op: &EditOp, doc: &LineBuf) -> Option<String> {
 /// Runs HASH_RECOMPUTE.
 pub fn hash_recompute(op: &mut EditOp, doc: &LineBuf) -> Option<Fix> {
     let target = target_text_of(op, doc)?;
-    let actual = content_hash(&target);
+    let actual = sha256(&target);
     if op
         .before_hash
         .as_deref()
@@ -330,7 +330,7 @@ pub fn blank_line_guard(op: &mut EditOp, doc: &LineBuf) -> Option<Fix> {
             op.target.line_start = start as usize;
             op.target.line_end = start as usize + span - 1;
             if let Some(text) = target_text_of(op, doc) {
-                op.before_hash = Some(content_hash(&text));
+                op.before_hash = Some(sha256(&text));
             }
             return Some(Fix::BlankLineGuard {
                 outcome: GuardOutcome::Relocated {
@@ -410,12 +410,12 @@ mod tests {
         let doc = LineBuf::parse(DOC);
         let mut o = op(Action::Replace, 3, 3);
         o.before_text = Some("The bandwith of the system is high.".into());
-        o.before_hash = Some(content_hash("The bandwith of the [MASK] is high."));
+        o.before_hash = Some(sha256("The bandwith of the [MASK] is high."));
         let fix = hash_recompute(&mut o, &doc).expect("fix runs");
         assert_eq!(fix.name(), "HASH_RECOMPUTE");
         assert_eq!(
             o.before_hash,
-            Some(content_hash("The bandwith of the system is high."))
+            Some(sha256("The bandwith of the system is high."))
         );
         // Missing hash is filled too.
         let mut o = op(Action::Replace, 3, 3);
@@ -427,11 +427,11 @@ mod tests {
     fn hash_recompute_refuses_without_evidence() {
         let doc = LineBuf::parse(DOC);
         let mut o = op(Action::Replace, 3, 3);
-        o.before_hash = Some(content_hash("stale"));
+        o.before_hash = Some(sha256("stale"));
         assert!(hash_recompute(&mut o, &doc).is_none());
         o.before_text = Some("something else entirely".into());
         assert!(hash_recompute(&mut o, &doc).is_none());
-        assert_eq!(o.before_hash, Some(content_hash("stale")));
+        assert_eq!(o.before_hash, Some(sha256("stale")));
     }
 
     #[test]
@@ -527,7 +527,7 @@ mod tests {
         assert_eq!((o.target.line_start, o.target.line_end), (3, 3));
         assert_eq!(
             o.before_hash,
-            Some(content_hash("The bandwith of the system is high."))
+            Some(sha256("The bandwith of the system is high."))
         );
         // Looking backwards works too.
         let mut back = op(Action::Replace, 4, 4);

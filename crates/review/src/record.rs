@@ -11,9 +11,9 @@
 use crate::apply::AppliedOp;
 use crate::change_id::EntryId;
 use crate::clock::Clock;
-use crate::hashing::lines_hash;
 use crate::ledger::{Actor, ChangeLines, LedgerEntry, PatchText, Scope};
 use crate::revert::PlannedRevert;
+use koas_kernel_api::hash::sha256_of_parts;
 
 /// Directory of patch files, relative to the workspace.
 pub const PATCH_DIR: &str = "review/patches";
@@ -135,8 +135,8 @@ pub fn entry_for_revert(
             removed: revert.change.old.len(),
             added: revert.change.new.len(),
         }),
-        region_hash_before: Some(lines_hash(&revert.change.old)),
-        region_hash_after: Some(lines_hash(&revert.change.new)),
+        region_hash_before: Some(sha256_of_parts(&revert.change.old)),
+        region_hash_after: Some(sha256_of_parts(&revert.change.new)),
         source_id: None,
         fixes: Vec::new(),
         run_id: run.run_id.to_owned(),

@@ -22,13 +22,13 @@ use thiserror::Error;
 
 use crate::change_id::{ChangeId, EntryId};
 use crate::edit_op::Action;
-use crate::hashing::lines_hash;
 use crate::ledger::LedgerEntry;
 use crate::linemap::{
     cancel_reverted_pairs, map_back_clamped, map_through, LineEdit, MapMode, Region,
 };
 use crate::patch::{make_patch_pair, parse_patch, LineChange, PatchPair};
 use crate::text::LineBuf;
+use koas_kernel_api::hash::sha256_of_parts;
 
 /// Why a revert is refused.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -193,14 +193,14 @@ fn load_change(
         )));
     }
     if let Some(expected) = &entry.region_hash_after {
-        if &lines_hash(&inverse.old) != expected {
+        if &sha256_of_parts(&inverse.old) != expected {
             return Err(invalid(
                 "the text it removes does not hash to region_hash_after".into(),
             ));
         }
     }
     if let Some(expected) = &entry.region_hash_before {
-        if &lines_hash(&inverse.new) != expected {
+        if &sha256_of_parts(&inverse.new) != expected {
             return Err(invalid(
                 "the text it restores does not hash to region_hash_before".into(),
             ));

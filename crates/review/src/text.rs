@@ -155,7 +155,7 @@ impl LineBuf {
         for line in &self.lines {
             hasher.update(line.as_bytes());
         }
-        crate::hashing::format_digest(&hasher.finalize())
+        koas_kernel_api::hash::format_sha256(&hasher.finalize())
     }
 }
 
@@ -193,6 +193,7 @@ pub fn is_blank(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use koas_kernel_api::hash::sha256;
 
     #[test]
     fn round_trips_every_byte() {
@@ -237,10 +238,7 @@ mod tests {
     #[test]
     fn hash_matches_text_hash() {
         let text = "x\r\ny\n";
-        assert_eq!(
-            LineBuf::parse(text).hash(),
-            crate::hashing::content_hash(text)
-        );
+        assert_eq!(LineBuf::parse(text).hash(), sha256(text));
     }
 
     #[test]

@@ -19,12 +19,12 @@ use std::collections::BTreeSet;
 
 use crate::change_id::ChangeId;
 use crate::edit_op::{Action, Alert, EditOp};
-use crate::hashing::{content_hash, same_hash};
 use crate::normalize::{match_before_text, note_names_id, TextMatch};
 use crate::plan::{plan_change, PlanProblem, PlannedChange};
 use crate::protected::ProtectedRegions;
 use crate::rejection::{RejectClass, Rejection};
 use crate::text::LineBuf;
+use koas_kernel_api::hash::{same_hash, sha256};
 
 /// How an op is named in messages: `op 3 (RVW-0012)`.
 pub fn op_label(index: usize, id: ChangeId) -> String {
@@ -149,7 +149,7 @@ pub fn validate(
             }
             _ => {}
         }
-        let actual = content_hash(&target);
+        let actual = sha256(&target);
         match op.before_hash.as_deref() {
             None => {
                 return Err(Rejection::new(

@@ -2,12 +2,12 @@
 //! `status`) share: finding the document and its review workspace, the
 //! actor and clock of ledger entries, exit codes and `--json` errors.
 
-use koas_orchestrator::outln;
 use anyhow::{bail, Context as _};
 use clap::Args;
+use koas_kernel_api::hash::sha256;
 use koas_orchestrator::cli::ExitStatus;
+use koas_orchestrator::outln;
 use koas_review::clock::{Clock, SystemClock};
-use koas_review::hashing::content_hash;
 use koas_review::ledger::Actor;
 use koas_review_workspace::{locate_workspace, Workspace};
 use std::path::{Path, PathBuf};
@@ -119,7 +119,7 @@ impl Target {
     pub fn is_original(&self) -> anyhow::Result<bool> {
         Ok(match self.workspace.meta()? {
             Some(meta) => {
-                koas_review::hashing::same_hash(&meta.original_hash, &content_hash(&self.text))
+                koas_kernel_api::hash::same_hash(&meta.original_hash, &sha256(&self.text))
             }
             None => true,
         })

@@ -12,9 +12,10 @@
 //! pass is an ordinary engine run in the workspace (cache in `.koas/`,
 //! record in `run.json`, which holds the last pass).
 
-use koas_orchestrator::cli::{discover_and_warn, interrupt, Global};
 use anyhow::{bail, Context as _};
+use koas_kernel_api::hash::sha256;
 use koas_orchestrator::cache::Cache;
+use koas_orchestrator::cli::{discover_and_warn, interrupt, Global};
 use koas_orchestrator::discovery::Discovery;
 use koas_orchestrator::engine::{self, RunOptions, RunOutcome};
 use koas_orchestrator::pipeline::{self, Overrides, Pipeline};
@@ -296,7 +297,7 @@ fn views_pass(
         kernels: versions_of(pipeline, discovery),
         doc_name: run.meta().doc_name.clone(),
         original_hash: run.meta().original_hash.clone(),
-        current_hash: koas_review::hashing::content_hash(run.current_text()),
+        current_hash: sha256(run.current_text()),
         notice,
     };
     let context = ReportContext {

@@ -8,11 +8,12 @@
 //! as `md_protected_regions` and `md_structure` (the regions used to
 //! validate ops are always those of the document the ops are applied to).
 
+use koas_kernel_api::hash::sha256;
 use std::collections::BTreeSet;
 
 use koas_kernel_api::{Inputs, KernelError};
 use koas_md::scan::{scan, ScanOptions};
-use koas_md::{content_hash, protected, structure, LineIndex};
+use koas_md::{protected, structure, LineIndex};
 use koas_review::artifacts::{names, ReviewState, Stage1Sections, Stage1Spans};
 use koas_review::change_id::{ChangeId, IdAllocator};
 use koas_review::protected::ProtectedRegions;
@@ -56,7 +57,7 @@ pub fn regions_of(
     }
     let index = LineIndex::new(text);
     let parsed = scan(&index, ScanOptions { inlines: true });
-    let spans = protected::detect(&index, &parsed, &content_hash(text.as_bytes()));
+    let spans = protected::detect(&index, &parsed, &sha256(text.as_bytes()));
     let spans: Stage1Spans = serde_json::from_value(to_json(&spans, "protected spans")?)
         .map_err(|e| KernelError::failed(format!("protected spans: {e}")))?;
     Ok((spans.to_regions(), true))
@@ -68,7 +69,7 @@ fn sections_of(text: &str, stage1: Stage1Sections) -> Result<Stage1Sections, Ker
     }
     let index = LineIndex::new(text);
     let parsed = scan(&index, ScanOptions::default());
-    let built = structure::build(&index, &parsed, &content_hash(text.as_bytes()));
+    let built = structure::build(&index, &parsed, &sha256(text.as_bytes()));
     serde_json::from_value(to_json(&built.sections, "sections")?)
         .map_err(|e| KernelError::failed(format!("sections: {e}")))
 }

@@ -13,10 +13,11 @@
 
 #![deny(missing_docs)]
 
+use koas_kernel_api::hash::sha256;
 use koas_kernel_api::prelude::*;
 use koas_md::chunk::{self, BlockLines, SectionStart};
 use koas_md::model::{ChunkConfig, LineNo};
-use koas_md::{content_hash, summary, LineIndex};
+use koas_md::{summary, LineIndex};
 use serde::Deserialize;
 
 /// The `md_chunk` kernel.
@@ -66,7 +67,7 @@ impl Kernel for MdChunk {
         let text = inputs.source_text("doc_raw")?;
         let doc_hash = match inputs.parse_optional::<String>("doc_hash")? {
             Some(h) => h,
-            None => content_hash(text.as_bytes()),
+            None => sha256(text.as_bytes()),
         };
         let sections: SectionsIn = inputs.parse("section_index")?;
         let blocks: BlocksIn = inputs.parse("protected_spans")?;

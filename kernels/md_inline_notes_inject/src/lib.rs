@@ -20,11 +20,12 @@
 
 #![deny(missing_docs)]
 
+use koas_kernel_api::hash::sha256;
 use std::collections::BTreeMap;
 
 use koas_kernel_api::prelude::*;
 use koas_md::scan::{scan, ScanOptions};
-use koas_md::{content_hash, protected, LineIndex};
+use koas_md::{protected, LineIndex};
 use koas_review::artifacts::{names, ApplyOutcome, ReviewView, Stage1Spans, ViewSource};
 use koas_review::edit_op::{Alert, ReviewPolicy};
 use koas_review::ledger::Actor;
@@ -72,7 +73,7 @@ fn regions_of(text: &str, stage1: &Stage1Spans) -> Result<ProtectedRegions, Kern
     }
     let index = LineIndex::new(text);
     let parsed = scan(&index, ScanOptions { inlines: true });
-    let spans = protected::detect(&index, &parsed, &content_hash(text.as_bytes()));
+    let spans = protected::detect(&index, &parsed, &sha256(text.as_bytes()));
     let value = serde_json::to_value(&spans)
         .map_err(|e| KernelError::failed(format!("protected spans: {e}")))?;
     let spans: Stage1Spans = serde_json::from_value(value)

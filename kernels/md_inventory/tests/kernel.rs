@@ -1,10 +1,10 @@
 //! `md_inventory` through the plugin glue (TestHarness round-trips JSON
 //! like the host).
 
+use koas_kernel_api::hash::sha256;
 use koas_kernel_api::testing::TestHarness;
 use koas_kernel_api::ErrorKind;
 use koas_kernel_md_inventory::MdInventory;
-use koas_md::content_hash;
 use koas_md::model::{FileStats, FrontMatterFormat, LineEndingStyle};
 
 const SPEC: &str = include_str!("../../../examples/spec-example.md");
@@ -41,7 +41,7 @@ fn snapshots_and_describes_the_example() {
     assert_eq!(out.artifacts["doc_raw"].as_str(), Some(SPEC));
     assert_eq!(
         out.artifacts["doc_hash"].as_str(),
-        Some(content_hash(SPEC.as_bytes()).as_str())
+        Some(sha256(SPEC.as_bytes()).as_str())
     );
     let stats: FileStats =
         serde_json::from_value(out.artifacts["file_stats"].clone()).expect("FileStats");
@@ -68,7 +68,7 @@ fn keeps_bom_and_crlf_byte_for_byte() {
     assert!(stats.has_bom);
     assert_eq!(stats.line_endings.style, LineEndingStyle::Crlf);
     assert_eq!(stats.line_endings.crlf, 238);
-    assert_eq!(stats.sha256, content_hash(text.as_bytes()));
+    assert_eq!(stats.sha256, sha256(text.as_bytes()));
 }
 
 #[test]

@@ -16,11 +16,11 @@
 
 #![deny(missing_docs)]
 
+use koas_kernel_api::hash::sha256;
 use koas_kernel_api::prelude::*;
 use koas_review::artifacts::{
     names, ApplyOutcome, ReportContext, ReviewView, Stage1Sections, Stage2Findings, ViewSource,
 };
-use koas_review::hashing::content_hash;
 use koas_review::ledger::Actor;
 use koas_review::report::{render_report, ReportInput, ReportMeta};
 use serde_json::Value;
@@ -64,7 +64,7 @@ fn pipeline_meta(
         .unwrap_or_else(|| "doc.md".to_owned());
     let original_hash = match inputs.parse_optional::<String>("doc_hash")? {
         Some(hash) => hash,
-        None => content_hash(original),
+        None => sha256(original),
     };
     Ok(ReportMeta {
         generated_at: "see run.json (pipeline run)".to_owned(),
@@ -72,7 +72,7 @@ fn pipeline_meta(
         kernels: vec![(NAME.to_owned(), VERSION.to_owned())],
         doc_name,
         original_hash,
-        current_hash: content_hash(&view.text),
+        current_hash: sha256(&view.text),
         notice: Some(
             if had_ops(view, outcome) {
                 PREVIEW_NOTICE

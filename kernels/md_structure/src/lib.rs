@@ -15,9 +15,10 @@
 
 #![deny(missing_docs)]
 
+use koas_kernel_api::hash::sha256;
 use koas_kernel_api::prelude::*;
 use koas_md::scan::{scan, ScanOptions};
-use koas_md::{content_hash, structure, summary, LineIndex};
+use koas_md::{structure, summary, LineIndex};
 
 /// The `md_structure` kernel.
 #[derive(Debug, Default, Clone, Copy)]
@@ -39,7 +40,7 @@ impl Kernel for MdStructure {
         let text = inputs.source_text("doc_raw")?;
         let doc_hash = match inputs.parse_optional::<String>("doc_hash")? {
             Some(h) => h,
-            None => content_hash(text.as_bytes()),
+            None => sha256(text.as_bytes()),
         };
         let index = LineIndex::new(text);
         let parsed = scan(&index, ScanOptions::default());

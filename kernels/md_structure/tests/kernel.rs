@@ -1,9 +1,9 @@
 //! `md_structure` through the plugin glue.
 
+use koas_kernel_api::hash::sha256;
 use koas_kernel_api::testing::TestHarness;
 use koas_kernel_api::{ErrorKind, Kernel};
 use koas_kernel_md_structure::MdStructure;
-use koas_md::content_hash;
 use koas_md::model::{AnchorMap, HeadingTree, SectionIndex};
 
 const SPEC: &str = include_str!("../../../examples/spec-example.md");
@@ -37,7 +37,7 @@ fn spec_declares_inputs_and_files() {
 
 #[test]
 fn builds_the_tree_of_the_example() {
-    let hash = content_hash(SPEC.as_bytes());
+    let hash = sha256(SPEC.as_bytes());
     let out = TestHarness::new()
         .input("doc_raw", SPEC)
         .input("doc_hash", &hash)
@@ -76,10 +76,7 @@ fn computes_the_hash_when_doc_hash_is_absent() {
         .input("doc_raw", "# A\n")
         .run(&MdStructure)
         .expect("runs");
-    assert_eq!(
-        out.artifacts["section_index"]["doc_hash"],
-        content_hash(b"# A\n")
-    );
+    assert_eq!(out.artifacts["section_index"]["doc_hash"], sha256(b"# A\n"));
 }
 
 #[test]

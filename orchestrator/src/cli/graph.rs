@@ -1,8 +1,8 @@
 //! `koas graph`: a pipeline's DAG as Graphviz DOT or Mermaid.
 
-use crate::out;
 use super::ExitStatus;
 use super::{discover_and_warn, Global};
+use crate::out;
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 

@@ -1,10 +1,10 @@
 //! `koas kernels`: what koas can load, and what it had to skip.
 
-use crate::outln;
 use super::ExitStatus;
 use super::{search_paths, Global};
-use clap::Args;
 use crate::discovery::discover;
+use crate::outln;
+use clap::Args;
 use std::path::PathBuf;
 
 #[derive(Debug, Args)]

@@ -1,13 +1,13 @@
 //! `koas llm ping` and `koas llm calibrate`: check the configured model
 //! server before a long run.
 
-use crate::outln;
-use super::Global;
 use super::run::LlmFlags;
 use super::ExitStatus;
+use super::Global;
+use crate::llm_host::resolve_config;
+use crate::outln;
 use anyhow::{bail, Context as _};
 use clap::{Args, Subcommand};
-use crate::llm_host::resolve_config;
 use std::path::PathBuf;
 
 #[derive(Debug, Subcommand)]

@@ -2,17 +2,17 @@
 //! log standing in for the model (no network), and check that every
 //! artifact comes out byte-identical.
 
-use crate::outln;
-use super::{discover_and_warn, Global};
 use super::ExitStatus;
-use anyhow::{bail, Context as _};
-use clap::Args;
+use super::{discover_and_warn, Global};
 use crate::engine::{self, RunOptions, Target};
 use crate::llm_host::ServiceHandler;
+use crate::outln;
 use crate::pipeline::Pipeline;
 use crate::prepare::prepare;
 use crate::report::Reporter;
 use crate::run_record::{KernelStatus, RunRecord, RUN_RECORD_FILE};
+use anyhow::{bail, Context as _};
+use clap::Args;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -208,7 +208,11 @@ pub fn execute(global: &Global, args: ReplayArgs) -> anyhow::Result<ExitStatus> 
             scratch.display()
         );
     }
-    Ok(if pass { ExitStatus::Success } else { ExitStatus::Failure })
+    Ok(if pass {
+        ExitStatus::Success
+    } else {
+        ExitStatus::Failure
+    })
 }
 
 fn short(hash: &str) -> &str {

@@ -1,16 +1,16 @@
 //! `koas run`: run a pipeline, part of it, or one kernel for debugging.
 
-use crate::outln;
-use super::{discover_and_warn, Global};
 use super::ExitStatus;
-use anyhow::{bail, Context as _};
-use clap::Args;
+use super::{discover_and_warn, Global};
 use crate::engine::{self, RunOptions, Target};
 use crate::llm_host::{resolve_config, LlmOverrides, ServiceHandler};
+use crate::outln;
 use crate::pipeline::{self, Overrides};
 use crate::prepare::prepare;
 use crate::report::Reporter;
 use crate::run_record::{CacheUse, KernelStatus, RunStatus};
+use anyhow::{bail, Context as _};
+use clap::Args;
 use std::path::PathBuf;
 use std::sync::Arc;
 

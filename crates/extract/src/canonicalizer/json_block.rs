@@ -1,7 +1,7 @@
 //! Exactly-one JSON object extraction (seed 002, A2 / A6 / Q53).
 
-use super::canonical_json::{canonical_hash, canonical_json};
 use crate::scan::{top_level_regions, Region, OBJECT};
+use koas_kernel_api::hash::{canonical_json, canonical_sha256};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::ops::Range;
@@ -99,7 +99,7 @@ pub fn extract_json_block(text: &str) -> Result<CanonicalBlock, Rejection> {
         1 => {
             let (span, value) = valid.remove(0);
             let canonical = canonical_json(&value);
-            let hash = canonical_hash(&value);
+            let hash = canonical_sha256(&value);
             Ok(CanonicalBlock {
                 text: text[span.clone()].to_string(),
                 span,

@@ -6,7 +6,8 @@
 //!   → normalize_text()      non-destructive sanitation (A7)
 //!   → extract_json_block()  exactly one top-level object (A2, A6)
 //!   → JSON parse            (inside extract_json_block)
-//!   → canonical_json()      dict-level canonical form (A1)
+//!   → canonical_json()      dict-level canonical form (A1), from
+//!                           `koas_kernel_api::hash`
 //! ```
 //!
 //! The canonicalizer is frozen per session: [`canonicalizer_source_hash`]
@@ -14,12 +15,10 @@
 //! so a replay can tell that the code that canonicalized the log is the
 //! code that is replaying it.
 
-mod canonical_json;
 mod json_block;
 mod normalize;
 mod self_test;
 
-pub use canonical_json::{canonical_hash, canonical_json, sha256_prefixed};
 pub use json_block::{extract_json_block, CanonicalBlock, Rejection};
 pub use normalize::normalize_text;
 pub use self_test::{canonicalizer_source_hash, self_test, SelfTestError, SelfTestReport};

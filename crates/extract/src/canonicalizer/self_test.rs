@@ -1,8 +1,8 @@
 //! The canonicalizer's frozen self-test and source hash (seed 002, A4).
 
-use super::canonical_json::sha256_prefixed;
 use super::json_block::extract_json_block;
 use super::normalize::normalize_text;
+use koas_kernel_api::hash::sha256;
 use serde::{Deserialize, Serialize};
 
 /// The source files whose bytes define the canonicalizer's behaviour.
@@ -10,7 +10,10 @@ const SOURCES: &[(&str, &str)] = &[
     ("scan.rs", include_str!("../scan.rs")),
     ("normalize.rs", include_str!("normalize.rs")),
     ("json_block.rs", include_str!("json_block.rs")),
-    ("canonical_json.rs", include_str!("canonical_json.rs")),
+    (
+        "kernel-api/src/hash.rs",
+        include_str!("../../../../kernel-api/src/hash.rs"),
+    ),
 ];
 
 /// One fixed self-test case: a name, a raw input and the expected outcome
@@ -117,7 +120,7 @@ pub fn self_test() -> Result<SelfTestReport, SelfTestError> {
     }
     Ok(SelfTestReport {
         cases: CASES.len(),
-        output_hash: sha256_prefixed(output.as_bytes()),
+        output_hash: sha256(output.as_bytes()),
         source_hash: canonicalizer_source_hash(),
     })
 }
@@ -132,7 +135,7 @@ pub fn canonicalizer_source_hash() -> String {
         all.extend_from_slice(text.as_bytes());
         all.push(0);
     }
-    sha256_prefixed(&all)
+    sha256(&all)
 }
 
 #[cfg(test)]

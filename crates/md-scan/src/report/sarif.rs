@@ -7,6 +7,7 @@
 
 use super::FileFindings;
 use crate::finding::{Finding, FindingKind, Severity};
+use koas_kernel_api::hash::sha256;
 use serde_json::{json, Value};
 
 /// The schema URI written in `$schema`.
@@ -50,8 +51,8 @@ fn rule(kind: FindingKind) -> Value {
 }
 
 fn fingerprint(f: &Finding) -> String {
-    let hash = koas_md::content_hash(format!("{}\u{0}{}", f.kind, f.evidence).as_bytes());
-    koas_md::hashing::hex_part(&hash)
+    let hash = sha256(format!("{}\u{0}{}", f.kind, f.evidence).as_bytes());
+    koas_kernel_api::hash::hex_part(&hash)
         .get(..16)
         .unwrap_or("")
         .to_string()

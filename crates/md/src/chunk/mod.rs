@@ -19,13 +19,13 @@
 
 pub mod safe_name;
 
-use crate::hashing::hex_part;
 use crate::line_index::LineIndex;
 use crate::model::{
     ChunkConfig, ChunkPlan, LineNo, ProtectedSpan, ReviewChunk, SectionEntry, PREAMBLE_SECTION_ID,
     TOKEN_ESTIMATOR,
 };
 use crate::tokens::tokens_for_chars;
+use koas_kernel_api::hash::hex_part;
 use serde::Deserialize;
 use std::collections::{HashMap, HashSet};
 

@@ -290,6 +290,7 @@ mod tests {
     use super::*;
     use crate::model::KindCount;
     use crate::scan::{scan, ScanOptions};
+    use koas_kernel_api::hash::sha256;
 
     fn spans(text: &str) -> ProtectedSpans {
         let idx = LineIndex::new(text);
@@ -360,10 +361,7 @@ html
         assert_eq!(p.blocks[8].info.as_deref(), Some("ref"));
         let idx = LineIndex::new(text);
         assert_eq!(p.blocks[1].content_hash, idx.line_hash(6, 8));
-        assert_eq!(
-            p.blocks[0].content_hash,
-            crate::content_hash(b"---\ntitle: T\n---")
-        );
+        assert_eq!(p.blocks[0].content_hash, sha256(b"---\ntitle: T\n---"));
     }
 
     #[test]

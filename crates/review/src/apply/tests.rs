@@ -1,7 +1,7 @@
 use super::*;
-use crate::hashing::content_hash;
 use crate::patch::apply_patch_text;
 use crate::protected::{InlineSpan, ProtectedRange};
+use koas_kernel_api::hash::sha256;
 use serde_json::json;
 
 const DOC: &str = "# Title\n\
@@ -85,8 +85,8 @@ fn applies_a_typo_fix_with_patches_and_hashes() {
     let a = &out.applied[0];
     assert_eq!(a.op.id.to_string(), "RVW-0010");
     assert!(a.op.silent);
-    assert_eq!(a.doc_hash_before, content_hash(DOC));
-    assert_eq!(a.doc_hash_after, content_hash(&out.final_text));
+    assert_eq!(a.doc_hash_before, sha256(DOC));
+    assert_eq!(a.doc_hash_after, sha256(&out.final_text));
     assert!(out.final_text.contains("The bandwidth of"));
     let patches = a.patches.as_ref().unwrap();
     assert_eq!(
@@ -107,7 +107,7 @@ fn applies_a_typo_fix_with_patches_and_hashes() {
 fn rejects_hash_mismatch() {
     let out = run(vec![
         json!({"action": "replace", "target": {"line_start": 3},
-        "before_hash": content_hash("older text"), "after_text": "x"}),
+        "before_hash": sha256("older text"), "after_text": "x"}),
     ]);
     let r = only_rejection(&out);
     assert_eq!(r.class, RejectClass::Hash);
@@ -304,7 +304,7 @@ fn normalization_fixes_are_logged() {
     let op = json!({"id": "llm-1", "action": "replace", "kind": "terminology",
         "target": {"line_start": 3},
         "before_text": "The bandwith of the system is high.",
-        "before_hash": content_hash("masked [TERM] text"),
+        "before_hash": sha256("masked [TERM] text"),
         "after_text": "The throughput of the system is high.",
         "needs_attention": true});
     let out = run(vec![op]);
@@ -373,7 +373,7 @@ fn later_ops_land_where_they_were_planned() {
         let p = a.patches.as_ref().unwrap();
         assert_eq!(&apply_patch_text(before, &p.forward).unwrap(), after);
         assert_eq!(&apply_patch_text(after, &p.inverse).unwrap(), before);
-        assert_eq!(content_hash(before), a.doc_hash_before);
+        assert_eq!(sha256(before), a.doc_hash_before);
     }
     // Undo everything in reverse order.
     let mut text = out.final_text.clone();

@@ -1,5 +1,6 @@
 use super::*;
 use crate::apply::{apply_batch, BatchInput};
+use koas_kernel_api::hash::sha256;
 use serde_json::json;
 
 const DOC: &str =
@@ -7,7 +8,7 @@ const DOC: &str =
 
 fn spans() -> Stage1Spans {
     serde_json::from_value(json!({
-        "doc_hash": content_hash(DOC),
+        "doc_hash": sha256(DOC),
         "line_count": 10,
         "blocks": [{"kind": "code_fence", "line_start": 5, "line_end": 7, "byte_start": 0,
                     "byte_end": 1, "content_hash": "sha256:00", "info": null}],
@@ -19,7 +20,7 @@ fn spans() -> Stage1Spans {
 
 fn sections() -> Stage1Sections {
     serde_json::from_value(json!({
-        "doc_hash": content_hash(DOC),
+        "doc_hash": sha256(DOC),
         "line_count": 10,
         "sections": [
             {"id": "S1", "level": 1, "title": "Title", "anchor": "title", "line_start": 1,

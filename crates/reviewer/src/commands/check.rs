@@ -9,8 +9,6 @@
 //! when a document cannot be read (not found, not UTF-8, binary) or a
 //! `koas.toml` is invalid.
 
-use koas_orchestrator::out;
-use koas_orchestrator::cli::{ExitStatus, Global};
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 use koas_md_scan::config::{find_project_config, ProjectConfig};
@@ -18,6 +16,8 @@ use koas_md_scan::report::{
     render_github, render_human, render_json, render_sarif, summary_line, FileFindings,
 };
 use koas_md_scan::{Checker, Finding, ScanOutput, Severity};
+use koas_orchestrator::cli::{ExitStatus, Global};
+use koas_orchestrator::out;
 use rayon::prelude::*;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -1,11 +1,11 @@
 //! `koas grep DOC [PATTERN] -k KIND -s SEVERITY --silent B --reverts B`:
 //! search the ledger.
 
-use koas_orchestrator::outln;
-use koas_orchestrator::cli::{ExitStatus, Global};
 use crate::common::{on_workspace, print_json, review_exit_codes, Target, WorkspaceArgs};
 use anyhow::Context as _;
 use clap::Args;
+use koas_orchestrator::cli::{ExitStatus, Global};
+use koas_orchestrator::outln;
 use koas_review::query::{grep, render_line, GrepFilter};
 use serde_json::json;
 

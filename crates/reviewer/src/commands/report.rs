@@ -2,8 +2,6 @@
 //! workspace — `review/REVIEW_<stem>.md` and its `stage3/` copy — and the
 //! annotated document, from the ledger as it stands.
 
-use koas_orchestrator::{outln, out};
-use koas_orchestrator::cli::{ExitStatus, Global};
 use crate::common::{
     clock, command_line, on_workspace, print_json, review_exit_codes, Target, WorkspaceArgs,
     REFUSED,
@@ -11,6 +9,8 @@ use crate::common::{
 use crate::pipeline::{self as passes, PassFailure};
 use anyhow::Context as _;
 use clap::Args;
+use koas_orchestrator::cli::{ExitStatus, Global};
+use koas_orchestrator::{out, outln};
 use koas_review::query::count;
 use koas_review_workspace::{paths, BeginRequest, RunKind};
 use serde_json::json;

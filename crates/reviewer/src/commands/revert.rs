@@ -9,8 +9,6 @@
 //! and ledger entry, the document is replaced atomically, and the views
 //! are refreshed.
 
-use koas_orchestrator::outln;
-use koas_orchestrator::cli::{ExitStatus, Global};
 use crate::common::{
     actor, clock, command_line, on_workspace, print_json, review_exit_codes, Target, WorkspaceArgs,
     REFUSED,
@@ -18,6 +16,8 @@ use crate::common::{
 use crate::pipeline::{self as passes, PassFailure, PassInputs, REVERT};
 use anyhow::Context as _;
 use clap::Args;
+use koas_orchestrator::cli::{ExitStatus, Global};
+use koas_orchestrator::outln;
 use koas_review::apply::ApplyOptions;
 use koas_review::artifacts::{names, RevertOutcome, ReviewState};
 use koas_review_workspace::{paths, BeginRequest, CommitContext, RunKind};

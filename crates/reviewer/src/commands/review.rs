@@ -7,8 +7,6 @@
 //! pass writes `stage3/doc.REVIEWED.md` and the report; `--in-place`
 //! replaces DOC last, only when everything succeeded.
 
-use koas_orchestrator::outln;
-use koas_orchestrator::cli::{ExitStatus, Global};
 use crate::common::{
     actor, clock, command_line, on_workspace, print_json, review_exit_codes, Target, WorkspaceArgs,
     REFUSED,
@@ -16,6 +14,8 @@ use crate::common::{
 use crate::pipeline::{self as passes, PassFailure, PassInputs, APPLY, REVERT, VIEWS};
 use anyhow::Context as _;
 use clap::Args;
+use koas_orchestrator::cli::{ExitStatus, Global};
+use koas_orchestrator::outln;
 use koas_review::artifacts::{names, ApplyOutcome, ReviewState};
 use koas_review::edit_op::parse_ops_file;
 use koas_review_workspace::{paths, BeginRequest, CommitContext, ReviewOutcome, RunKind};

@@ -1,12 +1,10 @@
 //! `koas show DOC RVW-0034 [--patch]`: one ledger entry in detail.
 
-use koas_orchestrator::out;
-use koas_orchestrator::cli::{ExitStatus, Global};
-use crate::common::{
-    on_workspace, print_json, review_exit_codes, Target, WorkspaceArgs, REFUSED,
-};
+use crate::common::{on_workspace, print_json, review_exit_codes, Target, WorkspaceArgs, REFUSED};
 use anyhow::Context as _;
 use clap::Args;
+use koas_orchestrator::cli::{ExitStatus, Global};
+use koas_orchestrator::out;
 use koas_review::change_id::EntryId;
 use koas_review::query::render_details;
 use serde_json::json;

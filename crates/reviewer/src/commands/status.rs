@@ -3,13 +3,13 @@
 //! date with its ledger, a torn ledger tail, orphan or damaged patch files,
 //! who holds the lock — and the repair of a torn ledger tail.
 
-use koas_orchestrator::outln;
-use koas_orchestrator::cli::{ExitStatus, Global};
 use crate::common::{
     clock, command_line, on_workspace, print_json, review_exit_codes, Target, WorkspaceArgs,
 };
 use anyhow::Context as _;
 use clap::Args;
+use koas_orchestrator::cli::{ExitStatus, Global};
+use koas_orchestrator::outln;
 use koas_review_workspace::WorkspaceStatus;
 use serde_json::json;
 
