@@ -8,8 +8,8 @@
 mod check_agrees_common;
 
 use koas_kernel_api::testing::TestHarness;
-use koas_md::model::ChunkConfig;
-use koas_md_scan::Finding;
+use koas_review_schema::stage1::ChunkConfig;
+use koas_review_schema::findings::Finding;
 use std::path::Path;
 
 fn kernel_findings(path: &Path) -> Vec<Finding> {

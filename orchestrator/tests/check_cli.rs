@@ -3,7 +3,7 @@
 //! and the real corpus.
 
 use koas_md_scan::planted::{compare, Expectations};
-use koas_md_scan::Finding;
+use koas_review_schema::findings::Finding;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

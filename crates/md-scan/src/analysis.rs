@@ -6,10 +6,12 @@
 use crate::config::{FingerprintConfig, NumberingConfig, ProjectConfig, ScanConfig};
 use crate::consistency::ConsistencyScan;
 use crate::document::{Document, Stage1View};
-use crate::finding::{sort_findings, Finding};
-use crate::fingerprint::{fingerprint_chunks, ChunkFingerprints};
+use koas_review_schema::findings::{sort_findings, Finding};
+use crate::fingerprint::fingerprint_chunks;
+use koas_review_schema::fingerprint::ChunkFingerprints;
 use crate::markdown;
-use crate::numbering::{NumberingControl, RenumberOp};
+use crate::numbering::NumberingControl;
+use koas_review_schema::numbering::RenumberOp;
 use crate::stage1::Stage1Artifacts;
 use crate::suppress::Suppressions;
 use crate::tables::find_tables;
@@ -166,52 +168,3 @@ pub fn check_document(text: &str, project: &ProjectConfig) -> Result<ScanOutput,
     Checker::new(project)?.check(text)
 }
 
-/// The JSON shape of the `issues` and `numbering_findings` artifacts.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct FindingsArtifact {
-    /// `sha256:` of the document.
-    pub doc_hash: String,
-    /// The kernel that produced it.
-    pub kernel: String,
-    /// Number of findings.
-    pub finding_count: usize,
-    /// Number of findings per kind.
-    pub by_kind: std::collections::BTreeMap<String, usize>,
-    /// The findings, sorted by line.
-    pub findings: Vec<Finding>,
-}
-
-impl FindingsArtifact {
-    /// Wraps sorted findings.
-    pub fn new(doc_hash: &str, kernel: &str, findings: Vec<Finding>) -> Self {
-        let mut by_kind = std::collections::BTreeMap::new();
-        for f in &findings {
-            *by_kind.entry(f.kind.as_str().to_string()).or_insert(0) += 1;
-        }
-        FindingsArtifact {
-            doc_hash: doc_hash.to_string(),
-            kernel: kernel.to_string(),
-            finding_count: findings.len(),
-            by_kind,
-            findings,
-        }
-    }
-
-    /// A one-line summary: `3 findings: 2 ai_leftover, 1 table_structure`.
-    pub fn summary(&self) -> String {
-        if self.findings.is_empty() {
-            return "no findings".to_string();
-        }
-        let parts: Vec<String> = self
-            .by_kind
-            .iter()
-            .map(|(k, n)| format!("{n} {k}"))
-            .collect();
-        let noun = if self.finding_count == 1 {
-            "finding"
-        } else {
-            "findings"
-        };
-        format!("{} {noun}: {}", self.finding_count, parts.join(", "))
-    }
-}

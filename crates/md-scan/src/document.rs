@@ -2,9 +2,9 @@
 //! artifacts describing them, and the "prose" view of each line with every
 //! protected region blanked out.
 
-use crate::finding::Finding;
+use koas_review_schema::findings::Finding;
 use crate::ScanError;
-use koas_md::model::{
+use koas_review_schema::stage1::{
     AnchorMap, BlockKind, ChunkPlan, LineNo, ProtectedSpans, SectionEntry, SectionIndex,
 };
 use koas_md::LineIndex;

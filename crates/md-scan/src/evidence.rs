@@ -1,6 +1,6 @@
 //! Short evidence strings cut around a match.
 
-use crate::finding::clip_evidence;
+use koas_review_schema::findings::clip_evidence;
 
 /// How many characters of context to keep on each side of a match.
 const CONTEXT_CHARS: usize = 60;
@@ -57,7 +57,7 @@ mod tests {
         fn never_panics_and_keeps_the_match(line in "\\PC{0,200}", a in 0usize..300, b in 0usize..300) {
             let (s, e) = (a.min(b), a.max(b));
             let ev = around(&line, s, e);
-            prop_assert!(ev.chars().count() <= crate::finding::MAX_EVIDENCE_CHARS);
+            prop_assert!(ev.chars().count() <= koas_review_schema::findings::MAX_EVIDENCE_CHARS);
         }
     }
 }

@@ -29,7 +29,6 @@ mod consistency;
 mod document;
 mod error;
 mod evidence;
-mod finding;
 pub mod fingerprint;
 pub mod markdown;
 mod numbering;
@@ -44,13 +43,10 @@ mod words;
 
 pub use analysis::{
     check_document, chunk_fingerprints, consistency_scan, numbering_control, Checker,
-    FindingsArtifact, NumberingOutput, ScanOutput,
+    NumberingOutput, ScanOutput,
 };
 pub use consistency::KERNEL as CONSISTENCY_KERNEL;
 pub use document::{Document, Stage1View};
 pub use error::ScanError;
-pub use finding::{
-    clip_evidence, sort_findings, Finding, FindingKind, Severity, MAX_EVIDENCE_CHARS,
-};
 pub use fingerprint::KERNEL as FINGERPRINT_KERNEL;
-pub use numbering::{RenumberOp, KERNEL as NUMBERING_KERNEL};
+pub use numbering::KERNEL as NUMBERING_KERNEL;

@@ -4,7 +4,7 @@
 //! attributes, headings nested in block quotes or lists).
 
 use crate::document::Document;
-use koas_md::model::{BlockKind, LineNo};
+use koas_review_schema::stage1::{BlockKind, LineNo};
 use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 use regex::Regex;
 use std::collections::HashSet;

@@ -16,7 +16,7 @@
 //!   message quotes (“…”) part of the `must_not_flag` text is about that
 //!   text, so it violates the line even when explained.
 
-use crate::finding::{Finding, FindingKind};
+use koas_review_schema::findings::{Finding, FindingKind};
 use serde::{Deserialize, Serialize};
 
 /// One expected finding.

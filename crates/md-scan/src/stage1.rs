@@ -5,8 +5,8 @@
 
 use crate::document::Stage1View;
 use koas_kernel_api::hash::sha256;
-use koas_md::chunk::{self, BlockLines, SectionStart};
-use koas_md::model::{AnchorMap, ChunkConfig, ChunkPlan, ProtectedSpans, SectionIndex};
+use koas_md::chunk;
+use koas_review_schema::stage1::{AnchorMap, ChunkConfig, ChunkPlan, ProtectedSpans, SectionIndex};
 use koas_md::scan::{scan, ScanOptions};
 use koas_md::{protected, structure, LineIndex};
 
@@ -38,9 +38,13 @@ impl Stage1Artifacts {
         let parsed = scan(&index, ScanOptions { inlines: true });
         let built = structure::build(&index, &parsed, &doc_hash);
         let spans = protected::detect(&index, &parsed, &doc_hash);
-        let starts: Vec<SectionStart> = built.sections.sections.iter().map(Into::into).collect();
-        let blocks: Vec<BlockLines> = spans.blocks.iter().map(Into::into).collect();
-        let chunks = chunk::plan(&index, &starts, &blocks, chunk_config, &doc_hash);
+        let chunks = chunk::plan(
+            &index,
+            &built.sections.sections,
+            &spans.blocks,
+            chunk_config,
+            &doc_hash,
+        );
         Stage1Artifacts {
             doc_hash,
             sections: built.sections,

@@ -11,8 +11,8 @@
 //! text, not directives.
 
 use crate::document::Document;
-use crate::finding::{Finding, FindingKind};
-use koas_md::model::BlockKind;
+use koas_review_schema::findings::{Finding, FindingKind};
+use koas_review_schema::stage1::BlockKind;
 use regex::Regex;
 use std::sync::LazyLock;
 

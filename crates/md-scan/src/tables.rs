@@ -5,7 +5,7 @@
 //! one leading and one trailing pipe.
 
 use crate::document::Document;
-use koas_md::model::{BlockKind, LineNo};
+use koas_review_schema::stage1::{BlockKind, LineNo};
 
 /// One table row: its line and its cells (trimmed).
 #[derive(Debug, Clone, PartialEq, Eq)]

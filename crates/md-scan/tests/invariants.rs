@@ -12,10 +12,11 @@
 //!
 //! Plus adversarial documents that must finish quickly.
 
-use koas_md::model::BlockKind;
+use koas_review_schema::stage1::BlockKind;
 use koas_md_scan::config::ProjectConfig;
 use koas_md_scan::stage1::Stage1Artifacts;
-use koas_md_scan::{check_document, chunk_fingerprints, Finding, FindingKind};
+use koas_md_scan::{check_document, chunk_fingerprints};
+use koas_review_schema::findings::{Finding, FindingKind};
 use proptest::prelude::*;
 
 fn blocks() -> impl Strategy<Value = String> {
@@ -82,7 +83,7 @@ proptest! {
             }
         }
         let mut sorted = findings.clone();
-        koas_md_scan::sort_findings(&mut sorted);
+        koas_review_schema::findings::sort_findings(&mut sorted);
         prop_assert_eq!(&sorted, &findings);
         prop_assert_eq!(check(&text), findings);
     }

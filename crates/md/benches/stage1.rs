@@ -8,7 +8,7 @@
 //! iterations). "with JSON" adds serializing every artifact to JSON, as
 //! the kernels hand them to the host.
 
-use koas_md::model::ChunkConfig;
+use koas_review_schema::stage1::ChunkConfig;
 use koas_md::stage1;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::Path;

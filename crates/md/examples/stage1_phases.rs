@@ -3,8 +3,8 @@
 //! `cargo run --release -p koas-md --example stage1_phases [FILE]`.
 
 use koas_kernel_api::hash::sha256;
-use koas_md::chunk::{self, BlockLines, SectionStart};
-use koas_md::model::ChunkConfig;
+use koas_md::chunk;
+use koas_review_schema::stage1::ChunkConfig;
 use koas_md::scan::{scan, ScanOptions};
 use koas_md::{inventory, protected, structure, LineIndex};
 use std::time::Instant;
@@ -35,14 +35,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     lap("scan (with inlines)");
     let spans = protected::detect(&index, &si, &hash);
     lap("protected");
-    let sections: Vec<SectionStart> = st
-        .sections
-        .sections
-        .iter()
-        .map(SectionStart::from)
-        .collect();
-    let blocks: Vec<BlockLines> = spans.blocks.iter().map(BlockLines::from).collect();
-    let plan = chunk::plan(&index, &sections, &blocks, ChunkConfig::default(), &hash);
+    let plan = chunk::plan(
+        &index,
+        &st.sections.sections,
+        &spans.blocks,
+        ChunkConfig::default(),
+        &hash,
+    );
     lap("chunk plan");
     eprintln!(
         "{} bytes, {} lines, {} headings, {} blocks, {} inlines, {} chunks",

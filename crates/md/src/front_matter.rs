@@ -10,7 +10,7 @@
 //!   is a thematic break, not front matter.
 
 use crate::line_index::LineIndex;
-use crate::model::{FrontMatterFormat, LineNo};
+use koas_review_schema::stage1::{FrontMatterFormat, LineNo};
 
 /// A detected front matter block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

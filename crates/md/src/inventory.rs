@@ -4,7 +4,7 @@
 use crate::error::MdError;
 
 use crate::line_index::LineIndex;
-use crate::model::{FileStats, FrontMatter, LineEndingStyle, LineEndings};
+use koas_review_schema::stage1::{FileStats, FrontMatter, LineEndingStyle, LineEndings};
 use crate::scan::Scan;
 
 /// Decodes file bytes: UTF-8 (with or without BOM) and free of NUL bytes.
@@ -87,7 +87,7 @@ fn count(n: usize) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::FrontMatterFormat;
+    use koas_review_schema::stage1::FrontMatterFormat;
     use crate::scan::{scan, ScanOptions};
     use koas_kernel_api::hash::sha256;
 

@@ -4,12 +4,12 @@
 //! `md_protected_regions`, `md_chunk`) are thin plugin wrappers over this
 //! library, so that their logic can be tested and benchmarked in-process.
 //!
-//! [`model`] holds the serde types of every Stage 1 artifact: it is the
-//! contract the Stage 2 and Stage 3 kernels deserialize.
+//! The Stage 1 artifacts it computes are the serde types of
+//! `koas_review_schema::stage1`.
 
 #![deny(missing_docs)]
 
-pub mod model;
+
 pub mod tokens;
 
 pub use tokens::estimate_tokens;

@@ -5,7 +5,7 @@
 //! without a final line ending; an empty document (or a lone BOM) has no
 //! lines.
 
-use crate::model::LineNo;
+use koas_review_schema::stage1::LineNo;
 use koas_kernel_api::hash::sha256;
 
 /// The UTF-8 byte-order mark.

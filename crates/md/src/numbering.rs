@@ -9,7 +9,7 @@
 //! Roman numerals, every other single letter (including `C`, `D`, `L`, `M`)
 //! as a letter.
 
-use crate::model::{Numbering, NumberingKind};
+use koas_review_schema::stage1::{Numbering, NumberingKind};
 
 /// Separators allowed between the number and the rest of the title.
 const SEPARATORS: &[char] = &['-', '–', '—', ':'];

@@ -2,11 +2,11 @@
 //! the plugin boundary. Used by tests and benchmarks, and by tools that
 //! want the Stage 1 artifacts without running the host.
 
-use crate::chunk::{self, BlockLines, SectionStart};
+use crate::chunk;
 use crate::error::MdError;
 use crate::inventory;
 use crate::line_index::LineIndex;
-use crate::model::{ChunkConfig, ChunkPlan, FileStats, ProtectedSpans};
+use koas_review_schema::stage1::{ChunkConfig, ChunkPlan, FileStats, ProtectedSpans, SectionIndex};
 use crate::protected;
 use crate::scan::{scan, ScanOptions};
 use crate::structure::{self, Structure};
@@ -46,14 +46,13 @@ pub fn run(path: &str, text: &str, config: ChunkConfig) -> Result<Stage1, MdErro
     let spans = protected::detect(&index, &spans_scan, &doc_hash);
     drop(spans_scan);
 
-    let sections: Vec<SectionStart> = structure
-        .sections
-        .sections
-        .iter()
-        .map(SectionStart::from)
-        .collect();
-    let blocks: Vec<BlockLines> = spans.blocks.iter().map(BlockLines::from).collect();
-    let chunks = chunk::plan(&index, &sections, &blocks, config, &doc_hash);
+    let chunks = chunk::plan(
+        &index,
+        &structure.sections.sections,
+        &spans.blocks,
+        config,
+        &doc_hash,
+    );
     Ok(Stage1 {
         doc_hash,
         stats,
@@ -61,4 +60,32 @@ pub fn run(path: &str, text: &str, config: ChunkConfig) -> Result<Stage1, MdErro
         spans,
         chunks,
     })
+}
+/// The protected spans of `text`: `given` (Stage 1's artifact) when it
+/// was computed on `text`, else computed again the way
+/// `md_protected_regions` does. A review's current document may differ
+/// from the original Stage 1 ran on, and ops must be checked against the
+/// regions of the document they apply to. The flag says whether the spans
+/// were recomputed.
+pub fn protected_spans_for(text: &str, given: ProtectedSpans) -> (ProtectedSpans, bool) {
+    let doc_hash = sha256(text);
+    if koas_kernel_api::hash::same_hash(&given.doc_hash, &doc_hash) {
+        return (given, false);
+    }
+    let index = LineIndex::new(text);
+    let parsed = scan(&index, ScanOptions { inlines: true });
+    (protected::detect(&index, &parsed, &doc_hash), true)
+}
+
+/// The section index of `text`: `given` when it was computed on `text`,
+/// else computed again the way `md_structure` does (see
+/// [`protected_spans_for`]).
+pub fn section_index_for(text: &str, given: SectionIndex) -> SectionIndex {
+    let doc_hash = sha256(text);
+    if koas_kernel_api::hash::same_hash(&given.doc_hash, &doc_hash) {
+        return given;
+    }
+    let index = LineIndex::new(text);
+    let parsed = scan(&index, ScanOptions::default());
+    structure::build(&index, &parsed, &doc_hash).sections
 }

@@ -5,7 +5,7 @@
 //! heading's parent is the nearest previous heading of a lower level.
 
 use crate::line_index::LineIndex;
-use crate::model::{
+use koas_review_schema::stage1::{
     AnchorMap, DuplicateAnchor, HeadingNode, HeadingStyle, HeadingTree, LineRange, SectionEntry,
     SectionIndex,
 };

@@ -1,6 +1,6 @@
 //! One-line kernel summaries (under 500 chars) for people.
 
-use crate::model::{ChunkPlan, FileStats, LineEndingStyle, ProtectedSpans, ProtectedSummary};
+use koas_review_schema::stage1::{ChunkPlan, FileStats, LineEndingStyle, ProtectedSpans, ProtectedSummary};
 use crate::structure::Structure;
 
 /// Longest summary the host keeps.
@@ -37,8 +37,8 @@ pub fn inventory(stats: &FileStats) -> String {
     )];
     if let Some(fm) = &stats.front_matter {
         let fmt = match fm.format {
-            crate::model::FrontMatterFormat::Yaml => "YAML",
-            crate::model::FrontMatterFormat::Toml => "TOML",
+            koas_review_schema::stage1::FrontMatterFormat::Yaml => "YAML",
+            koas_review_schema::stage1::FrontMatterFormat::Toml => "TOML",
         };
         parts.push(format!(
             "{fmt} front matter (lines {}–{})",
@@ -183,7 +183,7 @@ pub fn chunks(plan: &ChunkPlan) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::ChunkConfig;
+    use koas_review_schema::stage1::ChunkConfig;
     use crate::stage1;
 
     #[test]

@@ -4,7 +4,7 @@
 //! `grep -n`), not copied from the library's output. Every test skips with
 //! a message when the shared folder is absent.
 
-use koas_md::model::{BlockKind, ChunkConfig, LineNo};
+use koas_review_schema::stage1::{BlockKind, ChunkConfig, LineNo};
 use koas_md::stage1::{self, Stage1};
 use std::path::{Path, PathBuf};
 
@@ -28,7 +28,7 @@ fn load(rel: &str) -> Option<(String, Stage1)> {
     Some((text, s))
 }
 
-fn section<'a>(s: &'a Stage1, id: &str) -> &'a koas_md::model::SectionEntry {
+fn section<'a>(s: &'a Stage1, id: &str) -> &'a koas_review_schema::stage1::SectionEntry {
     s.structure
         .sections
         .sections

@@ -2,7 +2,7 @@
 //! Every expected figure below was written by reading the documents
 //! (`cat -n`), not copied from the library's output.
 
-use koas_md::model::{BlockKind, ChunkConfig, HeadingStyle, InlineKind, NumberingKind};
+use koas_review_schema::stage1::{BlockKind, ChunkConfig, HeadingStyle, InlineKind, NumberingKind};
 use koas_md::stage1::{self, Stage1};
 
 const SPEC: &str = include_str!("../../../examples/spec-example.md");

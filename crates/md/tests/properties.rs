@@ -10,7 +10,7 @@
 //! * editing one section leaves the chunk IDs of every other section
 //!   unchanged.
 
-use koas_md::model::{ChunkConfig, ChunkPlan, LineNo};
+use koas_review_schema::stage1::{ChunkConfig, ChunkPlan, LineNo};
 use koas_md::stage1::{self, Stage1};
 use proptest::prelude::*;
 

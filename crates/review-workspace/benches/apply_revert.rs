@@ -12,12 +12,12 @@ use std::hint::black_box;
 use std::path::{Path, PathBuf};
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use koas_review::apply::ApplyOptions;
-use koas_review::change_id::ChangeId;
+use koas_review_schema::apply::ApplyOptions;
+use koas_review_schema::change_id::ChangeId;
 use koas_review::clock::SteppingClock;
-use koas_review::edit_op::Action;
-use koas_review::ledger::Actor;
-use koas_review::protected::ProtectedRegions;
+use koas_review_schema::edit_op::Action;
+use koas_review_schema::ledger::Actor;
+use koas_review_schema::stage1::ProtectedSpans;
 use koas_review::session::MemorySession;
 use koas_review_workspace::{RevertRunRequest, ReviewRequest, Workspace};
 use serde_json::{json, Value};
@@ -97,7 +97,7 @@ fn in_memory_cycle(text: &str, ops: &[Value]) -> usize {
     let out = session
         .apply(
             ops,
-            &ProtectedRegions::default(),
+            &ProtectedSpans::default(),
             &ApplyOptions::default(),
             &actor(),
             &clock,
@@ -126,7 +126,7 @@ fn on_disk_cycle(text: &str, ops: &[Value]) -> usize {
             doc_name: "seed.md",
             document: text,
             ops,
-            protected: &ProtectedRegions::default(),
+            protected: &ProtectedSpans::default(),
             options: &ApplyOptions::default(),
             actor: &actor(),
             command: "bench",

@@ -8,10 +8,10 @@
 
 use std::time::Instant;
 
-use koas_review::apply::ApplyOptions;
+use koas_review_schema::apply::ApplyOptions;
 use koas_review::clock::SteppingClock;
-use koas_review::ledger::Actor;
-use koas_review::protected::ProtectedRegions;
+use koas_review_schema::ledger::Actor;
+use koas_review_schema::stage1::ProtectedSpans;
 use koas_review_workspace::{RevertRunRequest, ReviewRequest, Workspace};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -44,7 +44,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         doc_name: "doc.md",
         document: &text,
         ops: &ops,
-        protected: &ProtectedRegions::default(),
+        protected: &ProtectedSpans::default(),
         options: &ApplyOptions::default(),
         actor: &actor,
         command: "disk_cycle",

@@ -22,8 +22,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use koas_orchestrator::fsio::{atomic_write, fsync_dir, open_append, FsError};
-use koas_review::change_id::{ChangeId, EntryId};
-use koas_review::ledger::LedgerEntry;
+use koas_review_schema::change_id::{ChangeId, EntryId};
+use koas_review_schema::ledger::LedgerEntry;
 use serde::Serialize;
 use thiserror::Error;
 
@@ -310,9 +310,9 @@ impl Ledger {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use koas_review::change_id::ChangeId;
-    use koas_review::edit_op::Action;
-    use koas_review::ledger::{Actor, ChangeLines, Scope};
+    use koas_review_schema::change_id::ChangeId;
+    use koas_review_schema::edit_op::Action;
+    use koas_review_schema::ledger::{Actor, ChangeLines, Scope};
 
     pub(crate) fn entry(id: &str) -> LedgerEntry {
         LedgerEntry {

@@ -48,19 +48,22 @@ use crate::ledger::{Ledger, LedgerError, TornTail};
 use koas_kernel_api::hash::{same_hash, sha256};
 use koas_orchestrator::fsio::{atomic_write, create_dir_durably, write_files_atomically, FsError};
 use koas_orchestrator::lock::{acquire_lock, LockError, LockGuard, LockHolder};
-use koas_review::apply::{apply_batch, ApplyLogRecord, ApplyOptions, BatchInput, BatchOutcome};
-use koas_review::change_id::{ChangeId, EntryId, IdError};
+use koas_review::apply::{BatchInput, apply_batch};
+use koas_review_schema::apply::{ApplyLogRecord, ApplyOptions, BatchOutcome};
+use koas_review_schema::change_id::{ChangeId, EntryId, IdError};
 use koas_review::clock::Clock;
-use koas_review::ledger::{Actor, LedgerEntry};
+use koas_review_schema::ledger::{Actor, LedgerEntry};
 use koas_review::linemap::{cancel_reverted_pairs, LineEdit};
 use koas_review::notes::{annotate, Annotated};
 use koas_review::patch::apply_patch_text;
-use koas_review::protected::ProtectedRegions;
+use koas_review::protected::mapped_through;
+use koas_review_schema::stage1::ProtectedSpans;
 use koas_review::query::{count, Counts};
 use koas_review::record::PATCH_DIR;
-use koas_review::report::{
-    render_report, report_file_name, Finding, ReportInput, ReportMeta, Section,
-};
+use koas_review::report::{render_report, report_file_name, ReportInput};
+use koas_review_schema::findings::Finding;
+use koas_review_schema::stage1::SectionEntry;
+use koas_review_schema::review::ReportMeta;
 use koas_review::revert::{plan_reverts, RevertError, RevertRequest};
 use koas_review::text::LineBuf;
 
@@ -184,7 +187,7 @@ pub struct SavedRegions {
     /// Ledger length the regions refer to.
     pub ledger_len: usize,
     /// The regions.
-    pub regions: ProtectedRegions,
+    pub regions: ProtectedSpans,
 }
 
 /// What a run had to repair before starting.
@@ -204,7 +207,7 @@ pub struct ReviewRequest<'a> {
     /// Ops, as untrusted JSON, addressing the workspace's current document.
     pub ops: &'a [Value],
     /// Protected regions of `document`.
-    pub protected: &'a ProtectedRegions,
+    pub protected: &'a ProtectedSpans,
     /// Options.
     pub options: &'a ApplyOptions,
     /// Who runs it.
@@ -275,7 +278,7 @@ pub struct RevertRunRequest<'a> {
 
 /// A revert run's result.
 #[derive(Debug)]
-pub struct RevertOutcome {
+pub struct RevertRunOutcome {
     /// Run ID.
     pub run_id: String,
     /// Revert entries written, in order.
@@ -284,7 +287,7 @@ pub struct RevertOutcome {
     pub recovery: Option<Recovery>,
 }
 
-impl RevertOutcome {
+impl RevertRunOutcome {
     /// A JSON summary for `--json` output.
     pub fn summary_json(&self) -> Value {
         serde_json::json!({
@@ -660,7 +663,13 @@ impl Workspace {
     }
 
     fn saved_regions(&self) -> Result<Option<SavedRegions>, WorkspaceError> {
-        read_json(&self.path(paths::PROTECTED))
+        // The file only caches Stage 1's output for placing notes; one
+        // written by an older koas in another shape is re-derived on the
+        // next review rather than blocking `report` on this workspace.
+        match read_json(&self.path(paths::PROTECTED)) {
+            Err(WorkspaceError::Json { .. }) => Ok(None),
+            other => other,
+        }
     }
 
     /// Protected regions located in the current document.
@@ -668,22 +677,24 @@ impl Workspace {
         &self,
         entries: &[LedgerEntry],
         current: &str,
-    ) -> Result<ProtectedRegions, WorkspaceError> {
+    ) -> Result<ProtectedSpans, WorkspaceError> {
         let Some(saved) = self.saved_regions()? else {
-            return Ok(ProtectedRegions::default());
+            return Ok(ProtectedSpans::default());
         };
         let chain: Vec<(EntryId, LineEdit)> = entries
             .iter()
             .skip(saved.ledger_len)
-            .filter_map(|e| e.edit().map(|edit| (e.id, edit)))
+            .filter_map(|e| koas_review::linemap::edit_of(e).map(|edit| (e.id, edit)))
             .collect();
         let edits: Vec<LineEdit> = cancel_reverted_pairs(&chain)
             .into_iter()
             .map(|(_, e)| e)
             .collect();
-        Ok(saved
-            .regions
-            .mapped_through(&edits, &LineBuf::parse(current)))
+        Ok(mapped_through(
+            &saved.regions,
+            &edits,
+            &LineBuf::parse(current),
+        ))
     }
 
     fn write_annotated(
@@ -715,15 +726,13 @@ impl Workspace {
             let chain: Vec<(EntryId, LineEdit)> = run
                 .entries()
                 .iter()
-                .filter_map(|e| e.edit().map(|edit| (e.id, edit)))
+                .filter_map(|e| koas_review::linemap::edit_of(e).map(|edit| (e.id, edit)))
                 .collect();
             let edits: Vec<LineEdit> = cancel_reverted_pairs(&chain)
                 .into_iter()
                 .map(|(_, e)| e)
                 .collect();
-            request
-                .protected
-                .mapped_through(&edits, &LineBuf::parse(run.current_text()))
+            mapped_through(request.protected, &edits, &LineBuf::parse(run.current_text()))
         };
         let ledger_ids: BTreeSet<ChangeId> = run.ledger_ids();
         let batch = apply_batch(BatchInput {
@@ -751,7 +760,7 @@ impl Workspace {
     }
 
     /// Reverts changes (all or nothing) and records the revert entries.
-    pub fn revert(&self, request: RevertRunRequest<'_>) -> Result<RevertOutcome, WorkspaceError> {
+    pub fn revert(&self, request: RevertRunRequest<'_>) -> Result<RevertRunOutcome, WorkspaceError> {
         let doc_name = self.meta()?.map(|m| m.doc_name).unwrap_or_default();
         let mut run = self.begin(BeginRequest {
             doc_name: &doc_name,
@@ -803,7 +812,7 @@ impl Workspace {
     pub fn write_report(
         &self,
         meta: &ReportMeta,
-        sections: &[Section],
+        sections: &[SectionEntry],
         findings: &[Finding],
     ) -> Result<String, WorkspaceError> {
         let ledger = self.ledger()?;

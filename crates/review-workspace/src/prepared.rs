@@ -25,17 +25,17 @@ use crate::ledger::Ledger;
 use koas_kernel_api::hash::{same_hash, sha256};
 use koas_orchestrator::fsio::{atomic_write, open_append, write_files_atomically, FsError};
 use koas_orchestrator::lock::{LockGuard, LockHolder};
-use koas_review::apply::{ApplyOptions, BatchOutcome};
-use koas_review::change_id::{ChangeId, IdAllocator};
+use koas_review_schema::apply::{ApplyOptions, BatchOutcome};
+use koas_review_schema::change_id::{ChangeId, IdAllocator};
 use koas_review::clock::Clock;
-use koas_review::ledger::{Actor, LedgerEntry};
-use koas_review::protected::ProtectedRegions;
+use koas_review_schema::ledger::{Actor, LedgerEntry};
+use koas_review_schema::stage1::ProtectedSpans;
 use koas_review::record::{entry_for_applied, entry_for_revert, RunContext};
-use koas_review::revert::RevertPlan;
+use koas_review_schema::revert::RevertPlan;
 
 use super::verify::{verify_batch, verify_revert_plan};
 use super::{
-    file_stamp, paths, Recovery, RevertOutcome, ReviewOutcome, SavedRegions, Workspace,
+    file_stamp, paths, Recovery, RevertRunOutcome, ReviewOutcome, SavedRegions, Workspace,
     WorkspaceError, WorkspaceMeta,
 };
 
@@ -203,7 +203,7 @@ impl<'w> PreparedRun<'w> {
     pub fn commit_review(
         &mut self,
         batch: BatchOutcome,
-        protected: ProtectedRegions,
+        protected: ProtectedSpans,
         ctx: &CommitContext<'_>,
     ) -> Result<ReviewOutcome, WorkspaceError> {
         verify_batch(
@@ -225,7 +225,7 @@ impl<'w> PreparedRun<'w> {
     pub(super) fn write_review(
         &mut self,
         batch: BatchOutcome,
-        protected: ProtectedRegions,
+        protected: ProtectedSpans,
         ctx: &CommitContext<'_>,
     ) -> Result<ReviewOutcome, WorkspaceError> {
         let ws = self.workspace;
@@ -306,7 +306,7 @@ impl<'w> PreparedRun<'w> {
         plan: RevertPlan,
         rationale: &str,
         ctx: &CommitContext<'_>,
-    ) -> Result<RevertOutcome, WorkspaceError> {
+    ) -> Result<RevertRunOutcome, WorkspaceError> {
         verify_revert_plan(
             &self.meta.doc_name,
             &self.current,
@@ -326,7 +326,7 @@ impl<'w> PreparedRun<'w> {
         plan: RevertPlan,
         rationale: &str,
         ctx: &CommitContext<'_>,
-    ) -> Result<RevertOutcome, WorkspaceError> {
+    ) -> Result<RevertRunOutcome, WorkspaceError> {
         let ws = self.workspace;
         let run = RunContext {
             doc_name: &self.meta.doc_name,
@@ -355,7 +355,7 @@ impl<'w> PreparedRun<'w> {
         atomic_write(&ws.path(paths::EDITED_DOC), plan.final_text.as_bytes())?;
         ws.write_annotated(self.ledger.entries(), &plan.final_text, ctx.options)?;
         self.current = plan.final_text;
-        Ok(RevertOutcome {
+        Ok(RevertRunOutcome {
             run_id: self.run_id.clone(),
             entries,
             recovery: self.recovery.clone(),

@@ -1,7 +1,11 @@
+use koas_review_schema::apply::ApplyOptions;
+use koas_review_schema::change_id::{ChangeId, EntryId};
+use koas_review_schema::ledger::Actor;
+use koas_review_schema::review::ReportMeta;
 use super::*;
 use koas_kernel_api::hash::sha256;
 use koas_review::clock::SteppingClock;
-use koas_review::protected::ProtectedRange;
+use koas_review_schema::stage1::ProtectedSpan;
 use serde_json::json;
 use std::collections::BTreeMap;
 
@@ -14,13 +18,9 @@ fn actor() -> Actor {
     }
 }
 
-fn regions() -> ProtectedRegions {
-    ProtectedRegions {
-        blocks: vec![ProtectedRange {
-            kind: "code_fence".into(),
-            line_start: 5,
-            line_end: 7,
-        }],
+fn regions() -> ProtectedSpans {
+    ProtectedSpans {
+        blocks: vec![ProtectedSpan::from_lines(BlockKind::CodeFence, 5, 7)],
         inline: vec![],
     }
 }
@@ -44,7 +44,7 @@ fn review(
     })
 }
 
-fn revert(ws: &Workspace, ids: &[u32]) -> Result<RevertOutcome, WorkspaceError> {
+fn revert(ws: &Workspace, ids: &[u32]) -> Result<RevertRunOutcome, WorkspaceError> {
     let clock = SteppingClock::new("2026-03-02T10:00:00Z");
     let ids: Vec<ChangeId> = ids.iter().map(|&n| ChangeId::new(n).unwrap()).collect();
     ws.revert(RevertRunRequest {
@@ -374,12 +374,7 @@ fn report_is_written_in_both_places() {
         current_hash: sha256(&ws.current_text().unwrap()),
         notice: None,
     };
-    let sections = vec![Section {
-        id: "S1".into(),
-        title: "Spec".into(),
-        line_start: 1,
-        line_end: 9,
-    }];
+    let sections = vec![SectionEntry::from_lines("S1", "Spec", 1, 9)];
     let text = ws.write_report(&meta, &sections, &[]).unwrap();
     assert!(text.contains("### S1 Spec"));
     assert_eq!(

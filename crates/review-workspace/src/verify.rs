@@ -14,13 +14,14 @@
 use std::collections::BTreeSet;
 
 use koas_kernel_api::hash::{same_hash, sha256_of_parts};
-use koas_review::apply::BatchOutcome;
-use koas_review::change_id::{ChangeId, EntryId};
-use koas_review::edit_op::{Action, EditOp};
-use koas_review::ledger::LedgerEntry;
+use koas_review_schema::apply::BatchOutcome;
+use koas_review_schema::change_id::{ChangeId, EntryId};
+use koas_review_schema::edit_op::{Action, EditOp};
+use koas_review_schema::ledger::LedgerEntry;
 use koas_review::normalize::note_names_id;
-use koas_review::patch::{make_patch_pair, LineChange, PatchPair};
-use koas_review::revert::RevertPlan;
+use koas_review::patch::make_patch_pair;
+use koas_review_schema::apply::{LineChange, PatchPair};
+use koas_review_schema::revert::RevertPlan;
 use koas_review::text::LineBuf;
 
 /// Replays one change on `buf`: checks the patch pair and the removed
@@ -42,8 +43,7 @@ fn replay_change(
             change.start + 1
         ));
     }
-    change
-        .apply_to(buf)
+    koas_review::patch::apply_change(change, buf)
         .map_err(|e| format!("{label}: its change does not apply to the document: {e}"))?;
     Ok(buf.hash())
 }

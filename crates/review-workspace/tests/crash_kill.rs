@@ -19,8 +19,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use koas_review::change_id::ChangeId;
-use koas_review::edit_op::Action;
+use koas_review_schema::change_id::ChangeId;
+use koas_review_schema::edit_op::Action;
 use koas_kernel_api::hash::sha256;
 use koas_review_workspace::ledger::Ledger;
 use koas_review_workspace::{paths, Workspace};

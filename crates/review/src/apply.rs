@@ -12,31 +12,22 @@
 //!
 //! Nothing here touches the disk: see [`crate::workspace`] for that.
 
+use koas_review_schema::apply::{AppliedOp, ApplyOptions, BatchOutcome, RejectedOp};
 use std::collections::BTreeSet;
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::change_id::{ChangeId, IdAllocator};
-use crate::edit_op::{build_op, Action, EditOp, ReviewPolicy};
-use crate::normalize::{normalize, Fix, NormalizeOptions};
-use crate::patch::{make_patch_pair, LineChange, PatchPair};
-use crate::protected::ProtectedRegions;
-use crate::rejection::{RejectClass, Rejection};
+use koas_review_schema::change_id::{ChangeId, IdAllocator};
+use crate::edit_op::build_op;
+use koas_review_schema::edit_op::{Action, EditOp};
+use crate::normalize::normalize;
+use koas_review_schema::apply::Fix;
+use crate::patch::{apply_change, make_patch_pair};
+use koas_review_schema::apply::LineChange;
+use koas_review_schema::stage1::ProtectedSpans;
+use koas_review_schema::rejection::{RejectClass, Rejection};
 use crate::text::LineBuf;
 use crate::validate::{check_range, op_label, validate, ProtectionPolicy};
-use koas_kernel_api::hash::sha256_of_parts;
-
-/// Options of an apply run.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ApplyOptions {
-    /// Refuse any op that touches a protected region.
-    pub strict: bool,
-    /// Which normalization fixes run.
-    pub normalize: NormalizeOptions,
-    /// Silent tier and severity → alert map.
-    pub policy: ReviewPolicy,
-}
 
 /// Everything a batch needs.
 #[derive(Debug, Clone, Copy)]
@@ -48,7 +39,7 @@ pub struct BatchInput<'a> {
     /// The ops, as untrusted JSON.
     pub ops: &'a [Value],
     /// Protected regions of `text`.
-    pub protected: &'a ProtectedRegions,
+    pub protected: &'a ProtectedSpans,
     /// IDs already in the ledger.
     pub ledger_ids: &'a BTreeSet<ChangeId>,
     /// The first ID to allocate.
@@ -57,192 +48,26 @@ pub struct BatchInput<'a> {
     pub options: &'a ApplyOptions,
 }
 
-/// An op that was applied (or recorded, for flag_only).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AppliedOp {
-    /// 0-based position of the op in the input.
-    pub index: usize,
-    /// The normalized op.
-    pub op: EditOp,
-    /// Normalization fixes that ran.
-    pub fixes: Vec<Fix>,
-    /// Fields that got a §7 default.
-    pub defaults: Vec<String>,
-    /// The change, in the coordinates of the state it was applied to
-    /// (`None` for flag_only).
-    pub change: Option<LineChange>,
-    /// Forward and inverse patch (`None` for flag_only).
-    pub patches: Option<PatchPair>,
-    /// `sha256:` of the document before the op.
-    pub doc_hash_before: String,
-    /// `sha256:` of the document after the op.
-    pub doc_hash_after: String,
-    /// Protected regions the op touches (allowed because it needs attention).
-    pub touches_protected: Vec<String>,
-    /// One-line summary for the ledger.
-    pub summary: String,
-    /// The op's target lines (1-based, inclusive) in the coordinates of
-    /// the state it was applied to.
-    pub state_lines: (usize, usize),
-}
-
-impl AppliedOp {
-    /// `sha256:` of the lines the change removed.
-    pub fn region_hash_before(&self) -> Option<String> {
-        self.change.as_ref().map(|c| sha256_of_parts(&c.old))
-    }
-
-    /// `sha256:` of the lines the change inserted.
-    pub fn region_hash_after(&self) -> Option<String> {
-        self.change.as_ref().map(|c| sha256_of_parts(&c.new))
-    }
-}
-
-/// An op that was not applied.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RejectedOp {
-    /// 0-based position of the op in the input.
-    pub index: usize,
-    /// The ID allocated to it (released: it reaches no ledger).
-    pub id: ChangeId,
-    /// The `id` the op arrived with.
-    pub source_id: Option<String>,
-    /// Its action, when it could be read.
-    pub action: Option<Action>,
-    /// Its target lines, when they could be read.
-    pub lines: Option<(usize, usize)>,
-    /// Fixes that ran before it was rejected.
-    pub fixes: Vec<Fix>,
-    /// Defaults filled before it was rejected.
-    pub defaults: Vec<String>,
-    /// Why.
-    pub rejection: Rejection,
-}
-
-/// The result of a batch.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BatchOutcome {
-    /// Applied ops, in application order.
-    pub applied: Vec<AppliedOp>,
-    /// Rejected ops, in input order.
-    pub rejected: Vec<RejectedOp>,
-    /// The document after every applied op.
-    pub final_text: String,
-    /// `sha256:` of the planned document.
-    pub initial_hash: String,
-    /// The next free ID after this batch.
-    pub next_id: ChangeId,
-}
-
-/// Status of one op in the apply log.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum OpStatus {
-    /// Applied to the document.
-    Applied,
-    /// flag_only: recorded, nothing changed.
-    Flagged,
-    /// Not applied.
-    Rejected,
-}
-
-/// One line of `stage3/apply_log.jsonl`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ApplyLogRecord {
-    /// Run that produced the record.
-    pub run_id: String,
-    /// 1-based position of the op in the ops input.
-    pub op_index: usize,
-    /// Allocated change ID.
-    pub id: ChangeId,
-    /// The `id` the op arrived with.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub source_id: Option<String>,
-    /// Outcome.
-    pub status: OpStatus,
-    /// Action (after the blank-line guard).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub action: Option<Action>,
-    /// Target lines in the planned document (after the guard).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lines: Option<(usize, usize)>,
-    /// Fixes that ran.
-    #[serde(default)]
-    pub fixes: Vec<Fix>,
-    /// Fields filled with §7 defaults.
-    #[serde(default)]
-    pub defaults_filled: Vec<String>,
-    /// Rejection class, for rejected ops.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reject: Option<RejectClass>,
-    /// Rejection reason, for rejected ops.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    /// Protected regions an applied op touches.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub touches_protected: Vec<String>,
-}
-
-impl BatchOutcome {
-    /// The apply log, one record per input op, in input order.
-    pub fn log_records(&self, run_id: &str) -> Vec<ApplyLogRecord> {
-        let mut records: Vec<ApplyLogRecord> = self
-            .applied
-            .iter()
-            .map(|a| ApplyLogRecord {
-                run_id: run_id.to_owned(),
-                op_index: a.index + 1,
-                id: a.op.id,
-                source_id: a.op.source_id.clone(),
-                status: if a.change.is_some() {
-                    OpStatus::Applied
-                } else {
-                    OpStatus::Flagged
-                },
-                action: Some(a.op.action),
-                lines: Some((a.op.target.line_start, a.op.target.line_end)),
-                fixes: a.fixes.clone(),
-                defaults_filled: a.defaults.clone(),
-                reject: None,
-                reason: None,
-                touches_protected: a.touches_protected.clone(),
-            })
-            .chain(self.rejected.iter().map(|r| ApplyLogRecord {
-                run_id: run_id.to_owned(),
-                op_index: r.index + 1,
-                id: r.id,
-                source_id: r.source_id.clone(),
-                status: OpStatus::Rejected,
-                action: r.action,
-                lines: r.lines,
-                fixes: r.fixes.clone(),
-                defaults_filled: r.defaults.clone(),
-                reject: Some(r.rejection.class),
-                reason: Some(r.rejection.reason.clone()),
-                touches_protected: Vec::new(),
-            }))
-            .collect();
-        records.sort_by_key(|r| r.op_index);
-        records
-    }
-
-    /// Replays the batch from the planned text: yields, per op that
-    /// changed the document, the text before and after it. Texts are built
-    /// on demand, so a big batch does not hold every version in memory.
-    pub fn states<'a>(&'a self, initial_text: &str) -> impl Iterator<Item = (String, String)> + 'a {
-        let mut buf = LineBuf::parse(initial_text);
-        self.applied
-            .iter()
-            .filter_map(|a| a.change.as_ref())
-            .map(move |change| {
-                let before = buf.to_text();
-                // The change was produced against exactly this state.
-                if change.apply_to(&mut buf).is_err() {
-                    return (before.clone(), before);
-                }
-                (before, buf.to_text())
-            })
-    }
+/// Replays a batch from the planned text: yields, per op that changed the
+/// document, the text before and after it. Texts are built on demand, so a
+/// big batch does not hold every version in memory.
+pub fn batch_states<'a>(
+    outcome: &'a BatchOutcome,
+    initial_text: &str,
+) -> impl Iterator<Item = (String, String)> + 'a {
+    let mut buf = LineBuf::parse(initial_text);
+    outcome
+        .applied
+        .iter()
+        .filter_map(|a| a.change.as_ref())
+        .map(move |change| {
+            let before = buf.to_text();
+            // The change was produced against exactly this state.
+            if apply_change(change, &mut buf).is_err() {
+                return (before.clone(), before);
+            }
+            (before, buf.to_text())
+        })
 }
 
 /// 1-based inclusive line ranges an accepted op holds in the planned doc.
@@ -513,7 +338,7 @@ pub fn apply_batch(input: BatchInput<'_>) -> BatchOutcome {
                     ..planned.change
                 };
                 let patches = make_patch_pair(input.doc_name, &current, &change);
-                if let Err(err) = change.apply_to(&mut current) {
+                if let Err(err) = apply_change(&change, &mut current) {
                     rejected.push(reject(
                         Some(&op),
                         fixes,

@@ -4,7 +4,9 @@
 //! ops file, a person or an LLM planner), normalizes and validates them,
 //! applies them to a Markdown document byte for byte, and records every
 //! change with an ID, a forward and an inverse unified diff, and an entry
-//! in an append-only ledger, so any change can be undone later.
+//! in an append-only ledger, so any change can be undone later. The data
+//! it reads and writes (edit ops, ledger entries, outcomes) are the types
+//! of `koas-review-schema`; this crate holds the algorithms.
 //!
 //! The kernels `md_apply_ops`, `md_inline_notes_inject`,
 //! `md_review_report_assemble`, `md_revert` and the `koas
@@ -13,10 +15,10 @@
 //! ## Layers
 //!
 //! Pure, no I/O (usable inside a kernel):
-//! - [`change_id`]: `RVW-NNNN` IDs and their allocation.
-//! - [`edit_op`]: the §6 EditOp schema, §7 defaults, the review policy.
+//! - [`edit_op`]: building a typed op from untrusted JSON, with defaults.
 //! - [`normalize`]: HASH_RECOMPUTE, NOTE_INJECT, NOTE_ID_FIX, blank-line guard.
-//! - [`validate`]: the 6 invariants → the rejection taxonomy ([`rejection`]).
+//! - [`validate`]: the invariants an op must hold, each failure a rejection
+//!   class.
 //! - [`plan`]: the exact line change an op makes.
 //! - [`apply`]: batches, line shifting, overlap refusal, patches.
 //! - [`patch`]: unified diffs: generation, parsing, strict application.
@@ -27,8 +29,10 @@
 //! - [`notes`]: GitHub alert blocks for changes that need attention.
 //! - [`report`]: the `REVIEW_<stem>.md` report.
 //! - [`query`]: `grep` filters and `show` rendering over the ledger.
-//! - [`artifacts`]: the Stage 3 artifacts the kernels and the host
-//!   exchange, and the Stage 1/2 artifacts they read.
+//! - [`protected`]: what an op may not touch, and following protected
+//!   regions through edits.
+//! - [`artifacts`]: reading Stage 1 artifacts for the document at hand,
+//!   op scopes, and the document and ledger a view shows.
 //!
 //! Nothing here touches the disk: the on-disk workspace (ledger file,
 //! patches, lock, crash-safe runs) is the `koas-review-workspace` crate,
@@ -38,9 +42,10 @@
 //!
 //! ```
 //! use std::collections::BTreeSet;
-//! use koas_review::apply::{apply_batch, ApplyOptions, BatchInput};
-//! use koas_review::change_id::ChangeId;
-//! use koas_review::protected::ProtectedRegions;
+//! use koas_review::apply::{apply_batch, BatchInput};
+//! use koas_review_schema::apply::ApplyOptions;
+//! use koas_review_schema::change_id::ChangeId;
+//! use koas_review_schema::stage1::ProtectedSpans;
 //!
 //! let doc = "# Title\n\nThe bandwith is high.\n";
 //! let ops = vec![serde_json::json!({
@@ -52,7 +57,7 @@
 //!     doc_name: "spec.md",
 //!     text: doc,
 //!     ops: &ops,
-//!     protected: &ProtectedRegions::default(),
+//!     protected: &ProtectedSpans::default(),
 //!     ledger_ids: &BTreeSet::new(),
 //!     first_id: ChangeId::first(),
 //!     options: &ApplyOptions::default(),
@@ -66,10 +71,8 @@
 
 pub mod apply;
 pub mod artifacts;
-pub mod change_id;
 pub mod clock;
 pub mod edit_op;
-pub mod ledger;
 pub mod linemap;
 pub mod normalize;
 pub mod notes;
@@ -78,7 +81,6 @@ pub mod plan;
 pub mod protected;
 pub mod query;
 pub mod record;
-pub mod rejection;
 pub mod report;
 pub mod revert;
 pub mod session;

@@ -8,9 +8,11 @@
 //! to cover the edit (used to place notes and section tallies, where an
 //! approximate position is still useful).
 
+use koas_review_schema::edit_op::Action;
+use koas_review_schema::ledger::LedgerEntry;
 use serde::{Deserialize, Serialize};
 
-use crate::change_id::EntryId;
+use koas_review_schema::change_id::EntryId;
 
 /// A contiguous change of line count in one document state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -187,7 +189,7 @@ fn transpose_out(
 
 fn cancel_one_round(items: &mut [Option<(EntryId, LineEdit)>]) -> bool {
     let mut changed = false;
-    let positions: std::collections::HashMap<crate::change_id::ChangeId, usize> = items
+    let positions: std::collections::HashMap<koas_review_schema::change_id::ChangeId, usize> = items
         .iter()
         .enumerate()
         .filter_map(|(i, item)| match item {
@@ -227,6 +229,18 @@ fn cancel_one_round(items: &mut [Option<(EntryId, LineEdit)>]) -> bool {
         changed = true;
     }
     changed
+}
+
+/// The line edit a ledger entry made, `None` for a flag.
+pub fn edit_of(entry: &LedgerEntry) -> Option<LineEdit> {
+    if entry.action == Action::FlagOnly {
+        return None;
+    }
+    entry.change.map(|c| LineEdit {
+        start: c.at.saturating_sub(1),
+        old_len: c.removed,
+        new_len: c.added,
+    })
 }
 
 #[cfg(test)]
@@ -307,7 +321,7 @@ mod tests {
 
     #[test]
     fn reverted_pairs_cancel() {
-        use crate::change_id::{ChangeId, EntryId};
+        use koas_review_schema::change_id::{ChangeId, EntryId};
         let c = |n| EntryId::Change(ChangeId::new(n).unwrap());
         let rv = |n| EntryId::Revert(ChangeId::new(n).unwrap());
         // Change 2 rewrites lines 10..12 into 3 lines, change 3 edits line 20

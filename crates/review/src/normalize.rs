@@ -21,95 +21,11 @@
 //!   (case-insensitive, whitespace collapsed), else downgraded to
 //!   `flag_only`.
 
-use serde::{Deserialize, Serialize};
+use koas_review_schema::apply::{Fix, GuardOutcome, NormalizeOptions};
 
-use crate::edit_op::{Action, Alert, EditOp, ReviewNote, ReviewPolicy};
+use koas_review_schema::edit_op::{Action, Alert, EditOp, ReviewNote, ReviewPolicy};
 use crate::text::{is_blank, normalize_newlines, LineBuf};
 use koas_kernel_api::hash::{same_hash, sha256};
-
-/// Which normalization steps run. All on by default; turning one off lets
-/// the matching invariant reject the op instead (useful to measure raw
-/// acceptance).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct NormalizeOptions {
-    /// Run HASH_RECOMPUTE.
-    pub hash_recompute: bool,
-    /// Run NOTE_INJECT.
-    pub note_inject: bool,
-    /// Run NOTE_ID_FIX.
-    pub note_id_fix: bool,
-    /// Run the blank-line targeting guard.
-    pub blank_line_guard: bool,
-}
-
-impl Default for NormalizeOptions {
-    fn default() -> Self {
-        NormalizeOptions {
-            hash_recompute: true,
-            note_inject: true,
-            note_id_fix: true,
-            blank_line_guard: true,
-        }
-    }
-}
-
-/// What the blank-line guard did.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "outcome")]
-pub enum GuardOutcome {
-    /// Moved the target by `relocated_delta` lines.
-    Relocated {
-        /// Signed line offset.
-        relocated_delta: i64,
-    },
-    /// No match within ±3 lines: the op became `flag_only`.
-    Downgraded,
-}
-
-/// A normalization fix that ran on an op.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "fix", rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum Fix {
-    /// `before_hash` was (re)computed from the document.
-    HashRecompute {
-        /// The hash the op carried, if any.
-        from: Option<String>,
-        /// The hash of the document text at the target.
-        to: String,
-    },
-    /// A review note was injected.
-    NoteInject {
-        /// Its alert type.
-        alert: Alert,
-    },
-    /// The note text was made to start with `REVIEWER: <id> — `.
-    NoteIdFix {
-        /// The text before the fix.
-        from: String,
-    },
-    /// The blank-line targeting guard fired.
-    BlankLineGuard {
-        /// What it did.
-        #[serde(flatten)]
-        outcome: GuardOutcome,
-        /// Target lines before the guard.
-        from_lines: (usize, usize),
-        /// Target lines after the guard.
-        to_lines: (usize, usize),
-    },
-}
-
-impl Fix {
-    /// The fix's name as the apply log shows it.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Fix::HashRecompute { .. } => "HASH_RECOMPUTE",
-            Fix::NoteInject { .. } => "NOTE_INJECT",
-            Fix::NoteIdFix { .. } => "NOTE_ID_FIX",
-            Fix::BlankLineGuard { .. } => "BLANK_LINE_GUARD",
-        }
-    }
-}
 
 /// How an op's `before_text` relates to the text at its target.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -377,8 +293,8 @@ pub fn normalize(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::change_id::ChangeId;
-    use crate::edit_op::Target;
+    use koas_review_schema::change_id::ChangeId;
+    use koas_review_schema::edit_op::Target;
 
     fn op(action: Action, start: usize, end: usize) -> EditOp {
         EditOp {

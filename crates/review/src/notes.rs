@@ -18,28 +18,15 @@
 //! neighbours; the document's line endings and its missing final newline
 //! are kept.
 
-use serde::{Deserialize, Serialize};
+use koas_review_schema::notes::PlacedNote;
 
-use crate::change_id::{ChangeId, EntryId};
-use crate::edit_op::{Action, Alert, ReviewPolicy};
-use crate::ledger::LedgerEntry;
+use koas_review_schema::change_id::EntryId;
+use koas_review_schema::edit_op::{Action, Alert, ReviewPolicy};
+use koas_review_schema::ledger::LedgerEntry;
 use crate::linemap::{cancel_reverted_pairs, map_through_all, LineEdit, MapMode, Region};
-use crate::protected::ProtectedRegions;
+use crate::protected::block_containing;
+use koas_review_schema::stage1::ProtectedSpans;
 use crate::text::{is_blank, LineBuf};
-
-/// A note placed in the annotated document.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PlacedNote {
-    /// The change.
-    pub id: ChangeId,
-    /// The alert type used.
-    pub alert: Alert,
-    /// The block is inserted after this 1-based line of the edited
-    /// document (0: at the top).
-    pub after_line: usize,
-    /// The note text.
-    pub text: String,
-}
 
 /// The annotated document and where its notes went.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,7 +53,7 @@ pub fn current_region(entries: &[LedgerEntry], index: usize) -> Option<Region> {
     };
     let chain: Vec<(EntryId, LineEdit)> = entries[index + 1..]
         .iter()
-        .filter_map(|e| e.edit().map(|edit| (e.id, edit)))
+        .filter_map(|e| crate::linemap::edit_of(e).map(|edit| (e.id, edit)))
         .collect();
     let chain = cancel_reverted_pairs(&chain);
     map_through_all(region, chain.into_iter().map(|(_, e)| e), MapMode::Clamp).ok()
@@ -87,28 +74,28 @@ fn is_atx_heading(line: &str) -> bool {
 
 /// Moves an insertion point (after 1-based `line`; 0 = top) to the end of
 /// the block it is in, and out of protected blocks.
-fn settle(doc: &LineBuf, protected: &ProtectedRegions, mut line: usize) -> usize {
+fn settle(doc: &LineBuf, protected: &ProtectedSpans, mut line: usize) -> usize {
     let content = |l: usize| doc.content(l - 1).unwrap_or("");
     for _ in 0..=doc.len() {
         let before = line;
-        if let Some(block) = protected.block_containing(line) {
+        if let Some(block) = block_containing(protected, line) {
             // The end of a protected block is a block boundary.
-            line = block.line_end;
+            line = block.line_end as usize;
         } else if line > 0 && !is_blank(content(line)) && !is_atx_heading(content(line)) {
             while line < doc.len()
                 && !is_blank(content(line + 1))
                 && !is_atx_heading(content(line + 1))
-                && protected.block_containing(line + 1).is_none()
+                && block_containing(protected, line + 1).is_none()
             {
                 line += 1;
             }
         }
         if let Some(span) = protected
-            .inline
+            .inlines
             .iter()
-            .find(|s| s.line_start <= line && line < s.line_end)
+            .find(|s| s.line as usize <= line && line < s.end_line as usize)
         {
-            line = span.line_end;
+            line = span.end_line as usize;
         }
         if line == before {
             break;
@@ -141,11 +128,11 @@ fn block_lines(alert: Alert, text: &str) -> Vec<String> {
 }
 
 /// Builds the annotated document. `protected` are the protected regions
-/// of `edited` (see [`ProtectedRegions::mapped_through`]).
+/// of `edited` (see [`crate::protected::mapped_through`]).
 pub fn annotate(
     edited: &str,
     entries: &[LedgerEntry],
-    protected: &ProtectedRegions,
+    protected: &ProtectedSpans,
     policy: &ReviewPolicy,
 ) -> Annotated {
     let doc = LineBuf::parse(edited);

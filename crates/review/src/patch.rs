@@ -11,7 +11,7 @@
 //! text at the position the hunk header names. There is no offset search
 //! and no fuzz; a mismatch is an error and the text is left untouched.
 
-use serde::{Deserialize, Serialize};
+use koas_review_schema::apply::{LineChange, PatchPair};
 use thiserror::Error;
 
 use crate::text::LineBuf;
@@ -22,97 +22,30 @@ pub const CONTEXT_LINES: usize = 3;
 /// The marker that follows a diff line lacking a final newline.
 pub const NO_NEWLINE_MARKER: &str = "\\ No newline at end of file";
 
-/// A contiguous change of whole lines: at 0-based line `start`, the lines
-/// `old` are replaced by the lines `new`. Lines carry their terminators.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LineChange {
-    /// 0-based index of the first replaced line (or of the insertion point).
-    pub start: usize,
-    /// The lines removed, with terminators.
-    pub old: Vec<String>,
-    /// The lines inserted, with terminators.
-    pub new: Vec<String>,
-}
-
-impl LineChange {
-    /// Drops leading and trailing lines that `old` and `new` share, so the
-    /// change covers only the lines that really differ.
-    pub fn trimmed(mut self) -> Self {
-        let common_tail = self
-            .old
-            .iter()
-            .rev()
-            .zip(self.new.iter().rev())
-            .take_while(|(a, b)| a == b)
-            .count();
-        self.old.truncate(self.old.len() - common_tail);
-        self.new.truncate(self.new.len() - common_tail);
-        let common_head = self
-            .old
-            .iter()
-            .zip(self.new.iter())
-            .take_while(|(a, b)| a == b)
-            .count();
-        self.old.drain(..common_head);
-        self.new.drain(..common_head);
-        self.start += common_head;
-        self
+/// Applies `change` to `buf` after checking that the lines it removes are
+/// exactly there.
+pub fn apply_change(change: &LineChange, buf: &mut LineBuf) -> Result<(), PatchError> {
+    let end = change.start + change.old.len();
+    if end > buf.len() {
+        return Err(PatchError::OutOfRange {
+            hunk: 1,
+            line: change.start + 1,
+            len: buf.len(),
+        });
     }
-
-    /// True when the change changes no byte.
-    pub fn is_noop(&self) -> bool {
-        self.old == self.new
-    }
-
-    /// The change that undoes this one, in the coordinates of the state
-    /// this change produces.
-    pub fn inverse(&self) -> LineChange {
-        LineChange {
-            start: self.start,
-            old: self.new.clone(),
-            new: self.old.clone(),
-        }
-    }
-
-    /// Line count difference the change introduces.
-    pub fn delta(&self) -> isize {
-        self.new.len() as isize - self.old.len() as isize
-    }
-
-    /// Applies the change to `buf` after checking that the lines it removes
-    /// are exactly there.
-    pub fn apply_to(&self, buf: &mut LineBuf) -> Result<(), PatchError> {
-        let end = self.start + self.old.len();
-        if end > buf.len() {
-            return Err(PatchError::OutOfRange {
+    for (offset, expected) in change.old.iter().enumerate() {
+        let found = buf.raw_line(change.start + offset).unwrap_or("");
+        if found != expected {
+            return Err(PatchError::Mismatch {
                 hunk: 1,
-                line: self.start + 1,
-                len: buf.len(),
+                line: change.start + offset + 1,
+                expected: expected.clone(),
+                found: found.to_owned(),
             });
         }
-        for (offset, expected) in self.old.iter().enumerate() {
-            let found = buf.raw_line(self.start + offset).unwrap_or("");
-            if found != expected {
-                return Err(PatchError::Mismatch {
-                    hunk: 1,
-                    line: self.start + offset + 1,
-                    expected: expected.clone(),
-                    found: found.to_owned(),
-                });
-            }
-        }
-        buf.splice(self.start, self.old.len(), self.new.clone());
-        Ok(())
     }
-}
-
-/// A forward patch and its inverse for one change.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PatchPair {
-    /// Turns the state before the change into the state after it.
-    pub forward: String,
-    /// Turns the state after the change back into the state before it.
-    pub inverse: String,
+    buf.splice(change.start, change.old.len(), change.new.clone());
+    Ok(())
 }
 
 /// Renders the forward and inverse unified diffs of `change` applied to
@@ -519,7 +452,7 @@ mod tests {
         let before = LineBuf::parse(text);
         let pair = make_patch_pair("doc.md", &before, &change);
         let mut after = before.clone();
-        change.apply_to(&mut after).unwrap();
+        apply_change(&change, &mut after).unwrap();
         let after_text = after.to_text();
         assert_eq!(apply_patch_text(text, &pair.forward).unwrap(), after_text);
         assert_eq!(apply_patch_text(&after_text, &pair.inverse).unwrap(), text);

@@ -14,9 +14,9 @@
 //! line before them; inserting after the last line gives it one), and a
 //! byte-order mark stays at the start.
 
-use crate::edit_op::{Action, EditOp};
+use koas_review_schema::edit_op::{Action, EditOp};
 use crate::normalize::{normalize_op_text, TextMatch};
-use crate::patch::LineChange;
+use koas_review_schema::apply::LineChange;
 use crate::text::{LineBuf, BOM};
 
 /// The change an op makes, and where its bytes really change.
@@ -199,8 +199,8 @@ fn changed_bytes(doc: &LineBuf, change: &LineChange) -> (usize, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::change_id::ChangeId;
-    use crate::edit_op::Target;
+    use koas_review_schema::change_id::ChangeId;
+    use koas_review_schema::edit_op::Target;
     use crate::normalize::match_before_text;
 
     fn op(action: Action, start: usize, end: usize, before: Option<&str>, after: &str) -> EditOp {
@@ -235,7 +235,7 @@ mod tests {
         let planned = plan_change(&op, &doc, &m)?;
         let mut out = doc.clone();
         if let Some(p) = planned {
-            p.change.apply_to(&mut out).unwrap();
+            crate::patch::apply_change(&p.change, &mut out).unwrap();
         }
         Ok(out.to_text())
     }

@@ -1,9 +1,9 @@
-//! Protected regions as the engine receives them.
+//! What an op may not touch: the protected regions Stage 1 found
+//! ([`ProtectedSpans`]), as the engine reads them.
 //!
-//! Stage 1 detects them; the engine only needs their positions. Blocks
-//! (code fences, tables, math, front matter, HTML, link definitions) are
-//! whole-line ranges. Inline spans (inline code, inline math, autolinks...)
-//! are byte ranges inside lines.
+//! Blocks (code fences, tables, math, front matter, HTML, link
+//! definitions) are whole-line ranges. Inline spans (inline code, inline
+//! math, autolinks...) are byte ranges inside lines.
 //!
 //! *Touching* is decided as follows (see `docs/decisions.md`):
 //! - a replace or delete touches a block when its target lines overlap the
@@ -13,63 +13,30 @@
 //!   trimming what the old and new text share at both ends) overlap the
 //!   span, or when it inserts strictly inside it.
 
-use serde::{Deserialize, Serialize};
+use koas_review_schema::stage1::{InlineSpan, LineNo, ProtectedSpan, ProtectedSpans};
 
 use crate::linemap::{map_through_all, LineEdit, MapMode, Region};
 use crate::text::LineBuf;
 
-/// A protected block: whole lines `line_start..=line_end` (1-based).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ProtectedRange {
-    /// Kind, e.g. `code_fence`, `table`, `math_block`.
-    pub kind: String,
-    /// First line, 1-based.
-    pub line_start: usize,
-    /// Last line, 1-based inclusive.
-    pub line_end: usize,
+/// A 1-based line number as the artifacts write it (documents never reach
+/// 4 billion lines; a larger value saturates).
+fn line_no(line: usize) -> LineNo {
+    LineNo::try_from(line).unwrap_or(LineNo::MAX)
 }
 
-impl ProtectedRange {
-    /// True when the 1-based inclusive line range overlaps the block.
-    pub fn overlaps_lines(&self, start: usize, end: usize) -> bool {
-        start <= self.line_end && self.line_start <= end
-    }
-
-    /// True when `line` (1-based) is inside the block.
-    pub fn contains_line(&self, line: usize) -> bool {
-        self.line_start <= line && line <= self.line_end
-    }
+/// `line` as an index type.
+fn line_index(line: LineNo) -> usize {
+    usize::try_from(line).unwrap_or(usize::MAX)
 }
 
-/// A protected inline span, located by lines/columns and by bytes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct InlineSpan {
-    /// Kind, e.g. `inline_code`, `inline_math`.
-    pub kind: String,
-    /// Line of the first byte, 1-based.
-    pub line_start: usize,
-    /// Column of the first character, 1-based, counted in characters
-    /// (as Stage 1 reports them).
-    pub col_start: usize,
-    /// Line of the last byte, 1-based.
-    pub line_end: usize,
-    /// Column just past the last character, 1-based, in characters.
-    pub col_end: usize,
-    /// Offset of the first byte in the document.
-    pub start_byte: usize,
-    /// Offset just past the last byte in the document.
-    pub end_byte: usize,
-}
-
-impl InlineSpan {
-    /// True when the half-open byte range `[from, to)` changes a byte of the
-    /// span, or (when empty) inserts strictly inside it.
-    pub fn touched_by_bytes(&self, from: usize, to: usize) -> bool {
-        if from == to {
-            self.start_byte < from && from < self.end_byte
-        } else {
-            from < self.end_byte && self.start_byte < to
-        }
+/// True when the half-open byte range `[from, to)` changes a byte of
+/// `span`, or (when empty) inserts strictly inside it.
+pub fn inline_touched_by_bytes(span: &InlineSpan, from: usize, to: usize) -> bool {
+    let (from, to) = (from as u64, to as u64);
+    if from == to {
+        span.byte_start < from && from < span.byte_end
+    } else {
+        from < span.byte_end && span.byte_start < to
     }
 }
 
@@ -81,225 +48,217 @@ fn byte_of_column(line: &str, column: usize) -> usize {
         .map_or(line.len(), |(byte, _)| byte)
 }
 
-/// Every protected region of one document state.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ProtectedRegions {
-    /// Whole-line blocks.
-    #[serde(default)]
-    pub blocks: Vec<ProtectedRange>,
-    /// Inline spans.
-    #[serde(default)]
-    pub inline: Vec<InlineSpan>,
-}
-
 /// A protected region an op touches, for messages.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Touched<'a> {
     /// A block.
-    Block(&'a ProtectedRange),
+    Block(&'a ProtectedSpan),
     /// An inline span.
     Inline(&'a InlineSpan),
 }
 
 impl Touched<'_> {
-    /// "the code_fence at lines 38–55".
+    /// "the code_fence at lines 38–55"; inline spans give the column just
+    /// past their last character, as the reports always have.
     pub fn describe(&self) -> String {
         match self {
-            Touched::Block(b) => format!("the {} at lines {}–{}", b.kind, b.line_start, b.line_end),
-            Touched::Inline(s) if s.line_start == s.line_end => format!(
+            Touched::Block(b) => format!(
+                "the {} at lines {}–{}",
+                b.kind.as_str(),
+                b.line_start,
+                b.line_end
+            ),
+            Touched::Inline(s) if s.line == s.end_line => format!(
                 "the {} at line {}, columns {}–{}",
-                s.kind, s.line_start, s.col_start, s.col_end
+                s.kind.as_str(),
+                s.line,
+                s.column,
+                s.end_column + 1
             ),
             Touched::Inline(s) => format!(
                 "the {} from line {} col {} to line {} col {}",
-                s.kind, s.line_start, s.col_start, s.line_end, s.col_end
+                s.kind.as_str(),
+                s.line,
+                s.column,
+                s.end_line,
+                s.end_column + 1
             ),
         }
     }
 }
 
-impl ProtectedRegions {
-    /// True when there is nothing to protect.
-    pub fn is_empty(&self) -> bool {
-        self.blocks.is_empty() && self.inline.is_empty()
-    }
+/// True when there is nothing to protect.
+pub fn is_empty(spans: &ProtectedSpans) -> bool {
+    spans.blocks.is_empty() && spans.inlines.is_empty()
+}
 
-    /// The block containing 1-based `line`, if any.
-    pub fn block_containing(&self, line: usize) -> Option<&ProtectedRange> {
-        self.blocks.iter().find(|b| b.contains_line(line))
-    }
+/// The block containing 1-based `line`, if any.
+pub fn block_containing(spans: &ProtectedSpans, line: usize) -> Option<&ProtectedSpan> {
+    spans.block_at_line(line_no(line))
+}
 
-    /// Regions touched by an op whose target lines are `lines`
-    /// (`None` for an insertion point), which inserts strictly after line
-    /// `insert_after` if it is an insert, and whose real byte change is the
-    /// half-open range `bytes`.
-    pub fn touched_by(
-        &self,
-        lines: Option<(usize, usize)>,
-        insert_after: Option<usize>,
-        bytes: (usize, usize),
-    ) -> Vec<Touched<'_>> {
-        let mut out = Vec::new();
-        for block in &self.blocks {
-            let by_lines = lines.is_some_and(|(s, e)| block.overlaps_lines(s, e));
-            let inside = insert_after
-                .is_some_and(|after| block.line_start <= after && after < block.line_end);
-            if by_lines || inside {
-                out.push(Touched::Block(block));
-            }
+/// Regions touched by an op whose target lines are `lines` (`None` for an
+/// insertion point), which inserts strictly after line `insert_after` if
+/// it is an insert, and whose real byte change is the half-open range
+/// `bytes`.
+pub fn touched_by(
+    spans: &ProtectedSpans,
+    lines: Option<(usize, usize)>,
+    insert_after: Option<usize>,
+    bytes: (usize, usize),
+) -> Vec<Touched<'_>> {
+    let mut out = Vec::new();
+    for block in &spans.blocks {
+        let by_lines = lines.is_some_and(|(s, e)| block.overlaps(line_no(s), line_no(e)));
+        let inside = insert_after.is_some_and(|after| {
+            let after = line_no(after);
+            block.line_start <= after && after < block.line_end
+        });
+        if by_lines || inside {
+            out.push(Touched::Block(block));
         }
-        for span in &self.inline {
-            if span.touched_by_bytes(bytes.0, bytes.1) {
-                out.push(Touched::Inline(span));
-            }
-        }
-        out
     }
+    for span in &spans.inlines {
+        if inline_touched_by_bytes(span, bytes.0, bytes.1) {
+            out.push(Touched::Inline(span));
+        }
+    }
+    out
+}
 
-    /// The same regions located in a later document state, after `edits`
-    /// (in application order); `after` is that later document. Regions
-    /// that an edit touched are widened to cover it; an inline span whose
-    /// lines an edit touched becomes the whole of those lines (its bytes may
-    /// have moved within them): when in doubt, protect.
-    pub fn mapped_through(&self, edits: &[LineEdit], after: &LineBuf) -> ProtectedRegions {
-        let blocks = self
-            .blocks
-            .iter()
-            .filter_map(|b| {
-                let region = Region {
-                    start: b.line_start.checked_sub(1)?,
-                    len: b.line_end + 1 - b.line_start,
-                };
-                let mapped = map_through_all(region, edits.iter().copied(), MapMode::Clamp).ok()?;
-                (mapped.len > 0).then(|| ProtectedRange {
-                    kind: b.kind.clone(),
-                    line_start: mapped.start + 1,
-                    line_end: mapped.end(),
-                })
+/// The same regions located in a later document state, after `edits` (in
+/// application order); `after` is that later document. Regions that an
+/// edit touched are widened to cover it; an inline span whose lines an
+/// edit touched becomes the whole of those lines (its bytes may have moved
+/// within them): when in doubt, protect. Byte offsets are those of
+/// `after`; content hashes stay those of the regions as detected.
+pub fn mapped_through(spans: &ProtectedSpans, edits: &[LineEdit], after: &LineBuf) -> ProtectedSpans {
+    let offsets = after.line_offsets();
+    let end_of = |last: usize| -> u64 {
+        // Just past the content of 1-based line `last` (its terminator
+        // excluded), as Stage 1 measures blocks.
+        let start = offsets.get(last - 1).copied().unwrap_or(0);
+        let line = after.raw_line(last - 1).unwrap_or("");
+        (start + crate::text::strip_terminator(line).len()) as u64
+    };
+    let blocks = spans
+        .blocks
+        .iter()
+        .filter_map(|b| {
+            let region = Region {
+                start: line_index(b.line_start).checked_sub(1)?,
+                len: line_index(b.line_end) + 1 - line_index(b.line_start),
+            };
+            let mapped = map_through_all(region, edits.iter().copied(), MapMode::Clamp).ok()?;
+            (mapped.len > 0).then(|| ProtectedSpan {
+                line_start: line_no(mapped.start + 1),
+                line_end: line_no(mapped.end()),
+                byte_start: offsets.get(mapped.start).copied().unwrap_or(0) as u64,
+                byte_end: end_of(mapped.end()),
+                ..b.clone()
             })
-            .collect();
-        let offsets = after.line_offsets();
-        let inline = self
-            .inline
-            .iter()
-            .filter_map(|s| {
-                let region = Region {
-                    start: s.line_start.checked_sub(1)?,
-                    len: s.line_end + 1 - s.line_start,
-                };
-                match map_through_all(region, edits.iter().copied(), MapMode::Strict) {
-                    Ok(mapped) => {
-                        let line_start = mapped.start + 1;
-                        let line_end = mapped.end();
-                        let start_byte = offsets.get(line_start - 1)?
-                            + byte_of_column(after.raw_line(line_start - 1)?, s.col_start);
-                        let end_byte = offsets.get(line_end - 1)?
-                            + byte_of_column(after.raw_line(line_end - 1)?, s.col_end);
-                        Some(InlineSpan {
-                            line_start,
-                            line_end,
-                            start_byte,
-                            end_byte,
-                            ..s.clone()
-                        })
-                    }
-                    Err(_) => {
-                        // An edit changed the span's lines: its bytes may have
-                        // moved inside them, so protect those whole lines.
-                        let mapped =
-                            map_through_all(region, edits.iter().copied(), MapMode::Clamp).ok()?;
-                        if mapped.len == 0 {
-                            return None;
-                        }
-                        let start_byte = *offsets.get(mapped.start)?;
-                        let end_byte = *offsets.get(mapped.end())?;
-                        let last = after.raw_line(mapped.end() - 1).unwrap_or("");
-                        Some(InlineSpan {
-                            kind: s.kind.clone(),
-                            line_start: mapped.start + 1,
-                            col_start: 1,
-                            line_end: mapped.end(),
-                            col_end: last.chars().count() + 1,
-                            start_byte,
-                            end_byte,
-                        })
-                    }
+        })
+        .collect();
+    let inlines = spans
+        .inlines
+        .iter()
+        .filter_map(|s| {
+            let region = Region {
+                start: line_index(s.line).checked_sub(1)?,
+                len: line_index(s.end_line) + 1 - line_index(s.line),
+            };
+            match map_through_all(region, edits.iter().copied(), MapMode::Strict) {
+                Ok(mapped) => {
+                    let line = mapped.start + 1;
+                    let end_line = mapped.end();
+                    let byte_start = offsets.get(line - 1)?
+                        + byte_of_column(after.raw_line(line - 1)?, s.column as usize);
+                    let byte_end = offsets.get(end_line - 1)?
+                        + byte_of_column(after.raw_line(end_line - 1)?, s.end_column as usize + 1);
+                    Some(InlineSpan {
+                        line: line_no(line),
+                        end_line: line_no(end_line),
+                        byte_start: byte_start as u64,
+                        byte_end: byte_end as u64,
+                        ..s.clone()
+                    })
                 }
-            })
-            .collect();
-        ProtectedRegions { blocks, inline }
+                Err(_) => {
+                    // An edit changed the span's lines: its bytes may have
+                    // moved inside them, so protect those whole lines.
+                    let mapped =
+                        map_through_all(region, edits.iter().copied(), MapMode::Clamp).ok()?;
+                    if mapped.len == 0 {
+                        return None;
+                    }
+                    let byte_start = *offsets.get(mapped.start)?;
+                    let byte_end = *offsets.get(mapped.end())?;
+                    let last = after.raw_line(mapped.end() - 1).unwrap_or("");
+                    Some(InlineSpan {
+                        kind: s.kind,
+                        line: line_no(mapped.start + 1),
+                        column: 1,
+                        end_line: line_no(mapped.end()),
+                        end_column: u32::try_from(last.chars().count()).unwrap_or(u32::MAX),
+                        byte_start: byte_start as u64,
+                        byte_end: byte_end as u64,
+                    })
+                }
+            }
+        })
+        .collect();
+    ProtectedSpans {
+        doc_hash: after.hash(),
+        line_count: line_no(after.len()),
+        blocks,
+        inlines,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use koas_review_schema::stage1::{BlockKind, InlineKind};
 
-    fn block(s: usize, e: usize) -> ProtectedRange {
-        ProtectedRange {
-            kind: "code_fence".into(),
-            line_start: s,
-            line_end: e,
-        }
+    fn block(s: usize, e: usize) -> ProtectedSpan {
+        ProtectedSpan::from_lines(BlockKind::CodeFence, (s) as u32, (e) as u32)
     }
 
     #[test]
     fn block_touching_rules() {
-        let regions = ProtectedRegions {
-            blocks: vec![block(10, 14)],
-            inline: vec![],
-        };
-        assert_eq!(regions.touched_by(Some((8, 10)), None, (0, 1)).len(), 1);
-        assert!(regions.touched_by(Some((15, 16)), None, (0, 1)).is_empty());
+        let regions = ProtectedSpans { blocks: vec![block(10, 14)], inlines: vec![], ..Default::default() };
+        assert_eq!(touched_by(&regions, Some((8, 10)), None, (0, 1)).len(), 1);
+        assert!(touched_by(&regions, Some((15, 16)), None, (0, 1)).is_empty());
         // inserting after the closing line is fine, inside is not
-        assert!(regions.touched_by(None, Some(14), (0, 0)).is_empty());
-        assert!(regions.touched_by(None, Some(9), (0, 0)).is_empty());
-        assert_eq!(regions.touched_by(None, Some(12), (0, 0)).len(), 1);
+        assert!(touched_by(&regions, None, Some(14), (0, 0)).is_empty());
+        assert!(touched_by(&regions, None, Some(9), (0, 0)).is_empty());
+        assert_eq!(touched_by(&regions, None, Some(12), (0, 0)).len(), 1);
     }
 
     #[test]
     fn inline_touching_is_byte_precise() {
-        let span = InlineSpan {
-            kind: "inline_code".into(),
-            line_start: 1,
-            col_start: 5,
-            line_end: 1,
-            col_end: 10,
-            start_byte: 4,
-            end_byte: 9,
-        };
-        assert!(span.touched_by_bytes(8, 12));
-        assert!(!span.touched_by_bytes(9, 12));
-        assert!(!span.touched_by_bytes(0, 4));
-        assert!(span.touched_by_bytes(6, 6));
-        assert!(!span.touched_by_bytes(4, 4));
+        let span = InlineSpan { kind: InlineKind::InlineCode, line: 1, column: 5, end_line: 1, end_column: 9, byte_start: 4, byte_end: 9 };
+        assert!(inline_touched_by_bytes(&span, 8, 12));
+        assert!(!inline_touched_by_bytes(&span, 9, 12));
+        assert!(!inline_touched_by_bytes(&span, 0, 4));
+        assert!(inline_touched_by_bytes(&span, 6, 6));
+        assert!(!inline_touched_by_bytes(&span, 4, 4));
     }
 
     #[test]
     fn mapping_follows_edits() {
         let text = "new line\nintró `code` here\n";
-        let regions = ProtectedRegions {
-            blocks: vec![block(3, 4)],
-            inline: vec![InlineSpan {
-                kind: "inline_code".into(),
-                line_start: 1,
-                col_start: 7,
-                line_end: 1,
-                col_end: 13,
-                start_byte: 7,
-                end_byte: 13,
-            }],
-        };
+        let regions = ProtectedSpans { blocks: vec![block(3, 4)], inlines: vec![InlineSpan { kind: InlineKind::InlineCode, line: 1, column: 7, end_line: 1, end_column: 12, byte_start: 7, byte_end: 13 }], ..Default::default() };
         let edits = [LineEdit {
             start: 0,
             old_len: 0,
             new_len: 1,
         }];
-        let mapped = regions.mapped_through(&edits, &LineBuf::parse(text));
+        let mapped = mapped_through(&regions, &edits, &LineBuf::parse(text));
         assert_eq!(mapped.blocks[0].line_start, 4);
         assert_eq!(mapped.blocks[0].line_end, 5);
-        let span = &mapped.inline[0];
-        assert_eq!(span.line_start, 2);
-        assert_eq!(&text[span.start_byte..span.end_byte], "`code`");
+        let span = &mapped.inlines[0];
+        assert_eq!(span.line, 2);
+        assert_eq!(&text[span.byte_start as usize..span.byte_end as usize], "`code`");
     }
 }

@@ -5,9 +5,9 @@ use std::fmt::Write as _;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
-use crate::change_id::EntryId;
-use crate::edit_op::Action;
-use crate::ledger::LedgerEntry;
+use koas_review_schema::change_id::EntryId;
+use koas_review_schema::edit_op::Action;
+use koas_review_schema::ledger::LedgerEntry;
 
 /// Tallies over a ledger (§4 report counts, `koas status`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -196,11 +196,11 @@ pub fn render_details(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::apply::ApplyOptions;
-    use crate::change_id::ChangeId;
+    use koas_review_schema::apply::ApplyOptions;
+    use koas_review_schema::change_id::ChangeId;
     use crate::clock::SteppingClock;
-    use crate::ledger::Actor;
-    use crate::protected::ProtectedRegions;
+    use koas_review_schema::ledger::Actor;
+    use koas_review_schema::stage1::ProtectedSpans;
     use crate::session::MemorySession;
     use serde_json::json;
 
@@ -221,7 +221,7 @@ mod tests {
         ];
         s.apply(
             &ops,
-            &ProtectedRegions::default(),
+            &ProtectedSpans::default(),
             &ApplyOptions::default(),
             &actor,
             &clock,

@@ -8,11 +8,11 @@
 //! by line — can rebuild the patch files. A flag (flag_only) has no
 //! patches and empty patch paths.
 
-use crate::apply::AppliedOp;
-use crate::change_id::EntryId;
+use koas_review_schema::apply::AppliedOp;
+use koas_review_schema::change_id::EntryId;
 use crate::clock::Clock;
-use crate::ledger::{Actor, ChangeLines, LedgerEntry, PatchText, Scope};
-use crate::revert::PlannedRevert;
+use koas_review_schema::ledger::{Actor, ChangeLines, LedgerEntry, PatchText, Scope};
+use koas_review_schema::revert::PlannedRevert;
 use koas_kernel_api::hash::sha256_of_parts;
 
 /// Directory of patch files, relative to the workspace.

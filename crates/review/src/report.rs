@@ -11,63 +11,15 @@
 
 use std::fmt::Write as _;
 
-use serde::{Deserialize, Serialize};
-
-use crate::apply::ApplyLogRecord;
-use crate::change_id::EntryId;
-use crate::edit_op::Action;
-use crate::ledger::LedgerEntry;
+use koas_review_schema::apply::ApplyLogRecord;
+use koas_review_schema::change_id::EntryId;
+use koas_review_schema::edit_op::Action;
+use koas_review_schema::ledger::LedgerEntry;
 use crate::linemap::{map_back_clamped, Region};
 use crate::query::count;
-
-/// A document section (from Stage 1's outline).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Section {
-    /// Section ID, e.g. `S2.3`.
-    pub id: String,
-    /// Heading text.
-    pub title: String,
-    /// First line, 1-based.
-    pub line_start: usize,
-    /// Last line, 1-based inclusive.
-    pub line_end: usize,
-}
-
-/// A deterministic Stage 2 finding.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Finding {
-    /// Kind, e.g. `broken_reference`.
-    pub kind: String,
-    /// First line, 1-based.
-    pub line: usize,
-    /// Last line, 1-based inclusive.
-    pub line_end: usize,
-    /// Severity.
-    pub severity: String,
-    /// Message.
-    pub message: String,
-}
-
-/// Run metadata shown at the top.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ReportMeta {
-    /// Generation time (RFC 3339).
-    pub generated_at: String,
-    /// Tool and version, e.g. `koas 0.1.0`.
-    pub tool: String,
-    /// Kernel name → version.
-    pub kernels: Vec<(String, String)>,
-    /// Document file name.
-    pub doc_name: String,
-    /// `sha256:` of the original document.
-    pub original_hash: String,
-    /// `sha256:` of the current document.
-    pub current_hash: String,
-    /// A sentence shown under the title, e.g. that the changes are a
-    /// preview not recorded in any ledger.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub notice: Option<String>,
-}
+use koas_review_schema::findings::Finding;
+use koas_review_schema::review::ReportMeta;
+use koas_review_schema::stage1::SectionEntry;
 
 /// Everything the report shows.
 #[derive(Debug, Clone, Copy)]
@@ -77,7 +29,7 @@ pub struct ReportInput<'a> {
     /// Ledger entries, in order.
     pub entries: &'a [LedgerEntry],
     /// Sections of the original document.
-    pub sections: &'a [Section],
+    pub sections: &'a [SectionEntry],
     /// Stage 2 findings on the original document.
     pub findings: &'a [Finding],
     /// Apply log of the last run (rejections are listed).
@@ -108,7 +60,7 @@ pub fn original_line(entries: &[LedgerEntry], index: usize) -> Option<usize> {
     };
     let earlier: Vec<_> = entries[..index]
         .iter()
-        .filter_map(LedgerEntry::edit)
+        .filter_map(crate::linemap::edit_of)
         .collect();
     let back = map_back_clamped(region, &earlier);
     Some(if back.len == 0 {
@@ -119,10 +71,10 @@ pub fn original_line(entries: &[LedgerEntry], index: usize) -> Option<usize> {
 }
 
 /// The innermost section containing `line`.
-pub fn section_of(sections: &[Section], line: usize) -> Option<&Section> {
+pub fn section_of(sections: &[SectionEntry], line: usize) -> Option<&SectionEntry> {
     sections
         .iter()
-        .filter(|s| s.line_start <= line && line <= s.line_end)
+        .filter(|s| s.line_start as usize <= line && line <= s.line_end as usize)
         .max_by_key(|s| s.line_start)
 }
 
@@ -187,7 +139,7 @@ pub fn render_report(input: ReportInput<'_>) -> String {
     );
 
     let _ = writeln!(out, "## Changes by section\n");
-    let mut by_section: Vec<(Option<&Section>, Vec<usize>)> = Vec::new();
+    let mut by_section: Vec<(Option<&SectionEntry>, Vec<usize>)> = Vec::new();
     for (index, entry) in entries.iter().enumerate() {
         if entry.is_revert {
             continue;
@@ -272,9 +224,9 @@ pub fn render_report(input: ReportInput<'_>) -> String {
     if input.findings.is_empty() {
         let _ = writeln!(out, "No findings.\n");
     } else {
-        let mut groups: Vec<(Option<&Section>, Vec<&Finding>)> = Vec::new();
+        let mut groups: Vec<(Option<&SectionEntry>, Vec<&Finding>)> = Vec::new();
         for finding in input.findings {
-            let section = section_of(input.sections, finding.line);
+            let section = section_of(input.sections, finding.line as usize);
             match groups
                 .iter_mut()
                 .find(|(s, _)| s.map(|s| &s.id) == section.map(|s| &s.id))
@@ -308,8 +260,8 @@ pub fn render_report(input: ReportInput<'_>) -> String {
                     out,
                     "| {} | {} | {} | {} |",
                     lines,
-                    cell(&f.kind),
-                    cell(&f.severity),
+                    cell(f.kind.as_str()),
+                    cell(f.severity.review_severity()),
                     cell(&f.message)
                 );
             }
@@ -354,22 +306,39 @@ mod tests {
     #[test]
     fn innermost_section_wins() {
         let sections = vec![
-            Section {
-                id: "S1".into(),
-                title: "A".into(),
-                line_start: 1,
-                line_end: 50,
-            },
-            Section {
-                id: "S1.1".into(),
-                title: "B".into(),
-                line_start: 10,
-                line_end: 20,
-            },
+            SectionEntry::from_lines("S1", "A", 1, 50),
+            SectionEntry::from_lines("S1.1", "B", 10, 20),
         ];
         assert_eq!(section_of(&sections, 12).unwrap().id, "S1.1");
         assert_eq!(section_of(&sections, 30).unwrap().id, "S1");
         assert!(section_of(&sections, 60).is_none());
+    }
+
+    #[test]
+    fn findings_show_the_review_severity_vocabulary() {
+        use koas_review_schema::findings::{Finding, FindingKind, Severity};
+        let meta = ReportMeta {
+            generated_at: "t".into(),
+            tool: "koas".into(),
+            kernels: vec![],
+            doc_name: "d.md".into(),
+            original_hash: "sha256:00".into(),
+            current_hash: "sha256:00".into(),
+            notice: None,
+        };
+        let mut error = Finding::new(FindingKind::AiLeftover, "k", 4, 4, "leftover", "e");
+        error.severity = Severity::Error;
+        let mut info = Finding::new(FindingKind::TerminologyDrift, "k", 9, 9, "drift", "e");
+        info.severity = Severity::Info;
+        let text = render_report(ReportInput {
+            meta: &meta,
+            entries: &[],
+            sections: &[SectionEntry::from_lines("S1", "Title", 1, 20)],
+            findings: &[error, info],
+            apply_log: &[],
+        });
+        assert!(text.contains("| ai_leftover | critical | leftover |"), "{text}");
+        assert!(text.contains("| terminology_drift | minor | drift |"), "{text}");
     }
 
     #[test]

@@ -17,16 +17,15 @@
 //! it is applied to (so it applies with `git apply` there), and becomes a
 //! ledger entry `REVERT-RVW-NNNN` with `is_revert: true`.
 
-use serde::{Deserialize, Serialize};
+use koas_review_schema::revert::{PlannedRevert, RevertPlan};
 use thiserror::Error;
 
-use crate::change_id::{ChangeId, EntryId};
-use crate::edit_op::Action;
-use crate::ledger::LedgerEntry;
-use crate::linemap::{
-    cancel_reverted_pairs, map_back_clamped, map_through, LineEdit, MapMode, Region,
-};
-use crate::patch::{make_patch_pair, parse_patch, LineChange, PatchPair};
+use koas_review_schema::change_id::{ChangeId, EntryId};
+use koas_review_schema::edit_op::Action;
+use koas_review_schema::ledger::LedgerEntry;
+use crate::linemap::{cancel_reverted_pairs, map_back_clamped, map_through, LineEdit, MapMode, Region,};
+use crate::patch::{apply_change, make_patch_pair, parse_patch};
+use koas_review_schema::apply::LineChange;
 use crate::text::LineBuf;
 use koas_kernel_api::hash::sha256_of_parts;
 
@@ -102,32 +101,6 @@ pub enum RevertError {
         /// 1-based line in the current document.
         line: usize,
     },
-}
-
-/// One planned revert.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PlannedRevert {
-    /// The reverted change.
-    pub reverted: ChangeId,
-    /// Its ledger entry.
-    pub original: LedgerEntry,
-    /// The change the revert makes, in the state it is applied to.
-    pub change: LineChange,
-    /// Patches of the revert against that state.
-    pub patches: PatchPair,
-    /// `sha256:` of the document before the revert.
-    pub doc_hash_before: String,
-    /// `sha256:` of the document after it.
-    pub doc_hash_after: String,
-}
-
-/// The result of planning.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RevertPlan {
-    /// Reverts in the order they are applied.
-    pub reverts: Vec<PlannedRevert>,
-    /// The document after all of them.
-    pub final_text: String,
 }
 
 /// Everything revert planning needs.
@@ -257,7 +230,7 @@ fn restored_lines_come_first(entries: &[LedgerEntry], x: usize, insertion: Entry
         start: x_change.at.saturating_sub(1),
         len: x_change.removed,
     };
-    let between: Vec<LineEdit> = entries[y..x].iter().filter_map(LedgerEntry::edit).collect();
+    let between: Vec<LineEdit> = entries[y..x].iter().filter_map(crate::linemap::edit_of).collect();
     let x_in_y_before = map_back_clamped(x_region, &between);
     let y_region = Region {
         start: y_change.at.saturating_sub(1),
@@ -285,7 +258,7 @@ pub fn revertible_ids(entries: &[LedgerEntry]) -> Vec<ChangeId> {
         .collect();
     entries
         .iter()
-        .filter(|e| e.action != Action::FlagOnly && e.edit().is_some())
+        .filter(|e| e.action != Action::FlagOnly && crate::linemap::edit_of(e).is_some())
         .filter_map(LedgerEntry::change_id)
         .filter(|id| !reverted.contains(id))
         .collect()
@@ -311,7 +284,7 @@ pub fn plan_reverts(request: RevertRequest<'_>) -> Result<RevertPlan, RevertErro
                 at: by.timestamp.clone(),
             });
         }
-        if entries[position].action == Action::FlagOnly || entries[position].edit().is_none() {
+        if entries[position].action == Action::FlagOnly || crate::linemap::edit_of(&entries[position]).is_none() {
             return Err(RevertError::NothingToRevert(id));
         }
         targets.push((position, id));
@@ -337,7 +310,7 @@ pub fn plan_reverts(request: RevertRequest<'_>) -> Result<RevertPlan, RevertErro
         let upto = previous.map_or(entries.len(), |(p, ..)| p);
         let mut chain: Vec<(EntryId, LineEdit)> = entries[position + 1..upto]
             .iter()
-            .filter_map(|e| e.edit().map(|edit| (e.id, edit)))
+            .filter_map(|e| crate::linemap::edit_of(e).map(|edit| (e.id, edit)))
             .collect();
         if let Some((_, previous_id, previous_edit, previous_revert)) = previous {
             chain.push((EntryId::Change(previous_id), previous_edit));
@@ -394,14 +367,13 @@ pub fn plan_reverts(request: RevertRequest<'_>) -> Result<RevertPlan, RevertErro
             ..forward_inverse
         };
         let patches = make_patch_pair(request.doc_name, &doc, &change);
-        change
-            .apply_to(&mut doc)
+        apply_change(&change, &mut doc)
             .map_err(|_| RevertError::ContentMismatch {
                 id,
                 line: mapped.start + 1,
             })?;
         let new_hash = doc.hash();
-        let Some(own_edit) = entry.edit() else {
+        let Some(own_edit) = crate::linemap::edit_of(entry) else {
             return Err(RevertError::NothingToRevert(id));
         };
         previous = Some((

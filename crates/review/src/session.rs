@@ -7,13 +7,16 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use crate::apply::{apply_batch, ApplyOptions, BatchInput, BatchOutcome};
-use crate::change_id::{ChangeId, IdAllocator, IdError};
+use crate::apply::{BatchInput, apply_batch};
+
+use koas_review_schema::apply::{ApplyOptions, BatchOutcome};
+use koas_review_schema::change_id::{ChangeId, IdAllocator, IdError};
 use crate::clock::Clock;
-use crate::ledger::{Actor, LedgerEntry};
-use crate::protected::ProtectedRegions;
+use koas_review_schema::ledger::{Actor, LedgerEntry};
+use koas_review_schema::stage1::ProtectedSpans;
 use crate::record::{entry_for_applied, entry_for_revert, patch_paths, RunContext};
-use crate::revert::{plan_reverts, RevertError, RevertPlan, RevertRequest};
+use crate::revert::{RevertError, RevertRequest, plan_reverts};
+use koas_review_schema::revert::RevertPlan;
 
 /// A document with its ledger and patches, in memory.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,7 +60,7 @@ impl MemorySession {
     pub fn apply(
         &mut self,
         ops: &[Value],
-        protected: &ProtectedRegions,
+        protected: &ProtectedSpans,
         options: &ApplyOptions,
         actor: &Actor,
         clock: &dyn Clock,

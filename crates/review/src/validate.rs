@@ -17,12 +17,13 @@
 
 use std::collections::BTreeSet;
 
-use crate::change_id::ChangeId;
-use crate::edit_op::{Action, Alert, EditOp};
+use koas_review_schema::change_id::ChangeId;
+use koas_review_schema::edit_op::{Action, Alert, EditOp};
 use crate::normalize::{match_before_text, note_names_id, TextMatch};
 use crate::plan::{plan_change, PlanProblem, PlannedChange};
-use crate::protected::ProtectedRegions;
-use crate::rejection::{RejectClass, Rejection};
+use crate::protected::touched_by;
+use koas_review_schema::stage1::ProtectedSpans;
+use koas_review_schema::rejection::{RejectClass, Rejection};
 use crate::text::LineBuf;
 use koas_kernel_api::hash::{same_hash, sha256};
 
@@ -84,7 +85,7 @@ pub fn check_range(op: &EditOp, index: usize, doc: &LineBuf) -> Result<(), Rejec
 #[derive(Debug, Clone, Copy)]
 pub struct ProtectionPolicy<'a> {
     /// Protected regions of the planned document.
-    pub regions: &'a ProtectedRegions,
+    pub regions: &'a ProtectedSpans,
     /// `--strict`: refuse any op touching a protected region.
     pub strict: bool,
 }
@@ -193,11 +194,9 @@ pub fn validate(
                 planned.change.start + planned.change.old.len(),
             )
         });
-        let mut touched = protection
-            .regions
-            .touched_by(target_lines, insert_after, planned.bytes);
+        let mut touched = touched_by(protection.regions, target_lines, insert_after, planned.bytes);
         if let Some((s, e)) = changed_lines {
-            for extra in protection.regions.touched_by(Some((s, e)), None, (0, 0)) {
+            for extra in touched_by(protection.regions, Some((s, e)), None, (0, 0)) {
                 if !touched.contains(&extra) {
                     touched.push(extra);
                 }

@@ -6,12 +6,13 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use koas_review::apply::ApplyOptions;
-use koas_review::change_id::ChangeId;
+use koas_review_schema::apply::ApplyOptions;
+use koas_review_schema::change_id::ChangeId;
+use koas_review::apply::batch_states;
 use koas_review::clock::SteppingClock;
-use koas_review::edit_op::Action;
+use koas_review_schema::edit_op::Action;
 use koas_review::patch::apply_patch_text;
-use koas_review::protected::ProtectedRegions;
+use koas_review_schema::stage1::ProtectedSpans;
 use koas_review::session::MemorySession;
 
 fn round_trip(name: &str, text: &str, ops: usize, seed: u64, git_checks: usize) {
@@ -22,7 +23,7 @@ fn round_trip(name: &str, text: &str, ops: usize, seed: u64, git_checks: usize) 
     let out = session
         .apply(
             &planned,
-            &ProtectedRegions::default(),
+            &ProtectedSpans::default(),
             &ApplyOptions::default(),
             &actor,
             &clock,
@@ -38,7 +39,7 @@ fn round_trip(name: &str, text: &str, ops: usize, seed: u64, git_checks: usize) 
             .take(5)
             .collect::<Vec<_>>()
     );
-    let states: Vec<(String, String)> = out.states(text).collect();
+    let states: Vec<(String, String)> = batch_states(&out, text).collect();
     let pairs: Vec<_> = out
         .applied
         .iter()

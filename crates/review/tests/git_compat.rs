@@ -6,9 +6,10 @@
 
 mod common;
 
-use koas_review::apply::ApplyOptions;
+use koas_review_schema::apply::ApplyOptions;
+use koas_review::apply::batch_states;
 use koas_review::clock::SteppingClock;
-use koas_review::protected::ProtectedRegions;
+use koas_review_schema::stage1::ProtectedSpans;
 use koas_review::session::MemorySession;
 use serde_json::{json, Value};
 
@@ -22,7 +23,7 @@ fn check_with_git(text: &str, ops: Vec<Value>) {
     let out = session
         .apply(
             &ops,
-            &ProtectedRegions::default(),
+            &ProtectedSpans::default(),
             &ApplyOptions::default(),
             &common::actor(),
             &clock,
@@ -30,7 +31,7 @@ fn check_with_git(text: &str, ops: Vec<Value>) {
         )
         .unwrap();
     assert!(out.rejected.is_empty(), "{:?}", out.rejected);
-    let states: Vec<(String, String)> = out.states(text).collect();
+    let states: Vec<(String, String)> = batch_states(&out, text).collect();
     let pairs: Vec<_> = out
         .applied
         .iter()

@@ -9,13 +9,15 @@ mod common;
 
 use std::collections::VecDeque;
 
-use koas_review::apply::{ApplyOptions, BatchOutcome};
-use koas_review::change_id::ChangeId;
+use koas_review_schema::apply::{ApplyOptions, BatchOutcome};
+use koas_review_schema::change_id::ChangeId;
+use koas_review::apply::batch_states;
 use koas_review::clock::SteppingClock;
-use koas_review::edit_op::Action;
+use koas_review_schema::edit_op::Action;
 use koas_review::linemap::LineEdit;
 use koas_review::patch::apply_patch_text;
-use koas_review::protected::{InlineSpan, ProtectedRange, ProtectedRegions};
+use koas_review::protected::mapped_through;
+use koas_review_schema::stage1::{BlockKind, InlineKind, InlineSpan, ProtectedSpan, ProtectedSpans};
 use koas_review::revert::RevertError;
 use koas_review::session::MemorySession;
 use koas_review::text::LineBuf;
@@ -86,7 +88,7 @@ fn doc_spec() -> impl Strategy<Value = DocSpec> {
 
 struct Doc {
     text: String,
-    regions: ProtectedRegions,
+    regions: ProtectedSpans,
     /// Strings that must survive in strict mode.
     protected_texts: Vec<String>,
 }
@@ -127,11 +129,7 @@ fn render(spec: &DocSpec) -> Doc {
                     lines.push(format!("fence {unique} body {i}"));
                 }
                 lines.push("```".into());
-                blocks.push(ProtectedRange {
-                    kind: "code_fence".into(),
-                    line_start: start,
-                    line_end: lines.len(),
-                });
+                blocks.push(ProtectedSpan::from_lines(BlockKind::CodeFence, (start) as u32, (lines.len()) as u32));
             }
             Block::Table(rows) => {
                 let start = lines.len() + 1;
@@ -140,11 +138,7 @@ fn render(spec: &DocSpec) -> Doc {
                 for r in 0..*rows {
                     lines.push(format!("| r{unique}.{r} | {} |", WORDS[r % WORDS.len()]));
                 }
-                blocks.push(ProtectedRange {
-                    kind: "table".into(),
-                    line_start: start,
-                    line_end: lines.len(),
-                });
+                blocks.push(ProtectedSpan::from_lines(BlockKind::Table, (start) as u32, (lines.len()) as u32));
             }
             Block::Blank => lines.push(String::new()),
         }
@@ -171,21 +165,13 @@ fn render(spec: &DocSpec) -> Doc {
                 .unwrap_or(0);
             let raw = buf.raw_line(line - 1).unwrap_or("");
             let col_start = raw[..within].chars().count() + 1;
-            InlineSpan {
-                kind: "inline_code".into(),
-                line_start: *line,
-                col_start,
-                line_end: *line,
-                col_end: col_start + token.chars().count(),
-                start_byte: line_start + within,
-                end_byte: line_start + within + token.len(),
-            }
+            InlineSpan { kind: InlineKind::InlineCode, line: (*line) as u32, column: (col_start) as u32, end_line: (*line) as u32, end_column: (col_start + token.chars().count() - 1) as u32, byte_start: (line_start + within) as u64, byte_end: (line_start + within + token.len()) as u64 }
         })
         .collect();
     let mut protected_texts: Vec<String> = blocks
         .iter()
         .map(|b| {
-            (b.line_start..=b.line_end)
+            (b.line_start as usize..=b.line_end as usize)
                 .map(|l| buf.content(l - 1).unwrap_or("").to_owned())
                 .collect::<Vec<_>>()
                 .join(eol)
@@ -194,7 +180,11 @@ fn render(spec: &DocSpec) -> Doc {
     protected_texts.extend(inline_tokens.iter().map(|(_, t)| t.clone()));
     Doc {
         text,
-        regions: ProtectedRegions { blocks, inline },
+        regions: ProtectedSpans {
+            blocks,
+            inlines: inline,
+            ..Default::default()
+        },
         protected_texts,
     }
 }
@@ -247,7 +237,7 @@ fn check_patch_chain(
     out: &BatchOutcome,
     git_budget: &mut usize,
 ) -> Result<(), TestCaseError> {
-    let states: Vec<(String, String)> = out.states(initial).collect();
+    let states: Vec<(String, String)> = batch_states(&out, initial).collect();
     let with_patches: Vec<_> = out
         .applied
         .iter()
@@ -314,7 +304,7 @@ proptest! {
         let out1 = session.apply(&to_ops(&first, &doc.text), &doc.regions, &options, &actor, &clock, "r1").unwrap();
         check_patch_chain(&doc.text, &out1, &mut git_budget)?;
         let after_first = session.text.clone();
-        let regions2 = doc.regions.mapped_through(&edits_of(&out1), &LineBuf::parse(&after_first));
+        let regions2 = mapped_through(&doc.regions, &edits_of(&out1), &LineBuf::parse(&after_first));
         let out2 = session.apply(&to_ops(&second, &after_first), &regions2, &options, &actor, &clock, "r2").unwrap();
         check_patch_chain(&after_first, &out2, &mut git_budget)?;
 

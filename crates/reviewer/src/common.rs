@@ -8,7 +8,7 @@ use koas_kernel_api::hash::sha256;
 use koas_orchestrator::cli::ExitStatus;
 use koas_orchestrator::outln;
 use koas_review::clock::{Clock, SystemClock};
-use koas_review::ledger::Actor;
+use koas_review_schema::ledger::Actor;
 use koas_review_workspace::{locate_workspace, Workspace};
 use std::path::{Path, PathBuf};
 

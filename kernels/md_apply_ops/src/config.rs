@@ -2,9 +2,9 @@
 
 use std::collections::BTreeMap;
 
-use koas_review::apply::ApplyOptions;
-use koas_review::edit_op::{Alert, ReviewPolicy};
-use koas_review::normalize::NormalizeOptions;
+use koas_review_schema::apply::ApplyOptions;
+use koas_review_schema::edit_op::{Alert, ReviewPolicy};
+use koas_review_schema::apply::NormalizeOptions;
 use serde::{Deserialize, Serialize};
 
 /// `[config.md_apply_ops]`.

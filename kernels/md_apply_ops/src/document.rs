@@ -8,15 +8,14 @@
 //! as `md_protected_regions` and `md_structure` (the regions used to
 //! validate ops are always those of the document the ops are applied to).
 
-use koas_kernel_api::hash::sha256;
 use std::collections::BTreeSet;
 
 use koas_kernel_api::{Inputs, KernelError};
-use koas_md::scan::{scan, ScanOptions};
-use koas_md::{protected, structure, LineIndex};
-use koas_review::artifacts::{names, ReviewState, Stage1Sections, Stage1Spans};
-use koas_review::change_id::{ChangeId, IdAllocator};
-use koas_review::protected::ProtectedRegions;
+use koas_md::stage1::{protected_spans_for, section_index_for};
+use koas_review_schema::change_id::{ChangeId, IdAllocator};
+use koas_review_schema::names;
+use koas_review_schema::review::ReviewState;
+use koas_review_schema::stage1::{ProtectedSpans, SectionIndex};
 use serde_json::Value;
 
 /// The document the ops address, with what validating them needs.
@@ -26,9 +25,9 @@ pub struct TargetDocument {
     /// Its name in patch headers.
     pub doc_name: String,
     /// Its protected regions.
-    pub regions: ProtectedRegions,
+    pub regions: ProtectedSpans,
     /// Its sections.
-    pub sections: Stage1Sections,
+    pub sections: SectionIndex,
     /// True when Stage 1's artifacts described another document and were
     /// recomputed.
     pub recomputed: bool,
@@ -40,38 +39,6 @@ pub struct TargetDocument {
 
 fn invalid(message: String) -> KernelError {
     KernelError::invalid_input(message)
-}
-
-fn to_json<T: serde::Serialize>(value: &T, what: &str) -> Result<Value, KernelError> {
-    serde_json::to_value(value).map_err(|e| KernelError::failed(format!("{what}: {e}")))
-}
-
-/// Protected regions of `text`: from Stage 1 when it describes `text`,
-/// else recomputed.
-pub fn regions_of(
-    text: &str,
-    stage1: &Stage1Spans,
-) -> Result<(ProtectedRegions, bool), KernelError> {
-    if stage1.describes(text) {
-        return Ok((stage1.to_regions(), false));
-    }
-    let index = LineIndex::new(text);
-    let parsed = scan(&index, ScanOptions { inlines: true });
-    let spans = protected::detect(&index, &parsed, &sha256(text.as_bytes()));
-    let spans: Stage1Spans = serde_json::from_value(to_json(&spans, "protected spans")?)
-        .map_err(|e| KernelError::failed(format!("protected spans: {e}")))?;
-    Ok((spans.to_regions(), true))
-}
-
-fn sections_of(text: &str, stage1: Stage1Sections) -> Result<Stage1Sections, KernelError> {
-    if stage1.describes(text) {
-        return Ok(stage1);
-    }
-    let index = LineIndex::new(text);
-    let parsed = scan(&index, ScanOptions::default());
-    let built = structure::build(&index, &parsed, &sha256(text.as_bytes()));
-    serde_json::from_value(to_json(&built.sections, "sections")?)
-        .map_err(|e| KernelError::failed(format!("sections: {e}")))
 }
 
 fn file_name_of(path: &str) -> Option<String> {
@@ -89,7 +56,7 @@ pub fn target_document(
     let review_doc: Option<String> = inputs.parse_optional(names::REVIEW_DOC)?;
     let text = match (&review_doc, &state) {
         (Some(text), Some(_)) => text.clone(),
-        (None, None) => inputs.source_text("doc_raw")?.to_owned(),
+        (None, None) => inputs.source_text(names::DOC_RAW)?.to_owned(),
         (Some(_), None) => {
             return Err(invalid(format!(
                 "`{}` was given without `{}`",
@@ -106,7 +73,7 @@ pub fn target_document(
         }
     };
     let stats_name = inputs
-        .get("file_stats")
+        .get(names::FILE_STATS)
         .and_then(|s| s.get("path"))
         .and_then(Value::as_str)
         .and_then(file_name_of);
@@ -115,9 +82,9 @@ pub fn target_document(
         None if !configured_name.is_empty() => configured_name.to_owned(),
         None => stats_name.unwrap_or_else(|| "doc.md".to_owned()),
     };
-    let spans: Stage1Spans = inputs.parse("protected_spans")?;
-    let (regions, recomputed) = regions_of(&text, &spans)?;
-    let sections = sections_of(&text, inputs.parse("section_index")?)?;
+    let (regions, recomputed) =
+        protected_spans_for(&text, inputs.parse(names::PROTECTED_SPANS)?);
+    let sections = section_index_for(&text, inputs.parse(names::SECTION_INDEX)?);
     let (ledger_ids, first_id) = match state {
         Some(state) => (state.ledger_ids, state.next_id),
         None => (

@@ -6,10 +6,10 @@
 //! change, allocating `RVW-NNNN` IDs after every ID the workspace used.
 //!
 //! The kernel is pure: it **never writes the ledger**. Its result,
-//! `apply_outcome` ([`koas_review::artifacts::ApplyOutcome`]), is committed
+//! `apply_outcome` ([`koas_review_schema::apply::ApplyOutcome`]), is committed
 //! by the host (`koas review`), which replays and checks it against the
 //! workspace before writing patches, ledger, document and apply log in the
-//! crash-safe order of [`koas_review::workspace`]. In a plain `koas run`
+//! crash-safe order of the review workspace (`koas-review-workspace`). In a plain `koas run`
 //! the outcome and `edited_doc` are written to `stage3/` as a preview.
 //!
 //! Inputs: `doc_raw`, `protected_spans`, `section_index` (Stage 1);
@@ -28,7 +28,9 @@ mod summary;
 
 use koas_kernel_api::prelude::*;
 use koas_review::apply::{apply_batch, BatchInput};
-use koas_review::artifacts::{fill_scope, names, ApplyOutcome};
+use koas_review::artifacts::fill_scope;
+use koas_review_schema::names;
+use koas_review_schema::apply::ApplyOutcome;
 use koas_review::text::LineBuf;
 
 use crate::config::ApplyConfig;
@@ -44,10 +46,10 @@ impl Kernel for MdApplyOps {
             .description(
                 "Normalizes, validates and applies edit ops with forward and inverse patches; the host commits the outcome to the ledger",
             )
-            .input("doc_raw")
-            .input("protected_spans")
-            .input("section_index")
-            .optional_input("file_stats")
+            .input(names::DOC_RAW)
+            .input(names::PROTECTED_SPANS)
+            .input(names::SECTION_INDEX)
+            .optional_input(names::FILE_STATS)
             .optional_input(names::OPS)
             .optional_input(names::EDIT_PLAN)
             .optional_input(names::REVIEW_DOC)

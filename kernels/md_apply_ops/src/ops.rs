@@ -3,7 +3,7 @@
 //! first. Each op stays raw JSON so that a bad op is rejected on its own.
 
 use koas_kernel_api::{Inputs, KernelError};
-use koas_review::artifacts::names;
+use koas_review_schema::names;
 use koas_review::edit_op::parse_ops_file;
 use serde_json::Value;
 

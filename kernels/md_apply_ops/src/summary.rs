@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use koas_review::apply::BatchOutcome;
+use koas_review_schema::apply::BatchOutcome;
 
 /// The most rejections listed as warnings.
 const MAX_WARNINGS: usize = 10;

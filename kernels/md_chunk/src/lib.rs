@@ -13,31 +13,16 @@
 
 #![deny(missing_docs)]
 
+use koas_review_schema::names;
 use koas_kernel_api::hash::sha256;
 use koas_kernel_api::prelude::*;
-use koas_md::chunk::{self, BlockLines, SectionStart};
-use koas_md::model::{ChunkConfig, LineNo};
+use koas_md::chunk;
+use koas_review_schema::stage1::{ChunkConfig, ProtectedSpans, SectionIndex};
 use koas_md::{summary, LineIndex};
-use serde::Deserialize;
 
 /// The `md_chunk` kernel.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct MdChunk;
-
-/// The part of `section_index` the chunker reads.
-#[derive(Deserialize)]
-struct SectionsIn {
-    doc_hash: String,
-    line_count: LineNo,
-    sections: Vec<SectionStart>,
-}
-
-/// The part of `protected_spans` the chunker reads.
-#[derive(Deserialize)]
-struct BlocksIn {
-    doc_hash: String,
-    blocks: Vec<BlockLines>,
-}
 
 impl Kernel for MdChunk {
     fn spec(&self) -> KernelSpec {
@@ -45,11 +30,11 @@ impl Kernel for MdChunk {
         KernelSpec::new("md_chunk", "0.1.0")
             .stage("S1")
             .description("Structure-aligned chunk plan: chunks never cross a heading nor split a protected span")
-            .input("doc_raw")
-            .input("section_index")
-            .input("protected_spans")
-            .optional_input("doc_hash")
-            .output_file("chunks", "stage1/chunks.json")
+            .input(names::DOC_RAW)
+            .input(names::SECTION_INDEX)
+            .input(names::PROTECTED_SPANS)
+            .optional_input(names::DOC_HASH)
+            .output_file(names::CHUNKS, "stage1/chunks.json")
             .default_config(serde_json::json!({
                 "max_chunk_tokens": d.max_chunk_tokens,
                 "overlap_tokens": d.overlap_tokens,
@@ -64,13 +49,13 @@ impl Kernel for MdChunk {
                 "max_chunk_tokens must be at least 1",
             ));
         }
-        let text = inputs.source_text("doc_raw")?;
+        let text = inputs.source_text(names::DOC_RAW)?;
         let doc_hash = match inputs.parse_optional::<String>("doc_hash")? {
             Some(h) => h,
             None => sha256(text.as_bytes()),
         };
-        let sections: SectionsIn = inputs.parse("section_index")?;
-        let blocks: BlocksIn = inputs.parse("protected_spans")?;
+        let sections: SectionIndex = inputs.parse(names::SECTION_INDEX)?;
+        let blocks: ProtectedSpans = inputs.parse(names::PROTECTED_SPANS)?;
         for (name, hash) in [
             ("section_index", &sections.doc_hash),
             ("protected_spans", &blocks.doc_hash),
@@ -106,7 +91,7 @@ impl Kernel for MdChunk {
                 config.max_chunk_tokens
             ));
         }
-        Ok(out.artifact("chunks", &plan).summary(summary))
+        Ok(out.artifact(names::CHUNKS, &plan).summary(summary))
     }
 }
 

@@ -6,7 +6,7 @@
 //! the build cannot run offline (dependencies not downloaded yet), the
 //! tests print why and skip.
 
-use koas_md::model::{ChunkPlan, FileStats, HeadingTree, ProtectedSpans, SectionIndex};
+use koas_review_schema::stage1::{ChunkPlan, FileStats, HeadingTree, ProtectedSpans, SectionIndex};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;

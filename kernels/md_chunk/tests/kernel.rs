@@ -5,7 +5,7 @@
 use koas_kernel_api::testing::TestHarness;
 use koas_kernel_api::{ErrorKind, Kernel};
 use koas_kernel_md_chunk::MdChunk;
-use koas_md::model::{ChunkConfig, ChunkPlan};
+use koas_review_schema::stage1::{ChunkConfig, ChunkPlan};
 use koas_md::stage1;
 use serde_json::json;
 

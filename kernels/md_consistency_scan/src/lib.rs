@@ -14,10 +14,12 @@
 
 #![deny(missing_docs)]
 
+use koas_review_schema::names;
 use koas_kernel_api::prelude::*;
-use koas_md::model::{AnchorMap, ChunkPlan, ProtectedSpans, SectionIndex};
+use koas_review_schema::stage1::{AnchorMap, ChunkPlan, ProtectedSpans, SectionIndex};
 use koas_md_scan::config::ScanConfig;
-use koas_md_scan::{consistency_scan, FindingsArtifact, Stage1View, CONSISTENCY_KERNEL};
+use koas_md_scan::{consistency_scan, Stage1View, CONSISTENCY_KERNEL};
+use koas_review_schema::findings::FindingsArtifact;
 
 /// The `md_consistency_scan` kernel.
 #[derive(Debug, Default, Clone, Copy)]
@@ -29,22 +31,22 @@ impl Kernel for MdConsistencyScan {
         KernelSpec::new(CONSISTENCY_KERNEL, "0.1.0")
             .stage("S2")
             .description("Consistency scan: AI leftovers, duplicates, broken refs (EN/FR), numeric contradictions, tables, percentages, terminology, link anchors")
-            .input("doc_raw")
-            .input("section_index")
-            .input("anchor_map")
-            .input("protected_spans")
-            .optional_input("chunks")
-            .output_file("issues", "stage2/coherence_issues.json")
+            .input(names::DOC_RAW)
+            .input(names::SECTION_INDEX)
+            .input(names::ANCHOR_MAP)
+            .input(names::PROTECTED_SPANS)
+            .optional_input(names::CHUNKS)
+            .output_file(names::ISSUES, "stage2/coherence_issues.json")
             .default_config(serde_json::to_value(ScanConfig::default()).unwrap_or_default())
     }
 
     fn run(&self, ctx: &Context, config: &KernelConfig, inputs: &Inputs) -> KernelResult {
         let config: ScanConfig = config.parse()?;
-        let text = inputs.source_text("doc_raw")?;
-        let sections: SectionIndex = inputs.parse("section_index")?;
-        let anchors: AnchorMap = inputs.parse("anchor_map")?;
-        let protected: ProtectedSpans = inputs.parse("protected_spans")?;
-        let chunks: Option<ChunkPlan> = inputs.parse_optional("chunks")?;
+        let text = inputs.source_text(names::DOC_RAW)?;
+        let sections: SectionIndex = inputs.parse(names::SECTION_INDEX)?;
+        let anchors: AnchorMap = inputs.parse(names::ANCHOR_MAP)?;
+        let protected: ProtectedSpans = inputs.parse(names::PROTECTED_SPANS)?;
+        let chunks: Option<ChunkPlan> = inputs.parse_optional(names::CHUNKS)?;
         ctx.check_cancelled()?;
         let view = Stage1View {
             text,
@@ -60,7 +62,7 @@ impl Kernel for MdConsistencyScan {
         for w in output.warnings {
             out = out.warning(w);
         }
-        Ok(out.artifact("issues", &artifact))
+        Ok(out.artifact(names::ISSUES, &artifact))
     }
 }
 

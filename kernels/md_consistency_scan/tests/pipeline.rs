@@ -7,7 +7,7 @@
 //! test's own target directory) so that it never runs stale plugins. When
 //! the build cannot run offline, it prints why and skips.
 
-use koas_md_scan::Finding;
+use koas_review_schema::findings::Finding;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -102,7 +102,7 @@ fn plugins_in_a_pipeline_agree_with_koas_check() {
     };
     let mut from_plugins = findings(&read("stage2/coherence_issues.json"));
     from_plugins.extend(findings(&read("stage2/numbering_findings.json")));
-    koas_md_scan::sort_findings(&mut from_plugins);
+    koas_review_schema::findings::sort_findings(&mut from_plugins);
     let renumber = read("stage2/renumber_ops.json");
     assert_eq!(renumber[0]["to"], "Tableau 2");
     let prints = read("stage2/md_fingerprint_chunk.json");

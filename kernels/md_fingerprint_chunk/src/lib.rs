@@ -12,8 +12,9 @@
 
 #![deny(missing_docs)]
 
+use koas_review_schema::names;
 use koas_kernel_api::prelude::*;
-use koas_md::model::{AnchorMap, ChunkPlan, ProtectedSpans, SectionIndex};
+use koas_review_schema::stage1::{AnchorMap, ChunkPlan, ProtectedSpans, SectionIndex};
 use koas_md_scan::config::FingerprintConfig;
 use koas_md_scan::{chunk_fingerprints, Stage1View, FINGERPRINT_KERNEL};
 
@@ -26,20 +27,20 @@ impl Kernel for MdFingerprintChunk {
         KernelSpec::new(FINGERPRINT_KERNEL, "0.1.0")
             .stage("S2")
             .description("Structural fingerprint per chunk (tables, math, emoji, digits, bullets, quotes, safety words, fences) and v7.3 recipe triggers")
-            .input("doc_raw")
-            .input("chunks")
-            .input("section_index")
-            .input("protected_spans")
-            .output_file("chunk_fingerprints", "stage2/md_fingerprint_chunk.json")
+            .input(names::DOC_RAW)
+            .input(names::CHUNKS)
+            .input(names::SECTION_INDEX)
+            .input(names::PROTECTED_SPANS)
+            .output_file(names::CHUNK_FINGERPRINTS, "stage2/md_fingerprint_chunk.json")
             .default_config(serde_json::to_value(FingerprintConfig::default()).unwrap_or_default())
     }
 
     fn run(&self, ctx: &Context, config: &KernelConfig, inputs: &Inputs) -> KernelResult {
         let config: FingerprintConfig = config.parse()?;
-        let text = inputs.source_text("doc_raw")?;
-        let chunks: ChunkPlan = inputs.parse("chunks")?;
-        let sections: SectionIndex = inputs.parse("section_index")?;
-        let protected: ProtectedSpans = inputs.parse("protected_spans")?;
+        let text = inputs.source_text(names::DOC_RAW)?;
+        let chunks: ChunkPlan = inputs.parse(names::CHUNKS)?;
+        let sections: SectionIndex = inputs.parse(names::SECTION_INDEX)?;
+        let protected: ProtectedSpans = inputs.parse(names::PROTECTED_SPANS)?;
         ctx.check_cancelled()?;
         let anchors = AnchorMap::default();
         let view = Stage1View {
@@ -56,7 +57,7 @@ impl Kernel for MdFingerprintChunk {
         );
         Ok(KernelOutput::new()
             .summary(summary)
-            .artifact("chunk_fingerprints", &prints))
+            .artifact(names::CHUNK_FINGERPRINTS, &prints))
     }
 }
 

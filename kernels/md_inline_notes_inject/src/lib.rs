@@ -20,17 +20,17 @@
 
 #![deny(missing_docs)]
 
-use koas_kernel_api::hash::sha256;
 use std::collections::BTreeMap;
 
 use koas_kernel_api::prelude::*;
-use koas_md::scan::{scan, ScanOptions};
-use koas_md::{protected, LineIndex};
-use koas_review::artifacts::{names, ApplyOutcome, ReviewView, Stage1Spans, ViewSource};
-use koas_review::edit_op::{Alert, ReviewPolicy};
-use koas_review::ledger::Actor;
-use koas_review::notes::{annotate, PlacedNote};
-use koas_review::protected::ProtectedRegions;
+use koas_md::stage1::protected_spans_for;
+use koas_review::artifacts::ReviewView;
+use koas_review::notes::annotate;
+use koas_review_schema::apply::ApplyOutcome;
+use koas_review_schema::edit_op::{Alert, ReviewPolicy};
+use koas_review_schema::ledger::Actor;
+use koas_review_schema::names;
+use koas_review_schema::notes::InlineNotes;
 use serde::{Deserialize, Serialize};
 
 /// `[config.md_inline_notes_inject]`: the §11 policy.
@@ -52,34 +52,9 @@ impl Default for NotesConfig {
     }
 }
 
-/// The `inline_notes` artifact: where each note went.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct InlineNotes {
-    /// Where the document and ledger came from.
-    pub source: ViewSource,
-    /// The notes, in document order.
-    pub notes: Vec<PlacedNote>,
-}
-
 /// The `md_inline_notes_inject` kernel.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct MdInlineNotesInject;
-
-/// Protected regions of `text`: from Stage 1 when it describes `text`,
-/// else recomputed with `md_protected_regions`' code.
-fn regions_of(text: &str, stage1: &Stage1Spans) -> Result<ProtectedRegions, KernelError> {
-    if stage1.describes(text) {
-        return Ok(stage1.to_regions());
-    }
-    let index = LineIndex::new(text);
-    let parsed = scan(&index, ScanOptions { inlines: true });
-    let spans = protected::detect(&index, &parsed, &sha256(text.as_bytes()));
-    let value = serde_json::to_value(&spans)
-        .map_err(|e| KernelError::failed(format!("protected spans: {e}")))?;
-    let spans: Stage1Spans = serde_json::from_value(value)
-        .map_err(|e| KernelError::failed(format!("protected spans: {e}")))?;
-    Ok(spans.to_regions())
-}
 
 impl Kernel for MdInlineNotesInject {
     fn spec(&self) -> KernelSpec {
@@ -88,8 +63,8 @@ impl Kernel for MdInlineNotesInject {
             .description(
                 "Inserts a GitHub alert block (REVIEWER: RVW-NNNN — …) after each change that needs attention",
             )
-            .input("doc_raw")
-            .input("protected_spans")
+            .input(names::DOC_RAW)
+            .input(names::PROTECTED_SPANS)
             .optional_input(names::APPLY_OUTCOME)
             .optional_input(names::REVIEW_DOC)
             .optional_input(names::LEDGER)
@@ -113,11 +88,11 @@ impl Kernel for MdInlineNotesInject {
             inputs.parse_optional(names::REVIEW_DOC)?,
             inputs.parse_optional(names::LEDGER)?,
             outcome.as_ref(),
-            inputs.source_text("doc_raw")?,
+            inputs.source_text(names::DOC_RAW)?,
             &actor,
         )
         .map_err(KernelError::invalid_input)?;
-        let regions = regions_of(&view.text, &inputs.parse("protected_spans")?)?;
+        let (regions, _) = protected_spans_for(&view.text, inputs.parse(names::PROTECTED_SPANS)?);
         let annotated = annotate(&view.text, &view.entries, &regions, &policy);
         let summary = if annotated.notes.is_empty() {
             "no change needs attention: the annotated document is the edited document".to_owned()

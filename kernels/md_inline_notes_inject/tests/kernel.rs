@@ -3,12 +3,15 @@
 use koas_kernel_api::testing::TestHarness;
 use koas_kernel_api::{Kernel, KernelOutput};
 use koas_kernel_md_inline_notes_inject::{InlineNotes, MdInlineNotesInject};
-use koas_md::model::ChunkConfig;
-use koas_review::apply::{apply_batch, ApplyOptions, BatchInput};
-use koas_review::artifacts::{ApplyOutcome, Stage1Spans, ViewSource};
-use koas_review::change_id::ChangeId;
+use koas_review_schema::stage1::ChunkConfig;
+use koas_review::apply::{BatchInput, apply_batch};
+use koas_review_schema::apply::ApplyOptions;
+use koas_review::artifacts::Stage1Spans;
+use koas_review_schema::apply::ApplyOutcome;
+use koas_review_schema::review::ViewSource;
+use koas_review_schema::change_id::ChangeId;
 use koas_review::clock::SteppingClock;
-use koas_review::ledger::Actor;
+use koas_review_schema::ledger::Actor;
 use koas_review::session::MemorySession;
 use serde_json::{json, Value};
 

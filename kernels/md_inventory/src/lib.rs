@@ -11,6 +11,7 @@
 
 #![deny(missing_docs)]
 
+use koas_review_schema::names;
 use koas_kernel_api::prelude::*;
 use koas_md::scan::{scan, ScanOptions};
 use koas_md::{inventory, summary, LineIndex};
@@ -27,16 +28,16 @@ impl Kernel for MdInventory {
             .description(
                 "Snapshots the document (stage1/doc.raw.md) and reports its hash, size, lines, front matter, code fences and tables",
             )
-            .input("doc")
-            .output_file_once("doc_raw", "stage1/doc.raw.md")
-            .output_file("file_stats", "stage1/md_inventory.json")
-            .output("doc_hash")
+            .input(names::DOC)
+            .output_file_once(names::DOC_RAW, "stage1/doc.raw.md")
+            .output_file(names::FILE_STATS, "stage1/md_inventory.json")
+            .output(names::DOC_HASH)
     }
 
     fn run(&self, ctx: &Context, _config: &KernelConfig, inputs: &Inputs) -> KernelResult {
-        let text = inputs.source_text("doc")?;
+        let text = inputs.source_text(names::DOC)?;
         let path = inputs
-            .get("doc")
+            .get(names::DOC)
             .and_then(|v| v.get("path"))
             .and_then(Value::as_str)
             .unwrap_or("doc");
@@ -50,9 +51,9 @@ impl Kernel for MdInventory {
         ));
         let summary = summary::inventory(&stats);
         Ok(KernelOutput::new()
-            .artifact("doc_hash", &stats.sha256)
-            .artifact("file_stats", &stats)
-            .artifact("doc_raw", text)
+            .artifact(names::DOC_HASH, &stats.sha256)
+            .artifact(names::FILE_STATS, &stats)
+            .artifact(names::DOC_RAW, text)
             .summary(summary))
     }
 }

@@ -5,7 +5,7 @@ use koas_kernel_api::hash::sha256;
 use koas_kernel_api::testing::TestHarness;
 use koas_kernel_api::ErrorKind;
 use koas_kernel_md_inventory::MdInventory;
-use koas_md::model::{FileStats, FrontMatterFormat, LineEndingStyle};
+use koas_review_schema::stage1::{FileStats, FrontMatterFormat, LineEndingStyle};
 
 const SPEC: &str = include_str!("../../../examples/spec-example.md");
 

@@ -14,10 +14,12 @@
 
 #![deny(missing_docs)]
 
+use koas_review_schema::names;
 use koas_kernel_api::prelude::*;
-use koas_md::model::{AnchorMap, ChunkPlan, ProtectedSpans, SectionIndex};
+use koas_review_schema::stage1::{AnchorMap, ChunkPlan, ProtectedSpans, SectionIndex};
 use koas_md_scan::config::NumberingConfig;
-use koas_md_scan::{numbering_control, FindingsArtifact, Stage1View, NUMBERING_KERNEL};
+use koas_md_scan::{numbering_control, Stage1View, NUMBERING_KERNEL};
+use koas_review_schema::findings::FindingsArtifact;
 
 /// The `md_numbering_control` kernel.
 #[derive(Debug, Default, Clone, Copy)]
@@ -28,21 +30,21 @@ impl Kernel for MdNumberingControl {
         KernelSpec::new(NUMBERING_KERNEL, "0.1.0")
             .stage("S2")
             .description("Numbering control: heading level skips, figure/table/equation gaps and duplicates, missing targets")
-            .input("doc_raw")
-            .input("section_index")
-            .input("protected_spans")
-            .optional_input("chunks")
-            .output_file("numbering_findings", "stage2/numbering_findings.json")
-            .output_file("renumber_ops", "stage2/renumber_ops.json")
+            .input(names::DOC_RAW)
+            .input(names::SECTION_INDEX)
+            .input(names::PROTECTED_SPANS)
+            .optional_input(names::CHUNKS)
+            .output_file(names::NUMBERING_FINDINGS, "stage2/numbering_findings.json")
+            .output_file(names::RENUMBER_OPS, "stage2/renumber_ops.json")
             .default_config(serde_json::to_value(NumberingConfig::default()).unwrap_or_default())
     }
 
     fn run(&self, ctx: &Context, config: &KernelConfig, inputs: &Inputs) -> KernelResult {
         let config: NumberingConfig = config.parse()?;
-        let text = inputs.source_text("doc_raw")?;
-        let sections: SectionIndex = inputs.parse("section_index")?;
-        let protected: ProtectedSpans = inputs.parse("protected_spans")?;
-        let chunks: Option<ChunkPlan> = inputs.parse_optional("chunks")?;
+        let text = inputs.source_text(names::DOC_RAW)?;
+        let sections: SectionIndex = inputs.parse(names::SECTION_INDEX)?;
+        let protected: ProtectedSpans = inputs.parse(names::PROTECTED_SPANS)?;
+        let chunks: Option<ChunkPlan> = inputs.parse_optional(names::CHUNKS)?;
         ctx.check_cancelled()?;
         // Anchors play no part in numbering; an empty map satisfies the view.
         let anchors = AnchorMap::default();
@@ -69,8 +71,8 @@ impl Kernel for MdNumberingControl {
             out = out.warning(w);
         }
         Ok(out
-            .artifact("numbering_findings", &artifact)
-            .artifact("renumber_ops", &result.renumber_ops))
+            .artifact(names::NUMBERING_FINDINGS, &artifact)
+            .artifact(names::RENUMBER_OPS, &result.renumber_ops))
     }
 }
 

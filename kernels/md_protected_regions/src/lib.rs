@@ -15,6 +15,7 @@
 
 #![deny(missing_docs)]
 
+use koas_review_schema::names;
 use koas_kernel_api::hash::sha256;
 use koas_kernel_api::prelude::*;
 use koas_md::scan::{scan, ScanOptions};
@@ -29,14 +30,14 @@ impl Kernel for MdProtectedRegions {
         KernelSpec::new("md_protected_regions", "0.1.0")
             .stage("S1")
             .description("Protected block spans (code, front matter, math, tables, HTML, link definitions) and inline spans (code, math, autolinks, bare URLs)")
-            .input("doc_raw")
-            .optional_input("doc_hash")
-            .output_file("protected_spans", "stage1/protected_spans.json")
-            .output_file("protected_summary", "stage1/md_protected_regions.json")
+            .input(names::DOC_RAW)
+            .optional_input(names::DOC_HASH)
+            .output_file(names::PROTECTED_SPANS, "stage1/protected_spans.json")
+            .output_file(names::PROTECTED_SUMMARY, "stage1/md_protected_regions.json")
     }
 
     fn run(&self, ctx: &Context, _config: &KernelConfig, inputs: &Inputs) -> KernelResult {
-        let text = inputs.source_text("doc_raw")?;
+        let text = inputs.source_text(names::DOC_RAW)?;
         let doc_hash = match inputs.parse_optional::<String>("doc_hash")? {
             Some(h) => h,
             None => sha256(text.as_bytes()),
@@ -48,8 +49,8 @@ impl Kernel for MdProtectedRegions {
         let counts = protected::summarize(&spans);
         let summary = summary::protected(&spans, &counts);
         Ok(KernelOutput::new()
-            .artifact("protected_spans", &spans)
-            .artifact("protected_summary", &counts)
+            .artifact(names::PROTECTED_SPANS, &spans)
+            .artifact(names::PROTECTED_SUMMARY, &counts)
             .summary(summary))
     }
 }

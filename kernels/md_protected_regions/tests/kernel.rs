@@ -3,7 +3,7 @@
 use koas_kernel_api::testing::TestHarness;
 use koas_kernel_api::Kernel;
 use koas_kernel_md_protected_regions::MdProtectedRegions;
-use koas_md::model::{BlockKind, ProtectedSpans, ProtectedSummary};
+use koas_review_schema::stage1::{BlockKind, ProtectedSpans, ProtectedSummary};
 
 const AUDIT_FR: &str = include_str!("../../../examples/audit-fr.md");
 

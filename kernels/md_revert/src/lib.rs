@@ -7,7 +7,7 @@
 //! change wrote — checked by content hash) refuse the whole request.
 //!
 //! The kernel is pure: its `revert_outcome`
-//! ([`koas_review::artifacts::RevertOutcome`]) is a plan, or a refusal
+//! ([`koas_review_schema::revert::RevertOutcome`]) is a plan, or a refusal
 //! with its reason. The host (`koas revert`) replays and checks the plan,
 //! then writes a new `REVERT-RVW-NNNN` patch pair and ledger entry per
 //! revert and the document. In a review workspace the host gives the
@@ -18,12 +18,15 @@
 #![deny(missing_docs)]
 
 use koas_kernel_api::prelude::*;
-use koas_review::artifacts::{names, ApplyOutcome, RevertOutcome, ReviewState, ReviewView};
-use koas_review::change_id::ChangeId;
-use koas_review::ledger::{Actor, LedgerEntry};
-use koas_review::revert::{
-    parse_revert_targets, plan_reverts, revertible_ids, RevertPlan, RevertRequest,
-};
+use koas_review::artifacts::ReviewView;
+use koas_review_schema::names;
+use koas_review_schema::apply::ApplyOutcome;
+use koas_review_schema::revert::RevertOutcome;
+use koas_review_schema::review::ReviewState;
+use koas_review_schema::change_id::ChangeId;
+use koas_review_schema::ledger::{Actor, LedgerEntry};
+use koas_review::revert::{RevertRequest, parse_revert_targets, plan_reverts, revertible_ids};
+use koas_review_schema::revert::RevertPlan;
 use serde::Deserialize;
 
 /// `[config.md_revert]`.

@@ -3,11 +3,14 @@
 use koas_kernel_api::testing::TestHarness;
 use koas_kernel_api::{ErrorKind, Kernel, KernelOutput};
 use koas_kernel_md_revert::MdRevert;
-use koas_review::apply::{apply_batch, ApplyOptions, BatchInput};
-use koas_review::artifacts::{ApplyOutcome, RevertOutcome, ReviewState};
-use koas_review::change_id::ChangeId;
+use koas_review::apply::{BatchInput, apply_batch};
+use koas_review_schema::apply::ApplyOptions;
+use koas_review_schema::apply::ApplyOutcome;
+use koas_review_schema::revert::RevertOutcome;
+use koas_review_schema::review::ReviewState;
+use koas_review_schema::change_id::ChangeId;
 use koas_review::clock::SteppingClock;
-use koas_review::ledger::Actor;
+use koas_review_schema::ledger::Actor;
 use koas_review::protected::ProtectedRegions;
 use koas_review::session::MemorySession;
 use serde_json::{json, Value};

@@ -18,11 +18,14 @@
 
 use koas_kernel_api::hash::sha256;
 use koas_kernel_api::prelude::*;
-use koas_review::artifacts::{
-    names, ApplyOutcome, ReportContext, ReviewView, Stage1Sections, Stage2Findings, ViewSource,
-};
-use koas_review::ledger::Actor;
-use koas_review::report::{render_report, ReportInput, ReportMeta};
+use koas_review::artifacts::ReviewView;
+use koas_review::report::{render_report, ReportInput};
+use koas_review_schema::apply::ApplyOutcome;
+use koas_review_schema::findings::FindingsArtifact;
+use koas_review_schema::ledger::Actor;
+use koas_review_schema::names;
+use koas_review_schema::review::{ReportContext, ReportMeta, ViewSource};
+use koas_review_schema::stage1::SectionIndex;
 use serde_json::Value;
 
 /// The `md_review_report_assemble` kernel.
@@ -56,13 +59,13 @@ fn pipeline_meta(
         .map(|o| o.doc_name.clone())
         .or_else(|| {
             inputs
-                .get("file_stats")
+                .get(names::FILE_STATS)
                 .and_then(|s| s.get("path"))
                 .and_then(Value::as_str)
                 .and_then(file_name_of)
         })
         .unwrap_or_else(|| "doc.md".to_owned());
-    let original_hash = match inputs.parse_optional::<String>("doc_hash")? {
+    let original_hash = match inputs.parse_optional::<String>(names::DOC_HASH)? {
         Some(hash) => hash,
         None => sha256(original),
     };
@@ -97,12 +100,12 @@ impl Kernel for MdReviewReportAssemble {
             .description(
                 "Renders REVIEW_<stem>.md: metadata, counts, changes per section, the chronological ledger, Stage 2 findings",
             )
-            .input("doc_raw")
-            .input("section_index")
-            .optional_input("doc_hash")
-            .optional_input("file_stats")
-            .optional_input("issues")
-            .optional_input("numbering_findings")
+            .input(names::DOC_RAW)
+            .input(names::SECTION_INDEX)
+            .optional_input(names::DOC_HASH)
+            .optional_input(names::FILE_STATS)
+            .optional_input(names::ISSUES)
+            .optional_input(names::NUMBERING_FINDINGS)
             .optional_input(names::APPLY_OUTCOME)
             .optional_input(names::REVIEW_DOC)
             .optional_input(names::LEDGER)
@@ -111,7 +114,7 @@ impl Kernel for MdReviewReportAssemble {
     }
 
     fn run(&self, _ctx: &Context, _config: &KernelConfig, inputs: &Inputs) -> KernelResult {
-        let original = inputs.source_text("doc_raw")?;
+        let original = inputs.source_text(names::DOC_RAW)?;
         let outcome: Option<ApplyOutcome> = inputs.parse_optional(names::APPLY_OUTCOME)?;
         let actor = Actor {
             tool: format!("koas {NAME} {VERSION}"),
@@ -136,13 +139,11 @@ impl Kernel for MdReviewReportAssemble {
                     .unwrap_or_default(),
             ),
         };
-        let sections = inputs
-            .parse::<Stage1Sections>("section_index")?
-            .to_sections();
+        let sections = inputs.parse::<SectionIndex>(names::SECTION_INDEX)?.sections;
         let mut findings = Vec::new();
-        for artifact in ["issues", "numbering_findings"] {
-            if let Some(found) = inputs.parse_optional::<Stage2Findings>(artifact)? {
-                findings.extend(found.to_findings());
+        for artifact in [names::ISSUES, names::NUMBERING_FINDINGS] {
+            if let Some(found) = inputs.parse_optional::<FindingsArtifact>(artifact)? {
+                findings.extend(found.findings);
             }
         }
         let text = render_report(ReportInput {

@@ -5,14 +5,16 @@ use koas_kernel_api::Kernel;
 use koas_kernel_md_review_report_assemble::{
     MdReviewReportAssemble, ORIGINAL_NOTICE, PREVIEW_NOTICE,
 };
-use koas_md::model::ChunkConfig;
-use koas_review::apply::{apply_batch, ApplyOptions, BatchInput};
-use koas_review::artifacts::{ApplyOutcome, ReportContext};
-use koas_review::change_id::ChangeId;
+use koas_review_schema::stage1::ChunkConfig;
+use koas_review::apply::{BatchInput, apply_batch};
+use koas_review_schema::apply::ApplyOptions;
+use koas_review_schema::apply::ApplyOutcome;
+use koas_review_schema::review::ReportContext;
+use koas_review_schema::change_id::ChangeId;
 use koas_review::clock::SteppingClock;
-use koas_review::ledger::Actor;
+use koas_review_schema::ledger::Actor;
 use koas_review::protected::ProtectedRegions;
-use koas_review::report::ReportMeta;
+use koas_review_schema::review::ReportMeta;
 use koas_review::session::MemorySession;
 use serde_json::{json, Value};
 

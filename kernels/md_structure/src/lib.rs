@@ -15,6 +15,7 @@
 
 #![deny(missing_docs)]
 
+use koas_review_schema::names;
 use koas_kernel_api::hash::sha256;
 use koas_kernel_api::prelude::*;
 use koas_md::scan::{scan, ScanOptions};
@@ -29,15 +30,15 @@ impl Kernel for MdStructure {
         KernelSpec::new("md_structure", "0.1.0")
             .stage("S1")
             .description("Heading tree with section IDs, GitHub anchors and explicit numbering; flat outline; anchor map")
-            .input("doc_raw")
-            .optional_input("doc_hash")
-            .output_file("heading_tree", "stage1/md_structure.json")
-            .output_file("section_index", "stage1/outline.json")
-            .output_file("anchor_map", "stage1/anchors.json")
+            .input(names::DOC_RAW)
+            .optional_input(names::DOC_HASH)
+            .output_file(names::HEADING_TREE, "stage1/md_structure.json")
+            .output_file(names::SECTION_INDEX, "stage1/outline.json")
+            .output_file(names::ANCHOR_MAP, "stage1/anchors.json")
     }
 
     fn run(&self, ctx: &Context, _config: &KernelConfig, inputs: &Inputs) -> KernelResult {
-        let text = inputs.source_text("doc_raw")?;
+        let text = inputs.source_text(names::DOC_RAW)?;
         let doc_hash = match inputs.parse_optional::<String>("doc_hash")? {
             Some(h) => h,
             None => sha256(text.as_bytes()),
@@ -48,9 +49,9 @@ impl Kernel for MdStructure {
         let built = structure::build(&index, &parsed, &doc_hash);
         let summary = summary::structure(&built);
         Ok(KernelOutput::new()
-            .artifact("heading_tree", &built.tree)
-            .artifact("section_index", &built.sections)
-            .artifact("anchor_map", &built.anchors)
+            .artifact(names::HEADING_TREE, &built.tree)
+            .artifact(names::SECTION_INDEX, &built.sections)
+            .artifact(names::ANCHOR_MAP, &built.anchors)
             .summary(summary))
     }
 }

@@ -4,7 +4,7 @@ use koas_kernel_api::hash::sha256;
 use koas_kernel_api::testing::TestHarness;
 use koas_kernel_api::{ErrorKind, Kernel};
 use koas_kernel_md_structure::MdStructure;
-use koas_md::model::{AnchorMap, HeadingTree, SectionIndex};
+use koas_review_schema::stage1::{AnchorMap, HeadingTree, SectionIndex};
 
 const SPEC: &str = include_str!("../../../examples/spec-example.md");
 

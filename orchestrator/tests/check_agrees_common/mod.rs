@@ -1,7 +1,7 @@
 //! Shared by the `check_agrees_*` tests: `koas check` and each Stage 2
 //! plugin kernel must report identical findings.
 
-use koas_md_scan::Finding;
+use koas_review_schema::findings::Finding;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -2,12 +2,12 @@
 //! kernel's default config) and the project file `koas.toml` that
 //! `koas check` reads.
 
-mod fingerprint;
+
 mod numbering;
 mod project;
 mod scan;
 
-pub use fingerprint::FingerprintConfig;
+pub use koas_review_schema::fingerprint::FingerprintConfig;
 pub use numbering::NumberingConfig;
 pub use project::{find_project_config, CheckSection, ProjectConfig, PROJECT_CONFIG_FILE};
 pub use scan::{ScanConfig, DEFAULT_AI_LEFTOVER_PATTERNS};

@@ -21,7 +21,7 @@
 //! not silently change nothing.
 
 use super::{FingerprintConfig, NumberingConfig, ScanConfig};
-use crate::finding::{FindingKind, Severity};
+use koas_review_schema::findings::{FindingKind, Severity};
 use crate::ScanError;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

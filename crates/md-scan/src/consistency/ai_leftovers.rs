@@ -5,7 +5,7 @@ use super::KERNEL;
 use crate::config::ScanConfig;
 use crate::document::Document;
 use crate::evidence::around;
-use crate::finding::{Finding, FindingKind, Severity};
+use koas_review_schema::findings::{Finding, FindingKind, Severity};
 use crate::quotes::{is_quoted, quoted_ranges};
 use crate::ScanError;
 use regex::Regex;

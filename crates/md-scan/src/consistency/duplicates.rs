@@ -15,7 +15,7 @@
 use super::KERNEL;
 use crate::config::ScanConfig;
 use crate::document::Document;
-use crate::finding::{Finding, FindingKind};
+use koas_review_schema::findings::{Finding, FindingKind};
 use crate::markdown::MarkdownFacts;
 use std::collections::HashMap;
 

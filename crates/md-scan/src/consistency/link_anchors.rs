@@ -5,7 +5,7 @@
 
 use super::KERNEL;
 use crate::document::Document;
-use crate::finding::{Finding, FindingKind};
+use koas_review_schema::findings::{Finding, FindingKind};
 use crate::markdown::MarkdownFacts;
 
 /// Decodes `%XX` escapes (invalid ones are kept as written).

@@ -17,7 +17,7 @@ mod terminology;
 
 use crate::config::ScanConfig;
 use crate::document::Document;
-use crate::finding::Finding;
+use koas_review_schema::findings::Finding;
 use crate::markdown::MarkdownFacts;
 use crate::tables::Table;
 use crate::ScanError;

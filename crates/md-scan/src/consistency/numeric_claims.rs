@@ -18,7 +18,7 @@ use super::KERNEL;
 use crate::config::ScanConfig;
 use crate::document::Document;
 use crate::evidence::around;
-use crate::finding::{Finding, FindingKind};
+use koas_review_schema::findings::{Finding, FindingKind};
 use crate::numbers::number_word;
 use crate::tables::Table;
 use regex::Regex;

@@ -11,7 +11,7 @@
 
 use super::KERNEL;
 use crate::config::ScanConfig;
-use crate::finding::{Finding, FindingKind};
+use koas_review_schema::findings::{Finding, FindingKind};
 use crate::numbers::{format_percent, parse_percent_cell};
 use crate::tables::Table;
 

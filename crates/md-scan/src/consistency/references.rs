@@ -11,7 +11,7 @@ use super::KERNEL;
 use crate::config::ScanConfig;
 use crate::document::Document;
 use crate::evidence::around;
-use crate::finding::{Finding, FindingKind};
+use koas_review_schema::findings::{Finding, FindingKind};
 use crate::quotes::{is_quoted, quoted_ranges};
 use regex::Regex;
 use std::collections::HashSet;

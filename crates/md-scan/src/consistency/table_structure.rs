@@ -4,7 +4,7 @@
 //! paragraph of pipes, which is what this reports first.
 
 use super::KERNEL;
-use crate::finding::{Finding, FindingKind};
+use koas_review_schema::findings::{Finding, FindingKind};
 use crate::tables::Table;
 
 fn plural(n: usize, word: &str) -> String {

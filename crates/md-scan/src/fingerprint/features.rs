@@ -5,37 +5,10 @@ use crate::document::Document;
 use crate::tables::Table;
 use crate::words::at_word_boundaries;
 use crate::ScanError;
-use koas_md::model::{BlockKind, InlineKind};
+use koas_review_schema::stage1::{BlockKind, InlineKind};
+use koas_review_schema::fingerprint::ChunkFeatures;
 use regex::Regex;
-use serde::{Deserialize, Serialize};
 use unicode_properties::UnicodeEmoji;
-
-/// What `md_fingerprint_chunk` measures in a chunk's own lines.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ChunkFeatures {
-    /// Body rows of the pipe tables starting in the chunk.
-    pub table_rows: u32,
-    /// Pipe tables starting in the chunk.
-    pub table_count: u32,
-    /// Display math blocks plus inline math spans.
-    pub math_count: u32,
-    /// Emoji code points (non-ASCII characters with the Unicode `Emoji`
-    /// property).
-    pub emoji_count: u32,
-    /// Digits divided by non-whitespace characters (0 for an empty chunk),
-    /// rounded to 4 decimals.
-    pub digit_density: f64,
-    /// List items (`-`, `*`, `+`, `1.`, `1)`) outside code.
-    pub bullet_count: u32,
-    /// Lines starting with `>`.
-    pub blockquote_lines: u32,
-    /// Whole-word, case-insensitive matches of the safety keywords.
-    pub safety_keyword_hits: u32,
-    /// Fenced code blocks starting in the chunk.
-    pub code_fence_count: u32,
-    /// Estimated tokens of the chunk (chars / 4).
-    pub content_tokens: u32,
-}
 
 /// Counts features with the safety keywords compiled once.
 pub struct FeatureCounter {

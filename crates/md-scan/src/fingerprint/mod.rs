@@ -5,52 +5,17 @@
 mod features;
 mod triggers;
 
-pub use features::{ChunkFeatures, FeatureCounter};
+pub use features::FeatureCounter;
+use koas_review_schema::fingerprint::{ChunkFeatures, ChunkFingerprint, ChunkFingerprints};
 pub use triggers::triggers;
 
 use crate::config::FingerprintConfig;
 use crate::document::Document;
 use crate::tables::Table;
 use crate::ScanError;
-use serde::{Deserialize, Serialize};
 
 /// The kernel name.
 pub const KERNEL: &str = "md_fingerprint_chunk";
-
-/// The fingerprint of one chunk.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ChunkFingerprint {
-    /// The chunk's ID.
-    pub chunk_id: String,
-    /// Its section.
-    pub section_id: String,
-    /// First line it owns.
-    pub line_start: u32,
-    /// Last line it owns.
-    pub line_end: u32,
-    /// The features.
-    #[serde(flatten)]
-    pub features: ChunkFeatures,
-    /// `true` when any trigger fired.
-    pub triggers_recipe: bool,
-    /// The triggers that fired, by name.
-    pub triggers: Vec<String>,
-}
-
-/// The `chunk_fingerprints` artifact.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ChunkFingerprints {
-    /// `sha256:` of the document.
-    pub doc_hash: String,
-    /// Number of chunks.
-    pub chunk_count: usize,
-    /// Number of chunks that trigger a recipe.
-    pub triggered_count: usize,
-    /// The thresholds used.
-    pub config: FingerprintConfig,
-    /// One fingerprint per chunk, in chunk order.
-    pub fingerprints: Vec<ChunkFingerprint>,
-}
 
 /// Fingerprints every chunk of the document's chunk plan (none when the
 /// document view has no chunk plan).

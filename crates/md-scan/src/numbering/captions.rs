@@ -12,7 +12,7 @@ use super::KERNEL;
 use crate::config::NumberingConfig;
 use crate::document::Document;
 use crate::evidence::around;
-use crate::finding::{Finding, FindingKind};
+use koas_review_schema::findings::{Finding, FindingKind};
 use crate::ScanError;
 use regex::Regex;
 use std::collections::{BTreeMap, HashMap, HashSet};

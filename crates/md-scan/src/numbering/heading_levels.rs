@@ -3,7 +3,7 @@
 
 use super::KERNEL;
 use crate::document::Document;
-use crate::finding::{Finding, FindingKind};
+use koas_review_schema::findings::{Finding, FindingKind};
 
 /// Reports headings more than one level below the previous heading.
 pub fn detect(doc: &Document<'_>, out: &mut Vec<Finding>) {

@@ -7,11 +7,11 @@ mod heading_levels;
 mod renumber;
 
 pub(crate) use captions::CaptionScan;
-pub use renumber::RenumberOp;
+use koas_review_schema::numbering::RenumberOp;
 
 use crate::config::NumberingConfig;
 use crate::document::Document;
-use crate::finding::Finding;
+use koas_review_schema::findings::Finding;
 use crate::ScanError;
 
 /// The kernel name findings of these checks carry.

@@ -5,23 +5,8 @@
 //! kernel) to update with it; nothing is applied here.
 
 use super::captions::{Caption, CaptionKind, TargetRef};
-use serde::{Deserialize, Serialize};
+use koas_review_schema::numbering::RenumberOp;
 use std::collections::BTreeMap;
-
-/// One caption to renumber.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RenumberOp {
-    /// `figure`, `table` or `equation`.
-    pub target: String,
-    /// The caption's line.
-    pub line: u32,
-    /// The label as written, e.g. `Figure 3`.
-    pub from: String,
-    /// The label it should have, e.g. `Figure 2`.
-    pub to: String,
-    /// Lines referring to the old number (to update together).
-    pub references: Vec<u32>,
-}
 
 /// Proposes renumbering for every sequence that is not 1, 2, 3….
 pub fn propose(captions: &[Caption], refs: &[TargetRef]) -> Vec<RenumberOp> {

@@ -2,7 +2,7 @@
 //! `::warning file=docs/a.md,line=3,endLine=4,title=ai_leftover::message`.
 
 use super::FileFindings;
-use crate::finding::Severity;
+use koas_review_schema::findings::Severity;
 
 /// Escapes the message part of a workflow command.
 fn escape_data(s: &str) -> String {
@@ -46,7 +46,7 @@ pub fn render_github(files: &[FileFindings<'_>]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::finding::{Finding, FindingKind};
+    use koas_review_schema::findings::{Finding, FindingKind};
 
     #[test]
     fn commands_per_severity_with_escaping() {

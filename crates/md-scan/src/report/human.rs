@@ -1,7 +1,7 @@
 //! Compiler-style text: `file:line: kind: message`, one finding a line.
 
 use super::FileFindings;
-use crate::finding::Severity;
+use koas_review_schema::findings::Severity;
 
 /// One line per finding: `path:line: kind: message`.
 pub fn render_human(files: &[FileFindings<'_>]) -> String {
@@ -47,7 +47,7 @@ pub fn summary_line(files: &[FileFindings<'_>]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::finding::{Finding, FindingKind};
+    use koas_review_schema::findings::{Finding, FindingKind};
 
     #[test]
     fn one_compiler_style_line_per_finding() {

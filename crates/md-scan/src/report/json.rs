@@ -1,7 +1,7 @@
 //! JSON: an array of findings, each with the `file` it belongs to.
 
 use super::FileFindings;
-use crate::finding::Finding;
+use koas_review_schema::findings::Finding;
 use serde::Serialize;
 
 /// A finding with the file it belongs to, `file` first.
@@ -32,7 +32,7 @@ pub fn render_json(files: &[FileFindings<'_>]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::finding::{Finding, FindingKind};
+    use koas_review_schema::findings::{Finding, FindingKind};
     use serde_json::Value;
 
     #[test]

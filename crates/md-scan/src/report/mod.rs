@@ -11,7 +11,7 @@ pub use human::{render_human, summary_line};
 pub use json::render_json;
 pub use sarif::{path_to_uri, render_sarif, SARIF_SCHEMA_URI};
 
-use crate::finding::Finding;
+use koas_review_schema::findings::Finding;
 
 /// The findings of one checked file.
 #[derive(Debug, Clone, Copy)]

@@ -6,7 +6,7 @@
 //! evidence snippet and a partial fingerprint that survives line moves.
 
 use super::FileFindings;
-use crate::finding::{Finding, FindingKind, Severity};
+use koas_review_schema::findings::{Finding, FindingKind, Severity};
 use koas_kernel_api::hash::sha256;
 use serde_json::{json, Value};
 

@@ -20,58 +20,14 @@
 pub mod safe_name;
 
 use crate::line_index::LineIndex;
-use crate::model::{
+use koas_review_schema::stage1::{
     ChunkConfig, ChunkPlan, LineNo, ProtectedSpan, ReviewChunk, SectionEntry, PREAMBLE_SECTION_ID,
     TOKEN_ESTIMATOR,
 };
 use crate::tokens::tokens_for_chars;
 use koas_kernel_api::hash::hex_part;
-use serde::Deserialize;
 use std::collections::{HashMap, HashSet};
 
-/// The part of a section-index entry the chunker needs. Deserializes from
-/// a [`SectionEntry`] (extra fields are ignored).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct SectionStart {
-    /// Section ID.
-    pub id: String,
-    /// Anchor slug.
-    pub anchor: String,
-    /// First line of the heading.
-    pub line_start: LineNo,
-    /// Last line of the heading.
-    pub heading_line_end: LineNo,
-}
-
-impl From<&SectionEntry> for SectionStart {
-    fn from(s: &SectionEntry) -> Self {
-        SectionStart {
-            id: s.id.clone(),
-            anchor: s.anchor.clone(),
-            line_start: s.line_start,
-            heading_line_end: s.heading_line_end,
-        }
-    }
-}
-
-/// The line range of a protected block. Deserializes from a
-/// [`ProtectedSpan`] (extra fields are ignored).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-pub struct BlockLines {
-    /// First line.
-    pub line_start: LineNo,
-    /// Last line.
-    pub line_end: LineNo,
-}
-
-impl From<&ProtectedSpan> for BlockLines {
-    fn from(s: &ProtectedSpan) -> Self {
-        BlockLines {
-            line_start: s.line_start,
-            line_end: s.line_end,
-        }
-    }
-}
 
 /// A run of lines owned by one section: the heading (if any) and the
 /// section's own content up to the next heading.
@@ -97,7 +53,7 @@ struct Lines<'a> {
 }
 
 impl<'a> Lines<'a> {
-    fn new(index: &'a LineIndex<'a>, blocks: &[BlockLines]) -> Self {
+    fn new(index: &'a LineIndex<'a>, blocks: &[ProtectedSpan]) -> Self {
         let n = index.line_count() as usize;
         let text = index.text().as_bytes();
         let mut cum = vec![0u64; n + 1];
@@ -158,8 +114,8 @@ impl<'a> Lines<'a> {
 /// Builds the chunk plan. `sections` must be in document order.
 pub fn plan(
     index: &LineIndex<'_>,
-    sections: &[SectionStart],
-    blocks: &[BlockLines],
+    sections: &[SectionEntry],
+    blocks: &[ProtectedSpan],
     config: ChunkConfig,
     doc_hash: &str,
 ) -> ChunkPlan {
@@ -238,7 +194,7 @@ impl IdRegistry {
 fn segments<'s>(
     index: &LineIndex<'_>,
     lines: &Lines<'_>,
-    sections: &'s [SectionStart],
+    sections: &'s [SectionEntry],
 ) -> Vec<Segment<'s>> {
     let n = index.line_count();
     let mut segs: Vec<Segment<'s>> = Vec::new();

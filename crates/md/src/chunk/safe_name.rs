@@ -7,7 +7,7 @@
 //! left (a heading in Cyrillic, CJK or emoji only), the section ID is used
 //! (`S2.3.1` → `s2-3-1`).
 
-use crate::model::PREAMBLE_SECTION_ID;
+use koas_review_schema::stage1::PREAMBLE_SECTION_ID;
 use unicode_normalization::UnicodeNormalization;
 use unicode_properties::{GeneralCategoryGroup, UnicodeGeneralCategory};
 

@@ -1,6 +1,6 @@
 //! A per-line flag set, to mark the lines some construct already owns.
 
-use crate::model::LineNo;
+use koas_review_schema::stage1::LineNo;
 
 /// One flag per line of a document.
 #[derive(Debug, Clone)]

@@ -8,7 +8,7 @@
 
 use super::line_flags::{strip_container_prefix, LineFlags};
 use crate::line_index::LineIndex;
-use crate::model::LineNo;
+use koas_review_schema::stage1::LineNo;
 
 /// A definition-looking line and its label.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -16,7 +16,7 @@
 
 use super::line_flags::{strip_container_prefix, LineFlags};
 use crate::line_index::LineIndex;
-use crate::model::LineNo;
+use koas_review_schema::stage1::LineNo;
 
 /// A math block found on whole lines.
 #[derive(Debug, Clone, PartialEq, Eq)]

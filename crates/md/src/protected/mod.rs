@@ -17,7 +17,7 @@ pub mod urls;
 pub use line_flags::{strip_container_prefix, LineFlags};
 
 use crate::line_index::{ColumnCursor, LineIndex};
-use crate::model::{
+use koas_review_schema::stage1::{
     BlockKind, FrontMatterFormat, InlineKind, InlineSpan, LineNo, ProtectedSpan, ProtectedSpans,
     ProtectedSummary,
 };
@@ -288,7 +288,7 @@ pub fn summarize(spans: &ProtectedSpans) -> ProtectedSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::KindCount;
+    use koas_review_schema::stage1::KindCount;
     use crate::scan::{scan, ScanOptions};
     use koas_kernel_api::hash::sha256;
 

@@ -6,7 +6,7 @@
 
 use super::line_flags::{strip_container_prefix, LineFlags};
 use crate::line_index::LineIndex;
-use crate::model::LineNo;
+use koas_review_schema::stage1::LineNo;
 
 /// `true` for a delimiter row: only `|`, `:`, `-` and spaces, at least one
 /// `|` and one `-`.

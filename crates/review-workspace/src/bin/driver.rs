@@ -13,11 +13,11 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use koas_review::apply::ApplyOptions;
+use koas_review_schema::apply::ApplyOptions;
 use koas_review::clock::SystemClock;
 use koas_review::edit_op::parse_ops_file;
-use koas_review::ledger::Actor;
-use koas_review::protected::ProtectedRegions;
+use koas_review_schema::ledger::Actor;
+use koas_review_schema::stage1::ProtectedSpans;
 use koas_review::revert::parse_revert_targets;
 use koas_review_workspace::{RevertRunRequest, ReviewRequest, Workspace};
 
@@ -42,9 +42,9 @@ fn run(args: &[String]) -> Result<String, String> {
             let text = read(&doc_path)?;
             let ops = parse_ops_file(&read(Path::new(ops))?).map_err(|e| e.to_string())?;
             let protected_path = PathBuf::from(format!("{doc}.protected.json"));
-            let protected: ProtectedRegions = match std::fs::read_to_string(&protected_path) {
+            let protected: ProtectedSpans = match std::fs::read_to_string(&protected_path) {
                 Ok(json) => serde_json::from_str(&json).map_err(|e| format!("{}: {e}", protected_path.display()))?,
-                Err(_) => ProtectedRegions::default(),
+                Err(_) => ProtectedSpans::default(),
             };
             let options = ApplyOptions {
                 strict: rest.iter().any(|a| a == "--strict"),

@@ -1,6 +1,11 @@
+use koas_review_schema::apply::{ApplyOptions, BatchOutcome, Fix, NormalizeOptions, OpStatus};
+use koas_review_schema::change_id::ChangeId;
+use koas_review_schema::edit_op::Action;
+use koas_review_schema::rejection::{RejectClass, Rejection};
+use koas_review_schema::stage1::{BlockKind, InlineKind, ProtectedSpans};
 use super::*;
 use crate::patch::apply_patch_text;
-use crate::protected::{InlineSpan, ProtectedRange};
+use koas_review_schema::stage1::{InlineSpan, ProtectedSpan};
 use koas_kernel_api::hash::sha256;
 use serde_json::json;
 
@@ -15,24 +20,9 @@ run --fast\n\
 Use `cfg` to set it up.\n\
 Last line.\n";
 
-fn regions() -> ProtectedRegions {
+fn regions() -> ProtectedSpans {
     let start_byte = DOC.find("`cfg`").unwrap();
-    ProtectedRegions {
-        blocks: vec![ProtectedRange {
-            kind: "code_fence".into(),
-            line_start: 5,
-            line_end: 7,
-        }],
-        inline: vec![InlineSpan {
-            kind: "inline_code".into(),
-            line_start: 9,
-            col_start: 5,
-            line_end: 9,
-            col_end: 10,
-            start_byte,
-            end_byte: start_byte + 5,
-        }],
-    }
+    ProtectedSpans { blocks: vec![ProtectedSpan::from_lines(BlockKind::CodeFence, 5, 7)], inlines: vec![InlineSpan { kind: InlineKind::InlineCode, line: 9, column: 5, end_line: 9, end_column: 9, byte_start: (start_byte) as u64, byte_end: (start_byte + 5) as u64 }], ..Default::default() }
 }
 
 fn run_with(
@@ -44,7 +34,7 @@ fn run_with(
     let protected = if text == DOC {
         regions()
     } else {
-        ProtectedRegions::default()
+        ProtectedSpans::default()
     };
     apply_batch(BatchInput {
         doc_name: "doc.md",
@@ -367,7 +357,7 @@ fn later_ops_land_where_they_were_planned() {
     let expected = "# Title\n\nIntro one.\nIntro two.\n\nThe bandwidth of the system is high.\n```sh\nrun --fast\n```\n\nUse `cfg` to set it up.\nFinal line.\n";
     assert_eq!(out.final_text, expected);
     // Each forward patch applies to the state it was made on; inverses undo.
-    let states: Vec<(String, String)> = out.states(DOC).collect();
+    let states: Vec<(String, String)> = batch_states(&out, DOC).collect();
     assert_eq!(states.len(), 4);
     for ((before, after), a) in states.iter().zip(&out.applied) {
         let p = a.patches.as_ref().unwrap();

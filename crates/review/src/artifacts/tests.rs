@@ -1,3 +1,9 @@
+use koas_review_schema::apply::{ApplyOptions, ApplyOutcome};
+use koas_review_schema::change_id::ChangeId;
+use koas_review_schema::ledger::Actor;
+use koas_review_schema::review::ViewSource;
+use koas_review_schema::stage1::{ProtectedSpans, SectionEntry};
+use std::collections::BTreeSet;
 use super::*;
 use crate::apply::{apply_batch, BatchInput};
 use koas_kernel_api::hash::sha256;
@@ -6,7 +12,7 @@ use serde_json::json;
 const DOC: &str =
     "# Title\n\nIntro with `code` here.\n\n## Part\n\nFirst para.\nstill first.\n\nSecond para.\n";
 
-fn spans() -> Stage1Spans {
+fn spans() -> ProtectedSpans {
     serde_json::from_value(json!({
         "doc_hash": sha256(DOC),
         "line_count": 10,
@@ -18,48 +24,41 @@ fn spans() -> Stage1Spans {
     .unwrap()
 }
 
-fn sections() -> Stage1Sections {
-    serde_json::from_value(json!({
-        "doc_hash": sha256(DOC),
-        "line_count": 10,
-        "sections": [
-            {"id": "S1", "level": 1, "title": "Title", "anchor": "title", "line_start": 1,
-             "heading_line_end": 1, "body_line_end": 4, "line_end": 10},
-            {"id": "S1.1", "level": 2, "title": "Part", "anchor": "part", "line_start": 5,
-             "heading_line_end": 5, "body_line_end": 10, "line_end": 10}
-        ]
-    }))
-    .unwrap()
+fn sections() -> SectionIndex {
+    let mut title = SectionEntry::from_lines("S1", "Title", 1, 10);
+    title.anchor = "title".into();
+    title.body_line_end = 4;
+    let mut part = SectionEntry::from_lines("S1.1", "Part", 5, 10);
+    part.anchor = "part".into();
+    SectionIndex {
+        doc_hash: sha256(DOC),
+        line_count: 10,
+        sections: vec![title, part],
+    }
 }
 
 #[test]
-fn stage1_spans_become_regions_with_exclusive_end_columns() {
+fn stage1_artifacts_describe_only_their_document() {
     let s = spans();
-    assert!(s.describes(DOC));
-    assert!(!s.describes("other"));
-    let regions = s.to_regions();
-    assert_eq!(regions.blocks[0].line_start, 5);
-    assert_eq!(regions.blocks[0].kind, "code_fence");
-    let span = &regions.inline[0];
-    assert_eq!((span.col_start, span.col_end), (12, 18));
-    assert_eq!(&DOC[span.start_byte..span.end_byte], "`code`");
+    assert!(describes(&s.doc_hash, DOC));
+    assert!(!describes(&s.doc_hash, "other"));
+    let span = &s.inlines[0];
+    assert_eq!((span.column, span.end_column), (12, 17));
+    assert_eq!(&DOC[span.byte_start as usize..span.byte_end as usize], "`code`");
 }
 
 #[test]
 fn scope_counts_blocks_of_the_innermost_section() {
     let s = sections();
     let doc = LineBuf::parse(DOC);
-    assert_eq!(s.scope_of(&doc, 1), Some(("title".into(), "S1".into())));
-    assert_eq!(s.scope_of(&doc, 3), Some(("title".into(), "S1.p1".into())));
-    assert_eq!(s.scope_of(&doc, 5), Some(("part".into(), "S1.1".into())));
-    assert_eq!(s.scope_of(&doc, 8), Some(("part".into(), "S1.1.p1".into())));
-    assert_eq!(
-        s.scope_of(&doc, 10),
-        Some(("part".into(), "S1.1.p2".into()))
-    );
+    assert_eq!(scope_of(&s, &doc, 1), Some(("title".into(), "S1".into())));
+    assert_eq!(scope_of(&s, &doc, 3), Some(("title".into(), "S1.p1".into())));
+    assert_eq!(scope_of(&s, &doc, 5), Some(("part".into(), "S1.1".into())));
+    assert_eq!(scope_of(&s, &doc, 8), Some(("part".into(), "S1.1.p1".into())));
+    assert_eq!(scope_of(&s, &doc, 10), Some(("part".into(), "S1.1.p2".into())));
     // A blank line belongs to the block before it.
-    assert_eq!(s.scope_of(&doc, 9), Some(("part".into(), "S1.1.p1".into())));
-    assert_eq!(s.scope_of(&doc, 11), None);
+    assert_eq!(scope_of(&s, &doc, 9), Some(("part".into(), "S1.1.p1".into())));
+    assert_eq!(scope_of(&s, &doc, 11), None);
 }
 
 #[test]
@@ -80,27 +79,6 @@ fn fill_scope_adds_only_what_is_missing() {
     assert_eq!(ops[3], "not an op");
 }
 
-#[test]
-fn stage2_severities_use_the_review_vocabulary() {
-    let findings: Stage2Findings = serde_json::from_value(json!({
-        "doc_hash": "sha256:00", "kernel": "md_consistency_scan", "finding_count": 3,
-        "findings": [
-            {"kind": "ai_leftover", "line": 4, "line_end": 4, "severity": "error",
-             "message": "m", "evidence": "e", "kernel": "k"},
-            {"kind": "terminology_drift", "line": 9, "line_end": 7, "severity": "info",
-             "message": "m2", "evidence": "e", "kernel": "k"},
-            {"kind": "x", "line": 2, "severity": "warning", "message": "m3"}
-        ]
-    }))
-    .unwrap();
-    let out = findings.to_findings();
-    assert_eq!(out[0].severity, "critical");
-    assert_eq!(out[1].severity, "minor");
-    assert_eq!(out[1].line_end, 9, "line_end never before line");
-    assert_eq!(out[2].severity, "attention");
-    assert_eq!(out[2].line_end, 2);
-}
-
 fn outcome() -> ApplyOutcome {
     let ops = vec![
         json!({"action": "replace", "kind": "typo", "target": {"line_start": 7},
@@ -113,7 +91,7 @@ fn outcome() -> ApplyOutcome {
         doc_name: "d.md",
         text: DOC,
         ops: &ops,
-        protected: &ProtectedRegions::default(),
+        protected: &ProtectedSpans::default(),
         ledger_ids: &BTreeSet::new(),
         first_id: ChangeId::first(),
         options: &options,
@@ -121,7 +99,7 @@ fn outcome() -> ApplyOutcome {
     ApplyOutcome {
         doc_name: "d.md".into(),
         options,
-        protected: ProtectedRegions::default(),
+        protected: ProtectedSpans::default(),
         batch,
     }
 }

@@ -1,9 +1,11 @@
+use koas_review_schema::edit_op::{Alert, ReviewPolicy};
+use koas_review_schema::stage1::{BlockKind, ProtectedSpans};
 use super::*;
-use crate::apply::ApplyOptions;
-use crate::change_id::ChangeId;
+use koas_review_schema::apply::ApplyOptions;
+use koas_review_schema::change_id::ChangeId;
 use crate::clock::SteppingClock;
-use crate::ledger::Actor;
-use crate::protected::ProtectedRange;
+use koas_review_schema::ledger::Actor;
+use koas_review_schema::stage1::ProtectedSpan;
 use crate::session::MemorySession;
 use serde_json::{json, Value};
 
@@ -14,7 +16,7 @@ fn actor() -> Actor {
     }
 }
 
-fn session_with(text: &str, ops: Vec<Value>, protected: &ProtectedRegions) -> MemorySession {
+fn session_with(text: &str, ops: Vec<Value>, protected: &ProtectedSpans) -> MemorySession {
     let mut s = MemorySession::new("doc.md", text);
     let clock = SteppingClock::new("2026-01-01T00:00:00Z");
     let out = s
@@ -41,12 +43,12 @@ fn note_goes_after_the_paragraph_with_blank_lines() {
             "target": {"line_start": 3}, "after_text": "First line, reworded.",
             "rationale": "Clearer wording."}),
         ],
-        &ProtectedRegions::default(),
+        &ProtectedSpans::default(),
     );
     let out = annotate(
         &s.text,
         &s.entries,
-        &ProtectedRegions::default(),
+        &ProtectedSpans::default(),
         &ReviewPolicy::default(),
     );
     assert_eq!(
@@ -66,12 +68,12 @@ fn alert_follows_severity_and_silent_changes_get_none() {
             json!({"action": "delete", "target": {"line_start": 3}}),
             json!({"action": "replace", "kind": "logic", "severity": "critical", "target": {"line_start": 5}, "after_text": "C"}),
         ],
-        &ProtectedRegions::default(),
+        &ProtectedSpans::default(),
     );
     let out = annotate(
         &s.text,
         &s.entries,
-        &ProtectedRegions::default(),
+        &ProtectedSpans::default(),
         &ReviewPolicy::default(),
     );
     let alerts: Vec<Alert> = out.notes.iter().map(|n| n.alert).collect();
@@ -85,14 +87,7 @@ fn alert_follows_severity_and_silent_changes_get_none() {
 #[test]
 fn never_inside_a_protected_block_and_keeps_crlf() {
     let text = "Intro\r\n```\r\ncode\r\n```\r\nTail\r\n";
-    let protected = ProtectedRegions {
-        blocks: vec![ProtectedRange {
-            kind: "code_fence".into(),
-            line_start: 2,
-            line_end: 4,
-        }],
-        inline: vec![],
-    };
+    let protected = ProtectedSpans { blocks: vec![ProtectedSpan::from_lines(BlockKind::CodeFence, 2, 4)], inlines: vec![], ..Default::default() };
     let s = session_with(
         text,
         vec![
@@ -130,12 +125,12 @@ fn reverted_changes_lose_their_note_and_missing_final_newline_is_kept() {
             json!({"action": "replace", "kind": "terminology", "target": {"line_start": 1}, "after_text": "ONE"}),
             json!({"action": "replace", "kind": "terminology", "target": {"line_start": 3}, "after_text": "TWO"}),
         ],
-        &ProtectedRegions::default(),
+        &ProtectedSpans::default(),
     );
     let out = annotate(
         &s.text,
         &s.entries,
-        &ProtectedRegions::default(),
+        &ProtectedSpans::default(),
         &ReviewPolicy::default(),
     );
     assert!(out
@@ -148,7 +143,7 @@ fn reverted_changes_lose_their_note_and_missing_final_newline_is_kept() {
     let out = annotate(
         &s.text,
         &s.entries,
-        &ProtectedRegions::default(),
+        &ProtectedSpans::default(),
         &ReviewPolicy::default(),
     );
     assert_eq!(out.notes.len(), 1);
@@ -166,12 +161,12 @@ fn notes_follow_later_line_shifts() {
         vec![
             json!({"action": "replace", "kind": "terminology", "target": {"line_start": 5}, "after_text": "P3"}),
         ],
-        &ProtectedRegions::default(),
+        &ProtectedSpans::default(),
     );
     let clock = SteppingClock::new("2026-01-02T00:00:00Z");
     s.apply(
         &[json!({"action": "insert", "kind": "grammar", "target": {"line_start": 1, "line_end": 1}, "after_text": "\nadded\nlines"})],
-        &ProtectedRegions::default(),
+        &ProtectedSpans::default(),
         &ApplyOptions::default(),
         &actor(),
         &clock,
@@ -181,7 +176,7 @@ fn notes_follow_later_line_shifts() {
     let out = annotate(
         &s.text,
         &s.entries,
-        &ProtectedRegions::default(),
+        &ProtectedSpans::default(),
         &ReviewPolicy::default(),
     );
     let n = out
@@ -201,12 +196,12 @@ fn heading_changes_get_the_note_right_after_the_heading() {
         vec![
             json!({"action": "replace", "kind": "structure", "target": {"line_start": 1}, "after_text": "# New title"}),
         ],
-        &ProtectedRegions::default(),
+        &ProtectedSpans::default(),
     );
     let out = annotate(
         &s.text,
         &s.entries,
-        &ProtectedRegions::default(),
+        &ProtectedSpans::default(),
         &ReviewPolicy::default(),
     );
     assert_eq!(

@@ -1,9 +1,11 @@
+use koas_review_schema::change_id::{ChangeId, EntryId};
+use koas_review_schema::revert::RevertPlan;
 use super::*;
-use crate::apply::ApplyOptions;
+use koas_review_schema::apply::ApplyOptions;
 use crate::clock::SteppingClock;
-use crate::ledger::Actor;
+use koas_review_schema::ledger::Actor;
 use crate::patch::apply_patch_text;
-use crate::protected::ProtectedRegions;
+use koas_review_schema::stage1::ProtectedSpans;
 use crate::session::MemorySession;
 use serde_json::{json, Value};
 
@@ -25,7 +27,7 @@ fn apply(s: &mut MemorySession, ops: Vec<Value>) {
     let out = s
         .apply(
             &ops,
-            &ProtectedRegions::default(),
+            &ProtectedSpans::default(),
             &ApplyOptions::default(),
             &actor(),
             &clock,
@@ -242,7 +244,7 @@ fn revertible_ids_skip_flags_reverts_and_reverted_changes() {
     ];
     s.apply(
         &ops,
-        &ProtectedRegions::default(),
+        &ProtectedSpans::default(),
         &ApplyOptions::default(),
         &actor(),
         &clock,

@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use koas_review::ledger::Actor;
-use koas_review::protected::ProtectedRegions;
+use koas_review_schema::ledger::Actor;
+use koas_review_schema::stage1::ProtectedSpans;
 
 /// The crate's own fixtures.
 pub fn fixtures() -> PathBuf {
@@ -18,7 +18,7 @@ pub fn fixture(name: &str) -> String {
 }
 
 /// Protected regions of a fixture document.
-pub fn fixture_regions(doc: &str) -> ProtectedRegions {
+pub fn fixture_regions(doc: &str) -> ProtectedSpans {
     let stem = doc.trim_end_matches(".md");
     serde_json::from_str(&fixture(&format!("{stem}.protected.json"))).expect("regions parse")
 }

@@ -15,7 +15,8 @@ use koas_md_scan::config::{find_project_config, ProjectConfig};
 use koas_md_scan::report::{
     render_github, render_human, render_json, render_sarif, summary_line, FileFindings,
 };
-use koas_md_scan::{Checker, Finding, ScanOutput, Severity};
+use koas_md_scan::{Checker, ScanOutput};
+use koas_review_schema::findings::{Finding, Severity};
 use koas_orchestrator::cli::{ExitStatus, Global};
 use koas_orchestrator::out;
 use rayon::prelude::*;

@@ -5,7 +5,7 @@ use anyhow::Context as _;
 use clap::Args;
 use koas_orchestrator::cli::{ExitStatus, Global};
 use koas_orchestrator::out;
-use koas_review::change_id::EntryId;
+use koas_review_schema::change_id::EntryId;
 use koas_review::query::render_details;
 use serde_json::json;
 

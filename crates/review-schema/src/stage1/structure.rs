@@ -153,6 +153,31 @@ pub struct SectionEntry {
     pub numbering: Option<Numbering>,
 }
 
+impl SectionEntry {
+    /// A section known only by its ID, title and lines (a hand-written
+    /// outline, a test): a one-line ATX heading at `line_start`, its level
+    /// and depth from the ID (`S2.3` is at depth 2), no anchor, no
+    /// children recorded.
+    pub fn from_lines(id: &str, title: &str, line_start: LineNo, line_end: LineNo) -> Self {
+        let depth = u32::try_from(id.matches('.').count() + 1).unwrap_or(u32::MAX);
+        SectionEntry {
+            id: id.to_owned(),
+            level: u8::try_from(depth.min(6)).unwrap_or(6),
+            depth,
+            parent: id.rsplit_once('.').map(|(parent, _)| parent.to_owned()),
+            children: Vec::new(),
+            title: title.to_owned(),
+            anchor: String::new(),
+            style: HeadingStyle::Atx,
+            line_start,
+            heading_line_end: line_start,
+            body_line_end: line_end,
+            line_end,
+            numbering: None,
+        }
+    }
+}
+
 /// The `anchor_map` artifact (`stage1/anchors.json`).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct AnchorMap {

@@ -1,12 +1,11 @@
-//! Ledger entries: one per applied change, flag or revert. The on-disk
-//! ledger file (append-only, fsynced, torn-tail repair) is in the review
-//! workspace crate.
+//! Ledger entries: one per applied change, flag or revert. The ledger
+//! file itself (append-only, fsynced, torn-tail repair) belongs to the
+//! on-disk review workspace.
 
 use serde::{Deserialize, Serialize};
 
 use crate::change_id::{ChangeId, EntryId};
 use crate::edit_op::{Action, ReviewNote};
-use crate::linemap::LineEdit;
 
 /// Who made a change.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -122,18 +121,6 @@ pub struct LedgerEntry {
 }
 
 impl LedgerEntry {
-    /// The line edit this entry made, `None` for a flag.
-    pub fn edit(&self) -> Option<LineEdit> {
-        if self.action == Action::FlagOnly {
-            return None;
-        }
-        self.change.map(|c| LineEdit {
-            start: c.at.saturating_sub(1),
-            old_len: c.removed,
-            new_len: c.added,
-        })
-    }
-
     /// The change ID, for a change entry.
     pub fn change_id(&self) -> Option<ChangeId> {
         match self.id {

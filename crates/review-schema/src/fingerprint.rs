@@ -1,7 +1,70 @@
-//! `FingerprintConfig`: the v7.3 recipe thresholds of
-//! `md_fingerprint_chunk`.
+//! The `chunk_fingerprints` artifact of `md_fingerprint_chunk`: the
+//! structural features of each chunk, the thresholds that decide whether a
+//! chunk triggers a content recipe, and which triggers fired.
 
 use serde::{Deserialize, Serialize};
+
+/// What `md_fingerprint_chunk` measures in a chunk's own lines.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChunkFeatures {
+    /// Body rows of the pipe tables starting in the chunk.
+    pub table_rows: u32,
+    /// Pipe tables starting in the chunk.
+    pub table_count: u32,
+    /// Display math blocks plus inline math spans.
+    pub math_count: u32,
+    /// Emoji code points (non-ASCII characters with the Unicode `Emoji`
+    /// property).
+    pub emoji_count: u32,
+    /// Digits divided by non-whitespace characters (0 for an empty chunk),
+    /// rounded to 4 decimals.
+    pub digit_density: f64,
+    /// List items (`-`, `*`, `+`, `1.`, `1)`) outside code.
+    pub bullet_count: u32,
+    /// Lines starting with `>`.
+    pub blockquote_lines: u32,
+    /// Whole-word, case-insensitive matches of the safety keywords.
+    pub safety_keyword_hits: u32,
+    /// Fenced code blocks starting in the chunk.
+    pub code_fence_count: u32,
+    /// Estimated tokens of the chunk (chars / 4).
+    pub content_tokens: u32,
+}
+
+/// The fingerprint of one chunk.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChunkFingerprint {
+    /// The chunk's ID.
+    pub chunk_id: String,
+    /// Its section.
+    pub section_id: String,
+    /// First line it owns.
+    pub line_start: u32,
+    /// Last line it owns.
+    pub line_end: u32,
+    /// The features.
+    #[serde(flatten)]
+    pub features: ChunkFeatures,
+    /// `true` when any trigger fired.
+    pub triggers_recipe: bool,
+    /// The triggers that fired, by name.
+    pub triggers: Vec<String>,
+}
+
+/// The `chunk_fingerprints` artifact.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChunkFingerprints {
+    /// `sha256:` of the document.
+    pub doc_hash: String,
+    /// Number of chunks.
+    pub chunk_count: usize,
+    /// Number of chunks that trigger a recipe.
+    pub triggered_count: usize,
+    /// The thresholds used.
+    pub config: FingerprintConfig,
+    /// One fingerprint per chunk, in chunk order.
+    pub fingerprints: Vec<ChunkFingerprint>,
+}
 
 /// When a chunk `triggers_recipe` (spec §7, "v7.3 Expanded Triggers").
 /// A threshold of 0 turns its trigger off.

@@ -1,0 +1,358 @@
+//! What applying a batch of edit ops produced: the `apply_outcome`
+//! artifact of `md_apply_ops`, and the apply log records of a run.
+
+use serde::{Deserialize, Serialize};
+
+use crate::change_id::ChangeId;
+use crate::edit_op::{Action, Alert, EditOp, ReviewPolicy};
+use crate::rejection::{RejectClass, Rejection};
+use crate::stage1::ProtectedSpans;
+use koas_kernel_api::hash::sha256_of_parts;
+
+/// Options of an apply run.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApplyOptions {
+    /// Refuse any op that touches a protected region.
+    pub strict: bool,
+    /// Which normalization fixes run.
+    pub normalize: NormalizeOptions,
+    /// Silent tier and severity → alert map.
+    pub policy: ReviewPolicy,
+}
+
+/// Which normalization steps run. All on by default; turning one off lets
+/// the matching invariant reject the op instead (useful to measure raw
+/// acceptance).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NormalizeOptions {
+    /// Run HASH_RECOMPUTE.
+    pub hash_recompute: bool,
+    /// Run NOTE_INJECT.
+    pub note_inject: bool,
+    /// Run NOTE_ID_FIX.
+    pub note_id_fix: bool,
+    /// Run the blank-line targeting guard.
+    pub blank_line_guard: bool,
+}
+
+impl Default for NormalizeOptions {
+    fn default() -> Self {
+        NormalizeOptions {
+            hash_recompute: true,
+            note_inject: true,
+            note_id_fix: true,
+            blank_line_guard: true,
+        }
+    }
+}
+
+/// What the blank-line guard did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "outcome")]
+pub enum GuardOutcome {
+    /// Moved the target by `relocated_delta` lines.
+    Relocated {
+        /// Signed line offset.
+        relocated_delta: i64,
+    },
+    /// No match within ±3 lines: the op became `flag_only`.
+    Downgraded,
+}
+
+/// A normalization fix that ran on an op.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "fix", rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Fix {
+    /// `before_hash` was (re)computed from the document.
+    HashRecompute {
+        /// The hash the op carried, if any.
+        from: Option<String>,
+        /// The hash of the document text at the target.
+        to: String,
+    },
+    /// A review note was injected.
+    NoteInject {
+        /// Its alert type.
+        alert: Alert,
+    },
+    /// The note text was made to start with `REVIEWER: <id> — `.
+    NoteIdFix {
+        /// The text before the fix.
+        from: String,
+    },
+    /// The blank-line targeting guard fired.
+    BlankLineGuard {
+        /// What it did.
+        #[serde(flatten)]
+        outcome: GuardOutcome,
+        /// Target lines before the guard.
+        from_lines: (usize, usize),
+        /// Target lines after the guard.
+        to_lines: (usize, usize),
+    },
+}
+
+impl Fix {
+    /// The fix's name as the apply log shows it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Fix::HashRecompute { .. } => "HASH_RECOMPUTE",
+            Fix::NoteInject { .. } => "NOTE_INJECT",
+            Fix::NoteIdFix { .. } => "NOTE_ID_FIX",
+            Fix::BlankLineGuard { .. } => "BLANK_LINE_GUARD",
+        }
+    }
+}
+
+/// A contiguous change of whole lines: at 0-based line `start`, the lines
+/// `old` are replaced by the lines `new`. Lines carry their terminators.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LineChange {
+    /// 0-based index of the first replaced line (or of the insertion point).
+    pub start: usize,
+    /// The lines removed, with terminators.
+    pub old: Vec<String>,
+    /// The lines inserted, with terminators.
+    pub new: Vec<String>,
+}
+
+impl LineChange {
+    /// Drops leading and trailing lines that `old` and `new` share, so the
+    /// change covers only the lines that really differ.
+    pub fn trimmed(mut self) -> Self {
+        let common_tail = self
+            .old
+            .iter()
+            .rev()
+            .zip(self.new.iter().rev())
+            .take_while(|(a, b)| a == b)
+            .count();
+        self.old.truncate(self.old.len() - common_tail);
+        self.new.truncate(self.new.len() - common_tail);
+        let common_head = self
+            .old
+            .iter()
+            .zip(self.new.iter())
+            .take_while(|(a, b)| a == b)
+            .count();
+        self.old.drain(..common_head);
+        self.new.drain(..common_head);
+        self.start += common_head;
+        self
+    }
+
+    /// True when the change changes no byte.
+    pub fn is_noop(&self) -> bool {
+        self.old == self.new
+    }
+
+    /// The change that undoes this one, in the coordinates of the state
+    /// this change produces.
+    pub fn inverse(&self) -> LineChange {
+        LineChange {
+            start: self.start,
+            old: self.new.clone(),
+            new: self.old.clone(),
+        }
+    }
+
+    /// Line count difference the change introduces.
+    pub fn delta(&self) -> isize {
+        self.new.len() as isize - self.old.len() as isize
+    }
+}
+
+/// A forward patch and its inverse for one change.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PatchPair {
+    /// Turns the state before the change into the state after it.
+    pub forward: String,
+    /// Turns the state after the change back into the state before it.
+    pub inverse: String,
+}
+
+/// An op that was applied (or recorded, for flag_only).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AppliedOp {
+    /// 0-based position of the op in the input.
+    pub index: usize,
+    /// The normalized op.
+    pub op: EditOp,
+    /// Normalization fixes that ran.
+    pub fixes: Vec<Fix>,
+    /// Fields that got a §7 default.
+    pub defaults: Vec<String>,
+    /// The change, in the coordinates of the state it was applied to
+    /// (`None` for flag_only).
+    pub change: Option<LineChange>,
+    /// Forward and inverse patch (`None` for flag_only).
+    pub patches: Option<PatchPair>,
+    /// `sha256:` of the document before the op.
+    pub doc_hash_before: String,
+    /// `sha256:` of the document after the op.
+    pub doc_hash_after: String,
+    /// Protected regions the op touches (allowed because it needs attention).
+    pub touches_protected: Vec<String>,
+    /// One-line summary for the ledger.
+    pub summary: String,
+    /// The op's target lines (1-based, inclusive) in the coordinates of
+    /// the state it was applied to.
+    pub state_lines: (usize, usize),
+}
+
+impl AppliedOp {
+    /// `sha256:` of the lines the change removed.
+    pub fn region_hash_before(&self) -> Option<String> {
+        self.change.as_ref().map(|c| sha256_of_parts(&c.old))
+    }
+
+    /// `sha256:` of the lines the change inserted.
+    pub fn region_hash_after(&self) -> Option<String> {
+        self.change.as_ref().map(|c| sha256_of_parts(&c.new))
+    }
+}
+
+/// An op that was not applied.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RejectedOp {
+    /// 0-based position of the op in the input.
+    pub index: usize,
+    /// The ID allocated to it (released: it reaches no ledger).
+    pub id: ChangeId,
+    /// The `id` the op arrived with.
+    pub source_id: Option<String>,
+    /// Its action, when it could be read.
+    pub action: Option<Action>,
+    /// Its target lines, when they could be read.
+    pub lines: Option<(usize, usize)>,
+    /// Fixes that ran before it was rejected.
+    pub fixes: Vec<Fix>,
+    /// Defaults filled before it was rejected.
+    pub defaults: Vec<String>,
+    /// Why.
+    pub rejection: Rejection,
+}
+
+/// The result of a batch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchOutcome {
+    /// Applied ops, in application order.
+    pub applied: Vec<AppliedOp>,
+    /// Rejected ops, in input order.
+    pub rejected: Vec<RejectedOp>,
+    /// The document after every applied op.
+    pub final_text: String,
+    /// `sha256:` of the planned document.
+    pub initial_hash: String,
+    /// The next free ID after this batch.
+    pub next_id: ChangeId,
+}
+
+/// Status of one op in the apply log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OpStatus {
+    /// Applied to the document.
+    Applied,
+    /// flag_only: recorded, nothing changed.
+    Flagged,
+    /// Not applied.
+    Rejected,
+}
+
+/// One line of `stage3/apply_log.jsonl`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApplyLogRecord {
+    /// Run that produced the record.
+    pub run_id: String,
+    /// 1-based position of the op in the ops input.
+    pub op_index: usize,
+    /// Allocated change ID.
+    pub id: ChangeId,
+    /// The `id` the op arrived with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_id: Option<String>,
+    /// Outcome.
+    pub status: OpStatus,
+    /// Action (after the blank-line guard).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<Action>,
+    /// Target lines in the planned document (after the guard).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lines: Option<(usize, usize)>,
+    /// Fixes that ran.
+    #[serde(default)]
+    pub fixes: Vec<Fix>,
+    /// Fields filled with §7 defaults.
+    #[serde(default)]
+    pub defaults_filled: Vec<String>,
+    /// Rejection class, for rejected ops.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reject: Option<RejectClass>,
+    /// Rejection reason, for rejected ops.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Protected regions an applied op touches.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub touches_protected: Vec<String>,
+}
+
+impl BatchOutcome {
+    /// The apply log, one record per input op, in input order.
+    pub fn log_records(&self, run_id: &str) -> Vec<ApplyLogRecord> {
+        let mut records: Vec<ApplyLogRecord> = self
+            .applied
+            .iter()
+            .map(|a| ApplyLogRecord {
+                run_id: run_id.to_owned(),
+                op_index: a.index + 1,
+                id: a.op.id,
+                source_id: a.op.source_id.clone(),
+                status: if a.change.is_some() {
+                    OpStatus::Applied
+                } else {
+                    OpStatus::Flagged
+                },
+                action: Some(a.op.action),
+                lines: Some((a.op.target.line_start, a.op.target.line_end)),
+                fixes: a.fixes.clone(),
+                defaults_filled: a.defaults.clone(),
+                reject: None,
+                reason: None,
+                touches_protected: a.touches_protected.clone(),
+            })
+            .chain(self.rejected.iter().map(|r| ApplyLogRecord {
+                run_id: run_id.to_owned(),
+                op_index: r.index + 1,
+                id: r.id,
+                source_id: r.source_id.clone(),
+                status: OpStatus::Rejected,
+                action: r.action,
+                lines: r.lines,
+                fixes: r.fixes.clone(),
+                defaults_filled: r.defaults.clone(),
+                reject: Some(r.rejection.class),
+                reason: Some(r.rejection.reason.clone()),
+                touches_protected: Vec::new(),
+            }))
+            .collect();
+        records.sort_by_key(|r| r.op_index);
+        records
+    }
+}
+
+
+/// `apply_outcome`: what `md_apply_ops` computed. The host commits it
+/// (after replaying it) with the review workspace's `PreparedRun::commit_review`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApplyOutcome {
+    /// Document file name used in patch headers.
+    pub doc_name: String,
+    /// The options the batch ran with.
+    pub options: ApplyOptions,
+    /// The protected regions of the document the ops were applied to.
+    pub protected: ProtectedSpans,
+    /// The batch: applied ops with patches, rejections, final text.
+    pub batch: BatchOutcome,
+}
+

@@ -1,0 +1,69 @@
+//! What the host tells the Stage 3 kernels about a review workspace
+//! (`review_state`, `review_meta`), and where a view's document comes from.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+
+use crate::apply::ApplyLogRecord;
+use crate::change_id::ChangeId;
+
+/// `review_state`: what the host knows about the workspace that a pure
+/// kernel needs to plan a batch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReviewState {
+    /// Document file name (patch headers, ledger `doc`).
+    pub doc_name: String,
+    /// The first change ID the batch allocates (after every ID the
+    /// workspace ever used: ledger, patch files, apply log, torn tails).
+    pub next_id: ChangeId,
+    /// Change IDs in the ledger.
+    pub ledger_ids: BTreeSet<ChangeId>,
+    /// `sha256:` of the original document.
+    pub original_hash: String,
+}
+
+/// `review_meta`: the report's run metadata and the last run's apply log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReportContext {
+    /// Metadata shown at the top of the report.
+    pub meta: ReportMeta,
+    /// Apply log records of the last review run (its rejections are
+    /// listed).
+    #[serde(default)]
+    pub apply_log: Vec<ApplyLogRecord>,
+}
+
+/// Run metadata shown at the top.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReportMeta {
+    /// Generation time (RFC 3339).
+    pub generated_at: String,
+    /// Tool and version, e.g. `koas 0.1.0`.
+    pub tool: String,
+    /// Kernel name → version.
+    pub kernels: Vec<(String, String)>,
+    /// Document file name.
+    pub doc_name: String,
+    /// `sha256:` of the original document.
+    pub original_hash: String,
+    /// `sha256:` of the current document.
+    pub current_hash: String,
+    /// A sentence shown under the title, e.g. that the changes are a
+    /// preview not recorded in any ledger.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notice: Option<String>,
+}
+
+/// Where a view's document and ledger come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ViewSource {
+    /// A review workspace: the host's current document and ledger.
+    Workspace,
+    /// A plain pipeline run: `md_apply_ops`'s batch, not recorded.
+    Preview,
+    /// Neither: the original document, no change.
+    Original,
+}
+
