@@ -32,7 +32,7 @@ use std::time::Instant;
 
 /// Which part of the pipeline to run.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Target {
+pub enum RunTarget {
     /// Every kernel.
     All,
     /// The named kernel and everything it depends on.
@@ -41,11 +41,11 @@ pub enum Target {
     Kernel(String),
 }
 
-impl Target {
+impl RunTarget {
     fn name(&self) -> Option<&str> {
         match self {
-            Target::All => None,
-            Target::Until(n) | Target::Kernel(n) => Some(n),
+            RunTarget::All => None,
+            RunTarget::Until(n) | RunTarget::Kernel(n) => Some(n),
         }
     }
 }
@@ -59,7 +59,7 @@ pub struct RunOptions {
     /// stored, refreshing the cache).
     pub use_cache: bool,
     /// Which kernels.
-    pub target: Target,
+    pub target: RunTarget,
     /// Set to stop the run (Ctrl-C).
     pub cancel: Arc<AtomicBool>,
     /// The LLM service, if any.
@@ -89,7 +89,7 @@ impl RunOptions {
         RunOptions {
             jobs: jobs.max(1),
             use_cache: true,
-            target: Target::All,
+            target: RunTarget::All,
             cancel: Arc::new(AtomicBool::new(false)),
             llm: None,
             llm_identity: None,
@@ -132,7 +132,7 @@ pub enum RunError {
     },
 }
 
-/// The outputs of the kernel asked for with [`Target::Kernel`].
+/// The outputs of the kernel asked for with [`RunTarget::Kernel`].
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct TargetOutput {
     /// The kernel.
@@ -158,7 +158,7 @@ pub struct TargetOutput {
 pub struct RunOutcome {
     /// The run record (also written to `run.json`).
     pub record: RunRecord,
-    /// The target kernel's outputs, for [`Target::Kernel`].
+    /// The target kernel's outputs, for [`RunTarget::Kernel`].
     pub target_output: Option<TargetOutput>,
 }
 
@@ -285,7 +285,7 @@ pub fn run(
         RunStatus::Ok
     };
     let target_output = match &opts.target {
-        Target::Kernel(name) => Some(engine.target_output(name)),
+        RunTarget::Kernel(name) => Some(engine.target_output(name)),
         _ => None,
     };
     let record = RunRecord {

@@ -8,8 +8,8 @@
 mod check_agrees_common;
 
 use koas_kernel_api::testing::TestHarness;
-use koas_review_schema::stage1::ChunkConfig;
 use koas_review_schema::findings::Finding;
+use koas_review_schema::stage1::ChunkConfig;
 use std::path::Path;
 
 fn kernel_findings(path: &Path) -> Vec<Finding> {

@@ -7,9 +7,9 @@
 //!    destroying anything (line endings, outer whitespace), and
 //!    [`extract_json_block`] extracts **exactly one** top-level JSON object
 //!    from it, or rejects the text with a named reason
-//!    ([`Rejection::NoJson`], [`Rejection::AmbiguousMultiBlock`],
-//!    [`Rejection::ParseError`]). [`canonical_json`] and
-//!    [`canonical_hash`] give the dict-level canonical form and its
+//!    ([`CanonicalRejection::NoJson`], [`CanonicalRejection::AmbiguousMultiBlock`],
+//!    [`CanonicalRejection::ParseError`]). `koas_kernel_api::hash::canonical_json` and
+//!    `canonical_sha256` give the dict-level canonical form and its
 //!    `sha256:` hash; [`self_test`] runs the fixed self-test whose output
 //!    hash (with [`canonicalizer_source_hash`]) goes into the run metadata.
 //!
@@ -24,14 +24,14 @@
 //! property tests fed arbitrary strings.
 //!
 //! ```
-//! use koas_extract::{extract_edit_ops, extract_json_block, normalize_text, ExtractionMethod, Rejection};
+//! use koas_extract::{extract_edit_ops, extract_json_block, normalize_text, ExtractionMethod, CanonicalRejection};
 //!
 //! let raw = "Sure!\r\n```json\n{\"answer\": 42}\n```\r\n";
 //! let block = extract_json_block(&normalize_text(raw)).expect("one object");
 //! assert_eq!(block.value["answer"], 42);
 //!
 //! let two = extract_json_block("{\"a\":1} and {\"b\":2}");
-//! assert_eq!(two.unwrap_err(), Rejection::AmbiguousMultiBlock { count: 2 });
+//! assert_eq!(two.unwrap_err(), CanonicalRejection::AmbiguousMultiBlock { count: 2 });
 //!
 //! let out = extract_edit_ops(r#"[{"action": "replace", "lines": "3-4", "before": "teh", "after": "the"}]"#);
 //! assert_eq!(out.method, ExtractionMethod::JsonStrict);
@@ -47,7 +47,7 @@ mod scan;
 
 pub use canonicalizer::{
     canonicalizer_source_hash, extract_json_block, normalize_text, self_test, CanonicalBlock,
-    Rejection, SelfTestError, SelfTestReport,
+    CanonicalRejection, SelfTestError, SelfTestReport,
 };
 pub use ladder::{extract_edit_ops, ExtractionMethod, LadderOutcome};
 pub use op::{EditAction, RawEditOp};

@@ -5,7 +5,7 @@
 //! 256 per property here); raise it locally for a longer fuzzing session.
 
 use koas_extract::{
-    extract_edit_ops, extract_json_block, normalize_text, ExtractionMethod, Rejection,
+    extract_edit_ops, extract_json_block, normalize_text, CanonicalRejection, ExtractionMethod,
 };
 use koas_kernel_api::hash::{canonical_json, canonical_sha256};
 use proptest::prelude::*;
@@ -117,7 +117,7 @@ proptest! {
     fn two_objects_are_always_ambiguous(a in json_value(), b in json_value(), sep in "[a-z \n]{0,10}") {
         let wrap = |v: Value| serde_json::json!({ "x": v });
         let text = format!("{}{sep}{}", wrap(a), wrap(b));
-        prop_assert_eq!(extract_json_block(&text), Err(Rejection::AmbiguousMultiBlock { count: 2 }));
+        prop_assert_eq!(extract_json_block(&text), Err(CanonicalRejection::AmbiguousMultiBlock { count: 2 }));
     }
 
     #[test]

@@ -6,16 +6,16 @@
 use crate::config::{FingerprintConfig, NumberingConfig, ProjectConfig, ScanConfig};
 use crate::consistency::ConsistencyScan;
 use crate::document::{Document, Stage1View};
-use koas_review_schema::findings::{sort_findings, Finding};
 use crate::fingerprint::fingerprint_chunks;
-use koas_review_schema::fingerprint::ChunkFingerprints;
 use crate::markdown;
 use crate::numbering::NumberingControl;
-use koas_review_schema::numbering::RenumberOp;
 use crate::stage1::Stage1Artifacts;
 use crate::suppress::Suppressions;
 use crate::tables::find_tables;
 use crate::ScanError;
+use koas_review_schema::findings::{sort_findings, Finding};
+use koas_review_schema::fingerprint::ChunkFingerprints;
+use koas_review_schema::numbering::RenumberOp;
 
 /// Findings plus the warnings met while producing them (e.g. an unknown
 /// kind in a suppression comment).
@@ -167,4 +167,3 @@ impl Checker {
 pub fn check_document(text: &str, project: &ProjectConfig) -> Result<ScanOutput, ScanError> {
     Checker::new(project)?.check(text)
 }
-

@@ -2,12 +2,13 @@
 //! artifacts describing them, and the "prose" view of each line with every
 //! protected region blanked out.
 
-use koas_review_schema::findings::Finding;
 use crate::ScanError;
+use koas_md::LineIndex;
+use koas_review_schema::findings::Finding;
+use koas_review_schema::names;
 use koas_review_schema::stage1::{
     AnchorMap, BlockKind, ChunkPlan, LineNo, ProtectedSpans, SectionEntry, SectionIndex,
 };
-use koas_md::LineIndex;
 
 /// The document text and the Stage 1 artifacts the checks read.
 #[derive(Debug, Clone, Copy)]
@@ -54,15 +55,15 @@ impl<'a> Document<'a> {
         };
         if stage1.sections.doc_hash != stage1.protected.doc_hash {
             return Err(ScanError::InconsistentInput {
-                artifact: "protected_spans".into(),
+                artifact: names::PROTECTED_SPANS.into(),
                 reason: format!(
                     "it was computed for document {}, section_index for {}",
                     stage1.protected.doc_hash, stage1.sections.doc_hash
                 ),
             });
         }
-        check("section_index", stage1.sections.line_count)?;
-        check("protected_spans", stage1.protected.line_count)?;
+        check(names::SECTION_INDEX, stage1.sections.line_count)?;
+        check(names::PROTECTED_SPANS, stage1.protected.line_count)?;
         if let Some(chunks) = stage1.chunks {
             check("chunks", chunks.line_count)?;
         }

@@ -6,9 +6,9 @@
 use crate::document::Stage1View;
 use koas_kernel_api::hash::sha256;
 use koas_md::chunk;
-use koas_review_schema::stage1::{AnchorMap, ChunkConfig, ChunkPlan, ProtectedSpans, SectionIndex};
 use koas_md::scan::{scan, ScanOptions};
 use koas_md::{protected, structure, LineIndex};
+use koas_review_schema::stage1::{AnchorMap, ChunkConfig, ChunkPlan, ProtectedSpans, SectionIndex};
 
 /// The Stage 1 artifacts of one document.
 #[derive(Debug, Clone)]

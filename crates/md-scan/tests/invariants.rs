@@ -12,11 +12,11 @@
 //!
 //! Plus adversarial documents that must finish quickly.
 
-use koas_review_schema::stage1::BlockKind;
 use koas_md_scan::config::ProjectConfig;
 use koas_md_scan::stage1::Stage1Artifacts;
 use koas_md_scan::{check_document, chunk_fingerprints};
 use koas_review_schema::findings::{Finding, FindingKind};
+use koas_review_schema::stage1::BlockKind;
 use proptest::prelude::*;
 
 fn blocks() -> impl Strategy<Value = String> {

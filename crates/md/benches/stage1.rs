@@ -8,8 +8,8 @@
 //! iterations). "with JSON" adds serializing every artifact to JSON, as
 //! the kernels hand them to the host.
 
-use koas_review_schema::stage1::ChunkConfig;
 use koas_md::stage1;
+use koas_review_schema::stage1::ChunkConfig;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -4,9 +4,9 @@
 
 use koas_kernel_api::hash::sha256;
 use koas_md::chunk;
-use koas_review_schema::stage1::ChunkConfig;
 use koas_md::scan::{scan, ScanOptions};
 use koas_md::{inventory, protected, structure, LineIndex};
+use koas_review_schema::stage1::ChunkConfig;
 use std::time::Instant;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

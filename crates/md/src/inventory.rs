@@ -4,8 +4,8 @@
 use crate::error::MdError;
 
 use crate::line_index::LineIndex;
-use koas_review_schema::stage1::{FileStats, FrontMatter, LineEndingStyle, LineEndings};
 use crate::scan::Scan;
+use koas_review_schema::stage1::{FileStats, FrontMatter, LineEndingStyle, LineEndings};
 
 /// Decodes file bytes: UTF-8 (with or without BOM) and free of NUL bytes.
 /// The error names `path` and the offset of the first bad byte.
@@ -87,9 +87,9 @@ fn count(n: usize) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use koas_review_schema::stage1::FrontMatterFormat;
     use crate::scan::{scan, ScanOptions};
     use koas_kernel_api::hash::sha256;
+    use koas_review_schema::stage1::FrontMatterFormat;
 
     fn stats(text: &str) -> FileStats {
         let idx = LineIndex::new(text);

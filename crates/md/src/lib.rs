@@ -9,7 +9,6 @@
 
 #![deny(missing_docs)]
 
-
 pub mod tokens;
 
 pub use tokens::estimate_tokens;

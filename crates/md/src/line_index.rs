@@ -5,8 +5,8 @@
 //! without a final line ending; an empty document (or a lone BOM) has no
 //! lines.
 
-use koas_review_schema::stage1::LineNo;
 use koas_kernel_api::hash::sha256;
+use koas_review_schema::stage1::LineNo;
 
 /// The UTF-8 byte-order mark.
 pub const BOM: &str = "\u{feff}";

@@ -6,11 +6,11 @@ use crate::chunk;
 use crate::error::MdError;
 use crate::inventory;
 use crate::line_index::LineIndex;
-use koas_review_schema::stage1::{ChunkConfig, ChunkPlan, FileStats, ProtectedSpans, SectionIndex};
 use crate::protected;
 use crate::scan::{scan, ScanOptions};
 use crate::structure::{self, Structure};
 use koas_kernel_api::hash::sha256;
+use koas_review_schema::stage1::{ChunkConfig, ChunkPlan, FileStats, ProtectedSpans, SectionIndex};
 
 /// Every Stage 1 artifact of one document.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -5,13 +5,13 @@
 //! heading's parent is the nearest previous heading of a lower level.
 
 use crate::line_index::LineIndex;
+use crate::numbering;
+use crate::scan::Scan;
+use crate::slug::Slugger;
 use koas_review_schema::stage1::{
     AnchorMap, DuplicateAnchor, HeadingNode, HeadingStyle, HeadingTree, LineRange, SectionEntry,
     SectionIndex,
 };
-use crate::numbering;
-use crate::scan::Scan;
-use crate::slug::Slugger;
 use std::collections::BTreeMap;
 
 /// The three `md_structure` artifacts.

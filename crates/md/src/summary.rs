@@ -1,7 +1,9 @@
 //! One-line kernel summaries (under 500 chars) for people.
 
-use koas_review_schema::stage1::{ChunkPlan, FileStats, LineEndingStyle, ProtectedSpans, ProtectedSummary};
 use crate::structure::Structure;
+use koas_review_schema::stage1::{
+    ChunkPlan, FileStats, LineEndingStyle, ProtectedSpans, ProtectedSummary,
+};
 
 /// Longest summary the host keeps.
 const MAX: usize = 480;
@@ -183,8 +185,8 @@ pub fn chunks(plan: &ChunkPlan) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use koas_review_schema::stage1::ChunkConfig;
     use crate::stage1;
+    use koas_review_schema::stage1::ChunkConfig;
 
     #[test]
     fn summaries_are_short_and_informative() {

@@ -2,9 +2,9 @@
 //! must still be right. Large inputs are generated here, not committed.
 
 use koas_kernel_api::hash::sha256;
-use koas_review_schema::stage1::{BlockKind, ChunkConfig, InlineKind, LineEndingStyle};
 use koas_md::stage1::{self, Stage1};
 use koas_md::{inventory, MdError};
+use koas_review_schema::stage1::{BlockKind, ChunkConfig, InlineKind, LineEndingStyle};
 
 const SPEC: &str = include_str!("../../../examples/spec-example.md");
 

@@ -4,8 +4,8 @@
 //! `grep -n`), not copied from the library's output. Every test skips with
 //! a message when the shared folder is absent.
 
-use koas_review_schema::stage1::{BlockKind, ChunkConfig, LineNo};
 use koas_md::stage1::{self, Stage1};
+use koas_review_schema::stage1::{BlockKind, ChunkConfig, LineNo};
 use std::path::{Path, PathBuf};
 
 fn shared() -> Option<PathBuf> {

@@ -2,8 +2,8 @@
 //! Every expected figure below was written by reading the documents
 //! (`cat -n`), not copied from the library's output.
 
-use koas_review_schema::stage1::{BlockKind, ChunkConfig, HeadingStyle, InlineKind, NumberingKind};
 use koas_md::stage1::{self, Stage1};
+use koas_review_schema::stage1::{BlockKind, ChunkConfig, HeadingStyle, InlineKind, NumberingKind};
 
 const SPEC: &str = include_str!("../../../examples/spec-example.md");
 const AUDIT_FR: &str = include_str!("../../../examples/audit-fr.md");

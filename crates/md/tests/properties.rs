@@ -10,8 +10,8 @@
 //! * editing one section leaves the chunk IDs of every other section
 //!   unchanged.
 
-use koas_review_schema::stage1::{ChunkConfig, ChunkPlan, LineNo};
 use koas_md::stage1::{self, Stage1};
+use koas_review_schema::stage1::{ChunkConfig, ChunkPlan, LineNo};
 use proptest::prelude::*;
 
 #[derive(Debug, Clone)]

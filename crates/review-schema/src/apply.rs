@@ -341,7 +341,6 @@ impl BatchOutcome {
     }
 }
 
-
 /// `apply_outcome`: what `md_apply_ops` computed. The host commits it
 /// (after replaying it) with the review workspace's `PreparedRun::commit_review`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -355,4 +354,3 @@ pub struct ApplyOutcome {
     /// The batch: applied ops with patches, rejections, final text.
     pub batch: BatchOutcome,
 }
-

@@ -50,6 +50,6 @@ pub mod names;
 pub mod notes;
 pub mod numbering;
 pub mod rejection;
-pub mod review;
 pub mod revert;
+pub mod review;
 pub mod stage1;

@@ -28,4 +28,3 @@ pub struct InlineNotes {
     /// The notes, in document order.
     pub notes: Vec<PlacedNote>,
 }
-

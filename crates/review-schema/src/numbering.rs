@@ -17,4 +17,3 @@ pub struct RenumberOp {
     /// Lines referring to the old number (to update together).
     pub references: Vec<u32>,
 }
-

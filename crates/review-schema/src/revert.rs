@@ -47,4 +47,3 @@ pub struct RevertOutcome {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refused: Option<String>,
 }
-

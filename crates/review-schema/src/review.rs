@@ -66,4 +66,3 @@ pub enum ViewSource {
     /// Neither: the original document, no change.
     Original,
 }
-

@@ -12,13 +12,13 @@ use std::hint::black_box;
 use std::path::{Path, PathBuf};
 
 use criterion::{criterion_group, criterion_main, Criterion};
+use koas_review::clock::SteppingClock;
+use koas_review::session::MemorySession;
 use koas_review_schema::apply::ApplyOptions;
 use koas_review_schema::change_id::ChangeId;
-use koas_review::clock::SteppingClock;
 use koas_review_schema::edit_op::Action;
 use koas_review_schema::ledger::Actor;
 use koas_review_schema::stage1::ProtectedSpans;
-use koas_review::session::MemorySession;
 use koas_review_workspace::{RevertRunRequest, ReviewRequest, Workspace};
 use serde_json::{json, Value};
 

@@ -8,8 +8,8 @@
 
 use std::time::Instant;
 
-use koas_review_schema::apply::ApplyOptions;
 use koas_review::clock::SteppingClock;
+use koas_review_schema::apply::ApplyOptions;
 use koas_review_schema::ledger::Actor;
 use koas_review_schema::stage1::ProtectedSpans;
 use koas_review_workspace::{RevertRunRequest, ReviewRequest, Workspace};

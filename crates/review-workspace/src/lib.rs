@@ -48,24 +48,24 @@ use crate::ledger::{Ledger, LedgerError, TornTail};
 use koas_kernel_api::hash::{same_hash, sha256};
 use koas_orchestrator::fsio::{atomic_write, create_dir_durably, write_files_atomically, FsError};
 use koas_orchestrator::lock::{acquire_lock, LockError, LockGuard, LockHolder};
-use koas_review::apply::{BatchInput, apply_batch};
-use koas_review_schema::apply::{ApplyLogRecord, ApplyOptions, BatchOutcome};
-use koas_review_schema::change_id::{ChangeId, EntryId, IdError};
+use koas_review::apply::{apply_batch, BatchInput};
 use koas_review::clock::Clock;
-use koas_review_schema::ledger::{Actor, LedgerEntry};
 use koas_review::linemap::{cancel_reverted_pairs, LineEdit};
 use koas_review::notes::{annotate, Annotated};
 use koas_review::patch::apply_patch_text;
 use koas_review::protected::mapped_through;
-use koas_review_schema::stage1::ProtectedSpans;
 use koas_review::query::{count, Counts};
 use koas_review::record::PATCH_DIR;
 use koas_review::report::{render_report, report_file_name, ReportInput};
-use koas_review_schema::findings::Finding;
-use koas_review_schema::stage1::SectionEntry;
-use koas_review_schema::review::ReportMeta;
 use koas_review::revert::{plan_reverts, RevertError, RevertRequest};
 use koas_review::text::LineBuf;
+use koas_review_schema::apply::{ApplyLogRecord, ApplyOptions, BatchOutcome};
+use koas_review_schema::change_id::{ChangeId, EntryId, IdError};
+use koas_review_schema::findings::Finding;
+use koas_review_schema::ledger::{Actor, LedgerEntry};
+use koas_review_schema::review::ReportMeta;
+use koas_review_schema::stage1::ProtectedSpans;
+use koas_review_schema::stage1::SectionEntry;
 
 pub mod ledger;
 mod prepared;
@@ -732,7 +732,11 @@ impl Workspace {
                 .into_iter()
                 .map(|(_, e)| e)
                 .collect();
-            mapped_through(request.protected, &edits, &LineBuf::parse(run.current_text()))
+            mapped_through(
+                request.protected,
+                &edits,
+                &LineBuf::parse(run.current_text()),
+            )
         };
         let ledger_ids: BTreeSet<ChangeId> = run.ledger_ids();
         let batch = apply_batch(BatchInput {
@@ -760,7 +764,10 @@ impl Workspace {
     }
 
     /// Reverts changes (all or nothing) and records the revert entries.
-    pub fn revert(&self, request: RevertRunRequest<'_>) -> Result<RevertRunOutcome, WorkspaceError> {
+    pub fn revert(
+        &self,
+        request: RevertRunRequest<'_>,
+    ) -> Result<RevertRunOutcome, WorkspaceError> {
         let doc_name = self.meta()?.map(|m| m.doc_name).unwrap_or_default();
         let mut run = self.begin(BeginRequest {
             doc_name: &doc_name,

@@ -25,13 +25,13 @@ use crate::ledger::Ledger;
 use koas_kernel_api::hash::{same_hash, sha256};
 use koas_orchestrator::fsio::{atomic_write, open_append, write_files_atomically, FsError};
 use koas_orchestrator::lock::{LockGuard, LockHolder};
+use koas_review::clock::Clock;
+use koas_review::record::{entry_for_applied, entry_for_revert, RunContext};
 use koas_review_schema::apply::{ApplyOptions, BatchOutcome};
 use koas_review_schema::change_id::{ChangeId, IdAllocator};
-use koas_review::clock::Clock;
 use koas_review_schema::ledger::{Actor, LedgerEntry};
-use koas_review_schema::stage1::ProtectedSpans;
-use koas_review::record::{entry_for_applied, entry_for_revert, RunContext};
 use koas_review_schema::revert::RevertPlan;
+use koas_review_schema::stage1::ProtectedSpans;
 
 use super::verify::{verify_batch, verify_revert_plan};
 use super::{

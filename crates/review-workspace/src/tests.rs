@@ -1,11 +1,11 @@
+use super::*;
+use koas_kernel_api::hash::sha256;
+use koas_review::clock::SteppingClock;
 use koas_review_schema::apply::ApplyOptions;
 use koas_review_schema::change_id::{ChangeId, EntryId};
 use koas_review_schema::ledger::Actor;
 use koas_review_schema::review::ReportMeta;
-use super::*;
-use koas_kernel_api::hash::sha256;
-use koas_review::clock::SteppingClock;
-use koas_review_schema::stage1::ProtectedSpan;
+use koas_review_schema::stage1::{BlockKind, ProtectedSpan};
 use serde_json::json;
 use std::collections::BTreeMap;
 
@@ -21,7 +21,7 @@ fn actor() -> Actor {
 fn regions() -> ProtectedSpans {
     ProtectedSpans {
         blocks: vec![ProtectedSpan::from_lines(BlockKind::CodeFence, 5, 7)],
-        inline: vec![],
+        ..Default::default()
     }
 }
 

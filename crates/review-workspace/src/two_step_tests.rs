@@ -1,11 +1,11 @@
 //! The two-step API: begin, compute elsewhere, commit after a replay check.
 
-use koas_review_schema::apply::{ApplyOptions, BatchOutcome};
-use koas_review_schema::change_id::ChangeId;
 use super::*;
 use koas_review::apply::{apply_batch, BatchInput};
+use koas_review::revert::{plan_reverts, RevertRequest};
+use koas_review_schema::apply::{ApplyOptions, BatchOutcome};
+use koas_review_schema::change_id::ChangeId;
 use koas_review_schema::edit_op::Action;
-use koas_review::revert::{RevertRequest, plan_reverts};
 use koas_review_schema::revert::RevertPlan;
 
 /// A change made to an outcome before it is committed.

@@ -14,15 +14,15 @@
 use std::collections::BTreeSet;
 
 use koas_kernel_api::hash::{same_hash, sha256_of_parts};
+use koas_review::normalize::note_names_id;
+use koas_review::patch::make_patch_pair;
+use koas_review::text::LineBuf;
 use koas_review_schema::apply::BatchOutcome;
+use koas_review_schema::apply::{LineChange, PatchPair};
 use koas_review_schema::change_id::{ChangeId, EntryId};
 use koas_review_schema::edit_op::{Action, EditOp};
 use koas_review_schema::ledger::LedgerEntry;
-use koas_review::normalize::note_names_id;
-use koas_review::patch::make_patch_pair;
-use koas_review_schema::apply::{LineChange, PatchPair};
 use koas_review_schema::revert::RevertPlan;
-use koas_review::text::LineBuf;
 
 /// Replays one change on `buf`: checks the patch pair and the removed
 /// lines, and returns the hash after.

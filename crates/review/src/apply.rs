@@ -17,17 +17,17 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use koas_review_schema::change_id::{ChangeId, IdAllocator};
 use crate::edit_op::build_op;
-use koas_review_schema::edit_op::{Action, EditOp};
 use crate::normalize::normalize;
-use koas_review_schema::apply::Fix;
 use crate::patch::{apply_change, make_patch_pair};
-use koas_review_schema::apply::LineChange;
-use koas_review_schema::stage1::ProtectedSpans;
-use koas_review_schema::rejection::{RejectClass, Rejection};
 use crate::text::LineBuf;
 use crate::validate::{check_range, op_label, validate, ProtectionPolicy};
+use koas_review_schema::apply::Fix;
+use koas_review_schema::apply::LineChange;
+use koas_review_schema::change_id::{ChangeId, IdAllocator};
+use koas_review_schema::edit_op::{Action, EditOp};
+use koas_review_schema::rejection::{RejectClass, Rejection};
+use koas_review_schema::stage1::ProtectedSpans;
 
 /// Everything a batch needs.
 #[derive(Debug, Clone, Copy)]

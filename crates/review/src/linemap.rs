@@ -189,14 +189,15 @@ fn transpose_out(
 
 fn cancel_one_round(items: &mut [Option<(EntryId, LineEdit)>]) -> bool {
     let mut changed = false;
-    let positions: std::collections::HashMap<koas_review_schema::change_id::ChangeId, usize> = items
-        .iter()
-        .enumerate()
-        .filter_map(|(i, item)| match item {
-            Some((EntryId::Change(c), _)) => Some((*c, i)),
-            _ => None,
-        })
-        .collect();
+    let positions: std::collections::HashMap<koas_review_schema::change_id::ChangeId, usize> =
+        items
+            .iter()
+            .enumerate()
+            .filter_map(|(i, item)| match item {
+                Some((EntryId::Change(c), _)) => Some((*c, i)),
+                _ => None,
+            })
+            .collect();
     for r_idx in 0..items.len() {
         let Some((EntryId::Revert(reverted), r_edit)) = items[r_idx] else {
             continue;

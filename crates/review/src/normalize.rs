@@ -23,9 +23,9 @@
 
 use koas_review_schema::apply::{Fix, GuardOutcome, NormalizeOptions};
 
-use koas_review_schema::edit_op::{Action, Alert, EditOp, ReviewNote, ReviewPolicy};
 use crate::text::{is_blank, normalize_newlines, LineBuf};
 use koas_kernel_api::hash::{same_hash, sha256};
+use koas_review_schema::edit_op::{Action, Alert, EditOp, ReviewNote, ReviewPolicy};
 
 /// How an op's `before_text` relates to the text at its target.
 #[derive(Debug, Clone, PartialEq, Eq)]

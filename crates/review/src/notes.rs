@@ -20,13 +20,13 @@
 
 use koas_review_schema::notes::PlacedNote;
 
+use crate::linemap::{cancel_reverted_pairs, map_through_all, LineEdit, MapMode, Region};
+use crate::protected::block_containing;
+use crate::text::{is_blank, LineBuf};
 use koas_review_schema::change_id::EntryId;
 use koas_review_schema::edit_op::{Action, Alert, ReviewPolicy};
 use koas_review_schema::ledger::LedgerEntry;
-use crate::linemap::{cancel_reverted_pairs, map_through_all, LineEdit, MapMode, Region};
-use crate::protected::block_containing;
 use koas_review_schema::stage1::ProtectedSpans;
-use crate::text::{is_blank, LineBuf};
 
 /// The annotated document and where its notes went.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -14,10 +14,10 @@
 //! line before them; inserting after the last line gives it one), and a
 //! byte-order mark stays at the start.
 
-use koas_review_schema::edit_op::{Action, EditOp};
 use crate::normalize::{normalize_op_text, TextMatch};
-use koas_review_schema::apply::LineChange;
 use crate::text::{LineBuf, BOM};
+use koas_review_schema::apply::LineChange;
+use koas_review_schema::edit_op::{Action, EditOp};
 
 /// The change an op makes, and where its bytes really change.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -199,9 +199,9 @@ fn changed_bytes(doc: &LineBuf, change: &LineChange) -> (usize, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::normalize::match_before_text;
     use koas_review_schema::change_id::ChangeId;
     use koas_review_schema::edit_op::Target;
-    use crate::normalize::match_before_text;
 
     fn op(action: Action, start: usize, end: usize, before: Option<&str>, after: &str) -> EditOp {
         EditOp {

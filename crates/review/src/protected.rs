@@ -132,7 +132,11 @@ pub fn touched_by(
 /// edit touched becomes the whole of those lines (its bytes may have moved
 /// within them): when in doubt, protect. Byte offsets are those of
 /// `after`; content hashes stay those of the regions as detected.
-pub fn mapped_through(spans: &ProtectedSpans, edits: &[LineEdit], after: &LineBuf) -> ProtectedSpans {
+pub fn mapped_through(
+    spans: &ProtectedSpans,
+    edits: &[LineEdit],
+    after: &LineBuf,
+) -> ProtectedSpans {
     let offsets = after.line_offsets();
     let end_of = |last: usize| -> u64 {
         // Just past the content of 1-based line `last` (its terminator
@@ -226,7 +230,11 @@ mod tests {
 
     #[test]
     fn block_touching_rules() {
-        let regions = ProtectedSpans { blocks: vec![block(10, 14)], inlines: vec![], ..Default::default() };
+        let regions = ProtectedSpans {
+            blocks: vec![block(10, 14)],
+            inlines: vec![],
+            ..Default::default()
+        };
         assert_eq!(touched_by(&regions, Some((8, 10)), None, (0, 1)).len(), 1);
         assert!(touched_by(&regions, Some((15, 16)), None, (0, 1)).is_empty());
         // inserting after the closing line is fine, inside is not
@@ -237,7 +245,15 @@ mod tests {
 
     #[test]
     fn inline_touching_is_byte_precise() {
-        let span = InlineSpan { kind: InlineKind::InlineCode, line: 1, column: 5, end_line: 1, end_column: 9, byte_start: 4, byte_end: 9 };
+        let span = InlineSpan {
+            kind: InlineKind::InlineCode,
+            line: 1,
+            column: 5,
+            end_line: 1,
+            end_column: 9,
+            byte_start: 4,
+            byte_end: 9,
+        };
         assert!(inline_touched_by_bytes(&span, 8, 12));
         assert!(!inline_touched_by_bytes(&span, 9, 12));
         assert!(!inline_touched_by_bytes(&span, 0, 4));
@@ -248,7 +264,19 @@ mod tests {
     #[test]
     fn mapping_follows_edits() {
         let text = "new line\nintró `code` here\n";
-        let regions = ProtectedSpans { blocks: vec![block(3, 4)], inlines: vec![InlineSpan { kind: InlineKind::InlineCode, line: 1, column: 7, end_line: 1, end_column: 12, byte_start: 7, byte_end: 13 }], ..Default::default() };
+        let regions = ProtectedSpans {
+            blocks: vec![block(3, 4)],
+            inlines: vec![InlineSpan {
+                kind: InlineKind::InlineCode,
+                line: 1,
+                column: 7,
+                end_line: 1,
+                end_column: 12,
+                byte_start: 7,
+                byte_end: 13,
+            }],
+            ..Default::default()
+        };
         let edits = [LineEdit {
             start: 0,
             old_len: 0,
@@ -259,6 +287,9 @@ mod tests {
         assert_eq!(mapped.blocks[0].line_end, 5);
         let span = &mapped.inlines[0];
         assert_eq!(span.line, 2);
-        assert_eq!(&text[span.byte_start as usize..span.byte_end as usize], "`code`");
+        assert_eq!(
+            &text[span.byte_start as usize..span.byte_end as usize],
+            "`code`"
+        );
     }
 }

@@ -196,12 +196,12 @@ pub fn render_details(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::clock::SteppingClock;
+    use crate::session::MemorySession;
     use koas_review_schema::apply::ApplyOptions;
     use koas_review_schema::change_id::ChangeId;
-    use crate::clock::SteppingClock;
     use koas_review_schema::ledger::Actor;
     use koas_review_schema::stage1::ProtectedSpans;
-    use crate::session::MemorySession;
     use serde_json::json;
 
     fn session() -> MemorySession {

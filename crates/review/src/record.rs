@@ -8,12 +8,12 @@
 //! by line — can rebuild the patch files. A flag (flag_only) has no
 //! patches and empty patch paths.
 
+use crate::clock::Clock;
+use koas_kernel_api::hash::sha256_of_parts;
 use koas_review_schema::apply::AppliedOp;
 use koas_review_schema::change_id::EntryId;
-use crate::clock::Clock;
 use koas_review_schema::ledger::{Actor, ChangeLines, LedgerEntry, PatchText, Scope};
 use koas_review_schema::revert::PlannedRevert;
-use koas_kernel_api::hash::sha256_of_parts;
 
 /// Directory of patch files, relative to the workspace.
 pub const PATCH_DIR: &str = "review/patches";

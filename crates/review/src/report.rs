@@ -11,13 +11,13 @@
 
 use std::fmt::Write as _;
 
+use crate::linemap::{map_back_clamped, Region};
+use crate::query::count;
 use koas_review_schema::apply::ApplyLogRecord;
 use koas_review_schema::change_id::EntryId;
 use koas_review_schema::edit_op::Action;
-use koas_review_schema::ledger::LedgerEntry;
-use crate::linemap::{map_back_clamped, Region};
-use crate::query::count;
 use koas_review_schema::findings::Finding;
+use koas_review_schema::ledger::LedgerEntry;
 use koas_review_schema::review::ReportMeta;
 use koas_review_schema::stage1::SectionEntry;
 
@@ -337,8 +337,14 @@ mod tests {
             findings: &[error, info],
             apply_log: &[],
         });
-        assert!(text.contains("| ai_leftover | critical | leftover |"), "{text}");
-        assert!(text.contains("| terminology_drift | minor | drift |"), "{text}");
+        assert!(
+            text.contains("| ai_leftover | critical | leftover |"),
+            "{text}"
+        );
+        assert!(
+            text.contains("| terminology_drift | minor | drift |"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -20,14 +20,16 @@
 use koas_review_schema::revert::{PlannedRevert, RevertPlan};
 use thiserror::Error;
 
+use crate::linemap::{
+    cancel_reverted_pairs, map_back_clamped, map_through, LineEdit, MapMode, Region,
+};
+use crate::patch::{apply_change, make_patch_pair, parse_patch};
+use crate::text::LineBuf;
+use koas_kernel_api::hash::sha256_of_parts;
+use koas_review_schema::apply::LineChange;
 use koas_review_schema::change_id::{ChangeId, EntryId};
 use koas_review_schema::edit_op::Action;
 use koas_review_schema::ledger::LedgerEntry;
-use crate::linemap::{cancel_reverted_pairs, map_back_clamped, map_through, LineEdit, MapMode, Region,};
-use crate::patch::{apply_change, make_patch_pair, parse_patch};
-use koas_review_schema::apply::LineChange;
-use crate::text::LineBuf;
-use koas_kernel_api::hash::sha256_of_parts;
 
 /// Why a revert is refused.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -230,7 +232,10 @@ fn restored_lines_come_first(entries: &[LedgerEntry], x: usize, insertion: Entry
         start: x_change.at.saturating_sub(1),
         len: x_change.removed,
     };
-    let between: Vec<LineEdit> = entries[y..x].iter().filter_map(crate::linemap::edit_of).collect();
+    let between: Vec<LineEdit> = entries[y..x]
+        .iter()
+        .filter_map(crate::linemap::edit_of)
+        .collect();
     let x_in_y_before = map_back_clamped(x_region, &between);
     let y_region = Region {
         start: y_change.at.saturating_sub(1),
@@ -284,7 +289,9 @@ pub fn plan_reverts(request: RevertRequest<'_>) -> Result<RevertPlan, RevertErro
                 at: by.timestamp.clone(),
             });
         }
-        if entries[position].action == Action::FlagOnly || crate::linemap::edit_of(&entries[position]).is_none() {
+        if entries[position].action == Action::FlagOnly
+            || crate::linemap::edit_of(&entries[position]).is_none()
+        {
             return Err(RevertError::NothingToRevert(id));
         }
         targets.push((position, id));
@@ -367,11 +374,10 @@ pub fn plan_reverts(request: RevertRequest<'_>) -> Result<RevertPlan, RevertErro
             ..forward_inverse
         };
         let patches = make_patch_pair(request.doc_name, &doc, &change);
-        apply_change(&change, &mut doc)
-            .map_err(|_| RevertError::ContentMismatch {
-                id,
-                line: mapped.start + 1,
-            })?;
+        apply_change(&change, &mut doc).map_err(|_| RevertError::ContentMismatch {
+            id,
+            line: mapped.start + 1,
+        })?;
         let new_hash = doc.hash();
         let Some(own_edit) = crate::linemap::edit_of(entry) else {
             return Err(RevertError::NothingToRevert(id));

@@ -7,16 +7,16 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use crate::apply::{BatchInput, apply_batch};
+use crate::apply::{apply_batch, BatchInput};
 
+use crate::clock::Clock;
+use crate::record::{entry_for_applied, entry_for_revert, patch_paths, RunContext};
+use crate::revert::{plan_reverts, RevertError, RevertRequest};
 use koas_review_schema::apply::{ApplyOptions, BatchOutcome};
 use koas_review_schema::change_id::{ChangeId, IdAllocator, IdError};
-use crate::clock::Clock;
 use koas_review_schema::ledger::{Actor, LedgerEntry};
-use koas_review_schema::stage1::ProtectedSpans;
-use crate::record::{entry_for_applied, entry_for_revert, patch_paths, RunContext};
-use crate::revert::{RevertError, RevertRequest, plan_reverts};
 use koas_review_schema::revert::RevertPlan;
+use koas_review_schema::stage1::ProtectedSpans;
 
 /// A document with its ledger and patches, in memory.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -17,15 +17,15 @@
 
 use std::collections::BTreeSet;
 
-use koas_review_schema::change_id::ChangeId;
-use koas_review_schema::edit_op::{Action, Alert, EditOp};
 use crate::normalize::{match_before_text, note_names_id, TextMatch};
 use crate::plan::{plan_change, PlanProblem, PlannedChange};
 use crate::protected::touched_by;
-use koas_review_schema::stage1::ProtectedSpans;
-use koas_review_schema::rejection::{RejectClass, Rejection};
 use crate::text::LineBuf;
 use koas_kernel_api::hash::{same_hash, sha256};
+use koas_review_schema::change_id::ChangeId;
+use koas_review_schema::edit_op::{Action, Alert, EditOp};
+use koas_review_schema::rejection::{RejectClass, Rejection};
+use koas_review_schema::stage1::ProtectedSpans;
 
 /// How an op is named in messages: `op 3 (RVW-0012)`.
 pub fn op_label(index: usize, id: ChangeId) -> String {
@@ -194,7 +194,12 @@ pub fn validate(
                 planned.change.start + planned.change.old.len(),
             )
         });
-        let mut touched = touched_by(protection.regions, target_lines, insert_after, planned.bytes);
+        let mut touched = touched_by(
+            protection.regions,
+            target_lines,
+            insert_after,
+            planned.bytes,
+        );
         if let Some((s, e)) = changed_lines {
             for extra in touched_by(protection.regions, Some((s, e)), None, (0, 0)) {
                 if !touched.contains(&extra) {

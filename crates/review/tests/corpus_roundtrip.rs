@@ -6,14 +6,14 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use koas_review_schema::apply::ApplyOptions;
-use koas_review_schema::change_id::ChangeId;
 use koas_review::apply::batch_states;
 use koas_review::clock::SteppingClock;
-use koas_review_schema::edit_op::Action;
 use koas_review::patch::apply_patch_text;
-use koas_review_schema::stage1::ProtectedSpans;
 use koas_review::session::MemorySession;
+use koas_review_schema::apply::ApplyOptions;
+use koas_review_schema::change_id::ChangeId;
+use koas_review_schema::edit_op::Action;
+use koas_review_schema::stage1::ProtectedSpans;
 
 fn round_trip(name: &str, text: &str, ops: usize, seed: u64, git_checks: usize) {
     let clock = SteppingClock::new("2026-01-01T00:00:00Z");

@@ -6,11 +6,11 @@
 
 mod common;
 
-use koas_review_schema::apply::ApplyOptions;
 use koas_review::apply::batch_states;
 use koas_review::clock::SteppingClock;
-use koas_review_schema::stage1::ProtectedSpans;
 use koas_review::session::MemorySession;
+use koas_review_schema::apply::ApplyOptions;
+use koas_review_schema::stage1::ProtectedSpans;
 use serde_json::{json, Value};
 
 fn check_with_git(text: &str, ops: Vec<Value>) {

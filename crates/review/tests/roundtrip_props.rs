@@ -9,18 +9,20 @@ mod common;
 
 use std::collections::VecDeque;
 
-use koas_review_schema::apply::{ApplyOptions, BatchOutcome};
-use koas_review_schema::change_id::ChangeId;
 use koas_review::apply::batch_states;
 use koas_review::clock::SteppingClock;
-use koas_review_schema::edit_op::Action;
 use koas_review::linemap::LineEdit;
 use koas_review::patch::apply_patch_text;
 use koas_review::protected::mapped_through;
-use koas_review_schema::stage1::{BlockKind, InlineKind, InlineSpan, ProtectedSpan, ProtectedSpans};
 use koas_review::revert::RevertError;
 use koas_review::session::MemorySession;
 use koas_review::text::LineBuf;
+use koas_review_schema::apply::{ApplyOptions, BatchOutcome};
+use koas_review_schema::change_id::ChangeId;
+use koas_review_schema::edit_op::Action;
+use koas_review_schema::stage1::{
+    BlockKind, InlineKind, InlineSpan, ProtectedSpan, ProtectedSpans,
+};
 use proptest::prelude::*;
 use proptest::sample::Index;
 use serde_json::{json, Value};
@@ -129,7 +131,11 @@ fn render(spec: &DocSpec) -> Doc {
                     lines.push(format!("fence {unique} body {i}"));
                 }
                 lines.push("```".into());
-                blocks.push(ProtectedSpan::from_lines(BlockKind::CodeFence, (start) as u32, (lines.len()) as u32));
+                blocks.push(ProtectedSpan::from_lines(
+                    BlockKind::CodeFence,
+                    (start) as u32,
+                    (lines.len()) as u32,
+                ));
             }
             Block::Table(rows) => {
                 let start = lines.len() + 1;
@@ -138,7 +144,11 @@ fn render(spec: &DocSpec) -> Doc {
                 for r in 0..*rows {
                     lines.push(format!("| r{unique}.{r} | {} |", WORDS[r % WORDS.len()]));
                 }
-                blocks.push(ProtectedSpan::from_lines(BlockKind::Table, (start) as u32, (lines.len()) as u32));
+                blocks.push(ProtectedSpan::from_lines(
+                    BlockKind::Table,
+                    (start) as u32,
+                    (lines.len()) as u32,
+                ));
             }
             Block::Blank => lines.push(String::new()),
         }
@@ -165,7 +175,15 @@ fn render(spec: &DocSpec) -> Doc {
                 .unwrap_or(0);
             let raw = buf.raw_line(line - 1).unwrap_or("");
             let col_start = raw[..within].chars().count() + 1;
-            InlineSpan { kind: InlineKind::InlineCode, line: (*line) as u32, column: (col_start) as u32, end_line: (*line) as u32, end_column: (col_start + token.chars().count() - 1) as u32, byte_start: (line_start + within) as u64, byte_end: (line_start + within + token.len()) as u64 }
+            InlineSpan {
+                kind: InlineKind::InlineCode,
+                line: (*line) as u32,
+                column: (col_start) as u32,
+                end_line: (*line) as u32,
+                end_column: (col_start + token.chars().count() - 1) as u32,
+                byte_start: (line_start + within) as u64,
+                byte_end: (line_start + within + token.len()) as u64,
+            }
         })
         .collect();
     let mut protected_texts: Vec<String> = blocks

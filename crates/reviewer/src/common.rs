@@ -50,7 +50,7 @@ pub struct WorkspaceArgs {
 }
 
 /// A document and its review workspace.
-pub struct Target {
+pub struct ReviewTarget {
     /// The document as given.
     pub doc_path: PathBuf,
     /// Its text.
@@ -61,11 +61,11 @@ pub struct Target {
     pub workspace: Workspace,
 }
 
-impl Target {
+impl ReviewTarget {
     /// Reads DOC (it must be UTF-8 text) and finds its workspace: `-w`, or
     /// the automatic `.review/<stem>_<hash12>` (also found after an
     /// `--in-place` run replaced DOC).
-    pub fn locate(args: &WorkspaceArgs) -> anyhow::Result<Target> {
+    pub fn locate(args: &WorkspaceArgs) -> anyhow::Result<ReviewTarget> {
         let bytes = std::fs::read(&args.doc)
             .with_context(|| format!("cannot read the document {}", args.doc.display()))?;
         let text = String::from_utf8(bytes).map_err(|e| {
@@ -84,7 +84,7 @@ impl Target {
             Some(dir) => dir.clone(),
             None => locate_workspace(&args.doc, &text),
         };
-        Ok(Target {
+        Ok(ReviewTarget {
             doc_path: args.doc.clone(),
             text,
             doc_name,
@@ -152,9 +152,9 @@ pub fn command_line() -> String {
 /// `--json`, an error (locating included) is also printed as a JSON object.
 pub fn on_workspace(
     args: &WorkspaceArgs,
-    command: impl FnOnce(&Target) -> anyhow::Result<ExitStatus>,
+    command: impl FnOnce(&ReviewTarget) -> anyhow::Result<ExitStatus>,
 ) -> anyhow::Result<ExitStatus> {
-    let target = match Target::locate(args) {
+    let target = match ReviewTarget::locate(args) {
         Ok(t) => t,
         Err(e) => return json_errors(args.json, None, Err(e)),
     };

@@ -283,9 +283,9 @@ fn views_pass(
     run: &koas_review_workspace::PreparedRun<'_>,
     notice: Option<String>,
 ) -> anyhow::Result<Result<Views, PassFailure>> {
+    use koas_review_schema::ledger::LedgerEntry;
     use koas_review_schema::names;
     use koas_review_schema::review::ReportContext;
-    use koas_review_schema::ledger::LedgerEntry;
     use koas_review_schema::review::ReportMeta;
     let views = subset(pipeline, |k| k != APPLY && k != REVERT);
     if !VIEWS.iter().any(|v| has(&views, v)) {

@@ -3,8 +3,8 @@
 use std::collections::BTreeMap;
 
 use koas_review_schema::apply::ApplyOptions;
-use koas_review_schema::edit_op::{Alert, ReviewPolicy};
 use koas_review_schema::apply::NormalizeOptions;
+use koas_review_schema::edit_op::{Alert, ReviewPolicy};
 use serde::{Deserialize, Serialize};
 
 /// `[config.md_apply_ops]`.

@@ -82,8 +82,7 @@ pub fn target_document(
         None if !configured_name.is_empty() => configured_name.to_owned(),
         None => stats_name.unwrap_or_else(|| "doc.md".to_owned()),
     };
-    let (regions, recomputed) =
-        protected_spans_for(&text, inputs.parse(names::PROTECTED_SPANS)?);
+    let (regions, recomputed) = protected_spans_for(&text, inputs.parse(names::PROTECTED_SPANS)?);
     let sections = section_index_for(&text, inputs.parse(names::SECTION_INDEX)?);
     let (ledger_ids, first_id) = match state {
         Some(state) => (state.ledger_ids, state.next_id),

@@ -29,9 +29,9 @@ mod summary;
 use koas_kernel_api::prelude::*;
 use koas_review::apply::{apply_batch, BatchInput};
 use koas_review::artifacts::fill_scope;
-use koas_review_schema::names;
-use koas_review_schema::apply::ApplyOutcome;
 use koas_review::text::LineBuf;
+use koas_review_schema::apply::ApplyOutcome;
+use koas_review_schema::names;
 
 use crate::config::ApplyConfig;
 

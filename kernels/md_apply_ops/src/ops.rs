@@ -3,8 +3,8 @@
 //! first. Each op stays raw JSON so that a bad op is rejected on its own.
 
 use koas_kernel_api::{Inputs, KernelError};
-use koas_review_schema::names;
 use koas_review::edit_op::parse_ops_file;
+use koas_review_schema::names;
 use serde_json::Value;
 
 /// The ops and a description of where they came from.

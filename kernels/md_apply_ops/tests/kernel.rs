@@ -5,11 +5,11 @@ use koas_kernel_api::hash::sha256;
 use koas_kernel_api::testing::TestHarness;
 use koas_kernel_api::{ErrorKind, Kernel};
 use koas_kernel_md_apply_ops::MdApplyOps;
-use koas_review_schema::stage1::ChunkConfig;
 use koas_review_schema::apply::ApplyOutcome;
-use koas_review_schema::review::ReviewState;
 use koas_review_schema::change_id::ChangeId;
 use koas_review_schema::rejection::RejectClass;
+use koas_review_schema::review::ReviewState;
+use koas_review_schema::stage1::ChunkConfig;
 use serde_json::{json, Value};
 
 const DOC: &str = "# Retention policy\n\n## 1. Scope\n\nThe polcy applies to `audit_log` records.\n\n```sql\nDELETE FROM audit_log;\n```\n\n## 2. Duration\n\nRecords are kept for five years.\nAs an AI, I recommend seven.\n";

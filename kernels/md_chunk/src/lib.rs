@@ -13,12 +13,12 @@
 
 #![deny(missing_docs)]
 
-use koas_review_schema::names;
 use koas_kernel_api::hash::sha256;
 use koas_kernel_api::prelude::*;
 use koas_md::chunk;
-use koas_review_schema::stage1::{ChunkConfig, ProtectedSpans, SectionIndex};
 use koas_md::{summary, LineIndex};
+use koas_review_schema::names;
+use koas_review_schema::stage1::{ChunkConfig, ProtectedSpans, SectionIndex};
 
 /// The `md_chunk` kernel.
 #[derive(Debug, Default, Clone, Copy)]
@@ -50,15 +50,15 @@ impl Kernel for MdChunk {
             ));
         }
         let text = inputs.source_text(names::DOC_RAW)?;
-        let doc_hash = match inputs.parse_optional::<String>("doc_hash")? {
+        let doc_hash = match inputs.parse_optional::<String>(names::DOC_HASH)? {
             Some(h) => h,
             None => sha256(text.as_bytes()),
         };
         let sections: SectionIndex = inputs.parse(names::SECTION_INDEX)?;
         let blocks: ProtectedSpans = inputs.parse(names::PROTECTED_SPANS)?;
         for (name, hash) in [
-            ("section_index", &sections.doc_hash),
-            ("protected_spans", &blocks.doc_hash),
+            (names::SECTION_INDEX, &sections.doc_hash),
+            (names::PROTECTED_SPANS, &blocks.doc_hash),
         ] {
             if *hash != doc_hash {
                 return Err(KernelError::invalid_input(format!(

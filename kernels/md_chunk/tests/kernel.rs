@@ -5,8 +5,8 @@
 use koas_kernel_api::testing::TestHarness;
 use koas_kernel_api::{ErrorKind, Kernel};
 use koas_kernel_md_chunk::MdChunk;
-use koas_review_schema::stage1::{ChunkConfig, ChunkPlan};
 use koas_md::stage1;
+use koas_review_schema::stage1::{ChunkConfig, ChunkPlan};
 use serde_json::json;
 
 const SPEC: &str = include_str!("../../../examples/spec-example.md");

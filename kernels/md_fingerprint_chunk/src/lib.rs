@@ -12,11 +12,11 @@
 
 #![deny(missing_docs)]
 
-use koas_review_schema::names;
 use koas_kernel_api::prelude::*;
-use koas_review_schema::stage1::{AnchorMap, ChunkPlan, ProtectedSpans, SectionIndex};
 use koas_md_scan::config::FingerprintConfig;
 use koas_md_scan::{chunk_fingerprints, Stage1View, FINGERPRINT_KERNEL};
+use koas_review_schema::names;
+use koas_review_schema::stage1::{AnchorMap, ChunkPlan, ProtectedSpans, SectionIndex};
 
 /// The `md_fingerprint_chunk` kernel.
 #[derive(Debug, Default, Clone, Copy)]

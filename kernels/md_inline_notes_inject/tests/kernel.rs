@@ -2,17 +2,18 @@
 
 use koas_kernel_api::testing::TestHarness;
 use koas_kernel_api::{Kernel, KernelOutput};
-use koas_kernel_md_inline_notes_inject::{InlineNotes, MdInlineNotesInject};
-use koas_review_schema::stage1::ChunkConfig;
-use koas_review::apply::{BatchInput, apply_batch};
-use koas_review_schema::apply::ApplyOptions;
-use koas_review::artifacts::Stage1Spans;
-use koas_review_schema::apply::ApplyOutcome;
-use koas_review_schema::review::ViewSource;
-use koas_review_schema::change_id::ChangeId;
+use koas_kernel_md_inline_notes_inject::MdInlineNotesInject;
+use koas_review::apply::{apply_batch, BatchInput};
 use koas_review::clock::SteppingClock;
-use koas_review_schema::ledger::Actor;
 use koas_review::session::MemorySession;
+use koas_review_schema::apply::ApplyOptions;
+use koas_review_schema::apply::ApplyOutcome;
+use koas_review_schema::change_id::ChangeId;
+use koas_review_schema::ledger::Actor;
+use koas_review_schema::notes::InlineNotes;
+use koas_review_schema::review::ViewSource;
+use koas_review_schema::stage1::ChunkConfig;
+use koas_review_schema::stage1::ProtectedSpans;
 use serde_json::{json, Value};
 
 const DOC: &str =
@@ -43,12 +44,12 @@ fn ops() -> Vec<Value> {
 
 fn outcome() -> ApplyOutcome {
     let options = ApplyOptions::default();
-    let spans: Stage1Spans = serde_json::from_value(spans(DOC)).unwrap();
+    let spans: ProtectedSpans = serde_json::from_value(spans(DOC)).unwrap();
     let batch = apply_batch(BatchInput {
         doc_name: "guide.md",
         text: DOC,
         ops: &ops(),
-        protected: &spans.to_regions(),
+        protected: &spans,
         ledger_ids: &Default::default(),
         first_id: ChangeId::first(),
         options: &options,
@@ -57,7 +58,7 @@ fn outcome() -> ApplyOutcome {
     ApplyOutcome {
         doc_name: "guide.md".into(),
         options,
-        protected: spans.to_regions(),
+        protected: spans.clone(),
         batch,
     }
 }
@@ -105,10 +106,10 @@ fn in_a_workspace_reverted_changes_lose_their_note_and_the_map_is_configurable()
         operator: "o".into(),
     };
     let clock = SteppingClock::new("2026-01-01T00:00:00Z");
-    let spans: Stage1Spans = serde_json::from_value(spans(DOC)).unwrap();
+    let spans: ProtectedSpans = serde_json::from_value(spans(DOC)).unwrap();
     s.apply(
         &ops(),
-        &spans.to_regions(),
+        &spans,
         &ApplyOptions::default(),
         &actor,
         &clock,

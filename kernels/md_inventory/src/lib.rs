@@ -11,10 +11,10 @@
 
 #![deny(missing_docs)]
 
-use koas_review_schema::names;
 use koas_kernel_api::prelude::*;
 use koas_md::scan::{scan, ScanOptions};
 use koas_md::{inventory, summary, LineIndex};
+use koas_review_schema::names;
 use serde_json::Value;
 
 /// The `md_inventory` kernel.

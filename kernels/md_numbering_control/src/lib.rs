@@ -14,12 +14,12 @@
 
 #![deny(missing_docs)]
 
-use koas_review_schema::names;
 use koas_kernel_api::prelude::*;
-use koas_review_schema::stage1::{AnchorMap, ChunkPlan, ProtectedSpans, SectionIndex};
 use koas_md_scan::config::NumberingConfig;
 use koas_md_scan::{numbering_control, Stage1View, NUMBERING_KERNEL};
 use koas_review_schema::findings::FindingsArtifact;
+use koas_review_schema::names;
+use koas_review_schema::stage1::{AnchorMap, ChunkPlan, ProtectedSpans, SectionIndex};
 
 /// The `md_numbering_control` kernel.
 #[derive(Debug, Default, Clone, Copy)]

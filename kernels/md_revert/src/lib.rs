@@ -19,14 +19,14 @@
 
 use koas_kernel_api::prelude::*;
 use koas_review::artifacts::ReviewView;
-use koas_review_schema::names;
+use koas_review::revert::{parse_revert_targets, plan_reverts, revertible_ids, RevertRequest};
 use koas_review_schema::apply::ApplyOutcome;
-use koas_review_schema::revert::RevertOutcome;
-use koas_review_schema::review::ReviewState;
 use koas_review_schema::change_id::ChangeId;
 use koas_review_schema::ledger::{Actor, LedgerEntry};
-use koas_review::revert::{RevertRequest, parse_revert_targets, plan_reverts, revertible_ids};
+use koas_review_schema::names;
+use koas_review_schema::revert::RevertOutcome;
 use koas_review_schema::revert::RevertPlan;
+use koas_review_schema::review::ReviewState;
 use serde::Deserialize;
 
 /// `[config.md_revert]`.

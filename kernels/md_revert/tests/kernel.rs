@@ -3,16 +3,16 @@
 use koas_kernel_api::testing::TestHarness;
 use koas_kernel_api::{ErrorKind, Kernel, KernelOutput};
 use koas_kernel_md_revert::MdRevert;
-use koas_review::apply::{BatchInput, apply_batch};
+use koas_review::apply::{apply_batch, BatchInput};
+use koas_review::clock::SteppingClock;
+use koas_review::session::MemorySession;
 use koas_review_schema::apply::ApplyOptions;
 use koas_review_schema::apply::ApplyOutcome;
+use koas_review_schema::change_id::ChangeId;
+use koas_review_schema::ledger::Actor;
 use koas_review_schema::revert::RevertOutcome;
 use koas_review_schema::review::ReviewState;
-use koas_review_schema::change_id::ChangeId;
-use koas_review::clock::SteppingClock;
-use koas_review_schema::ledger::Actor;
-use koas_review::protected::ProtectedRegions;
-use koas_review::session::MemorySession;
+use koas_review_schema::stage1::ProtectedSpans;
 use serde_json::{json, Value};
 
 const DOC: &str = "# Notes\n\nAlpha.\n\nBeta.\n\nGamma.\n";
@@ -35,7 +35,7 @@ fn session() -> MemorySession {
     let clock = SteppingClock::new("2026-01-01T00:00:00Z");
     s.apply(
         &ops,
-        &ProtectedRegions::default(),
+        &ProtectedSpans::default(),
         &ApplyOptions::default(),
         &actor(),
         &clock,
@@ -141,7 +141,7 @@ fn a_conflict_by_content_hash_is_refused() {
     let clock = SteppingClock::new("2026-01-03T00:00:00Z");
     s.apply(
         &[json!({"action": "replace", "kind": "typo", "target": {"line_start": 3}, "after_text": "ALPHA!"})],
-        &ProtectedRegions::default(),
+        &ProtectedSpans::default(),
         &ApplyOptions::default(),
         &actor(),
         &clock,
@@ -166,7 +166,7 @@ fn a_plain_run_plans_on_the_preview_and_nothing_is_nothing() {
         doc_name: "notes.md",
         text: DOC,
         ops: &ops,
-        protected: &ProtectedRegions::default(),
+        protected: &ProtectedSpans::default(),
         ledger_ids: &Default::default(),
         first_id: ChangeId::first(),
         options: &options,
@@ -174,7 +174,7 @@ fn a_plain_run_plans_on_the_preview_and_nothing_is_nothing() {
     let outcome = ApplyOutcome {
         doc_name: "notes.md".into(),
         options,
-        protected: ProtectedRegions::default(),
+        protected: ProtectedSpans::default(),
         batch,
     };
     let out = TestHarness::new()

@@ -5,17 +5,17 @@ use koas_kernel_api::Kernel;
 use koas_kernel_md_review_report_assemble::{
     MdReviewReportAssemble, ORIGINAL_NOTICE, PREVIEW_NOTICE,
 };
-use koas_review_schema::stage1::ChunkConfig;
-use koas_review::apply::{BatchInput, apply_batch};
+use koas_review::apply::{apply_batch, BatchInput};
+use koas_review::clock::SteppingClock;
+use koas_review::session::MemorySession;
 use koas_review_schema::apply::ApplyOptions;
 use koas_review_schema::apply::ApplyOutcome;
-use koas_review_schema::review::ReportContext;
 use koas_review_schema::change_id::ChangeId;
-use koas_review::clock::SteppingClock;
 use koas_review_schema::ledger::Actor;
-use koas_review::protected::ProtectedRegions;
+use koas_review_schema::review::ReportContext;
 use koas_review_schema::review::ReportMeta;
-use koas_review::session::MemorySession;
+use koas_review_schema::stage1::ChunkConfig;
+use koas_review_schema::stage1::ProtectedSpans;
 use serde_json::{json, Value};
 
 const DOC: &str = "# Audit\n\n## 1. Scope\n\nThe scope is teh billing system.\n\n## 2. Findings\n\nSee section 9 for details.\n";
@@ -96,7 +96,7 @@ fn a_preview_shows_the_batch_and_its_rejections() {
         doc_name: "audit.md",
         text: DOC,
         ops: &ops(),
-        protected: &ProtectedRegions::default(),
+        protected: &ProtectedSpans::default(),
         ledger_ids: &Default::default(),
         first_id: ChangeId::first(),
         options: &options,
@@ -104,7 +104,7 @@ fn a_preview_shows_the_batch_and_its_rejections() {
     let outcome = ApplyOutcome {
         doc_name: "audit.md".into(),
         options,
-        protected: ProtectedRegions::default(),
+        protected: ProtectedSpans::default(),
         batch,
     };
     let (text, summary) = report(harness().input("apply_outcome", &outcome));
@@ -132,7 +132,7 @@ fn in_a_workspace_the_host_metadata_and_ledger_are_shown() {
     let clock = SteppingClock::new("2026-05-01T09:00:00Z");
     s.apply(
         &ops(),
-        &ProtectedRegions::default(),
+        &ProtectedSpans::default(),
         &ApplyOptions::default(),
         &actor,
         &clock,
@@ -185,7 +185,7 @@ fn a_preview_without_ops_says_no_ops() {
         doc_name: "audit.md",
         text: DOC,
         ops: &[],
-        protected: &ProtectedRegions::default(),
+        protected: &ProtectedSpans::default(),
         ledger_ids: &Default::default(),
         first_id: ChangeId::first(),
         options: &options,
@@ -193,7 +193,7 @@ fn a_preview_without_ops_says_no_ops() {
     let outcome = ApplyOutcome {
         doc_name: "audit.md".into(),
         options,
-        protected: ProtectedRegions::default(),
+        protected: ProtectedSpans::default(),
         batch,
     };
     let (text, summary) = report(harness().input("apply_outcome", &outcome));

@@ -15,11 +15,11 @@
 
 #![deny(missing_docs)]
 
-use koas_review_schema::names;
 use koas_kernel_api::hash::sha256;
 use koas_kernel_api::prelude::*;
 use koas_md::scan::{scan, ScanOptions};
 use koas_md::{structure, summary, LineIndex};
+use koas_review_schema::names;
 
 /// The `md_structure` kernel.
 #[derive(Debug, Default, Clone, Copy)]
@@ -39,7 +39,7 @@ impl Kernel for MdStructure {
 
     fn run(&self, ctx: &Context, _config: &KernelConfig, inputs: &Inputs) -> KernelResult {
         let text = inputs.source_text(names::DOC_RAW)?;
-        let doc_hash = match inputs.parse_optional::<String>("doc_hash")? {
+        let doc_hash = match inputs.parse_optional::<String>(names::DOC_HASH)? {
             Some(h) => h,
             None => sha256(text.as_bytes()),
         };

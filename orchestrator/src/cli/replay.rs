@@ -4,7 +4,7 @@
 
 use super::ExitStatus;
 use super::{discover_and_warn, Global};
-use crate::engine::{self, RunOptions, Target};
+use crate::engine::{self, RunOptions, RunTarget};
 use crate::llm_host::ServiceHandler;
 use crate::outln;
 use crate::pipeline::Pipeline;
@@ -83,8 +83,8 @@ pub fn execute(global: &Global, args: ReplayArgs) -> anyhow::Result<ExitStatus> 
     }
     opts.host_written = plan.host_written.iter().cloned().collect();
     opts.target = match &original.target {
-        Some(t) => Target::Until(t.clone()),
-        None => Target::All,
+        Some(t) => RunTarget::Until(t.clone()),
+        None => RunTarget::All,
     };
     let uses_llm = prepared.kernels.values().any(|k| k.spec.uses_llm);
     if let Some(llm) = &plan.llm {

@@ -2,7 +2,7 @@
 
 use super::ExitStatus;
 use super::{discover_and_warn, Global};
-use crate::engine::{self, RunOptions, Target};
+use crate::engine::{self, RunOptions, RunTarget};
 use crate::llm_host::{resolve_config, LlmOverrides, ServiceHandler};
 use crate::outln;
 use crate::pipeline::{self, Overrides};
@@ -103,14 +103,14 @@ impl LlmFlags {
 /// an LLM is configured.
 pub fn llm_for_run(
     prepared: &crate::prepare::Prepared,
-    target: &Target,
+    target: &RunTarget,
     flags: &LlmFlags,
     quiet: bool,
     opts: &mut RunOptions,
 ) -> anyhow::Result<()> {
     let selected: Vec<&String> = match target {
-        Target::All => prepared.dag.order.iter().collect(),
-        Target::Until(n) | Target::Kernel(n) => {
+        RunTarget::All => prepared.dag.order.iter().collect(),
+        RunTarget::Until(n) | RunTarget::Kernel(n) => {
             let a = prepared.dag.ancestors(n);
             prepared
                 .dag
@@ -178,9 +178,9 @@ pub fn execute(global: &Global, args: RunArgs) -> anyhow::Result<ExitStatus> {
     let discovery = discover_and_warn(global, &pipeline.kernel_paths);
     let prepared = prepare(&pipeline, &discovery)?;
     let target = match (&args.kernel, &args.until) {
-        (Some(k), _) => Target::Kernel(k.clone()),
-        (None, Some(u)) => Target::Until(u.clone()),
-        (None, None) => Target::All,
+        (Some(k), _) => RunTarget::Kernel(k.clone()),
+        (None, Some(u)) => RunTarget::Until(u.clone()),
+        (None, None) => RunTarget::All,
     };
     let cancel = super::interrupt::flag("letting running kernels stop");
     let mut opts = RunOptions::new(pipeline.jobs);
@@ -195,8 +195,8 @@ pub fn execute(global: &Global, args: RunArgs) -> anyhow::Result<ExitStatus> {
         &mut opts,
     )?;
     let total = match opts.target {
-        Target::All => prepared.dag.order.len(),
-        Target::Until(ref n) | Target::Kernel(ref n) => prepared.dag.ancestors(n).len(),
+        RunTarget::All => prepared.dag.order.len(),
+        RunTarget::Until(ref n) | RunTarget::Kernel(ref n) => prepared.dag.ancestors(n).len(),
     };
     let reporter = Arc::new(if global.quiet {
         Reporter::quiet()

@@ -22,10 +22,10 @@ pub struct CanonicalBlock {
 }
 
 /// Why a text was rejected. Each variant has a stable code
-/// ([`Rejection::code`]) recorded in logs.
+/// ([`CanonicalRejection::code`]) recorded in logs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
 #[serde(tag = "code", rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum Rejection {
+pub enum CanonicalRejection {
     /// The text contains no `{` at all.
     #[error("NO_JSON: the text contains no JSON object")]
     NoJson,
@@ -46,13 +46,13 @@ pub enum Rejection {
     },
 }
 
-impl Rejection {
+impl CanonicalRejection {
     /// The stable code: `NO_JSON`, `AMBIGUOUS_MULTI_BLOCK` or `PARSE_ERROR`.
     pub fn code(&self) -> &'static str {
         match self {
-            Rejection::NoJson => "NO_JSON",
-            Rejection::AmbiguousMultiBlock { .. } => "AMBIGUOUS_MULTI_BLOCK",
-            Rejection::ParseError { .. } => "PARSE_ERROR",
+            CanonicalRejection::NoJson => "NO_JSON",
+            CanonicalRejection::AmbiguousMultiBlock { .. } => "AMBIGUOUS_MULTI_BLOCK",
+            CanonicalRejection::ParseError { .. } => "PARSE_ERROR",
         }
     }
 }
@@ -64,19 +64,19 @@ impl Rejection {
 /// literals so braces inside strings do not count. Then:
 ///
 /// * exactly one region parses as JSON → accepted;
-/// * more than one parses → [`Rejection::AmbiguousMultiBlock`];
-/// * no `{` at all → [`Rejection::NoJson`];
+/// * more than one parses → [`CanonicalRejection::AmbiguousMultiBlock`];
+/// * no `{` at all → [`CanonicalRejection::NoJson`];
 /// * regions exist but none parses (or one never closes) →
-///   [`Rejection::ParseError`].
+///   [`CanonicalRejection::ParseError`].
 ///
 /// Regions that do not parse are ignored when exactly one other region
 /// does (prose such as "use {braces}" around a valid object is tolerated).
 /// Only outermost regions are considered: an invalid region is not searched
 /// for a valid object inside it. Purely structural, no heuristics.
-pub fn extract_json_block(text: &str) -> Result<CanonicalBlock, Rejection> {
+pub fn extract_json_block(text: &str) -> Result<CanonicalBlock, CanonicalRejection> {
     let regions = top_level_regions(text, OBJECT);
     if regions.is_empty() {
-        return Err(Rejection::NoJson);
+        return Err(CanonicalRejection::NoJson);
     }
     let mut valid: Vec<(Range<usize>, Value)> = Vec::new();
     let mut first_error: Option<String> = None;
@@ -108,10 +108,10 @@ pub fn extract_json_block(text: &str) -> Result<CanonicalBlock, Rejection> {
                 hash,
             })
         }
-        0 => Err(Rejection::ParseError {
+        0 => Err(CanonicalRejection::ParseError {
             message: first_error.unwrap_or_else(|| "no valid JSON object".to_string()),
         }),
-        count => Err(Rejection::AmbiguousMultiBlock { count }),
+        count => Err(CanonicalRejection::AmbiguousMultiBlock { count }),
     }
 }
 
@@ -131,7 +131,7 @@ mod tests {
     #[test]
     fn rejects_two_objects_as_ambiguous() {
         let err = extract_json_block(r#"{"a": 1}\n{"a": 2}"#).unwrap_err();
-        assert_eq!(err, Rejection::AmbiguousMultiBlock { count: 2 });
+        assert_eq!(err, CanonicalRejection::AmbiguousMultiBlock { count: 2 });
         assert_eq!(err.code(), "AMBIGUOUS_MULTI_BLOCK");
     }
 
@@ -139,9 +139,12 @@ mod tests {
     fn rejects_text_without_braces() {
         assert_eq!(
             extract_json_block("no changes").unwrap_err(),
-            Rejection::NoJson
+            CanonicalRejection::NoJson
         );
-        assert_eq!(extract_json_block("").unwrap_err(), Rejection::NoJson);
+        assert_eq!(
+            extract_json_block("").unwrap_err(),
+            CanonicalRejection::NoJson
+        );
     }
 
     #[test]
@@ -151,7 +154,7 @@ mod tests {
         let err = extract_json_block("start {\"a\": 1").unwrap_err();
         assert_eq!(
             err,
-            Rejection::ParseError {
+            CanonicalRejection::ParseError {
                 message: "object at byte 6 is never closed".into()
             }
         );
@@ -166,12 +169,12 @@ mod tests {
     #[test]
     fn objects_inside_an_array_count_separately() {
         let err = extract_json_block(r#"[{"a":1},{"b":2}]"#).unwrap_err();
-        assert_eq!(err, Rejection::AmbiguousMultiBlock { count: 2 });
+        assert_eq!(err, CanonicalRejection::AmbiguousMultiBlock { count: 2 });
     }
 
     #[test]
     fn rejection_serialises_with_its_code() {
-        let v = serde_json::to_value(Rejection::AmbiguousMultiBlock { count: 3 }).unwrap();
+        let v = serde_json::to_value(CanonicalRejection::AmbiguousMultiBlock { count: 3 }).unwrap();
         assert_eq!(
             v,
             serde_json::json!({"code": "AMBIGUOUS_MULTI_BLOCK", "count": 3})

@@ -19,6 +19,6 @@ mod json_block;
 mod normalize;
 mod self_test;
 
-pub use json_block::{extract_json_block, CanonicalBlock, Rejection};
+pub use json_block::{extract_json_block, CanonicalBlock, CanonicalRejection};
 pub use normalize::normalize_text;
 pub use self_test::{canonicalizer_source_hash, self_test, SelfTestError, SelfTestReport};

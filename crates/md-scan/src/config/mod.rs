@@ -2,7 +2,6 @@
 //! kernel's default config) and the project file `koas.toml` that
 //! `koas check` reads.
 
-
 mod numbering;
 mod project;
 mod scan;

@@ -21,8 +21,8 @@
 //! not silently change nothing.
 
 use super::{FingerprintConfig, NumberingConfig, ScanConfig};
-use koas_review_schema::findings::{FindingKind, Severity};
 use crate::ScanError;
+use koas_review_schema::findings::{FindingKind, Severity};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

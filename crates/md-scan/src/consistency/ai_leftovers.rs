@@ -5,9 +5,9 @@ use super::KERNEL;
 use crate::config::ScanConfig;
 use crate::document::Document;
 use crate::evidence::around;
-use koas_review_schema::findings::{Finding, FindingKind, Severity};
 use crate::quotes::{is_quoted, quoted_ranges};
 use crate::ScanError;
+use koas_review_schema::findings::{Finding, FindingKind, Severity};
 use regex::Regex;
 
 /// The compiled leftover patterns.

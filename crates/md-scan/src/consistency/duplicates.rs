@@ -15,8 +15,8 @@
 use super::KERNEL;
 use crate::config::ScanConfig;
 use crate::document::Document;
-use koas_review_schema::findings::{Finding, FindingKind};
 use crate::markdown::MarkdownFacts;
+use koas_review_schema::findings::{Finding, FindingKind};
 use std::collections::HashMap;
 
 /// Collapses every run of whitespace to one space and trims.

@@ -5,8 +5,8 @@
 
 use super::KERNEL;
 use crate::document::Document;
-use koas_review_schema::findings::{Finding, FindingKind};
 use crate::markdown::MarkdownFacts;
+use koas_review_schema::findings::{Finding, FindingKind};
 
 /// Decodes `%XX` escapes (invalid ones are kept as written).
 fn percent_decode(s: &str) -> String {

@@ -17,10 +17,10 @@ mod terminology;
 
 use crate::config::ScanConfig;
 use crate::document::Document;
-use koas_review_schema::findings::Finding;
 use crate::markdown::MarkdownFacts;
 use crate::tables::Table;
 use crate::ScanError;
+use koas_review_schema::findings::Finding;
 
 /// The kernel name findings of this scan carry.
 pub const KERNEL: &str = "md_consistency_scan";

@@ -18,9 +18,9 @@ use super::KERNEL;
 use crate::config::ScanConfig;
 use crate::document::Document;
 use crate::evidence::around;
-use koas_review_schema::findings::{Finding, FindingKind};
 use crate::numbers::number_word;
 use crate::tables::Table;
+use koas_review_schema::findings::{Finding, FindingKind};
 use regex::Regex;
 use std::sync::LazyLock;
 

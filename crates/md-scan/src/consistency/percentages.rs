@@ -11,9 +11,9 @@
 
 use super::KERNEL;
 use crate::config::ScanConfig;
-use koas_review_schema::findings::{Finding, FindingKind};
 use crate::numbers::{format_percent, parse_percent_cell};
 use crate::tables::Table;
+use koas_review_schema::findings::{Finding, FindingKind};
 
 /// The sum band in which a column with a neutral header is checked.
 const NEUTRAL_BAND: (f64, f64) = (80.0, 120.0);

@@ -4,8 +4,8 @@
 //! paragraph of pipes, which is what this reports first.
 
 use super::KERNEL;
-use koas_review_schema::findings::{Finding, FindingKind};
 use crate::tables::Table;
+use koas_review_schema::findings::{Finding, FindingKind};
 
 fn plural(n: usize, word: &str) -> String {
     if n == 1 {

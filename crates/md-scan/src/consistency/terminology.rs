@@ -8,10 +8,10 @@ use super::KERNEL;
 use crate::config::ScanConfig;
 use crate::document::Document;
 use crate::evidence::around;
-use koas_review_schema::findings::{Finding, FindingKind};
 use crate::quotes::{is_quoted, quoted_ranges};
 use crate::words::at_word_boundaries;
 use crate::ScanError;
+use koas_review_schema::findings::{Finding, FindingKind};
 use regex::Regex;
 
 /// One term pair, compiled into one regex with a group per form.

@@ -5,8 +5,8 @@ use crate::document::Document;
 use crate::tables::Table;
 use crate::words::at_word_boundaries;
 use crate::ScanError;
-use koas_review_schema::stage1::{BlockKind, InlineKind};
 use koas_review_schema::fingerprint::ChunkFeatures;
+use koas_review_schema::stage1::{BlockKind, InlineKind};
 use regex::Regex;
 use unicode_properties::UnicodeEmoji;
 

@@ -12,8 +12,8 @@ use super::KERNEL;
 use crate::config::NumberingConfig;
 use crate::document::Document;
 use crate::evidence::around;
-use koas_review_schema::findings::{Finding, FindingKind};
 use crate::ScanError;
+use koas_review_schema::findings::{Finding, FindingKind};
 use regex::Regex;
 use std::collections::{BTreeMap, HashMap, HashSet};
 

@@ -11,8 +11,8 @@ use koas_review_schema::numbering::RenumberOp;
 
 use crate::config::NumberingConfig;
 use crate::document::Document;
-use koas_review_schema::findings::Finding;
 use crate::ScanError;
+use koas_review_schema::findings::Finding;
 
 /// The kernel name findings of these checks carry.
 pub const KERNEL: &str = "md_numbering_control";

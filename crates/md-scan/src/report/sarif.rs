@@ -6,8 +6,8 @@
 //! evidence snippet and a partial fingerprint that survives line moves.
 
 use super::FileFindings;
-use koas_review_schema::findings::{Finding, FindingKind, Severity};
 use koas_kernel_api::hash::sha256;
+use koas_review_schema::findings::{Finding, FindingKind, Severity};
 use serde_json::{json, Value};
 
 /// The schema URI written in `$schema`.

@@ -20,14 +20,13 @@
 pub mod safe_name;
 
 use crate::line_index::LineIndex;
+use crate::tokens::tokens_for_chars;
+use koas_kernel_api::hash::hex_part;
 use koas_review_schema::stage1::{
     ChunkConfig, ChunkPlan, LineNo, ProtectedSpan, ReviewChunk, SectionEntry, PREAMBLE_SECTION_ID,
     TOKEN_ESTIMATOR,
 };
-use crate::tokens::tokens_for_chars;
-use koas_kernel_api::hash::hex_part;
 use std::collections::{HashMap, HashSet};
-
 
 /// A run of lines owned by one section: the heading (if any) and the
 /// section's own content up to the next heading.

@@ -17,11 +17,11 @@ pub mod urls;
 pub use line_flags::{strip_container_prefix, LineFlags};
 
 use crate::line_index::{ColumnCursor, LineIndex};
+use crate::scan::{RawBlockKind, RawInlineKind, Scan};
 use koas_review_schema::stage1::{
     BlockKind, FrontMatterFormat, InlineKind, InlineSpan, LineNo, ProtectedSpan, ProtectedSpans,
     ProtectedSummary,
 };
-use crate::scan::{RawBlockKind, RawInlineKind, Scan};
 use std::ops::Range;
 
 /// Finds the protected spans of an indexed document scanned with
@@ -288,9 +288,9 @@ pub fn summarize(spans: &ProtectedSpans) -> ProtectedSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use koas_review_schema::stage1::KindCount;
     use crate::scan::{scan, ScanOptions};
     use koas_kernel_api::hash::sha256;
+    use koas_review_schema::stage1::KindCount;
 
     fn spans(text: &str) -> ProtectedSpans {
         let idx = LineIndex::new(text);

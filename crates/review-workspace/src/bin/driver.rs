@@ -13,12 +13,12 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use koas_review_schema::apply::ApplyOptions;
 use koas_review::clock::SystemClock;
 use koas_review::edit_op::parse_ops_file;
+use koas_review::revert::parse_revert_targets;
+use koas_review_schema::apply::ApplyOptions;
 use koas_review_schema::ledger::Actor;
 use koas_review_schema::stage1::ProtectedSpans;
-use koas_review::revert::parse_revert_targets;
 use koas_review_workspace::{RevertRunRequest, ReviewRequest, Workspace};
 
 fn actor() -> Actor {

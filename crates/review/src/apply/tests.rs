@@ -1,12 +1,12 @@
+use super::*;
+use crate::patch::apply_patch_text;
+use koas_kernel_api::hash::sha256;
 use koas_review_schema::apply::{ApplyOptions, BatchOutcome, Fix, NormalizeOptions, OpStatus};
 use koas_review_schema::change_id::ChangeId;
 use koas_review_schema::edit_op::Action;
 use koas_review_schema::rejection::{RejectClass, Rejection};
 use koas_review_schema::stage1::{BlockKind, InlineKind, ProtectedSpans};
-use super::*;
-use crate::patch::apply_patch_text;
 use koas_review_schema::stage1::{InlineSpan, ProtectedSpan};
-use koas_kernel_api::hash::sha256;
 use serde_json::json;
 
 const DOC: &str = "# Title\n\
@@ -22,7 +22,19 @@ Last line.\n";
 
 fn regions() -> ProtectedSpans {
     let start_byte = DOC.find("`cfg`").unwrap();
-    ProtectedSpans { blocks: vec![ProtectedSpan::from_lines(BlockKind::CodeFence, 5, 7)], inlines: vec![InlineSpan { kind: InlineKind::InlineCode, line: 9, column: 5, end_line: 9, end_column: 9, byte_start: (start_byte) as u64, byte_end: (start_byte + 5) as u64 }], ..Default::default() }
+    ProtectedSpans {
+        blocks: vec![ProtectedSpan::from_lines(BlockKind::CodeFence, 5, 7)],
+        inlines: vec![InlineSpan {
+            kind: InlineKind::InlineCode,
+            line: 9,
+            column: 5,
+            end_line: 9,
+            end_column: 9,
+            byte_start: (start_byte) as u64,
+            byte_end: (start_byte + 5) as u64,
+        }],
+        ..Default::default()
+    }
 }
 
 fn run_with(

@@ -1,13 +1,13 @@
+use super::*;
+use crate::apply::{apply_batch, BatchInput};
+use koas_kernel_api::hash::sha256;
 use koas_review_schema::apply::{ApplyOptions, ApplyOutcome};
 use koas_review_schema::change_id::ChangeId;
 use koas_review_schema::ledger::Actor;
 use koas_review_schema::review::ViewSource;
 use koas_review_schema::stage1::{ProtectedSpans, SectionEntry};
-use std::collections::BTreeSet;
-use super::*;
-use crate::apply::{apply_batch, BatchInput};
-use koas_kernel_api::hash::sha256;
 use serde_json::json;
+use std::collections::BTreeSet;
 
 const DOC: &str =
     "# Title\n\nIntro with `code` here.\n\n## Part\n\nFirst para.\nstill first.\n\nSecond para.\n";
@@ -44,7 +44,10 @@ fn stage1_artifacts_describe_only_their_document() {
     assert!(!describes(&s.doc_hash, "other"));
     let span = &s.inlines[0];
     assert_eq!((span.column, span.end_column), (12, 17));
-    assert_eq!(&DOC[span.byte_start as usize..span.byte_end as usize], "`code`");
+    assert_eq!(
+        &DOC[span.byte_start as usize..span.byte_end as usize],
+        "`code`"
+    );
 }
 
 #[test]
@@ -52,12 +55,24 @@ fn scope_counts_blocks_of_the_innermost_section() {
     let s = sections();
     let doc = LineBuf::parse(DOC);
     assert_eq!(scope_of(&s, &doc, 1), Some(("title".into(), "S1".into())));
-    assert_eq!(scope_of(&s, &doc, 3), Some(("title".into(), "S1.p1".into())));
+    assert_eq!(
+        scope_of(&s, &doc, 3),
+        Some(("title".into(), "S1.p1".into()))
+    );
     assert_eq!(scope_of(&s, &doc, 5), Some(("part".into(), "S1.1".into())));
-    assert_eq!(scope_of(&s, &doc, 8), Some(("part".into(), "S1.1.p1".into())));
-    assert_eq!(scope_of(&s, &doc, 10), Some(("part".into(), "S1.1.p2".into())));
+    assert_eq!(
+        scope_of(&s, &doc, 8),
+        Some(("part".into(), "S1.1.p1".into()))
+    );
+    assert_eq!(
+        scope_of(&s, &doc, 10),
+        Some(("part".into(), "S1.1.p2".into()))
+    );
     // A blank line belongs to the block before it.
-    assert_eq!(scope_of(&s, &doc, 9), Some(("part".into(), "S1.1.p1".into())));
+    assert_eq!(
+        scope_of(&s, &doc, 9),
+        Some(("part".into(), "S1.1.p1".into()))
+    );
     assert_eq!(scope_of(&s, &doc, 11), None);
 }
 

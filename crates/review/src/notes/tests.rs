@@ -1,12 +1,12 @@
-use koas_review_schema::edit_op::{Alert, ReviewPolicy};
-use koas_review_schema::stage1::{BlockKind, ProtectedSpans};
 use super::*;
+use crate::clock::SteppingClock;
+use crate::session::MemorySession;
 use koas_review_schema::apply::ApplyOptions;
 use koas_review_schema::change_id::ChangeId;
-use crate::clock::SteppingClock;
+use koas_review_schema::edit_op::{Alert, ReviewPolicy};
 use koas_review_schema::ledger::Actor;
 use koas_review_schema::stage1::ProtectedSpan;
-use crate::session::MemorySession;
+use koas_review_schema::stage1::{BlockKind, ProtectedSpans};
 use serde_json::{json, Value};
 
 fn actor() -> Actor {
@@ -87,7 +87,11 @@ fn alert_follows_severity_and_silent_changes_get_none() {
 #[test]
 fn never_inside_a_protected_block_and_keeps_crlf() {
     let text = "Intro\r\n```\r\ncode\r\n```\r\nTail\r\n";
-    let protected = ProtectedSpans { blocks: vec![ProtectedSpan::from_lines(BlockKind::CodeFence, 2, 4)], inlines: vec![], ..Default::default() };
+    let protected = ProtectedSpans {
+        blocks: vec![ProtectedSpan::from_lines(BlockKind::CodeFence, 2, 4)],
+        inlines: vec![],
+        ..Default::default()
+    };
     let s = session_with(
         text,
         vec![

@@ -1,12 +1,12 @@
-use koas_review_schema::change_id::{ChangeId, EntryId};
-use koas_review_schema::revert::RevertPlan;
 use super::*;
-use koas_review_schema::apply::ApplyOptions;
 use crate::clock::SteppingClock;
-use koas_review_schema::ledger::Actor;
 use crate::patch::apply_patch_text;
-use koas_review_schema::stage1::ProtectedSpans;
 use crate::session::MemorySession;
+use koas_review_schema::apply::ApplyOptions;
+use koas_review_schema::change_id::{ChangeId, EntryId};
+use koas_review_schema::ledger::Actor;
+use koas_review_schema::revert::RevertPlan;
+use koas_review_schema::stage1::ProtectedSpans;
 use serde_json::{json, Value};
 
 const DOC: &str = "# Plan\n\nAlpha line.\nBeta line.\nGamma line.\n\nDelta line.\n";

@@ -16,9 +16,9 @@ use koas_md_scan::report::{
     render_github, render_human, render_json, render_sarif, summary_line, FileFindings,
 };
 use koas_md_scan::{Checker, ScanOutput};
-use koas_review_schema::findings::{Finding, Severity};
 use koas_orchestrator::cli::{ExitStatus, Global};
 use koas_orchestrator::out;
+use koas_review_schema::findings::{Finding, Severity};
 use rayon::prelude::*;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

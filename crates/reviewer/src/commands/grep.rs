@@ -1,7 +1,7 @@
 //! `koas grep DOC [PATTERN] -k KIND -s SEVERITY --silent B --reverts B`:
 //! search the ledger.
 
-use crate::common::{on_workspace, print_json, review_exit_codes, Target, WorkspaceArgs};
+use crate::common::{on_workspace, print_json, review_exit_codes, ReviewTarget, WorkspaceArgs};
 use anyhow::Context as _;
 use clap::Args;
 use koas_orchestrator::cli::{ExitStatus, Global};
@@ -52,7 +52,7 @@ pub fn execute(_global: &Global, args: GrepArgs) -> anyhow::Result<ExitStatus> {
     on_workspace(&args.target, |target| search(&args, target))
 }
 
-fn search(args: &GrepArgs, target: &Target) -> anyhow::Result<ExitStatus> {
+fn search(args: &GrepArgs, target: &ReviewTarget) -> anyhow::Result<ExitStatus> {
     target.require_workspace()?;
     let filter = GrepFilter::new(
         args.pattern.as_deref(),

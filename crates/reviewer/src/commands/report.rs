@@ -3,7 +3,7 @@
 //! annotated document, from the ledger as it stands.
 
 use crate::common::{
-    clock, command_line, on_workspace, print_json, review_exit_codes, Target, WorkspaceArgs,
+    clock, command_line, on_workspace, print_json, review_exit_codes, ReviewTarget, WorkspaceArgs,
     REFUSED,
 };
 use crate::pipeline::{self as passes, PassFailure};
@@ -41,7 +41,7 @@ pub fn execute(global: &Global, args: ReportArgs) -> anyhow::Result<ExitStatus> 
     on_workspace(&args.target, |target| report(global, &args, target))
 }
 
-fn report(global: &Global, args: &ReportArgs, target: &Target) -> anyhow::Result<ExitStatus> {
+fn report(global: &Global, args: &ReportArgs, target: &ReviewTarget) -> anyhow::Result<ExitStatus> {
     target.require_workspace()?;
     let command = command_line();
     let workspace = &target.workspace;

@@ -10,8 +10,8 @@
 //! are refreshed.
 
 use crate::common::{
-    actor, clock, command_line, on_workspace, print_json, review_exit_codes, Target, WorkspaceArgs,
-    REFUSED,
+    actor, clock, command_line, on_workspace, print_json, review_exit_codes, ReviewTarget,
+    WorkspaceArgs, REFUSED,
 };
 use crate::pipeline::{self as passes, PassFailure, PassInputs, REVERT};
 use anyhow::Context as _;
@@ -74,7 +74,7 @@ pub fn execute(global: &Global, args: RevertArgs) -> anyhow::Result<ExitStatus> 
     on_workspace(&args.target, |target| revert(global, &args, target))
 }
 
-fn revert(global: &Global, args: &RevertArgs, target: &Target) -> anyhow::Result<ExitStatus> {
+fn revert(global: &Global, args: &RevertArgs, target: &ReviewTarget) -> anyhow::Result<ExitStatus> {
     target.require_workspace()?;
     let command = command_line();
     let workspace = &target.workspace;

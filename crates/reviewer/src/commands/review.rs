@@ -8,18 +8,18 @@
 //! replaces DOC last, only when everything succeeded.
 
 use crate::common::{
-    actor, clock, command_line, on_workspace, print_json, review_exit_codes, Target, WorkspaceArgs,
-    REFUSED,
+    actor, clock, command_line, on_workspace, print_json, review_exit_codes, ReviewTarget,
+    WorkspaceArgs, REFUSED,
 };
 use crate::pipeline::{self as passes, PassFailure, PassInputs, APPLY, REVERT, VIEWS};
 use anyhow::Context as _;
 use clap::Args;
 use koas_orchestrator::cli::{ExitStatus, Global};
 use koas_orchestrator::outln;
-use koas_review_schema::names;
-use koas_review_schema::apply::ApplyOutcome;
-use koas_review_schema::review::ReviewState;
 use koas_review::edit_op::parse_ops_file;
+use koas_review_schema::apply::ApplyOutcome;
+use koas_review_schema::names;
+use koas_review_schema::review::ReviewState;
 use koas_review_workspace::{paths, BeginRequest, CommitContext, ReviewOutcome, RunKind};
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -73,7 +73,7 @@ pub fn execute(global: &Global, args: ReviewArgs) -> anyhow::Result<ExitStatus> 
     on_workspace(&args.target, |target| review(global, &args, target))
 }
 
-fn review(global: &Global, args: &ReviewArgs, target: &Target) -> anyhow::Result<ExitStatus> {
+fn review(global: &Global, args: &ReviewArgs, target: &ReviewTarget) -> anyhow::Result<ExitStatus> {
     // The ops file is checked before anything is locked or written.
     if let Some(ops) = &args.ops {
         let text = std::fs::read_to_string(ops)
@@ -188,7 +188,7 @@ fn report_failure(failure: PassFailure, consequence: &str) -> ExitStatus {
 
 fn print_outcome(
     args: &ReviewArgs,
-    target: &Target,
+    target: &ReviewTarget,
     out: &ReviewOutcome,
     report: Option<PathBuf>,
     no_ops: bool,

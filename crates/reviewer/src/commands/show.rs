@@ -1,12 +1,14 @@
 //! `koas show DOC RVW-0034 [--patch]`: one ledger entry in detail.
 
-use crate::common::{on_workspace, print_json, review_exit_codes, Target, WorkspaceArgs, REFUSED};
+use crate::common::{
+    on_workspace, print_json, review_exit_codes, ReviewTarget, WorkspaceArgs, REFUSED,
+};
 use anyhow::Context as _;
 use clap::Args;
 use koas_orchestrator::cli::{ExitStatus, Global};
 use koas_orchestrator::out;
-use koas_review_schema::change_id::EntryId;
 use koas_review::query::render_details;
+use koas_review_schema::change_id::EntryId;
 use serde_json::json;
 
 #[derive(Debug, Args)]
@@ -39,7 +41,7 @@ pub fn execute(_global: &Global, args: ShowArgs) -> anyhow::Result<ExitStatus> {
     on_workspace(&args.target, |target| show(&args, target))
 }
 
-fn show(args: &ShowArgs, target: &Target) -> anyhow::Result<ExitStatus> {
+fn show(args: &ShowArgs, target: &ReviewTarget) -> anyhow::Result<ExitStatus> {
     target.require_workspace()?;
     let id = EntryId::parse(args.id.trim()).with_context(|| {
         format!(

@@ -4,7 +4,7 @@
 //! who holds the lock — and the repair of a torn ledger tail.
 
 use crate::common::{
-    clock, command_line, on_workspace, print_json, review_exit_codes, Target, WorkspaceArgs,
+    clock, command_line, on_workspace, print_json, review_exit_codes, ReviewTarget, WorkspaceArgs,
 };
 use anyhow::Context as _;
 use clap::Args;
@@ -40,7 +40,7 @@ pub fn execute(_global: &Global, args: StatusArgs) -> anyhow::Result<ExitStatus>
     on_workspace(&args.target, |target| status(&args, target))
 }
 
-fn status(args: &StatusArgs, target: &Target) -> anyhow::Result<ExitStatus> {
+fn status(args: &StatusArgs, target: &ReviewTarget) -> anyhow::Result<ExitStatus> {
     target.require_workspace()?;
     let workspace = &target.workspace;
     let repaired = if args.repair_ledger {
@@ -103,7 +103,7 @@ fn summary(status: &WorkspaceStatus) -> String {
     )
 }
 
-fn print_human(target: &Target, status: &WorkspaceStatus) -> std::io::Result<()> {
+fn print_human(target: &ReviewTarget, status: &WorkspaceStatus) -> std::io::Result<()> {
     outln!("workspace: {}", status.workspace.display())?;
     outln!(
         "document:  {}",
