@@ -39,11 +39,15 @@ macro_rules! export_kernel {
         }
 
         #[doc(hidden)]
+        #[allow(unsafe_code)]
         extern "C" fn __koas_describe(index: u32, out: *mut $crate::abi::RawBuffer) -> i32 {
-            __koas_registry().describe(index, out)
+            // SAFETY: only the host calls this entry point, with the
+            // pointer the plugin ABI prescribes.
+            unsafe { __koas_registry().describe(index, out) }
         }
 
         #[doc(hidden)]
+        #[allow(unsafe_code)]
         extern "C" fn __koas_run(
             index: u32,
             host: *const $crate::abi::HostTable,
@@ -51,7 +55,9 @@ macro_rules! export_kernel {
             request_len: usize,
             out: *mut $crate::abi::RawBuffer,
         ) -> i32 {
-            __koas_registry().run(index, host, request, request_len, out)
+            // SAFETY: only the host calls this entry point, with the
+            // pointers the plugin ABI prescribes.
+            unsafe { __koas_registry().run(index, host, request, request_len, out) }
         }
 
         #[doc(hidden)]

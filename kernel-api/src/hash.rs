@@ -86,7 +86,7 @@ pub fn canonical_bytes(value: &Value) -> Vec<u8> {
 
 /// `sha256:<hex>` of [`canonical_json`] of `value`.
 pub fn canonical_sha256(value: &Value) -> String {
-    sha256(&canonical_bytes(value))
+    sha256(canonical_bytes(value))
 }
 
 fn write_canonical(value: &Value, out: &mut Vec<u8>) {

@@ -2,6 +2,9 @@
 //!
 //! Libraries are never unloaded: a kernel's code, its statics and any
 //! thread-local destructors it registered stay valid for the whole process.
+// The one runtime module that loads plugin libraries and calls their
+// entry symbol: every `unsafe` has a SAFETY note.
+#![allow(unsafe_code)]
 
 use koas_kernel_api::abi::{EntryFn, PluginError, PluginHandle, ENTRY_SYMBOL};
 use std::path::Path;

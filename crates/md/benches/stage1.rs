@@ -8,6 +8,10 @@
 //! iterations). "with JSON" adds serializing every artifact to JSON, as
 //! the kernels hand them to the host.
 
+// The counting allocator below must implement `GlobalAlloc`, an unsafe
+// trait: it only forwards to the system allocator and adds up sizes.
+#![allow(unsafe_code)]
+
 use koas_md::stage1;
 use koas_review_schema::stage1::ChunkConfig;
 use std::alloc::{GlobalAlloc, Layout, System};

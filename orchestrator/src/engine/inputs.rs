@@ -1,0 +1,175 @@
+//! The inputs of kernels: source files, artifacts the host provides,
+//! cache keys, and the requests sent to kernels.
+
+use super::{Artifact, Engine, RunError};
+use crate::cache::{cache_key, KeyParts};
+use crate::dag::Producer;
+use koas_kernel_api::protocol::RunRequest;
+use koas_kernel_api::SourceFile;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::Arc;
+
+/// The id of an artifact the host provides in memory: its name and
+/// canonical JSON, so equal values get equal ids whatever their key order.
+fn provided_hash(name: &str, value: &Value) -> String {
+    let mut h = blake3::Hasher::new();
+    h.update(b"koas-provided-v1\0");
+    h.update(name.as_bytes());
+    h.update(b"\0");
+    h.update(&koas_kernel_api::hash::canonical_bytes(value));
+    h.finalize().to_hex().to_string()
+}
+
+fn source_hash(path: &Path, bytes: &[u8]) -> String {
+    let mut h = blake3::Hasher::new();
+    h.update(b"koas-source-v1\0");
+    h.update(path.to_string_lossy().as_bytes());
+    h.update(b"\0");
+    h.update(bytes);
+    h.finalize().to_hex().to_string()
+}
+
+impl Engine<'_> {
+    /// Registers the artifacts the host provides, and stores their values
+    /// in the cache so `koas replay` can provide them again.
+    pub(super) fn load_provided(&mut self) -> Result<BTreeMap<String, String>, RunError> {
+        let mut stored = BTreeMap::new();
+        for (name, value) in &self.opts.provided {
+            let other = match self.prepared.dag.producers.get(name) {
+                Some(Producer::Kernel(k)) => Some(format!("an output of kernel `{k}`")),
+                Some(Producer::Source) => Some("an [inputs] entry of the pipeline".to_string()),
+                None => None,
+            };
+            if let Some(other) = other {
+                return Err(RunError::ProvidedConflict {
+                    name: name.clone(),
+                    other,
+                });
+            }
+            stored.insert(
+                name.clone(),
+                self.cache
+                    .put_blob(&koas_kernel_api::hash::canonical_bytes(value))?,
+            );
+            self.artifacts.insert(
+                name.clone(),
+                Artifact {
+                    hash: provided_hash(name, value),
+                    value: Some(Arc::new(value.clone())),
+                },
+            );
+        }
+        Ok(stored)
+    }
+
+    /// Reads every source file a selected kernel needs.
+    pub(super) fn load_sources(&mut self, selected: &BTreeSet<String>) -> Result<(), RunError> {
+        let mut needed = BTreeSet::new();
+        for name in selected {
+            for input in &self.kernel(name).spec.inputs {
+                if self.prepared.dag.producers.get(&input.artifact) == Some(&Producer::Source) {
+                    needed.insert(input.artifact.clone());
+                }
+            }
+        }
+        for name in needed {
+            let Some(path) = self.prepared.pipeline.inputs.get(&name) else {
+                continue;
+            };
+            let bytes = std::fs::read(path).map_err(|e| RunError::Input {
+                name: name.clone(),
+                path: path.clone(),
+                message: e.to_string(),
+            })?;
+            let hash = source_hash(path, &bytes);
+            let file = SourceFile::from_bytes(&path.display().to_string(), &bytes);
+            let value = serde_json::to_value(file).map_err(|e| RunError::Input {
+                name: name.clone(),
+                path: path.clone(),
+                message: format!("cannot describe the file: {e}"),
+            })?;
+            self.artifacts.insert(
+                name,
+                Artifact {
+                    hash,
+                    value: Some(Arc::new(value)),
+                },
+            );
+        }
+        Ok(())
+    }
+
+    /// Input hashes and cache key of a ready kernel.
+    pub(super) fn key_for(&self, name: &str) -> (BTreeMap<String, Option<String>>, String) {
+        let k = self.kernel(name);
+        let inputs: BTreeMap<String, Option<String>> = k
+            .spec
+            .inputs
+            .iter()
+            .map(|i| {
+                (
+                    i.artifact.clone(),
+                    self.artifacts.get(&i.artifact).map(|a| a.hash.clone()),
+                )
+            })
+            .collect();
+        let plugin_hash = self
+            .cache
+            .plugin_hash(&k.library)
+            .unwrap_or_else(|_| format!("unreadable:{}", k.library.display()));
+        let key = cache_key(&KeyParts {
+            kernel: &k.spec.name,
+            version: &k.spec.version,
+            plugin_hash: &plugin_hash,
+            config: &self.prepared.configs[name],
+            inputs: &inputs,
+            llm: if k.spec.uses_llm {
+                self.opts.llm_identity.as_ref()
+            } else {
+                None
+            },
+        });
+        (inputs, key)
+    }
+
+    /// The value of an artifact, from memory or the store.
+    pub(super) fn value_of(&mut self, artifact: &str) -> Result<Option<Arc<Value>>, String> {
+        let Some(a) = self.artifacts.get(artifact) else {
+            return Ok(None);
+        };
+        if let Some(v) = &a.value {
+            return Ok(Some(v.clone()));
+        }
+        let v = Arc::new(
+            self.cache
+                .get_value(&a.hash)
+                .map_err(|e| format!("cannot read input `{artifact}` from the cache: {e}"))?,
+        );
+        if let Some(a) = self.artifacts.get_mut(artifact) {
+            a.value = Some(v.clone());
+        }
+        Ok(Some(v))
+    }
+
+    pub(super) fn request_for(&mut self, name: &str) -> Result<RunRequest, String> {
+        let inputs: Vec<String> = self
+            .kernel(name)
+            .spec
+            .inputs
+            .iter()
+            .map(|i| i.artifact.clone())
+            .collect();
+        let mut values = BTreeMap::new();
+        for artifact in inputs {
+            if let Some(v) = self.value_of(&artifact)? {
+                values.insert(artifact, (*v).clone());
+            }
+        }
+        Ok(RunRequest {
+            config: self.prepared.configs[name].clone(),
+            inputs: values,
+        })
+    }
+}

@@ -1,0 +1,213 @@
+//! Running a prepared pipeline: cache lookups, parallel execution, failure
+//! isolation, cancellation and the run record.
+//!
+//! A kernel becomes ready when every producer of its inputs has finished.
+//! Its cache key (see [`crate::cache::cache_key`]) is computed from the
+//! hashes of those inputs; on a hit its outputs are taken from the store
+//! without executing it, so a kernel whose upstream re-ran but produced the
+//! same bytes is not re-run either (early cutoff). Misses run on a pool of
+//! `jobs` threads. A failure marks every downstream kernel as skipped while
+//! independent branches go on.
+//!
+//! The modules follow one kernel through a run: [`options`] (what to run),
+//! `inputs` (sources, provided artifacts, cache keys, requests),
+//! `schedule` (readiness and the thread pool), `outputs` (checking and
+//! storing what a kernel returned, cache hits) and `records` (the run
+//! record: one entry per kernel, however it ended).
+
+mod inputs;
+pub mod options;
+mod outputs;
+mod records;
+mod schedule;
+
+pub use options::{RunError, RunOptions, RunOutcome, RunTarget, TargetOutput};
+pub use outputs::file_bytes;
+
+use crate::cache::Cache;
+use crate::discovery::LoadedKernel;
+use crate::prepare::Prepared;
+use crate::report::Reporter;
+use crate::run_record::{now_rfc3339, KernelRecord, KernelStatus, RunPlan, RunRecord, RunStatus};
+use crate::workspace::WorkspaceError;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// An artifact of the run: its id, and its value once loaded.
+struct Artifact {
+    hash: String,
+    value: Option<Arc<Value>>,
+}
+
+/// Why a kernel did not produce its outputs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Failure {
+    /// It (or the host, checking what it returned) reported an error.
+    Failed(String),
+    /// It stopped because the run was cancelled.
+    Cancelled(String),
+}
+
+impl Failure {
+    fn message(&self) -> &str {
+        match self {
+            Failure::Failed(m) | Failure::Cancelled(m) => m,
+        }
+    }
+}
+
+/// When a kernel ran and what it logged, whatever the outcome.
+struct Attempt {
+    start_ms: f64,
+    end_ms: f64,
+    started_at: String,
+    finished_at: String,
+    logs: Vec<String>,
+    files: Vec<String>,
+}
+
+impl Attempt {
+    /// An attempt that never reached the kernel (at `at_ms`, now).
+    fn instant(at_ms: f64) -> Attempt {
+        let now = now_rfc3339();
+        Attempt {
+            start_ms: at_ms,
+            end_ms: at_ms,
+            started_at: now.clone(),
+            finished_at: now,
+            logs: Vec::new(),
+            files: Vec::new(),
+        }
+    }
+}
+
+/// A kernel run finished on a worker thread.
+struct Completion {
+    kernel: String,
+    key: String,
+    inputs: BTreeMap<String, Option<String>>,
+    attempt: Attempt,
+    result: Result<Produced, Failure>,
+}
+
+/// What a successful kernel run produced, already stored.
+struct Produced {
+    outputs: BTreeMap<String, (String, Arc<Value>)>,
+    summary: String,
+    warnings: Vec<String>,
+}
+
+struct Engine<'a> {
+    prepared: &'a Prepared,
+    opts: &'a RunOptions,
+    cache: Arc<Cache>,
+    workspace: PathBuf,
+    reporter: Arc<Reporter>,
+    run_start: Instant,
+    artifacts: BTreeMap<String, Artifact>,
+    records: Vec<KernelRecord>,
+    done: BTreeSet<String>,
+    dead: BTreeSet<String>,
+}
+
+/// Runs a prepared pipeline and writes `run.json` into its workspace.
+pub fn run(
+    prepared: &Prepared,
+    opts: &RunOptions,
+    reporter: Arc<Reporter>,
+) -> Result<RunOutcome, RunError> {
+    let selected: BTreeSet<String> = match opts.target.name() {
+        None => prepared.dag.order.iter().cloned().collect(),
+        Some(name) => {
+            if !prepared.dag.contains(name) {
+                return Err(RunError::UnknownTarget(
+                    name.to_string(),
+                    prepared.pipeline.kernels.join(", "),
+                ));
+            }
+            prepared.dag.ancestors(name)
+        }
+    };
+    let workspace = prepared.pipeline.workspace.clone();
+    std::fs::create_dir_all(&workspace).map_err(|source| WorkspaceError::Io {
+        path: workspace.clone(),
+        source,
+    })?;
+    let started_at = now_rfc3339();
+    let mut engine = Engine {
+        prepared,
+        opts,
+        cache: Arc::new(Cache::open(&workspace)),
+        workspace,
+        reporter,
+        run_start: Instant::now(),
+        artifacts: BTreeMap::new(),
+        records: Vec::new(),
+        done: BTreeSet::new(),
+        dead: BTreeSet::new(),
+    };
+    let provided = engine.load_provided()?;
+    engine.load_sources(&selected)?;
+    engine.schedule(&selected)?;
+    let _ = engine.cache.flush();
+    let cancelled = opts.cancel.load(Ordering::SeqCst);
+    let failed = engine
+        .records
+        .iter()
+        .any(|r| r.status == KernelStatus::Failed);
+    let status = if cancelled {
+        RunStatus::Cancelled
+    } else if failed {
+        RunStatus::Failed
+    } else {
+        RunStatus::Ok
+    };
+    let target_output = match &opts.target {
+        RunTarget::Kernel(name) => Some(engine.target_output(name)),
+        _ => None,
+    };
+    let record = RunRecord {
+        koas_version: env!("CARGO_PKG_VERSION").to_string(),
+        abi_version: koas_kernel_api::abi::ABI_VERSION,
+        pipeline: prepared.pipeline.name.clone(),
+        pipeline_file: prepared.pipeline.file.clone(),
+        workspace: engine.workspace.clone(),
+        status,
+        started_at,
+        finished_at: now_rfc3339(),
+        duration_ms: engine.run_start.elapsed().as_secs_f64() * 1000.0,
+        jobs: opts.jobs,
+        cache_enabled: opts.use_cache,
+        target: opts.target.name().map(str::to_string),
+        kernels: std::mem::take(&mut engine.records),
+        plan: Some(RunPlan {
+            kernels: prepared.pipeline.kernels.clone(),
+            inputs: prepared.pipeline.inputs.clone(),
+            configs: prepared.configs.clone(),
+            kernel_paths: prepared.pipeline.kernel_paths.clone(),
+            llm: opts.llm_config.clone(),
+            provided,
+            host_written: opts.host_written.iter().cloned().collect(),
+        }),
+        llm_session: opts.llm.as_ref().and_then(|l| l.session_metadata()),
+    };
+    records::write_run_record(&engine.workspace, &record)?;
+    Ok(RunOutcome {
+        record,
+        target_output,
+    })
+}
+
+impl Engine<'_> {
+    fn now_ms(&self) -> f64 {
+        self.run_start.elapsed().as_secs_f64() * 1000.0
+    }
+
+    fn kernel(&self, name: &str) -> &LoadedKernel {
+        &self.prepared.kernels[name]
+    }
+}

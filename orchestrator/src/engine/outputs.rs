@@ -1,0 +1,138 @@
+//! What kernels return: checked against their spec, stored by content
+//! hash, written to their declared files; and cache hits restored.
+
+use super::{Artifact, Engine, Produced};
+use crate::cache::{ActionRecord, Cache};
+use crate::discovery::LoadedKernel;
+use crate::report::Shown;
+use crate::run_record::{now_rfc3339, CacheUse, KernelStatus};
+use crate::workspace::{materialize, WorkspaceError};
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::Arc;
+
+/// The bytes written to an artifact's declared file: the raw text of a
+/// JSON string (unless the file ends in `.json`), pretty JSON otherwise.
+pub fn file_bytes(file: &str, value: &Value) -> Vec<u8> {
+    match value {
+        Value::String(s) if !file.ends_with(".json") => s.as_bytes().to_vec(),
+        other => {
+            // Pretty-printing a `Value` cannot fail: its map keys are strings.
+            let mut v = serde_json::to_vec_pretty(other).unwrap_or_default();
+            v.push(b'\n');
+            v
+        }
+    }
+}
+
+/// Checks a kernel's outputs against its spec, stores them and writes
+/// their declared files (except the host-written ones). Runs on the worker
+/// thread.
+pub(super) fn store_outputs(
+    kernel: &LoadedKernel,
+    cache: &Cache,
+    workspace: &Path,
+    key: &str,
+    out: koas_kernel_api::KernelOutput,
+    host_written: &BTreeSet<String>,
+) -> Result<Produced, String> {
+    let spec = &kernel.spec;
+    let declared: BTreeSet<&str> = spec.outputs.iter().map(|o| o.artifact.as_str()).collect();
+    if let Some(extra) = out
+        .artifacts
+        .keys()
+        .find(|a| !declared.contains(a.as_str()))
+    {
+        return Err(format!(
+            "returned artifact `{extra}`, which its spec does not declare (declared: {})",
+            declared.iter().copied().collect::<Vec<_>>().join(", ")
+        ));
+    }
+    let mut artifacts = out.artifacts;
+    let mut outputs = BTreeMap::new();
+    for o in &spec.outputs {
+        let value = artifacts
+            .remove(&o.artifact)
+            .ok_or_else(|| format!("did not return its declared output `{}`", o.artifact))?;
+        let bytes = koas_kernel_api::hash::canonical_bytes(&value);
+        let hash = cache.put_blob(&bytes).map_err(|e| e.to_string())?;
+        if let Some(file) = o
+            .file
+            .as_ref()
+            .filter(|_| !host_written.contains(&o.artifact))
+        {
+            materialize(
+                &workspace.join(file),
+                &file_bytes(file, &value),
+                o.write_once,
+            )
+            .map_err(|e| e.to_string())?;
+        }
+        outputs.insert(o.artifact.clone(), (hash, Arc::new(value)));
+    }
+    let record = ActionRecord {
+        kernel: spec.name.clone(),
+        version: spec.version.clone(),
+        outputs: outputs
+            .iter()
+            .map(|(k, (h, _))| (k.clone(), h.clone()))
+            .collect(),
+        summary: out.summary.clone(),
+        warnings: out.warnings.clone(),
+    };
+    cache.put_action(key, &record).map_err(|e| e.to_string())?;
+    Ok(Produced {
+        outputs,
+        summary: out.summary,
+        warnings: out.warnings,
+    })
+}
+
+impl Engine<'_> {
+    /// Uses a cache entry: restores missing declared files and records the
+    /// outputs' hashes.
+    pub(super) fn take_hit(
+        &mut self,
+        name: &str,
+        inputs: &BTreeMap<String, Option<String>>,
+        key: &str,
+        hit: ActionRecord,
+    ) -> Result<(), WorkspaceError> {
+        let start = self.now_ms();
+        for o in &self.kernel(name).spec.outputs {
+            let (Some(file), Some(hash)) = (&o.file, hit.outputs.get(&o.artifact)) else {
+                continue;
+            };
+            if self.opts.host_written.contains(&o.artifact) {
+                continue;
+            }
+            let path = self.workspace.join(file);
+            if !path.exists() {
+                let value = self.cache.get_value(hash)?;
+                materialize(&path, &file_bytes(file, &value), o.write_once)?;
+            }
+        }
+        let mut record = self.base_record(name, inputs);
+        record.status = KernelStatus::Ok;
+        record.cache = CacheUse::Hit;
+        let now = now_rfc3339();
+        record.started_at = Some(now.clone());
+        record.finished_at = Some(now);
+        record.start_ms = Some(start);
+        record.end_ms = Some(self.now_ms());
+        record.output_hashes = hit.outputs.clone();
+        record.cache_key = Some(key.to_string());
+        record.summary = hit.summary.clone();
+        record.warnings = hit.warnings.clone();
+        for (artifact, hash) in hit.outputs {
+            self.artifacts
+                .insert(artifact, Artifact { hash, value: None });
+        }
+        self.reporter
+            .kernel_finished(name, Shown::Cached, 0.0, &record.summary);
+        self.records.push(record);
+        self.done.insert(name.to_string());
+        Ok(())
+    }
+}

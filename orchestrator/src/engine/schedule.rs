@@ -1,0 +1,192 @@
+//! Readiness and execution: a kernel starts when every producer of its
+//! inputs is done, on a pool of `jobs` threads; completions come back
+//! over a channel and release their dependants.
+
+use super::outputs::store_outputs;
+use super::{Attempt, Completion, Engine, Failure, RunError};
+use crate::dag::Producer;
+use crate::host::RunHost;
+use crate::run_record::now_rfc3339;
+use koas_kernel_api::protocol::{RunRequest, RunResponse};
+use koas_kernel_api::ErrorKind;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc;
+
+impl Engine<'_> {
+    /// The number of distinct selected kernels producing `name`'s inputs.
+    fn upstream(&self, name: &str) -> BTreeSet<String> {
+        self.kernel(name)
+            .spec
+            .inputs
+            .iter()
+            .filter_map(|i| match self.prepared.dag.producers.get(&i.artifact) {
+                Some(Producer::Kernel(k)) => Some(k.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    pub(super) fn schedule(&mut self, selected: &BTreeSet<String>) -> Result<(), RunError> {
+        let order: Vec<String> = self
+            .prepared
+            .dag
+            .order
+            .iter()
+            .filter(|k| selected.contains(*k))
+            .cloned()
+            .collect();
+        let mut waiting: BTreeMap<String, usize> = order
+            .iter()
+            .map(|k| (k.clone(), self.upstream(k).len()))
+            .collect();
+        let mut ready: VecDeque<String> =
+            order.iter().filter(|k| waiting[*k] == 0).cloned().collect();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(self.opts.jobs)
+            .thread_name(|i| format!("koas-kernel-{i}"))
+            .build()
+            .map_err(|e| RunError::Threads(e.to_string()))?;
+        let (tx, rx) = mpsc::channel::<Completion>();
+        let mut running = 0usize;
+        loop {
+            while let Some(name) = ready.pop_front() {
+                if self.opts.cancel.load(Ordering::SeqCst) {
+                    self.skip(&name, "the run was cancelled before it started".into());
+                    continue;
+                }
+                let (inputs, key) = self.key_for(&name);
+                if self.opts.use_cache {
+                    if let Some(hit) = self.cache.get_action(&key) {
+                        match self.take_hit(&name, &inputs, &key, hit) {
+                            Ok(()) => {
+                                self.release(&name, &mut waiting, &mut ready);
+                                continue;
+                            }
+                            Err(e) => {
+                                self.reporter.note(&format!(
+                                    "{name}: cache entry unusable ({e}); running it"
+                                ));
+                            }
+                        }
+                    }
+                }
+                if running >= self.opts.jobs {
+                    ready.push_front(name);
+                    break;
+                }
+                match self.request_for(&name) {
+                    Ok(request) => {
+                        self.spawn(&pool, &tx, &name, request, key, inputs);
+                        running += 1;
+                    }
+                    Err(e) => {
+                        let attempt = Attempt::instant(self.now_ms());
+                        self.fail(&name, &inputs, Some(key), attempt, Failure::Failed(e));
+                    }
+                }
+            }
+            if running == 0 {
+                break;
+            }
+            let Ok(c) = rx.recv() else { break };
+            running -= 1;
+            let name = c.kernel.clone();
+            if self.finish(c) {
+                self.release(&name, &mut waiting, &mut ready);
+            }
+        }
+        // Whatever never became ready sits behind a failure or a cancel.
+        for name in order {
+            if !self.done.contains(&name) && !self.dead.contains(&name) {
+                let reason = if self.opts.cancel.load(Ordering::SeqCst) {
+                    "the run was cancelled before it started".to_string()
+                } else {
+                    "an upstream kernel did not complete".to_string()
+                };
+                self.skip(&name, reason);
+            }
+        }
+        Ok(())
+    }
+
+    fn spawn(
+        &self,
+        pool: &rayon::ThreadPool,
+        tx: &mpsc::Sender<Completion>,
+        name: &str,
+        request: RunRequest,
+        key: String,
+        inputs: BTreeMap<String, Option<String>>,
+    ) {
+        let kernel = self.kernel(name).clone();
+        let tx = tx.clone();
+        let cache = self.cache.clone();
+        let workspace = self.workspace.clone();
+        let reporter = self.reporter.clone();
+        let cancel = self.opts.cancel.clone();
+        let llm = self.opts.llm.clone();
+        let host_written = self.opts.host_written.clone();
+        let run_start = self.run_start;
+        pool.spawn(move || {
+            reporter.kernel_started(&kernel.spec.name);
+            let started_at = now_rfc3339();
+            let start_ms = run_start.elapsed().as_secs_f64() * 1000.0;
+            let host = RunHost::new(
+                &kernel.spec.name,
+                &workspace,
+                &cancel,
+                &reporter,
+                llm.as_deref(),
+            );
+            let response = kernel.handle.run(kernel.index, &host, &request);
+            drop(request);
+            let result = match response {
+                RunResponse::Ok(out) => {
+                    store_outputs(&kernel, &cache, &workspace, &key, out, &host_written)
+                        .map_err(Failure::Failed)
+                }
+                RunResponse::Error(e) => Err(match e.kind {
+                    ErrorKind::Cancelled => Failure::Cancelled(e.message),
+                    ErrorKind::Panic if !e.message.starts_with("panicked") => {
+                        Failure::Failed(format!("panicked: {}", e.message))
+                    }
+                    _ => Failure::Failed(e.message),
+                }),
+            };
+            let completion = Completion {
+                kernel: kernel.spec.name.clone(),
+                key,
+                inputs,
+                attempt: Attempt {
+                    start_ms,
+                    end_ms: run_start.elapsed().as_secs_f64() * 1000.0,
+                    started_at,
+                    finished_at: now_rfc3339(),
+                    logs: host.logs.lock().map(|l| l.clone()).unwrap_or_default(),
+                    files: host.files.lock().map(|l| l.clone()).unwrap_or_default(),
+                },
+                result,
+            };
+            let _ = tx.send(completion);
+        });
+    }
+
+    /// Makes the dependents of a finished kernel ready when all their
+    /// producers are done.
+    fn release(
+        &self,
+        name: &str,
+        waiting: &mut BTreeMap<String, usize>,
+        ready: &mut VecDeque<String>,
+    ) {
+        for d in self.prepared.dag.dependents(name) {
+            if let Some(n) = waiting.get_mut(&d) {
+                *n = n.saturating_sub(1);
+                if *n == 0 && !self.dead.contains(&d) {
+                    ready.push_back(d);
+                }
+            }
+        }
+    }
+}
