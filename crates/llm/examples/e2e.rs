@@ -15,14 +15,9 @@
 
 use koas_extract::extract_edit_ops;
 use koas_kernel_api::LlmRequest;
-use koas_llm::{auto_progress, calibrate, ping, LlmConfig, LlmService, ReplaySource};
+use koas_llm::{auto_progress, calibrate, ping, LlmConfig, LlmService, Prompts, ReplaySource};
 use std::path::PathBuf;
 use std::process::ExitCode;
-
-const SYSTEM: &str = "You are a careful copy editor. You review one paragraph of a document. \
-Answer ONLY with a JSON array of edit operations between the lines BEGIN_EDIT_OPS and END_EDIT_OPS. \
-Each operation is an object with the keys action (replace, delete or flag_only), line_start, line_end, \
-before, after and rationale. If nothing must change, answer BEGIN_EDIT_OPS [] END_EDIT_OPS.";
 
 struct Args {
     endpoint: String,
@@ -140,17 +135,23 @@ fn run() -> Result<bool, String> {
 
     let doc =
         std::fs::read_to_string(&args.doc).map_err(|e| format!("{}: {e}", args.doc.display()))?;
-    let requests: Vec<LlmRequest> = paragraphs(&doc)
-        .into_iter()
-        .map(|(_, text)| {
-            LlmRequest::new(
-                "edit",
-                format!("Review this paragraph (numbered lines):\n{text}"),
-            )
-            .system(SYSTEM)
-            .stop_marker("END_EDIT_OPS")
-        })
-        .collect();
+    let prompts = Prompts::locate(None);
+    let system = prompts
+        .load("e2e_paragraph_system")
+        .and_then(|t| t.render(&serde_json::json!({})))
+        .map_err(|e| e.to_string())?;
+    let user = prompts.load("e2e_paragraph").map_err(|e| e.to_string())?;
+    let mut requests: Vec<LlmRequest> = Vec::new();
+    for (_, text) in paragraphs(&doc) {
+        let prompt = user
+            .render(&serde_json::json!({ "numbered_lines": text }))
+            .map_err(|e| e.to_string())?;
+        requests.push(
+            LlmRequest::new("edit", prompt)
+                .system(&system)
+                .stop_marker("END_EDIT_OPS"),
+        );
+    }
     let live = service.complete_many(&requests);
     let mut texts = Vec::new();
     for (i, result) in live.iter().enumerate() {

@@ -2,18 +2,15 @@
 //! temperature 0; the three canonical hashes must be identical.
 
 use crate::error::LlmError;
+use crate::prompts::Prompts;
 use crate::service::{LlmService, RunOptions};
 use koas_extract::{extract_json_block, normalize_text};
 use koas_kernel_api::LlmRequest;
 use serde::{Deserialize, Serialize};
 
-/// The fixed system prompt of calibration (F2).
-pub const CALIBRATION_SYSTEM: &str =
-    "You are a JSON generator. Reply with one JSON object and nothing else.";
-
-/// The fixed user prompt of calibration (F2): small, schema-conforming,
-/// unambiguous, with no variable content.
-pub const CALIBRATION_PROMPT: &str = "Return exactly this JSON object and nothing else:\n{\"calibration\": \"koas\", \"version\": 1, \"items\": [1, 2, 3]}";
+/// The prompt templates of calibration: a fixed system prompt and a
+/// small, schema-conforming user prompt with no variable content.
+pub const CALIBRATION_TEMPLATES: (&str, &str) = ("calibration_system", "calibration");
 
 /// How many identical runs calibration requires (F1).
 pub const CALIBRATION_RUNS: usize = 3;
@@ -36,6 +33,9 @@ pub struct CalibrationReport {
     pub runs: Vec<CalibrationRun>,
     /// All runs extracted one object with the same canonical hash.
     pub passed: bool,
+    /// `sha256:` of the system and user templates used, `+`-joined: a
+    /// calibration only vouches for the prompt it sent.
+    pub prompt_hash: String,
     /// A one-line verdict for people.
     pub verdict: String,
 }
@@ -52,19 +52,27 @@ impl CalibrationReport {
     }
 }
 
-/// Calibrates the model of the `edit` role.
+/// Calibrates the model of the `edit` role with the prompts koas finds
+/// (see [`Prompts::locate`]).
 pub fn calibrate(service: &LlmService) -> Result<CalibrationReport, LlmError> {
-    calibrate_role(service, "edit")
+    calibrate_role(service, "edit", &Prompts::locate(None))
 }
 
 /// Calibrates the model of `role`: three calls at temperature 0 that
 /// bypass the response cache and the empty-response temperature nudges,
 /// each logged with purpose `calibration`. Transport failures are errors;
 /// drifting or unextractable answers give a report with `passed: false`.
-pub fn calibrate_role(service: &LlmService, role: &str) -> Result<CalibrationReport, LlmError> {
+pub fn calibrate_role(
+    service: &LlmService,
+    role: &str,
+    prompts: &Prompts,
+) -> Result<CalibrationReport, LlmError> {
     let model = service.config().model_for(role)?;
-    let request = LlmRequest::new(role, CALIBRATION_PROMPT)
-        .system(CALIBRATION_SYSTEM)
+    let system = prompts.load(CALIBRATION_TEMPLATES.0)?;
+    let user = prompts.load(CALIBRATION_TEMPLATES.1)?;
+    let no_variables = serde_json::json!({});
+    let request = LlmRequest::new(role, user.render(&no_variables)?)
+        .system(system.render(&no_variables)?)
         .temperature(0.0)
         .max_tokens(256);
     let options = RunOptions {
@@ -86,10 +94,11 @@ pub fn calibrate_role(service: &LlmService, role: &str) -> Result<CalibrationRep
             },
         });
     }
-    Ok(verdict(model, runs))
+    let prompt_hash = format!("{}+{}", system.hash(), user.hash());
+    Ok(verdict(model, runs, prompt_hash))
 }
 
-fn verdict(model: String, runs: Vec<CalibrationRun>) -> CalibrationReport {
+fn verdict(model: String, runs: Vec<CalibrationRun>, prompt_hash: String) -> CalibrationReport {
     let first = runs.first().and_then(|r| r.canonical_hash.clone());
     let all_ok = runs.iter().all(|r| r.status == "OK");
     let identical = runs.iter().all(|r| r.canonical_hash == first);
@@ -114,6 +123,7 @@ fn verdict(model: String, runs: Vec<CalibrationRun>) -> CalibrationReport {
         model,
         runs,
         passed,
+        prompt_hash,
         verdict,
     }
 }
@@ -131,7 +141,7 @@ mod tests {
 
     #[test]
     fn verdicts() {
-        let ok = verdict("m".into(), vec![run("OK", Some("h")); 3]);
+        let ok = verdict("m".into(), vec![run("OK", Some("h")); 3], String::new());
         assert!(ok.passed && ok.require_pass().is_ok());
         let drift = verdict(
             "m".into(),
@@ -140,19 +150,25 @@ mod tests {
                 run("OK", Some("h2")),
                 run("OK", Some("h")),
             ],
+            String::new(),
         );
         assert!(!drift.passed);
         assert_eq!(
             drift.require_pass().unwrap_err().code(),
             "CALIBRATION_FAILED"
         );
-        let bad = verdict("m".into(), vec![run("NO_JSON", None); 3]);
+        let bad = verdict("m".into(), vec![run("NO_JSON", None); 3], String::new());
         assert!(!bad.passed && bad.verdict.contains("NO_JSON"));
     }
 
     #[test]
     fn the_prompt_itself_holds_the_expected_object() {
-        let block = extract_json_block(CALIBRATION_PROMPT).unwrap();
+        let prompt = Prompts::built_in()
+            .load(CALIBRATION_TEMPLATES.1)
+            .unwrap()
+            .render(&serde_json::json!({}))
+            .unwrap();
+        let block = extract_json_block(&prompt).unwrap();
         assert_eq!(block.value["calibration"], "koas");
     }
 }

@@ -86,6 +86,7 @@ pub mod limiter;
 mod metadata;
 mod ping;
 pub mod progress;
+pub mod prompts;
 pub mod replay;
 mod retry;
 mod secret;
@@ -94,8 +95,8 @@ pub mod sovereignty;
 mod tokens;
 
 pub use calibrate::{
-    calibrate, calibrate_role, CalibrationReport, CalibrationRun, CALIBRATION_PROMPT,
-    CALIBRATION_RUNS, CALIBRATION_SYSTEM,
+    calibrate, calibrate_role, CalibrationReport, CalibrationRun, CALIBRATION_RUNS,
+    CALIBRATION_TEMPLATES,
 };
 pub use config::{BackendKind, LlmConfig};
 pub use error::{AbortReason, LlmError, TransportError, TransportErrorKind};
@@ -103,6 +104,7 @@ pub use exchange::{read_exchanges, Exchange, ExchangeOutcome, ExchangeSource};
 pub use metadata::{CallCounts, CanonicalizerIdentity, SessionMetadata};
 pub use ping::{ping, PingReport};
 pub use progress::{auto_progress, LogLinesProgress, NoProgress, ProgressSink, TerminalProgress};
+pub use prompts::{Prompts, Template, TemplateSource};
 pub use replay::ReplaySource;
 pub use retry::Backoff;
 pub use secret::ApiKey;

@@ -90,7 +90,8 @@ pub fn execute(global: &Global, cmd: LlmCommand) -> anyhow::Result<ExitStatus> {
             let service = koas_llm::LlmService::builder(config, &workspace)
                 .progress(progress)
                 .build()?;
-            let report = koas_llm::calibrate_role(&service, &role)?;
+            let prompts = koas_llm::Prompts::locate(None);
+            let report = koas_llm::calibrate_role(&service, &role, &prompts)?;
             if args.json {
                 outln!("{}", serde_json::to_string_pretty(&report)?)?;
             } else {
