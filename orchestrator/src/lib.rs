@@ -17,6 +17,8 @@
 //! Kernels are pure: the host does every side effect on their behalf
 //! ([`host`], [`workspace`]).
 
+#![deny(missing_docs)]
+
 pub mod cache;
 pub mod cli;
 pub mod dag;

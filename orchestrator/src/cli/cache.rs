@@ -6,6 +6,7 @@ use anyhow::bail;
 use clap::Subcommand;
 use std::path::PathBuf;
 
+/// `koas cache …`.
 #[derive(Debug, Subcommand)]
 pub enum CacheCommand {
     /// Delete the cache of a pipeline's workspace; the next run executes
@@ -20,6 +21,7 @@ pub enum CacheCommand {
     },
 }
 
+/// Runs `koas cache …`.
 pub fn execute(global: &Global, cmd: CacheCommand) -> anyhow::Result<ExitStatus> {
     let CacheCommand::Clear {
         pipeline,

@@ -6,6 +6,7 @@ use crate::out;
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 
+/// `--format` of `koas graph`.
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum GraphFormat {
     /// Graphviz DOT (`koas graph p.toml | dot -Tsvg > dag.svg`).
@@ -14,6 +15,7 @@ pub enum GraphFormat {
     Mermaid,
 }
 
+/// The arguments of `koas graph`.
 #[derive(Debug, Args)]
 pub struct GraphArgs {
     /// The pipeline file.
@@ -23,6 +25,7 @@ pub struct GraphArgs {
     pub format: GraphFormat,
 }
 
+/// Runs `koas graph`.
 pub fn execute(global: &Global, args: GraphArgs) -> anyhow::Result<ExitStatus> {
     let pipeline = crate::pipeline::load(&args.pipeline, &Default::default())?;
     let discovery = discover_and_warn(global, &pipeline.kernel_paths);

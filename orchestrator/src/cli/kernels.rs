@@ -7,6 +7,7 @@ use crate::outln;
 use clap::Args;
 use std::path::PathBuf;
 
+/// The arguments of `koas kernels`.
 #[derive(Debug, Args)]
 pub struct KernelsArgs {
     /// Also search the `kernel_paths` of this pipeline file.
@@ -18,6 +19,7 @@ pub struct KernelsArgs {
     pub json: bool,
 }
 
+/// Runs `koas kernels`.
 pub fn execute(global: &Global, args: KernelsArgs) -> anyhow::Result<ExitStatus> {
     let pipeline_paths = match &args.pipeline {
         Some(file) => crate::pipeline::load(file, &Default::default())?.kernel_paths,

@@ -10,6 +10,7 @@ use anyhow::{bail, Context as _};
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
 
+/// `koas llm …`.
 #[derive(Debug, Subcommand)]
 pub enum LlmCommand {
     /// Check that the endpoint answers and list its models.
@@ -17,6 +18,7 @@ pub enum LlmCommand {
     /// Send the fixed calibration prompt three times at temperature 0 and
     /// require identical canonical answers (exit 1 when they drift).
     Calibrate {
+        /// What to talk to.
         #[command(flatten)]
         args: LlmArgs,
         /// The model role to calibrate (edit, pyramid, tutor, …).
@@ -25,11 +27,13 @@ pub enum LlmCommand {
     },
 }
 
+/// What `koas llm ping|calibrate` talk to.
 #[derive(Debug, Args)]
 pub struct LlmArgs {
     /// A pipeline file whose [llm] table to use (flags override it).
     #[arg(value_name = "PIPELINE")]
     pub pipeline: Option<PathBuf>,
+    /// The endpoint and model, overriding the pipeline's.
     #[command(flatten)]
     pub llm: LlmFlags,
     /// Print JSON.
@@ -57,6 +61,7 @@ fn config(args: &LlmArgs) -> anyhow::Result<(koas_llm::LlmConfig, PathBuf)> {
     }
 }
 
+/// Runs `koas llm …`.
 pub fn execute(global: &Global, cmd: LlmCommand) -> anyhow::Result<ExitStatus> {
     match cmd {
         LlmCommand::Ping(args) => {

@@ -16,6 +16,7 @@ use clap::Args;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+/// The arguments of `koas replay`.
 #[derive(Debug, Args)]
 #[command(after_help = "\
 The replay runs in WORKSPACE/.koas/replay (kept for inspection) with the cache
@@ -38,6 +39,7 @@ struct Difference {
     what: String,
 }
 
+/// Runs `koas replay`.
 pub fn execute(global: &Global, args: ReplayArgs) -> anyhow::Result<ExitStatus> {
     let record_path = args.workspace.join(RUN_RECORD_FILE);
     let bytes = std::fs::read(&record_path)

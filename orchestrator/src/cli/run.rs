@@ -14,6 +14,7 @@ use clap::Args;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+/// The arguments of `koas run`.
 #[derive(Debug, Args)]
 #[command(after_help = "\
 Examples:
@@ -64,6 +65,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub json: bool,
 
+    /// The model to use, overriding the pipeline's `[llm]` table.
     #[command(flatten)]
     pub llm: LlmFlags,
 }
@@ -149,6 +151,7 @@ pub fn llm_for_run(
     Ok(())
 }
 
+/// Runs `koas run`.
 pub fn execute(global: &Global, args: RunArgs) -> anyhow::Result<ExitStatus> {
     let (expected_name, file) = match args.positional.as_slice() {
         [file] => (None, PathBuf::from(file)),

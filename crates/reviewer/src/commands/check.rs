@@ -293,8 +293,14 @@ pub fn execute(global: &Global, args: CheckArgs) -> anyhow::Result<ExitStatus> {
         CheckFormat::Sarif => render_sarif(&files, env!("CARGO_PKG_VERSION")),
         CheckFormat::Github => render_github(&files),
     };
-    out!("{text}")?;
-    if args.format == CheckFormat::Human && !global.quiet {
+    // A reader that stops early (`koas check … | head`) still gets the
+    // exit code the findings call for: scripts test it, not the output.
+    let closed = match out!("{text}") {
+        Ok(()) => false,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => true,
+        Err(e) => return Err(e.into()),
+    };
+    if args.format == CheckFormat::Human && !global.quiet && !closed {
         eprintln!("{}", summary_line(&files));
     }
     if unreadable > 0 {
