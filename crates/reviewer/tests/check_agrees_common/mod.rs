@@ -1,25 +1,27 @@
 //! Shared by the `check_agrees_*` tests: `koas check` and each Stage 2
 //! plugin kernel must report identical findings.
 
-use koas_md_scan::Finding;
+use koas_md_scan::config::ProjectConfig;
+use koas_md_scan::report::{render_json, FileFindings};
+use koas_md_scan::{Checker, Finding};
+use koas_test_support::{repo_root, shared_dir};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-/// The findings `koas check --format json` reports for `path`, of
-/// `kernel` only.
+/// The findings `koas check --no-config --format json` reports for
+/// `path`, of `kernel` only: the same library calls as the command
+/// (built-in config, the JSON report), in-process, read back from the
+/// JSON like a user of the command would.
 pub fn check_findings(path: &Path, kernel: &str) -> Vec<Finding> {
-    let out = Command::new(env!("CARGO_BIN_EXE_koas"))
-        .args(["check", "--no-config", "--format", "json"])
-        .arg(path)
-        .output()
-        .expect("koas runs");
-    assert!(
-        matches!(out.status.code(), Some(0 | 1)),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let text = std::fs::read_to_string(path).expect("readable");
+    let checker = Checker::new(&ProjectConfig::default()).expect("the built-in config compiles");
+    let output = checker.check(&text).expect("koas check runs");
+    let shown = path.display().to_string();
+    let json = render_json(&[FileFindings {
+        path: &shown,
+        findings: &output.findings,
+    }]);
+    let v: Value = serde_json::from_str(&json).expect("json");
     v.as_array()
         .expect("array")
         .iter()
@@ -30,22 +32,16 @@ pub fn check_findings(path: &Path, kernel: &str) -> Vec<Finding> {
 
 /// Our own planted documents, and shared ones when `../shared` exists.
 pub fn documents() -> Vec<PathBuf> {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let planted = repo_root().join("crates/md-scan/tests/fixtures/planted");
     let mut docs = vec![
-        repo.join("kernels/md-scan/tests/fixtures/planted/rapport_conformite_fr.md"),
-        repo.join("kernels/md-scan/tests/fixtures/planted/api_spec_en.md"),
+        planted.join("rapport_conformite_fr.md"),
+        planted.join("api_spec_en.md"),
     ];
-    let shared = repo.join("../shared");
-    if shared.is_dir() {
+    if let Some(shared) = shared_dir("check_agrees: the shared documents") {
         docs.push(shared.join("seeds/000_2676a4bca076e17a.txt"));
         docs.push(shared.join("corpus/planted/audit_fr.md"));
         docs.push(shared.join("corpus/planted/spec_en.md"));
         docs.push(shared.join("corpus/real/ragix_SOVEREIGN_LLM_OPERATIONS.md"));
-    } else {
-        println!(
-            "skipped the shared documents: {} is absent",
-            shared.display()
-        );
     }
     docs
 }
