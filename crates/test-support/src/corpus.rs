@@ -112,7 +112,7 @@ mod tests {
                 assert!(shared_seed_000().is_some_and(|p| files.contains(&p)));
             }
             None => {
-                assert!(!repo_root().join("../shared/corpus").is_dir());
+                assert!(!shared_location().join("corpus").is_dir());
                 assert!(shared_files("corpus/real", &["md"]).is_empty());
                 assert!(shared_seed_000().is_none());
             }
