@@ -19,7 +19,11 @@ pub fn repo_root() -> PathBuf {
 /// Where the shared folder is expected (`../shared` seen from the
 /// repository root), whether or not it exists; for messages.
 pub fn shared_location() -> PathBuf {
-    repo_root().join("../shared")
+    let root = repo_root();
+    match root.parent() {
+        Some(parent) => parent.join("shared"),
+        None => root.join("../shared"),
+    }
 }
 
 /// The shared folder when it is present (it holds `corpus/`), without
