@@ -4,15 +4,18 @@
 //! * scheduling overhead per kernel, on a 50-kernel DAG of no-op kernels;
 //! * a fully cached 50-kernel run, as a whole `koas` process.
 //!
-//! Run with `cargo bench -p koas --bench overhead`. It generates 20 small
-//! plugin crates (50 kernels forming a binary tree of artifacts) under
-//! `target/bench-plugins`, builds them in release mode, and prints figures.
+//! Run with `cargo bench -p koas-orchestrator --bench overhead`. It
+//! generates 20 small plugin crates (50 kernels forming a binary tree of
+//! artifacts) under `target/bench-plugins`, builds them in release mode
+//! (`koas_test_support::build_standalone`), times the `koas` binary
+//! `koas_test_support::koas_bin` builds, and prints figures.
 
-use koas::discovery::{discover, SearchOrigin, SearchPath};
-use koas::engine::{self, RunOptions};
-use koas::pipeline::{self, Overrides};
-use koas::prepare::prepare;
-use koas::report::Reporter;
+use koas_orchestrator::discovery::{discover, SearchOrigin, SearchPath};
+use koas_orchestrator::engine::{self, RunOptions};
+use koas_orchestrator::pipeline::{self, Overrides};
+use koas_orchestrator::prepare::prepare;
+use koas_orchestrator::report::Reporter;
+use koas_test_support::{build_standalone, koas_bin, repo_root};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
@@ -20,13 +23,6 @@ use std::time::{Duration, Instant};
 
 const LIBRARIES: usize = 20;
 const KERNELS: usize = 50;
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from(".."))
-}
 
 /// Kernel `i` reads the artifact of kernel `(i - 1) / 2` (kernel 0 reads
 /// the document): a binary tree, so many kernels are ready at once.
@@ -86,16 +82,7 @@ koas_kernel_api::export_kernel!({});
             members.join(", ")
         ),
     )?;
-    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args(["build", "--release", "--quiet", "--manifest-path"])
-        .arg(root.join("Cargo.toml"))
-        .arg("--target-dir")
-        .arg(root.join("target"))
-        .status()?;
-    if !status.success() {
-        return Err(std::io::Error::other("building the bench plugins failed"));
-    }
-    Ok(root.join("target/release"))
+    Ok(build_standalone(&root.join("Cargo.toml"), true))
 }
 
 fn stats(mut samples: Vec<Duration>) -> (f64, f64) {
@@ -123,7 +110,7 @@ fn main() {
     // `cargo bench` passes `--bench`; nothing to parse.
     let root = repo_root().join("target/bench-plugins");
     let libs = generate_plugins(&root).expect("bench plugins build");
-    let koas_bin = env!("CARGO_BIN_EXE_koas");
+    let koas_bin = koas_bin();
 
     // 1. Discovery and loading, in-process, cold (first dlopen of each).
     let search = [SearchPath {

@@ -127,6 +127,7 @@ pub fn materialize(path: &Path, bytes: &[u8], write_once: bool) -> Result<(), Wo
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fsio::append;
 
     #[test]
     fn refuses_escapes_and_private_paths() {

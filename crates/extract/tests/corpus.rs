@@ -50,37 +50,13 @@ fn fixture_ops_carry_their_fields() {
     );
 }
 
-/// Markdown files under `dir`, recursively.
-fn markdown_under(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            markdown_under(&path, out);
-        } else if matches!(
-            path.extension().and_then(|e| e.to_str()),
-            Some("md" | "txt")
-        ) {
-            out.push(path);
-        }
-    }
-}
-
 #[test]
 fn shared_documents_as_model_output_never_break_the_ladder() {
-    let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared");
-    if !shared.is_dir() {
-        println!(
-            "SKIP: {} is absent; shared-corpus check not run",
-            shared.display()
-        );
+    let Some(files) = koas_test_support::shared_documents(
+        "shared_documents_as_model_output_never_break_the_ladder",
+    ) else {
         return;
-    }
-    let mut files = Vec::new();
-    markdown_under(&shared.join("corpus"), &mut files);
-    markdown_under(&shared.join("seeds"), &mut files);
+    };
     assert!(!files.is_empty(), "the shared folder holds documents");
     for file in files {
         let text = String::from_utf8_lossy(&std::fs::read(&file).unwrap()).into_owned();

@@ -8,113 +8,22 @@
 //! cargo bench -p koas --bench review_cycle
 //! ```
 //!
-//! The document is seed 000 (`../shared/seeds/000_*.txt`) when present,
-//! else a generated document of the same size. The bench builds the
-//! reviewer plugins (release) next to the `koas` binary it times.
+//! The document and the ops are `koas_test_support::bench_document` (seed
+//! 000 when `../shared` is present, else a generated document of the same
+//! size) and `bench_ops`, the workload of the in-memory and on-disk
+//! `apply_revert` bench of koas-review-workspace too. The bench times the
+//! `koas` binary `koas_test_support::koas_bin` builds (in the bench's profile,
+//! with the reviewer plugins next to it).
 
-use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
+use koas_test_support::{bench_document, bench_ops, koas_bin};
+use serde_json::Value;
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 const RUNS: usize = 5;
 const OPS: usize = 1000;
 const TARGET: Duration = Duration::from_secs(1);
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from(".."))
-}
-
-/// Builds the reviewer plugins next to the `koas` binary under test.
-fn build_plugins(bin: &Path) -> Result<(), String> {
-    let profile = bin.parent().ok_or("koas has no folder")?;
-    let target = profile.parent().ok_or("no target folder")?;
-    let text =
-        std::fs::read_to_string(repo().join("configs/reviewer.toml")).map_err(|e| e.to_string())?;
-    let pipeline: toml::Table = text.parse().map_err(|e: toml::de::Error| e.to_string())?;
-    let kernels = pipeline
-        .get("kernels")
-        .and_then(|k| k.as_array())
-        .ok_or("configs/reviewer.toml has no kernels")?;
-    let mut cmd = Command::new(env!("CARGO"));
-    cmd.current_dir(repo())
-        .args(["build", "--offline", "-q", "--release", "--target-dir"])
-        .arg(target);
-    for k in kernels {
-        let name = k.as_str().ok_or("kernel name is not a string")?;
-        cmd.args(["-p", &format!("koas-kernel-{}", name.replace('_', "-"))]);
-    }
-    let out = cmd.output().map_err(|e| e.to_string())?;
-    if !out.status.success() {
-        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
-    }
-    Ok(())
-}
-
-fn document() -> (String, &'static str) {
-    let seeds = repo().join("../shared/seeds");
-    let found = std::fs::read_dir(&seeds).ok().and_then(|d| {
-        d.filter_map(Result::ok).map(|e| e.path()).find(|p| {
-            p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("000_"))
-        })
-    });
-    if let Some(text) = found.and_then(|p| std::fs::read_to_string(p).ok()) {
-        return (text, "seed 000");
-    }
-    let mut text = String::new();
-    for i in 0..1600 {
-        if i % 9 == 0 {
-            text.push_str(&format!("## Section {i}\n"));
-        } else if i % 9 == 8 {
-            text.push('\n');
-        } else {
-            text.push_str(&format!(
-                "Line {i} of the generated document, with some words to edit.\n"
-            ));
-        }
-    }
-    (text, "a generated 1,600-line document (../shared absent)")
-}
-
-/// 1,000 ops on distinct lines: partial and whole-line replaces, inserts,
-/// deletes and flags, spread over the document (pseudo-random, fixed).
-fn thousand_ops(text: &str) -> Vec<Value> {
-    let lines: Vec<&str> = text.lines().collect();
-    let mut order: Vec<usize> = (1..=lines.len()).collect();
-    let mut state = 0x2545_f491_4f6c_dd1du64;
-    for i in (1..order.len()).rev() {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        order.swap(i, (state % (i as u64 + 1)) as usize);
-    }
-    order.truncate(OPS.min(lines.len()));
-    order.sort_unstable();
-    order
-        .iter()
-        .enumerate()
-        .map(|(k, &line)| {
-            let content = lines[line - 1];
-            let word = content
-                .split_whitespace()
-                .find(|w| w.len() > 3 && content.matches(*w).count() == 1);
-            match (k % 5, word) {
-                (0, Some(w)) => json!({"action": "replace", "kind": "typo", "target": {"line_start": line},
-                                        "before_text": w, "after_text": format!("{w}·")}),
-                (0 | 1, _) => json!({"action": "replace", "kind": "style", "target": {"line_start": line},
-                                      "after_text": format!("Rewritten line {k}."), "rationale": "bench"}),
-                (2, _) => json!({"action": "insert", "kind": "clarity", "target": {"line_start": line, "line_end": line},
-                                 "after_text": format!("Inserted line {k}."), "rationale": "bench"}),
-                (3, _) => json!({"action": "delete", "target": {"line_start": line}, "rationale": "bench"}),
-                _ => json!({"action": "flag_only", "target": {"line_start": line}, "rationale": "bench"}),
-            }
-        })
-        .collect()
-}
 
 fn run(bin: &Path, dir: &Path, args: &[&str]) -> Result<(Duration, String), String> {
     let start = Instant::now();
@@ -135,13 +44,9 @@ fn run(bin: &Path, dir: &Path, args: &[&str]) -> Result<(Duration, String), Stri
 }
 
 fn main() {
-    let bin = PathBuf::from(env!("CARGO_BIN_EXE_koas"));
-    if let Err(e) = build_plugins(&bin) {
-        println!("skipped: cannot build the reviewer plugins offline: {e}");
-        return;
-    }
-    let (text, what) = document();
-    let ops = Value::Array(thousand_ops(&text));
+    let bin = koas_bin();
+    let (text, what) = bench_document();
+    let ops = Value::Array(bench_ops(&text, OPS));
     let mut reviews = Vec::new();
     let mut reverts = Vec::new();
     let mut totals = Vec::new();
@@ -160,7 +65,7 @@ fn main() {
             return;
         }
         let review = run(
-            &bin,
+            bin,
             &dir,
             &[
                 "-q", "review", "doc.md", "--ops", "ops.json", "-w", "ws", "--json",
@@ -169,7 +74,7 @@ fn main() {
         let revert = review
             .as_ref()
             .map_err(Clone::clone)
-            .and_then(|_| run(&bin, &dir, &["-q", "revert", "doc.md", "--all", "-w", "ws"]));
+            .and_then(|_| run(bin, &dir, &["-q", "revert", "doc.md", "--all", "-w", "ws"]));
         let ((review, summary), (revert, _)) = match (review, revert) {
             (Ok(a), Ok(b)) => (a, b),
             (Err(e), _) | (_, Err(e)) => panic!("{e}"),

@@ -59,10 +59,8 @@ fn own_planted_fixtures_match_exactly() {
 
 #[test]
 fn shared_planted_corpus() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus/planted");
-    if !dir.is_dir() {
-        println!("skipped: {} is absent", dir.display());
+    let Some(shared) = koas_test_support::shared_dir("shared_planted_corpus") else {
         return;
-    }
-    assert!(check_folder(&dir, false) >= 2);
+    };
+    assert!(check_folder(&shared.join("corpus/planted"), false) >= 2);
 }

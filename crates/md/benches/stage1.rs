@@ -15,7 +15,6 @@
 use koas_md::stage1;
 use koas_review_schema::stage1::ChunkConfig;
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
@@ -59,22 +58,15 @@ static ALLOC: Counting = Counting;
 
 /// The source documents: the shared corpus if present, else the examples.
 fn sources() -> (String, Vec<String>) {
-    let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus/real");
-    let mut docs = Vec::new();
-    if let Ok(entries) = std::fs::read_dir(&shared) {
-        let mut paths: Vec<_> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
-        paths.sort();
-        for p in paths {
-            if p.extension().is_some_and(|e| e == "md") {
-                if let Ok(t) = std::fs::read_to_string(&p) {
-                    docs.push(t);
-                }
-            }
-        }
-    }
+    let docs: Vec<String> = koas_test_support::shared_files("corpus/real", &["md"])
+        .iter()
+        .filter_map(|p| std::fs::read_to_string(p).ok())
+        .collect();
     if docs.is_empty() {
-        docs.push(include_str!("../../../examples/spec-example.md").to_string());
-        docs.push(include_str!("../../../examples/audit-fr.md").to_string());
+        let docs = vec![
+            include_str!("../../../examples/spec-example.md").to_string(),
+            include_str!("../../../examples/audit-fr.md").to_string(),
+        ];
         ("examples/*.md (shared corpus absent)".into(), docs)
     } else {
         ("../shared/corpus/real/*.md".into(), docs)

@@ -6,23 +6,12 @@
 
 use koas_md::stage1::{self, Stage1};
 use koas_review_schema::stage1::{BlockKind, ChunkConfig, LineNo};
-use std::path::{Path, PathBuf};
+use koas_test_support::{shared_dir, shared_documents};
 
-fn shared() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared");
-    if dir.join("corpus").is_dir() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "SKIPPED: {} not found; the shared corpus is not available here",
-            dir.display()
-        );
-        None
-    }
-}
-
+/// Stage 1 of the shared document `rel`; `None` (the test skips, with a
+/// message) when the shared corpus is absent.
 fn load(rel: &str) -> Option<(String, Stage1)> {
-    let path = shared()?.join(rel);
+    let path = shared_dir(&format!("Stage 1 of {rel}"))?.join(rel);
     let text = std::fs::read_to_string(&path).expect("readable UTF-8 corpus file");
     let s = stage1::run(rel, &text, ChunkConfig::default()).expect("stage 1");
     Some((text, s))
@@ -235,20 +224,9 @@ fn real_koas() {
 /// chunk plan's invariants hold on each.
 #[test]
 fn every_shared_document_goes_through_stage1() {
-    let Some(dir) = shared() else {
+    let Some(files) = shared_documents("every_shared_document_goes_through_stage1") else {
         return;
     };
-    let mut files: Vec<PathBuf> = Vec::new();
-    for sub in ["corpus/real", "corpus/planted", "seeds"] {
-        for entry in std::fs::read_dir(dir.join(sub)).expect("readable folder") {
-            let path = entry.expect("entry").path();
-            let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-            if ext == "md" || ext == "txt" {
-                files.push(path);
-            }
-        }
-    }
-    files.sort();
     assert!(
         files.len() >= 14,
         "expected the whole corpus, found {files:?}"

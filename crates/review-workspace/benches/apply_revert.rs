@@ -1,7 +1,8 @@
 //! Benchmark: apply 1,000 ops to a ~1,600-line document, then revert them
-//! all. Uses seed 000 (`../shared/seeds/000_*.txt`) when present, else a
-//! generated document of the same size. Target: under 1 s for the whole
-//! cycle.
+//! all. The document and the ops are `koas_test_support::bench_document`
+//! (seed 000 when `../shared` is present, else a generated document of the
+//! same size) and `bench_ops`, the workload of the whole-process
+//! `review_cycle` bench too. Target: under 1 s for the whole cycle.
 //!
 //! - `in_memory`: the engine alone (normalize, validate, apply, patches,
 //!   ledger entries, bulk revert with conflict checks) — what a kernel does.
@@ -9,7 +10,6 @@
 //!   files, fsynced ledger, atomic document writes, annotated document).
 
 use std::hint::black_box;
-use std::path::{Path, PathBuf};
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use koas_review::clock::SteppingClock;
@@ -20,69 +20,8 @@ use koas_review_schema::edit_op::Action;
 use koas_review_schema::ledger::Actor;
 use koas_review_schema::stage1::ProtectedSpans;
 use koas_review_workspace::{RevertRunRequest, ReviewRequest, Workspace};
-use serde_json::{json, Value};
-
-fn seed_document() -> (String, &'static str) {
-    let seeds = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/seeds");
-    let found: Option<PathBuf> = std::fs::read_dir(&seeds).ok().and_then(|d| {
-        d.filter_map(Result::ok).map(|e| e.path()).find(|p| {
-            p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("000_"))
-        })
-    });
-    if let Some(text) = found.and_then(|p| std::fs::read_to_string(p).ok()) {
-        return (text, "seed 000");
-    }
-    eprintln!("../shared/seeds absent: benchmarking a generated 1,600-line document");
-    let mut text = String::new();
-    for i in 0..1600 {
-        if i % 9 == 0 {
-            text.push_str(&format!("## Section {i}\n"));
-        } else if i % 9 == 8 {
-            text.push('\n');
-        } else {
-            text.push_str(&format!(
-                "Line {i} of the generated document, with some wörds to edit.\n"
-            ));
-        }
-    }
-    (text, "generated")
-}
-
-/// 1,000 ops on distinct lines (so none overlaps): partial and whole-line
-/// replaces, inserts, deletes and flags.
-fn thousand_ops(text: &str) -> Vec<Value> {
-    let lines: Vec<&str> = text.lines().collect();
-    let mut order: Vec<usize> = (1..=lines.len()).collect();
-    let mut state = 0x2545_f491_4f6c_dd1du64;
-    for i in (1..order.len()).rev() {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        order.swap(i, (state % (i as u64 + 1)) as usize);
-    }
-    order
-        .into_iter()
-        .take(1000)
-        .enumerate()
-        .map(|(k, line)| {
-            let content = lines[line - 1];
-            let word = content
-                .split_whitespace()
-                .find(|w| w.len() > 3 && content.matches(*w).count() == 1);
-            match (k % 10, word) {
-                (0..=3, Some(w)) => json!({"action": "replace", "kind": "typo", "target": {"line_start": line},
-                    "before_text": w, "after_text": format!("{w}_x")}),
-                (0..=5, _) => json!({"action": "replace", "kind": "terminology", "target": {"line_start": line},
-                    "after_text": format!("Rewritten line {line}.")}),
-                (6 | 7, _) => json!({"action": "insert", "kind": "grammar", "target": {"line_start": line, "line_end": line},
-                    "after_text": format!("Inserted after {line}.")}),
-                (8, _) => json!({"action": "delete", "target": {"line_start": line}}),
-                _ => json!({"action": "flag_only", "target": {"line_start": line}, "rationale": "check"}),
-            }
-        })
-        .collect()
-}
+use koas_test_support::{bench_document, bench_ops};
+use serde_json::Value;
 
 fn actor() -> Actor {
     Actor {
@@ -155,8 +94,8 @@ fn on_disk_cycle(text: &str, ops: &[Value]) -> usize {
 }
 
 fn bench(c: &mut Criterion) {
-    let (text, source) = seed_document();
-    let ops = thousand_ops(&text);
+    let (text, source) = bench_document();
+    let ops = bench_ops(&text, 1000);
     let applied = in_memory_cycle(&text, &ops);
     eprintln!(
         "document: {source}, {} lines, {} bytes; {} ops, {applied} applied",

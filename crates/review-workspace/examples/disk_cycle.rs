@@ -3,7 +3,7 @@
 //! a bulk revert of all of them, checking the original comes back.
 //!
 //! ```text
-//! cargo run --release -p koas-review --example disk_cycle [DOC] [WORKSPACE_PARENT]
+//! cargo run --release -p koas-review-workspace --example disk_cycle [DOC] [WORKSPACE_PARENT]
 //! ```
 
 use std::time::Instant;
@@ -16,12 +16,11 @@ use koas_review_workspace::{RevertRunRequest, ReviewRequest, Workspace};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let doc = args.first().cloned().unwrap_or_else(|| {
-        format!(
-            "{}/../../../shared/seeds/000_2676a4bca076e17a.txt",
-            env!("CARGO_MANIFEST_DIR")
-        )
-    });
+    let doc = match args.first() {
+        Some(doc) => std::path::PathBuf::from(doc),
+        None => koas_test_support::shared_seed_000()
+            .ok_or("no DOC given, and seed 000 is absent (../shared/seeds/000_*.txt)")?,
+    };
     let text = std::fs::read_to_string(&doc)?;
     let parent = args
         .get(1)

@@ -12,16 +12,14 @@
 //!
 //! `KOAS_CRASH_ITERATIONS` sets the number of iterations (default 20).
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use koas_kernel_api::hash::sha256;
 use koas_review_schema::change_id::ChangeId;
 use koas_review_schema::edit_op::Action;
-use koas_kernel_api::hash::sha256;
 use koas_review_workspace::ledger::Ledger;
 use koas_review_workspace::{paths, Workspace};
 
@@ -120,12 +118,12 @@ fn sigkill_at_random_moments_never_corrupts_the_workspace() {
         ops_path.to_str().unwrap(),
         ws_path.to_str().unwrap(),
     );
-    let mut rng = common::Rng(0x5eed_c0ffee);
+    let mut rng = koas_test_support::Rng(0x5eed_c0ffee);
 
     // Calibrate: one complete run.
     std::fs::write(
         &ops_path,
-        serde_json::to_string(&common::generated_ops(&text, 60, 1)).unwrap(),
+        serde_json::to_string(&koas_test_support::generated_ops(&text, 60, 1)).unwrap(),
     )
     .unwrap();
     let started = Instant::now();
@@ -157,7 +155,7 @@ fn sigkill_at_random_moments_never_corrupts_the_workspace() {
             a.extend(picked);
             a
         } else {
-            let planned = common::generated_ops(&current, 60, rng.next());
+            let planned = koas_test_support::generated_ops(&current, 60, rng.next());
             std::fs::write(&ops_path, serde_json::to_string(&planned).unwrap()).unwrap();
             vec!["review".into(), wsp.into(), doc.into(), ops.into()]
         };

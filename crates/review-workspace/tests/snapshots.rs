@@ -5,13 +5,13 @@
 
 mod common;
 
-use koas_review_schema::apply::{ApplyLogRecord, ApplyOptions};
+use koas_kernel_api::hash::sha256;
 use koas_review::clock::SteppingClock;
 use koas_review::edit_op::parse_ops_file;
-use koas_kernel_api::hash::sha256;
+use koas_review_schema::apply::{ApplyLogRecord, ApplyOptions};
 use koas_review_schema::findings::Finding;
-use koas_review_schema::stage1::SectionEntry;
 use koas_review_schema::review::ReportMeta;
+use koas_review_schema::stage1::SectionEntry;
 use koas_review_workspace::{ReviewRequest, Workspace};
 use serde::Deserialize;
 

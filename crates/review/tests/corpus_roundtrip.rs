@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use koas_test_support::shared_files;
 
 use koas_review::apply::batch_states;
 use koas_review::clock::SteppingClock;
@@ -19,7 +19,7 @@ fn round_trip(name: &str, text: &str, ops: usize, seed: u64, git_checks: usize) 
     let clock = SteppingClock::new("2026-01-01T00:00:00Z");
     let actor = common::actor();
     let mut session = MemorySession::new(name, text);
-    let planned = common::generated_ops(text, ops, seed);
+    let planned = koas_test_support::generated_ops(text, ops, seed);
     let out = session
         .apply(
             &planned,
@@ -51,8 +51,8 @@ fn round_trip(name: &str, text: &str, ops: usize, seed: u64, git_checks: usize) 
             after,
             "{name} op {index}"
         );
-        if index < git_checks && common::git_available() {
-            common::git_apply_check(name, before, &pair.forward)
+        if index < git_checks && koas_test_support::git_available() {
+            koas_test_support::git_apply_check(name, before, &pair.forward)
                 .unwrap_or_else(|e| panic!("{name}: git apply --check refused op {index}: {e}"));
         }
     }
@@ -82,23 +82,14 @@ fn round_trip(name: &str, text: &str, ops: usize, seed: u64, git_checks: usize) 
     );
 }
 
-fn markdown_files(dir: PathBuf, ext: &str) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|d| d.filter_map(Result::ok).map(|e| e.path()).collect())
-        .unwrap_or_default();
-    files.retain(|p| p.extension().is_some_and(|e| e == ext));
-    files.sort();
-    files
-}
-
 #[test]
 fn shared_corpus_round_trips() {
-    let Some(shared) = common::shared_dir("shared_corpus_round_trips") else {
+    if koas_test_support::shared_dir("shared_corpus_round_trips").is_none() {
         return;
-    };
-    let mut files = markdown_files(shared.join("corpus/real"), "md");
-    files.extend(markdown_files(shared.join("corpus/planted"), "md"));
-    files.extend(markdown_files(shared.join("seeds"), "txt"));
+    }
+    let mut files = shared_files("corpus/real", &["md"]);
+    files.extend(shared_files("corpus/planted", &["md"]));
+    files.extend(shared_files("seeds", &["txt"]));
     assert!(!files.is_empty(), "the shared corpus has no documents");
     for (index, path) in files.iter().enumerate() {
         let text = std::fs::read_to_string(path).unwrap();
@@ -125,9 +116,8 @@ fn corpus_documents() -> Vec<(String, String)> {
         .iter()
         .map(|n| (n.to_string(), common::fixture(n)))
         .collect();
-    let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus");
-    for sub in ["real", "planted"] {
-        for path in markdown_files(shared.join(sub), "md") {
+    for sub in ["corpus/real", "corpus/planted"] {
+        for path in shared_files(sub, &["md"]) {
             if let Ok(text) = std::fs::read_to_string(&path) {
                 docs.push((
                     path.file_name().unwrap().to_string_lossy().into_owned(),

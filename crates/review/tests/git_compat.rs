@@ -14,7 +14,7 @@ use koas_review_schema::stage1::ProtectedSpans;
 use serde_json::{json, Value};
 
 fn check_with_git(text: &str, ops: Vec<Value>) {
-    if !common::git_available() {
+    if !koas_test_support::git_available() {
         println!("SKIP git_compat: git is not installed");
         return;
     }
@@ -40,14 +40,14 @@ fn check_with_git(text: &str, ops: Vec<Value>) {
     assert_eq!(states.len(), pairs.len());
     assert!(!pairs.is_empty());
     for ((before, after), pair) in states.iter().zip(pairs) {
-        common::git_apply_check("doc.md", before, &pair.forward)
+        koas_test_support::git_apply_check("doc.md", before, &pair.forward)
             .unwrap_or_else(|e| panic!("git refused the forward patch: {e}\n{}", pair.forward));
         assert_eq!(
-            &common::git_apply("doc.md", before, &pair.forward).unwrap(),
+            &koas_test_support::git_apply("doc.md", before, &pair.forward).unwrap(),
             after
         );
         assert_eq!(
-            &common::git_apply("doc.md", after, &pair.inverse).unwrap(),
+            &koas_test_support::git_apply("doc.md", after, &pair.inverse).unwrap(),
             before
         );
     }
@@ -114,11 +114,11 @@ fn empty_document_gets_content() {
 #[test]
 fn a_wrong_patch_is_refused_by_git() {
     // Negative control: the checker can fail.
-    if !common::git_available() {
+    if !koas_test_support::git_available() {
         println!("SKIP a_wrong_patch_is_refused_by_git: git is not installed");
         return;
     }
     let patch = "--- a/doc.md\n+++ b/doc.md\n@@ -1,2 +1,2 @@\n a\n-x\n+y\n";
-    assert!(common::git_apply_check("doc.md", "a\nb\n", patch).is_err());
-    assert!(common::git_apply_check("doc.md", "a\nx\n", patch).is_ok());
+    assert!(koas_test_support::git_apply_check("doc.md", "a\nb\n", patch).is_err());
+    assert!(koas_test_support::git_apply_check("doc.md", "a\nx\n", patch).is_ok());
 }

@@ -273,16 +273,16 @@ fn check_patch_chain(
                 .map_err(|e| TestCaseError::fail(e.to_string()))?,
             before
         );
-        if *git_budget > 0 && common::git_available() {
+        if *git_budget > 0 && koas_test_support::git_available() {
             *git_budget -= 1;
-            common::git_apply_check("doc.md", before, &pair.forward).map_err(|e| {
+            koas_test_support::git_apply_check("doc.md", before, &pair.forward).map_err(|e| {
                 TestCaseError::fail(format!(
                     "git apply --check refused:\n{e}\n--- patch ---\n{}",
                     pair.forward
                 ))
             })?;
-            let by_git =
-                common::git_apply("doc.md", after, &pair.inverse).map_err(TestCaseError::fail)?;
+            let by_git = koas_test_support::git_apply("doc.md", after, &pair.inverse)
+                .map_err(TestCaseError::fail)?;
             prop_assert_eq!(&by_git, before, "git's inverse application differs");
         }
     }
@@ -351,9 +351,9 @@ proptest! {
         let plan = bulk.revert(&changes, "", &actor, &clock, "bulk").map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(&bulk.text, &doc.text);
         if let Some(first_revert) = plan.reverts.first() {
-            if git_budget > 0 && common::git_available() {
+            if git_budget > 0 && koas_test_support::git_available() {
                 let before = session.text.clone();
-                common::git_apply_check("doc.md", &before, &first_revert.patches.forward).map_err(TestCaseError::fail)?;
+                koas_test_support::git_apply_check("doc.md", &before, &first_revert.patches.forward).map_err(TestCaseError::fail)?;
             }
         }
 
@@ -361,7 +361,7 @@ proptest! {
         // change nothing and are retried later.
         let mut single = session.clone();
         let mut queue: VecDeque<ChangeId> = changes.iter().copied().collect();
-        let mut rng = common::Rng(order_seed | 1);
+        let mut rng = koas_test_support::Rng(order_seed | 1);
         let mut spins = 0;
         while let Some(id) = {
             // Random order, but after a refusal try the others first.

@@ -2,18 +2,14 @@
 //! fixtures when `../shared` is absent) and a 100,000-line document built
 //! by concatenating the real corpus (or the fixtures).
 
+use koas_test_support::{shared_files, shared_seed_000};
 use std::path::{Path, PathBuf};
-
-fn shared() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared")
-}
 
 /// `(name, text)` of the small document: seed 000, else a fixture.
 pub fn small() -> (String, String) {
-    let seed = shared().join("seeds/000_2676a4bca076e17a.txt");
-    match std::fs::read_to_string(&seed) {
-        Ok(t) => ("seed 000".into(), t),
-        Err(_) => {
+    match shared_seed_000().and_then(|seed| std::fs::read_to_string(seed).ok()) {
+        Some(t) => ("seed 000".into(), t),
+        None => {
             println!("../shared is absent: using the repository's fixtures");
             let f = Path::new(env!("CARGO_MANIFEST_DIR"))
                 .join("tests/fixtures/planted/rapport_conformite_fr.md");
@@ -27,11 +23,8 @@ pub fn small() -> (String, String) {
 
 /// A document of exactly `lines` lines made of whole corpus documents.
 pub fn large(lines: usize) -> String {
-    let mut sources: Vec<PathBuf> = std::fs::read_dir(shared().join("corpus/real"))
-        .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
-        .unwrap_or_default();
-    sources.retain(|p| p.extension().is_some_and(|e| e == "md"));
-    sources.push(shared().join("seeds/000_2676a4bca076e17a.txt"));
+    let mut sources: Vec<PathBuf> = shared_files("corpus/real", &["md"]);
+    sources.extend(shared_seed_000());
     sources.sort();
     let mut texts: Vec<String> = sources
         .iter()

@@ -1,0 +1,23 @@
+//! End-to-end tests of koas: the real `koas` binary, built by
+//! `koas_test_support::koas_bin` with the reviewer plugins next to it, and
+//! the test plugins of `crates/test-support/plugins`. One module per
+//! former test file; `common` and `review_common` are their helpers.
+//!
+//! ```text
+//! cargo build --workspace && cargo test -p koas-tests
+//! ```
+
+mod common;
+mod review_common;
+
+mod check_cli;
+mod cli_snapshots;
+mod llm_host;
+mod review_cli;
+mod review_crash;
+mod review_engine;
+mod review_replay;
+mod review_snapshots;
+mod runtime;
+mod stage1_pipeline;
+mod stage2_pipeline;

@@ -1,0 +1,177 @@
+//! The two engine options the review commands rely on, tested in-process
+//! with the real reviewer plugins: artifacts the host provides in memory
+//! (`RunOptions::provided`) and outputs whose files the host writes itself
+//! (`RunOptions::host_written`).
+
+use koas_kernel_api::hash::sha256;
+use koas_orchestrator::discovery::{discover, Discovery, SearchOrigin, SearchPath};
+use koas_orchestrator::engine::{self, RunError, RunOptions};
+use koas_orchestrator::pipeline::Pipeline;
+use koas_orchestrator::prepare::prepare;
+use koas_orchestrator::report::Reporter;
+use koas_orchestrator::run_record::{CacheUse, RunRecord};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+const DOC: &str = "# Notes\n\nThe speling is off.\n";
+const CURRENT: &str = "# Notes\n\nAdded first.\n\nThe speling is off.\n";
+
+fn plugins() -> Discovery {
+    let bin = koas_test_support::koas_bin();
+    discover(&[SearchPath {
+        path: bin.parent().expect("folder").to_path_buf(),
+        origin: SearchOrigin::Flag,
+    }])
+}
+
+fn pipeline(dir: &Path) -> Pipeline {
+    std::fs::write(dir.join("doc.md"), DOC).unwrap();
+    std::fs::write(
+        dir.join("ops.json"),
+        r#"[{"action": "replace", "kind": "typo", "target": {"line_start": 5}, "before_text": "speling", "after_text": "spelling"}]"#,
+    )
+    .unwrap();
+    Pipeline {
+        file: dir.join("p.toml"),
+        name: "provided".into(),
+        description: String::new(),
+        kernels: [
+            "md_inventory",
+            "md_structure",
+            "md_protected_regions",
+            "md_apply_ops",
+        ]
+        .map(String::from)
+        .to_vec(),
+        kernel_paths: Vec::new(),
+        workspace: dir.join("ws"),
+        jobs: 2,
+        inputs: [
+            ("doc".to_string(), dir.join("doc.md")),
+            ("ops".to_string(), dir.join("ops.json")),
+        ]
+        .into_iter()
+        .collect(),
+        config: BTreeMap::new(),
+        llm: None,
+    }
+}
+
+fn options(current: &str) -> RunOptions {
+    let mut opts = RunOptions::new(2);
+    opts.provided.insert("review_doc".into(), json!(current));
+    opts.provided.insert(
+        "review_state".into(),
+        json!({"doc_name": "notes.md", "next_id": "RVW-0004", "ledger_ids": ["RVW-0001"],
+               "original_hash": "sha256:00"}),
+    );
+    opts.host_written.insert("edited_doc".into());
+    opts
+}
+
+fn outcome_of(record: &RunRecord) -> Value {
+    let hash = &record
+        .kernels
+        .iter()
+        .find(|k| k.name == "md_apply_ops")
+        .expect("ran")
+        .output_hashes["apply_outcome"];
+    koas_orchestrator::cache::Cache::open(&record.workspace)
+        .get_value(hash)
+        .expect("in the cache")
+}
+
+fn cache_use(record: &RunRecord) -> CacheUse {
+    record
+        .kernels
+        .iter()
+        .find(|k| k.name == "md_apply_ops")
+        .expect("ran")
+        .cache
+}
+
+#[test]
+fn provided_artifacts_reach_kernels_and_key_the_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = pipeline(dir.path());
+    let found = plugins();
+    let prepared = prepare(&p, &found).expect("prepares: provided inputs are optional");
+    let run = |current: &str| {
+        engine::run(&prepared, &options(current), Arc::new(Reporter::quiet()))
+            .expect("runs")
+            .record
+    };
+    let first = run(CURRENT);
+    assert_eq!(cache_use(&first), CacheUse::Miss);
+    let outcome = outcome_of(&first);
+    assert_eq!(outcome["doc_name"], "notes.md", "from review_state");
+    assert_eq!(
+        outcome["batch"]["initial_hash"],
+        sha256(CURRENT),
+        "the ops were applied to the provided document, not to doc.md"
+    );
+    assert_eq!(outcome["batch"]["applied"][0]["op"]["id"], "RVW-0004");
+    let ws = p.workspace.clone();
+    assert!(ws.join("stage3/apply_outcome.json").is_file());
+    assert!(
+        !ws.join("stage3/doc.edited.md").exists(),
+        "a host-written output is not materialized"
+    );
+    // Same provided values: a cache hit, and restoring deleted files skips
+    // the host-written one.
+    std::fs::remove_file(ws.join("stage3/apply_outcome.json")).unwrap();
+    let second = run(CURRENT);
+    assert_eq!(cache_use(&second), CacheUse::Hit);
+    assert!(ws.join("stage3/apply_outcome.json").is_file(), "restored");
+    assert!(!ws.join("stage3/doc.edited.md").exists());
+    let key = |r: &RunRecord| {
+        r.kernels
+            .iter()
+            .find(|k| k.name == "md_apply_ops")
+            .and_then(|k| k.input_hashes.get("review_doc").cloned().flatten())
+    };
+    assert_eq!(key(&first), key(&second));
+    // Another provided document: another key, the kernel runs again.
+    let third = run("# Notes\n\nThe speling is off.\n\nMore.\n");
+    assert_eq!(cache_use(&third), CacheUse::Miss);
+    assert_ne!(key(&third), key(&first));
+    // Without the options, the engine writes the file as declared.
+    let plain = engine::run(&prepared, &RunOptions::new(2), Arc::new(Reporter::quiet()))
+        .expect("runs")
+        .record;
+    assert_eq!(cache_use(&plain), CacheUse::Miss);
+    assert_eq!(
+        std::fs::read_to_string(ws.join("stage3/doc.edited.md")).unwrap(),
+        DOC,
+        "a plain run applies the ops to the original (which has no line 5)"
+    );
+    assert_eq!(
+        outcome_of(&plain)["batch"]["rejected"][0]["rejection"]["class"],
+        "REJECT_RANGE"
+    );
+}
+
+#[test]
+fn a_provided_artifact_may_not_shadow_a_source_or_a_kernel_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = pipeline(dir.path());
+    let found = plugins();
+    let prepared = prepare(&p, &found).expect("prepares");
+    for (name, producer) in [("doc_raw", "kernel `md_inventory`"), ("doc", "[inputs]")] {
+        let mut opts = RunOptions::new(1);
+        opts.provided.insert(name.into(), json!("x"));
+        let err = engine::run(&prepared, &opts, Arc::new(Reporter::quiet())).unwrap_err();
+        assert!(matches!(err, RunError::ProvidedConflict { .. }), "{err}");
+        let text = err.to_string();
+        assert!(
+            text.contains(&format!("`{name}`")) && text.contains(producer),
+            "{text}"
+        );
+    }
+    assert!(
+        !p.workspace.join("stage1").exists(),
+        "refused before any kernel ran"
+    );
+}
