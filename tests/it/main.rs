@@ -21,3 +21,4 @@ mod review_snapshots;
 mod runtime;
 mod stage1_pipeline;
 mod stage2_pipeline;
+mod workspace_rules;

@@ -1,0 +1,265 @@
+//! The shape of the workspace, checked (see `docs/architecture.md`):
+//! crates named after their folders, `kernels/` holding only plugins, and
+//! the dependency rules that keep the runtime generic and the plugins free
+//! of the runtime.
+
+use koas_test_support::repo_root;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// A workspace member as its manifest declares it.
+#[derive(Debug)]
+struct Member {
+    folder: PathBuf,
+    name: String,
+    lib_name: Option<String>,
+    crate_types: Vec<String>,
+    /// Normal dependencies on workspace crates.
+    deps: BTreeSet<String>,
+    /// Dev-dependencies on workspace crates.
+    dev_deps: BTreeSet<String>,
+}
+
+fn manifest(path: &Path) -> toml::Table {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.parse()
+        .unwrap_or_else(|e| panic!("{} is not TOML: {e}", path.display()))
+}
+
+fn koas_deps(table: Option<&toml::Value>) -> BTreeSet<String> {
+    table
+        .and_then(toml::Value::as_table)
+        .map(|t| {
+            t.keys()
+                .filter(|k| k.starts_with("koas"))
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn members() -> Vec<Member> {
+    let root = repo_root();
+    let workspace = manifest(&root.join("Cargo.toml"));
+    let patterns: Vec<String> = workspace["workspace"]["members"]
+        .as_array()
+        .expect("workspace.members")
+        .iter()
+        .filter_map(|m| m.as_str().map(str::to_owned))
+        .collect();
+    let mut folders = Vec::new();
+    for pattern in patterns {
+        match pattern.strip_suffix("/*") {
+            Some(parent) => {
+                let mut found: Vec<PathBuf> = std::fs::read_dir(root.join(parent))
+                    .expect("member folder")
+                    .filter_map(Result::ok)
+                    .map(|e| e.path())
+                    .filter(|p| p.join("Cargo.toml").is_file())
+                    .collect();
+                found.sort();
+                folders.extend(found);
+            }
+            None => folders.push(root.join(pattern)),
+        }
+    }
+    folders
+        .into_iter()
+        .map(|folder| {
+            let m = manifest(&folder.join("Cargo.toml"));
+            let lib = m.get("lib").and_then(toml::Value::as_table);
+            Member {
+                name: m["package"]["name"].as_str().expect("name").to_owned(),
+                lib_name: lib
+                    .and_then(|l| l.get("name"))
+                    .and_then(toml::Value::as_str)
+                    .map(str::to_owned),
+                crate_types: lib
+                    .and_then(|l| l.get("crate-type"))
+                    .and_then(toml::Value::as_array)
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|t| t.as_str().map(str::to_owned))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+                deps: koas_deps(m.get("dependencies")),
+                dev_deps: koas_deps(m.get("dev-dependencies")),
+                folder,
+            }
+        })
+        .collect()
+}
+
+fn folder_name(m: &Member) -> String {
+    m.folder
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+fn in_kernels(m: &Member) -> bool {
+    m.folder
+        .parent()
+        .and_then(Path::file_name)
+        .is_some_and(|p| p == "kernels")
+}
+
+#[test]
+fn crates_are_named_after_their_folders() {
+    let mut wrong = Vec::new();
+    for m in members() {
+        let folder = folder_name(&m);
+        let expected = if in_kernels(&m) {
+            format!("koas-kernel-{}", folder.replace('_', "-"))
+        } else if folder == "koas" {
+            "koas".to_owned()
+        } else {
+            format!("koas-{folder}")
+        };
+        if m.name != expected {
+            wrong.push(format!(
+                "{} is `{}`, expected `{expected}`",
+                m.folder.display(),
+                m.name
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn kernels_holds_only_plugins() {
+    let mut wrong = Vec::new();
+    for m in members().iter().filter(|m| in_kernels(m)) {
+        let expected_lib = format!("koas_kernel_{}", folder_name(m));
+        if !m.crate_types.iter().any(|t| t == "cdylib") {
+            wrong.push(format!("{} is not a cdylib plugin", m.folder.display()));
+        }
+        if m.lib_name.as_deref() != Some(expected_lib.as_str()) {
+            wrong.push(format!(
+                "{}: library `{:?}`, discovery loads `lib{expected_lib}.so`",
+                m.folder.display(),
+                m.lib_name
+            ));
+        }
+        for dep in &m.deps {
+            if !matches!(
+                dep.as_str(),
+                "koas-kernel-api"
+                    | "koas-review-schema"
+                    | "koas-md"
+                    | "koas-md-scan"
+                    | "koas-review"
+            ) {
+                wrong.push(format!(
+                    "plugin {} links `{dep}`: plugins are glue over the reviewer libraries",
+                    m.name
+                ));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// Every crate `name` depends on, directly or not (normal dependencies).
+fn closure(graph: &BTreeMap<String, BTreeSet<String>>, name: &str) -> BTreeSet<String> {
+    let mut seen = BTreeSet::new();
+    let mut stack = vec![name.to_owned()];
+    while let Some(n) = stack.pop() {
+        for d in graph.get(&n).into_iter().flatten() {
+            if seen.insert(d.clone()) {
+                stack.push(d.clone());
+            }
+        }
+    }
+    seen
+}
+
+#[test]
+fn the_runtime_knows_nothing_of_the_reviewer() {
+    let members = members();
+    let graph: BTreeMap<String, BTreeSet<String>> = members
+        .iter()
+        .map(|m| (m.name.clone(), m.deps.clone()))
+        .collect();
+    let reviewer = |d: &String| d.starts_with("koas-md") || d.starts_with("koas-review");
+    let runtime = closure(&graph, "koas-orchestrator");
+    assert_eq!(
+        runtime,
+        ["koas-extract", "koas-kernel-api", "koas-llm"]
+            .map(str::to_owned)
+            .into_iter()
+            .collect(),
+        "the runtime's dependencies"
+    );
+    let orchestrator = members
+        .iter()
+        .find(|m| m.name == "koas-orchestrator")
+        .expect("runtime member");
+    assert!(
+        !orchestrator.dev_deps.iter().any(reviewer),
+        "the runtime's tests use reviewer crates: {:?}",
+        orchestrator.dev_deps
+    );
+    // Reviewer libraries, which plugins link, never pull in the runtime.
+    for lib in [
+        "koas-review-schema",
+        "koas-md",
+        "koas-md-scan",
+        "koas-review",
+    ] {
+        let deps = closure(&graph, lib);
+        assert!(
+            !deps.contains("koas-orchestrator") && !deps.contains("koas-llm"),
+            "{lib} depends on {deps:?}"
+        );
+    }
+    assert!(
+        closure(&graph, "koas-kernel-api").is_empty(),
+        "the kernel API must not depend on other koas crates"
+    );
+    // Only the binary names the reviewer's command family.
+    let users: Vec<&str> = members
+        .iter()
+        .filter(|m| m.deps.contains("koas-reviewer"))
+        .map(|m| m.name.as_str())
+        .collect();
+    assert_eq!(users, ["koas"]);
+}
+
+/// `koas check DOC | head -1`: the reader closes the pipe after one line;
+/// koas must not panic or print an error, and keeps its exit code.
+#[cfg(unix)]
+#[test]
+fn regression_check_into_a_closed_pipe_ends_quietly() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let doc = dir.path().join("leftovers.md");
+    let mut text = String::new();
+    for i in 0..4000 {
+        text.push_str(&format!(
+            "As an AI language model, I hope this helps with item {i}.\n\n"
+        ));
+    }
+    std::fs::write(&doc, text).expect("write");
+    let script = format!(
+        "'{}' check '{}' | head -1 > /dev/null; echo \"${{PIPESTATUS[0]}}\"",
+        koas_test_support::koas_bin().display(),
+        doc.display()
+    );
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(script)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("bash runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(!stderr.contains("error"), "{stderr}");
+    assert!(!stderr.contains("Broken pipe"), "{stderr}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "1",
+        "the findings' exit code is kept"
+    );
+}
