@@ -8,12 +8,13 @@
 //! cargo bench -p koas --bench review_cycle
 //! ```
 //!
-//! The document and the ops are `koas_test_support::bench_document` (seed
-//! 000 when `../shared` is present, else a generated document of the same
-//! size) and `bench_ops`, the workload of the in-memory and on-disk
-//! `apply_revert` bench of koas-review-workspace too. The bench times the
-//! `koas` binary `koas_test_support::koas_bin` builds (in the bench's profile,
-//! with the reviewer plugins next to it).
+//! The document and the ops are `koas_test_support::bench_document` (the
+//! seed document `../shared/seeds/000_*.txt` when the shared corpus is
+//! present, else a generated document of the same size) and `bench_ops`,
+//! the workload of the in-memory and on-disk `apply_revert` bench of
+//! koas-review-workspace too. The bench times the `koas` binary
+//! `koas_test_support::koas_bin` builds (in the bench's profile, with the
+//! reviewer plugins next to it).
 
 use koas_test_support::{bench_document, bench_ops, koas_bin};
 use serde_json::Value;

@@ -25,11 +25,13 @@ pub struct ApplyOptions {
 /// acceptance).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NormalizeOptions {
-    /// Run HASH_RECOMPUTE.
+    /// HASH_RECOMPUTE: fill a missing `before_hash`, or replace a wrong one
+    /// that the op's `before_text` vouches for.
     pub hash_recompute: bool,
-    /// Run NOTE_INJECT.
+    /// NOTE_INJECT: give an op that needs attention (or deletes) a review
+    /// note when it has none.
     pub note_inject: bool,
-    /// Run NOTE_ID_FIX.
+    /// NOTE_ID_FIX: make every review note start `REVIEWER: <own ID> — `.
     pub note_id_fix: bool,
     /// Run the blank-line targeting guard.
     pub blank_line_guard: bool,
@@ -52,7 +54,7 @@ impl Default for NormalizeOptions {
 pub enum GuardOutcome {
     /// Moved the target by `relocated_delta` lines.
     Relocated {
-        /// Signed line offset.
+        /// Lines moved, between -3 and 3; positive is further down.
         relocated_delta: i64,
     },
     /// No match within ±3 lines: the op became `flag_only`.
@@ -72,7 +74,7 @@ pub enum Fix {
     },
     /// A review note was injected.
     NoteInject {
-        /// Its alert type.
+        /// From the severity map (`CAUTION` for a delete).
         alert: Alert,
     },
     /// The note text was made to start with `REVIEWER: <id> — `.
@@ -82,12 +84,12 @@ pub enum Fix {
     },
     /// The blank-line targeting guard fired.
     BlankLineGuard {
-        /// What it did.
+        /// Relocated or downgraded.
         #[serde(flatten)]
         outcome: GuardOutcome,
-        /// Target lines before the guard.
+        /// Target lines before the guard (1-based, inclusive).
         from_lines: (usize, usize),
-        /// Target lines after the guard.
+        /// Target lines after the guard (unchanged when downgraded).
         to_lines: (usize, usize),
     },
 }
@@ -180,7 +182,9 @@ pub struct AppliedOp {
     pub op: EditOp,
     /// Normalization fixes that ran.
     pub fixes: Vec<Fix>,
-    /// Fields that got a §7 default.
+    /// Fields the engine filled in: missing ones (e.g. `kind`,
+    /// `target.line_end`), and `silent` when the op's value contradicted
+    /// the tier.
     pub defaults: Vec<String>,
     /// The change, in the coordinates of the state it was applied to
     /// (`None` for flag_only).
@@ -229,7 +233,7 @@ pub struct RejectedOp {
     pub fixes: Vec<Fix>,
     /// Defaults filled before it was rejected.
     pub defaults: Vec<String>,
-    /// Why.
+    /// Its class and a reason naming the op, its lines and what to do.
     pub rejection: Rejection,
 }
 
@@ -256,7 +260,7 @@ pub enum OpStatus {
     Applied,
     /// flag_only: recorded, nothing changed.
     Flagged,
-    /// Not applied.
+    /// Not applied; the record gives the class and the reason.
     Rejected,
 }
 
@@ -272,7 +276,7 @@ pub struct ApplyLogRecord {
     /// The `id` the op arrived with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source_id: Option<String>,
-    /// Outcome.
+    /// Applied, flagged or rejected.
     pub status: OpStatus,
     /// Action (after the blank-line guard).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -283,7 +287,8 @@ pub struct ApplyLogRecord {
     /// Fixes that ran.
     #[serde(default)]
     pub fixes: Vec<Fix>,
-    /// Fields filled with §7 defaults.
+    /// Fields the engine filled in: missing ones, and `silent` when the
+    /// op's value contradicted the tier.
     #[serde(default)]
     pub defaults_filled: Vec<String>,
     /// Rejection class, for rejected ops.

@@ -46,7 +46,7 @@ impl ChangeId {
         ChangeId(1)
     }
 
-    /// Sequence number.
+    /// The sequence number: 34 for `RVW-0034`.
     pub fn seq(self) -> u32 {
         self.0
     }
@@ -120,7 +120,7 @@ impl<'de> Deserialize<'de> for ChangeId {
 /// The ID of a ledger entry: a change, or the revert of a change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum EntryId {
-    /// `RVW-NNNN`.
+    /// `RVW-NNNN`: an applied change or a flag.
     Change(ChangeId),
     /// `REVERT-RVW-NNNN`: the revert of that change.
     Revert(ChangeId),

@@ -36,7 +36,7 @@ impl Action {
         }
     }
 
-    /// The schema name.
+    /// The name in JSON, e.g. `flag_only`.
     pub fn as_str(self) -> &'static str {
         match self {
             Action::Replace => "replace",
@@ -104,7 +104,7 @@ impl fmt::Display for Alert {
 /// The note shown to a person for a change that needs attention.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReviewNote {
-    /// Alert type.
+    /// The GitHub alert the note is rendered as in the annotated document.
     pub alert: Alert,
     /// Text, starting `REVIEWER: RVW-NNNN — `.
     pub text: String,
@@ -116,10 +116,12 @@ pub struct Target {
     /// Chunk the op was planned in.
     #[serde(default)]
     pub chunk_id: String,
-    /// Section anchor.
+    /// Anchor slug of the target's section; informational, recorded in the
+    /// ledger's scope (empty when unknown).
     #[serde(default)]
     pub anchor: String,
-    /// Node path, e.g. `S2.3.p5`.
+    /// Section ID plus block number, e.g. `S2.3.p5`; informational, like
+    /// `anchor`.
     #[serde(default)]
     pub node_path: String,
     /// First target line, 1-based (0 only for an insert at the very top).
@@ -128,7 +130,7 @@ pub struct Target {
     pub line_end: usize,
 }
 
-/// A typed, normalized edit op (§6).
+/// A typed, normalized edit op: what the engine validates and applies.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EditOp {
     /// Engine-allocated change ID.
@@ -138,7 +140,8 @@ pub struct EditOp {
     pub source_id: Option<String>,
     /// What the op does.
     pub action: Action,
-    /// Where.
+    /// The lines the op applies to, in the document state the batch was
+    /// planned on.
     pub target: Target,
     /// `sha256:` of the target text: the contents of the target lines
     /// joined with `\n`, without a trailing newline.

@@ -8,8 +8,8 @@ use std::str::FromStr;
 /// How serious a finding is. Ordered: `Info < Warning < Error`.
 ///
 /// `koas check --fail-on SEVERITY` fails when a finding is at or above the
-/// given level. For the review pipeline the levels map to the spec's
-/// review-note vocabulary: `info` → `minor`, `warning` → `attention`,
+/// given level. For the review pipeline the levels map to the review-note
+/// severities of edit ops: `info` → `minor`, `warning` → `attention`,
 /// `error` → `critical`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -35,8 +35,8 @@ impl Severity {
         }
     }
 
-    /// The review-note severity of the spec (`minor`, `attention`,
-    /// `critical`) used when a finding becomes a review note.
+    /// The edit-op severity (`minor`, `attention`, `critical`) used when a
+    /// finding becomes a review note.
     pub fn review_severity(self) -> &'static str {
         match self {
             Severity::Info => "minor",
@@ -206,7 +206,8 @@ pub struct Finding {
     pub line_end: u32,
     /// How serious it is.
     pub severity: Severity,
-    /// What is wrong, in words a person understands without the spec.
+    /// What is wrong, in plain words a person can act on without knowing
+    /// the check.
     pub message: String,
     /// The text that shows the problem (trimmed, at most a line or so).
     pub evidence: String,

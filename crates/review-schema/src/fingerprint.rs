@@ -36,13 +36,13 @@ pub struct ChunkFeatures {
 pub struct ChunkFingerprint {
     /// The chunk's ID.
     pub chunk_id: String,
-    /// Its section.
+    /// The section the chunk belongs to (`S0` for the preamble).
     pub section_id: String,
-    /// First line it owns.
+    /// First line it owns (1-based).
     pub line_start: u32,
-    /// Last line it owns.
+    /// Last line it owns (1-based, inclusive).
     pub line_end: u32,
-    /// The features.
+    /// The measured features, written as fields of this object.
     #[serde(flatten)]
     pub features: ChunkFeatures,
     /// `true` when any trigger fired.
@@ -66,8 +66,10 @@ pub struct ChunkFingerprints {
     pub fingerprints: Vec<ChunkFingerprint>,
 }
 
-/// When a chunk `triggers_recipe` (spec §7, "v7.3 Expanded Triggers").
-/// A threshold of 0 turns its trigger off.
+/// When a chunk `triggers_recipe`: it holds content a small model tends to
+/// damage or refuse (tables, math, emoji, code, quotes, security words),
+/// so the LLM planner applies a content recipe (masking) to it before the
+/// call. A threshold of 0 turns its trigger off.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct FingerprintConfig {
@@ -75,15 +77,15 @@ pub struct FingerprintConfig {
     pub table_rows_with_emoji_or_quote: u32,
     /// Trigger when the chunk has both math and a table.
     pub math_with_table: bool,
-    /// Emoji code points that trigger on their own (v7.2: 8, v7.3: 5).
+    /// Emoji code points that trigger on their own.
     pub emoji_min: u32,
     /// Blockquote lines that trigger on their own.
     pub blockquote_min_lines: u32,
-    /// Code fences that trigger on their own (v7.3).
+    /// Code fences that trigger on their own.
     pub code_fence_min: u32,
-    /// Table rows that trigger on their own (v7.3).
+    /// Table rows that trigger on their own.
     pub table_rows_min: u32,
-    /// Math expressions that trigger on their own (v7.3).
+    /// Math expressions that trigger on their own.
     pub math_min: u32,
     /// Security words that make small models refuse or self-censor;
     /// matched whole-word, case-insensitively.

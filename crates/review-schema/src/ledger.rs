@@ -19,13 +19,15 @@ pub struct Actor {
 /// Where in the document's structure a change is.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Scope {
-    /// Section anchor.
+    /// Anchor slug of the section holding the change (the op's, or filled
+    /// in from the section index by `md_apply_ops`; empty when unknown).
     #[serde(default)]
     pub anchor: String,
-    /// Node path.
+    /// Section ID plus block number, e.g. `S2.3.p5` (empty when unknown).
     #[serde(default)]
     pub node_path: String,
-    /// Chunk ID (koas extension).
+    /// The chunk the op was planned in (koas extension; empty when the op
+    /// named none).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub chunk_id: String,
 }
@@ -37,9 +39,9 @@ pub struct ChangeLines {
     /// 1-based first changed line; for a pure insertion, the line the new
     /// lines are inserted before.
     pub at: usize,
-    /// Lines removed.
+    /// Number of lines removed (for a flag: the number of flagged lines).
     pub removed: usize,
-    /// Lines inserted.
+    /// Number of lines inserted (for a flag, equal to `removed`).
     pub added: usize,
 }
 
@@ -54,12 +56,14 @@ pub struct PatchText {
     pub inverse: String,
 }
 
-/// One ledger line: every field of §6 plus koas extensions.
+/// One line of `review/ledger.jsonl`. The fields marked "koas extension"
+/// go beyond the base ledger format; each defaults when absent, so ledgers
+/// written before it was added still read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LedgerEntry {
     /// `RVW-NNNN` or `REVERT-RVW-NNNN`.
     pub id: EntryId,
-    /// Document file name.
+    /// The document's file name, without its directory.
     pub doc: String,
     /// `sha256:` of the document before.
     pub doc_hash_before: String,
@@ -67,19 +71,26 @@ pub struct LedgerEntry {
     pub doc_hash_after: String,
     /// RFC 3339 with microseconds.
     pub timestamp: String,
-    /// Who.
+    /// The tool and the person (or pipeline) that recorded the entry.
     pub actor: Actor,
-    /// Where in the structure.
+    /// The section, node and chunk the op named; a revert copies its
+    /// change's scope.
     pub scope: Scope,
-    /// Change kind.
+    /// Change kind from the op, e.g. `typo` or `terminology` (`style` when
+    /// the op gave none); decides the silent tier.
     pub kind: String,
-    /// Severity.
+    /// A key of the severity → alert map (by default `minor`, `attention`,
+    /// `deletion`, `critical`); chooses the alert type of the inline note.
     pub severity: String,
-    /// Silent tier.
+    /// True when the change gets no inline note: its kind is in the silent
+    /// allowlist and it does not need attention.
     pub silent: bool,
-    /// One-line summary.
+    /// One-line summary for `koas grep`, `koas show` and the report: the
+    /// op's own, else derived from the change; `revert RVW-NNNN: …` for a
+    /// revert.
     pub summary: String,
-    /// Why.
+    /// Why the change was made, as the op gave it; for a revert, the reason
+    /// given to `koas revert` (may be empty).
     pub rationale: String,
     /// Workspace-relative path of the forward patch (`""` for a flag).
     pub patch_forward: String,
@@ -91,13 +102,16 @@ pub struct LedgerEntry {
     pub is_revert: bool,
     /// The reverted change's ID (`""` unless a revert).
     pub reverted_id: String,
-    /// Action (koas extension).
+    /// What the op did (koas extension; a revert repeats its change's
+    /// action).
     #[serde(default)]
     pub action: Action,
-    /// Needs attention (koas extension).
+    /// True when a person should look at the change, which then carries a
+    /// review note (koas extension; always false for a revert).
     #[serde(default)]
     pub needs_attention: bool,
-    /// Position of the change (koas extension).
+    /// Where the change sits in the state it was applied to (koas
+    /// extension).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub change: Option<ChangeLines>,
     /// `sha256:` of the removed lines (koas extension).
@@ -109,7 +123,8 @@ pub struct LedgerEntry {
     /// The `id` the op arrived with (koas extension, never trusted).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source_id: Option<String>,
-    /// Normalization fixes that ran (koas extension).
+    /// Names of the normalization fixes that ran on the op, e.g.
+    /// `HASH_RECOMPUTE` (koas extension).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fixes: Vec<String>,
     /// The run that wrote the entry (koas extension).

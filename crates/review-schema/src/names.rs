@@ -76,8 +76,8 @@ pub const REVIEW_STATE: &str = "review_state";
 /// Host: [`crate::review::ReportContext`].
 pub const REVIEW_META: &str = "review_meta";
 
-/// Every name above, for checks that a spec or a pipeline names a known
-/// artifact.
+/// Every name above, for checks that a kernel spec or a pipeline names a
+/// known artifact.
 pub const ALL: &[&str] = &[
     DOC,
     OPS,

@@ -9,14 +9,14 @@ use crate::review::ViewSource;
 /// A note placed in the annotated document.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PlacedNote {
-    /// The change.
+    /// The change the note is about; the note text starts with it.
     pub id: ChangeId,
     /// The alert type used.
     pub alert: Alert,
     /// The block is inserted after this 1-based line of the edited
     /// document (0: at the top).
     pub after_line: usize,
-    /// The note text.
+    /// The note text, `REVIEWER: RVW-NNNN — …`.
     pub text: String,
 }
 

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 pub struct RenumberOp {
     /// `figure`, `table` or `equation`.
     pub target: String,
-    /// The caption's line.
+    /// 1-based line of the caption.
     pub line: u32,
     /// The label as written, e.g. `Figure 3`.
     pub from: String,

@@ -1,4 +1,6 @@
-//! The rejection taxonomy of `md_apply_ops` (§4 Stage 3, §7 v7.3.2).
+//! The rejection taxonomy of `md_apply_ops`: every op that is not applied
+//! gets exactly one class, so the apply log and acceptance statistics can
+//! be grouped by cause.
 
 use std::fmt;
 
@@ -42,7 +44,7 @@ impl RejectClass {
         RejectClass::Other,
     ];
 
-    /// `REJECT_HASH`, ...
+    /// The name in the apply log and in messages, e.g. `REJECT_HASH`.
     pub fn as_str(self) -> &'static str {
         match self {
             RejectClass::Hash => "REJECT_HASH",
@@ -65,7 +67,7 @@ impl fmt::Display for RejectClass {
 /// A rejection: its class and a reason a person can act on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Rejection {
-    /// Class.
+    /// The cause, recorded as `reject` in the apply log.
     pub class: RejectClass,
     /// Full sentence, naming the op, its lines and what to do.
     pub reason: String,

@@ -11,7 +11,8 @@ use crate::ledger::LedgerEntry;
 pub struct PlannedRevert {
     /// The reverted change.
     pub reverted: ChangeId,
-    /// Its ledger entry.
+    /// The reverted change's ledger entry; the revert entry copies its
+    /// scope, kind and severity.
     pub original: LedgerEntry,
     /// The change the revert makes, in the state it is applied to.
     pub change: LineChange,

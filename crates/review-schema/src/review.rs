@@ -17,7 +17,8 @@ pub struct ReviewState {
     /// The first change ID the batch allocates (after every ID the
     /// workspace ever used: ledger, patch files, apply log, torn tails).
     pub next_id: ChangeId,
-    /// Change IDs in the ledger.
+    /// Change IDs already in the ledger; an op given one of them is
+    /// rejected (`REJECT_LEDGER`).
     pub ledger_ids: BTreeSet<ChangeId>,
     /// `sha256:` of the original document.
     pub original_hash: String,

@@ -1,8 +1,9 @@
 //! Benchmark: apply 1,000 ops to a ~1,600-line document, then revert them
 //! all. The document and the ops are `koas_test_support::bench_document`
-//! (seed 000 when `../shared` is present, else a generated document of the
-//! same size) and `bench_ops`, the workload of the whole-process
-//! `review_cycle` bench too. Target: under 1 s for the whole cycle.
+//! (the seed document `../shared/seeds/000_*.txt` when the shared corpus is
+//! present, else a generated document of the same size) and `bench_ops`,
+//! the workload of the whole-process `review_cycle` bench too. Target:
+//! under 1 s for the whole cycle.
 //!
 //! - `in_memory`: the engine alone (normalize, validate, apply, patches,
 //!   ledger entries, bulk revert with conflict checks) — what a kernel does.

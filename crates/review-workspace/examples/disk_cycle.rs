@@ -1,6 +1,7 @@
 //! Times one cold review + revert cycle through the on-disk workspace:
-//! 1,000 whole-line replaces on a document (seed 000 by default), then
-//! a bulk revert of all of them, checking the original comes back.
+//! 1,000 whole-line replaces on a document (by default the shared corpus's
+//! first seed document, `../shared/seeds/000_*.txt`), then a bulk revert
+//! of all of them, checking the original comes back.
 //!
 //! ```text
 //! cargo run --release -p koas-review-workspace --example disk_cycle [DOC] [WORKSPACE_PARENT]

@@ -38,30 +38,26 @@ pub struct TornTail {
     pub reason: String,
 }
 
-/// Ledger failures.
+/// Why the ledger cannot be read or appended to.
 #[derive(Debug, Error)]
 pub enum LedgerError {
-    /// I/O.
     #[error(transparent)]
     Io(#[from] FsError),
     /// A line before the last does not parse.
     #[error("ledger {path} is corrupt at line {line} (byte {offset}): {reason}; it was not written by koas or was edited by hand — restore it from a backup")]
     Corrupt {
-        /// The ledger.
         path: PathBuf,
         /// 1-based line.
         line: usize,
         /// Byte offset of the line.
         offset: u64,
-        /// Parse error.
+        /// The UTF-8 or JSON error.
         reason: String,
     },
     /// Two entries share an ID.
     #[error("ledger {path} has two entries with ID {id} (second at line {line}); the ledger is inconsistent")]
     DuplicateId {
-        /// The ledger.
         path: PathBuf,
-        /// The ID.
         id: EntryId,
         /// 1-based line of the second one.
         line: usize,
@@ -69,7 +65,6 @@ pub enum LedgerError {
     /// Appending while a torn tail is present.
     #[error("ledger {path} ends with a torn line at byte {offset} (a crash interrupted a write); nothing was appended — run the ledger repair, which moves the torn bytes to a side file")]
     TornTail {
-        /// The ledger.
         path: PathBuf,
         /// Offset of the torn line.
         offset: u64,
@@ -77,19 +72,17 @@ pub enum LedgerError {
     /// The file changed since it was read.
     #[error("ledger {path} changed on disk since it was read ({expected} bytes expected, {found} found); another process wrote to it — re-run the command")]
     ChangedOnDisk {
-        /// The ledger.
         path: PathBuf,
-        /// Length when read.
+        /// File length in bytes when it was read.
         expected: u64,
-        /// Length now.
+        /// File length in bytes now.
         found: u64,
     },
     /// An entry cannot be serialized (should not happen).
     #[error("cannot serialize ledger entry {id}: {reason}")]
     Serialize {
-        /// The entry ID.
         id: EntryId,
-        /// Why.
+        /// The serde_json error.
         reason: String,
     },
 }
@@ -186,12 +179,11 @@ impl Ledger {
         })
     }
 
-    /// The ledger path.
     pub fn path(&self) -> &Path {
         &self.path
     }
 
-    /// Entries, in order.
+    /// The parsed entries, in file order (a torn tail excluded).
     pub fn entries(&self) -> &[LedgerEntry] {
         &self.entries
     }

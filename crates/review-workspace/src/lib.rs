@@ -1,4 +1,4 @@
-//! The on-disk review workspace (§13) and its crash-safe runs.
+//! The on-disk review workspace and its crash-safe runs.
 //!
 //! ```text
 //! .review/<stem>_<hash12>/
@@ -73,42 +73,42 @@ mod verify;
 
 pub use prepared::{BeginRequest, CommitContext, PreparedRun, RunKind};
 
-/// Workspace-relative paths.
+/// Workspace-relative paths of the files in the layout above.
 pub mod paths {
-    /// Workspace description.
+    /// Document name, original hash and creation time
+    /// ([`WorkspaceMeta`](crate::WorkspaceMeta)).
     pub const META: &str = "workspace.json";
     /// Immutable snapshot of the input.
     pub const RAW_DOC: &str = "stage1/doc.raw.md";
-    /// Current edited document.
+    /// The current edited document: the original plus every recorded
+    /// change; ops address it.
     pub const EDITED_DOC: &str = "stage3/doc.edited.md";
-    /// Annotated document.
+    /// The edited document with an alert note after each change that needs
+    /// attention; rebuilt by every run.
     pub const REVIEWED_DOC: &str = "stage3/doc.REVIEWED.md";
-    /// Apply log.
+    /// Append-only: one record per op per review run, rejections included.
     pub const APPLY_LOG: &str = "stage3/apply_log.jsonl";
     /// Protected regions of the last run.
     pub const PROTECTED: &str = "stage3/protected_regions.json";
-    /// Ledger.
+    /// The append-only ledger, the write-ahead log of every run.
     pub const LEDGER: &str = "review/ledger.jsonl";
 }
 
-/// Workspace failures.
+/// Why a workspace operation failed; each message says what to do.
 #[derive(Debug, Error)]
 pub enum WorkspaceError {
-    /// File system.
     #[error(transparent)]
     Fs(#[from] FsError),
     /// Lock held or unreadable.
     #[error(transparent)]
     Lock(#[from] LockError),
-    /// Ledger problem.
     #[error(transparent)]
     Ledger(#[from] LedgerError),
     /// The ledger ends with a torn line.
     #[error("the ledger {path} ends with a torn line at byte {} ({}); no change was made. Run the ledger repair (it moves the torn bytes to a side file), then retry", torn.offset, torn.reason)]
     TornLedger {
-        /// Ledger path.
         path: PathBuf,
-        /// The torn tail.
+        /// Where the torn line starts, its bytes, and why it is torn.
         torn: Box<TornTail>,
     },
     /// No workspace here.
@@ -117,13 +117,12 @@ pub enum WorkspaceError {
     /// The document given is neither the original nor the current version.
     #[error("{doc} (hash {found}) is neither the original ({original}) nor the current edited version ({current}) of this workspace; use another workspace (-w) or the matching document")]
     DocumentMismatch {
-        /// Document name.
         doc: String,
-        /// Its hash.
+        /// `sha256:` of the document given.
         found: String,
-        /// Original hash.
+        /// `sha256:` of the workspace's original.
         original: String,
-        /// Current hash.
+        /// `sha256:` of the workspace's current edited document.
         current: String,
     },
     /// The edited document matches no state in the ledger.
@@ -131,15 +130,13 @@ pub enum WorkspaceError {
     Diverged {
         /// The edited document.
         path: PathBuf,
-        /// Its hash.
         hash: String,
     },
     /// Rolling forward failed.
     #[error("cannot bring the document up to date with ledger entry {id}: {reason}")]
     RollForward {
-        /// The entry.
+        /// The ledger entry whose forward patch did not apply.
         id: EntryId,
-        /// Why.
         reason: String,
     },
     /// A file is not UTF-8.
@@ -148,9 +145,8 @@ pub enum WorkspaceError {
     /// A JSON file cannot be read.
     #[error("cannot read {path}: {reason}")]
     Json {
-        /// The file.
         path: PathBuf,
-        /// Why.
+        /// The JSON parse error.
         reason: String,
     },
     /// Change ID allocation failed.
@@ -176,7 +172,7 @@ pub struct WorkspaceMeta {
     pub doc_name: String,
     /// `sha256:` of the original document.
     pub original_hash: String,
-    /// Creation time.
+    /// When the workspace was created (RFC 3339, from the run's clock).
     pub created_at: String,
 }
 
@@ -186,7 +182,6 @@ pub struct WorkspaceMeta {
 pub struct SavedRegions {
     /// Ledger length the regions refer to.
     pub ledger_len: usize,
-    /// The regions.
     pub regions: ProtectedSpans,
 }
 
@@ -208,13 +203,14 @@ pub struct ReviewRequest<'a> {
     pub ops: &'a [Value],
     /// Protected regions of `document`.
     pub protected: &'a ProtectedSpans,
-    /// Options.
+    /// Strict mode, normalization steps and review policy.
     pub options: &'a ApplyOptions,
     /// Who runs it.
     pub actor: &'a Actor,
     /// Command line, for the lock.
     pub command: &'a str,
-    /// Timestamps.
+    /// Timestamps of the ledger entries, the lock and the run ID (a fixed
+    /// clock in tests).
     pub clock: &'a dyn Clock,
     /// `--in-place`: replace this file with the edited document at the end.
     pub in_place: Option<&'a Path>,
@@ -223,7 +219,8 @@ pub struct ReviewRequest<'a> {
 /// A review run's result.
 #[derive(Debug)]
 pub struct ReviewOutcome {
-    /// Run ID.
+    /// `run-<timestamp>-<pid>`, also the `run_id` of its ledger entries and
+    /// apply log records.
     pub run_id: String,
     /// The batch result (applied and rejected ops).
     pub batch: BatchOutcome,
@@ -235,7 +232,8 @@ pub struct ReviewOutcome {
     pub recovery: Option<Recovery>,
     /// A stale lock this run took over.
     pub took_over: Option<LockHolder>,
-    /// The annotated document.
+    /// The annotated document written to `stage3/doc.REVIEWED.md`, and
+    /// where its notes went.
     pub annotated: Annotated,
 }
 
@@ -264,22 +262,23 @@ pub struct RevertRunRequest<'a> {
     pub ids: &'a [ChangeId],
     /// Why (stored as the revert entries' rationale).
     pub rationale: &'a str,
-    /// Who.
+    /// The tool and the person recorded in the revert entries.
     pub actor: &'a Actor,
     /// Command line, for the lock.
     pub command: &'a str,
-    /// Timestamps.
+    /// Timestamps of the revert entries, the lock and the run ID.
     pub clock: &'a dyn Clock,
     /// Review policy (alert map for the re-annotated document).
     pub options: &'a ApplyOptions,
-    /// `--in-place` target.
+    /// `--in-place`: replace this file with the reverted document at the
+    /// end.
     pub in_place: Option<&'a Path>,
 }
 
 /// A revert run's result.
 #[derive(Debug)]
 pub struct RevertRunOutcome {
-    /// Run ID.
+    /// `revert-<timestamp>-<pid>`, also the `run_id` of its entries.
     pub run_id: String,
     /// Revert entries written, in order.
     pub entries: Vec<LedgerEntry>,
@@ -303,9 +302,8 @@ impl RevertRunOutcome {
 /// `koas status` data.
 #[derive(Debug, Clone, Serialize)]
 pub struct WorkspaceStatus {
-    /// Workspace directory.
     pub workspace: PathBuf,
-    /// Document name.
+    /// The document's file name; `None` before the first review.
     pub doc_name: Option<String>,
     /// Stages with outputs present (`stage1`, `stage2`, `stage3`).
     pub stages_completed: Vec<String>,
@@ -313,9 +311,8 @@ pub struct WorkspaceStatus {
     pub original_hash: Option<String>,
     /// `sha256:` of the current edited document.
     pub current_hash: Option<String>,
-    /// Ledger counts.
     pub counts: Counts,
-    /// Ledger entries.
+    /// Number of ledger entries, flags and reverts included.
     pub ledger_entries: usize,
     /// Torn ledger tail, if any.
     pub torn_tail: Option<TornTail>,
@@ -428,7 +425,6 @@ impl Workspace {
         Workspace { root: root.into() }
     }
 
-    /// Its directory.
     pub fn root(&self) -> &Path {
         &self.root
     }
@@ -438,7 +434,7 @@ impl Workspace {
         self.root.join(relative)
     }
 
-    /// The patch directory.
+    /// The patch directory, `<root>/review/patches`.
     pub fn patches_dir(&self) -> PathBuf {
         self.root.join(PATCH_DIR)
     }
@@ -850,7 +846,8 @@ impl Workspace {
         Ok(main)
     }
 
-    /// Read-only status.
+    /// What `koas status` shows. Writes nothing and takes no lock: a
+    /// pending roll-forward or a torn tail is reported, not repaired.
     pub fn status(&self) -> Result<WorkspaceStatus, WorkspaceError> {
         let meta = self.meta()?;
         let ledger = self.ledger()?;

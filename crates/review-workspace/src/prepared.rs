@@ -42,9 +42,9 @@ use super::{
 /// What a run is for (its run ID prefix).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RunKind {
-    /// Applying ops.
+    /// Applying ops (run IDs `run-…`).
     Review,
-    /// Reverting changes.
+    /// Reverting changes (run IDs `revert-…`).
     Revert,
 }
 
@@ -71,7 +71,7 @@ pub struct BeginRequest<'a> {
     pub kind: RunKind,
     /// Command line, recorded in the lock.
     pub command: &'a str,
-    /// Timestamps.
+    /// Timestamps of the lock, the workspace creation and the run ID.
     pub clock: &'a dyn Clock,
 }
 
@@ -100,8 +100,11 @@ pub struct PreparedRun<'w> {
 }
 
 impl Workspace {
-    /// Starts a run: lock, checks, recovery. See the [module
-    /// docs](self::prepared).
+    /// Starts a run: takes the lock, creates the workspace on a first run,
+    /// refuses a torn ledger or a document that is neither the original
+    /// nor the current version, rebuilds lost patch files, and rolls the
+    /// document forward if a crash left it behind its ledger. The lock is
+    /// held until the returned [`PreparedRun`] is dropped.
     pub fn begin(&self, request: BeginRequest<'_>) -> Result<PreparedRun<'_>, WorkspaceError> {
         let lock = self.lock(request.command, request.clock)?;
         match request.document {
@@ -152,12 +155,11 @@ impl Workspace {
 }
 
 impl<'w> PreparedRun<'w> {
-    /// The workspace.
     pub fn workspace(&self) -> &'w Workspace {
         self.workspace
     }
 
-    /// `workspace.json`.
+    /// The contents of `workspace.json`.
     pub fn meta(&self) -> &WorkspaceMeta {
         &self.meta
     }

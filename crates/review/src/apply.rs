@@ -1,8 +1,8 @@
 //! Applying a batch of ops planned against one document state.
 //!
 //! Ops are processed in the order given and receive sequential IDs from
-//! the engine. Each op is built from JSON (§7 defaults), range-checked,
-//! normalized (§7 fixes + blank-line guard), validated (§6 invariants) and
+//! the engine. Each op is built from JSON (missing fields defaulted),
+//! range-checked, normalized (fixes + blank-line guard), validated and
 //! checked for overlap with the ops already accepted in the batch, all in
 //! the coordinates of the planned document. Accepted ops are then applied
 //! one after the other; each op's line numbers are shifted by what the
@@ -10,7 +10,8 @@
 //! was planned. Each applied op yields its forward and inverse patch
 //! against the exact state it was applied to.
 //!
-//! Nothing here touches the disk: see [`crate::workspace`] for that.
+//! Nothing here touches the disk: the `koas-review-workspace` crate does
+//! that.
 
 use koas_review_schema::apply::{AppliedOp, ApplyOptions, BatchOutcome, RejectedOp};
 use std::collections::BTreeSet;
@@ -44,7 +45,7 @@ pub struct BatchInput<'a> {
     pub ledger_ids: &'a BTreeSet<ChangeId>,
     /// The first ID to allocate.
     pub first_id: ChangeId,
-    /// Options.
+    /// Strict mode, which normalization steps run, and the review policy.
     pub options: &'a ApplyOptions,
 }
 

@@ -127,7 +127,8 @@ pub fn preview_entries(outcome: &ApplyOutcome, actor: &Actor) -> Vec<LedgerEntry
 pub struct ReviewView {
     /// Where they come from.
     pub source: ViewSource,
-    /// The document.
+    /// The text of that document: the workspace's current one, the
+    /// preview's result, or the original.
     pub text: String,
     /// Its ledger entries, in order.
     pub entries: Vec<LedgerEntry>,

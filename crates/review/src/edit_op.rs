@@ -1,10 +1,11 @@
-//! The §6 EditOp schema, the review policy (silent tier, severity → alert),
-//! and building a typed op from untrusted JSON with the §7 defaults.
+//! Building a typed [`EditOp`] from untrusted JSON, under the review policy
+//! (silent tier, severity → alert).
 //!
 //! Ops come from outside (an ops file, a person, an LLM planner): nothing in
 //! them is trusted. Their `id` is replaced by an engine-allocated
 //! [`ChangeId`] (the original is kept as `source_id`), missing fields get
-//! the §7 defaults, and every default that was filled is reported.
+//! their defaults, and every default that was filled is reported, so the
+//! apply log shows what the engine assumed.
 
 use koas_review_schema::edit_op::{Action, Alert, EditOp, ReviewNote, ReviewPolicy, Target};
 
@@ -34,7 +35,7 @@ fn problem(class: RejectClass, reason: impl Into<String>) -> SchemaProblem {
 /// Reading an ops file failed as a whole.
 #[derive(Debug, Error)]
 pub enum OpsFileError {
-    /// Not JSON.
+    /// The file does not parse as JSON.
     #[error("the ops file is not valid JSON: {0}")]
     Json(#[from] serde_json::Error),
     /// JSON, but not a list of ops.
@@ -114,12 +115,14 @@ fn opt_line(
 pub struct BuiltOp {
     /// The typed op.
     pub op: EditOp,
-    /// Names of the fields that got a §7 default.
+    /// Names of the fields the engine filled in: missing ones (e.g. `kind`,
+    /// `target.line_end`), and `silent` when the op's value contradicted
+    /// the tier.
     pub defaults: Vec<String>,
 }
 
 /// Builds a typed op from untrusted JSON, giving it the engine-allocated
-/// `id` and filling the §7 defaults: `kind: "style"`, `severity: "minor"`
+/// `id` and filling the defaults: `kind: "style"`, `severity: "minor"`
 /// (`"deletion"` for a delete), `needs_attention` from the silent tier
 /// (always true for a delete), `silent` from the tier policy,
 /// `line_end = line_start`. `before_text`/`before_hash` are left for

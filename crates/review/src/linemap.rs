@@ -19,9 +19,9 @@ use koas_review_schema::change_id::EntryId;
 pub struct LineEdit {
     /// 0-based index of the first replaced line, or of the insertion point.
     pub start: usize,
-    /// Lines removed.
+    /// Number of lines removed (0 for a pure insertion).
     pub old_len: usize,
-    /// Lines inserted.
+    /// Number of lines inserted (0 for a pure deletion).
     pub new_len: usize,
 }
 
@@ -47,7 +47,7 @@ pub struct Region {
 }
 
 impl Region {
-    /// Exclusive end.
+    /// `start + len`: the 0-based index just past the region.
     pub fn end(self) -> usize {
         self.start + self.len
     }

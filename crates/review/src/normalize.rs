@@ -1,5 +1,7 @@
-//! Pre-validation normalization (§4 Stage 3, §7 "v7.3.2 Acceptance Fixes")
-//! and the blank-line targeting guard (§7 "Blank-Line Targeting Guard").
+//! Pre-validation normalization and the blank-line targeting guard: the
+//! fixes that let an op a model got slightly wrong (a hash of masked text,
+//! a missing or misnamed note, a target one line off onto a blank line)
+//! still apply, instead of being rejected for a detail.
 //!
 //! Each fix that runs is returned as a [`Fix`] so the apply log can say
 //! exactly what the engine changed in an op before validating it:
@@ -39,7 +41,7 @@ pub enum TextMatch {
     Part {
         /// Byte offset in the target text.
         offset: usize,
-        /// Byte length.
+        /// Byte length of `before_text` (after newline normalization).
         len: usize,
     },
     /// `before_text` occurs several times: ambiguous.
@@ -104,7 +106,8 @@ pub fn target_text_of(op: &EditOp, doc: &LineBuf) -> Option<String> {
     doc.target_text(op.target.line_start, op.target.line_end)
 }
 
-/// Runs HASH_RECOMPUTE.
+/// Runs HASH_RECOMPUTE: fills a missing `before_hash`, or replaces a wrong
+/// one when `before_text` matches the target. `None` when nothing changed.
 pub fn hash_recompute(op: &mut EditOp, doc: &LineBuf) -> Option<Fix> {
     let target = target_text_of(op, doc)?;
     let actual = sha256(&target);
@@ -138,7 +141,8 @@ fn note_summary(op: &EditOp) -> String {
     }
 }
 
-/// Runs NOTE_INJECT.
+/// Runs NOTE_INJECT: gives an op that needs attention, or deletes, a
+/// review note when it has none. `None` when nothing changed.
 pub fn note_inject(op: &mut EditOp, policy: &ReviewPolicy) -> Option<Fix> {
     let wants_note = op.needs_attention || op.action == Action::Delete;
     if !wants_note || op.review_note.is_some() {
@@ -169,7 +173,8 @@ pub fn note_names_id(text: &str, op: &EditOp) -> bool {
         .is_some_and(|rest| !rest.starts_with(|c: char| c.is_ascii_digit()))
 }
 
-/// Runs NOTE_ID_FIX.
+/// Runs NOTE_ID_FIX: makes the op's review note start `REVIEWER: <its
+/// own ID> — `. `None` when there is no note or it already does.
 pub fn note_id_fix(op: &mut EditOp) -> Option<Fix> {
     let prefix = note_prefix(op);
     let note = op.review_note.as_mut()?;
@@ -219,7 +224,9 @@ fn fuzzy_matches(line: &str, wanted: &str) -> bool {
             && (a.starts_with(&b) || b.starts_with(&a)))
 }
 
-/// Runs the blank-line targeting guard.
+/// Runs the blank-line targeting guard: relocates a replace aimed at
+/// blank lines to the nearby lines its `before_text` describes, or
+/// downgrades it to `flag_only`. `None` when the guard does not apply.
 pub fn blank_line_guard(op: &mut EditOp, doc: &LineBuf) -> Option<Fix> {
     if op.action != Action::Replace {
         return None;

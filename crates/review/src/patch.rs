@@ -178,13 +178,14 @@ pub enum HunkLine {
 pub struct Hunk {
     /// Old range start as written in the header.
     pub old_start: usize,
-    /// Old range length.
+    /// Old-side line count (context and removed lines).
     pub old_count: usize,
     /// New range start as written in the header.
     pub new_start: usize,
-    /// New range length.
+    /// New-side line count (context and added lines).
     pub new_count: usize,
-    /// Body lines.
+    /// The lines after the `@@` header: context, removed and added lines,
+    /// in order.
     pub lines: Vec<HunkLine>,
 }
 

@@ -51,9 +51,9 @@ fn byte_of_column(line: &str, column: usize) -> usize {
 /// A protected region an op touches, for messages.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Touched<'a> {
-    /// A block.
+    /// A block of whole lines (code fence, table, math…).
     Block(&'a ProtectedSpan),
-    /// An inline span.
+    /// A span inside a line (inline code, inline math, autolink…).
     Inline(&'a InlineSpan),
 }
 

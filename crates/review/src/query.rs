@@ -9,7 +9,7 @@ use koas_review_schema::change_id::EntryId;
 use koas_review_schema::edit_op::Action;
 use koas_review_schema::ledger::LedgerEntry;
 
-/// Tallies over a ledger (§4 report counts, `koas status`).
+/// Tallies over a ledger, for the report's counts and `koas status`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Counts {
     /// Changes that modified the document (flags and reverts excluded).
@@ -22,7 +22,7 @@ pub struct Counts {
     pub silent: usize,
     /// Flags (flag_only entries).
     pub flags: usize,
-    /// Revert entries.
+    /// Revert entries (`REVERT-RVW-NNNN`).
     pub reverts: usize,
     /// Changes not reverted.
     pub active_changes: usize,
@@ -52,14 +52,14 @@ pub fn count(entries: &[LedgerEntry]) -> Counts {
     counts
 }
 
-/// The `grep` filters of §9.
+/// The filters of `koas grep`; a `None` filter lets every entry through.
 #[derive(Debug, Clone, Default)]
 pub struct GrepFilter {
     /// Regex matched against the ID, the summary and the rationale.
     pub pattern: Option<Regex>,
-    /// Exact kind.
+    /// Only entries of this kind (compared ignoring ASCII case).
     pub kind: Option<String>,
-    /// Exact severity.
+    /// Only entries of this severity (compared ignoring ASCII case).
     pub severity: Option<String>,
     /// Silent (true) or not (false).
     pub silent: Option<bool>,

@@ -29,13 +29,13 @@ pub fn patch_paths(id: EntryId) -> (String, String) {
 /// What every entry of one run shares.
 #[derive(Clone, Copy)]
 pub struct RunContext<'a> {
-    /// Document file name.
+    /// Document file name, written as each entry's `doc`.
     pub doc_name: &'a str,
-    /// Who.
+    /// The tool and the person recorded as each entry's `actor`.
     pub actor: &'a Actor,
-    /// Run ID.
+    /// The run's ID, written as each entry's `run_id`.
     pub run_id: &'a str,
-    /// Timestamps.
+    /// Gives each entry its `timestamp` (a fixed clock in tests).
     pub clock: &'a dyn Clock,
 }
 

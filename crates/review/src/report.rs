@@ -24,7 +24,7 @@ use koas_review_schema::stage1::SectionEntry;
 /// Everything the report shows.
 #[derive(Debug, Clone, Copy)]
 pub struct ReportInput<'a> {
-    /// Metadata.
+    /// Run metadata shown at the top: date, versions, document hashes.
     pub meta: &'a ReportMeta,
     /// Ledger entries, in order.
     pub entries: &'a [LedgerEntry],

@@ -1,4 +1,4 @@
-//! Selective revert (§8), pure: plan single or bulk reverts against the
+//! Selective revert, pure: plan single or bulk reverts against the
 //! current document and the ledger.
 //!
 //! - Bulk reverts run in reverse chronological order (latest ledger entry
@@ -46,11 +46,11 @@ pub enum RevertError {
     /// Already reverted.
     #[error("{id} was already reverted by {by} at {at}; a change can only be reverted once")]
     AlreadyReverted {
-        /// The change.
+        /// The change asked for.
         id: ChangeId,
-        /// The revert entry.
+        /// The `REVERT-RVW-NNNN` entry that reverted it.
         by: EntryId,
-        /// When.
+        /// That entry's timestamp.
         at: String,
     },
     /// Named twice in one request.
@@ -62,21 +62,21 @@ pub enum RevertError {
     /// The patch file cannot be read.
     #[error("cannot read the inverse patch of {id} ({path}): {reason}")]
     PatchUnreadable {
-        /// The change.
+        /// The change whose inverse patch was needed.
         id: ChangeId,
-        /// Its path.
+        /// Workspace-relative path of the inverse patch.
         path: String,
-        /// Why.
+        /// The read error, as text.
         reason: String,
     },
     /// The patch file does not describe the recorded change.
     #[error("the inverse patch of {id} ({path}) does not match the ledger: {reason}; the workspace was altered — restore the patch file")]
     PatchInvalid {
-        /// The change.
+        /// The change whose inverse patch was needed.
         id: ChangeId,
-        /// Its path.
+        /// Workspace-relative path of the inverse patch.
         path: String,
-        /// Why.
+        /// What does not match: a parse error, or the lines that differ.
         reason: String,
     },
     /// A later change touched the same lines.
@@ -84,21 +84,21 @@ pub enum RevertError {
         "{id} cannot be reverted: {later} changed the same lines afterwards; revert {later} first"
     )]
     Conflict {
-        /// The change.
+        /// The change asked for.
         id: ChangeId,
-        /// The later entry.
+        /// The later entry that changed those lines; revert it first.
         later: EntryId,
     },
     /// The lines would come back after a last line that has no newline.
     #[error("{id} cannot be reverted yet: its lines would follow the document's last line, which a later change left without a newline; revert that later change first")]
     AfterUnterminatedEnd {
-        /// The change.
+        /// The change asked for.
         id: ChangeId,
     },
     /// The document no longer holds what the change produced.
     #[error("{id} cannot be reverted: line {line} of the current document does not hold what {id} wrote there (the document was modified outside koas); nothing was changed")]
     ContentMismatch {
-        /// The change.
+        /// The change asked for.
         id: ChangeId,
         /// 1-based line in the current document.
         line: usize,

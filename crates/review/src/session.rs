@@ -1,7 +1,7 @@
 //! An in-memory review session: a document, its ledger entries and its
 //! patch files, kept in memory. It runs the same steps as the on-disk
-//! [`crate::workspace`] without touching the disk, which suits kernels
-//! (pure by design) and tests.
+//! workspace of `koas-review-workspace` without touching the disk, which
+//! suits kernels (pure by design) and tests.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -21,9 +21,9 @@ use koas_review_schema::stage1::ProtectedSpans;
 /// A document with its ledger and patches, in memory.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MemorySession {
-    /// Document file name.
+    /// Document file name, used in patch headers and ledger entries.
     pub doc_name: String,
-    /// The current document.
+    /// The current document: the original after every entry.
     pub text: String,
     /// Ledger entries, in order.
     pub entries: Vec<LedgerEntry>,

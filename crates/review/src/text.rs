@@ -144,7 +144,7 @@ impl LineBuf {
         self.lines.splice(start..end, new_lines).collect()
     }
 
-    /// The document bytes.
+    /// The document, byte for byte: the lines concatenated.
     pub fn to_text(&self) -> String {
         self.lines.concat()
     }

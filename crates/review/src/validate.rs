@@ -1,5 +1,6 @@
-//! The 6 invariants of §6, checked on a normalized op, mapped to the
-//! rejection taxonomy with reasons a person can act on.
+//! The invariants an op must hold before it is applied, checked on a
+//! normalized op, each failure mapped to a rejection class with a reason a
+//! person can act on.
 //!
 //! | # | invariant | class |
 //! |---|-----------|-------|

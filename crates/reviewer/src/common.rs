@@ -53,11 +53,11 @@ pub struct WorkspaceArgs {
 pub struct ReviewTarget {
     /// The document as given.
     pub doc_path: PathBuf,
-    /// Its text.
+    /// Its text (UTF-8).
     pub text: String,
     /// Its file name (patch headers, ledger `doc`, report name).
     pub doc_name: String,
-    /// The workspace.
+    /// Its workspace, which may not exist yet.
     pub workspace: Workspace,
 }
 
@@ -146,8 +146,6 @@ pub fn command_line() -> String {
     std::env::args().collect::<Vec<_>>().join(" ")
 }
 
-/// With `--json`, an error is also printed as `{"status": "error", …}` on
-/// stdout so that scripts always get JSON.
 /// Locates the workspace `args` name and runs `command` on it; with
 /// `--json`, an error (locating included) is also printed as a JSON object.
 pub fn on_workspace(
@@ -162,6 +160,8 @@ pub fn on_workspace(
     json_errors(args.json, Some(&root), command(&target))
 }
 
+/// With `--json`, an error is also printed as `{"status": "error", …}` on
+/// stdout so that scripts always get JSON; the error is still returned.
 pub fn json_errors(
     json: bool,
     workspace: Option<&Path>,

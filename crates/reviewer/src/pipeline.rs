@@ -39,7 +39,8 @@ pub const BUILT_IN_NAME: &str = "<built-in reviewer pipeline (configs/reviewer.t
 pub const APPLY: &str = "md_apply_ops";
 /// The kernel that plans reverts.
 pub const REVERT: &str = "md_revert";
-/// The view kernels.
+/// The view kernels: they rebuild the annotated document and the report
+/// from the committed state after every run.
 pub const VIEWS: [&str; 2] = ["md_inline_notes_inject", "md_review_report_assemble"];
 /// The report kernel.
 pub const REPORT: &str = "md_review_report_assemble";
@@ -133,7 +134,8 @@ pub fn interrupted() -> bool {
 /// What a pass needs besides the pipeline.
 #[derive(Default)]
 pub struct PassInputs {
-    /// Host-provided artifacts.
+    /// Artifacts the host provides instead of a kernel, by name (the
+    /// workspace's `review_doc`, `ledger`, `review_state`, `review_meta`).
     pub provided: BTreeMap<String, Value>,
     /// Outputs whose declared files the host writes itself.
     pub host_written: BTreeSet<String>,
@@ -143,7 +145,7 @@ pub struct PassInputs {
 pub enum PassFailure {
     /// A kernel failed (its message names it).
     Kernel(String),
-    /// Ctrl-C.
+    /// Ctrl-C was pressed; the run stopped after the current step.
     Interrupted,
 }
 
@@ -251,8 +253,9 @@ pub struct Views {
 }
 
 /// The view pass on the committed state of `run`: annotated document
-/// (written by the engine) and report (written by the host under both §13
-/// names). `notice` is shown under the report's title.
+/// (written by the engine) and report (written by the host as
+/// `review/REVIEW_<stem>.md` and its `stage3/` copy). `notice` is shown
+/// under the report's title.
 ///
 /// It runs after a commit, so every failure, a setup error included, is a
 /// [`PassFailure`]: the caller reports that the changes are recorded but

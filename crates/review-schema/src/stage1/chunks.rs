@@ -7,10 +7,11 @@ use serde::{Deserialize, Serialize};
 pub const PREAMBLE_SECTION_ID: &str = "S0";
 
 /// How token estimates are computed: Unicode scalar values divided by 4
-/// (rounded down), as `estimate_tokens` in the spec.
+/// (rounded down), a cheap estimate that needs no tokenizer.
 pub const TOKEN_ESTIMATOR: &str = "chars/4";
 
-/// Chunking parameters (`[config.md_chunk]`), defaults from the spec.
+/// Chunking parameters (`[config.md_chunk]`); the defaults size a chunk
+/// for one LLM review call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ChunkConfig {

@@ -19,7 +19,7 @@ pub struct FileStats {
     pub lines: LineNo,
     /// `true` when the file starts with a UTF-8 byte-order mark.
     pub has_bom: bool,
-    /// Line-ending statistics.
+    /// How many lines end in LF and in CRLF, and the overall style.
     pub line_endings: LineEndings,
     /// `true` when the last line ends with a line ending.
     pub final_newline: bool,
@@ -58,7 +58,7 @@ pub enum LineEndingStyle {
     Lf,
     /// Every line ending is `\r\n`.
     Crlf,
-    /// Both occur.
+    /// Some lines end in `\n`, others in `\r\n`.
     Mixed,
     /// No line ending at all (empty or single-line document).
     None,

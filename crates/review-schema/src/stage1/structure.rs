@@ -8,9 +8,9 @@ use std::collections::BTreeMap;
 /// An inclusive range of 1-based lines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LineRange {
-    /// First line.
+    /// First line of the range.
     pub line_start: LineNo,
-    /// Last line (inclusive).
+    /// Last line of the range (inclusive).
     pub line_end: LineNo,
 }
 
@@ -137,7 +137,8 @@ pub struct SectionEntry {
     pub children: Vec<String>,
     /// Plain heading text.
     pub title: String,
-    /// Anchor slug.
+    /// GitHub-compatible anchor slug, unique in the document (empty for a
+    /// section made by [`SectionEntry::from_lines`]).
     pub anchor: String,
     /// ATX or setext.
     pub style: HeadingStyle,
