@@ -1,4 +1,5 @@
-//! The kernel's config: the §11 review policy and the apply options.
+//! The kernel's config: the review policy (silent tier, severity → alert)
+//! and the apply options.
 
 use std::collections::BTreeMap;
 

@@ -20,13 +20,10 @@ use serde_json::Value;
 
 /// The document the ops address, with what validating them needs.
 pub struct TargetDocument {
-    /// Its text.
     pub text: String,
     /// Its name in patch headers.
     pub doc_name: String,
-    /// Its protected regions.
     pub regions: ProtectedSpans,
-    /// Its sections.
     pub sections: SectionIndex,
     /// True when Stage 1's artifacts described another document and were
     /// recomputed.

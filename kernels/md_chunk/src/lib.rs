@@ -5,13 +5,11 @@
 //! sections are sub-split at paragraph boundaries, chunk IDs are
 //! `{anchor}_{sha256[:8]}` made safe as file names.
 //!
-//! Config (`[config.md_chunk]`, defaults from the spec's `ChunkConfig`):
-//! `max_chunk_tokens = 1800`, `overlap_tokens = 100`,
-//! `min_chunk_tokens = 50`; tokens are estimated as chars / 4.
+//! Config (`[config.md_chunk]`, defaults): `max_chunk_tokens = 1800`,
+//! `overlap_tokens = 100`, `min_chunk_tokens = 50`; tokens are estimated
+//! as chars / 4.
 //!
 //! The logic lives in [`koas_md`]; this crate is the plugin glue.
-
-#![deny(missing_docs)]
 
 use koas_kernel_api::hash::sha256;
 use koas_kernel_api::prelude::*;
@@ -20,7 +18,6 @@ use koas_md::{summary, LineIndex};
 use koas_review_schema::names;
 use koas_review_schema::stage1::{ChunkConfig, ProtectedSpans, SectionIndex};
 
-/// The `md_chunk` kernel.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct MdChunk;
 

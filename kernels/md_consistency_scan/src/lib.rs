@@ -1,7 +1,6 @@
 //! # md_consistency_scan — Stage 2 reviewer kernel
 //!
-//! Deterministic consistency checks over the whole document (spec §4,
-//! Stage 2, v1 and v2 detectors, plus broken link fragments): AI leftovers,
+//! Deterministic consistency checks over the whole document: AI leftovers,
 //! duplicated paragraphs, broken section references (English and French),
 //! counts contradicted by the next table, table structure, percentage
 //! columns, terminology drift, links to missing anchors.
@@ -12,8 +11,6 @@
 //! [`koas_md_scan::config::ScanConfig`]. The logic lives in
 //! [`koas_md_scan`]; `koas check` runs the same code in-process.
 
-#![deny(missing_docs)]
-
 use koas_kernel_api::prelude::*;
 use koas_md_scan::config::ScanConfig;
 use koas_md_scan::{consistency_scan, Stage1View, CONSISTENCY_KERNEL};
@@ -21,7 +18,6 @@ use koas_review_schema::findings::FindingsArtifact;
 use koas_review_schema::names;
 use koas_review_schema::stage1::{AnchorMap, ChunkPlan, ProtectedSpans, SectionIndex};
 
-/// The `md_consistency_scan` kernel.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct MdConsistencyScan;
 

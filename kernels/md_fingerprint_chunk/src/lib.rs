@@ -1,16 +1,14 @@
 //! # md_fingerprint_chunk — Stage 2 reviewer kernel
 //!
-//! The structural fingerprint of every chunk (spec §7, "v7.2 Content
-//! Recipes"): table rows and count, math, emoji code points, digit density,
-//! bullets, blockquote lines, safety keyword hits, code fences and content
-//! tokens; and `triggers_recipe` with the v7.3 thresholds, so that
-//! `md_edit_plan` knows which chunks to mask before an LLM call.
+//! The structural fingerprint of every chunk: table rows and count, math,
+//! emoji code points, digit density, bullets, blockquote lines, safety
+//! keyword hits, code fences and content tokens; and `triggers_recipe`
+//! when a threshold is reached, so that `md_edit_plan` knows which chunks
+//! to mask before an LLM call.
 //!
 //! Inputs: `doc_raw`, `chunks`, `section_index`, `protected_spans`.
 //! Output: `chunk_fingerprints` (`stage2/md_fingerprint_chunk.json`).
 //! Config: the keys of [`koas_md_scan::config::FingerprintConfig`].
-
-#![deny(missing_docs)]
 
 use koas_kernel_api::prelude::*;
 use koas_md_scan::config::FingerprintConfig;
@@ -18,7 +16,6 @@ use koas_md_scan::{chunk_fingerprints, Stage1View, FINGERPRINT_KERNEL};
 use koas_review_schema::names;
 use koas_review_schema::stage1::{AnchorMap, ChunkPlan, ProtectedSpans, SectionIndex};
 
-/// The `md_fingerprint_chunk` kernel.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct MdFingerprintChunk;
 

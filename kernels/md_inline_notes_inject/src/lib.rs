@@ -9,16 +9,14 @@
 //! > REVIEWER: RVW-0034 — 'bandwidth' replaced with 'throughput'.
 //! ```
 //!
-//! with the alert type mapped from the severity (`severity_alert_map`,
-//! §11). Blocks go at the end of the Markdown block holding the change,
-//! never inside a protected region.
+//! with the alert type mapped from the severity (`severity_alert_map`).
+//! Blocks go at the end of the Markdown block holding the change, never
+//! inside a protected region.
 //!
 //! A pure view: in a review workspace the host gives the current document
 //! (`review_doc`) and the ledger (`ledger`); in a plain `koas run` it shows
 //! `md_apply_ops`'s batch as a preview; with neither, the original. The
 //! placement logic is [`koas_review::notes`]; this crate is the glue.
-
-#![deny(missing_docs)]
 
 use std::collections::BTreeMap;
 
@@ -33,7 +31,8 @@ use koas_review_schema::names;
 use koas_review_schema::notes::InlineNotes;
 use serde::{Deserialize, Serialize};
 
-/// `[config.md_inline_notes_inject]`: the §11 policy.
+/// `[config.md_inline_notes_inject]`: the review policy (silent tier,
+/// severity → alert).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NotesConfig {
     /// Kinds whose changes are silent unless they need attention.
@@ -52,7 +51,6 @@ impl Default for NotesConfig {
     }
 }
 
-/// The `md_inline_notes_inject` kernel.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct MdInlineNotesInject;
 

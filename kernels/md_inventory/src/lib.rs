@@ -9,15 +9,12 @@
 //! error naming the file and the offset of the first bad byte; nothing is
 //! written. The logic lives in [`koas_md`]; this crate is the plugin glue.
 
-#![deny(missing_docs)]
-
 use koas_kernel_api::prelude::*;
 use koas_md::scan::{scan, ScanOptions};
 use koas_md::{inventory, summary, LineIndex};
 use koas_review_schema::names;
 use serde_json::Value;
 
-/// The `md_inventory` kernel.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct MdInventory;
 

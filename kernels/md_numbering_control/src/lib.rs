@@ -1,18 +1,16 @@
 //! # md_numbering_control — Stage 2 reviewer kernel
 //!
-//! Deterministic numbering checks (spec §4, Stage 2): heading level skips
-//! (H2 then H4), gaps and duplicates in figure, table and equation
-//! numbering (captions in English and French: `Figure 3:`, `Table 2 –`,
-//! `Tableau 1 :`, `Équation 2`), and references to a figure, table or
-//! equation that does not exist. Also proposes caption renumbering.
+//! Deterministic numbering checks: heading level skips (H2 then H4), gaps
+//! and duplicates in figure, table and equation numbering (captions in
+//! English and French: `Figure 3:`, `Table 2 –`, `Tableau 1 :`,
+//! `Équation 2`), and references to a figure, table or equation that does
+//! not exist. Also proposes caption renumbering.
 //!
 //! Inputs: `doc_raw`, `section_index`, `protected_spans`, optionally
 //! `chunks`. Outputs: `numbering_findings`
 //! (`stage2/numbering_findings.json`) and `renumber_ops`
 //! (`stage2/renumber_ops.json`). Config: the keys of
 //! [`koas_md_scan::config::NumberingConfig`].
-
-#![deny(missing_docs)]
 
 use koas_kernel_api::prelude::*;
 use koas_md_scan::config::NumberingConfig;
@@ -21,7 +19,6 @@ use koas_review_schema::findings::FindingsArtifact;
 use koas_review_schema::names;
 use koas_review_schema::stage1::{AnchorMap, ChunkPlan, ProtectedSpans, SectionIndex};
 
-/// The `md_numbering_control` kernel.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct MdNumberingControl;
 

@@ -1,6 +1,6 @@
 //! # md_revert — Stage 3 reviewer kernel
 //!
-//! Plans the revert of changes (§8): single or bulk (`ids`), or every
+//! Plans the revert of changes: single or bulk (`ids`), or every
 //! change still active (`all`). Bulk reverts run latest change first; a
 //! double revert, the revert of a revert, a flag, and a conflict (a later
 //! change touched the same lines, or the document no longer holds what the
@@ -14,8 +14,6 @@
 //! current document (`review_doc`) and the ledger (`ledger`); in a plain
 //! `koas run` the kernel plans on `md_apply_ops`'s preview. The planning
 //! itself is [`koas_review::revert`]; this crate is the plugin glue.
-
-#![deny(missing_docs)]
 
 use koas_kernel_api::prelude::*;
 use koas_review::artifacts::ReviewView;
@@ -38,7 +36,6 @@ pub struct RevertConfig {
     pub all: bool,
 }
 
-/// The `md_revert` kernel.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct MdRevert;
 

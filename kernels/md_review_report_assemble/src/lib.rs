@@ -14,8 +14,6 @@
 //! no change) and is written to `review/REVIEW.md`. The renderer is
 //! [`koas_review::report`]; this crate is the glue.
 
-#![deny(missing_docs)]
-
 use koas_kernel_api::hash::sha256;
 use koas_kernel_api::prelude::*;
 use koas_review::artifacts::ReviewView;
@@ -28,7 +26,6 @@ use koas_review_schema::review::{ReportContext, ReportMeta, ViewSource};
 use koas_review_schema::stage1::SectionIndex;
 use serde_json::Value;
 
-/// The `md_review_report_assemble` kernel.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct MdReviewReportAssemble;
 

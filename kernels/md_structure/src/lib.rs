@@ -13,15 +13,12 @@
 //! Headings inside code, HTML blocks or front matter are not headings. The
 //! logic lives in [`koas_md`]; this crate is the plugin glue.
 
-#![deny(missing_docs)]
-
 use koas_kernel_api::hash::sha256;
 use koas_kernel_api::prelude::*;
 use koas_md::scan::{scan, ScanOptions};
 use koas_md::{structure, summary, LineIndex};
 use koas_review_schema::names;
 
-/// The `md_structure` kernel.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct MdStructure;
 
