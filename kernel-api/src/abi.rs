@@ -41,7 +41,7 @@ pub const STATUS_ERROR: i32 = 1;
 pub struct RawBuffer {
     /// Start of the bytes (dangling when `cap` is 0).
     pub ptr: *mut u8,
-    /// Number of initialized bytes.
+    /// Number of initialized bytes: the length of the JSON payload.
     pub len: usize,
     /// Allocated capacity; needed to free the buffer.
     pub cap: usize,
@@ -124,11 +124,12 @@ pub struct PluginTable {
     pub abi_version: u32,
     /// How many kernels the library exports (indices `0..kernel_count`).
     pub kernel_count: u32,
-    /// See [`DescribeFn`].
+    /// Describes one kernel (see [`DescribeFn`]).
     pub describe: DescribeFn,
-    /// See [`RunFn`].
+    /// Runs one kernel (see [`RunFn`]).
     pub run: RunFn,
-    /// See [`FreeFn`].
+    /// Frees the buffers `describe` and `run` returned (see [`FreeFn`]);
+    /// the host must not free them itself, allocators may differ.
     pub free_buffer: FreeFn,
 }
 
@@ -141,7 +142,7 @@ pub struct HostTable {
     pub ctx: *mut c_void,
     /// `log(ctx, level, message, len)`; the message is UTF-8.
     pub log: extern "C" fn(ctx: *mut c_void, level: u32, message: *const u8, len: usize),
-    /// `progress(ctx, done, total)`.
+    /// `progress(ctx, done, total)`: `done` of `total` units of work.
     pub progress: extern "C" fn(ctx: *mut c_void, done: u64, total: u64),
     /// `is_cancelled(ctx) -> 0 | 1`.
     pub is_cancelled: extern "C" fn(ctx: *mut c_void) -> u8,
@@ -448,7 +449,8 @@ pub enum PluginError {
     Describe {
         /// The kernel's index in the library.
         index: u32,
-        /// Why.
+        /// The plugin's message (its `spec()` panicked, or the index is out of
+        /// range), or why its answer could not be decoded.
         message: String,
     },
 }

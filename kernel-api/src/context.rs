@@ -11,7 +11,7 @@ use serde_json::json;
 pub enum LogLevel {
     /// Detail for debugging a kernel.
     Debug = 0,
-    /// Normal progress information.
+    /// Normal progress information; printed with `--verbose`.
     Info = 1,
     /// Something the user should know about.
     Warn = 2,
@@ -37,7 +37,7 @@ impl LogLevel {
 /// [`crate::testing::TestHarness`] provides an in-memory one. Kernel authors
 /// never implement it.
 pub trait Host: Send + Sync {
-    /// Records a log line.
+    /// Records a log line from the kernel at `level`.
     fn log(&self, level: LogLevel, message: &str);
     /// Reports progress: `done` of `total` units.
     fn progress(&self, done: u64, total: u64);
@@ -71,17 +71,20 @@ impl<'a> Context<'a> {
         self.host.log(level, message);
     }
 
-    /// Logs a debug line.
+    /// Logs a debug line: kept in the run record, never printed.
     pub fn debug(&self, message: &str) {
         self.log(LogLevel::Debug, message);
     }
 
-    /// Logs an informational line.
+    /// Logs an informational line: printed with `--verbose`, kept in the run
+    /// record.
     pub fn info(&self, message: &str) {
         self.log(LogLevel::Info, message);
     }
 
-    /// Logs a warning.
+    /// Logs a warning: always printed, kept in the run record. Use
+    /// [`KernelOutput::warning`](crate::KernelOutput::warning) for a problem
+    /// that must be reported again when the outputs come from the cache.
     pub fn warn(&self, message: &str) {
         self.log(LogLevel::Warn, message);
     }

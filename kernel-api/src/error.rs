@@ -37,14 +37,14 @@ impl fmt::Display for ErrorKind {
 /// A kernel failure: a kind and a message a person can act on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KernelError {
-    /// The kind of failure.
+    /// The kind of failure, shown before the message.
     pub kind: ErrorKind,
     /// What went wrong, naming the file, line or artifact involved.
     pub message: String,
 }
 
 impl KernelError {
-    /// A general failure.
+    /// A failure that fits no other kind ([`ErrorKind::Failed`]).
     pub fn failed(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Failed, message)
     }
@@ -54,12 +54,15 @@ impl KernelError {
         Self::new(ErrorKind::InvalidInput, message)
     }
 
-    /// A malformed config.
+    /// A config value of the wrong shape or out of range.
     pub fn invalid_config(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::InvalidConfig, message)
     }
 
-    /// The run was cancelled.
+    /// The error to return after seeing
+    /// [`Context::is_cancelled`](crate::Context::is_cancelled) (what
+    /// `check_cancelled` returns): the kernel stopped early on the host's
+    /// request.
     pub fn cancelled() -> Self {
         Self::new(ErrorKind::Cancelled, "cancelled by the host")
     }

@@ -17,7 +17,7 @@ impl KernelConfig {
         T::deserialize(&self.0).map_err(|e| KernelError::invalid_config(e.to_string()))
     }
 
-    /// The raw JSON value.
+    /// The whole resolved config, a JSON object.
     pub fn value(&self) -> &Value {
         &self.0
     }

@@ -20,7 +20,7 @@ pub struct LlmRequest {
     /// The system prompt, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system: Option<String>,
-    /// The user prompt.
+    /// The user prompt, sent as given.
     pub prompt: String,
     /// Sampling temperature; `None` uses the configured one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -49,13 +49,13 @@ impl LlmRequest {
         }
     }
 
-    /// Sets the system prompt.
+    /// Sets the system prompt (none by default).
     pub fn system(mut self, system: impl Into<String>) -> Self {
         self.system = Some(system.into());
         self
     }
 
-    /// Overrides the temperature.
+    /// Overrides the configured sampling temperature for this request.
     pub fn temperature(mut self, t: f64) -> Self {
         self.temperature = Some(t);
         self
@@ -67,7 +67,8 @@ impl LlmRequest {
         self
     }
 
-    /// Adds a stop marker.
+    /// Adds a stop marker: generation ends once the marker appears, and the
+    /// text keeps it.
     pub fn stop_marker(mut self, marker: impl Into<String>) -> Self {
         self.stop_markers.push(marker.into());
         self
@@ -83,10 +84,12 @@ pub struct LlmResponse {
     /// The exact model id that answered.
     #[serde(default)]
     pub model: String,
-    /// Prompt tokens used.
+    /// Tokens of the prompt, as the backend reported them (or estimated, see
+    /// `tokens_estimated`).
     #[serde(default)]
     pub prompt_tokens: u64,
-    /// Completion tokens generated.
+    /// Tokens of the generated text, as the backend reported them (or
+    /// estimated, see `tokens_estimated`).
     #[serde(default)]
     pub completion_tokens: u64,
     /// `true` when the token counts were estimated because the backend did

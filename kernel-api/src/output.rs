@@ -23,7 +23,7 @@ pub struct KernelOutput {
 }
 
 impl KernelOutput {
-    /// An empty output.
+    /// An output with no artifacts, an empty summary and no warnings.
     pub fn new() -> Self {
         Self::default()
     }
@@ -36,13 +36,15 @@ impl KernelOutput {
         self
     }
 
-    /// Sets the summary; it is cut to [`MAX_SUMMARY_CHARS`] characters.
+    /// Sets the summary; it is cut to 500 characters (`MAX_SUMMARY_CHARS`),
+    /// ending with `…` when cut.
     pub fn summary(mut self, summary: impl Into<String>) -> Self {
         self.summary = truncate_summary(summary.into());
         self
     }
 
-    /// Adds a warning.
+    /// Adds a warning; the host keeps it in the run record and caches it
+    /// with the outputs, so a cache hit reports it again.
     pub fn warning(mut self, warning: impl Into<String>) -> Self {
         self.warnings.push(warning.into());
         self

@@ -10,10 +10,11 @@ use std::collections::BTreeMap;
 /// What the host sends to a kernel's run function.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct RunRequest {
-    /// The resolved config.
+    /// The resolved config: the kernel's defaults with the pipeline's values
+    /// merged over them.
     #[serde(default)]
     pub config: Value,
-    /// Input artifacts by name.
+    /// Input artifacts by name; an absent optional input is not a key.
     #[serde(default)]
     pub inputs: BTreeMap<String, Value>,
 }
@@ -22,7 +23,7 @@ pub struct RunRequest {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum RunResponse {
-    /// The kernel succeeded.
+    /// The kernel succeeded; its summary is already cut to 500 characters.
     Ok(KernelOutput),
     /// The kernel failed (or panicked).
     Error(KernelError),
@@ -32,14 +33,14 @@ pub enum RunResponse {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum DescribeResponse {
-    /// The kernel's spec.
+    /// The kernel described itself.
     Ok {
-        /// The spec.
+        /// Its spec, not validated yet (the host validates it).
         spec: KernelSpec,
     },
     /// `spec()` panicked or the index is out of range.
     Error {
-        /// Why.
+        /// The panic message, or which index was out of range.
         message: String,
     },
 }

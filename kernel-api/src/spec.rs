@@ -54,7 +54,8 @@ fn empty_object() -> Value {
 /// One artifact a kernel reads.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InputSpec {
-    /// The artifact's name.
+    /// The artifact's name, matched against other kernels' outputs and the
+    /// pipeline's `[inputs]`.
     pub artifact: String,
     /// When `false` the kernel runs even if nothing produces the artifact.
     #[serde(default = "default_true")]

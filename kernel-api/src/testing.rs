@@ -70,7 +70,8 @@ impl TestHarness {
         self
     }
 
-    /// Provides an input artifact.
+    /// Provides input artifact `name` with `value` serialized to JSON (a
+    /// value that fails to serialize becomes `null`).
     pub fn input(mut self, name: &str, value: impl serde::Serialize) -> Self {
         self.inputs.insert(
             name.to_string(),
@@ -104,7 +105,8 @@ impl TestHarness {
         self
     }
 
-    /// Makes [`crate::Context::is_cancelled`] answer `true`.
+    /// Makes [`crate::Context::is_cancelled`] answer `true` from the start,
+    /// to test how the kernel stops.
     pub fn cancelled(self) -> Self {
         self.state.cancelled.store(true, Ordering::SeqCst);
         self

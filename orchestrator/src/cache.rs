@@ -21,28 +21,30 @@ use std::sync::Mutex;
 /// What one kernel run produced, stored under its cache key.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ActionRecord {
-    /// The kernel.
+    /// Name of the kernel that produced the outputs.
     pub kernel: String,
-    /// Its version.
+    /// Its version at that time (informative: the version is already part of
+    /// the key).
     pub version: String,
     /// Output artifact name → blake3 hash of its canonical JSON.
     pub outputs: BTreeMap<String, String>,
-    /// The kernel's summary.
+    /// The summary the kernel returned, shown again on a cache hit.
     pub summary: String,
-    /// The kernel's warnings.
+    /// The warnings the kernel returned, reported again on a cache hit.
     pub warnings: Vec<String>,
 }
 
-/// Everything that goes into a cache key (DESIGN.md decision 4).
+/// Everything that can change a kernel's outputs, and so goes into its
+/// cache key: anything left out here would let a stale result be reused.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct KeyParts<'a> {
-    /// Kernel name.
+    /// Kernel name; two kernels never share an entry.
     pub kernel: &'a str,
-    /// Kernel version.
+    /// Kernel version: bumping it invalidates every entry of the kernel.
     pub version: &'a str,
     /// blake3 of the plugin library file.
     pub plugin_hash: &'a str,
-    /// The resolved config.
+    /// The kernel's config after the pipeline's overrides.
     pub config: &'a Value,
     /// Input artifact → hash; `None` for an absent optional input.
     pub inputs: &'a BTreeMap<String, Option<String>>,
@@ -65,7 +67,8 @@ struct PluginHashEntry {
     hash: String,
 }
 
-/// A workspace's cache.
+/// A workspace's cache, `<workspace>/.koas/cache`; see the module docs
+/// for its layout.
 #[derive(Debug)]
 pub struct Cache {
     root: PathBuf,
@@ -73,7 +76,7 @@ pub struct Cache {
     plugin_hashes_dirty: Mutex<bool>,
 }
 
-/// A cache failure.
+/// A cache failure: the same errors as other workspace I/O.
 pub type CacheError = WorkspaceError;
 
 impl Cache {
@@ -91,7 +94,7 @@ impl Cache {
         }
     }
 
-    /// The cache folder.
+    /// The cache folder, `<workspace>/.koas/cache` (it may not exist yet).
     pub fn root(&self) -> &Path {
         &self.root
     }

@@ -11,7 +11,7 @@ use petgraph::algo::{tarjan_scc, toposort};
 use petgraph::graph::{DiGraph, NodeIndex};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// Who produces an artifact.
+/// Who produces an artifact: a kernel of the pipeline or a source file.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Producer {
     /// A kernel, by name.
@@ -26,7 +26,7 @@ pub enum DagProblem {
     /// A required input has no producer.
     #[error("artifact `{artifact}` is required by {} but no kernel in the pipeline produces it and it is not an [inputs] entry", list(consumers))]
     MissingProducer {
-        /// The artifact.
+        /// The name of the artifact nobody produces.
         artifact: String,
         /// The kernels that need it.
         consumers: Vec<String>,
@@ -37,21 +37,22 @@ pub enum DagProblem {
         list(producers)
     )]
     DuplicateProducer {
-        /// The artifact.
+        /// The name of the artifact produced more than once.
         artifact: String,
         /// Its producers (`[inputs]` for a source file).
         producers: Vec<String>,
     },
-    /// A cycle.
+    /// Kernels that depend on each other's outputs, directly or through
+    /// other kernels (a kernel reading its own output included).
     #[error(
         "cycle between kernels {} through artifacts {}",
         list(kernels),
         list(artifacts)
     )]
     Cycle {
-        /// The kernels on the cycle.
+        /// The kernels on the cycle, sorted by name.
         kernels: Vec<String>,
-        /// The artifacts linking them.
+        /// The artifacts passed between those kernels, sorted.
         artifacts: Vec<String>,
     },
 }
@@ -75,11 +76,12 @@ pub struct Dag {
     /// Kernel nodes; edges carry the artifact names linking them.
     pub graph: DiGraph<String, Vec<String>>,
     nodes: BTreeMap<String, NodeIndex>,
-    /// Producer of every artifact.
+    /// Producer of every artifact, sources included; an artifact no one
+    /// produces (an optional input) is absent.
     pub producers: BTreeMap<String, Producer>,
     /// Kernels in a topological order.
     pub order: Vec<String>,
-    /// The source artifacts.
+    /// The artifacts read from the pipeline's `[inputs]` files.
     pub sources: BTreeSet<String>,
 }
 

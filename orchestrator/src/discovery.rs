@@ -35,16 +35,16 @@ pub enum SearchOrigin {
 /// A folder (or a single library file) to search.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct SearchPath {
-    /// The folder or file.
+    /// A folder searched for kernel libraries, or one library file.
     pub path: PathBuf,
-    /// Where it came from.
+    /// Where it came from, shown by `koas kernels`.
     pub origin: SearchOrigin,
 }
 
 /// A kernel found in a loaded library.
 #[derive(Debug, Clone)]
 pub struct LoadedKernel {
-    /// Its declared spec.
+    /// The spec the kernel's describe call returned, already validated.
     pub spec: KernelSpec,
     /// The library file it lives in.
     pub library: PathBuf,
@@ -52,7 +52,8 @@ pub struct LoadedKernel {
     pub index: u32,
     /// The ABI version the library declares.
     pub abi_version: u32,
-    /// The checked entry table.
+    /// The library's entry table (ABI version already checked), used to
+    /// describe and run the kernel.
     pub handle: PluginHandle,
 }
 
@@ -62,19 +63,19 @@ pub struct LoadedKernel {
 pub enum DiscoveryProblem {
     /// The dynamic loader refused the file.
     LoadFailed {
-        /// The library.
+        /// The library file that failed to load.
         path: PathBuf,
         /// The loader's message.
         message: String,
     },
     /// The library has no entry symbol.
     MissingSymbol {
-        /// The library.
+        /// The library file without the entry symbol.
         path: PathBuf,
     },
     /// The library was built for another ABI version.
     AbiMismatch {
-        /// The library.
+        /// The library file built for another ABI.
         path: PathBuf,
         /// The version this koas implements.
         expected: u32,
@@ -83,16 +84,16 @@ pub enum DiscoveryProblem {
     },
     /// Describing a kernel failed, or its spec is invalid.
     DescribeFailed {
-        /// The library.
+        /// The library file holding the kernel.
         path: PathBuf,
         /// The kernel's index in the library.
         index: u32,
-        /// Why.
+        /// The kernel's error message, or the spec check's complaint.
         message: String,
     },
     /// A second library exports a kernel name already loaded.
     DuplicateKernel {
-        /// The kernel name.
+        /// The kernel name exported twice.
         name: String,
         /// The library whose kernel is used.
         kept: PathBuf,
@@ -145,10 +146,12 @@ impl std::fmt::Display for DiscoveryProblem {
     }
 }
 
-/// Everything discovery found.
+/// Everything discovery found, usable or not (`koas kernels` prints it
+/// all).
 #[derive(Debug, Default)]
 pub struct Discovery {
-    /// Usable kernels by name.
+    /// Usable kernels by name; on a duplicate name, the first library
+    /// searched wins.
     pub kernels: BTreeMap<String, LoadedKernel>,
     /// Every problem, in the order met.
     pub problems: Vec<DiscoveryProblem>,

@@ -21,17 +21,19 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 #[error("{action} {path}: {source}")]
 pub struct FsError {
-    /// What was being done.
+    /// The operation that failed, as a verb for the message (`"write"`,
+    /// `"rename into"`, `"fsync directory"`…).
     pub action: &'static str,
-    /// The path.
+    /// The file or folder the operation was applied to (for a failed
+    /// atomic write, possibly the temporary file next to the target).
     pub path: PathBuf,
-    /// The cause.
+    /// The operating system's error.
     #[source]
     pub source: io::Error,
 }
 
 impl FsError {
-    /// Wraps an I/O error.
+    /// Wraps `source`, the error of `action` on `path` (the path is copied).
     pub fn new(action: &'static str, path: &Path, source: io::Error) -> Self {
         FsError {
             action,

@@ -29,15 +29,17 @@ pub trait LlmHandler: Send + Sync {
 
 /// The host callbacks for one kernel run.
 pub struct RunHost<'a> {
-    /// The kernel's name.
+    /// The kernel's name: labels its log lines and progress, and is passed
+    /// to the LLM handler.
     pub kernel: &'a str,
-    /// The workspace folder.
+    /// The workspace folder; the kernel's file writes are resolved inside it.
     pub workspace: &'a Path,
     /// Set when the run is cancelled.
     pub cancel: &'a AtomicBool,
     /// Where logs and progress go.
     pub reporter: &'a Reporter,
-    /// The LLM service, if configured.
+    /// The LLM service; `None` makes every `llm_complete` call fail with
+    /// "no LLM backend configured".
     pub llm: Option<&'a dyn LlmHandler>,
     /// Log lines kept for the run record.
     pub logs: Mutex<Vec<String>>,
@@ -124,7 +126,7 @@ impl Host for RunHost<'_> {
     }
 }
 
-/// A shareable LLM handler.
+/// An LLM handler shared by the kernel threads of a run.
 pub type SharedLlm = Arc<dyn LlmHandler>;
 
 #[cfg(test)]

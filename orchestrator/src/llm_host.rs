@@ -12,13 +12,14 @@ use std::path::Path;
 /// Command-line overrides of the `[llm]` table.
 #[derive(Debug, Clone, Default)]
 pub struct LlmOverrides {
-    /// `--llm-backend`.
+    /// `--llm-backend`: replaces the table's `backend`; `None` keeps it.
     pub backend: Option<String>,
-    /// `--llm-endpoint`.
+    /// `--llm-endpoint`: replaces the table's `endpoint`; `None` keeps it.
     pub endpoint: Option<String>,
-    /// `--llm-model`.
+    /// `--llm-model`: replaces the table's `model`; `None` keeps it.
     pub model: Option<String>,
-    /// `--no-strict-sovereign`.
+    /// `--no-strict-sovereign`: sets `strict_sovereign = false`, allowing
+    /// endpoints that are not local; `false` keeps the table's value.
     pub no_strict_sovereign: bool,
 }
 
@@ -37,7 +38,7 @@ impl LlmOverrides {
 pub struct LlmSetupError {
     /// The pipeline file (or the flags) the table came from.
     pub origin: String,
-    /// What is wrong.
+    /// What is wrong with the table, e.g. an unknown key or a bad value.
     pub message: String,
 }
 
@@ -97,12 +98,13 @@ pub struct ServiceHandler {
 }
 
 impl ServiceHandler {
-    /// Wraps a built service.
+    /// Wraps a built service; the handler then answers every kernel's
+    /// `llm_complete` call of the run through it.
     pub fn new(service: LlmService) -> ServiceHandler {
         ServiceHandler { service }
     }
 
-    /// The wrapped service.
+    /// The wrapped service (for its session metadata and exchange log).
     pub fn service(&self) -> &LlmService {
         &self.service
     }

@@ -21,9 +21,11 @@ use crate::fsio::{fsync_dir, temp_path_for, FsError};
 /// Who holds a workspace lock.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LockHolder {
-    /// Process ID.
+    /// Process ID of the holder; checked for liveness when the lock is found
+    /// on the same host.
     pub pid: u32,
-    /// Host name.
+    /// Host the holder runs on (see [`hostname`]); a lock from another host
+    /// is never taken over.
     pub hostname: String,
     /// Command line (e.g. `koas review spec.md --ops ops.json`).
     pub command: String,
@@ -47,24 +49,26 @@ pub enum LockError {
     /// Another run holds the lock.
     #[error("workspace {workspace} is in use by {holder}; wait for it to finish (if that process is gone from that host, delete {lock})")]
     Held {
-        /// Workspace directory.
+        /// The workspace folder that is locked.
         workspace: PathBuf,
-        /// The lock file.
+        /// Path of the lock file, `<workspace>/.lock`, named so the user can
+        /// delete it.
         lock: PathBuf,
-        /// Its holder.
+        /// The holder record read from the lock file.
         holder: Box<LockHolder>,
     },
     /// A lock file exists but cannot be read.
     #[error("workspace {workspace} has a lock file {lock} that cannot be read ({reason}); if no koas run is active on this workspace, delete it")]
     Unreadable {
-        /// Workspace directory.
+        /// The workspace folder that is locked.
         workspace: PathBuf,
-        /// The lock file.
+        /// Path of the unreadable lock file, `<workspace>/.lock`.
         lock: PathBuf,
         /// What is wrong with it.
         reason: String,
     },
-    /// I/O failure.
+    /// Writing the lock file (or its temporary copy) or fsyncing the
+    /// workspace failed.
     #[error(transparent)]
     Io(#[from] FsError),
 }

@@ -35,15 +35,15 @@ pub enum PipelineError {
     /// The file does not exist or cannot be read.
     #[error("{path}: cannot read the pipeline file: {message}")]
     Read {
-        /// The file.
+        /// The pipeline file, as passed to [`load`].
         path: PathBuf,
-        /// Why.
+        /// The operating system's error message.
         message: String,
     },
     /// A key is unknown, a value has the wrong type, or TOML is malformed.
     #[error("{path}: {message}")]
     Invalid {
-        /// The file.
+        /// The pipeline file, as passed to [`load`].
         path: PathBuf,
         /// What is wrong, naming the key.
         message: String,
@@ -51,9 +51,9 @@ pub enum PipelineError {
     /// A `--set` or `--input` flag is malformed.
     #[error("{flag}: {message}")]
     Flag {
-        /// The flag as given.
+        /// The flag as given, e.g. `--set md_chunk.max_chunk_tokens` (no `=`).
         flag: String,
-        /// What is wrong.
+        /// What is wrong with it, and the expected form.
         message: String,
     },
 }
@@ -82,17 +82,19 @@ struct RawPipeline {
 /// A loaded pipeline with every path resolved.
 #[derive(Debug, Clone)]
 pub struct Pipeline {
-    /// The pipeline file.
+    /// The pipeline file, as passed to [`load`].
     pub file: PathBuf,
-    /// Its name.
+    /// The `name` key; also names the default workspace
+    /// `.koas/runs/<name>`.
     pub name: String,
-    /// One line describing it.
+    /// The `description` key; empty when absent.
     pub description: String,
     /// The kernels it runs, by name.
     pub kernels: Vec<String>,
     /// Extra folders to search for kernels.
     pub kernel_paths: Vec<PathBuf>,
-    /// The run's workspace folder.
+    /// The run's workspace folder: `--workspace`, else the `workspace` key,
+    /// else `.koas/runs/<name>`.
     pub workspace: PathBuf,
     /// How many kernels may run at once.
     pub jobs: usize,
@@ -108,13 +110,15 @@ pub struct Pipeline {
 /// Command-line overrides of a pipeline file.
 #[derive(Debug, Clone, Default)]
 pub struct Overrides {
-    /// `--workspace`.
+    /// `--workspace`: replaces the file's `workspace`; `None` keeps it.
     pub workspace: Option<PathBuf>,
-    /// `--jobs`.
+    /// `--jobs`: replaces the file's `jobs`; `None` keeps it.
     pub jobs: Option<usize>,
-    /// `--input NAME=PATH`, already split.
+    /// `--input NAME=PATH`, already split; each adds or replaces one
+    /// `[inputs]` entry (a relative path is taken from the current folder).
     pub inputs: Vec<(String, PathBuf)>,
-    /// `--set KERNEL.KEY=VALUE`, raw.
+    /// `--set KERNEL.KEY=VALUE`, raw; parsed and applied on top of
+    /// `[config.KERNEL]` by [`load`].
     pub sets: Vec<String>,
 }
 

@@ -13,12 +13,12 @@ pub enum PrepareError {
     /// The pipeline names kernels no library provides.
     #[error("{file}: {} not found. Searched: {searched}.{problems}\nRun `koas kernels` to see what is available.", unknown_list(.names))]
     UnknownKernels {
-        /// The pipeline file.
+        /// Path of the pipeline file (prefixes the message).
         file: String,
         /// The missing kernel names, quoted, with a suggestion when one is
         /// close.
         names: Vec<String>,
-        /// The folders searched.
+        /// The kernel search path, comma-separated, in search order.
         searched: String,
         /// Discovery problems that may explain it.
         problems: String,
@@ -26,35 +26,36 @@ pub enum PrepareError {
     /// A `[config.X]` table for a kernel that is not in the pipeline.
     #[error("{file}: [config.{kernel}] configures a kernel that is not in `kernels`")]
     ConfigForAbsentKernel {
-        /// The pipeline file.
+        /// Path of the pipeline file (prefixes the message).
         file: String,
-        /// The kernel.
+        /// The `X` of `[config.X]`.
         kernel: String,
     },
     /// A config value the kernel's defaults do not allow.
     #[error("{file}: [config.{kernel}] {detail}")]
     InvalidConfig {
-        /// The pipeline file.
+        /// Path of the pipeline file (prefixes the message).
         file: String,
-        /// The kernel.
+        /// The kernel whose `[config.X]` table holds the value.
         kernel: String,
         /// The key and what is wrong.
         detail: String,
     },
-    /// The DAG is invalid.
+    /// The kernels' inputs and outputs do not form a valid DAG (an
+    /// artifact without producer, two producers, or a cycle).
     #[error("{file}: {source}")]
     Dag {
-        /// The pipeline file.
+        /// Path of the pipeline file (prefixes the message).
         file: String,
-        /// The problems.
+        /// Every problem found, not just the first.
         source: DagError,
     },
     /// A kernel appears twice in `kernels`.
     #[error("{file}: kernel `{kernel}` is listed twice in `kernels`")]
     Duplicate {
-        /// The pipeline file.
+        /// Path of the pipeline file (prefixes the message).
         file: String,
-        /// The kernel.
+        /// The kernel listed more than once.
         kernel: String,
     },
 }
@@ -94,13 +95,14 @@ fn unknown_list(names: &[String]) -> String {
 /// A pipeline ready to run.
 #[derive(Debug, Clone)]
 pub struct Prepared {
-    /// The pipeline.
+    /// The loaded pipeline (a copy).
     pub pipeline: Pipeline,
-    /// Its kernels.
+    /// The loaded plugin of every kernel the pipeline lists, by name.
     pub kernels: BTreeMap<String, LoadedKernel>,
-    /// Resolved config per kernel.
+    /// Per kernel, its default config with the pipeline's `[config.X]`
+    /// overrides applied.
     pub configs: BTreeMap<String, Value>,
-    /// The DAG.
+    /// The DAG of the listed kernels, with the pipeline's inputs as sources.
     pub dag: Dag,
 }
 

@@ -20,11 +20,11 @@ pub fn level_name(level: LogLevel) -> &'static str {
 /// How a kernel ended, for display.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Shown {
-    /// Ran and succeeded.
+    /// Executed and succeeded; the line shows its duration.
     Ran,
     /// Taken from the cache.
     Cached,
-    /// Failed.
+    /// Returned an error or panicked; the line shows the error.
     Failed,
     /// Skipped because an upstream kernel failed.
     Skipped,
@@ -38,7 +38,8 @@ enum Mode {
     Bar(ProgressBar),
 }
 
-/// Reports progress to stderr.
+/// Reports progress to stderr; shared by the kernel threads (lines are
+/// written whole, never interleaved).
 pub struct Reporter {
     mode: Mode,
     verbose: bool,
@@ -87,7 +88,8 @@ impl Reporter {
         }
     }
 
-    /// A kernel started executing.
+    /// A kernel started executing: shown on the bar, or as a line with
+    /// `--verbose`.
     pub fn kernel_started(&self, kernel: &str) {
         if let Mode::Bar(bar) = &self.mode {
             bar.set_message(format!("running {kernel}"));
@@ -123,7 +125,8 @@ impl Reporter {
         }
     }
 
-    /// A kernel reported progress.
+    /// A kernel reported `done` of `total` steps: shown on the bar, or as a
+    /// line with `--verbose`.
     pub fn kernel_progress(&self, kernel: &str, done: u64, total: u64) {
         match &self.mode {
             Mode::Bar(bar) => bar.set_message(format!("{kernel} {done}/{total}")),
@@ -137,7 +140,8 @@ impl Reporter {
         self.line(&format!("koas: {message}"));
     }
 
-    /// Removes the progress bar.
+    /// Removes the progress bar, leaving the lines printed above it; does
+    /// nothing without a bar.
     pub fn finish(&self) {
         if let Mode::Bar(bar) = &self.mode {
             bar.finish_and_clear();

@@ -21,13 +21,14 @@ pub enum KernelStatus {
     Cancelled,
 }
 
-/// Whether the cache answered.
+/// Whether the cache answered for a kernel, or why it was not asked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CacheUse {
     /// Outputs came from the cache; the kernel did not execute.
     Hit,
-    /// The kernel executed.
+    /// No cached outputs for the key: the kernel executed and its outputs
+    /// were stored.
     Miss,
     /// `--no-cache`: the kernel executed without looking at the cache.
     Disabled,
@@ -38,19 +39,20 @@ pub enum CacheUse {
 /// One kernel's line in the run record.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct KernelRecord {
-    /// Kernel name.
+    /// Kernel name, as listed in the pipeline.
     pub name: String,
-    /// Kernel version.
+    /// Kernel version from its spec (part of the cache key).
     pub version: String,
-    /// Stage label.
+    /// Stage label from its spec; empty when the kernel declares none.
     pub stage: String,
-    /// How it ended.
+    /// How it ended; a skipped kernel has no times, output hashes or cache
+    /// key.
     pub status: KernelStatus,
-    /// Cache hit or miss.
+    /// Whether the outputs came from the cache.
     pub cache: CacheUse,
     /// Wall-clock start (RFC 3339), when it got that far.
     pub started_at: Option<String>,
-    /// Wall-clock end (RFC 3339).
+    /// Wall-clock end (RFC 3339), when it got that far.
     pub finished_at: Option<String>,
     /// Start, in milliseconds since the run started.
     pub start_ms: Option<f64>,
@@ -58,21 +60,24 @@ pub struct KernelRecord {
     pub end_ms: Option<f64>,
     /// Input artifact → hash (`null` for an absent optional input).
     pub input_hashes: BTreeMap<String, Option<String>>,
-    /// Output artifact → hash.
+    /// Output artifact → blake3 of its canonical JSON (the name of its
+    /// object in the cache); empty unless the kernel succeeded.
     pub output_hashes: BTreeMap<String, String>,
-    /// The cache key.
+    /// The cache key (see [`crate::cache::cache_key`]); `None` for a
+    /// skipped kernel.
     pub cache_key: Option<String>,
-    /// The plugin library.
+    /// Path of the plugin library the kernel was loaded from.
     pub plugin: PathBuf,
     /// blake3 of the plugin library.
     pub plugin_hash: Option<String>,
-    /// The kernel's summary.
+    /// The one-line summary the kernel returned; empty unless it succeeded.
     pub summary: String,
-    /// The kernel's warnings.
+    /// The warnings the kernel returned with its outputs.
     pub warnings: Vec<String>,
     /// The error, for a failed kernel.
     pub error: Option<String>,
-    /// Why it was skipped.
+    /// Why it was skipped (which upstream kernel failed or was cancelled);
+    /// `None` unless skipped.
     pub skipped_reason: Option<String>,
     /// Files the kernel wrote through the host.
     pub files_written: Vec<String>,
@@ -84,7 +89,7 @@ pub struct KernelRecord {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RunStatus {
-    /// Every kernel succeeded.
+    /// Every selected kernel succeeded (from the cache or not).
     Ok,
     /// At least one kernel failed.
     Failed,
@@ -92,30 +97,32 @@ pub enum RunStatus {
     Cancelled,
 }
 
-/// The whole run record.
+/// The whole run record, written to `<workspace>/run.json` at the end of
+/// every run, including failed and cancelled ones.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
-    /// The koas version.
+    /// Version of the `koas` executable that ran.
     pub koas_version: String,
-    /// The plugin ABI version.
+    /// The plugin ABI version of that executable.
     pub abi_version: u32,
-    /// The pipeline's name.
+    /// The `name` key of the pipeline file.
     pub pipeline: String,
-    /// The pipeline file.
+    /// Path of the pipeline file.
     pub pipeline_file: PathBuf,
-    /// The workspace.
+    /// The workspace folder this record is written into.
     pub workspace: PathBuf,
-    /// How it ended.
+    /// How the run ended.
     pub status: RunStatus,
-    /// Wall-clock start.
+    /// Wall-clock start (RFC 3339, UTC).
     pub started_at: String,
-    /// Wall-clock end.
+    /// Wall-clock end (RFC 3339, UTC).
     pub finished_at: String,
-    /// Duration in milliseconds.
+    /// Wall-clock duration of the whole run, in milliseconds.
     pub duration_ms: f64,
-    /// Parallelism bound.
+    /// How many kernels could run at once.
     pub jobs: usize,
-    /// `false` with `--no-cache`.
+    /// `false` with `--no-cache` (every kernel executed, nothing was looked
+    /// up).
     pub cache_enabled: bool,
     /// The kernel asked for with `--kernel` or `--until`, if any.
     pub target: Option<String>,
@@ -134,7 +141,7 @@ pub struct RunRecord {
 /// overrides.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunPlan {
-    /// The pipeline's kernels.
+    /// The pipeline's kernels, in the order the file lists them.
     pub kernels: Vec<String>,
     /// Source files by artifact name.
     pub inputs: BTreeMap<String, PathBuf>,

@@ -22,33 +22,34 @@ pub enum WorkspaceError {
         "refused to write {path:?}: it is not a relative path inside the workspace {workspace}"
     )]
     Escapes {
-        /// The path as requested.
+        /// The path as the kernel requested it, relative to the workspace.
         path: String,
-        /// The workspace.
+        /// The workspace folder the path had to stay in.
         workspace: PathBuf,
     },
     /// The path is inside the runtime's private folder.
     #[error("refused to write {path:?}: `.koas/` inside the workspace belongs to the runtime")]
     Private {
-        /// The path as requested.
+        /// The path as the kernel requested it, relative to the workspace.
         path: String,
     },
     /// A write-once file already holds different content.
     #[error("{path} already exists with different content and may not be replaced; this workspace was made for a different input. Use another workspace (--workspace) or delete this one")]
     WriteOnce {
-        /// The file.
+        /// The existing file (the artifact's declared path inside the workspace).
         path: PathBuf,
     },
-    /// An I/O failure.
+    /// Reading, checking or creating a file or folder failed (an atomic
+    /// write's failure is [`WorkspaceError::Fs`]).
     #[error("{path}: {source}")]
     Io {
-        /// The file or folder.
+        /// The file or folder that could not be read, created or resolved.
         path: PathBuf,
-        /// The failure.
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },
-    /// A write failed.
+    /// An atomic write or append failed; the error names the step and path.
     #[error(transparent)]
     Fs(#[from] FsError),
 }

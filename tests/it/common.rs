@@ -24,12 +24,12 @@ pub fn run(cmd: &mut Command) -> Output {
     cmd.output().expect("koas runs")
 }
 
-/// Stdout as text.
+/// Stdout as text (invalid UTF-8 replaced).
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
-/// Stderr as text.
+/// Stderr as text (invalid UTF-8 replaced).
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
@@ -77,7 +77,7 @@ impl Project {
         run(&mut c)
     }
 
-    /// The parsed `run.json`.
+    /// The parsed `run.json` of the workspace; panics when it is missing.
     pub fn record(&self) -> serde_json::Value {
         let bytes = std::fs::read(self.ws().join("run.json")).expect("run.json exists");
         serde_json::from_slice(&bytes).expect("run.json parses")

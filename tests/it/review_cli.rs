@@ -75,7 +75,8 @@ fn review_records_every_op_with_patches_ledger_log_report_and_notes() {
     }
     // The incoming id is never trusted.
     assert_eq!(v["applied_ids"][0], "RVW-0001");
-    // §13 layout.
+    // The reviewer's workspace layout: the files that tools and people
+    // look for after a review are all there.
     for rel in [
         "stage1/doc.raw.md",
         "stage1/outline.json",

@@ -20,7 +20,7 @@ pub struct Scratch {
 }
 
 impl Scratch {
-    /// An empty scratch folder.
+    /// An empty scratch folder, deleted when dropped.
     pub fn new() -> Scratch {
         Scratch {
             dir: tempfile::tempdir().expect("tempdir"),
@@ -45,7 +45,7 @@ impl Scratch {
             .unwrap_or_else(|e| panic!("copy {}: {e}", from.display()));
     }
 
-    /// Writes a file.
+    /// Writes `text` to `name` inside the folder, replacing it.
     pub fn write(&self, name: &str, text: &str) {
         std::fs::write(self.path(name), text).expect("write");
     }

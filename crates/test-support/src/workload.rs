@@ -12,7 +12,8 @@ use serde_json::{json, Value};
 pub struct Rng(pub u64);
 
 impl Rng {
-    /// Next value.
+    /// Advances the generator and returns its new state (never 0 unless
+    /// seeded with 0).
     #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> u64 {
         let mut x = self.0;

@@ -22,12 +22,13 @@ struct Config {
     ignore_code_blocks: bool,
 }
 
-/// The `word_count` artifact.
+/// The `word_count` artifact, written to `example/word_count.json`.
 #[derive(Debug, Serialize, PartialEq)]
 pub struct Counts {
-    /// Words counted.
+    /// Whitespace-separated words of at least `min_len` characters, outside
+    /// skipped code blocks.
     pub words: usize,
-    /// Lines of the document.
+    /// Lines of the document, code blocks included.
     pub lines: usize,
     /// Unicode characters of the document.
     pub characters: usize,

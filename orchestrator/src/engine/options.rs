@@ -12,7 +12,7 @@ use std::sync::Arc;
 /// Which part of the pipeline to run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RunTarget {
-    /// Every kernel.
+    /// Every kernel of the pipeline.
     All,
     /// The named kernel and everything it depends on.
     Until(String),
@@ -29,7 +29,7 @@ impl RunTarget {
     }
 }
 
-/// How to run.
+/// How to run a prepared pipeline; [`RunOptions::new`] gives the defaults.
 #[derive(Clone)]
 pub struct RunOptions {
     /// Kernels running at once, at most.
@@ -37,11 +37,12 @@ pub struct RunOptions {
     /// `false` for `--no-cache`: every kernel executes (results are still
     /// stored, refreshing the cache).
     pub use_cache: bool,
-    /// Which kernels.
+    /// Which kernels to run (`--kernel`/`--until`, else all).
     pub target: RunTarget,
     /// Set to stop the run (Ctrl-C).
     pub cancel: Arc<AtomicBool>,
-    /// The LLM service, if any.
+    /// The LLM service; `None` makes every kernel's LLM request fail with
+    /// "no LLM backend configured".
     pub llm: Option<SharedLlm>,
     /// Model identity and sampling parameters, added to LLM kernels' keys.
     pub llm_identity: Option<Value>,
@@ -88,11 +89,11 @@ pub enum RunError {
     /// A source file cannot be read.
     #[error("input `{name}`: cannot read {path}: {message}")]
     Input {
-        /// The source artifact.
+        /// The artifact name of the `[inputs]` entry.
         name: String,
-        /// Its file.
+        /// The file the entry names, as resolved.
         path: PathBuf,
-        /// Why.
+        /// The operating system's error, or why the file cannot be described.
         message: String,
     },
     /// The workspace cannot be created or written.
@@ -104,9 +105,10 @@ pub enum RunError {
     /// A provided artifact has the name of a source or a kernel output.
     #[error("artifact `{name}` is provided by the host but is also {other}")]
     ProvidedConflict {
-        /// The artifact.
+        /// The name of the provided artifact.
         name: String,
-        /// Its other producer.
+        /// Its other producer, in words (``an output of kernel `x` ``, or the
+        /// pipeline's `[inputs]`).
         other: String,
     },
 }
@@ -114,25 +116,26 @@ pub enum RunError {
 /// The outputs of the kernel asked for with [`RunTarget::Kernel`].
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct TargetOutput {
-    /// The kernel.
+    /// The kernel's name, as given to [`RunTarget::Kernel`].
     pub kernel: String,
-    /// Its version.
+    /// Its version, from its spec.
     pub version: String,
-    /// How it ended.
+    /// How it ended; `skipped` also when it never got to run.
     pub status: KernelStatus,
-    /// Cache hit or miss.
+    /// Whether its outputs came from the cache.
     pub cache: CacheUse,
-    /// Its summary.
+    /// The one-line summary it returned; empty unless it succeeded.
     pub summary: String,
-    /// Its warnings.
+    /// The warnings it returned with its outputs.
     pub warnings: Vec<String>,
-    /// Its error, if it failed.
+    /// Its error if it failed, or why it was skipped.
     pub error: Option<String>,
-    /// Its output artifacts.
+    /// Its output artifacts by name; empty unless it succeeded.
     pub outputs: BTreeMap<String, Value>,
 }
 
-/// What a run produced.
+/// What a run that got to schedule kernels produced, failed kernels
+/// included (a failure is in the record, not an `Err`).
 #[derive(Debug)]
 pub struct RunOutcome {
     /// The run record (also written to `run.json`).

@@ -14,7 +14,8 @@ fn sleep_checking(ctx: &Context, ms: u64) -> Result<(), KernelError> {
     Ok(())
 }
 
-/// `doc` → `doc_len`.
+/// `doc` → `doc_len` (written to `out/doc_len.json`): the plainest
+/// deterministic kernel.
 struct SourceLen;
 impl Kernel for SourceLen {
     fn spec(&self) -> KernelSpec {
@@ -87,7 +88,7 @@ impl Kernel for Sleepy {
     }
 }
 
-/// Panics.
+/// Panics on every run, to test that a panic fails only this kernel.
 struct Panicker;
 impl Kernel for Panicker {
     fn spec(&self) -> KernelSpec {
@@ -98,7 +99,7 @@ impl Kernel for Panicker {
     }
 }
 
-/// Depends on the panicker.
+/// Reads the panicker's output, so it must be skipped when that fails.
 struct AfterPanic;
 impl Kernel for AfterPanic {
     fn spec(&self) -> KernelSpec {
