@@ -2,9 +2,10 @@
 //!
 //! Two pure, I/O-free tools that kernels link directly:
 //!
-//! 1. **The canonicalizer** ([`canonicalizer`]), the discipline of seed 002
-//!    (A1–A7): [`normalize_text`] sanitises raw model text without
-//!    destroying anything (line endings, outer whitespace), and
+//! 1. **The canonicalizer** ([`canonicalizer`]), which makes a model's
+//!    answer comparable and hashable across runs: [`normalize_text`]
+//!    sanitises raw model text without destroying anything (line endings,
+//!    outer whitespace), and
 //!    [`extract_json_block`] extracts **exactly one** top-level JSON object
 //!    from it, or rejects the text with a named reason
 //!    ([`CanonicalRejection::NoJson`], [`CanonicalRejection::AmbiguousMultiBlock`],
@@ -13,8 +14,8 @@
 //!    `sha256:` hash; [`self_test`] runs the fixed self-test whose output
 //!    hash (with [`canonicalizer_source_hash`]) goes into the run metadata.
 //!
-//! 2. **The extraction ladder** ([`ladder`]) of seed 000 §7: six parsers
-//!    tried in order — `json_strict` (built on the canonicalizer),
+//! 2. **The extraction ladder** ([`ladder`]): six parsers tried in order
+//!    — `json_strict` (built on the canonicalizer),
 //!    `json_relaxed`, `yaml`, `tagged_payload`, `plaintext_regex`,
 //!    `freeform_salvage` — that turn whatever format a local model chose
 //!    into raw edit proposals ([`RawEditOp`]) and report which level

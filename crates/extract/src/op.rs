@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-/// What an edit proposal asks for (seed 000 §6 "Allowed Actions").
+/// What an edit proposal asks for: the four actions a review may take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EditAction {
@@ -50,15 +50,18 @@ impl EditAction {
 ///
 /// Every field but `action` is optional: the kernel fills defaults,
 /// computes `before_hash` from the document and allocates the `RVW-NNNN`
-/// id (seed 000 §7 "Kernel-Owned ID Allocation"). Nothing here is trusted.
+/// id, so a model can never choose or collide change ids. Nothing here is
+/// trusted.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RawEditOp {
-    /// The requested action.
+    /// The requested action, after synonyms are mapped (see
+    /// [`EditAction::parse`]).
     pub action: EditAction,
     /// First target line (1-based, as the model wrote it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub line_start: Option<u64>,
-    /// Last target line (inclusive).
+    /// Last target line (1-based, inclusive); the same as `line_start` when
+    /// the model named a single line.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub line_end: Option<u64>,
     /// The text the model says is there now.
@@ -67,13 +70,14 @@ pub struct RawEditOp {
     /// The text the model proposes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after_text: Option<String>,
-    /// Why.
+    /// The model's reason for the change, shown to the reviewer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rationale: Option<String>,
     /// Category such as `terminology`, `typo`, `style`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
-    /// `minor`, `attention`, `deletion`, `critical`...
+    /// Severity as the model wrote it (`minor`, `attention`, `deletion`,
+    /// `critical`…); not checked here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub severity: Option<String>,
 }

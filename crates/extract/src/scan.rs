@@ -20,7 +20,7 @@ pub(crate) enum Region {
 pub(crate) struct Delimiters {
     /// The opening byte, `{` or `[`.
     pub open: u8,
-    /// The matching closing byte.
+    /// The matching closing byte, `}` or `]`.
     pub close: u8,
     /// Bytes that open and close string literals inside a region.
     pub quotes: &'static [u8],

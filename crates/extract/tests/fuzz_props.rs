@@ -1,5 +1,7 @@
 //! Property ("fuzz") tests: no input makes the canonicalizer or the ladder
-//! panic, and the seed-002 invariants hold for arbitrary text.
+//! panic, and the canonicalizer's rules (idempotent, non-destructive
+//! normalization; exactly one object or a rejection) hold for arbitrary
+//! text.
 //!
 //! CI runs these with a bounded number of cases (`PROPTEST_CASES`, default
 //! 256 per property here); raise it locally for a longer fuzzing session.
@@ -75,7 +77,8 @@ proptest! {
 
     #[test]
     fn normalize_keeps_interior_text(text in tricky_text()) {
-        // Only line endings and the outer whitespace change (A7).
+        // Only line endings and the outer whitespace change, so no JSON
+        // string value can be altered.
         let unified = text.replace("\r\n", "\n").replace('\r', "\n");
         let normalized = normalize_text(&text);
         prop_assert!(unified.contains(&normalized));

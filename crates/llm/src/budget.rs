@@ -1,10 +1,16 @@
-//! Token budgets: B1 per call, B2 per run (seed 002, C1–C5, D5).
+//! Token budgets, counted in the API's tokens (prompt + completion): one
+//! per call and one for the whole run (the session).
 //!
-//! Before a call the worst case (estimated prompt tokens + `max_tokens`)
-//! is reserved against B2; if it does not fit, the call is not made and
-//! the session is marked `SESSION_BUDGET_EXHAUSTED` for good. After the
-//! call the reservation is replaced by the real usage. Reservations make
-//! the check exact under concurrency.
+//! The per-call budget refuses only a prompt whose estimate alone exceeds
+//! it; an answer that goes over it is returned and flagged, because the
+//! kernel, not the host, decides what an oversized answer means.
+//!
+//! The per-run budget is a hard ceiling. Before a call the worst case
+//! (estimated prompt tokens + `max_tokens`) is reserved against it; if it
+//! does not fit, the call is not made and the session is marked
+//! `SESSION_BUDGET_EXHAUSTED` for good, so no work continues after the
+//! budget is spent. After the call the reservation is replaced by the real
+//! usage. Reservations make the check exact under concurrency.
 
 use crate::error::LlmError;
 use std::sync::Mutex;
@@ -41,17 +47,19 @@ impl Budget {
         }
     }
 
-    /// B1.
+    /// The per-call budget in tokens (prompt + completion); `None` when
+    /// disabled.
     pub fn per_call(&self) -> Option<u64> {
         self.per_call
     }
 
-    /// B2.
+    /// The per-run budget in tokens; `None` when disabled.
     pub fn per_run(&self) -> Option<u64> {
         self.per_run
     }
 
-    /// Refuses a prompt whose estimated size alone exceeds B1.
+    /// Refuses a prompt whose estimated size alone exceeds the per-call
+    /// budget.
     pub fn check_call(&self, estimated_prompt: u64) -> Result<(), LlmError> {
         match self.per_call {
             Some(budget) if estimated_prompt > budget => Err(LlmError::CallBudgetExceeded {
@@ -62,13 +70,14 @@ impl Budget {
         }
     }
 
-    /// `true` when `prompt + completion` exceeds B1 (recorded, not refused:
-    /// the kernel decides, C3).
+    /// `true` when `prompt + completion` exceeds the per-call budget
+    /// (recorded, not refused: the kernel decides what to do with the answer).
     pub fn over_call_budget(&self, total: u64) -> bool {
         self.per_call.is_some_and(|b| total > b)
     }
 
-    /// Reserves `worst_case` tokens against B2.
+    /// Reserves `worst_case` tokens against the per-run budget; once a
+    /// reservation is refused, every later one is too.
     pub fn reserve(&self, worst_case: u64) -> Result<Reservation, LlmError> {
         let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(budget) = self.per_run {
@@ -97,12 +106,12 @@ impl Budget {
         self.settle(reservation, 0);
     }
 
-    /// Tokens used so far.
+    /// Tokens really used so far, reservations in flight not included.
     pub fn used(&self) -> u64 {
         self.state.lock().map(|s| s.used).unwrap_or(0)
     }
 
-    /// `true` once B2 refused a call.
+    /// `true` once the per-run budget refused a call.
     pub fn exhausted(&self) -> bool {
         self.state.lock().map(|s| s.exhausted).unwrap_or(true)
     }

@@ -8,16 +8,17 @@ use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-/// A cached answer.
+/// A cached answer: one file, enough to answer the request again without
+/// a call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CachedAnswer {
     /// The cache key (checked on read).
     pub key: String,
-    /// The request's input hash.
+    /// The request's input hash (`sha256:` of system + user prompt).
     pub input_hash: String,
-    /// The model id.
+    /// The exact model id that was asked.
     pub model: String,
-    /// The parameters.
+    /// The sampling parameters of the request.
     pub params: Params,
     /// The answer text, as received.
     pub text: String,
@@ -43,7 +44,7 @@ impl ResponseCache {
         ResponseCache { dir: dir.into() }
     }
 
-    /// The cache folder.
+    /// The cache folder (it may not exist yet).
     pub fn dir(&self) -> &Path {
         &self.dir
     }

@@ -1,5 +1,7 @@
-//! Calibration (seed 002, F1–F3): the fixed prompt three times at
-//! temperature 0; the three canonical hashes must be identical.
+//! Calibration: the fixed prompt three times at temperature 0; the three
+//! canonical hashes must be identical. It checks the server (same model,
+//! stable at temperature 0) and the canonicalizer at once: variation the
+//! canonicalizer removes is accepted, any other is drift.
 
 use crate::error::LlmError;
 use crate::prompts::Prompts;
@@ -12,10 +14,10 @@ use serde::{Deserialize, Serialize};
 /// small, schema-conforming user prompt with no variable content.
 pub const CALIBRATION_TEMPLATES: (&str, &str) = ("calibration_system", "calibration");
 
-/// How many identical runs calibration requires (F1).
+/// How many identical runs calibration requires.
 pub const CALIBRATION_RUNS: usize = 3;
 
-/// One calibration call.
+/// The canonicalizer's verdict on one calibration answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CalibrationRun {
     /// `OK` or the canonicalizer's rejection code.
@@ -24,12 +26,13 @@ pub struct CalibrationRun {
     pub canonical_hash: Option<String>,
 }
 
-/// The calibration verdict.
+/// The calibration verdict, printed by `koas llm calibrate`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CalibrationReport {
-    /// The model calibrated.
+    /// The exact model id calibrated (that of the role asked for).
     pub model: String,
-    /// The runs, in order.
+    /// One entry per call, in call order ([`CALIBRATION_RUNS`] when no
+    /// call failed).
     pub runs: Vec<CalibrationRun>,
     /// All runs extracted one object with the same canonical hash.
     pub passed: bool,
@@ -41,8 +44,8 @@ pub struct CalibrationReport {
 }
 
 impl CalibrationReport {
-    /// `Err(CALIBRATION_FAILED)` unless the calibration passed (drift
-    /// aborts, F1).
+    /// `Err(CALIBRATION_FAILED)` unless the calibration passed: a model that
+    /// drifts at temperature 0 cannot give reproducible runs, so callers stop.
     pub fn require_pass(&self) -> Result<(), LlmError> {
         if self.passed {
             Ok(())

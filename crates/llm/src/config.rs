@@ -1,5 +1,7 @@
-//! `[llm]` configuration: seed 000 §11 `LLMConfig` plus the seed-002
-//! discipline knobs. Every key has a default; unknown keys are refused.
+//! `[llm]` configuration: backend, models and sampling, plus the knobs
+//! that keep a session reproducible and bounded (frozen generation cap,
+//! retries, budgets, sovereignty). Every key has a default; unknown keys
+//! are refused, so a typo cannot silently fall back to a default.
 //!
 //! | key | default | meaning |
 //! |---|---|---|
@@ -9,24 +11,24 @@
 //! | `edit_model`, `pyramid_model`, `tutor_model` | none | model id for the `edit`, `pyramid` and `tutor` roles |
 //! | `models` | `{}` | model id for any other role name |
 //! | `temperature` | `0.1` | sampling temperature unless a request overrides it |
-//! | `max_tokens` (alias `num_predict`) | `2048` | generation cap, frozen per session (seed 002, Q52b) |
-//! | `context_window` | `4096` | the model's advertised context length, a static session constant (Q49); also sent as Ollama's `num_ctx` |
+//! | `max_tokens` (alias `num_predict`) | `2048` | generation cap, frozen for the session and recorded in its metadata |
+//! | `context_window` | `4096` | the model's advertised context length, recorded as a session constant (never probed during a run); also sent as Ollama's `num_ctx` |
 //! | `timeout_secs` (aliases `timeout`, `chunk_timeout`) | `120` | per-attempt deadline, body included |
 //! | `connect_timeout_secs` | `10` | TCP/TLS connect deadline |
-//! | `max_retries` | `3` | transport retries after the first attempt (Q51) |
+//! | `max_retries` | `3` | transport retries after the first attempt; bounded so that a failing server fails the request instead of stalling the run |
 //! | `backoff_initial_ms` / `backoff_max_ms` / `backoff_jitter` | `1000` / `8000` / `0.25` | exponential backoff 1 s, 2 s, 4 s… capped, plus up to 25 % random jitter |
-//! | `empty_retries` | `2` | retries of an empty answer with nudged temperature (seed 000 §7) |
+//! | `empty_retries` | `2` | retries of an empty answer with nudged temperature (a model stuck on empty output at low temperature often answers slightly higher) |
 //! | `empty_retry_temperature_step` | `0.05` | added per empty retry: 0.10 → 0.15 → 0.20 |
 //! | `empty_retry_wait_ms` | `[3000, 8000]` | random wait before an empty retry |
-//! | `budget_per_call` | `6000` | B1: prompt + completion tokens of one call (seed 002, C1); `0` disables |
-//! | `budget_per_run` | `1000000` | B2: tokens of the whole run (C5, D5); `0` disables |
+//! | `budget_per_call` | `6000` | per-call budget: prompt + completion tokens of one call; `0` disables |
+//! | `budget_per_run` | `1000000` | per-run budget: tokens of the whole run, a hard ceiling that ends the session; `0` disables |
 //! | `max_in_flight` | `2` | requests in flight per endpoint; further callers wait |
 //! | `stream` | `true` | stream answers (stop markers end generation early) |
 //! | `strict_sovereign` | `true` | refuse non-loopback endpoints and the Anthropic backend |
 //! | `local_hosts` | `[]` | host names or IPs declared local (allowed under strict sovereignty) |
 //! | `api_key_env` | per backend | name of the environment variable holding the API key: `OPENAI_API_KEY` (optional) for openai, `ANTHROPIC_API_KEY` (required) for anthropic, none for ollama |
 //! | `response_cache` | `true` | answer repeated requests from `.koas/llm-cache/` |
-//! | `abort_on_transport_failure` | `true` | after a `TRANSPORT_FAILURE`, refuse further calls (Q51) |
+//! | `abort_on_transport_failure` | `true` | after a `TRANSPORT_FAILURE`, refuse further calls (a run does not carry on with whatever requests happen to succeed) |
 //! | `max_response_bytes` | `8388608` | answers longer than this are cut off as a protocol error |
 
 use crate::error::LlmError;
@@ -90,7 +92,7 @@ impl fmt::Display for BackendKind {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LlmConfig {
-    /// Wire protocol.
+    /// Wire protocol; also picks the default endpoint and API-key variable.
     pub backend: BackendKind,
     /// Base URL; `None` uses [`BackendKind::default_endpoint`].
     pub endpoint: Option<String>,
@@ -102,25 +104,26 @@ pub struct LlmConfig {
     pub pyramid_model: Option<String>,
     /// Model of the `tutor` role.
     pub tutor_model: Option<String>,
-    /// Models of other roles.
+    /// Models of roles other than `edit`, `pyramid` and `tutor`, by role
+    /// name.
     pub models: BTreeMap<String, String>,
-    /// Default sampling temperature.
+    /// Sampling temperature for requests that set none (0 to 2).
     pub temperature: f64,
-    /// Generation cap.
+    /// Most tokens a call may generate; frozen for the session.
     #[serde(alias = "num_predict")]
     pub max_tokens: u32,
     /// Advertised context window of the model (tokens).
     pub context_window: u32,
-    /// Per-attempt deadline in seconds.
+    /// Per-attempt deadline in seconds, the streamed body included.
     #[serde(alias = "timeout", alias = "chunk_timeout")]
     pub timeout_secs: f64,
-    /// Connect deadline in seconds.
+    /// TCP/TLS connect deadline in seconds.
     pub connect_timeout_secs: f64,
     /// Transport retries after the first attempt.
     pub max_retries: u32,
-    /// First backoff delay.
+    /// Backoff before the first transport retry, in ms; doubled per retry.
     pub backoff_initial_ms: u64,
-    /// Longest backoff delay.
+    /// Cap on the backoff delay, in ms (before jitter).
     pub backoff_max_ms: u64,
     /// Random jitter added to each backoff, as a fraction of it.
     pub backoff_jitter: f64,
@@ -130,21 +133,24 @@ pub struct LlmConfig {
     pub empty_retry_temperature_step: f64,
     /// Range of the random wait before an empty retry, in ms.
     pub empty_retry_wait_ms: [u64; 2],
-    /// B1, tokens per call; 0 disables.
+    /// Per-call budget, prompt + completion tokens; 0 disables.
     pub budget_per_call: u64,
-    /// B2, tokens per run; 0 disables.
+    /// Per-run budget, tokens of the whole run; 0 disables.
     pub budget_per_run: u64,
     /// Requests in flight per endpoint.
     pub max_in_flight: usize,
-    /// Stream answers.
+    /// Stream answers, so generation can stop as soon as a stop marker
+    /// appears.
     pub stream: bool,
     /// Refuse non-local endpoints and backends.
     pub strict_sovereign: bool,
-    /// Hosts declared local.
+    /// Host names or IPs treated as local, hence allowed under strict
+    /// sovereignty (loopback always is).
     pub local_hosts: Vec<String>,
     /// Environment variable holding the API key.
     pub api_key_env: Option<String>,
-    /// Use the response cache.
+    /// Answer repeated requests from `.koas/llm-cache/` (never while
+    /// replaying).
     pub response_cache: bool,
     /// Refuse further calls after a transport failure.
     pub abort_on_transport_failure: bool,
@@ -258,17 +264,19 @@ impl LlmConfig {
         out
     }
 
-    /// Per-attempt deadline.
+    /// `timeout_secs` as a duration (120 s if it cannot be represented).
     pub fn timeout(&self) -> Duration {
         secs(self.timeout_secs)
     }
 
-    /// Connect deadline.
+    /// `connect_timeout_secs` as a duration (120 s if it cannot be
+    /// represented).
     pub fn connect_timeout(&self) -> Duration {
         secs(self.connect_timeout_secs)
     }
 
-    /// Checks value ranges.
+    /// Checks value ranges (timeouts, temperature, retries, waits, jitter)
+    /// and that the endpoint is an `http(s)` URL.
     pub fn validate(&self) -> Result<(), LlmError> {
         let bad = |m: &str| Err(LlmError::Config(m.to_string()));
         if !(self.timeout_secs > 0.0 && self.timeout_secs.is_finite()) {

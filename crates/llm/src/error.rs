@@ -25,7 +25,7 @@ pub enum TransportErrorKind {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct TransportError {
-    /// The category.
+    /// What kind of failure it was; `retryable` says whether to try again.
     pub kind: TransportErrorKind,
     /// The HTTP status, for [`TransportErrorKind::Http`].
     pub status: Option<u16>,
@@ -77,9 +77,12 @@ impl TransportError {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum AbortReason {
-    /// The per-run token budget B2 would be exceeded (seed 002, D5/Q58).
+    /// The next call would exceed the per-run token budget; the session stops
+    /// at once rather than finish work past its ceiling.
     SessionBudgetExhausted,
-    /// A request failed after all transport retries (seed 002, Q51).
+    /// A request failed after all transport retries (with
+    /// `abort_on_transport_failure`): retrying without end would hide an
+    /// unreliable server and skew which work gets done.
     TransportFailure,
 }
 
@@ -99,7 +102,8 @@ impl fmt::Display for AbortReason {
 /// through redaction before it is stored here.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum LlmError {
-    /// The configuration is invalid.
+    /// The configuration is invalid: an unknown key, a value out of range or
+    /// of the wrong type.
     #[error("LLM config: {0}")]
     Config(String),
     /// Strict sovereignty refused the backend or endpoint.
@@ -108,53 +112,55 @@ pub enum LlmError {
     /// The API key's environment variable is not set.
     #[error("the {backend} backend needs an API key in the environment variable {var}, which is not set")]
     MissingApiKey {
-        /// The backend name.
+        /// The backend needing the key (e.g. `anthropic`).
         backend: String,
         /// The variable's name (never its value).
         var: String,
     },
-    /// All transport attempts failed.
+    /// All transport attempts of one request failed.
     #[error("TRANSPORT_FAILURE: {endpoint} failed after {attempts} attempt(s): {last_error}")]
     TransportFailure {
-        /// The endpoint called.
+        /// The endpoint base URL called.
         endpoint: String,
         /// Attempts made (1 + retries).
         attempts: u32,
-        /// The last attempt's error.
+        /// The last attempt's error, redacted.
         last_error: String,
     },
-    /// The prompt alone exceeds the per-call budget B1.
+    /// The prompt alone exceeds the per-call token budget, so no answer could
+    /// fit; the call is not made (the session goes on).
     #[error("CALL_BUDGET_EXCEEDED: the prompt needs about {estimated} tokens, over the per-call budget of {budget}")]
     CallBudgetExceeded {
-        /// Estimated prompt tokens.
+        /// Estimated prompt tokens (system + user prompt: UTF-8 bytes / 4,
+        /// rounded up).
         estimated: u64,
-        /// The per-call budget B1.
+        /// The per-call budget, in tokens.
         budget: u64,
     },
-    /// The per-run budget B2 is exhausted; no further calls are made.
+    /// The per-run token budget is exhausted; no further calls are made.
     #[error("SESSION_BUDGET_EXHAUSTED: {used} tokens used, {needed} more could be needed, per-run budget is {budget}")]
     SessionBudgetExhausted {
-        /// Tokens used so far.
+        /// Tokens really used by the run so far.
         used: u64,
         /// The worst case of the refused call.
         needed: u64,
-        /// The per-run budget B2.
+        /// The per-run budget, in tokens.
         budget: u64,
     },
     /// An earlier failure aborted the session.
     #[error("the LLM session was aborted earlier ({reason}); no further calls are made")]
     SessionAborted {
-        /// Why.
+        /// The failure that aborted it, also recorded in the session metadata.
         reason: AbortReason,
     },
     /// Replay has no logged answer for this request.
     #[error("REPLAY_MISS: the exchange log has no answer for input {input_hash} with model {model} (key {cache_key})")]
     ReplayMiss {
-        /// The request's input hash.
+        /// The request's input hash (`sha256:` of system + user prompt).
         input_hash: String,
-        /// The model.
+        /// The exact model id the request resolved to.
         model: String,
-        /// The cache key.
+        /// The cache key replay looked up (input hash + model + parameters).
         cache_key: String,
     },
     /// The exchange log being replayed is unreadable or inconsistent.

@@ -1,4 +1,6 @@
-//! The append-only exchange log `llm/exchanges.jsonl` (seed 002, E1, Q44).
+//! The append-only exchange log `llm/exchanges.jsonl`. It is the evidence
+//! a replay and an audit rely on, so it keeps the lines of aborted runs
+//! too and is never rewritten.
 //!
 //! One JSON line per request the service answered or refused: what was
 //! asked (input hash, backend, endpoint, exact model id, parameters), what
@@ -22,7 +24,7 @@ use std::sync::Mutex;
 pub enum ExchangeSource {
     /// The model, over the network.
     Backend,
-    /// The response cache.
+    /// The response cache (an identical earlier request).
     Cache,
     /// An exchange log being replayed.
     Replay,
@@ -30,7 +32,7 @@ pub enum ExchangeSource {
     None,
 }
 
-/// How a request ended.
+/// How a request ended; only `ok` and `empty_response` lines are replayed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ExchangeOutcome {
@@ -38,13 +40,14 @@ pub enum ExchangeOutcome {
     Ok,
     /// Only empty text came back, after the empty-response retries.
     EmptyResponse,
-    /// All transport attempts failed.
+    /// All transport attempts failed; the line keeps any partial text.
     TransportFailure,
-    /// Refused by B1 or B2 before calling.
+    /// Refused before calling, by the per-call or the per-run token budget.
     BudgetRefused,
 }
 
-/// The canonicalizer's and the ladder's verdict on a text (E1).
+/// The canonicalizer's and the ladder's verdict on a text, logged with
+/// the raw text so a replay can check that both still agree.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Extraction {
     /// `OK`, `NO_JSON`, `AMBIGUOUS_MULTI_BLOCK` or `PARSE_ERROR`.
@@ -99,9 +102,9 @@ pub struct Exchange {
     pub session_id: String,
     /// Wall-clock time, ms since the Unix epoch.
     pub unix_ms: u64,
-    /// `kernel` or `calibration`.
+    /// Why the request was made: `kernel` or `calibration`.
     pub purpose: String,
-    /// The model role requested.
+    /// The model role requested (`edit`, `tutor`…), which picked the model.
     pub role: String,
     /// Where the answer came from.
     pub source: ExchangeSource,
@@ -111,25 +114,26 @@ pub struct Exchange {
     pub input_hash: String,
     /// blake3 of input hash + model + parameters.
     pub cache_key: String,
-    /// Backend protocol.
+    /// Wire protocol of the backend.
     pub backend: BackendKind,
-    /// Endpoint base URL.
+    /// Endpoint base URL, without a trailing `/`.
     pub endpoint: String,
-    /// Exact model id requested.
+    /// Exact model id requested (the role's configured model).
     pub model: String,
     /// Model id the server reported, when it differs or is known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub served_model: Option<String>,
-    /// Sampling parameters requested.
+    /// Sampling parameters requested (part of the cache key).
     pub params: Params,
     /// Temperatures of each attempt (empty-response nudges included).
     #[serde(default)]
     pub temperatures: Vec<f64>,
-    /// Streaming used.
+    /// Whether the answer was streamed.
     pub stream: bool,
     /// The model's text exactly as received.
     pub raw_text: String,
-    /// `normalize_text(raw_text)`.
+    /// `normalize_text(raw_text)`: line endings and outer whitespace
+    /// normalized, nothing else changed.
     pub canonical_text: String,
     /// The canonicalizer's and ladder's verdict.
     pub extraction: Extraction,
@@ -141,18 +145,19 @@ pub struct Exchange {
     pub total_tokens_spent: u64,
     /// The counts were estimated (usage missing).
     pub tokens_estimated: bool,
-    /// prompt + completion exceeded B1.
+    /// `prompt_tokens + completion_tokens` exceeded the per-call budget (the
+    /// answer is still returned; the kernel decides).
     #[serde(default)]
     pub over_call_budget: bool,
     /// Wall-clock time of the request, waits included.
     pub latency_ms: u64,
-    /// Transport retries made.
+    /// Transport retries made after the first attempt.
     pub retries: u32,
-    /// Empty-response retries made.
+    /// Retries made because an answer came back empty.
     pub empty_retries: u32,
     /// Generation ended at a stop marker.
     pub stopped_at_marker: bool,
-    /// The API's finish reason.
+    /// The finish reason the API reported (e.g. `stop`, `length`), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finish_reason: Option<String>,
     /// Error message (transport failure, budget refusal).
@@ -160,7 +165,8 @@ pub struct Exchange {
     pub error: Option<String>,
 }
 
-/// An open exchange log.
+/// An open exchange log; shared by every thread of a run (each line is
+/// written under a lock).
 #[derive(Debug)]
 pub struct ExchangeLog {
     path: PathBuf,
@@ -190,7 +196,7 @@ impl ExchangeLog {
         })
     }
 
-    /// The log's path.
+    /// The log's path, as opened.
     pub fn path(&self) -> &Path {
         &self.path
     }

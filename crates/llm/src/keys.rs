@@ -1,4 +1,5 @@
-//! Request identity: the input hash (seed 002, Q43) and the cache key.
+//! Request identity: the input hash (of the whole prompt, system message
+//! included, since both shape the answer) and the cache key.
 
 use koas_kernel_api::hash::sha256;
 use serde::{Deserialize, Serialize};
@@ -8,9 +9,10 @@ use serde::{Deserialize, Serialize};
 pub struct Params {
     /// Temperature of the first attempt.
     pub temperature: f64,
-    /// Generation cap.
+    /// Most tokens the call may generate.
     pub max_tokens: u32,
-    /// Stop markers.
+    /// Stop markers of the request, in order; they change where the text
+    /// ends.
     #[serde(default)]
     pub stop_markers: Vec<String>,
 }

@@ -1,8 +1,9 @@
 //! # koas-llm — the LLM host service
 //!
 //! Kernels never talk to a model. They call `ctx.llm_complete(&LlmRequest)`
-//! and the host answers through this crate (DESIGN.md decision 5), which
-//! owns everything between the prompt and the text:
+//! and the host answers through this crate, which owns everything between
+//! the prompt and the text. Keeping all of it on the host side is what
+//! makes a run auditable and replayable without a model:
 //!
 //! * **backends** ([`backend`]): Ollama's native `/api/chat` (NDJSON
 //!   stream), any OpenAI-compatible `/v1/chat/completions` (SSE: llama.cpp,
@@ -18,9 +19,9 @@
 //!   endpoint and the last error; empty answers retried with temperature
 //!   nudges (0.10 → 0.15 → 0.20); malformed output is a result;
 //! * **tokens and budgets** ([`budget`]): usage from the API, estimated
-//!   (and flagged) only when absent; B1 per call, B2 per run with
-//!   `SESSION_BUDGET_EXHAUSTED`; a bound on requests in flight per
-//!   endpoint ([`limiter`]);
+//!   (and flagged) only when absent; a token budget per call and one per
+//!   run (exhausting it ends the session with `SESSION_BUDGET_EXHAUSTED`);
+//!   a bound on requests in flight per endpoint ([`limiter`]);
 //! * **exchange log** ([`exchange`]) `llm/exchanges.jsonl`, append-only and
 //!   fsynced; **response cache** ([`cache`]) keyed by input hash + model +
 //!   parameters; **replay** ([`replay`]) from the log with no network;

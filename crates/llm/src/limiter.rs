@@ -11,7 +11,7 @@ pub struct Semaphore {
     freed: Condvar,
 }
 
-/// A held permit.
+/// A held permit; dropping it frees the slot and wakes one waiter.
 #[derive(Debug)]
 pub struct Permit<'a> {
     semaphore: &'a Semaphore,
@@ -26,7 +26,7 @@ impl Semaphore {
         }
     }
 
-    /// Waits for a permit.
+    /// Blocks until a permit is free, then takes it.
     pub fn acquire(&self) -> Permit<'_> {
         let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
         while *free == 0 {
@@ -65,7 +65,8 @@ impl EndpointLimiter {
         }
     }
 
-    /// The semaphore of `endpoint`.
+    /// The semaphore of `endpoint`, created on first use; every caller for
+    /// the same endpoint string shares it.
     pub fn semaphore(&self, endpoint: &str) -> Arc<Semaphore> {
         let mut map = self.semaphores.lock().unwrap_or_else(|p| p.into_inner());
         map.entry(endpoint.to_string())
@@ -73,7 +74,7 @@ impl EndpointLimiter {
             .clone()
     }
 
-    /// The configured bound.
+    /// Requests allowed in flight per endpoint (at least 1).
     pub fn bound(&self) -> usize {
         self.per_endpoint
     }

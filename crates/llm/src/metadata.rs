@@ -1,11 +1,14 @@
-//! Session metadata for the run record (seed 002, A4, Q49, Q52b, D5).
+//! Session metadata for the run record: everything needed to tell later
+//! which model, parameters, canonicalizer and budgets produced a run's
+//! answers, and why the session stopped early if it did.
 
 use crate::config::BackendKind;
 use crate::error::AbortReason;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// The canonicalizer's identity for the session (A4).
+/// The canonicalizer's identity for the session: if either hash differs
+/// between two runs, their extracted answers may differ too.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CanonicalizerIdentity {
     /// `sha256:` of the canonicalizer's source.
@@ -21,7 +24,7 @@ pub struct CallCounts {
     pub backend: u64,
     /// Requests answered from the response cache.
     pub cache: u64,
-    /// Requests answered by replay.
+    /// Requests answered from the exchange log being replayed.
     pub replay: u64,
     /// Requests that ended in TRANSPORT_FAILURE.
     pub transport_failures: u64,
@@ -41,35 +44,36 @@ pub struct SessionMetadata {
     pub session_id: String,
     /// `live` or `replay`.
     pub mode: String,
-    /// Backend protocol.
+    /// Wire protocol of the backend (`ollama`, `openai`, `anthropic`).
     pub backend: BackendKind,
     /// Endpoint base URL.
     pub endpoint: String,
     /// Exact model id per role.
     pub models: BTreeMap<String, String>,
-    /// Advertised context window (static, Q49).
+    /// The model's advertised context window in tokens, as configured (a
+    /// session constant, never probed).
     pub context_window: u32,
-    /// Generation cap (frozen, Q52b).
+    /// Most tokens a call may generate, frozen for the whole session.
     pub max_tokens: u32,
-    /// Default temperature.
+    /// Temperature of requests that set none.
     pub temperature: f64,
-    /// Streaming on.
+    /// Whether answers were streamed.
     pub stream: bool,
     /// Requests in flight per endpoint.
     pub max_in_flight: usize,
-    /// B1 (None = off).
+    /// Per-call token budget; `None` when disabled.
     pub budget_per_call: Option<u64>,
-    /// B2 (None = off).
+    /// Per-run token budget; `None` when disabled.
     pub budget_per_run: Option<u64>,
-    /// Strict sovereignty on.
+    /// Whether strict sovereignty (local endpoints only) was on.
     pub strict_sovereign: bool,
     /// Name of the API-key environment variable, if one was used.
     pub api_key_env: Option<String>,
-    /// Canonicalizer identity.
+    /// Hashes of the canonicalizer's source and self-test output.
     pub canonicalizer: CanonicalizerIdentity,
     /// Tokens used (prompt + completion, every attempt).
     pub tokens_used: u64,
-    /// Call counters.
+    /// How requests were answered or refused.
     pub calls: CallCounts,
     /// Why the session stopped early, if it did
     /// (`SESSION_BUDGET_EXHAUSTED`, `TRANSPORT_FAILURE`).

@@ -9,16 +9,16 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-/// What a ping found.
+/// What a ping found, printed by `koas llm ping`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PingReport {
-    /// Backend protocol.
+    /// Wire protocol of the backend pinged.
     pub backend: BackendKind,
-    /// Endpoint base URL.
+    /// Endpoint base URL, without a trailing `/`.
     pub endpoint: String,
     /// Round-trip time of the model listing.
     pub latency_ms: u64,
-    /// Models the server lists.
+    /// Model ids the server lists, in its order.
     pub models: Vec<String>,
     /// Each configured role's model and whether the server lists it.
     pub configured: BTreeMap<String, (String, bool)>,

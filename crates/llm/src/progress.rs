@@ -9,7 +9,7 @@ use std::time::Instant;
 /// Receives the service's progress events. Implementations must be cheap
 /// and thread-safe.
 pub trait ProgressSink: Send + Sync {
-    /// A request was submitted.
+    /// A request was submitted (before any wait for a slot).
     fn request_started(&self);
     /// A request finished; `tokens` it spent (0 for cache/replay hits).
     fn request_finished(&self, tokens: u64, ok: bool);
@@ -17,7 +17,7 @@ pub trait ProgressSink: Send + Sync {
     fn note(&self, line: &str);
 }
 
-/// Discards everything.
+/// A sink that discards every event (quiet runs, tests).
 #[derive(Debug, Default)]
 pub struct NoProgress;
 
@@ -75,7 +75,7 @@ pub struct LogLinesProgress {
 }
 
 impl LogLinesProgress {
-    /// Lines to `out`.
+    /// A sink writing its lines to `out`.
     pub fn new(out: Box<dyn Write + Send>) -> Self {
         LogLinesProgress {
             counters: Counters::new(),
@@ -90,7 +90,7 @@ impl LogLinesProgress {
     }
 }
 
-/// `1h02m03s`, `2m10s` or `7s`.
+/// Formats a number of seconds for people: `1h02m03s`, `2m10s` or `7s`.
 pub fn format_eta(secs: u64) -> String {
     let (h, m, s) = (secs / 3600, (secs % 3600) / 60, secs % 60);
     if h > 0 {

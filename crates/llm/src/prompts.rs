@@ -125,7 +125,7 @@ impl Prompts {
         }
     }
 
-    /// Only the built-in templates.
+    /// Only the templates compiled into koas, ignoring every folder.
     pub fn built_in() -> Prompts {
         Prompts { dir: None }
     }

@@ -1,10 +1,11 @@
-//! Replay: answer requests from an exchange log, with no network
-//! (seed 002, E1–E3).
+//! Replay: answer requests from an exchange log, with no network. A replay
+//! checks the whole chain (logging, parsing, canonicalization, the
+//! kernels' use of the answers), not just that kernels are deterministic.
 //!
 //! Loading the log re-runs the canonicalizer on every logged raw text and
 //! compares the result with the logged canonical text and extraction
 //! verdict, so canonicalizer drift or log corruption is reported before
-//! anything is replayed (E3). Requests are matched by cache key (input
+//! anything is replayed. Requests are matched by cache key (input
 //! hash, model and parameters); identical requests are answered in log
 //! order, the last answer repeating. A request with no logged answer is an
 //! error ([`LlmError::ReplayMiss`]), never a network call.
@@ -23,9 +24,9 @@ pub struct ReplayAnswer {
     pub text: String,
     /// The model id that answered.
     pub model: String,
-    /// Logged prompt tokens.
+    /// Prompt tokens as logged (they count as 0 against the budgets).
     pub prompt_tokens: u64,
-    /// Logged completion tokens.
+    /// Completion tokens as logged (they count as 0 against the budgets).
     pub completion_tokens: u64,
     /// Whether the counts were estimated.
     pub tokens_estimated: bool,

@@ -1,4 +1,6 @@
-//! Exponential backoff with jitter for transport retries (seed 002, Q51).
+//! Exponential backoff with jitter for transport retries: waits grow so a
+//! struggling server gets room, and jitter keeps parallel callers from
+//! retrying in lockstep.
 
 use crate::config::LlmConfig;
 use std::time::Duration;
@@ -8,7 +10,7 @@ use std::time::Duration;
 pub struct Backoff {
     /// Delay before the first retry.
     pub initial: Duration,
-    /// Longest delay.
+    /// Cap on the doubled delay, before jitter is added.
     pub max: Duration,
     /// Random extra delay, as a fraction of the base delay (0–1).
     pub jitter: f64,

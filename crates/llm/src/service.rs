@@ -231,12 +231,14 @@ impl LlmService {
         }
     }
 
-    /// The config in effect.
+    /// The config the service was built with.
     pub fn config(&self) -> &LlmConfig {
         &self.config
     }
 
-    /// The exchange log's path.
+    /// The exchange log's path: `llm/exchanges.jsonl` in the workspace, or
+    /// `llm/replay-exchanges.jsonl` when replaying, unless the builder chose
+    /// another.
     pub fn exchange_log_path(&self) -> &Path {
         self.log.path()
     }

@@ -137,7 +137,8 @@ fn persistent_500s_end_in_transport_failure_and_abort_the_session() {
         assert!(text.contains("4 attempt"), "1 + 3 retries: {text}");
         assert!(text.contains("HTTP 500"), "names the last error: {text}");
         assert_eq!(server.request_count(), 4);
-        // Q51: the run is aborted; further calls make no request.
+        // After a transport failure the session is aborted: further calls
+        // fail at once and make no request.
         assert_eq!(
             svc.complete(&request("q")).unwrap_err().code(),
             "SESSION_ABORTED"

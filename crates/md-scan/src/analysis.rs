@@ -30,9 +30,10 @@ pub struct ScanOutput {
 /// What the numbering checks return once finished.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct NumberingOutput {
-    /// Findings and warnings.
+    /// Findings (located and sorted) and warnings.
     pub output: ScanOutput,
-    /// Suggested caption renumbering.
+    /// Suggested caption renumbering (the `renumber_ops` artifact); empty
+    /// when the captions are in order.
     pub renumber_ops: Vec<RenumberOp>,
 }
 

@@ -15,7 +15,8 @@ use koas_review_schema::stage1::{
 pub struct Stage1View<'a> {
     /// The exact document text (`doc_raw`).
     pub text: &'a str,
-    /// `section_index` from `md_structure`.
+    /// `section_index` from `md_structure`: where each section starts and
+    /// ends, and its explicit number, if any.
     pub sections: &'a SectionIndex,
     /// `anchor_map` from `md_structure`.
     pub anchors: &'a AnchorMap,
@@ -28,9 +29,9 @@ pub struct Stage1View<'a> {
 
 /// A document indexed for the checks.
 pub struct Document<'a> {
-    /// The Stage 1 artifacts.
+    /// The Stage 1 artifacts the view was built from.
     pub stage1: Stage1View<'a>,
-    /// Line boundaries.
+    /// Line boundaries of `stage1.text`, for 1-based line lookups.
     pub index: LineIndex<'a>,
     block_kind: Vec<Option<BlockKind>>,
     heading_line: Vec<bool>,
@@ -94,7 +95,7 @@ impl<'a> Document<'a> {
         })
     }
 
-    /// Number of lines.
+    /// Number of lines (a final line without a line ending counts).
     pub fn line_count(&self) -> LineNo {
         self.index.line_count()
     }

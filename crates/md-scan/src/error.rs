@@ -18,7 +18,7 @@ pub enum ScanError {
     /// A configured value is out of range or malformed.
     #[error("config `{key}`: {reason}")]
     InvalidConfig {
-        /// The config key.
+        /// The config key, e.g. `claim_min`.
         key: String,
         /// What is wrong with it.
         reason: String,
@@ -26,15 +26,15 @@ pub enum ScanError {
     /// A project config file (`koas.toml`) could not be read or parsed.
     #[error("project config {path}: {reason}")]
     ProjectConfig {
-        /// The file.
+        /// Path of the `koas.toml` that failed.
         path: String,
-        /// What went wrong.
+        /// The I/O or TOML error, with its line when TOML gives one.
         reason: String,
     },
     /// A Stage 1 artifact does not match the document it describes.
     #[error("artifact `{artifact}` does not match the document: {reason}")]
     InconsistentInput {
-        /// The artifact name.
+        /// Name of the Stage 1 artifact that does not match.
         artifact: String,
         /// What does not match.
         reason: String,

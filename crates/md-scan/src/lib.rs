@@ -17,7 +17,8 @@
 //!
 //! Every check reads the document text and the Stage 1 artifacts of
 //! `koas-md` ([`Stage1View`]); nothing inside a protected region is
-//! reported. Findings share one type, [`Finding`]. Suppression comments
+//! reported. Findings share one type,
+//! [`Finding`](koas_review_schema::findings::Finding). Suppression comments
 //! (`<!-- koas-disable-next-line KIND -->`, `<!-- koas-disable KIND -->` …
 //! `<!-- koas-enable -->`) are honoured by every entry point.
 

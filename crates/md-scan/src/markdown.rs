@@ -13,9 +13,9 @@ use std::sync::LazyLock;
 /// A paragraph and its plain text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Paragraph {
-    /// First line.
+    /// First line (1-based).
     pub line_start: LineNo,
-    /// Last line.
+    /// Last line (inclusive).
     pub line_end: LineNo,
     /// The text without inline markup; soft and hard breaks become spaces.
     pub text: String,

@@ -19,14 +19,14 @@
 use koas_review_schema::findings::{Finding, FindingKind};
 use serde::{Deserialize, Serialize};
 
-/// One expected finding.
+/// One planted defect that a finding must report.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExpectedFinding {
-    /// Its kind.
+    /// The kind the finding must have.
     pub kind: FindingKind,
-    /// First acceptable line.
+    /// First line (1-based) the finding may start on.
     pub line_from: u32,
-    /// Last acceptable line.
+    /// Last line (inclusive) the finding may start on.
     pub line_to: u32,
     /// The planted text (for people).
     #[serde(default)]
@@ -39,7 +39,7 @@ pub struct ExpectedFinding {
 /// A line that must not be flagged.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MustNotFlag {
-    /// The line.
+    /// The line (1-based) no finding may start on.
     pub line: u32,
     /// The text on it that looks like a defect but is not.
     #[serde(default)]
@@ -49,7 +49,8 @@ pub struct MustNotFlag {
 /// The content of an `*.expected.json` file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Expectations {
-    /// The document's file name.
+    /// The file name of the document the expectations are for, next to the
+    /// `.expected.json` file.
     pub document: String,
     /// Findings that must be reported.
     pub expected: Vec<ExpectedFinding>,
@@ -91,7 +92,9 @@ fn quoted_in_message(message: &str) -> Vec<&str> {
         .collect()
 }
 
-/// Compares findings with expectations.
+/// Compares findings with expectations: which planted defects were
+/// missed, which `must_not_flag` lines were hit, and which findings no
+/// expectation explains.
 pub fn compare(expectations: &Expectations, findings: &[Finding]) -> Comparison {
     let mut out = Comparison::default();
     for e in &expectations.expected {

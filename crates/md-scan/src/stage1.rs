@@ -15,11 +15,11 @@ use koas_review_schema::stage1::{AnchorMap, ChunkConfig, ChunkPlan, ProtectedSpa
 pub struct Stage1Artifacts {
     /// `doc_hash`: `sha256:` of the exact bytes.
     pub doc_hash: String,
-    /// `section_index`.
+    /// `section_index`, from the `md_structure` computation.
     pub sections: SectionIndex,
-    /// `anchor_map`.
+    /// `anchor_map`, from the `md_structure` computation.
     pub anchors: AnchorMap,
-    /// `protected_spans`.
+    /// `protected_spans`, from the `md_protected_regions` computation.
     pub protected: ProtectedSpans,
     /// `chunks`, with the default chunk config.
     pub chunks: ChunkPlan,

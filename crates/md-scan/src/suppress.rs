@@ -123,7 +123,8 @@ impl Suppressions {
         disabled
     }
 
-    /// Drops the silenced findings.
+    /// Drops the findings a `koas-disable…` comment silences; the others
+    /// keep their order.
     pub fn apply(&self, findings: &mut Vec<Finding>) {
         if !self.directives.is_empty() {
             findings.retain(|f| !self.is_suppressed(f.kind, f.line));

@@ -10,9 +10,9 @@ use koas_review_schema::stage1::{BlockKind, LineNo};
 /// One table row: its line and its cells (trimmed).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Row {
-    /// The row's line.
+    /// The row's line (1-based).
     pub line: LineNo,
-    /// The cells, trimmed.
+    /// The cells, trimmed, split on unescaped `|`.
     pub cells: Vec<String>,
 }
 
@@ -21,13 +21,14 @@ pub struct Row {
 pub struct Table {
     /// First line (the header row).
     pub line_start: LineNo,
-    /// Last line.
+    /// Last line (inclusive): the last body row, or the delimiter row of a
+    /// table without body.
     pub line_end: LineNo,
-    /// The header row.
+    /// The header row (the line above the delimiter row).
     pub header: Row,
     /// Cell count of the delimiter row (`|---|:--:|`).
     pub delimiter_cells: usize,
-    /// The body rows.
+    /// The body rows, in order; empty for a header-only table.
     pub rows: Vec<Row>,
     /// `true` when a GFM parser renders it as a table (Stage 1 protects it
     /// as `table`); `false` for a pipe block it refuses.

@@ -10,7 +10,7 @@ pub enum MdError {
         "{path}: not valid UTF-8 (first bad byte at offset {offset}); convert the file to UTF-8"
     )]
     NotUtf8 {
-        /// The file.
+        /// The file's path, as the caller gave it (for the message).
         path: String,
         /// Offset of the first byte that is not UTF-8.
         offset: u64,
@@ -18,7 +18,7 @@ pub enum MdError {
     /// The file holds a NUL byte: it is binary, not Markdown.
     #[error("{path}: binary content, not a text document (NUL byte at offset {offset})")]
     Binary {
-        /// The file.
+        /// The file's path, as the caller gave it (for the message).
         path: String,
         /// Offset of the first NUL byte.
         offset: u64,

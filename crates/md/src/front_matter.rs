@@ -15,7 +15,7 @@ use koas_review_schema::stage1::{FrontMatterFormat, LineNo};
 /// A detected front matter block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FrontMatterBlock {
-    /// YAML or TOML.
+    /// YAML (`---`) or TOML (`+++`), from the opening delimiter.
     pub format: FrontMatterFormat,
     /// The closing delimiter's line (the block is `1..=line_end`).
     pub line_end: LineNo,

@@ -8,7 +8,8 @@
 use koas_kernel_api::hash::sha256;
 use koas_review_schema::stage1::LineNo;
 
-/// The UTF-8 byte-order mark.
+/// The UTF-8 byte-order mark; skipped before line 1 when the text starts
+/// with it.
 pub const BOM: &str = "\u{feff}";
 
 /// Line boundaries of one document.
@@ -21,7 +22,7 @@ pub struct LineIndex<'a> {
 }
 
 impl<'a> LineIndex<'a> {
-    /// Indexes `text`.
+    /// Indexes `text` in one pass over its bytes.
     pub fn new(text: &'a str) -> Self {
         let bom_len = if text.starts_with(BOM) { BOM.len() } else { 0 };
         let bytes = text.as_bytes();
@@ -41,7 +42,7 @@ impl<'a> LineIndex<'a> {
         }
     }
 
-    /// The indexed text.
+    /// The indexed text, BOM included.
     pub fn text(&self) -> &'a str {
         self.text
     }
@@ -51,7 +52,7 @@ impl<'a> LineIndex<'a> {
         self.bom_len
     }
 
-    /// Number of lines.
+    /// Number of lines; 0 for an empty text or a lone BOM.
     pub fn line_count(&self) -> LineNo {
         LineNo::try_from(self.starts.len()).unwrap_or(LineNo::MAX)
     }

@@ -34,7 +34,8 @@ pub struct ScanOptions {
 /// A heading as the parser reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RawHeading {
-    /// Level 1–6.
+    /// Level 1–6: the number of `#`, or 1 for `===` and 2 for `---` setext
+    /// underlines.
     pub level: u8,
     /// Byte range of the whole heading (both lines of a setext heading).
     pub range: Range<usize>,
@@ -53,11 +54,11 @@ pub struct RawHeading {
 pub enum RawBlockKind {
     /// Fenced code with its info string (trimmed).
     FencedCode(String),
-    /// Indented code.
+    /// Code indented by four spaces or a tab (no info string).
     IndentedCode,
-    /// GFM table.
+    /// GFM pipe table.
     Table,
-    /// HTML block.
+    /// HTML block (CommonMark's block-level HTML, not inline tags).
     HtmlBlock,
     /// Link reference definition with its label.
     LinkRefDef(String),
@@ -66,35 +67,37 @@ pub enum RawBlockKind {
 /// A block construct and its byte range.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RawBlock {
-    /// What it is.
+    /// Which construct it is.
     pub kind: RawBlockKind,
-    /// Its byte range.
+    /// Its byte range, as offsets into the whole text (counted from its
+    /// first byte, before any BOM or front matter).
     pub range: Range<usize>,
 }
 
 /// The inline constructs the parser reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RawInlineKind {
-    /// Code span.
+    /// Code span (backticks).
     Code,
-    /// `$…$`.
+    /// Inline math, `$…$`.
     InlineMath,
-    /// `$$…$$`.
+    /// Display math, `$$…$$`.
     DisplayMath,
-    /// `<url>` or `<email>`.
+    /// Autolink, `<url>` or `<email>` (bare URLs are not autolinks).
     Autolink,
 }
 
 /// An inline construct and its byte range.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RawInline {
-    /// What it is.
+    /// Which construct it is.
     pub kind: RawInlineKind,
     /// Its byte range (delimiters included).
     pub range: Range<usize>,
 }
 
-/// Everything one parse collected.
+/// Everything one parse collected; all ranges are byte ranges in the
+/// whole text.
 #[derive(Debug, Clone, Default)]
 pub struct Scan {
     /// The front matter block, if any.
@@ -130,7 +133,7 @@ impl Scan {
             .count()
     }
 
-    /// Number of tables.
+    /// Number of GFM tables.
     pub fn table_count(&self) -> usize {
         self.blocks
             .iter()
@@ -187,7 +190,8 @@ fn on_inline(
     }
 }
 
-/// Parses an indexed document.
+/// Parses an indexed document once, the front matter and BOM skipped;
+/// `options` says whether inline constructs are collected too.
 pub fn scan(index: &LineIndex<'_>, options: ScanOptions) -> Scan {
     let text = index.text();
     let front_matter = front_matter::detect(index);

@@ -15,15 +15,16 @@ use koas_review_schema::stage1::{ChunkConfig, ChunkPlan, FileStats, ProtectedSpa
 /// Every Stage 1 artifact of one document.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stage1 {
-    /// `doc_hash`.
+    /// `doc_hash`: `sha256:` of the document's bytes.
     pub doc_hash: String,
-    /// `file_stats`.
+    /// `file_stats`, the `md_inventory` artifact.
     pub stats: FileStats,
-    /// `heading_tree`, `section_index`, `anchor_map`.
+    /// `heading_tree`, `section_index` and `anchor_map`, the `md_structure`
+    /// artifacts.
     pub structure: Structure,
-    /// `protected_spans`.
+    /// `protected_spans`, the `md_protected_regions` artifact.
     pub spans: ProtectedSpans,
-    /// `chunks`.
+    /// `chunks`, the `md_chunk` artifact, cut with the given config.
     pub chunks: ChunkPlan,
 }
 

@@ -14,14 +14,16 @@ use koas_review_schema::stage1::{
 };
 use std::collections::BTreeMap;
 
-/// The three `md_structure` artifacts.
+/// The three `md_structure` artifacts, built from one parse.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Structure {
-    /// `heading_tree`.
+    /// The `heading_tree` artifact: structural headings nested by level.
     pub tree: HeadingTree,
-    /// `section_index`.
+    /// The `section_index` artifact: the same sections as a flat list with
+    /// their line ranges.
     pub sections: SectionIndex,
-    /// `anchor_map`.
+    /// The `anchor_map` artifact: each heading's GitHub-compatible anchor,
+    /// unique in the document.
     pub anchors: AnchorMap,
 }
 

@@ -1,5 +1,7 @@
-//! Token estimates: Unicode scalar values divided by 4, as the spec's
-//! `estimate_tokens(text) = len(text) // 4` (Python's `len` counts chars).
+//! Token estimates for chunk sizes: Unicode scalar values (chars, not
+//! bytes) divided by 4, rounded down. A rough rule, but it needs no
+//! tokenizer and gives the same chunks on every machine and for every
+//! model.
 
 /// Estimated tokens of `text`: its number of chars divided by 4, rounded
 /// down, saturating at `u32::MAX`.

@@ -1,4 +1,6 @@
-//! Exactly-one JSON object extraction (seed 002, A2 / A6 / Q53).
+//! Exactly-one JSON object extraction: purely structural, and a text with
+//! several objects is rejected rather than guessed at, so the result never
+//! depends on a heuristic choice.
 
 use crate::scan::{top_level_regions, Region, OBJECT};
 use koas_kernel_api::hash::{canonical_json, canonical_sha256};
@@ -13,7 +15,7 @@ pub struct CanonicalBlock {
     pub text: String,
     /// Where it appeared, as a byte range of the input.
     pub span: Range<usize>,
-    /// The parsed object.
+    /// The parsed object (a JSON object, never an array or scalar).
     pub value: Value,
     /// Its dict-level canonical JSON (sorted keys, compact).
     pub canonical: String,

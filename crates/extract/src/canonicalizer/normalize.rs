@@ -1,4 +1,6 @@
-//! Non-destructive text sanitation (seed 002, A7 / Q59).
+//! Non-destructive text sanitation: only changes that cannot alter a JSON
+//! value (line endings, outer whitespace), so no string inside the answer
+//! is ever corrupted.
 
 /// Sanitises raw LLM text before block extraction.
 ///

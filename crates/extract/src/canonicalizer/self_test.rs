@@ -1,4 +1,5 @@
-//! The canonicalizer's frozen self-test and source hash (seed 002, A4).
+//! The canonicalizer's frozen self-test and source hash, recorded with
+//! every session so a changed canonicalizer is visible in the metadata.
 
 use super::json_block::extract_json_block;
 use super::normalize::normalize_text;
@@ -90,11 +91,11 @@ pub struct SelfTestReport {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("canonicalizer self-test case `{case}` produced {actual}, expected {expected}")]
 pub struct SelfTestError {
-    /// The failing case.
+    /// The name of the failing case.
     pub case: String,
-    /// The expected outcome code.
+    /// The frozen expected outcome: `OK` or a rejection code.
     pub expected: String,
-    /// The actual outcome code.
+    /// The outcome the current code produced.
     pub actual: String,
 }
 

@@ -1,4 +1,6 @@
-//! The 6-level extraction ladder of seed 000 §7.
+//! The 6-level extraction ladder: parsers tried from the strictest to the
+//! most forgiving, because small local models rarely follow the requested
+//! format exactly and a usable answer should not be thrown away.
 //!
 //! | level | method | accepts |
 //! |---|---|---|
@@ -32,17 +34,18 @@ pub use value_ops::OPS_KEYS;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ExtractionMethod {
-    /// Level 1.
+    /// Level 1: strict JSON.
     JsonStrict,
-    /// Level 2.
+    /// Level 2: JSON with the usual model mistakes tolerated.
     JsonRelaxed,
-    /// Level 3.
+    /// Level 3: YAML instead of JSON.
     Yaml,
-    /// Level 4.
+    /// Level 4: ops between `BEGIN_EDIT_OPS`/`END_EDIT_OPS` (or
+    /// `<EDIT_OPS>`) tags.
     TaggedPayload,
-    /// Level 5.
+    /// Level 5: `[RVW] action=…` blocks and `replace:`-style lines.
     PlaintextRegex,
-    /// Level 6.
+    /// Level 6: "no changes needed", or the prose kept as one `flag_only` op.
     FreeformSalvage,
     /// The response was empty (only whitespace); no level was tried.
     EmptyResponse,
@@ -87,9 +90,9 @@ impl ExtractionMethod {
 /// Why one level did not accept the text.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LevelFailure {
-    /// The level that failed.
+    /// The level that did not accept the text.
     pub method: ExtractionMethod,
-    /// A short reason.
+    /// A short reason for people, e.g. which parse error stopped it.
     pub reason: String,
 }
 

@@ -15,7 +15,8 @@ use serde_json::{json, Value};
 /// The `anthropic-version` header sent with every request.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 
-/// The Anthropic backend.
+/// The Anthropic Messages backend; always holds an API key (building it
+/// without one fails).
 pub struct AnthropicBackend {
     http: HttpClient,
     key: ApiKey,

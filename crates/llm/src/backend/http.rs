@@ -30,12 +30,12 @@ impl HttpClient {
         }
     }
 
-    /// The base URL.
+    /// The base URL, without a trailing `/`.
     pub(crate) fn endpoint(&self) -> &str {
         &self.endpoint
     }
 
-    /// `endpoint` + `path`.
+    /// `endpoint` + `path`; `path` starts with `/`.
     pub(crate) fn url(&self, path: &str) -> String {
         format!("{}{}", self.endpoint, path)
     }
@@ -62,7 +62,8 @@ impl HttpClient {
         Ok(LineReader::new(response.into_reader(), self.max_bytes))
     }
 
-    /// GETs a JSON document.
+    /// GETs and parses a JSON document, within the attempt deadline and the
+    /// response size limit.
     pub(crate) fn get_json(
         &self,
         url: &str,
@@ -125,7 +126,8 @@ impl LineReader {
         Ok(Some(line.trim_end_matches(['\n', '\r']).to_string()))
     }
 
-    /// The whole remaining body.
+    /// The whole remaining body, each line ending in `\n` (`\r\n` becomes
+    /// `\n`).
     pub(crate) fn read_to_end(&mut self) -> Result<String, TransportError> {
         let mut out = String::new();
         while let Some(line) = self.next_line()? {

@@ -19,20 +19,20 @@ use std::sync::Arc;
 /// One completion request, fully resolved (model and parameters chosen).
 #[derive(Debug, Clone, PartialEq)]
 pub struct BackendCall {
-    /// Exact model id.
+    /// Exact model id, sent as is.
     pub model: String,
-    /// System prompt.
+    /// System prompt; `None` sends no system message.
     pub system: Option<String>,
-    /// User prompt.
+    /// User prompt, sent as the one user message.
     pub prompt: String,
-    /// Sampling temperature.
+    /// Sampling temperature of this attempt (empty-answer retries raise it).
     pub temperature: f64,
-    /// Generation cap.
+    /// Most tokens the attempt may generate.
     pub max_tokens: u32,
     /// Markers that end generation early; the text up to and including
     /// the first one found is kept.
     pub stop_markers: Vec<String>,
-    /// Stream the answer.
+    /// Stream the answer, so a stop marker can end the attempt early.
     pub stream: bool,
 }
 
@@ -57,11 +57,11 @@ pub struct BackendReply {
 /// call, bounded by the configured per-attempt deadline; retries, budgets
 /// and logging belong to the service.
 pub trait Backend: Send + Sync {
-    /// The protocol.
+    /// The wire protocol this backend speaks.
     fn kind(&self) -> BackendKind;
-    /// The base URL.
+    /// The base URL requests go to, without a trailing `/`.
     fn endpoint(&self) -> &str;
-    /// One completion attempt.
+    /// One completion attempt, not retried here.
     fn complete(&self, call: &BackendCall) -> Result<BackendReply, TransportError>;
     /// The models the server offers.
     fn list_models(&self) -> Result<Vec<String>, TransportError>;

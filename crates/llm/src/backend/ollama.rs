@@ -7,7 +7,8 @@ use crate::config::BackendKind;
 use crate::error::{TransportError, TransportErrorKind};
 use serde_json::{json, Value};
 
-/// The Ollama backend.
+/// The Ollama native-chat backend; sends the configured context window
+/// as `num_ctx`.
 pub struct OllamaBackend {
     http: HttpClient,
     context_window: u32,

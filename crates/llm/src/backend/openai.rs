@@ -11,7 +11,8 @@ use crate::error::{TransportError, TransportErrorKind};
 use crate::secret::ApiKey;
 use serde_json::{json, Value};
 
-/// The OpenAI-compatible backend.
+/// The OpenAI-compatible backend; the API key is optional (local servers
+/// usually need none).
 pub struct OpenAiBackend {
     http: HttpClient,
     key: Option<ApiKey>,

@@ -4,7 +4,8 @@
 use super::http::LineReader;
 use crate::error::TransportError;
 
-/// One dispatched event.
+/// One event with data, complete at the blank line that ends it (or at
+/// the end of the stream).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct SseEvent {
     /// The `event:` field, if any.

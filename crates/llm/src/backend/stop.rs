@@ -53,7 +53,7 @@ impl<'a> StopWatch<'a> {
         self.stopped
     }
 
-    /// The text so far.
+    /// The text so far, cut just after the marker once one appeared.
     pub(crate) fn text(&self) -> &str {
         &self.text
     }

@@ -157,7 +157,7 @@ impl MockServer {
         }
     }
 
-    /// `http://127.0.0.1:PORT`.
+    /// The server's base URL, `http://127.0.0.1:PORT` (an ephemeral port).
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
     }

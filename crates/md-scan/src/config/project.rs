@@ -36,19 +36,20 @@ pub const PROJECT_CONFIG_FILE: &str = "koas.toml";
 pub struct ProjectConfig {
     /// What to report and how.
     pub check: CheckSection,
-    /// Consistency-scan settings.
+    /// The `[scan]` table: settings of `md_consistency_scan`.
     pub scan: ScanConfig,
-    /// Numbering-check settings.
+    /// The `[numbering]` table: settings of `md_numbering_control`.
     pub numbering: NumberingConfig,
-    /// Fingerprint thresholds.
+    /// The `[fingerprint]` table: trigger thresholds of
+    /// `md_fingerprint_chunk`.
     pub fingerprint: FingerprintConfig,
 }
 
-/// The `[check]` table.
+/// The `[check]` table: what `koas check` reports and when it fails.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct CheckSection {
-    /// Kinds never reported.
+    /// Finding kinds never reported, wherever they occur.
     pub disable: Vec<FindingKind>,
     /// The `--fail-on` level used when the command line does not give one.
     pub fail_on: Option<Severity>,

@@ -2,7 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The ten AI-leftover patterns of the spec's `StyleRules` (§11).
+/// The ten default AI-leftover patterns: phrases a chat model leaves in a
+/// text it wrote or edited ("As an AI", "I hope this helps", …).
 pub const DEFAULT_AI_LEFTOVER_PATTERNS: [&str; 10] = [
     r"(?i)\bAs an AI\b",
     r"(?i)\bAs a language model\b",
@@ -40,7 +41,8 @@ pub struct ScanConfig {
     /// only when both copies are in the same section.
     pub duplicate_short_chars: usize,
     /// A line containing one of these words names a deleted section; its
-    /// cross-references are not checked (the spec's `SUPPRIMÉ` rule).
+    /// cross-references are not checked (a reference to a section marked
+    /// deleted, e.g. "§3 SUPPRIMÉ", is deliberate, not broken).
     pub deleted_markers: Vec<String>,
     /// Words naming another document: a reference right after one of them
     /// (within three words) is not checked ("RFC 9110 Section 5", "specs

@@ -1,5 +1,7 @@
-//! `md_consistency_scan`: the v1 and v2 detectors of the spec (§4, Stage 2)
-//! plus broken link fragments.
+//! `md_consistency_scan`: AI leftovers, duplicated paragraphs, broken
+//! section references (English and French), numerical contradictions,
+//! table structure and percentage sums, terminology drift, and broken
+//! link fragments.
 //!
 //! Every detector reads the [`Document`] (lines, Stage 1 artifacts, prose
 //! view), the parser facts and the tables, and appends findings. Nothing

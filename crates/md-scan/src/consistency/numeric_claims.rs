@@ -4,13 +4,14 @@
 //!
 //! A claim is a number (digits or an English/French word) within
 //! `claim_min..=claim_max`, followed by a plural noun phrase. Only the lines
-//! in the `claim_window_lines` before a table are read (the spec's
-//! forward-only window), stopping at a heading or a protected block. The
-//! claim counts the table's body rows, or its columns when the noun is
-//! "columns"/"colonnes". A claim is only compared with a table it
-//! introduces: its noun names a header cell ("deux approches" over an
-//! `Approche` column, "three protocols" over `Protocol`), or it stands on
-//! the last prose line before the table and that line ends with `:`.
+//! in the `claim_window_lines` before a table are read (a count announces
+//! the table that follows it, never one above it), stopping at a heading
+//! or a protected block. The claim counts the table's body rows, or its
+//! columns when the noun is "columns"/"colonnes". A claim is only compared
+//! with a table it introduces: its noun names a header cell ("deux
+//! approches" over an `Approche` column, "three protocols" over
+//! `Protocol`), or it stands on the last prose line before the table and
+//! that line ends with `:`.
 //! When one claim of the window matches, nothing is reported; otherwise
 //! the claim nearest the table is.
 

@@ -1,4 +1,5 @@
-//! The structural features of a chunk (spec §7, "Fingerprinting").
+//! The structural features of a chunk: the counts that predict whether a
+//! model will stumble on it, computed without any LLM.
 
 use crate::config::FingerprintConfig;
 use crate::document::Document;

@@ -1,6 +1,8 @@
-//! `md_fingerprint_chunk`: the structural features of each chunk (spec §7,
-//! "v7.2 Content Recipes") and whether the chunk `triggers_recipe` under
-//! the v7.3 thresholds.
+//! `md_fingerprint_chunk`: the structural features of each chunk (tables,
+//! math, emoji, block quotes, code fences…) and whether the chunk
+//! `triggers_recipe`: whether it is complex enough that a small model is
+//! likely to answer it with nothing, so its content should be simplified
+//! before the LLM sees it.
 
 mod features;
 mod triggers;
@@ -14,7 +16,7 @@ use crate::document::Document;
 use crate::tables::Table;
 use crate::ScanError;
 
-/// The kernel name.
+/// The kernel name; the plugin declares itself under it.
 pub const KERNEL: &str = "md_fingerprint_chunk";
 
 /// Fingerprints every chunk of the document's chunk plan (none when the

@@ -1,4 +1,5 @@
-//! The v7.3 trigger conditions of `triggers_recipe`.
+//! The trigger conditions of `triggers_recipe`: the feature thresholds
+//! past which a chunk is likely to make a model answer with nothing.
 
 use super::ChunkFeatures;
 use crate::config::FingerprintConfig;
@@ -8,7 +9,8 @@ fn reaches(value: u32, threshold: u32) -> bool {
     threshold > 0 && value >= threshold
 }
 
-/// The names of the triggers a chunk fires, in the spec's table order:
+/// The names of the triggers a chunk fires, always in this order (so the
+/// list is stable across runs):
 ///
 /// | name | condition (defaults) |
 /// |------|----------------------|

@@ -29,7 +29,8 @@ pub enum CaptionKind {
 }
 
 impl CaptionKind {
-    /// The lowercase English name.
+    /// The lowercase English name, used in messages whatever the caption's
+    /// language.
     pub fn name(self) -> &'static str {
         match self {
             CaptionKind::Figure => "figure",
@@ -56,14 +57,15 @@ fn parse_number(s: &str) -> Option<Number> {
     }
 }
 
-/// A caption line.
+/// A caption line: a figure, table or equation label at the start of a
+/// line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Caption {
     /// What it numbers.
     pub kind: CaptionKind,
-    /// Its number.
+    /// Its number, with the chapter prefix when it has one.
     pub number: Number,
-    /// Its line.
+    /// Its line (1-based).
     pub line: u32,
     /// The label as written, e.g. `Tableau 1`.
     pub label: String,
@@ -80,7 +82,7 @@ pub struct TargetRef {
     pub kind: CaptionKind,
     /// The number referred to.
     pub number: Number,
-    /// Its line.
+    /// The line of the reference (1-based).
     pub line: u32,
     /// The reference as written, e.g. `tableau 2`.
     pub text: String,

@@ -22,9 +22,10 @@ pub const KERNEL: &str = "md_numbering_control";
 pub struct NumberingReport {
     /// The findings (unsorted, not yet located).
     pub findings: Vec<Finding>,
-    /// Suggested renumbering of captions.
+    /// Suggested renumbering of captions; empty when they are in order.
     pub renumber_ops: Vec<RenumberOp>,
-    /// Captions found, per kind.
+    /// Captions found, indexed by [`CaptionKind`] as `usize` (figure,
+    /// table, equation).
     pub caption_counts: [usize; 3],
 }
 
@@ -43,7 +44,7 @@ impl NumberingControl {
         })
     }
 
-    /// Runs every numbering check.
+    /// Runs every numbering check the config enables.
     pub fn run(&self, doc: &Document<'_>) -> NumberingReport {
         let mut report = NumberingReport::default();
         if self.config.check_heading_levels {

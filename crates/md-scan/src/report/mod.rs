@@ -18,6 +18,6 @@ use koas_review_schema::findings::Finding;
 pub struct FileFindings<'a> {
     /// The file's path as given on the command line.
     pub path: &'a str,
-    /// Its findings, sorted.
+    /// Its findings, sorted by line, then kind.
     pub findings: &'a [Finding],
 }

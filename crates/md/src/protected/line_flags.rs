@@ -7,7 +7,7 @@ use koas_review_schema::stage1::LineNo;
 pub struct LineFlags(Vec<bool>);
 
 impl LineFlags {
-    /// All lines unflagged.
+    /// All lines unflagged; lines are 1-based, so index 0 is unused.
     pub fn new(line_count: LineNo) -> Self {
         LineFlags(vec![false; line_count as usize + 1])
     }

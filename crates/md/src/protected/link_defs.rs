@@ -13,7 +13,7 @@ use koas_review_schema::stage1::LineNo;
 /// A definition-looking line and its label.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DefLine {
-    /// The line.
+    /// The line it is on (1-based).
     pub line: LineNo,
     /// The label between the brackets.
     pub label: String,

@@ -21,11 +21,11 @@ use koas_review_schema::stage1::LineNo;
 /// A math block found on whole lines.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MathLines {
-    /// First line.
+    /// First line (1-based), the opening delimiter's.
     pub line_start: LineNo,
-    /// Last line.
+    /// Last line (inclusive), the closing delimiter's.
     pub line_end: LineNo,
-    /// `$$` or `\[`.
+    /// The opening delimiter, `$$` or `\[`.
     pub delimiter: &'static str,
 }
 
