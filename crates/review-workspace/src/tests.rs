@@ -371,7 +371,7 @@ fn report_is_written_in_both_places() {
         kernels: vec![("md_apply_ops".into(), "1.1.0".into())],
         doc_name: "spec.md".into(),
         original_hash: sha256(DOC),
-        current_hash: sha256(&ws.current_text().unwrap()),
+        current_hash: sha256(ws.current_text().unwrap()),
         notice: None,
     };
     let sections = vec![SectionEntry::from_lines("S1", "Spec", 1, 9)];

@@ -255,7 +255,7 @@ fn check_patch_chain(
     out: &BatchOutcome,
     git_budget: &mut usize,
 ) -> Result<(), TestCaseError> {
-    let states: Vec<(String, String)> = batch_states(&out, initial).collect();
+    let states: Vec<(String, String)> = batch_states(out, initial).collect();
     let with_patches: Vec<_> = out
         .applied
         .iter()

@@ -30,6 +30,8 @@ pub enum LlmCommand {
 /// What `koas llm ping|calibrate` talk to.
 #[derive(Debug, Args)]
 pub struct LlmArgs {
+    // `[llm]` is help text, not a doc link.
+    #[allow(rustdoc::broken_intra_doc_links)]
     /// A pipeline file whose [llm] table to use (flags override it).
     #[arg(value_name = "PIPELINE")]
     pub pipeline: Option<PathBuf>,

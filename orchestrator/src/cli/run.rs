@@ -53,6 +53,8 @@ pub struct RunArgs {
     #[arg(short, long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
 
+    // `[inputs]` is help text, not a doc link.
+    #[allow(rustdoc::broken_intra_doc_links)]
     /// Use this file for a source artifact (overrides [inputs]).
     #[arg(long = "input", value_name = "NAME=PATH")]
     pub inputs: Vec<String>,

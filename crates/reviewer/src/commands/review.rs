@@ -63,6 +63,8 @@ pub struct ReviewArgs {
     #[arg(long)]
     pub in_place: bool,
 
+    // `[inputs]` is help text, not a doc link.
+    #[allow(rustdoc::broken_intra_doc_links)]
     /// Use this pipeline file instead of the built-in reviewer pipeline
     /// (configs/reviewer.toml); its [inputs] doc is replaced by DOC.
     #[arg(long, value_name = "FILE")]
