@@ -357,7 +357,7 @@ fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Option<T>, Wor
 }
 
 fn hash12(hash: &str) -> String {
-    hash.trim_start_matches("sha256:")
+    koas_kernel_api::hash::hex_part(hash)
         .chars()
         .take(12)
         .collect()
