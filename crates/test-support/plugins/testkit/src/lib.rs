@@ -1,4 +1,4 @@
-//! Small kernels that exercise the runtime in integration tests.
+//! Small kernels for integration tests (a snapshot shows `Panicker`'s line).
 
 use koas_kernel_api::prelude::*;
 use serde_json::json;
@@ -14,8 +14,7 @@ fn sleep_checking(ctx: &Context, ms: u64) -> Result<(), KernelError> {
     Ok(())
 }
 
-/// `doc` → `doc_len` (written to `out/doc_len.json`): the plainest
-/// deterministic kernel.
+/// `doc` → `doc_len` (`out/doc_len.json`): the plainest kernel.
 struct SourceLen;
 impl Kernel for SourceLen {
     fn spec(&self) -> KernelSpec {
