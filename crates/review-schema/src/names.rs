@@ -42,6 +42,10 @@ pub const NUMBERING_FINDINGS: &str = "numbering_findings";
 pub const RENUMBER_OPS: &str = "renumber_ops";
 /// `md_fingerprint_chunk`: [`crate::fingerprint::ChunkFingerprints`].
 pub const CHUNK_FINGERPRINTS: &str = "chunk_fingerprints";
+/// `md_pyramid`: [`crate::pyramid::Pyramid`].
+pub const PYRAMID: &str = "pyramid";
+/// `md_pyramid`: [`crate::pyramid::Glossary`].
+pub const GLOSSARY: &str = "glossary";
 /// The LLM planner (`md_edit_plan`): its edit ops.
 pub const EDIT_PLAN: &str = "edit_plan";
 
@@ -94,6 +98,8 @@ pub const ALL: &[&str] = &[
     NUMBERING_FINDINGS,
     RENUMBER_OPS,
     CHUNK_FINGERPRINTS,
+    PYRAMID,
+    GLOSSARY,
     EDIT_PLAN,
     APPLY_OUTCOME,
     EDITED_DOC,
