@@ -174,6 +174,25 @@ impl TestHarness {
     }
 }
 
+impl HarnessHost {
+    /// The scripted answer to one request, as the host's LLM service
+    /// shapes it.
+    fn answer(&self, request: &LlmRequest) -> Result<Value, String> {
+        let responder = self.llm.lock().ok().and_then(|l| l.clone());
+        let Some(f) = responder else {
+            return Err(crate::llm::NO_BACKEND.to_string());
+        };
+        let text = f(request)?;
+        Ok(json!({
+            "text": text,
+            "model": "test-harness",
+            "prompt_tokens": request.prompt.len() / 4,
+            "completion_tokens": text.len() / 4,
+            "tokens_estimated": true,
+        }))
+    }
+}
+
 impl Host for HarnessHost {
     fn log(&self, level: LogLevel, message: &str) {
         if let Ok(mut l) = self.logs.lock() {
@@ -216,20 +235,79 @@ impl Host for HarnessHost {
                 let request: LlmRequest =
                     serde_json::from_value(header.get("request").cloned().unwrap_or(Value::Null))
                         .map_err(|e| format!("malformed LLM request: {e}"))?;
-                let responder = self.llm.lock().ok().and_then(|l| l.clone());
-                let Some(f) = responder else {
+                self.answer(&request)
+            }
+            "llm_complete_many" => {
+                let requests: Vec<LlmRequest> =
+                    serde_json::from_value(header.get("requests").cloned().unwrap_or(Value::Null))
+                        .map_err(|e| format!("malformed LLM requests: {e}"))?;
+                if self.llm.lock().ok().and_then(|l| l.clone()).is_none() {
                     return Err(crate::llm::NO_BACKEND.to_string());
-                };
-                let text = f(&request)?;
-                Ok(json!({
-                    "text": text,
-                    "model": "test-harness",
-                    "prompt_tokens": request.prompt.len() / 4,
-                    "completion_tokens": text.len() / 4,
-                    "tokens_estimated": true,
-                }))
+                }
+                Ok(Value::Array(
+                    requests
+                        .iter()
+                        .map(|r| match self.answer(r) {
+                            Ok(v) => json!({ "ok": v }),
+                            Err(e) => json!({ "error": e }),
+                        })
+                        .collect(),
+                ))
             }
             other => Err(format!("unknown host method {other:?}")),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::prelude::*;
+
+    struct Batch;
+
+    impl crate::Kernel for Batch {
+        fn spec(&self) -> KernelSpec {
+            KernelSpec::new("batch", "1.0.0")
+                .output("answers")
+                .uses_llm()
+        }
+        fn run(&self, ctx: &Context, _config: &KernelConfig, _inputs: &Inputs) -> KernelResult {
+            let requests: Vec<LlmRequest> = ["a", "fail", "c"]
+                .iter()
+                .map(|p| LlmRequest::new("edit", *p))
+                .collect();
+            let answers: Vec<String> = ctx
+                .llm_complete_many(&requests)
+                .into_iter()
+                .map(|a| {
+                    a.map(|r| r.text)
+                        .unwrap_or_else(|e| format!("error: {}", e.message))
+                })
+                .collect();
+            Ok(KernelOutput::new().artifact("answers", answers))
+        }
+    }
+
+    #[test]
+    fn batched_llm_calls_answer_in_order_and_fail_one_by_one() {
+        let out = TestHarness::new()
+            .llm(|r| {
+                if r.prompt == "fail" {
+                    Err("the model refused".into())
+                } else {
+                    Ok(r.prompt.to_uppercase())
+                }
+            })
+            .run(&Batch)
+            .expect("runs");
+        assert_eq!(
+            out.artifacts["answers"],
+            json!(["A", "error: the model refused", "C"])
+        );
+        let no_llm = TestHarness::new().run(&Batch).expect("runs");
+        assert!(no_llm.artifacts["answers"][0]
+            .as_str()
+            .is_some_and(|a| a.contains("no LLM backend")));
     }
 }
