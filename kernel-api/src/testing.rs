@@ -94,6 +94,44 @@ impl TestHarness {
         self.input(name, file)
     }
 
+    /// Provides prompt template `name` with `text`, as a host that read it
+    /// from its prompts folder.
+    pub fn prompt(mut self, name: &str, text: &str) -> Self {
+        let template = crate::PromptTemplate {
+            name: name.to_string(),
+            text: text.to_string(),
+            hash: crate::hash::sha256(text),
+            source: "test harness".to_string(),
+        };
+        let prompts = self
+            .inputs
+            .entry(crate::PROMPTS_INPUT.to_string())
+            .or_insert_with(|| json!({}));
+        if let Some(map) = prompts.as_object_mut() {
+            map.insert(
+                name.to_string(),
+                serde_json::to_value(template).unwrap_or(Value::Null),
+            );
+        }
+        self
+    }
+
+    /// Provides the kernel's own output `artifact` of a previous run, as a
+    /// host does for an incremental kernel.
+    pub fn previous(mut self, artifact: &str, value: impl serde::Serialize) -> Self {
+        let previous = self
+            .inputs
+            .entry(crate::PREVIOUS_INPUT.to_string())
+            .or_insert_with(|| json!({}));
+        if let Some(map) = previous.as_object_mut() {
+            map.insert(
+                artifact.to_string(),
+                serde_json::to_value(value).unwrap_or(Value::Null),
+            );
+        }
+        self
+    }
+
     /// Makes [`crate::Context::llm_complete`] answer with `f`'s text.
     pub fn llm(
         self,

@@ -44,6 +44,8 @@ pub const RENUMBER_OPS: &str = "renumber_ops";
 pub const CHUNK_FINGERPRINTS: &str = "chunk_fingerprints";
 /// `md_pyramid`: [`crate::pyramid::Pyramid`].
 pub const PYRAMID: &str = "pyramid";
+/// `md_pyramid`: the pyramid as Markdown for people (a JSON string).
+pub const PYRAMID_MD: &str = "pyramid_md";
 /// `md_pyramid`: [`crate::pyramid::Glossary`].
 pub const GLOSSARY: &str = "glossary";
 /// The LLM planner (`md_edit_plan`): its edit ops.
@@ -99,6 +101,7 @@ pub const ALL: &[&str] = &[
     RENUMBER_OPS,
     CHUNK_FINGERPRINTS,
     PYRAMID,
+    PYRAMID_MD,
     GLOSSARY,
     EDIT_PLAN,
     APPLY_OUTCOME,

@@ -267,7 +267,9 @@ fn serve(mut stream: TcpStream, state: &State) {
                 respond(&mut stream, 200, "application/json", &body.to_string());
             }
         }
-        ModelAnswer::Status(status, body) => respond(&mut stream, status, "application/json", &body),
+        ModelAnswer::Status(status, body) => {
+            respond(&mut stream, status, "application/json", &body)
+        }
         ModelAnswer::Drop(delay) => {
             std::thread::sleep(delay);
             let _ = stream.shutdown(std::net::Shutdown::Both);
@@ -313,7 +315,10 @@ mod tests {
             &model.url(),
             &json!({"model": MODEL, "stream": true, "messages": [{"role": "user", "content": "one two three four five"}]}),
         );
-        assert!(streamed.contains("data: [DONE]") && streamed.contains("echo: one two"), "{streamed}");
+        assert!(
+            streamed.contains("data: [DONE]") && streamed.contains("echo: one two"),
+            "{streamed}"
+        );
         let requests = model.requests();
         assert_eq!(requests.len(), 2);
         assert_eq!(requests[0].system.as_deref(), Some("s"));
