@@ -224,7 +224,7 @@ impl Kernel for MdPyramid {
         // another model is not reused.
         let model = inputs
             .get(koas_kernel_api::LLM_INPUT)
-            .map(|v| koas_kernel_api::hash::canonical_json(v))
+            .map(koas_kernel_api::hash::canonical_json)
             .unwrap_or_default();
         let previous: Option<Pyramid> = inputs
             .previous::<Pyramid>(names::PYRAMID)
