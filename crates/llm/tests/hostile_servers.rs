@@ -150,6 +150,38 @@ fn an_error_object_in_a_200_answer_keeps_the_servers_message() {
 }
 
 #[test]
+fn an_sse_error_field_mid_stream_keeps_the_servers_message() {
+    // llama.cpp's server reports a failure inside a stream as an `error:`
+    // line, after the text it already sent.
+    for proto in [Proto::Openai, Proto::Anthropic] {
+        let mut pieces = proto.stream_pieces(&["partial "], None);
+        let keep = if proto == Proto::Openai { 2 } else { 4 };
+        pieces.truncate(keep);
+        pieces.push(
+            "error: {\"code\": 400, \"message\": \"the request exceeds the available context size\", \"type\": \"exceed_context_size_error\"}\n\n"
+                .to_string(),
+        );
+        let server = MockServer::start(
+            vec![],
+            Some(Reply::stream(proto.content_type(), pieces, Duration::ZERO)),
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let err = service(proto.config(&server.url()), dir.path())
+            .complete(&request())
+            .unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("the request exceeds the available context size"),
+            "{proto:?}: {text}"
+        );
+        assert!(!text.contains("ended before"), "{text}");
+        assert_eq!(server.request_count(), 1, "not retried");
+        let log = read_exchanges(&dir.path().join("llm/exchanges.jsonl")).unwrap();
+        assert_eq!(log[0].raw_text, "partial ", "partial text kept");
+    }
+}
+
+#[test]
 fn an_html_page_in_a_200_answer_is_reported_by_its_title() {
     for proto in ALL {
         for stream in [true, false] {

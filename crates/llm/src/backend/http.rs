@@ -291,10 +291,12 @@ impl LineReader {
 /// field.
 fn is_sse_line(line: &str) -> bool {
     line.starts_with(':')
-        || ["data", "event", "id", "retry"].iter().any(|field| {
-            line.strip_prefix(field)
-                .is_some_and(|rest| rest.is_empty() || rest.starts_with(':'))
-        })
+        || ["data", "event", "id", "retry", "error"]
+            .iter()
+            .any(|field| {
+                line.strip_prefix(field)
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with(':'))
+            })
 }
 
 /// Parses a whole (non-streamed) answer: an HTML page, an error object
@@ -592,6 +594,7 @@ mod tests {
             "id: 7",
             "retry: 10",
             "data",
+            "error: {\"code\": 500}",
         ] {
             assert!(is_sse_line(line), "{line}");
         }
