@@ -220,11 +220,18 @@ impl Kernel for MdPyramid {
             parent: template(inputs, "pyramid_parent")?,
             abstract_: template(inputs, "pyramid_abstract")?,
         };
-        // The model identity the host will use, so that a summary made by
-        // another model is not reused.
+        // The model the host will ask, so that a summary made by another
+        // model is not reused.
         let model = inputs
             .get(koas_kernel_api::LLM_INPUT)
-            .map(koas_kernel_api::hash::canonical_json)
+            .map(|identity| {
+                identity
+                    .pointer(&format!("/models/{ROLE}"))
+                    .or_else(|| identity.pointer("/models/default"))
+                    .and_then(|m| m.as_str())
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| koas_kernel_api::hash::canonical_json(identity))
+            })
             .unwrap_or_default();
         let previous: Option<Pyramid> = inputs
             .previous::<Pyramid>(names::PYRAMID)

@@ -8,7 +8,7 @@ use crate::llm_host::resolve_config;
 use crate::outln;
 use anyhow::{bail, Context as _};
 use clap::{Args, Subcommand};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// `koas llm …`.
 #[derive(Debug, Subcommand)]
@@ -52,17 +52,22 @@ pub struct LlmArgs {
 /// gets calibration exchanges: the pipeline's workspace, or `.koas` in the
 /// current folder without a pipeline (so `.koas/llm/exchanges.jsonl`).
 fn config(args: &LlmArgs) -> anyhow::Result<(koas_llm::LlmConfig, PathBuf)> {
-    let (table, origin, workspace) = match &args.pipeline {
+    let (layers, workspace) = match &args.pipeline {
         Some(file) => {
             let p = crate::pipeline::load(file, &Default::default())?;
-            (p.llm, file.clone(), p.workspace)
+            (super::run::llm_layers(&p)?, p.workspace)
         }
-        None => (None, PathBuf::from("command line"), PathBuf::from(".koas")),
+        None => (
+            crate::llm_host::project_layer(Path::new("."))?
+                .into_iter()
+                .collect(),
+            PathBuf::from(".koas"),
+        ),
     };
-    match resolve_config(table.as_ref(), &args.llm.overrides(), &origin)? {
+    match resolve_config(&layers, &args.llm.overrides())? {
         Some((_, c)) => Ok((c, workspace)),
         None => bail!(
-            "no LLM configured: give a pipeline file with an [llm] table, or --llm-backend/--llm-endpoint/--llm-model"
+            "no LLM configured: add an [llm] table to koas.toml or the pipeline file, or give --llm-backend/--llm-endpoint/--llm-model"
         ),
     }
 }

@@ -3,6 +3,10 @@
 //! Sections at depth 1, 2 and 3 of the heading tree are the nodes of
 //! levels 1, 2 and 3 (fewer with `levels` < 4); the text before the first
 //! heading is the section `S0`; level 0 is the document abstract. A
+//! document whose only top-level heading holds everything (a title `#`
+//! over `##` sections, the usual shape) has that heading as its title: its
+//! introduction feeds the abstract and its subsections are level 1, so
+//! level 1 is not one summary of the whole document. A
 //! section with children, above the deepest level, is summarized from its
 //! children's summaries and its own introduction; any other section is a
 //! leaf, summarized from all its text, deeper headings included. A leaf
@@ -130,33 +134,60 @@ pub fn plan(
         nodes.push(cut.leaf(ABSTRACT_NODE_ID, 0, doc_title, "", doc_start, doc_end));
         return Ok(nodes);
     }
-    let max_depth = u32::from(options.levels - 1);
+    let top_level: Vec<&SectionEntry> = sections.sections.iter().filter(|s| s.depth == 1).collect();
     let mut top = Vec::new();
     // Text before the first heading, when it says something.
     let first_heading = sections
         .sections
         .first()
         .map_or(line_count + 1, |s| s.line_start);
-    if first_heading > 1 && !index.lines_text(1, first_heading - 1).trim().is_empty() {
+    let has_preamble =
+        first_heading > 1 && !index.lines_text(1, first_heading - 1).trim().is_empty();
+    let title = match top_level.as_slice() {
+        [only] if !has_preamble && !only.children.is_empty() => Some(*only),
+        _ => None,
+    };
+    let mut abstract_intro = String::new();
+    let mut abstract_heading = doc_title.to_owned();
+    if has_preamble {
         let node = cut.leaf(PREAMBLE_SECTION_ID, 1, "", "", 1, first_heading - 1);
         top.push(node.node_id.clone());
         nodes.push(node);
     }
-    for section in sections.sections.iter().filter(|s| s.depth == 1) {
-        top.push(section.id.clone());
-        cut.section(section, sections, max_depth, &mut nodes);
+    if let Some(title) = title {
+        // Depth 2 becomes level 1.
+        let max_depth = u32::from(options.levels);
+        abstract_heading = title.title.clone();
+        abstract_intro = cut
+            .text(title.heading_line_end + 1, title.body_line_end)
+            .trim()
+            .to_owned();
+        for child in title
+            .children
+            .iter()
+            .filter_map(|id| sections.sections.iter().find(|s| &s.id == id))
+        {
+            top.push(child.id.clone());
+            cut.section(child, sections, max_depth, 1, &mut nodes);
+        }
+    } else {
+        let max_depth = u32::from(options.levels - 1);
+        for section in top_level {
+            top.push(section.id.clone());
+            cut.section(section, sections, max_depth, 0, &mut nodes);
+        }
     }
     nodes.push(PlanNode {
         node_id: ABSTRACT_NODE_ID.to_owned(),
         level: 0,
-        heading: doc_title.to_owned(),
+        heading: abstract_heading,
         anchor: String::new(),
         line_start: doc_start,
         line_end: doc_end,
         content_hash: index.line_hash(doc_start.max(1), doc_end),
         children: top,
         source: Source::Children {
-            intro: String::new(),
+            intro: abstract_intro,
         },
     });
     // Deepest first: a node is built after everything it is made from.
@@ -230,14 +261,17 @@ impl Cut<'_, '_> {
         }
     }
 
+    /// Plans `section` and what is below it; `offset` is subtracted from
+    /// heading depths (1 under a document title).
     fn section(
         &self,
         section: &SectionEntry,
         all: &SectionIndex,
         max_depth: u32,
+        offset: u32,
         nodes: &mut Vec<PlanNode>,
     ) {
-        let level = u8::try_from(section.depth).unwrap_or(MAX_LEVELS - 1);
+        let level = u8::try_from(section.depth.saturating_sub(offset)).unwrap_or(MAX_LEVELS - 1);
         if section.children.is_empty() || section.depth >= max_depth {
             nodes.push(self.leaf(
                 &section.id,
@@ -260,7 +294,7 @@ impl Cut<'_, '_> {
             .filter_map(|id| all.sections.iter().find(|s| &s.id == id))
         {
             children.push(child.id.clone());
-            self.section(child, all, max_depth, nodes);
+            self.section(child, all, max_depth, offset, nodes);
         }
         nodes.push(PlanNode {
             node_id: section.id.clone(),
@@ -333,6 +367,38 @@ mod tests {
         // Built deepest first.
         let levels: Vec<u8> = nodes.iter().map(|n| n.level).collect();
         assert!(levels.windows(2).all(|w| w[0] >= w[1]), "{levels:?}");
+    }
+
+    #[test]
+    fn a_single_title_heading_is_the_document_and_its_sections_are_level_one() {
+        let text = "# Audit\n\nThis audit covers two controls.\n\n## One\n\nFirst.\n\n### One.a\n\nDetail.\n\n#### Deep\n\nDeeper.\n\n## Two\n\nSecond.\n";
+        let nodes = plan_of(text, 4, 10_000);
+        assert_eq!(ids(&nodes, 1), ["S1.1", "S1.2"]);
+        assert_eq!(ids(&nodes, 2), ["S1.1.1"]);
+        assert_eq!(ids(&nodes, 3), ["S1.1.1.1"]);
+        assert!(
+            !nodes.iter().any(|n| n.node_id == "S1"),
+            "the title is no node"
+        );
+        let doc = nodes.iter().find(|n| n.node_id == "DOC").expect("DOC");
+        assert_eq!(doc.heading, "Audit");
+        assert_eq!(doc.children, ["S1.1", "S1.2"]);
+        assert_eq!(
+            doc.source,
+            Source::Children {
+                intro: "This audit covers two controls.".into()
+            }
+        );
+        // With two levels the title's sections are the leaves.
+        let two = plan_of(text, 2, 10_000);
+        assert_eq!(ids(&two, 1), ["S1.1", "S1.2"]);
+        assert!(two
+            .iter()
+            .filter(|n| n.level == 1)
+            .all(|n| matches!(n.source, Source::Text(_))));
+        // Text before the title keeps the title an ordinary section.
+        let with_preamble = plan_of(&format!("Preface.\n\n{text}"), 4, 10_000);
+        assert_eq!(ids(&with_preamble, 1), ["S0", "S1"]);
     }
 
     #[test]
