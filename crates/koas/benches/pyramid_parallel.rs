@@ -49,7 +49,7 @@ fn main() {
         std::fs::write(dir.path().join("doc.md"), &text).expect("write");
         let before = model.calls();
         let start = Instant::now();
-        let out = Command::new(&bin)
+        let out = Command::new(bin)
             .args([
                 "-q",
                 "review",
