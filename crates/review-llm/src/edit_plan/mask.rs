@@ -14,7 +14,7 @@
 //! line structure instead, so that a proposal made on the stripped text is
 //! found again line by line (and only flagged, see the targeting).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use unicode_properties::UnicodeEmoji;
 
 use crate::estimate_tokens;
@@ -160,7 +160,8 @@ fn inline_math_end(text: &str, at: usize) -> Option<usize> {
 }
 
 /// When the content recipes fire, and which.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct RecipeOptions {
     /// Master switch of policy C.
     pub enabled: bool,
