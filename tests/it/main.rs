@@ -12,6 +12,7 @@ mod review_common;
 
 mod check_cli;
 mod cli_snapshots;
+mod edit_plan;
 mod llm_host;
 mod pyramid;
 mod review_cli;
