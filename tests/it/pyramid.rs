@@ -39,6 +39,15 @@ fn summarizer(delay: Duration) -> ScriptedModel {
     })
 }
 
+/// Requests the pyramid made (the edit plan asks the model too).
+fn pyramid_calls(model: &ScriptedModel) -> usize {
+    model
+        .requests()
+        .iter()
+        .filter(|r| !r.prompt.contains("BEGIN_EDIT_OPS"))
+        .count()
+}
+
 fn llm_flags(model: &ScriptedModel, in_flight: usize) -> Vec<String> {
     vec![
         "--llm-backend".into(),
@@ -92,7 +101,7 @@ fn a_review_with_a_model_builds_every_level_and_an_unchanged_rerun_asks_nothing(
     assert_eq!(count_level(&p, 1), 5, "{p}");
     assert_eq!(count_level(&p, 2), 2, "{p}");
     let total = nodes(&p).len();
-    assert_eq!(model.calls(), total, "one call per node on a first build");
+    assert_eq!(pyramid_calls(&model), total, "one call per node on a first build");
     assert!(nodes(&p)
         .iter()
         .all(|n| n["summary"].as_str().is_some_and(|t| !t.is_empty())));
@@ -102,7 +111,7 @@ fn a_review_with_a_model_builds_every_level_and_an_unchanged_rerun_asks_nothing(
 
     review(&s, "doc.md", &flags);
     assert_eq!(
-        model.calls(),
+        pyramid_calls(&model),
         total,
         "an unchanged document asks the model nothing"
     );
@@ -122,7 +131,7 @@ fn editing_one_leaf_asks_exactly_its_path_to_the_root() {
     });
     let flags = llm_flags(&model, 4);
     review(&s, "doc.md", &flags);
-    let before = model.calls();
+    let before = pyramid_calls(&model);
     assert_eq!(before, 8, "the abstract, 5 sections and 2 subsections");
     let edited = document(5).replace(
         "The method samples forty transactions a month.",
@@ -130,8 +139,11 @@ fn editing_one_leaf_asks_exactly_its_path_to_the_root() {
     );
     s.write("doc.md", &edited);
     review(&s, "doc.md", &flags);
-    let asked: Vec<String> = model.requests()[before..]
+    let asked: Vec<String> = model
+        .requests()
         .iter()
+        .filter(|r| !r.prompt.contains("BEGIN_EDIT_OPS"))
+        .skip(before)
         .map(|r| r.prompt.clone())
         .collect();
     // The "Method" subsection, its parent "Section 1", and the abstract.
@@ -211,7 +223,7 @@ fn without_a_model_the_pyramid_is_skipped_and_the_review_succeeds() {
     args.extend(llm_flags(&model, 2));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     assert_code(&s.koas(&args), 0, "--no-llm with flags");
-    assert_eq!(model.calls(), 0);
+    assert_eq!(pyramid_calls(&model), 0);
 
     let mut args = vec![
         "-q".to_string(),
@@ -223,7 +235,7 @@ fn without_a_model_the_pyramid_is_skipped_and_the_review_succeeds() {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     assert_code(&s.koas(&args), 0, "--skip-pyramid");
     assert_eq!(pyramid(&s)["skipped_reason"], "--skip-pyramid");
-    assert_eq!(model.calls(), 0);
+    assert_eq!(pyramid_calls(&model), 0);
 
     // No model configured anywhere: skipped, green, and said so.
     let fresh = Scratch::new();
@@ -246,7 +258,7 @@ fn the_project_file_sets_the_model_and_a_misspelt_key_names_it() {
     );
     let out = review(&s, "doc.md", &[]);
     assert!(
-        model.calls() > 0,
+        pyramid_calls(&model) > 0,
         "koas.toml's model was used: {}",
         stderr(&out)
     );
@@ -289,14 +301,14 @@ fn node_hashes_not_the_kernel_cache_decide_and_an_edited_template_rebuilds() {
     let flags = llm_flags(&model, 2);
     let doc = s.path("doc.md");
     run_reviewer(&s, &doc, &flags);
-    let first = model.calls();
+    let first = pyramid_calls(&model);
     assert!(first > 0);
 
     let mut no_cache = flags.clone();
     no_cache.push("--no-cache".into());
     let out = run_reviewer(&s, &doc, &no_cache);
     assert_eq!(
-        model.calls(),
+        pyramid_calls(&model),
         first,
         "--no-cache re-runs the kernel, but no node changed: {}",
         stdout(&out)
@@ -316,7 +328,12 @@ fn node_hashes_not_the_kernel_cache_decide_and_an_edited_template_rebuilds() {
     edited.push("--prompts".into());
     edited.push(s.path("prompts").display().to_string());
     run_reviewer(&s, &doc, &edited);
-    let asked: Vec<ModelRequest> = model.requests()[first..].to_vec();
+    let asked: Vec<ModelRequest> = model
+        .requests()
+        .into_iter()
+        .filter(|r| !r.prompt.contains("BEGIN_EDIT_OPS"))
+        .skip(first)
+        .collect();
     // The four leaves (Scope, Method, Sections 2 and 3) with the new
     // template; parents only where a child's summary changed.
     let leaves = asked

@@ -624,7 +624,7 @@ fn without_ops_the_deterministic_stages_run_and_the_report_says_so() {
     );
     let ws = s.workspace();
     let report = std::fs::read_to_string(ws.join("review/REVIEW_controle_acces.md")).unwrap();
-    assert!(report.contains("No ops were given"), "{report}");
+    assert!(report.contains("no ops were given"), "{report}");
     assert!(report.contains("No changes."));
     assert!(
         report.contains("broken_reference"),
@@ -711,7 +711,7 @@ fn a_plain_pipeline_run_previews_stage3_and_records_nothing() {
         report.starts_with("# Review report — spec-example.md"),
         "{report}"
     );
-    assert!(report.contains("No ops were given"), "{report}");
+    assert!(report.contains("no ops were given"), "{report}");
     assert!(
         !s.path("plain/review/ledger.jsonl").exists(),
         "a plain run records nothing"

@@ -1,4 +1,6 @@
-//! The pyramid of a 200-section document built by `koas review` against a
+//! The pyramid of a 200-section document built by `koas run` of the
+//! reviewer pipeline up to `md_pyramid` (the rest of the review asks the
+//! model other things), against a
 //! scripted model that answers every request after 200 ms, at
 //! `max_in_flight` 1, 4 and 16, against the ideal: the sum over the
 //! pyramid's levels of ceil(nodes / N) × 200 ms (a level starts when the
@@ -49,15 +51,13 @@ fn main() {
         std::fs::write(dir.path().join("doc.md"), &text).expect("write");
         let before = model.calls();
         let start = Instant::now();
+        let pipeline = koas_test_support::repo_root().join("configs/reviewer.toml");
         let out = Command::new(bin)
-            .args([
-                "-q",
-                "review",
-                "doc.md",
-                "--llm-backend",
-                "openai",
-                "--llm-endpoint",
-            ])
+            .arg("-q")
+            .arg("run")
+            .arg(&pipeline)
+            .args(["--until", "md_pyramid", "--input", "doc=doc.md", "--workspace", "ws"])
+            .args(["--llm-backend", "openai", "--llm-endpoint"])
             .arg(model.url())
             .args([
                 "--llm-model",
@@ -77,12 +77,15 @@ fn main() {
             );
             std::process::exit(1);
         }
-        let ws = std::fs::read_dir(dir.path().join(".review"))
-            .expect(".review")
-            .filter_map(|e| e.ok())
-            .map(|e| e.path())
-            .next()
-            .expect("a workspace");
+        let ws = dir.path().join("ws");
+        if !ws.join("stage2/pyramid.json").is_file() {
+            eprintln!(
+                "no pyramid was written:\n{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            std::process::exit(1);
+        }
         let pyramid: Value = serde_json::from_slice(
             &std::fs::read(ws.join("stage2/pyramid.json")).expect("pyramid.json"),
         )
