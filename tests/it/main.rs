@@ -12,6 +12,7 @@ mod review_common;
 
 mod check_cli;
 mod cli_snapshots;
+mod isolation;
 mod llm_host;
 mod review_cli;
 mod review_crash;

@@ -180,7 +180,7 @@ pub fn execute(global: &Global, args: RunArgs) -> anyhow::Result<ExitStatus> {
             );
         }
     }
-    let discovery = discover_and_warn(global, &pipeline.kernel_paths);
+    let discovery = discover_and_warn(global, &pipeline);
     let prepared = prepare(&pipeline, &discovery)?;
     let target = match (&args.kernel, &args.until) {
         (Some(k), _) => RunTarget::Kernel(k.clone()),
@@ -190,6 +190,8 @@ pub fn execute(global: &Global, args: RunArgs) -> anyhow::Result<ExitStatus> {
     let cancel = super::interrupt::flag("letting running kernels stop");
     let mut opts = RunOptions::new(pipeline.jobs);
     opts.use_cache = !args.no_cache;
+    opts.isolation = global.isolation(Some(&pipeline));
+    opts.limits = global.limits(&pipeline);
     opts.target = target;
     opts.cancel = cancel;
     llm_for_run(
