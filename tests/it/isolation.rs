@@ -103,7 +103,11 @@ fn assert_contained(p: &Project, kernel: &str, out: &Output, error_has: &[&str])
         .expect("reason")
         .contains(&format!("`{kernel}` failed")));
     for independent in ["source_len", "threshold", "report_long"] {
-        assert_eq!(kernel_of(&record, independent)["status"], "ok", "{independent}");
+        assert_eq!(
+            kernel_of(&record, independent)["status"],
+            "ok",
+            "{independent}"
+        );
     }
     let err = stderr(out);
     assert!(
@@ -264,7 +268,9 @@ fn a_huge_answer_is_refused_at_the_output_cap() {
         &out,
         &["(40.0 MB) of output", "over the limit of 16 MB"],
     );
-    let size = std::fs::metadata(p.ws().join("run.json")).expect("run.json").len();
+    let size = std::fs::metadata(p.ws().join("run.json"))
+        .expect("run.json")
+        .len();
     assert!(size < 100_000, "run.json is {size} bytes");
 }
 
@@ -281,19 +287,34 @@ fn summaries_warnings_and_log_lines_are_capped() {
     let warnings = k["warnings"].as_array().expect("warnings");
     assert_eq!(warnings.len(), 101, "100 kept and one counting the rest");
     let first = warnings[0].as_str().expect("text");
-    assert!(first.len() < 2200 && first.contains("the limit is 2000"), "{}", &first[first.len() - 80..]);
+    assert!(
+        first.len() < 2200 && first.contains("the limit is 2000"),
+        "{}",
+        &first[first.len() - 80..]
+    );
     assert!(warnings[100]
         .as_str()
         .expect("text")
         .contains("4901 more warnings were dropped"));
     let log = k["log"].as_array().expect("log");
     assert_eq!(log.len(), 201);
-    assert!(log[0].as_str().expect("line").len() < 2200, "a 2 MB line is cut");
-    assert!(log[200].as_str().expect("line").contains("more log lines were not kept"));
-    let size = std::fs::metadata(p.ws().join("run.json")).expect("run.json").len();
+    assert!(
+        log[0].as_str().expect("line").len() < 2200,
+        "a 2 MB line is cut"
+    );
+    assert!(log[200]
+        .as_str()
+        .expect("line")
+        .contains("more log lines were not kept"));
+    let size = std::fs::metadata(p.ws().join("run.json"))
+        .expect("run.json")
+        .len();
     assert!(size < 200_000, "run.json is {size} bytes");
     let err = stderr(&out);
-    let shown = err.lines().filter(|l| l.starts_with("koas: hostile_raw: ")).count();
+    let shown = err
+        .lines()
+        .filter(|l| l.starts_with("koas: hostile_raw: "))
+        .count();
     assert!(shown <= 1002, "{shown} lines printed");
     assert!(err.contains("further log lines are not shown"));
     assert!(err.len() < 3_000_000, "stderr is {} bytes", err.len());
@@ -323,8 +344,14 @@ fn runtime_files_are_refused_to_the_file_api() {
             "{path}: {result}"
         );
     }
-    assert!(results[".lock"].as_str().unwrap_or("").contains("the workspace lock"));
-    assert!(results["run.json"].as_str().unwrap_or("").contains("the run record"));
+    assert!(results[".lock"]
+        .as_str()
+        .unwrap_or("")
+        .contains("the workspace lock"));
+    assert!(results["run.json"]
+        .as_str()
+        .unwrap_or("")
+        .contains("the run record"));
     let after = files(&p.dir.path().to_path_buf());
     for (file, bytes) in &before {
         if file.ends_with(".lock") {
@@ -333,7 +360,10 @@ fn runtime_files_are_refused_to_the_file_api() {
         assert_eq!(after.get(file), Some(bytes), "{} changed", file.display());
     }
     assert!(!record.to_string().contains("hostile kernel"));
-    assert!(!ws.join(".lock").exists(), "the run's lock, untouched, is released");
+    assert!(
+        !ws.join(".lock").exists(),
+        "the run's lock, untouched, is released"
+    );
 }
 
 #[test]
@@ -353,10 +383,9 @@ fn a_kernel_writes_its_scratch_folder_and_declared_paths_only() {
     assert_eq!(results["streamed/deep/b.txt"], "written");
     for refused in ["scratch/other/c.txt", "notes.txt"] {
         assert!(
-            results[refused]
-                .as_str()
-                .unwrap_or("")
-                .contains("a kernel writes only below its scratch folder `scratch/hostile_write_files/`"),
+            results[refused].as_str().unwrap_or("").contains(
+                "a kernel writes only below its scratch folder `scratch/hostile_write_files/`"
+            ),
             "{refused}: {}",
             results[refused]
         );
@@ -403,7 +432,10 @@ fn a_plugin_that_aborts_while_describing_itself_is_reported_not_fatal() {
         .arg(folder.path()));
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let v: Value = serde_json::from_str(&stdout(&out)).expect("json");
-    assert!(stdout(&out).contains("\"source_len\""), "the others are listed");
+    assert!(
+        stdout(&out).contains("\"source_len\""),
+        "the others are listed"
+    );
     let problems = v["problems"].as_array().expect("problems");
     let problem = problems
         .iter()
@@ -472,7 +504,10 @@ fn ctrl_c_stops_a_kernel_that_ignores_cancellation() {
     let k = kernel(&record, "hostile_endless_loop");
     assert_eq!(k["status"], "cancelled");
     assert_eq!(k["worker"]["cause"], "cancel_ignored");
-    assert!(k["error"].as_str().expect("error").contains("did not stop within 3 s"));
+    assert!(k["error"]
+        .as_str()
+        .expect("error")
+        .contains("did not stop within 3 s"));
     assert!(!process_runs(worker), "worker {worker} outlived koas");
     assert!(!p.ws().join(".lock").exists());
 }
@@ -548,7 +583,11 @@ fn process_runs(pid: u32) -> bool {
 
 #[test]
 fn in_process_mode_still_runs_kernels_inside_koas() {
-    let p = Project::new(DOC, &["source_len", "threshold", "report_long", "writer"], "");
+    let p = Project::new(
+        DOC,
+        &["source_len", "threshold", "report_long", "writer"],
+        "",
+    );
     let out = p.run(&["--in-process"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let record = p.record();
