@@ -30,6 +30,7 @@ pub const PIPELINE_KEYS: &[&str] = &[
     "llm",
     "isolation",
     "limits",
+    "prompts",
 ];
 
 /// A pipeline file that could not be used.
@@ -84,6 +85,8 @@ struct RawPipeline {
     isolation: Option<String>,
     #[serde(default)]
     limits: Option<Value>,
+    #[serde(default)]
+    prompts: Option<PathBuf>,
 }
 
 /// A loaded pipeline with every path resolved.
@@ -117,6 +120,10 @@ pub struct Pipeline {
     pub in_process: bool,
     /// The `[limits]` table (without the flags, which the command adds).
     pub limits: Limits,
+    /// The `prompts` key: the folder kernels' prompt templates are read
+    /// from first (templates it lacks come from koas's own); `None` lets
+    /// koas find its own folder.
+    pub prompts: Option<PathBuf>,
 }
 
 /// Command-line overrides of a pipeline file.
@@ -261,6 +268,10 @@ pub fn load_with_env(
         llm: raw.llm,
         in_process,
         limits,
+        prompts: raw
+            .prompts
+            .as_deref()
+            .map(|p| pick(p, from_file.prompts.as_ref())),
     })
 }
 

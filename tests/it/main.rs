@@ -14,6 +14,7 @@ mod check_cli;
 mod cli_snapshots;
 mod isolation;
 mod llm_host;
+mod pyramid;
 mod review_cli;
 mod review_crash;
 mod review_engine;

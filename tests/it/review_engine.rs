@@ -60,6 +60,7 @@ fn pipeline(dir: &Path) -> Pipeline {
         llm: None,
         in_process: false,
         limits: Default::default(),
+        prompts: None,
     }
 }
 

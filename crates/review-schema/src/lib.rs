@@ -28,6 +28,7 @@
 //! | [`findings`] | `issues`, `numbering_findings` |
 //! | [`numbering`] | `renumber_ops` |
 //! | [`fingerprint`] | `chunk_fingerprints` |
+//! | [`pyramid`] | `pyramid`, `glossary` |
 //! | [`edit_op`], [`change_id`] | edit ops (`ops`, `edit_plan`) and their IDs |
 //! | [`apply`], [`rejection`] | `apply_outcome`, apply log records |
 //! | [`revert`] | `revert_outcome` |
@@ -49,6 +50,7 @@ pub mod ledger;
 pub mod names;
 pub mod notes;
 pub mod numbering;
+pub mod pyramid;
 pub mod rejection;
 pub mod revert;
 pub mod review;

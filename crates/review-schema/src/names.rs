@@ -42,6 +42,12 @@ pub const NUMBERING_FINDINGS: &str = "numbering_findings";
 pub const RENUMBER_OPS: &str = "renumber_ops";
 /// `md_fingerprint_chunk`: [`crate::fingerprint::ChunkFingerprints`].
 pub const CHUNK_FINGERPRINTS: &str = "chunk_fingerprints";
+/// `md_pyramid`: [`crate::pyramid::Pyramid`].
+pub const PYRAMID: &str = "pyramid";
+/// `md_pyramid`: the pyramid as Markdown for people (a JSON string).
+pub const PYRAMID_MD: &str = "pyramid_md";
+/// `md_pyramid`: [`crate::pyramid::Glossary`].
+pub const GLOSSARY: &str = "glossary";
 /// The LLM planner (`md_edit_plan`): its edit ops.
 pub const EDIT_PLAN: &str = "edit_plan";
 
@@ -94,6 +100,9 @@ pub const ALL: &[&str] = &[
     NUMBERING_FINDINGS,
     RENUMBER_OPS,
     CHUNK_FINGERPRINTS,
+    PYRAMID,
+    PYRAMID_MD,
+    GLOSSARY,
     EDIT_PLAN,
     APPLY_OUTCOME,
     EDITED_DOC,

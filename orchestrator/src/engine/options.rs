@@ -71,6 +71,17 @@ pub struct RunOptions {
     /// ([`crate::workspace::RUNTIME_FILES`]), no kernel may write or
     /// declare them.
     pub reserved: Vec<(String, String)>,
+    /// Where kernels' prompt templates are read from (`--prompts`, the
+    /// pipeline's `prompts` key, else [`koas_llm::Prompts::locate`]).
+    pub prompts: koas_llm::Prompts,
+    /// The previous outputs to hand incremental kernels instead of those
+    /// the workspace remembers (a replay hands the recorded ones): kernel
+    /// → artifact → value.
+    pub previous: Option<BTreeMap<String, BTreeMap<String, Value>>>,
+    /// Previous outputs for incremental kernels that have none in this
+    /// workspace (the workspace of an earlier version of the same
+    /// document): kernel → artifact → value.
+    pub previous_fallback: BTreeMap<String, BTreeMap<String, Value>>,
 }
 
 impl RunOptions {
@@ -91,6 +102,9 @@ impl RunOptions {
             isolation: Isolation::current_exe(),
             limits: Limits::default(),
             reserved: Vec::new(),
+            prompts: koas_llm::Prompts::locate(None),
+            previous: None,
+            previous_fallback: BTreeMap::new(),
         }
     }
 }
