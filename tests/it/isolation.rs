@@ -612,3 +612,67 @@ fn in_process_mode_still_runs_kernels_inside_koas() {
     let out = run_hostile(&p, &["--in-process"]);
     assert_eq!(out.status.code(), None, "killed by a signal in-process");
 }
+
+/// The artifact of a `where_*` kernel: the pid and whether it ran in a
+/// worker.
+fn where_ran(p: &Project, record: &Value, kernel_name: &str) -> (u64, bool) {
+    let k = kernel(record, kernel_name);
+    let hash = k["output_hashes"][format!("{kernel_name}_out")]
+        .as_str()
+        .expect("output");
+    let v = koas_orchestrator::cache::Cache::open(&p.ws())
+        .get_value(hash)
+        .expect("cached");
+    (
+        v["pid"].as_u64().expect("pid"),
+        v["in_worker"].as_bool().expect("in_worker"),
+    )
+}
+
+#[test]
+fn one_worker_serves_the_kernels_of_a_run_and_discovery() {
+    // One job: the kernels run one after the other, all in the worker
+    // that described the libraries.
+    let p = Project::new(DOC, &["source_len", "where_a", "where_b"], "");
+    let out = run_hostile(&p, &["--jobs", "1", "--no-cache"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let record = p.record();
+    let a = where_ran(&p, &record, "where_a");
+    let b = where_ran(&p, &record, "where_b");
+    assert!(a.1 && b.1, "both ran in a worker: {a:?} {b:?}");
+    assert_eq!(a.0, b.0, "the same worker ran both");
+
+    // After a crash the next kernel gets a fresh worker; the run goes on.
+    let p = Project::new(
+        DOC,
+        &["where_a", "hostile_abort", "hostile_after", "where_b"],
+        "",
+    );
+    let out = run_hostile(&p, &["--jobs", "1", "--no-cache"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let record = p.record();
+    assert_eq!(kernel(&record, "hostile_abort")["status"], "failed");
+    let a = where_ran(&p, &record, "where_a");
+    let b = where_ran(&p, &record, "where_b");
+    assert!(a.1 && b.1);
+    let crash = kernel(&record, "hostile_abort");
+    let crashed = crash["worker"]["pid"].as_u64().expect("pid");
+    let crashed_at = crash["start_ms"].as_f64().expect("start");
+    let mut after_the_crash = 0;
+    for (name, (pid, _)) in [("where_a", a), ("where_b", b)] {
+        if kernel(&record, name)["start_ms"].as_f64().expect("start") > crashed_at {
+            after_the_crash += 1;
+            assert_ne!(pid, crashed, "{name} ran in the worker that crashed");
+        }
+    }
+    assert!(after_the_crash > 0, "a kernel ran after the crash");
+
+    // --in-process: koas itself runs them.
+    let p = Project::new(DOC, &["where_a", "where_b"], "");
+    let out = run_hostile(&p, &["--in-process"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let record = p.record();
+    let a = where_ran(&p, &record, "where_a");
+    assert!(!a.1, "in koas, not a worker");
+    assert_eq!(a, where_ran(&p, &record, "where_b"));
+}

@@ -164,6 +164,28 @@ impl Kernel for After {
     }
 }
 
+/// Says which process ran it: its pid and whether that process is a koas
+/// worker. Two of them in one run show whether a worker is reused.
+struct WhereAmI {
+    name: &'static str,
+    output: &'static str,
+}
+impl Kernel for WhereAmI {
+    fn spec(&self) -> KernelSpec {
+        KernelSpec::new(self.name, "1.0.0")
+            .stage("H")
+            .input("doc")
+            .output(self.output)
+    }
+    fn run(&self, _ctx: &Context, _c: &KernelConfig, _inputs: &Inputs) -> KernelResult {
+        let in_worker = std::env::args().any(|a| a == "__koas-worker");
+        Ok(KernelOutput::new().artifact(
+            self.output,
+            json!({ "pid": std::process::id(), "in_worker": in_worker }),
+        ))
+    }
+}
+
 koas_kernel_api::export_kernel!(
     Hostile {
         name: "hostile_abort",
@@ -210,4 +232,12 @@ koas_kernel_api::export_kernel!(
         behaviour: Behaviour::DeclaresRunRecord
     },
     After,
+    WhereAmI {
+        name: "where_a",
+        output: "where_a_out"
+    },
+    WhereAmI {
+        name: "where_b",
+        output: "where_b_out"
+    },
 );
