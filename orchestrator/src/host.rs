@@ -124,7 +124,7 @@ impl<'a> RunHost<'a> {
 impl Host for RunHost<'_> {
     fn log(&self, level: LogLevel, message: &str) {
         let n = self.log_count.fetch_add(1, Ordering::SeqCst);
-        if n > MAX_PRINTED_LOG_LINES && n > MAX_RECORDED_LOG_LINES {
+        if n > MAX_PRINTED_LOG_LINES.max(MAX_RECORDED_LOG_LINES) {
             return;
         }
         let message = cut(message.to_string(), MAX_LOG_LINE_CHARS, "log line");

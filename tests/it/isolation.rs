@@ -327,7 +327,7 @@ fn runtime_files_are_refused_to_the_file_api() {
     std::fs::create_dir_all(ws.join("review")).expect("ws");
     std::fs::write(ws.join("workspace.json"), "{\"state\": 1}\n").expect("state");
     std::fs::write(ws.join("review/ledger.jsonl"), "{\"entry\": 1}\n").expect("ledger");
-    let before = files(&p.dir.path().to_path_buf());
+    let before = files(p.dir.path());
     let out = run_hostile(&p, &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let record = p.record();
@@ -352,7 +352,7 @@ fn runtime_files_are_refused_to_the_file_api() {
         .as_str()
         .unwrap_or("")
         .contains("the run record"));
-    let after = files(&p.dir.path().to_path_buf());
+    let after = files(p.dir.path());
     for (file, bytes) in &before {
         if file.ends_with(".lock") {
             continue;

@@ -228,7 +228,7 @@ pub fn earlier_outputs(
             Some((modified, p))
         })
         .collect();
-    siblings.sort_by(|a, b| b.0.cmp(&a.0));
+    siblings.sort_by_key(|b| std::cmp::Reverse(b.0));
     for kernel in kernels {
         if let Some(values) = siblings
             .iter()
