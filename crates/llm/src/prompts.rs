@@ -47,6 +47,19 @@ const BUILT_IN: &[(&str, &str)] = &[
         "pyramid_abstract",
         include_str!("../../../prompts/pyramid_abstract.tera"),
     ),
+    ("review", include_str!("../../../prompts/review.tera")),
+    (
+        "review_plain",
+        include_str!("../../../prompts/review_plain.tera"),
+    ),
+    (
+        "regenerate",
+        include_str!("../../../prompts/regenerate.tera"),
+    ),
+    (
+        "tutor_validate",
+        include_str!("../../../prompts/tutor_validate.tera"),
+    ),
 ];
 
 /// Where a template's text came from.

@@ -10,14 +10,18 @@
 //! - [`context`]: what a reviewer of one chunk is shown, in priority order,
 //!   within a token budget;
 //! - [`lang`]: the document's language (French or English);
-//! - [`prompt`]: rendering the prompt templates the host hands a kernel.
+//! - [`prompt`]: rendering the prompt templates the host hands a kernel;
+//! - [`edit_plan`]: the edit planner: chunk by chunk, a model's proposals
+//!   read, placed on the real lines, filtered and given IDs.
 //!
-//! Model calls go through [`pyramid::Summarizer`], which the kernel
-//! implements with the host's LLM service and tests with a script.
+//! Model calls go through [`pyramid::Summarizer`] and
+//! [`edit_plan::EditModel`], which the kernels
+//! implement with the host's LLM service and tests with a script.
 
 #![deny(missing_docs)]
 
 pub mod context;
+pub mod edit_plan;
 pub mod glossary;
 pub mod lang;
 pub mod prompt;

@@ -29,7 +29,8 @@
 //! | [`numbering`] | `renumber_ops` |
 //! | [`fingerprint`] | `chunk_fingerprints` |
 //! | [`pyramid`] | `pyramid`, `glossary` |
-//! | [`edit_op`], [`change_id`] | edit ops (`ops`, `edit_plan`) and their IDs |
+//! | [`edit_op`], [`change_id`] | edit ops (`ops`) and their IDs |
+//! | [`edit_plan`] | `edit_plan`: the LLM planner's ops and per-chunk status |
 //! | [`apply`], [`rejection`] | `apply_outcome`, apply log records |
 //! | [`revert`] | `revert_outcome` |
 //! | [`ledger`] | `ledger` entries |
@@ -44,6 +45,7 @@
 pub mod apply;
 pub mod change_id;
 pub mod edit_op;
+pub mod edit_plan;
 pub mod findings;
 pub mod fingerprint;
 pub mod ledger;

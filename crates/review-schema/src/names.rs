@@ -48,7 +48,8 @@ pub const PYRAMID: &str = "pyramid";
 pub const PYRAMID_MD: &str = "pyramid_md";
 /// `md_pyramid`: [`crate::pyramid::Glossary`].
 pub const GLOSSARY: &str = "glossary";
-/// The LLM planner (`md_edit_plan`): its edit ops.
+/// `md_edit_plan`: [`crate::edit_plan::EditPlan`], the LLM planner's
+/// edit ops and per-chunk status.
 pub const EDIT_PLAN: &str = "edit_plan";
 
 // Stage 3.

@@ -45,6 +45,9 @@ pub const REVERT: &str = "md_revert";
 
 /// The kernel that summarizes the document with the model.
 pub const PYRAMID: &str = "md_pyramid";
+
+/// The kernel that asks the model for edit ops.
+pub const EDIT_PLAN: &str = "md_edit_plan";
 /// The view kernels: they rebuild the annotated document and the report
 /// from the committed state after every run.
 pub const VIEWS: [&str; 2] = ["md_inline_notes_inject", "md_review_report_assemble"];
@@ -146,6 +149,10 @@ pub struct ReviewLlm {
     handler: SharedLlm,
     identity: Value,
     config: Value,
+    /// The tutor model, when one is configured.
+    pub tutor_model: Option<String>,
+    /// Requests in flight at once.
+    pub max_in_flight: usize,
 }
 
 /// The LLM a review of `document` uses: the `[llm]` table of the
@@ -157,6 +164,7 @@ pub fn review_llm(
     pipeline: &Pipeline,
     document: &Path,
     flags: &LlmFlags,
+    tutor_model: Option<&str>,
     no_llm: bool,
     quiet: bool,
 ) -> anyhow::Result<Option<ReviewLlm>> {
@@ -174,10 +182,18 @@ pub fn review_llm(
             table: table.clone(),
         });
     }
+    if let Some(tutor) = tutor_model {
+        layers.push(LlmLayer {
+            origin: PathBuf::from("--tutor-model"),
+            table: serde_json::json!({ "tutor_model": tutor }),
+        });
+    }
     let Some((config_value, config)) = resolve_config(&layers, &flags.overrides())? else {
         return Ok(None);
     };
     let identity = identity(&config);
+    let tutor_model = config.tutor_model.clone();
+    let max_in_flight = config.max_in_flight;
     let origin = layers
         .last()
         .map(|l| l.origin.clone())
@@ -187,6 +203,8 @@ pub fn review_llm(
         handler,
         identity,
         config: config_value,
+        tutor_model,
+        max_in_flight,
     }))
 }
 
@@ -228,7 +246,7 @@ pub fn earlier_outputs(
             Some((modified, p))
         })
         .collect();
-    siblings.sort_by_key(|b| std::cmp::Reverse(b.0));
+    siblings.sort_by_key(|s| std::cmp::Reverse(s.0));
     for kernel in kernels {
         if let Some(values) = siblings
             .iter()
