@@ -144,3 +144,92 @@ fn chunks_are_reviewed_concurrently_and_ops_do_not_replace_the_plan_with_no_llm(
     assert_eq!(m.calls(), before, "--no-llm asks nothing");
     assert!(v.get("model").is_none(), "{v}");
 }
+
+const RULES: &str = "# Retention policy\n\nThis policy sets how long records are kept.\n\n## Rules\n\nRecords are kept for 10 years.\n\nSee https://example.org/policy for the full text.\n\nThe archive is reviewed each year by the records office.\n\nOld records are deleted by the operator.\n";
+
+/// A careless model: a changed number, a changed URL, a sentence in
+/// French in an English document, a deletion. None may land silently.
+const CARELESS: &str = r#"[
+ {"action": "replace", "line": 1, "before_text": "10 years", "after_text": "12 years", "kind": "typo", "severity": "minor", "rationale": "typo"},
+ {"action": "replace", "line": 2, "before_text": "https://example.org/policy", "after_text": "https://example.com/policy", "kind": "typo", "severity": "minor", "rationale": "link"},
+ {"action": "replace", "line": 3, "before_text": "The archive is reviewed each year by the records office.", "after_text": "L'archive est revue chaque année par le service des archives.", "kind": "grammar", "severity": "minor", "rationale": "grammaire"},
+ {"action": "delete", "line": 4, "before_text": "Old records are deleted by the operator.", "kind": "style", "severity": "minor", "rationale": "redundant"}
+]"#;
+
+#[test]
+fn a_careless_models_number_url_language_and_deletion_ops_are_never_silent() {
+    let s = Scratch::new();
+    s.write("doc.md", RULES);
+    let m = model("Records are kept", CARELESS, Duration::ZERO);
+    let (out, v) = review_json(&s, &flags(&m, 2));
+    assert_code(&out, 0, "review");
+    // The number is guarded; the bare URL is a protected span, so changing
+    // it without a flag is refused outright; the French sentence becomes a
+    // flag; the deletion gets its CAUTION note.
+    assert_eq!(v["guards"]["TOKEN_GUARD"], 1, "{v}\n{}", stderr(&out));
+    assert_eq!(v["guards"]["LANGUAGE_GUARD"], 1, "{v}");
+    let log = v["apply_log"].as_array().expect("apply log");
+    let status = |needle: &str| {
+        log.iter()
+            .find(|e| e["lines"][0] == needle.parse::<u64>().unwrap_or(0))
+            .map(|e| e["status"].as_str().unwrap_or("").to_owned())
+            .unwrap_or_default()
+    };
+    assert_eq!(status("9"), "rejected", "the URL: {v}");
+    assert_eq!(status("11"), "flagged", "the French sentence: {v}");
+    let notes = v["notes"].as_array().expect("notes");
+    let alert = |id: &str| {
+        notes
+            .iter()
+            .find(|n| n["id"] == id)
+            .map(|n| n["alert"].as_str().unwrap_or("").to_owned())
+            .unwrap_or_default()
+    };
+    assert_eq!(alert("RVW-0001"), "WARNING", "{v}");
+    assert_eq!(alert("RVW-0004"), "CAUTION", "{v}");
+    let edited =
+        std::fs::read_to_string(s.workspace().join("stage3/doc.edited.md")).expect("edited");
+    assert!(
+        !edited.contains("L'archive"),
+        "no French text written: {edited}"
+    );
+    let ledger: Vec<Value> = std::fs::read_to_string(s.workspace().join("review/ledger.jsonl"))
+        .expect("ledger")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("ledger line"))
+        .collect();
+    // Nothing that changed the text is silent.
+    for entry in &ledger {
+        if entry["action"] != "flag_only" {
+            assert_eq!(entry["silent"], false, "{entry}");
+            assert_eq!(entry["needs_attention"], true, "{entry}");
+        }
+    }
+    let annotated =
+        std::fs::read_to_string(s.workspace().join("stage3/doc.REVIEWED.md")).expect("annotated");
+    assert!(
+        annotated.contains("changes number '10' → '12'"),
+        "{annotated}"
+    );
+
+    // --strict refuses the changed number and URL outright.
+    let strict = Scratch::new();
+    strict.write("doc.md", RULES);
+    let mut args = flags(&m, 2);
+    args.push("--strict".into());
+    let (out, v) = review_json(&strict, &args);
+    assert_code(&out, 0, "strict review");
+    let edited =
+        std::fs::read_to_string(strict.workspace().join("stage3/doc.edited.md")).expect("edited");
+    assert!(
+        edited.contains("10 years") && edited.contains("example.org"),
+        "{edited}"
+    );
+    let refused = v["apply_log"]
+        .as_array()
+        .expect("apply log")
+        .iter()
+        .filter(|e| e["reject"] == "REJECT_GUARD")
+        .count();
+    assert_eq!(refused, 1, "the changed number: {v}");
+}

@@ -23,7 +23,7 @@
 pub mod context;
 pub mod edit_plan;
 pub mod glossary;
-pub mod lang;
+pub use koas_review::lang;
 pub mod prompt;
 pub mod pyramid;
 

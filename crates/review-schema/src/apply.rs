@@ -35,6 +35,14 @@ pub struct NormalizeOptions {
     pub note_id_fix: bool,
     /// Run the blank-line targeting guard.
     pub blank_line_guard: bool,
+    /// Run the content guards (changed numbers, URLs, code, identifiers,
+    /// quotations; another language; a "typo" that rewrites).
+    #[serde(default = "yes")]
+    pub content_guards: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl Default for NormalizeOptions {
@@ -44,6 +52,7 @@ impl Default for NormalizeOptions {
             note_inject: true,
             note_id_fix: true,
             blank_line_guard: true,
+            content_guards: true,
         }
     }
 }
@@ -92,6 +101,14 @@ pub enum Fix {
         /// Target lines after the guard (unchanged when downgraded).
         to_lines: (usize, usize),
     },
+    /// A content guard fired: the op was made to need attention, became a
+    /// flag, or changed kind (see the guard's reason).
+    ContentGuard {
+        /// `TOKEN_GUARD`, `LANGUAGE_GUARD` or `REWRITE_GUARD`.
+        guard: String,
+        /// What the guard saw, e.g. `changes number '10' → '12'`.
+        reason: String,
+    },
 }
 
 impl Fix {
@@ -102,6 +119,12 @@ impl Fix {
             Fix::NoteInject { .. } => "NOTE_INJECT",
             Fix::NoteIdFix { .. } => "NOTE_ID_FIX",
             Fix::BlankLineGuard { .. } => "BLANK_LINE_GUARD",
+            Fix::ContentGuard { guard, .. } => match guard.as_str() {
+                "TOKEN_GUARD" => "TOKEN_GUARD",
+                "LANGUAGE_GUARD" => "LANGUAGE_GUARD",
+                "REWRITE_GUARD" => "REWRITE_GUARD",
+                _ => "CONTENT_GUARD",
+            },
         }
     }
 }

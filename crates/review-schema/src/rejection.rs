@@ -30,11 +30,15 @@ pub enum RejectClass {
     /// Anything else (unknown action, missing after_text, no-op...).
     #[serde(rename = "REJECT_OTHER")]
     Other,
+    /// Under `--strict`, a content guard fired (a number, URL, code span,
+    /// identifier or quotation changed).
+    #[serde(rename = "REJECT_GUARD")]
+    Guard,
 }
 
 impl RejectClass {
     /// Every class, in taxonomy order.
-    pub const ALL: [RejectClass; 7] = [
+    pub const ALL: [RejectClass; 8] = [
         RejectClass::Hash,
         RejectClass::SchemaNote,
         RejectClass::SchemaId,
@@ -42,6 +46,7 @@ impl RejectClass {
         RejectClass::Protected,
         RejectClass::Range,
         RejectClass::Other,
+        RejectClass::Guard,
     ];
 
     /// The name in the apply log and in messages, e.g. `REJECT_HASH`.
@@ -54,6 +59,7 @@ impl RejectClass {
             RejectClass::Protected => "REJECT_PROTECTED",
             RejectClass::Range => "REJECT_RANGE",
             RejectClass::Other => "REJECT_OTHER",
+            RejectClass::Guard => "REJECT_GUARD",
         }
     }
 }

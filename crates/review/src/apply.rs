@@ -19,6 +19,7 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 use crate::edit_op::build_op;
+use crate::guards::{self, GuardContext};
 use crate::normalize::normalize;
 use crate::patch::{apply_change, make_patch_pair};
 use crate::text::LineBuf;
@@ -191,6 +192,8 @@ pub fn apply_batch(input: BatchInput<'_>) -> BatchOutcome {
     let mut occupied: Vec<Occupied> = Vec::new();
     // (planned start, planned end (exclusive), line delta) of applied changes.
     let mut shifts: Vec<(usize, usize, isize)> = Vec::new();
+    // The document's language, found on the first op that needs it.
+    let mut guard_ctx: Option<GuardContext> = None;
     let protection = ProtectionPolicy {
         regions: input.protected,
         strict: input.options.strict,
@@ -255,19 +258,67 @@ pub fn apply_batch(input: BatchInput<'_>) -> BatchOutcome {
             rejected.push(reject(Some(&op), Vec::new(), defaults, rejection));
             continue;
         }
-        let fixes = normalize(
+        let mut fixes = normalize(
             &mut op,
             &planned_doc,
             &input.options.policy,
             &input.options.normalize,
         );
-        let valid = match validate(&op, index, &planned_doc, input.ledger_ids, protection) {
+        let mut valid = match validate(&op, index, &planned_doc, input.ledger_ids, protection) {
             Ok(valid) => valid,
             Err(rejection) => {
                 rejected.push(reject(Some(&op), fixes, defaults, rejection));
                 continue;
             }
         };
+        // After validation: a guard's attention may not let through an op
+        // that validation refused (an unflagged edit of a protected region).
+        if input.options.normalize.content_guards {
+            let before = match op.action {
+                Action::Insert => String::new(),
+                _ => op.before_text.clone().unwrap_or_else(|| {
+                    planned_doc
+                        .target_text(op.target.line_start, op.target.line_end)
+                        .unwrap_or_default()
+                }),
+            };
+            let guard_ctx = guard_ctx.get_or_insert_with(|| GuardContext::of(input.text));
+            let guarded = guards::run(&mut op, &before, guard_ctx);
+            if let Some(refused) = guarded
+                .iter()
+                .find(|f| input.options.strict && guards::refused_when_strict(f))
+            {
+                let why = match refused {
+                    Fix::ContentGuard { reason, .. } => reason.clone(),
+                    other => other.name().to_owned(),
+                };
+                fixes.extend(guarded.iter().cloned());
+                rejected.push(reject(
+                    Some(&op),
+                    fixes,
+                    defaults,
+                    Rejection::new(
+                        RejectClass::Guard,
+                        format!(
+                            "{}: {why}; --strict refuses such a change (without it, it is applied with a warning)",
+                            op_label(index, id)
+                        ),
+                    ),
+                ));
+                continue;
+            }
+            let downgraded = op.action == Action::FlagOnly && valid.planned.is_some();
+            fixes.extend(guarded);
+            if downgraded {
+                valid = match validate(&op, index, &planned_doc, input.ledger_ids, protection) {
+                    Ok(valid) => valid,
+                    Err(rejection) => {
+                        rejected.push(reject(Some(&op), fixes, defaults, rejection));
+                        continue;
+                    }
+                };
+            }
+        }
         let target_lines = match op.action {
             Action::FlagOnly => None,
             Action::Insert if op.target.line_end == 0 => None,

@@ -73,6 +73,8 @@ pub mod apply;
 pub mod artifacts;
 pub mod clock;
 pub mod edit_op;
+pub mod guards;
+pub mod lang;
 pub mod linemap;
 pub mod normalize;
 pub mod notes;

@@ -286,6 +286,24 @@ fn rejects_other_problems() {
 }
 
 #[test]
+fn strict_refuses_a_changed_number_and_otherwise_it_needs_attention() {
+    let op = json!({"action": "replace", "kind": "typo", "target": {"line_start": 10}, "before_text": "Last line.", "after_text": "Last 2 lines."});
+    let strict = ApplyOptions {
+        strict: true,
+        ..ApplyOptions::default()
+    };
+    let out = run_with(DOC, vec![op.clone()], &strict, &BTreeSet::new());
+    let r = only_rejection(&out);
+    assert_eq!(r.class, RejectClass::Guard);
+    assert!(r.reason.contains("number '2' added"), "{}", r.reason);
+    let out = run(vec![op]);
+    assert!(out.rejected.is_empty(), "{:?}", out.rejected);
+    let applied = &out.applied[0];
+    assert!(applied.op.needs_attention);
+    assert!(applied.fixes.iter().any(|f| f.name() == "TOKEN_GUARD"));
+}
+
+#[test]
 fn every_rejection_class_is_reachable() {
     // Guard against a class silently becoming dead: each test above covers
     // one; this lists them so a new class fails here until it gets a test.
@@ -297,6 +315,7 @@ fn every_rejection_class_is_reachable() {
         RejectClass::Protected,
         RejectClass::Range,
         RejectClass::Other,
+        RejectClass::Guard,
     ];
     assert_eq!(covered.to_vec(), RejectClass::ALL.to_vec());
 }

@@ -9,6 +9,14 @@ use koas_review_schema::stage1::{ProtectedSpans, SectionEntry};
 use serde_json::json;
 use std::collections::BTreeSet;
 
+/// Options without the content guards: these tests are about other
+/// things, with synthetic edits a guard would flag.
+fn unguarded() -> ApplyOptions {
+    let mut o = ApplyOptions::default();
+    o.normalize.content_guards = false;
+    o
+}
+
 const DOC: &str =
     "# Title\n\nIntro with `code` here.\n\n## Part\n\nFirst para.\nstill first.\n\nSecond para.\n";
 
@@ -101,7 +109,7 @@ fn outcome() -> ApplyOutcome {
         json!({"action": "flag_only", "target": {"line_start": 10}, "rationale": "vague"}),
         json!({"action": "replace", "target": {"line_start": 99}, "after_text": "x"}),
     ];
-    let options = ApplyOptions::default();
+    let options = unguarded();
     let batch = apply_batch(BatchInput {
         doc_name: "d.md",
         text: DOC,

@@ -9,6 +9,14 @@ use koas_review_schema::stage1::ProtectedSpan;
 use koas_review_schema::stage1::{BlockKind, ProtectedSpans};
 use serde_json::{json, Value};
 
+/// Options without the content guards: these tests are about other
+/// things, with synthetic edits a guard would flag.
+fn unguarded() -> ApplyOptions {
+    let mut o = ApplyOptions::default();
+    o.normalize.content_guards = false;
+    o
+}
+
 fn actor() -> Actor {
     Actor {
         tool: "koas-review test".into(),
@@ -20,14 +28,7 @@ fn session_with(text: &str, ops: Vec<Value>, protected: &ProtectedSpans) -> Memo
     let mut s = MemorySession::new("doc.md", text);
     let clock = SteppingClock::new("2026-01-01T00:00:00Z");
     let out = s
-        .apply(
-            &ops,
-            protected,
-            &ApplyOptions::default(),
-            &actor(),
-            &clock,
-            "run",
-        )
+        .apply(&ops, protected, &unguarded(), &actor(), &clock, "run")
         .unwrap();
     assert!(out.rejected.is_empty(), "{:?}", out.rejected);
     s
@@ -171,7 +172,7 @@ fn notes_follow_later_line_shifts() {
     s.apply(
         &[json!({"action": "insert", "kind": "grammar", "target": {"line_start": 1, "line_end": 1}, "after_text": "\nadded\nlines"})],
         &ProtectedSpans::default(),
-        &ApplyOptions::default(),
+        &unguarded(),
         &actor(),
         &clock,
         "run2",

@@ -9,6 +9,14 @@ use koas_review_schema::revert::RevertPlan;
 use koas_review_schema::stage1::ProtectedSpans;
 use serde_json::{json, Value};
 
+/// Options without the content guards: these tests are about other
+/// things, with synthetic edits a guard would flag.
+fn unguarded() -> ApplyOptions {
+    let mut o = ApplyOptions::default();
+    o.normalize.content_guards = false;
+    o
+}
+
 const DOC: &str = "# Plan\n\nAlpha line.\nBeta line.\nGamma line.\n\nDelta line.\n";
 
 fn actor() -> Actor {
@@ -28,7 +36,7 @@ fn apply(s: &mut MemorySession, ops: Vec<Value>) {
         .apply(
             &ops,
             &ProtectedSpans::default(),
-            &ApplyOptions::default(),
+            &unguarded(),
             &actor(),
             &clock,
             "run",
@@ -245,7 +253,7 @@ fn revertible_ids_skip_flags_reverts_and_reverted_changes() {
     s.apply(
         &ops,
         &ProtectedSpans::default(),
-        &ApplyOptions::default(),
+        &unguarded(),
         &actor(),
         &clock,
         "r",

@@ -280,6 +280,19 @@ fn print_outcome(
         .map(|a| a.op.id.to_string())
         .collect();
     let flagged = out.batch.applied.len() - applied.len();
+    // Every guard firing, applied or rejected op alike.
+    let mut guards: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+    for fix in out
+        .batch
+        .applied
+        .iter()
+        .flat_map(|a| &a.fixes)
+        .chain(out.batch.rejected.iter().flat_map(|r| &r.fixes))
+    {
+        if fix.name().ends_with("_GUARD") {
+            *guards.entry(fix.name()).or_default() += 1;
+        }
+    }
     let rejected = out.batch.rejected.len();
     let summary = if no_ops {
         "no model and no ops: deterministic stages only, 0 changes".to_owned()
@@ -300,6 +313,7 @@ fn print_outcome(
             map.insert("annotated".into(), json!(ws.join(paths::REVIEWED_DOC)));
             map.insert("edited".into(), json!(ws.join(paths::EDITED_DOC)));
             map.insert("in_place".into(), json!(args.in_place));
+            map.insert("guards".into(), json!(guards));
             if let Some(model) = &model {
                 map.insert("model".into(), serde_json::to_value(model)?);
             }
@@ -307,6 +321,14 @@ fn print_outcome(
         return print_json(&value);
     }
     outln!("koas review: {}: {summary}", target.doc_name)?;
+    if !guards.is_empty() {
+        let list: Vec<String> = guards.iter().map(|(g, n)| format!("{g} {n}")).collect();
+        outln!(
+            "  guards:    {} fired ({}): those changes need attention or became flags",
+            guards.values().sum::<usize>(),
+            list.join(", ")
+        )?;
+    }
     if let Some(model) = &model {
         if let Some(p) = &model.pyramid {
             outln!("  pyramid:   {p}")?;
