@@ -559,6 +559,28 @@ impl PluginHandle {
                 )))
             }
         };
+        let bytes = self
+            .run_bytes(index, host, &req, usize::MAX)
+            .unwrap_or_default();
+        serde_json::from_slice::<RunResponse>(&bytes).unwrap_or_else(|e| {
+            RunResponse::Error(KernelError::failed(format!(
+                "the plugin answered with malformed JSON: {e}"
+            )))
+        })
+    }
+
+    /// Runs kernel `index` on an encoded [`RunRequest`] and returns the
+    /// plugin's answer as it sent it (a JSON [`RunResponse`], not checked).
+    /// An answer longer than `max_len` bytes is freed without being copied
+    /// and `Err` holds its length.
+    pub fn run_bytes(
+        &self,
+        index: u32,
+        host: &dyn Host,
+        request: &[u8],
+        max_len: usize,
+    ) -> Result<Vec<u8>, usize> {
+        let req = request;
         let mut host_ref: &dyn Host = host;
         let table = HostTable {
             abi_version: ABI_VERSION,
@@ -571,12 +593,12 @@ impl PluginHandle {
         };
         let mut out = RawBuffer::empty();
         (self.table.run)(index, &table, req.as_ptr(), req.len(), &mut out);
-        let bytes = self.take(out);
-        serde_json::from_slice::<RunResponse>(&bytes).unwrap_or_else(|e| {
-            RunResponse::Error(KernelError::failed(format!(
-                "the plugin answered with malformed JSON: {e}"
-            )))
-        })
+        if out.len > max_len {
+            let len = out.len;
+            (self.table.free_buffer)(out);
+            return Err(len);
+        }
+        Ok(self.take(out))
     }
 }
 

@@ -117,7 +117,7 @@ pub use context::{Context, Host, LogLevel};
 pub use error::{ErrorKind, KernelError};
 pub use inputs::{Inputs, KernelConfig, PromptTemplate, SourceFile};
 pub use llm::{LlmRequest, LlmResponse, NO_BACKEND};
-pub use output::KernelOutput;
+pub use output::{KernelOutput, MAX_SUMMARY_CHARS};
 pub use spec::{InputSpec, KernelSpec, OutputSpec, LLM_INPUT, PREVIOUS_INPUT, PROMPTS_INPUT};
 
 /// The result a kernel's [`Kernel::run`] returns.

@@ -41,6 +41,16 @@ pub struct KernelSpec {
     /// `null` value accepts anything below it).
     #[serde(default = "empty_object")]
     pub default_config: Value,
+    /// Workspace paths the kernel writes or appends to while it runs,
+    /// through [`crate::Context::write_file`] and
+    /// [`crate::Context::append_file`]: a file (`stage2/ops/status.jsonl`)
+    /// or a folder and everything below it (`stage2/ops/`, with the final
+    /// `/`). Besides these, a kernel may write only its scratch folder
+    /// `scratch/<name>/`; the host refuses every other path, and always
+    /// the runtime's own files. Declared outputs are written by the host
+    /// and need no entry here.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub writes: Vec<String>,
     /// Prompt templates the kernel renders, by name (`prompts/<name>.tera`).
     /// The host reads them when the kernel runs, a person may have edited
     /// them, and hands them over as the input [`PROMPTS_INPUT`]
@@ -119,6 +129,7 @@ impl KernelSpec {
             deterministic: true,
             uses_llm: false,
             default_config: empty_object(),
+            writes: Vec::new(),
             prompts: Vec::new(),
             incremental: false,
         }
@@ -187,6 +198,14 @@ impl KernelSpec {
             file: Some(file.into()),
             write_once: true,
         });
+        self
+    }
+
+    /// Declares a workspace path the kernel writes while it runs (see
+    /// [`KernelSpec::writes`]): a file, or a folder when `path` ends in
+    /// `/`. For streamed forensics such as per-chunk raw LLM answers.
+    pub fn writes(mut self, path: impl Into<String>) -> Self {
+        self.writes.push(path.into());
         self
     }
 
@@ -306,6 +325,14 @@ impl KernelSpec {
                 }
             }
         }
+        for path in &self.writes {
+            if !is_relative_inside(path.strip_suffix('/').unwrap_or(path)) {
+                return Err(format!(
+                    "kernel {}: written path {path:?} must be a relative path inside the workspace (a folder ends with `/`)",
+                    self.name
+                ));
+            }
+        }
         Ok(())
     }
 }
@@ -342,9 +369,11 @@ mod tests {
             .optional_input("b")
             .output("c")
             .output_file_once("d", "stage1/d.md")
+            .writes("stage2/ops/")
             .uses_llm()
             .nondeterministic();
         assert_eq!(s.inputs.len(), 2);
+        assert_eq!(s.writes, ["stage2/ops/"]);
         assert!(!s.inputs[1].required);
         assert!(s.outputs[1].write_once);
         assert!(s.uses_llm && !s.deterministic);
@@ -379,6 +408,15 @@ mod tests {
                 "{bad} accepted"
             );
         }
+        for bad in ["../x", "/abs/", "a//b", "", "/"] {
+            assert!(
+                KernelSpec::new("k", "1.0.0")
+                    .writes(bad)
+                    .validate()
+                    .is_err(),
+                "writes {bad} accepted"
+            );
+        }
         assert!(KernelSpec::new("k", "1.0.0-beta.1").validate().is_ok());
     }
 
@@ -389,6 +427,9 @@ mod tests {
                 .expect("parses");
         assert!(s.deterministic);
         assert!(s.default_config.is_object());
+        assert!(s.writes.is_empty());
+        // A spec without `writes` serializes as before: older hosts read it.
+        assert!(!serde_json::to_string(&s).expect("ser").contains("writes"));
         let back: KernelSpec =
             serde_json::from_str(&serde_json::to_string(&s).expect("ser")).expect("de");
         assert_eq!(s, back);

@@ -2,7 +2,10 @@
 //!
 //! * discovery and loading of 20 plugin libraries;
 //! * scheduling overhead per kernel, on a 50-kernel DAG of no-op kernels;
-//! * a fully cached 50-kernel run, as a whole `koas` process.
+//! * a fully cached 50-kernel run, as a whole `koas` process;
+//!
+//! each run both with kernels in worker processes (the default) and
+//! `--in-process`, to show what process isolation costs.
 //!
 //! Run with `cargo bench -p koas-orchestrator --bench overhead`. It
 //! generates 20 small plugin crates (50 kernels forming a binary tree of
@@ -12,6 +15,7 @@
 
 use koas_orchestrator::discovery::{discover, SearchOrigin, SearchPath};
 use koas_orchestrator::engine::{self, RunOptions};
+use koas_orchestrator::limits::Isolation;
 use koas_orchestrator::pipeline::{self, Overrides};
 use koas_orchestrator::prepare::prepare;
 use koas_orchestrator::report::Reporter;
@@ -150,26 +154,40 @@ fn main() {
     let prepared = prepare(&p, &found).expect("prepared");
     let mut per_kernel = Vec::new();
     let mut kernel_time = Vec::new();
-    for jobs in [1usize, 2] {
-        let mut opts = RunOptions::new(jobs);
-        opts.use_cache = false;
-        let mut samples = Vec::new();
-        for _ in 0..10 {
-            let start = Instant::now();
-            let outcome = engine::run(&prepared, &opts, Arc::new(Reporter::quiet())).expect("runs");
-            samples.push(start.elapsed());
-            let inside: f64 = outcome
-                .record
-                .kernels
-                .iter()
-                .map(|k| k.end_ms.unwrap_or(0.0) - k.start_ms.unwrap_or(0.0))
-                .sum();
-            if jobs == 1 {
-                kernel_time.push(inside);
+    let modes = [
+        (
+            "workers",
+            Isolation::Process {
+                program: koas_bin.to_path_buf(),
+            },
+        ),
+        ("in-process", Isolation::InProcess),
+    ];
+    for (mode, isolation) in &modes {
+        for jobs in [1usize, 2] {
+            let mut opts = RunOptions::new(jobs);
+            opts.use_cache = false;
+            opts.isolation = isolation.clone();
+            let mut samples = Vec::new();
+            for _ in 0..10 {
+                let start = Instant::now();
+                let outcome =
+                    engine::run(&prepared, &opts, Arc::new(Reporter::quiet())).expect("runs");
+                samples.push(start.elapsed());
+                assert!(outcome.record.kernels.iter().all(|k| k.error.is_none()));
+                let inside: f64 = outcome
+                    .record
+                    .kernels
+                    .iter()
+                    .map(|k| k.end_ms.unwrap_or(0.0) - k.start_ms.unwrap_or(0.0))
+                    .sum();
+                if jobs == 1 {
+                    kernel_time.push((*mode, inside));
+                }
             }
+            let (min, median) = stats(samples);
+            per_kernel.push((*mode, jobs, min, median));
         }
-        let (min, median) = stats(samples);
-        per_kernel.push((jobs, min, median));
     }
 
     // 3. A fully cached run as a whole process.
@@ -180,13 +198,19 @@ fn main() {
         .output()
         .expect("warm run");
     assert!(warm.status.success());
-    let (cached_min, cached_median) = time_process(
-        Command::new(koas_bin)
-            .args(["run", "--quiet"])
+    let koas_run = |extra: &[&str]| {
+        let mut cmd = Command::new(koas_bin);
+        cmd.args(["run", "--quiet"])
+            .args(extra)
             .arg(&pipeline_file)
-            .current_dir(work.path()),
-        30,
-    );
+            .current_dir(work.path());
+        cmd
+    };
+    let cached: Vec<(&str, (f64, f64))> =
+        [("workers", &[][..]), ("in-process", &["--in-process"][..])]
+            .into_iter()
+            .map(|(mode, extra)| (mode, time_process(&mut koas_run(extra), 30)))
+            .collect();
     let record: serde_json::Value =
         serde_json::from_slice(&std::fs::read(work.path().join("ws/run.json")).expect("run.json"))
             .expect("json");
@@ -196,6 +220,15 @@ fn main() {
         .unwrap_or(0);
     assert_eq!(hits, KERNELS, "every kernel must be a cache hit");
 
+    // 4. An uncached run as a whole process (discovery, 50 kernels, outputs).
+    let uncached: Vec<(&str, (f64, f64))> = [
+        ("workers", &["--no-cache"][..]),
+        ("in-process", &["--no-cache", "--in-process"][..]),
+    ]
+    .into_iter()
+    .map(|(mode, extra)| (mode, time_process(&mut koas_run(extra), 10)))
+    .collect();
+
     println!("koas orchestrator overhead ({LIBRARIES} libraries, {KERNELS} kernels)");
     println!(
         "  discovery + loading, in-process (cold):   {discovery_ms:8.2} ms   (target < 20 ms)"
@@ -204,23 +237,37 @@ fn main() {
         "  `koas kernels` process minus `koas --version`: {:8.2} ms (median {kernels_ms:.2} - {base_ms:.2})",
         kernels_ms - base_ms
     );
-    let mean_inside = kernel_time.iter().sum::<f64>() / kernel_time.len().max(1) as f64;
-    let jobs1_median = per_kernel
-        .iter()
-        .find(|(j, _, _)| *j == 1)
-        .map(|(_, _, m)| *m)
-        .unwrap_or(0.0);
-    for (jobs, min, median) in per_kernel {
+    for (mode, jobs, min, median) in &per_kernel {
         println!(
-            "  uncached 50-kernel run, --jobs {jobs}:        min {min:7.2} ms, median {median:7.2} ms → {:.3} ms/kernel (median, incl. storing outputs)",
+            "  uncached 50-kernel run, {mode:10} --jobs {jobs}: min {min:7.2} ms, median {median:7.2} ms → {:.3} ms/kernel (median, incl. storing outputs)",
             median / KERNELS as f64
         );
     }
-    println!(
-        "  of which in workers (kernel call + storing outputs, fsynced): {mean_inside:8.2} ms → scheduling overhead ≈ {:.3} ms/kernel (target < 0.5 ms)",
-        (jobs1_median - mean_inside) / KERNELS as f64
-    );
-    println!(
-        "  fully cached 50-kernel run, whole process: min {cached_min:7.2} ms, median {cached_median:7.2} ms (target < 30 ms)"
-    );
+    for (mode, _) in &modes {
+        let inside: Vec<f64> = kernel_time
+            .iter()
+            .filter(|(m, _)| m == mode)
+            .map(|(_, t)| *t)
+            .collect();
+        let mean_inside = inside.iter().sum::<f64>() / inside.len().max(1) as f64;
+        let jobs1_median = per_kernel
+            .iter()
+            .find(|(m, j, _, _)| m == mode && *j == 1)
+            .map(|(_, _, _, m)| *m)
+            .unwrap_or(0.0);
+        println!(
+            "  {mode:10}: in kernel threads (kernel call + storing outputs, fsynced) {mean_inside:8.2} ms → scheduling overhead ≈ {:.3} ms/kernel (target < 0.5 ms)",
+            (jobs1_median - mean_inside) / KERNELS as f64
+        );
+    }
+    for (mode, (min, median)) in &cached {
+        println!(
+            "  fully cached 50-kernel run, whole process, {mode:10}: min {min:7.2} ms, median {median:7.2} ms (target < 30 ms)"
+        );
+    }
+    for (mode, (min, median)) in &uncached {
+        println!(
+            "  uncached 50-kernel run (--no-cache), whole process, {mode:10}: min {min:7.2} ms, median {median:7.2} ms"
+        );
+    }
 }

@@ -7,8 +7,15 @@
 //! symbol, was built for another ABI version, fails to describe a kernel or
 //! exports a kernel name already taken — is recorded and the library or
 //! kernel skipped; discovery itself never fails.
+//!
+//! With process isolation (the default) libraries are loaded and described
+//! in a worker process ([`discover_in_workers`]), so a library whose
+//! initialiser or `spec()` crashes or hangs is one more problem reported,
+//! not a dead `koas`; the worker is then reused to run kernels.
 
+use crate::limits::Isolation;
 use crate::loader::{load_plugin, LoadError};
+use crate::worker::pool::{DescribeProblem, WorkerPool};
 use koas_kernel_api::abi::{PluginError, PluginHandle, ABI_VERSION};
 use koas_kernel_api::KernelSpec;
 use std::collections::{BTreeMap, BTreeSet};
@@ -52,9 +59,11 @@ pub struct LoadedKernel {
     pub index: u32,
     /// The ABI version the library declares.
     pub abi_version: u32,
-    /// The library's entry table (ABI version already checked), used to
-    /// describe and run the kernel.
-    pub handle: PluginHandle,
+    /// The library's entry table (ABI version already checked), when the
+    /// library was loaded into this process (in-process discovery); `None`
+    /// when a worker described it, and the engine loads it on first
+    /// in-process use.
+    pub handle: Option<PluginHandle>,
 }
 
 /// Something that went wrong while loading plugins.
@@ -215,9 +224,70 @@ fn library_files(search: &SearchPath) -> Vec<PathBuf> {
     files
 }
 
-/// Loads every kernel library found in `search`, in order. The first
-/// library to export a kernel name wins.
+/// Loads every kernel library found in `search` into this process, in
+/// order. The first library to export a kernel name wins.
 pub fn discover(search: &[SearchPath]) -> Discovery {
+    discover_with(search, |path| match load_plugin(path) {
+        Ok(handle) => Ok((
+            Some(handle),
+            (0..handle.kernel_count())
+                .map(|index| {
+                    handle.describe(index).map_err(|e| match e {
+                        PluginError::Describe { message, .. } => message,
+                        other => other.to_string(),
+                    })
+                })
+                .collect(),
+        )),
+        Err(e) => Err(problem_of(path, e)),
+    })
+}
+
+/// Like [`discover`], but every library is loaded and described in a
+/// worker process of `pool`, with `memory_mb` as its memory cap.
+pub fn discover_in_workers(
+    search: &[SearchPath],
+    pool: &WorkerPool,
+    memory_mb: Option<u64>,
+) -> Discovery {
+    discover_with(search, |path| match pool.describe(path, memory_mb) {
+        Ok(kernels) => Ok((None, kernels)),
+        Err(DescribeProblem::Load(e)) => Err(problem_of(path, e)),
+        Err(DescribeProblem::Worker(end)) => Err(DiscoveryProblem::LoadFailed {
+            path: path.to_path_buf(),
+            message: format!(
+                "loading and describing it stopped its worker process: {}",
+                end.message(&crate::limits::KernelLimits {
+                    memory_mb,
+                    ..Default::default()
+                })
+            ),
+        }),
+    })
+}
+
+/// Discovery as `isolation` says: in worker processes, or in this one.
+pub fn discover_isolated(
+    search: &[SearchPath],
+    isolation: &Isolation,
+    memory_mb: Option<u64>,
+) -> Discovery {
+    match isolation {
+        Isolation::Process { program } => {
+            discover_in_workers(search, &WorkerPool::shared(program), memory_mb)
+        }
+        Isolation::InProcess => discover(search),
+    }
+}
+
+/// A library's entry table (when loaded here) and what describe gave for
+/// each of its kernels.
+type Described = (Option<PluginHandle>, Vec<Result<KernelSpec, String>>);
+
+fn discover_with(
+    search: &[SearchPath],
+    mut describe: impl FnMut(&Path) -> Result<Described, DiscoveryProblem>,
+) -> Discovery {
     let mut found = Discovery {
         searched: search.to_vec(),
         ..Discovery::default()
@@ -229,45 +299,46 @@ pub fn discover(search: &[SearchPath]) -> Discovery {
             if !seen_files.insert(key.clone()) {
                 continue;
             }
-            load_library(&mut found, &key);
+            match describe(&key) {
+                Ok((handle, specs)) => add_library(&mut found, &key, handle, specs),
+                Err(problem) => found.problems.push(problem),
+            }
         }
     }
     found
 }
 
-fn load_library(found: &mut Discovery, path: &Path) {
-    let handle = match load_plugin(path) {
-        Ok(h) => h,
-        Err(e) => {
-            found.problems.push(match e {
-                LoadError::Open(message) => DiscoveryProblem::LoadFailed {
-                    path: path.to_path_buf(),
-                    message,
-                },
-                LoadError::MissingSymbol => DiscoveryProblem::MissingSymbol {
-                    path: path.to_path_buf(),
-                },
-                LoadError::Plugin(PluginError::AbiMismatch { found, expected }) => {
-                    DiscoveryProblem::AbiMismatch {
-                        path: path.to_path_buf(),
-                        expected,
-                        found,
-                    }
-                }
-                LoadError::Plugin(other) => DiscoveryProblem::LoadFailed {
-                    path: path.to_path_buf(),
-                    message: other.to_string(),
-                },
-            });
-            return;
+fn problem_of(path: &Path, e: LoadError) -> DiscoveryProblem {
+    match e {
+        LoadError::Open(message) => DiscoveryProblem::LoadFailed {
+            path: path.to_path_buf(),
+            message,
+        },
+        LoadError::MissingSymbol => DiscoveryProblem::MissingSymbol {
+            path: path.to_path_buf(),
+        },
+        LoadError::Plugin(PluginError::AbiMismatch { found, expected }) => {
+            DiscoveryProblem::AbiMismatch {
+                path: path.to_path_buf(),
+                expected,
+                found,
+            }
         }
-    };
+        LoadError::Plugin(other) => DiscoveryProblem::LoadFailed {
+            path: path.to_path_buf(),
+            message: other.to_string(),
+        },
+    }
+}
+
+fn add_library(
+    found: &mut Discovery,
+    path: &Path,
+    handle: Option<PluginHandle>,
+    specs: Vec<Result<KernelSpec, String>>,
+) {
     found.libraries.push(path.to_path_buf());
-    for index in 0..handle.kernel_count() {
-        let described = handle.describe(index).map_err(|e| match e {
-            PluginError::Describe { message, .. } => message,
-            other => other.to_string(),
-        });
+    for (index, described) in (0u32..).zip(specs) {
         let spec = match described.and_then(|s| {
             s.validate()?;
             Ok(s)

@@ -2,12 +2,13 @@
 //! logging, progress, cancellation, workspace files and the LLM service.
 
 use crate::fsio::{append, atomic_write};
+use crate::limits::{cut, MAX_LOG_LINE_CHARS, MAX_PRINTED_LOG_LINES};
 use crate::report::Reporter;
-use crate::workspace::resolve_inside;
+use crate::workspace::{resolve_inside, WriteRules};
 use koas_kernel_api::{Host, LlmRequest, LogLevel};
 use serde_json::Value;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// The most log lines kept per kernel in the run record.
@@ -41,6 +42,8 @@ pub struct RunHost<'a> {
     pub kernel: &'a str,
     /// The workspace folder; the kernel's file writes are resolved inside it.
     pub workspace: &'a Path,
+    /// Which workspace paths the kernel may write.
+    pub rules: &'a WriteRules,
     /// Set when the run is cancelled.
     pub cancel: &'a AtomicBool,
     /// Where logs and progress go.
@@ -52,13 +55,16 @@ pub struct RunHost<'a> {
     pub logs: Mutex<Vec<String>>,
     /// Files the kernel wrote, for the run record.
     pub files: Mutex<Vec<String>>,
+    /// Log lines received, printed or not.
+    log_count: AtomicUsize,
 }
 
 impl<'a> RunHost<'a> {
-    /// A host for one run of `kernel`.
+    /// A host for one run of `kernel`, writing only what `rules` allow.
     pub fn new(
         kernel: &'a str,
         workspace: &'a Path,
+        rules: &'a WriteRules,
         cancel: &'a AtomicBool,
         reporter: &'a Reporter,
         llm: Option<&'a dyn LlmHandler>,
@@ -66,12 +72,30 @@ impl<'a> RunHost<'a> {
         RunHost {
             kernel,
             workspace,
+            rules,
             cancel,
             reporter,
             llm,
             logs: Mutex::new(Vec::new()),
             files: Mutex::new(Vec::new()),
+            log_count: AtomicUsize::new(0),
         }
+    }
+
+    /// The log lines kept for the run record, with a last line counting
+    /// those that were not kept.
+    pub fn recorded_logs(&self) -> Vec<String> {
+        let mut logs = self.logs.lock().map(|l| l.clone()).unwrap_or_default();
+        let dropped = self
+            .log_count
+            .load(Ordering::SeqCst)
+            .saturating_sub(logs.len());
+        if dropped > 0 {
+            logs.push(format!(
+                "note: {dropped} more log lines were not kept (the run record keeps {MAX_RECORDED_LOG_LINES} per kernel)"
+            ));
+        }
+        logs
     }
 
     fn file_call(&self, method: &str, header: &Value, body: &[u8]) -> Result<Value, String> {
@@ -79,7 +103,9 @@ impl<'a> RunHost<'a> {
             .get("path")
             .and_then(Value::as_str)
             .ok_or_else(|| format!("{method}: no `path` given"))?;
-        let path = resolve_inside(self.workspace, rel).map_err(|e| e.to_string())?;
+        let path = resolve_inside(self.workspace, rel)
+            .map_err(|e| format!("kernel `{}`: {e}", self.kernel))?;
+        self.rules.check(self.kernel, rel)?;
         let result = if method == "write_file" {
             atomic_write(&path, body)
         } else {
@@ -97,7 +123,20 @@ impl<'a> RunHost<'a> {
 
 impl Host for RunHost<'_> {
     fn log(&self, level: LogLevel, message: &str) {
-        self.reporter.kernel_log(self.kernel, level, message);
+        let n = self.log_count.fetch_add(1, Ordering::SeqCst);
+        if n > MAX_PRINTED_LOG_LINES.max(MAX_RECORDED_LOG_LINES) {
+            return;
+        }
+        let message = cut(message.to_string(), MAX_LOG_LINE_CHARS, "log line");
+        if n < MAX_PRINTED_LOG_LINES {
+            self.reporter.kernel_log(self.kernel, level, &message);
+        } else if n == MAX_PRINTED_LOG_LINES {
+            self.reporter.kernel_log(
+                self.kernel,
+                LogLevel::Warn,
+                &format!("further log lines are not shown (a kernel run shows at most {MAX_PRINTED_LOG_LINES})"),
+            );
+        }
         if let Ok(mut logs) = self.logs.lock() {
             if logs.len() < MAX_RECORDED_LOG_LINES {
                 logs.push(format!("{}: {message}", crate::report::level_name(level)));
@@ -163,7 +202,9 @@ mod tests {
         let ws = tempfile::tempdir().expect("tmp");
         let cancel = AtomicBool::new(false);
         let reporter = Reporter::quiet();
-        let host = RunHost::new("k", ws.path(), &cancel, &reporter, None);
+        let spec = koas_kernel_api::KernelSpec::new("k", "1.0.0").writes("a/");
+        let rules = WriteRules::new([&spec], Vec::new());
+        let host = RunHost::new("k", ws.path(), &rules, &cancel, &reporter, None);
         host.call(&json!({"method": "write_file", "path": "a/b.txt"}), b"x")
             .expect("inside");
         host.call(&json!({"method": "append_file", "path": "a/b.txt"}), b"y")
@@ -172,6 +213,18 @@ mod tests {
             std::fs::read(ws.path().join("a/b.txt")).expect("read"),
             b"xy"
         );
+        host.call(
+            &json!({"method": "append_file", "path": "scratch/k/s.txt"}),
+            b"z",
+        )
+        .expect("its scratch folder");
+        for refused in [".lock", "run.json", "b/c.txt"] {
+            let err = host
+                .call(&json!({"method": "append_file", "path": refused}), b"x")
+                .expect_err(refused);
+            assert!(err.contains("kernel `k` may not write"), "{err}");
+            assert!(!ws.path().join(refused).exists());
+        }
         let err = host
             .call(
                 &json!({"method": "write_file", "path": "../escape.txt"}),
@@ -205,5 +258,15 @@ mod tests {
         assert!(host.call(&json!({"method": "nope"}), b"").is_err());
         host.log(LogLevel::Warn, "careful");
         assert_eq!(host.logs.lock().expect("lock")[0], "warn: careful");
+        for _ in 0..MAX_RECORDED_LOG_LINES + 5 {
+            host.log(LogLevel::Debug, &"d".repeat(MAX_LOG_LINE_CHARS * 2));
+        }
+        let logs = host.recorded_logs();
+        assert_eq!(logs.len(), MAX_RECORDED_LOG_LINES + 1);
+        assert!(logs[1].len() < MAX_LOG_LINE_CHARS + 100, "cut");
+        assert!(
+            logs[MAX_RECORDED_LOG_LINES].contains("6 more log lines"),
+            "{logs:?}"
+        );
     }
 }

@@ -15,7 +15,9 @@
 //! 5. records what happened in `run.json` ([`run_record`]).
 //!
 //! Kernels are pure: the host does every side effect on their behalf
-//! ([`host`], [`workspace`]).
+//! ([`host`], [`workspace`]). They run in worker processes ([`worker`]),
+//! so a kernel that crashes, hangs or floods the host is a failed kernel,
+//! within the limits of [`limits`].
 
 #![deny(missing_docs)]
 
@@ -27,6 +29,7 @@ pub mod engine;
 pub mod fsio;
 pub mod graph;
 pub mod host;
+pub mod limits;
 pub mod llm_host;
 pub mod loader;
 pub mod lock;
@@ -34,4 +37,5 @@ pub mod pipeline;
 pub mod prepare;
 pub mod report;
 pub mod run_record;
+pub mod worker;
 pub mod workspace;

@@ -10,7 +10,7 @@ use koas_kernel_api::abi::{EntryFn, PluginError, PluginHandle, ENTRY_SYMBOL};
 use std::path::Path;
 
 /// Why a library could not be loaded as a plugin.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum LoadError {
     /// The dynamic loader refused the file.
     #[error("cannot load the library: {0}")]

@@ -8,6 +8,7 @@
 //! file's folder; relative paths from the environment or the command line
 //! against the current folder.
 
+use crate::limits::Limits;
 use figment::providers::{Env, Format, Toml};
 use figment::Figment;
 use serde::Deserialize;
@@ -27,6 +28,8 @@ pub const PIPELINE_KEYS: &[&str] = &[
     "inputs",
     "config",
     "llm",
+    "isolation",
+    "limits",
     "prompts",
 ];
 
@@ -79,6 +82,10 @@ struct RawPipeline {
     #[serde(default)]
     llm: Option<Value>,
     #[serde(default)]
+    isolation: Option<String>,
+    #[serde(default)]
+    limits: Option<Value>,
+    #[serde(default)]
     prompts: Option<PathBuf>,
 }
 
@@ -108,6 +115,11 @@ pub struct Pipeline {
     pub config: BTreeMap<String, Value>,
     /// The `[llm]` table, if any (validated when an LLM kernel runs).
     pub llm: Option<Value>,
+    /// `isolation = "none"`: run kernels inside koas, as `--in-process`
+    /// does; `false` for `"process"` or no key (the default).
+    pub in_process: bool,
+    /// The `[limits]` table (without the flags, which the command adds).
+    pub limits: Limits,
     /// The `prompts` key: the folder kernels' prompt templates are read
     /// from first (templates it lacks come from koas's own); `None` lets
     /// koas find its own folder.
@@ -224,6 +236,25 @@ pub fn load_with_env(
         .or(raw.jobs)
         .unwrap_or_else(default_jobs)
         .max(1);
+    let in_process = match raw.isolation.as_deref() {
+        None | Some("process") => false,
+        Some("none") => true,
+        Some(other) => {
+            return Err(PipelineError::Invalid {
+                path: file.to_path_buf(),
+                message: format!(
+                    "key `isolation`: {other:?} is not \"process\" (kernels in worker processes, the default) or \"none\" (inside koas)"
+                ),
+            })
+        }
+    };
+    let limits = match &raw.limits {
+        Some(value) => Limits::from_value(value).map_err(|message| PipelineError::Invalid {
+            path: file.to_path_buf(),
+            message,
+        })?,
+        None => Limits::default(),
+    };
     Ok(Pipeline {
         file: file.to_path_buf(),
         name: raw.name,
@@ -235,6 +266,8 @@ pub fn load_with_env(
         inputs,
         config,
         llm: raw.llm,
+        in_process,
+        limits,
         prompts: raw
             .prompts
             .as_deref()
@@ -378,6 +411,31 @@ mod tests {
         let msg = e.to_string();
         assert!(msg.contains("kernal_paths"), "{msg}");
         assert!(msg.contains("p.toml"), "{msg}");
+    }
+
+    #[test]
+    fn isolation_and_limits_are_read_and_checked() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let f = write(
+            dir.path(),
+            "name = \"x\"\nkernels = [\"a\"]\nisolation = \"none\"\n[limits]\ntimeout = 5\n[limits.a]\nmemory = 100\n",
+        );
+        let p = load_with_env(&f, &Overrides::default(), no_env()).expect("loads");
+        assert!(p.in_process);
+        assert_eq!(p.limits.for_kernel("a").timeout_secs, Some(5));
+        assert_eq!(p.limits.for_kernel("a").memory_mb, Some(100));
+        let f = write(
+            dir.path(),
+            "name = \"x\"\nkernels = []\nisolation = \"thread\"\n",
+        );
+        let e = load_with_env(&f, &Overrides::default(), no_env()).expect_err("bad isolation");
+        assert!(e.to_string().contains("`isolation`"), "{e}");
+        let f = write(
+            dir.path(),
+            "name = \"x\"\nkernels = []\n[limits]\ntime = 5\n",
+        );
+        let e = load_with_env(&f, &Overrides::default(), no_env()).expect_err("bad key");
+        assert!(e.to_string().contains("`limits.time`"), "{e}");
     }
 
     #[test]

@@ -31,6 +31,14 @@ pub enum PrepareError {
         /// The `X` of `[config.X]`.
         kernel: String,
     },
+    /// A `[limits.X]` table for a kernel that is not in the pipeline.
+    #[error("{file}: [limits.{kernel}] limits a kernel that is not in `kernels`")]
+    LimitsForAbsentKernel {
+        /// Path of the pipeline file (prefixes the message).
+        file: String,
+        /// The `X` of `[limits.X]`.
+        kernel: String,
+    },
     /// A config value the kernel's defaults do not allow.
     #[error("{file}: [config.{kernel}] {detail}")]
     InvalidConfig {
@@ -49,6 +57,15 @@ pub enum PrepareError {
         file: String,
         /// Every problem found, not just the first.
         source: DagError,
+    },
+    /// A kernel declares a runtime file (the lock, the run record, the
+    /// cache…) as an output or a written path.
+    #[error("{file}: {message}")]
+    RuntimeFile {
+        /// Path of the pipeline file (prefixes the message).
+        file: String,
+        /// Which kernel declares which path, and what that path is.
+        message: String,
     },
     /// A kernel appears twice in `kernels`.
     #[error("{file}: kernel `{kernel}` is listed twice in `kernels`")]
@@ -159,6 +176,22 @@ pub fn prepare(pipeline: &Pipeline, discovery: &Discovery) -> Result<Prepared, P
             searched,
             problems,
         });
+    }
+    for k in kernels.values() {
+        crate::workspace::check_declared_paths(&k.spec, &[]).map_err(|message| {
+            PrepareError::RuntimeFile {
+                file: file.clone(),
+                message,
+            }
+        })?;
+    }
+    for kernel in pipeline.limits.kernels.keys() {
+        if !kernels.contains_key(kernel) {
+            return Err(PrepareError::LimitsForAbsentKernel {
+                file,
+                kernel: kernel.clone(),
+            });
+        }
     }
     for kernel in pipeline.config.keys() {
         if !kernels.contains_key(kernel) {

@@ -83,6 +83,30 @@ pub struct KernelRecord {
     pub files_written: Vec<String>,
     /// The first log lines of the kernel.
     pub log: Vec<String>,
+    /// How its worker process ended, when that is why it failed (a crash,
+    /// an exit, a timeout, a kill after a cancellation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker: Option<WorkerExit>,
+}
+
+/// How a kernel's worker process ended, in the run record of a kernel it
+/// failed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkerExit {
+    /// `crashed` (a signal), `exited` (an exit in the middle of the run),
+    /// `out_of_memory`, `timed_out`, `cancel_ignored`, `protocol` (it sent
+    /// garbage) or `start` (it could not be started).
+    pub cause: String,
+    /// Its process id.
+    pub pid: Option<u32>,
+    /// The signal that ended it.
+    pub signal: Option<i32>,
+    /// That signal's name (`SIGABRT`, `SIGSEGV`, `SIGKILL`…).
+    pub signal_name: Option<String>,
+    /// Its exit status, when it exited.
+    pub exit_code: Option<i32>,
+    /// The end of what it wrote to stderr while running the kernel.
+    pub stderr_tail: String,
 }
 
 /// How the whole run ended.
@@ -126,6 +150,10 @@ pub struct RunRecord {
     pub cache_enabled: bool,
     /// The kernel asked for with `--kernel` or `--until`, if any.
     pub target: Option<String>,
+    /// Where kernels ran: `process` (worker processes) or `none` (inside
+    /// koas, `--in-process`).
+    #[serde(default)]
+    pub isolation: Option<String>,
     /// Kernels in the order they finished.
     pub kernels: Vec<KernelRecord>,
     /// What was run, so that `koas replay` can run it again exactly.

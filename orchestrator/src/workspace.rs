@@ -5,14 +5,185 @@
 //! leaves a half-written file. Kernel-requested paths must be relative and
 //! stay inside the workspace (no `..`, no absolute path, no symlink that
 //! leads out), and may not touch the runtime's own `.koas/` folder.
+//!
+//! Which paths a kernel may write ([`WriteRules`]): below its scratch
+//! folder `scratch/<kernel>/`, and the paths its spec declares with
+//! `writes`, never a runtime file ([`RUNTIME_FILES`] and those its host
+//! adds) nor a kernel's declared output file (the host writes those from
+//! the returned artifacts).
 
 use crate::fsio::atomic_write;
 use crate::fsio::FsError;
+use koas_kernel_api::KernelSpec;
+use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Component, Path, PathBuf};
 
 /// The runtime's private folder inside a workspace.
 pub const PRIVATE_DIR: &str = ".koas";
+
+/// The folder holding each kernel's scratch folder, `scratch/<kernel>/`.
+pub const SCRATCH_DIR: &str = "scratch";
+
+/// Workspace paths of the runtime and of hosts' state, with what they
+/// are (a folder ends with `/`). No kernel may write one through the file
+/// API or declare one as an output or a written path. A host adds its own
+/// with [`crate::engine::RunOptions::reserved`].
+pub const RUNTIME_FILES: &[(&str, &str)] = &[
+    (".lock", "the workspace lock"),
+    ("run.json", "the run record"),
+    (".koas/", "the runtime's cache and private state"),
+    ("workspace.json", "the host's workspace state"),
+    ("llm/", "the LLM exchange log"),
+];
+
+/// A workspace-relative path with `.` and empty parts dropped, `/`
+/// separated.
+fn normalized(rel: &str) -> String {
+    rel.split(['/', '\\'])
+        .filter(|p| !p.is_empty() && *p != ".")
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// `true` when `path` (normalized) is `entry` or, for a folder entry
+/// (ending in `/`), inside it. Compared without ASCII case: on a
+/// case-insensitive file system `.LOCK` is `.lock`.
+fn covered_by(path: &str, entry: &str) -> bool {
+    let path = path.to_ascii_lowercase();
+    match entry.strip_suffix('/') {
+        Some(dir) => {
+            let dir = normalized(dir).to_ascii_lowercase();
+            path == dir || path.starts_with(&format!("{dir}/"))
+        }
+        None => path == normalized(entry).to_ascii_lowercase(),
+    }
+}
+
+/// Which runtime or host file `path` is, if any (`path` normalized).
+fn reserved_what<'a>(path: &str, extra: &'a [(String, String)]) -> Option<&'a str> {
+    RUNTIME_FILES
+        .iter()
+        .map(|(p, w)| (*p, *w))
+        .chain(extra.iter().map(|(p, w)| (p.as_str(), w.as_str())))
+        .find(|(entry, _)| covered_by(path, entry))
+        .map(|(_, what)| what)
+}
+
+/// The owner of a scratch path: `Some(kernel)` for a path below
+/// `scratch/<kernel>/` (or that folder itself, when `folder`), `Some("")`
+/// for `scratch` itself or a file directly in it.
+fn scratch_owner(path: &str, folder: bool) -> Option<&str> {
+    let mut parts = path.split('/');
+    if !parts.next()?.eq_ignore_ascii_case(SCRATCH_DIR) {
+        return None;
+    }
+    match (parts.next(), parts.next()) {
+        (Some(kernel), Some(_)) => Some(kernel),
+        (Some(kernel), None) if folder => Some(kernel),
+        _ => Some(""),
+    }
+}
+
+/// Checks the workspace paths `spec` declares (output files and `writes`):
+/// none may be a runtime or host file (`extra` adds the host's, as
+/// `(path, what)`) or another kernel's scratch folder.
+pub fn check_declared_paths(spec: &KernelSpec, extra: &[(String, String)]) -> Result<(), String> {
+    let declared = spec
+        .outputs
+        .iter()
+        .filter_map(|o| o.file.as_deref().map(|f| ("output file", f)))
+        .chain(spec.writes.iter().map(|w| ("written path", w.as_str())));
+    for (kind, path) in declared {
+        let norm = normalized(path);
+        if let Some(what) = reserved_what(&norm, extra) {
+            return Err(format!(
+                "kernel `{}` declares the {kind} `{path}`, which is {what}: a runtime file no kernel may write",
+                spec.name
+            ));
+        }
+        if let Some(owner) = scratch_owner(&norm, path.ends_with('/')) {
+            if owner != spec.name {
+                return Err(format!(
+                    "kernel `{}` declares the {kind} `{path}`: below `{SCRATCH_DIR}/` a kernel may use only its own folder `{SCRATCH_DIR}/{}/`",
+                    spec.name, spec.name
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What the kernels of one run may write through the file API.
+#[derive(Debug, Clone, Default)]
+pub struct WriteRules {
+    /// Host files besides [`RUNTIME_FILES`], as `(path, what)`.
+    extra: Vec<(String, String)>,
+    /// Declared output file (normalized) → the kernel declaring it.
+    outputs: BTreeMap<String, String>,
+    /// Kernel → its declared `writes`.
+    writes: BTreeMap<String, Vec<String>>,
+}
+
+impl WriteRules {
+    /// The rules for a run of these kernels; `extra` adds the host's own
+    /// files as `(path, what)`, a folder ending with `/`.
+    pub fn new<'a>(
+        specs: impl IntoIterator<Item = &'a KernelSpec>,
+        extra: Vec<(String, String)>,
+    ) -> WriteRules {
+        let mut rules = WriteRules {
+            extra,
+            ..WriteRules::default()
+        };
+        for spec in specs {
+            for file in spec.outputs.iter().filter_map(|o| o.file.as_deref()) {
+                rules.outputs.insert(normalized(file), spec.name.clone());
+            }
+            rules.writes.insert(spec.name.clone(), spec.writes.clone());
+        }
+        rules
+    }
+
+    /// The host's files besides [`RUNTIME_FILES`].
+    pub fn extra(&self) -> &[(String, String)] {
+        &self.extra
+    }
+
+    /// May `kernel` write (or append to) `rel`? The error names the kernel
+    /// and the path and says why not.
+    pub fn check(&self, kernel: &str, rel: &str) -> Result<(), String> {
+        let path = normalized(rel);
+        let refused = |why: String| Err(format!("kernel `{kernel}` may not write `{rel}`: {why}"));
+        if let Some(what) = reserved_what(&path, &self.extra) {
+            return refused(format!("it is {what}, a runtime file"));
+        }
+        if let Some(owner) = self.outputs.get(&path) {
+            return refused(format!(
+                "it is the declared output file of kernel `{owner}`, which koas writes from the returned artifact"
+            ));
+        }
+        if scratch_owner(&path, false) == Some(kernel) {
+            return Ok(());
+        }
+        let declared = self.writes.get(kernel).map(Vec::as_slice).unwrap_or(&[]);
+        if declared.iter().any(|entry| covered_by(&path, entry)) {
+            return Ok(());
+        }
+        let listed = if declared.is_empty() {
+            "it declares none".to_string()
+        } else {
+            declared
+                .iter()
+                .map(|w| format!("`{w}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        refused(format!(
+            "a kernel writes only below its scratch folder `{SCRATCH_DIR}/{kernel}/` and the paths its spec declares with `writes` ({listed})"
+        ))
+    }
+}
 
 /// A workspace path or write that was refused or failed.
 #[derive(Debug, thiserror::Error)]
@@ -150,6 +321,81 @@ mod tests {
             resolve_inside(ws.path(), "stage2/ops/a.txt").expect("ok"),
             ws.path().join("stage2/ops/a.txt")
         );
+    }
+
+    #[test]
+    fn kernels_write_only_their_scratch_and_declared_paths() {
+        let streamer = KernelSpec::new("streamer", "1.0.0")
+            .output_file("o", "stage2/out.json")
+            .writes("stage2/ops/")
+            .writes("stage2/status.jsonl");
+        let other = KernelSpec::new("other", "1.0.0").output_file("p", "stage1/doc.raw.md");
+        let rules = WriteRules::new(
+            [&streamer, &other],
+            vec![("review/ledger.jsonl".into(), "the review ledger".into())],
+        );
+        for ok in [
+            "stage2/ops/c1.raw.txt",
+            "./stage2/ops/deep/c2.txt",
+            "stage2/status.jsonl",
+            "scratch/streamer/x.bin",
+        ] {
+            rules
+                .check("streamer", ok)
+                .unwrap_or_else(|e| panic!("{ok}: {e}"));
+        }
+        for (bad, why) in [
+            (".lock", "the workspace lock"),
+            (".LOCK", "the workspace lock"),
+            ("run.json", "the run record"),
+            ("./run.json", "the run record"),
+            ("workspace.json", "workspace state"),
+            (".koas/cache/x", "cache"),
+            ("llm/exchanges.jsonl", "LLM exchange log"),
+            ("review/ledger.jsonl", "the review ledger"),
+            (
+                "stage1/doc.raw.md",
+                "declared output file of kernel `other`",
+            ),
+            (
+                "stage2/out.json",
+                "declared output file of kernel `streamer`",
+            ),
+            ("scratch/other/x", "its scratch folder `scratch/streamer/`"),
+            ("scratch/streamer", "its scratch folder"),
+            ("notes.txt", "`stage2/ops/`, `stage2/status.jsonl`"),
+        ] {
+            let e = rules.check("streamer", bad).expect_err(bad);
+            assert!(e.contains("kernel `streamer`") && e.contains(bad), "{e}");
+            assert!(e.contains(why), "{bad}: {e}");
+        }
+        let e = rules
+            .check("other", "stage2/ops/x")
+            .expect_err("not declared");
+        assert!(e.contains("it declares none"), "{e}");
+    }
+
+    #[test]
+    fn declaring_a_runtime_file_is_refused() {
+        let lock = KernelSpec::new("k", "1.0.0").output_file("o", ".lock");
+        let e = check_declared_paths(&lock, &[]).expect_err("lock");
+        assert!(
+            e.contains("kernel `k`") && e.contains("`.lock`") && e.contains("workspace lock"),
+            "{e}"
+        );
+        let ledger = KernelSpec::new("k", "1.0.0").writes("review/");
+        check_declared_paths(&ledger, &[]).expect("a folder above a host file is fine");
+        let e = check_declared_paths(
+            &KernelSpec::new("k", "1.0.0").writes("review/ledger.jsonl"),
+            &[("review/ledger.jsonl".into(), "the review ledger".into())],
+        )
+        .expect_err("host file");
+        assert!(e.contains("the review ledger"), "{e}");
+        let e = check_declared_paths(&KernelSpec::new("k", "1.0.0").writes("scratch/j/"), &[])
+            .expect_err("another scratch");
+        assert!(e.contains("scratch/k/"), "{e}");
+        check_declared_paths(&KernelSpec::new("k", "1.0.0").writes("scratch/k/"), &[])
+            .expect("own");
     }
 
     #[cfg(unix)]

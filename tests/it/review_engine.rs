@@ -1,11 +1,13 @@
-//! The two engine options the review commands rely on, tested in-process
-//! with the real reviewer plugins: artifacts the host provides in memory
+//! The two engine options the review commands rely on, tested through the
+//! library with the real reviewer plugins (in worker processes of the
+//! `koas` binary): artifacts the host provides in memory
 //! (`RunOptions::provided`) and outputs whose files the host writes itself
 //! (`RunOptions::host_written`).
 
 use koas_kernel_api::hash::sha256;
 use koas_orchestrator::discovery::{discover, Discovery, SearchOrigin, SearchPath};
 use koas_orchestrator::engine::{self, RunError, RunOptions};
+use koas_orchestrator::limits::Isolation;
 use koas_orchestrator::pipeline::Pipeline;
 use koas_orchestrator::prepare::prepare;
 use koas_orchestrator::report::Reporter;
@@ -56,12 +58,24 @@ fn pipeline(dir: &Path) -> Pipeline {
         .collect(),
         config: BTreeMap::new(),
         llm: None,
+        in_process: false,
+        limits: Default::default(),
         prompts: None,
     }
 }
 
+/// Default options, kernels in worker processes of the `koas` binary (this
+/// test executable cannot serve as a worker).
+fn new_options(jobs: usize) -> RunOptions {
+    let mut opts = RunOptions::new(jobs);
+    opts.isolation = Isolation::Process {
+        program: koas_test_support::koas_bin().to_path_buf(),
+    };
+    opts
+}
+
 fn options(current: &str) -> RunOptions {
-    let mut opts = RunOptions::new(2);
+    let mut opts = new_options(2);
     opts.provided.insert("review_doc".into(), json!(current));
     opts.provided.insert(
         "review_state".into(),
@@ -139,7 +153,7 @@ fn provided_artifacts_reach_kernels_and_key_the_cache() {
     assert_eq!(cache_use(&third), CacheUse::Miss);
     assert_ne!(key(&third), key(&first));
     // Without the options, the engine writes the file as declared.
-    let plain = engine::run(&prepared, &RunOptions::new(2), Arc::new(Reporter::quiet()))
+    let plain = engine::run(&prepared, &new_options(2), Arc::new(Reporter::quiet()))
         .expect("runs")
         .record;
     assert_eq!(cache_use(&plain), CacheUse::Miss);
@@ -161,7 +175,7 @@ fn a_provided_artifact_may_not_shadow_a_source_or_a_kernel_output() {
     let found = plugins();
     let prepared = prepare(&p, &found).expect("prepares");
     for (name, producer) in [("doc_raw", "kernel `md_inventory`"), ("doc", "[inputs]")] {
-        let mut opts = RunOptions::new(1);
+        let mut opts = new_options(1);
         opts.provided.insert(name.into(), json!("x"));
         let err = engine::run(&prepared, &opts, Arc::new(Reporter::quiet())).unwrap_err();
         assert!(matches!(err, RunError::ProvidedConflict { .. }), "{err}");

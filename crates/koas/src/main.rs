@@ -5,7 +5,10 @@
 
 use clap::{Parser, Subcommand};
 use koas_orchestrator::cli::{self as runtime, print_error, ExitStatus, Global};
+use koas_orchestrator::limits::LimitOverrides;
+use koas_orchestrator::worker as runtime_worker;
 use koas_reviewer::commands as reviewer;
+use std::ffi::OsStr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -15,6 +18,11 @@ Exit codes:
   1    a kernel failed (its dependents were skipped, independent kernels finished)
   2    usage, pipeline, config or I/O error (nothing was run)
   130  interrupted with Ctrl-C (finished work is kept; nothing half-written is left)
+
+Isolation:
+  Kernels run in worker processes: a kernel that crashes, exits, runs past
+  --kernel-timeout or over --kernel-memory fails alone (exit 1), with its
+  exit status and stderr in run.json. --in-process runs them inside koas.
 
 Kernel discovery order:
   1. --kernel-path flags   2. KOAS_KERNEL_PATH   3. the pipeline's kernel_paths
@@ -37,6 +45,28 @@ pub struct Cli {
     /// Print no progress lines.
     #[arg(short, long, global = true, conflicts_with = "verbose")]
     pub quiet: bool,
+
+    /// Run kernels inside the koas process instead of worker processes
+    /// (debugging): a crashing kernel then takes koas down, and no
+    /// timeout or memory limit applies.
+    #[arg(long, global = true)]
+    pub in_process: bool,
+
+    /// Stop a kernel after SECS seconds of its own work (host calls do not
+    /// count); 0: no limit [default: the pipeline's [limits] timeout, else
+    /// 600].
+    #[arg(long, global = true, value_name = "SECS")]
+    pub kernel_timeout: Option<u64>,
+
+    /// Cap each kernel's worker process at MB megabytes of address space;
+    /// 0: no limit [default: the pipeline's [limits] memory, else 8192].
+    #[arg(long, global = true, value_name = "MB")]
+    pub kernel_memory: Option<u64>,
+
+    /// Refuse a kernel answer larger than MB megabytes; 0: no limit
+    /// [default: the pipeline's [limits] output, else 1024].
+    #[arg(long, global = true, value_name = "MB")]
+    pub kernel_output: Option<u64>,
 
     #[command(subcommand)]
     pub command: Command,
@@ -78,6 +108,11 @@ pub enum Command {
 }
 
 fn main() -> ExitCode {
+    // The hidden worker mode, before anything else: kernels run in
+    // `koas __koas-worker` processes (see koas_orchestrator::worker).
+    if std::env::args_os().nth(1).as_deref() == Some(OsStr::new(runtime_worker::WORKER_ARG)) {
+        return runtime_worker::serve();
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -95,6 +130,12 @@ fn main() -> ExitCode {
         kernel_paths: cli.kernel_path.clone(),
         verbose: cli.verbose,
         quiet: cli.quiet,
+        in_process: cli.in_process,
+        limits: LimitOverrides {
+            timeout_secs: cli.kernel_timeout,
+            memory_mb: cli.kernel_memory,
+            output_mb: cli.kernel_output,
+        },
     };
     let result = match cli.command {
         Command::Run(args) => runtime::run::execute(&global, args),

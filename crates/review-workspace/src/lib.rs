@@ -92,6 +92,18 @@ pub mod paths {
     pub const PROTECTED: &str = "stage3/protected_regions.json";
     /// The append-only ledger, the write-ahead log of every run.
     pub const LEDGER: &str = "review/ledger.jsonl";
+
+    /// The files of this layout that only the review commands write, with
+    /// what they are: no kernel may write them (the runtime refuses) or
+    /// declare them. Kernel outputs of the layout (the snapshot, the
+    /// edited document, the report…) are the runtime's to protect.
+    pub const RESERVED: &[(&str, &str)] = &[
+        (LEDGER, "the review ledger"),
+        ("review/patches/", "the review's patch files"),
+        (APPLY_LOG, "the review's apply log"),
+        (PROTECTED, "the review's protected regions"),
+        (META, "the review workspace's state"),
+    ];
 }
 
 /// Why a workspace operation failed; each message says what to do.

@@ -94,6 +94,8 @@ pub fn load(
         inputs: inputs.into_iter().collect(),
         config: raw.config,
         llm: None,
+        in_process: false,
+        limits: Default::default(),
         prompts: None,
     })
 }
@@ -128,7 +130,7 @@ pub fn has(pipeline: &Pipeline, kernel: &str) -> bool {
 
 /// Finds the kernels once for every pass.
 pub fn discover(global: &Global, pipeline: &Pipeline) -> Discovery {
-    discover_and_warn(global, &pipeline.kernel_paths)
+    discover_and_warn(global, pipeline)
 }
 
 /// The process's Ctrl-C flag (the handler is installed once).
@@ -295,6 +297,12 @@ pub fn run_pass(
     let prepared = prepare(pipeline, discovery)?;
     let mut opts = RunOptions::new(pipeline.jobs);
     opts.cancel = cancel_flag();
+    opts.isolation = global.isolation(Some(pipeline));
+    opts.limits = global.limits(pipeline);
+    opts.reserved = koas_review_workspace::paths::RESERVED
+        .iter()
+        .map(|(path, what)| (path.to_string(), what.to_string()))
+        .collect();
     opts.provided = inputs.provided;
     opts.host_written = inputs.host_written;
     opts.prompts = koas_orchestrator::cli::run::prompts_folder(pipeline.prompts.as_deref())?;

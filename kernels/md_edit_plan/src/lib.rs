@@ -224,6 +224,11 @@ impl Kernel for MdEditPlan {
             .optional_input(names::CHUNK_FINGERPRINTS)
             .optional_input(names::LEDGER)
             .output_file(names::EDIT_PLAN, "stage2/edit_plan.json")
+            // Streamed per chunk while it runs: the raw answers, the masks
+            // and the exemplars, and the status lines.
+            .writes("stage2/ops/")
+            .writes("stage2/masks/")
+            .writes("stage2/exemplars/")
             .uses_llm()
             .nondeterministic()
             .incremental();

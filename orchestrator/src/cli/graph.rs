@@ -28,7 +28,7 @@ pub struct GraphArgs {
 /// Runs `koas graph`.
 pub fn execute(global: &Global, args: GraphArgs) -> anyhow::Result<ExitStatus> {
     let pipeline = crate::pipeline::load(&args.pipeline, &Default::default())?;
-    let discovery = discover_and_warn(global, &pipeline.kernel_paths);
+    let discovery = discover_and_warn(global, &pipeline);
     let prepared = crate::prepare::prepare(&pipeline, &discovery)?;
     let text = match args.format {
         GraphFormat::Dot => crate::graph::to_dot(&prepared),

@@ -1,8 +1,7 @@
 //! `koas kernels`: what koas can load, and what it had to skip.
 
 use super::ExitStatus;
-use super::{search_paths, Global};
-use crate::discovery::discover;
+use super::Global;
 use crate::outln;
 use clap::Args;
 use std::path::PathBuf;
@@ -21,11 +20,11 @@ pub struct KernelsArgs {
 
 /// Runs `koas kernels`.
 pub fn execute(global: &Global, args: KernelsArgs) -> anyhow::Result<ExitStatus> {
-    let pipeline_paths = match &args.pipeline {
-        Some(file) => crate::pipeline::load(file, &Default::default())?.kernel_paths,
-        None => Vec::new(),
+    let pipeline = match &args.pipeline {
+        Some(file) => Some(crate::pipeline::load(file, &Default::default())?),
+        None => None,
     };
-    let d = discover(&search_paths(global, &pipeline_paths));
+    let d = global.discover(pipeline.as_ref());
     if args.json {
         let kernels: Vec<serde_json::Value> = d
             .kernels

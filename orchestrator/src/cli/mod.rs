@@ -16,8 +16,11 @@ pub mod replay;
 pub mod run;
 
 use crate::discovery::{
-    discover, executable_search_paths, split_path_list, Discovery, SearchOrigin, SearchPath,
+    discover_isolated, executable_search_paths, split_path_list, Discovery, SearchOrigin,
+    SearchPath,
 };
+use crate::limits::{Isolation, LimitOverrides, Limits};
+use crate::pipeline::Pipeline;
 use std::path::PathBuf;
 
 /// How a command ended, as scripts see it: the process exit code.
@@ -62,6 +65,55 @@ pub struct Global {
     pub verbose: bool,
     /// `--quiet`: no progress lines.
     pub quiet: bool,
+    /// `--in-process`: run kernels inside koas instead of worker
+    /// processes.
+    pub in_process: bool,
+    /// `--kernel-timeout`, `--kernel-memory`, `--kernel-output`.
+    pub limits: LimitOverrides,
+}
+
+impl Global {
+    /// Where kernels run: inside koas with `--in-process` or a pipeline's
+    /// `isolation = "none"`, else in worker processes of this executable.
+    pub fn isolation(&self, pipeline: Option<&Pipeline>) -> Isolation {
+        if self.in_process || pipeline.is_some_and(|p| p.in_process) {
+            Isolation::InProcess
+        } else {
+            Isolation::current_exe()
+        }
+    }
+
+    /// The limits of a run of `pipeline`: its `[limits]` with the flags
+    /// over them.
+    pub fn limits(&self, pipeline: &Pipeline) -> Limits {
+        Limits {
+            flags: self.limits,
+            ..pipeline.limits.clone()
+        }
+    }
+
+    /// Finds the kernels `pipeline` may use (see [`search_paths`]) as
+    /// `--in-process` and the pipeline's `isolation` say, and prints every
+    /// problem to stderr (unless `--quiet`).
+    pub fn discover(&self, pipeline: Option<&Pipeline>) -> Discovery {
+        let paths = pipeline.map(|p| p.kernel_paths.as_slice()).unwrap_or(&[]);
+        let memory = match pipeline {
+            Some(p) => self.limits(p).general().memory_mb,
+            None => {
+                Limits {
+                    flags: self.limits,
+                    ..Limits::default()
+                }
+                .general()
+                .memory_mb
+            }
+        };
+        discover_isolated(
+            &search_paths(self, paths),
+            &self.isolation(pipeline),
+            memory,
+        )
+    }
 }
 
 /// The search path in the documented order: flags, `KOAS_KERNEL_PATH`,
@@ -89,9 +141,10 @@ pub fn search_paths(global: &Global, pipeline_paths: &[PathBuf]) -> Vec<SearchPa
     out
 }
 
-/// Discovers kernels and prints every problem to stderr.
-pub fn discover_and_warn(global: &Global, pipeline_paths: &[PathBuf]) -> Discovery {
-    let d = discover(&search_paths(global, pipeline_paths));
+/// Discovers the kernels of `pipeline` ([`Global::discover`]) and prints
+/// every problem to stderr.
+pub fn discover_and_warn(global: &Global, pipeline: &Pipeline) -> Discovery {
+    let d = global.discover(Some(pipeline));
     if !global.quiet {
         for p in &d.problems {
             eprintln!("warning: {p}");

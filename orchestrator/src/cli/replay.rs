@@ -69,12 +69,16 @@ pub fn execute(global: &Global, args: ReplayArgs) -> anyhow::Result<ExitStatus> 
         inputs: plan.inputs.clone(),
         config: plan.configs.clone(),
         llm: plan.llm.clone(),
+        in_process: false,
+        limits: Default::default(),
         prompts: plan.prompts.clone(),
     };
-    let discovery = discover_and_warn(global, &pipeline.kernel_paths);
+    let discovery = discover_and_warn(global, &pipeline);
     let prepared = prepare(&pipeline, &discovery)?;
     let mut opts = RunOptions::new(original.jobs);
     opts.use_cache = false;
+    opts.isolation = global.isolation(Some(&pipeline));
+    opts.limits = global.limits(&pipeline);
     let original_cache = crate::cache::Cache::open(&args.workspace);
     for (name, hash) in &plan.provided {
         let value = original_cache.get_value(hash).with_context(|| {

@@ -235,7 +235,7 @@ pub fn execute(global: &Global, args: RunArgs) -> anyhow::Result<ExitStatus> {
             );
         }
     }
-    let discovery = discover_and_warn(global, &pipeline.kernel_paths);
+    let discovery = discover_and_warn(global, &pipeline);
     let prepared = prepare(&pipeline, &discovery)?;
     let target = match (&args.kernel, &args.until) {
         (Some(k), _) => RunTarget::Kernel(k.clone()),
@@ -245,6 +245,8 @@ pub fn execute(global: &Global, args: RunArgs) -> anyhow::Result<ExitStatus> {
     let cancel = super::interrupt::flag("letting running kernels stop");
     let mut opts = RunOptions::new(pipeline.jobs);
     opts.use_cache = !args.no_cache;
+    opts.isolation = global.isolation(Some(&pipeline));
+    opts.limits = global.limits(&pipeline);
     opts.target = target;
     opts.cancel = cancel;
     opts.prompts = prompts_folder(args.prompts.as_deref().or(pipeline.prompts.as_deref()))?;

@@ -28,10 +28,15 @@ pub use reserved::read_previous;
 
 use crate::cache::Cache;
 use crate::discovery::LoadedKernel;
+use crate::limits::Isolation;
 use crate::prepare::Prepared;
 use crate::report::Reporter;
-use crate::run_record::{now_rfc3339, KernelRecord, KernelStatus, RunPlan, RunRecord, RunStatus};
-use crate::workspace::WorkspaceError;
+use crate::run_record::{
+    now_rfc3339, KernelRecord, KernelStatus, RunPlan, RunRecord, RunStatus, WorkerExit,
+};
+use crate::worker::pool::EndCause;
+use crate::worker::{WorkerEnd, WorkerPool};
+use crate::workspace::{check_declared_paths, WorkspaceError, WriteRules};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -52,13 +57,54 @@ enum Failure {
     Failed(String),
     /// It stopped because the run was cancelled.
     Cancelled(String),
+    /// Its worker process died or was killed before it answered.
+    Worker {
+        /// What happened, in words.
+        message: String,
+        /// How the worker ended.
+        end: WorkerEnd,
+    },
 }
 
 impl Failure {
     fn message(&self) -> &str {
         match self {
-            Failure::Failed(m) | Failure::Cancelled(m) => m,
+            Failure::Failed(m) | Failure::Cancelled(m) | Failure::Worker { message: m, .. } => m,
         }
+    }
+
+    fn is_cancellation(&self) -> bool {
+        match self {
+            Failure::Cancelled(_) => true,
+            Failure::Worker { end, .. } => end.is_cancellation(),
+            Failure::Failed(_) => false,
+        }
+    }
+
+    /// The run record's account of the worker's end, if that is the cause.
+    fn worker_exit(&self) -> Option<WorkerExit> {
+        let Failure::Worker { end, .. } = self else {
+            return None;
+        };
+        let cause = match &end.cause {
+            EndCause::Start(_) => "start",
+            EndCause::Died if end.out_of_memory() => "out_of_memory",
+            EndCause::Died if end.signal.is_some() => "crashed",
+            EndCause::Died => "exited",
+            EndCause::TimedOut(_) => "timed_out",
+            EndCause::CancelIgnored => "cancel_ignored",
+            EndCause::Protocol(_) => "protocol",
+        };
+        Some(WorkerExit {
+            cause: cause.to_string(),
+            pid: end.pid,
+            signal: end.signal,
+            signal_name: end
+                .signal
+                .map(|s| crate::worker::pool::signal_name(s).to_string()),
+            exit_code: end.exit_code,
+            stderr_tail: end.stderr_tail.clone(),
+        })
     }
 }
 
@@ -120,6 +166,10 @@ struct Engine<'a> {
     records: Vec<KernelRecord>,
     done: BTreeSet<String>,
     dead: BTreeSet<String>,
+    /// The worker processes kernels run in; `None` with `--in-process`.
+    workers: Option<Arc<WorkerPool>>,
+    /// What kernels may write.
+    rules: Arc<WriteRules>,
 }
 
 /// Runs a prepared pipeline and writes `run.json` into its workspace.
@@ -140,6 +190,17 @@ pub fn run(
             prepared.dag.ancestors(name)
         }
     };
+    for k in prepared.kernels.values() {
+        check_declared_paths(&k.spec, &opts.reserved).map_err(RunError::Reserved)?;
+    }
+    let rules = Arc::new(WriteRules::new(
+        prepared.kernels.values().map(|k| &k.spec),
+        opts.reserved.clone(),
+    ));
+    let workers = match &opts.isolation {
+        Isolation::Process { program } => Some(WorkerPool::shared(program)),
+        Isolation::InProcess => None,
+    };
     let workspace = prepared.pipeline.workspace.clone();
     std::fs::create_dir_all(&workspace).map_err(|source| WorkspaceError::Io {
         path: workspace.clone(),
@@ -159,6 +220,8 @@ pub fn run(
         records: Vec::new(),
         done: BTreeSet::new(),
         dead: BTreeSet::new(),
+        workers,
+        rules,
     };
     let provided = engine.load_provided()?;
     engine.load_sources(&selected)?;
@@ -193,6 +256,7 @@ pub fn run(
         jobs: opts.jobs,
         cache_enabled: opts.use_cache,
         target: opts.target.name().map(str::to_string),
+        isolation: Some(opts.isolation.name().to_string()),
         kernels: std::mem::take(&mut engine.records),
         plan: Some(RunPlan {
             kernels: prepared.pipeline.kernels.clone(),

@@ -1,6 +1,7 @@
 //! What to run and how, and what a run returns.
 
 use crate::host::SharedLlm;
+use crate::limits::{Isolation, Limits};
 use crate::run_record::{CacheUse, KernelStatus, RunRecord};
 use crate::workspace::WorkspaceError;
 use serde_json::Value;
@@ -61,6 +62,15 @@ pub struct RunOptions {
     /// writes them itself, e.g. in a crash-safe order after committing a
     /// ledger. Their values are still returned and cached.
     pub host_written: BTreeSet<String>,
+    /// Where kernels run: worker processes (the default) or this process.
+    pub isolation: Isolation,
+    /// Time, memory and output limits per kernel.
+    pub limits: Limits,
+    /// The host's own workspace files, as `(path, what)` (a folder ends
+    /// with `/`): besides the runtime's files
+    /// ([`crate::workspace::RUNTIME_FILES`]), no kernel may write or
+    /// declare them.
+    pub reserved: Vec<(String, String)>,
     /// Where kernels' prompt templates are read from (`--prompts`, the
     /// pipeline's `prompts` key, else [`koas_llm::Prompts::locate`]).
     pub prompts: koas_llm::Prompts,
@@ -75,7 +85,9 @@ pub struct RunOptions {
 }
 
 impl RunOptions {
-    /// Default options: all kernels, cache on, no LLM.
+    /// Default options: all kernels, cache on, no LLM, kernels in worker
+    /// processes of this executable ([`Isolation::current_exe`]) with the
+    /// default limits.
     pub fn new(jobs: usize) -> RunOptions {
         RunOptions {
             jobs: jobs.max(1),
@@ -87,6 +99,9 @@ impl RunOptions {
             llm_config: None,
             provided: BTreeMap::new(),
             host_written: BTreeSet::new(),
+            isolation: Isolation::current_exe(),
+            limits: Limits::default(),
+            reserved: Vec::new(),
             prompts: koas_llm::Prompts::locate(None),
             previous: None,
             previous_fallback: BTreeMap::new(),
@@ -116,6 +131,9 @@ pub enum RunError {
     /// The thread pool cannot be built.
     #[error("cannot start worker threads: {0}")]
     Threads(String),
+    /// A kernel declares a workspace path its host keeps for itself.
+    #[error("{0}")]
+    Reserved(String),
     /// A provided artifact has the name of a source or a kernel output.
     #[error("artifact `{name}` is provided by the host but is also {other}")]
     ProvidedConflict {

@@ -47,6 +47,7 @@ impl Engine<'_> {
             skipped_reason: None,
             files_written: Vec::new(),
             log: Vec::new(),
+            worker: None,
         }
     }
 
@@ -114,7 +115,7 @@ impl Engine<'_> {
         attempt: Attempt,
         failure: Failure,
     ) {
-        let cancelled = matches!(failure, Failure::Cancelled(_));
+        let cancelled = failure.is_cancellation();
         let mut record = self.base_record(name, inputs);
         record.status = if cancelled {
             KernelStatus::Cancelled
@@ -132,6 +133,7 @@ impl Engine<'_> {
         record.finished_at = Some(attempt.finished_at);
         record.cache_key = key;
         record.error = Some(failure.message().to_owned());
+        record.worker = failure.worker_exit();
         record.log = attempt.logs;
         record.files_written = attempt.files;
         self.reporter.kernel_finished(

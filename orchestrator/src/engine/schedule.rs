@@ -5,10 +5,13 @@
 use super::outputs::store_outputs;
 use super::{Attempt, Completion, Engine, Failure, RunError};
 use crate::dag::Producer;
+use crate::discovery::LoadedKernel;
 use crate::host::RunHost;
+use crate::limits::{cap_warnings, cut, output_limit_message, KernelLimits, MAX_ERROR_CHARS};
 use crate::run_record::now_rfc3339;
+use crate::worker::pool::KernelCall;
 use koas_kernel_api::protocol::{RunRequest, RunResponse};
-use koas_kernel_api::ErrorKind;
+use koas_kernel_api::{ErrorKind, KernelOutput, MAX_SUMMARY_CHARS};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc;
@@ -132,6 +135,9 @@ impl Engine<'_> {
         let cancel = self.opts.cancel.clone();
         let llm = self.opts.llm.clone();
         let host_written = self.opts.host_written.clone();
+        let workers = self.workers.clone();
+        let rules = self.rules.clone();
+        let limits = self.opts.limits.for_kernel(name);
         let run_start = self.run_start;
         pool.spawn(move || {
             reporter.kernel_started(&kernel.spec.name);
@@ -140,25 +146,36 @@ impl Engine<'_> {
             let host = RunHost::new(
                 &kernel.spec.name,
                 &workspace,
+                &rules,
                 &cancel,
                 &reporter,
                 llm.as_deref(),
             );
-            let response = kernel.handle.run(kernel.index, &host, &request);
+            let answer = serde_json::to_vec(&request)
+                .map_err(|e| Failure::Failed(format!("cannot encode its request: {e}")))
+                .and_then(|request| match &workers {
+                    Some(workers) => workers
+                        .run(KernelCall {
+                            library: &kernel.library,
+                            index: kernel.index,
+                            request: &request,
+                            limits,
+                            host: &host,
+                            cancel: &cancel,
+                        })
+                        .map_err(|end| Failure::Worker {
+                            message: end.message(&limits),
+                            end,
+                        }),
+                    None => run_in_process(&kernel, &host, &request, &limits),
+                });
             drop(request);
-            let result = match response {
-                RunResponse::Ok(out) => {
+            let result = answer
+                .and_then(|bytes| read_answer(&bytes))
+                .and_then(|out| {
                     store_outputs(&kernel, &cache, &workspace, &key, out, &host_written)
                         .map_err(Failure::Failed)
-                }
-                RunResponse::Error(e) => Err(match e.kind {
-                    ErrorKind::Cancelled => Failure::Cancelled(e.message),
-                    ErrorKind::Panic if !e.message.starts_with("panicked") => {
-                        Failure::Failed(format!("panicked: {}", e.message))
-                    }
-                    _ => Failure::Failed(e.message),
-                }),
-            };
+                });
             let completion = Completion {
                 kernel: kernel.spec.name.clone(),
                 key,
@@ -168,7 +185,7 @@ impl Engine<'_> {
                     end_ms: run_start.elapsed().as_secs_f64() * 1000.0,
                     started_at,
                     finished_at: now_rfc3339(),
-                    logs: host.logs.lock().map(|l| l.clone()).unwrap_or_default(),
+                    logs: host.recorded_logs(),
                     files: host.files.lock().map(|l| l.clone()).unwrap_or_default(),
                 },
                 result,
@@ -194,4 +211,60 @@ impl Engine<'_> {
             }
         }
     }
+}
+
+/// Runs a kernel on this process's threads (`--in-process`): its answer,
+/// unchecked, or the output cap's refusal.
+fn run_in_process(
+    kernel: &LoadedKernel,
+    host: &RunHost<'_>,
+    request: &[u8],
+    limits: &KernelLimits,
+) -> Result<Vec<u8>, Failure> {
+    let handle = match kernel.handle {
+        Some(handle) => handle,
+        None => crate::loader::load_plugin(&kernel.library).map_err(|e| {
+            Failure::Failed(format!("cannot load {}: {e}", kernel.library.display()))
+        })?,
+    };
+    let max = limits.output_bytes();
+    handle
+        .run_bytes(kernel.index, host, request, max)
+        .map_err(|len| Failure::Failed(output_limit_message(len, max)))
+}
+
+/// Reads a plugin's answer, whoever ran it, and caps what a plugin that
+/// does not use `koas-kernel-api` could send unbounded: the summary, the
+/// warnings, the error message.
+fn read_answer(bytes: &[u8]) -> Result<KernelOutput, Failure> {
+    let response = serde_json::from_slice::<RunResponse>(bytes)
+        .map_err(|e| Failure::Failed(format!("the plugin answered with malformed JSON: {e}")))?;
+    match response {
+        RunResponse::Ok(mut out) => {
+            out.summary = cut_summary(std::mem::take(&mut out.summary));
+            out.warnings = cap_warnings(std::mem::take(&mut out.warnings));
+            Ok(out)
+        }
+        RunResponse::Error(e) => {
+            let message = cut(e.message, MAX_ERROR_CHARS, "error message");
+            Err(match e.kind {
+                ErrorKind::Cancelled => Failure::Cancelled(message),
+                ErrorKind::Panic if !message.starts_with("panicked") => {
+                    Failure::Failed(format!("panicked: {message}"))
+                }
+                _ => Failure::Failed(message),
+            })
+        }
+    }
+}
+
+/// A summary cut to [`MAX_SUMMARY_CHARS`], ending with `…` when cut (as
+/// `koas-kernel-api` does on the plugin side).
+fn cut_summary(summary: String) -> String {
+    if summary.chars().count() <= MAX_SUMMARY_CHARS {
+        return summary;
+    }
+    let mut cut: String = summary.chars().take(MAX_SUMMARY_CHARS - 1).collect();
+    cut.push('…');
+    cut
 }

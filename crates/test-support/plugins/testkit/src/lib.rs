@@ -109,7 +109,8 @@ impl Kernel for AfterPanic {
     }
 }
 
-/// Writes a file at the configured workspace path; fails if refused.
+/// Writes a file at the configured workspace path (it declares `notes/`);
+/// fails if refused.
 struct Writer;
 impl Kernel for Writer {
     fn spec(&self) -> KernelSpec {
@@ -117,6 +118,7 @@ impl Kernel for Writer {
             .stage("T2")
             .input("doc_len")
             .output("written")
+            .writes("notes/")
             .default_config(json!({"path": "notes/hello.txt"}))
     }
     fn run(&self, ctx: &Context, c: &KernelConfig, _inputs: &Inputs) -> KernelResult {
@@ -147,6 +149,7 @@ impl Kernel for UntilCancelled {
             .stage("T2")
             .input("doc_len")
             .output_file("patience", "out/patience.json")
+            .writes("out/started.flag")
             .default_config(json!({"max_ms": 20000}))
     }
     fn run(&self, ctx: &Context, c: &KernelConfig, _inputs: &Inputs) -> KernelResult {

@@ -1,0 +1,331 @@
+//! The worker's side: `koas __koas-worker` loads plugins and runs kernels
+//! for its parent until its stdin closes.
+
+use super::{
+    read_frame, write_frame, FrameError, FromWorker, ToWorker, WireLoadError, PROTOCOL_VERSION,
+};
+use crate::limits::{output_limit_message, MAX_LOG_LINE_CHARS};
+use crate::loader::{load_plugin, LoadError};
+use koas_kernel_api::abi::{PluginError, PluginHandle, ABI_VERSION};
+use koas_kernel_api::protocol::{HostCallResponse, RunResponse};
+use koas_kernel_api::{Host, KernelError, LogLevel};
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{self, BufReader, BufWriter};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{self, Sender};
+use std::sync::{Arc, Mutex};
+
+/// State shared by the worker's threads.
+struct Shared {
+    /// The protocol stream to the parent; whole frames under the lock.
+    out: Mutex<BufWriter<File>>,
+    /// The run in progress (set by the reader when a `Run` arrives, so a
+    /// `Cancel` behind it on the pipe is matched in order).
+    seq: AtomicU64,
+    cancelled: AtomicBool,
+    next_call: AtomicU64,
+    pending: Mutex<HashMap<u64, Sender<HostCallResponse>>>,
+}
+
+impl Shared {
+    fn send(&self, header: &FromWorker, body: &[u8]) {
+        // A failed write means the parent is gone; the reader thread sees
+        // the end of stdin and ends the process.
+        if let Ok(mut out) = self.out.lock() {
+            let _ = write_frame(&mut *out, header, body);
+        }
+    }
+}
+
+/// Runs the worker until its parent closes its stdin. Called by the
+/// `koas` binary when its first argument is [`super::WORKER_ARG`].
+pub fn serve() -> ExitCode {
+    match serve_until_eof() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("koas worker: {e}");
+            ExitCode::from(3)
+        }
+    }
+}
+
+fn serve_until_eof() -> io::Result<()> {
+    let (input, output) = protocol_streams()?;
+    let shared = Arc::new(Shared {
+        out: Mutex::new(BufWriter::new(output)),
+        seq: AtomicU64::new(0),
+        cancelled: AtomicBool::new(false),
+        next_call: AtomicU64::new(0),
+        pending: Mutex::new(HashMap::new()),
+    });
+    shared.send(
+        &FromWorker::Hello {
+            protocol: PROTOCOL_VERSION,
+            abi: ABI_VERSION,
+        },
+        &[],
+    );
+    let (jobs, job_queue) = mpsc::channel::<(ToWorker, Vec<u8>)>();
+    let reader = shared.clone();
+    std::thread::Builder::new()
+        .name("koas-worker-reader".into())
+        .spawn(move || read_parent(BufReader::new(input), &reader, &jobs))?;
+    let mut libraries: HashMap<PathBuf, PluginHandle> = HashMap::new();
+    for (job, body) in job_queue {
+        match job {
+            ToWorker::Describe { library, memory_mb } => {
+                set_memory_limit(memory_mb);
+                let result = describe(&mut libraries, &library);
+                shared.send(&FromWorker::Described { result }, &[]);
+            }
+            ToWorker::Run {
+                seq,
+                library,
+                index,
+                memory_mb,
+                max_output,
+            } => {
+                set_memory_limit(memory_mb);
+                let answer = run(
+                    &mut libraries,
+                    &shared,
+                    seq,
+                    &library,
+                    index,
+                    &body,
+                    max_output,
+                );
+                shared.send(&FromWorker::Done { seq }, &answer);
+            }
+            ToWorker::Reply { .. } | ToWorker::Cancel { .. } => {}
+        }
+    }
+    Ok(())
+}
+
+/// Reads the parent's frames: replies and cancellations are handled here,
+/// jobs go to the main thread. The end of stdin ends the process, whatever
+/// a kernel is doing: the parent is gone or done with this worker.
+fn read_parent(mut input: BufReader<File>, shared: &Shared, jobs: &Sender<(ToWorker, Vec<u8>)>) {
+    loop {
+        match read_frame::<ToWorker>(&mut input, u64::MAX) {
+            Ok(Some((ToWorker::Reply { id, answer }, _))) => {
+                let waiter = shared.pending.lock().ok().and_then(|mut p| p.remove(&id));
+                if let Some(waiter) = waiter {
+                    let _ = waiter.send(answer);
+                }
+            }
+            Ok(Some((ToWorker::Cancel { seq }, _))) => {
+                if shared.seq.load(Ordering::SeqCst) == seq {
+                    shared.cancelled.store(true, Ordering::SeqCst);
+                }
+            }
+            Ok(Some((job, body))) => {
+                if let ToWorker::Run { seq, .. } = &job {
+                    shared.seq.store(*seq, Ordering::SeqCst);
+                    shared.cancelled.store(false, Ordering::SeqCst);
+                }
+                if jobs.send((job, body)).is_err() {
+                    std::process::exit(0);
+                }
+            }
+            Ok(None) => std::process::exit(0),
+            Err(FrameError::Broken) => std::process::exit(0),
+            Err(FrameError::Malformed(m)) => {
+                eprintln!("koas worker: unreadable message from koas: {m}");
+                std::process::exit(3);
+            }
+        }
+    }
+}
+
+fn load<'a>(
+    libraries: &'a mut HashMap<PathBuf, PluginHandle>,
+    library: &Path,
+) -> Result<&'a PluginHandle, LoadError> {
+    if !libraries.contains_key(library) {
+        let handle = load_plugin(library)?;
+        libraries.insert(library.to_path_buf(), handle);
+    }
+    Ok(&libraries[library])
+}
+
+fn describe(
+    libraries: &mut HashMap<PathBuf, PluginHandle>,
+    library: &Path,
+) -> Result<Vec<Result<koas_kernel_api::KernelSpec, String>>, WireLoadError> {
+    let handle = load(libraries, library).map_err(|e| match e {
+        LoadError::Open(message) => WireLoadError::Open { message },
+        LoadError::MissingSymbol => WireLoadError::MissingSymbol,
+        LoadError::Plugin(PluginError::AbiMismatch { found, expected }) => {
+            WireLoadError::AbiMismatch { found, expected }
+        }
+        LoadError::Plugin(other) => WireLoadError::Other {
+            message: other.to_string(),
+        },
+    })?;
+    Ok((0..handle.kernel_count())
+        .map(|index| {
+            handle.describe(index).map_err(|e| match e {
+                PluginError::Describe { message, .. } => message,
+                other => other.to_string(),
+            })
+        })
+        .collect())
+}
+
+fn run(
+    libraries: &mut HashMap<PathBuf, PluginHandle>,
+    shared: &Arc<Shared>,
+    seq: u64,
+    library: &Path,
+    index: u32,
+    request: &[u8],
+    max_output: u64,
+) -> Vec<u8> {
+    let error = |message: String| {
+        serde_json::to_vec(&RunResponse::Error(KernelError::failed(message))).unwrap_or_default()
+    };
+    let handle = match load(libraries, library) {
+        Ok(h) => *h,
+        Err(e) => return error(format!("cannot load {}: {e}", library.display())),
+    };
+    let host = WorkerHost {
+        shared: shared.clone(),
+        seq,
+    };
+    let max = usize::try_from(max_output).unwrap_or(usize::MAX);
+    match handle.run_bytes(index, &host, request, max) {
+        Ok(answer) => answer,
+        Err(len) => error(output_limit_message(len, max)),
+    }
+}
+
+/// The host a plugin sees inside a worker: every callback goes to the
+/// parent.
+struct WorkerHost {
+    shared: Arc<Shared>,
+    seq: u64,
+}
+
+impl Host for WorkerHost {
+    fn log(&self, level: LogLevel, message: &str) {
+        // Cut here already: a flood of huge lines should not cross the pipe.
+        let message = crate::limits::cut(message.to_string(), MAX_LOG_LINE_CHARS, "log line");
+        self.shared.send(
+            &FromWorker::Log {
+                seq: self.seq,
+                level: level as u32,
+                message,
+            },
+            &[],
+        );
+    }
+
+    fn progress(&self, done: u64, total: u64) {
+        self.shared.send(
+            &FromWorker::Progress {
+                seq: self.seq,
+                done,
+                total,
+            },
+            &[],
+        );
+    }
+
+    fn is_cancelled(&self) -> bool {
+        self.shared.cancelled.load(Ordering::SeqCst)
+    }
+
+    fn call(&self, header: &serde_json::Value, body: &[u8]) -> Result<serde_json::Value, String> {
+        let id = self.shared.next_call.fetch_add(1, Ordering::SeqCst);
+        let (tx, rx) = mpsc::channel();
+        if let Ok(mut pending) = self.shared.pending.lock() {
+            pending.insert(id, tx);
+        }
+        self.shared.send(
+            &FromWorker::Call {
+                seq: self.seq,
+                id,
+                header: header.clone(),
+            },
+            body,
+        );
+        match rx.recv() {
+            Ok(HostCallResponse::Ok { value }) => Ok(value),
+            Ok(HostCallResponse::Error { message }) => Err(message),
+            Err(_) => Err("koas stopped answering this worker".to_string()),
+        }
+    }
+}
+
+/// The worker's protocol streams: copies of its stdin and stdout. Then
+/// stdin becomes `/dev/null` and stdout the worker's stderr, so a plugin
+/// that reads stdin or prints cannot corrupt the protocol.
+#[cfg(unix)]
+fn protocol_streams() -> io::Result<(File, File)> {
+    use std::os::fd::{AsFd, AsRawFd};
+    let input = File::from(io::stdin().as_fd().try_clone_to_owned()?);
+    let output = File::from(io::stdout().as_fd().try_clone_to_owned()?);
+    let null = File::open("/dev/null")?;
+    // SAFETY: dup2 only replaces file descriptors 0 and 1 of this process
+    // by duplicates of descriptors it owns (`null`, and 2); no Rust object
+    // owns 0 or 1 (std's stdin/stdout handles use the numbers, which stay
+    // valid), and the copies made above keep the protocol pipes open.
+    #[allow(unsafe_code)]
+    let (a, b) = unsafe {
+        (
+            libc::dup2(null.as_raw_fd(), 0),
+            libc::dup2(io::stderr().as_fd().as_raw_fd(), 1),
+        )
+    };
+    if a < 0 || b < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((input, output))
+}
+
+#[cfg(not(unix))]
+fn protocol_streams() -> io::Result<(File, File)> {
+    use std::os::windows::io::AsHandle;
+    Ok((
+        File::from(io::stdin().as_handle().try_clone_to_owned()?),
+        File::from(io::stdout().as_handle().try_clone_to_owned()?),
+    ))
+}
+
+/// Caps the worker's address space (RLIMIT_AS) at `memory_mb`, or lifts
+/// the cap to the hard limit for `None`. An allocation past it fails, and
+/// a Rust plugin then aborts with "memory allocation of N bytes failed".
+#[cfg(unix)]
+fn set_memory_limit(memory_mb: Option<u64>) {
+    let mut current = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one `rlimit` into the struct we own.
+    #[allow(unsafe_code)]
+    let rc = unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut current) };
+    if rc != 0 {
+        return;
+    }
+    let wanted = memory_mb
+        .map(|mb| mb.saturating_mul(1024 * 1024) as libc::rlim_t)
+        .unwrap_or(current.rlim_max)
+        .min(current.rlim_max);
+    let limit = libc::rlimit {
+        rlim_cur: wanted,
+        rlim_max: current.rlim_max,
+    };
+    // SAFETY: setrlimit reads the struct we pass; lowering (or raising up
+    // to the hard limit) the soft limit of our own process is always
+    // allowed and shares no memory.
+    #[allow(unsafe_code)]
+    let _ = unsafe { libc::setrlimit(libc::RLIMIT_AS, &limit) };
+}
+
+#[cfg(not(unix))]
+fn set_memory_limit(_memory_mb: Option<u64>) {}

@@ -1,0 +1,678 @@
+//! Kernels run isolated, with limits: every hostile kernel of the
+//! `hostile` test plugin (abort, `exit(0)`, a null write, a stack overflow,
+//! an endless loop, a huge allocation, a huge answer, floods of warnings
+//! and log lines, writes to runtime files) costs its own run only. `koas`
+//! exits 1 (never 0, 134 or 139), `run.json` names the kernel with its
+//! worker's signal or exit status and stderr, its dependant is skipped,
+//! the independent branch finishes, and the lock is released.
+
+use crate::common::*;
+use koas_test_support::{test_plugin, test_plugin_folder};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::{Duration, Instant};
+
+const DOC: &str = "hello world, this document has some words in it\n";
+
+/// A project running one hostile kernel, its dependant `hostile_after`
+/// and the testkit's independent chain `source_len → threshold →
+/// report_long`; `extra` is appended to the pipeline file.
+fn hostile(kernel: &str, extra: &str) -> Project {
+    Project::new(
+        DOC,
+        &[
+            "source_len",
+            "threshold",
+            "report_long",
+            kernel,
+            "hostile_after",
+        ],
+        extra,
+    )
+}
+
+/// Builds `koas` and the test plugins now, so that a test can time a run.
+fn built() {
+    koas_test_support::koas_bin();
+    test_plugin("hostile");
+}
+
+/// `koas run` of the project with the hostile plugins too.
+fn run_hostile(p: &Project, args: &[&str]) -> Output {
+    let hostile = test_plugin("hostile");
+    let raw = test_plugin("hostile-raw");
+    let mut all = vec![
+        "--kernel-path",
+        hostile.to_str().expect("utf-8 path"),
+        "--kernel-path",
+        raw.to_str().expect("utf-8 path"),
+    ];
+    all.extend_from_slice(args);
+    p.run(&all)
+}
+
+/// Every file under `dir` with its bytes, `.koas/` (the cache) left out.
+fn files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.filter_map(Result::ok) {
+            let path = e.path();
+            if path.is_dir() {
+                if e.file_name() != ".koas" {
+                    stack.push(path);
+                }
+            } else {
+                let rel = path.strip_prefix(dir).expect("inside").to_path_buf();
+                out.insert(rel, std::fs::read(&path).unwrap_or_default());
+            }
+        }
+    }
+    out
+}
+
+/// Checks what every hostile run must leave: exit 1, the kernel failed
+/// with `error_has` in its error, its dependant skipped, the independent
+/// branch done, no lock, no file but the run's own written, and a next
+/// run that starts. Returns the kernel's record.
+fn assert_contained(p: &Project, kernel: &str, out: &Output, error_has: &[&str]) -> Value {
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{kernel}: koas must exit 1, not die or succeed; stderr: {}",
+        stderr(out)
+    );
+    let record = p.record();
+    assert_eq!(record["status"], "failed");
+    assert_eq!(record["isolation"], "process");
+    let k = kernel_of(&record, kernel).clone();
+    assert_eq!(k["status"], "failed", "{k}");
+    let error = k["error"].as_str().expect("an error");
+    for part in error_has {
+        assert!(error.contains(part), "{kernel}: `{part}` not in: {error}");
+    }
+    let after = kernel_of(&record, "hostile_after");
+    assert_eq!(after["status"], "skipped");
+    assert!(after["skipped_reason"]
+        .as_str()
+        .expect("reason")
+        .contains(&format!("`{kernel}` failed")));
+    for independent in ["source_len", "threshold", "report_long"] {
+        assert_eq!(
+            kernel_of(&record, independent)["status"],
+            "ok",
+            "{independent}"
+        );
+    }
+    let err = stderr(out);
+    assert!(
+        err.contains(&format!("error: kernel `{kernel}`")),
+        "koas names the failed kernel: {err}"
+    );
+    assert!(!p.ws().join(".lock").exists(), "the lock is released");
+    let mut written: Vec<String> = files(&p.ws())
+        .keys()
+        .map(|f| f.to_string_lossy().into_owned())
+        .collect();
+    written.sort();
+    assert_eq!(
+        written,
+        ["out/doc_len.json", "reports/long.txt", "run.json"],
+        "{kernel} left no file of its own"
+    );
+    // The workspace is usable: the next run starts (the independent
+    // branch comes from the cache).
+    let again = run_hostile(p, &["--until", "report_long"]);
+    assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
+    k
+}
+
+fn kernel_of<'a>(record: &'a Value, name: &str) -> &'a Value {
+    kernel(record, name)
+}
+
+#[test]
+fn an_abort_is_a_failed_kernel_with_its_signal() {
+    let p = hostile("hostile_abort", "");
+    let out = run_hostile(&p, &[]);
+    let k = assert_contained(
+        &p,
+        "hostile_abort",
+        &out,
+        &["killed by signal 6 (SIGABRT)", "worker process"],
+    );
+    assert_eq!(k["worker"]["cause"], "crashed");
+    assert_eq!(k["worker"]["signal_name"], "SIGABRT");
+    assert!(k["worker"]["pid"].as_u64().is_some());
+}
+
+#[test]
+fn exit_zero_in_a_kernel_is_a_failure_not_a_silent_success() {
+    let p = hostile("hostile_exit0", "");
+    let out = run_hostile(&p, &[]);
+    let k = assert_contained(
+        &p,
+        "hostile_exit0",
+        &out,
+        &["exited with status 0", "before it answered"],
+    );
+    assert_eq!(k["worker"]["cause"], "exited");
+    assert_eq!(k["worker"]["exit_code"], 0);
+}
+
+#[test]
+fn a_null_pointer_write_is_a_failed_kernel() {
+    let p = hostile("hostile_null_write", "");
+    let out = run_hostile(&p, &[]);
+    let k = assert_contained(
+        &p,
+        "hostile_null_write",
+        &out,
+        &["killed by signal 11 (SIGSEGV)"],
+    );
+    assert_eq!(k["worker"]["signal_name"], "SIGSEGV");
+}
+
+#[test]
+fn a_stack_overflow_is_a_failed_kernel_with_its_stderr() {
+    let p = hostile("hostile_stack_overflow", "");
+    let out = run_hostile(&p, &[]);
+    let k = assert_contained(&p, "hostile_stack_overflow", &out, &["killed by signal"]);
+    assert_eq!(k["worker"]["cause"], "crashed");
+    assert!(
+        k["worker"]["stderr_tail"]
+            .as_str()
+            .expect("stderr")
+            .contains("overflowed its stack"),
+        "{k}"
+    );
+}
+
+#[test]
+fn an_endless_loop_is_stopped_by_the_timeout_flag_or_the_pipeline() {
+    let p = hostile("hostile_endless_loop", "");
+    built();
+    let start = Instant::now();
+    let out = run_hostile(&p, &["--kernel-timeout", "1"]);
+    assert!(start.elapsed() < Duration::from_secs(20), "stopped in time");
+    let k = assert_contained(
+        &p,
+        "hostile_endless_loop",
+        &out,
+        &["time limit of 1 s", "--kernel-timeout", "was killed"],
+    );
+    assert_eq!(k["worker"]["cause"], "timed_out");
+    assert_eq!(k["worker"]["signal_name"], "SIGKILL");
+
+    // The same from the pipeline file, for that kernel only.
+    let p = hostile(
+        "hostile_endless_loop",
+        "[limits.hostile_endless_loop]\ntimeout = 1",
+    );
+    let out = run_hostile(&p, &[]);
+    let k = assert_contained(&p, "hostile_endless_loop", &out, &["time limit of 1 s"]);
+    assert_eq!(k["worker"]["cause"], "timed_out");
+}
+
+#[test]
+fn a_huge_allocation_fails_under_the_memory_cap() {
+    // 20 GiB by default, over the default cap of 8192 MB.
+    let p = hostile("hostile_huge_allocation", "");
+    let out = run_hostile(&p, &[]);
+    let k = assert_contained(
+        &p,
+        "hostile_huge_allocation",
+        &out,
+        &["ran out of memory", "limit of 8192 MB"],
+    );
+    assert_eq!(k["worker"]["cause"], "out_of_memory");
+    assert!(k["worker"]["stderr_tail"]
+        .as_str()
+        .expect("stderr")
+        .contains("memory allocation of 21474836480 bytes failed"));
+
+    // 1 GiB under --kernel-memory 256.
+    let p = hostile("hostile_huge_allocation", "");
+    let out = run_hostile(
+        &p,
+        &[
+            "--kernel-memory",
+            "256",
+            "--set",
+            "hostile_huge_allocation.mb=1024",
+        ],
+    );
+    assert_contained(
+        &p,
+        "hostile_huge_allocation",
+        &out,
+        &["ran out of memory", "limit of 256 MB", "--kernel-memory"],
+    );
+}
+
+#[test]
+fn a_huge_answer_is_refused_at_the_output_cap() {
+    let p = hostile("hostile_huge_output", "[limits]\noutput = 16");
+    built();
+    let start = Instant::now();
+    let out = run_hostile(&p, &["--set", "hostile_huge_output.mb=40"]);
+    assert!(start.elapsed() < Duration::from_secs(30));
+    assert_contained(
+        &p,
+        "hostile_huge_output",
+        &out,
+        &["(40.0 MB) of output", "over the limit of 16 MB"],
+    );
+    let size = std::fs::metadata(p.ws().join("run.json"))
+        .expect("run.json")
+        .len();
+    assert!(size < 100_000, "run.json is {size} bytes");
+}
+
+#[test]
+fn summaries_warnings_and_log_lines_are_capped() {
+    // `hostile_raw` speaks the ABI by hand: nothing trims what it sends.
+    let p = Project::new(DOC, &["source_len", "hostile_raw"], "");
+    let out = run_hostile(&p, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let record = p.record();
+    let k = kernel(&record, "hostile_raw");
+    assert_eq!(k["status"], "ok");
+    assert_eq!(k["summary"].as_str().expect("summary").chars().count(), 500);
+    let warnings = k["warnings"].as_array().expect("warnings");
+    assert_eq!(warnings.len(), 101, "100 kept and one counting the rest");
+    let first = warnings[0].as_str().expect("text");
+    assert!(
+        first.len() < 2200 && first.contains("the limit is 2000"),
+        "{}",
+        &first[first.len() - 80..]
+    );
+    assert!(warnings[100]
+        .as_str()
+        .expect("text")
+        .contains("4901 more warnings were dropped"));
+    let log = k["log"].as_array().expect("log");
+    assert_eq!(log.len(), 201);
+    assert!(
+        log[0].as_str().expect("line").len() < 2200,
+        "a 2 MB line is cut"
+    );
+    assert!(log[200]
+        .as_str()
+        .expect("line")
+        .contains("more log lines were not kept"));
+    let size = std::fs::metadata(p.ws().join("run.json"))
+        .expect("run.json")
+        .len();
+    assert!(size < 200_000, "run.json is {size} bytes");
+    let err = stderr(&out);
+    let shown = err
+        .lines()
+        .filter(|l| l.starts_with("koas: hostile_raw: "))
+        .count();
+    assert!(shown <= 1002, "{shown} lines printed");
+    assert!(err.contains("further log lines are not shown"));
+    assert!(err.len() < 3_000_000, "stderr is {} bytes", err.len());
+}
+
+#[test]
+fn runtime_files_are_refused_to_the_file_api() {
+    let p = hostile("hostile_write_files", "");
+    let ws = p.ws();
+    std::fs::create_dir_all(ws.join("review")).expect("ws");
+    std::fs::write(ws.join("workspace.json"), "{\"state\": 1}\n").expect("state");
+    std::fs::write(ws.join("review/ledger.jsonl"), "{\"entry\": 1}\n").expect("ledger");
+    let before = files(p.dir.path());
+    let out = run_hostile(&p, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let record = p.record();
+    let k = kernel(&record, "hostile_write_files");
+    let hash = k["output_hashes"]["hostile_out"].as_str().expect("output");
+    let results = koas_orchestrator::cache::Cache::open(&ws)
+        .get_value(hash)
+        .expect("cached");
+    for path in [".lock", "run.json", "workspace.json", "review/ledger.jsonl"] {
+        let result = results[path].as_str().expect("a result");
+        assert!(
+            result.starts_with("refused: kernel `hostile_write_files` may not write")
+                && result.contains(&format!("`{path}`")),
+            "{path}: {result}"
+        );
+    }
+    assert!(results[".lock"]
+        .as_str()
+        .unwrap_or("")
+        .contains("the workspace lock"));
+    assert!(results["run.json"]
+        .as_str()
+        .unwrap_or("")
+        .contains("the run record"));
+    let after = files(p.dir.path());
+    for (file, bytes) in &before {
+        if file.ends_with(".lock") {
+            continue;
+        }
+        assert_eq!(after.get(file), Some(bytes), "{} changed", file.display());
+    }
+    assert!(!record.to_string().contains("hostile kernel"));
+    assert!(
+        !ws.join(".lock").exists(),
+        "the run's lock, untouched, is released"
+    );
+}
+
+#[test]
+fn a_kernel_writes_its_scratch_folder_and_declared_paths_only() {
+    let p = hostile(
+        "hostile_write_files",
+        "[config.hostile_write_files]\npaths = [\"scratch/hostile_write_files/a.txt\", \"streamed/deep/b.txt\", \"scratch/other/c.txt\", \"notes.txt\", \"out/doc_len.json\"]",
+    );
+    let out = run_hostile(&p, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let record = p.record();
+    let k = kernel(&record, "hostile_write_files");
+    let results = koas_orchestrator::cache::Cache::open(&p.ws())
+        .get_value(k["output_hashes"]["hostile_out"].as_str().expect("output"))
+        .expect("cached");
+    assert_eq!(results["scratch/hostile_write_files/a.txt"], "written");
+    assert_eq!(results["streamed/deep/b.txt"], "written");
+    for refused in ["scratch/other/c.txt", "notes.txt"] {
+        assert!(
+            results[refused].as_str().unwrap_or("").contains(
+                "a kernel writes only below its scratch folder `scratch/hostile_write_files/`"
+            ),
+            "{refused}: {}",
+            results[refused]
+        );
+    }
+    assert!(results["out/doc_len.json"]
+        .as_str()
+        .unwrap_or("")
+        .contains("declared output file of kernel `source_len`"));
+    assert_eq!(
+        std::fs::read_to_string(p.ws().join("streamed/deep/b.txt")).expect("written"),
+        "replaced by a hostile kernel\n"
+    );
+    assert!(!p.ws().join("scratch/other").exists() && !p.ws().join("notes.txt").exists());
+    let files_written = k["files_written"].as_array().expect("listed");
+    assert_eq!(files_written.len(), 2, "{files_written:?}");
+}
+
+#[test]
+fn declaring_a_runtime_file_is_refused_before_anything_runs() {
+    for (kernel, path, what) in [
+        ("hostile_declares_lock", ".lock", "the workspace lock"),
+        ("hostile_declares_run_record", "run.json", "the run record"),
+    ] {
+        let p = hostile(kernel, "");
+        let out = run_hostile(&p, &[]);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        let err = stderr(&out);
+        assert!(
+            err.contains(&format!("kernel `{kernel}` declares"))
+                && err.contains(&format!("`{path}`"))
+                && err.contains(what),
+            "{err}"
+        );
+        assert!(!p.ws().join(".lock").exists());
+        assert!(!p.ws().join("run.json").exists(), "nothing ran");
+    }
+}
+
+#[test]
+fn a_plugin_that_aborts_while_describing_itself_is_reported_not_fatal() {
+    let folder = test_plugin_folder(&["hostile-describe", "testkit"]);
+    let out = run(koas()
+        .args(["kernels", "--json", "--kernel-path"])
+        .arg(folder.path()));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: Value = serde_json::from_str(&stdout(&out)).expect("json");
+    assert!(
+        stdout(&out).contains("\"source_len\""),
+        "the others are listed"
+    );
+    let problems = v["problems"].as_array().expect("problems");
+    let problem = problems
+        .iter()
+        .find(|p| {
+            p["path"]
+                .as_str()
+                .is_some_and(|p| p.contains("hostile_describe"))
+        })
+        .expect("the aborting plugin is reported");
+    assert_eq!(problem["problem"], "load_failed");
+    assert!(
+        problem["message"]
+            .as_str()
+            .expect("message")
+            .contains("killed by signal 6 (SIGABRT)"),
+        "{problem}"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn ctrl_c_stops_a_kernel_that_ignores_cancellation() {
+    let p = hostile("hostile_endless_loop", "");
+    let hostile_lib = test_plugin("hostile");
+    let mut child = koas()
+        .arg("run")
+        .arg(p.pipeline())
+        .arg("--kernel-path")
+        .arg(test_plugin("testkit"))
+        .arg("--kernel-path")
+        .arg(&hostile_lib)
+        .arg("--verbose")
+        .current_dir(p.dir.path())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    // Wait until the loop runs: its worker is a child of koas.
+    let start = Instant::now();
+    let worker = loop {
+        if let Some(pid) = worker_of(child.id()) {
+            break pid;
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "no worker");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+    let interrupted = Instant::now();
+    let code = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s.code();
+        }
+        assert!(
+            interrupted.elapsed() < Duration::from_secs(15),
+            "koas did not stop"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(code, Some(130));
+    let record = p.record();
+    assert_eq!(record["status"], "cancelled");
+    let k = kernel(&record, "hostile_endless_loop");
+    assert_eq!(k["status"], "cancelled");
+    assert_eq!(k["worker"]["cause"], "cancel_ignored");
+    assert!(k["error"]
+        .as_str()
+        .expect("error")
+        .contains("did not stop within 3 s"));
+    assert!(!process_runs(worker), "worker {worker} outlived koas");
+    assert!(!p.ws().join(".lock").exists());
+}
+
+#[cfg(unix)]
+#[test]
+fn a_killed_koas_leaves_no_worker_running() {
+    let p = hostile("hostile_endless_loop", "");
+    let mut child = koas()
+        .arg("run")
+        .arg(p.pipeline())
+        .arg("--kernel-path")
+        .arg(test_plugin("testkit"))
+        .arg("--kernel-path")
+        .arg(test_plugin("hostile"))
+        .current_dir(p.dir.path())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let start = Instant::now();
+    let worker = loop {
+        if let Some(pid) = worker_of(child.id()) {
+            break pid;
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "no worker");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    child.kill().expect("SIGKILL koas");
+    child.wait().expect("reaped");
+    let killed = Instant::now();
+    while process_runs(worker) {
+        assert!(
+            killed.elapsed() < Duration::from_secs(10),
+            "worker {worker} still runs after koas was killed"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The dead run's lock does not block the next run.
+    let out = run_hostile(&p, &["--until", "report_long"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+/// The pid of a `koas __koas-worker` child of `parent`, if any.
+#[cfg(unix)]
+fn worker_of(parent: u32) -> Option<u32> {
+    let tasks = std::fs::read_dir(format!("/proc/{parent}/task")).ok()?;
+    tasks
+        .filter_map(Result::ok)
+        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+        .flat_map(|c| {
+            c.split_whitespace()
+                .filter_map(|p| p.parse::<u32>().ok())
+                .collect::<Vec<_>>()
+        })
+        .find(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains("__koas-worker"))
+        })
+}
+
+/// `true` while `pid` is a live (not zombie) process.
+#[cfg(unix)]
+fn process_runs(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        // The state follows the parenthesised command name.
+        stat.rsplit(')')
+            .next()
+            .and_then(|rest| rest.split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X")
+    })
+}
+
+#[test]
+fn in_process_mode_still_runs_kernels_inside_koas() {
+    let p = Project::new(
+        DOC,
+        &["source_len", "threshold", "report_long", "writer"],
+        "",
+    );
+    let out = p.run(&["--in-process"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let record = p.record();
+    assert_eq!(record["isolation"], "none");
+    assert_eq!(kernel(&record, "report_long")["status"], "ok");
+    // The file rules hold in-process too.
+    let p = Project::new(
+        DOC,
+        &["source_len", "writer"],
+        "isolation = \"none\"\n[config.writer]\npath = \"run.json\"",
+    );
+    let out = p.run(&[]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let record = p.record();
+    assert_eq!(record["isolation"], "none");
+    assert!(kernel(&record, "writer")["error"]
+        .as_str()
+        .expect("error")
+        .contains("may not write `run.json`: it is the run record"));
+    // What isolation is for: in-process, an abort takes koas down.
+    let p = hostile("hostile_abort", "");
+    let out = run_hostile(&p, &["--in-process"]);
+    assert_eq!(out.status.code(), None, "killed by a signal in-process");
+}
+
+/// The artifact of a `where_*` kernel: the pid and whether it ran in a
+/// worker.
+fn where_ran(p: &Project, record: &Value, kernel_name: &str) -> (u64, bool) {
+    let k = kernel(record, kernel_name);
+    let hash = k["output_hashes"][format!("{kernel_name}_out")]
+        .as_str()
+        .expect("output");
+    let v = koas_orchestrator::cache::Cache::open(&p.ws())
+        .get_value(hash)
+        .expect("cached");
+    (
+        v["pid"].as_u64().expect("pid"),
+        v["in_worker"].as_bool().expect("in_worker"),
+    )
+}
+
+#[test]
+fn one_worker_serves_the_kernels_of_a_run_and_discovery() {
+    // One job: the kernels run one after the other, all in the worker
+    // that described the libraries.
+    let p = Project::new(DOC, &["source_len", "where_a", "where_b"], "");
+    let out = run_hostile(&p, &["--jobs", "1", "--no-cache"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let record = p.record();
+    let a = where_ran(&p, &record, "where_a");
+    let b = where_ran(&p, &record, "where_b");
+    assert!(a.1 && b.1, "both ran in a worker: {a:?} {b:?}");
+    assert_eq!(a.0, b.0, "the same worker ran both");
+
+    // After a crash the next kernel gets a fresh worker; the run goes on.
+    let p = Project::new(
+        DOC,
+        &["where_a", "hostile_abort", "hostile_after", "where_b"],
+        "",
+    );
+    let out = run_hostile(&p, &["--jobs", "1", "--no-cache"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let record = p.record();
+    assert_eq!(kernel(&record, "hostile_abort")["status"], "failed");
+    let a = where_ran(&p, &record, "where_a");
+    let b = where_ran(&p, &record, "where_b");
+    assert!(a.1 && b.1);
+    let crash = kernel(&record, "hostile_abort");
+    let crashed = crash["worker"]["pid"].as_u64().expect("pid");
+    let crashed_at = crash["start_ms"].as_f64().expect("start");
+    let mut after_the_crash = 0;
+    for (name, (pid, _)) in [("where_a", a), ("where_b", b)] {
+        if kernel(&record, name)["start_ms"].as_f64().expect("start") > crashed_at {
+            after_the_crash += 1;
+            assert_ne!(pid, crashed, "{name} ran in the worker that crashed");
+        }
+    }
+    assert!(after_the_crash > 0, "a kernel ran after the crash");
+
+    // --in-process: koas itself runs them.
+    let p = Project::new(DOC, &["where_a", "where_b"], "");
+    let out = run_hostile(&p, &["--in-process"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let record = p.record();
+    let a = where_ran(&p, &record, "where_a");
+    assert!(!a.1, "in koas, not a worker");
+    assert_eq!(a, where_ran(&p, &record, "where_b"));
+}
