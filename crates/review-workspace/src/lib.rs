@@ -59,7 +59,7 @@ use koas_review::record::PATCH_DIR;
 use koas_review::report::{render_report, report_file_name, ReportInput};
 use koas_review::revert::{plan_reverts, RevertError, RevertRequest};
 use koas_review::text::LineBuf;
-use koas_review_schema::apply::{ApplyLogRecord, ApplyOptions, BatchOutcome};
+use koas_review_schema::apply::{ApplyLogRecord, ApplyOptions, BatchOutcome, OpOrigin};
 use koas_review_schema::change_id::{ChangeId, EntryId, IdError};
 use koas_review_schema::findings::Finding;
 use koas_review_schema::ledger::{Actor, LedgerEntry};
@@ -201,6 +201,8 @@ pub struct ReviewRequest<'a> {
     pub document: &'a str,
     /// Ops, as untrusted JSON, addressing the workspace's current document.
     pub ops: &'a [Value],
+    /// Who proposed the ops: a person (an ops file) or a model.
+    pub origin: OpOrigin,
     /// Protected regions of `document`.
     pub protected: &'a ProtectedSpans,
     /// Strict mode, normalization steps and review policy.
@@ -743,6 +745,7 @@ impl Workspace {
             ledger_ids: &ledger_ids,
             first_id: run.next_id(),
             options: request.options,
+            origins: &vec![request.origin; request.ops.len()],
         });
         let outcome = run.write_review(
             batch,

@@ -1,3 +1,4 @@
+use koas_review_schema::apply::OpOrigin;
 use super::*;
 use crate::patch::apply_patch_text;
 use koas_kernel_api::hash::sha256;
@@ -56,6 +57,7 @@ fn run_with(
         ledger_ids: ledger,
         first_id: ChangeId::new(10).unwrap(),
         options,
+        origins: &vec![OpOrigin::Person; ops.len()],
     })
 }
 

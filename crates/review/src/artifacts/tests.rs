@@ -1,3 +1,4 @@
+use koas_review_schema::apply::OpOrigin;
 use super::*;
 use crate::apply::{apply_batch, BatchInput};
 use koas_kernel_api::hash::sha256;
@@ -110,6 +111,7 @@ fn outcome() -> ApplyOutcome {
         ledger_ids: &BTreeSet::new(),
         first_id: ChangeId::first(),
         options: &options,
+        origins: &[OpOrigin::Person; 3],
     });
     ApplyOutcome {
         doc_name: "d.md".into(),
