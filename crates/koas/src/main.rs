@@ -78,6 +78,9 @@ pub enum Command {
 }
 
 fn main() -> ExitCode {
+    // Before anything else: a Ctrl-C must end koas with 130 and release
+    // what it holds, not kill it by the signal.
+    runtime::interrupt::install();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

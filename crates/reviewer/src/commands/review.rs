@@ -82,6 +82,7 @@ fn review(global: &Global, args: &ReviewArgs, target: &ReviewTarget) -> anyhow::
             .with_context(|| format!("cannot read the ops file {}", ops.display()))?;
         parse_ops_file(&text).with_context(|| format!("ops file {}", ops.display()))?;
     }
+    target.prepare_writes()?;
     let command = command_line();
     let workspace = &target.workspace;
     let mut run = workspace
