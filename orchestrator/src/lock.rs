@@ -102,43 +102,44 @@ impl LockGuard {
 
 impl Drop for LockGuard {
     fn drop(&mut self) {
+        let mut held = held();
         // Removed while still locked, so no other run can lock this file
         // in between; the `flock` goes with the file handle.
         if same_file(&self.file, &self.path) {
             let _ = fs::remove_file(&self.path);
         }
-        forget_held(&self.path);
+        held.retain(|p| p != &self.path);
     }
 }
 
 /// Lock files this process holds, so that an exit that skips destructors
-/// (a second Ctrl-C) can still remove them.
+/// (Ctrl-C) can still remove them. Taking a lock and releasing one happen
+/// with this list locked, so such an exit, which locks it too, waits for
+/// them to finish: it never leaves a lock file between its creation and
+/// its registration here.
 static HELD: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
-fn remember_held(path: &Path) {
-    if let Ok(mut held) = HELD.lock() {
-        held.push(path.to_owned());
-    }
-}
-
-fn forget_held(path: &Path) {
-    if let Ok(mut held) = HELD.lock() {
-        held.retain(|p| p != path);
-    }
+fn held() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+    // A panic while the list was locked leaves it usable: it is only
+    // pushed to and filtered.
+    HELD.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Removes the lock files this process holds, for an exit that will not
-/// run destructors. Their `flock`s end with the process.
+/// run destructors. Their `flock`s end with the process. Waits for a lock
+/// being taken or released by another thread to be done.
 pub fn release_all_on_exit() {
-    let Ok(held) = HELD.try_lock() else {
-        return;
-    };
+    let held = held();
     let me = std::process::id();
     for path in held.iter() {
         if read_holder(path).is_ok_and(|h| h.pid == me) {
             let _ = fs::remove_file(path);
         }
     }
+    // Keep the list locked until the process exits, so no other thread
+    // takes a lock meanwhile.
+    std::mem::forget(held);
 }
 
 /// True when `path` names the file `file` has open (not a file created
@@ -256,6 +257,7 @@ pub fn acquire_lock(
     let body = serde_json::to_vec_pretty(&holder)
         .map_err(|e| FsError::new("serialize the holder of", &lock, io::Error::other(e)))?;
     for _ in 0..REOPEN_ATTEMPTS {
+        let mut held = held();
         let mut file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -315,7 +317,7 @@ pub fn acquire_lock(
             .and_then(|()| file.sync_all());
         written.map_err(|e| FsError::new("write", &lock, e))?;
         fsync_dir(workspace)?;
-        remember_held(&lock);
+        held.push(lock.clone());
         return Ok(LockGuard {
             path: lock,
             file,
@@ -435,6 +437,9 @@ mod tests {
         fs::write(dir.path().join(".lock"), serde_json::to_vec(&dead).unwrap()).unwrap();
         assert_eq!(lock_state(dir.path()), LockState::Stale(dead));
         let guard = acquire_lock(dir.path(), "koas review", "now").unwrap();
-        assert_eq!(lock_state(dir.path()), LockState::Held(guard.holder().clone()));
+        assert_eq!(
+            lock_state(dir.path()),
+            LockState::Held(guard.holder().clone())
+        );
     }
 }

@@ -16,6 +16,7 @@ mod llm_host;
 mod review_cli;
 mod review_crash;
 mod review_engine;
+mod review_hardening;
 mod review_replay;
 mod review_snapshots;
 mod runtime;
