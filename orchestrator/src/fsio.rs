@@ -180,8 +180,7 @@ pub fn stale_temp_files(dir: &Path, name: Option<&str>) -> Vec<PathBuf> {
             n.parse::<u64>().ok()?;
             let wanted = name.map_or(true, |name| name == base);
             let gone = pid != me && !crate::lock::pid_alive(pid);
-            (wanted && gone && entry.file_type().is_ok_and(|t| t.is_file()))
-                .then(|| entry.path())
+            (wanted && gone && entry.file_type().is_ok_and(|t| t.is_file())).then(|| entry.path())
         })
         .collect();
     found.sort();

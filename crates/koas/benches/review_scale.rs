@@ -82,10 +82,7 @@ fn koas(dir: &Path, args: &[&str]) -> Measure {
 
 /// A fresh scratch folder under the system's temporary folder.
 fn scratch(name: &str, run: usize) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "koas-scale-{}-{name}-{run}",
-        std::process::id()
-    ));
+    let dir = std::env::temp_dir().join(format!("koas-scale-{}-{name}-{run}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("scratch folder");
     dir
@@ -167,7 +164,10 @@ fn ledger_history() {
         let _ = std::fs::remove_dir_all(&dir);
     }
     line("9th koas review --ops", reviews);
-    line(&format!("9th koas revert --all ({entries} entries)"), reverts);
+    line(
+        &format!("9th koas revert --all ({entries} entries)"),
+        reverts,
+    );
 }
 
 /// 100,000 flag ops on a 100,000-line document, then `koas report`.

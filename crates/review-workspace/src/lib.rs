@@ -50,7 +50,9 @@ use koas_orchestrator::fsio::{
     atomic_write, create_dir_durably, remove_stale_temp_files, stale_temp_files,
     write_files_atomically, FsError,
 };
-use koas_orchestrator::lock::{acquire_lock, lock_state, LockError, LockGuard, LockHolder, LockState};
+use koas_orchestrator::lock::{
+    acquire_lock, lock_state, LockError, LockGuard, LockHolder, LockState,
+};
 use koas_review::apply::{apply_batch, BatchInput};
 use koas_review::clock::Clock;
 use koas_review::linemap::{cancel_reverted_pairs, LineEdit};

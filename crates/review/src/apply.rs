@@ -270,8 +270,7 @@ pub fn apply_batch(input: BatchInput<'_>) -> BatchOutcome {
         let (before, before_lines) =
             before.get_or_insert_with(|| (detect_regions(input.text), planned_lines));
         let after = detect_regions(&outcome.final_text);
-        let Some(change) =
-            changed_outside(before, *before_lines, &after, final_lines, &edited)
+        let Some(change) = changed_outside(before, *before_lines, &after, final_lines, &edited)
         else {
             return outcome;
         };

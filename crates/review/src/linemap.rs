@@ -311,9 +311,13 @@ impl EarlierEdits {
     /// `region`, a region of the state after the edits held, located
     /// before all of them (clamped where an edit touches it).
     pub fn map_back_clamped(&self, region: Region) -> Region {
-        self.items.iter().rev().flatten().fold(region, |r, (_, edit)| {
-            map_through(r, edit.inverse(), MapMode::Clamp).unwrap_or(r)
-        })
+        self.items
+            .iter()
+            .rev()
+            .flatten()
+            .fold(region, |r, (_, edit)| {
+                map_through(r, edit.inverse(), MapMode::Clamp).unwrap_or(r)
+            })
     }
 }
 

@@ -11,8 +11,8 @@
 
 use std::fmt::Write as _;
 
-use crate::linemap::{EarlierEdits, Region};
 use crate::artifacts::SectionLookup;
+use crate::linemap::{EarlierEdits, Region};
 use crate::query::count;
 use koas_review_schema::apply::ApplyLogRecord;
 use koas_review_schema::change_id::{ChangeId, EntryId};

@@ -273,11 +273,8 @@ pub fn revertible_ids(entries: &[LedgerEntry]) -> Vec<ChangeId> {
 /// it; nothing is applied then.
 pub fn plan_reverts(request: RevertRequest<'_>) -> Result<RevertPlan, RevertError> {
     let entries = request.entries;
-    let positions: std::collections::HashMap<EntryId, usize> = entries
-        .iter()
-        .enumerate()
-        .map(|(i, e)| (e.id, i))
-        .collect();
+    let positions: std::collections::HashMap<EntryId, usize> =
+        entries.iter().enumerate().map(|(i, e)| (e.id, i)).collect();
     let mut targets: Vec<(usize, ChangeId)> = Vec::new();
     let mut named = std::collections::HashSet::new();
     for &id in request.ids {

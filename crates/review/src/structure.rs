@@ -146,15 +146,16 @@ pub fn changed_outside(
         was_inline.sort_unstable();
         now_inline.sort_unstable();
         if !(same_kind && consistent && was_inline == now_inline) {
-            let describe = |labels: &LineLabels<'_>, line: usize, inline: &[(InlineKind, u32, u32)]| {
-                let kind = labels.kind(line);
-                if kind == "prose" && !inline.is_empty() {
-                    let kinds: Vec<&str> = inline.iter().map(|(k, ..)| k.as_str()).collect();
-                    format!("prose with {}", kinds.join(", "))
-                } else {
-                    kind
-                }
-            };
+            let describe =
+                |labels: &LineLabels<'_>, line: usize, inline: &[(InlineKind, u32, u32)]| {
+                    let kind = labels.kind(line);
+                    if kind == "prose" && !inline.is_empty() {
+                        let kinds: Vec<&str> = inline.iter().map(|(k, ..)| k.as_str()).collect();
+                        format!("prose with {}", kinds.join(", "))
+                    } else {
+                        kind
+                    }
+                };
             first_change = Some((
                 result,
                 describe(&old, planned, &was_inline),
@@ -243,7 +244,10 @@ mod tests {
         let change = changed_outside(&before, 10, &after, 10, &edits).unwrap();
         assert_eq!(change.op_index, 1);
         assert_eq!(change.line, 5);
-        assert_eq!((change.was.as_str(), change.now.as_str()), ("prose", "code_fence"));
+        assert_eq!(
+            (change.was.as_str(), change.now.as_str()),
+            ("prose", "code_fence")
+        );
     }
 
     #[test]

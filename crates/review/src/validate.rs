@@ -115,7 +115,10 @@ pub fn check_text_fields(op: &EditOp, index: usize) -> Result<(), Rejection> {
     let label = op_label(index, op.id);
     let fields = [
         ("after_text", Some(op.after_text.as_str())),
-        ("review_note.text", op.review_note.as_ref().map(|n| n.text.as_str())),
+        (
+            "review_note.text",
+            op.review_note.as_ref().map(|n| n.text.as_str()),
+        ),
         ("summary", op.summary.as_deref()),
         ("rationale", Some(op.rationale.as_str())),
     ];

@@ -139,7 +139,8 @@ impl ReviewTarget {
     /// The folder and file name an `--in-place` write goes to (through a
     /// symbolic link, its target's).
     fn in_place_target(&self) -> (PathBuf, Option<String>) {
-        let resolved = std::fs::canonicalize(&self.doc_path).unwrap_or_else(|_| self.doc_path.clone());
+        let resolved =
+            std::fs::canonicalize(&self.doc_path).unwrap_or_else(|_| self.doc_path.clone());
         let dir = resolved
             .parent()
             .filter(|p| !p.as_os_str().is_empty())

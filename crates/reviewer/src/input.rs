@@ -188,7 +188,9 @@ mod tests {
         assert!(message.contains("1.0 KiB"), "{message}");
         assert!(message.contains("--max-doc-size"), "{message}");
         assert_eq!(
-            read_document_bytes(&path, "doc.md", 4096, false).unwrap().len(),
+            read_document_bytes(&path, "doc.md", 4096, false)
+                .unwrap()
+                .len(),
             2048
         );
     }

@@ -1,7 +1,7 @@
-use koas_review_schema::apply::OpOrigin;
 use super::*;
 use crate::patch::apply_patch_text;
 use koas_kernel_api::hash::sha256;
+use koas_review_schema::apply::OpOrigin;
 use koas_review_schema::apply::{ApplyOptions, BatchOutcome, Fix, NormalizeOptions, OpStatus};
 use koas_review_schema::change_id::ChangeId;
 use koas_review_schema::edit_op::Action;

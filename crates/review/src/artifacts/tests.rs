@@ -1,7 +1,7 @@
-use koas_review_schema::apply::OpOrigin;
 use super::*;
 use crate::apply::{apply_batch, BatchInput};
 use koas_kernel_api::hash::sha256;
+use koas_review_schema::apply::OpOrigin;
 use koas_review_schema::apply::{ApplyOptions, ApplyOutcome};
 use koas_review_schema::change_id::ChangeId;
 use koas_review_schema::ledger::Actor;
