@@ -237,6 +237,22 @@ fn check_and_review_refuse_a_fifo_instead_of_waiting_forever() {
         assert_code(&out, 2, "FIFO");
         assert!(stderr(&out).contains("FIFO"), "{}", stderr(&out));
     }
+    // An ops file is read the same way, before anything is written.
+    s.write("doc.md", &document());
+    let child = s
+        .command(&["-q", "review", "doc.md", "--ops", "pipe.md"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("koas starts");
+    let out = finish(child, "koas review --ops FIFO");
+    assert_code(&out, 2, "ops file FIFO");
+    assert!(
+        stderr(&out).contains("the ops file pipe.md is a FIFO"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!s.path(".review").exists(), "nothing was created");
 }
 
 #[cfg(unix)]

@@ -73,7 +73,7 @@ pub fn human_size(bytes: u64) -> String {
 fn too_large(shown: &str, size: Option<u64>, limit: u64) -> anyhow::Error {
     let size = size.map_or_else(String::new, |s| format!("{}, ", human_size(s)));
     anyhow::anyhow!(
-        "{shown} is {size}over the limit of {} on documents; raise it with --max-doc-size SIZE or {MAX_DOC_SIZE_ENV}=SIZE (e.g. 1G)",
+        "{shown} is {size}over the limit of {} on documents and ops files; raise it with --max-doc-size SIZE or {MAX_DOC_SIZE_ENV}=SIZE (e.g. 1G)",
         human_size(limit)
     )
 }
@@ -127,7 +127,7 @@ pub fn read_document_bytes(
     let meta = std::fs::metadata(path).with_context(|| format!("cannot read {shown}"))?;
     if !meta.is_file() {
         bail!(
-            "{shown} is {}, not a document: koas reads documents from regular files (or standard input where a command takes -)",
+            "{shown} is {}, not a regular file: koas reads documents and ops files from regular files only (or from standard input where a command takes -)",
             kind_of(&meta)
         );
     }
@@ -150,7 +150,7 @@ pub fn read_document_bytes(
         .metadata()
         .with_context(|| format!("cannot read {shown}"))?;
     if !opened.is_file() {
-        bail!("{shown} is {}, not a document", kind_of(&opened));
+        bail!("{shown} is {}, not a regular file", kind_of(&opened));
     }
     let mut buf = Vec::with_capacity(usize::try_from(opened.len()).unwrap_or(0));
     file.take(limit.saturating_add(1))
