@@ -308,6 +308,83 @@ mod tests {
         assert_eq!(names.len(), 1, "{names:?}");
     }
 
+    #[cfg(unix)]
+    #[test]
+    fn replace_file_keeps_mode_owner_and_symbolic_links() {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("secret.md");
+        fs::write(&path, b"old").unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o640)).unwrap();
+        // Only root may give a file to another user: check the owner is
+        // kept where the process can set it.
+        let root = fs::metadata(dir.path()).unwrap().uid() == 0;
+        if root {
+            std::os::unix::fs::chown(&path, Some(1234), Some(1234)).unwrap();
+        }
+        assert_eq!(replace_file(&path, b"new").unwrap(), path);
+        let meta = fs::metadata(&path).unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"new");
+        assert_eq!(meta.permissions().mode() & 0o7777, 0o640);
+        if root {
+            assert_eq!((meta.uid(), meta.gid()), (1234, 1234));
+        }
+        let link = dir.path().join("link.md");
+        std::os::unix::fs::symlink("secret.md", &link).unwrap();
+        let written = replace_file(&link, b"through the link").unwrap();
+        assert_eq!(
+            fs::canonicalize(&written).unwrap(),
+            fs::canonicalize(&path).unwrap()
+        );
+        assert!(fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(fs::read(&path).unwrap(), b"through the link");
+        assert_eq!(
+            fs::metadata(&path).unwrap().permissions().mode() & 0o7777,
+            0o640
+        );
+        let names: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 2, "no temporary file left: {names:?}");
+        // A folder is not replaced.
+        let sub = dir.path().join("sub");
+        fs::create_dir(&sub).unwrap();
+        assert!(replace_file(&sub, b"x").is_err());
+    }
+
+    #[test]
+    fn stale_temporary_files_are_those_of_dead_processes() {
+        let dir = tempfile::tempdir().unwrap();
+        let dead = dir.path().join(".doc.md.tmp-999999999-3");
+        let other_doc = dir.path().join(".other.md.tmp-999999999-0");
+        // Pid 1 is alive: its file may be being written.
+        let live = dir.path().join(".doc.md.tmp-1-0");
+        let mine = dir
+            .path()
+            .join(format!(".doc.md.tmp-{}-0", std::process::id()));
+        let unrelated = dir.path().join(".doc.md.tmp-notes");
+        for p in [&dead, &other_doc, &live, &mine, &unrelated] {
+            fs::write(p, b"half").unwrap();
+        }
+        assert_eq!(
+            stale_temp_files(dir.path(), None),
+            vec![dead.clone(), other_doc.clone()]
+        );
+        assert_eq!(
+            stale_temp_files(dir.path(), Some("doc.md")),
+            vec![dead.clone()]
+        );
+        assert_eq!(
+            remove_stale_temp_files(dir.path(), Some("doc.md")),
+            vec![dead.clone()]
+        );
+        assert!(!dead.exists() && other_doc.exists() && live.exists() && mine.exists());
+    }
+
     #[test]
     fn batch_writes_every_file() {
         let dir = tempfile::tempdir().unwrap();
