@@ -12,7 +12,9 @@ mod review_common;
 
 mod check_cli;
 mod cli_snapshots;
+mod edit_plan;
 mod llm_host;
+mod pyramid;
 mod review_cli;
 mod review_crash;
 mod review_engine;

@@ -618,8 +618,7 @@ fn without_ops_the_deterministic_stages_run_and_the_report_says_so() {
     let out = s.koas(&["-q", "review", "controle_acces.md"]);
     assert_code(&out, 0, "no ops");
     assert!(
-        stdout(&out)
-            .contains("no ops given (no LLM planner yet): deterministic stages only, 0 changes"),
+        stdout(&out).contains("no model and no ops: deterministic stages only, 0 changes"),
         "{}",
         stdout(&out)
     );

@@ -36,7 +36,7 @@ const VERSION: &str = env!("CARGO_PKG_VERSION");
 pub const PREVIEW_NOTICE: &str = "Preview from a pipeline run: these changes are not recorded in any ledger and were not applied to the document. Record them with `koas review DOC --ops FILE`.";
 
 /// The notice of a report with no change and no workspace.
-pub const ORIGINAL_NOTICE: &str = "No ops were given (and there is no LLM planner yet): this report lists the deterministic Stage 2 findings and no change. Give edit ops with `koas review DOC --ops FILE`.";
+pub const ORIGINAL_NOTICE: &str = "No ops were given and no model proposed any: this report lists the deterministic Stage 2 findings and no change. Configure a model or give edit ops with `koas review DOC --ops FILE`.";
 
 fn file_name_of(path: &str) -> Option<String> {
     std::path::Path::new(path)

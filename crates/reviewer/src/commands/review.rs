@@ -11,9 +11,12 @@ use crate::common::{
     actor, clock, command_line, on_workspace, print_json, review_exit_codes, ReviewTarget,
     WorkspaceArgs, REFUSED,
 };
-use crate::pipeline::{self as passes, PassFailure, PassInputs, APPLY, REVERT, VIEWS};
+use crate::pipeline::{
+    self as passes, PassFailure, PassInputs, APPLY, EDIT_PLAN, PYRAMID, REVERT, VIEWS,
+};
 use anyhow::Context as _;
 use clap::Args;
+use koas_orchestrator::cli::run::LlmFlags;
 use koas_orchestrator::cli::{ExitStatus, Global};
 use koas_orchestrator::outln;
 use koas_review::edit_op::parse_ops_file;
@@ -27,16 +30,20 @@ use std::path::PathBuf;
 #[derive(Debug, Args)]
 #[command(after_help = concat!("\
 Examples:
-  koas review spec.md                       # deterministic stages only: findings, no change
+  koas review spec.md                       # with the model of koas.toml's [llm]; else findings only
+  koas review spec.md --llm-backend openai --llm-endpoint http://127.0.0.1:8080 --llm-model m --llm-max-in-flight 4
+  koas review spec.md --no-llm              # deterministic stages only: findings, no change
   koas review spec.md --ops ops.json        # apply edit ops (the EditOp schema; missing fields get defaults)
   koas review spec.md --ops ops.json --strict --in-place
   koas review spec.md -w /tmp/ws --json
 
-Where ops come from: until an LLM planner exists, from --ops (a JSON array of
-edit ops, or an object with an \"ops\" array). Ops address the lines of the
-workspace's current document (the original on a first review). Every op is
-normalized and validated; rejected ops are listed with their reason and in
-stage3/apply_log.jsonl, and the rest are applied.
+Where ops come from: the model (md_edit_plan reviews every chunk, with the
+document's summary from md_pyramid as context), or --ops (a JSON array of
+edit ops, or an object with an \"ops\" array), which replaces the model's
+plan. Ops address the lines of the workspace's current document (the
+original on a first review). Every op is normalized and validated; rejected
+ops are listed with their reason and in stage3/apply_log.jsonl, and the rest
+are applied.
 
 Workspace (.review/<stem>_<hash12>/ next to DOC unless -w): stage1/, stage2/,
 stage3/doc.edited.md, stage3/doc.REVIEWED.md, stage3/apply_log.jsonl,
@@ -69,6 +76,25 @@ pub struct ReviewArgs {
     /// (configs/reviewer.toml); its [inputs] doc is replaced by DOC.
     #[arg(long, value_name = "FILE")]
     pub pipeline: Option<PathBuf>,
+
+    /// The model, overriding the [llm] table of koas.toml (found upward
+    /// from DOC) and of the pipeline.
+    #[command(flatten)]
+    pub llm: LlmFlags,
+
+    /// Use no model even if one is configured: the LLM kernels write
+    /// empty results marked skipped, the deterministic stages run.
+    #[arg(long)]
+    pub no_llm: bool,
+
+    /// Do not build the document summary (md_pyramid).
+    #[arg(long)]
+    pub skip_pyramid: bool,
+
+    /// A second model that checks each chunk's ops: it accepts, corrects
+    /// or rejects them (a rejected chunk is asked once more, carefully).
+    #[arg(long, value_name = "MODEL")]
+    pub tutor_model: Option<String>,
 }
 
 pub fn execute(global: &Global, args: ReviewArgs) -> anyhow::Result<ExitStatus> {
@@ -111,6 +137,49 @@ fn review(global: &Global, args: &ReviewArgs, target: &ReviewTarget) -> anyhow::
     let mut pipeline = passes::load(args.pipeline.as_deref(), workspace.root(), inputs)?;
     passes::require(&pipeline, APPLY, "applies the ops")?;
     passes::set_config(&mut pipeline, APPLY, "strict", Value::Bool(args.strict));
+    let skip_pyramid = if args.no_llm {
+        Some("--no-llm")
+    } else if args.skip_pyramid {
+        Some("--skip-pyramid")
+    } else {
+        None
+    };
+    if let Some(reason) = skip_pyramid {
+        passes::set_config(&mut pipeline, PYRAMID, "skip", Value::Bool(true));
+        passes::set_config(&mut pipeline, PYRAMID, "skip_reason", json!(reason));
+    }
+    let llm = passes::review_llm(
+        &pipeline,
+        &target.doc_path,
+        &args.llm,
+        args.tutor_model.as_deref(),
+        args.no_llm,
+        global.quiet,
+    )?;
+    // Ops from a file replace the model's plan.
+    let skip_plan = if args.no_llm {
+        Some("--no-llm")
+    } else if args.ops.is_some() {
+        Some("--ops given")
+    } else {
+        None
+    };
+    if let Some(reason) = skip_plan {
+        passes::set_config(&mut pipeline, EDIT_PLAN, "skip", Value::Bool(true));
+        passes::set_config(&mut pipeline, EDIT_PLAN, "skip_reason", json!(reason));
+    }
+    if let Some(llm) = &llm {
+        if let Some(tutor) = &llm.tutor_model {
+            passes::set_config(&mut pipeline, EDIT_PLAN, "tutor_model", json!(tutor));
+        }
+        // One batch keeps every slot of the server busy.
+        passes::set_config(
+            &mut pipeline,
+            EDIT_PLAN,
+            "batch_size",
+            json!(llm.max_in_flight.max(8)),
+        );
+    }
     let discovery = passes::discover(global, &pipeline);
 
     // Planning pass.
@@ -131,12 +200,18 @@ fn review(global: &Global, args: &ReviewArgs, target: &ReviewTarget) -> anyhow::
         serde_json::to_value(&state)?,
     );
     pass.host_written.insert(names::EDITED_DOC.to_owned());
+    let has_llm = llm.is_some();
+    pass.llm = llm;
+    pass.previous_fallback = passes::earlier_outputs(workspace.root(), &[PYRAMID, EDIT_PLAN]);
+    let started = std::time::Instant::now();
     let (_, result) = passes::run_pass(global, &planning, &discovery, pass)?;
     let planned = match result {
         Ok(outcome) => outcome,
         Err(failure) => return Ok(report_failure(failure, "nothing was recorded")),
     };
     let outcome: ApplyOutcome = passes::parse_output(&planned.record, APPLY, names::APPLY_OUTCOME)?;
+    // What the model's kernels did, shown when a model was configured.
+    let model = has_llm.then(|| ModelReport::of(&planned.record, started.elapsed()));
     if passes::interrupted() {
         eprintln!("koas: interrupted before the changes were recorded; nothing was recorded");
         return Ok(ExitStatus::Interrupted);
@@ -157,9 +232,9 @@ fn review(global: &Global, args: &ReviewArgs, target: &ReviewTarget) -> anyhow::
         .with_context(|| format!("recording the review in {}", workspace.root().display()))?;
 
     // Views.
-    let no_ops = args.ops.is_none();
+    let no_ops = args.ops.is_none() && !has_llm;
     let notice = no_ops.then(|| {
-        "No ops were given (and there is no LLM planner yet): the deterministic stages ran and no change was made. Give edit ops with `koas review DOC --ops FILE`.".to_owned()
+        "No model is configured and no ops were given: the deterministic stages ran and no change was made. Configure a model (an [llm] table in koas.toml, or --llm-backend/--llm-endpoint/--llm-model) or give edit ops with `koas review DOC --ops FILE`.".to_owned()
     });
     let views = match passes::run_views(global, &pipeline, &discovery, &run, notice) {
         Ok(views) => views,
@@ -176,7 +251,7 @@ fn review(global: &Global, args: &ReviewArgs, target: &ReviewTarget) -> anyhow::
     }
     let report = views.report.clone();
     drop(run);
-    print_outcome(args, target, &committed, report, no_ops)?;
+    print_outcome(args, target, &committed, report, no_ops, model)?;
     Ok(ExitStatus::Success)
 }
 
@@ -199,6 +274,7 @@ fn print_outcome(
     out: &ReviewOutcome,
     report: Option<PathBuf>,
     no_ops: bool,
+    model: Option<ModelReport>,
 ) -> anyhow::Result<()> {
     let ws = target.root();
     let applied: Vec<String> = out
@@ -211,7 +287,7 @@ fn print_outcome(
     let flagged = out.batch.applied.len() - applied.len();
     let rejected = out.batch.rejected.len();
     let summary = if no_ops {
-        "no ops given (no LLM planner yet): deterministic stages only, 0 changes".to_owned()
+        "no model and no ops: deterministic stages only, 0 changes".to_owned()
     } else {
         format!(
             "{} ops: {} applied, {flagged} flagged, {rejected} rejected",
@@ -229,10 +305,31 @@ fn print_outcome(
             map.insert("annotated".into(), json!(ws.join(paths::REVIEWED_DOC)));
             map.insert("edited".into(), json!(ws.join(paths::EDITED_DOC)));
             map.insert("in_place".into(), json!(args.in_place));
+            if let Some(model) = &model {
+                map.insert("model".into(), serde_json::to_value(model)?);
+            }
         }
         return print_json(&value);
     }
     outln!("koas review: {}: {summary}", target.doc_name)?;
+    if let Some(model) = &model {
+        if let Some(p) = &model.pyramid {
+            outln!("  pyramid:   {p}")?;
+        }
+        if let Some(p) = &model.edit_plan {
+            outln!("  edit plan: {p}")?;
+        }
+        outln!(
+            "  model:     {} calls ({} answered from the cache), {} tokens, {:.1} s",
+            model.calls,
+            model.cached_calls,
+            model.tokens,
+            model.seconds
+        )?;
+        if let Some(reason) = &model.stopped {
+            outln!("  the model was stopped early: {reason}")?;
+        }
+    }
     if let Some(recovery) = &out.recovery {
         let ids: Vec<String> = recovery
             .rolled_forward
@@ -278,4 +375,58 @@ fn print_outcome(
         outln!("replaced:  {}", target.doc_path.display())?;
     }
     Ok(())
+}
+
+/// What the model did during a review, for the summary.
+#[derive(Debug, serde::Serialize)]
+struct ModelReport {
+    /// `md_pyramid`'s one-line summary.
+    pyramid: Option<String>,
+    /// `md_edit_plan`'s one-line summary.
+    edit_plan: Option<String>,
+    /// Requests sent to the server.
+    calls: u64,
+    /// Requests answered from the response cache.
+    cached_calls: u64,
+    /// Tokens used (prompt and completion).
+    tokens: u64,
+    /// Why the service stopped asking, if it did (budget spent, server gone).
+    stopped: Option<String>,
+    /// Wall time of the planning pass.
+    seconds: f64,
+}
+
+impl ModelReport {
+    fn of(record: &koas_orchestrator::run_record::RunRecord, took: std::time::Duration) -> Self {
+        let summary = |k: &str| {
+            record.kernel(k).map(|k| {
+                k.error
+                    .clone()
+                    .or_else(|| k.skipped_reason.clone())
+                    .unwrap_or_else(|| k.summary.clone())
+            })
+        };
+        let session = record.llm_session.as_ref();
+        let number = |pointer: &str| {
+            session
+                .and_then(|s| s.pointer(pointer))
+                .and_then(Value::as_u64)
+                .unwrap_or(0)
+        };
+        ModelReport {
+            pyramid: summary(PYRAMID),
+            edit_plan: summary(EDIT_PLAN),
+            calls: number("/calls/backend"),
+            cached_calls: number("/calls/cache"),
+            tokens: number("/tokens_used"),
+            stopped: session
+                .and_then(|s| s.get("abort_reason"))
+                .filter(|r| !r.is_null())
+                .map(|r| match r.as_str() {
+                    Some(s) => s.to_owned(),
+                    None => r.to_string(),
+                }),
+            seconds: took.as_secs_f64(),
+        }
+    }
 }

@@ -1,0 +1,146 @@
+//! `koas review DOC` with a model: the pyramid, then `md_edit_plan` asks a
+//! scripted loopback model for ops, and the ops it proposes are applied,
+//! recorded in the ledger and revertible, whatever line numbers it gave.
+
+use crate::review_common::{assert_code, stderr, stdout, Scratch};
+use koas_test_support::model::{ModelAnswer, ModelRequest, ScriptedModel};
+use serde_json::Value;
+use std::time::Duration;
+
+const DOC: &str = "# Retention policy\n\nThis policy sets how long records are kept.\n\n## Scope\n\nThe policy aplies to every payment record.\n\n## Rules\n\nRecords are kept for ten years.\n\nThe archive is reviewed each year.\n";
+
+/// Pyramid requests get a summary; review requests get `ops` for the chunk
+/// holding `needle`, and an empty plan otherwise.
+fn model(needle: &'static str, ops: &'static str, delay: Duration) -> ScriptedModel {
+    ScriptedModel::start(move |r: &ModelRequest| {
+        if !r.prompt.contains("BEGIN_EDIT_OPS") {
+            return ModelAnswer::after(delay, "The section states a retention rule.");
+        }
+        if r.prompt.contains(needle) {
+            ModelAnswer::after(delay, format!("BEGIN_EDIT_OPS\n{ops}\nEND_EDIT_OPS"))
+        } else {
+            ModelAnswer::after(delay, "BEGIN_EDIT_OPS\n[]\nEND_EDIT_OPS")
+        }
+    })
+}
+
+fn flags(model: &ScriptedModel, in_flight: usize) -> Vec<String> {
+    vec![
+        "--llm-backend".into(),
+        "openai".into(),
+        "--llm-endpoint".into(),
+        model.url(),
+        "--llm-model".into(),
+        "scripted".into(),
+        "--llm-max-in-flight".into(),
+        in_flight.to_string(),
+    ]
+}
+
+fn review_json(s: &Scratch, extra: &[String]) -> (std::process::Output, Value) {
+    let mut args: Vec<&str> = vec!["review", "doc.md"];
+    args.extend(extra.iter().map(String::as_str));
+    s.koas_json(&args)
+}
+
+#[test]
+fn a_models_typo_fix_with_a_wrong_line_number_is_applied_recorded_and_revertible() {
+    let s = Scratch::new();
+    s.write("doc.md", DOC);
+    // The model gives line 3 (relative to nothing): the text decides.
+    let m = model(
+        "aplies",
+        r#"[{"action": "replace", "line": 3, "before_text": "aplies", "after_text": "applies", "kind": "typo", "severity": "minor", "rationale": "spelling"}]"#,
+        Duration::ZERO,
+    );
+    let (out, v) = review_json(&s, &flags(&m, 2));
+    assert_code(&out, 0, "review with a model");
+    assert_eq!(v["total_changes"], 1, "{v}\n{}", stderr(&out));
+    let edited = std::fs::read_to_string(s.workspace().join("stage3/doc.edited.md"))
+        .expect("edited document");
+    assert!(
+        edited.contains("The policy applies to every payment record."),
+        "{edited}"
+    );
+    assert_eq!(edited.lines().count(), DOC.lines().count());
+    let model_report = &v["model"];
+    assert!(
+        model_report["calls"].as_u64().unwrap_or(0) > 0,
+        "{model_report}"
+    );
+    assert!(
+        model_report["edit_plan"]
+            .as_str()
+            .is_some_and(|t| !t.contains("skipped")),
+        "{model_report}"
+    );
+    let ledger =
+        std::fs::read_to_string(s.workspace().join("review/ledger.jsonl")).expect("ledger");
+    assert_eq!(ledger.lines().count(), 1, "{ledger}");
+    let id = serde_json::from_str::<Value>(ledger.lines().next().unwrap_or("{}"))
+        .ok()
+        .and_then(|e| e["id"].as_str().map(str::to_owned))
+        .unwrap_or_else(|| panic!("a change id in {ledger}"));
+    assert!(id.starts_with("RVW-"), "{id}");
+
+    let out = s.koas(&["-q", "revert", "doc.md", &id]);
+    assert_code(&out, 0, "revert the model's change");
+
+    // Unchanged document, same model: not one more request.
+    let calls = m.calls();
+    let (out, _) = review_json(&s, &flags(&m, 2));
+    assert_code(&out, 0, "second review");
+    assert_eq!(m.calls(), calls, "{}", stdout(&out));
+}
+
+#[test]
+fn text_the_model_invented_is_not_applied() {
+    let s = Scratch::new();
+    s.write("doc.md", DOC);
+    let m = model(
+        "aplies",
+        r#"[{"action": "replace", "line": 7, "before_text": "the policy covers nothing", "after_text": "x", "kind": "typo", "severity": "minor"}]"#,
+        Duration::ZERO,
+    );
+    let (out, v) = review_json(&s, &flags(&m, 2));
+    assert_code(&out, 0, "review");
+    assert_eq!(v["total_changes"], 0, "{v}");
+    assert_eq!(
+        std::fs::read_to_string(s.workspace().join("stage3/doc.edited.md")).expect("edited"),
+        DOC
+    );
+}
+
+#[test]
+fn chunks_are_reviewed_concurrently_and_ops_do_not_replace_the_plan_with_no_llm() {
+    let s = Scratch::new();
+    let mut doc = String::from("# Manual\n\nIntro.\n\n");
+    for i in 1..=8 {
+        doc.push_str(&format!(
+            "## Step {i}\n\nStep {i} is done by the operator.\n\n"
+        ));
+    }
+    s.write("doc.md", &doc);
+    let m = model("never-present", "[]", Duration::from_millis(150));
+    let (out, _) = review_json(&s, &flags(&m, 4));
+    assert_code(&out, 0, "review");
+    assert_eq!(m.peak_in_flight(), 4);
+    let plan: Value = serde_json::from_slice(
+        &std::fs::read(s.workspace().join("stage2/edit_plan.json")).expect("edit_plan.json"),
+    )
+    .expect("parses");
+    assert_eq!(plan["status"], "complete", "{plan}");
+    let status = std::fs::read_to_string(s.workspace().join("stage2/ops/status.jsonl"))
+        .expect("status.jsonl");
+    assert!(status.lines().count() >= 8, "{status}");
+
+    let fresh = Scratch::new();
+    fresh.write("doc.md", &doc);
+    let before = m.calls();
+    let mut args = flags(&m, 4);
+    args.push("--no-llm".into());
+    let (out, v) = review_json(&fresh, &args);
+    assert_code(&out, 0, "--no-llm");
+    assert_eq!(m.calls(), before, "--no-llm asks nothing");
+    assert!(v.get("model").is_none(), "{v}");
+}
