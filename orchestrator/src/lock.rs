@@ -62,6 +62,13 @@ pub enum LockError {
         /// The holder record read from the lock file.
         holder: Box<LockHolder>,
     },
+    /// Another run holds the lock and has not written its record yet (it
+    /// is starting).
+    #[error("workspace {workspace} is in use by another koas run that is just starting; wait for it to finish")]
+    Starting {
+        /// The workspace folder that is locked.
+        workspace: PathBuf,
+    },
     /// A lock file exists but cannot be read.
     #[error("workspace {workspace} has a lock file {lock} that cannot be read ({reason}); if no koas run is active on this workspace, delete it")]
     Unreadable {
@@ -275,15 +282,10 @@ pub fn acquire_lock(
                     lock: lock.clone(),
                     holder: Box::new(existing),
                 },
-                Some(Err(reason)) => LockError::Unreadable {
+                // The holder has the `flock` but its record is empty or
+                // half written: it is writing it now.
+                Some(Err(_)) | None => LockError::Starting {
                     workspace: workspace.to_owned(),
-                    lock: lock.clone(),
-                    reason,
-                },
-                None => LockError::Unreadable {
-                    workspace: workspace.to_owned(),
-                    lock: lock.clone(),
-                    reason: "another run holds it and has not written its record yet".into(),
                 },
             });
         }
@@ -421,6 +423,11 @@ mod tests {
             acquire_lock(dir.path(), "x", "t"),
             Err(LockError::Held { .. })
         ));
+        // A holder that has not written its record yet is still a holder.
+        fs::write(dir.path().join(".lock"), b"").unwrap();
+        let err = acquire_lock(dir.path(), "x", "t").unwrap_err();
+        assert!(matches!(err, LockError::Starting { .. }), "{err}");
+        assert!(err.to_string().contains("is in use by"), "{err}");
         drop(first);
         assert_eq!(lock_state(dir.path()), LockState::Free);
     }

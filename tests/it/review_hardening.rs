@@ -497,3 +497,43 @@ fn ctrl_c_at_any_moment_ends_with_130_or_success_and_leaves_no_lock() {
         );
     }
 }
+
+#[test]
+fn concurrent_reviews_pass_the_lock_one_at_a_time() {
+    let s = Scratch::new();
+    s.write("doc.md", &document());
+    // A flag is recorded whatever the document's current state: every
+    // review that gets the lock adds exactly one ledger entry.
+    write_ops(
+        &s,
+        "ops.json",
+        json!([{"action": "flag_only", "target": {"line_start": 5}, "rationale": "check"}]),
+    );
+    assert_code(&s.koas(&["-q", "review", "doc.md", "-w", "ws"]), 0, "first");
+    let mut recorded = 0;
+    for round in 0..3 {
+        let children: Vec<_> = (0..8)
+            .map(|_| {
+                s.command(&["-q", "review", "doc.md", "--ops", "ops.json", "-w", "ws"])
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .expect("koas starts")
+            })
+            .collect();
+        for child in children {
+            let out = finish(child, "concurrent review");
+            match out.status.code() {
+                Some(0) => recorded += 1,
+                Some(2) => assert!(stderr(&out).contains("is in use by"), "{}", stderr(&out)),
+                other => panic!("round {round}: exit {other:?}: {}", stderr(&out)),
+            }
+        }
+    }
+    assert!(recorded >= 3, "at least one review per round got the lock");
+    let ledger = std::fs::read_to_string(s.path("ws/review/ledger.jsonl")).expect("ledger");
+    assert_eq!(ledger.lines().count(), recorded, "{ledger}");
+    let (_, v) = s.koas_json(&["status", "doc.md", "-w", "ws"]);
+    assert_eq!(v["status"], "ok", "{v:#}");
+    assert!(!s.path("ws/.lock").exists());
+}
