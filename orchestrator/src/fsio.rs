@@ -76,11 +76,51 @@ pub fn fsync_dir(dir: &Path) -> Result<(), FsError> {
 }
 
 fn write_temp_and_rename(path: &Path, bytes: &[u8], fsync_file: bool) -> Result<(), FsError> {
+    write_temp_and_rename_as(path, bytes, fsync_file, None)
+}
+
+/// Writes `bytes` to a temporary file next to `path` and renames it over
+/// `path`; with `like`, the file gets that file's permissions (and owner,
+/// where the process may set it) before it replaces anything.
+fn write_temp_and_rename_as(
+    path: &Path,
+    bytes: &[u8],
+    fsync_file: bool,
+    like: Option<&fs::Metadata>,
+) -> Result<(), FsError> {
     let temp = temp_path_for(path);
     let result = (|| {
-        let mut file = File::create(&temp).map_err(|e| FsError::new("create", &temp, e))?;
+        let mut options = OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        {
+            // Owner-only until the final permissions are set: the bytes
+            // may be a private document's.
+            use std::os::unix::fs::OpenOptionsExt;
+            options.mode(if like.is_some() { 0o600 } else { 0o666 });
+        }
+        let mut file = match options.open(&temp) {
+            // Left by a killed process that had the same pid.
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                let _ = fs::remove_file(&temp);
+                options.open(&temp)
+            }
+            other => other,
+        }
+        .map_err(|e| FsError::new("create", &temp, e))?;
         file.write_all(bytes)
             .map_err(|e| FsError::new("write", &temp, e))?;
+        if let Some(meta) = like {
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::MetadataExt;
+                // Best effort: only root may give a file to another user;
+                // the group may be kept when the user belongs to it.
+                let _ = std::os::unix::fs::fchown(&file, Some(meta.uid()), Some(meta.gid()));
+            }
+            file.set_permissions(meta.permissions())
+                .map_err(|e| FsError::new("set the permissions of", &temp, e))?;
+        }
         if fsync_file {
             file.sync_all()
                 .map_err(|e| FsError::new("fsync", &temp, e))?;
@@ -91,6 +131,99 @@ fn write_temp_and_rename(path: &Path, bytes: &[u8], fsync_file: bool) -> Result<
         let _ = fs::remove_file(&temp);
     }
     result
+}
+
+/// Replaces a user's file with `bytes`, atomically and durably, keeping
+/// what makes it that file: through a symbolic link, the link's target is
+/// replaced and the link kept; the file keeps its permissions and, where
+/// the process may set them, its owner and group. Returns the path that
+/// was written (the link's target for a link).
+pub fn replace_file(path: &Path, bytes: &[u8]) -> Result<PathBuf, FsError> {
+    let target = if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        fs::canonicalize(path).map_err(|e| FsError::new("follow the link", path, e))?
+    } else {
+        path.to_owned()
+    };
+    let meta = match fs::metadata(&target) {
+        Ok(meta) if meta.is_file() => Some(meta),
+        Ok(_) => {
+            return Err(FsError::new(
+                "replace",
+                &target,
+                io::Error::other("it is not a regular file"),
+            ))
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Err(e) => return Err(FsError::new("read the permissions of", &target, e)),
+    };
+    write_temp_and_rename_as(&target, bytes, true, meta.as_ref())?;
+    fsync_dir(&parent_of(&target))?;
+    Ok(target)
+}
+
+/// Temporary files ([`atomic_write`]'s `.NAME.tmp-PID-N`) in `dir` whose
+/// writing process is gone: left by a run that was killed. With `name`,
+/// only those of the file called `name`.
+pub fn stale_temp_files(dir: &Path, name: Option<&str>) -> Vec<PathBuf> {
+    let Ok(read) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let me = std::process::id();
+    let mut found: Vec<PathBuf> = read
+        .filter_map(Result::ok)
+        .filter_map(|entry| {
+            let file_name = entry.file_name().to_string_lossy().into_owned();
+            let rest = file_name.strip_prefix('.')?;
+            let (base, tail) = rest.rsplit_once(".tmp-")?;
+            let (pid, n) = tail.split_once('-')?;
+            let pid: u32 = pid.parse().ok()?;
+            n.parse::<u64>().ok()?;
+            let wanted = name.map_or(true, |name| name == base);
+            let gone = pid != me && !crate::lock::pid_alive(pid);
+            (wanted && gone && entry.file_type().is_ok_and(|t| t.is_file())).then(|| entry.path())
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+/// Removes [`stale_temp_files`] of `dir`; returns those removed.
+pub fn remove_stale_temp_files(dir: &Path, name: Option<&str>) -> Vec<PathBuf> {
+    stale_temp_files(dir, name)
+        .into_iter()
+        .filter(|p| fs::remove_file(p).is_ok())
+        .collect()
+}
+
+/// Makes every file and folder this process creates from now on no more
+/// permissive than `mode` (a file's permission bits): group and others
+/// lose the access `mode` denies them. A review workspace holds copies of
+/// its document, which must stay as private as the document.
+pub fn restrict_new_files_to(mode: u32) {
+    #[cfg(unix)]
+    {
+        let mut mask: libc::mode_t = 0;
+        for (read, class) in [(0o040, 0o070), (0o004, 0o007)] {
+            if mode & read == 0 {
+                mask |= class;
+            }
+        }
+        for (write, bit) in [(0o020, 0o020), (0o002, 0o002)] {
+            if mode & write == 0 {
+                mask |= bit;
+            }
+        }
+        // SAFETY: umask only swaps the process's file creation mask; it
+        // takes and returns plain integers and cannot fail. It is called
+        // twice to read the current mask, which is kept and widened.
+        #[allow(unsafe_code)]
+        unsafe {
+            let current = libc::umask(0o077);
+            libc::umask(current | mask);
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = mode;
 }
 
 /// Writes `bytes` to `path` atomically and durably, creating missing
@@ -173,6 +306,83 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names.len(), 1, "{names:?}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn replace_file_keeps_mode_owner_and_symbolic_links() {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("secret.md");
+        fs::write(&path, b"old").unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o640)).unwrap();
+        // Only root may give a file to another user: check the owner is
+        // kept where the process can set it.
+        let root = fs::metadata(dir.path()).unwrap().uid() == 0;
+        if root {
+            std::os::unix::fs::chown(&path, Some(1234), Some(1234)).unwrap();
+        }
+        assert_eq!(replace_file(&path, b"new").unwrap(), path);
+        let meta = fs::metadata(&path).unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"new");
+        assert_eq!(meta.permissions().mode() & 0o7777, 0o640);
+        if root {
+            assert_eq!((meta.uid(), meta.gid()), (1234, 1234));
+        }
+        let link = dir.path().join("link.md");
+        std::os::unix::fs::symlink("secret.md", &link).unwrap();
+        let written = replace_file(&link, b"through the link").unwrap();
+        assert_eq!(
+            fs::canonicalize(&written).unwrap(),
+            fs::canonicalize(&path).unwrap()
+        );
+        assert!(fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(fs::read(&path).unwrap(), b"through the link");
+        assert_eq!(
+            fs::metadata(&path).unwrap().permissions().mode() & 0o7777,
+            0o640
+        );
+        let names: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 2, "no temporary file left: {names:?}");
+        // A folder is not replaced.
+        let sub = dir.path().join("sub");
+        fs::create_dir(&sub).unwrap();
+        assert!(replace_file(&sub, b"x").is_err());
+    }
+
+    #[test]
+    fn stale_temporary_files_are_those_of_dead_processes() {
+        let dir = tempfile::tempdir().unwrap();
+        let dead = dir.path().join(".doc.md.tmp-999999999-3");
+        let other_doc = dir.path().join(".other.md.tmp-999999999-0");
+        // Pid 1 is alive: its file may be being written.
+        let live = dir.path().join(".doc.md.tmp-1-0");
+        let mine = dir
+            .path()
+            .join(format!(".doc.md.tmp-{}-0", std::process::id()));
+        let unrelated = dir.path().join(".doc.md.tmp-notes");
+        for p in [&dead, &other_doc, &live, &mine, &unrelated] {
+            fs::write(p, b"half").unwrap();
+        }
+        assert_eq!(
+            stale_temp_files(dir.path(), None),
+            vec![dead.clone(), other_doc.clone()]
+        );
+        assert_eq!(
+            stale_temp_files(dir.path(), Some("doc.md")),
+            vec![dead.clone()]
+        );
+        assert_eq!(
+            remove_stale_temp_files(dir.path(), Some("doc.md")),
+            vec![dead.clone()]
+        );
+        assert!(!dead.exists() && other_doc.exists() && live.exists() && mine.exists());
     }
 
     #[test]

@@ -1,22 +1,27 @@
 //! The workspace lock: one run per workspace at a time.
 //!
-//! `<workspace>/.lock` holds the holder's pid, host, command and start
-//! time. It is created complete (written to a temporary file, then
-//! hard-linked to the lock name, which fails if the lock exists), so a
-//! crash never leaves a half-written lock. A second run is refused with a
-//! message naming the holder. A lock whose holder is on this host and whose
-//! pid no longer exists is stale: it is removed and taken over (the new
-//! holder's [`LockGuard::took_over`] says so). A lock from another host is
-//! never taken over automatically.
+//! `<workspace>/.lock` is held with an exclusive `flock` for the whole
+//! run, and holds the holder's pid, host, command and start time for
+//! messages. The operating system decides who holds it, so a takeover is
+//! race-free: a process that dies (even by SIGKILL) releases its `flock`
+//! with it, and the next run takes the lock over, saying whose record it
+//! found ([`LockGuard::took_over`]). Nothing is removed to take a lock;
+//! the file is removed only by its holder when it releases it, and a run
+//! that locked a file which was removed meanwhile opens the new one
+//! instead. A record left by a holder that is still alive on this host
+//! without holding the `flock` (a koas from before `flock`) or by a holder
+//! on another host is respected: the run is refused, naming it.
 
-use std::fs::{self, File};
-use std::io::{self, Write};
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Seek, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
+use fs4::fs_std::FileExt;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::fsio::{fsync_dir, temp_path_for, FsError};
+use crate::fsio::{fsync_dir, FsError};
 
 /// Who holds a workspace lock.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -57,6 +62,13 @@ pub enum LockError {
         /// The holder record read from the lock file.
         holder: Box<LockHolder>,
     },
+    /// Another run holds the lock and has not written its record yet (it
+    /// is starting).
+    #[error("workspace {workspace} is in use by another koas run that is just starting; wait for it to finish")]
+    Starting {
+        /// The workspace folder that is locked.
+        workspace: PathBuf,
+    },
     /// A lock file exists but cannot be read.
     #[error("workspace {workspace} has a lock file {lock} that cannot be read ({reason}); if no koas run is active on this workspace, delete it")]
     Unreadable {
@@ -77,6 +89,8 @@ pub enum LockError {
 #[derive(Debug)]
 pub struct LockGuard {
     path: PathBuf,
+    /// The open lock file: its `flock` is the lock.
+    file: File,
     holder: LockHolder,
     took_over: Option<LockHolder>,
 }
@@ -95,10 +109,61 @@ impl LockGuard {
 
 impl Drop for LockGuard {
     fn drop(&mut self) {
-        // Only remove the lock if it is still ours.
-        if read_holder(&self.path).is_ok_and(|h| h == self.holder) {
+        let mut held = held();
+        // Removed while still locked, so no other run can lock this file
+        // in between; the `flock` goes with the file handle.
+        if same_file(&self.file, &self.path) {
             let _ = fs::remove_file(&self.path);
         }
+        held.retain(|p| p != &self.path);
+    }
+}
+
+/// Lock files this process holds, so that an exit that skips destructors
+/// (Ctrl-C) can still remove them. Taking a lock and releasing one happen
+/// with this list locked, so such an exit, which locks it too, waits for
+/// them to finish: it never leaves a lock file between its creation and
+/// its registration here.
+static HELD: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+fn held() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+    // A panic while the list was locked leaves it usable: it is only
+    // pushed to and filtered.
+    HELD.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Removes the lock files this process holds, for an exit that will not
+/// run destructors. Their `flock`s end with the process. Waits for a lock
+/// being taken or released by another thread to be done.
+pub fn release_all_on_exit() {
+    let held = held();
+    let me = std::process::id();
+    for path in held.iter() {
+        if read_holder(path).is_ok_and(|h| h.pid == me) {
+            let _ = fs::remove_file(path);
+        }
+    }
+    // Keep the list locked until the process exits, so no other thread
+    // takes a lock meanwhile.
+    std::mem::forget(held);
+}
+
+/// True when `path` names the file `file` has open (not a file created
+/// after it was removed).
+fn same_file(file: &File, path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        match (file.metadata(), fs::metadata(path)) {
+            (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+            _ => false,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = file;
+        path.exists()
     }
 }
 
@@ -136,6 +201,53 @@ fn read_holder(path: &Path) -> Result<LockHolder, String> {
     serde_json::from_str(&text).map_err(|e| e.to_string())
 }
 
+/// The holder record in an open lock file: `None` when it is empty (a
+/// released lock, or a holder that died before writing it), else the
+/// record or why it does not parse.
+fn record_in(file: &mut File) -> Option<Result<LockHolder, String>> {
+    let mut text = String::new();
+    if let Err(e) = file
+        .seek(io::SeekFrom::Start(0))
+        .and_then(|_| file.read_to_string(&mut text))
+    {
+        return Some(Err(e.to_string()));
+    }
+    if text.trim().is_empty() {
+        return None;
+    }
+    Some(serde_json::from_str(&text).map_err(|e| e.to_string()))
+}
+
+/// What `koas status` shows about a workspace's lock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LockState {
+    /// No lock file, or an empty one.
+    Free,
+    /// A run holds it.
+    Held(LockHolder),
+    /// A record left by a holder that is gone (killed): the next run takes
+    /// the lock over.
+    Stale(LockHolder),
+}
+
+/// Who holds the lock of `workspace`, without taking it: the record's
+/// holder when it is alive (or on another host, where that cannot be
+/// checked), a stale record when its process is gone.
+pub fn lock_state(workspace: &Path) -> LockState {
+    match read_holder(&workspace.join(".lock")) {
+        Err(_) => LockState::Free,
+        Ok(holder) if holder.hostname != hostname() || pid_alive(holder.pid) => {
+            LockState::Held(holder)
+        }
+        Ok(holder) => LockState::Stale(holder),
+    }
+}
+
+/// How many times a lock file that was removed while it was being locked
+/// is opened again before giving up (each retry means another run
+/// released the lock at that moment).
+const REOPEN_ATTEMPTS: usize = 64;
+
 /// Takes the lock of `workspace` for `command`.
 pub fn acquire_lock(
     workspace: &Path,
@@ -151,53 +263,75 @@ pub fn acquire_lock(
     };
     let body = serde_json::to_vec_pretty(&holder)
         .map_err(|e| FsError::new("serialize the holder of", &lock, io::Error::other(e)))?;
-    let temp = temp_path_for(&lock);
-    {
-        let mut file = File::create(&temp).map_err(|e| FsError::new("create", &temp, e))?;
-        file.write_all(&body)
-            .map_err(|e| FsError::new("write", &temp, e))?;
-        file.sync_all()
-            .map_err(|e| FsError::new("fsync", &temp, e))?;
-    }
-    let mut took_over = None;
-    let result = loop {
-        match fs::hard_link(&temp, &lock) {
-            Ok(()) => break Ok(()),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => match read_holder(&lock) {
-                Ok(existing) => {
-                    let stale = took_over.is_none()
-                        && existing.hostname == holder.hostname
-                        && !pid_alive(existing.pid);
-                    if stale {
-                        let _ = fs::remove_file(&lock);
-                        took_over = Some(existing);
-                        continue;
-                    }
-                    break Err(LockError::Held {
+    for _ in 0..REOPEN_ATTEMPTS {
+        let mut held = held();
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&lock)
+            .map_err(|e| FsError::new("open lock", &lock, e))?;
+        let locked = file
+            .try_lock_exclusive()
+            .map_err(|e| FsError::new("lock", &lock, e))?;
+        if !locked {
+            return Err(match record_in(&mut file) {
+                Some(Ok(existing)) => LockError::Held {
+                    workspace: workspace.to_owned(),
+                    lock: lock.clone(),
+                    holder: Box::new(existing),
+                },
+                // The holder has the `flock` but its record is empty or
+                // half written: it is writing it now.
+                Some(Err(_)) | None => LockError::Starting {
+                    workspace: workspace.to_owned(),
+                },
+            });
+        }
+        if !same_file(&file, &lock) {
+            // The holder released (removed) it while we opened it.
+            continue;
+        }
+        let took_over = match record_in(&mut file) {
+            None => None,
+            // A record nobody holds the flock for, which does not parse:
+            // its writer died mid-write.
+            Some(Err(_)) => None,
+            Some(Ok(existing)) => {
+                let alive_here = existing.hostname == holder.hostname
+                    && existing.pid != holder.pid
+                    && pid_alive(existing.pid);
+                if alive_here || existing.hostname != holder.hostname {
+                    return Err(LockError::Held {
                         workspace: workspace.to_owned(),
                         lock: lock.clone(),
                         holder: Box::new(existing),
                     });
                 }
-                Err(reason) => {
-                    break Err(LockError::Unreadable {
-                        workspace: workspace.to_owned(),
-                        lock: lock.clone(),
-                        reason,
-                    })
-                }
-            },
-            Err(e) => break Err(LockError::Io(FsError::new("create lock", &lock, e))),
-        }
-    };
-    let _ = fs::remove_file(&temp);
-    result?;
-    fsync_dir(workspace)?;
-    Ok(LockGuard {
-        path: lock,
-        holder,
-        took_over,
-    })
+                Some(existing)
+            }
+        };
+        let written = file
+            .set_len(0)
+            .and_then(|()| file.seek(io::SeekFrom::Start(0)).map(|_| ()))
+            .and_then(|()| file.write_all(&body))
+            .and_then(|()| file.sync_all());
+        written.map_err(|e| FsError::new("write", &lock, e))?;
+        fsync_dir(workspace)?;
+        held.push(lock.clone());
+        return Ok(LockGuard {
+            path: lock,
+            file,
+            holder,
+            took_over,
+        });
+    }
+    Err(LockError::Io(FsError::new(
+        "lock",
+        &lock,
+        io::Error::other("the lock file kept being replaced while it was being locked"),
+    )))
 }
 
 #[cfg(test)]
@@ -259,10 +393,60 @@ mod tests {
             acquire_lock(dir.path(), "x", "t"),
             Err(LockError::Held { .. })
         ));
+    }
+
+    #[test]
+    fn an_empty_or_torn_record_nobody_locks_is_taken() {
+        let dir = tempfile::tempdir().unwrap();
         fs::write(dir.path().join(".lock"), b"").unwrap();
+        let guard = acquire_lock(dir.path(), "x", "t").unwrap();
+        assert!(guard.took_over().is_none());
+        drop(guard);
+        assert!(!dir.path().join(".lock").exists(), "released");
+        fs::write(dir.path().join(".lock"), b"{\"pid\": 12").unwrap();
+        assert!(acquire_lock(dir.path(), "x", "t").is_ok());
+    }
+
+    #[test]
+    fn a_lock_held_by_another_handle_is_refused_even_with_a_dead_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = acquire_lock(dir.path(), "koas review a.md", "t").unwrap();
+        // Whatever the record says, the flock decides.
+        let dead = LockHolder {
+            pid: 999_999_999,
+            hostname: hostname(),
+            command: "koas review crashed.md".into(),
+            started_at: "t".into(),
+        };
+        fs::write(dir.path().join(".lock"), serde_json::to_vec(&dead).unwrap()).unwrap();
         assert!(matches!(
             acquire_lock(dir.path(), "x", "t"),
-            Err(LockError::Unreadable { .. })
+            Err(LockError::Held { .. })
         ));
+        // A holder that has not written its record yet is still a holder.
+        fs::write(dir.path().join(".lock"), b"").unwrap();
+        let err = acquire_lock(dir.path(), "x", "t").unwrap_err();
+        assert!(matches!(err, LockError::Starting { .. }), "{err}");
+        assert!(err.to_string().contains("is in use by"), "{err}");
+        drop(first);
+        assert_eq!(lock_state(dir.path()), LockState::Free);
+    }
+
+    #[test]
+    fn status_tells_a_dead_holder_from_a_live_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let dead = LockHolder {
+            pid: 999_999_999,
+            hostname: hostname(),
+            command: "koas review crashed.md".into(),
+            started_at: "t".into(),
+        };
+        fs::write(dir.path().join(".lock"), serde_json::to_vec(&dead).unwrap()).unwrap();
+        assert_eq!(lock_state(dir.path()), LockState::Stale(dead));
+        let guard = acquire_lock(dir.path(), "koas review", "now").unwrap();
+        assert_eq!(
+            lock_state(dir.path()),
+            LockState::Held(guard.holder().clone())
+        );
     }
 }

@@ -232,4 +232,42 @@ fn a_careless_models_number_url_language_and_deletion_ops_are_never_silent() {
         .filter(|e| e["reject"] == "REJECT_GUARD")
         .count();
     assert_eq!(refused, 1, "the changed number: {v}");
+
+#[test]
+fn a_models_flagged_edit_of_inline_code_is_refused_where_a_persons_would_pass() {
+    let doc = "# Retention policy\n\n## Scope\n\nThe policy covers the `payments` table.\n\n## Rules\n\nRecords are kept for ten years.\n";
+    let op = r#"[{"action": "replace", "line": 5, "before_text": "`payments`", "after_text": "`payment_records`", "kind": "terminology", "severity": "major", "rationale": "the table was renamed"}]"#;
+    let s = Scratch::new();
+    s.write("doc.md", doc);
+    let m = model("payments", op, Duration::ZERO);
+    let (out, v) = review_json(&s, &flags(&m, 2));
+    assert_code(&out, 0, "review with a model");
+    assert_eq!(v["total_changes"], 0, "{v}\n{}", stderr(&out));
+    let refused: Vec<&str> = v["apply_log"]
+        .as_array()
+        .map(|log| {
+            log.iter()
+                .filter(|r| r["reject"] == "REJECT_PROTECTED")
+                .filter_map(|r| r["reason"].as_str())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(
+        refused.len() == 1 && refused[0].contains("proposed by a model"),
+        "{v:#}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(s.workspace().join("stage3/doc.edited.md")).expect("edited"),
+        doc
+    );
+    // The same edit from a person's ops file, flagged with a note, passes.
+    let person = Scratch::new();
+    person.write("doc.md", doc);
+    person.write(
+        "ops.json",
+        r#"[{"action": "replace", "target": {"line_start": 5}, "before_text": "`payments`", "after_text": "`payment_records`", "kind": "terminology", "needs_attention": true, "rationale": "the table was renamed"}]"#,
+    );
+    let (out, v) = person.koas_json(&["review", "doc.md", "--ops", "ops.json"]);
+    assert_code(&out, 0, "review with an ops file");
+    assert_eq!(v["total_changes"], 1, "{v:#}");
 }

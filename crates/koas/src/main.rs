@@ -113,6 +113,9 @@ fn main() -> ExitCode {
     if std::env::args_os().nth(1).as_deref() == Some(OsStr::new(runtime_worker::WORKER_ARG)) {
         return runtime_worker::serve();
     }
+    // Then, before any work: a Ctrl-C must end koas with 130 and release
+    // what it holds, not kill it by the signal.
+    runtime::interrupt::install();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

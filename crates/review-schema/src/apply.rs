@@ -225,6 +225,39 @@ pub struct AppliedOp {
     /// The op's target lines (1-based, inclusive) in the coordinates of
     /// the state it was applied to.
     pub state_lines: (usize, usize),
+    /// Who proposed the op (absent in outcomes written before it was
+    /// recorded: those ops all came from ops files).
+    #[serde(default, skip_serializing_if = "OpOrigin::is_person")]
+    pub origin: OpOrigin,
+}
+
+/// Who proposed an op: it decides what the op may touch. A person's op
+/// (an ops file) may change a protected region when it is flagged for
+/// attention with a review note, and never under `--strict`; a model's op
+/// (an LLM edit plan) never changes a protected region.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OpOrigin {
+    /// Written by a person: an ops file (`--ops`).
+    #[default]
+    Person,
+    /// Proposed by a model: an LLM planner's `edit_plan`.
+    Model,
+}
+
+impl OpOrigin {
+    /// True for [`OpOrigin::Person`].
+    pub fn is_person(&self) -> bool {
+        *self == OpOrigin::Person
+    }
+
+    /// `person` or `model`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OpOrigin::Person => "person",
+            OpOrigin::Model => "model",
+        }
+    }
 }
 
 impl AppliedOp {

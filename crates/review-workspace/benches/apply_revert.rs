@@ -66,6 +66,7 @@ fn on_disk_cycle(text: &str, ops: &[Value]) -> usize {
             doc_name: "seed.md",
             document: text,
             ops,
+            origin: koas_review_schema::apply::OpOrigin::Person,
             protected: &ProtectedSpans::default(),
             options: &ApplyOptions::default(),
             actor: &actor(),

@@ -44,6 +44,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         doc_name: "doc.md",
         document: &text,
         ops: &ops,
+        origin: koas_review_schema::apply::OpOrigin::Person,
         protected: &ProtectedSpans::default(),
         options: &ApplyOptions::default(),
         actor: &actor,

@@ -46,8 +46,13 @@ use thiserror::Error;
 
 use crate::ledger::{Ledger, LedgerError, TornTail};
 use koas_kernel_api::hash::{same_hash, sha256};
-use koas_orchestrator::fsio::{atomic_write, create_dir_durably, write_files_atomically, FsError};
-use koas_orchestrator::lock::{acquire_lock, LockError, LockGuard, LockHolder};
+use koas_orchestrator::fsio::{
+    atomic_write, create_dir_durably, remove_stale_temp_files, stale_temp_files,
+    write_files_atomically, FsError,
+};
+use koas_orchestrator::lock::{
+    acquire_lock, lock_state, LockError, LockGuard, LockHolder, LockState,
+};
 use koas_review::apply::{apply_batch, BatchInput};
 use koas_review::clock::Clock;
 use koas_review::linemap::{cancel_reverted_pairs, LineEdit};
@@ -59,7 +64,7 @@ use koas_review::record::PATCH_DIR;
 use koas_review::report::{render_report, report_file_name, ReportInput};
 use koas_review::revert::{plan_reverts, RevertError, RevertRequest};
 use koas_review::text::LineBuf;
-use koas_review_schema::apply::{ApplyLogRecord, ApplyOptions, BatchOutcome};
+use koas_review_schema::apply::{ApplyLogRecord, ApplyOptions, BatchOutcome, OpOrigin};
 use koas_review_schema::change_id::{ChangeId, EntryId, IdError};
 use koas_review_schema::findings::Finding;
 use koas_review_schema::ledger::{Actor, LedgerEntry};
@@ -213,6 +218,8 @@ pub struct ReviewRequest<'a> {
     pub document: &'a str,
     /// Ops, as untrusted JSON, addressing the workspace's current document.
     pub ops: &'a [Value],
+    /// Who proposed the ops: a person (an ops file) or a model.
+    pub origin: OpOrigin,
     /// Protected regions of `document`.
     pub protected: &'a ProtectedSpans,
     /// Strict mode, normalization steps and review policy.
@@ -336,8 +343,15 @@ pub struct WorkspaceStatus {
     /// Patch files the ledger refers to that are missing or damaged (the
     /// next review or revert rebuilds them from the ledger).
     pub damaged_patches: Vec<String>,
-    /// Current lock holder, if any.
+    /// Current lock holder, if any (alive, or on another host).
     pub locked_by: Option<LockHolder>,
+    /// A lock record whose process is gone (killed): the next run takes
+    /// the lock over.
+    pub stale_lock: Option<LockHolder>,
+    /// Temporary files left by a killed run (in the workspace, and next to
+    /// the document for an interrupted `--in-place`); the next review or
+    /// revert removes them.
+    pub stale_temp_files: Vec<String>,
 }
 
 /// A review workspace directory.
@@ -471,6 +485,96 @@ impl Workspace {
     /// The ledger (read only; a torn tail is reported, not an error).
     pub fn ledger(&self) -> Result<Ledger, WorkspaceError> {
         Ok(Ledger::open(&self.path(paths::LEDGER))?)
+    }
+
+    /// The folders of the workspace, itself included (for temporary
+    /// files and permissions).
+    fn folders(&self) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        let mut stack = vec![self.root.clone()];
+        while let Some(dir) = stack.pop() {
+            if let Ok(read) = fs::read_dir(&dir) {
+                for entry in read.filter_map(Result::ok) {
+                    if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                        stack.push(entry.path());
+                    }
+                }
+            }
+            out.push(dir);
+        }
+        out
+    }
+
+    /// Temporary files a killed run left in the workspace.
+    pub fn stale_temp_files(&self) -> Vec<PathBuf> {
+        self.folders()
+            .iter()
+            .flat_map(|dir| stale_temp_files(dir, None))
+            .collect()
+    }
+
+    /// Removes the temporary files a killed run left in the workspace.
+    pub fn remove_stale_temp_files(&self) -> Vec<PathBuf> {
+        self.folders()
+            .iter()
+            .flat_map(|dir| remove_stale_temp_files(dir, None))
+            .collect()
+    }
+
+    /// Takes from the workspace's existing folders and files the access
+    /// that `mode` (the document's permission bits) denies group and
+    /// others: files written from now on are created that way (see
+    /// [`koas_orchestrator::fsio::restrict_new_files_to`]), this narrows
+    /// what earlier runs created.
+    pub fn restrict_to(&self, mode: u32) -> Result<(), WorkspaceError> {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let denied = |mode: u32| -> u32 {
+                let mut mask = 0;
+                if mode & 0o040 == 0 {
+                    mask |= 0o070;
+                }
+                if mode & 0o004 == 0 {
+                    mask |= 0o007;
+                }
+                mask | (!mode & 0o022)
+            };
+            let mask = denied(mode);
+            if mask == 0 || !self.root.is_dir() {
+                return Ok(());
+            }
+            let narrow = |path: &Path| -> Result<(), WorkspaceError> {
+                let Ok(meta) = fs::symlink_metadata(path) else {
+                    return Ok(());
+                };
+                if meta.file_type().is_symlink() {
+                    return Ok(());
+                }
+                let current = meta.permissions().mode() & 0o7777;
+                if current & mask != 0 {
+                    fs::set_permissions(path, fs::Permissions::from_mode(current & !mask))
+                        .map_err(|e| FsError::new("narrow the permissions of", path, e))?;
+                }
+                Ok(())
+            };
+            for dir in self.folders() {
+                narrow(&dir)?;
+                if let Ok(read) = fs::read_dir(&dir) {
+                    for entry in read.filter_map(Result::ok) {
+                        if entry.file_type().is_ok_and(|t| t.is_file()) {
+                            narrow(&entry.path())?;
+                        }
+                    }
+                }
+            }
+            if let Some(parent) = self.root.parent().filter(|p| p.ends_with(".review")) {
+                narrow(parent)?;
+            }
+        }
+        #[cfg(not(unix))]
+        let _ = mode;
+        Ok(())
     }
 
     /// Takes the workspace lock.
@@ -755,6 +859,7 @@ impl Workspace {
             ledger_ids: &ledger_ids,
             first_id: run.next_id(),
             options: request.options,
+            origins: &vec![request.origin; request.ops.len()],
         });
         let outcome = run.write_review(
             batch,
@@ -904,9 +1009,16 @@ impl Workspace {
                     .unwrap_or_else(|_| path.to_string_lossy().into_owned())
             })
             .collect();
-        let locked_by = read_json::<LockHolder>(&self.root.join(".lock"))
-            .ok()
-            .flatten();
+        let (locked_by, stale_lock) = match lock_state(&self.root) {
+            LockState::Free => (None, None),
+            LockState::Held(holder) => (Some(holder), None),
+            LockState::Stale(holder) => (None, Some(holder)),
+        };
+        let stale_temp_files = self
+            .stale_temp_files()
+            .into_iter()
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect();
         Ok(WorkspaceStatus {
             workspace: self.root.clone(),
             doc_name: meta.as_ref().map(|m| m.doc_name.clone()),
@@ -920,6 +1032,8 @@ impl Workspace {
             orphan_patches,
             damaged_patches,
             locked_by,
+            stale_lock,
+            stale_temp_files,
         })
     }
 }

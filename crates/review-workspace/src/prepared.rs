@@ -23,7 +23,9 @@ use std::path::Path;
 
 use crate::ledger::Ledger;
 use koas_kernel_api::hash::{same_hash, sha256};
-use koas_orchestrator::fsio::{atomic_write, open_append, write_files_atomically, FsError};
+use koas_orchestrator::fsio::{
+    atomic_write, open_append, replace_file, write_files_atomically, FsError,
+};
 use koas_orchestrator::lock::{LockGuard, LockHolder};
 use koas_review::clock::Clock;
 use koas_review::record::{entry_for_applied, entry_for_revert, RunContext};
@@ -107,6 +109,8 @@ impl Workspace {
     /// held until the returned [`PreparedRun`] is dropped.
     pub fn begin(&self, request: BeginRequest<'_>) -> Result<PreparedRun<'_>, WorkspaceError> {
         let lock = self.lock(request.command, request.clock)?;
+        // Under the lock, any temporary file here is a killed run's.
+        self.remove_stale_temp_files();
         match request.document {
             Some(document) => self.init(request.doc_name, document, request.clock)?,
             None => {
@@ -365,9 +369,11 @@ impl<'w> PreparedRun<'w> {
     }
 
     /// `--in-place`: replaces `target` atomically with the current
-    /// document. Call it last, once everything else of the run succeeded.
-    pub fn replace_in_place(&self, target: &Path) -> Result<(), WorkspaceError> {
-        Ok(atomic_write(target, self.current.as_bytes())?)
+    /// document, keeping its permissions and owner; through a symbolic
+    /// link, the link's target is replaced. Call it last, once everything
+    /// else of the run succeeded. Returns the file written.
+    pub fn replace_in_place(&self, target: &Path) -> Result<std::path::PathBuf, WorkspaceError> {
+        Ok(replace_file(target, self.current.as_bytes())?)
     }
 
     /// Writes the report text to `review/REVIEW_<stem>.md` and its

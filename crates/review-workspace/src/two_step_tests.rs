@@ -31,6 +31,7 @@ fn batch_for(run: &PreparedRun<'_>, ops: &[Value]) -> BatchOutcome {
         ledger_ids: &run.ledger_ids(),
         first_id: run.next_id(),
         options: &ApplyOptions::default(),
+        origins: &[koas_review_schema::apply::OpOrigin::Person; 64],
     })
 }
 

@@ -56,6 +56,7 @@ fn review_fixture(name: &str) {
             doc_name: name,
             document: &text,
             ops: &ops,
+            origin: koas_review_schema::apply::OpOrigin::Person,
             protected: &common::fixture_regions(name),
             options: &ApplyOptions::default(),
             actor: &common::actor(),

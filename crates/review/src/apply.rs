@@ -13,8 +13,8 @@
 //! Nothing here touches the disk: the `koas-review-workspace` crate does
 //! that.
 
-use koas_review_schema::apply::{AppliedOp, ApplyOptions, BatchOutcome, RejectedOp};
-use std::collections::BTreeSet;
+use koas_review_schema::apply::{AppliedOp, ApplyOptions, BatchOutcome, OpOrigin, RejectedOp};
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
@@ -22,6 +22,7 @@ use crate::edit_op::build_op;
 use crate::guards::{self, GuardContext};
 use crate::normalize::normalize;
 use crate::patch::{apply_change, make_patch_pair};
+use crate::structure::{changed_outside, EditedLines};
 use crate::text::LineBuf;
 use crate::validate::{check_range, op_label, validate, ProtectionPolicy};
 use koas_review_schema::apply::Fix;
@@ -48,6 +49,10 @@ pub struct BatchInput<'a> {
     pub first_id: ChangeId,
     /// Strict mode, which normalization steps run, and the review policy.
     pub options: &'a ApplyOptions,
+    /// Who proposed each op, by position in `ops`. An op past the end of
+    /// this list is taken for a model's (the stricter rule): give
+    /// [`OpOrigin::Person`] for ops a person wrote.
+    pub origins: &'a [OpOrigin],
 }
 
 /// Replays a batch from the planned text: yields, per op that changed the
@@ -81,26 +86,94 @@ struct Occupied {
     insert_point: Option<usize>,
 }
 
-fn overlap_with(previous: &[Occupied], candidate: &Occupied) -> Option<(usize, ChangeId, String)> {
-    previous.iter().find_map(|p| {
-        if let (Some((a, b)), Some((c, d))) = (p.lines, candidate.lines) {
-            if a <= d && c <= b {
+/// The lines and insertion points held by the ops accepted so far. Their
+/// line ranges never overlap (an overlapping op is refused), so the ranges
+/// a candidate overlaps are found from the one starting last before its
+/// end, without scanning every accepted op.
+#[derive(Debug, Default)]
+struct Occupancy {
+    /// Start → (end, op index, op ID).
+    lines: std::collections::BTreeMap<usize, (usize, usize, ChangeId)>,
+    /// Insertion point → (op index, op ID).
+    points: std::collections::HashMap<usize, (usize, ChangeId)>,
+}
+
+impl Occupancy {
+    fn insert(&mut self, o: &Occupied) {
+        if let Some((a, b)) = o.lines {
+            self.lines.insert(a, (b, o.index, o.id));
+        }
+        if let Some(x) = o.insert_point {
+            self.points.entry(x).or_insert((o.index, o.id));
+        }
+    }
+
+    /// The earliest accepted op the candidate overlaps, and where.
+    fn overlap(&self, candidate: &Occupied) -> Option<(usize, ChangeId, String)> {
+        let mut found: Option<(usize, ChangeId, String)> = None;
+        let mut keep = |index: usize, id: ChangeId, at: String| {
+            if found.as_ref().map_or(true, |(i, ..)| index < *i) {
+                found = Some((index, id, at));
+            }
+        };
+        if let Some((c, d)) = candidate.lines {
+            for (&a, &(b, index, id)) in self.lines.range(..=d).rev() {
+                if b < c {
+                    break;
+                }
                 let (s, e) = (a.max(c), b.min(d));
                 let at = if s == e {
                     format!("line {s}")
                 } else {
                     format!("lines {s}–{e}")
                 };
-                return Some((p.index, p.id, at));
+                keep(index, id, at);
             }
         }
-        match (p.insert_point, candidate.insert_point) {
-            (Some(x), Some(y)) if x == y => {
-                Some((p.index, p.id, format!("the insertion point after line {x}")))
+        if let Some(y) = candidate.insert_point {
+            if let Some(&(index, id)) = self.points.get(&y) {
+                // An op found by its lines keeps that description.
+                keep(index, id, format!("the insertion point after line {y}"));
             }
-            _ => None,
         }
-    })
+        found
+    }
+}
+
+/// Sums of line deltas by planned position (a Fenwick tree): the shift an
+/// op's lines undergo from the changes applied before them, in `log n`
+/// rather than by summing every earlier change.
+struct Shifts {
+    tree: Vec<isize>,
+}
+
+impl Shifts {
+    fn new(lines: usize) -> Self {
+        Shifts {
+            tree: vec![0; lines + 2],
+        }
+    }
+
+    /// Records `delta` for a change whose planned lines end (exclusive)
+    /// at `end`.
+    fn add(&mut self, end: usize, delta: isize) {
+        let mut i = end + 1;
+        while i < self.tree.len() {
+            self.tree[i] += delta;
+            i += i & i.wrapping_neg();
+        }
+    }
+
+    /// The sum of the deltas of changes ending at or before `at`.
+    fn before(&self, at: usize) -> isize {
+        let mut i = (at + 1).min(self.tree.len() - 1);
+        let mut sum = 0;
+        while i > 0 {
+            sum += self.tree[i];
+            i -= i & i.wrapping_neg();
+        }
+        sum
+    }
 }
 
 fn excerpt(text: &str, max: usize) -> String {
@@ -181,7 +254,66 @@ pub fn derive_summary(op: &EditOp, before_target: &str) -> String {
 
 /// Runs a batch. Never fails as a whole: every problem is a rejection of
 /// the op concerned.
+///
+/// After the ops are applied, the protected regions of the result are
+/// compared with those of the planned document on the lines no op edited
+/// ([`crate::structure`]): an op that opens or closes a protected region
+/// there is refused (`REJECT_PROTECTED`) and the batch is applied again
+/// without it, until the structure outside the edited lines is unchanged.
 pub fn apply_batch(input: BatchInput<'_>) -> BatchOutcome {
+    let mut vetoed: BTreeMap<usize, Rejection> = BTreeMap::new();
+    let mut before: Option<(ProtectedSpans, usize)> = None;
+    loop {
+        let (outcome, edited, planned_lines, final_lines) = run_batch(&input, &vetoed);
+        if edited.is_empty() {
+            return outcome;
+        }
+        let (before, before_lines) =
+            before.get_or_insert_with(|| (detect_regions(input.text), planned_lines));
+        let after = detect_regions(&outcome.final_text);
+        let Some(change) = changed_outside(before, *before_lines, &after, final_lines, &edited)
+        else {
+            return outcome;
+        };
+        if vetoed.contains_key(&change.op_index) {
+            // Cannot happen (a refused op edits nothing); stop rather than
+            // loop.
+            return outcome;
+        }
+        let id = outcome
+            .applied
+            .iter()
+            .find(|a| a.index == change.op_index)
+            .map(|a| a.op.id)
+            .unwrap_or_else(|| input.first_id);
+        vetoed.insert(
+            change.op_index,
+            Rejection::new(
+                RejectClass::Protected,
+                format!(
+                    "{}: it opens or closes a protected region: line {} of the result, which no op edits, would change from {} to {}; keep the op's text self-contained (close what it opens), or edit the region's own lines",
+                    op_label(change.op_index, id),
+                    change.line,
+                    change.was,
+                    change.now
+                ),
+            ),
+        );
+    }
+}
+
+/// The protected regions of `text`, as Stage 1 detects them.
+fn detect_regions(text: &str) -> ProtectedSpans {
+    koas_md::stage1::protected_spans_for(text, ProtectedSpans::default()).0
+}
+
+/// One pass of [`apply_batch`], refusing the ops in `vetoed`. Also returns
+/// where each applied change sits, and the line counts of the planned and
+/// the resulting document.
+fn run_batch(
+    input: &BatchInput<'_>,
+    vetoed: &BTreeMap<usize, Rejection>,
+) -> (BatchOutcome, Vec<EditedLines>, usize, usize) {
     let planned_doc = LineBuf::parse(input.text);
     let mut current = planned_doc.clone();
     let initial_hash = current.hash();
@@ -189,15 +321,12 @@ pub fn apply_batch(input: BatchInput<'_>) -> BatchOutcome {
     let mut allocator = IdAllocator::starting_at(input.first_id);
     let mut applied = Vec::new();
     let mut rejected = Vec::new();
-    let mut occupied: Vec<Occupied> = Vec::new();
-    // (planned start, planned end (exclusive), line delta) of applied changes.
-    let mut shifts: Vec<(usize, usize, isize)> = Vec::new();
+    let mut occupied = Occupancy::default();
+    // Line deltas of applied changes, by planned end (exclusive).
+    let mut shifts = Shifts::new(planned_doc.len());
+    let mut edited: Vec<EditedLines> = Vec::new();
     // The document's language, found on the first op that needs it.
     let mut guard_ctx: Option<GuardContext> = None;
-    let protection = ProtectionPolicy {
-        regions: input.protected,
-        strict: input.options.strict,
-    };
 
     for (index, value) in input.ops.iter().enumerate() {
         let id = match allocator.allocate() {
@@ -254,6 +383,10 @@ pub fn apply_batch(input: BatchInput<'_>) -> BatchOutcome {
             }
         };
         let (mut op, defaults) = (built.op, built.defaults);
+        if let Some(rejection) = vetoed.get(&index) {
+            rejected.push(reject(Some(&op), Vec::new(), defaults, rejection.clone()));
+            continue;
+        }
         if let Err(rejection) = check_range(&op, index, &planned_doc) {
             rejected.push(reject(Some(&op), Vec::new(), defaults, rejection));
             continue;
@@ -264,6 +397,12 @@ pub fn apply_batch(input: BatchInput<'_>) -> BatchOutcome {
             &input.options.policy,
             &input.options.normalize,
         );
+        let origin = input.origins.get(index).copied().unwrap_or(OpOrigin::Model);
+        let protection = ProtectionPolicy {
+            regions: input.protected,
+            strict: input.options.strict,
+            origin,
+        };
         let mut valid = match validate(&op, index, &planned_doc, input.ledger_ids, protection) {
             Ok(valid) => valid,
             Err(rejection) => {
@@ -340,7 +479,7 @@ pub fn apply_batch(input: BatchInput<'_>) -> BatchOutcome {
             insert_point: (op.action == Action::Insert).then_some(op.target.line_end),
         };
         if op.action != Action::FlagOnly {
-            if let Some((other_index, other_id, at)) = overlap_with(&occupied, &candidate) {
+            if let Some((other_index, other_id, at)) = occupied.overlap(&candidate) {
                 let (s, e) = (op.target.line_start, op.target.line_end);
                 rejected.push(reject(
                     Some(&op),
@@ -366,11 +505,7 @@ pub fn apply_batch(input: BatchInput<'_>) -> BatchOutcome {
         let summary = derive_summary(&op, &before_target);
         let hash_before = current_hash.clone();
         let target_index = op.target.line_start.saturating_sub(1);
-        let target_shift: isize = shifts
-            .iter()
-            .filter(|(_, end, _)| *end <= target_index)
-            .map(|(_, _, delta)| *delta)
-            .sum();
+        let target_shift: isize = shifts.before(target_index);
         let state_lines = (
             (op.target.line_start as isize + target_shift).max(0) as usize,
             (op.target.line_end as isize + target_shift).max(0) as usize,
@@ -380,11 +515,7 @@ pub fn apply_batch(input: BatchInput<'_>) -> BatchOutcome {
             Some(planned) => {
                 let planned_start = planned.change.start;
                 let planned_end = planned_start + planned.change.old.len();
-                let shift: isize = shifts
-                    .iter()
-                    .filter(|(_, end, _)| *end <= planned_start)
-                    .map(|(_, _, delta)| *delta)
-                    .sum();
+                let shift: isize = shifts.before(planned_start);
                 let change = LineChange {
                     start: (planned_start as isize + shift) as usize,
                     ..planned.change
@@ -402,13 +533,19 @@ pub fn apply_batch(input: BatchInput<'_>) -> BatchOutcome {
                     ));
                     continue;
                 }
-                shifts.push((planned_start, planned_end, change.delta()));
+                shifts.add(planned_end, change.delta());
+                edited.push(EditedLines {
+                    op_index: index,
+                    planned_start,
+                    old_len: planned_end - planned_start,
+                    new_len: change.new.len(),
+                });
                 current_hash = current.hash();
                 (Some(change), Some(patches))
             }
         };
         if op.action != Action::FlagOnly {
-            occupied.push(candidate);
+            occupied.insert(&candidate);
         }
         applied.push(AppliedOp {
             index,
@@ -422,16 +559,23 @@ pub fn apply_batch(input: BatchInput<'_>) -> BatchOutcome {
             touches_protected: valid.touches_protected,
             summary,
             state_lines,
+            origin,
         });
     }
 
-    BatchOutcome {
-        applied,
-        rejected,
-        final_text: current.to_text(),
-        initial_hash,
-        next_id: allocator.peek(),
-    }
+    let lines = (planned_doc.len(), current.len());
+    (
+        BatchOutcome {
+            applied,
+            rejected,
+            final_text: current.to_text(),
+            initial_hash,
+            next_id: allocator.peek(),
+        },
+        edited,
+        lines.0,
+        lines.1,
+    )
 }
 
 #[cfg(test)]

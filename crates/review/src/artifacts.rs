@@ -29,6 +29,91 @@ pub fn describes(doc_hash: &str, text: &str) -> bool {
     same_hash(doc_hash, &sha256(text))
 }
 
+/// The innermost section of each line, indexed once (sections nest, so a
+/// line is written once per level): looking sections up for many lines
+/// does not scan every section for each.
+#[derive(Debug, Clone)]
+pub struct SectionLookup<'a> {
+    sections: &'a [SectionEntry],
+    /// 1-based line → index in `sections`.
+    of_line: Vec<Option<usize>>,
+}
+
+impl<'a> SectionLookup<'a> {
+    /// Indexes `sections`.
+    pub fn new(sections: &'a [SectionEntry]) -> Self {
+        let last = sections
+            .iter()
+            .map(|s| s.line_end as usize)
+            .max()
+            .unwrap_or(0);
+        let mut order: Vec<usize> = (0..sections.len()).collect();
+        // By start, ties in list order: of the sections holding a line, the
+        // one starting last wins, and of equal starts the last listed.
+        order.sort_by_key(|&i| sections[i].line_start);
+        let mut of_line = vec![None; last + 1];
+        for i in order {
+            let s = &sections[i];
+            let end = (s.line_end as usize).min(last);
+            for slot in of_line.iter_mut().take(end + 1).skip(s.line_start as usize) {
+                *slot = Some(i);
+            }
+        }
+        SectionLookup { sections, of_line }
+    }
+
+    /// The innermost section containing 1-based `line`.
+    pub fn get(&self, line: usize) -> Option<&'a SectionEntry> {
+        let index = (*self.of_line.get(line)?)?;
+        self.sections.get(index)
+    }
+}
+
+/// Scopes of many lines of one document (see [`scope_of`]), with the
+/// blocks of the document counted once.
+struct Scopes<'a> {
+    lookup: SectionLookup<'a>,
+    doc: &'a LineBuf,
+    /// `starts[l]`: lines `1..=l` that start a block after a blank line
+    /// (or at the top).
+    starts: Vec<usize>,
+}
+
+impl<'a> Scopes<'a> {
+    fn new(sections: &'a SectionIndex, doc: &'a LineBuf) -> Self {
+        let blank = |l: usize| l == 0 || doc.content(l - 1).map_or(true, is_blank);
+        let mut starts = Vec::with_capacity(doc.len() + 1);
+        starts.push(0);
+        for l in 1..=doc.len() {
+            let start = usize::from(!blank(l) && blank(l - 1));
+            starts.push(starts[l - 1] + start);
+        }
+        Scopes {
+            lookup: SectionLookup::new(&sections.sections),
+            doc,
+            starts,
+        }
+    }
+
+    fn scope(&self, line: usize) -> Option<(String, String)> {
+        let section = self.lookup.get(line)?;
+        let heading_end = section.heading_line_end as usize;
+        if line <= heading_end {
+            return Some((section.anchor.clone(), section.id.clone()));
+        }
+        let blank = |l: usize| self.doc.content(l - 1).map_or(true, is_blank);
+        let at = |l: usize| self.starts.get(l).copied().unwrap_or(0);
+        // The first line under the heading starts a block even when no
+        // blank line separates it from the heading.
+        let first = usize::from(!blank(heading_end + 1) && heading_end >= 1 && !blank(heading_end));
+        let blocks = at(line) - at(heading_end) + first;
+        Some((
+            section.anchor.clone(),
+            format!("{}.p{}", section.id, blocks.max(1)),
+        ))
+    }
+}
+
 /// The scope of 1-based `line` of `doc` (the document the sections
 /// describe): the innermost section's anchor, and a node path
 /// `<section id>.p<N>` where N counts the blocks (paragraphs, lists,
@@ -36,27 +121,7 @@ pub fn describes(doc_hash: &str, text: &str) -> bool {
 /// `line`; just the section ID on its heading; `None` before the first
 /// heading.
 pub fn scope_of(sections: &SectionIndex, doc: &LineBuf, line: usize) -> Option<(String, String)> {
-    let line32 = u32::try_from(line).ok()?;
-    let section: &SectionEntry = sections
-        .sections
-        .iter()
-        .filter(|s| s.line_start <= line32 && line32 <= s.line_end)
-        .max_by_key(|s| s.line_start)?;
-    let heading_end = section.heading_line_end as usize;
-    if line <= heading_end {
-        return Some((section.anchor.clone(), section.id.clone()));
-    }
-    let blank = |l: usize| doc.content(l - 1).map_or(true, is_blank);
-    let mut blocks = 0;
-    for l in heading_end + 1..=line {
-        if !blank(l) && (l == heading_end + 1 || blank(l - 1)) {
-            blocks += 1;
-        }
-    }
-    Some((
-        section.anchor.clone(),
-        format!("{}.p{}", section.id, blocks.max(1)),
-    ))
+    Scopes::new(sections, doc).scope(line)
 }
 
 /// Fills `target.anchor` and `target.node_path` of ops that lack them,
@@ -64,6 +129,7 @@ pub fn scope_of(sections: &SectionIndex, doc: &LineBuf, line: usize) -> Option<(
 /// op already has are kept; ops that are not objects, or whose target
 /// line cannot be read, are left alone (the engine rejects them).
 pub fn fill_scope(ops: &mut [serde_json::Value], sections: &SectionIndex, doc: &LineBuf) {
+    let scopes = Scopes::new(sections, doc);
     for op in ops {
         let Some(target) = op.get_mut("target").and_then(|t| t.as_object_mut()) else {
             continue;
@@ -76,7 +142,7 @@ pub fn fill_scope(ops: &mut [serde_json::Value], sections: &SectionIndex, doc: &
         else {
             continue;
         };
-        let Some((anchor, node_path)) = scope_of(sections, doc, line) else {
+        let Some((anchor, node_path)) = scopes.scope(line) else {
             continue;
         };
         for (key, value) in [("anchor", anchor), ("node_path", node_path)] {

@@ -31,6 +31,8 @@
 //! - [`query`]: `grep` filters and `show` rendering over the ledger.
 //! - [`protected`]: what an op may not touch, and following protected
 //!   regions through edits.
+//! - [`structure`]: the protected structure outside the edited lines,
+//!   which a batch must leave unchanged.
 //! - [`artifacts`]: reading Stage 1 artifacts for the document at hand,
 //!   op scopes, and the document and ledger a view shows.
 //!
@@ -43,7 +45,7 @@
 //! ```
 //! use std::collections::BTreeSet;
 //! use koas_review::apply::{apply_batch, BatchInput};
-//! use koas_review_schema::apply::ApplyOptions;
+//! use koas_review_schema::apply::{ApplyOptions, OpOrigin};
 //! use koas_review_schema::change_id::ChangeId;
 //! use koas_review_schema::stage1::ProtectedSpans;
 //!
@@ -61,6 +63,7 @@
 //!     ledger_ids: &BTreeSet::new(),
 //!     first_id: ChangeId::first(),
 //!     options: &ApplyOptions::default(),
+//!     origins: &[OpOrigin::Person],
 //! });
 //! assert_eq!(outcome.final_text, "# Title\n\nThe bandwidth is high.\n");
 //! assert_eq!(outcome.applied[0].op.id.to_string(), "RVW-0001");
@@ -86,6 +89,7 @@ pub mod record;
 pub mod report;
 pub mod revert;
 pub mod session;
+pub mod structure;
 pub mod text;
 pub mod validate;
 

@@ -12,7 +12,7 @@ use koas_review_schema::edit_op::Action;
 use koas_review_schema::ledger::LedgerEntry;
 use serde::{Deserialize, Serialize};
 
-use koas_review_schema::change_id::EntryId;
+use koas_review_schema::change_id::{ChangeId, EntryId};
 
 /// A contiguous change of line count in one document state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -125,11 +125,200 @@ pub fn map_back_clamped(region: Region, edits: &[LineEdit]) -> Region {
 /// that the change touched can still be followed through the chain.
 /// Pairs that cannot be cancelled cleanly (an edit in between touches the
 /// change's lines) are left in place.
+///
+/// The chain is read from its end (see [`LaterEdits`]), so the cost is the
+/// chain's length plus, for each pair, the edits left between the change
+/// and its revert: a ledger of many review and revert cycles costs what
+/// its live edits cost.
 pub fn cancel_reverted_pairs(chain: &[(EntryId, LineEdit)]) -> Vec<(EntryId, LineEdit)> {
-    let mut items: Vec<Option<(EntryId, LineEdit)>> = chain.iter().copied().map(Some).collect();
-    // Cancelling one pair can make another cancellable: repeat until stable.
-    while cancel_one_round(&mut items) {}
-    items.into_iter().flatten().collect()
+    let mut later = LaterEdits::default();
+    for &(id, edit) in chain.iter().rev() {
+        later.push_front(id, edit);
+    }
+    later.chronological().collect()
+}
+
+/// The edits after some point of a chain, with every change that is
+/// reverted later in them cancelled together with its revert (see
+/// [`cancel_reverted_pairs`]). Built by walking a chain backwards: each
+/// [`LaterEdits::push_front`] adds the edit just before the current ones,
+/// so after pushing the edits of entries `i+1..` it holds the net edits
+/// that follow entry `i` — all of them, for every `i`, in one pass.
+#[derive(Debug, Clone, Default)]
+pub struct LaterEdits {
+    /// Latest first; `None` where a pair was cancelled.
+    items: Vec<Option<(EntryId, LineEdit)>>,
+    /// Where the revert of each change is in `items`.
+    reverts: std::collections::HashMap<ChangeId, usize>,
+    /// Number of `None` items.
+    holes: usize,
+}
+
+impl LaterEdits {
+    /// Adds `edit`, made by entry `id`, before every edit held. A change
+    /// whose revert is held cancels out with it when the edits between
+    /// them do not touch its lines.
+    pub fn push_front(&mut self, id: EntryId, edit: LineEdit) {
+        if let EntryId::Change(change) = id {
+            if let Some(&at) = self.reverts.get(&change) {
+                if self.cancel(at, edit) {
+                    self.reverts.remove(&change);
+                    return;
+                }
+            }
+        }
+        if let EntryId::Revert(change) = id {
+            self.reverts.insert(change, self.items.len());
+        }
+        self.items.push(Some((id, edit)));
+    }
+
+    /// Cancels change edit `x` with the revert held at `at`; false (and
+    /// nothing changed) when an edit in between touches `x`'s lines.
+    fn cancel(&mut self, at: usize, x: LineEdit) -> bool {
+        let Some(Some((_, r))) = self.items.get(at).copied() else {
+            return false;
+        };
+        // Chronological order: from the newest push back to `at`.
+        let between: Vec<(usize, EntryId, LineEdit)> = (at + 1..self.items.len())
+            .rev()
+            .filter_map(|i| self.items[i].map(|(id, m)| (i, id, m)))
+            .collect();
+        let region = Region {
+            start: x.start,
+            len: x.new_len,
+        };
+        let Some(rewritten) = transpose_out(region, x, r, &between, 0) else {
+            return false;
+        };
+        for (index, item) in rewritten {
+            self.items[index] = Some(item);
+        }
+        self.items[at] = None;
+        self.holes += 1;
+        self.compact();
+        true
+    }
+
+    /// Drops cancelled slots once they outnumber the live edits, so that
+    /// walking between a change and its revert stays proportional to the
+    /// live edits there.
+    fn compact(&mut self) {
+        while self.items.last().is_some_and(Option::is_none) {
+            self.items.pop();
+            self.holes -= 1;
+        }
+        if self.holes * 2 <= self.items.len() {
+            return;
+        }
+        self.items.retain(Option::is_some);
+        self.holes = 0;
+        self.reverts.clear();
+        for (i, item) in self.items.iter().enumerate() {
+            if let Some((EntryId::Revert(change), _)) = item {
+                self.reverts.insert(*change, i);
+            }
+        }
+    }
+
+    /// The edits held, oldest first.
+    pub fn chronological(&self) -> impl Iterator<Item = (EntryId, LineEdit)> + '_ {
+        self.items.iter().rev().flatten().copied()
+    }
+
+    /// `region`, a region of the state before the edits held, located
+    /// after all of them (widened where an edit touches it).
+    pub fn map_clamped(&self, region: Region) -> Region {
+        self.chronological().fold(region, |r, (_, edit)| {
+            map_through(r, edit, MapMode::Clamp).unwrap_or(r)
+        })
+    }
+}
+
+/// The edits before some point of a chain, with every change reverted
+/// before that point cancelled together with its revert: the mirror of
+/// [`LaterEdits`], built by walking a chain forwards.
+#[derive(Debug, Clone, Default)]
+pub struct EarlierEdits {
+    /// Oldest first; `None` where a pair was cancelled.
+    items: Vec<Option<(EntryId, LineEdit)>>,
+    /// Where each change is in `items`.
+    changes: std::collections::HashMap<ChangeId, usize>,
+    /// Number of `None` items.
+    holes: usize,
+}
+
+impl EarlierEdits {
+    /// Adds `edit`, made by entry `id`, after every edit held. A revert
+    /// whose change is held cancels out with it when the edits between
+    /// them do not touch the change's lines.
+    pub fn push_back(&mut self, id: EntryId, edit: LineEdit) {
+        if let EntryId::Revert(change) = id {
+            if let Some(&at) = self.changes.get(&change) {
+                if self.cancel(at, edit) {
+                    self.changes.remove(&change);
+                    return;
+                }
+            }
+        }
+        if let EntryId::Change(change) = id {
+            self.changes.insert(change, self.items.len());
+        }
+        self.items.push(Some((id, edit)));
+    }
+
+    fn cancel(&mut self, at: usize, r: LineEdit) -> bool {
+        let Some(Some((_, x))) = self.items.get(at).copied() else {
+            return false;
+        };
+        let between: Vec<(usize, EntryId, LineEdit)> = (at + 1..self.items.len())
+            .filter_map(|i| self.items[i].map(|(id, m)| (i, id, m)))
+            .collect();
+        let region = Region {
+            start: x.start,
+            len: x.new_len,
+        };
+        let Some(rewritten) = transpose_out(region, x, r, &between, 0) else {
+            return false;
+        };
+        for (index, item) in rewritten {
+            self.items[index] = Some(item);
+        }
+        self.items[at] = None;
+        self.holes += 1;
+        while self.items.last().is_some_and(Option::is_none) {
+            self.items.pop();
+            self.holes -= 1;
+        }
+        if self.holes * 2 > self.items.len() {
+            self.items.retain(Option::is_some);
+            self.holes = 0;
+            self.changes.clear();
+            for (i, item) in self.items.iter().enumerate() {
+                if let Some((EntryId::Change(change), _)) = item {
+                    self.changes.insert(*change, i);
+                }
+            }
+        }
+        true
+    }
+
+    /// The edits held, oldest first.
+    pub fn chronological(&self) -> impl Iterator<Item = (EntryId, LineEdit)> + '_ {
+        self.items.iter().flatten().copied()
+    }
+
+    /// `region`, a region of the state after the edits held, located
+    /// before all of them (clamped where an edit touches it).
+    pub fn map_back_clamped(&self, region: Region) -> Region {
+        self.items
+            .iter()
+            .rev()
+            .flatten()
+            .fold(region, |r, (_, edit)| {
+                map_through(r, edit.inverse(), MapMode::Clamp).unwrap_or(r)
+            })
+    }
 }
 
 /// Rewrites the edits between a change `x` and its revert `r` as if `x`
@@ -185,51 +374,6 @@ fn transpose_out(
     } else {
         None
     }
-}
-
-fn cancel_one_round(items: &mut [Option<(EntryId, LineEdit)>]) -> bool {
-    let mut changed = false;
-    let positions: std::collections::HashMap<koas_review_schema::change_id::ChangeId, usize> =
-        items
-            .iter()
-            .enumerate()
-            .filter_map(|(i, item)| match item {
-                Some((EntryId::Change(c), _)) => Some((*c, i)),
-                _ => None,
-            })
-            .collect();
-    for r_idx in 0..items.len() {
-        let Some((EntryId::Revert(reverted), r_edit)) = items[r_idx] else {
-            continue;
-        };
-        let Some(&x_idx) = positions.get(&reverted).filter(|&&x| x < r_idx) else {
-            continue;
-        };
-        let Some((_, x_edit)) = items[x_idx] else {
-            continue;
-        };
-        let between: Vec<(usize, EntryId, LineEdit)> = items
-            .iter()
-            .enumerate()
-            .take(r_idx)
-            .skip(x_idx + 1)
-            .filter_map(|(i, item)| item.map(|(id, m)| (i, id, m)))
-            .collect();
-        let region = Region {
-            start: x_edit.start,
-            len: x_edit.new_len,
-        };
-        let Some(rewritten) = transpose_out(region, x_edit, r_edit, &between, 0) else {
-            continue;
-        };
-        for (index, item) in rewritten {
-            items[index] = Some(item);
-        }
-        items[x_idx] = None;
-        items[r_idx] = None;
-        changed = true;
-    }
-    changed
 }
 
 /// The line edit a ledger entry made, `None` for a flag.

@@ -20,13 +20,15 @@
 
 use koas_review_schema::notes::PlacedNote;
 
-use crate::linemap::{cancel_reverted_pairs, map_through_all, LineEdit, MapMode, Region};
+use std::collections::HashSet;
+
+use crate::linemap::{LaterEdits, Region};
 use crate::protected::block_containing;
 use crate::text::{is_blank, LineBuf};
-use koas_review_schema::change_id::EntryId;
+use koas_review_schema::change_id::{ChangeId, EntryId};
 use koas_review_schema::edit_op::{Action, Alert, ReviewPolicy};
 use koas_review_schema::ledger::LedgerEntry;
-use koas_review_schema::stage1::ProtectedSpans;
+use koas_review_schema::stage1::{ProtectedSpan, ProtectedSpans};
 
 /// The annotated document and where its notes went.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,23 +42,105 @@ pub struct Annotated {
 /// The region of entry `index` in the state after every entry, following
 /// it through the later entries (changes and their reverts cancel out).
 pub fn current_region(entries: &[LedgerEntry], index: usize) -> Option<Region> {
-    let entry = entries.get(index)?;
+    current_regions(entries, |i| i == index)
+        .into_iter()
+        .find_map(|(i, region)| (i == index).then_some(region))
+}
+
+/// The lines entry `entry` wrote (for a flag: the lines it flagged), in
+/// the state just after it.
+fn own_region(entry: &LedgerEntry) -> Option<Region> {
     let change = entry.change?;
     let len = if entry.action == Action::FlagOnly {
         change.removed
     } else {
         change.added
     };
-    let region = Region {
+    Some(Region {
         start: change.at.saturating_sub(1),
         len,
-    };
-    let chain: Vec<(EntryId, LineEdit)> = entries[index + 1..]
-        .iter()
-        .filter_map(|e| crate::linemap::edit_of(e).map(|edit| (e.id, edit)))
-        .collect();
-    let chain = cancel_reverted_pairs(&chain);
-    map_through_all(region, chain.into_iter().map(|(_, e)| e), MapMode::Clamp).ok()
+    })
+}
+
+/// [`current_region`] of every entry `wanted` accepts, in one backward
+/// pass over the ledger: each entry's region is followed only through the
+/// net edits after it, so the cost grows with the live edits, not with
+/// the length of the ledger's history. Results are latest entry first.
+pub fn current_regions(
+    entries: &[LedgerEntry],
+    wanted: impl Fn(usize) -> bool,
+) -> Vec<(usize, Region)> {
+    let mut later = LaterEdits::default();
+    let mut out = Vec::new();
+    for (index, entry) in entries.iter().enumerate().rev() {
+        if wanted(index) {
+            if let Some(region) = own_region(entry) {
+                out.push((index, later.map_clamped(region)));
+            }
+        }
+        if let Some(edit) = crate::linemap::edit_of(entry) {
+            later.push_front(entry.id, edit);
+        }
+    }
+    out
+}
+
+/// Which protected block holds each line, and the inline spans that run
+/// over several lines: built once so that placing many notes does not
+/// scan every region for each of them.
+struct Placement<'a> {
+    /// 1-based line → index in `spans.blocks` of the first block holding it.
+    block_of_line: Vec<Option<usize>>,
+    spans: &'a ProtectedSpans,
+    /// Inline spans that end on a later line than they start, by start.
+    multiline: Vec<(usize, usize)>,
+}
+
+impl<'a> Placement<'a> {
+    fn new(spans: &'a ProtectedSpans, lines: usize) -> Self {
+        let mut block_of_line = vec![None; lines + 2];
+        for (i, block) in spans.blocks.iter().enumerate() {
+            let start = (block.line_start as usize).min(lines + 1);
+            let end = (block.line_end as usize).min(lines + 1);
+            for slot in block_of_line.iter_mut().take(end + 1).skip(start) {
+                if slot.is_none() {
+                    *slot = Some(i);
+                }
+            }
+        }
+        let mut multiline: Vec<(usize, usize)> = spans
+            .inlines
+            .iter()
+            .filter(|s| s.line < s.end_line)
+            .map(|s| (s.line as usize, s.end_line as usize))
+            .collect();
+        multiline.sort_unstable();
+        Placement {
+            block_of_line,
+            spans,
+            multiline,
+        }
+    }
+
+    /// The block holding 1-based `line`.
+    fn block(&self, line: usize) -> Option<&'a ProtectedSpan> {
+        match self.block_of_line.get(line) {
+            Some(Some(i)) => self.spans.blocks.get(*i),
+            Some(None) => None,
+            // Past the lines the document had when indexed.
+            None => block_containing(self.spans, line),
+        }
+    }
+
+    /// The end line of the first multi-line inline span that starts at or
+    /// before `line` and ends after it.
+    fn inline_end(&self, line: usize) -> Option<usize> {
+        let upto = self.multiline.partition_point(|&(start, _)| start <= line);
+        self.multiline[..upto]
+            .iter()
+            .find(|&&(_, end)| line < end)
+            .map(|&(_, end)| end)
+    }
 }
 
 fn is_atx_heading(line: &str) -> bool {
@@ -74,28 +158,24 @@ fn is_atx_heading(line: &str) -> bool {
 
 /// Moves an insertion point (after 1-based `line`; 0 = top) to the end of
 /// the block it is in, and out of protected blocks.
-fn settle(doc: &LineBuf, protected: &ProtectedSpans, mut line: usize) -> usize {
+fn settle(doc: &LineBuf, place: &Placement<'_>, mut line: usize) -> usize {
     let content = |l: usize| doc.content(l - 1).unwrap_or("");
     for _ in 0..=doc.len() {
         let before = line;
-        if let Some(block) = block_containing(protected, line) {
+        if let Some(block) = place.block(line) {
             // The end of a protected block is a block boundary.
             line = block.line_end as usize;
         } else if line > 0 && !is_blank(content(line)) && !is_atx_heading(content(line)) {
             while line < doc.len()
                 && !is_blank(content(line + 1))
                 && !is_atx_heading(content(line + 1))
-                && block_containing(protected, line + 1).is_none()
+                && place.block(line + 1).is_none()
             {
                 line += 1;
             }
         }
-        if let Some(span) = protected
-            .inlines
-            .iter()
-            .find(|s| s.line as usize <= line && line < s.end_line as usize)
-        {
-            line = span.end_line as usize;
+        if let Some(end) = place.inline_end(line) {
+            line = end;
         }
         if line == before {
             break;
@@ -136,22 +216,31 @@ pub fn annotate(
     policy: &ReviewPolicy,
 ) -> Annotated {
     let doc = LineBuf::parse(edited);
+    let place = Placement::new(protected, doc.len());
+    let reverted: HashSet<ChangeId> = entries
+        .iter()
+        .filter_map(|e| match e.id {
+            EntryId::Revert(id) => Some(id),
+            EntryId::Change(_) => None,
+        })
+        .collect();
+    let wanted = |index: usize| {
+        let entry = &entries[index];
+        matches!(entry.id, EntryId::Change(id) if !reverted.contains(&id))
+            && entry.needs_attention
+            && entry.review_note.is_some()
+    };
+    let mut regions = current_regions(entries, wanted);
+    // Ledger order, as notes at one line are shown in that order.
+    regions.reverse();
     let mut notes: Vec<PlacedNote> = Vec::new();
-    for (index, entry) in entries.iter().enumerate() {
-        let EntryId::Change(id) = entry.id else {
-            continue;
-        };
-        let Some(note) = &entry.review_note else {
-            continue;
-        };
-        if !entry.needs_attention || entries.iter().any(|e| e.id == EntryId::Revert(id)) {
-            continue;
-        }
-        let Some(region) = current_region(entries, index) else {
+    for (index, region) in regions {
+        let entry = &entries[index];
+        let (EntryId::Change(id), Some(note)) = (entry.id, &entry.review_note) else {
             continue;
         };
         let anchor = region.end().max(region.start);
-        let after_line = settle(&doc, protected, anchor.min(doc.len()));
+        let after_line = settle(&doc, &place, anchor.min(doc.len()));
         notes.push(PlacedNote {
             id,
             alert: policy.alert_for(&entry.severity).unwrap_or(note.alert),

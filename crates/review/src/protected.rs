@@ -40,12 +40,45 @@ pub fn inline_touched_by_bytes(span: &InlineSpan, from: usize, to: usize) -> boo
     }
 }
 
-/// Byte offset, within `line`, of 1-based character column `column`
-/// (the line's length when the column is past its end).
-fn byte_of_column(line: &str, column: usize) -> usize {
-    line.char_indices()
-        .nth(column.saturating_sub(1))
-        .map_or(line.len(), |(byte, _)| byte)
+/// Column → byte lookups within the lines of one document, remembering
+/// the character offsets of the last line asked for: a line can hold tens
+/// of thousands of inline spans, and walking it from its start for each
+/// one would cost the square of its length.
+struct Columns<'a> {
+    doc: &'a LineBuf,
+    line: Option<usize>,
+    /// Byte offset of each character of `line`.
+    chars: Vec<usize>,
+    len: usize,
+}
+
+impl<'a> Columns<'a> {
+    fn new(doc: &'a LineBuf) -> Self {
+        Columns {
+            doc,
+            line: None,
+            chars: Vec::new(),
+            len: 0,
+        }
+    }
+
+    /// Byte offset, within 0-based line `index`, of 1-based character
+    /// column `column` (the line's length when past its end).
+    fn byte_of(&mut self, index: usize, column: usize) -> Option<usize> {
+        if self.line != Some(index) {
+            let line = self.doc.raw_line(index)?;
+            self.chars.clear();
+            self.chars.extend(line.char_indices().map(|(b, _)| b));
+            self.len = line.len();
+            self.line = Some(index);
+        }
+        Some(
+            self.chars
+                .get(column.saturating_sub(1))
+                .copied()
+                .unwrap_or(self.len),
+        )
+    }
 }
 
 /// A protected region an op touches, for messages.
@@ -163,6 +196,7 @@ pub fn mapped_through(
             })
         })
         .collect();
+    let mut columns = Columns::new(after);
     let inlines = spans
         .inlines
         .iter()
@@ -175,10 +209,10 @@ pub fn mapped_through(
                 Ok(mapped) => {
                     let line = mapped.start + 1;
                     let end_line = mapped.end();
-                    let byte_start = offsets.get(line - 1)?
-                        + byte_of_column(after.raw_line(line - 1)?, s.column as usize);
+                    let byte_start =
+                        offsets.get(line - 1)? + columns.byte_of(line - 1, s.column as usize)?;
                     let byte_end = offsets.get(end_line - 1)?
-                        + byte_of_column(after.raw_line(end_line - 1)?, s.end_column as usize + 1);
+                        + columns.byte_of(end_line - 1, s.end_column as usize + 1)?;
                     Some(InlineSpan {
                         line: line_no(line),
                         end_line: line_no(end_line),

@@ -31,6 +31,13 @@ pub struct Counts {
 /// Counts the entries of a ledger.
 pub fn count(entries: &[LedgerEntry]) -> Counts {
     let mut counts = Counts::default();
+    let reverted: std::collections::HashSet<_> = entries
+        .iter()
+        .filter_map(|e| match e.id {
+            EntryId::Revert(id) => Some(id),
+            EntryId::Change(_) => None,
+        })
+        .collect();
     for entry in entries {
         match entry.id {
             EntryId::Revert(_) => counts.reverts += 1,
@@ -43,7 +50,7 @@ pub fn count(entries: &[LedgerEntry]) -> Counts {
                 counts.attention += usize::from(entry.needs_attention);
                 counts.deletions += usize::from(entry.action == Action::Delete);
                 counts.silent += usize::from(entry.silent);
-                if !entries.iter().any(|e| e.id == EntryId::Revert(id)) {
+                if !reverted.contains(&id) {
                     counts.active_changes += 1;
                 }
             }

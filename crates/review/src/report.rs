@@ -11,10 +11,11 @@
 
 use std::fmt::Write as _;
 
-use crate::linemap::{map_back_clamped, Region};
+use crate::artifacts::SectionLookup;
+use crate::linemap::{EarlierEdits, Region};
 use crate::query::count;
 use koas_review_schema::apply::ApplyLogRecord;
-use koas_review_schema::change_id::EntryId;
+use koas_review_schema::change_id::{ChangeId, EntryId};
 use koas_review_schema::edit_op::Action;
 use koas_review_schema::findings::Finding;
 use koas_review_schema::ledger::LedgerEntry;
@@ -53,21 +54,39 @@ fn cell(text: &str) -> String {
 
 /// The original line an entry's change starts at.
 pub fn original_line(entries: &[LedgerEntry], index: usize) -> Option<usize> {
-    let change = entries.get(index)?.change?;
-    let region = Region {
-        start: change.at.saturating_sub(1),
-        len: change.removed,
-    };
-    let earlier: Vec<_> = entries[..index]
+    if index >= entries.len() {
+        return None;
+    }
+    original_lines(&entries[..=index])[index]
+}
+
+/// [`original_line`] of every entry, in one pass: each entry is followed
+/// back only through the net edits before it (a change and its later
+/// revert cancel out), so a long history of reverted cycles costs nothing
+/// per entry.
+pub fn original_lines(entries: &[LedgerEntry]) -> Vec<Option<usize>> {
+    let mut earlier = EarlierEdits::default();
+    entries
         .iter()
-        .filter_map(crate::linemap::edit_of)
-        .collect();
-    let back = map_back_clamped(region, &earlier);
-    Some(if back.len == 0 {
-        back.start.max(1)
-    } else {
-        back.start + 1
-    })
+        .map(|entry| {
+            let line = entry.change.map(|change| {
+                let region = Region {
+                    start: change.at.saturating_sub(1),
+                    len: change.removed,
+                };
+                let back = earlier.map_back_clamped(region);
+                if back.len == 0 {
+                    back.start.max(1)
+                } else {
+                    back.start + 1
+                }
+            });
+            if let Some(edit) = crate::linemap::edit_of(entry) {
+                earlier.push_back(entry.id, edit);
+            }
+            line
+        })
+        .collect()
 }
 
 /// The innermost section containing `line`.
@@ -78,15 +97,59 @@ pub fn section_of(sections: &[SectionEntry], line: usize) -> Option<&SectionEntr
         .max_by_key(|s| s.line_start)
 }
 
-fn status_of(entries: &[LedgerEntry], entry: &LedgerEntry) -> String {
-    match entry.id {
-        EntryId::Revert(_) => format!("reverts {}", entry.reverted_id),
-        EntryId::Change(id) => match entries.iter().find(|e| e.id == EntryId::Revert(id)) {
-            Some(by) => format!("reverted ({})", by.id),
-            None if entry.action == Action::FlagOnly => "flag".to_owned(),
-            None => "active".to_owned(),
-        },
+/// Groups items by section, in order of first appearance.
+struct Grouped<'a, T> {
+    groups: Vec<(Option<&'a SectionEntry>, Vec<T>)>,
+    index: std::collections::HashMap<Option<&'a str>, usize>,
+}
+
+impl<'a, T> Grouped<'a, T> {
+    fn new() -> Self {
+        Grouped {
+            groups: Vec::new(),
+            index: std::collections::HashMap::new(),
+        }
     }
+
+    fn push(&mut self, section: Option<&'a SectionEntry>, item: T) {
+        let key = section.map(|s| s.id.as_str());
+        match self.index.get(&key) {
+            Some(&i) => self.groups[i].1.push(item),
+            None => {
+                self.index.insert(key, self.groups.len());
+                self.groups.push((section, vec![item]));
+            }
+        }
+    }
+
+    /// The groups, by section start (entries outside any section first).
+    fn sorted(mut self) -> Vec<(Option<&'a SectionEntry>, Vec<T>)> {
+        self.groups
+            .sort_by_key(|(s, _)| s.map_or(0, |s| s.line_start));
+        self.groups
+    }
+}
+
+/// Status cells of the entries: reverted changes name their revert.
+fn statuses(entries: &[LedgerEntry]) -> Vec<String> {
+    let reverts: std::collections::HashMap<ChangeId, EntryId> = entries
+        .iter()
+        .filter_map(|e| match e.id {
+            EntryId::Revert(id) => Some((id, e.id)),
+            EntryId::Change(_) => None,
+        })
+        .collect();
+    entries
+        .iter()
+        .map(|entry| match entry.id {
+            EntryId::Revert(_) => format!("reverts {}", entry.reverted_id),
+            EntryId::Change(id) => match reverts.get(&id) {
+                Some(by) => format!("reverted ({by})"),
+                None if entry.action == Action::FlagOnly => "flag".to_owned(),
+                None => "active".to_owned(),
+            },
+        })
+        .collect()
 }
 
 fn lines_cell(entry: &LedgerEntry) -> String {
@@ -139,21 +202,18 @@ pub fn render_report(input: ReportInput<'_>) -> String {
     );
 
     let _ = writeln!(out, "## Changes by section\n");
-    let mut by_section: Vec<(Option<&SectionEntry>, Vec<usize>)> = Vec::new();
+    let lookup = SectionLookup::new(input.sections);
+    let status = statuses(entries);
+    let lines = original_lines(entries);
+    let mut grouped = Grouped::new();
     for (index, entry) in entries.iter().enumerate() {
         if entry.is_revert {
             continue;
         }
-        let section = original_line(entries, index).and_then(|l| section_of(input.sections, l));
-        match by_section
-            .iter_mut()
-            .find(|(s, _)| s.map(|s| &s.id) == section.map(|s| &s.id))
-        {
-            Some((_, list)) => list.push(index),
-            None => by_section.push((section, vec![index])),
-        }
+        let section = lines[index].and_then(|l| lookup.get(l));
+        grouped.push(section, index);
     }
-    by_section.sort_by_key(|(s, _)| s.map_or(0, |s| s.line_start));
+    let by_section = grouped.sorted();
     if by_section.is_empty() {
         let _ = writeln!(out, "No changes.\n");
     }
@@ -187,7 +247,7 @@ pub fn render_report(input: ReportInput<'_>) -> String {
                 cell(&e.kind),
                 cell(&e.severity),
                 cell(&e.summary),
-                status_of(entries, e)
+                status[index]
             );
         }
         out.push('\n');
@@ -214,7 +274,7 @@ pub fn render_report(input: ReportInput<'_>) -> String {
                 if e.silent { "yes" } else { "no" },
                 lines_cell(e),
                 cell(&e.summary),
-                status_of(entries, e)
+                status[index]
             );
         }
         out.push('\n');
@@ -224,19 +284,11 @@ pub fn render_report(input: ReportInput<'_>) -> String {
     if input.findings.is_empty() {
         let _ = writeln!(out, "No findings.\n");
     } else {
-        let mut groups: Vec<(Option<&SectionEntry>, Vec<&Finding>)> = Vec::new();
+        let mut grouped = Grouped::new();
         for finding in input.findings {
-            let section = section_of(input.sections, finding.line as usize);
-            match groups
-                .iter_mut()
-                .find(|(s, _)| s.map(|s| &s.id) == section.map(|s| &s.id))
-            {
-                Some((_, list)) => list.push(finding),
-                None => groups.push((section, vec![finding])),
-            }
+            grouped.push(lookup.get(finding.line as usize), finding);
         }
-        groups.sort_by_key(|(s, _)| s.map_or(0, |s| s.line_start));
-        for (section, mut list) in groups {
+        for (section, mut list) in grouped.sorted() {
             list.sort_by_key(|f| (f.line, f.line_end));
             match section {
                 Some(s) => {

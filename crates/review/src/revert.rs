@@ -216,9 +216,9 @@ fn restored_lines_come_first(entries: &[LedgerEntry], x: usize, insertion: Entry
     let EntryId::Revert(earlier) = insertion else {
         return false;
     };
-    let Some(y) = entries
+    let Some(y) = entries[..x]
         .iter()
-        .position(|e| e.id == EntryId::Change(earlier))
+        .rposition(|e| e.id == EntryId::Change(earlier))
     else {
         return false;
     };
@@ -273,16 +273,18 @@ pub fn revertible_ids(entries: &[LedgerEntry]) -> Vec<ChangeId> {
 /// it; nothing is applied then.
 pub fn plan_reverts(request: RevertRequest<'_>) -> Result<RevertPlan, RevertError> {
     let entries = request.entries;
+    let positions: std::collections::HashMap<EntryId, usize> =
+        entries.iter().enumerate().map(|(i, e)| (e.id, i)).collect();
     let mut targets: Vec<(usize, ChangeId)> = Vec::new();
+    let mut named = std::collections::HashSet::new();
     for &id in request.ids {
-        if targets.iter().any(|(_, t)| *t == id) {
+        if !named.insert(id) {
             return Err(RevertError::Duplicate(id));
         }
-        let position = entries
-            .iter()
-            .position(|e| e.id == EntryId::Change(id))
+        let position = *positions
+            .get(&EntryId::Change(id))
             .ok_or(RevertError::NotFound(id))?;
-        if let Some(by) = entries.iter().find(|e| e.id == EntryId::Revert(id)) {
+        if let Some(by) = positions.get(&EntryId::Revert(id)).map(|&i| &entries[i]) {
             return Err(RevertError::AlreadyReverted {
                 id,
                 by: by.id,

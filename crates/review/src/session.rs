@@ -12,7 +12,7 @@ use crate::apply::{apply_batch, BatchInput};
 use crate::clock::Clock;
 use crate::record::{entry_for_applied, entry_for_revert, patch_paths, RunContext};
 use crate::revert::{plan_reverts, RevertError, RevertRequest};
-use koas_review_schema::apply::{ApplyOptions, BatchOutcome};
+use koas_review_schema::apply::{ApplyOptions, BatchOutcome, OpOrigin};
 use koas_review_schema::change_id::{ChangeId, IdAllocator, IdError};
 use koas_review_schema::ledger::{Actor, LedgerEntry};
 use koas_review_schema::revert::RevertPlan;
@@ -31,6 +31,9 @@ pub struct MemorySession {
     pub patches: BTreeMap<String, String>,
     /// Highest change ID ever allocated (applied or rejected).
     pub last_allocated: Option<ChangeId>,
+    /// Who proposes the ops given to [`MemorySession::apply`] (a person
+    /// unless set).
+    pub origin: OpOrigin,
 }
 
 impl MemorySession {
@@ -42,6 +45,7 @@ impl MemorySession {
             entries: Vec::new(),
             patches: BTreeMap::new(),
             last_allocated: None,
+            origin: OpOrigin::Person,
         }
     }
 
@@ -72,6 +76,7 @@ impl MemorySession {
             .filter_map(LedgerEntry::change_id)
             .collect();
         let first_id = self.next_id()?;
+        let origins = vec![self.origin; ops.len()];
         let outcome = apply_batch(BatchInput {
             doc_name: &self.doc_name,
             text: &self.text,
@@ -80,6 +85,7 @@ impl MemorySession {
             ledger_ids: &ledger_ids,
             first_id,
             options,
+            origins: &origins,
         });
         let run = RunContext {
             doc_name: &self.doc_name,

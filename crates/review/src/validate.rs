@@ -8,13 +8,15 @@
 //! | 1 | ID format: the op's ID and the ID its note names | `REJECT_SCHEMA_ID` |
 //! | 2 | ID uniqueness against the ledger | `REJECT_LEDGER` |
 //! | 3 | content hash and `before_text` match the target | `REJECT_HASH` |
-//! | 4 | protected regions (strict: never; else needs attention + note) | `REJECT_PROTECTED` |
+//! | – | no control character in the text written (tab, line ends aside) | `REJECT_OTHER` |
+//! | 4 | protected regions (a model's op: never; a person's: needs attention + note, never under strict) | `REJECT_PROTECTED` |
 //! | 5 | deletion policy: attention, note, `CAUTION` | `REJECT_SCHEMA_NOTE` |
 //! | 6 | attention policy: note starting `REVIEWER:` | `REJECT_SCHEMA_NOTE` |
 //! | – | the op changes something, after_text not empty | `REJECT_OTHER` |
 //!
 //! Overlap with another op of the batch is checked when applying
-//! (`REJECT_RANGE`).
+//! (`REJECT_RANGE`), and so is the protected structure outside the edited
+//! lines (`REJECT_PROTECTED`, see [`crate::structure`]).
 
 use std::collections::BTreeSet;
 
@@ -23,6 +25,7 @@ use crate::plan::{plan_change, PlanProblem, PlannedChange};
 use crate::protected::touched_by;
 use crate::text::LineBuf;
 use koas_kernel_api::hash::{same_hash, sha256};
+use koas_review_schema::apply::OpOrigin;
 use koas_review_schema::change_id::ChangeId;
 use koas_review_schema::edit_op::{Action, Alert, EditOp};
 use koas_review_schema::rejection::{RejectClass, Rejection};
@@ -89,6 +92,48 @@ pub struct ProtectionPolicy<'a> {
     pub regions: &'a ProtectedSpans,
     /// `--strict`: refuse any op touching a protected region.
     pub strict: bool,
+    /// Who proposed the op: a model's op never touches a protected region.
+    pub origin: OpOrigin,
+}
+
+/// The first control character of `text` other than tab, newline and a
+/// carriage return ending a line, with its byte offset.
+fn control_char(text: &str) -> Option<(usize, char)> {
+    let bytes = text.as_bytes();
+    text.char_indices().find(|&(at, c)| {
+        c.is_control()
+            && c != '\t'
+            && c != '\n'
+            && !(c == '\r' && bytes.get(at + 1) == Some(&b'\n'))
+    })
+}
+
+/// Refuses control characters (other than tab and line ends) in the text
+/// an op writes into the document, its note, and what the report shows: a
+/// NUL written into a Markdown file makes it binary.
+pub fn check_text_fields(op: &EditOp, index: usize) -> Result<(), Rejection> {
+    let label = op_label(index, op.id);
+    let fields = [
+        ("after_text", Some(op.after_text.as_str())),
+        (
+            "review_note.text",
+            op.review_note.as_ref().map(|n| n.text.as_str()),
+        ),
+        ("summary", op.summary.as_deref()),
+        ("rationale", Some(op.rationale.as_str())),
+    ];
+    for (name, text) in fields {
+        if let Some((at, c)) = text.and_then(control_char) {
+            return Err(Rejection::new(
+                RejectClass::Other,
+                format!(
+                    "{label}: {name} holds the control character U+{:04X} at byte {at}; only tab and line ends are allowed in text written to the document — remove it",
+                    u32::from(c)
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// An op that passed every invariant.
@@ -112,6 +157,7 @@ pub fn validate(
     let label = op_label(index, op.id);
     let (start, end) = (op.target.line_start, op.target.line_end);
     let lines = lines_label(start, end);
+    check_text_fields(op, index)?;
 
     // 1. ID format — the op's own ID is engine-allocated; the note must name it.
     if let Some(note) = &op.review_note {
@@ -211,6 +257,12 @@ pub fn validate(
         if let Some(first) = touched.first() {
             let verb = if start == end { "touches" } else { "touch" };
             let what = format!("{label}: {lines} {verb} {} (protected)", first.describe());
+            if protection.origin == OpOrigin::Model {
+                return Err(Rejection::new(
+                    RejectClass::Protected,
+                    format!("{what}; an op proposed by a model never changes a protected region (code, tables, math, HTML, front matter, inline code…) — only a person's ops file may, flagged needs_attention with a review note"),
+                ));
+            }
             if protection.strict {
                 return Err(Rejection::new(
                     RejectClass::Protected,

@@ -47,6 +47,11 @@ pub struct WorkspaceArgs {
     /// Print a JSON object on stdout instead of text.
     #[arg(long)]
     pub json: bool,
+
+    /// Refuse a document larger than this (e.g. 300M, 1G) [default:
+    /// KOAS_MAX_DOC_SIZE, else 256M].
+    #[arg(long, value_name = "SIZE")]
+    pub max_doc_size: Option<String>,
 }
 
 /// A document and its review workspace.
@@ -59,15 +64,19 @@ pub struct ReviewTarget {
     pub doc_name: String,
     /// Its workspace, which may not exist yet.
     pub workspace: Workspace,
+    /// Its permission bits (of the link's target for a symbolic link).
+    pub mode: Option<u32>,
 }
 
 impl ReviewTarget {
-    /// Reads DOC (it must be UTF-8 text) and finds its workspace: `-w`, or
+    /// Reads DOC (a regular file of UTF-8 text, within the size limit) and
+    /// finds its workspace: `-w`, or
     /// the automatic `.review/<stem>_<hash12>` (also found after an
     /// `--in-place` run replaced DOC).
     pub fn locate(args: &WorkspaceArgs) -> anyhow::Result<ReviewTarget> {
-        let bytes = std::fs::read(&args.doc)
-            .with_context(|| format!("cannot read the document {}", args.doc.display()))?;
+        let limit = crate::input::max_doc_bytes(args.max_doc_size.as_deref())?;
+        let shown = format!("the document {}", args.doc.display());
+        let bytes = crate::input::read_document_bytes(&args.doc, &shown, limit, false)?;
         let text = String::from_utf8(bytes).map_err(|e| {
             anyhow::anyhow!(
                 "{} is not UTF-8 text (first bad byte at offset {})",
@@ -84,12 +93,68 @@ impl ReviewTarget {
             Some(dir) => dir.clone(),
             None => locate_workspace(&args.doc, &text),
         };
+        let mode = std::fs::metadata(&args.doc).ok().map(|m| {
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                m.permissions().mode() & 0o777
+            }
+            #[cfg(not(unix))]
+            {
+                if m.permissions().readonly() {
+                    0o444
+                } else {
+                    0o644
+                }
+            }
+        });
         Ok(ReviewTarget {
             doc_path: args.doc.clone(),
             text,
             doc_name,
             workspace: Workspace::new(root),
+            mode,
         })
+    }
+
+    /// For a command that writes the workspace: what it creates is made no
+    /// more permissive than the document (the workspace holds copies of
+    /// it), what earlier runs created is narrowed the same way, and the
+    /// temporary files a killed `--in-place` left next to the document are
+    /// removed.
+    pub fn prepare_writes(&self) -> anyhow::Result<Vec<PathBuf>> {
+        if let Some(mode) = self.mode {
+            koas_orchestrator::fsio::restrict_new_files_to(mode);
+            self.workspace
+                .restrict_to(mode)
+                .with_context(|| format!("workspace {}", self.root().display()))?;
+        }
+        let (dir, name) = self.in_place_target();
+        Ok(koas_orchestrator::fsio::remove_stale_temp_files(
+            &dir,
+            name.as_deref(),
+        ))
+    }
+
+    /// The folder and file name an `--in-place` write goes to (through a
+    /// symbolic link, its target's).
+    fn in_place_target(&self) -> (PathBuf, Option<String>) {
+        let resolved =
+            std::fs::canonicalize(&self.doc_path).unwrap_or_else(|_| self.doc_path.clone());
+        let dir = resolved
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+        let name = resolved
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned());
+        (dir, name)
+    }
+
+    /// Temporary files a killed `--in-place` write left next to DOC.
+    pub fn stale_doc_temp_files(&self) -> Vec<PathBuf> {
+        let (dir, name) = self.in_place_target();
+        koas_orchestrator::fsio::stale_temp_files(&dir, name.as_deref())
     }
 
     /// Fails unless the workspace was created by a review.

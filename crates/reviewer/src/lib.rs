@@ -13,4 +13,5 @@
 
 pub mod commands;
 mod common;
+pub mod input;
 mod pipeline;

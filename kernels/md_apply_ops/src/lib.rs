@@ -14,7 +14,9 @@
 //!
 //! Inputs: `doc_raw`, `protected_spans`, `section_index` (Stage 1);
 //! optional `file_stats`; the ops from `ops` (an ops file, `--ops`) and/or
-//! `edit_plan`; and, from the host in a review workspace, `review_doc`
+//! `edit_plan` (an ops file is a person's: its ops may change a protected
+//! region when flagged for attention with a note; the edit plan is a
+//! model's: its ops never do); and, from the host in a review workspace, `review_doc`
 //! (the current document the ops address) and `review_state` (document
 //! name, next free ID, ledger IDs). The engine itself is
 //! [`koas_review::apply`]; this crate is the plugin glue.
@@ -78,6 +80,7 @@ impl Kernel for MdApplyOps {
             ledger_ids: &target.ledger_ids,
             first_id: target.first_id,
             options: &options,
+            origins: &gathered.origins,
         });
         let summary = summary::describe(&batch, &gathered.sources);
         let warnings = summary::rejection_warnings(&batch);

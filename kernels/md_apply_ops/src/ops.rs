@@ -4,6 +4,7 @@
 
 use koas_kernel_api::{Inputs, KernelError};
 use koas_review::edit_op::parse_ops_file;
+use koas_review_schema::apply::OpOrigin;
 use koas_review_schema::names;
 use serde_json::Value;
 
@@ -11,6 +12,9 @@ use serde_json::Value;
 pub struct GatheredOps {
     /// The ops, in order.
     pub ops: Vec<Value>,
+    /// Who proposed each op: the ops file is a person's, the edit plan a
+    /// model's.
+    pub origins: Vec<OpOrigin>,
     /// `ops.json: 12 ops`, … (for the summary).
     pub sources: Vec<String>,
 }
@@ -41,15 +45,24 @@ fn read(value: &Value, artifact: &str) -> Result<(Vec<Value>, String), KernelErr
 /// Gathers the ops of `ops` and `edit_plan`.
 pub fn gather(inputs: &Inputs) -> Result<GatheredOps, KernelError> {
     let mut ops = Vec::new();
+    let mut origins = Vec::new();
     let mut sources = Vec::new();
-    for artifact in [names::OPS, names::EDIT_PLAN] {
+    for (artifact, origin) in [
+        (names::OPS, OpOrigin::Person),
+        (names::EDIT_PLAN, OpOrigin::Model),
+    ] {
         if let Some(value) = inputs.get(artifact).filter(|v| !v.is_null()) {
             let (found, label) = read(value, artifact)?;
             sources.push(format!("{label}: {} ops", found.len()));
+            origins.extend(std::iter::repeat(origin).take(found.len()));
             ops.extend(found);
         }
     }
-    Ok(GatheredOps { ops, sources })
+    Ok(GatheredOps {
+        ops,
+        origins,
+        sources,
+    })
 }
 
 #[cfg(test)]
@@ -71,6 +84,10 @@ mod tests {
         .unwrap();
         assert_eq!(got.ops.len(), 3);
         assert_eq!(got.sources, vec!["ops.json: 1 ops", "edit_plan: 2 ops"]);
+        assert_eq!(
+            got.origins,
+            vec![OpOrigin::Person, OpOrigin::Model, OpOrigin::Model]
+        );
         let got = gather(&inputs(json!({"ops": "[]"}))).unwrap();
         assert!(got.ops.is_empty());
         assert!(gather(&inputs(json!({}))).unwrap().sources.is_empty());

@@ -132,6 +132,57 @@ fn strict_refuses_inline_protected_edits_that_attention_would_allow() {
 }
 
 #[test]
+fn a_models_edit_plan_never_changes_protected_bytes_that_a_persons_op_may() {
+    // The same flagged edits of inline code and of a code fence: from an
+    // ops file (a person) they are applied; from an edit plan (a model)
+    // they are refused, and the prose edit beside them is applied.
+    let protected = [
+        json!({"action": "replace", "kind": "terminology", "target": {"line_start": 5},
+               "before_text": "`audit_log`", "after_text": "`audit_events`",
+               "needs_attention": true, "rationale": "renamed table"}),
+        json!({"action": "replace", "kind": "correction", "target": {"line_start": 8},
+               "after_text": "DELETE FROM audit_log WHERE kept_until < now();",
+               "needs_attention": true, "rationale": "keep what is kept"}),
+    ];
+    let person = harness(DOC, Value::Array(protected.to_vec()))
+        .run(&MdApplyOps)
+        .unwrap();
+    let o = outcome(&person);
+    assert_eq!(o.batch.applied.len(), 2, "{:?}", o.batch.rejected);
+    assert!(o.batch.applied.iter().all(|a| a.origin.is_person()));
+
+    let mut plan = protected.to_vec();
+    plan.push(
+        json!({"action": "replace", "kind": "typo", "target": {"line_start": 13},
+                     "before_text": "five", "after_text": "5"}),
+    );
+    let (raw, spans, sections, stats) = stage1(DOC);
+    let model = TestHarness::new()
+        .input("doc_raw", raw)
+        .input("protected_spans", spans)
+        .input("section_index", sections)
+        .input("file_stats", stats)
+        .input("edit_plan", json!({"ops": plan}))
+        .run(&MdApplyOps)
+        .unwrap();
+    let o = outcome(&model);
+    assert_eq!(o.batch.rejected.len(), 2, "{:?}", o.batch.applied);
+    for r in &o.batch.rejected {
+        assert_eq!(r.rejection.class, RejectClass::Protected);
+        assert!(
+            r.rejection.reason.contains("proposed by a model"),
+            "{}",
+            r.rejection.reason
+        );
+    }
+    assert_eq!(o.batch.applied.len(), 1);
+    assert_eq!(o.batch.applied[0].origin.as_str(), "model");
+    let edited = model.artifacts["edited_doc"].as_str().unwrap();
+    assert!(edited.contains("`audit_log`") && edited.contains("DELETE FROM audit_log;\n"));
+    assert!(edited.contains("kept for 5 years"));
+}
+
+#[test]
 fn in_a_workspace_ops_address_the_current_document_with_its_own_regions() {
     // The current document has two more lines at the top: the fence moved
     // from lines 7–9 to 9–11. Stage 1 still describes the original.

@@ -53,6 +53,7 @@ fn outcome() -> ApplyOutcome {
         ledger_ids: &Default::default(),
         first_id: ChangeId::first(),
         options: &options,
+        origins: &[koas_review_schema::apply::OpOrigin::Person; 64],
     });
     assert_eq!(batch.applied.len(), 3, "{:?}", batch.rejected);
     ApplyOutcome {

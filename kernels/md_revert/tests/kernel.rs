@@ -170,6 +170,7 @@ fn a_plain_run_plans_on_the_preview_and_nothing_is_nothing() {
         ledger_ids: &Default::default(),
         first_id: ChangeId::first(),
         options: &options,
+        origins: &[koas_review_schema::apply::OpOrigin::Person; 64],
     });
     let outcome = ApplyOutcome {
         doc_name: "notes.md".into(),

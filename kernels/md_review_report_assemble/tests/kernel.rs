@@ -100,6 +100,7 @@ fn a_preview_shows_the_batch_and_its_rejections() {
         ledger_ids: &Default::default(),
         first_id: ChangeId::first(),
         options: &options,
+        origins: &[koas_review_schema::apply::OpOrigin::Person; 64],
     });
     let outcome = ApplyOutcome {
         doc_name: "audit.md".into(),
@@ -189,6 +190,7 @@ fn a_preview_without_ops_says_no_ops() {
         ledger_ids: &Default::default(),
         first_id: ChangeId::first(),
         options: &options,
+        origins: &[koas_review_schema::apply::OpOrigin::Person; 64],
     });
     let outcome = ApplyOutcome {
         doc_name: "audit.md".into(),

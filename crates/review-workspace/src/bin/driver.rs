@@ -56,6 +56,7 @@ fn run(args: &[String]) -> Result<String, String> {
                     doc_name: &name,
                     document: &text,
                     ops: &ops,
+                    origin: koas_review_schema::apply::OpOrigin::Person,
                     protected: &protected,
                     options: &options,
                     actor: &actor(),

@@ -1,6 +1,7 @@
 use super::*;
 use crate::patch::apply_patch_text;
 use koas_kernel_api::hash::sha256;
+use koas_review_schema::apply::OpOrigin;
 use koas_review_schema::apply::{ApplyOptions, BatchOutcome, Fix, NormalizeOptions, OpStatus};
 use koas_review_schema::change_id::ChangeId;
 use koas_review_schema::edit_op::Action;
@@ -56,6 +57,7 @@ fn run_with(
         ledger_ids: ledger,
         first_id: ChangeId::new(10).unwrap(),
         options,
+        origins: &vec![OpOrigin::Person; ops.len()],
     })
 }
 

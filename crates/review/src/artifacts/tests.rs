@@ -1,6 +1,7 @@
 use super::*;
 use crate::apply::{apply_batch, BatchInput};
 use koas_kernel_api::hash::sha256;
+use koas_review_schema::apply::OpOrigin;
 use koas_review_schema::apply::{ApplyOptions, ApplyOutcome};
 use koas_review_schema::change_id::ChangeId;
 use koas_review_schema::ledger::Actor;
@@ -118,6 +119,7 @@ fn outcome() -> ApplyOutcome {
         ledger_ids: &BTreeSet::new(),
         first_id: ChangeId::first(),
         options: &options,
+        origins: &[OpOrigin::Person; 3],
     });
     ApplyOutcome {
         doc_name: "d.md".into(),

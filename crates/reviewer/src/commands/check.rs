@@ -88,6 +88,10 @@ pub struct CheckArgs {
     /// Read no koas.toml at all (built-in defaults).
     #[arg(long, conflicts_with = "config")]
     pub no_config: bool,
+    /// Refuse a document larger than this (e.g. 300M, 1G) [default:
+    /// KOAS_MAX_DOC_SIZE, else 256M].
+    #[arg(long, value_name = "SIZE")]
+    pub max_doc_size: Option<String>,
 }
 
 /// A checked document: the name it is reported under, its findings and
@@ -195,16 +199,10 @@ fn expand(docs: &[PathBuf]) -> (Vec<PathBuf>, Vec<String>) {
 }
 
 /// Reads a document (`-` is standard input) as UTF-8 text, refusing
-/// binary content. `shown` names it in errors.
-fn read_document(path: &Path, shown: &str) -> anyhow::Result<String> {
-    let bytes = if path == Path::new("-") {
-        let mut buf = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::stdin(), &mut buf)
-            .with_context(|| format!("cannot read {shown}"))?;
-        buf
-    } else {
-        std::fs::read(path).with_context(|| format!("cannot read {shown}"))?
-    };
+/// binary content, anything that is not a regular file, and more than
+/// `limit` bytes. `shown` names it in errors.
+fn read_document(path: &Path, shown: &str, limit: u64) -> anyhow::Result<String> {
+    let bytes = crate::input::read_document_bytes(path, shown, limit, true)?;
     let text = String::from_utf8(bytes).map_err(|e| {
         anyhow::anyhow!(
             "{shown}: not valid UTF-8 (first bad byte at offset {})",
@@ -221,6 +219,7 @@ pub fn execute(global: &Global, args: CheckArgs) -> anyhow::Result<ExitStatus> {
         eprintln!("error: {e}");
     }
     let mut unreadable = folder_errors.len();
+    let limit = crate::input::max_doc_bytes(args.max_doc_size.as_deref())?;
     let mut configs = Configs::new()?;
     let jobs: Vec<Job> = docs
         .iter()
@@ -241,7 +240,7 @@ pub fn execute(global: &Global, args: CheckArgs) -> anyhow::Result<ExitStatus> {
     let outcomes: Vec<Result<ScanOutput, anyhow::Error>> = jobs
         .par_iter()
         .map(|job| {
-            let text = read_document(&job.source, &job.path)?;
+            let text = read_document(&job.source, &job.path, limit)?;
             configs.list[job.config]
                 .1
                 .check(&text)

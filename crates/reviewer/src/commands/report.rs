@@ -43,6 +43,7 @@ pub fn execute(global: &Global, args: ReportArgs) -> anyhow::Result<ExitStatus> 
 
 fn report(global: &Global, args: &ReportArgs, target: &ReviewTarget) -> anyhow::Result<ExitStatus> {
     target.require_workspace()?;
+    target.prepare_writes()?;
     let command = command_line();
     let workspace = &target.workspace;
     // Under the lock: the report shows one consistent state.

@@ -76,6 +76,7 @@ pub fn execute(global: &Global, args: RevertArgs) -> anyhow::Result<ExitStatus> 
 
 fn revert(global: &Global, args: &RevertArgs, target: &ReviewTarget) -> anyhow::Result<ExitStatus> {
     target.require_workspace()?;
+    target.prepare_writes()?;
     let command = command_line();
     let workspace = &target.workspace;
     let mut run = workspace

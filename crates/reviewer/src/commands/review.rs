@@ -104,10 +104,15 @@ pub fn execute(global: &Global, args: ReviewArgs) -> anyhow::Result<ExitStatus> 
 fn review(global: &Global, args: &ReviewArgs, target: &ReviewTarget) -> anyhow::Result<ExitStatus> {
     // The ops file is checked before anything is locked or written.
     if let Some(ops) = &args.ops {
-        let text = std::fs::read_to_string(ops)
-            .with_context(|| format!("cannot read the ops file {}", ops.display()))?;
+        // Like the document: a FIFO or a device would hang or fill memory.
+        let limit = crate::input::max_doc_bytes(args.target.max_doc_size.as_deref())?;
+        let shown = format!("the ops file {}", ops.display());
+        let bytes = crate::input::read_document_bytes(ops, &shown, limit, false)?;
+        let text = String::from_utf8(bytes)
+            .with_context(|| format!("the ops file {} is not UTF-8 text", ops.display()))?;
         parse_ops_file(&text).with_context(|| format!("ops file {}", ops.display()))?;
     }
+    target.prepare_writes()?;
     let command = command_line();
     let workspace = &target.workspace;
     let mut run = workspace

@@ -50,9 +50,15 @@ fn status(args: &StatusArgs, target: &ReviewTarget) -> anyhow::Result<ExitStatus
     } else {
         None
     };
-    let status = workspace
+    let mut status = workspace
         .status()
         .with_context(|| format!("review workspace {}", workspace.root().display()))?;
+    status.stale_temp_files.extend(
+        target
+            .stale_doc_temp_files()
+            .into_iter()
+            .map(|p| p.to_string_lossy().into_owned()),
+    );
     if args.target.json {
         let mut value = serde_json::to_value(&status)?;
         if let Some(map) = value.as_object_mut() {
@@ -84,6 +90,8 @@ fn overall(status: &WorkspaceStatus) -> &'static str {
         "diverged"
     } else if status.locked_by.is_some() {
         "locked"
+    } else if !status.stale_temp_files.is_empty() || status.stale_lock.is_some() {
+        "interrupted"
     } else {
         "ok"
     }
@@ -157,8 +165,20 @@ fn print_human(target: &ReviewTarget, status: &WorkspaceStatus) -> std::io::Resu
             status.damaged_patches.len()
         )?;
     }
-    match &status.locked_by {
-        Some(holder) => outln!("lock:      held by {holder}"),
-        None => outln!("lock:      free"),
+    if !status.stale_temp_files.is_empty() {
+        outln!(
+            "problem:   a killed run left {} temporary file(s) (an interrupted write: a file it was replacing kept its previous version); the next review or revert removes them:",
+            status.stale_temp_files.len()
+        )?;
+        for file in &status.stale_temp_files {
+            outln!("           {file}")?;
+        }
+    }
+    match (&status.locked_by, &status.stale_lock) {
+        (Some(holder), _) => outln!("lock:      held by {holder}"),
+        (None, Some(dead)) => outln!(
+            "lock:      free (a stale record of {dead}: that process is gone; the next run takes the lock over)"
+        ),
+        (None, None) => outln!("lock:      free"),
     }
 }

@@ -1,0 +1,539 @@
+//! Failures an adversarial probe found in the review commands, each
+//! through the real `koas` binary: private documents made public by
+//! `--in-place` and the workspace, symbolic links replaced, temporary files
+//! left by a killed run and a `status` that did not say so, FIFOs and
+//! devices read forever, ops that wrote control characters or opened a
+//! code fence, a lock record of a dead process shown as its holder, and
+//! Ctrl-C ending koas by the signal.
+
+use crate::review_common::{assert_code, stderr, Scratch};
+use serde_json::{json, Value};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// A pid no process has (above Linux's largest `pid_max`).
+const DEAD_PID: u32 = 999_999_999;
+
+fn document() -> String {
+    let mut text = String::from("# Handbook\n\n");
+    for s in 1..=4 {
+        text.push_str(&format!(
+            "## Part {s}\n\nThe bandwith of part {s} is high.\n\n```sh\nrun --part {s}\n```\n\n"
+        ));
+    }
+    text
+}
+
+fn write_ops(s: &Scratch, name: &str, ops: Value) {
+    s.write(name, &ops.to_string());
+}
+
+fn typo_op() -> Value {
+    json!([{"action": "replace", "kind": "typo", "target": {"line_start": 5},
+            "before_text": "bandwith", "after_text": "bandwidth"}])
+}
+
+#[cfg(unix)]
+fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path)
+        .expect("metadata")
+        .permissions()
+        .mode()
+        & 0o777
+}
+
+#[cfg(unix)]
+fn set_mode(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+}
+
+/// Every path under `dir` (itself included) with group or other access.
+#[cfg(unix)]
+fn too_open(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(path) = stack.pop() {
+        if mode(&path) & 0o077 != 0 {
+            out.push(format!("{:o} {}", mode(&path), path.display()));
+        }
+        if path.is_dir() {
+            for entry in std::fs::read_dir(&path).expect("read dir") {
+                stack.push(entry.expect("entry").path());
+            }
+        }
+    }
+    out
+}
+
+/// Waits for `child`, killing it when it runs past a generous bound (the
+/// FIFO case hung forever before the fix): a hang guard, not a timing.
+fn finish(mut child: std::process::Child, what: &str) -> Output {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        if child.try_wait().expect("wait").is_some() {
+            return child.wait_with_output().expect("output");
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("output");
+            panic!("{what} did not end: {}", stderr(&out));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn in_place_keeps_a_private_document_private_and_so_is_its_workspace() {
+    let s = Scratch::new();
+    s.write("secret.md", &document());
+    set_mode(&s.path("secret.md"), 0o600);
+    write_ops(&s, "ops.json", typo_op());
+    let out = s.koas(&[
+        "-q",
+        "review",
+        "secret.md",
+        "--ops",
+        "ops.json",
+        "--in-place",
+    ]);
+    assert_code(&out, 0, "review --in-place");
+    assert!(String::from_utf8_lossy(&s.read("secret.md")).contains("bandwidth"));
+    assert_eq!(
+        mode(&s.path("secret.md")),
+        0o600,
+        "the document's mode is kept"
+    );
+    let review_dir = s.path(".review");
+    assert_eq!(
+        too_open(&review_dir),
+        Vec::<String>::new(),
+        "workspace copies"
+    );
+    let out = s.koas(&["-q", "revert", "secret.md", "--all", "--in-place"]);
+    assert_code(&out, 0, "revert --in-place");
+    assert_eq!(String::from_utf8_lossy(&s.read("secret.md")), document());
+    assert_eq!(mode(&s.path("secret.md")), 0o600, "kept by revert too");
+    assert_eq!(too_open(&review_dir), Vec::<String>::new());
+}
+
+#[cfg(unix)]
+#[test]
+fn a_workspace_made_before_the_document_became_private_is_narrowed() {
+    let s = Scratch::new();
+    s.write("doc.md", &document());
+    set_mode(&s.path("doc.md"), 0o644);
+    let out = s.koas(&["-q", "review", "doc.md"]);
+    assert_code(&out, 0, "review of a public document");
+    set_mode(&s.path("doc.md"), 0o600);
+    let out = s.koas(&["-q", "report", "doc.md"]);
+    assert_code(&out, 0, "report");
+    assert_eq!(too_open(&s.path(".review")), Vec::<String>::new());
+}
+
+#[cfg(unix)]
+#[test]
+fn in_place_through_a_symbolic_link_writes_its_target_and_keeps_the_link() {
+    let s = Scratch::new();
+    std::fs::create_dir(s.path("real")).expect("mkdir");
+    s.write("real/doc.md", &document());
+    set_mode(&s.path("real/doc.md"), 0o640);
+    std::os::unix::fs::symlink("real/doc.md", s.path("link.md")).expect("symlink");
+    write_ops(&s, "ops.json", typo_op());
+    let out = s.koas(&["-q", "review", "link.md", "--ops", "ops.json", "--in-place"]);
+    assert_code(&out, 0, "review --in-place through a link");
+    let link = std::fs::symlink_metadata(s.path("link.md")).expect("link");
+    assert!(link.file_type().is_symlink(), "the link is still a link");
+    let target = String::from_utf8_lossy(&s.read("real/doc.md")).into_owned();
+    assert!(target.contains("bandwidth"), "the target was edited");
+    assert_eq!(mode(&s.path("real/doc.md")), 0o640);
+}
+
+#[test]
+fn a_killed_in_place_write_is_reported_by_status_and_cleaned_by_the_next_run() {
+    let s = Scratch::new();
+    s.write("doc.md", &document());
+    write_ops(&s, "ops.json", typo_op());
+    let out = s.koas(&["-q", "review", "doc.md", "--ops", "ops.json"]);
+    assert_code(&out, 0, "review");
+    // What a review killed just before its in-place rename leaves, and a
+    // workspace write killed the same way.
+    let beside = s.path(&format!(".doc.md.tmp-{DEAD_PID}-0"));
+    std::fs::write(&beside, "half of the new version").expect("temp");
+    let inside = s
+        .workspace()
+        .join(format!("stage3/.doc.edited.md.tmp-{DEAD_PID}-3"));
+    std::fs::write(&inside, "half").expect("temp");
+    let (_, v) = s.koas_json(&["status", "doc.md"]);
+    assert_eq!(v["status"], "interrupted", "{v:#}");
+    let listed: Vec<&str> = v["stale_temp_files"]
+        .as_array()
+        .expect("list")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    let out = s.koas(&["status", "doc.md"]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("temporary file"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let out = s.koas(&["-q", "review", "doc.md"]);
+    assert_code(&out, 0, "next review");
+    assert!(
+        !beside.exists() && !inside.exists(),
+        "temporary files removed"
+    );
+    let (_, v) = s.koas_json(&["status", "doc.md"]);
+    assert_eq!(v["status"], "ok", "{v:#}");
+}
+
+#[test]
+fn status_does_not_name_a_dead_process_as_the_lock_holder() {
+    let s = Scratch::new();
+    s.write("doc.md", &document());
+    assert_code(&s.koas(&["-q", "review", "doc.md"]), 0, "review");
+    let ws = s.workspace();
+    let record = json!({
+        "pid": DEAD_PID,
+        "hostname": koas_orchestrator::lock::hostname(),
+        "command": "koas review doc.md (killed)",
+        "started_at": "2026-01-01T00:00:00.000000+00:00",
+    });
+    std::fs::write(ws.join(".lock"), record.to_string()).expect("lock record");
+    let (_, v) = s.koas_json(&["status", "doc.md"]);
+    assert!(v["locked_by"].is_null(), "{v:#}");
+    assert_eq!(v["stale_lock"]["pid"], DEAD_PID);
+    let out = s.koas(&["status", "doc.md"]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(text.contains("lock:      free (a stale record"), "{text}");
+    // The next run takes it over and releases it.
+    assert_code(&s.koas(&["-q", "review", "doc.md"]), 0, "takeover");
+    assert!(!ws.join(".lock").exists());
+}
+
+#[cfg(unix)]
+#[test]
+fn check_and_review_refuse_a_fifo_instead_of_waiting_forever() {
+    let s = Scratch::new();
+    let fifo = s.path("pipe.md");
+    let made = Command::new("mkfifo").arg(&fifo).status();
+    if !made.is_ok_and(|st| st.success()) {
+        eprintln!("skipped: mkfifo is not available");
+        return;
+    }
+    for args in [&["check", "pipe.md"][..], &["-q", "review", "pipe.md"][..]] {
+        let child = s
+            .command(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("koas starts");
+        let out = finish(child, &format!("koas {args:?} on a FIFO"));
+        assert_code(&out, 2, "FIFO");
+        assert!(stderr(&out).contains("FIFO"), "{}", stderr(&out));
+    }
+    // An ops file is read the same way, before anything is written.
+    s.write("doc.md", &document());
+    let child = s
+        .command(&["-q", "review", "doc.md", "--ops", "pipe.md"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("koas starts");
+    let out = finish(child, "koas review --ops FIFO");
+    assert_code(&out, 2, "ops file FIFO");
+    assert!(
+        stderr(&out).contains("the ops file pipe.md is a FIFO"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!s.path(".review").exists(), "nothing was created");
+}
+
+#[cfg(unix)]
+#[test]
+fn devices_and_documents_over_the_limit_are_refused_naming_the_limit() {
+    let s = Scratch::new();
+    for args in [
+        &["check", "/dev/zero"][..],
+        &["-q", "review", "/dev/urandom"][..],
+    ] {
+        let child = s
+            .command(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("koas starts");
+        let out = finish(child, &format!("koas {args:?}"));
+        assert_code(&out, 2, "device");
+        assert!(
+            stderr(&out).contains("character device"),
+            "{}",
+            stderr(&out)
+        );
+    }
+    s.write("big.md", &"Some prose.\n".repeat(200));
+    let out = s
+        .command(&["check", "big.md"])
+        .env("KOAS_MAX_DOC_SIZE", "1K")
+        .output()
+        .expect("koas runs");
+    assert_code(&out, 2, "over the limit");
+    assert!(
+        stderr(&out).contains("over the limit of 1.0 KiB"),
+        "{}",
+        stderr(&out)
+    );
+    let out = s.koas(&["-q", "review", "big.md", "--max-doc-size", "1K"]);
+    assert_code(&out, 2, "review over the limit");
+    assert!(stderr(&out).contains("--max-doc-size"), "{}", stderr(&out));
+    assert!(!s.path(".review").exists(), "nothing was created");
+    // Standard input is capped too.
+    let mut child = s
+        .command(&["check", "-", "--max-doc-size", "1K"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("koas starts");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let writer = std::thread::spawn(move || {
+        use std::io::Write;
+        // koas stops reading at the limit: a closed pipe ends the writer.
+        for _ in 0..1000 {
+            if stdin.write_all(&[b'a'; 1024]).is_err() {
+                break;
+            }
+        }
+    });
+    let out = finish(child, "koas check - over the limit");
+    let _ = writer.join();
+    assert_code(&out, 2, "stdin over the limit");
+    assert!(stderr(&out).contains("over the limit"), "{}", stderr(&out));
+}
+
+/// Reviews `ops` (a person's ops file) on the document, returning the
+/// `--json` summary.
+fn review_with(s: &Scratch, ops: Value, extra: &[&str]) -> Value {
+    write_ops(s, "ops.json", ops);
+    let mut args = vec!["review", "doc.md", "--ops", "ops.json"];
+    args.extend_from_slice(extra);
+    let (out, v) = s.koas_json(&args);
+    assert_code(&out, 0, "review");
+    v
+}
+
+fn rejections(v: &Value) -> Vec<(String, String)> {
+    v["apply_log"]
+        .as_array()
+        .expect("apply log")
+        .iter()
+        .filter_map(|r| {
+            Some((
+                r["reject"].as_str()?.to_owned(),
+                r["reason"].as_str().unwrap_or("").to_owned(),
+            ))
+        })
+        .collect()
+}
+
+#[test]
+fn control_characters_in_after_text_are_refused() {
+    let s = Scratch::new();
+    s.write("doc.md", &document());
+    let v = review_with(
+        &s,
+        json!([{"action": "replace", "kind": "typo", "target": {"line_start": 5},
+                "before_text": "bandwith", "after_text": "band\u{0}width"}]),
+        &[],
+    );
+    let rejected = rejections(&v);
+    assert_eq!(rejected.len(), 1, "{v:#}");
+    assert_eq!(rejected[0].0, "REJECT_OTHER");
+    assert!(rejected[0].1.contains("U+0000"), "{}", rejected[0].1);
+    assert_eq!(String::from_utf8_lossy(&s.read("doc.md")), document());
+    // The edited document is still a document.
+    let edited = s.workspace().join("stage3/doc.edited.md");
+    let out = s.koas(&[
+        "check",
+        edited.to_str().expect("utf-8"),
+        "--fail-on",
+        "never",
+    ]);
+    assert_code(&out, 0, "check of the edited document");
+}
+
+#[test]
+fn an_op_that_opens_a_code_fence_is_refused_with_or_without_strict() {
+    for strict in [false, true] {
+        let s = Scratch::new();
+        s.write("doc.md", &document());
+        let extra: &[&str] = if strict { &["--strict"] } else { &[] };
+        let v = review_with(
+            &s,
+            json!([{"action": "replace", "kind": "style", "target": {"line_start": 5},
+                    "after_text": "More\n```\ntext", "rationale": "r"}]),
+            extra,
+        );
+        let rejected = rejections(&v);
+        assert_eq!(rejected.len(), 1, "strict {strict}: {v:#}");
+        assert_eq!(rejected[0].0, "REJECT_PROTECTED");
+        assert!(
+            rejected[0].1.contains("opens or closes a protected region"),
+            "{}",
+            rejected[0].1
+        );
+        assert_eq!(v["total_changes"], 0);
+    }
+}
+
+#[test]
+fn a_persons_edit_of_code_needs_attention_and_a_note_and_never_passes_strict() {
+    let s = Scratch::new();
+    s.write("doc.md", &document());
+    // Line 8 is `run --part 1`, inside the first code fence.
+    let code_edit = |attention: bool| {
+        json!([{"action": "replace", "kind": "correction", "target": {"line_start": 8},
+                "after_text": "run --part 1 --dry-run", "needs_attention": attention,
+                "rationale": "the dry run comes first"}])
+    };
+    let v = review_with(&s, code_edit(false), &["--strict"]);
+    assert_eq!(rejections(&v)[0].0, "REJECT_PROTECTED", "{v:#}");
+    let v = review_with(&s, code_edit(true), &["--strict"]);
+    assert_eq!(rejections(&v)[0].0, "REJECT_PROTECTED", "{v:#}");
+    let v = review_with(&s, code_edit(false), &[]);
+    assert_eq!(rejections(&v)[0].0, "REJECT_PROTECTED", "{v:#}");
+    let v = review_with(&s, code_edit(true), &[]);
+    assert!(rejections(&v).is_empty(), "{v:#}");
+    assert_eq!(v["total_changes"], 1);
+    let annotated =
+        std::fs::read_to_string(s.workspace().join("stage3/doc.REVIEWED.md")).expect("annotated");
+    assert!(annotated.contains("REVIEWER: RVW-"), "flagged with a note");
+}
+
+/// Waits until process `pid` catches SIGINT (its handler is installed, as
+/// `/proc/PID/status` shows) or has created `lock`, whichever comes first:
+/// from then on a Ctrl-C must end it with 130 and leave no lock. (Before
+/// that, a signal lands while the dynamic loader is still at work, before
+/// any program code runs, which no program can handle.) Elsewhere than on
+/// Linux, returns at once.
+#[cfg(unix)]
+fn wait_until_interruptible(pid: u32, lock: &Path) {
+    let status = format!("/proc/{pid}/status");
+    if !Path::new(&status).exists() {
+        return;
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < deadline && !lock.exists() {
+        let Ok(text) = std::fs::read_to_string(&status) else {
+            return; // the process already ended
+        };
+        let caught = text
+            .lines()
+            .find_map(|l| l.strip_prefix("SigCgt:"))
+            .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok());
+        if caught.is_some_and(|mask| mask & (1 << (SIGINT - 1)) != 0) {
+            return;
+        }
+        std::thread::sleep(Duration::from_micros(100));
+    }
+}
+
+/// SIGINT's number (2 on every Unix).
+#[cfg(unix)]
+const SIGINT: u32 = 2;
+
+/// Sends SIGINT to `pid` with the `kill` command.
+#[cfg(unix)]
+fn interrupt(pid: u32) {
+    let _ = Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status();
+}
+
+#[cfg(unix)]
+#[test]
+fn ctrl_c_at_any_moment_ends_with_130_or_success_and_leaves_no_lock() {
+    use std::os::unix::process::ExitStatusExt;
+    let s = Scratch::new();
+    let mut text = String::from("# Long\n\n");
+    for i in 0..3000 {
+        text.push_str(&format!("Line {i} with the bandwith.\n\n"));
+    }
+    s.write("doc.md", &text);
+    write_ops(&s, "ops.json", json!([]));
+    for delay_ms in [0u64, 2, 5, 10, 20, 40, 80, 160, 320, 640] {
+        let _ = std::fs::remove_dir_all(s.path("ws"));
+        let child = s
+            .command(&["-q", "review", "doc.md", "--ops", "ops.json", "-w", "ws"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("koas starts");
+        wait_until_interruptible(child.id(), &s.path("ws/.lock"));
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        interrupt(child.id());
+        let out = finish(child, "interrupted review");
+        assert_eq!(
+            out.status.signal(),
+            None,
+            "after {delay_ms} ms koas was ended by a signal: {}",
+            stderr(&out)
+        );
+        let code = out.status.code();
+        assert!(
+            code == Some(130) || code == Some(0),
+            "after {delay_ms} ms: {code:?}: {}",
+            stderr(&out)
+        );
+        assert!(
+            !s.path("ws/.lock").exists(),
+            "after {delay_ms} ms the lock was left"
+        );
+    }
+}
+
+#[test]
+fn concurrent_reviews_pass_the_lock_one_at_a_time() {
+    let s = Scratch::new();
+    s.write("doc.md", &document());
+    // A flag is recorded whatever the document's current state: every
+    // review that gets the lock adds exactly one ledger entry.
+    write_ops(
+        &s,
+        "ops.json",
+        json!([{"action": "flag_only", "target": {"line_start": 5}, "rationale": "check"}]),
+    );
+    assert_code(&s.koas(&["-q", "review", "doc.md", "-w", "ws"]), 0, "first");
+    let mut recorded = 0;
+    for round in 0..3 {
+        let children: Vec<_> = (0..8)
+            .map(|_| {
+                s.command(&["-q", "review", "doc.md", "--ops", "ops.json", "-w", "ws"])
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .expect("koas starts")
+            })
+            .collect();
+        for child in children {
+            let out = finish(child, "concurrent review");
+            match out.status.code() {
+                Some(0) => recorded += 1,
+                Some(2) => assert!(stderr(&out).contains("is in use by"), "{}", stderr(&out)),
+                other => panic!("round {round}: exit {other:?}: {}", stderr(&out)),
+            }
+        }
+    }
+    assert!(recorded >= 3, "at least one review per round got the lock");
+    let ledger = std::fs::read_to_string(s.path("ws/review/ledger.jsonl")).expect("ledger");
+    assert_eq!(ledger.lines().count(), recorded, "{ledger}");
+    let (_, v) = s.koas_json(&["status", "doc.md", "-w", "ws"]);
+    assert_eq!(v["status"], "ok", "{v:#}");
+    assert!(!s.path("ws/.lock").exists());
+}
