@@ -72,7 +72,7 @@ impl ConsistencyScan {
         duplicates::detect(doc, facts, &self.config, &mut out);
         references::detect(doc, &self.config, &mut out);
         numeric_claims::detect(doc, tables, &self.config, &mut out);
-        table_structure::detect(tables, &mut out);
+        table_structure::detect(doc, tables, &mut out);
         percentages::detect(tables, &self.config, &mut out);
         self.terms.detect(doc, &mut out);
         link_anchors::detect(doc, facts, &mut out);
