@@ -61,6 +61,20 @@ fn options() -> Options {
         | Options::ENABLE_GFM
 }
 
+/// An explicit heading ID (`## Title {#custom-id}`): kramdown, Pandoc,
+/// mdBook and MkDocs give the heading that anchor.
+static HEADING_ID: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"\{[^{}]*#([^\s{}#]+)[^{}]*\}\s*#*\s*$").ok());
+
+/// The explicit ID of a heading's text, if it has one.
+pub fn heading_id(text: &str) -> Option<&str> {
+    HEADING_ID
+        .as_ref()?
+        .captures(text)?
+        .get(1)
+        .map(|m| m.as_str())
+}
+
 static HTML_ID: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new(r#"(?i)\b(?:id|name)\s*=\s*["']([^"']+)["']"#).ok());
 
@@ -94,6 +108,11 @@ pub fn collect(doc: &Document<'_>) -> MarkdownFacts {
     let mut paragraph: Option<(usize, String, usize)> = None;
     let mut nested_heading: Option<String> = None;
     let mut link: Option<(usize, String)> = None;
+    for section in &doc.stage1.sections.sections {
+        if let Some(id) = heading_id(doc.line(section.line_start)) {
+            facts.extra_anchors.insert(id.to_string());
+        }
+    }
     for (event, range) in Parser::new_ext(body, options()).into_offset_iter() {
         let (start, end) = (base + range.start, base + range.end);
         match event {
@@ -120,6 +139,9 @@ pub fn collect(doc: &Document<'_>) -> MarkdownFacts {
             }
             Event::End(TagEnd::Heading(_)) => {
                 if let Some(title) = nested_heading.take() {
+                    if let Some(id) = heading_id(&title) {
+                        facts.extra_anchors.insert(id.to_string());
+                    }
                     facts
                         .extra_anchors
                         .insert(koas_md::slug::github_slug(title.trim()));

@@ -80,6 +80,14 @@ pub struct ScanConfig {
     pub term_pairs: Vec<(String, String)>,
     /// Term pairs added to `term_pairs` (keeps the defaults).
     pub extra_term_pairs: Vec<(String, String)>,
+    /// Report terminology drift (`info`). A project that mixes the two
+    /// forms on purpose turns it off here or with `check.disable`.
+    pub terminology_drift: bool,
+    /// Anchors that exist on the rendered page although no heading of the
+    /// file has them: a site generator adds them, or another fragment of
+    /// the same page holds them. `*` matches any run of characters
+    /// (`"api-*"`); a leading `#` is ignored.
+    pub extra_anchors: Vec<String>,
 }
 
 impl Default for ScanConfig {
@@ -196,6 +204,8 @@ impl Default for ScanConfig {
                 ("courriel".into(), "e-mail".into()),
             ],
             extra_term_pairs: Vec::new(),
+            terminology_drift: true,
+            extra_anchors: Vec::new(),
         }
     }
 }

@@ -74,7 +74,7 @@ static SIGNALS: LazyLock<Vec<(Reason, Regex)>> = LazyLock::new(|| {
         ),
         (
             Reason::Request,
-            r"(?i)\b(?:here(?: is|'s|’s) (?:the|a|an|your) (?:revised|rewritten|updated|corrected|improved|edited|polished|translated|reformulated|shortened|condensed|expanded|requested)\b|(?:as|like) you (?:asked|requested)\b|you asked (?:for|me)\b|your request\b|as requested\b|voici (?:la|le|les|une|un|votre|vos) [^.!?]*?(?:révisée?s?|reformulée?s?|corrigée?s?|améliorée?s?|réécrite?s?|demandée?s?)\b|comme (?:vous l['’]avez )?demandé\b|votre demande\b)",
+            r"(?i)\b(?:here(?: is|'s|’s) (?:the|a|an|your) (?:revised|rewritten|updated|corrected|improved|edited|polished|translated|reformulated|shortened|condensed|expanded|requested)\b|(?:as|like) you (?:asked|requested)\b|you asked (?:for|me)\b|voici (?:la|le|les|une|un|votre|vos) [^.!?]*?(?:révisée?s?|reformulée?s?|corrigée?s?|améliorée?s?|réécrite?s?|demandée?s?)\b|comme vous l['’]avez demandé\b)",
         ),
     ];
     table
@@ -321,6 +321,8 @@ mod tests {
             "Yes, absolutely! The option is supported.",
             "Great question from the partner review: tokens expire.",
             "Contact us and let me know if the build breaks.",
+            "Your request must carry a bearer token, as requested by the gateway.",
+            "Votre demande est validée par la DINUM dans un délai de 5 jours.",
             "The AI model, as an AI researcher would call it, is small.",
         ] {
             let doc = format!("# T\n\n{text}\n");

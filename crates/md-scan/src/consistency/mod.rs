@@ -32,6 +32,7 @@ pub struct ConsistencyScan {
     config: ScanConfig,
     ai: ai_leftovers::AiLeftovers,
     terms: terminology::Terminology,
+    anchors: link_anchors::ExtraAnchors,
 }
 
 impl ConsistencyScan {
@@ -62,6 +63,7 @@ impl ConsistencyScan {
             config: config.clone(),
             ai: ai_leftovers::AiLeftovers::new(config)?,
             terms: terminology::Terminology::new(config)?,
+            anchors: link_anchors::ExtraAnchors::new(&config.extra_anchors)?,
         })
     }
 
@@ -74,8 +76,10 @@ impl ConsistencyScan {
         numeric_claims::detect(doc, tables, &self.config, &mut out);
         table_structure::detect(doc, tables, &mut out);
         percentages::detect(tables, &self.config, &mut out);
-        self.terms.detect(doc, &mut out);
-        link_anchors::detect(doc, facts, &mut out);
+        if self.config.terminology_drift {
+            self.terms.detect(doc, &mut out);
+        }
+        link_anchors::detect(doc, facts, &self.anchors, &mut out);
         out
     }
 }
