@@ -41,14 +41,48 @@ fn without_number(anchor: &str) -> &str {
     anchor.trim_start_matches(|c: char| c.is_ascii_digit() || c == '-')
 }
 
+/// Edit distance between `a` and `b` in characters, or `None` once it
+/// exceeds `limit` (anchors are short; the bound keeps it cheap).
+fn distance_within(a: &str, b: &str, limit: usize) -> Option<usize> {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    if a.len().abs_diff(b.len()) > limit {
+        return None;
+    }
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != cb);
+            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        if cur.iter().min().is_some_and(|&m| m > limit) {
+            return None;
+        }
+        prev = cur;
+    }
+    prev.last().copied().filter(|&d| d <= limit)
+}
+
 /// `true` when `anchor` is probably what `wanted` meant: the same words
-/// under another number, or one ending with the other.
+/// under another number, one ending with the other, the same letters with
+/// other hyphens (`set-up`, `setup`), or a slightly renamed title (a
+/// plural, a typo: titles of eight characters or more, at most one edit
+/// per four characters, three at most).
 fn similar(anchor: &str, wanted: &str) -> bool {
     let (a, w) = (without_number(anchor), without_number(wanted));
+    let letters = |s: &str| s.replace('-', "");
+    let shorter = a.chars().count().min(w.chars().count());
+    let limit = if shorter >= 8 {
+        (shorter / 4).min(3)
+    } else {
+        0
+    };
     (!a.is_empty() && a == w)
         || (anchor.len() > 3
             && wanted.len() > 3
             && (anchor.ends_with(wanted) || wanted.ends_with(anchor)))
+        || (a.len() > 3 && letters(a) == letters(w))
+        || (limit > 0 && distance_within(a, w, limit).is_some())
 }
 
 /// The anchors a project declares to exist on the rendered page although
@@ -174,6 +208,17 @@ mod tests {
 
     fn scan(text: &str) -> Vec<Finding> {
         scan_with(text, &[])
+    }
+
+    #[test]
+    fn renamed_titles_are_close_and_unrelated_ones_are_not() {
+        assert!(similar("setup", "set-up"));
+        assert!(similar("retry-policies", "retry-policy"));
+        assert!(similar("3-capacity", "4-capacity"));
+        assert!(!similar("scope", "slope"), "too short for an edit");
+        assert!(!similar("retry-policy", "error-policy"));
+        assert_eq!(distance_within("kitten", "sitting", 3), Some(3));
+        assert_eq!(distance_within("kitten", "sitting", 2), None);
     }
 
     #[test]

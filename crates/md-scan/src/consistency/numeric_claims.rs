@@ -393,7 +393,15 @@ pub fn detect_lists(
     config: &ScanConfig,
     out: &mut Vec<Finding>,
 ) {
-    for list in &facts.lists {
+    for (i, list) in facts.lists.iter().enumerate() {
+        // A nested list's intro is its parent item, whose counts describe
+        // the item ("Secrets (9 patterns):" over categories of patterns).
+        let nested = facts.lists[..i]
+            .iter()
+            .any(|outer| outer.line_start < list.line_start && list.line_end <= outer.line_end);
+        if nested {
+            continue;
+        }
         let Some(intro) = (1..list.line_start)
             .rev()
             .take(2)
@@ -420,6 +428,10 @@ pub fn detect_lists(
             .into_iter()
             .filter(|c| c.start >= sentence_start && c.end <= body.len())
             .filter(|c| !c.counts_columns)
+            // A count in parentheses is an aside, not the announcement.
+            .filter(|c| {
+                body[..c.start].matches('(').count() <= body[..c.start].matches(')').count()
+            })
             .filter(|c| {
                 let before = previous_word(&prose[..c.start]);
                 !BOUNDS.contains(&before.as_str())
@@ -509,6 +521,12 @@ mod tests {
             }
         }
         assert!(scan_lists("# T\n\nTwo requirements.\n\n- a\n- b\n- c\n").is_empty());
+        // Counts of a parent item or in parentheses describe something else.
+        assert!(scan_lists(
+            "# T\n\n1. **Secrets** (9 patterns):\n   - keys\n   - tokens\n2. Other\n"
+        )
+        .is_empty());
+        assert!(scan_lists("# T\n\nThe checks (two groups):\n\n- a\n- b\n- c\n").is_empty());
     }
 
     fn scan(text: &str) -> Vec<Finding> {
