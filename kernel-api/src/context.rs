@@ -2,7 +2,7 @@
 
 use crate::{KernelError, LlmRequest, LlmResponse};
 use serde::{Deserialize, Serialize};
-use serde_json::json;
+use serde_json::{json, Value};
 
 /// Severity of a log line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -149,5 +149,51 @@ impl<'a> Context<'a> {
                 format!("the host's LLM answer has an unexpected shape: {e}"),
             )
         })
+    }
+
+    /// Asks the host to complete several prompts at once. The host runs
+    /// them concurrently, up to the in-flight bound of its LLM service, so
+    /// a kernel with independent requests (one per chunk, one per section)
+    /// does not wait for each in turn. The answers come in the order of
+    /// the requests; one failed request does not fail the others.
+    ///
+    /// A host that does not know batches gets the requests one by one.
+    pub fn llm_complete_many(
+        &self,
+        requests: &[LlmRequest],
+    ) -> Vec<Result<LlmResponse, KernelError>> {
+        if requests.is_empty() {
+            return Vec::new();
+        }
+        let header = json!({ "method": "llm_complete_many", "requests": requests });
+        let answer = match self.host.call(&header, &[]) {
+            Ok(answer) => answer,
+            Err(e) if e.starts_with("unknown host method") => {
+                return requests.iter().map(|r| self.llm_complete(r)).collect();
+            }
+            Err(e) => {
+                return requests
+                    .iter()
+                    .map(|_| Err(KernelError::new(crate::ErrorKind::Host, e.clone())))
+                    .collect();
+            }
+        };
+        let items = answer.as_array().cloned().unwrap_or_default();
+        (0..requests.len())
+            .map(|i| {
+                let item = items.get(i).cloned().unwrap_or(Value::Null);
+                if let Some(message) = item.get("error").and_then(Value::as_str) {
+                    return Err(KernelError::new(crate::ErrorKind::Host, message));
+                }
+                serde_json::from_value(item.get("ok").cloned().unwrap_or(Value::Null)).map_err(
+                    |e| {
+                        KernelError::new(
+                            crate::ErrorKind::Host,
+                            format!("the host's LLM answer {i} has an unexpected shape: {e}"),
+                        )
+                    },
+                )
+            })
+            .collect()
     }
 }

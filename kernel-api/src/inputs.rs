@@ -70,6 +70,20 @@ impl SourceFile {
     }
 }
 
+/// A prompt template as the host hands it to a kernel.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PromptTemplate {
+    /// The template's name (its file name without `.tera`).
+    pub name: String,
+    /// Its Tera text, as read when the run started.
+    pub text: String,
+    /// `sha256:` of the text.
+    pub hash: String,
+    /// Where the host read it: a file path, or `built into koas`.
+    #[serde(default)]
+    pub source: String,
+}
+
 /// The input artifacts of one run, by artifact name.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Inputs(pub BTreeMap<String, Value>);
@@ -106,6 +120,33 @@ impl Inputs {
             None | Some(Value::Null) => Ok(None),
             Some(_) => self.parse(name).map(Some),
         }
+    }
+
+    /// The prompt template `name` the host handed over (the kernel declared
+    /// it with [`crate::KernelSpec::prompt`]). A template the host did not
+    /// provide is an error naming it: a kernel run outside a host that
+    /// reads templates, or a spec that forgot to declare it.
+    pub fn prompt(&self, name: &str) -> Result<PromptTemplate, KernelError> {
+        let value = self
+            .0
+            .get(crate::spec::PROMPTS_INPUT)
+            .and_then(|p| p.get(name))
+            .ok_or_else(|| {
+                KernelError::invalid_input(format!(
+                    "prompt template `{name}` was not provided by the host (is it declared in the kernel's spec?)"
+                ))
+            })?;
+        serde_json::from_value(value.clone())
+            .map_err(|e| KernelError::invalid_input(format!("prompt template `{name}`: {e}")))
+    }
+
+    /// The kernel's own output `artifact` from its last successful run in
+    /// this workspace (see [`crate::KernelSpec::incremental`]); `None` on a
+    /// first run, or when the last output no longer reads as `T` (written
+    /// by another version of the kernel): the kernel then starts afresh.
+    pub fn previous<T: DeserializeOwned>(&self, artifact: &str) -> Option<T> {
+        let value = self.0.get(crate::spec::PREVIOUS_INPUT)?.get(artifact)?;
+        serde_json::from_value(value.clone()).ok()
     }
 
     /// A source file artifact (see [`SourceFile`]).

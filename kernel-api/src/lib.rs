@@ -115,10 +115,10 @@ pub mod testing;
 
 pub use context::{Context, Host, LogLevel};
 pub use error::{ErrorKind, KernelError};
-pub use inputs::{Inputs, KernelConfig, SourceFile};
+pub use inputs::{Inputs, KernelConfig, PromptTemplate, SourceFile};
 pub use llm::{LlmRequest, LlmResponse, NO_BACKEND};
 pub use output::KernelOutput;
-pub use spec::{InputSpec, KernelSpec, OutputSpec};
+pub use spec::{InputSpec, KernelSpec, OutputSpec, LLM_INPUT, PREVIOUS_INPUT, PROMPTS_INPUT};
 
 /// The result a kernel's [`Kernel::run`] returns.
 pub type KernelResult = Result<KernelOutput, KernelError>;

@@ -41,7 +41,33 @@ pub struct KernelSpec {
     /// `null` value accepts anything below it).
     #[serde(default = "empty_object")]
     pub default_config: Value,
+    /// Prompt templates the kernel renders, by name (`prompts/<name>.tera`).
+    /// The host reads them when the kernel runs, a person may have edited
+    /// them, and hands them over as the input [`PROMPTS_INPUT`]
+    /// ([`crate::Inputs::prompt`]); their text is part of the cache key,
+    /// so an edited template re-runs the kernel.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prompts: Vec<String>,
+    /// `true` when the kernel builds on its own last outputs (a summary
+    /// rebuilt only where the document changed): the host hands it the
+    /// outputs of its last successful run in the same workspace as the
+    /// input [`PREVIOUS_INPUT`] ([`crate::Inputs::previous`]); absent on
+    /// the first run.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub incremental: bool,
 }
+
+/// The input through which the host hands a kernel its prompt templates.
+pub const PROMPTS_INPUT: &str = "prompts";
+
+/// The input through which the host hands an incremental kernel its own
+/// last outputs.
+pub const PREVIOUS_INPUT: &str = "previous";
+
+/// The input through which the host tells a kernel that uses an LLM the
+/// model identity and sampling parameters it will answer with (also part
+/// of the cache key), so the kernel can record what built its outputs.
+pub const LLM_INPUT: &str = "llm";
 
 fn default_true() -> bool {
     true
@@ -93,6 +119,8 @@ impl KernelSpec {
             deterministic: true,
             uses_llm: false,
             default_config: empty_object(),
+            prompts: Vec::new(),
+            incremental: false,
         }
     }
 
@@ -174,6 +202,20 @@ impl KernelSpec {
         self
     }
 
+    /// Declares a prompt template the kernel renders (see
+    /// [`KernelSpec::prompts`]).
+    pub fn prompt(mut self, name: impl Into<String>) -> Self {
+        self.prompts.push(name.into());
+        self
+    }
+
+    /// Asks the host for the kernel's own last outputs (see
+    /// [`KernelSpec::incremental`]).
+    pub fn incremental(mut self) -> Self {
+        self.incremental = true;
+        self
+    }
+
     /// Sets the default config (a JSON object).
     pub fn default_config(mut self, config: Value) -> Self {
         self.default_config = config;
@@ -207,6 +249,31 @@ impl KernelSpec {
                 "kernel {}: default config must be a JSON object",
                 self.name
             ));
+        }
+        for reserved in [PROMPTS_INPUT, PREVIOUS_INPUT, LLM_INPUT] {
+            let declared = self
+                .inputs
+                .iter()
+                .map(|i| &i.artifact)
+                .chain(self.outputs.iter().map(|o| &o.artifact));
+            if declared.into_iter().any(|a| a == reserved) {
+                return Err(format!(
+                    "kernel {}: artifact name {reserved:?} is reserved for what the host hands the kernel",
+                    self.name
+                ));
+            }
+        }
+        for name in &self.prompts {
+            let ok = !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+            if !ok {
+                return Err(format!(
+                    "kernel {}: prompt name {name:?} must be a file name without `.tera` (ASCII letters, digits, '_' and '-')",
+                    self.name
+                ));
+            }
         }
         let mut seen = std::collections::BTreeSet::new();
         for a in self.inputs.iter().map(|i| &i.artifact) {

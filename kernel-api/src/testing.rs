@@ -94,6 +94,44 @@ impl TestHarness {
         self.input(name, file)
     }
 
+    /// Provides prompt template `name` with `text`, as a host that read it
+    /// from its prompts folder.
+    pub fn prompt(mut self, name: &str, text: &str) -> Self {
+        let template = crate::PromptTemplate {
+            name: name.to_string(),
+            text: text.to_string(),
+            hash: crate::hash::sha256(text),
+            source: "test harness".to_string(),
+        };
+        let prompts = self
+            .inputs
+            .entry(crate::PROMPTS_INPUT.to_string())
+            .or_insert_with(|| json!({}));
+        if let Some(map) = prompts.as_object_mut() {
+            map.insert(
+                name.to_string(),
+                serde_json::to_value(template).unwrap_or(Value::Null),
+            );
+        }
+        self
+    }
+
+    /// Provides the kernel's own output `artifact` of a previous run, as a
+    /// host does for an incremental kernel.
+    pub fn previous(mut self, artifact: &str, value: impl serde::Serialize) -> Self {
+        let previous = self
+            .inputs
+            .entry(crate::PREVIOUS_INPUT.to_string())
+            .or_insert_with(|| json!({}));
+        if let Some(map) = previous.as_object_mut() {
+            map.insert(
+                artifact.to_string(),
+                serde_json::to_value(value).unwrap_or(Value::Null),
+            );
+        }
+        self
+    }
+
     /// Makes [`crate::Context::llm_complete`] answer with `f`'s text.
     pub fn llm(
         self,
@@ -174,6 +212,25 @@ impl TestHarness {
     }
 }
 
+impl HarnessHost {
+    /// The scripted answer to one request, as the host's LLM service
+    /// shapes it.
+    fn answer(&self, request: &LlmRequest) -> Result<Value, String> {
+        let responder = self.llm.lock().ok().and_then(|l| l.clone());
+        let Some(f) = responder else {
+            return Err(crate::llm::NO_BACKEND.to_string());
+        };
+        let text = f(request)?;
+        Ok(json!({
+            "text": text,
+            "model": "test-harness",
+            "prompt_tokens": request.prompt.len() / 4,
+            "completion_tokens": text.len() / 4,
+            "tokens_estimated": true,
+        }))
+    }
+}
+
 impl Host for HarnessHost {
     fn log(&self, level: LogLevel, message: &str) {
         if let Ok(mut l) = self.logs.lock() {
@@ -216,20 +273,79 @@ impl Host for HarnessHost {
                 let request: LlmRequest =
                     serde_json::from_value(header.get("request").cloned().unwrap_or(Value::Null))
                         .map_err(|e| format!("malformed LLM request: {e}"))?;
-                let responder = self.llm.lock().ok().and_then(|l| l.clone());
-                let Some(f) = responder else {
+                self.answer(&request)
+            }
+            "llm_complete_many" => {
+                let requests: Vec<LlmRequest> =
+                    serde_json::from_value(header.get("requests").cloned().unwrap_or(Value::Null))
+                        .map_err(|e| format!("malformed LLM requests: {e}"))?;
+                if self.llm.lock().ok().and_then(|l| l.clone()).is_none() {
                     return Err(crate::llm::NO_BACKEND.to_string());
-                };
-                let text = f(&request)?;
-                Ok(json!({
-                    "text": text,
-                    "model": "test-harness",
-                    "prompt_tokens": request.prompt.len() / 4,
-                    "completion_tokens": text.len() / 4,
-                    "tokens_estimated": true,
-                }))
+                }
+                Ok(Value::Array(
+                    requests
+                        .iter()
+                        .map(|r| match self.answer(r) {
+                            Ok(v) => json!({ "ok": v }),
+                            Err(e) => json!({ "error": e }),
+                        })
+                        .collect(),
+                ))
             }
             other => Err(format!("unknown host method {other:?}")),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::prelude::*;
+
+    struct Batch;
+
+    impl crate::Kernel for Batch {
+        fn spec(&self) -> KernelSpec {
+            KernelSpec::new("batch", "1.0.0")
+                .output("answers")
+                .uses_llm()
+        }
+        fn run(&self, ctx: &Context, _config: &KernelConfig, _inputs: &Inputs) -> KernelResult {
+            let requests: Vec<LlmRequest> = ["a", "fail", "c"]
+                .iter()
+                .map(|p| LlmRequest::new("edit", *p))
+                .collect();
+            let answers: Vec<String> = ctx
+                .llm_complete_many(&requests)
+                .into_iter()
+                .map(|a| {
+                    a.map(|r| r.text)
+                        .unwrap_or_else(|e| format!("error: {}", e.message))
+                })
+                .collect();
+            Ok(KernelOutput::new().artifact("answers", answers))
+        }
+    }
+
+    #[test]
+    fn batched_llm_calls_answer_in_order_and_fail_one_by_one() {
+        let out = TestHarness::new()
+            .llm(|r| {
+                if r.prompt == "fail" {
+                    Err("the model refused".into())
+                } else {
+                    Ok(r.prompt.to_uppercase())
+                }
+            })
+            .run(&Batch)
+            .expect("runs");
+        assert_eq!(
+            out.artifacts["answers"],
+            json!(["A", "error: the model refused", "C"])
+        );
+        let no_llm = TestHarness::new().run(&Batch).expect("runs");
+        assert!(no_llm.artifacts["answers"][0]
+            .as_str()
+            .is_some_and(|a| a.contains("no LLM backend")));
     }
 }

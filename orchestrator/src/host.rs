@@ -20,6 +20,13 @@ pub trait LlmHandler: Send + Sync {
     /// [`LlmResponse`](koas_kernel_api::LlmResponse).
     fn complete(&self, kernel: &str, request: &LlmRequest) -> Result<Value, String>;
 
+    /// Completes independent requests, answering in their order. The
+    /// default asks one by one; the host's service runs them concurrently
+    /// up to its in-flight bound.
+    fn complete_many(&self, kernel: &str, requests: &[LlmRequest]) -> Vec<Result<Value, String>> {
+        requests.iter().map(|r| self.complete(kernel, r)).collect()
+    }
+
     /// What the run record keeps about the LLM session (models, budgets,
     /// token use, why it stopped early), if anything.
     fn session_metadata(&self) -> Option<Value> {
@@ -119,8 +126,25 @@ impl Host for RunHost<'_> {
                     None => Err(koas_kernel_api::NO_BACKEND.to_string()),
                 }
             }
+            "llm_complete_many" => {
+                let requests: Vec<LlmRequest> =
+                    serde_json::from_value(header.get("requests").cloned().unwrap_or(Value::Null))
+                        .map_err(|e| format!("malformed LLM requests: {e}"))?;
+                let Some(llm) = self.llm else {
+                    return Err(koas_kernel_api::NO_BACKEND.to_string());
+                };
+                Ok(Value::Array(
+                    llm.complete_many(self.kernel, &requests)
+                        .into_iter()
+                        .map(|answer| match answer {
+                            Ok(v) => serde_json::json!({ "ok": v }),
+                            Err(e) => serde_json::json!({ "error": e }),
+                        })
+                        .collect(),
+                ))
+            }
             other => Err(format!(
-                "unknown host method {other:?} (this koas knows write_file, append_file, llm_complete)"
+                "unknown host method {other:?} (this koas knows write_file, append_file, llm_complete, llm_complete_many)"
             )),
         }
     }
@@ -167,6 +191,13 @@ mod tests {
         let err = host
             .call(
                 &json!({"method": "llm_complete", "request": {"prompt": "p"}}),
+                b"",
+            )
+            .expect_err("no backend");
+        assert!(err.contains("no LLM backend configured"));
+        let err = host
+            .call(
+                &json!({"method": "llm_complete_many", "requests": [{"prompt": "p"}]}),
                 b"",
             )
             .expect_err("no backend");

@@ -1,13 +1,18 @@
 //! Connecting the host's LLM service (`koas-llm`) to kernels: reading the
-//! pipeline's `[llm]` table, building the service for a run, answering
-//! kernels' `llm_complete` calls, and the identity that joins LLM kernels'
-//! cache keys.
+//! `[llm]` tables (the project's `koas.toml`, then the pipeline's, then
+//! the command line), building the service for a run, answering kernels'
+//! `llm_complete` calls, and the identity that joins LLM kernels' cache
+//! keys.
 
 use crate::host::LlmHandler;
 use koas_kernel_api::LlmRequest;
 use koas_llm::{LlmConfig, LlmService};
 use serde_json::{json, Map, Value};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// The project file whose `[llm]` table gives the model a reviewer sets
+/// once for every command (its other tables belong to other commands).
+pub const PROJECT_FILE: &str = "koas.toml";
 
 /// Command-line overrides of the `[llm]` table.
 #[derive(Debug, Clone, Default)]
@@ -21,6 +26,8 @@ pub struct LlmOverrides {
     /// `--no-strict-sovereign`: sets `strict_sovereign = false`, allowing
     /// endpoints that are not local; `false` keeps the table's value.
     pub no_strict_sovereign: bool,
+    /// `--llm-max-in-flight`: replaces the table's `max_in_flight`.
+    pub max_in_flight: Option<usize>,
 }
 
 impl LlmOverrides {
@@ -29,6 +36,7 @@ impl LlmOverrides {
             && self.endpoint.is_none()
             && self.model.is_none()
             && !self.no_strict_sovereign
+            && self.max_in_flight.is_none()
     }
 }
 
@@ -42,25 +50,84 @@ pub struct LlmSetupError {
     pub message: String,
 }
 
-/// The LLM config in effect: the pipeline's `[llm]` table with the
-/// command-line overrides applied, as JSON (for the run record) and parsed.
-/// `None` when neither gives an LLM.
-pub fn resolve_config(
-    table: Option<&Value>,
-    overrides: &LlmOverrides,
-    origin: &Path,
-) -> Result<Option<(Value, LlmConfig)>, LlmSetupError> {
-    if table.is_none() && overrides.is_empty() {
+/// One `[llm]` table and the file it comes from.
+#[derive(Debug, Clone)]
+pub struct LlmLayer {
+    /// The file, named in errors.
+    pub origin: PathBuf,
+    /// The table as JSON.
+    pub table: Value,
+}
+
+/// The nearest `koas.toml` in `start` or a folder above it (a relative
+/// `start` is taken from the current folder).
+pub fn find_project_file(start: &Path) -> Option<PathBuf> {
+    let start = if start.is_absolute() {
+        start.to_path_buf()
+    } else {
+        std::env::current_dir().ok()?.join(start)
+    };
+    start
+        .ancestors()
+        .map(|d| d.join(PROJECT_FILE))
+        .find(|candidate| candidate.is_file())
+}
+
+/// The `[llm]` table of the project file found from `start`, if any. A
+/// file that cannot be read or parsed is an error naming it: a reviewer
+/// who set a model there expects it used, not silently ignored.
+pub fn project_layer(start: &Path) -> Result<Option<LlmLayer>, LlmSetupError> {
+    let Some(path) = find_project_file(start) else {
         return Ok(None);
-    }
+    };
     let err = |message: String| LlmSetupError {
-        origin: origin.display().to_string(),
+        origin: path.display().to_string(),
         message,
     };
-    let mut map: Map<String, Value> = match table {
-        None => Map::new(),
-        Some(Value::Object(m)) => m.clone(),
-        Some(_) => return Err(err("must be a table".into())),
+    let text = std::fs::read_to_string(&path).map_err(|e| err(format!("cannot read: {e}")))?;
+    let doc: toml::Table = toml::from_str(&text).map_err(|e| err(e.to_string()))?;
+    let Some(table) = doc.get("llm") else {
+        return Ok(None);
+    };
+    let table = serde_json::to_value(table).map_err(|e| err(e.to_string()))?;
+    Ok(Some(LlmLayer {
+        origin: path,
+        table,
+    }))
+}
+
+/// The LLM config in effect: the `layers` (lowest precedence first, each
+/// key of a later table replacing the same key of an earlier one) with
+/// the command-line overrides on top, as JSON (for the run record) and
+/// parsed. `None` when none gives an LLM. Each table is checked on its
+/// own first, so that a misspelt key is reported with the file it is in.
+pub fn resolve_config(
+    layers: &[LlmLayer],
+    overrides: &LlmOverrides,
+) -> Result<Option<(Value, LlmConfig)>, LlmSetupError> {
+    if layers.is_empty() && overrides.is_empty() {
+        return Ok(None);
+    }
+    let mut map: Map<String, Value> = Map::new();
+    for layer in layers {
+        let err = |message: String| LlmSetupError {
+            origin: layer.origin.display().to_string(),
+            message,
+        };
+        let Value::Object(m) = &layer.table else {
+            return Err(err("must be a table".into()));
+        };
+        serde_json::from_value::<LlmConfig>(layer.table.clone()).map_err(|e| err(e.to_string()))?;
+        map.extend(m.clone());
+    }
+    let origin = match (layers.last(), overrides.is_empty()) {
+        (Some(last), true) => last.origin.display().to_string(),
+        (Some(last), false) => format!("{} and the command line", last.origin.display()),
+        (None, _) => "the command line".to_string(),
+    };
+    let err = |message: String| LlmSetupError {
+        origin: origin.clone(),
+        message,
     };
     if let Some(b) = &overrides.backend {
         map.insert("backend".into(), json!(b));
@@ -73,6 +140,9 @@ pub fn resolve_config(
     }
     if overrides.no_strict_sovereign {
         map.insert("strict_sovereign".into(), json!(false));
+    }
+    if let Some(n) = overrides.max_in_flight {
+        map.insert("max_in_flight".into(), json!(n));
     }
     let value = Value::Object(map);
     let config = LlmConfig::from_json(value.clone()).map_err(|e| err(e.to_string()))?;
@@ -116,6 +186,18 @@ impl LlmHandler for ServiceHandler {
         serde_json::to_value(response).map_err(|e| format!("cannot encode the LLM answer: {e}"))
     }
 
+    fn complete_many(&self, _kernel: &str, requests: &[LlmRequest]) -> Vec<Result<Value, String>> {
+        self.service
+            .complete_many(requests)
+            .into_iter()
+            .map(|answer| {
+                let response = answer.map_err(|e| e.to_string())?;
+                serde_json::to_value(response)
+                    .map_err(|e| format!("cannot encode the LLM answer: {e}"))
+            })
+            .collect()
+    }
+
     fn session_metadata(&self) -> Option<Value> {
         serde_json::to_value(self.service.session_metadata()).ok()
     }
@@ -127,11 +209,9 @@ mod tests {
 
     #[test]
     fn no_table_and_no_flags_means_no_llm() {
-        assert!(
-            resolve_config(None, &LlmOverrides::default(), Path::new("p.toml"))
-                .expect("ok")
-                .is_none()
-        );
+        assert!(resolve_config(&[], &LlmOverrides::default())
+            .expect("ok")
+            .is_none());
     }
 
     #[test]
@@ -142,19 +222,79 @@ mod tests {
             no_strict_sovereign: true,
             ..LlmOverrides::default()
         };
-        let (value, config) = resolve_config(Some(&table), &o, Path::new("p.toml"))
+        let (value, config) = resolve_config(&[layer("p.toml", table)], &o)
             .expect("valid")
             .expect("some");
         assert_eq!(value["model"], "other");
         assert!(!config.strict_sovereign);
         let bad = json!({"backend": "openai", "temprature": 0.1});
-        let e = resolve_config(Some(&bad), &LlmOverrides::default(), Path::new("p.toml"))
+        let e = resolve_config(&[layer("p.toml", bad)], &LlmOverrides::default())
             .expect_err("unknown key");
         let msg = e.to_string();
         assert!(
             msg.contains("p.toml") && msg.contains("temprature"),
             "{msg}"
         );
+    }
+
+    fn layer(origin: &str, table: Value) -> LlmLayer {
+        LlmLayer {
+            origin: PathBuf::from(origin),
+            table,
+        }
+    }
+
+    #[test]
+    fn later_tables_replace_keys_of_earlier_ones_and_errors_name_their_file() {
+        let project = json!({"backend": "openai", "model": "small", "max_in_flight": 4});
+        let pipeline = json!({"model": "big"});
+        let (value, config) = resolve_config(
+            &[
+                layer("koas.toml", project.clone()),
+                layer("p.toml", pipeline),
+            ],
+            &LlmOverrides {
+                max_in_flight: Some(8),
+                ..LlmOverrides::default()
+            },
+        )
+        .expect("valid")
+        .expect("some");
+        assert_eq!(value["model"], "big");
+        assert_eq!(value["backend"], "openai");
+        assert_eq!(config.max_in_flight, 8);
+        let e = resolve_config(
+            &[
+                layer("/proj/koas.toml", json!({"modle": "x"})),
+                layer("p.toml", json!({"model": "big"})),
+            ],
+            &LlmOverrides::default(),
+        )
+        .expect_err("misspelt key");
+        assert!(e.to_string().contains("/proj/koas.toml"), "{e}");
+        assert!(e.to_string().contains("modle"), "{e}");
+    }
+
+    #[test]
+    fn the_project_file_is_found_upward_and_only_its_llm_table_is_read() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let nested = dir.path().join("a/b");
+        std::fs::create_dir_all(&nested).expect("mkdir");
+        assert!(project_layer(&nested).expect("none").is_none());
+        std::fs::write(
+            dir.path().join(PROJECT_FILE),
+            "[check]\nfail_on = \"error\"\n[llm]\nbackend = \"openai\"\nmax_in_flight = 3\n",
+        )
+        .expect("write");
+        let layer = project_layer(&nested).expect("read").expect("found");
+        assert_eq!(layer.origin, dir.path().join(PROJECT_FILE));
+        assert_eq!(
+            layer.table,
+            json!({"backend": "openai", "max_in_flight": 3})
+        );
+        std::fs::write(dir.path().join(PROJECT_FILE), "[llm\n").expect("write");
+        let e = project_layer(&nested).expect_err("malformed");
+        assert!(e.to_string().contains("koas.toml"), "{e}");
     }
 
     #[test]

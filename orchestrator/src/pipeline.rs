@@ -27,6 +27,7 @@ pub const PIPELINE_KEYS: &[&str] = &[
     "inputs",
     "config",
     "llm",
+    "prompts",
 ];
 
 /// A pipeline file that could not be used.
@@ -77,6 +78,8 @@ struct RawPipeline {
     config: BTreeMap<String, Value>,
     #[serde(default)]
     llm: Option<Value>,
+    #[serde(default)]
+    prompts: Option<PathBuf>,
 }
 
 /// A loaded pipeline with every path resolved.
@@ -105,6 +108,10 @@ pub struct Pipeline {
     pub config: BTreeMap<String, Value>,
     /// The `[llm]` table, if any (validated when an LLM kernel runs).
     pub llm: Option<Value>,
+    /// The `prompts` key: the folder kernels' prompt templates are read
+    /// from first (templates it lacks come from koas's own); `None` lets
+    /// koas find its own folder.
+    pub prompts: Option<PathBuf>,
 }
 
 /// Command-line overrides of a pipeline file.
@@ -228,6 +235,10 @@ pub fn load_with_env(
         inputs,
         config,
         llm: raw.llm,
+        prompts: raw
+            .prompts
+            .as_deref()
+            .map(|p| pick(p, from_file.prompts.as_ref())),
     })
 }
 

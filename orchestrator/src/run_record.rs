@@ -159,6 +159,13 @@ pub struct RunPlan {
     /// Outputs whose files the host wrote itself.
     #[serde(default)]
     pub host_written: Vec<String>,
+    /// The folder prompt templates were read from, if not koas's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompts: Option<PathBuf>,
+    /// The previous outputs handed to incremental kernels: kernel →
+    /// artifact → cache blob, so a replay hands them the same.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub previous: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 impl RunRecord {

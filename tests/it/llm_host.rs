@@ -1,7 +1,10 @@
 //! The LLM host service wired into the runtime: a kernel's `llm_complete`
 //! answered by a real HTTP server on loopback (speaking the OpenAI wire
 //! format), the response cache, replay without network, sovereignty, ping,
-//! calibration, and API keys kept out of every record.
+//! calibration, and API keys kept out of every record; and hostile servers
+//! seen through `koas llm ping|calibrate` (a redirect to a refused host, a
+//! server that never answers, a stream that never ends, an error or an HTML
+//! page inside a 200 answer).
 
 use crate::common::*;
 use koas_test_support::test_plugin;
@@ -32,9 +35,10 @@ impl FakeServer {
         let requests = Arc::new(AtomicUsize::new(0));
         let stop = Arc::new(AtomicBool::new(false));
         let (r, s) = (requests.clone(), stop.clone());
+        // Serves until dropped: a fixed lifetime would run out while a
+        // loaded machine builds the test plugin.
         let thread = std::thread::spawn(move || {
-            let deadline = std::time::Instant::now() + Duration::from_secs(120);
-            while !s.load(Ordering::SeqCst) && std::time::Instant::now() < deadline {
+            while !s.load(Ordering::SeqCst) {
                 match listener.accept() {
                     Ok((stream, _)) => {
                         r.fetch_add(1, Ordering::SeqCst);
@@ -287,4 +291,280 @@ fn an_exhausted_run_budget_is_recorded_in_the_run_record() {
     assert!(err.contains("SESSION_BUDGET_EXHAUSTED"), "{err}");
     let session = r["llm_session"].to_string();
     assert!(session.contains("SESSION_BUDGET_EXHAUSTED"), "{session}");
+}
+
+/// What a [`HostileServer`] does with each request.
+#[derive(Clone)]
+enum Hostile {
+    /// `307 Temporary Redirect` to this location.
+    Redirect(String),
+    /// Reads the request and never answers (until the test ends).
+    Hang,
+    /// A 200 SSE stream of chat chunks that never ends.
+    EndlessStream,
+    /// A 200 answer with this content type and body.
+    Answer(&'static str, String),
+}
+
+/// A loopback server misbehaving on purpose; each connection is served on
+/// its own thread, so a hung or endless one does not block the next.
+struct HostileServer {
+    port: u16,
+    requests: Arc<AtomicUsize>,
+    stop: Arc<AtomicBool>,
+}
+
+impl HostileServer {
+    fn start(behaviour: Hostile) -> HostileServer {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let requests = Arc::new(AtomicUsize::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (r, s) = (requests.clone(), stop.clone());
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                if s.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(stream) = stream else { continue };
+                let (r, s, b) = (r.clone(), s.clone(), behaviour.clone());
+                std::thread::spawn(move || misbehave(stream, &r, &s, b));
+            }
+        });
+        HostileServer {
+            port,
+            requests,
+            stop,
+        }
+    }
+
+    fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    fn requests(&self) -> usize {
+        self.requests.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for HostileServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = std::net::TcpStream::connect(("127.0.0.1", self.port));
+    }
+}
+
+fn misbehave(stream: std::net::TcpStream, requests: &AtomicUsize, stop: &AtomicBool, b: Hostile) {
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+    let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+    let mut request_line = String::new();
+    if reader.read_line(&mut request_line).is_err() || request_line.is_empty() {
+        return;
+    }
+    let mut length = 0usize;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).is_err() || line == "\r\n" || line.is_empty() {
+            break;
+        }
+        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+            length = v.trim().parse().unwrap_or(0);
+        }
+    }
+    let mut body = vec![0u8; length];
+    let _ = reader.read_exact(&mut body);
+    requests.fetch_add(1, Ordering::SeqCst);
+    let mut out = stream;
+    let until = std::time::Instant::now() + Duration::from_secs(120);
+    match b {
+        Hostile::Redirect(location) => {
+            let _ = write!(
+                out,
+                "HTTP/1.1 307 Temporary Redirect\r\nLocation: {location}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            );
+        }
+        Hostile::Hang => {
+            while !stop.load(Ordering::SeqCst) && std::time::Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        Hostile::EndlessStream => {
+            if write!(
+                out,
+                "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+            )
+            .is_err()
+            {
+                return;
+            }
+            let chunk = "data: {\"model\":\"fake-model\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"and \"},\"finish_reason\":null}]}\n\n";
+            while !stop.load(Ordering::SeqCst) && std::time::Instant::now() < until {
+                if out
+                    .write_all(chunk.as_bytes())
+                    .and_then(|()| out.flush())
+                    .is_err()
+                {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        Hostile::Answer(content_type, text) => {
+            let _ = write!(
+                out,
+                "HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+                text.len()
+            );
+        }
+    }
+    let _ = out.flush();
+}
+
+fn ping(endpoint: &str, extra: &[&str]) -> std::process::Output {
+    run(koas()
+        .args(["llm", "ping", "--llm-backend", "openai", "--llm-endpoint"])
+        .arg(endpoint)
+        .args(["--llm-model", "fake-model"])
+        .args(extra))
+}
+
+#[test]
+fn ping_does_not_follow_a_redirect_to_a_refused_host() {
+    // The target listens on loopback; on Linux a connection to 0.0.0.0
+    // reaches it, so following the redirect would show up there.
+    let target = FakeServer::start();
+    let location = format!("http://0.0.0.0:{}/v1/models", target.port);
+    let server = HostileServer::start(Hostile::Redirect(location.clone()));
+    let out = ping(&server.endpoint(), &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    let err = stderr(&out);
+    assert!(err.contains(&location), "names the Location: {err}");
+    assert!(err.contains("does not follow redirects"), "{err}");
+    assert!(
+        err.contains("strict sovereignty refuses that host"),
+        "{err}"
+    );
+    assert_eq!(server.requests(), 1);
+    assert_eq!(target.requests(), 0, "the redirect was followed");
+}
+
+#[test]
+fn ping_of_localhost_with_a_trailing_dot_connects_to_loopback() {
+    // `localhost.` is answered as loopback by koas itself: no DNS query
+    // (which may fail, or answer anything) decides where the ping goes.
+    let server = FakeServer::start();
+    let endpoint = format!("http://localhost.:{}", server.port);
+    let out = ping(&endpoint, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("fake-model"), "{}", stdout(&out));
+    assert_eq!(server.requests(), 1);
+}
+
+#[test]
+fn ping_gives_up_on_a_hung_server_within_its_short_timeout() {
+    let server = HostileServer::start(Hostile::Hang);
+    let started = std::time::Instant::now();
+    let out = ping(&server.endpoint(), &[]);
+    let elapsed = started.elapsed();
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    let err = stderr(&out);
+    assert!(err.contains("DEADLINE_EXCEEDED"), "{err}");
+    assert!(err.contains("ping_timeout_secs"), "{err}");
+    assert!(err.contains("5 s"), "the default ping timeout: {err}");
+    // Generous: the 120 s generation timeout is what must not apply.
+    assert!(elapsed < Duration::from_secs(60), "{elapsed:?}");
+
+    let out = ping(&server.endpoint(), &["--deadline", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--deadline"), "{}", stderr(&out));
+}
+
+#[test]
+fn calibrate_against_an_endless_stream_stops_at_its_deadline() {
+    let server = HostileServer::start(Hostile::EndlessStream);
+    let table = format!(
+        "[llm]\nbackend = \"openai\"\nendpoint = \"{}\"\nmodel = \"fake-model\"\ntimeout_secs = 90\nbackoff_initial_ms = 10\n",
+        server.endpoint()
+    );
+    let p = Project::new("x\n", &["source_len"], &table);
+    let started = std::time::Instant::now();
+    let out = run(koas()
+        .args(["llm", "calibrate", "--deadline", "2"])
+        .arg(p.pipeline()));
+    let elapsed = started.elapsed();
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    let err = stderr(&out);
+    assert!(err.contains("DEADLINE_EXCEEDED"), "{err}");
+    assert!(
+        err.contains("calibration") && err.contains("2 s") && err.contains("--deadline"),
+        "{err}"
+    );
+    assert_eq!(server.requests(), 1, "no retry past the deadline");
+    // Generous: one 90 s attempt (or 4 of them) is what must not happen.
+    assert!(elapsed < Duration::from_secs(60), "{elapsed:?}");
+    let log = std::fs::read_to_string(p.ws().join("llm/exchanges.jsonl")).expect("log");
+    assert!(log.contains("DEADLINE_EXCEEDED"), "{log}");
+}
+
+#[test]
+fn calibrate_reports_the_servers_error_message() {
+    let error = r#"{"error": {"message": "model 'fake-model' is not loaded", "type": "invalid_request_error"}}"#;
+    let server = HostileServer::start(Hostile::Answer("application/json", error.to_string()));
+    let out = run(koas().args([
+        "llm",
+        "calibrate",
+        "--llm-backend",
+        "openai",
+        "--llm-endpoint",
+        &server.endpoint(),
+        "--llm-model",
+        "fake-model",
+    ]));
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    let err = stderr(&out);
+    assert!(err.contains("model 'fake-model' is not loaded"), "{err}");
+    assert!(!err.contains("[DONE]"), "{err}");
+    assert_eq!(server.requests(), 1, "the server's refusal is not retried");
+
+    let page = "<!DOCTYPE html><html><head><title>Open WebUI</title></head><body></body></html>";
+    let server = HostileServer::start(Hostile::Answer("text/html", page.to_string()));
+    let out = ping(&server.endpoint(), &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("HTML page") && err.contains("Open WebUI"),
+        "{err}"
+    );
+}
+
+#[test]
+fn calibrate_without_a_pipeline_logs_to_dot_koas_llm_once() {
+    let server = FakeServer::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = run(koas()
+        .args([
+            "llm",
+            "calibrate",
+            "--llm-backend",
+            "openai",
+            "--llm-endpoint",
+            &server.endpoint(),
+            "--llm-model",
+            "fake-model",
+        ])
+        .current_dir(dir.path()));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let log = dir.path().join(".koas/llm/exchanges.jsonl");
+    let text = std::fs::read_to_string(&log).expect("the calibration log");
+    assert_eq!(text.lines().count(), 3, "{text}");
+    assert!(
+        text.lines()
+            .all(|l| l.contains("\"purpose\":\"calibration\"")),
+        "{text}"
+    );
+    assert!(!dir.path().join(".koas/llm/llm").exists(), "doubled llm/");
+    assert!(
+        !dir.path().join(".koas/.koas").exists(),
+        "no response cache"
+    );
 }

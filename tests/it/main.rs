@@ -13,6 +13,7 @@ mod review_common;
 mod check_cli;
 mod cli_snapshots;
 mod llm_host;
+mod pyramid;
 mod review_cli;
 mod review_crash;
 mod review_engine;

@@ -56,6 +56,7 @@ fn pipeline(dir: &Path) -> Pipeline {
         .collect(),
         config: BTreeMap::new(),
         llm: None,
+        prompts: None,
     }
 }
 

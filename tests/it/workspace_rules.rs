@@ -151,6 +151,7 @@ fn kernels_holds_only_plugins() {
                     | "koas-md"
                     | "koas-md-scan"
                     | "koas-review"
+                    | "koas-review-llm"
             ) {
                 wrong.push(format!(
                     "plugin {} links `{dep}`: plugins are glue over the reviewer libraries",

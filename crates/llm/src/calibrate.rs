@@ -5,10 +5,11 @@
 
 use crate::error::LlmError;
 use crate::prompts::Prompts;
-use crate::service::{LlmService, RunOptions};
+use crate::service::{Deadline, LlmService, RunOptions};
 use koas_extract::{extract_json_block, normalize_text};
 use koas_kernel_api::LlmRequest;
 use serde::{Deserialize, Serialize};
+use std::time::Instant;
 
 /// The prompt templates of calibration: a fixed system prompt and a
 /// small, schema-conforming user prompt with no variable content.
@@ -65,6 +66,10 @@ pub fn calibrate(service: &LlmService) -> Result<CalibrationReport, LlmError> {
 /// bypass the response cache and the empty-response temperature nudges,
 /// each logged with purpose `calibration`. Transport failures are errors;
 /// drifting or unextractable answers give a report with `passed: false`.
+///
+/// The whole calibration — every call, attempt and backoff wait — ends
+/// within `calibrate_deadline_secs` (default 300 s): an attempt still
+/// running then is cut and the error is `DEADLINE_EXCEEDED`.
 pub fn calibrate_role(
     service: &LlmService,
     role: &str,
@@ -78,10 +83,17 @@ pub fn calibrate_role(
         .system(system.render(&no_variables)?)
         .temperature(0.0)
         .max_tokens(256);
+    let config = service.config();
     let options = RunOptions {
         purpose: "calibration",
         use_cache: false,
         empty_retries: 0,
+        deadline: Some(Deadline {
+            at: Instant::now() + config.calibrate_deadline(),
+            secs: config.calibrate_deadline_secs,
+            what: "calibration",
+            setting: "calibrate_deadline_secs, --deadline",
+        }),
     };
     let mut runs = Vec::with_capacity(CALIBRATION_RUNS);
     for _ in 0..CALIBRATION_RUNS {

@@ -15,6 +15,8 @@
 //! | `context_window` | `4096` | the model's advertised context length, recorded as a session constant (never probed during a run); also sent as Ollama's `num_ctx` |
 //! | `timeout_secs` (aliases `timeout`, `chunk_timeout`) | `120` | per-attempt deadline, body included |
 //! | `connect_timeout_secs` | `10` | TCP/TLS connect deadline |
+//! | `ping_timeout_secs` | `5` | deadline of `koas llm ping`: connecting and the model listing, one attempt (`--deadline` overrides it) |
+//! | `calibrate_deadline_secs` | `300` | deadline of a whole calibration: every call, attempt and backoff wait; an attempt in progress is cut when it passes (`--deadline` overrides it) |
 //! | `max_retries` | `3` | transport retries after the first attempt; bounded so that a failing server fails the request instead of stalling the run |
 //! | `backoff_initial_ms` / `backoff_max_ms` / `backoff_jitter` | `1000` / `8000` / `0.25` | exponential backoff 1 s, 2 s, 4 s… capped, plus up to 25 % random jitter |
 //! | `empty_retries` | `2` | retries of an empty answer with nudged temperature (a model stuck on empty output at low temperature often answers slightly higher) |
@@ -24,8 +26,8 @@
 //! | `budget_per_run` | `1000000` | per-run budget: tokens of the whole run, a hard ceiling that ends the session; `0` disables |
 //! | `max_in_flight` | `2` | requests in flight per endpoint; further callers wait |
 //! | `stream` | `true` | stream answers (stop markers end generation early) |
-//! | `strict_sovereign` | `true` | refuse non-loopback endpoints and the Anthropic backend |
-//! | `local_hosts` | `[]` | host names or IPs declared local (allowed under strict sovereignty) |
+//! | `strict_sovereign` | `true` | refuse non-loopback endpoints and the Anthropic backend; the addresses a name resolves to are checked too (see [`crate::sovereignty`]) |
+//! | `local_hosts` | `[]` | host names or IPs declared local (allowed under strict sovereignty); a listed name must resolve to loopback, private-network or listed addresses |
 //! | `api_key_env` | per backend | name of the environment variable holding the API key: `OPENAI_API_KEY` (optional) for openai, `ANTHROPIC_API_KEY` (required) for anthropic, none for ollama |
 //! | `response_cache` | `true` | answer repeated requests from `.koas/llm-cache/` |
 //! | `abort_on_transport_failure` | `true` | after a `TRANSPORT_FAILURE`, refuse further calls (a run does not carry on with whatever requests happen to succeed) |
@@ -119,6 +121,11 @@ pub struct LlmConfig {
     pub timeout_secs: f64,
     /// TCP/TLS connect deadline in seconds.
     pub connect_timeout_secs: f64,
+    /// Deadline of a ping (connect and model listing), in seconds.
+    pub ping_timeout_secs: f64,
+    /// Deadline of a whole calibration (all calls, attempts and waits), in
+    /// seconds.
+    pub calibrate_deadline_secs: f64,
     /// Transport retries after the first attempt.
     pub max_retries: u32,
     /// Backoff before the first transport retry, in ms; doubled per retry.
@@ -173,6 +180,8 @@ impl Default for LlmConfig {
             context_window: 4096,
             timeout_secs: 120.0,
             connect_timeout_secs: 10.0,
+            ping_timeout_secs: 5.0,
+            calibrate_deadline_secs: 300.0,
             max_retries: 3,
             backoff_initial_ms: 1000,
             backoff_max_ms: 8000,
@@ -275,15 +284,31 @@ impl LlmConfig {
         secs(self.connect_timeout_secs)
     }
 
+    /// `ping_timeout_secs` as a duration (120 s if it cannot be
+    /// represented).
+    pub fn ping_timeout(&self) -> Duration {
+        secs(self.ping_timeout_secs)
+    }
+
+    /// `calibrate_deadline_secs` as a duration (120 s if it cannot be
+    /// represented).
+    pub fn calibrate_deadline(&self) -> Duration {
+        secs(self.calibrate_deadline_secs)
+    }
+
     /// Checks value ranges (timeouts, temperature, retries, waits, jitter)
     /// and that the endpoint is an `http(s)` URL.
     pub fn validate(&self) -> Result<(), LlmError> {
         let bad = |m: &str| Err(LlmError::Config(m.to_string()));
-        if !(self.timeout_secs > 0.0 && self.timeout_secs.is_finite()) {
-            return bad("timeout_secs must be a positive number");
-        }
-        if !(self.connect_timeout_secs > 0.0 && self.connect_timeout_secs.is_finite()) {
-            return bad("connect_timeout_secs must be a positive number");
+        for (key, value) in [
+            ("timeout_secs", self.timeout_secs),
+            ("connect_timeout_secs", self.connect_timeout_secs),
+            ("ping_timeout_secs", self.ping_timeout_secs),
+            ("calibrate_deadline_secs", self.calibrate_deadline_secs),
+        ] {
+            if !(value > 0.0 && value.is_finite()) {
+                return Err(LlmError::Config(format!("{key} must be a positive number")));
+            }
         }
         if !(0.0..=2.0).contains(&self.temperature) {
             return bad("temperature must be between 0 and 2");
@@ -352,6 +377,17 @@ mod tests {
         assert!(LlmConfig::from_json(json!({"max_in_flight": 0})).is_err());
         assert!(LlmConfig::from_json(json!({"endpoint": "ftp://x"})).is_err());
         assert!(LlmConfig::from_json(json!({"temperature": 9})).is_err());
+        let e = LlmConfig::from_json(json!({"calibrate_deadline_secs": 0})).unwrap_err();
+        assert!(e.to_string().contains("calibrate_deadline_secs"), "{e}");
+        let e = LlmConfig::from_json(json!({"ping_timeout_secs": -1})).unwrap_err();
+        assert!(e.to_string().contains("ping_timeout_secs"), "{e}");
+    }
+
+    #[test]
+    fn ping_and_calibration_have_short_bounded_deadlines_by_default() {
+        let c = LlmConfig::default();
+        assert_eq!(c.ping_timeout(), Duration::from_secs(5));
+        assert_eq!(c.calibrate_deadline(), Duration::from_secs(300));
     }
 
     #[test]

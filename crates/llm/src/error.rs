@@ -19,6 +19,9 @@ pub enum TransportErrorKind {
     Io,
     /// The request itself is invalid (bad URL, unsupported scheme).
     Request,
+    /// Strict sovereignty refused the connection: the host or an address
+    /// it resolves to is not local. Never retried.
+    Sovereignty,
 }
 
 /// A failed HTTP attempt. Retried when [`TransportError::retryable`].
@@ -39,9 +42,13 @@ pub struct TransportError {
 }
 
 impl TransportError {
-    /// A new error of `kind`.
+    /// A new error of `kind`; retryable unless the request itself is
+    /// invalid or sovereignty refused it.
     pub fn new(kind: TransportErrorKind, message: impl Into<String>) -> Self {
-        let retryable = !matches!(kind, TransportErrorKind::Request);
+        let retryable = !matches!(
+            kind,
+            TransportErrorKind::Request | TransportErrorKind::Sovereignty
+        );
         TransportError {
             kind,
             status: None,
@@ -64,6 +71,12 @@ impl TransportError {
         }
     }
 
+    /// The same error, not retried.
+    pub fn fatal(mut self) -> Self {
+        self.retryable = false;
+        self
+    }
+
     /// Attaches text received before the failure.
     pub fn with_partial(mut self, partial: &str) -> Self {
         if !partial.is_empty() {
@@ -84,6 +97,10 @@ pub enum AbortReason {
     /// `abort_on_transport_failure`): retrying without end would hide an
     /// unreliable server and skew which work gets done.
     TransportFailure,
+    /// Strict sovereignty refused a connection (the endpoint's name
+    /// resolved to an address that is not local): every later call would
+    /// go to the same place.
+    Sovereignty,
 }
 
 impl fmt::Display for AbortReason {
@@ -91,6 +108,7 @@ impl fmt::Display for AbortReason {
         f.write_str(match self {
             AbortReason::SessionBudgetExhausted => "SESSION_BUDGET_EXHAUSTED",
             AbortReason::TransportFailure => "TRANSPORT_FAILURE",
+            AbortReason::Sovereignty => "SOVEREIGNTY",
         })
     }
 }
@@ -123,6 +141,24 @@ pub enum LlmError {
         /// The endpoint base URL called.
         endpoint: String,
         /// Attempts made (1 + retries).
+        attempts: u32,
+        /// The last attempt's error, redacted.
+        last_error: String,
+    },
+    /// An overall deadline (of a calibration, say) passed before the
+    /// request was answered; the attempt in progress was cut and no retry
+    /// was started.
+    #[error("DEADLINE_EXCEEDED: {endpoint}: {what} did not finish within its deadline of {secs} s ({setting}); {attempts} attempt(s), last error: {last_error}")]
+    DeadlineExceeded {
+        /// The endpoint base URL called.
+        endpoint: String,
+        /// What the deadline bounds, e.g. `calibration`.
+        what: String,
+        /// The deadline, in seconds.
+        secs: f64,
+        /// The config key and flag that set it.
+        setting: String,
+        /// Attempts made before the deadline passed.
         attempts: u32,
         /// The last attempt's error, redacted.
         last_error: String,
@@ -185,6 +221,7 @@ impl LlmError {
             LlmError::Sovereignty(_) => "SOVEREIGNTY",
             LlmError::MissingApiKey { .. } => "MISSING_API_KEY",
             LlmError::TransportFailure { .. } => "TRANSPORT_FAILURE",
+            LlmError::DeadlineExceeded { .. } => "DEADLINE_EXCEEDED",
             LlmError::CallBudgetExceeded { .. } => "CALL_BUDGET_EXCEEDED",
             LlmError::SessionBudgetExhausted { .. } => "SESSION_BUDGET_EXHAUSTED",
             LlmError::SessionAborted { .. } => "SESSION_ABORTED",

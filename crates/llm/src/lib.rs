@@ -12,6 +12,8 @@
 //!   stop marker (e.g. `END_EDIT_OPS`) appears, keeping the text up to it;
 //! * **sovereignty** ([`sovereignty`]): strict by default — only loopback
 //!   or declared-local endpoints, no Anthropic — unless the user opts out;
+//!   the addresses a name resolves to are checked, not only the name, and
+//!   redirects are never followed;
 //!   API keys only from environment variables, never printable
 //!   ([`ApiKey`]);
 //! * **failure handling**: at most `max_retries` (3) transport retries with
@@ -25,7 +27,8 @@
 //! * **exchange log** ([`exchange`]) `llm/exchanges.jsonl`, append-only and
 //!   fsynced; **response cache** ([`cache`]) keyed by input hash + model +
 //!   parameters; **replay** ([`replay`]) from the log with no network;
-//! * **calibration** ([`calibrate()`]) and **ping** ([`ping()`]);
+//! * **calibration** ([`calibrate()`]) and **ping** ([`ping()`]), each within
+//!   an overall deadline (`calibrate_deadline_secs`, `ping_timeout_secs`);
 //! * **progress** ([`progress`]): an indicatif bar on a terminal, log lines
 //!   otherwise.
 //!

@@ -2,7 +2,7 @@
 
 use crate::backend::build_backend;
 use crate::config::{BackendKind, LlmConfig};
-use crate::error::LlmError;
+use crate::error::{LlmError, TransportErrorKind};
 use crate::secret::{redact, ApiKey};
 use crate::sovereignty::check_sovereignty;
 use serde::{Deserialize, Serialize};
@@ -26,20 +26,37 @@ pub struct PingReport {
 
 /// Checks sovereignty, then lists the endpoint's models (Ollama
 /// `/api/tags`, OpenAI `/v1/models`, Anthropic `/v1/models`) in one
-/// attempt bounded by the configured timeout.
+/// attempt bounded by `ping_timeout_secs` (default 5 s): a ping answers
+/// "is it up?", so a hung server is reported quickly, not after the long
+/// timeout a generation needs.
 pub fn ping(config: &LlmConfig) -> Result<PingReport, LlmError> {
     config.validate()?;
     check_sovereignty(config)?;
-    let backend = build_backend(config)?;
+    let mut bounded = config.clone();
+    bounded.timeout_secs = config.ping_timeout_secs;
+    bounded.connect_timeout_secs = config.connect_timeout_secs.min(config.ping_timeout_secs);
+    let backend = build_backend(&bounded)?;
     let key = config.api_key_env().and_then(|v| ApiKey::from_env(&v));
     let started = Instant::now();
-    let models = backend
-        .list_models()
-        .map_err(|e| LlmError::TransportFailure {
-            endpoint: config.endpoint(),
-            attempts: 1,
-            last_error: redact(key.as_ref(), &e.message),
-        })?;
+    let models = backend.list_models().map_err(|e| {
+        let message = redact(key.as_ref(), &e.message);
+        match e.kind {
+            TransportErrorKind::Sovereignty => LlmError::Sovereignty(message),
+            TransportErrorKind::Timeout => LlmError::DeadlineExceeded {
+                endpoint: config.endpoint(),
+                what: "ping".to_string(),
+                secs: config.ping_timeout_secs,
+                setting: "ping_timeout_secs, --deadline".to_string(),
+                attempts: 1,
+                last_error: message,
+            },
+            _ => LlmError::TransportFailure {
+                endpoint: config.endpoint(),
+                attempts: 1,
+                last_error: message,
+            },
+        }
+    })?;
     let configured = config
         .role_models()
         .into_iter()

@@ -35,6 +35,31 @@ const BUILT_IN: &[(&str, &str)] = &[
         "e2e_paragraph",
         include_str!("../../../prompts/e2e_paragraph.tera"),
     ),
+    (
+        "pyramid_leaf",
+        include_str!("../../../prompts/pyramid_leaf.tera"),
+    ),
+    (
+        "pyramid_parent",
+        include_str!("../../../prompts/pyramid_parent.tera"),
+    ),
+    (
+        "pyramid_abstract",
+        include_str!("../../../prompts/pyramid_abstract.tera"),
+    ),
+    ("review", include_str!("../../../prompts/review.tera")),
+    (
+        "review_plain",
+        include_str!("../../../prompts/review_plain.tera"),
+    ),
+    (
+        "regenerate",
+        include_str!("../../../prompts/regenerate.tera"),
+    ),
+    (
+        "tutor_validate",
+        include_str!("../../../prompts/tutor_validate.tera"),
+    ),
 ];
 
 /// Where a template's text came from.
@@ -260,11 +285,11 @@ mod tests {
         let dir = tempfile::tempdir().expect("tmp");
         let prompts = Prompts::in_dir(dir.path());
         let err = prompts
-            .load("pyramid_leaf")
+            .load("no_such_prompt")
             .expect_err("unknown")
             .to_string();
         assert!(
-            err.contains("pyramid_leaf.tera") && err.contains("calibration"),
+            err.contains("no_such_prompt.tera") && err.contains("calibration"),
             "{err}"
         );
         std::fs::write(dir.path().join("bad.tera"), "{{ missing }}").expect("write");

@@ -5,7 +5,7 @@ use crate::backend::{build_backend, Backend, BackendCall, BackendReply};
 use crate::budget::Budget;
 use crate::cache::{CachedAnswer, ResponseCache};
 use crate::config::LlmConfig;
-use crate::error::{AbortReason, LlmError, TransportError};
+use crate::error::{AbortReason, LlmError, TransportError, TransportErrorKind};
 use crate::exchange::{Exchange, ExchangeLog, ExchangeOutcome, ExchangeSource, Extraction};
 use crate::keys::{cache_key, input_hash, Params};
 use crate::limiter::EndpointLimiter;
@@ -21,7 +21,7 @@ use koas_kernel_api::{LlmRequest, LlmResponse};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// The exchange log's path inside a workspace.
 pub const EXCHANGE_LOG: &str = "llm/exchanges.jsonl";
@@ -36,6 +36,37 @@ pub(crate) struct RunOptions {
     pub purpose: &'static str,
     pub use_cache: bool,
     pub empty_retries: u32,
+    /// A deadline over this request and others (a whole calibration).
+    pub deadline: Option<Deadline>,
+}
+
+/// An overall deadline over several requests: every attempt is cut at
+/// it, and no retry or wait starts that would end after it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Deadline {
+    /// When it passes.
+    pub at: Instant,
+    /// Its length in seconds, for the error message.
+    pub secs: f64,
+    /// What it bounds, e.g. `calibration`.
+    pub what: &'static str,
+    /// The config key and flag that set it.
+    pub setting: &'static str,
+}
+
+impl Deadline {
+    /// Whether something lasting `wait` from now would end after it.
+    fn crossed_by(&self, wait: Duration) -> bool {
+        Instant::now() + wait >= self.at
+    }
+}
+
+/// How a logical call failed: the last attempt's error, the retries made,
+/// and whether the overall deadline ended it.
+struct Failed {
+    error: TransportError,
+    retries: u32,
+    deadline_hit: bool,
 }
 
 /// The LLM host service. Thread-safe: share it (`&LlmService` or `Arc`)
@@ -260,6 +291,7 @@ impl LlmService {
                 purpose: "kernel",
                 use_cache: true,
                 empty_retries: self.config.empty_retries,
+                deadline: None,
             },
         )
     }
@@ -375,14 +407,6 @@ impl LlmService {
         }
     }
 
-    fn sleep(&self, range: [u64; 2]) {
-        let wait = {
-            let mut rng = self.rng.lock().unwrap_or_else(|p| p.into_inner());
-            wait_in(range, &mut rng)
-        };
-        std::thread::sleep(wait);
-    }
-
     fn entry(
         &self,
         r: &Resolved,
@@ -469,9 +493,18 @@ impl LlmService {
         let mut last: Option<Attempt> = None;
         for nudge in 0..=options.empty_retries {
             if nudge > 0 {
+                let wait = {
+                    let mut rng = self.rng.lock().unwrap_or_else(|p| p.into_inner());
+                    wait_in(self.config.empty_retry_wait_ms, &mut rng)
+                };
+                // The empty answer stands when the deadline leaves no room
+                // for another try.
+                if options.deadline.is_some_and(|d| d.crossed_by(wait)) {
+                    break;
+                }
                 self.progress
                     .note("empty answer; retrying with a higher temperature");
-                self.sleep(self.config.empty_retry_wait_ms);
+                std::thread::sleep(wait);
             }
             let temperature =
                 r.params.temperature + self.config.empty_retry_temperature_step * f64::from(nudge);
@@ -492,8 +525,9 @@ impl LlmService {
                 max_tokens: r.params.max_tokens,
                 stop_markers: r.params.stop_markers.clone(),
                 stream: self.config.stream,
+                deadline: options.deadline.map(|d| d.at),
             };
-            match self.call_with_retries(backend.as_ref(), &call) {
+            match self.call_with_retries(backend.as_ref(), &call, options.deadline.as_ref()) {
                 Ok((reply, n)) => {
                     retries += n;
                     let prompt_tokens = reply.prompt_tokens.unwrap_or(estimated_prompt);
@@ -516,17 +550,10 @@ impl LlmService {
                         break;
                     }
                 }
-                Err((error, n)) => {
-                    retries += n;
+                Err(mut failed) => {
+                    failed.retries += retries;
                     self.budget.release(reservation);
-                    return Err(self.transport_failure(
-                        &r,
-                        options,
-                        started,
-                        error,
-                        retries,
-                        temperatures,
-                    ));
+                    return Err(self.transport_failure(&r, options, started, failed, temperatures));
                 }
             }
         }
@@ -592,29 +619,50 @@ impl LlmService {
         Ok((response, spent))
     }
 
-    /// One logical call: attempts until success, a non-retryable error or
-    /// `max_retries` retries, with backoff between attempts. Each attempt
-    /// holds an in-flight slot of the endpoint.
+    /// One logical call: attempts until success, a non-retryable error,
+    /// `max_retries` retries or the overall deadline, with backoff between
+    /// attempts. Each attempt holds an in-flight slot of the endpoint.
     fn call_with_retries(
         &self,
         backend: &dyn Backend,
         call: &BackendCall,
-    ) -> Result<(BackendReply, u32), (TransportError, u32)> {
+        deadline: Option<&Deadline>,
+    ) -> Result<(BackendReply, u32), Failed> {
         let semaphore = self.limiter.semaphore(backend.endpoint());
         let backoff = Backoff::from_config(&self.config);
         let mut retry = 0;
         loop {
             let result = {
                 let _slot = semaphore.acquire();
-                backend.complete(call)
+                backend.complete(call).map_err(|e| {
+                    // A timeout at (or a hair before: socket timers round)
+                    // the overall deadline is the deadline's doing.
+                    let deadline_hit = e.kind == TransportErrorKind::Timeout
+                        && deadline.is_some_and(|d| d.crossed_by(Duration::from_millis(250)));
+                    (e, deadline_hit)
+                })
             };
             match result {
                 Ok(reply) => return Ok((reply, retry)),
-                Err(e) if e.retryable && retry < self.config.max_retries => {
+                Err((error, true)) => {
+                    return Err(Failed {
+                        error,
+                        retries: retry,
+                        deadline_hit: true,
+                    })
+                }
+                Err((e, false)) if e.retryable && retry < self.config.max_retries => {
                     let delay = {
                         let mut rng = self.rng.lock().unwrap_or_else(|p| p.into_inner());
                         backoff.delay(retry, &mut rng)
                     };
+                    if deadline.is_some_and(|d| d.crossed_by(delay)) {
+                        return Err(Failed {
+                            error: e,
+                            retries: retry,
+                            deadline_hit: true,
+                        });
+                    }
                     self.progress.note(&format!(
                         "attempt {} on {} failed ({}); retrying in {} ms",
                         retry + 1,
@@ -625,27 +673,57 @@ impl LlmService {
                     std::thread::sleep(delay);
                     retry += 1;
                 }
-                Err(e) => return Err((e, retry)),
+                Err((error, false)) => {
+                    return Err(Failed {
+                        error,
+                        retries: retry,
+                        deadline_hit: false,
+                    })
+                }
             }
         }
     }
 
+    /// Logs a failed call and returns its error: `SOVEREIGNTY` when the
+    /// connection was refused (the session stops: every later call would
+    /// go to the same place), `DEADLINE_EXCEEDED` when the overall deadline
+    /// ended it, `TRANSPORT_FAILURE` otherwise.
     fn transport_failure(
         &self,
         r: &Resolved,
         options: RunOptions,
         started: Instant,
-        error: TransportError,
-        retries: u32,
+        failed: Failed,
         temperatures: Vec<f64>,
     ) -> LlmError {
-        if self.config.abort_on_transport_failure {
-            self.set_abort(AbortReason::TransportFailure);
-        }
-        let failure = LlmError::TransportFailure {
-            endpoint: self.config.endpoint(),
-            attempts: retries + 1,
-            last_error: redact(self.key.as_ref(), &error.message),
+        let Failed {
+            error,
+            retries,
+            deadline_hit,
+        } = failed;
+        let last_error = redact(self.key.as_ref(), &error.message);
+        let failure = if error.kind == TransportErrorKind::Sovereignty {
+            self.set_abort(AbortReason::Sovereignty);
+            LlmError::Sovereignty(last_error)
+        } else {
+            if self.config.abort_on_transport_failure {
+                self.set_abort(AbortReason::TransportFailure);
+            }
+            match options.deadline.filter(|_| deadline_hit) {
+                Some(d) => LlmError::DeadlineExceeded {
+                    endpoint: self.config.endpoint(),
+                    what: d.what.to_string(),
+                    secs: d.secs,
+                    setting: d.setting.to_string(),
+                    attempts: retries + 1,
+                    last_error,
+                },
+                None => LlmError::TransportFailure {
+                    endpoint: self.config.endpoint(),
+                    attempts: retries + 1,
+                    last_error,
+                },
+            }
         };
         let partial = redact(
             self.key.as_ref(),

@@ -28,7 +28,9 @@
 //! | [`findings`] | `issues`, `numbering_findings` |
 //! | [`numbering`] | `renumber_ops` |
 //! | [`fingerprint`] | `chunk_fingerprints` |
-//! | [`edit_op`], [`change_id`] | edit ops (`ops`, `edit_plan`) and their IDs |
+//! | [`pyramid`] | `pyramid`, `glossary` |
+//! | [`edit_op`], [`change_id`] | edit ops (`ops`) and their IDs |
+//! | [`edit_plan`] | `edit_plan`: the LLM planner's ops and per-chunk status |
 //! | [`apply`], [`rejection`] | `apply_outcome`, apply log records |
 //! | [`revert`] | `revert_outcome` |
 //! | [`ledger`] | `ledger` entries |
@@ -43,12 +45,14 @@
 pub mod apply;
 pub mod change_id;
 pub mod edit_op;
+pub mod edit_plan;
 pub mod findings;
 pub mod fingerprint;
 pub mod ledger;
 pub mod names;
 pub mod notes;
 pub mod numbering;
+pub mod pyramid;
 pub mod rejection;
 pub mod revert;
 pub mod review;

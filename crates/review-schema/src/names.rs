@@ -42,7 +42,14 @@ pub const NUMBERING_FINDINGS: &str = "numbering_findings";
 pub const RENUMBER_OPS: &str = "renumber_ops";
 /// `md_fingerprint_chunk`: [`crate::fingerprint::ChunkFingerprints`].
 pub const CHUNK_FINGERPRINTS: &str = "chunk_fingerprints";
-/// The LLM planner (`md_edit_plan`): its edit ops.
+/// `md_pyramid`: [`crate::pyramid::Pyramid`].
+pub const PYRAMID: &str = "pyramid";
+/// `md_pyramid`: the pyramid as Markdown for people (a JSON string).
+pub const PYRAMID_MD: &str = "pyramid_md";
+/// `md_pyramid`: [`crate::pyramid::Glossary`].
+pub const GLOSSARY: &str = "glossary";
+/// `md_edit_plan`: [`crate::edit_plan::EditPlan`], the LLM planner's
+/// edit ops and per-chunk status.
 pub const EDIT_PLAN: &str = "edit_plan";
 
 // Stage 3.
@@ -94,6 +101,9 @@ pub const ALL: &[&str] = &[
     NUMBERING_FINDINGS,
     RENUMBER_OPS,
     CHUNK_FINGERPRINTS,
+    PYRAMID,
+    PYRAMID_MD,
+    GLOSSARY,
     EDIT_PLAN,
     APPLY_OUTCOME,
     EDITED_DOC,

@@ -15,9 +15,12 @@
 use anyhow::{bail, Context as _};
 use koas_kernel_api::hash::sha256;
 use koas_orchestrator::cache::Cache;
+use koas_orchestrator::cli::run::{build_llm_service, LlmFlags};
 use koas_orchestrator::cli::{discover_and_warn, interrupt, Global};
 use koas_orchestrator::discovery::Discovery;
 use koas_orchestrator::engine::{self, RunOptions, RunOutcome};
+use koas_orchestrator::host::SharedLlm;
+use koas_orchestrator::llm_host::{identity, project_layer, resolve_config, LlmLayer};
 use koas_orchestrator::pipeline::{self, Overrides, Pipeline};
 use koas_orchestrator::prepare::{prepare, Prepared};
 use koas_orchestrator::report::Reporter;
@@ -39,6 +42,9 @@ pub const BUILT_IN_NAME: &str = "<built-in reviewer pipeline (configs/reviewer.t
 pub const APPLY: &str = "md_apply_ops";
 /// The kernel that plans reverts.
 pub const REVERT: &str = "md_revert";
+
+/// The kernel that summarizes the document with the model.
+pub const PYRAMID: &str = "md_pyramid";
 /// The view kernels: they rebuild the annotated document and the report
 /// from the committed state after every run.
 pub const VIEWS: [&str; 2] = ["md_inline_notes_inject", "md_review_report_assemble"];
@@ -85,6 +91,7 @@ pub fn load(
         inputs: inputs.into_iter().collect(),
         config: raw.config,
         llm: None,
+        prompts: None,
     })
 }
 
@@ -131,6 +138,112 @@ pub fn interrupted() -> bool {
     interrupt::interrupted()
 }
 
+/// The model of a review, set up once for all its passes.
+#[derive(Clone)]
+pub struct ReviewLlm {
+    handler: SharedLlm,
+    identity: Value,
+    config: Value,
+}
+
+/// The LLM a review of `document` uses: the `[llm]` table of the
+/// project's `koas.toml` (found upward from the document), then the
+/// pipeline's, then the flags. `None` with `no_llm`, or when nothing
+/// configures a model (the LLM kernels then run in their deterministic
+/// mode).
+pub fn review_llm(
+    pipeline: &Pipeline,
+    document: &Path,
+    flags: &LlmFlags,
+    no_llm: bool,
+    quiet: bool,
+) -> anyhow::Result<Option<ReviewLlm>> {
+    if no_llm {
+        return Ok(None);
+    }
+    let folder = document
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut layers: Vec<LlmLayer> = project_layer(folder)?.into_iter().collect();
+    if let Some(table) = &pipeline.llm {
+        layers.push(LlmLayer {
+            origin: pipeline.file.clone(),
+            table: table.clone(),
+        });
+    }
+    let Some((config_value, config)) = resolve_config(&layers, &flags.overrides())? else {
+        return Ok(None);
+    };
+    let identity = identity(&config);
+    let origin = layers
+        .last()
+        .map(|l| l.origin.clone())
+        .unwrap_or_else(|| PathBuf::from("the command line"));
+    let handler = build_llm_service(config, &pipeline.workspace, &origin, quiet)?;
+    Ok(Some(ReviewLlm {
+        handler,
+        identity,
+        config: config_value,
+    }))
+}
+
+/// The last outputs of the incremental `kernels` in the review workspace
+/// of an earlier version of the same document: a sibling folder named
+/// `<stem>_<hash12>` like `workspace`, the most recently used first. An
+/// edited document gets a new workspace; this lets its summary be rebuilt
+/// only where the text changed.
+pub fn earlier_outputs(
+    workspace: &Path,
+    kernels: &[&str],
+) -> BTreeMap<String, BTreeMap<String, Value>> {
+    let mut found = BTreeMap::new();
+    let (Some(parent), Some(name)) = (
+        workspace.parent(),
+        workspace.file_name().and_then(|n| n.to_str()),
+    ) else {
+        return found;
+    };
+    let Some(stem) = version_stem(name) else {
+        return found;
+    };
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return found;
+    };
+    let mut siblings: Vec<(std::time::SystemTime, PathBuf)> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.as_path() != workspace)
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .and_then(version_stem)
+                == Some(stem)
+        })
+        .filter_map(|p| {
+            let modified = std::fs::metadata(p.join("run.json"))
+                .and_then(|m| m.modified())
+                .ok()?;
+            Some((modified, p))
+        })
+        .collect();
+    siblings.sort_by_key(|s| std::cmp::Reverse(s.0));
+    for kernel in kernels {
+        if let Some(values) = siblings
+            .iter()
+            .find_map(|(_, dir)| engine::read_previous(dir, kernel))
+        {
+            found.insert((*kernel).to_string(), values);
+        }
+    }
+    found
+}
+
+/// `stem` of a workspace folder named `<stem>_<12 hex digits>`.
+fn version_stem(name: &str) -> Option<&str> {
+    let (stem, hash) = name.rsplit_once('_')?;
+    (hash.len() == 12 && hash.bytes().all(|b| b.is_ascii_hexdigit())).then_some(stem)
+}
+
 /// What a pass needs besides the pipeline.
 #[derive(Default)]
 pub struct PassInputs {
@@ -139,6 +252,11 @@ pub struct PassInputs {
     pub provided: BTreeMap<String, Value>,
     /// Outputs whose declared files the host writes itself.
     pub host_written: BTreeSet<String>,
+    /// The model, when the review has one.
+    pub llm: Option<ReviewLlm>,
+    /// Previous outputs for incremental kernels that have none in the
+    /// workspace (see [`earlier_outputs`]).
+    pub previous_fallback: BTreeMap<String, BTreeMap<String, Value>>,
 }
 
 /// How a pass ended when it did not succeed.
@@ -161,6 +279,13 @@ pub fn run_pass(
     opts.cancel = cancel_flag();
     opts.provided = inputs.provided;
     opts.host_written = inputs.host_written;
+    opts.prompts = koas_orchestrator::cli::run::prompts_folder(pipeline.prompts.as_deref())?;
+    opts.previous_fallback = inputs.previous_fallback;
+    if let Some(llm) = inputs.llm {
+        opts.llm = Some(llm.handler);
+        opts.llm_identity = Some(llm.identity);
+        opts.llm_config = Some(llm.config);
+    }
     let reporter = Arc::new(if global.quiet {
         Reporter::quiet()
     } else {
@@ -290,7 +415,10 @@ fn views_pass(
     use koas_review_schema::names;
     use koas_review_schema::review::ReportContext;
     use koas_review_schema::review::ReportMeta;
-    let views = subset(pipeline, |k| k != APPLY && k != REVERT);
+    // The model's kernels ran in the planning pass; run again here, without
+    // the model, they would overwrite what it wrote.
+    let uses_llm = |k: &str| discovery.kernels.get(k).is_some_and(|l| l.spec.uses_llm);
+    let views = subset(pipeline, |k| k != APPLY && k != REVERT && !uses_llm(k));
     if !VIEWS.iter().any(|v| has(&views, v)) {
         return Ok(Ok(Views { report: None }));
     }

@@ -11,6 +11,8 @@
 //! - [`workload`]: deterministic pseudo-random edit ops and the document
 //!   and ops the review benchmarks time.
 //! - [`git`]: checking patches with `git apply`.
+//! - [`model`]: a scripted OpenAI-compatible model on loopback for tests
+//!   of LLM kernels.
 //!
 //! This crate depends on no koas crate: they dev-depend on it, and a
 //! dependency back would build a second copy of their types.
@@ -20,6 +22,7 @@
 pub mod build;
 pub mod corpus;
 pub mod git;
+pub mod model;
 pub mod workload;
 
 pub use build::{build_standalone, koas_bin, test_plugin, test_plugin_folder, test_plugins_dir};
@@ -28,4 +31,5 @@ pub use corpus::{
     shared_seed_000,
 };
 pub use git::{git_apply, git_apply_check, git_available};
+pub use model::{ModelAnswer, ModelRequest, ScriptedModel};
 pub use workload::{bench_document, bench_ops, generated_ops, Rng};

@@ -8,7 +8,7 @@ use crate::llm_host::resolve_config;
 use crate::outln;
 use anyhow::{bail, Context as _};
 use clap::{Args, Subcommand};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// `koas llm …`.
 #[derive(Debug, Subcommand)]
@@ -41,33 +41,54 @@ pub struct LlmArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+    /// Give up after SECS: for ping, waiting for the server (default
+    /// ping_timeout_secs, 5 s); for calibrate, the whole calibration, every
+    /// attempt included (default calibrate_deadline_secs, 300 s).
+    #[arg(long, value_name = "SECS")]
+    pub deadline: Option<f64>,
 }
 
+/// The LLM config in effect and the workspace whose `llm/exchanges.jsonl`
+/// gets calibration exchanges: the pipeline's workspace, or `.koas` in the
+/// current folder without a pipeline (so `.koas/llm/exchanges.jsonl`).
 fn config(args: &LlmArgs) -> anyhow::Result<(koas_llm::LlmConfig, PathBuf)> {
-    let (table, origin, workspace) = match &args.pipeline {
+    let (layers, workspace) = match &args.pipeline {
         Some(file) => {
             let p = crate::pipeline::load(file, &Default::default())?;
-            (p.llm, file.clone(), p.workspace)
+            (super::run::llm_layers(&p)?, p.workspace)
         }
         None => (
-            None,
-            PathBuf::from("command line"),
-            PathBuf::from(".koas/llm"),
+            crate::llm_host::project_layer(Path::new("."))?
+                .into_iter()
+                .collect(),
+            PathBuf::from(".koas"),
         ),
     };
-    match resolve_config(table.as_ref(), &args.llm.overrides(), &origin)? {
+    match resolve_config(&layers, &args.llm.overrides())? {
         Some((_, c)) => Ok((c, workspace)),
         None => bail!(
-            "no LLM configured: give a pipeline file with an [llm] table, or --llm-backend/--llm-endpoint/--llm-model"
+            "no LLM configured: add an [llm] table to koas.toml or the pipeline file, or give --llm-backend/--llm-endpoint/--llm-model"
         ),
     }
+}
+
+/// `--deadline`, checked like the config key it overrides.
+fn deadline(args: &LlmArgs, key: &mut f64) -> anyhow::Result<()> {
+    if let Some(secs) = args.deadline {
+        if !(secs > 0.0 && secs.is_finite()) {
+            bail!("--deadline must be a positive number of seconds, not {secs}");
+        }
+        *key = secs;
+    }
+    Ok(())
 }
 
 /// Runs `koas llm …`.
 pub fn execute(global: &Global, cmd: LlmCommand) -> anyhow::Result<ExitStatus> {
     match cmd {
         LlmCommand::Ping(args) => {
-            let (config, _) = config(&args)?;
+            let (mut config, _) = config(&args)?;
+            deadline(&args, &mut config.ping_timeout_secs)?;
             let report = koas_llm::ping(&config)?;
             if args.json {
                 outln!("{}", serde_json::to_string_pretty(&report)?)?;
@@ -86,7 +107,8 @@ pub fn execute(global: &Global, cmd: LlmCommand) -> anyhow::Result<ExitStatus> {
             Ok(ExitStatus::Success)
         }
         LlmCommand::Calibrate { args, role } => {
-            let (config, workspace) = config(&args)?;
+            let (mut config, workspace) = config(&args)?;
+            deadline(&args, &mut config.calibrate_deadline_secs)?;
             std::fs::create_dir_all(&workspace)
                 .with_context(|| format!("cannot create {}", workspace.display()))?;
             let progress: Box<dyn koas_llm::ProgressSink> = if global.quiet {
@@ -94,7 +116,9 @@ pub fn execute(global: &Global, cmd: LlmCommand) -> anyhow::Result<ExitStatus> {
             } else {
                 koas_llm::auto_progress()
             };
+            // Calibration never reads or fills the response cache.
             let service = koas_llm::LlmService::builder(config, &workspace)
+                .cache_dir(None)
                 .progress(progress)
                 .build()?;
             let prompts = koas_llm::Prompts::locate(None);

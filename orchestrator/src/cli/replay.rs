@@ -13,6 +13,7 @@ use crate::report::Reporter;
 use crate::run_record::{KernelStatus, RunRecord, RUN_RECORD_FILE};
 use anyhow::{bail, Context as _};
 use clap::Args;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -68,6 +69,7 @@ pub fn execute(global: &Global, args: ReplayArgs) -> anyhow::Result<ExitStatus> 
         inputs: plan.inputs.clone(),
         config: plan.configs.clone(),
         llm: plan.llm.clone(),
+        prompts: plan.prompts.clone(),
     };
     let discovery = discover_and_warn(global, &pipeline.kernel_paths);
     let prepared = prepare(&pipeline, &discovery)?;
@@ -84,6 +86,22 @@ pub fn execute(global: &Global, args: ReplayArgs) -> anyhow::Result<ExitStatus> 
         opts.provided.insert(name.clone(), value);
     }
     opts.host_written = plan.host_written.iter().cloned().collect();
+    opts.prompts = koas_llm::Prompts::locate(plan.prompts.as_deref());
+    let mut previous = BTreeMap::new();
+    for (kernel, outputs) in &plan.previous {
+        let mut values = BTreeMap::new();
+        for (artifact, hash) in outputs {
+            let value = original_cache.get_value(hash).with_context(|| {
+                format!(
+                    "the previous `{artifact}` handed to kernel `{kernel}` in the original run is not in {}'s cache",
+                    args.workspace.display()
+                )
+            })?;
+            values.insert(artifact.clone(), value);
+        }
+        previous.insert(kernel.clone(), values);
+    }
+    opts.previous = Some(previous);
     opts.target = match &original.target {
         Some(t) => RunTarget::Until(t.clone()),
         None => RunTarget::All,

@@ -3,7 +3,7 @@
 use super::ExitStatus;
 use super::{discover_and_warn, Global};
 use crate::engine::{self, RunOptions, RunTarget};
-use crate::llm_host::{resolve_config, LlmOverrides, ServiceHandler};
+use crate::llm_host::{project_layer, resolve_config, LlmLayer, LlmOverrides, ServiceHandler};
 use crate::outln;
 use crate::pipeline::{self, Overrides};
 use crate::prepare::prepare;
@@ -67,6 +67,11 @@ pub struct RunArgs {
     #[arg(long)]
     pub json: bool,
 
+    /// Read prompt templates from this folder first (overrides the
+    /// pipeline's `prompts` key; templates it lacks come from koas's own).
+    #[arg(long, value_name = "DIR")]
+    pub prompts: Option<PathBuf>,
+
     /// The model to use, overriding the pipeline's `[llm]` table.
     #[command(flatten)]
     pub llm: LlmFlags,
@@ -85,6 +90,10 @@ pub struct LlmFlags {
     /// Model for every role that has no model of its own.
     #[arg(long = "llm-model", value_name = "MODEL")]
     pub model: Option<String>,
+    /// Requests in flight at once per endpoint (a batching server such as
+    /// llama-server with several slots, or vLLM, answers them together).
+    #[arg(long = "llm-max-in-flight", value_name = "N")]
+    pub max_in_flight: Option<usize>,
     /// Allow a non-local endpoint or the Anthropic backend (refused by
     /// default: documents stay on this machine).
     #[arg(long = "no-strict-sovereign")]
@@ -99,8 +108,28 @@ impl LlmFlags {
             endpoint: self.endpoint.clone(),
             model: self.model.clone(),
             no_strict_sovereign: self.no_strict_sovereign,
+            max_in_flight: self.max_in_flight,
         }
     }
+}
+
+/// The `[llm]` tables a run of `pipeline` reads, lowest precedence first:
+/// the project's `koas.toml` (found upward from the pipeline file's
+/// folder), then the pipeline's own table.
+pub fn llm_layers(pipeline: &crate::pipeline::Pipeline) -> anyhow::Result<Vec<LlmLayer>> {
+    let folder = pipeline
+        .file
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    let mut layers: Vec<LlmLayer> = project_layer(folder)?.into_iter().collect();
+    if let Some(table) = &pipeline.llm {
+        layers.push(LlmLayer {
+            origin: pipeline.file.clone(),
+            table: table.clone(),
+        });
+    }
+    Ok(layers)
 }
 
 /// Builds the LLM service for a run when a selected kernel uses an LLM and
@@ -127,11 +156,8 @@ pub fn llm_for_run(
     let needs = selected
         .iter()
         .any(|k| prepared.kernels.get(*k).is_some_and(|k| k.spec.uses_llm));
-    let Some((value, config)) = resolve_config(
-        prepared.pipeline.llm.as_ref(),
-        &flags.overrides(),
-        &prepared.pipeline.file,
-    )?
+    let Some((value, config)) =
+        resolve_config(&llm_layers(&prepared.pipeline)?, &flags.overrides())?
     else {
         return Ok(());
     };
@@ -140,17 +166,46 @@ pub fn llm_for_run(
     if !needs {
         return Ok(());
     }
+    opts.llm = Some(build_llm_service(
+        config,
+        &prepared.pipeline.workspace,
+        &prepared.pipeline.file,
+        quiet,
+    )?);
+    Ok(())
+}
+
+/// The LLM service of a run in `workspace` (its exchange log and response
+/// cache live there), with progress on stderr unless `quiet`; `origin`
+/// (the pipeline file) names it in errors.
+pub fn build_llm_service(
+    config: koas_llm::LlmConfig,
+    workspace: &std::path::Path,
+    origin: &std::path::Path,
+    quiet: bool,
+) -> anyhow::Result<crate::host::SharedLlm> {
     let progress: Box<dyn koas_llm::ProgressSink> = if quiet {
         Box::new(koas_llm::NoProgress)
     } else {
         koas_llm::auto_progress()
     };
-    let service = koas_llm::LlmService::builder(config, &prepared.pipeline.workspace)
+    let service = koas_llm::LlmService::builder(config, workspace)
         .progress(progress)
         .build()
-        .with_context(|| format!("LLM service for {}", prepared.pipeline.file.display()))?;
-    opts.llm = Some(Arc::new(ServiceHandler::new(service)));
-    Ok(())
+        .with_context(|| format!("LLM service for {}", origin.display()))?;
+    Ok(Arc::new(ServiceHandler::new(service)))
+}
+
+/// The prompt templates of a run: `dir` when given (it must exist: a
+/// misspelt folder would silently fall back to the built-in templates),
+/// else the folder koas finds for itself.
+pub fn prompts_folder(dir: Option<&std::path::Path>) -> anyhow::Result<koas_llm::Prompts> {
+    if let Some(dir) = dir {
+        if !dir.is_dir() {
+            bail!("prompts folder {} does not exist", dir.display());
+        }
+    }
+    Ok(koas_llm::Prompts::locate(dir))
 }
 
 /// Runs `koas run`.
@@ -192,6 +247,7 @@ pub fn execute(global: &Global, args: RunArgs) -> anyhow::Result<ExitStatus> {
     opts.use_cache = !args.no_cache;
     opts.target = target;
     opts.cancel = cancel;
+    opts.prompts = prompts_folder(args.prompts.as_deref().or(pipeline.prompts.as_deref()))?;
     llm_for_run(
         &prepared,
         &opts.target.clone(),

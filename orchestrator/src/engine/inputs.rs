@@ -104,7 +104,7 @@ impl Engine<'_> {
     /// Input hashes and cache key of a ready kernel.
     pub(super) fn key_for(&self, name: &str) -> (BTreeMap<String, Option<String>>, String) {
         let k = self.kernel(name);
-        let inputs: BTreeMap<String, Option<String>> = k
+        let mut inputs: BTreeMap<String, Option<String>> = k
             .spec
             .inputs
             .iter()
@@ -115,6 +115,7 @@ impl Engine<'_> {
                 )
             })
             .collect();
+        inputs.extend(self.reserved_key_parts(name));
         let plugin_hash = self
             .cache
             .plugin_hash(&k.library)
@@ -167,6 +168,7 @@ impl Engine<'_> {
                 values.insert(artifact, (*v).clone());
             }
         }
+        values.extend(self.reserved_values(name));
         Ok(RunRequest {
             config: self.prepared.configs[name].clone(),
             inputs: values,

@@ -19,10 +19,12 @@ mod inputs;
 pub mod options;
 mod outputs;
 mod records;
+mod reserved;
 mod schedule;
 
 pub use options::{RunError, RunOptions, RunOutcome, RunTarget, TargetOutput};
 pub use outputs::file_bytes;
+pub use reserved::read_previous;
 
 use crate::cache::Cache;
 use crate::discovery::LoadedKernel;
@@ -109,6 +111,12 @@ struct Engine<'a> {
     reporter: Arc<Reporter>,
     run_start: Instant,
     artifacts: BTreeMap<String, Artifact>,
+    /// Per kernel: the templates, previous outputs and model identity the
+    /// host hands it (see `reserved`).
+    reserved: BTreeMap<String, BTreeMap<String, Artifact>>,
+    /// Per incremental kernel: the cache blobs of the previous outputs
+    /// it was handed, for the run record.
+    previous_handed: BTreeMap<String, BTreeMap<String, String>>,
     records: Vec<KernelRecord>,
     done: BTreeSet<String>,
     dead: BTreeSet<String>,
@@ -146,6 +154,8 @@ pub fn run(
         reporter,
         run_start: Instant::now(),
         artifacts: BTreeMap::new(),
+        reserved: BTreeMap::new(),
+        previous_handed: BTreeMap::new(),
         records: Vec::new(),
         done: BTreeSet::new(),
         dead: BTreeSet::new(),
@@ -192,6 +202,8 @@ pub fn run(
             llm: opts.llm_config.clone(),
             provided,
             host_written: opts.host_written.iter().cloned().collect(),
+            prompts: opts.prompts.dir().map(std::path::Path::to_path_buf),
+            previous: std::mem::take(&mut engine.previous_handed),
         }),
         llm_session: opts.llm.as_ref().and_then(|l| l.session_metadata()),
     };

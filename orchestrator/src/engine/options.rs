@@ -61,6 +61,17 @@ pub struct RunOptions {
     /// writes them itself, e.g. in a crash-safe order after committing a
     /// ledger. Their values are still returned and cached.
     pub host_written: BTreeSet<String>,
+    /// Where kernels' prompt templates are read from (`--prompts`, the
+    /// pipeline's `prompts` key, else [`koas_llm::Prompts::locate`]).
+    pub prompts: koas_llm::Prompts,
+    /// The previous outputs to hand incremental kernels instead of those
+    /// the workspace remembers (a replay hands the recorded ones): kernel
+    /// → artifact → value.
+    pub previous: Option<BTreeMap<String, BTreeMap<String, Value>>>,
+    /// Previous outputs for incremental kernels that have none in this
+    /// workspace (the workspace of an earlier version of the same
+    /// document): kernel → artifact → value.
+    pub previous_fallback: BTreeMap<String, BTreeMap<String, Value>>,
 }
 
 impl RunOptions {
@@ -76,6 +87,9 @@ impl RunOptions {
             llm_config: None,
             provided: BTreeMap::new(),
             host_written: BTreeSet::new(),
+            prompts: koas_llm::Prompts::locate(None),
+            previous: None,
+            previous_fallback: BTreeMap::new(),
         }
     }
 }

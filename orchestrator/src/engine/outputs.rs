@@ -129,6 +129,7 @@ impl Engine<'_> {
             self.artifacts
                 .insert(artifact, Artifact { hash, value: None });
         }
+        self.remember_outputs(name, &record.output_hashes);
         self.reporter
             .kernel_finished(name, Shown::Cached, 0.0, &record.summary);
         self.records.push(record);

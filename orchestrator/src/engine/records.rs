@@ -98,6 +98,7 @@ impl Engine<'_> {
             attempt.end_ms - attempt.start_ms,
             &record.summary,
         );
+        self.remember_outputs(&name, &record.output_hashes);
         self.records.push(record);
         self.done.insert(name);
         true

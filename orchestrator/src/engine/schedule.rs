@@ -55,6 +55,11 @@ impl Engine<'_> {
                     self.skip(&name, "the run was cancelled before it started".into());
                     continue;
                 }
+                if let Err(e) = self.load_reserved(&name) {
+                    let attempt = Attempt::instant(self.now_ms());
+                    self.fail(&name, &BTreeMap::new(), None, attempt, Failure::Failed(e));
+                    continue;
+                }
                 let (inputs, key) = self.key_for(&name);
                 if self.opts.use_cache {
                     if let Some(hit) = self.cache.get_action(&key) {

@@ -3,7 +3,7 @@
 //! `message_stop`), `GET /v1/models`. Non-local: refused under strict
 //! sovereignty.
 
-use super::http::{HttpClient, LineReader};
+use super::http::{server_error, HttpClient, LineReader};
 use super::sse::next_event;
 use super::stop::StopWatch;
 use super::{cut_at_marker, Backend, BackendCall, BackendReply};
@@ -53,19 +53,9 @@ fn protocol(message: String) -> TransportError {
     TransportError::new(TransportErrorKind::Protocol, message)
 }
 
-/// An `error` event: overloaded and API errors are retryable.
+/// An `error` event: overloaded, rate-limit and API errors are retryable.
 fn stream_error(obj: &Value) -> TransportError {
-    let kind = obj
-        .pointer("/error/type")
-        .and_then(Value::as_str)
-        .unwrap_or("error");
-    let message = obj
-        .pointer("/error/message")
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    let mut err = protocol(format!("anthropic stream error {kind}: {message}"));
-    err.retryable = matches!(kind, "overloaded_error" | "api_error" | "rate_limit_error");
-    err
+    server_error(obj).unwrap_or_else(|| protocol(format!("the server sent an error event: {obj}")))
 }
 
 fn read_stream(mut lines: LineReader, call: &BackendCall) -> Result<BackendReply, TransportError> {
@@ -148,16 +138,15 @@ impl Backend for AnthropicBackend {
 
     fn complete(&self, call: &BackendCall) -> Result<BackendReply, TransportError> {
         let url = self.http.url("/v1/messages");
-        let mut lines = self.http.post(&url, &self.headers(), &Self::body(call))?;
-        if call.stream {
+        let mut lines = self
+            .http
+            .post(&url, &self.headers(), &Self::body(call), call.deadline)?;
+        // A server may answer a streamed request with one JSON document
+        // (an error, or the whole answer): read it as such.
+        if call.stream && lines.starts_like_sse()? {
             return read_stream(lines, call);
         }
-        let text = lines.read_to_end()?;
-        let obj: Value = serde_json::from_str(&text)
-            .map_err(|e| protocol(format!("malformed JSON from {url}: {e}")))?;
-        if obj.get("type").and_then(Value::as_str) == Some("error") {
-            return Err(stream_error(&obj));
-        }
+        let obj = lines.read_json(&url)?;
         let blocks = obj
             .get("content")
             .and_then(Value::as_array)

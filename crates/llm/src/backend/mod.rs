@@ -15,6 +15,7 @@ use crate::config::{BackendKind, LlmConfig};
 use crate::error::{LlmError, TransportError};
 use crate::secret::ApiKey;
 use std::sync::Arc;
+use std::time::Instant;
 
 /// One completion request, fully resolved (model and parameters chosen).
 #[derive(Debug, Clone, PartialEq)]
@@ -34,6 +35,10 @@ pub struct BackendCall {
     pub stop_markers: Vec<String>,
     /// Stream the answer, so a stop marker can end the attempt early.
     pub stream: bool,
+    /// The latest moment the attempt may end (the caller's overall
+    /// deadline); the attempt is cut then even if its own timeout is
+    /// longer. `None`: the per-attempt timeout alone.
+    pub deadline: Option<Instant>,
 }
 
 /// A backend's answer to one attempt.

@@ -1,6 +1,6 @@
 //! Ollama's native chat API: `POST /api/chat` (NDJSON stream), `GET /api/tags`.
 
-use super::http::{HttpClient, LineReader};
+use super::http::{server_error, HttpClient, LineReader};
 use super::stop::StopWatch;
 use super::{cut_at_marker, Backend, BackendCall, BackendReply};
 use crate::config::BackendKind;
@@ -55,13 +55,6 @@ fn finish(reply: &mut BackendReply, obj: &Value) {
         .map(str::to_string);
 }
 
-fn error_in(obj: &Value) -> Option<String> {
-    obj.get("error").map(|e| match e {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    })
-}
-
 fn read_stream(mut lines: LineReader, call: &BackendCall) -> Result<BackendReply, TransportError> {
     let mut watch = StopWatch::new(&call.stop_markers);
     let mut reply = BackendReply::default();
@@ -79,10 +72,8 @@ fn read_stream(mut lines: LineReader, call: &BackendCall) -> Result<BackendReply
             protocol(format!("malformed NDJSON line from /api/chat: {e}"))
                 .with_partial(watch.text())
         })?;
-        if let Some(err) = error_in(&obj) {
-            return Err(
-                protocol(format!("ollama reported an error: {err}")).with_partial(watch.text())
-            );
+        if let Some(err) = server_error(&obj) {
+            return Err(err.with_partial(watch.text()));
         }
         if reply.model.is_none() {
             reply.model = obj.get("model").and_then(Value::as_str).map(str::to_string);
@@ -122,16 +113,13 @@ impl Backend for OllamaBackend {
 
     fn complete(&self, call: &BackendCall) -> Result<BackendReply, TransportError> {
         let url = self.http.url("/api/chat");
-        let mut lines = self.http.post(&url, &[], &self.body(call))?;
-        if call.stream {
+        let mut lines = self.http.post(&url, &[], &self.body(call), call.deadline)?;
+        // Text that is not JSON lines (an HTML page, a plain-text error)
+        // is read whole, so the error can quote it.
+        if call.stream && lines.starts_like_json_lines()? {
             return read_stream(lines, call);
         }
-        let text = lines.read_to_end()?;
-        let obj: Value = serde_json::from_str(&text)
-            .map_err(|e| protocol(format!("malformed JSON from {url}: {e}")))?;
-        if let Some(err) = error_in(&obj) {
-            return Err(protocol(format!("ollama reported an error: {err}")));
-        }
+        let obj = lines.read_json(&url)?;
         let content = obj
             .pointer("/message/content")
             .and_then(Value::as_str)

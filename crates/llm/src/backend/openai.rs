@@ -2,7 +2,7 @@
 //! `data:` lines ending with `[DONE]`), `GET /v1/models`. Spoken by
 //! llama.cpp's server, vLLM, LM Studio and Ollama's `/v1`.
 
-use super::http::{HttpClient, LineReader};
+use super::http::{server_error, HttpClient, LineReader};
 use super::sse::next_event;
 use super::stop::StopWatch;
 use super::{cut_at_marker, Backend, BackendCall, BackendReply};
@@ -86,10 +86,8 @@ fn read_stream(mut lines: LineReader, call: &BackendCall) -> Result<BackendReply
             protocol(format!("malformed SSE data from chat/completions: {e}"))
                 .with_partial(watch.text())
         })?;
-        if let Some(err) = obj.get("error") {
-            return Err(
-                protocol(format!("the server reported an error: {err}")).with_partial(watch.text())
-            );
+        if let Some(err) = server_error(&obj) {
+            return Err(err.with_partial(watch.text()));
         }
         if reply.model.is_none() {
             reply.model = obj.get("model").and_then(Value::as_str).map(str::to_string);
@@ -137,13 +135,15 @@ impl Backend for OpenAiBackend {
             .as_deref()
             .map(|a| vec![("authorization", a)])
             .unwrap_or_default();
-        let mut lines = self.http.post(&url, &headers, &Self::body(call))?;
-        if call.stream {
+        let mut lines = self
+            .http
+            .post(&url, &headers, &Self::body(call), call.deadline)?;
+        // A server may answer a streamed request with one JSON document
+        // (an error, or the whole answer): read it as such.
+        if call.stream && lines.starts_like_sse()? {
             return read_stream(lines, call);
         }
-        let text = lines.read_to_end()?;
-        let obj: Value = serde_json::from_str(&text)
-            .map_err(|e| protocol(format!("malformed JSON from {url}: {e}")))?;
+        let obj = lines.read_json(&url)?;
         let content = obj
             .pointer("/choices/0/message/content")
             .and_then(Value::as_str)

@@ -34,6 +34,15 @@ pub enum Reply {
     },
     /// Reads the request, then says nothing for `Duration` and closes.
     Hang(Duration),
+    /// A redirect (`status` 301, 302, 307, 308) to `location`.
+    Redirect { status: u16, location: String },
+    /// A 200 stream that never ends: `piece` every `gap` until the client
+    /// hangs up (or ten minutes pass).
+    Endless {
+        content_type: &'static str,
+        piece: String,
+        gap: Duration,
+    },
 }
 
 impl Reply {
@@ -62,6 +71,21 @@ impl Reply {
             body: body.to_string(),
             delay: Duration::ZERO,
         }
+    }
+
+    pub fn redirect(status: u16, location: &str) -> Reply {
+        Reply::Redirect {
+            status,
+            location: location.to_string(),
+        }
+    }
+
+    /// An HTML page with a 200 status.
+    pub fn html(title: &str) -> Reply {
+        Reply::raw(
+            "text/html; charset=utf-8",
+            &format!("<!DOCTYPE html>\n<html><head><title>{title}</title></head><body><h1>{title}</h1></body></html>\n"),
+        )
     }
 
     pub fn delayed(self, by: Duration) -> Reply {
@@ -251,6 +275,10 @@ fn serve(mut stream: TcpStream, state: &State) {
 fn reason(status: u16) -> &'static str {
     match status {
         200 => "OK",
+        301 => "Moved Permanently",
+        302 => "Found",
+        307 => "Temporary Redirect",
+        308 => "Permanent Redirect",
         401 => "Unauthorized",
         404 => "Not Found",
         429 => "Too Many Requests",
@@ -297,6 +325,31 @@ fn play(stream: &mut TcpStream, reply: Reply) -> std::io::Result<()> {
         }
         Reply::Hang(d) => {
             std::thread::sleep(d);
+            Ok(())
+        }
+        Reply::Redirect { status, location } => {
+            write!(
+                stream,
+                "HTTP/1.1 {status} {}\r\nlocation: {location}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                reason(status)
+            )?;
+            stream.flush()
+        }
+        Reply::Endless {
+            content_type,
+            piece,
+            gap,
+        } => {
+            write!(
+                stream,
+                "HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\nconnection: close\r\n\r\n"
+            )?;
+            let until = std::time::Instant::now() + Duration::from_secs(600);
+            while std::time::Instant::now() < until {
+                stream.write_all(piece.as_bytes())?;
+                stream.flush()?;
+                std::thread::sleep(gap);
+            }
             Ok(())
         }
     }
@@ -524,6 +577,40 @@ impl Proto {
             Proto::Openai => openai::stream_events("test-model", pieces, usage),
             Proto::Anthropic => anthropic::stream_events("test-model", pieces, usage),
         }
+    }
+
+    /// One piece of text in this protocol's stream format, repeatable
+    /// without ever ending the stream.
+    pub fn endless_piece(self) -> String {
+        let one = self.stream_pieces(&["tick "], None);
+        match self {
+            Proto::Ollama => one[0].clone(),
+            // [0] is the role chunk or message_start; [1] carries text.
+            Proto::Openai => one[1].clone(),
+            Proto::Anthropic => one[3].clone(),
+        }
+    }
+
+    /// A stream that never ends, a piece every 50 ms.
+    pub fn endless(self) -> Reply {
+        Reply::Endless {
+            content_type: self.content_type(),
+            piece: self.endless_piece(),
+            gap: Duration::from_millis(50),
+        }
+    }
+
+    /// The server's error inside a 200 answer, in this API's own shape.
+    pub fn error_object(self, message: &str) -> Reply {
+        Reply::json(match self {
+            Proto::Ollama => json!({"error": message}),
+            Proto::Openai => {
+                json!({"error": {"message": message, "type": "invalid_request_error", "code": "model_not_found"}})
+            }
+            Proto::Anthropic => {
+                json!({"type": "error", "error": {"type": "not_found_error", "message": message}})
+            }
+        })
     }
 
     pub fn content_type(self) -> &'static str {

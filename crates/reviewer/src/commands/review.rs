@@ -11,9 +11,10 @@ use crate::common::{
     actor, clock, command_line, on_workspace, print_json, review_exit_codes, ReviewTarget,
     WorkspaceArgs, REFUSED,
 };
-use crate::pipeline::{self as passes, PassFailure, PassInputs, APPLY, REVERT, VIEWS};
+use crate::pipeline::{self as passes, PassFailure, PassInputs, APPLY, PYRAMID, REVERT, VIEWS};
 use anyhow::Context as _;
 use clap::Args;
+use koas_orchestrator::cli::run::LlmFlags;
 use koas_orchestrator::cli::{ExitStatus, Global};
 use koas_orchestrator::outln;
 use koas_review::edit_op::parse_ops_file;
@@ -69,6 +70,20 @@ pub struct ReviewArgs {
     /// (configs/reviewer.toml); its [inputs] doc is replaced by DOC.
     #[arg(long, value_name = "FILE")]
     pub pipeline: Option<PathBuf>,
+
+    /// The model, overriding the [llm] table of koas.toml (found upward
+    /// from DOC) and of the pipeline.
+    #[command(flatten)]
+    pub llm: LlmFlags,
+
+    /// Use no model even if one is configured: the LLM kernels write
+    /// empty results marked skipped, the deterministic stages run.
+    #[arg(long)]
+    pub no_llm: bool,
+
+    /// Do not build the document summary (md_pyramid).
+    #[arg(long)]
+    pub skip_pyramid: bool,
 }
 
 pub fn execute(global: &Global, args: ReviewArgs) -> anyhow::Result<ExitStatus> {
@@ -106,6 +121,24 @@ fn review(global: &Global, args: &ReviewArgs, target: &ReviewTarget) -> anyhow::
     let mut pipeline = passes::load(args.pipeline.as_deref(), workspace.root(), inputs)?;
     passes::require(&pipeline, APPLY, "applies the ops")?;
     passes::set_config(&mut pipeline, APPLY, "strict", Value::Bool(args.strict));
+    let skip_pyramid = if args.no_llm {
+        Some("--no-llm")
+    } else if args.skip_pyramid {
+        Some("--skip-pyramid")
+    } else {
+        None
+    };
+    if let Some(reason) = skip_pyramid {
+        passes::set_config(&mut pipeline, PYRAMID, "skip", Value::Bool(true));
+        passes::set_config(&mut pipeline, PYRAMID, "skip_reason", json!(reason));
+    }
+    let llm = passes::review_llm(
+        &pipeline,
+        &target.doc_path,
+        &args.llm,
+        args.no_llm,
+        global.quiet,
+    )?;
     let discovery = passes::discover(global, &pipeline);
 
     // Planning pass.
@@ -126,12 +159,20 @@ fn review(global: &Global, args: &ReviewArgs, target: &ReviewTarget) -> anyhow::
         serde_json::to_value(&state)?,
     );
     pass.host_written.insert(names::EDITED_DOC.to_owned());
+    let has_llm = llm.is_some();
+    pass.llm = llm;
+    pass.previous_fallback = passes::earlier_outputs(workspace.root(), &[PYRAMID]);
     let (_, result) = passes::run_pass(global, &planning, &discovery, pass)?;
     let planned = match result {
         Ok(outcome) => outcome,
         Err(failure) => return Ok(report_failure(failure, "nothing was recorded")),
     };
     let outcome: ApplyOutcome = passes::parse_output(&planned.record, APPLY, names::APPLY_OUTCOME)?;
+    // What the summary kernel did, shown when a model was configured.
+    let pyramid = planned
+        .record
+        .kernel(PYRAMID)
+        .map(|k| (k.summary.clone(), has_llm));
     if passes::interrupted() {
         eprintln!("koas: interrupted before the changes were recorded; nothing was recorded");
         return Ok(ExitStatus::Interrupted);
@@ -171,7 +212,7 @@ fn review(global: &Global, args: &ReviewArgs, target: &ReviewTarget) -> anyhow::
     }
     let report = views.report.clone();
     drop(run);
-    print_outcome(args, target, &committed, report, no_ops)?;
+    print_outcome(args, target, &committed, report, no_ops, pyramid)?;
     Ok(ExitStatus::Success)
 }
 
@@ -194,6 +235,7 @@ fn print_outcome(
     out: &ReviewOutcome,
     report: Option<PathBuf>,
     no_ops: bool,
+    pyramid: Option<(String, bool)>,
 ) -> anyhow::Result<()> {
     let ws = target.root();
     let applied: Vec<String> = out
@@ -224,10 +266,16 @@ fn print_outcome(
             map.insert("annotated".into(), json!(ws.join(paths::REVIEWED_DOC)));
             map.insert("edited".into(), json!(ws.join(paths::EDITED_DOC)));
             map.insert("in_place".into(), json!(args.in_place));
+            if let Some((summary, _)) = &pyramid {
+                map.insert("pyramid".into(), json!(summary));
+            }
         }
         return print_json(&value);
     }
     outln!("koas review: {}: {summary}", target.doc_name)?;
+    if let Some((summary, true)) = &pyramid {
+        outln!("  pyramid: {summary}")?;
+    }
     if let Some(recovery) = &out.recovery {
         let ids: Vec<String> = recovery
             .rolled_forward

@@ -1,0 +1,982 @@
+//! The planner's loop: chunks in batches, each a small state machine
+//! (worker, retries and policies, tutor, regeneration) that yields one
+//! request per round.
+
+use std::collections::{BTreeMap, HashSet};
+
+use koas_extract::{extract_edit_ops, ExtractionMethod, LadderOutcome};
+use koas_kernel_api::hash::sha256_of_parts;
+use koas_review_schema::change_id::IdAllocator;
+use koas_review_schema::edit_op::Action;
+use koas_review_schema::edit_plan::{
+    AdaptiveEscalation, ChunkStatus, ChunkVerdict, DroppedProposal, EditPlan, EditPlanStats,
+    EditPlanStatus,
+};
+use koas_review_schema::findings::Finding;
+use koas_review_schema::fingerprint::ChunkFingerprint;
+use serde::Serialize;
+use serde_json::json;
+
+use super::breaker::CircuitBreaker;
+use super::mask::{apply_recipe, markdown_strip, mask_math, token_delta, Density, Masked};
+use super::split::{split, Piece};
+use super::target::{finish, note_message, place, DocLines, PieceView, Placed, Placement};
+use super::verdict::{parse_verdict, TutorVerdict};
+use super::{
+    ChunkDone, EditModel, ModelAnswer, ModelError, ModelRequest, ModelRole, PlanError, PlanInput,
+    PlanOptions, Planned,
+};
+use crate::context::{assemble, compute_tier, ContextInput, PartKind, Tier};
+use crate::estimate_tokens;
+use crate::prompt::render;
+use crate::pyramid::Template;
+
+/// Where the structured answer ends.
+pub const END_MARKER: &str = "END_EDIT_OPS";
+
+#[derive(Serialize)]
+struct PromptValues<'a> {
+    language: &'a str,
+    language_code: &'a str,
+    chunk_id: &'a str,
+    tier: u8,
+    numbered_lines: String,
+    line_count: usize,
+    #[serde(rename = "abstract")]
+    abstract_: String,
+    section: String,
+    subsection: String,
+    siblings: String,
+    findings: String,
+    glossary: String,
+    has_placeholders: bool,
+    reason: &'a str,
+    proposals: String,
+}
+
+fn numbered(text: &str) -> (String, usize) {
+    let lines: Vec<&str> = text.split('\n').collect();
+    let width = lines.len().to_string().len();
+    (
+        lines
+            .iter()
+            .enumerate()
+            .map(|(i, l)| format!("{:>width$} | {l}", i + 1))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        lines.len(),
+    )
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Step {
+    Worker,
+    Regenerate(String),
+    Tutor,
+    Done,
+}
+
+struct Job<'a> {
+    piece: Piece,
+    parent: String,
+    section_id: String,
+    anchor: String,
+    text: String,
+    findings: Vec<Finding>,
+    fingerprint: Option<&'a ChunkFingerprint>,
+    base: Masked,
+    masked: Masked,
+    /// The text the model sees after policy D, and its unmasked form.
+    stripped: Option<(String, String)>,
+    tier: Tier,
+    plain: bool,
+    key: String,
+    step: Step,
+    temperature: Option<f64>,
+    empty_retries: u32,
+    tried: [bool; 4],
+    attempts: u32,
+    status: ChunkStatus,
+    raw: Vec<(String, String)>,
+    proposals: Vec<Placed>,
+    result: Vec<Placed>,
+    dropped: Vec<DroppedProposal>,
+    masks: Vec<(String, String)>,
+    exemplar: Option<serde_json::Value>,
+    recipe_degenerate_after: Option<bool>,
+}
+
+/// Plans the document. `on_chunk` is called for every finished chunk in
+/// chunk order, batch by batch, before the next batch is asked.
+pub fn plan(
+    input: &PlanInput<'_>,
+    options: &PlanOptions,
+    model: &dyn EditModel,
+    on_chunk: &mut dyn FnMut(&ChunkDone),
+) -> Result<Planned, PlanError> {
+    let doc = DocLines::new(input.doc);
+    let mut jobs: Vec<Job> = Vec::new();
+    for chunk in &input.chunks.chunks {
+        let pieces = split(
+            &chunk.chunk_id,
+            &doc.lines,
+            chunk.line_start,
+            chunk.line_end,
+            options.max_edit_chunk_tokens,
+            input.spans,
+        );
+        let fingerprint = input
+            .fingerprints
+            .and_then(|f| f.fingerprints.iter().find(|p| p.chunk_id == chunk.chunk_id));
+        for piece in pieces {
+            let text = doc.text(piece.line_start, piece.line_end);
+            let findings: Vec<Finding> = input
+                .findings
+                .iter()
+                .filter(|f| f.line >= piece.line_start && f.line <= piece.line_end)
+                .map(|f| {
+                    // Chunk-relative lines: the prompt (and so the
+                    // incremental key) must not change when text above
+                    // the chunk moves it.
+                    let mut f = f.clone();
+                    f.line = f.line - piece.line_start + 1;
+                    f.line_end = f.line_end.saturating_sub(piece.line_start) + 1;
+                    f
+                })
+                .collect();
+            let base = mask_math(&text);
+            let tier = compute_tier(
+                estimate_tokens(&base.text),
+                options.context_budget,
+                options.default_tier,
+            );
+            let mut job = Job {
+                status: ChunkStatus {
+                    chunk_id: piece.id.clone(),
+                    parent_chunk_id: chunk.chunk_id.clone(),
+                    line_start: piece.line_start,
+                    line_end: piece.line_end,
+                    method: "none".to_owned(),
+                    tier: tier.number(),
+                    prompt: "review".to_owned(),
+                    ..ChunkStatus::default()
+                },
+                piece,
+                parent: chunk.chunk_id.clone(),
+                section_id: chunk.section_id.clone(),
+                anchor: chunk.anchor.clone(),
+                text,
+                findings,
+                fingerprint,
+                masked: base.clone(),
+                base,
+                stripped: None,
+                tier,
+                plain: false,
+                key: String::new(),
+                step: Step::Worker,
+                temperature: None,
+                empty_retries: 0,
+                tried: [false; 4],
+                attempts: 0,
+                raw: Vec::new(),
+                proposals: Vec::new(),
+                result: Vec::new(),
+                dropped: Vec::new(),
+                masks: Vec::new(),
+                exemplar: None,
+                recipe_degenerate_after: None,
+            };
+            let first = prompt(&job, input, options, &options.templates.review, "")?;
+            job.key = incremental_key(&job, options, &first);
+            job.status.incremental_key = job.key.clone();
+            if !job.base.mapping.is_empty() {
+                job.masks.push((
+                    format!("{}_MATH.json", job.piece.id),
+                    pretty(&json!(job.base.mapping)),
+                ));
+            }
+            jobs.push(job);
+        }
+    }
+    let index: Vec<(u32, u32, String)> = jobs
+        .iter()
+        .map(|j| (j.piece.line_start, j.piece.line_end, j.piece.id.clone()))
+        .collect();
+    let index_ref: Vec<(u32, u32, &str)> = index
+        .iter()
+        .map(|(a, b, id)| (*a, *b, id.as_str()))
+        .collect();
+    let previous = input.previous.filter(|_| !options.rebuild);
+    let mut breaker = CircuitBreaker::new(options.breaker_window, options.breaker_threshold);
+    let mut warnings = Vec::new();
+    let mut stopped: Option<String> = None;
+    let batch = options.batch_size.max(1);
+    let mut next = 0;
+    while next < jobs.len() {
+        // A batch: the next `batch` chunks to ask, and the reused ones
+        // among them.
+        let start = next;
+        let mut asked = 0;
+        while next < jobs.len() && asked < batch {
+            let job = &mut jobs[next];
+            if !reuse(job, previous) {
+                asked += 1;
+                job.plain = breaker.tripped();
+                if job.plain {
+                    job.status.prompt = "review_plain".to_owned();
+                }
+            }
+            next += 1;
+        }
+        let wave = start..next;
+        loop {
+            if let Some(reason) = &stopped {
+                for job in &mut jobs[wave.clone()] {
+                    if job.step != Step::Done {
+                        skip(job, reason);
+                    }
+                }
+                break;
+            }
+            let mut requests = Vec::new();
+            let mut owners = Vec::new();
+            for i in wave.clone() {
+                if jobs[i].step == Step::Done {
+                    continue;
+                }
+                requests.push(request(&jobs[i], input, options)?);
+                owners.push(i);
+            }
+            if requests.is_empty() {
+                break;
+            }
+            let answers = model.complete(&requests);
+            let round_ms = answers
+                .iter()
+                .filter_map(|a| a.as_ref().ok().map(|a| a.elapsed_ms))
+                .max()
+                .unwrap_or(0);
+            for (k, &i) in owners.iter().enumerate() {
+                let answer = answers.get(k).cloned().unwrap_or_else(|| {
+                    Err(ModelError {
+                        message: "the model service gave no answer for this request".into(),
+                        fatal: false,
+                    })
+                });
+                let job = &mut jobs[i];
+                job.status.latency_ms += round_ms;
+                if let Err(e) = &answer {
+                    if e.fatal && stopped.is_none() {
+                        warnings.push(format!(
+                            "stopped asking the model ({}); the chunks not reviewed are recorded as skipped and asked again next run",
+                            e.message
+                        ));
+                        stopped = Some(e.message.clone());
+                    }
+                }
+                advance(job, answer, input, options, &doc, &index_ref)?;
+            }
+        }
+        for job in &mut jobs[wave] {
+            if !job.status.reused && job.status.verdict != ChunkVerdict::Skipped {
+                let parsed = job.status.parse_success && !job.status.degenerate;
+                if breaker.record(parsed) {
+                    warnings.push(format!(
+                        "circuit breaker tripped after chunk {}: most recent answers were unreadable, the remaining chunks get the plain-text prompt",
+                        job.piece.id
+                    ));
+                }
+            }
+            job.status.ops = u32::try_from(job.result.len()).unwrap_or(u32::MAX);
+            job.status.ops_dropped = u32::try_from(job.dropped.len()).unwrap_or(u32::MAX);
+            on_chunk(&ChunkDone {
+                status: job.status.clone(),
+                raw: std::mem::take(&mut job.raw),
+                masks: std::mem::take(&mut job.masks),
+                exemplar: job.exemplar.take(),
+            });
+        }
+    }
+    // IDs, in chunk order, after every chunk is done.
+    let mut allocator = IdAllocator::after(input.used_ids.iter().copied())?;
+    let mut ops = Vec::new();
+    let mut dropped = Vec::new();
+    let mut seen: HashSet<(Action, usize, usize, Option<String>, String)> = HashSet::new();
+    let mut stats = EditPlanStats {
+        circuit_breaker_tripped: breaker.tripped(),
+        ..EditPlanStats::default()
+    };
+    let mut chunks = Vec::new();
+    for job in &mut jobs {
+        job.result
+            .sort_by_key(|p| (p.op.target.line_start, p.op.target.line_end));
+        let mut kept = 0u32;
+        for placed in &job.result {
+            let o = &placed.op;
+            let key = (
+                o.action,
+                o.target.line_start,
+                o.target.line_end,
+                o.before_text.clone(),
+                o.after_text.clone(),
+            );
+            if !seen.insert(key) {
+                dropped.push(DroppedProposal {
+                    chunk_id: job.piece.id.clone(),
+                    action: o.action.as_str().to_owned(),
+                    before_text: o.before_text.clone(),
+                    reason: "duplicate".to_owned(),
+                    detail: "the same op was proposed in another chunk".to_owned(),
+                });
+                continue;
+            }
+            if placed.downgraded {
+                stats.downgraded += 1;
+            }
+            ops.push(finish(placed, allocator.allocate()?));
+            kept += 1;
+        }
+        job.status.ops = kept;
+        dropped.append(&mut job.dropped);
+        let s = &job.status;
+        stats.chunks += 1;
+        stats.reused += u32::from(s.reused);
+        if !s.reused {
+            stats.worker_calls += s.worker_calls;
+            stats.tutor_calls += s.tutor_calls;
+            stats.completion_tokens += s.completion_tokens;
+        }
+        stats.ops_proposed += s.ops_proposed;
+        stats.parse_success += u32::from(s.parse_success);
+        stats.degenerate += u32::from(s.degenerate);
+        if !s.recipe.is_empty() {
+            stats.recipe_applied += 1;
+            if job.recipe_degenerate_after == Some(false) {
+                stats.recipe_recovered += 1;
+            }
+        }
+        *stats.methods.entry(s.method.clone()).or_default() += 1;
+        *stats
+            .verdicts
+            .entry(s.verdict.as_str().to_owned())
+            .or_default() += 1;
+        for e in &s.adaptive_escalation {
+            *stats.escalations.entry(e.policy.clone()).or_default() += 1;
+        }
+        chunks.push(job.status.clone());
+    }
+    stats.ops = u32::try_from(ops.len()).unwrap_or(u32::MAX);
+    stats.dropped = u32::try_from(dropped.len()).unwrap_or(u32::MAX);
+    Ok(Planned {
+        plan: EditPlan {
+            doc_hash: input.doc_hash.to_owned(),
+            status: if stopped.is_some() {
+                EditPlanStatus::Partial
+            } else {
+                EditPlanStatus::Complete
+            },
+            reason: stopped,
+            language: options.language.code().to_owned(),
+            model: options.model.clone(),
+            ops,
+            chunks,
+            dropped,
+            stats,
+        },
+        warnings,
+    })
+}
+
+fn pretty(value: &serde_json::Value) -> String {
+    serde_json::to_string_pretty(value).unwrap_or_default()
+}
+
+/// The key of everything a chunk's result depends on.
+fn incremental_key(job: &Job, options: &PlanOptions, first_prompt: &str) -> String {
+    let t = &options.templates;
+    let settings = json!({
+        "tutor": options.tutor_model,
+        "max_edit_chunk_tokens": options.max_edit_chunk_tokens,
+        "max_tokens": options.max_tokens,
+        "empty_retries": options.empty_retries,
+        "recipes": options.recipes,
+        "md_strip": options.md_strip,
+        "triggers": job.fingerprint.map(|f| (f.triggers_recipe, f.triggers.clone())),
+    })
+    .to_string();
+    sha256_of_parts([
+        "koas-edit-plan-v1",
+        "\0",
+        options.model.as_str(),
+        "\0",
+        t.review.hash.as_str(),
+        t.review_plain.hash.as_str(),
+        t.regenerate.hash.as_str(),
+        t.tutor_validate.hash.as_str(),
+        "\0",
+        settings.as_str(),
+        "\0",
+        job.text.as_str(),
+        "\0",
+        first_prompt,
+    ])
+}
+
+/// Takes the chunk's result from the previous plan when its key matches.
+fn reuse(job: &mut Job, previous: Option<&koas_review_schema::edit_plan::EditPlan>) -> bool {
+    let Some(previous) = previous else {
+        return false;
+    };
+    let Some(old) = previous.chunks.iter().find(|c| {
+        c.chunk_id == job.piece.id
+            && c.incremental_key == job.key
+            && c.verdict != ChunkVerdict::Skipped
+            && c.error.is_none()
+    }) else {
+        return false;
+    };
+    let shift = i64::from(job.piece.line_start) - i64::from(old.line_start);
+    let moved = |line: usize| usize::try_from(line as i64 + shift).unwrap_or(line);
+    for op in previous
+        .ops
+        .iter()
+        .filter(|o| o.target.chunk_id == job.piece.id)
+    {
+        let mut op = op.clone();
+        op.target.line_start = moved(op.target.line_start);
+        op.target.line_end = moved(op.target.line_end);
+        let note = note_message(&op);
+        job.result.push(Placed {
+            op,
+            note,
+            downgraded: false,
+        });
+    }
+    job.dropped.extend(
+        previous
+            .dropped
+            .iter()
+            .filter(|d| d.chunk_id == job.piece.id)
+            .cloned(),
+    );
+    let mut status = old.clone();
+    status.line_start = job.piece.line_start;
+    status.line_end = job.piece.line_end;
+    status.reused = true;
+    status.latency_ms = 0;
+    status.t_request_ms = 0;
+    job.status = status;
+    job.masks.clear();
+    job.step = Step::Done;
+    true
+}
+
+fn skip(job: &mut Job, reason: &str) {
+    job.step = Step::Done;
+    job.status.verdict = ChunkVerdict::Skipped;
+    job.status.error = Some(reason.to_owned());
+    job.result.clear();
+    job.proposals.clear();
+}
+
+/// The prompt of the job's current step rendered from `template`.
+fn prompt(
+    job: &Job,
+    input: &PlanInput<'_>,
+    options: &PlanOptions,
+    template: &Template,
+    reason: &str,
+) -> Result<String, PlanError> {
+    let shown = match &job.stripped {
+        Some((stripped, _)) => stripped.as_str(),
+        None => job.masked.text.as_str(),
+    };
+    let context = assemble(&ContextInput {
+        chunk: shown,
+        section_id: &job.section_id,
+        instructions: &template.text,
+        pyramid: input.pyramid,
+        findings: &job.findings,
+        glossary: input.glossary,
+        budget: options.context_budget,
+        tier: job.tier,
+    });
+    let part = |k: PartKind| context.text(k).unwrap_or_default().to_owned();
+    let (numbered_lines, line_count) = numbered(shown);
+    let proposals = if job.step == Step::Tutor {
+        proposals_json(job)
+    } else {
+        String::new()
+    };
+    let (numbered_lines, line_count) = if job.step == Step::Tutor {
+        // The tutor judges the real text.
+        numbered(&job.text)
+    } else {
+        (numbered_lines, line_count)
+    };
+    let values = PromptValues {
+        language: options.language.name(),
+        language_code: options.language.code(),
+        chunk_id: &job.piece.id,
+        tier: job.tier.number(),
+        numbered_lines,
+        line_count,
+        abstract_: part(PartKind::Abstract),
+        section: part(PartKind::Section),
+        subsection: part(PartKind::Subsection),
+        siblings: part(PartKind::Siblings),
+        findings: part(PartKind::Findings),
+        glossary: part(PartKind::Glossary),
+        has_placeholders: !job.masked.mapping.is_empty(),
+        reason,
+        proposals,
+    };
+    Ok(render(&template.name, &template.text, &values)?)
+}
+
+fn proposals_json(job: &Job) -> String {
+    let items: Vec<serde_json::Value> = job
+        .proposals
+        .iter()
+        .map(|p| {
+            let o = &p.op;
+            json!({
+                "action": o.action.as_str(),
+                "line": o.target.line_start as i64 - i64::from(job.piece.line_start) + 1,
+                "before_text": o.before_text,
+                "after_text": o.after_text,
+                "kind": o.kind,
+                "severity": o.severity,
+                "rationale": o.rationale,
+            })
+        })
+        .collect();
+    serde_json::to_string_pretty(&items).unwrap_or_default()
+}
+
+fn request(
+    job: &Job,
+    input: &PlanInput<'_>,
+    options: &PlanOptions,
+) -> Result<ModelRequest, PlanError> {
+    let t = &options.templates;
+    let (role, text) = match &job.step {
+        Step::Tutor => (
+            ModelRole::Tutor,
+            prompt(job, input, options, &t.tutor_validate, "")?,
+        ),
+        Step::Regenerate(reason) => (
+            ModelRole::Worker,
+            prompt(job, input, options, &t.regenerate, reason)?,
+        ),
+        _ => {
+            let template = if job.plain {
+                &t.review_plain
+            } else {
+                &t.review
+            };
+            (
+                ModelRole::Worker,
+                prompt(job, input, options, template, "")?,
+            )
+        }
+    };
+    Ok(ModelRequest {
+        chunk_id: job.piece.id.clone(),
+        role,
+        prompt: text,
+        temperature: job.temperature,
+        max_tokens: options.max_tokens,
+        stop_marker: (role == ModelRole::Worker && !job.plain).then(|| END_MARKER.to_owned()),
+    })
+}
+
+/// Why a worker answer is unusable, if it is.
+fn degenerate(
+    answer: &ModelAnswer,
+    ladder: &LadderOutcome,
+    max_tokens: u32,
+) -> Option<&'static str> {
+    match ladder.method {
+        ExtractionMethod::EmptyResponse if answer.completion_tokens == 0 => Some("empty_response"),
+        ExtractionMethod::EmptyResponse => Some("decoded_empty_saturated"),
+        ExtractionMethod::Failed => Some("unparseable"),
+        ExtractionMethod::FreeformSalvage
+            if answer.completion_tokens >= u64::from(max_tokens)
+                && !answer.stopped_at_marker
+                && !ladder.no_changes =>
+        {
+            Some("token_budget_burnt")
+        }
+        _ => None,
+    }
+}
+
+fn escalate(job: &mut Job, policy: &str, from: String, to: String, reason: String) {
+    job.status.adaptive_escalation.push(AdaptiveEscalation {
+        policy: policy.to_owned(),
+        from,
+        to,
+        reason,
+    });
+    job.status.retries += 1;
+}
+
+fn advance(
+    job: &mut Job,
+    answer: Result<ModelAnswer, ModelError>,
+    input: &PlanInput<'_>,
+    options: &PlanOptions,
+    doc: &DocLines<'_>,
+    index: &[(u32, u32, &str)],
+) -> Result<(), PlanError> {
+    let step = job.step.clone();
+    if step == Step::Tutor {
+        job.status.tutor_calls += 1;
+    } else {
+        job.status.worker_calls += 1;
+    }
+    let answer = match answer {
+        Ok(a) => a,
+        Err(e) => {
+            if step == Step::Tutor {
+                tutor_failed(job, &e.message);
+                job.status.error = Some(e.message);
+            } else {
+                skip(job, &e.message);
+            }
+            return Ok(());
+        }
+    };
+    job.status.t_request_ms += answer.elapsed_ms;
+    job.status.completion_tokens += answer.completion_tokens;
+    job.attempts += 1;
+    let name = match (&step, job.attempts) {
+        (Step::Tutor, _) => format!("{}.tutor.raw.txt", job.piece.id),
+        (_, 1) => format!("{}.raw.txt", job.piece.id),
+        (_, n) => format!("{}.attempt{n}.raw.txt", job.piece.id),
+    };
+    job.raw.push((name, answer.text.clone()));
+    if step == Step::Tutor {
+        return on_tutor(job, &answer.text, input, options, doc, index);
+    }
+    let ladder = extract_edit_ops(&answer.text);
+    job.status.method = ladder.method.as_str().to_owned();
+    job.status.parse_success = ladder.method.succeeded();
+    job.status.stopped_at_marker = answer.stopped_at_marker;
+    if let Some(why) = degenerate(&answer, &ladder, options.max_tokens) {
+        if let Step::Regenerate(_) = step {
+            job.status.verdict = ChunkVerdict::Rejected;
+            job.step = Step::Done;
+            return Ok(());
+        }
+        if job.recipe_degenerate_after.is_some() {
+            job.recipe_degenerate_after = Some(true);
+        }
+        return on_degenerate(job, why, options);
+    }
+    if job.recipe_degenerate_after.is_some() {
+        job.recipe_degenerate_after = Some(false);
+    }
+    job.status.degenerate = false;
+    // Policy B: nothing proposed where the checks found something.
+    if ladder.ops.is_empty()
+        && step == Step::Worker
+        && !job.findings.is_empty()
+        && !job.tried[1]
+        && job.tier < Tier::Full
+        && compute_tier(
+            estimate_tokens(&job.masked.text),
+            options.context_budget,
+            job.tier.up(),
+        ) != Tier::Skeleton
+    {
+        job.tried[1] = true;
+        let from = job.tier;
+        job.tier = job.tier.up();
+        job.status.tier = job.tier.number();
+        escalate(
+            job,
+            "B",
+            format!("tier={}", from.number()),
+            format!("tier={}", job.tier.number()),
+            format!(
+                "no op proposed but {} finding(s) in the chunk",
+                job.findings.len()
+            ),
+        );
+        return Ok(());
+    }
+    job.status.ops_proposed += u32::try_from(ladder.ops.len()).unwrap_or(u32::MAX);
+    let placed = place_all(job, &ladder, None, input, options, doc, index);
+    match step {
+        Step::Regenerate(_) => {
+            job.result = placed;
+            job.status.verdict = ChunkVerdict::Regenerated;
+            job.step = Step::Done;
+        }
+        _ if options.tutor_model.is_some() && !placed.is_empty() => {
+            job.proposals = placed;
+            job.step = Step::Tutor;
+        }
+        _ => {
+            job.status.verdict = if ladder.ops.is_empty() {
+                ChunkVerdict::Empty
+            } else if placed.is_empty() {
+                ChunkVerdict::Filtered
+            } else {
+                ChunkVerdict::SingleModel
+            };
+            job.result = placed;
+            job.step = Step::Done;
+        }
+    }
+    Ok(())
+}
+
+/// Places every proposal of a ladder outcome; the dropped ones are
+/// recorded on the job.
+fn place_all(
+    job: &mut Job,
+    ladder: &LadderOutcome,
+    masked: Option<&Masked>,
+    input: &PlanInput<'_>,
+    options: &PlanOptions,
+    doc: &DocLines<'_>,
+    index: &[(u32, u32, &str)],
+) -> Vec<Placed> {
+    let view = PieceView {
+        id: &job.piece.id,
+        anchor: &job.anchor,
+        line_start: job.piece.line_start,
+        line_end: job.piece.line_end,
+        text: &job.text,
+        projection: job.stripped.as_ref().map(|(_, p)| p.as_str()),
+    };
+    let masked = masked.unwrap_or(&job.masked);
+    let mut placed = Vec::new();
+    for raw in &ladder.ops {
+        match place(raw, masked, &view, doc, index, input.spans, &options.policy) {
+            Placement::Op(p) => placed.push(*p),
+            Placement::Dropped(d) => job.dropped.push(d),
+        }
+    }
+    placed
+}
+
+fn on_degenerate(job: &mut Job, why: &str, options: &PlanOptions) -> Result<(), PlanError> {
+    job.status.degenerate = true;
+    // Empty answers: ask again, warmer.
+    if why == "empty_response" && job.empty_retries < options.empty_retries {
+        job.empty_retries += 1;
+        let from = job.temperature;
+        let to = f64::from(10 + 5 * job.empty_retries) / 100.0;
+        job.temperature = Some(to);
+        escalate(
+            job,
+            "retry",
+            from.map_or("temperature=configured".to_owned(), |t| {
+                format!("temperature={t:.2}")
+            }),
+            format!("temperature={to:.2}"),
+            why.to_owned(),
+        );
+        return Ok(());
+    }
+    // Policy A: less context.
+    if job.tier > Tier::Skeleton && !job.tried[0] {
+        job.tried[0] = true;
+        let from = job.tier;
+        job.tier = Tier::Skeleton;
+        job.status.tier = 0;
+        escalate(
+            job,
+            "A",
+            format!("tier={}", from.number()),
+            "tier=0".to_owned(),
+            why.to_owned(),
+        );
+        return Ok(());
+    }
+    // Policy C: a content recipe, when the fingerprint explains it.
+    if !job.tried[2] && options.recipes.enabled {
+        job.tried[2] = true;
+        if let Some(fp) = job.fingerprint.filter(|f| f.triggers_recipe) {
+            let recipe = apply_recipe(&job.base, &options.recipes);
+            if !recipe.transforms.is_empty() {
+                let triggers = fp.triggers.join(", ");
+                let delta = token_delta(&job.masked.text, &recipe.text);
+                job.status.recipe = recipe.transforms.clone();
+                write_recipe_masks(job, &recipe, delta, &triggers);
+                job.masked = recipe;
+                job.recipe_degenerate_after = Some(true);
+                escalate(
+                    job,
+                    "C",
+                    "recipe=none".to_owned(),
+                    format!("recipe={}", job.status.recipe.join("+")),
+                    format!("{why}; fingerprint triggers: {triggers}"),
+                );
+                return Ok(());
+            }
+        }
+    }
+    // Policy D: strip the markdown left after the recipe.
+    if job.tried[2] && !job.status.recipe.is_empty() && !job.tried[3] && options.md_strip {
+        job.tried[3] = true;
+        let density = Density::of(&job.masked.text);
+        if density.exceeded() {
+            let stripped = markdown_strip(&job.masked.text);
+            let projection = job.masked.unmask(&stripped);
+            job.masks
+                .push((format!("{}_MDSTRIP_0.txt", job.piece.id), stripped.clone()));
+            job.masks.push((
+                format!("{}_MDSTRIP_0.recipe.json", job.piece.id),
+                pretty(&json!({"density": density, "token_delta": token_delta(&job.masked.text, &stripped)})),
+            ));
+            job.stripped = Some((stripped, projection));
+            job.status.recipe.push("markdown_strip".to_owned());
+            escalate(
+                job,
+                "D",
+                "markdown".to_owned(),
+                "plain_text".to_owned(),
+                format!("{why} after the content recipe; markdown density {density:?}"),
+            );
+            return Ok(());
+        }
+    }
+    // Nothing left to try.
+    job.status.verdict = ChunkVerdict::Degenerate;
+    job.exemplar = Some(json!({
+        "chunk_id": job.piece.id,
+        "parent_chunk_id": job.parent,
+        "lines": [job.piece.line_start, job.piece.line_end],
+        "text": job.text,
+        "fingerprint": job.fingerprint,
+        "tier_history": job.status.adaptive_escalation,
+        "extraction_method": job.status.method,
+        "reason": why,
+        "recipes": job.status.recipe,
+    }));
+    job.step = Step::Done;
+    Ok(())
+}
+
+fn write_recipe_masks(job: &mut Job, recipe: &Masked, delta: i64, triggers: &str) {
+    let id = job.piece.id.clone();
+    let mut emoji = BTreeMap::new();
+    let mut synonyms = BTreeMap::new();
+    for p in recipe.mapping.iter().filter(|p| p.transform != "math_mask") {
+        let file = match p.transform.as_str() {
+            "emoji_mask" => {
+                emoji.insert(p.token.clone(), p.original.clone());
+                continue;
+            }
+            "synonym_map" => {
+                synonyms.insert(p.token.clone(), p.original.clone());
+                continue;
+            }
+            _ => {
+                let name = p.token.trim_matches(['[', ']']);
+                // QUOTE_BLOCK_0 → QUOTE_0, as the seed names them.
+                let short = name.replacen("_BLOCK", "", 1);
+                format!("{id}_{short}.md")
+            }
+        };
+        job.masks.push((file, p.original.clone()));
+    }
+    if !emoji.is_empty() {
+        job.masks
+            .push((format!("{id}_EMOJI.json"), pretty(&json!(emoji))));
+    }
+    if !synonyms.is_empty() {
+        job.masks
+            .push((format!("{id}_SYNONYMS.json"), pretty(&json!(synonyms))));
+    }
+    let keys: Vec<&str> = recipe
+        .mapping
+        .iter()
+        .filter(|p| p.transform != "math_mask")
+        .map(|p| p.token.as_str())
+        .collect();
+    job.masks.push((
+        format!("{id}_recipe.json"),
+        pretty(&json!({
+            "chunk_id": id,
+            "triggers": triggers,
+            "transforms": recipe.transforms,
+            "mapping_keys": keys,
+            "token_delta": delta,
+        })),
+    ));
+}
+
+fn tutor_failed(job: &mut Job, why: &str) {
+    for p in job.proposals.drain(..) {
+        job.dropped.push(DroppedProposal {
+            chunk_id: job.piece.id.clone(),
+            action: p.op.action.as_str().to_owned(),
+            before_text: p.op.before_text.clone(),
+            reason: "tutor_failed".to_owned(),
+            detail: why.to_owned(),
+        });
+    }
+    job.result.clear();
+    job.status.verdict = ChunkVerdict::TutorFailed;
+    job.status.verdict_reason = Some(why.to_owned());
+    job.step = Step::Done;
+}
+
+fn on_tutor(
+    job: &mut Job,
+    text: &str,
+    input: &PlanInput<'_>,
+    options: &PlanOptions,
+    doc: &DocLines<'_>,
+    index: &[(u32, u32, &str)],
+) -> Result<(), PlanError> {
+    match parse_verdict(text) {
+        None => {
+            tutor_failed(job, "the tutor gave no VERDICT line");
+        }
+        Some(TutorVerdict::Accepted { reason }) => {
+            job.result = std::mem::take(&mut job.proposals);
+            job.status.verdict = ChunkVerdict::Accepted;
+            job.status.verdict_reason = Some(reason).filter(|r| !r.is_empty());
+            job.step = Step::Done;
+        }
+        Some(TutorVerdict::Corrected { reason, correction }) => {
+            let ladder = extract_edit_ops(&correction);
+            if !ladder.method.succeeded() {
+                tutor_failed(job, "the tutor's correction could not be read");
+                return Ok(());
+            }
+            // The tutor saw the real text: nothing to unmask.
+            let plain = Masked::default();
+            let placed = place_all(job, &ladder, Some(&plain), input, options, doc, index);
+            job.proposals.clear();
+            job.result = placed;
+            job.status.verdict = ChunkVerdict::Corrected;
+            job.status.verdict_reason = Some(reason).filter(|r| !r.is_empty());
+            job.step = Step::Done;
+        }
+        Some(TutorVerdict::Rejected { reason }) => {
+            for p in job.proposals.drain(..) {
+                job.dropped.push(DroppedProposal {
+                    chunk_id: job.piece.id.clone(),
+                    action: p.op.action.as_str().to_owned(),
+                    before_text: p.op.before_text.clone(),
+                    reason: "tutor_rejected".to_owned(),
+                    detail: reason.clone(),
+                });
+            }
+            job.status.verdict = ChunkVerdict::Rejected;
+            job.status.verdict_reason = Some(reason.clone()).filter(|r| !r.is_empty());
+            job.status.retries += 1;
+            job.step = Step::Regenerate(reason);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,647 @@
+//! The planner with scripted models, on real Stage 1 artifacts and the
+//! repository's prompt templates.
+
+use std::cell::RefCell;
+
+use koas_md::stage1;
+use koas_review_schema::change_id::ChangeId;
+use koas_review_schema::edit_op::Action;
+use koas_review_schema::edit_plan::{ChunkVerdict, EditPlan, EditPlanStatus};
+use koas_review_schema::fingerprint::{
+    ChunkFeatures, ChunkFingerprint, ChunkFingerprints, FingerprintConfig,
+};
+use koas_review_schema::stage1::ChunkConfig;
+use proptest::prelude::*;
+
+use super::*;
+use crate::pyramid::Template;
+
+fn template(name: &str) -> Template {
+    let path = format!("{}/../../prompts/{name}.tera", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).expect("the repository's prompt template");
+    Template::new(name, &text)
+}
+
+fn templates() -> PlanTemplates {
+    PlanTemplates {
+        review: template("review"),
+        review_plain: template("review_plain"),
+        regenerate: template("regenerate"),
+        tutor_validate: template("tutor_validate"),
+    }
+}
+
+fn options() -> PlanOptions {
+    PlanOptions::new(Language::English, "scripted", templates())
+}
+
+type Answer = Result<ModelAnswer, ModelError>;
+
+/// Answers each request with `f(request, n)` where `n` counts the earlier
+/// requests of the same chunk and role; records every request.
+struct Script<F: Fn(&ModelRequest, usize) -> Answer> {
+    f: F,
+    calls: RefCell<Vec<ModelRequest>>,
+    batches: RefCell<Vec<usize>>,
+    reverse: bool,
+}
+
+fn script<F: Fn(&ModelRequest, usize) -> Answer>(f: F) -> Script<F> {
+    Script {
+        f,
+        calls: RefCell::new(Vec::new()),
+        batches: RefCell::new(Vec::new()),
+        reverse: false,
+    }
+}
+
+impl<F: Fn(&ModelRequest, usize) -> Answer> EditModel for Script<F> {
+    fn complete(&self, requests: &[ModelRequest]) -> Vec<Answer> {
+        self.batches.borrow_mut().push(requests.len());
+        let mut order: Vec<usize> = (0..requests.len()).collect();
+        if self.reverse {
+            // Answers computed (completed) last to first, handed back in
+            // request order, as the host does.
+            order.reverse();
+        }
+        let mut out: Vec<Option<Answer>> = vec![None; requests.len()];
+        for i in order {
+            let r = &requests[i];
+            let n = self
+                .calls
+                .borrow()
+                .iter()
+                .filter(|c| c.chunk_id == r.chunk_id && c.role == r.role)
+                .count();
+            self.calls.borrow_mut().push(r.clone());
+            out[i] = Some((self.f)(r, n));
+        }
+        out.into_iter()
+            .map(|a| a.unwrap_or_else(|| Err(err("lost", false))))
+            .collect()
+    }
+}
+
+fn ok(text: &str) -> Answer {
+    Ok(ModelAnswer {
+        text: text.to_owned(),
+        completion_tokens: (text.len() / 4) as u64,
+        stopped_at_marker: text.contains("END_EDIT_OPS"),
+        elapsed_ms: 5,
+    })
+}
+
+fn tokens(text: &str, completion_tokens: u64) -> Answer {
+    Ok(ModelAnswer {
+        text: text.to_owned(),
+        completion_tokens,
+        stopped_at_marker: false,
+        elapsed_ms: 5,
+    })
+}
+
+fn err(message: &str, fatal: bool) -> ModelError {
+    ModelError {
+        message: message.to_owned(),
+        fatal,
+    }
+}
+
+const DOC: &str = "# Guide\n\nThe bandwith of the system is high.\n\n## Install\n\nRun teh installer twice.\n\n## Use\n\nOpen the app and recieve the logs.\n";
+
+struct Fixture {
+    text: String,
+    s: stage1::Stage1,
+}
+
+fn fixture(text: &str) -> Fixture {
+    Fixture {
+        text: text.to_owned(),
+        s: stage1::run("d.md", text, ChunkConfig::default()).expect("stage 1"),
+    }
+}
+
+impl Fixture {
+    fn input<'a>(&'a self, previous: Option<&'a EditPlan>, used: &'a [ChangeId]) -> PlanInput<'a> {
+        PlanInput {
+            doc: &self.text,
+            doc_hash: &self.s.doc_hash,
+            chunks: &self.s.chunks,
+            spans: Some(&self.s.spans),
+            findings: &[],
+            pyramid: None,
+            glossary: &[],
+            fingerprints: None,
+            used_ids: used,
+            previous,
+        }
+    }
+}
+
+fn run(
+    input: &PlanInput<'_>,
+    options: &PlanOptions,
+    model: &dyn EditModel,
+) -> (Planned, Vec<ChunkDone>) {
+    let mut done = Vec::new();
+    let planned = plan(input, options, model, &mut |d| done.push(d.clone())).expect("plans");
+    (planned, done)
+}
+
+/// A model that fixes the typo of whichever chunk it is shown.
+fn fixer(r: &ModelRequest, _: usize) -> Answer {
+    let fix = [
+        ("bandwith", "bandwidth"),
+        ("teh installer", "the installer"),
+        ("recieve", "receive"),
+    ]
+    .into_iter()
+    .find(|(typo, _)| r.prompt.contains(typo));
+    match fix {
+        Some((typo, right)) => ok(&format!(
+            "BEGIN_EDIT_OPS\n[{{\"action\": \"replace\", \"line\": 42, \"before_text\": \"{typo}\", \"after_text\": \"{right}\", \"kind\": \"typo\"}}]\nEND_EDIT_OPS"
+        )),
+        None => ok("BEGIN_EDIT_OPS\n[]\nEND_EDIT_OPS"),
+    }
+}
+
+#[test]
+fn every_chunk_is_asked_in_its_language_and_ops_land_on_their_lines() {
+    let f = fixture(DOC);
+    let model = script(fixer);
+    let (planned, done) = run(&f.input(None, &[]), &options(), &model);
+    let p = &planned.plan;
+    assert_eq!(p.status, EditPlanStatus::Complete);
+    let lines: Vec<(usize, &str)> = p
+        .ops
+        .iter()
+        .map(|o| (o.target.line_start, o.after_text.as_str()))
+        .collect();
+    assert_eq!(
+        lines,
+        [(3, "bandwidth"), (7, "the installer"), (11, "receive")]
+    );
+    let ids: Vec<String> = p.ops.iter().map(|o| o.id.to_string()).collect();
+    assert_eq!(ids, ["RVW-0001", "RVW-0002", "RVW-0003"]);
+    for call in model.calls.borrow().iter() {
+        assert!(
+            call.prompt.contains("written in English"),
+            "{}",
+            call.prompt
+        );
+        assert_eq!(call.stop_marker.as_deref(), Some("END_EDIT_OPS"));
+    }
+    // One status per chunk, handed over as each batch finished.
+    assert_eq!(done.len(), p.chunks.len());
+    assert!(done
+        .iter()
+        .all(|d| d.raw.len() == 1 && d.raw[0].0.ends_with(".raw.txt")));
+    assert_eq!(p.stats.methods.get("tagged_payload"), Some(&3));
+}
+
+#[test]
+fn every_ladder_format_is_read() {
+    let formats = [
+        ("json_strict", r#"[{"action": "replace", "before_text": "bandwith", "after_text": "bandwidth"}]"#),
+        ("json_relaxed", "[{'action': 'replace', 'before_text': 'bandwith', 'after_text': 'bandwidth',},]"),
+        ("yaml", "- action: replace\n  before_text: bandwith\n  after_text: bandwidth\n"),
+        ("tagged_payload", "BEGIN_EDIT_OPS\n[{\"action\": \"replace\", \"before_text\": \"bandwith\", \"after_text\": \"bandwidth\"}]\nEND_EDIT_OPS"),
+        ("plaintext_regex", "[RVW] action=replace / lines=1-1 / before=\"bandwith\" / after=\"bandwidth\""),
+        ("freeform_salvage", "The first sentence overstates the system's bandwidth."),
+    ];
+    let f = fixture("The bandwith of the system is high.\n");
+    for (method, answer) in formats {
+        let model = script(|_, _| ok(answer));
+        let (planned, _) = run(&f.input(None, &[]), &options(), &model);
+        let p = &planned.plan;
+        assert_eq!(p.chunks[0].method, method);
+        assert!(p.chunks[0].parse_success, "{method}");
+        assert_eq!(p.ops.len(), 1, "{method}: {p:?}");
+        if method == "freeform_salvage" {
+            assert_eq!(p.ops[0].action, Action::FlagOnly);
+            assert!(p.ops[0].needs_attention);
+        } else {
+            assert_eq!(p.ops[0].after_text, "bandwidth", "{method}");
+            assert_eq!(p.ops[0].target.line_start, 1);
+        }
+    }
+}
+
+fn recipe_doc() -> String {
+    let mut text = String::from("# Results\n\n");
+    text.push_str("**Bold** one and teh **two** and **three** 🚀 ✅ and the attack.\n\n");
+    text.push_str("| a | b |\n|---|---|\n| 1 | 2 |\n| 3 | 4 |\n| 5 | 6 |\n\n---\n");
+    text
+}
+
+fn fingerprints(f: &Fixture) -> ChunkFingerprints {
+    ChunkFingerprints {
+        doc_hash: f.s.doc_hash.clone(),
+        chunk_count: f.s.chunks.chunks.len(),
+        triggered_count: f.s.chunks.chunks.len(),
+        config: FingerprintConfig::default(),
+        fingerprints: f
+            .s
+            .chunks
+            .chunks
+            .iter()
+            .map(|c| ChunkFingerprint {
+                chunk_id: c.chunk_id.clone(),
+                section_id: c.section_id.clone(),
+                line_start: c.line_start,
+                line_end: c.line_end,
+                features: ChunkFeatures::default(),
+                triggers_recipe: true,
+                triggers: vec!["table_rows".into()],
+            })
+            .collect(),
+    }
+}
+
+#[test]
+fn degenerate_answers_fire_retries_then_policies_a_c_d_in_order() {
+    let f = fixture(&recipe_doc());
+    let fp = fingerprints(&f);
+    let mut input = f.input(None, &[]);
+    input.fingerprints = Some(&fp);
+    let model = script(|r, n| match n {
+        0 | 1 => tokens("", 0),                          // empty: warmer retries
+        2 => tokens(" \n\n  ", 300),                     // only whitespace: policy A
+        3 => tokens(&"the the the ".repeat(400), 1_024), // budget burnt: policy C
+        4 => tokens("", 1_024),                          // saturated: policy D
+        _ => {
+            assert!(r.prompt.contains("[[TABLE_BLOCK_0]]"), "{}", r.prompt);
+            assert!(!r.prompt.contains("**"), "stripped: {}", r.prompt);
+            ok("BEGIN_EDIT_OPS\n[{\"action\": \"replace\", \"before_text\": \"teh two and three [[EMOJI_0]]\", \"after_text\": \"the two and three [[EMOJI_0]]\"}]\nEND_EDIT_OPS")
+        }
+    });
+    let mut o = options();
+    o.context_budget = 6_000;
+    let (planned, done) = run(&input, &o, &model);
+    let s = &planned.plan.chunks[0];
+    let policies: Vec<&str> = s
+        .adaptive_escalation
+        .iter()
+        .map(|e| e.policy.as_str())
+        .collect();
+    assert_eq!(policies, ["retry", "retry", "A", "C", "D"]);
+    assert_eq!(s.adaptive_escalation[2].from, "tier=1");
+    assert_eq!(s.adaptive_escalation[2].to, "tier=0");
+    assert_eq!(s.adaptive_escalation[2].reason, "decoded_empty_saturated");
+    assert!(s.adaptive_escalation[3]
+        .reason
+        .starts_with("token_budget_burnt"));
+    assert!(
+        s.recipe.contains(&"table_mask".to_owned()) && s.recipe.contains(&"emoji_mask".to_owned())
+    );
+    assert_eq!(s.recipe.last().map(String::as_str), Some("markdown_strip"));
+    let temps: Vec<Option<f64>> = model.calls.borrow().iter().map(|c| c.temperature).collect();
+    assert_eq!(temps[..3], [None, Some(0.15), Some(0.2)]);
+    // The proposal was made on the plain-text projection, whose line
+    // differs from the document's (bold markers): a person decides.
+    let op = &planned.plan.ops[0];
+    assert_eq!(op.action, Action::FlagOnly, "{op:?}");
+    assert_eq!(op.target.line_start, 3);
+    assert!(!s.degenerate);
+    assert_eq!(planned.plan.stats.recipe_recovered, 1);
+    let masks: Vec<&str> = done[0].masks.iter().map(|(n, _)| n.as_str()).collect();
+    for name in [
+        "_TABLE_0.md",
+        "_EMOJI.json",
+        "_recipe.json",
+        "_MDSTRIP_0.txt",
+    ] {
+        assert!(
+            masks.iter().any(|m| m.ends_with(name)),
+            "{name} in {masks:?}"
+        );
+    }
+    assert_eq!(done[0].raw.len(), 6);
+}
+
+#[test]
+fn a_chunk_degenerate_after_every_policy_becomes_an_exemplar() {
+    let f = fixture(&recipe_doc());
+    let fp = fingerprints(&f);
+    let mut input = f.input(None, &[]);
+    input.fingerprints = Some(&fp);
+    let model = script(|_, _| tokens("   ", 500));
+    let (planned, done) = run(&input, &options(), &model);
+    let s = &planned.plan.chunks[0];
+    assert_eq!(s.verdict, ChunkVerdict::Degenerate);
+    assert!(s.degenerate);
+    let policies: Vec<&str> = s
+        .adaptive_escalation
+        .iter()
+        .map(|e| e.policy.as_str())
+        .collect();
+    assert_eq!(policies, ["A", "C", "D"]);
+    let exemplar = done[0].exemplar.as_ref().expect("exemplar");
+    assert_eq!(exemplar["reason"], "decoded_empty_saturated");
+    assert_eq!(planned.plan.stats.recipe_recovered, 0);
+    assert_eq!(planned.plan.stats.degenerate, 1);
+}
+
+#[test]
+fn policy_b_asks_again_with_more_context_when_the_checks_found_something() {
+    use koas_review_schema::findings::{Finding, FindingKind};
+    let f = fixture("The bandwith of the system is high.\n");
+    let findings = [Finding::new(
+        FindingKind::AiLeftover,
+        "k",
+        1,
+        1,
+        "leftover",
+        "e",
+    )];
+    let mut input = f.input(None, &[]);
+    input.findings = &findings;
+    let model = script(|r, n| {
+        if n == 0 {
+            assert!(!r.prompt.contains("leftover"), "tier 1 has no findings");
+            ok("BEGIN_EDIT_OPS\n[]\nEND_EDIT_OPS")
+        } else {
+            assert!(r.prompt.contains("- line 1: ai_leftover"), "{}", r.prompt);
+            ok("BEGIN_EDIT_OPS\n[{\"action\": \"flag_only\", \"before_text\": \"bandwith\", \"rationale\": \"leftover\"}]\nEND_EDIT_OPS")
+        }
+    });
+    let (planned, _) = run(&input, &options(), &model);
+    let s = &planned.plan.chunks[0];
+    assert_eq!(s.adaptive_escalation[0].policy, "B");
+    assert_eq!(
+        (
+            s.adaptive_escalation[0].from.as_str(),
+            s.adaptive_escalation[0].to.as_str()
+        ),
+        ("tier=1", "tier=2")
+    );
+    assert_eq!(planned.plan.ops.len(), 1);
+}
+
+const GOOD: &str = "BEGIN_EDIT_OPS\n[{\"action\": \"replace\", \"before_text\": \"bandwith\", \"after_text\": \"bandwidth\", \"kind\": \"typo\"}]\nEND_EDIT_OPS";
+
+fn tutored(tutor: impl Fn(usize) -> Answer, worker_again: &'static str) -> Planned {
+    let f = fixture("The bandwith of the system is high.\n");
+    let mut o = options();
+    o.tutor_model = Some("tutor".into());
+    let model = script(move |r, n| match r.role {
+        ModelRole::Tutor => {
+            assert!(
+                r.prompt.contains("\"after_text\": \"bandwidth\""),
+                "{}",
+                r.prompt
+            );
+            tutor(n)
+        }
+        ModelRole::Worker if n == 0 => ok(GOOD),
+        ModelRole::Worker => {
+            assert!(r.prompt.contains("rejected"), "{}", r.prompt);
+            ok(worker_again)
+        }
+    });
+    run(&f.input(None, &[]), &o, &model).0
+}
+
+#[test]
+fn the_tutor_accepts_corrects_rejects_or_fails() {
+    let p = tutored(|_| ok("VERDICT: ACCEPTED\nREASON: fine."), "").plan;
+    assert_eq!(p.chunks[0].verdict, ChunkVerdict::Accepted);
+    assert_eq!(p.ops[0].after_text, "bandwidth");
+    assert_eq!((p.chunks[0].worker_calls, p.chunks[0].tutor_calls), (1, 1));
+
+    let p = tutored(
+        |_| ok("VERDICT: CORRECTED\nREASON: severity.\nCORRECTION:\n[{\"action\": \"replace\", \"before_text\": \"bandwith\", \"after_text\": \"bandwidth\", \"severity\": \"attention\"}]"),
+        "",
+    )
+    .plan;
+    assert_eq!(p.chunks[0].verdict, ChunkVerdict::Corrected);
+    assert_eq!(p.ops[0].severity, "attention");
+
+    let p = tutored(
+        |_| ok("VERDICT: REJECTED\nREASON: wrong word."),
+        "BEGIN_EDIT_OPS\n[{\"action\": \"flag_only\", \"before_text\": \"bandwith\", \"rationale\": \"check the term\"}]\nEND_EDIT_OPS",
+    )
+    .plan;
+    assert_eq!(p.chunks[0].verdict, ChunkVerdict::Regenerated);
+    assert_eq!(p.ops.len(), 1);
+    assert_eq!(p.ops[0].action, Action::FlagOnly);
+    assert!(p.dropped.iter().any(|d| d.reason == "tutor_rejected"));
+    assert_eq!(p.chunks[0].worker_calls, 2);
+
+    // The regeneration degenerates too: nothing.
+    let p = tutored(|_| ok("VERDICT: REJECTED\nREASON: no."), "").plan;
+    assert_eq!(p.chunks[0].verdict, ChunkVerdict::Rejected);
+    assert!(p.ops.is_empty());
+
+    for failing in [Err(err("tutor down", false)), ok("Looks fine to me.")] {
+        let p = tutored(move |_| failing.clone(), "").plan;
+        assert_eq!(p.chunks[0].verdict, ChunkVerdict::TutorFailed);
+        assert!(p.ops.is_empty(), "fail-safe: {:?}", p.ops);
+        assert!(p.dropped.iter().any(|d| d.reason == "tutor_failed"));
+    }
+}
+
+fn many_sections(n: usize) -> String {
+    let mut text = String::new();
+    for i in 0..n {
+        text.push_str(&format!(
+            "# Part {i}\n\nThe bandwith number {i} is high.\n\n"
+        ));
+    }
+    text
+}
+
+#[test]
+fn the_circuit_breaker_switches_to_the_plain_prompt() {
+    let f = fixture(&many_sections(8));
+    let mut o = options();
+    o.breaker_window = 4;
+    o.batch_size = 1;
+    let model = script(|r, _| {
+        if r.prompt.contains("[RVW] action=replace") {
+            ok("[RVW] action=replace / lines=3-3 / before=\"bandwith\" / after=\"bandwidth\"")
+        } else {
+            ok("}}} {{{ 123")
+        }
+    });
+    let (planned, _) = run(&f.input(None, &[]), &o, &model);
+    let p = &planned.plan;
+    assert!(p.stats.circuit_breaker_tripped);
+    let prompts: Vec<&str> = p.chunks.iter().map(|c| c.prompt.as_str()).collect();
+    assert_eq!(prompts[..2], ["review", "review"]);
+    assert!(
+        prompts[2..].iter().all(|p| *p == "review_plain"),
+        "{prompts:?}"
+    );
+    assert_eq!(p.ops.len(), 6);
+    assert!(planned
+        .warnings
+        .iter()
+        .any(|w| w.contains("circuit breaker")));
+    assert!(
+        model
+            .calls
+            .borrow()
+            .iter()
+            .filter(|c| c.stop_marker.is_none())
+            .count()
+            >= 6
+    );
+}
+
+#[test]
+fn results_do_not_depend_on_completion_order_and_ids_skip_used_ones() {
+    let f = fixture(&many_sections(10));
+    let used = [ChangeId::new(5).expect("id"), ChangeId::new(2).expect("id")];
+    let in_order = script(fixer);
+    let (a, _) = run(&f.input(None, &used), &options(), &in_order);
+    let mut reversed = script(fixer);
+    reversed.reverse = true;
+    let (b, _) = run(&f.input(None, &used), &options(), &reversed);
+    assert_eq!(a.plan, b.plan);
+    assert_eq!(a.plan.ops[0].id.to_string(), "RVW-0006");
+    assert_eq!(a.plan.ops.len(), 10);
+    // Batches follow the configured size.
+    assert_eq!(*in_order.batches.borrow(), [8, 2]);
+    let mut one = options();
+    one.batch_size = 1;
+    let (c, _) = run(&f.input(None, &used), &one, &script(fixer));
+    assert_eq!(c.plan.ops, a.plan.ops);
+}
+
+#[test]
+fn an_unchanged_chunk_is_reused_and_an_edited_one_asked_again() {
+    let f = fixture(&many_sections(4));
+    let (first, _) = run(&f.input(None, &[]), &options(), &script(fixer));
+    let again = script(fixer);
+    let (second, done) = run(&f.input(Some(&first.plan), &[]), &options(), &again);
+    assert!(
+        again.calls.borrow().is_empty(),
+        "zero calls on an unchanged document"
+    );
+    assert_eq!(second.plan.ops, first.plan.ops);
+    assert_eq!(second.plan.stats.reused, 4);
+    assert!(done.iter().all(|d| d.status.reused));
+    // Insert a paragraph in part 1: parts 0, 2, 3 are unchanged (moved
+    // down two lines), only part 1 is asked again.
+    let edited = many_sections(4).replace(
+        "The bandwith number 1 is high.\n",
+        "A new sentence.\n\nThe bandwith number 1 is high.\n",
+    );
+    let g = fixture(&edited);
+    let third = script(fixer);
+    let (after, _) = run(&g.input(Some(&first.plan), &[]), &options(), &third);
+    let asked: Vec<String> = third
+        .calls
+        .borrow()
+        .iter()
+        .map(|c| c.chunk_id.clone())
+        .collect();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert!(asked[0].starts_with("part-1"), "{asked:?}");
+    let lines: Vec<usize> = after.plan.ops.iter().map(|o| o.target.line_start).collect();
+    assert_eq!(lines, [3, 9, 13, 17]);
+    for op in &after.plan.ops {
+        assert_eq!(
+            g.text
+                .lines()
+                .nth(op.target.line_start - 1)
+                .map(|l| l.contains("bandwith")),
+            Some(true)
+        );
+    }
+    // A different model: asked again.
+    let mut other = options();
+    other.model = "another".into();
+    let fourth = script(fixer);
+    run(&f.input(Some(&first.plan), &[]), &other, &fourth);
+    assert_eq!(fourth.calls.borrow().len(), 4);
+}
+
+#[test]
+fn a_spent_budget_stops_asking_and_keeps_what_was_done() {
+    let f = fixture(&many_sections(6));
+    let mut o = options();
+    o.batch_size = 2;
+    let model = script(|r, _| {
+        if r.chunk_id.starts_with("part-2") {
+            Err(err("SESSION_BUDGET_EXHAUSTED: B2 reached", true))
+        } else {
+            fixer(r, 0)
+        }
+    });
+    let (planned, done) = run(&f.input(None, &[]), &o, &model);
+    let p = &planned.plan;
+    assert_eq!(p.status, EditPlanStatus::Partial);
+    assert!(p
+        .reason
+        .as_deref()
+        .is_some_and(|r| r.contains("SESSION_BUDGET_EXHAUSTED")));
+    let verdicts: Vec<ChunkVerdict> = p.chunks.iter().map(|c| c.verdict).collect();
+    // Part 3 was in the same batch as part 2 and got its answer: kept.
+    // Parts 4 and 5 were never asked.
+    use ChunkVerdict::{SingleModel as S, Skipped};
+    assert_eq!(verdicts, [S, S, Skipped, S, Skipped, Skipped]);
+    assert_eq!(p.ops.len(), 3);
+    assert_eq!(model.calls.borrow().len(), 4);
+    assert_eq!(done.len(), 6);
+    assert!(planned.warnings[0].contains("SESSION_BUDGET_EXHAUSTED"));
+    // The next run asks only the skipped chunks.
+    let resumed = script(fixer);
+    let (next, _) = run(&f.input(Some(p), &[]), &o, &resumed);
+    assert_eq!(resumed.calls.borrow().len(), 3);
+    assert_eq!(next.plan.ops.len(), 6);
+    assert_eq!(next.plan.status, EditPlanStatus::Complete);
+}
+
+#[test]
+fn large_chunks_are_reviewed_in_sub_chunks() {
+    let para = "This sentence is long enough to count. ".repeat(25);
+    let text = format!("# Big\n\n{para}\n\n{para}teh end.\n\n{para}\n");
+    let f = fixture(&text);
+    let mut o = options();
+    o.max_edit_chunk_tokens = 300;
+    let (planned, _) = run(
+        &f.input(None, &[]),
+        &o,
+        &script(|r, _| {
+            if r.prompt.contains("teh end") {
+                ok("BEGIN_EDIT_OPS\n[{\"action\": \"replace\", \"before_text\": \"teh end.\", \"after_text\": \"the end.\"}]\nEND_EDIT_OPS")
+            } else {
+                ok("BEGIN_EDIT_OPS\n[]\nEND_EDIT_OPS")
+            }
+        }),
+    );
+    let ids: Vec<&str> = planned
+        .plan
+        .chunks
+        .iter()
+        .map(|c| c.chunk_id.as_str())
+        .collect();
+    assert!(
+        ids.len() >= 2 && ids[0].ends_with("_a") && ids[1].ends_with("_b"),
+        "{ids:?}"
+    );
+    assert_eq!(planned.plan.ops.len(), 1);
+    assert_eq!(planned.plan.ops[0].target.line_start, 5);
+    assert!(planned.plan.ops[0].target.chunk_id.ends_with("_b"));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+    #[test]
+    fn ids_are_unique_increasing_and_never_used(used in proptest::collection::vec(1u32..40, 0..6), typos in proptest::collection::vec(any::<bool>(), 1..6)) {
+        let mut text = String::new();
+        for (i, typo) in typos.iter().enumerate() {
+            let word = if *typo { "bandwith" } else { "bandwidth" };
+            text.push_str(&format!("# Part {i}\n\nThe {word} number {i} is high.\n\n"));
+        }
+        let f = fixture(&text);
+        let used: Vec<ChangeId> = used.into_iter().filter_map(ChangeId::new).collect();
+        let (planned, _) = run(&f.input(None, &used), &options(), &script(fixer));
+        let ids: Vec<ChangeId> = planned.plan.ops.iter().map(|o| o.id).collect();
+        prop_assert_eq!(ids.len(), typos.iter().filter(|t| **t).count());
+        prop_assert!(ids.windows(2).all(|w| w[0] < w[1]));
+        prop_assert!(ids.iter().all(|id| !used.contains(id) && used.iter().all(|u| u < id)));
+    }
+}

@@ -1,0 +1,30 @@
+//! # koas-review-llm — the reviewer's LLM edge, pure
+//!
+//! What the two LLM kernels of the reviewer (`md_pyramid`, `md_edit_plan`)
+//! compute around their model calls, without I/O, so it can be tested
+//! with scripted answers:
+//!
+//! - [`pyramid`]: the document summary at up to four levels, built bottom
+//!   up, each node reused when what it is made from did not change;
+//! - [`glossary`]: the terms a document defines, found without a model;
+//! - [`context`]: what a reviewer of one chunk is shown, in priority order,
+//!   within a token budget;
+//! - [`lang`]: the document's language (French or English);
+//! - [`prompt`]: rendering the prompt templates the host hands a kernel;
+//! - [`edit_plan`]: the edit planner: chunk by chunk, a model's proposals
+//!   read, placed on the real lines, filtered and given IDs.
+//!
+//! Model calls go through [`pyramid::Summarizer`] and
+//! [`edit_plan::EditModel`], which the kernels
+//! implement with the host's LLM service and tests with a script.
+
+#![deny(missing_docs)]
+
+pub mod context;
+pub mod edit_plan;
+pub mod glossary;
+pub mod lang;
+pub mod prompt;
+pub mod pyramid;
+
+pub use koas_md::estimate_tokens;

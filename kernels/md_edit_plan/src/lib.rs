@@ -1,0 +1,386 @@
+//! # md_edit_plan — Stage 2 reviewer kernel (LLM edge)
+//!
+//! A model proposes edit ops chunk by chunk; the kernel reads whatever
+//! format it answered in, places each proposal on the document's real
+//! lines by its `before_text`, keeps it off protected lines, and gives it
+//! its `RVW-NNNN` ID once every chunk is done. The logic is
+//! `koas_review_llm::edit_plan`; this crate is the glue:
+//!
+//! - chunks go to the host's LLM service in batches (`llm_complete_many`,
+//!   run concurrently up to the host's in-flight bound);
+//! - as each batch finishes, every chunk's raw answers are written to
+//!   `stage2/ops/{chunk_id}.raw.txt` and its status appended to
+//!   `stage2/ops/status.jsonl`; masks go to `stage2/masks/`, chunks that
+//!   stayed degenerate to `stage2/exemplars/`;
+//! - the kernel is incremental: the host hands it its last plan, and an
+//!   unchanged chunk is reused without a call;
+//! - without a model (`skip = true`, or no LLM configured) the plan is
+//!   written empty and marked `skipped`: the run goes on.
+
+use std::cell::{Cell, RefCell};
+use std::time::Instant;
+
+use koas_kernel_api::prelude::*;
+use koas_kernel_api::{LlmRequest, NO_BACKEND};
+use koas_review_llm::context::Tier;
+use koas_review_llm::edit_plan::{
+    self, ChunkDone, EditModel, ModelAnswer, ModelError, ModelRequest, ModelRole, PlanInput,
+    PlanOptions, PlanTemplates, RecipeOptions,
+};
+use koas_review_llm::lang::{self, Language};
+use koas_review_llm::pyramid::Template;
+use koas_review_schema::change_id::ChangeId;
+use koas_review_schema::edit_plan::{EditPlan, EditPlanStatus};
+use koas_review_schema::findings::{Finding, FindingsArtifact};
+use koas_review_schema::fingerprint::ChunkFingerprints;
+use koas_review_schema::ledger::LedgerEntry;
+use koas_review_schema::names;
+use koas_review_schema::pyramid::{Glossary, Pyramid};
+use koas_review_schema::stage1::{ChunkPlan, ProtectedSpans};
+use serde::Deserialize;
+
+/// `[config.md_edit_plan]`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EditPlanConfig {
+    /// Ask nothing (`--no-llm`).
+    skip: bool,
+    /// Why, for the skipped plan.
+    skip_reason: String,
+    /// `auto` (detect French or English) or a language code.
+    language: String,
+    /// The tutor model; empty: single-model mode.
+    tutor_model: String,
+    /// Chunks above this (estimated tokens) are reviewed in sub-chunks.
+    max_edit_chunk_tokens: u32,
+    /// The prompt's token budget (context window minus the answer).
+    context_budget: u32,
+    /// The tier (0–3) when chunk size and budget do not decide.
+    default_tier: u8,
+    /// Tokens an answer may take.
+    max_tokens: u32,
+    /// Empty answers asked again, warmer.
+    empty_retries: u32,
+    /// Chunks per batch; set it to the host's `max_in_flight`.
+    batch_size: usize,
+    /// Chunks the circuit breaker looks back on.
+    breaker_window: usize,
+    /// Failure share that trips it.
+    breaker_threshold: f64,
+    /// Policy C.
+    content_recipes: RecipeOptions,
+    /// Policy D.
+    md_strip: bool,
+    /// Ask every chunk again, ignoring the previous plan.
+    rebuild: bool,
+}
+
+/// The `md_edit_plan` kernel.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct MdEditPlan;
+
+/// Service errors after which asking again is pointless.
+const FATAL: &[&str] = &[
+    "SESSION_BUDGET_EXHAUSTED",
+    "TRANSPORT_FAILURE",
+    "SOVEREIGNTY",
+    "cancelled",
+    "no LLM backend configured",
+];
+
+/// The prompts the kernel declares.
+const PROMPTS: [&str; 4] = ["review", "review_plain", "regenerate", "tutor_validate"];
+
+/// The host's LLM service, batch by batch.
+struct HostModel<'a> {
+    ctx: &'a Context<'a>,
+    /// Set once every answer of a batch was "no backend".
+    no_backend: Cell<bool>,
+}
+
+impl EditModel for HostModel<'_> {
+    fn complete(&self, requests: &[ModelRequest]) -> Vec<Result<ModelAnswer, ModelError>> {
+        if self.ctx.is_cancelled() {
+            return requests
+                .iter()
+                .map(|_| {
+                    Err(ModelError {
+                        message: "cancelled".into(),
+                        fatal: true,
+                    })
+                })
+                .collect();
+        }
+        let llm: Vec<LlmRequest> = requests
+            .iter()
+            .map(|r| {
+                let role = match r.role {
+                    ModelRole::Worker => "edit",
+                    ModelRole::Tutor => "tutor",
+                };
+                let mut request = LlmRequest::new(role, r.prompt.clone()).max_tokens(r.max_tokens);
+                if let Some(t) = r.temperature {
+                    request = request.temperature(t);
+                }
+                if let Some(marker) = &r.stop_marker {
+                    request = request.stop_marker(marker.clone());
+                }
+                request
+            })
+            .collect();
+        let started = Instant::now();
+        let answers = self.ctx.llm_complete_many(&llm);
+        let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        if !answers.is_empty()
+            && answers
+                .iter()
+                .all(|a| a.as_ref().is_err_and(|e| e.message.contains(NO_BACKEND)))
+        {
+            self.no_backend.set(true);
+        }
+        answers
+            .into_iter()
+            .map(|answer| {
+                answer
+                    .map(|r| ModelAnswer {
+                        completion_tokens: r.completion_tokens,
+                        stopped_at_marker: r.stopped_at_marker,
+                        text: r.text,
+                        elapsed_ms,
+                    })
+                    .map_err(|e| ModelError {
+                        fatal: FATAL.iter().any(|f| e.message.contains(f)),
+                        message: e.message,
+                    })
+            })
+            .collect()
+    }
+}
+
+fn template(inputs: &Inputs, name: &str) -> Result<Template, KernelError> {
+    let t = inputs.prompt(name)?;
+    Ok(Template {
+        name: t.name,
+        text: t.text,
+        hash: t.hash,
+    })
+}
+
+fn skipped(doc_hash: &str, reason: &str, language: Language) -> KernelOutput {
+    let plan = EditPlan {
+        doc_hash: doc_hash.to_owned(),
+        status: EditPlanStatus::Skipped,
+        reason: Some(reason.to_owned()),
+        language: language.code().to_owned(),
+        ..EditPlan::default()
+    };
+    KernelOutput::new()
+        .artifact(names::EDIT_PLAN, plan)
+        .summary(format!("edit plan skipped: {reason}"))
+}
+
+fn findings(inputs: &Inputs) -> Result<Vec<Finding>, KernelError> {
+    let mut all = Vec::new();
+    for name in [names::ISSUES, names::NUMBERING_FINDINGS] {
+        if let Some(a) = inputs.parse_optional::<FindingsArtifact>(name)? {
+            all.extend(a.findings);
+        }
+    }
+    Ok(all)
+}
+
+/// Writes one finished chunk's files; the first failure is kept.
+fn write_chunk(ctx: &Context, done: &ChunkDone) -> Result<(), KernelError> {
+    for (name, text) in &done.raw {
+        ctx.write_file(&format!("stage2/ops/{name}"), text.as_bytes())?;
+    }
+    for (name, text) in &done.masks {
+        ctx.write_file(&format!("stage2/masks/{name}"), text.as_bytes())?;
+    }
+    if let Some(exemplar) = &done.exemplar {
+        let text = serde_json::to_string_pretty(exemplar)?;
+        ctx.write_file(
+            &format!("stage2/exemplars/{}.json", done.status.chunk_id),
+            text.as_bytes(),
+        )?;
+    }
+    let mut line = serde_json::to_string(&done.status)?;
+    line.push('\n');
+    ctx.append_file("stage2/ops/status.jsonl", line.as_bytes())
+}
+
+impl Kernel for MdEditPlan {
+    fn spec(&self) -> KernelSpec {
+        let mut spec = KernelSpec::new("md_edit_plan", "0.1.0")
+            .stage("S2")
+            .description("A model proposes edit ops chunk by chunk; the kernel reads any answer format, places each proposal by its text, keeps protected lines untouched and gives the ops their IDs")
+            .input(names::DOC_RAW)
+            .input(names::CHUNKS)
+            .optional_input(names::PROTECTED_SPANS)
+            .optional_input(names::ISSUES)
+            .optional_input(names::NUMBERING_FINDINGS)
+            .optional_input(names::PYRAMID)
+            .optional_input(names::GLOSSARY)
+            .optional_input(names::CHUNK_FINGERPRINTS)
+            .optional_input(names::LEDGER)
+            .output_file(names::EDIT_PLAN, "stage2/edit_plan.json")
+            .uses_llm()
+            .nondeterministic()
+            .incremental();
+        for p in PROMPTS {
+            spec = spec.prompt(p);
+        }
+        spec.default_config(serde_json::json!({
+            "skip": false,
+            "skip_reason": "",
+            "language": "auto",
+            "tutor_model": "",
+            "max_edit_chunk_tokens": 900,
+            "context_budget": 6000,
+            "default_tier": 1,
+            "max_tokens": 1024,
+            "empty_retries": 2,
+            "batch_size": 8,
+            "breaker_window": 20,
+            "breaker_threshold": 0.6,
+            "content_recipes": serde_json::to_value(RecipeOptions::default()).unwrap_or_default(),
+            "md_strip": true,
+            "rebuild": false,
+        }))
+    }
+
+    fn run(&self, ctx: &Context, config: &KernelConfig, inputs: &Inputs) -> KernelResult {
+        let config: EditPlanConfig = config.parse()?;
+        let text = inputs.source_text(names::DOC_RAW)?;
+        let chunks: ChunkPlan = inputs.parse(names::CHUNKS)?;
+        let doc_hash = chunks.doc_hash.clone();
+        let language = match config.language.as_str() {
+            "auto" | "" => lang::detect(text),
+            code => Language::parse(code).ok_or_else(|| {
+                KernelError::invalid_config(format!(
+                    "language {code:?} is not one koas writes: use auto, fr or en"
+                ))
+            })?,
+        };
+        if config.skip {
+            let reason = if config.skip_reason.is_empty() {
+                "skipped by configuration"
+            } else {
+                &config.skip_reason
+            };
+            return Ok(skipped(&doc_hash, reason, language));
+        }
+        if !(0.0..=1.0).contains(&config.breaker_threshold) {
+            return Err(KernelError::invalid_config(format!(
+                "breaker_threshold {} is not a share between 0 and 1",
+                config.breaker_threshold
+            )));
+        }
+        let spans: Option<ProtectedSpans> = inputs.parse_optional(names::PROTECTED_SPANS)?;
+        let pyramid: Option<Pyramid> = inputs.parse_optional(names::PYRAMID)?;
+        let glossary: Option<Glossary> = inputs.parse_optional(names::GLOSSARY)?;
+        let fingerprints: Option<ChunkFingerprints> =
+            inputs.parse_optional(names::CHUNK_FINGERPRINTS)?;
+        let ledger: Vec<LedgerEntry> = inputs.parse_optional(names::LEDGER)?.unwrap_or_default();
+        let used: Vec<ChangeId> = ledger.iter().map(|e| e.id.change()).collect();
+        let findings = findings(inputs)?;
+        let previous: Option<EditPlan> = inputs.previous(names::EDIT_PLAN);
+        let templates = PlanTemplates {
+            review: template(inputs, "review")?,
+            review_plain: template(inputs, "review_plain")?,
+            regenerate: template(inputs, "regenerate")?,
+            tutor_validate: template(inputs, "tutor_validate")?,
+        };
+        // The model identity the host will use, so that a plan made by
+        // another model is not reused.
+        let model = inputs
+            .get(koas_kernel_api::LLM_INPUT)
+            .map(koas_kernel_api::hash::canonical_json)
+            .unwrap_or_default();
+        let mut options = PlanOptions::new(language, &model, templates);
+        options.tutor_model = Some(config.tutor_model.clone()).filter(|t| !t.is_empty());
+        options.max_edit_chunk_tokens = config.max_edit_chunk_tokens;
+        options.context_budget = config.context_budget;
+        options.default_tier = Tier::from_number(config.default_tier);
+        options.max_tokens = config.max_tokens;
+        options.empty_retries = config.empty_retries;
+        options.batch_size = config.batch_size.max(1);
+        options.breaker_window = config.breaker_window;
+        options.breaker_threshold = config.breaker_threshold;
+        options.recipes = config.content_recipes.clone();
+        options.md_strip = config.md_strip;
+        options.rebuild = config.rebuild;
+        let input = PlanInput {
+            doc: text,
+            doc_hash: &doc_hash,
+            chunks: &chunks,
+            spans: spans.as_ref(),
+            findings: &findings,
+            pyramid: pyramid.as_ref(),
+            glossary: glossary.as_ref().map_or(&[], |g| g.terms.as_slice()),
+            fingerprints: fingerprints.as_ref(),
+            used_ids: &used,
+            previous: previous.as_ref(),
+        };
+        let model = HostModel {
+            ctx,
+            no_backend: Cell::new(false),
+        };
+        let write_error: RefCell<Option<KernelError>> = RefCell::new(None);
+        let mut done_count = 0u64;
+        let mut last_parent: Option<String> = None;
+        let total = chunks.chunks.len() as u64;
+        let mut on_chunk = |done: &ChunkDone| {
+            // No model behind the host: nothing to record.
+            if model.no_backend.get() {
+                return;
+            }
+            if write_error.borrow().is_none() {
+                if let Err(e) = write_chunk(ctx, done) {
+                    *write_error.borrow_mut() = Some(e);
+                }
+            }
+            // Progress in chunks of the plan (sub-chunks come in order).
+            if last_parent.as_deref() != Some(done.status.parent_chunk_id.as_str()) {
+                last_parent = Some(done.status.parent_chunk_id.clone());
+                done_count += 1;
+                ctx.progress(done_count.min(total), total);
+            }
+        };
+        let planned = edit_plan::plan(&input, &options, &model, &mut on_chunk)
+            .map_err(|e| KernelError::invalid_input(e.to_string()))?;
+        if model.no_backend.get() {
+            return Ok(skipped(&doc_hash, "no LLM configured", language));
+        }
+        ctx.check_cancelled()?;
+        if let Some(e) = write_error.into_inner() {
+            return Err(e);
+        }
+        let s = &planned.plan.stats;
+        let methods: Vec<String> = s.methods.iter().map(|(m, n)| format!("{m} {n}")).collect();
+        let mut summary = format!(
+            "{} chunks ({} reused): {} worker and {} tutor calls, {} ops proposed, {} in the plan ({} flagged for want of a place), {} dropped; methods: {}",
+            s.chunks,
+            s.reused,
+            s.worker_calls,
+            s.tutor_calls,
+            s.ops_proposed,
+            s.ops,
+            s.downgraded,
+            s.dropped,
+            methods.join(", ")
+        );
+        if let Some(reason) = &planned.plan.reason {
+            summary.push_str(&format!("; stopped: {reason}"));
+        }
+        let mut out = KernelOutput::new()
+            .artifact(names::EDIT_PLAN, &planned.plan)
+            .summary(summary);
+        for w in planned.warnings {
+            out = out.warning(w);
+        }
+        Ok(out)
+    }
+}
+
+koas_kernel_api::export_kernel!(MdEditPlan);

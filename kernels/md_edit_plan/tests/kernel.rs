@@ -1,0 +1,265 @@
+//! `md_edit_plan` through the plugin glue (the TestHarness round-trips JSON
+//! like the host), with real Stage 1 artifacts, the repository's prompts
+//! and scripted models.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use koas_kernel_api::testing::TestHarness;
+use koas_kernel_api::{Kernel, KernelOutput, LlmRequest};
+use koas_kernel_md_edit_plan::MdEditPlan;
+use koas_review_schema::edit_plan::{ChunkStatus, ChunkVerdict, EditPlan, EditPlanStatus};
+use koas_review_schema::fingerprint::{
+    ChunkFeatures, ChunkFingerprint, ChunkFingerprints, FingerprintConfig,
+};
+use koas_review_schema::names;
+use koas_review_schema::stage1::ChunkConfig;
+use serde_json::json;
+
+const DOC: &str = "# Audit de la plateforme\n\nLe présent rapport décrit les controles de la plateforme de paiement.\n\n## Périmètre\n\nLe périmètre couvre le service de paiement et ses journaux.\n\n```sh\nrm -rf /tmp/controles\n```\n\n## Constats\n\nLes journaux sont conservés douze mois dans l'archive.\n";
+
+fn harness(text: &str) -> TestHarness {
+    let s = koas_md::stage1::run("audit.md", text, ChunkConfig::default()).expect("stage 1");
+    let mut h = TestHarness::new()
+        .source_text(names::DOC_RAW, text)
+        .input(names::CHUNKS, &s.chunks)
+        .input(names::PROTECTED_SPANS, &s.spans);
+    for name in ["review", "review_plain", "regenerate", "tutor_validate"] {
+        let path = koas_test_support::repo_root().join(format!("prompts/{name}.tera"));
+        let text = std::fs::read_to_string(path).expect("the repository's prompt template");
+        h = h.prompt(name, &text);
+    }
+    h
+}
+
+fn plan(out: &KernelOutput) -> EditPlan {
+    serde_json::from_value(out.artifacts[names::EDIT_PLAN].clone()).expect("edit plan")
+}
+
+/// Fixes "controles" wherever it is shown, with a wrong line number, and
+/// tries to edit the protected code block too.
+fn worker(calls: Arc<AtomicUsize>) -> impl Fn(&LlmRequest) -> Result<String, String> {
+    move |r| {
+        calls.fetch_add(1, Ordering::SeqCst);
+        assert_eq!(r.role, "edit");
+        assert!(r.prompt.contains("français"), "{}", r.prompt);
+        assert_eq!(r.stop_markers, ["END_EDIT_OPS"]);
+        if r.prompt.contains("décrit les controles") {
+            Ok("BEGIN_EDIT_OPS\n[{\"action\": \"replace\", \"line\": 1, \"before_text\": \"les controles\", \"after_text\": \"les contrôles\", \"kind\": \"typo\"}]\nEND_EDIT_OPS".into())
+        } else if r.prompt.contains("rm -rf") {
+            Ok("BEGIN_EDIT_OPS\n[{\"action\": \"replace\", \"before_text\": \"rm -rf /tmp/controles\", \"after_text\": \"rm -rf /tmp/contrôles\"}]\nEND_EDIT_OPS".into())
+        } else {
+            Ok("BEGIN_EDIT_OPS\n[]\nEND_EDIT_OPS".into())
+        }
+    }
+}
+
+#[test]
+fn plans_in_the_documents_language_streams_artifacts_and_reuses_them() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let mut h = harness(DOC).llm(worker(calls.clone()));
+    let out = h.run(&MdEditPlan).expect("runs");
+    let p = plan(&out);
+    assert_eq!(p.status, EditPlanStatus::Complete);
+    assert_eq!(p.language, "fr");
+    assert_eq!(p.ops.len(), 1, "{p:?}");
+    let op = &p.ops[0];
+    assert_eq!(op.id.to_string(), "RVW-0001");
+    assert_eq!(op.target.line_start, 3);
+    assert_eq!(op.after_text, "les contrôles");
+    assert!(
+        p.dropped.iter().any(|d| d.reason == "protected"),
+        "{:?}",
+        p.dropped
+    );
+    let n = p.chunks.len();
+    assert_eq!(calls.load(Ordering::SeqCst), n);
+    // Every chunk left its raw answer and one status line.
+    let status =
+        String::from_utf8(h.file("stage2/ops/status.jsonl").expect("status")).expect("utf-8");
+    let lines: Vec<ChunkStatus> = status
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a status line"))
+        .collect();
+    assert_eq!(lines.len(), n);
+    for s in &lines {
+        let raw = h
+            .file(&format!("stage2/ops/{}.raw.txt", s.chunk_id))
+            .expect("raw answer");
+        assert!(String::from_utf8_lossy(&raw).contains("BEGIN_EDIT_OPS"));
+        assert_eq!(s.method, "tagged_payload");
+    }
+    assert!(out.summary.contains("1 in the plan"), "{}", out.summary);
+
+    // The host hands the kernel its last plan: nothing changed, no call.
+    let again = Arc::new(AtomicUsize::new(0));
+    let out2 = harness(DOC)
+        .previous(names::EDIT_PLAN, &p)
+        .llm(worker(again.clone()))
+        .run(&MdEditPlan)
+        .expect("runs");
+    assert_eq!(again.load(Ordering::SeqCst), 0);
+    assert_eq!(plan(&out2).ops, p.ops);
+    assert_eq!(plan(&out2).stats.reused as usize, n);
+}
+
+#[test]
+fn ids_continue_after_the_ledger() {
+    let ledger = json!([{
+        "id": "RVW-0041", "doc": "audit.md", "doc_hash_before": "sha256:00", "doc_hash_after": "sha256:01",
+        "timestamp": "2026-01-01T00:00:00Z", "actor": {"tool": "koas", "operator": "t"},
+        "scope": {"anchor": "", "node_path": ""}, "kind": "typo", "severity": "minor", "silent": true,
+        "summary": "s", "rationale": "", "patch_forward": "p", "patch_inverse": "q",
+        "review_note": null, "is_revert": false, "reverted_id": ""
+    }]);
+    let entries: Vec<koas_review_schema::ledger::LedgerEntry> =
+        serde_json::from_value(ledger).expect("a ledger entry");
+    let out = harness(DOC)
+        .input(names::LEDGER, &entries)
+        .llm(worker(Arc::new(AtomicUsize::new(0))))
+        .run(&MdEditPlan)
+        .expect("runs");
+    assert_eq!(plan(&out).ops[0].id.to_string(), "RVW-0042");
+}
+
+#[test]
+fn the_tutor_is_asked_when_configured_and_its_failure_rejects() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let out = harness(DOC)
+        .config(json!({"tutor_model": "big"}))
+        .llm(move |r| {
+            log.lock().expect("lock").push(r.role.clone());
+            if r.role == "tutor" {
+                Err("tutor endpoint refused".into())
+            } else {
+                worker(Arc::new(AtomicUsize::new(0)))(r)
+            }
+        })
+        .run(&MdEditPlan)
+        .expect("runs");
+    let p = plan(&out);
+    assert!(p.ops.is_empty(), "fail-safe: {:?}", p.ops);
+    assert!(p
+        .chunks
+        .iter()
+        .any(|c| c.verdict == ChunkVerdict::TutorFailed));
+    assert!(seen.lock().expect("lock").iter().any(|r| r == "tutor"));
+}
+
+#[test]
+fn a_degenerate_chunk_leaves_masks_and_an_exemplar() {
+    let text = "# Résultats\n\n| a | b |\n|---|---|\n| 1 | 2 |\n| 3 | 4 |\n| 5 | 6 |\n\nLes résultats 🚀 sont dans le tableau et la formule $x^2$ les résume.\n";
+    let s = koas_md::stage1::run("r.md", text, ChunkConfig::default()).expect("stage 1");
+    let fp = ChunkFingerprints {
+        doc_hash: s.doc_hash.clone(),
+        chunk_count: 1,
+        triggered_count: 1,
+        config: FingerprintConfig::default(),
+        fingerprints: s
+            .chunks
+            .chunks
+            .iter()
+            .map(|c| ChunkFingerprint {
+                chunk_id: c.chunk_id.clone(),
+                section_id: c.section_id.clone(),
+                line_start: c.line_start,
+                line_end: c.line_end,
+                features: ChunkFeatures::default(),
+                triggers_recipe: true,
+                triggers: vec!["table_rows".into()],
+            })
+            .collect(),
+    };
+    let mut h = harness(text)
+        .input(names::CHUNK_FINGERPRINTS, &fp)
+        .llm(|_| Ok("      \n\n     ".into()));
+    let out = h.run(&MdEditPlan).expect("runs");
+    let p = plan(&out);
+    let c = &p.chunks[0];
+    assert_eq!(c.verdict, ChunkVerdict::Degenerate);
+    let policies: Vec<&str> = c
+        .adaptive_escalation
+        .iter()
+        .map(|e| e.policy.as_str())
+        .collect();
+    assert_eq!(
+        policies,
+        ["A", "C"],
+        "no markdown to strip: D does not fire"
+    );
+    let id = &c.chunk_id;
+    for file in [
+        format!("stage2/masks/{id}_MATH.json"),
+        format!("stage2/masks/{id}_TABLE_0.md"),
+        format!("stage2/masks/{id}_EMOJI.json"),
+        format!("stage2/masks/{id}_recipe.json"),
+        format!("stage2/exemplars/{id}.json"),
+        format!("stage2/ops/{id}.attempt3.raw.txt"),
+    ] {
+        assert!(h.file(&file).is_some(), "{file} in {:?}", h.files());
+    }
+    let table = String::from_utf8(
+        h.file(&format!("stage2/masks/{id}_TABLE_0.md"))
+            .expect("mask"),
+    )
+    .expect("utf-8");
+    assert!(table.starts_with("| a | b |"));
+}
+
+#[test]
+fn without_a_model_the_plan_is_skipped_not_failed() {
+    let mut h = harness(DOC);
+    let out = h.run(&MdEditPlan).expect("a run without LLM succeeds");
+    let p = plan(&out);
+    assert_eq!(p.status, EditPlanStatus::Skipped);
+    assert_eq!(p.reason.as_deref(), Some("no LLM configured"));
+    assert!(h.files().is_empty(), "{:?}", h.files());
+    let out = harness(DOC)
+        .config(json!({"skip": true, "skip_reason": "--no-llm"}))
+        .llm(|_| panic!("a skipped plan asks nothing"))
+        .run(&MdEditPlan)
+        .expect("runs");
+    assert_eq!(plan(&out).reason.as_deref(), Some("--no-llm"));
+}
+
+#[test]
+fn a_spent_budget_gives_a_partial_plan() {
+    let out = harness(DOC)
+        .config(json!({"batch_size": 1}))
+        .llm(|r| {
+            if r.prompt.contains("décrit les controles") {
+                worker(Arc::new(AtomicUsize::new(0)))(r)
+            } else {
+                Err("SESSION_BUDGET_EXHAUSTED: 150000 tokens used".into())
+            }
+        })
+        .run(&MdEditPlan)
+        .expect("runs");
+    let p = plan(&out);
+    assert_eq!(p.status, EditPlanStatus::Partial);
+    assert_eq!(p.ops.len(), 1);
+    assert!(
+        out.summary.contains("SESSION_BUDGET_EXHAUSTED"),
+        "{}",
+        out.summary
+    );
+    assert!(out.warnings.iter().any(|w| w.contains("stopped asking")));
+}
+
+#[test]
+fn the_spec_declares_prompts_inputs_and_incrementality() {
+    let spec = MdEditPlan.spec();
+    assert!(spec.uses_llm && spec.incremental);
+    assert_eq!(
+        spec.prompts,
+        ["review", "review_plain", "regenerate", "tutor_validate"]
+    );
+    assert!(spec.validate().is_ok());
+    let err = harness(DOC)
+        .config(json!({"breaker_threshold": 3.0}))
+        .llm(|_| Ok("[]".into()))
+        .run(&MdEditPlan)
+        .expect_err("a share above 1");
+    assert!(err.message.contains("breaker_threshold"), "{}", err.message);
+}

@@ -1,0 +1,289 @@
+//! # md_pyramid — Stage 2 reviewer kernel (LLM edge)
+//!
+//! Summarizes the document at up to four levels (abstract, top sections,
+//! subsections, sub-subsections) bottom up, so that the model reviewing
+//! one chunk later knows what the rest of the document says; and lists
+//! the terms the document defines (`glossary`, no model needed).
+//!
+//! The kernel is incremental: the host hands it its last pyramid, and a
+//! summary whose input (text or children's summaries, prompt, model) is
+//! unchanged is taken from it without a call. The summaries of one level
+//! are asked for in one batch, which the host runs concurrently.
+//!
+//! Without a model (`skip = true`, or no LLM configured) the pyramid is
+//! written empty and marked `skipped` with the reason: the run goes on.
+//! The logic is `koas_review_llm::pyramid`; this crate is the glue.
+
+use koas_kernel_api::prelude::*;
+use koas_kernel_api::{LlmRequest, NO_BACKEND};
+use koas_review_llm::lang::{self, Language};
+use koas_review_llm::pyramid::{
+    self, BuildOptions, PlanOptions, Summarizer, SummaryError, SummaryRequest, Template, Templates,
+};
+use koas_review_schema::names;
+use koas_review_schema::pyramid::{Glossary, Pyramid, PyramidStatus};
+use koas_review_schema::stage1::{ChunkPlan, FileStats, SectionIndex};
+use serde::Deserialize;
+
+/// `[config.md_pyramid]`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PyramidConfig {
+    /// Build nothing (`--no-llm`, `--skip-pyramid`).
+    skip: bool,
+    /// Why, for the skipped pyramid.
+    skip_reason: String,
+    /// Levels to build, 1 (abstract only) to 4.
+    levels: u8,
+    /// The longest summary, in estimated tokens.
+    summary_max_tokens: u32,
+    /// `auto` (detect French or English) or a language code.
+    language: String,
+    /// A section longer than this (estimated tokens) is summarized chunk by
+    /// chunk first; keep it under the model's context window minus the
+    /// prompt and the answer.
+    max_input_tokens: u32,
+    /// Ask for every summary again, ignoring the previous pyramid.
+    rebuild: bool,
+}
+
+impl Default for PyramidConfig {
+    fn default() -> Self {
+        PyramidConfig {
+            skip: false,
+            skip_reason: String::new(),
+            levels: 4,
+            summary_max_tokens: 200,
+            language: "auto".to_owned(),
+            max_input_tokens: 3_000,
+            rebuild: false,
+        }
+    }
+}
+
+/// The `md_pyramid` kernel.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct MdPyramid;
+
+/// The model role the summaries are asked of (`pyramid_model`).
+const ROLE: &str = "pyramid";
+
+/// Service errors after which asking again is pointless.
+const FATAL: &[&str] = &[
+    "SESSION_BUDGET_EXHAUSTED",
+    "TRANSPORT_FAILURE",
+    "SOVEREIGNTY",
+    "no LLM backend configured",
+];
+
+/// The host's LLM service, batch by batch.
+struct HostSummarizer<'a> {
+    ctx: &'a Context<'a>,
+    max_tokens: u32,
+}
+
+impl Summarizer for HostSummarizer<'_> {
+    fn summarize(&self, requests: &[SummaryRequest]) -> Vec<Result<String, SummaryError>> {
+        let llm_requests: Vec<LlmRequest> = requests
+            .iter()
+            .map(|r| {
+                let request = LlmRequest::new(ROLE, r.prompt.clone())
+                    // Room for the summary and a little chatter to cut.
+                    .max_tokens(self.max_tokens.saturating_mul(2).max(64));
+                if r.retry {
+                    // A nudge away from the boilerplate of the first answer.
+                    request.temperature(0.3)
+                } else {
+                    request
+                }
+            })
+            .collect();
+        self.ctx
+            .llm_complete_many(&llm_requests)
+            .into_iter()
+            .map(|answer| {
+                answer.map(|r| r.text).map_err(|e| SummaryError {
+                    fatal: FATAL.iter().any(|f| e.message.contains(f)),
+                    message: e.message,
+                })
+            })
+            .collect()
+    }
+}
+
+fn skipped(doc_hash: &str, reason: &str, language: Language) -> Pyramid {
+    Pyramid {
+        doc_hash: doc_hash.to_owned(),
+        status: PyramidStatus::Skipped,
+        skipped_reason: Some(reason.to_owned()),
+        language: language.code().to_owned(),
+        ..Pyramid::default()
+    }
+}
+
+fn template(inputs: &Inputs, name: &str) -> Result<Template, KernelError> {
+    let t = inputs.prompt(name)?;
+    Ok(Template {
+        name: t.name,
+        text: t.text,
+        hash: t.hash,
+    })
+}
+
+fn output(pyramid: &Pyramid, glossary: &Glossary, summary: String) -> KernelOutput {
+    KernelOutput::new()
+        .artifact(names::PYRAMID, pyramid)
+        .artifact(names::PYRAMID_MD, pyramid::render_markdown(pyramid))
+        .artifact(names::GLOSSARY, glossary)
+        .summary(summary)
+}
+
+impl Kernel for MdPyramid {
+    fn spec(&self) -> KernelSpec {
+        KernelSpec::new("md_pyramid", "0.1.0")
+            .stage("S2")
+            .description("Summarizes the document at up to four levels, bottom up, asking the model only where the document changed; lists the terms it defines")
+            .input(names::DOC_RAW)
+            .input(names::SECTION_INDEX)
+            .input(names::CHUNKS)
+            .optional_input(names::FILE_STATS)
+            .output_file(names::PYRAMID, "stage2/pyramid.json")
+            .output_file(names::PYRAMID_MD, "stage2/pyramid.md")
+            .output_file(names::GLOSSARY, "stage2/glossary.json")
+            .uses_llm()
+            .nondeterministic()
+            .incremental()
+            .prompt("pyramid_leaf")
+            .prompt("pyramid_parent")
+            .prompt("pyramid_abstract")
+            .default_config(serde_json::json!({
+                "skip": false,
+                "skip_reason": "",
+                "levels": 4,
+                "summary_max_tokens": 200,
+                "language": "auto",
+                "max_input_tokens": 3000,
+                "rebuild": false,
+            }))
+    }
+
+    fn run(&self, ctx: &Context, config: &KernelConfig, inputs: &Inputs) -> KernelResult {
+        let config: PyramidConfig = config.parse()?;
+        let text = inputs.source_text(names::DOC_RAW)?;
+        let sections: SectionIndex = inputs.parse(names::SECTION_INDEX)?;
+        let chunks: ChunkPlan = inputs.parse(names::CHUNKS)?;
+        let doc_hash = sections.doc_hash.clone();
+        let language = match config.language.as_str() {
+            "auto" | "" => lang::detect(text),
+            code => Language::parse(code).ok_or_else(|| {
+                KernelError::invalid_config(format!(
+                    "language {code:?} is not one koas writes: use auto, fr or en"
+                ))
+            })?,
+        };
+        let glossary = koas_review_llm::glossary::extract(text, &sections, &doc_hash);
+        if config.skip {
+            let reason = if config.skip_reason.is_empty() {
+                "skipped by configuration"
+            } else {
+                &config.skip_reason
+            };
+            let p = skipped(&doc_hash, reason, language);
+            return Ok(output(&p, &glossary, format!("pyramid skipped: {reason}")));
+        }
+        let title = inputs
+            .parse_optional::<FileStats>(names::FILE_STATS)?
+            .and_then(|s| {
+                std::path::Path::new(&s.path)
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+            })
+            .or_else(|| {
+                // One top-level section: its heading is the title.
+                let top: Vec<_> = sections.sections.iter().filter(|s| s.depth == 1).collect();
+                (top.len() == 1).then(|| top[0].title.clone())
+            })
+            .unwrap_or_else(|| "document".to_owned());
+        let plan = pyramid::plan(
+            text,
+            &sections,
+            &chunks,
+            &title,
+            PlanOptions {
+                levels: config.levels,
+                max_input_tokens: config.max_input_tokens,
+            },
+        )
+        .map_err(|e| KernelError::invalid_config(e.to_string()))?;
+        let templates = Templates {
+            leaf: template(inputs, "pyramid_leaf")?,
+            parent: template(inputs, "pyramid_parent")?,
+            abstract_: template(inputs, "pyramid_abstract")?,
+        };
+        // The model the host will ask, so that a summary made by another
+        // model is not reused.
+        let model = inputs
+            .get(koas_kernel_api::LLM_INPUT)
+            .map(|identity| {
+                identity
+                    .pointer(&format!("/models/{ROLE}"))
+                    .or_else(|| identity.pointer("/models/default"))
+                    .and_then(|m| m.as_str())
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| koas_kernel_api::hash::canonical_json(identity))
+            })
+            .unwrap_or_default();
+        let previous: Option<Pyramid> = inputs
+            .previous::<Pyramid>(names::PYRAMID)
+            .filter(|p| p.status == PyramidStatus::Built);
+        let options = BuildOptions {
+            levels: config.levels,
+            summary_max_tokens: config.summary_max_tokens,
+            language,
+            model,
+            templates,
+            rebuild: config.rebuild,
+        };
+        let summarizer = HostSummarizer {
+            ctx,
+            max_tokens: config.summary_max_tokens,
+        };
+        let mut progress = |done: u32, total: u32| ctx.progress(u64::from(done), u64::from(total));
+        let built = pyramid::build(
+            &plan,
+            &doc_hash,
+            previous.as_ref(),
+            &options,
+            &summarizer,
+            &mut progress,
+        )
+        .map_err(|e| KernelError::invalid_config(e.to_string()))?;
+        let stats = built.pyramid.stats;
+        // No model behind the host: a skipped pyramid, not a failed run.
+        if stats.requested > 0 && built.warnings.iter().any(|w| w.contains(NO_BACKEND)) {
+            let p = skipped(&doc_hash, "no LLM configured", language);
+            return Ok(output(
+                &p,
+                &glossary,
+                "pyramid skipped: no LLM configured".to_owned(),
+            ));
+        }
+        let summary = format!(
+            "{} nodes in {} levels ({}): {} asked of the model, {} reused, {} fallbacks; {} glossary terms",
+            built.pyramid.nodes.len(),
+            config.levels,
+            language.code(),
+            stats.requested,
+            stats.reused,
+            stats.fallbacks,
+            glossary.terms.len()
+        );
+        let mut out = output(&built.pyramid, &glossary, summary);
+        for w in built.warnings {
+            out = out.warning(w);
+        }
+        Ok(out)
+    }
+}
+
+koas_kernel_api::export_kernel!(MdPyramid);
