@@ -174,14 +174,14 @@ impl FixOutcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use koas_review_schema::findings::{Finding, FindingKind, Fix, LineEdit};
+    use koas_review_schema::findings::{Finding, FindingKind, Fix, FixEdit};
 
     fn finding(line: u32, edits: Vec<(u32, &str, Option<&str>)>) -> Finding {
         Finding::new(FindingKind::HeadingLevelSkip, "k", line, line, "m", "e").with_fix(Fix {
             description: "d".into(),
             edits: edits
                 .into_iter()
-                .map(|(line, before, after)| LineEdit {
+                .map(|(line, before, after)| FixEdit {
                     line,
                     before: before.into(),
                     after: after.map(str::to_string),

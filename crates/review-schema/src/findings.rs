@@ -217,7 +217,7 @@ impl FromStr for FindingKind {
 
 /// One line of a [`Fix`]: the line as it is and what it becomes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LineEdit {
+pub struct FixEdit {
     /// The line (1-based) in the document the finding was made on.
     pub line: u32,
     /// Its text as the finding saw it (no line ending); a fix whose
@@ -235,7 +235,7 @@ pub struct Fix {
     /// What the fix does, in a few words ("link to #retry-policy").
     pub description: String,
     /// The lines it changes or removes.
-    pub edits: Vec<LineEdit>,
+    pub edits: Vec<FixEdit>,
 }
 
 fn first_column() -> u32 {

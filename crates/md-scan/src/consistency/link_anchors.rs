@@ -13,7 +13,7 @@ use super::KERNEL;
 use crate::document::Document;
 use crate::markdown::MarkdownFacts;
 use crate::ScanError;
-use koas_review_schema::findings::{Finding, FindingKind, Fix, LineEdit};
+use koas_review_schema::findings::{Finding, FindingKind, Fix, FixEdit};
 use koas_review_schema::stage1::BlockKind;
 use regex::Regex;
 
@@ -176,7 +176,7 @@ pub fn detect(
                     after.replace_range(start..start + link.source.len(), &fixed_source);
                     finding = finding.with_fix(Fix {
                         description: format!("link to #{only}"),
-                        edits: vec![LineEdit {
+                        edits: vec![FixEdit {
                             line: link.line,
                             before: text.to_string(),
                             after: Some(after),

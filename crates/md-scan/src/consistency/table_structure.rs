@@ -22,7 +22,7 @@
 use super::KERNEL;
 use crate::document::Document;
 use crate::tables::{split_cells, Row, Table};
-use koas_review_schema::findings::{Finding, FindingKind, Fix, LineEdit, Severity};
+use koas_review_schema::findings::{Finding, FindingKind, Fix, FixEdit, Severity};
 
 fn plural(n: usize, word: &str) -> String {
     if n == 1 {
@@ -94,7 +94,7 @@ pub fn detect(doc: &Document<'_>, tables: &[Table], out: &mut Vec<Finding>) {
             continue;
         }
         let mut problems: Vec<(u32, String)> = Vec::new();
-        let mut fix_edits: Vec<LineEdit> = Vec::new();
+        let mut fix_edits: Vec<FixEdit> = Vec::new();
         let mut certain = true;
         let mut error = false;
         let short_rows = t
@@ -123,7 +123,7 @@ pub fn detect(doc: &Document<'_>, tables: &[Table], out: &mut Vec<Finding>) {
                         format!("line {} has {n} (an extra empty cell)", r.line),
                     ));
                     match without_extra_empty_cells(line, header) {
-                        Some(after) => fix_edits.push(LineEdit {
+                        Some(after) => fix_edits.push(FixEdit {
                             line: r.line,
                             before: line.to_string(),
                             after: Some(after),

@@ -9,7 +9,7 @@
 
 use super::KERNEL;
 use crate::document::Document;
-use koas_review_schema::findings::{Finding, FindingKind, Fix, LineEdit};
+use koas_review_schema::findings::{Finding, FindingKind, Fix, FixEdit};
 use koas_review_schema::stage1::{HeadingStyle, SectionEntry};
 
 /// The level each heading gets once no level is skipped: one below the
@@ -62,7 +62,7 @@ pub fn detect(doc: &Document<'_>, check_levels: bool, out: &mut Vec<Finding>) {
     }
     let levels = outline_levels(sections);
     let mut skips: Vec<Finding> = Vec::new();
-    let mut edits: Vec<Vec<LineEdit>> = Vec::new();
+    let mut edits: Vec<Vec<FixEdit>> = Vec::new();
     for (i, cur) in sections.iter().enumerate() {
         let skipped = i > 0 && cur.level > sections[i - 1].level + 1;
         if skipped {
@@ -91,7 +91,7 @@ pub fn detect(doc: &Document<'_>, check_levels: bool, out: &mut Vec<Finding>) {
         if levels[i] != cur.level {
             let line = doc.line(cur.line_start);
             if let (Some(list), Some(after)) = (edits.last_mut(), with_level(line, levels[i])) {
-                list.push(LineEdit {
+                list.push(FixEdit {
                     line: cur.line_start,
                     before: line.to_string(),
                     after: Some(after),
@@ -119,14 +119,14 @@ pub fn detect(doc: &Document<'_>, check_levels: bool, out: &mut Vec<Finding>) {
 fn empty_heading(doc: &Document<'_>, s: &SectionEntry) -> Finding {
     let line = s.line_start;
     let blank = |l: u32| l >= 1 && l <= doc.line_count() && doc.index.is_blank(l);
-    let mut edits = vec![LineEdit {
+    let mut edits = vec![FixEdit {
         line,
         before: doc.line(line).to_string(),
         after: None,
     }];
     // Keep one blank line where the heading stood, not two.
     if blank(line + 1) && (line == 1 || blank(line - 1)) {
-        edits.push(LineEdit {
+        edits.push(FixEdit {
             line: line + 1,
             before: doc.line(line + 1).to_string(),
             after: None,
