@@ -141,23 +141,96 @@ fn human_format_is_compiler_style_with_a_summary_on_stderr() {
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 3, "{text}");
     assert!(
-        lines[0].starts_with("d.md:5: ai_leftover: "),
+        lines[0].starts_with("d.md:5:1: warning ai_leftover: "),
         "{}",
         lines[0]
     );
     assert!(
-        lines[1].starts_with("d.md:7: broken_reference: "),
+        lines[1].starts_with("d.md:7:5: error broken_reference: "),
         "{}",
         lines[1]
     );
     assert!(
-        lines[2].starts_with("d.md:9: terminology_drift: "),
+        lines[2].starts_with("d.md:9:1: info terminology_drift: "),
         "{}",
         lines[2]
     );
     assert!(stderr(&out).contains("3 findings (1 error, 1 warning, 1 info) in 1 file"));
     let quiet = run(&["check", "-q", "d.md"], dir.path());
     assert!(stderr(&quiet).is_empty());
+}
+
+/// A document with one defect of each kind whose fix is certain.
+const FIXABLE: &str = "# Guide\n\nSee [the setup](#set-up).\n\n### Setup\n\nText.\n\n##\n\n| a | b |\n|---|---|\n| 1 | 2 | |\n\nSee [nowhere](#unrelated-title).\n";
+
+#[test]
+fn fix_dry_run_shows_a_diff_and_fix_applies_it() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = write(dir.path(), "d.md", FIXABLE);
+    let dry = run(&["check", "--fix", "--dry-run", "d.md"], dir.path());
+    let diff = stdout(&dry);
+    assert_eq!(dry.status.code(), Some(1), "a broken link remains: {diff}");
+    assert!(
+        diff.starts_with("--- a/d.md\n+++ b/d.md\n@@ -1,15 +1,13 @@\n"),
+        "{diff}"
+    );
+    for change in [
+        "-See [the setup](#set-up).\n+See [the setup](#setup).\n",
+        "-### Setup\n+## Setup\n",
+        " \n-##\n-\n |",
+        "-| 1 | 2 | |\n+| 1 | 2 |\n",
+    ] {
+        assert!(diff.contains(change), "{change:?} in {diff}");
+    }
+    assert!(
+        stderr(&dry).contains("would apply 4 fixes in 1 file"),
+        "{}",
+        stderr(&dry)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&path).expect("read"),
+        FIXABLE,
+        "a dry run changes nothing"
+    );
+    // The diff is a patch the document takes.
+    let patched = koas_review::patch::parse_patch(&diff)
+        .and_then(|p| koas_review::patch::apply_patch(FIXABLE, &p))
+        .expect("the diff is a unified diff the document takes");
+
+    let fixed = run(&["check", "--fix", "--format", "json", "d.md"], dir.path());
+    let after = std::fs::read_to_string(&path).expect("read");
+    assert_eq!(patched, after, "the dry-run diff is what --fix writes");
+    assert_eq!(
+        after,
+        "# Guide\n\nSee [the setup](#setup).\n\n## Setup\n\nText.\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\nSee [nowhere](#unrelated-title).\n"
+    );
+    let remaining = json_findings(&fixed);
+    assert_eq!(remaining.len(), 1, "{remaining:?}");
+    assert_eq!(remaining[0].1.line, 13, "reported on the fixed text");
+    assert_eq!(fixed.status.code(), Some(1));
+    // Nothing left to fix: a second run changes nothing.
+    let again = run(&["check", "--fix", "--dry-run", "d.md"], dir.path());
+    assert!(stdout(&again).is_empty());
+    assert!(stderr(&again).contains("would apply 0 fixes in 0 files"));
+    // Standard input cannot be written back.
+    let mut child = koas()
+        .args(["check", "--fix", "-"])
+        .current_dir(dir.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    if let Some(mut stdin) = child.stdin.take() {
+        std::io::Write::write_all(&mut stdin, FIXABLE.as_bytes()).expect("stdin");
+    }
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("cannot write standard input back"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
@@ -386,7 +459,9 @@ fn koas_toml_is_found_upward_and_applied() {
         &["check", "--no-config", "--format", "json", "docs/deep/d.md"],
         dir.path(),
     );
-    assert_eq!(json_findings(&none).len(), 3);
+    // Without the project pattern "Voici le texte demandé" is still a
+    // leftover: it mentions the request.
+    assert_eq!(json_findings(&none).len(), 4);
     write(
         dir.path(),
         "other.toml",

@@ -131,6 +131,17 @@ impl<'a> Document<'a> {
         }
     }
 
+    /// The 1-based column, in characters, of byte `offset` of `line`
+    /// (an offset past the end or inside a character counts to its end).
+    pub fn column(&self, line: LineNo, offset: usize) -> u32 {
+        let text = self.line(line);
+        let mut end = offset.min(text.len());
+        while end > 0 && !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        u32::try_from(text[..end].chars().count() + 1).unwrap_or(u32::MAX)
+    }
+
     /// The section whose own content holds `line` (the last section that
     /// starts at or before it), or `None` in the preamble.
     pub fn section_at(&self, line: LineNo) -> Option<&'a SectionEntry> {

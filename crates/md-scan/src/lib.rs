@@ -31,6 +31,7 @@ mod document;
 mod error;
 mod evidence;
 pub mod fingerprint;
+pub mod fix;
 pub mod markdown;
 mod numbering;
 pub mod numbers;

@@ -38,6 +38,18 @@ pub struct FragmentLink {
     pub source: String,
 }
 
+/// A list and how many items it has (its own, not those of lists nested
+/// in them).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListFact {
+    /// Line of the first item's marker.
+    pub line_start: LineNo,
+    /// Last line of the list.
+    pub line_end: LineNo,
+    /// Number of items.
+    pub items: usize,
+}
+
 /// What the parser pass collects.
 #[derive(Debug, Clone, Default)]
 pub struct MarkdownFacts {
@@ -48,6 +60,8 @@ pub struct MarkdownFacts {
     /// Anchors defined outside the anchor map: HTML `id`/`name` attributes
     /// and slugs of headings nested in containers.
     pub extra_anchors: HashSet<String>,
+    /// Lists in document order of their first line.
+    pub lists: Vec<ListFact>,
 }
 
 /// The parser options `koas-md` uses (GFM tables, footnotes,
@@ -59,6 +73,20 @@ fn options() -> Options {
         | Options::ENABLE_TASKLISTS
         | Options::ENABLE_MATH
         | Options::ENABLE_GFM
+}
+
+/// An explicit heading ID (`## Title {#custom-id}`): kramdown, Pandoc,
+/// mdBook and MkDocs give the heading that anchor.
+static HEADING_ID: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"\{[^{}]*#([^\s{}#]+)[^{}]*\}\s*#*\s*$").ok());
+
+/// The explicit ID of a heading's text, if it has one.
+pub fn heading_id(text: &str) -> Option<&str> {
+    HEADING_ID
+        .as_ref()?
+        .captures(text)?
+        .get(1)
+        .map(|m| m.as_str())
 }
 
 static HTML_ID: LazyLock<Option<Regex>> =
@@ -94,6 +122,12 @@ pub fn collect(doc: &Document<'_>) -> MarkdownFacts {
     let mut paragraph: Option<(usize, String, usize)> = None;
     let mut nested_heading: Option<String> = None;
     let mut link: Option<(usize, String)> = None;
+    let mut lists: Vec<(usize, usize)> = Vec::new();
+    for section in &doc.stage1.sections.sections {
+        if let Some(id) = heading_id(doc.line(section.line_start)) {
+            facts.extra_anchors.insert(id.to_string());
+        }
+    }
     for (event, range) in Parser::new_ext(body, options()).into_offset_iter() {
         let (start, end) = (base + range.start, base + range.end);
         match event {
@@ -101,7 +135,22 @@ pub fn collect(doc: &Document<'_>) -> MarkdownFacts {
             Event::End(TagEnd::BlockQuote(_) | TagEnd::FootnoteDefinition) => {
                 containers = containers.saturating_sub(1)
             }
-            Event::Start(Tag::Item) => list_depth += 1,
+            Event::Start(Tag::List(_)) => lists.push((start, 0)),
+            Event::End(TagEnd::List(_)) => {
+                if let Some((l_start, items)) = lists.pop() {
+                    facts.lists.push(ListFact {
+                        line_start: doc.index.line_of(l_start),
+                        line_end: doc.index.last_line_of(l_start, end),
+                        items,
+                    });
+                }
+            }
+            Event::Start(Tag::Item) => {
+                list_depth += 1;
+                if let Some((_, items)) = lists.last_mut() {
+                    *items += 1;
+                }
+            }
             Event::End(TagEnd::Item) => list_depth = list_depth.saturating_sub(1),
             Event::Start(Tag::Paragraph) => paragraph = Some((start, String::new(), 0)),
             Event::End(TagEnd::Paragraph) => {
@@ -120,6 +169,9 @@ pub fn collect(doc: &Document<'_>) -> MarkdownFacts {
             }
             Event::End(TagEnd::Heading(_)) => {
                 if let Some(title) = nested_heading.take() {
+                    if let Some(id) = heading_id(&title) {
+                        facts.extra_anchors.insert(id.to_string());
+                    }
                     facts
                         .extra_anchors
                         .insert(koas_md::slug::github_slug(title.trim()));
@@ -177,6 +229,7 @@ pub fn collect(doc: &Document<'_>) -> MarkdownFacts {
             _ => {}
         }
     }
+    facts.lists.sort_by_key(|l| l.line_start);
     facts
 }
 
@@ -210,5 +263,11 @@ mod tests {
         assert!(facts.extra_anchors.contains("custom"));
         assert!(facts.extra_anchors.contains("quoted-head"));
         assert!(facts.paragraphs.iter().all(|p| !p.text.contains("title")));
+        let lists: Vec<(u32, usize)> = facts
+            .lists
+            .iter()
+            .map(|l| (l.line_start, l.items))
+            .collect();
+        assert_eq!(lists, [(10, 2)]);
     }
 }

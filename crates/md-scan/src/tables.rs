@@ -96,16 +96,36 @@ fn row(doc: &Document<'_>, line: LineNo) -> Row {
     }
 }
 
+/// `true` for a line a renderer extension reads as markup of the table,
+/// not as a row, although a GFM parser takes it for one: a kramdown or
+/// MkDocs attribute list (`{: .table }`, `{#id .class}`), a Liquid tag
+/// (`{% endfor %}`), a Pandoc caption (`Table: …`, `: …`) or an HTML
+/// comment.
+pub fn is_extension_line(line: &str) -> bool {
+    let t = strip_container(line).trim();
+    let wrapped = |open: &str, close: &str| t.starts_with(open) && t.ends_with(close);
+    wrapped("{:", "}")
+        || (wrapped("{", "}") && t[1..].trim_start().starts_with(['#', '.']))
+        || wrapped("{%", "%}")
+        || wrapped("<!--", "-->")
+        || t.starts_with("Table:")
+        || (t.starts_with(": ") && !t.contains('|'))
+}
+
 fn build(doc: &Document<'_>, start: LineNo, end: LineNo, recognized: bool) -> Option<Table> {
     if end <= start {
         return None;
     }
+    let rows: Vec<Row> = ((start + 2)..=end)
+        .filter(|&l| !is_extension_line(doc.line(l)))
+        .map(|l| row(doc, l))
+        .collect();
     Some(Table {
         line_start: start,
-        line_end: end,
+        line_end: rows.last().map_or(start + 1, |r| r.line),
         header: row(doc, start),
         delimiter_cells: split_cells(doc.line(start + 1)).len(),
-        rows: ((start + 2)..=end).map(|l| row(doc, l)).collect(),
+        rows,
         recognized,
     })
 }
@@ -169,6 +189,35 @@ mod tests {
         assert!(!is_delimiter_row("---"));
         assert!(!is_delimiter_row("| a | b |"));
         assert!(!is_delimiter_row("| - x |"));
+    }
+
+    /// Regression: renderer extensions after a table were read as rows.
+    #[test]
+    fn renderer_extension_lines_are_not_rows() {
+        for extension in [
+            "{: .table }",
+            "{:.table-striped}",
+            "{ .compact #options }",
+            "{%- endfor %}",
+            "Table: Supported formats",
+            ": Supported formats",
+            "<!-- end of the generated table -->",
+        ] {
+            assert!(is_extension_line(extension), "{extension}");
+            let text = format!("# T\n\n| a | b |\n|---|---|\n| 1 | 2 |\n{extension}\n\nText.\n");
+            let s1 = stage1(&text);
+            let doc = Document::new(s1.view(&text)).expect("doc");
+            let tables = find_tables(&doc);
+            assert_eq!(tables[0].rows.len(), 1, "{extension}");
+            assert_eq!(tables[0].line_end, 5, "{extension}");
+        }
+        for row in [
+            "| 1 | 2 |",
+            "Some text glued to the table.",
+            "{{ site.title }} | x",
+        ] {
+            assert!(!is_extension_line(row), "{row}");
+        }
     }
 
     #[test]

@@ -6,6 +6,57 @@
 //! without `\b` (plain literal alternations, which the engine prefilters)
 //! and each match is checked here for word boundaries instead.
 
+use regex::Regex;
+use std::borrow::Cow;
+use std::sync::LazyLock;
+
+/// Markup that is not prose although Stage 1 leaves it in the line: link
+/// and image targets (`](/fr/admin/dataset/new/)`), HTML tags with their
+/// attributes, Liquid tags and bare URLs.
+static NOT_PROSE: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(r#"\]\([^)]*\)|\]\[[^\]]*\]|<[A-Za-z/!][^>]*>|\{%.*?%\}|\{\{.*?\}\}|\bhttps?://\S+"#)
+        .ok()
+});
+
+/// `line` with the markup that is not prose blanked byte for byte
+/// (offsets and UTF-8 stay valid).
+pub fn mask_markup(line: &str) -> Cow<'_, str> {
+    let Some(re) = NOT_PROSE.as_ref() else {
+        return Cow::Borrowed(line);
+    };
+    if !line.contains(['(', '<', '{', '[', ':']) || !re.is_match(line) {
+        return Cow::Borrowed(line);
+    }
+    let mut out = line.to_string();
+    for m in re.find_iter(line) {
+        // A link target keeps its `]` (it closes the link text).
+        let start = if line[m.start()..].starts_with(']') {
+            m.start() + 1
+        } else {
+            m.start()
+        };
+        out.replace_range(start..m.end(), &" ".repeat(m.end() - start));
+    }
+    Cow::Owned(out)
+}
+
+/// `true` when the match `start..end` is part of a path, a file name or an
+/// identifier rather than a word of the sentence: `admin-harvest-dataset`,
+/// `datasets/new`, `dataset.png`, `?dataset=`.
+pub fn in_identifier(text: &str, start: usize, end: usize) -> bool {
+    let before = text.get(..start).and_then(|s| s.chars().next_back());
+    let mut rest = text.get(end..).unwrap_or("").chars();
+    let after = rest.next();
+    let after2 = rest.next();
+    before.is_some_and(|c| {
+        matches!(
+            c,
+            '/' | '\\' | '-' | '_' | '.' | '#' | '=' | '@' | '~' | '?' | '&'
+        )
+    }) || after.is_some_and(|c| matches!(c, '/' | '\\' | '-' | '_' | '#' | '=' | '@' | '~'))
+        || (after == Some('.') && after2.is_some_and(|c| c.is_alphanumeric()))
+}
+
 /// `true` when `c` is part of a word (Unicode letters and digits, `_`).
 fn is_word_char(c: char) -> bool {
     c.is_alphanumeric() || c == '_'
@@ -23,6 +74,20 @@ pub fn at_word_boundaries(text: &str, start: usize, end: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn markup_and_identifiers_are_not_prose() {
+        let line = "Voir [la page](/fr/admin/dataset/new/) et <img src=\"dataset.png\"> {% link a/dataset.md %} https://x.fr/datasets";
+        let masked = mask_markup(line);
+        assert_eq!(masked.len(), line.len());
+        assert!(!masked.contains("dataset"), "{masked}");
+        assert!(masked.contains("la page"));
+        let t = "le dataset admin-dataset-modal.png dataset.png dataset/r";
+        let all: Vec<usize> = t.match_indices("dataset").map(|(i, _)| i).collect();
+        let free: Vec<bool> = all.iter().map(|&i| !in_identifier(t, i, i + 7)).collect();
+        assert_eq!(free, [true, false, false, false]);
+        assert!(!in_identifier("the dataset.", 4, 11));
+    }
 
     #[test]
     fn boundaries_follow_unicode_words() {

@@ -57,10 +57,12 @@ fn check(text: &str) -> Vec<Finding> {
         .findings
 }
 
+/// Kinds that look inside tables: the two table checks, and `#fragment`
+/// links in cells (markdownlint checks those too).
 fn is_table_kind(kind: FindingKind) -> bool {
     matches!(
         kind,
-        FindingKind::TableStructure | FindingKind::TablePercentage
+        FindingKind::TableStructure | FindingKind::TablePercentage | FindingKind::BrokenLinkAnchor
     )
 }
 

@@ -92,11 +92,19 @@ pub enum FindingKind {
     NumberingDuplicate,
     /// A reference to a figure, table or equation that does not exist.
     MissingTarget,
+    /// A heading marker (`##`) with no text.
+    EmptyHeading,
+    /// A line that reads as a heading but lost its `#` marks and joined
+    /// the paragraph above it.
+    GluedHeading,
+    /// An image whose alt text names another figure number than the
+    /// caption under it.
+    CaptionMismatch,
 }
 
 impl FindingKind {
     /// Every kind, in a stable order.
-    pub const ALL: [FindingKind; 12] = [
+    pub const ALL: [FindingKind; 15] = [
         FindingKind::AiLeftover,
         FindingKind::DuplicateParagraph,
         FindingKind::BrokenReference,
@@ -109,6 +117,9 @@ impl FindingKind {
         FindingKind::NumberingGap,
         FindingKind::NumberingDuplicate,
         FindingKind::MissingTarget,
+        FindingKind::EmptyHeading,
+        FindingKind::GluedHeading,
+        FindingKind::CaptionMismatch,
     ];
 
     /// The snake_case name used in JSON, config files and suppression
@@ -127,6 +138,9 @@ impl FindingKind {
             FindingKind::NumberingGap => "numbering_gap",
             FindingKind::NumberingDuplicate => "numbering_duplicate",
             FindingKind::MissingTarget => "missing_target",
+            FindingKind::EmptyHeading => "empty_heading",
+            FindingKind::GluedHeading => "glued_heading",
+            FindingKind::CaptionMismatch => "caption_mismatch",
         }
     }
 
@@ -140,8 +154,11 @@ impl FindingKind {
             | FindingKind::NumericContradiction
             | FindingKind::TablePercentage
             | FindingKind::HeadingLevelSkip
-            | FindingKind::NumberingGap => Severity::Warning,
-            FindingKind::BrokenReference
+            | FindingKind::NumberingGap
+            | FindingKind::EmptyHeading
+            | FindingKind::GluedHeading => Severity::Warning,
+            FindingKind::CaptionMismatch
+            | FindingKind::BrokenReference
             | FindingKind::TableStructure
             | FindingKind::BrokenLinkAnchor
             | FindingKind::NumberingDuplicate
@@ -168,6 +185,9 @@ impl FindingKind {
             FindingKind::MissingTarget => {
                 "Reference to a figure, table or equation that does not exist"
             }
+            FindingKind::EmptyHeading => "Heading without text",
+            FindingKind::GluedHeading => "Heading that lost its # marks and joined a paragraph",
+            FindingKind::CaptionMismatch => "Image alt text and caption give different numbers",
         }
     }
 }
@@ -195,6 +215,33 @@ impl FromStr for FindingKind {
     }
 }
 
+/// One line of a [`Fix`]: the line as it is and what it becomes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FixEdit {
+    /// The line (1-based) in the document the finding was made on.
+    pub line: u32,
+    /// Its text as the finding saw it (no line ending); a fix whose
+    /// `before` no longer matches is not applied.
+    pub before: String,
+    /// Its new text (no line ending), or `None` to remove the line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
+}
+
+/// A correction that certainly resolves a finding (`koas check --fix`):
+/// whole-line edits, in line order, on distinct lines.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fix {
+    /// What the fix does, in a few words ("link to #retry-policy").
+    pub description: String,
+    /// The lines it changes or removes.
+    pub edits: Vec<FixEdit>,
+}
+
+fn first_column() -> u32 {
+    1
+}
+
 /// One problem found in a document.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Finding {
@@ -202,6 +249,10 @@ pub struct Finding {
     pub kind: FindingKind,
     /// First line of the problem (1-based).
     pub line: u32,
+    /// Column of `line` where the problem starts (1-based, counted in
+    /// characters); 1 when the whole line is meant.
+    #[serde(default = "first_column")]
+    pub column: u32,
     /// Last line of the problem (inclusive; equal to `line` for one line).
     pub line_end: u32,
     /// How serious it is.
@@ -223,6 +274,9 @@ pub struct Finding {
     /// The chunk owning `line`, when a chunk plan was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chunk_id: Option<String>,
+    /// The correction, when one is certain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fix: Option<Fix>,
 }
 
 /// The longest evidence kept, in characters.
@@ -241,6 +295,7 @@ impl Finding {
         Finding {
             kind,
             line,
+            column: 1,
             line_end: line_end.max(line),
             severity: kind.default_severity(),
             message: message.into(),
@@ -249,12 +304,32 @@ impl Finding {
             section_id: None,
             anchor: None,
             chunk_id: None,
+            fix: None,
         }
     }
 
-    /// The order findings are listed in: by line, then kind, then message.
-    pub fn sort_key(&self) -> (u32, u32, FindingKind, &str) {
-        (self.line, self.line_end, self.kind, self.message.as_str())
+    /// The same finding starting at `column` (1-based, in characters).
+    pub fn at_column(mut self, column: u32) -> Self {
+        self.column = column.max(1);
+        self
+    }
+
+    /// The same finding with a certain correction.
+    pub fn with_fix(mut self, fix: Fix) -> Self {
+        self.fix = Some(fix);
+        self
+    }
+
+    /// The order findings are listed in: by line, then kind, then column,
+    /// then message.
+    pub fn sort_key(&self) -> (u32, u32, FindingKind, u32, &str) {
+        (
+            self.line,
+            self.line_end,
+            self.kind,
+            self.column,
+            self.message.as_str(),
+        )
     }
 }
 

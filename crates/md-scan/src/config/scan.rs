@@ -22,15 +22,21 @@ pub const DEFAULT_AI_LEFTOVER_PATTERNS: [&str; 10] = [
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ScanConfig {
-    /// Regular expressions (Rust `regex` syntax) that mark AI leftovers.
-    /// Replaces the defaults when set.
+    /// Regular expressions (Rust `regex` syntax) of phrases assistants
+    /// leave behind. A match alone is not a finding: ordinary prose says
+    /// "here is the" and "in conclusion" too. The line is reported when
+    /// its sentence speaks to whoever asked for the text (see
+    /// `ai_leftovers`); with `ai_leftover_phrase_matches` the other matches
+    /// are reported as `info`. Replaces the defaults when set.
     pub ai_leftover_patterns: Vec<String>,
-    /// Patterns added to `ai_leftover_patterns` (keeps the defaults).
+    /// Phrases a project knows to be leftovers in its own documents
+    /// ("voici le texte"): every match is reported, without judging the
+    /// sentence.
     pub extra_ai_leftover_patterns: Vec<String>,
-    /// Patterns of the two lists above that also occur in ordinary prose
-    /// ("Here is an example:"): a line matching only these is reported at
-    /// `info` severity instead of `warning`. Compared as written.
-    pub ai_leftover_info_patterns: Vec<String>,
+    /// Also report, as `info`, a match of `ai_leftover_patterns` in a
+    /// sentence that does not speak to the asker. Off by default: on real
+    /// documents such matches were ordinary prose every time.
+    pub ai_leftover_phrase_matches: bool,
     /// Paragraphs shorter than this (in characters, whitespace normalised)
     /// are never reported as duplicates.
     pub duplicate_min_chars: usize,
@@ -74,6 +80,14 @@ pub struct ScanConfig {
     pub term_pairs: Vec<(String, String)>,
     /// Term pairs added to `term_pairs` (keeps the defaults).
     pub extra_term_pairs: Vec<(String, String)>,
+    /// Report terminology drift (`info`). A project that mixes the two
+    /// forms on purpose turns it off here or with `check.disable`.
+    pub terminology_drift: bool,
+    /// Anchors that exist on the rendered page although no heading of the
+    /// file has them: a site generator adds them, or another fragment of
+    /// the same page holds them. `*` matches any run of characters
+    /// (`"api-*"`); a leading `#` is ignored.
+    pub extra_anchors: Vec<String>,
 }
 
 impl Default for ScanConfig {
@@ -82,11 +96,7 @@ impl Default for ScanConfig {
         ScanConfig {
             ai_leftover_patterns: strings(&DEFAULT_AI_LEFTOVER_PATTERNS),
             extra_ai_leftover_patterns: Vec::new(),
-            ai_leftover_info_patterns: strings(&[
-                DEFAULT_AI_LEFTOVER_PATTERNS[2],
-                DEFAULT_AI_LEFTOVER_PATTERNS[6],
-                DEFAULT_AI_LEFTOVER_PATTERNS[8],
-            ]),
+            ai_leftover_phrase_matches: false,
             duplicate_min_chars: 40,
             duplicate_boilerplate_repeats: 3,
             duplicate_short_chars: 100,
@@ -194,24 +204,13 @@ impl Default for ScanConfig {
                 ("courriel".into(), "e-mail".into()),
             ],
             extra_term_pairs: Vec::new(),
+            terminology_drift: true,
+            extra_anchors: Vec::new(),
         }
     }
 }
 
 impl ScanConfig {
-    /// The AI-leftover patterns in force: the configured list plus the
-    /// extra ones.
-    pub fn effective_ai_patterns(&self) -> impl Iterator<Item = (&'static str, &str)> {
-        self.ai_leftover_patterns
-            .iter()
-            .map(|p| ("ai_leftover_patterns", p.as_str()))
-            .chain(
-                self.extra_ai_leftover_patterns
-                    .iter()
-                    .map(|p| ("extra_ai_leftover_patterns", p.as_str())),
-            )
-    }
-
     /// The term pairs in force: the configured list plus the extra ones.
     pub fn effective_term_pairs(&self) -> impl Iterator<Item = &(String, String)> {
         self.term_pairs.iter().chain(self.extra_term_pairs.iter())

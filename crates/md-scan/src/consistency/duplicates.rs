@@ -9,6 +9,12 @@
 //! `duplicate_boilerplate_repeats` times or more (release notes repeat
 //! "Note: this release has been yanked." under every version), and a short
 //! paragraph (under `duplicate_short_chars`) repeated under another heading.
+//! Nor, under another heading: a one-sentence normative statement
+//! restated per component ("The SDK MUST …" under each SDK), a note
+//! repeated on purpose (a block quote, or a paragraph opening with "Note",
+//! "Status", "Remarque" …). And anywhere: a lead-in ending with `:` whose
+//! lists, tables or code differ (an erratum layout repeats "… est
+//! remplacée par :" before each new text).
 //! A repeat inside one section, or of a longer paragraph anywhere, is a
 //! copy-paste slip and is reported.
 
@@ -17,7 +23,41 @@ use crate::config::ScanConfig;
 use crate::document::Document;
 use crate::markdown::MarkdownFacts;
 use koas_review_schema::findings::{Finding, FindingKind};
+use regex::Regex;
 use std::collections::HashMap;
+use std::sync::LazyLock;
+
+/// A normative keyword (RFC 2119 words, French "doit").
+static NORMATIVE: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(?:must|shall|should|required|recommended|may not|doit|doivent|devra|devront|obligatoire)\b").ok()
+});
+
+/// A note label opening a paragraph.
+static NOTE: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(r"(?i)^[\s>*_]*(?:\[!\w+\]|note|nota|nb|n\.b\.|status|statut|warning|caution|important|attention|remarque|avertissement|tip|info)\b").ok()
+});
+
+/// `true` for one sentence: no sentence end before its last character.
+fn one_sentence(text: &str) -> bool {
+    let t = text.trim_end_matches(['.', '!', '?', ' ']);
+    !t.contains(". ") && !t.contains("! ") && !t.contains("? ")
+}
+
+/// The raw lines of the block after `line_end` (from the next non-blank
+/// line to the next blank line), trimmed.
+fn next_block<'a>(doc: &Document<'a>, line_end: u32) -> Vec<&'a str> {
+    let n = doc.line_count();
+    let mut l = line_end + 1;
+    while l <= n && doc.index.is_blank(l) {
+        l += 1;
+    }
+    let mut block = Vec::new();
+    while l <= n && !doc.index.is_blank(l) && block.len() < 200 {
+        block.push(doc.line(l).trim());
+        l += 1;
+    }
+    block
+}
 
 /// Collapses every run of whitespace to one space and trims.
 pub fn normalize_whitespace(text: &str) -> String {
@@ -60,9 +100,11 @@ pub fn detect(
     }
     let section_of = |line: u32| doc.section_at(line).map(|s| s.id.as_str());
     let mut first_seen: HashMap<&str, u32> = HashMap::new();
+    let mut first_end: HashMap<&str, u32> = HashMap::new();
     for c in &candidates {
         let Some(&first) = first_seen.get(c.key.as_str()) else {
             first_seen.insert(&c.key, c.line_start);
+            first_end.insert(&c.key, c.line_end);
             continue;
         };
         let repeats = occurrences.get(c.key.as_str()).copied().unwrap_or(0);
@@ -70,7 +112,20 @@ pub fn detect(
             && repeats >= config.duplicate_boilerplate_repeats;
         let short_elsewhere = c.key.chars().count() < config.duplicate_short_chars
             && section_of(first) != section_of(c.line_start);
-        if boilerplate || short_elsewhere {
+        let elsewhere = section_of(first) != section_of(c.line_start);
+        let normative = elsewhere
+            && one_sentence(&c.key)
+            && NORMATIVE.as_ref().is_some_and(|re| re.is_match(&c.key));
+        let note = elsewhere
+            && (doc.line(c.line_start).trim_start().starts_with('>')
+                || NOTE
+                    .as_ref()
+                    .is_some_and(|re| re.is_match(doc.line(c.line_start))));
+        let lead_in = c.key.trim_end().ends_with(':')
+            && first_end
+                .get(c.key.as_str())
+                .is_some_and(|&end| next_block(doc, end) != next_block(doc, c.line_end));
+        if boilerplate || short_elsewhere || normative || note || lead_in {
             continue;
         }
         out.push(Finding::new(
@@ -125,6 +180,39 @@ mod tests {
         let long = "The gateway buffers messages on local disk for up to one hour when the central store is unreachable, then replays them in order.";
         let text = format!("# A\n\n{long}\n\n# B\n\n{long}\n");
         assert_eq!(scan(&text).len(), 1, "long, anywhere");
+    }
+
+    /// Regression: deliberate repetition reported on real documents.
+    #[test]
+    fn deliberate_repetition_is_not_reported() {
+        let rule = "When the exporter is shut down, the implementation MUST flush every pending batch before it returns to the caller.";
+        let text = format!("# Go SDK\n\n{rule}\n\n# Java SDK\n\n{rule}\n");
+        assert!(scan(&text).is_empty(), "normative statement per component");
+        let lead =
+            "Le deuxième alinéa de l’article 4 de la convention de service est remplacée par :";
+        let text = format!(
+            "# Erratum 1\n\n{lead}\n\n- premier texte\n\n# Erratum 2\n\n{lead}\n\n- second texte\n"
+        );
+        assert!(scan(&text).is_empty(), "lead-in of different lists");
+        let text = format!("# E\n\n{lead}\n\n- même texte\n\n{lead}\n\n- même texte\n");
+        assert_eq!(
+            scan(&text).len(),
+            1,
+            "a lead-in repeated with its list is a slip"
+        );
+        let note = "> [!NOTE]\n> This representation is lossy: type information is lost and numbers may lose precision when they are converted back.";
+        let text = format!("# A\n\n{note}\n\n# B\n\n{note}\n");
+        assert!(scan(&text).is_empty(), "a note repeated on purpose");
+        let status = "**Status**: Development. This part of the specification may change in incompatible ways before it is declared stable.";
+        let text = format!("# A\n\n{status}\n\n# B\n\n{status}\n");
+        assert!(scan(&text).is_empty(), "a status note repeated on purpose");
+    }
+
+    #[test]
+    fn a_copied_description_under_another_heading_is_still_reported() {
+        let slip = "This is the route the user is redirected to in the browser after signing in with the identity provider.";
+        let text = format!("# Login\n\n{slip}\n\n# Logout\n\n{slip}\n");
+        assert_eq!(scan(&text).len(), 1);
     }
 
     #[test]

@@ -1,12 +1,21 @@
 //! Broken link fragments: `[x](#anchor)` where no heading of the document
-//! has that anchor (nor an HTML `id`/`name`, nor a heading nested in a
-//! quote or list). The comparison ignores case and percent-encoding, as
-//! browsers and GitHub resolve them.
+//! has that anchor (nor an explicit heading ID `{#id}`, an HTML
+//! `id`/`name`, a heading nested in a quote or list, or an anchor the
+//! project declares with `extra_anchors`). The comparison ignores case and
+//! percent-encoding, as browsers and GitHub resolve them. Links in table
+//! cells are checked too.
+//!
+//! When exactly one anchor of the document is close to the broken one (the
+//! same words under another number, or one ending with the other), the
+//! finding carries the fix that points the link there: a renamed section.
 
 use super::KERNEL;
 use crate::document::Document;
 use crate::markdown::MarkdownFacts;
-use koas_review_schema::findings::{Finding, FindingKind};
+use crate::ScanError;
+use koas_review_schema::findings::{Finding, FindingKind, Fix, FixEdit};
+use koas_review_schema::stage1::BlockKind;
+use regex::Regex;
 
 /// Decodes `%XX` escapes (invalid ones are kept as written).
 fn percent_decode(s: &str) -> String {
@@ -32,18 +41,95 @@ fn without_number(anchor: &str) -> &str {
     anchor.trim_start_matches(|c: char| c.is_ascii_digit() || c == '-')
 }
 
+/// Edit distance between `a` and `b` in characters, or `None` once it
+/// exceeds `limit` (anchors are short; the bound keeps it cheap).
+fn distance_within(a: &str, b: &str, limit: usize) -> Option<usize> {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    if a.len().abs_diff(b.len()) > limit {
+        return None;
+    }
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != cb);
+            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        if cur.iter().min().is_some_and(|&m| m > limit) {
+            return None;
+        }
+        prev = cur;
+    }
+    prev.last().copied().filter(|&d| d <= limit)
+}
+
 /// `true` when `anchor` is probably what `wanted` meant: the same words
-/// under another number, or one ending with the other.
+/// under another number, one ending with the other, the same letters with
+/// other hyphens (`set-up`, `setup`), or a slightly renamed title (a
+/// plural, a typo: titles of eight characters or more, at most one edit
+/// per four characters, three at most).
 fn similar(anchor: &str, wanted: &str) -> bool {
     let (a, w) = (without_number(anchor), without_number(wanted));
+    let letters = |s: &str| s.replace('-', "");
+    let shorter = a.chars().count().min(w.chars().count());
+    let limit = if shorter >= 8 {
+        (shorter / 4).min(3)
+    } else {
+        0
+    };
     (!a.is_empty() && a == w)
         || (anchor.len() > 3
             && wanted.len() > 3
             && (anchor.ends_with(wanted) || wanted.ends_with(anchor)))
+        || (a.len() > 3 && letters(a) == letters(w))
+        || (limit > 0 && distance_within(a, w, limit).is_some())
+}
+
+/// The anchors a project declares to exist on the rendered page although
+/// no heading of the file has them (`*` matches any run of characters).
+pub struct ExtraAnchors(Option<Regex>);
+
+impl ExtraAnchors {
+    /// Compiles `extra_anchors` patterns into one case-insensitive regex.
+    pub fn new(patterns: &[String]) -> Result<Self, ScanError> {
+        if patterns.is_empty() {
+            return Ok(ExtraAnchors(None));
+        }
+        let alternatives: Vec<String> = patterns
+            .iter()
+            .map(|p| {
+                let p = p.trim().trim_start_matches('#');
+                regex::escape(p).replace("\\*", ".*")
+            })
+            .collect();
+        let pattern = format!("(?i)^(?:{})$", alternatives.join("|"));
+        Regex::new(&pattern)
+            .map(|re| ExtraAnchors(Some(re)))
+            .map_err(|e| ScanError::InvalidPattern {
+                key: "extra_anchors".into(),
+                pattern,
+                reason: e.to_string(),
+            })
+    }
+
+    fn contains(&self, anchor: &str) -> bool {
+        self.0.as_ref().is_some_and(|re| re.is_match(anchor))
+    }
+}
+
+/// Links in these blocks are not links (code, math, HTML, front matter):
+/// only tables hold checkable links.
+fn hides_links(kind: Option<BlockKind>) -> bool {
+    kind.is_some_and(|k| k != BlockKind::Table)
 }
 
 /// Reports same-document links whose fragment names no anchor.
-pub fn detect(doc: &Document<'_>, facts: &MarkdownFacts, out: &mut Vec<Finding>) {
+pub fn detect(
+    doc: &Document<'_>,
+    facts: &MarkdownFacts,
+    extra: &ExtraAnchors,
+    out: &mut Vec<Finding>,
+) {
     let anchors = &doc.stage1.anchors.anchors;
     let known_lower: std::collections::HashSet<String> = anchors
         .keys()
@@ -52,20 +138,23 @@ pub fn detect(doc: &Document<'_>, facts: &MarkdownFacts, out: &mut Vec<Finding>)
         .collect();
     for link in &facts.fragment_links {
         if link.fragment.is_empty()
-            || (link.line..=link.line_end).any(|l| doc.block_kind(l).is_some())
+            || (link.line..=link.line_end).any(|l| hides_links(doc.block_kind(l)))
         {
             continue;
         }
         let decoded = percent_decode(&link.fragment).to_lowercase();
-        if known_lower.contains(&decoded) {
+        if known_lower.contains(&decoded) || extra.contains(&decoded) {
             continue;
         }
-        let hint = anchors
-            .keys()
-            .find(|a| similar(a, &decoded))
+        let mut close: Vec<&String> = anchors.keys().filter(|a| similar(a, &decoded)).collect();
+        close.sort();
+        let hint = close
+            .first()
             .map(|a| format!("; did you mean #{a}?"))
             .unwrap_or_default();
-        out.push(Finding::new(
+        let text = doc.line(link.line);
+        let at = text.find(&link.source).unwrap_or(0);
+        let mut finding = Finding::new(
             FindingKind::BrokenLinkAnchor,
             KERNEL,
             link.line,
@@ -75,7 +164,28 @@ pub fn detect(doc: &Document<'_>, facts: &MarkdownFacts, out: &mut Vec<Finding>)
                 link.fragment
             ),
             &link.source,
-        ));
+        )
+        .at_column(doc.column(link.line, at));
+        if let ([only], true) = (close.as_slice(), link.line == link.line_end) {
+            let old = format!("(#{})", link.fragment);
+            if let Some(pos) = link.source.rfind(&old) {
+                let mut fixed_source = link.source.clone();
+                fixed_source.replace_range(pos..pos + old.len(), &format!("(#{only})"));
+                if let Some(start) = text.find(&link.source) {
+                    let mut after = text.to_string();
+                    after.replace_range(start..start + link.source.len(), &fixed_source);
+                    finding = finding.with_fix(Fix {
+                        description: format!("link to #{only}"),
+                        edits: vec![FixEdit {
+                            line: link.line,
+                            before: text.to_string(),
+                            after: Some(after),
+                        }],
+                    });
+                }
+            }
+        }
+        out.push(finding);
     }
 }
 
@@ -85,13 +195,63 @@ mod tests {
     use crate::document::test_support::stage1;
     use crate::markdown;
 
-    fn scan(text: &str) -> Vec<Finding> {
+    fn scan_with(text: &str, extra: &[&str]) -> Vec<Finding> {
         let s1 = stage1(text);
         let doc = Document::new(s1.view(text)).expect("doc");
         let facts = markdown::collect(&doc);
         let mut out = Vec::new();
-        detect(&doc, &facts, &mut out);
+        let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+        let extra = ExtraAnchors::new(&extra).expect("valid");
+        detect(&doc, &facts, &extra, &mut out);
         out
+    }
+
+    fn scan(text: &str) -> Vec<Finding> {
+        scan_with(text, &[])
+    }
+
+    #[test]
+    fn renamed_titles_are_close_and_unrelated_ones_are_not() {
+        assert!(similar("setup", "set-up"));
+        assert!(similar("retry-policies", "retry-policy"));
+        assert!(similar("3-capacity", "4-capacity"));
+        assert!(!similar("scope", "slope"), "too short for an edit");
+        assert!(!similar("retry-policy", "error-policy"));
+        assert_eq!(distance_within("kitten", "sitting", 3), Some(3));
+        assert_eq!(distance_within("kitten", "sitting", 2), None);
+    }
+
+    #[test]
+    fn a_single_close_anchor_gives_a_fix() {
+        let found = scan("# T\n\n## 4. Retry policy\n\nSee [retries](#3-retry-policy).\n");
+        let fix = found[0].fix.as_ref().expect("one close anchor: a fix");
+        assert_eq!(
+            fix.edits[0].after.as_deref(),
+            Some("See [retries](#4-retry-policy).")
+        );
+        assert_eq!(found[0].column, 5);
+        let two =
+            scan("# T\n\n## 4. Retry policy\n\n## 5. Retry policy\n\nSee [r](#3-retry-policy).\n");
+        assert!(two[0].fix.is_none(), "two close anchors: no certain fix");
+    }
+
+    /// Regression: links in table cells were never checked, and explicit
+    /// heading IDs (`{#id}`) were not anchors.
+    #[test]
+    fn table_cells_are_checked_and_heading_ids_are_anchors() {
+        let text = "# T\n\n## Rc cycles {#cyclic-rc}\n\n| See | Where |\n|---|---|\n| [cycles](#cyclic-rc) | [gone](#nowhere) |\n";
+        let found = scan(text);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].line, 7);
+        assert!(found[0].message.contains("#nowhere"));
+    }
+
+    #[test]
+    fn declared_anchors_exist_elsewhere() {
+        let text = "# T\n\nSee [x](#api-intro), [y](#Top) and [z](#other).\n";
+        let found = scan_with(text, &["api-*", "#top"]);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].message.contains("#other"));
     }
 
     #[test]

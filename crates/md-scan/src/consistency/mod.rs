@@ -10,6 +10,7 @@
 
 mod ai_leftovers;
 mod duplicates;
+mod glued_headings;
 mod link_anchors;
 mod numeric_claims;
 mod percentages;
@@ -22,7 +23,7 @@ use crate::document::Document;
 use crate::markdown::MarkdownFacts;
 use crate::tables::Table;
 use crate::ScanError;
-use koas_review_schema::findings::Finding;
+use koas_review_schema::findings::{Finding, FindingKind};
 
 /// The kernel name findings of this scan carry.
 pub const KERNEL: &str = "md_consistency_scan";
@@ -32,6 +33,7 @@ pub struct ConsistencyScan {
     config: ScanConfig,
     ai: ai_leftovers::AiLeftovers,
     terms: terminology::Terminology,
+    anchors: link_anchors::ExtraAnchors,
 }
 
 impl ConsistencyScan {
@@ -62,6 +64,7 @@ impl ConsistencyScan {
             config: config.clone(),
             ai: ai_leftovers::AiLeftovers::new(config)?,
             terms: terminology::Terminology::new(config)?,
+            anchors: link_anchors::ExtraAnchors::new(&config.extra_anchors)?,
         })
     }
 
@@ -72,10 +75,20 @@ impl ConsistencyScan {
         duplicates::detect(doc, facts, &self.config, &mut out);
         references::detect(doc, &self.config, &mut out);
         numeric_claims::detect(doc, tables, &self.config, &mut out);
-        table_structure::detect(tables, &mut out);
+        numeric_claims::detect_lists(doc, facts, &self.config, &mut out);
+        table_structure::detect(doc, tables, &mut out);
         percentages::detect(tables, &self.config, &mut out);
-        self.terms.detect(doc, &mut out);
-        link_anchors::detect(doc, facts, &mut out);
+        if self.config.terminology_drift {
+            self.terms.detect(doc, &mut out);
+        }
+        link_anchors::detect(doc, facts, &self.anchors, &mut out);
+        // A paragraph repeated after a lost heading is that heading's
+        // defect, reported once as such.
+        let glued = glued_headings::detect(doc, facts);
+        out.retain(|f| {
+            f.kind != FindingKind::DuplicateParagraph || !glued.followers.contains(&f.line)
+        });
+        out.extend(glued.findings);
         out
     }
 }

@@ -14,11 +14,20 @@
 //! that line ends with `:`.
 //! When one claim of the window matches, nothing is reported; otherwise
 //! the claim nearest the table is.
+//!
+//! Lists are checked the same way, more strictly: the claim must be in the
+//! last sentence of the line right before the list, that line must end
+//! with `:`, and its noun phrase must end the sentence (only filler such as
+//! "below", "as follows", "suivantes" may stand between it and the colon):
+//! "imposes two additional requirements:" over a list of four items. The
+//! count is of the list's own items (nested lists are not counted), and a
+//! bound ("at least two", "au moins deux", "up to") is not a count.
 
 use super::KERNEL;
 use crate::config::ScanConfig;
 use crate::document::Document;
 use crate::evidence::around;
+use crate::markdown::MarkdownFacts;
 use crate::numbers::number_word;
 use crate::tables::Table;
 use koas_review_schema::findings::{Finding, FindingKind};
@@ -337,11 +346,188 @@ pub fn detect(doc: &Document<'_>, tables: &[Table], config: &ScanConfig, out: &m
     }
 }
 
+/// Words that may stand between a list's announced count and its colon.
+const LIST_FILLER: &[&str] = &[
+    "below",
+    "here",
+    "as",
+    "follows",
+    "following",
+    "listed",
+    "described",
+    "shown",
+    "are",
+    "is",
+    "suivants",
+    "suivantes",
+    "ci-dessous",
+    "ci-après",
+    "sont",
+    "voici",
+];
+
+/// Words just before a number that make it a bound, not a count.
+const BOUNDS: &[&str] = &[
+    "least",
+    "moins",
+    "to",
+    "than",
+    "over",
+    "under",
+    "about",
+    "environ",
+    "around",
+    "jusqu'à",
+    "max",
+    "min",
+    "maximum",
+    "minimum",
+    "approximately",
+    "de",
+];
+
+/// Reports a count that the list right after it contradicts.
+pub fn detect_lists(
+    doc: &Document<'_>,
+    facts: &MarkdownFacts,
+    config: &ScanConfig,
+    out: &mut Vec<Finding>,
+) {
+    for (i, list) in facts.lists.iter().enumerate() {
+        // A nested list's intro is its parent item, whose counts describe
+        // the item ("Secrets (9 patterns):" over categories of patterns).
+        let nested = facts.lists[..i]
+            .iter()
+            .any(|outer| outer.line_start < list.line_start && list.line_end <= outer.line_end);
+        if nested {
+            continue;
+        }
+        let Some(intro) = (1..list.line_start)
+            .rev()
+            .take(2)
+            .find(|&l| !doc.index.is_blank(l))
+        else {
+            continue;
+        };
+        if doc.is_heading(intro) {
+            continue;
+        }
+        let Some(prose) = doc.prose(intro) else {
+            continue;
+        };
+        let trimmed = prose.trim_end_matches(|c: char| c.is_whitespace() || c == '*' || c == '_');
+        let Some(body) = trimmed.strip_suffix(':') else {
+            continue;
+        };
+        let sentence_start = body
+            .rfind(". ")
+            .or_else(|| body.rfind("! "))
+            .or_else(|| body.rfind("? "))
+            .map_or(0, |i| i + 2);
+        let claims: Vec<Claim> = claims_in(intro, prose, config)
+            .into_iter()
+            .filter(|c| c.start >= sentence_start && c.end <= body.len())
+            .filter(|c| !c.counts_columns)
+            // A count in parentheses is an aside, not the announcement.
+            .filter(|c| {
+                body[..c.start].matches('(').count() <= body[..c.start].matches(')').count()
+            })
+            .filter(|c| {
+                let before = previous_word(&prose[..c.start]);
+                !BOUNDS.contains(&before.as_str())
+            })
+            .filter(|c| {
+                let between: Vec<String> = body[c.end..]
+                    .split(|ch: char| ch.is_whitespace() || ch == ',')
+                    .filter(|w| !w.is_empty())
+                    .map(|w| w.to_lowercase())
+                    .collect();
+                between.len() <= 1 || between.iter().all(|w| LIST_FILLER.contains(&w.as_str()))
+            })
+            .collect();
+        let items = list.items as u32;
+        if claims.is_empty() || claims.iter().any(|c| c.value == items) {
+            continue;
+        }
+        let Some(claim) = claims.last() else { continue };
+        out.push(
+            Finding::new(
+                FindingKind::NumericContradiction,
+                KERNEL,
+                claim.line,
+                list.line_end,
+                format!(
+                    "The text announces {} (“{}”), but the list that follows at line {} has {} item{}",
+                    claim.value,
+                    claim.phrase,
+                    list.line_start,
+                    items,
+                    if items == 1 { "" } else { "s" }
+                ),
+                &around(doc.line(claim.line), claim.start, claim.end),
+            )
+            .at_column(doc.column(claim.line, claim.start)),
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::document::test_support::stage1;
+    use crate::markdown;
     use crate::tables::find_tables;
+
+    fn scan_lists(text: &str) -> Vec<Finding> {
+        let s1 = stage1(text);
+        let doc = Document::new(s1.view(text)).expect("doc");
+        let facts = markdown::collect(&doc);
+        let mut out = Vec::new();
+        detect_lists(&doc, &facts, &ScanConfig::default(), &mut out);
+        out
+    }
+
+    /// Regression: an announced count that the following list contradicts
+    /// was missed (only tables were compared).
+    #[test]
+    fn list_counts_are_compared_with_the_list() {
+        let text = "# T\n\nThe gateway imposes two additional requirements:\n\n- TLS 1.3\n- mutual auth\n  - with nested\n  - items\n- rotation\n- audit\n";
+        let found = scan_lists(text);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!((found[0].line, found[0].line_end), (3, 10));
+        assert!(
+            found[0].message.contains("has 4 items"),
+            "{}",
+            found[0].message
+        );
+        let fr = "# T\n\nLe service respecte trois exigences suivantes :\n\n1. une\n2. deux\n";
+        assert_eq!(scan_lists(fr).len(), 1);
+    }
+
+    #[test]
+    fn list_counts_that_match_or_are_not_counts_are_quiet() {
+        for intro in [
+            "The gateway imposes two additional requirements:",
+            "It needs at least two of the following:",
+            "Two options exist. Pick one of these:",
+            "There are two headers, sent in the following cases:",
+            "See section 2 for the parameters:",
+        ] {
+            let text = format!("# T\n\n{intro}\n\n- a\n- b\n");
+            let text3 = format!("# T\n\n{intro}\n\n- a\n- b\n- c\n");
+            assert!(scan_lists(&text).is_empty(), "{intro}");
+            if !intro.starts_with("The gateway") {
+                assert!(scan_lists(&text3).is_empty(), "{intro} (3 items)");
+            }
+        }
+        assert!(scan_lists("# T\n\nTwo requirements.\n\n- a\n- b\n- c\n").is_empty());
+        // Counts of a parent item or in parentheses describe something else.
+        assert!(scan_lists(
+            "# T\n\n1. **Secrets** (9 patterns):\n   - keys\n   - tokens\n2. Other\n"
+        )
+        .is_empty());
+        assert!(scan_lists("# T\n\nThe checks (two groups):\n\n- a\n- b\n- c\n").is_empty());
+    }
 
     fn scan(text: &str) -> Vec<Finding> {
         let s1 = stage1(text);

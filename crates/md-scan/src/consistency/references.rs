@@ -53,8 +53,31 @@ fn names_another_document(before: &str, config: &ScanConfig) -> bool {
         .take(3)
         .any(|w| {
             let w = w.to_lowercase();
+            // "RFC7230", "ISO27001": the word glued to its number.
+            let bare = w.trim_end_matches(|c: char| c.is_ascii_digit());
             config.external_document_words.contains(&w)
+                || (!bare.is_empty() && config.external_document_words.iter().any(|d| d == bare))
         })
+}
+
+/// A link: its text and what follows it (`(target)` or `[label]`).
+static LINK: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"\[([^\]]*)\](\([^)]*\)|\[[^\]]*\])").ok());
+
+/// `true` when `start..end` lies in the text of a link to another page
+/// ("as described in [RFC7230, section 3.2.6][rfc7230]"): the number is
+/// that page's, not this document's.
+fn in_link_elsewhere(prose: &str, start: usize, end: usize) -> bool {
+    LINK.as_ref().is_some_and(|re| {
+        re.captures_iter(prose).any(|c| {
+            let (Some(text), Some(target)) = (c.get(1), c.get(2)) else {
+                return false;
+            };
+            text.start() <= start
+                && end <= text.end()
+                && !target.as_str()[1..].trim_start().starts_with('#')
+        })
+    })
 }
 
 /// Reports references to section numbers no heading carries.
@@ -101,6 +124,7 @@ pub fn detect(doc: &Document<'_>, config: &ScanConfig, out: &mut Vec<Finding>) {
             if known.contains(number)
                 || other_doc.is_match(&prose[whole.end..])
                 || names_another_document(&prose[..whole.start], config)
+                || in_link_elsewhere(prose, whole.start, whole.end)
             {
                 continue;
             }
@@ -117,7 +141,7 @@ pub fn detect(doc: &Document<'_>, config: &ScanConfig, out: &mut Vec<Finding>) {
                     prose[whole.clone()].trim()
                 ),
                 &around(doc.line(line), whole.start, whole.end),
-            ));
+            ).at_column(doc.column(line, whole.start)));
         }
     }
 }
@@ -186,6 +210,19 @@ mod tests {
             targets("Broken refs (\"see Section 4.2\" where Section 4.2 does not exist)")
                 .is_empty()
         );
+    }
+
+    /// Regression: a section of another document named in a link's text,
+    /// or after a standard's name glued to its number, was checked against
+    /// this document's headings.
+    #[test]
+    fn sections_of_linked_or_glued_documents_are_not_checked() {
+        assert!(
+            targets("as described in [RFC7230, section 3.2.6][rfc7230-s326]. A single").is_empty()
+        );
+        assert!(targets("see [the HTTP spec, Section 9.9](https://example.org/http)").is_empty());
+        assert!(targets("follows RFC7230 section 9.9 for quoting").is_empty());
+        assert_eq!(targets("see [Section 9.9](#nine) here"), ["9.9"]);
     }
 
     #[test]

@@ -1,11 +1,28 @@
-//! Table structure: the header, the delimiter row and every body row must
-//! have the same number of cells. A pipe block whose header and delimiter
-//! row differ is not a table at all for a GFM renderer: it is shown as a
-//! paragraph of pipes, which is what this reports first.
+//! Table structure: what a GFM renderer shows differently from what the
+//! author wrote.
+//!
+//! * A pipe block whose header and delimiter row differ is not a table at
+//!   all: it is shown as a paragraph of pipes (error).
+//! * A row with more cells than the header loses the extra ones: an error
+//!   when they hold text, a warning with a certain fix when they are empty
+//!   (`| a | b | |`).
+//! * A line without any pipe at the end of a table is a paragraph that
+//!   lost its blank line and is shown as a one-cell row (warning).
+//! * A row with fewer cells is shown with empty cells at the end. Tables
+//!   do that on purpose (one-cell group rows, a last column left blank), so
+//!   it is reported only as an exception: a row of two cells or more, in a
+//!   table of at least three rows where at most one row in five is short,
+//!   missing cells that are filled in at least four rows in five of the
+//!   full ones (a forgotten cell shifts the values under the wrong
+//!   headers).
+//!
+//! Lines a renderer extension reads as markup (`{: .table }`, `Table:`
+//! captions, comments) are not rows ([`crate::tables`]).
 
 use super::KERNEL;
-use crate::tables::Table;
-use koas_review_schema::findings::{Finding, FindingKind};
+use crate::document::Document;
+use crate::tables::{split_cells, Row, Table};
+use koas_review_schema::findings::{Finding, FindingKind, Fix, FixEdit, Severity};
 
 fn plural(n: usize, word: &str) -> String {
     if n == 1 {
@@ -15,8 +32,48 @@ fn plural(n: usize, word: &str) -> String {
     }
 }
 
-/// Reports tables whose rows do not all have the header's cell count.
-pub fn detect(tables: &[Table], out: &mut Vec<Finding>) {
+/// The row without its empty cells past `keep`, when that is all it has
+/// too many: `| a | b | |` → `| a | b |`.
+fn without_extra_empty_cells(line: &str, keep: usize) -> Option<String> {
+    let mut text = line.trim_end().to_string();
+    for _ in 0..64 {
+        if split_cells(&text).len() <= keep {
+            break;
+        }
+        let body = text.strip_suffix('|')?.trim_end();
+        // The last cell must be empty: what is left ends with the pipe
+        // that opened it.
+        if !body.ends_with('|') || body.ends_with("\\|") {
+            return None;
+        }
+        text = body.to_string();
+    }
+    (split_cells(&text).len() == keep).then_some(text)
+}
+
+/// `true` when a short row is an exception in its table (see the module
+/// documentation).
+fn short_row_stands_out(row: &Row, table: &Table, header: usize, short_rows: usize) -> bool {
+    let body = table.rows.len();
+    if row.cells.len() < 2 || body < 3 || short_rows * 5 > body {
+        return false;
+    }
+    let full: Vec<&Row> = table
+        .rows
+        .iter()
+        .filter(|r| r.cells.len() >= header)
+        .collect();
+    if full.is_empty() {
+        return false;
+    }
+    (row.cells.len()..header).all(|col| {
+        let filled = full.iter().filter(|r| !r.cells[col].is_empty()).count();
+        filled * 5 >= full.len() * 4
+    })
+}
+
+/// Reports tables whose rows a renderer shows otherwise than written.
+pub fn detect(doc: &Document<'_>, tables: &[Table], out: &mut Vec<Finding>) {
     for t in tables {
         let header = t.header.cells.len();
         let evidence = t.header.cells.join(" | ");
@@ -36,33 +93,100 @@ pub fn detect(tables: &[Table], out: &mut Vec<Finding>) {
             ));
             continue;
         }
-        let bad: Vec<_> = t.rows.iter().filter(|r| r.cells.len() != header).collect();
-        let (Some(first), Some(last)) = (bad.first(), bad.last()) else {
+        let mut problems: Vec<(u32, String)> = Vec::new();
+        let mut fix_edits: Vec<FixEdit> = Vec::new();
+        let mut certain = true;
+        let mut error = false;
+        let short_rows = t
+            .rows
+            .iter()
+            .filter(|r| r.cells.len() < header && r.cells.len() >= 2)
+            .count();
+        for (i, r) in t.rows.iter().enumerate() {
+            let n = r.cells.len();
+            let line = doc.line(r.line);
+            if n > header {
+                let dropped = r.cells[header..].iter().any(|c| !c.is_empty());
+                if dropped {
+                    error = true;
+                    certain = false;
+                    problems.push((
+                        r.line,
+                        format!(
+                            "line {} has {n} (the text past cell {header} is dropped)",
+                            r.line
+                        ),
+                    ));
+                } else {
+                    problems.push((
+                        r.line,
+                        format!("line {} has {n} (an extra empty cell)", r.line),
+                    ));
+                    match without_extra_empty_cells(line, header) {
+                        Some(after) => fix_edits.push(FixEdit {
+                            line: r.line,
+                            before: line.to_string(),
+                            after: Some(after),
+                        }),
+                        None => certain = false,
+                    }
+                }
+            } else if i + 1 == t.rows.len() && !line.contains('|') {
+                certain = false;
+                problems.push((
+                    r.line,
+                    format!(
+                        "line {} has no pipe: a paragraph without a blank line before it, shown as a row",
+                        r.line
+                    ),
+                ));
+            } else if n < header && short_row_stands_out(r, t, header, short_rows) {
+                certain = false;
+                problems.push((
+                    r.line,
+                    format!(
+                        "line {} has {n} (its values may sit under the wrong headers)",
+                        r.line
+                    ),
+                ));
+            }
+        }
+        let (Some(first), Some(last)) = (problems.first(), problems.last()) else {
             continue;
         };
-        let detail: Vec<String> = bad
-            .iter()
-            .take(5)
-            .map(|r| format!("line {} has {}", r.line, r.cells.len()))
-            .collect();
-        let more = if bad.len() > 5 {
-            format!(" and {} more", bad.len() - 5)
+        let detail: Vec<&str> = problems.iter().take(5).map(|p| p.1.as_str()).collect();
+        let more = if problems.len() > 5 {
+            format!(" and {} more", problems.len() - 5)
         } else {
             String::new()
         };
-        out.push(Finding::new(
+        let first_row = split_cells(doc.line(first.0)).join(" | ");
+        let mut finding = Finding::new(
             FindingKind::TableStructure,
             KERNEL,
-            first.line,
-            last.line,
+            first.0,
+            last.0,
             format!(
-                "The table starting at line {} has {} per row, but {}{more}: extra cells are dropped and missing ones shown empty",
+                "The table starting at line {} has {} per row, but {}{more}",
                 t.line_start,
                 plural(header, "cell"),
                 detail.join(", ")
             ),
-            &format!("| {} |", first.cells.join(" | ")),
-        ));
+            &format!("| {first_row} |"),
+        );
+        if !error {
+            finding.severity = Severity::Warning;
+        }
+        if certain && !fix_edits.is_empty() {
+            finding = finding.with_fix(Fix {
+                description: format!(
+                    "remove the extra empty cell of {}",
+                    plural(fix_edits.len(), "row")
+                ),
+                edits: fix_edits,
+            });
+        }
+        out.push(finding);
     }
 }
 
@@ -70,14 +194,13 @@ pub fn detect(tables: &[Table], out: &mut Vec<Finding>) {
 mod tests {
     use super::*;
     use crate::document::test_support::stage1;
-    use crate::document::Document;
     use crate::tables::find_tables;
 
     fn scan(text: &str) -> Vec<Finding> {
         let s1 = stage1(text);
         let doc = Document::new(s1.view(text)).expect("doc");
         let mut out = Vec::new();
-        detect(&find_tables(&doc), &mut out);
+        detect(&doc, &find_tables(&doc), &mut out);
         out
     }
 
@@ -88,19 +211,63 @@ mod tests {
         );
         assert_eq!(found.len(), 1);
         assert_eq!((found[0].line, found[0].line_end), (3, 5));
+        assert_eq!(found[0].severity, Severity::Error);
         assert!(found[0].message.contains("3 cells") && found[0].message.contains("2 cells"));
     }
 
     #[test]
-    fn rows_with_other_cell_counts_are_reported_once_per_table() {
-        let found = scan("# T\n\n| a | b |\n|---|---|\n| 1 | 2 | 3 |\n| 1 | 2 |\n| 1 |\n");
+    fn dropped_text_is_an_error_reported_once_per_table() {
+        let found = scan("# T\n\n| a | b |\n|---|---|\n| 1 | 2 | 3 |\n| 1 | 2 |\n| 4 | 5 | 6 |\n");
         assert_eq!(found.len(), 1);
         assert_eq!((found[0].line, found[0].line_end), (5, 7));
+        assert_eq!(found[0].severity, Severity::Error);
         assert!(
-            found[0].message.contains("line 5 has 3, line 7 has 1"),
+            found[0].message.contains("line 5 has 3"),
             "{}",
             found[0].message
         );
+        assert!(found[0].fix.is_none());
         assert!(scan("# T\n\n| a | b |\n|---|---|\n| 1 | 2 |\n").is_empty());
+    }
+
+    #[test]
+    fn an_extra_empty_cell_is_a_warning_with_a_certain_fix() {
+        let found = scan("# T\n\n| a | b |\n|---|---|\n| 1 | 2 | |\n| 3 | 4 ||\n| 5 | 6 |\n");
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].severity, Severity::Warning);
+        let fix = found[0].fix.as_ref().expect("a fix");
+        let after: Vec<_> = fix.edits.iter().map(|e| e.after.as_deref()).collect();
+        assert_eq!(after, [Some("| 1 | 2 |"), Some("| 3 | 4 |")]);
+        assert_eq!(
+            without_extra_empty_cells("a | b | |", 2).as_deref(),
+            Some("a | b |")
+        );
+        assert_eq!(without_extra_empty_cells("| a | b | c |", 2), None);
+    }
+
+    /// Regression: deliberate layouts were reported (one-cell group rows,
+    /// a mostly empty last column, many short rows).
+    #[test]
+    fn deliberate_short_rows_are_not_reported() {
+        let group_rows = "| Feature | A | B |\n|---|---|---|\n| **Core** |\n| x | yes | no |\n| **Formats** |\n| y | yes | yes |\n";
+        let blank_last_column = "name | id | comment\n:--- | :--- | :---\nsecio | /secio |\nTLS | /tls | not done\nyamux | /yamux |\nping | /ping |\n";
+        let many_short = "| a | b | c |\n|---|---|---|\n| 1 | 2 |\n| 1 | 2 |\n| 1 | 2 | 3 |\n";
+        for table in [group_rows, blank_last_column, many_short] {
+            let found = scan(&format!("# T\n\n{table}"));
+            assert!(found.is_empty(), "{table}\n{found:?}");
+        }
+    }
+
+    #[test]
+    fn a_row_missing_a_filled_cell_and_a_glued_paragraph_are_reported() {
+        let table = "| Name | Type | Description |\n|---|---|---|\n| a | int | first |\n| b | the second one |\n| c | str | third |\n| d | int | fourth |\n| e | int | fifth |\n";
+        let found = scan(&format!("# T\n\n{table}"));
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].line, 6);
+        assert_eq!(found[0].severity, Severity::Warning);
+        let glued =
+            scan("# T\n\n| a | b |\n|---|---|\n| 1 | 2 |\nThis sentence lost its blank line.\n");
+        assert_eq!(glued.len(), 1, "{glued:?}");
+        assert!(glued[0].message.contains("no pipe"), "{}", glued[0].message);
     }
 }

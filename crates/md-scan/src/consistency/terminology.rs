@@ -9,7 +9,7 @@ use crate::config::ScanConfig;
 use crate::document::Document;
 use crate::evidence::around;
 use crate::quotes::{is_quoted, quoted_ranges};
-use crate::words::at_word_boundaries;
+use crate::words::{at_word_boundaries, in_identifier, mask_markup};
 use crate::ScanError;
 use koas_review_schema::findings::{Finding, FindingKind};
 use regex::Regex;
@@ -111,10 +111,16 @@ impl Terminology {
                 if !re.is_match(prose) {
                     continue;
                 }
+                // Only words of sentences count: not link targets, paths,
+                // file names, HTML attributes or template tags.
+                let prose = mask_markup(prose);
+                let prose = prose.as_ref();
                 let mut quoted: Option<Vec<(usize, usize)>> = None;
                 for caps in re.captures_iter(prose) {
                     let Some(whole) = caps.get(0) else { continue };
-                    if !at_word_boundaries(prose, whole.start(), whole.end()) {
+                    if !at_word_boundaries(prose, whole.start(), whole.end())
+                        || in_identifier(prose, whole.start(), whole.end())
+                    {
                         continue;
                     }
                     let q = quoted.get_or_insert_with(|| quoted_ranges(prose));
@@ -188,6 +194,22 @@ mod tests {
         assert!(
             scan("# A\n\nPairs such as \"refonte\" vs \"refactoring\" are tracked.\n").is_empty()
         );
+    }
+
+    /// Regression: words of link targets, image paths and template tags
+    /// were counted as uses of a term.
+    #[test]
+    fn only_words_of_sentences_count() {
+        for line in [
+            "Publiez un jeu de données via [la page](/fr/admin/dataset/new/).",
+            "Un jeu de données ![écran](admin-harvest-dataset-modal.png) à remplir.",
+            "Un jeu de données, voir {% link _api/dataset.md %} et https://x.fr/datasets/1.",
+            "Un jeu de données <a href=\"/datasets/\" title=\"x\">ici</a>.",
+            "Un jeu de données (`dataset` dans l'API).",
+        ] {
+            assert!(scan(&format!("# A\n\n{line}\n")).is_empty(), "{line}");
+        }
+        assert_eq!(scan("# A\n\nUn jeu de données, ou dataset.\n").len(), 1);
     }
 
     #[test]

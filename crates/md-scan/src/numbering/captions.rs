@@ -73,6 +73,8 @@ pub struct Caption {
     pub word: String,
     /// Byte range of the label in the line.
     pub span: (usize, usize),
+    /// `true` for an image's alt text (`![Figure 3](runtime.png)`).
+    pub from_alt: bool,
 }
 
 /// A reference to a figure, table or equation.
@@ -146,7 +148,7 @@ impl CaptionScan {
         let caption = compile(
             "figure_words",
             format!(
-                r"(?i)^[\s>]*(?:!\[)?(?:\*\*|__|\*|_)?\s*(?P<word>{})\s*(?P<num>\d{{1,3}}(?:[.-]\d{{1,3}})?)\s*(?:\*\*|__|\*|_)?\s*(?:[:.–—-]|$)",
+                r"(?i)^[\s>]*(?:!\[)?(?:\*\*|__|\*|_)?\s*(?P<word>{})\s*(?P<num>\d{{1,3}}(?:[.-]\d{{1,3}})?)\s*(?:\*\*|__|\*|_)?\s*(?:[:.–—\]-]|$)",
                 word_alternation(&words, false)
             ),
         )?;
@@ -201,6 +203,7 @@ impl CaptionScan {
                             label: prose[w.start()..n.end()].to_string(),
                             word: w.as_str().to_string(),
                             span: (w.start(), n.end()),
+                            from_alt: prose[..w.start()].contains("!["),
                         });
                     }
                 }
@@ -228,6 +231,66 @@ impl CaptionScan {
         }
         (captions, refs)
     }
+}
+
+/// Pairs each image whose alt text is a caption with the visible caption
+/// next to it (the nearest non-blank line above or below, at most two
+/// lines away): they name one figure, so only the visible caption enters
+/// the sequence. When their numbers differ the alt text is wrong (a copied
+/// image line), which is reported.
+pub fn merge_alt_captions(
+    doc: &Document<'_>,
+    captions: Vec<Caption>,
+    out: &mut Vec<Finding>,
+) -> Vec<Caption> {
+    let visible: HashMap<u32, &Caption> = captions
+        .iter()
+        .filter(|c| !c.from_alt)
+        .map(|c| (c.line, c))
+        .collect();
+    let neighbour = |line: u32, step: i64| -> Option<&Caption> {
+        let mut l = i64::from(line);
+        for _ in 0..2 {
+            l += step;
+            let l32 = u32::try_from(l)
+                .ok()
+                .filter(|&x| x >= 1 && x <= doc.line_count())?;
+            if !doc.index.is_blank(l32) {
+                return visible.get(&l32).copied();
+            }
+        }
+        None
+    };
+    let mut dropped: HashSet<u32> = HashSet::new();
+    for c in captions.iter().filter(|c| c.from_alt) {
+        let Some(v) = neighbour(c.line, 1)
+            .or_else(|| neighbour(c.line, -1))
+            .filter(|v| v.kind == c.kind)
+        else {
+            continue;
+        };
+        dropped.insert(c.line);
+        if v.number != c.number {
+            out.push(
+                Finding::new(
+                    FindingKind::CaptionMismatch,
+                    KERNEL,
+                    c.line,
+                    c.line,
+                    format!(
+                        "The image's alt text says {}, but its caption (line {}) says {}: screen readers and pages without the caption show the wrong number",
+                        c.label, v.line, v.label
+                    ),
+                    &around(doc.line(c.line), c.span.0, c.span.1),
+                )
+                .at_column(doc.column(c.line, c.span.0)),
+            );
+        }
+    }
+    captions
+        .into_iter()
+        .filter(|c| !(c.from_alt && dropped.contains(&c.line)))
+        .collect()
 }
 
 /// Reports gaps, duplicates and out-of-order numbers in each sequence.
@@ -434,6 +497,35 @@ mod tests {
         assert!(found
             .iter()
             .all(|f| f.kind == FindingKind::MissingTarget && f.line == 3));
+    }
+
+    /// Regression: an image whose alt text is a caption with the wrong
+    /// number was not seen, and `_Figure N_` lines are captions too.
+    #[test]
+    fn alt_text_captions_are_paired_with_the_visible_caption() {
+        let text = "# T\n\n![Figure 1](a.png)\n\n_Figure 1_: Flow\n\n![Figure 2](b.png)\n*Figure 2: Store*\n\n![Figure 3](runtime.png)\n\n_Figure 3_\n\n![Figure 3](d.png)\n\n*Figure 4: Runtime*\n";
+        let s1 = stage1(text);
+        let doc = Document::new(s1.view(text)).expect("doc");
+        let scan = CaptionScan::new(&NumberingConfig::default()).expect("compiles");
+        let (captions, _) = scan.collect(&doc);
+        assert_eq!(captions.iter().filter(|c| c.from_alt).count(), 4);
+        let mut out = Vec::new();
+        let kept = merge_alt_captions(&doc, captions, &mut out);
+        assert_eq!(kept.len(), 4);
+        assert!(kept.iter().all(|c| !c.from_alt));
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert_eq!(out[0].kind, FindingKind::CaptionMismatch);
+        assert_eq!((out[0].line, out[0].column), (14, 3));
+        assert!(out[0].message.contains("Figure 4"), "{}", out[0].message);
+        check_sequences(&doc, &kept, &mut out);
+        assert_eq!(out.len(), 1, "the visible captions are in order");
+    }
+
+    #[test]
+    fn an_alt_caption_alone_enters_the_sequence() {
+        let (_, _, found) = run("# T\n\n![Figure 1](a.png)\n\n![Figure 3](b.png)\n");
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].kind, FindingKind::NumberingGap);
     }
 
     #[test]

@@ -47,10 +47,9 @@ impl NumberingControl {
     /// Runs every numbering check the config enables.
     pub fn run(&self, doc: &Document<'_>) -> NumberingReport {
         let mut report = NumberingReport::default();
-        if self.config.check_heading_levels {
-            heading_levels::detect(doc, &mut report.findings);
-        }
+        heading_levels::detect(doc, self.config.check_heading_levels, &mut report.findings);
         let (captions, refs) = self.captions.collect(doc);
+        let captions = captions::merge_alt_captions(doc, captions, &mut report.findings);
         for c in &captions {
             report.caption_counts[c.kind as usize] += 1;
         }

@@ -1,16 +1,18 @@
-//! Compiler-style text: `file:line: kind: message`, one finding a line.
+//! Compiler-style text: `file:line:col: severity kind: message`, one
+//! finding a line (the markdownlint and Vale convention), so that a reader
+//! sees which lines fail the run without asking for JSON.
 
 use super::FileFindings;
 use koas_review_schema::findings::Severity;
 
-/// One line per finding: `path:line: kind: message`.
+/// One line per finding: `path:line:col: severity kind: message`.
 pub fn render_human(files: &[FileFindings<'_>]) -> String {
     let mut out = String::new();
     for file in files {
         for f in file.findings {
             out.push_str(&format!(
-                "{}:{}: {}: {}\n",
-                file.path, f.line, f.kind, f.message
+                "{}:{}:{}: {} {}: {}\n",
+                file.path, f.line, f.column, f.severity, f.kind, f.message
             ));
         }
     }
@@ -53,7 +55,7 @@ mod tests {
     fn one_compiler_style_line_per_finding() {
         let f = vec![
             Finding::new(FindingKind::AiLeftover, "k", 3, 3, "remove it", "x"),
-            Finding::new(FindingKind::BrokenReference, "k", 9, 9, "no §5.3", "x"),
+            Finding::new(FindingKind::BrokenReference, "k", 9, 9, "no §5.3", "x").at_column(12),
         ];
         let files = [FileFindings {
             path: "docs/a.md",
@@ -61,7 +63,7 @@ mod tests {
         }];
         assert_eq!(
             render_human(&files),
-            "docs/a.md:3: ai_leftover: remove it\ndocs/a.md:9: broken_reference: no §5.3\n"
+            "docs/a.md:3:1: warning ai_leftover: remove it\ndocs/a.md:9:12: error broken_reference: no §5.3\n"
         );
         assert_eq!(
             summary_line(&files),

@@ -68,7 +68,10 @@ mod tests {
             .collect();
         assert_eq!(
             keys,
-            ["file", "kind", "line", "line_end", "severity", "message", "evidence", "kernel"]
+            [
+                "file", "kind", "line", "column", "line_end", "severity", "message", "evidence",
+                "kernel"
+            ]
         );
         assert_eq!(render_json(&[]), "[]\n");
     }

@@ -1,7 +1,7 @@
 //! SARIF 2.1.0 (OASIS Static Analysis Results Interchange Format), the
 //! format GitHub code scanning and most CI dashboards import.
 //!
-//! One run; one rule per finding kind (all twelve are listed, so rule
+//! One run; one rule per finding kind (all of them are listed, so rule
 //! indices are stable); one result per finding with its file, line range,
 //! evidence snippet and a partial fingerprint that survives line moves.
 
@@ -74,7 +74,8 @@ fn result(path: &str, f: &Finding) -> Value {
             properties.insert(key.into(), json!(v));
         }
     }
-    let mut region = json!({ "startLine": f.line, "endLine": f.line_end });
+    let mut region =
+        json!({ "startLine": f.line, "startColumn": f.column.max(1), "endLine": f.line_end });
     if !f.evidence.is_empty() {
         region["snippet"] = json!({ "text": f.evidence });
     }
@@ -160,7 +161,7 @@ mod tests {
         let run = &v["runs"][0];
         assert_eq!(
             run["tool"]["driver"]["rules"].as_array().map(Vec::len),
-            Some(12)
+            Some(15)
         );
         let r = &run["results"][0];
         assert_eq!(r["ruleId"], "missing_target");

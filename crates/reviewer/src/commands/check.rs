@@ -92,6 +92,14 @@ pub struct CheckArgs {
     /// KOAS_MAX_DOC_SIZE, else 256M].
     #[arg(long, value_name = "SIZE")]
     pub max_doc_size: Option<String>,
+    /// Apply the fixes that are certain (a broken anchor with one close
+    /// match, heading-level skips, an extra empty table cell, empty
+    /// headings), then report what remains.
+    #[arg(long)]
+    pub fix: bool,
+    /// With --fix: print the fixes as a unified diff and change no file.
+    #[arg(long, requires = "fix")]
+    pub dry_run: bool,
 }
 
 /// A checked document: the name it is reported under, its findings and
@@ -100,6 +108,84 @@ struct Checked {
     path: String,
     findings: Vec<Finding>,
     fail_on: Option<Severity>,
+}
+
+/// A checked document with `--fix`: the fixes applied and the findings
+/// that remain in the fixed text.
+struct Fixed {
+    output: ScanOutput,
+    /// The unified diff of the fixes (empty when none applied).
+    diff: String,
+    /// How many fixes applied.
+    applied: usize,
+}
+
+/// Checks `text`; with `--fix`, applies the certain fixes, writes the
+/// file back (unless `--dry-run`) and checks the fixed text again, so the
+/// findings reported are those that remain.
+fn check_and_fix(
+    args: &CheckArgs,
+    checker: &Checker,
+    job: &Job,
+    text: &str,
+) -> anyhow::Result<Fixed> {
+    let output = checker
+        .check(text)
+        .with_context(|| format!("checking {}", job.path))?;
+    if !args.fix {
+        return Ok(Fixed {
+            output,
+            diff: String::new(),
+            applied: 0,
+        });
+    }
+    let outcome = koas_md_scan::fix::apply_fixes(text, &output.findings);
+    if outcome.applied.is_empty() {
+        return Ok(Fixed {
+            output,
+            diff: String::new(),
+            applied: 0,
+        });
+    }
+    if !args.dry_run {
+        if job.source == Path::new("-") {
+            anyhow::bail!(
+                "{}: --fix cannot write standard input back (use --fix --dry-run for a diff)",
+                job.path
+            );
+        }
+        write_atomically(&job.source, &outcome.text)
+            .with_context(|| format!("cannot write the fixed {}", job.path))?;
+    }
+    let remaining = checker
+        .check(&outcome.text)
+        .with_context(|| format!("checking the fixed {}", job.path))?;
+    Ok(Fixed {
+        output: remaining,
+        diff: outcome.diff(&job.path),
+        applied: outcome.applied.len(),
+    })
+}
+
+/// Replaces `path`'s content with `text` through a temporary file in the
+/// same folder, so an interrupted write leaves the old document whole.
+fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.koas-fix.tmp"));
+    std::fs::write(&tmp, text)?;
+    if let Ok(meta) = std::fs::metadata(path) {
+        std::fs::set_permissions(&tmp, meta.permissions())?;
+    }
+    std::fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
 }
 
 /// One document to check.
@@ -237,19 +323,27 @@ pub fn execute(global: &Global, args: CheckArgs) -> anyhow::Result<ExitStatus> {
         })
         .collect::<anyhow::Result<_>>()?;
     // Documents are independent: check them in parallel, report in order.
-    let outcomes: Vec<Result<ScanOutput, anyhow::Error>> = jobs
+    let outcomes: Vec<Result<Fixed, anyhow::Error>> = jobs
         .par_iter()
         .map(|job| {
             let text = read_document(&job.source, &job.path, limit)?;
-            configs.list[job.config]
-                .1
-                .check(&text)
-                .with_context(|| format!("checking {}", job.path))
+            check_and_fix(&args, &configs.list[job.config].1, job, &text)
         })
         .collect();
     let mut checked: Vec<Checked> = Vec::new();
+    let mut diffs = String::new();
+    let (mut fixes, mut fixed_files) = (0, 0);
     for (job, outcome) in jobs.iter().zip(outcomes) {
         let output = match outcome {
+            Ok(fixed) => {
+                diffs.push_str(&fixed.diff);
+                fixes += fixed.applied;
+                fixed_files += usize::from(fixed.applied > 0);
+                Ok(fixed.output)
+            }
+            Err(e) => Err(e),
+        };
+        let output = match output {
             Ok(o) => o,
             Err(e) if e.downcast_ref::<koas_md_scan::ScanError>().is_some() => return Err(e),
             Err(e) => {
@@ -287,6 +381,8 @@ pub fn execute(global: &Global, args: CheckArgs) -> anyhow::Result<ExitStatus> {
         })
         .collect();
     let text = match args.format {
+        // A dry run shows what --fix would change, as a patch.
+        _ if args.dry_run => diffs,
         CheckFormat::Human => render_human(&files),
         CheckFormat::Json => render_json(&files),
         CheckFormat::Sarif => render_sarif(&files, env!("CARGO_PKG_VERSION")),
@@ -299,7 +395,19 @@ pub fn execute(global: &Global, args: CheckArgs) -> anyhow::Result<ExitStatus> {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => true,
         Err(e) => return Err(e.into()),
     };
-    if args.format == CheckFormat::Human && !global.quiet && !closed {
+    if args.fix && !global.quiet {
+        let verb = if args.dry_run {
+            "would apply"
+        } else {
+            "applied"
+        };
+        eprintln!(
+            "{verb} {fixes} fix{} in {fixed_files} file{}",
+            if fixes == 1 { "" } else { "es" },
+            if fixed_files == 1 { "" } else { "s" }
+        );
+    }
+    if args.format == CheckFormat::Human && !args.dry_run && !global.quiet && !closed {
         eprintln!("{}", summary_line(&files));
     }
     if unreadable > 0 {

@@ -1,0 +1,241 @@
+//! Applying the certain fixes findings carry (`koas check --fix`) and
+//! showing them as a unified diff (`--fix --dry-run`).
+//!
+//! A fix is whole-line edits on the document the finding was made on. It
+//! is applied only when every line it touches still reads as the finding
+//! saw it and no other fix of the same run touches that line: the first
+//! fix (in finding order) wins, the other is left for the next run. Line
+//! endings (LF or CRLF) and a byte-order mark are kept.
+
+use koas_review_schema::findings::Finding;
+use std::collections::HashMap;
+
+/// What applying the fixes of one document did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FixOutcome {
+    /// The fixed text (the input when nothing applied).
+    pub text: String,
+    /// Indices (into the findings given) of the fixes applied.
+    pub applied: Vec<usize>,
+    /// Indices of the fixes left out, each with why.
+    pub skipped: Vec<(usize, String)>,
+    /// Per original line (0-based) that changed: its new text, or `None`
+    /// when removed. Used to render the diff.
+    changes: Vec<(usize, Option<String>)>,
+    /// The original lines, without their endings.
+    original: Vec<String>,
+}
+
+/// Splits `text` into lines without endings, with each line's ending.
+fn split_lines(text: &str) -> Vec<(&str, &str)> {
+    text.split_inclusive('\n')
+        .map(|l| {
+            let body = l.strip_suffix('\n').unwrap_or(l);
+            let body = body.strip_suffix('\r').unwrap_or(body);
+            (body, &l[body.len()..])
+        })
+        .collect()
+}
+
+/// Applies the fixes of `findings` to `text`.
+pub fn apply_fixes(text: &str, findings: &[Finding]) -> FixOutcome {
+    let lines = split_lines(text);
+    // The finding saw line 1 without its byte-order mark.
+    let seen = |i: usize| -> &str {
+        let l = lines[i].0;
+        if i == 0 {
+            l.strip_prefix('\u{feff}').unwrap_or(l)
+        } else {
+            l
+        }
+    };
+    let mut claimed: HashMap<usize, Option<String>> = HashMap::new();
+    let mut applied = Vec::new();
+    let mut skipped = Vec::new();
+    for (i, f) in findings.iter().enumerate() {
+        let Some(fix) = &f.fix else { continue };
+        let mut why = None;
+        for e in &fix.edits {
+            let idx = (e.line as usize).wrapping_sub(1);
+            if idx >= lines.len() || seen(idx) != e.before {
+                why = Some(format!(
+                    "line {} no longer reads as the finding saw it",
+                    e.line
+                ));
+                break;
+            }
+            if claimed.contains_key(&idx) {
+                why = Some(format!("line {} is changed by another fix", e.line));
+                break;
+            }
+        }
+        if fix.edits.is_empty() {
+            why = Some("the fix changes nothing".to_string());
+        }
+        match why {
+            Some(w) => skipped.push((i, w)),
+            None => {
+                for e in &fix.edits {
+                    claimed.insert(e.line as usize - 1, e.after.clone());
+                }
+                applied.push(i);
+            }
+        }
+    }
+    let mut out = String::with_capacity(text.len());
+    for (idx, (body, ending)) in lines.iter().enumerate() {
+        match claimed.get(&idx) {
+            None => {
+                out.push_str(body);
+                out.push_str(ending);
+            }
+            Some(None) => {}
+            Some(Some(new)) => {
+                if idx == 0 && body.starts_with('\u{feff}') {
+                    out.push('\u{feff}');
+                }
+                out.push_str(new);
+                out.push_str(ending);
+            }
+        }
+    }
+    let mut changes: Vec<(usize, Option<String>)> = claimed.into_iter().collect();
+    changes.sort_by_key(|c| c.0);
+    FixOutcome {
+        text: out,
+        applied,
+        skipped,
+        changes,
+        original: lines.iter().map(|(b, _)| b.to_string()).collect(),
+    }
+}
+
+/// Lines of context around each change in [`FixOutcome::diff`].
+const CONTEXT: usize = 3;
+
+impl FixOutcome {
+    /// The change as a unified diff (`--- a/PATH`, `+++ b/PATH`, hunks
+    /// with three lines of context), empty when nothing changed.
+    pub fn diff(&self, path: &str) -> String {
+        if self.changes.is_empty() {
+            return String::new();
+        }
+        let changed: HashMap<usize, &Option<String>> =
+            self.changes.iter().map(|(i, c)| (*i, c)).collect();
+        // Group changes whose context windows touch.
+        let mut hunks: Vec<(usize, usize)> = Vec::new();
+        for &(i, _) in &self.changes {
+            let start = i.saturating_sub(CONTEXT);
+            let end = (i + CONTEXT).min(self.original.len() - 1);
+            match hunks.last_mut() {
+                Some(h) if start <= h.1 + 1 => h.1 = end,
+                _ => hunks.push((start, end)),
+            }
+        }
+        let mut out = format!("--- a/{path}\n+++ b/{path}\n");
+        let mut shift: i64 = 0;
+        for (start, end) in hunks {
+            let old_len = end - start + 1;
+            let removed = (start..=end)
+                .filter(|i| matches!(changed.get(i), Some(None)))
+                .count();
+            let new_len = old_len - removed;
+            let new_start = start as i64 + 1 + shift;
+            // An empty side is numbered from the line before it.
+            let new_start = if new_len == 0 {
+                new_start - 1
+            } else {
+                new_start
+            };
+            out.push_str(&format!(
+                "@@ -{},{} +{},{} @@\n",
+                start + 1,
+                old_len,
+                new_start,
+                new_len
+            ));
+            for i in start..=end {
+                let old = &self.original[i];
+                match changed.get(&i) {
+                    None => out.push_str(&format!(" {old}\n")),
+                    Some(None) => out.push_str(&format!("-{old}\n")),
+                    Some(Some(new)) => {
+                        out.push_str(&format!("-{old}\n"));
+                        out.push_str(&format!("+{new}\n"));
+                    }
+                }
+            }
+            shift -= removed as i64;
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use koas_review_schema::findings::{Finding, FindingKind, Fix, FixEdit};
+
+    fn finding(line: u32, edits: Vec<(u32, &str, Option<&str>)>) -> Finding {
+        Finding::new(FindingKind::HeadingLevelSkip, "k", line, line, "m", "e").with_fix(Fix {
+            description: "d".into(),
+            edits: edits
+                .into_iter()
+                .map(|(line, before, after)| FixEdit {
+                    line,
+                    before: before.into(),
+                    after: after.map(str::to_string),
+                })
+                .collect(),
+        })
+    }
+
+    #[test]
+    fn fixes_apply_keep_line_endings_and_render_as_a_diff() {
+        let text = "\u{feff}# T\r\n\r\n### A\r\n\r\n##\r\n\r\ntext\r\n";
+        let findings = [
+            finding(3, vec![(3, "### A", Some("## A"))]),
+            finding(5, vec![(5, "##", None), (6, "", None)]),
+        ];
+        let out = apply_fixes(text, &findings);
+        assert_eq!(out.applied, [0, 1]);
+        assert_eq!(out.text, "\u{feff}# T\r\n\r\n## A\r\n\r\ntext\r\n");
+        let diff = out.diff("d.md");
+        assert!(
+            diff.starts_with("--- a/d.md\n+++ b/d.md\n@@ -1,7 +1,5 @@\n"),
+            "{diff}"
+        );
+        assert!(diff.contains("-### A\n+## A\n"), "{diff}");
+        assert!(diff.contains("\n-##\n-\n text\n"), "{diff}");
+    }
+
+    #[test]
+    fn stale_and_overlapping_fixes_are_skipped() {
+        let text = "# T\n\n### A\n";
+        let findings = [
+            finding(3, vec![(3, "### A", Some("## A"))]),
+            finding(3, vec![(3, "### A", None)]),
+            finding(1, vec![(1, "# Other", Some("# X"))]),
+            finding(9, vec![(9, "", None)]),
+        ];
+        let out = apply_fixes(text, &findings);
+        assert_eq!(out.applied, [0]);
+        let skipped: Vec<usize> = out.skipped.iter().map(|s| s.0).collect();
+        assert_eq!(skipped, [1, 2, 3]);
+        assert_eq!(out.text, "# T\n\n## A\n");
+        assert_eq!(apply_fixes(text, &[]).diff("x"), "");
+    }
+
+    #[test]
+    fn distant_changes_make_separate_hunks_with_shifted_numbers() {
+        let text: String = (1..=20).map(|i| format!("l{i}\n")).collect();
+        let findings = [
+            finding(2, vec![(2, "l2", None)]),
+            finding(15, vec![(15, "l15", Some("L15"))]),
+        ];
+        let out = apply_fixes(&text, &findings);
+        let diff = out.diff("f");
+        assert!(diff.contains("@@ -1,5 +1,4 @@\n"), "{diff}");
+        assert!(diff.contains("@@ -12,7 +11,7 @@\n"), "{diff}");
+    }
+}
