@@ -232,6 +232,7 @@ fn a_careless_models_number_url_language_and_deletion_ops_are_never_silent() {
         .filter(|e| e["reject"] == "REJECT_GUARD")
         .count();
     assert_eq!(refused, 1, "the changed number: {v}");
+}
 
 #[test]
 fn a_models_flagged_edit_of_inline_code_is_refused_where_a_persons_would_pass() {

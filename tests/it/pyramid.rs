@@ -101,7 +101,11 @@ fn a_review_with_a_model_builds_every_level_and_an_unchanged_rerun_asks_nothing(
     assert_eq!(count_level(&p, 1), 5, "{p}");
     assert_eq!(count_level(&p, 2), 2, "{p}");
     let total = nodes(&p).len();
-    assert_eq!(pyramid_calls(&model), total, "one call per node on a first build");
+    assert_eq!(
+        pyramid_calls(&model),
+        total,
+        "one call per node on a first build"
+    );
     assert!(nodes(&p)
         .iter()
         .all(|n| n["summary"].as_str().is_some_and(|t| !t.is_empty())));

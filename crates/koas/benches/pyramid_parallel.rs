@@ -56,7 +56,14 @@ fn main() {
             .arg("-q")
             .arg("run")
             .arg(&pipeline)
-            .args(["--until", "md_pyramid", "--input", "doc=doc.md", "--workspace", "ws"])
+            .args([
+                "--until",
+                "md_pyramid",
+                "--input",
+                "doc=doc.md",
+                "--workspace",
+                "ws",
+            ])
             .args(["--llm-backend", "openai", "--llm-endpoint"])
             .arg(model.url())
             .args([
