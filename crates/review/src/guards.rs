@@ -57,7 +57,9 @@ fn protected_tokens(text: &str) -> BTreeMap<&'static str, Vec<String>> {
             let after = &s[start + open.len()..];
             let Some(end) = after.find(close) else { break };
             let inner = &after[..end];
-            if inner.contains('\n') {
+            // A fence's run of backticks, or a pair across lines, is no
+            // inline span (the structure check judges fences).
+            if inner.contains('\n') || inner.trim().is_empty() {
                 kept.push_str(&s[..start + open.len()]);
                 s = after;
                 continue;

@@ -22,6 +22,11 @@ pub struct ApplyConfig {
     /// Document name in patch headers and the ledger; empty: the
     /// workspace's name, else the input file's name.
     pub doc_name: String,
+    /// Apply the certain fixes of the Stage 2 findings (`koas check
+    /// --fix`'s) as ops, so each becomes a ledger entry with an ID and
+    /// patches (`koas review` turns it on).
+    #[serde(default)]
+    pub check_fixes: bool,
 }
 
 impl Default for ApplyConfig {
@@ -33,6 +38,7 @@ impl Default for ApplyConfig {
             silent_allowlist: options.policy.silent_allowlist,
             severity_alert_map: options.policy.severity_alert_map,
             doc_name: String::new(),
+            check_fixes: false,
         }
     }
 }

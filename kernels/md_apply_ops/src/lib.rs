@@ -51,6 +51,8 @@ impl Kernel for MdApplyOps {
             .optional_input(names::FILE_STATS)
             .optional_input(names::OPS)
             .optional_input(names::EDIT_PLAN)
+            .optional_input(names::ISSUES)
+            .optional_input(names::NUMBERING_FINDINGS)
             .optional_input(names::REVIEW_DOC)
             .optional_input(names::REVIEW_STATE)
             .output_file(names::APPLY_OUTCOME, "stage3/apply_outcome.json")
@@ -65,7 +67,7 @@ impl Kernel for MdApplyOps {
         if target.recomputed {
             ctx.debug("the document differs from Stage 1's: protected regions and sections recomputed for it");
         }
-        let mut gathered = ops::gather(inputs)?;
+        let mut gathered = ops::gather(inputs, config.check_fixes)?;
         fill_scope(
             &mut gathered.ops,
             &target.sections,

@@ -5,6 +5,7 @@
 use koas_kernel_api::{Inputs, KernelError};
 use koas_review::edit_op::parse_ops_file;
 use koas_review_schema::apply::OpOrigin;
+use koas_review_schema::findings::FindingsArtifact;
 use koas_review_schema::names;
 use serde_json::Value;
 
@@ -42,21 +43,66 @@ fn read(value: &Value, artifact: &str) -> Result<(Vec<Value>, String), KernelErr
     Ok((ops, label))
 }
 
-/// Gathers the ops of `ops` and `edit_plan`.
-pub fn gather(inputs: &Inputs) -> Result<GatheredOps, KernelError> {
+/// The certain fixes of the Stage 2 findings (`koas check --fix`), as
+/// one op per edited line: a replace of the line, or its deletion.
+fn check_fix_ops(inputs: &Inputs) -> Result<Vec<Value>, KernelError> {
+    let mut ops = Vec::new();
+    for artifact in [names::ISSUES, names::NUMBERING_FINDINGS] {
+        let Some(findings) = inputs.parse_optional::<FindingsArtifact>(artifact)? else {
+            continue;
+        };
+        for finding in findings.findings {
+            let Some(fix) = &finding.fix else { continue };
+            for edit in &fix.edits {
+                let line = edit.line;
+                let mut op = serde_json::json!({
+                    "target": {"line_start": line, "line_end": line},
+                    "before_text": edit.before,
+                    "kind": finding.kind.as_str(),
+                    "severity": "minor",
+                    "rationale": format!("{} ({})", fix.description, finding.message),
+                });
+                match &edit.after {
+                    Some(after) => {
+                        op["action"] = Value::from("replace");
+                        op["after_text"] = Value::from(after.as_str());
+                    }
+                    None => op["action"] = Value::from("delete"),
+                }
+                ops.push(op);
+            }
+        }
+    }
+    Ok(ops)
+}
+
+/// Gathers the ops of `ops`, the certain fixes of the findings (when
+/// `check_fixes`), and `edit_plan`, in that order: a certain fix goes
+/// before a model's proposal on the same line.
+pub fn gather(inputs: &Inputs, check_fixes: bool) -> Result<GatheredOps, KernelError> {
     let mut ops = Vec::new();
     let mut origins = Vec::new();
     let mut sources = Vec::new();
-    for (artifact, origin) in [
-        (names::OPS, OpOrigin::Person),
-        (names::EDIT_PLAN, OpOrigin::Model),
-    ] {
-        if let Some(value) = inputs.get(artifact).filter(|v| !v.is_null()) {
-            let (found, label) = read(value, artifact)?;
-            sources.push(format!("{label}: {} ops", found.len()));
-            origins.extend(std::iter::repeat(origin).take(found.len()));
+    if let Some(value) = inputs.get(names::OPS).filter(|v| !v.is_null()) {
+        let (found, label) = read(value, names::OPS)?;
+        sources.push(format!("{label}: {} ops", found.len()));
+        origins.extend(std::iter::repeat(OpOrigin::Person).take(found.len()));
+        ops.extend(found);
+    }
+    if check_fixes {
+        let found = check_fix_ops(inputs)?;
+        if !found.is_empty() {
+            sources.push(format!("certain fixes of the checks: {} ops", found.len()));
+            // Deterministic and certain: a tool's edit, held to a person's rules.
+            origins.extend(std::iter::repeat(OpOrigin::Person).take(found.len()));
             ops.extend(found);
         }
+    }
+    if let Some(value) = inputs.get(names::EDIT_PLAN).filter(|v| !v.is_null()) {
+        let (found, label) = read(value, names::EDIT_PLAN)?;
+        sources.push(format!("{label}: {} ops", found.len()));
+        origins.extend(std::iter::repeat(OpOrigin::Model).take(found.len()));
+        ops.extend(found);
     }
     Ok(GatheredOps {
         ops,
@@ -70,6 +116,10 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn gather_all(inputs: &Inputs) -> Result<GatheredOps, KernelError> {
+        gather(inputs, true)
+    }
+
     fn inputs(v: Value) -> Inputs {
         Inputs(serde_json::from_value(v).unwrap())
     }
@@ -78,7 +128,7 @@ mod tests {
     fn reads_files_strings_arrays_and_plans() {
         let file = json!({"path": "ops.json", "len": 2, "sha256": "sha256:00",
                           "text": "[{\"action\": \"flag_only\"}]"});
-        let got = gather(&inputs(
+        let got = gather_all(&inputs(
             json!({"ops": file, "edit_plan": {"ops": [{}, {}]}}),
         ))
         .unwrap();
@@ -88,21 +138,21 @@ mod tests {
             got.origins,
             vec![OpOrigin::Person, OpOrigin::Model, OpOrigin::Model]
         );
-        let got = gather(&inputs(json!({"ops": "[]"}))).unwrap();
+        let got = gather_all(&inputs(json!({"ops": "[]"}))).unwrap();
         assert!(got.ops.is_empty());
-        assert!(gather(&inputs(json!({}))).unwrap().sources.is_empty());
+        assert!(gather_all(&inputs(json!({}))).unwrap().sources.is_empty());
     }
 
     #[test]
     fn a_bad_file_names_the_file() {
         let file = json!({"path": "my/ops.json", "len": 2, "sha256": "sha256:00", "text": "{oops"});
-        let err = gather(&inputs(json!({"ops": file}))).err().unwrap();
+        let err = gather_all(&inputs(json!({"ops": file}))).err().unwrap();
         assert!(err.message.contains("my/ops.json"), "{}", err.message);
         let file =
             json!({"path": "bin.json", "len": 2, "sha256": "sha256:00", "invalid_utf8_at": 1});
-        let err = gather(&inputs(json!({"ops": file}))).err().unwrap();
+        let err = gather_all(&inputs(json!({"ops": file}))).err().unwrap();
         assert!(err.message.contains("bin.json"), "{}", err.message);
-        let err = gather(&inputs(json!({"ops": {"nothing": 1}})))
+        let err = gather_all(&inputs(json!({"ops": {"nothing": 1}})))
             .err()
             .unwrap();
         assert!(err.message.contains("JSON array"), "{}", err.message);

@@ -91,6 +91,12 @@ pub struct ReviewArgs {
     #[arg(long)]
     pub skip_pyramid: bool,
 
+    /// Do not apply the certain fixes of the checks (those `koas check
+    /// --fix` applies: a renamed anchor, a heading-level skip, an extra
+    /// empty table cell, an empty heading).
+    #[arg(long)]
+    pub no_check_fixes: bool,
+
     /// A second model that checks each chunk's ops: it accepts, corrects
     /// or rejects them (a rejected chunk is asked once more, carefully).
     #[arg(long, value_name = "MODEL")]
@@ -137,6 +143,14 @@ fn review(global: &Global, args: &ReviewArgs, target: &ReviewTarget) -> anyhow::
     let mut pipeline = passes::load(args.pipeline.as_deref(), workspace.root(), inputs)?;
     passes::require(&pipeline, APPLY, "applies the ops")?;
     passes::set_config(&mut pipeline, APPLY, "strict", Value::Bool(args.strict));
+    // The certain fixes of the checks (`koas check --fix`) are changes
+    // like any other: IDs, patches, ledger lines.
+    passes::set_config(
+        &mut pipeline,
+        APPLY,
+        "check_fixes",
+        Value::Bool(!args.no_check_fixes),
+    );
     let skip_pyramid = if args.no_llm {
         Some("--no-llm")
     } else if args.skip_pyramid {
