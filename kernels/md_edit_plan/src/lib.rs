@@ -158,12 +158,7 @@ impl EditModel for HostModel<'_> {
 }
 
 fn template(inputs: &Inputs, name: &str) -> Result<Template, KernelError> {
-    let t = inputs.prompt(name)?;
-    Ok(Template {
-        name: t.name,
-        text: t.text,
-        hash: t.hash,
-    })
+    Ok(inputs.prompt(name)?.into())
 }
 
 fn skipped(doc_hash: &str, reason: &str, language: Language) -> KernelOutput {

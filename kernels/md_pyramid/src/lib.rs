@@ -122,12 +122,7 @@ fn skipped(doc_hash: &str, reason: &str, language: Language) -> Pyramid {
 }
 
 fn template(inputs: &Inputs, name: &str) -> Result<Template, KernelError> {
-    let t = inputs.prompt(name)?;
-    Ok(Template {
-        name: t.name,
-        text: t.text,
-        hash: t.hash,
-    })
+    Ok(inputs.prompt(name)?.into())
 }
 
 fn output(pyramid: &Pyramid, glossary: &Glossary, summary: String) -> KernelOutput {

@@ -60,6 +60,17 @@ impl Template {
     }
 }
 
+impl From<koas_kernel_api::PromptTemplate> for Template {
+    /// The template the host handed a kernel (its hash as the host made it).
+    fn from(t: koas_kernel_api::PromptTemplate) -> Template {
+        Template {
+            name: t.name,
+            text: t.text,
+            hash: t.hash,
+        }
+    }
+}
+
 /// What kind of summary a request asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
