@@ -37,14 +37,24 @@ struct PreviousIndex {
 /// `workspace` (artifact → value), if it remembers any and its cache
 /// still holds them.
 pub fn read_previous(workspace: &Path, kernel: &str) -> Option<BTreeMap<String, Value>> {
+    read_previous_with_hashes(workspace, kernel).map(|(_, values)| values)
+}
+
+/// Like [`read_previous`], with the cache blob of each value as the
+/// index names it (no need to hash the values again).
+fn read_previous_with_hashes(
+    workspace: &Path,
+    kernel: &str,
+) -> Option<(BTreeMap<String, String>, BTreeMap<String, Value>)> {
     let bytes = std::fs::read(previous_path(workspace, kernel)).ok()?;
     let index: PreviousIndex = serde_json::from_slice(&bytes).ok()?;
     let cache = crate::cache::Cache::open(workspace);
-    index
+    let values = index
         .outputs
         .iter()
         .map(|(artifact, hash)| Some((artifact.clone(), cache.get_value(hash).ok()?)))
-        .collect()
+        .collect::<Option<BTreeMap<_, _>>>()?;
+    Some((index.outputs, values))
 }
 
 /// Values with the cache blob hash each would have.
@@ -167,8 +177,10 @@ impl Engine<'_> {
     fn previous_outputs(&self, name: &str) -> Option<(BTreeMap<String, String>, Value)> {
         let given = match &self.opts.previous {
             Some(given) => given.get(name),
-            None => match read_previous(&self.workspace, name) {
-                Some(values) => return Some(with_hashes(values)),
+            None => match read_previous_with_hashes(&self.workspace, name) {
+                Some((hashes, values)) => {
+                    return Some((hashes, Value::Object(values.into_iter().collect())))
+                }
                 None => self.opts.previous_fallback.get(name),
             },
         };
