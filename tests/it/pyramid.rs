@@ -364,3 +364,62 @@ fn node_hashes_not_the_kernel_cache_decide_and_an_edited_template_rebuilds() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("no-such-folder"), "{}", stderr(&out));
 }
+
+/// Regression: Ctrl-C during a review with a slow local model waited for
+/// the answers in flight (up to the model timeout, minutes), and whatever
+/// the kernel made of the refused calls would have been kept as its result.
+#[cfg(unix)]
+#[test]
+fn ctrl_c_during_a_slow_model_stops_at_once_and_keeps_no_partial_pyramid() {
+    let s = Scratch::new();
+    s.write("doc.md", &document(3));
+    // Far longer than the test waits: only a cut answer lets koas stop.
+    let slow = summarizer(Duration::from_secs(120));
+    let mut args: Vec<String> = vec!["review".into(), "doc.md".into()];
+    args.extend(llm_flags(&slow, 1));
+    let arg_refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut child = s
+        .command(&arg_refs)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn koas");
+    let start = std::time::Instant::now();
+    while slow.calls() == 0 {
+        assert!(start.elapsed() < Duration::from_secs(60), "no model call");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(sent.success());
+    let interrupted = std::time::Instant::now();
+    let code = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status.code();
+        }
+        assert!(
+            interrupted.elapsed() < Duration::from_secs(30),
+            "koas waited for the model's answer after Ctrl-C"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(code, Some(130), "an interrupted review exits 130");
+    let ws = s.workspace();
+    assert!(
+        !ws.join("stage2/pyramid.json").exists(),
+        "a pyramid of fallbacks made of refused calls was written"
+    );
+    assert!(
+        !ws.join(".koas/previous/md_pyramid.json").exists(),
+        "partial work must not become the next run's previous outputs"
+    );
+    assert_eq!(slow.calls(), 1, "no call started after Ctrl-C");
+    // The next run asks the model for every summary again.
+    let fast = summarizer(Duration::ZERO);
+    review(&s, "doc.md", &llm_flags(&fast, 2));
+    let p = pyramid(&s);
+    assert!(nodes(&p).iter().all(|n| n["fallback"] == false), "{p}");
+    assert_eq!(pyramid_calls(&fast), nodes(&p).len());
+}

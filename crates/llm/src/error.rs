@@ -101,6 +101,9 @@ pub enum AbortReason {
     /// resolved to an address that is not local): every later call would
     /// go to the same place.
     Sovereignty,
+    /// The person running koas pressed Ctrl-C (or the run was cancelled):
+    /// no new request starts and the ones in flight are cut.
+    Cancelled,
 }
 
 impl fmt::Display for AbortReason {
@@ -109,6 +112,7 @@ impl fmt::Display for AbortReason {
             AbortReason::SessionBudgetExhausted => "SESSION_BUDGET_EXHAUSTED",
             AbortReason::TransportFailure => "TRANSPORT_FAILURE",
             AbortReason::Sovereignty => "SOVEREIGNTY",
+            AbortReason::Cancelled => "CANCELLED",
         })
     }
 }

@@ -1,7 +1,7 @@
 //! The LLM host service: what the runtime calls when a kernel calls
 //! `ctx.llm_complete(&LlmRequest)`.
 
-use crate::backend::{build_backend, Backend, BackendCall, BackendReply};
+use crate::backend::{build_backend, Backend, BackendCall, BackendReply, CancelFlag};
 use crate::budget::Budget;
 use crate::cache::{CachedAnswer, ResponseCache};
 use crate::config::LlmConfig;
@@ -19,7 +19,7 @@ use crate::tokens::estimate_tokens;
 use koas_extract::normalize_text;
 use koas_kernel_api::{LlmRequest, LlmResponse};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -87,6 +87,7 @@ pub struct LlmService {
     counts: Mutex<CallCounts>,
     abort: Mutex<Option<AbortReason>>,
     rng: Mutex<fastrand::Rng>,
+    cancel: Option<CancelFlag>,
 }
 
 /// Builds an [`LlmService`] with non-default parts.
@@ -99,6 +100,7 @@ pub struct LlmServiceBuilder {
     backend: Option<Arc<dyn Backend>>,
     progress: Option<Box<dyn ProgressSink>>,
     session_id: Option<String>,
+    cancel: Option<CancelFlag>,
 }
 
 impl LlmServiceBuilder {
@@ -133,6 +135,14 @@ impl LlmServiceBuilder {
     /// Reports progress to `sink` (default: nothing).
     pub fn progress(mut self, sink: Box<dyn ProgressSink>) -> Self {
         self.progress = Some(sink);
+        self
+    }
+
+    /// Stops the session when `flag` is set (the process's Ctrl-C flag):
+    /// no request starts after it, and an answer being read is cut at its
+    /// next token, so an interrupt does not wait for a slow model.
+    pub fn cancel_flag(mut self, flag: Arc<AtomicBool>) -> Self {
+        self.cancel = Some(CancelFlag(flag));
         self
     }
 
@@ -188,6 +198,7 @@ impl LlmServiceBuilder {
             session_id: self.session_id.unwrap_or_else(new_session_id),
             counts: Mutex::new(CallCounts::default()),
             abort: Mutex::new(None),
+            cancel: self.cancel,
             rng: Mutex::new(fastrand::Rng::new()),
             backend,
             replay: self.replay,
@@ -259,6 +270,7 @@ impl LlmService {
             backend: None,
             progress: None,
             session_id: None,
+            cancel: None,
         }
     }
 
@@ -399,6 +411,58 @@ impl LlmService {
         }
     }
 
+    /// One attempt. With a cancel flag it runs on its own thread and is
+    /// abandoned when the flag is set: a server that has not sent a byte
+    /// yet (a long prompt, a model being loaded, a non-streamed answer)
+    /// would otherwise hold Ctrl-C up to `timeout_secs`. The abandoned
+    /// thread ends with its socket's timeout, or with the process.
+    fn attempt(
+        &self,
+        backend: &Arc<dyn Backend>,
+        call: &BackendCall,
+    ) -> Result<BackendReply, TransportError> {
+        let Some(flag) = &self.cancel else {
+            return backend.complete(call);
+        };
+        let (tx, rx) = std::sync::mpsc::channel();
+        let worker_backend = backend.clone();
+        let worker_call = call.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(worker_backend.complete(&worker_call));
+        });
+        let poll = Duration::from_millis(100);
+        loop {
+            match rx.recv_timeout(poll) {
+                Ok(result) => return result,
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(TransportError::new(
+                        TransportErrorKind::Io,
+                        "the attempt's thread stopped without an answer",
+                    ))
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) if flag.is_set() => {
+                    // A streamed answer stops at its next token on its own
+                    // (keeping the partial text); give it that moment.
+                    return rx
+                        .recv_timeout(Duration::from_millis(500))
+                        .unwrap_or_else(|_| {
+                            Err(TransportError::new(
+                                TransportErrorKind::Io,
+                                "cancelled (interrupted) while waiting for the answer",
+                            )
+                            .fatal())
+                        });
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            }
+        }
+    }
+
+    /// True once the cancel flag (Ctrl-C) is set.
+    fn cancelled(&self) -> bool {
+        self.cancel.as_ref().is_some_and(CancelFlag::is_set)
+    }
+
     fn set_abort(&self, reason: AbortReason) {
         let mut abort = self.abort.lock().unwrap_or_else(|p| p.into_inner());
         if abort.is_none() {
@@ -470,6 +534,9 @@ impl LlmService {
         if let Some(replay) = &self.replay {
             return self.answer_from_replay(replay, &r, options, started);
         }
+        if self.cancelled() {
+            self.set_abort(AbortReason::Cancelled);
+        }
         if let Some(reason) = self.abort_reason() {
             return Err(LlmError::SessionAborted { reason });
         }
@@ -526,8 +593,9 @@ impl LlmService {
                 stop_markers: r.params.stop_markers.clone(),
                 stream: self.config.stream,
                 deadline: options.deadline.map(|d| d.at),
+                cancel: self.cancel.clone(),
             };
-            match self.call_with_retries(backend.as_ref(), &call, options.deadline.as_ref()) {
+            match self.call_with_retries(backend, &call, options.deadline.as_ref()) {
                 Ok((reply, n)) => {
                     retries += n;
                     let prompt_tokens = reply.prompt_tokens.unwrap_or(estimated_prompt);
@@ -553,7 +621,14 @@ impl LlmService {
                 Err(mut failed) => {
                     failed.retries += retries;
                     self.budget.release(reservation);
-                    return Err(self.transport_failure(&r, options, started, failed, temperatures));
+                    let error = self.transport_failure(&r, options, started, failed, temperatures);
+                    if self.cancelled() {
+                        self.set_abort(AbortReason::Cancelled);
+                        return Err(LlmError::SessionAborted {
+                            reason: AbortReason::Cancelled,
+                        });
+                    }
+                    return Err(error);
                 }
             }
         }
@@ -624,7 +699,7 @@ impl LlmService {
     /// attempts. Each attempt holds an in-flight slot of the endpoint.
     fn call_with_retries(
         &self,
-        backend: &dyn Backend,
+        backend: &Arc<dyn Backend>,
         call: &BackendCall,
         deadline: Option<&Deadline>,
     ) -> Result<(BackendReply, u32), Failed> {
@@ -634,7 +709,18 @@ impl LlmService {
         loop {
             let result = {
                 let _slot = semaphore.acquire();
-                backend.complete(call).map_err(|e| {
+                if self.cancelled() {
+                    return Err(Failed {
+                        error: TransportError::new(
+                            TransportErrorKind::Io,
+                            "cancelled (interrupted) before the attempt started",
+                        )
+                        .fatal(),
+                        retries: retry,
+                        deadline_hit: false,
+                    });
+                }
+                self.attempt(backend, call).map_err(|e| {
                     // A timeout at (or a hair before: socket timers round)
                     // the overall deadline is the deadline's doing.
                     let deadline_hit = e.kind == TransportErrorKind::Timeout
@@ -651,7 +737,9 @@ impl LlmService {
                         deadline_hit: true,
                     })
                 }
-                Err((e, false)) if e.retryable && retry < self.config.max_retries => {
+                Err((e, false))
+                    if e.retryable && retry < self.config.max_retries && !self.cancelled() =>
+                {
                     let delay = {
                         let mut rng = self.rng.lock().unwrap_or_else(|p| p.into_inner());
                         backoff.delay(retry, &mut rng)

@@ -300,3 +300,79 @@ fn ping_gives_up_on_a_server_that_never_answers() {
         );
     }
 }
+
+/// Regression: Ctrl-C during `koas review` with a slow local model waited
+/// for the answers in flight (up to `timeout_secs` each, minutes on a busy
+/// machine) before koas stopped.
+#[test]
+fn ctrl_c_cuts_an_answer_in_flight_and_refuses_later_calls() {
+    for proto in ALL {
+        let server = MockServer::start(vec![], Some(proto.endless()));
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = proto.config(&server.url());
+        // Without the flag this call would stream "tick" for 60 s, then
+        // retry: the test would end on a timeout error, not a cancellation.
+        config.timeout_secs = 60.0;
+        let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let service = LlmService::builder(config, dir.path())
+            .cache_dir(None)
+            .cancel_flag(flag.clone())
+            .build()
+            .unwrap();
+        let setter = {
+            let flag = flag.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(300));
+                flag.store(true, std::sync::atomic::Ordering::SeqCst);
+            })
+        };
+        let err = service.complete(&request()).unwrap_err();
+        setter.join().unwrap();
+        assert_eq!(err.code(), "SESSION_ABORTED", "{proto:?}: {err}");
+        assert!(err.to_string().contains("CANCELLED"), "{proto:?}: {err}");
+        assert_eq!(
+            server.request_count(),
+            1,
+            "{proto:?}: no retry after Ctrl-C"
+        );
+        let log = read_exchanges(&dir.path().join("llm/exchanges.jsonl")).unwrap();
+        assert_eq!(log[0].outcome, ExchangeOutcome::TransportFailure);
+        assert!(log[0].raw_text.starts_with("tick"), "partial text kept");
+        // Nothing more goes to the server once cancelled.
+        let again = service.complete(&request()).unwrap_err();
+        assert_eq!(again.code(), "SESSION_ABORTED");
+        assert_eq!(server.request_count(), 1, "{proto:?}");
+    }
+}
+
+/// A server that has not sent a byte yet (a long prompt being read, a
+/// model being loaded) does not hold Ctrl-C up either.
+#[test]
+fn ctrl_c_does_not_wait_for_a_server_that_has_not_answered_yet() {
+    let proto = Proto::Openai;
+    let server = MockServer::start(
+        vec![],
+        Some(proto.full("late", None).delayed(Duration::from_secs(60))),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = proto.config(&server.url());
+    config.timeout_secs = 120.0;
+    let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let service = LlmService::builder(config, dir.path())
+        .cache_dir(None)
+        .cancel_flag(flag.clone())
+        .build()
+        .unwrap();
+    let setter = {
+        let flag = flag.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            flag.store(true, std::sync::atomic::Ordering::SeqCst);
+        })
+    };
+    // Without the flag the answer "late" would arrive after 60 s.
+    let err = service.complete(&request()).unwrap_err();
+    setter.join().unwrap();
+    assert_eq!(err.code(), "SESSION_ABORTED", "{err}");
+    assert!(err.to_string().contains("CANCELLED"), "{err}");
+}

@@ -189,8 +189,11 @@ pub fn build_llm_service(
     } else {
         koas_llm::auto_progress()
     };
+    // The process's Ctrl-C flag: an interrupt cuts the model's answers in
+    // flight instead of waiting minutes for a slow local model.
     let service = koas_llm::LlmService::builder(config, workspace)
         .progress(progress)
+        .cancel_flag(super::interrupt::install())
         .build()
         .with_context(|| format!("LLM service for {}", origin.display()))?;
     Ok(Arc::new(ServiceHandler::new(service)))

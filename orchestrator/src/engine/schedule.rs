@@ -173,6 +173,16 @@ impl Engine<'_> {
             let result = answer
                 .and_then(|bytes| read_answer(&bytes))
                 .and_then(|out| {
+                    // A kernel that returns after the run was cancelled may
+                    // have cut its work short (its model calls were refused):
+                    // keeping that as a result would make the next run reuse
+                    // it instead of redoing the work.
+                    if cancel.load(Ordering::SeqCst) {
+                        return Err(Failure::Cancelled(
+                            "the run was cancelled while it ran; its outputs were not kept"
+                                .to_string(),
+                        ));
+                    }
                     store_outputs(&kernel, &cache, &workspace, &key, out, &host_written)
                         .map_err(Failure::Failed)
                 });

@@ -138,9 +138,13 @@ impl Backend for AnthropicBackend {
 
     fn complete(&self, call: &BackendCall) -> Result<BackendReply, TransportError> {
         let url = self.http.url("/v1/messages");
-        let mut lines = self
-            .http
-            .post(&url, &self.headers(), &Self::body(call), call.deadline)?;
+        let mut lines = self.http.post(
+            &url,
+            &self.headers(),
+            &Self::body(call),
+            call.deadline,
+            call.cancel.as_ref(),
+        )?;
         // A server may answer a streamed request with one JSON document
         // (an error, or the whole answer): read it as such.
         if call.stream && lines.starts_like_sse()? {

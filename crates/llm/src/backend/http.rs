@@ -14,6 +14,7 @@
 //! `{"error": …}` object, plain text — is reported with the server's own
 //! words (truncated), instead of as a stream that ended early.
 
+use super::CancelFlag;
 use crate::config::LlmConfig;
 use crate::error::{TransportError, TransportErrorKind};
 use crate::sovereignty::{CheckedResolver, Refusal};
@@ -96,6 +97,7 @@ impl HttpClient {
         headers: &[(&str, &str)],
         body: &Value,
         deadline: Option<Instant>,
+        cancel: Option<&CancelFlag>,
     ) -> Result<LineReader, TransportError> {
         let mut request = self
             .agent
@@ -108,7 +110,7 @@ impl HttpClient {
         let response = request
             .send_string(&body.to_string())
             .map_err(|e| map_ureq_error(url, e))?;
-        self.accept(url, response)
+        self.accept(url, response, cancel)
     }
 
     /// GETs and parses a JSON document, within the attempt deadline and the
@@ -123,11 +125,16 @@ impl HttpClient {
             request = request.set(name, value);
         }
         let response = request.call().map_err(|e| map_ureq_error(url, e))?;
-        self.accept(url, response)?.read_json(url)
+        self.accept(url, response, None)?.read_json(url)
     }
 
     /// The body of a 2xx answer; a redirect or an HTML page is an error.
-    fn accept(&self, url: &str, response: ureq::Response) -> Result<LineReader, TransportError> {
+    fn accept(
+        &self,
+        url: &str,
+        response: ureq::Response,
+        cancel: Option<&CancelFlag>,
+    ) -> Result<LineReader, TransportError> {
         let status = response.status();
         if (300..400).contains(&status) {
             return Err(self.redirect_error(url, status, response.header("location")));
@@ -136,7 +143,15 @@ impl HttpClient {
             .content_type()
             .to_ascii_lowercase()
             .contains("html");
-        let mut reader = LineReader::new(response.into_reader(), self.max_bytes);
+        let body = response.into_reader();
+        let body: Box<dyn Read + Send + Sync> = match cancel {
+            Some(flag) => Box::new(CancelReader {
+                inner: body,
+                flag: flag.clone(),
+            }),
+            None => body,
+        };
+        let mut reader = LineReader::new(body, self.max_bytes);
         if html {
             let page = reader.read_snippet(HTML_PREFIX_BYTES);
             return Err(html_error(url, &page));
@@ -438,8 +453,44 @@ fn quote(text: &str) -> String {
     out
 }
 
+/// The body of an answer that stops with [`Cancelled`] once its flag is
+/// set; checked before every read, so a streamed answer stops at the next
+/// token.
+struct CancelReader {
+    inner: Box<dyn Read + Send + Sync>,
+    flag: CancelFlag,
+}
+
+/// The I/O error a [`CancelReader`] ends with.
+#[derive(Debug)]
+struct Cancelled;
+
+impl std::fmt::Display for Cancelled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("cancelled (interrupted)")
+    }
+}
+
+impl std::error::Error for Cancelled {}
+
+impl Read for CancelReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.flag.is_set() {
+            return Err(std::io::Error::other(Cancelled));
+        }
+        self.inner.read(buf)
+    }
+}
+
 fn map_io_error(e: std::io::Error) -> TransportError {
     use std::io::ErrorKind;
+    if e.get_ref().is_some_and(|inner| inner.is::<Cancelled>()) {
+        return TransportError::new(
+            TransportErrorKind::Io,
+            "the attempt was cancelled (interrupted) while reading the answer",
+        )
+        .fatal();
+    }
     match e.kind() {
         ErrorKind::TimedOut | ErrorKind::WouldBlock => TransportError::new(
             TransportErrorKind::Timeout,

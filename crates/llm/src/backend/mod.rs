@@ -14,8 +14,28 @@ pub use openai::OpenAiBackend;
 use crate::config::{BackendKind, LlmConfig};
 use crate::error::{LlmError, TransportError};
 use crate::secret::ApiKey;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
+
+/// A shared "stop now" flag (the process's Ctrl-C flag): an attempt in
+/// progress stops reading its answer when it is set.
+#[derive(Debug, Clone)]
+pub struct CancelFlag(pub Arc<AtomicBool>);
+
+impl CancelFlag {
+    /// True once cancellation was asked for.
+    pub fn is_set(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+impl PartialEq for CancelFlag {
+    /// Two flags are equal when they are the same flag.
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
 
 /// One completion request, fully resolved (model and parameters chosen).
 #[derive(Debug, Clone, PartialEq)]
@@ -39,6 +59,9 @@ pub struct BackendCall {
     /// deadline); the attempt is cut then even if its own timeout is
     /// longer. `None`: the per-attempt timeout alone.
     pub deadline: Option<Instant>,
+    /// Cuts the attempt when set (Ctrl-C): a slow local model can take
+    /// minutes per answer, longer than a person waits for an interrupt.
+    pub cancel: Option<CancelFlag>,
 }
 
 /// A backend's answer to one attempt.

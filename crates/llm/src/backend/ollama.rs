@@ -113,7 +113,13 @@ impl Backend for OllamaBackend {
 
     fn complete(&self, call: &BackendCall) -> Result<BackendReply, TransportError> {
         let url = self.http.url("/api/chat");
-        let mut lines = self.http.post(&url, &[], &self.body(call), call.deadline)?;
+        let mut lines = self.http.post(
+            &url,
+            &[],
+            &self.body(call),
+            call.deadline,
+            call.cancel.as_ref(),
+        )?;
         // Text that is not JSON lines (an HTML page, a plain-text error)
         // is read whole, so the error can quote it.
         if call.stream && lines.starts_like_json_lines()? {

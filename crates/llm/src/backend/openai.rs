@@ -135,9 +135,13 @@ impl Backend for OpenAiBackend {
             .as_deref()
             .map(|a| vec![("authorization", a)])
             .unwrap_or_default();
-        let mut lines = self
-            .http
-            .post(&url, &headers, &Self::body(call), call.deadline)?;
+        let mut lines = self.http.post(
+            &url,
+            &headers,
+            &Self::body(call),
+            call.deadline,
+            call.cancel.as_ref(),
+        )?;
         // A server may answer a streamed request with one JSON document
         // (an error, or the whole answer): read it as such.
         if call.stream && lines.starts_like_sse()? {
