@@ -395,7 +395,7 @@ fn answer(reply: anyhow::Result<Reply>, workspace: &Path) -> Answer {
         .or_else(|| value.get("error").and_then(Value::as_str).map(first_line))
         .unwrap_or_default();
     value["summary"] = json!(summary);
-    if value.get("workspace").is_none_or(Value::is_null) {
+    if value.get("workspace").map_or(true, Value::is_null) {
         value["workspace"] = json!(workspace);
     }
     if reply.status == ExitStatus::Interrupted && value.get("error").is_none() {
