@@ -50,13 +50,53 @@ pub struct RunHost<'a> {
     pub reporter: &'a Reporter,
     /// The LLM service; `None` makes every `llm_complete` call fail with
     /// "no LLM backend configured".
-    pub llm: Option<&'a dyn LlmHandler>,
+    pub llm: Option<SharedLlm>,
     /// Log lines kept for the run record.
     pub logs: Mutex<Vec<String>>,
     /// Files the kernel wrote, for the run record.
     pub files: Mutex<Vec<String>>,
     /// Log lines received, printed or not.
     log_count: AtomicUsize,
+}
+
+/// How often a host call waiting for the model looks at the cancel flag.
+const CANCEL_POLL: std::time::Duration = std::time::Duration::from_millis(50);
+
+impl RunHost<'_> {
+    /// Runs `work` (a model call, which may take minutes) on a thread of
+    /// its own and waits for it unless the run is cancelled: then the
+    /// kernel gets an error at once and the call is left to finish alone,
+    /// so a cancelled run stops within its grace period instead of after
+    /// the model's answer.
+    fn unless_cancelled<T: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, String> {
+        const CANCELLED: &str = "the run was cancelled while the model was answering";
+        if self.is_cancelled() {
+            return Err(CANCELLED.to_owned());
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name(format!("koas-llm-{}", self.kernel))
+            .spawn(move || {
+                let _ = tx.send(work());
+            })
+            .map_err(|e| format!("cannot start the model call: {e}"))?;
+        loop {
+            match rx.recv_timeout(CANCEL_POLL) {
+                Ok(answer) => return Ok(answer),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    if self.is_cancelled() {
+                        return Err(CANCELLED.to_owned());
+                    }
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err("the model call ended without an answer".to_owned())
+                }
+            }
+        }
+    }
 }
 
 impl<'a> RunHost<'a> {
@@ -67,7 +107,7 @@ impl<'a> RunHost<'a> {
         rules: &'a WriteRules,
         cancel: &'a AtomicBool,
         reporter: &'a Reporter,
-        llm: Option<&'a dyn LlmHandler>,
+        llm: Option<SharedLlm>,
     ) -> Self {
         RunHost {
             kernel,
@@ -160,20 +200,24 @@ impl Host for RunHost<'_> {
                 let request: LlmRequest =
                     serde_json::from_value(header.get("request").cloned().unwrap_or(Value::Null))
                         .map_err(|e| format!("malformed LLM request: {e}"))?;
-                match self.llm {
-                    Some(llm) => llm.complete(self.kernel, &request),
-                    None => Err(koas_kernel_api::NO_BACKEND.to_string()),
-                }
+                let Some(llm) = self.llm.clone() else {
+                    return Err(koas_kernel_api::NO_BACKEND.to_string());
+                };
+                let kernel = self.kernel.to_owned();
+                self.unless_cancelled(move || llm.complete(&kernel, &request))?
             }
             "llm_complete_many" => {
                 let requests: Vec<LlmRequest> =
                     serde_json::from_value(header.get("requests").cloned().unwrap_or(Value::Null))
                         .map_err(|e| format!("malformed LLM requests: {e}"))?;
-                let Some(llm) = self.llm else {
+                let Some(llm) = self.llm.clone() else {
                     return Err(koas_kernel_api::NO_BACKEND.to_string());
                 };
+                let kernel = self.kernel.to_owned();
+                let answers =
+                    self.unless_cancelled(move || llm.complete_many(&kernel, &requests))?;
                 Ok(Value::Array(
-                    llm.complete_many(self.kernel, &requests)
+                    answers
                         .into_iter()
                         .map(|answer| match answer {
                             Ok(v) => serde_json::json!({ "ok": v }),
@@ -196,6 +240,46 @@ pub type SharedLlm = Arc<dyn LlmHandler>;
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// A model that answers after a long time.
+    struct Slow(std::time::Duration);
+
+    impl LlmHandler for Slow {
+        fn complete(&self, _kernel: &str, _request: &LlmRequest) -> Result<Value, String> {
+            std::thread::sleep(self.0);
+            Ok(json!({"text": "late"}))
+        }
+    }
+
+    #[test]
+    fn a_cancelled_run_does_not_wait_for_the_model() {
+        let ws = tempfile::tempdir().expect("tmp");
+        let cancel = Arc::new(AtomicBool::new(false));
+        let reporter = Reporter::quiet();
+        let spec = koas_kernel_api::KernelSpec::new("k", "1.0.0");
+        let rules = WriteRules::new([&spec], Vec::new());
+        let slow: SharedLlm = Arc::new(Slow(std::time::Duration::from_millis(200)));
+        let host = RunHost::new("k", ws.path(), &rules, &cancel, &reporter, Some(slow));
+        let request = json!({"method": "llm_complete", "request": {"prompt": "p"}});
+        // Not cancelled: the answer comes.
+        let answer = host.call(&request, b"").expect("answer");
+        assert_eq!(answer["text"], "late");
+        // Cancelled while waiting: an error, and the call is not waited for
+        // (the model here would take an hour).
+        let forever: SharedLlm = Arc::new(Slow(std::time::Duration::from_secs(3600)));
+        let host = RunHost::new("k", ws.path(), &rules, &cancel, &reporter, Some(forever));
+        let flag = cancel.clone();
+        let setter = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            flag.store(true, Ordering::SeqCst);
+        });
+        let err = host.call(&request, b"").expect_err("cancelled");
+        assert!(err.contains("cancelled"), "{err}");
+        let many = json!({"method": "llm_complete_many", "requests": [{"prompt": "p"}]});
+        let err = host.call(&many, b"").expect_err("cancelled before");
+        assert!(err.contains("cancelled"), "{err}");
+        setter.join().expect("setter");
+    }
 
     #[test]
     fn file_calls_stay_inside_the_workspace() {

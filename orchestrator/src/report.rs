@@ -38,12 +38,44 @@ enum Mode {
     Bar(ProgressBar),
 }
 
+/// One step of a run, as an [`Observer`] sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Progress<'a> {
+    /// A kernel started executing.
+    Started {
+        /// The kernel.
+        kernel: &'a str,
+    },
+    /// A kernel reported `done` of `total` steps.
+    Step {
+        /// The kernel.
+        kernel: &'a str,
+        /// Steps done.
+        done: u64,
+        /// Steps in all.
+        total: u64,
+    },
+    /// A kernel finished (ran, was cached, failed, was skipped or
+    /// cancelled).
+    Finished {
+        /// The kernel.
+        kernel: &'a str,
+        /// How it ended.
+        shown: Shown,
+    },
+}
+
+/// Receives every [`Progress`] step of a run, from the kernel threads
+/// (an embedding program, such as a protocol server, relays them).
+pub type Observer = std::sync::Arc<dyn Fn(&Progress<'_>) + Send + Sync>;
+
 /// Reports progress to stderr; shared by the kernel threads (lines are
 /// written whole, never interleaved).
 pub struct Reporter {
     mode: Mode,
     verbose: bool,
     lock: Mutex<()>,
+    observer: Option<Observer>,
 }
 
 impl Reporter {
@@ -53,6 +85,7 @@ impl Reporter {
             mode: Mode::Quiet,
             verbose: false,
             lock: Mutex::new(()),
+            observer: None,
         }
     }
 
@@ -74,6 +107,19 @@ impl Reporter {
             mode,
             verbose,
             lock: Mutex::new(()),
+            observer: None,
+        }
+    }
+
+    /// The same reporter, also telling `observer` every step.
+    pub fn with_observer(mut self, observer: Observer) -> Reporter {
+        self.observer = Some(observer);
+        self
+    }
+
+    fn observe(&self, step: Progress<'_>) {
+        if let Some(observer) = &self.observer {
+            observer(&step);
         }
     }
 
@@ -91,6 +137,7 @@ impl Reporter {
     /// A kernel started executing: shown on the bar, or as a line with
     /// `--verbose`.
     pub fn kernel_started(&self, kernel: &str) {
+        self.observe(Progress::Started { kernel });
         if let Mode::Bar(bar) = &self.mode {
             bar.set_message(format!("running {kernel}"));
         } else if self.verbose {
@@ -100,6 +147,7 @@ impl Reporter {
 
     /// A kernel finished (or was skipped).
     pub fn kernel_finished(&self, kernel: &str, shown: Shown, millis: f64, detail: &str) {
+        self.observe(Progress::Finished { kernel, shown });
         let what = match shown {
             Shown::Ran => format!("ok ({millis:.1} ms)"),
             Shown::Cached => "cached".to_string(),
@@ -128,6 +176,11 @@ impl Reporter {
     /// A kernel reported `done` of `total` steps: shown on the bar, or as a
     /// line with `--verbose`.
     pub fn kernel_progress(&self, kernel: &str, done: u64, total: u64) {
+        self.observe(Progress::Step {
+            kernel,
+            done,
+            total,
+        });
         match &self.mode {
             Mode::Bar(bar) => bar.set_message(format!("{kernel} {done}/{total}")),
             Mode::Plain if self.verbose => self.line(&format!("koas: {kernel}: {done}/{total}")),

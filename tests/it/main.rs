@@ -15,6 +15,7 @@ mod cli_snapshots;
 mod edit_plan;
 mod isolation;
 mod llm_host;
+mod mcp;
 mod pyramid;
 mod review_cli;
 mod review_crash;

@@ -220,13 +220,23 @@ fn the_runtime_knows_nothing_of_the_reviewer() {
         closure(&graph, "koas-kernel-api").is_empty(),
         "the kernel API must not depend on other koas crates"
     );
-    // Only the binary names the reviewer's command family.
-    let users: Vec<&str> = members
+    // Only the binary names the reviewer's command family, and the MCP
+    // server that serves it as tools (the binary dispatches to it).
+    let users: BTreeSet<&str> = members
         .iter()
         .filter(|m| m.deps.contains("koas-reviewer"))
         .map(|m| m.name.as_str())
         .collect();
-    assert_eq!(users, ["koas"]);
+    assert_eq!(users, BTreeSet::from(["koas", "koas-mcp"]));
+    let mcp = members
+        .iter()
+        .find(|m| m.name == "koas-mcp")
+        .expect("the MCP server member");
+    assert!(
+        !mcp.deps.iter().any(|d| d.starts_with("koas-kernel")),
+        "the MCP server loads no plugin itself: {:?}",
+        mcp.deps
+    );
 }
 
 /// `koas check DOC | head -1`: the reader closes the pipe after one line;

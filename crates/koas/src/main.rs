@@ -105,6 +105,9 @@ pub enum Command {
     Grep(reviewer::grep::GrepArgs),
     /// State of a document's review workspace; repair a torn ledger.
     Status(reviewer::status::StatusArgs),
+    /// Serve the reviewer's commands as MCP tools on stdio (for Claude
+    /// Desktop, Claude Code, editors and agents).
+    Mcp(koas_mcp::McpArgs),
 }
 
 fn main() -> ExitCode {
@@ -154,6 +157,7 @@ fn main() -> ExitCode {
         Command::Show(args) => reviewer::show::execute(&global, args),
         Command::Grep(args) => reviewer::grep::execute(&global, args),
         Command::Status(args) => reviewer::status::execute(&global, args),
+        Command::Mcp(args) => koas_mcp::execute(&global, args),
     };
     match result {
         Ok(status) => status.into(),

@@ -54,6 +54,83 @@ pub struct WorkspaceArgs {
     pub max_doc_size: Option<String>,
 }
 
+impl WorkspaceArgs {
+    /// `DOC` with every flag at its default.
+    pub fn for_doc(doc: impl Into<PathBuf>) -> WorkspaceArgs {
+        WorkspaceArgs {
+            doc: doc.into(),
+            workspace: None,
+            json: false,
+            max_doc_size: None,
+        }
+    }
+}
+
+/// What a review command answers, before anything is printed: the exit
+/// status, the JSON object `--json` prints (`status`, `summary`,
+/// `workspace`, `error` and the command's own fields) and the text it
+/// prints otherwise. Messages meant for a person go to stderr as the
+/// command runs; nothing reaches stdout until [`Reply::print`].
+#[derive(Debug, Clone)]
+pub struct Reply {
+    /// The exit status.
+    pub status: ExitStatus,
+    /// The JSON answer.
+    pub json: serde_json::Value,
+    /// The text answer (may be empty).
+    pub text: String,
+}
+
+impl Reply {
+    /// An answer of status `status` whose text is `text`.
+    pub fn new(status: ExitStatus, json: serde_json::Value, text: String) -> Reply {
+        Reply { status, json, text }
+    }
+
+    /// A refusal or failure already told on stderr: `{"status": "error",
+    /// "error": message, "workspace": …}` and no text.
+    pub fn failed(status: ExitStatus, message: &str, workspace: &Path) -> Reply {
+        Reply {
+            status,
+            json: serde_json::json!({
+                "status": "error",
+                "summary": first_line(message),
+                "error": message,
+                "workspace": workspace,
+            }),
+            text: String::new(),
+        }
+    }
+
+    /// Prints the JSON answer (`json`) or the text on stdout.
+    pub fn print(&self, json: bool) -> anyhow::Result<ExitStatus> {
+        if json {
+            print_json(&self.json)?;
+        } else if !self.text.is_empty() {
+            koas_orchestrator::out!("{}", self.text)?;
+        }
+        Ok(self.status)
+    }
+}
+
+/// The first line of `message`, cut to 300 characters (summaries).
+pub fn first_line(message: &str) -> String {
+    let line = message.lines().next().unwrap_or("");
+    if line.chars().count() <= 300 {
+        line.to_owned()
+    } else {
+        let mut cut: String = line.chars().take(299).collect();
+        cut.push('…');
+        cut
+    }
+}
+
+/// The review workspace of the document `args` names (which may not
+/// exist yet): `-w`, or the automatic one next to the document.
+pub fn workspace_of(args: &WorkspaceArgs) -> anyhow::Result<PathBuf> {
+    Ok(ReviewTarget::locate(args)?.root().to_path_buf())
+}
+
 /// A document and its review workspace.
 pub struct ReviewTarget {
     /// The document as given.

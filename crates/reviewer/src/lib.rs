@@ -15,3 +15,6 @@ pub mod commands;
 mod common;
 pub mod input;
 mod pipeline;
+
+pub use common::{first_line, workspace_of, Reply, WorkspaceArgs};
+pub use pipeline::Control;

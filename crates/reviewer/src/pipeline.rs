@@ -23,7 +23,7 @@ use koas_orchestrator::host::SharedLlm;
 use koas_orchestrator::llm_host::{identity, project_layer, resolve_config, LlmLayer};
 use koas_orchestrator::pipeline::{self, Overrides, Pipeline};
 use koas_orchestrator::prepare::{prepare, Prepared};
-use koas_orchestrator::report::Reporter;
+use koas_orchestrator::report::{Observer, Reporter};
 use koas_orchestrator::run_record::{KernelStatus, RunRecord, RunStatus};
 use serde::Deserialize;
 use serde_json::Value;
@@ -133,14 +133,50 @@ pub fn discover(global: &Global, pipeline: &Pipeline) -> Discovery {
     discover_and_warn(global, pipeline)
 }
 
-/// The process's Ctrl-C flag (the handler is installed once).
-fn cancel_flag() -> Arc<AtomicBool> {
-    interrupt::flag("finishing the current step")
+/// How a command's runs are stopped and watched: the command line uses
+/// the process's Ctrl-C flag and prints progress on stderr; an embedding
+/// program (the MCP server) gives each request its own flag and relays
+/// progress to its client.
+#[derive(Clone, Default)]
+pub struct Control {
+    /// Set to stop the runs after the current step; `None`: the process's
+    /// Ctrl-C flag, asked for only when a pass starts (until then a
+    /// Ctrl-C ends the process at once).
+    pub cancel: Option<Arc<AtomicBool>>,
+    /// Told every step of every pass.
+    pub observer: Option<Observer>,
 }
 
-/// True once Ctrl-C was pressed.
-pub fn interrupted() -> bool {
-    interrupt::interrupted()
+impl Control {
+    /// The command line's: Ctrl-C, progress on stderr only.
+    pub fn ctrl_c() -> Control {
+        Control::default()
+    }
+
+    /// A request of its own: stopped by setting `cancel`, watched by
+    /// `observer`.
+    pub fn new(cancel: Arc<AtomicBool>, observer: Option<Observer>) -> Control {
+        Control {
+            cancel: Some(cancel),
+            observer,
+        }
+    }
+
+    /// The flag a pass watches.
+    fn flag(&self) -> Arc<AtomicBool> {
+        match &self.cancel {
+            Some(flag) => flag.clone(),
+            None => interrupt::flag("finishing the current step"),
+        }
+    }
+
+    /// True once the runs were asked to stop.
+    pub fn interrupted(&self) -> bool {
+        match &self.cancel {
+            Some(flag) => flag.load(std::sync::atomic::Ordering::SeqCst),
+            None => interrupt::interrupted(),
+        }
+    }
 }
 
 /// The model of a review, set up once for all its passes.
@@ -290,13 +326,14 @@ pub enum PassFailure {
 /// One engine run of `pipeline` (already reduced to the pass's kernels).
 pub fn run_pass(
     global: &Global,
+    control: &Control,
     pipeline: &Pipeline,
     discovery: &Discovery,
     inputs: PassInputs,
 ) -> anyhow::Result<(Prepared, Result<RunOutcome, PassFailure>)> {
     let prepared = prepare(pipeline, discovery)?;
     let mut opts = RunOptions::new(pipeline.jobs);
-    opts.cancel = cancel_flag();
+    opts.cancel = control.flag();
     opts.isolation = global.isolation(Some(pipeline));
     opts.limits = global.limits(pipeline);
     opts.reserved = koas_review_workspace::paths::RESERVED
@@ -312,10 +349,14 @@ pub fn run_pass(
         opts.llm_identity = Some(llm.identity);
         opts.llm_config = Some(llm.config);
     }
-    let reporter = Arc::new(if global.quiet {
+    let reporter = if global.quiet {
         Reporter::quiet()
     } else {
         Reporter::for_stderr(prepared.dag.order.len() as u64, global.verbose)
+    };
+    let reporter = Arc::new(match &control.observer {
+        Some(observer) => reporter.with_observer(observer.clone()),
+        None => reporter,
     });
     let outcome = engine::run(&prepared, &opts, reporter.clone())
         .with_context(|| format!("pipeline {}", pipeline.file.display()))?;
@@ -413,12 +454,13 @@ pub struct Views {
 /// the views are stale.
 pub fn run_views(
     global: &Global,
+    control: &Control,
     pipeline: &Pipeline,
     discovery: &Discovery,
     run: &koas_review_workspace::PreparedRun<'_>,
     notice: Option<String>,
 ) -> Result<Views, PassFailure> {
-    views_pass(global, pipeline, discovery, run, notice).unwrap_or_else(|e| {
+    views_pass(global, control, pipeline, discovery, run, notice).unwrap_or_else(|e| {
         let mut message = e.to_string();
         for cause in e.chain().skip(1) {
             let cause = cause.to_string();
@@ -432,6 +474,7 @@ pub fn run_views(
 
 fn views_pass(
     global: &Global,
+    control: &Control,
     pipeline: &Pipeline,
     discovery: &Discovery,
     run: &koas_review_workspace::PreparedRun<'_>,
@@ -485,7 +528,7 @@ fn views_pass(
         serde_json::to_value(&context)?,
     );
     inputs.host_written.insert(names::REVIEW_REPORT.to_owned());
-    let (_, result) = run_pass(global, &views, discovery, inputs)?;
+    let (_, result) = run_pass(global, control, &views, discovery, inputs)?;
     let outcome = match result {
         Ok(outcome) => outcome,
         Err(failure) => return Ok(Err(failure)),

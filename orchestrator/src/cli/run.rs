@@ -78,7 +78,7 @@ pub struct RunArgs {
 }
 
 /// Flags that override the pipeline's `[llm]` table.
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone, Default, Args)]
 pub struct LlmFlags {
     /// LLM wire protocol: ollama, openai (llama.cpp, vLLM, LM Studio) or
     /// anthropic.

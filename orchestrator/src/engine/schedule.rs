@@ -149,7 +149,7 @@ impl Engine<'_> {
                 &rules,
                 &cancel,
                 &reporter,
-                llm.as_deref(),
+                llm.clone(),
             );
             let answer = serde_json::to_vec(&request)
                 .map_err(|e| Failure::Failed(format!("cannot encode its request: {e}")))

@@ -299,6 +299,49 @@ fn read_document(path: &Path, shown: &str, limit: u64) -> anyhow::Result<String>
     Ok(text)
 }
 
+/// The findings `koas check DOC` reports for one file, as a library call:
+/// DOC read like the command reads it (a regular UTF-8 text file within
+/// the size limit), checked with the `koas.toml` found upward from it (or
+/// `config`, or none with `no_config`). Nothing is printed or written.
+pub fn check_file(
+    doc: &Path,
+    config: Option<&Path>,
+    no_config: bool,
+    max_doc_size: Option<&str>,
+) -> anyhow::Result<ScanOutput> {
+    let limit = crate::input::max_doc_bytes(max_doc_size)?;
+    let config_path = if no_config {
+        None
+    } else if let Some(explicit) = config {
+        Some(explicit.to_path_buf())
+    } else {
+        find_project_config(doc)
+    };
+    let config = match &config_path {
+        Some(path) => ProjectConfig::load(path)?,
+        None => ProjectConfig::default(),
+    };
+    let checker = Checker::new(&config).with_context(|| match &config_path {
+        Some(path) => format!("project config {}", path.display()),
+        None => "the built-in check config".to_owned(),
+    })?;
+    let shown = doc.display().to_string();
+    let text = read_document(doc, &shown, limit)?;
+    checker
+        .check(&text)
+        .with_context(|| format!("checking {shown}"))
+}
+
+/// The severity that fails `koas check` for `doc` by default (its
+/// `koas.toml`'s `check.fail_on`, else warning).
+pub fn default_fail_on(doc: &Path) -> anyhow::Result<Severity> {
+    Ok(match find_project_config(doc) {
+        Some(path) => ProjectConfig::load(&path)?.check.fail_on,
+        None => None,
+    }
+    .unwrap_or(Severity::Warning))
+}
+
 pub fn execute(global: &Global, args: CheckArgs) -> anyhow::Result<ExitStatus> {
     let (docs, folder_errors) = expand(&args.docs);
     for e in &folder_errors {

@@ -1,13 +1,13 @@
 //! `koas grep DOC [PATTERN] -k KIND -s SEVERITY --silent B --reverts B`:
 //! search the ledger.
 
-use crate::common::{on_workspace, print_json, review_exit_codes, ReviewTarget, WorkspaceArgs};
+use crate::common::{on_workspace, review_exit_codes, Reply, ReviewTarget, WorkspaceArgs};
 use anyhow::Context as _;
 use clap::Args;
 use koas_orchestrator::cli::{ExitStatus, Global};
-use koas_orchestrator::outln;
 use koas_review::query::{grep, render_line, GrepFilter};
 use serde_json::json;
+use std::fmt::Write as _;
 
 #[derive(Debug, Args)]
 #[command(after_help = concat!("\
@@ -48,11 +48,32 @@ pub struct GrepArgs {
     pub reverts: Option<bool>,
 }
 
-pub fn execute(_global: &Global, args: GrepArgs) -> anyhow::Result<ExitStatus> {
-    on_workspace(&args.target, |target| search(&args, target))
+impl GrepArgs {
+    /// `koas grep DOC` (every entry).
+    pub fn new(target: WorkspaceArgs) -> GrepArgs {
+        GrepArgs {
+            target,
+            pattern: None,
+            kind: None,
+            severity: None,
+            silent: None,
+            reverts: None,
+        }
+    }
 }
 
-fn search(args: &GrepArgs, target: &ReviewTarget) -> anyhow::Result<ExitStatus> {
+pub fn execute(_global: &Global, args: GrepArgs) -> anyhow::Result<ExitStatus> {
+    on_workspace(&args.target, |target| {
+        search(&args, target)?.print(args.target.json)
+    })
+}
+
+/// `koas grep` as a library call: the answer is returned, not printed.
+pub fn run(args: &GrepArgs) -> anyhow::Result<Reply> {
+    search(args, &ReviewTarget::locate(&args.target)?)
+}
+
+fn search(args: &GrepArgs, target: &ReviewTarget) -> anyhow::Result<Reply> {
     target.require_workspace()?;
     let filter = GrepFilter::new(
         args.pattern.as_deref(),
@@ -72,27 +93,25 @@ fn search(args: &GrepArgs, target: &ReviewTarget) -> anyhow::Result<ExitStatus> 
         .ledger()
         .with_context(|| format!("review workspace {}", target.root().display()))?;
     let found = grep(ledger.entries(), &filter);
-    if args.target.json {
-        print_json(&json!({
-            "status": "completed",
-            "summary": format!("{} of {} entries match", found.len(), ledger.entries().len()),
-            "workspace": target.root(),
-            "total": found.len(),
-            "entries": found,
-            "torn_tail": ledger.torn_tail(),
-        }))?;
-        return Ok(ExitStatus::Success);
-    }
+    let value = json!({
+        "status": "completed",
+        "summary": format!("{} of {} entries match", found.len(), ledger.entries().len()),
+        "workspace": target.root(),
+        "total": found.len(),
+        "entries": found,
+        "torn_tail": ledger.torn_tail(),
+    });
+    let mut text = String::new();
     for entry in &found {
-        outln!("{}", render_line(entry))?;
+        writeln!(text, "{}", render_line(entry))?;
     }
-    if found.is_empty() {
+    if found.is_empty() && !args.target.json {
         eprintln!(
             "koas grep: no entry matches ({} entries in the ledger)",
             ledger.entries().len()
         );
     }
-    if let Some(torn) = ledger.torn_tail() {
+    if let Some(torn) = ledger.torn_tail().filter(|_| !args.target.json) {
         eprintln!(
             "warning: the ledger ends with a torn line at byte {} ({}); run `koas status {} --repair-ledger`",
             torn.offset,
@@ -100,5 +119,5 @@ fn search(args: &GrepArgs, target: &ReviewTarget) -> anyhow::Result<ExitStatus> 
             target.doc_path.display()
         );
     }
-    Ok(ExitStatus::Success)
+    Ok(Reply::new(ExitStatus::Success, value, text))
 }

@@ -3,14 +3,13 @@
 //! annotated document, from the ledger as it stands.
 
 use crate::common::{
-    clock, command_line, on_workspace, print_json, review_exit_codes, ReviewTarget, WorkspaceArgs,
+    clock, command_line, on_workspace, review_exit_codes, Reply, ReviewTarget, WorkspaceArgs,
     REFUSED,
 };
-use crate::pipeline::{self as passes, PassFailure};
+use crate::pipeline::{self as passes, Control, PassFailure};
 use anyhow::Context as _;
 use clap::Args;
 use koas_orchestrator::cli::{ExitStatus, Global};
-use koas_orchestrator::{out, outln};
 use koas_review::query::count;
 use koas_review_workspace::{paths, BeginRequest, RunKind};
 use serde_json::json;
@@ -37,11 +36,34 @@ pub struct ReportArgs {
     pub pipeline: Option<PathBuf>,
 }
 
-pub fn execute(global: &Global, args: ReportArgs) -> anyhow::Result<ExitStatus> {
-    on_workspace(&args.target, |target| report(global, &args, target))
+impl ReportArgs {
+    /// `koas report DOC`.
+    pub fn new(target: WorkspaceArgs) -> ReportArgs {
+        ReportArgs {
+            target,
+            print: false,
+            pipeline: None,
+        }
+    }
 }
 
-fn report(global: &Global, args: &ReportArgs, target: &ReviewTarget) -> anyhow::Result<ExitStatus> {
+pub fn execute(global: &Global, args: ReportArgs) -> anyhow::Result<ExitStatus> {
+    on_workspace(&args.target, |target| {
+        report(global, &Control::ctrl_c(), &args, target)?.print(args.target.json)
+    })
+}
+
+/// `koas report` as a library call: the answer is returned, not printed.
+pub fn run(global: &Global, control: &Control, args: &ReportArgs) -> anyhow::Result<Reply> {
+    report(global, control, args, &ReviewTarget::locate(&args.target)?)
+}
+
+fn report(
+    global: &Global,
+    control: &Control,
+    args: &ReportArgs,
+    target: &ReviewTarget,
+) -> anyhow::Result<Reply> {
     target.require_workspace()?;
     target.prepare_writes()?;
     let command = command_line();
@@ -64,32 +86,35 @@ fn report(global: &Global, args: &ReportArgs, target: &ReviewTarget) -> anyhow::
     )?;
     passes::require(&pipeline, passes::REPORT, "renders the report")?;
     let discovery = passes::discover(global, &pipeline);
-    let views = match passes::run_views(global, &pipeline, &discovery, &run, None) {
+    let views = match passes::run_views(global, control, &pipeline, &discovery, &run, None) {
         Ok(views) => views,
         Err(PassFailure::Kernel(message)) => {
             eprintln!("error: {message}");
-            return Ok(REFUSED);
+            return Ok(Reply::failed(REFUSED, &message, target.root()));
         }
-        Err(PassFailure::Interrupted) => return Ok(ExitStatus::Interrupted),
+        Err(PassFailure::Interrupted) => {
+            return Ok(Reply::failed(
+                ExitStatus::Interrupted,
+                "interrupted",
+                target.root(),
+            ))
+        }
     };
     let counts = count(run.entries());
     drop(run);
     let path = views.report.context("the pipeline produced no report")?;
-    if args.target.json {
-        print_json(&json!({
-            "status": "completed",
-            "summary": format!("{} changes ({} active), {} reverts, {} flags", counts.total_changes, counts.active_changes, counts.reverts, counts.flags),
-            "workspace": target.root(),
-            "report": path,
-            "annotated": target.root().join(paths::REVIEWED_DOC),
-            "counts": counts,
-        }))?;
-    } else if args.print {
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        out!("{text}")?;
+    let value = json!({
+        "status": "completed",
+        "summary": format!("{} changes ({} active), {} reverts, {} flags", counts.total_changes, counts.active_changes, counts.reverts, counts.flags),
+        "workspace": target.root(),
+        "report": path,
+        "annotated": target.root().join(paths::REVIEWED_DOC),
+        "counts": counts,
+    });
+    let text = if args.print {
+        std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?
     } else {
-        outln!("{}", path.display())?;
-    }
-    Ok(ExitStatus::Success)
+        format!("{}\n", path.display())
+    };
+    Ok(Reply::new(ExitStatus::Success, value, text))
 }

@@ -10,20 +10,20 @@
 //! are refreshed.
 
 use crate::common::{
-    actor, clock, command_line, on_workspace, print_json, review_exit_codes, ReviewTarget,
+    actor, clock, command_line, on_workspace, review_exit_codes, Reply, ReviewTarget,
     WorkspaceArgs, REFUSED,
 };
-use crate::pipeline::{self as passes, PassFailure, PassInputs, REVERT};
+use crate::pipeline::{self as passes, Control, PassFailure, PassInputs, REVERT};
 use anyhow::Context as _;
 use clap::Args;
 use koas_orchestrator::cli::{ExitStatus, Global};
-use koas_orchestrator::outln;
 use koas_review_schema::apply::ApplyOptions;
 use koas_review_schema::names;
 use koas_review_schema::revert::RevertOutcome;
 use koas_review_schema::review::ReviewState;
 use koas_review_workspace::{paths, BeginRequest, CommitContext, RunKind};
 use serde_json::{json, Value};
+use std::fmt::Write as _;
 use std::path::PathBuf;
 
 #[derive(Debug, Args)]
@@ -70,11 +70,37 @@ pub struct RevertArgs {
     pub pipeline: Option<PathBuf>,
 }
 
-pub fn execute(global: &Global, args: RevertArgs) -> anyhow::Result<ExitStatus> {
-    on_workspace(&args.target, |target| revert(global, &args, target))
+impl RevertArgs {
+    /// `koas revert DOC ID...`.
+    pub fn new(target: WorkspaceArgs, ids: Vec<String>) -> RevertArgs {
+        RevertArgs {
+            target,
+            ids,
+            all: false,
+            reason: String::new(),
+            in_place: false,
+            pipeline: None,
+        }
+    }
 }
 
-fn revert(global: &Global, args: &RevertArgs, target: &ReviewTarget) -> anyhow::Result<ExitStatus> {
+pub fn execute(global: &Global, args: RevertArgs) -> anyhow::Result<ExitStatus> {
+    on_workspace(&args.target, |target| {
+        revert(global, &Control::ctrl_c(), &args, target)?.print(args.target.json)
+    })
+}
+
+/// `koas revert` as a library call: the answer is returned, not printed.
+pub fn run(global: &Global, control: &Control, args: &RevertArgs) -> anyhow::Result<Reply> {
+    revert(global, control, args, &ReviewTarget::locate(&args.target)?)
+}
+
+fn revert(
+    global: &Global,
+    control: &Control,
+    args: &RevertArgs,
+    target: &ReviewTarget,
+) -> anyhow::Result<Reply> {
     target.require_workspace()?;
     target.prepare_writes()?;
     let command = command_line();
@@ -121,47 +147,62 @@ fn revert(global: &Global, args: &RevertArgs, target: &ReviewTarget) -> anyhow::
     // stays in the cache, no stage3/revert_outcome.json is written.
     pass.host_written.insert(names::REVERTED_DOC.to_owned());
     pass.host_written.insert(names::REVERT_OUTCOME.to_owned());
-    let (_, result) = passes::run_pass(global, &planning, &discovery, pass)?;
+    let (_, result) = passes::run_pass(global, control, &planning, &discovery, pass)?;
     let planned = match result {
         Ok(outcome) => outcome,
         Err(PassFailure::Kernel(message)) => {
             eprintln!("error: {message}\n  (nothing was reverted)");
-            return Ok(REFUSED);
+            return Ok(Reply::failed(
+                REFUSED,
+                &format!("{message} (nothing was reverted)"),
+                target.root(),
+            ));
         }
-        Err(PassFailure::Interrupted) => return Ok(ExitStatus::Interrupted),
+        Err(PassFailure::Interrupted) => {
+            return Ok(Reply::failed(
+                ExitStatus::Interrupted,
+                "interrupted (nothing was reverted)",
+                target.root(),
+            ))
+        }
     };
     let outcome: RevertOutcome =
         passes::parse_output(&planned.record, REVERT, names::REVERT_OUTCOME)?;
     if let Some(reason) = &outcome.refused {
         drop(run);
-        if args.target.json {
-            print_json(&json!({
+        eprintln!("error: revert refused: {reason}\n  (nothing was changed)");
+        return Ok(Reply::new(
+            REFUSED,
+            json!({
                 "status": "refused",
                 "error": reason,
                 "workspace": target.root(),
                 "total_reverted": 0,
-            }))?;
-        }
-        eprintln!("error: revert refused: {reason}\n  (nothing was changed)");
-        return Ok(REFUSED);
+            }),
+            String::new(),
+        ));
     }
     if outcome.plan.reverts.is_empty() {
         drop(run);
-        if args.target.json {
-            print_json(&json!({
+        return Ok(Reply::new(
+            ExitStatus::Success,
+            json!({
                 "status": "completed",
                 "summary": "nothing to revert",
                 "workspace": target.root(),
                 "total_reverted": 0,
-            }))?;
-        } else {
-            outln!("koas revert: {}: nothing to revert", target.doc_name)?;
-        }
-        return Ok(ExitStatus::Success);
+            }),
+            format!("koas revert: {}: nothing to revert\n", target.doc_name),
+        ));
     }
-    if passes::interrupted() {
-        eprintln!("koas: interrupted before the reverts were recorded; nothing was changed");
-        return Ok(ExitStatus::Interrupted);
+    if control.interrupted() {
+        let message = "interrupted before the reverts were recorded; nothing was changed";
+        eprintln!("koas: {message}");
+        return Ok(Reply::failed(
+            ExitStatus::Interrupted,
+            message,
+            target.root(),
+        ));
     }
     let committed = run
         .commit_revert(
@@ -174,19 +215,24 @@ fn revert(global: &Global, args: &RevertArgs, target: &ReviewTarget) -> anyhow::
             },
         )
         .with_context(|| format!("recording the reverts in {}", workspace.root().display()))?;
-    let views = match passes::run_views(global, &pipeline, &discovery, &run, None) {
+    let views = match passes::run_views(global, control, &pipeline, &discovery, &run, None) {
         Ok(views) => views,
         Err(failure) => {
-            eprintln!(
-                "koas: the reverts are recorded, but the report and annotated document could not be refreshed"
-            );
-            return Ok(match failure {
+            let stale = "the reverts are recorded, but the report and annotated document could not be refreshed";
+            eprintln!("koas: {stale}");
+            let mut reply = match failure {
                 PassFailure::Kernel(message) => {
                     eprintln!("error: {message}");
-                    REFUSED
+                    Reply::failed(REFUSED, &format!("{stale}: {message}"), target.root())
                 }
-                PassFailure::Interrupted => ExitStatus::Interrupted,
-            });
+                PassFailure::Interrupted => Reply::failed(
+                    ExitStatus::Interrupted,
+                    &format!("{stale}: interrupted"),
+                    target.root(),
+                ),
+            };
+            reply.json["status"] = json!("partial");
+            return Ok(reply);
         }
     };
     if args.in_place {
@@ -199,32 +245,31 @@ fn revert(global: &Global, args: &RevertArgs, target: &ReviewTarget) -> anyhow::
         .iter()
         .map(|e| (e.reverted_id.clone(), e.id.to_string()))
         .collect();
-    if args.target.json {
-        let mut value = committed.summary_json();
-        if let Some(map) = value.as_object_mut() {
-            map.insert(
-                "summary".into(),
-                json!(format!("{} changes reverted", pairs.len())),
-            );
-            map.insert("workspace".into(), json!(target.root()));
-            map.insert("report".into(), json!(views.report));
-        }
-        return print_json(&value).map(|()| ExitStatus::Success);
+    let mut value = committed.summary_json();
+    if let Some(map) = value.as_object_mut() {
+        map.insert(
+            "summary".into(),
+            json!(format!("{} changes reverted", pairs.len())),
+        );
+        map.insert("workspace".into(), json!(target.root()));
+        map.insert("report".into(), json!(views.report));
     }
-    outln!(
+    let mut t = String::new();
+    writeln!(
+        t,
         "koas revert: {}: {} changes reverted, latest first",
         target.doc_name,
         pairs.len()
     )?;
     for (reverted, by) in &pairs {
-        outln!("  {reverted} reverted by {by}")?;
+        writeln!(t, "  {reverted} reverted by {by}")?;
     }
-    outln!("workspace: {}", target.root().display())?;
+    writeln!(t, "workspace: {}", target.root().display())?;
     if let Some(report) = views.report {
-        outln!("report:    {}", report.display())?;
+        writeln!(t, "report:    {}", report.display())?;
     }
     if args.in_place {
-        outln!("replaced:  {}", target.doc_path.display())?;
+        writeln!(t, "replaced:  {}", target.doc_path.display())?;
     }
-    Ok(ExitStatus::Success)
+    Ok(Reply::new(ExitStatus::Success, value, t))
 }

@@ -8,24 +8,24 @@
 //! replaces DOC last, only when everything succeeded.
 
 use crate::common::{
-    actor, clock, command_line, on_workspace, print_json, review_exit_codes, ReviewTarget,
+    actor, clock, command_line, on_workspace, review_exit_codes, Reply, ReviewTarget,
     WorkspaceArgs, REFUSED,
 };
 use crate::pipeline::{
-    self as passes, PassFailure, PassInputs, APPLY, EDIT_PLAN, PYRAMID, REVERT, VIEWS,
+    self as passes, Control, PassFailure, PassInputs, APPLY, EDIT_PLAN, PYRAMID, REVERT, VIEWS,
 };
 use anyhow::Context as _;
 use clap::Args;
 use koas_orchestrator::cli::run::LlmFlags;
 use koas_orchestrator::cli::{ExitStatus, Global};
-use koas_orchestrator::outln;
 use koas_review::edit_op::parse_ops_file;
 use koas_review_schema::apply::ApplyOutcome;
 use koas_review_schema::names;
 use koas_review_schema::review::ReviewState;
 use koas_review_workspace::{paths, BeginRequest, CommitContext, ReviewOutcome, RunKind};
 use serde_json::{json, Value};
-use std::path::PathBuf;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, Args)]
 #[command(after_help = concat!("\
@@ -103,11 +103,44 @@ pub struct ReviewArgs {
     pub tutor_model: Option<String>,
 }
 
-pub fn execute(global: &Global, args: ReviewArgs) -> anyhow::Result<ExitStatus> {
-    on_workspace(&args.target, |target| review(global, &args, target))
+impl ReviewArgs {
+    /// `koas review DOC` with every flag at its default.
+    pub fn new(target: WorkspaceArgs) -> ReviewArgs {
+        ReviewArgs {
+            target,
+            ops: None,
+            strict: false,
+            in_place: false,
+            pipeline: None,
+            llm: LlmFlags::default(),
+            no_llm: false,
+            skip_pyramid: false,
+            no_check_fixes: false,
+            tutor_model: None,
+        }
+    }
 }
 
-fn review(global: &Global, args: &ReviewArgs, target: &ReviewTarget) -> anyhow::Result<ExitStatus> {
+pub fn execute(global: &Global, args: ReviewArgs) -> anyhow::Result<ExitStatus> {
+    on_workspace(&args.target, |target| {
+        review(global, &Control::ctrl_c(), &args, target)?.print(args.target.json)
+    })
+}
+
+/// `koas review` as a library call: the answer is returned, not printed
+/// (progress and warnings still go to stderr), and `control` stops and
+/// watches the runs.
+pub fn run(global: &Global, control: &Control, args: &ReviewArgs) -> anyhow::Result<Reply> {
+    let target = ReviewTarget::locate(&args.target)?;
+    review(global, control, args, &target)
+}
+
+fn review(
+    global: &Global,
+    control: &Control,
+    args: &ReviewArgs,
+    target: &ReviewTarget,
+) -> anyhow::Result<Reply> {
     // The ops file is checked before anything is locked or written.
     if let Some(ops) = &args.ops {
         // Like the document: a FIFO or a device would hang or fill memory.
@@ -218,17 +251,29 @@ fn review(global: &Global, args: &ReviewArgs, target: &ReviewTarget) -> anyhow::
     pass.llm = llm;
     pass.previous_fallback = passes::earlier_outputs(workspace.root(), &[PYRAMID, EDIT_PLAN]);
     let started = std::time::Instant::now();
-    let (_, result) = passes::run_pass(global, &planning, &discovery, pass)?;
+    let (_, result) = passes::run_pass(global, control, &planning, &discovery, pass)?;
     let planned = match result {
         Ok(outcome) => outcome,
-        Err(failure) => return Ok(report_failure(failure, "nothing was recorded")),
+        Err(failure) => {
+            return Ok(report_failure(
+                failure,
+                "nothing was recorded",
+                workspace.root(),
+                false,
+            ))
+        }
     };
     let outcome: ApplyOutcome = passes::parse_output(&planned.record, APPLY, names::APPLY_OUTCOME)?;
     // What the model's kernels did, shown when a model was configured.
     let model = has_llm.then(|| ModelReport::of(&planned.record, started.elapsed()));
-    if passes::interrupted() {
-        eprintln!("koas: interrupted before the changes were recorded; nothing was recorded");
-        return Ok(ExitStatus::Interrupted);
+    if control.interrupted() {
+        let message = "interrupted before the changes were recorded; nothing was recorded";
+        eprintln!("koas: {message}");
+        return Ok(Reply::failed(
+            ExitStatus::Interrupted,
+            message,
+            workspace.root(),
+        ));
     }
 
     // Commit: replayed and checked, then written in the crash-safe order.
@@ -250,13 +295,18 @@ fn review(global: &Global, args: &ReviewArgs, target: &ReviewTarget) -> anyhow::
     let notice = no_ops.then(|| {
         "No model is configured and no ops were given: the deterministic stages ran and no change was made. Configure a model (an [llm] table in koas.toml, or --llm-backend/--llm-endpoint/--llm-model) or give edit ops with `koas review DOC --ops FILE`.".to_owned()
     });
-    let views = match passes::run_views(global, &pipeline, &discovery, &run, notice) {
+    let views = match passes::run_views(global, control, &pipeline, &discovery, &run, notice) {
         Ok(views) => views,
         Err(failure) => {
             eprintln!(
                 "koas: the changes are recorded, but the report and annotated document could not be refreshed"
             );
-            return Ok(report_failure(failure, "DOC was not replaced"));
+            return Ok(report_failure(
+                failure,
+                "DOC was not replaced",
+                workspace.root(),
+                true,
+            ));
         }
     };
     if args.in_place {
@@ -265,31 +315,45 @@ fn review(global: &Global, args: &ReviewArgs, target: &ReviewTarget) -> anyhow::
     }
     let report = views.report.clone();
     drop(run);
-    print_outcome(args, target, &committed, report, no_ops, model)?;
-    Ok(ExitStatus::Success)
+    answer(args, target, &committed, report, no_ops, model)
 }
 
-fn report_failure(failure: PassFailure, consequence: &str) -> ExitStatus {
-    match failure {
+/// A failed pass, told on stderr; `recorded`: the changes were recorded
+/// before it failed (a `partial` answer).
+fn report_failure(
+    failure: PassFailure,
+    consequence: &str,
+    workspace: &Path,
+    recorded: bool,
+) -> Reply {
+    let mut reply = match failure {
         PassFailure::Kernel(message) => {
             eprintln!("error: {message}\n  ({consequence})");
-            REFUSED
+            Reply::failed(REFUSED, &format!("{message} ({consequence})"), workspace)
         }
         PassFailure::Interrupted => {
             eprintln!("koas: interrupted ({consequence})");
-            ExitStatus::Interrupted
+            Reply::failed(
+                ExitStatus::Interrupted,
+                &format!("interrupted ({consequence})"),
+                workspace,
+            )
         }
+    };
+    if recorded {
+        reply.json["status"] = json!("partial");
     }
+    reply
 }
 
-fn print_outcome(
+fn answer(
     args: &ReviewArgs,
     target: &ReviewTarget,
     out: &ReviewOutcome,
     report: Option<PathBuf>,
     no_ops: bool,
     model: Option<ModelReport>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Reply> {
     let ws = target.root();
     let applied: Vec<String> = out
         .batch
@@ -322,8 +386,8 @@ fn print_outcome(
             applied.len()
         )
     };
-    if args.target.json {
-        let mut value = out.summary_json();
+    let mut value = out.summary_json();
+    {
         if let Some(map) = value.as_object_mut() {
             map.insert("summary".into(), json!(summary));
             map.insert("workspace".into(), json!(ws));
@@ -337,12 +401,14 @@ fn print_outcome(
                 map.insert("model".into(), serde_json::to_value(model)?);
             }
         }
-        return print_json(&value);
     }
-    outln!("koas review: {}: {summary}", target.doc_name)?;
+    let mut text = String::new();
+    let t = &mut text;
+    writeln!(t, "koas review: {}: {summary}", target.doc_name)?;
     if !guards.is_empty() {
         let list: Vec<String> = guards.iter().map(|(g, n)| format!("{g} {n}")).collect();
-        outln!(
+        writeln!(
+            t,
             "  guards:    {} fired ({}): those changes need attention or became flags",
             guards.values().sum::<usize>(),
             list.join(", ")
@@ -350,20 +416,18 @@ fn print_outcome(
     }
     if let Some(model) = &model {
         if let Some(p) = &model.pyramid {
-            outln!("  pyramid:   {p}")?;
+            writeln!(t, "  pyramid:   {p}")?;
         }
         if let Some(p) = &model.edit_plan {
-            outln!("  edit plan: {p}")?;
+            writeln!(t, "  edit plan: {p}")?;
         }
-        outln!(
+        writeln!(
+            t,
             "  model:     {} calls ({} answered from the cache), {} tokens, {:.1} s",
-            model.calls,
-            model.cached_calls,
-            model.tokens,
-            model.seconds
+            model.calls, model.cached_calls, model.tokens, model.seconds
         )?;
         if let Some(reason) = &model.stopped {
-            outln!("  the model was stopped early: {reason}")?;
+            writeln!(t, "  the model was stopped early: {reason}")?;
         }
     }
     if let Some(recovery) = &out.recovery {
@@ -372,21 +436,23 @@ fn print_outcome(
             .iter()
             .map(|i| i.to_string())
             .collect();
-        outln!(
+        writeln!(
+            t,
             "  recovered: the document was brought up to date with the ledger ({})",
             ids.join(", ")
         )?;
     }
     if let Some(holder) = &out.took_over {
-        outln!("  took over a stale lock of {holder}")?;
+        writeln!(t, "  took over a stale lock of {holder}")?;
     }
     match (applied.first(), applied.last()) {
-        (Some(first), Some(last)) if first != last => outln!("  changes: {first} … {last}")?,
-        (Some(first), _) => outln!("  change:  {first}")?,
+        (Some(first), Some(last)) if first != last => writeln!(t, "  changes: {first} … {last}")?,
+        (Some(first), _) => writeln!(t, "  change:  {first}")?,
         _ => {}
     }
     for r in &out.batch.rejected {
-        outln!(
+        writeln!(
+            t,
             "  rejected {}: {}",
             r.rejection.class.as_str(),
             r.rejection.reason
@@ -399,18 +465,21 @@ fn print_outcome(
         .filter(|a| a.op.needs_attention)
         .count();
     if attention > 0 {
-        outln!("  {attention} of them need attention (alert notes in the annotated document)")?;
+        writeln!(
+            t,
+            "  {attention} of them need attention (alert notes in the annotated document)"
+        )?;
     }
-    outln!("workspace: {}", ws.display())?;
+    writeln!(t, "workspace: {}", ws.display())?;
     if let Some(report) = report {
-        outln!("report:    {}", report.display())?;
+        writeln!(t, "report:    {}", report.display())?;
     }
-    outln!("annotated: {}", ws.join(paths::REVIEWED_DOC).display())?;
-    outln!("edited:    {}", ws.join(paths::EDITED_DOC).display())?;
+    writeln!(t, "annotated: {}", ws.join(paths::REVIEWED_DOC).display())?;
+    writeln!(t, "edited:    {}", ws.join(paths::EDITED_DOC).display())?;
     if args.in_place {
-        outln!("replaced:  {}", target.doc_path.display())?;
+        writeln!(t, "replaced:  {}", target.doc_path.display())?;
     }
-    Ok(())
+    Ok(Reply::new(ExitStatus::Success, value, text))
 }
 
 /// What the model did during a review, for the summary.

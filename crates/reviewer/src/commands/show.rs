@@ -1,12 +1,9 @@
 //! `koas show DOC RVW-0034 [--patch]`: one ledger entry in detail.
 
-use crate::common::{
-    on_workspace, print_json, review_exit_codes, ReviewTarget, WorkspaceArgs, REFUSED,
-};
+use crate::common::{on_workspace, review_exit_codes, Reply, ReviewTarget, WorkspaceArgs, REFUSED};
 use anyhow::Context as _;
 use clap::Args;
 use koas_orchestrator::cli::{ExitStatus, Global};
-use koas_orchestrator::out;
 use koas_review::query::render_details;
 use koas_review_schema::change_id::EntryId;
 use serde_json::json;
@@ -37,11 +34,29 @@ pub struct ShowArgs {
     pub patch: bool,
 }
 
-pub fn execute(_global: &Global, args: ShowArgs) -> anyhow::Result<ExitStatus> {
-    on_workspace(&args.target, |target| show(&args, target))
+impl ShowArgs {
+    /// `koas show DOC ID`.
+    pub fn new(target: WorkspaceArgs, id: impl Into<String>) -> ShowArgs {
+        ShowArgs {
+            target,
+            id: id.into(),
+            patch: false,
+        }
+    }
 }
 
-fn show(args: &ShowArgs, target: &ReviewTarget) -> anyhow::Result<ExitStatus> {
+pub fn execute(_global: &Global, args: ShowArgs) -> anyhow::Result<ExitStatus> {
+    on_workspace(&args.target, |target| {
+        show(&args, target)?.print(args.target.json)
+    })
+}
+
+/// `koas show` as a library call: the answer is returned, not printed.
+pub fn run(args: &ShowArgs) -> anyhow::Result<Reply> {
+    show(args, &ReviewTarget::locate(&args.target)?)
+}
+
+fn show(args: &ShowArgs, target: &ReviewTarget) -> anyhow::Result<Reply> {
     target.require_workspace()?;
     let id = EntryId::parse(args.id.trim()).with_context(|| {
         format!(
@@ -60,13 +75,12 @@ fn show(args: &ShowArgs, target: &ReviewTarget) -> anyhow::Result<ExitStatus> {
             ledger.entries().len(),
             target.doc_path.display()
         );
-        if args.target.json {
-            print_json(
-                &json!({"status": "not_found", "error": message, "workspace": target.root()}),
-            )?;
-        }
         eprintln!("error: {message}");
-        return Ok(REFUSED);
+        return Ok(Reply::new(
+            REFUSED,
+            json!({"status": "not_found", "error": message, "workspace": target.root()}),
+            String::new(),
+        ));
     };
     let reverted_by = match id {
         EntryId::Change(change) => ledger.revert_of(change),
@@ -80,17 +94,16 @@ fn show(args: &ShowArgs, target: &ReviewTarget) -> anyhow::Result<ExitStatus> {
     } else {
         None
     };
-    if args.target.json {
-        print_json(&json!({
+    Ok(Reply::new(
+        ExitStatus::Success,
+        json!({
             "status": "completed",
             "summary": entry.summary,
             "workspace": target.root(),
             "change": entry,
             "reverted_by": reverted_by.map(|e| e.id),
             "patch": patch,
-        }))?;
-    } else {
-        out!("{}", render_details(entry, reverted_by, patch.as_deref()))?;
-    }
-    Ok(ExitStatus::Success)
+        }),
+        render_details(entry, reverted_by, patch.as_deref()),
+    ))
 }

@@ -4,14 +4,14 @@
 //! who holds the lock — and the repair of a torn ledger tail.
 
 use crate::common::{
-    clock, command_line, on_workspace, print_json, review_exit_codes, ReviewTarget, WorkspaceArgs,
+    clock, command_line, on_workspace, review_exit_codes, Reply, ReviewTarget, WorkspaceArgs,
 };
 use anyhow::Context as _;
 use clap::Args;
 use koas_orchestrator::cli::{ExitStatus, Global};
-use koas_orchestrator::outln;
 use koas_review_workspace::WorkspaceStatus;
 use serde_json::json;
+use std::fmt::Write as _;
 
 #[derive(Debug, Args)]
 #[command(after_help = concat!("\
@@ -36,11 +36,28 @@ pub struct StatusArgs {
     pub repair_ledger: bool,
 }
 
-pub fn execute(_global: &Global, args: StatusArgs) -> anyhow::Result<ExitStatus> {
-    on_workspace(&args.target, |target| status(&args, target))
+impl StatusArgs {
+    /// `koas status DOC`.
+    pub fn new(target: WorkspaceArgs) -> StatusArgs {
+        StatusArgs {
+            target,
+            repair_ledger: false,
+        }
+    }
 }
 
-fn status(args: &StatusArgs, target: &ReviewTarget) -> anyhow::Result<ExitStatus> {
+pub fn execute(_global: &Global, args: StatusArgs) -> anyhow::Result<ExitStatus> {
+    on_workspace(&args.target, |target| {
+        status(&args, target)?.print(args.target.json)
+    })
+}
+
+/// `koas status` as a library call: the answer is returned, not printed.
+pub fn run(args: &StatusArgs) -> anyhow::Result<Reply> {
+    status(args, &ReviewTarget::locate(&args.target)?)
+}
+
+fn status(args: &StatusArgs, target: &ReviewTarget) -> anyhow::Result<Reply> {
     target.require_workspace()?;
     let workspace = &target.workspace;
     let repaired = if args.repair_ledger {
@@ -59,27 +76,28 @@ fn status(args: &StatusArgs, target: &ReviewTarget) -> anyhow::Result<ExitStatus
             .into_iter()
             .map(|p| p.to_string_lossy().into_owned()),
     );
-    if args.target.json {
-        let mut value = serde_json::to_value(&status)?;
-        if let Some(map) = value.as_object_mut() {
-            map.insert("status".into(), json!(overall(&status)));
-            map.insert("summary".into(), json!(summary(&status)));
-            map.insert("repaired_to".into(), json!(repaired));
-        }
-        print_json(&value)?;
-        return Ok(ExitStatus::Success);
+    let mut value = serde_json::to_value(&status)?;
+    if let Some(map) = value.as_object_mut() {
+        map.insert("status".into(), json!(overall(&status)));
+        map.insert("summary".into(), json!(summary(&status)));
+        map.insert("repaired_to".into(), json!(repaired));
     }
+    let mut text = String::new();
     if args.repair_ledger {
         match &repaired {
-            Some(side) => outln!(
+            Some(side) => writeln!(
+                text,
                 "repaired: the torn ledger tail was moved to {}",
                 side.display()
             )?,
-            None => outln!("repaired: nothing to repair, the ledger has no torn tail")?,
+            None => writeln!(
+                text,
+                "repaired: nothing to repair, the ledger has no torn tail"
+            )?,
         }
     }
-    print_human(target, &status)?;
-    Ok(ExitStatus::Success)
+    print_human(&mut text, target, &status)?;
+    Ok(Reply::new(ExitStatus::Success, value, text))
 }
 
 /// `ok`, or what needs attention first.
@@ -111,13 +129,19 @@ fn summary(status: &WorkspaceStatus) -> String {
     )
 }
 
-fn print_human(target: &ReviewTarget, status: &WorkspaceStatus) -> std::io::Result<()> {
-    outln!("workspace: {}", status.workspace.display())?;
-    outln!(
+fn print_human(
+    t: &mut String,
+    target: &ReviewTarget,
+    status: &WorkspaceStatus,
+) -> std::fmt::Result {
+    writeln!(t, "workspace: {}", status.workspace.display())?;
+    writeln!(
+        t,
         "document:  {}",
         status.doc_name.as_deref().unwrap_or(&target.doc_name)
     )?;
-    outln!(
+    writeln!(
+        t,
         "stages:    {}",
         if status.stages_completed.is_empty() {
             "none".to_owned()
@@ -125,28 +149,32 @@ fn print_human(target: &ReviewTarget, status: &WorkspaceStatus) -> std::io::Resu
             status.stages_completed.join(", ")
         }
     )?;
-    outln!(
+    writeln!(
+        t,
         "ledger:    {} entries; {}",
         status.ledger_entries,
         summary(status)
     )?;
     if let Some(hash) = &status.original_hash {
-        outln!("original:  {hash}")?;
+        writeln!(t, "original:  {hash}")?;
     }
     if let Some(hash) = &status.current_hash {
-        outln!("current:   {hash}")?;
+        writeln!(t, "current:   {hash}")?;
     }
     match status.document_state.as_str() {
-        "behind_ledger" => outln!(
+        "behind_ledger" => writeln!(
+            t,
             "note:      the edited document is behind its ledger (a run was interrupted); the next review or revert brings it up to date"
         )?,
-        "diverged" => outln!(
+        "diverged" => writeln!(
+            t,
             "problem:   stage3/doc.edited.md was edited outside koas: it matches no state of the ledger"
         )?,
         _ => {}
     }
     if let Some(torn) = &status.torn_tail {
-        outln!(
+        writeln!(
+            t,
             "problem:   the ledger ends with a torn line at byte {} ({}); run `koas status {} --repair-ledger`",
             torn.offset,
             torn.reason,
@@ -154,31 +182,35 @@ fn print_human(target: &ReviewTarget, status: &WorkspaceStatus) -> std::io::Resu
         )?;
     }
     if !status.orphan_patches.is_empty() {
-        outln!(
+        writeln!(
+            t,
             "note:      {} patch files no ledger entry refers to (left by an interrupted run; harmless)",
             status.orphan_patches.len()
         )?;
     }
     if !status.damaged_patches.is_empty() {
-        outln!(
+        writeln!(
+            t,
             "note:      {} patch files are missing or damaged; the next review or revert rebuilds them from the ledger",
             status.damaged_patches.len()
         )?;
     }
     if !status.stale_temp_files.is_empty() {
-        outln!(
+        writeln!(
+            t,
             "problem:   a killed run left {} temporary file(s) (an interrupted write: a file it was replacing kept its previous version); the next review or revert removes them:",
             status.stale_temp_files.len()
         )?;
         for file in &status.stale_temp_files {
-            outln!("           {file}")?;
+            writeln!(t, "           {file}")?;
         }
     }
     match (&status.locked_by, &status.stale_lock) {
-        (Some(holder), _) => outln!("lock:      held by {holder}"),
-        (None, Some(dead)) => outln!(
+        (Some(holder), _) => writeln!(t, "lock:      held by {holder}"),
+        (None, Some(dead)) => writeln!(
+            t,
             "lock:      free (a stale record of {dead}: that process is gone; the next run takes the lock over)"
         ),
-        (None, None) => outln!("lock:      free"),
+        (None, None) => writeln!(t, "lock:      free"),
     }
 }
