@@ -266,3 +266,51 @@ END_EDIT_OPS"#,
         "{report}"
     );
 }
+
+#[test]
+fn editing_one_section_asks_only_its_chunks_and_the_pyramids_path_to_the_root() {
+    let m = ScriptedModel::start(|r| {
+        if is_edit(r) {
+            ModelAnswer::text(NO_OPS)
+        } else {
+            ModelAnswer::text(summary_of(&r.prompt))
+        }
+    });
+    let s = Scratch::new();
+    let doc = manual();
+    s.write("doc.md", &doc);
+    s.write(
+        "koas.toml",
+        &koas_toml(&m.url(), "max_in_flight = 4\n").replace("max_in_flight = 1\n", ""),
+    );
+    let out = s.koas(&["-q", "review", "doc.md"]);
+    assert_code(&out, 0, "first review");
+    let first = m.calls();
+
+    let edited = doc.replace(
+        "Step 5 is done by the operator on duty.",
+        "Step 5 is done by the operator on duty and logged.",
+    );
+    assert_ne!(edited, doc);
+    s.write("doc.md", &edited);
+    let out = s.koas(&["-q", "review", "doc.md"]);
+    assert_code(&out, 0, "review of the edited document");
+    let second: Vec<ModelRequest> = m.requests().split_off(first);
+    let edits = edit_prompts(&second);
+    assert_eq!(
+        edits.len(),
+        1,
+        "only the edited section's chunk: {edits:#?}"
+    );
+    assert!(edits[0].contains("and logged"), "{}", edits[0]);
+    // The pyramid asks the edited section's summary and the abstract
+    // above it; the seven other sections are reused.
+    let summaries: Vec<&ModelRequest> = second.iter().filter(|r| !is_edit(r)).collect();
+    assert_eq!(
+        summaries.len(),
+        2,
+        "{:#?}",
+        summaries.iter().map(|r| &r.prompt).collect::<Vec<_>>()
+    );
+    assert!(summaries[0].prompt.contains("and logged"));
+}
