@@ -534,9 +534,18 @@ impl ModelReport {
         let reviewed = self
             .chunks
             .saturating_sub(self.run.chunks_not_reviewed as usize);
+        let kept = if reviewed == 0 {
+            "no chunk was reviewed before that: run the review again once the server is back"
+                .to_owned()
+        } else {
+            format!(
+                "{reviewed} of {} chunk(s) were reviewed before that; their answers are kept (stage2/ops/, the previous plan, the response cache): run the review again once the server is back and only the other chunks are asked",
+                self.chunks
+            )
+        };
         Some(format!(
-            "the model server {} failed: {reason}\n  {reviewed} of {} chunk(s) were reviewed before that; their answers are kept (stage2/ops/, the previous plan, the response cache): run the review again once the server is back and only the other chunks are asked",
-            self.endpoint, self.chunks
+            "the model server {} failed: {reason}\n  {kept}",
+            self.endpoint
         ))
     }
 }
