@@ -52,7 +52,7 @@ fn main() {
         DELAY.as_millis()
     );
     println!(
-        "{:>4} {:>7} {:>8} {:>9} {:>10} {:>14} {:>16} {:>11} {:>8} {:>5}",
+        "{:>4} {:>7} {:>8} {:>9} {:>10} {:>14} {:>16} {:>11} {:>8} {:>8} {:>5}",
         "N",
         "chunks",
         "requests",
@@ -61,6 +61,7 @@ fn main() {
         "req×0.5/N (s)",
         "whole rounds (s)",
         "model/ideal",
+        "idle (s)",
         "max lat",
         "peak"
     );
@@ -130,8 +131,19 @@ fn main() {
         let last = spans.iter().map(|s| s.1).max().unwrap_or(0);
         let model_secs = (last - first) as f64 / 1000.0;
         let max_latency = spans.iter().map(|s| s.1 - s.0).max().unwrap_or(0);
+        // Time in the model phase with no request in flight: koas's own
+        // work between rounds.
+        let mut sorted = spans.clone();
+        sorted.sort_unstable();
+        let mut idle_ms = 0;
+        let mut covered = first;
+        for (start, end) in sorted {
+            idle_ms += start.saturating_sub(covered);
+            covered = covered.max(end);
+        }
+        let idle = idle_ms as f64 / 1000.0;
         println!(
-            "{n:>4} {chunks:>7} {requests:>8} {:>9.2} {model_secs:>10.2} {naive:>14.2} {whole:>16.2} {:>11.2} {:>6}ms {peak:>5}",
+            "{n:>4} {chunks:>7} {requests:>8} {:>9.2} {model_secs:>10.2} {naive:>14.2} {whole:>16.2} {:>11.2} {idle:>8.2} {:>6}ms {peak:>5}",
             wall.as_secs_f64(),
             model_secs / naive,
             max_latency,

@@ -368,8 +368,8 @@ fn print_outcome(
         if let Some(p) = &run.edit_plan {
             outln!("  edit plan: {p}")?;
         }
-        let names: Vec<&str> = run.models.values().map(String::as_str).collect();
-        let mut names = names;
+        let mut names: Vec<&str> = run.models.values().map(String::as_str).collect();
+        names.sort_unstable();
         names.dedup();
         outln!(
             "  model:     {} ({}): {} calls ({} answered from the cache), {} tokens, {:.1} s",
