@@ -13,6 +13,8 @@ mod review_common;
 mod check_cli;
 mod cli_snapshots;
 mod edit_plan;
+mod edit_plan_baseline;
+mod edit_plan_runs;
 mod isolation;
 mod llm_host;
 mod mcp;

@@ -1,7 +1,7 @@
 //! What the host tells the Stage 3 kernels about a review workspace
 //! (`review_state`, `review_meta`), and where a view's document comes from.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -33,6 +33,44 @@ pub struct ReportContext {
     /// listed).
     #[serde(default)]
     pub apply_log: Vec<ApplyLogRecord>,
+    /// What the model did in the last review run, when one was configured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<ReviewModelRun>,
+}
+
+/// What the model did during one `koas review` run: which model, how many
+/// calls, and whether the service stopped asking before the end.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReviewModelRun {
+    /// The backend's wire protocol (`openai`, `ollama`, …).
+    #[serde(default)]
+    pub backend: String,
+    /// The model of each role (`edit`, `pyramid`, `tutor`, `default`).
+    #[serde(default)]
+    pub models: BTreeMap<String, String>,
+    /// `md_pyramid`'s one-line summary (or its error or skip reason).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pyramid: Option<String>,
+    /// `md_edit_plan`'s one-line summary (or its error or skip reason).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edit_plan: Option<String>,
+    /// Requests sent to the server.
+    #[serde(default)]
+    pub calls: u64,
+    /// Requests answered from the response cache.
+    #[serde(default)]
+    pub cached_calls: u64,
+    /// Tokens used (prompt and completion).
+    #[serde(default)]
+    pub tokens: u64,
+    /// Why the service stopped asking, if it did
+    /// (`SESSION_BUDGET_EXHAUSTED`, `TRANSPORT_FAILURE`, `SOVEREIGNTY`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
+    /// Chunks the edit plan did not review because the service stopped
+    /// (asked again on the next run).
+    #[serde(default)]
+    pub chunks_not_reviewed: u64,
 }
 
 /// Run metadata shown at the top.

@@ -943,6 +943,7 @@ impl Workspace {
             sections,
             findings,
             apply_log: &log,
+            model: None,
         });
         self.write_report_files(&meta.doc_name, &text)?;
         Ok(text)

@@ -9,6 +9,7 @@
 //! 1 and 2 run on it); each ledger entry is mapped back to original lines
 //! through the entries before it to find its section.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use crate::artifacts::SectionLookup;
@@ -19,7 +20,7 @@ use koas_review_schema::change_id::{ChangeId, EntryId};
 use koas_review_schema::edit_op::Action;
 use koas_review_schema::findings::Finding;
 use koas_review_schema::ledger::LedgerEntry;
-use koas_review_schema::review::ReportMeta;
+use koas_review_schema::review::{ReportMeta, ReviewModelRun};
 use koas_review_schema::stage1::SectionEntry;
 
 /// Everything the report shows.
@@ -35,6 +36,92 @@ pub struct ReportInput<'a> {
     pub findings: &'a [Finding],
     /// Apply log of the last run (rejections are listed).
     pub apply_log: &'a [ApplyLogRecord],
+    /// What the model did in the last run, when one ran.
+    pub model: Option<&'a ReviewModelRun>,
+}
+
+/// The name under which a deletion's CAUTION note is counted with the
+/// guards.
+pub const DELETION_CAUTION: &str = "DELETION_CAUTION";
+
+/// Every guard firing of a run, by name: the content guards
+/// (`TOKEN_GUARD`, `LANGUAGE_GUARD`, `REWRITE_GUARD`) and the blank-line
+/// guard from each op's fixes, applied or rejected alike, and
+/// [`DELETION_CAUTION`] for every deletion that was applied or flagged
+/// (it always carries a CAUTION note).
+pub fn guard_counts(log: &[ApplyLogRecord]) -> BTreeMap<&'static str, usize> {
+    let mut counts = BTreeMap::new();
+    for record in log {
+        for fix in &record.fixes {
+            if fix.name().ends_with("_GUARD") {
+                *counts.entry(fix.name()).or_default() += 1;
+            }
+        }
+        if record.reject.is_none() && record.action == Some(Action::Delete) {
+            *counts.entry(DELETION_CAUTION).or_default() += 1;
+        }
+    }
+    counts
+}
+
+/// What a guard's firing did to the op, for the report.
+fn guard_effect(name: &str) -> &'static str {
+    match name {
+        "TOKEN_GUARD" => "a number, URL, link target, code span, quotation or identifier changed: the change needs attention with a WARNING note (refused under --strict)",
+        "LANGUAGE_GUARD" => "the new text is in another language than the document: the change became a flag",
+        "REWRITE_GUARD" => "a typo or grammar fix that rewrites the text: now a style change needing attention",
+        "BLANK_LINE_GUARD" => "a blank target line: the change was moved to its text, or became a flag",
+        DELETION_CAUTION => "a deletion: CAUTION note, needs attention",
+        _ => "a content guard: the change needs attention",
+    }
+}
+
+/// `## Model (last run)` and `## Guards (last run)`: the guards are shown
+/// whenever a model ran or one fired.
+fn write_last_run(out: &mut String, model: Option<&ReviewModelRun>, log: &[ApplyLogRecord]) {
+    if let Some(m) = model {
+        let _ = writeln!(out, "## Model (last run)\n");
+        let _ = writeln!(out, "| Field | Value |\n|---|---|");
+        let _ = writeln!(out, "| Backend | {} |", cell(&m.backend));
+        for (role, name) in &m.models {
+            let _ = writeln!(out, "| Model `{}` | `{}` |", cell(role), cell(name));
+        }
+        let _ = writeln!(
+            out,
+            "| Calls | {} sent to the server, {} answered from the cache |",
+            m.calls, m.cached_calls
+        );
+        let _ = writeln!(out, "| Tokens | {} |", m.tokens);
+        if let Some(p) = &m.pyramid {
+            let _ = writeln!(out, "| Pyramid | {} |", cell(p));
+        }
+        if let Some(p) = &m.edit_plan {
+            let _ = writeln!(out, "| Edit plan | {} |", cell(p));
+        }
+        if let Some(reason) = &m.stopped {
+            let _ = writeln!(
+                out,
+                "| Stopped early | {}: {} chunk(s) not reviewed; the next run asks them, not the others |",
+                cell(reason),
+                m.chunks_not_reviewed
+            );
+        }
+        out.push('\n');
+    }
+    let guards = guard_counts(log);
+    if model.is_none() && guards.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "## Guards (last run)\n");
+    if guards.is_empty() {
+        let _ = writeln!(out, "No guard fired.\n");
+        return;
+    }
+    let _ = writeln!(out, "| Guard | Firings | Effect |\n|---|---:|---|");
+    for (name, n) in &guards {
+        let _ = writeln!(out, "| {name} | {n} | {} |", guard_effect(name));
+    }
+    out.push('\n');
 }
 
 /// `REVIEW_<stem>.md` for a document named `doc_name`.
@@ -200,6 +287,8 @@ pub fn render_report(input: ReportInput<'_>) -> String {
         counts.reverts,
         counts.active_changes
     );
+
+    write_last_run(&mut out, input.model, input.apply_log);
 
     let _ = writeln!(out, "## Changes by section\n");
     let lookup = SectionLookup::new(input.sections);
@@ -388,6 +477,7 @@ mod tests {
             sections: &[SectionEntry::from_lines("S1", "Title", 1, 20)],
             findings: &[error, info],
             apply_log: &[],
+            model: None,
         });
         assert!(
             text.contains("| ai_leftover | critical | leftover |"),
@@ -397,6 +487,75 @@ mod tests {
             text.contains("| terminology_drift | minor | drift |"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn guard_counts_count_every_guard_and_kept_deletions() {
+        use koas_review_schema::apply::{Fix, GuardOutcome, OpStatus};
+        use koas_review_schema::rejection::RejectClass;
+        let record =
+            |action: Action, fixes: Vec<Fix>, reject: Option<RejectClass>| ApplyLogRecord {
+                run_id: "r".into(),
+                op_index: 1,
+                id: ChangeId::first(),
+                source_id: None,
+                status: if reject.is_some() {
+                    OpStatus::Rejected
+                } else {
+                    OpStatus::Applied
+                },
+                action: Some(action),
+                lines: Some((1, 1)),
+                fixes,
+                defaults_filled: vec![],
+                reject,
+                reason: None,
+                touches_protected: vec![],
+            };
+        let guard = |name: &str| Fix::ContentGuard {
+            guard: name.into(),
+            reason: "r".into(),
+        };
+        let log = vec![
+            record(
+                Action::Replace,
+                vec![
+                    Fix::BlankLineGuard {
+                        outcome: GuardOutcome::Downgraded,
+                        from_lines: (2, 2),
+                        to_lines: (2, 2),
+                    },
+                    Fix::HashRecompute {
+                        from: None,
+                        to: "sha256:0".into(),
+                    },
+                ],
+                None,
+            ),
+            record(
+                Action::Replace,
+                vec![guard("TOKEN_GUARD")],
+                Some(RejectClass::Guard),
+            ),
+            record(
+                Action::Replace,
+                vec![guard("TOKEN_GUARD"), guard("REWRITE_GUARD")],
+                None,
+            ),
+            record(Action::Delete, vec![], None),
+            // A refused deletion writes no CAUTION note.
+            record(Action::Delete, vec![], Some(RejectClass::Hash)),
+        ];
+        let counts = guard_counts(&log);
+        let expected: BTreeMap<&str, usize> = [
+            ("BLANK_LINE_GUARD", 1),
+            ("TOKEN_GUARD", 2),
+            ("REWRITE_GUARD", 1),
+            (DELETION_CAUTION, 1),
+        ]
+        .into_iter()
+        .collect();
+        assert_eq!(counts, expected);
     }
 
     #[test]

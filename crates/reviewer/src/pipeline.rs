@@ -189,6 +189,27 @@ pub struct ReviewLlm {
     pub tutor_model: Option<String>,
     /// Requests in flight at once.
     pub max_in_flight: usize,
+    /// The server's base URL, for messages.
+    pub endpoint: String,
+}
+
+impl ReviewLlm {
+    /// The backend and the model of each role, as the report shows them.
+    pub fn models(&self) -> (String, BTreeMap<String, String>) {
+        let backend = self.identity["backend"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let models = self.identity["models"]
+            .as_object()
+            .map(|m| {
+                m.iter()
+                    .filter_map(|(role, model)| Some((role.clone(), model.as_str()?.to_owned())))
+                    .collect()
+            })
+            .unwrap_or_default();
+        (backend, models)
+    }
 }
 
 /// The LLM a review of `document` uses: the `[llm]` table of the
@@ -230,6 +251,7 @@ pub fn review_llm(
     let identity = identity(&config);
     let tutor_model = config.tutor_model.clone();
     let max_in_flight = config.max_in_flight;
+    let endpoint = config.endpoint();
     let origin = layers
         .last()
         .map(|l| l.origin.clone())
@@ -241,6 +263,7 @@ pub fn review_llm(
         config: config_value,
         tutor_model,
         max_in_flight,
+        endpoint,
     }))
 }
 
@@ -460,7 +483,21 @@ pub fn run_views(
     run: &koas_review_workspace::PreparedRun<'_>,
     notice: Option<String>,
 ) -> Result<Views, PassFailure> {
-    views_pass(global, control, pipeline, discovery, run, notice).unwrap_or_else(|e| {
+    run_views_with_model(global, control, pipeline, discovery, run, notice, None)
+}
+
+/// [`run_views`] after a run that asked a model: the report says which
+/// model, how many calls, and whether the service stopped early.
+pub fn run_views_with_model(
+    global: &Global,
+    control: &Control,
+    pipeline: &Pipeline,
+    discovery: &Discovery,
+    run: &koas_review_workspace::PreparedRun<'_>,
+    notice: Option<String>,
+    model: Option<koas_review_schema::review::ReviewModelRun>,
+) -> Result<Views, PassFailure> {
+    views_pass(global, control, pipeline, discovery, run, notice, model).unwrap_or_else(|e| {
         let mut message = e.to_string();
         for cause in e.chain().skip(1) {
             let cause = cause.to_string();
@@ -479,6 +516,7 @@ fn views_pass(
     discovery: &Discovery,
     run: &koas_review_workspace::PreparedRun<'_>,
     notice: Option<String>,
+    model: Option<koas_review_schema::review::ReviewModelRun>,
 ) -> anyhow::Result<Result<Views, PassFailure>> {
     use koas_review_schema::ledger::LedgerEntry;
     use koas_review_schema::names;
@@ -504,6 +542,7 @@ fn views_pass(
     let context = ReportContext {
         meta,
         apply_log: workspace.last_run_log()?,
+        model,
     };
     let mut inputs = PassInputs::default();
     inputs.provided.insert(

@@ -126,14 +126,15 @@ impl Kernel for MdReviewReportAssemble {
         )
         .map_err(KernelError::invalid_input)?;
         let context: Option<ReportContext> = inputs.parse_optional(names::REVIEW_META)?;
-        let (meta, apply_log) = match context {
-            Some(context) => (context.meta, context.apply_log),
+        let (meta, apply_log, model) = match context {
+            Some(context) => (context.meta, context.apply_log, context.model),
             None => (
                 pipeline_meta(inputs, &view, outcome.as_ref(), original)?,
                 outcome
                     .as_ref()
                     .map(|o| o.batch.log_records("preview"))
                     .unwrap_or_default(),
+                None,
             ),
         };
         let sections = inputs.parse::<SectionIndex>(names::SECTION_INDEX)?.sections;
@@ -149,6 +150,7 @@ impl Kernel for MdReviewReportAssemble {
             sections: &sections,
             findings: &findings,
             apply_log: &apply_log,
+            model: model.as_ref(),
         });
         let changes = view.entries.iter().filter(|e| !e.is_revert).count();
         let summary = format!(

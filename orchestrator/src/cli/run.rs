@@ -75,6 +75,14 @@ pub struct RunArgs {
     /// The model to use, overriding the pipeline's `[llm]` table.
     #[command(flatten)]
     pub llm: LlmFlags,
+
+    /// Answer every LLM request from this exchange log (an earlier run's
+    /// llm/exchanges.jsonl) instead of the model: no network; a request
+    /// the log does not hold fails with REPLAY_MISS. The `[llm]` table
+    /// (backend, models, parameters) must be the recorded run's, since
+    /// they are part of each request's key.
+    #[arg(long = "llm-replay", value_name = "EXCHANGE_LOG")]
+    pub llm_replay: Option<PathBuf>,
 }
 
 /// Flags that override the pipeline's `[llm]` table.
@@ -138,6 +146,7 @@ pub fn llm_for_run(
     prepared: &crate::prepare::Prepared,
     target: &RunTarget,
     flags: &LlmFlags,
+    replay: Option<&std::path::Path>,
     quiet: bool,
     opts: &mut RunOptions,
 ) -> anyhow::Result<()> {
@@ -159,11 +168,31 @@ pub fn llm_for_run(
     let Some((value, config)) =
         resolve_config(&llm_layers(&prepared.pipeline)?, &flags.overrides())?
     else {
+        if let Some(log) = replay {
+            bail!(
+                "--llm-replay {}: no [llm] table or --llm-* flags say which backend and models the recorded run used",
+                log.display()
+            );
+        }
         return Ok(());
     };
     opts.llm_identity = Some(crate::llm_host::identity(&config));
     opts.llm_config = Some(value);
     if !needs {
+        return Ok(());
+    }
+    if let Some(log) = replay {
+        let source = koas_llm::ReplaySource::from_exchange_log(log)
+            .with_context(|| format!("cannot read the exchange log {}", log.display()))?;
+        // The run's own log is the usual one, so that `koas replay` works
+        // on this workspace like on any other.
+        let own_log = prepared.pipeline.workspace.join(koas_llm::EXCHANGE_LOG);
+        let service = koas_llm::LlmService::builder(config, &prepared.pipeline.workspace)
+            .replay(source)
+            .exchange_log(own_log)
+            .build()
+            .with_context(|| format!("LLM replay of {}", log.display()))?;
+        opts.llm = Some(Arc::new(ServiceHandler::new(service)));
         return Ok(());
     }
     opts.llm = Some(build_llm_service(
@@ -257,6 +286,7 @@ pub fn execute(global: &Global, args: RunArgs) -> anyhow::Result<ExitStatus> {
         &prepared,
         &opts.target.clone(),
         &args.llm,
+        args.llm_replay.as_deref(),
         global.quiet,
         &mut opts,
     )?;

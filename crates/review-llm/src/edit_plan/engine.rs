@@ -364,7 +364,14 @@ pub fn plan(
         for e in &s.adaptive_escalation {
             *stats.escalations.entry(e.policy.clone()).or_default() += 1;
         }
-        chunks.push(job.status.clone());
+        // Timings stay in `status.jsonl`: the plan holds only what the
+        // answers decide, so a replay of the run reproduces it byte for
+        // byte.
+        chunks.push(ChunkStatus {
+            latency_ms: 0,
+            t_request_ms: 0,
+            ..job.status.clone()
+        });
     }
     stats.ops = u32::try_from(ops.len()).unwrap_or(u32::MAX);
     stats.dropped = u32::try_from(dropped.len()).unwrap_or(u32::MAX);

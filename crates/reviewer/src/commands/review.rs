@@ -20,10 +20,12 @@ use koas_orchestrator::cli::run::LlmFlags;
 use koas_orchestrator::cli::{ExitStatus, Global};
 use koas_review::edit_op::parse_ops_file;
 use koas_review_schema::apply::ApplyOutcome;
+use koas_review_schema::edit_plan::{ChunkVerdict, EditPlan, EditPlanStatus};
 use koas_review_schema::names;
-use koas_review_schema::review::ReviewState;
+use koas_review_schema::review::{ReviewModelRun, ReviewState};
 use koas_review_workspace::{paths, BeginRequest, CommitContext, ReviewOutcome, RunKind};
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -248,6 +250,7 @@ fn review(
     );
     pass.host_written.insert(names::EDITED_DOC.to_owned());
     let has_llm = llm.is_some();
+    let described = llm.as_ref().map(|l| (l.models(), l.endpoint.clone()));
     pass.llm = llm;
     pass.previous_fallback = passes::earlier_outputs(workspace.root(), &[PYRAMID, EDIT_PLAN]);
     let started = std::time::Instant::now();
@@ -265,13 +268,32 @@ fn review(
     };
     let outcome: ApplyOutcome = passes::parse_output(&planned.record, APPLY, names::APPLY_OUTCOME)?;
     // What the model's kernels did, shown when a model was configured.
-    let model = has_llm.then(|| ModelReport::of(&planned.record, started.elapsed()));
+    let model = described.map(|(models, endpoint)| {
+        ModelReport::of(&planned.record, started.elapsed(), models, endpoint)
+    });
     if control.interrupted() {
         let message = "interrupted before the changes were recorded; nothing was recorded";
         eprintln!("koas: {message}");
         return Ok(Reply::failed(
             ExitStatus::Interrupted,
             message,
+            workspace.root(),
+        ));
+    }
+    // A server that stopped answering is a failed review, not a smaller
+    // one: nothing is recorded, and the next run asks only the chunks
+    // that got no answer (the others are in the previous plan and the
+    // response cache).
+    if let Some(failure) = model
+        .as_ref()
+        .filter(|_| skip_plan.is_none())
+        .and_then(|m| m.unreachable())
+    {
+        let consequence = "nothing was recorded: the document and the ledger are unchanged";
+        eprintln!("error: {failure}\n  ({consequence})");
+        return Ok(Reply::failed(
+            REFUSED,
+            &format!("{failure} ({consequence})"),
             workspace.root(),
         ));
     }
@@ -295,7 +317,10 @@ fn review(
     let notice = no_ops.then(|| {
         "No model is configured and no ops were given: the deterministic stages ran and no change was made. Configure a model (an [llm] table in koas.toml, or --llm-backend/--llm-endpoint/--llm-model) or give edit ops with `koas review DOC --ops FILE`.".to_owned()
     });
-    let views = match passes::run_views(global, control, &pipeline, &discovery, &run, notice) {
+    let run_model = model.as_ref().map(|m| m.run.clone());
+    let views = match passes::run_views_with_model(
+        global, control, &pipeline, &discovery, &run, notice, run_model,
+    ) {
         Ok(views) => views,
         Err(failure) => {
             eprintln!(
@@ -363,19 +388,9 @@ fn answer(
         .map(|a| a.op.id.to_string())
         .collect();
     let flagged = out.batch.applied.len() - applied.len();
-    // Every guard firing, applied or rejected op alike.
-    let mut guards: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
-    for fix in out
-        .batch
-        .applied
-        .iter()
-        .flat_map(|a| &a.fixes)
-        .chain(out.batch.rejected.iter().flat_map(|r| &r.fixes))
-    {
-        if fix.name().ends_with("_GUARD") {
-            *guards.entry(fix.name()).or_default() += 1;
-        }
-    }
+    // Every guard firing, applied or rejected op alike, counted as the
+    // report counts them.
+    let guards = koas_review::report::guard_counts(&out.batch.log_records(""));
     let rejected = out.batch.rejected.len();
     let summary = if no_ops {
         "no model and no ops: deterministic stages only, 0 changes".to_owned()
@@ -415,19 +430,32 @@ fn answer(
         )?;
     }
     if let Some(model) = &model {
-        if let Some(p) = &model.pyramid {
+        let run = &model.run;
+        if let Some(p) = &run.pyramid {
             writeln!(t, "  pyramid:   {p}")?;
         }
-        if let Some(p) = &model.edit_plan {
+        if let Some(p) = &run.edit_plan {
             writeln!(t, "  edit plan: {p}")?;
         }
+        let mut names: Vec<&str> = run.models.values().map(String::as_str).collect();
+        names.sort_unstable();
+        names.dedup();
         writeln!(
             t,
-            "  model:     {} calls ({} answered from the cache), {} tokens, {:.1} s",
-            model.calls, model.cached_calls, model.tokens, model.seconds
+            "  model:     {} ({}): {} calls ({} answered from the cache), {} tokens, {:.1} s",
+            names.join(", "),
+            run.backend,
+            run.calls,
+            run.cached_calls,
+            run.tokens,
+            model.seconds
         )?;
-        if let Some(reason) = &model.stopped {
-            writeln!(t, "  the model was stopped early: {reason}")?;
+        if let Some(reason) = &run.stopped {
+            writeln!(
+                t,
+                "  the model was stopped early ({reason}): {} chunk(s) not reviewed; the next run asks them, not the others",
+                run.chunks_not_reviewed
+            )?;
         }
     }
     if let Some(recovery) = &out.recovery {
@@ -482,27 +510,32 @@ fn answer(
     Ok(Reply::new(ExitStatus::Success, value, text))
 }
 
-/// What the model did during a review, for the summary.
+/// What the model did during a review, for the summary and the report.
 #[derive(Debug, serde::Serialize)]
 struct ModelReport {
-    /// `md_pyramid`'s one-line summary.
-    pyramid: Option<String>,
-    /// `md_edit_plan`'s one-line summary.
-    edit_plan: Option<String>,
-    /// Requests sent to the server.
-    calls: u64,
-    /// Requests answered from the response cache.
-    cached_calls: u64,
-    /// Tokens used (prompt and completion).
-    tokens: u64,
-    /// Why the service stopped asking, if it did (budget spent, server gone).
-    stopped: Option<String>,
+    /// What the report shows too.
+    #[serde(flatten)]
+    run: ReviewModelRun,
     /// Wall time of the planning pass.
     seconds: f64,
+    /// The server's base URL (for the error when it stopped answering).
+    #[serde(skip)]
+    endpoint: String,
+    /// Why the edit plan stopped, verbatim (it names the endpoint).
+    #[serde(skip)]
+    plan_reason: Option<String>,
+    /// Chunks of the plan.
+    #[serde(skip)]
+    chunks: usize,
 }
 
 impl ModelReport {
-    fn of(record: &koas_orchestrator::run_record::RunRecord, took: std::time::Duration) -> Self {
+    fn of(
+        record: &koas_orchestrator::run_record::RunRecord,
+        took: std::time::Duration,
+        (backend, models): (String, BTreeMap<String, String>),
+        endpoint: String,
+    ) -> Self {
         let summary = |k: &str| {
             record.kernel(k).map(|k| {
                 k.error
@@ -518,20 +551,77 @@ impl ModelReport {
                 .and_then(Value::as_u64)
                 .unwrap_or(0)
         };
+        let plan: Option<EditPlan> = passes::parse_output(record, EDIT_PLAN, names::EDIT_PLAN).ok();
+        let plan_reason = plan
+            .as_ref()
+            .filter(|p| p.status == EditPlanStatus::Partial)
+            .and_then(|p| p.reason.clone());
+        let skipped = plan.as_ref().map_or(0, |p| {
+            p.chunks
+                .iter()
+                .filter(|c| c.verdict == ChunkVerdict::Skipped)
+                .count()
+        });
+        let aborted = session
+            .and_then(|s| s.get("abort_reason"))
+            .filter(|r| !r.is_null())
+            .map(|r| match r.as_str() {
+                Some(s) => s.to_owned(),
+                None => r.to_string(),
+            });
+        // The session's reason names the failure; a plan stopped by an
+        // error that did not abort the session names its own.
+        let stopped = aborted.or_else(|| {
+            plan_reason
+                .as_ref()
+                .map(|r| r.split(':').next().unwrap_or(r).trim().to_owned())
+        });
         ModelReport {
-            pyramid: summary(PYRAMID),
-            edit_plan: summary(EDIT_PLAN),
-            calls: number("/calls/backend"),
-            cached_calls: number("/calls/cache"),
-            tokens: number("/tokens_used"),
-            stopped: session
-                .and_then(|s| s.get("abort_reason"))
-                .filter(|r| !r.is_null())
-                .map(|r| match r.as_str() {
-                    Some(s) => s.to_owned(),
-                    None => r.to_string(),
-                }),
+            run: ReviewModelRun {
+                backend,
+                models,
+                pyramid: summary(PYRAMID),
+                edit_plan: summary(EDIT_PLAN),
+                calls: number("/calls/backend"),
+                cached_calls: number("/calls/cache"),
+                tokens: number("/tokens_used"),
+                stopped,
+                chunks_not_reviewed: skipped as u64,
+            },
             seconds: took.as_secs_f64(),
+            endpoint,
+            plan_reason,
+            chunks: plan.as_ref().map_or(0, |p| p.chunks.len()),
         }
+    }
+
+    /// The error to report when the model server could not be reached
+    /// (it stopped answering, or strict sovereignty refused it); `None`
+    /// when the model answered, or only a budget stopped it.
+    fn unreachable(&self) -> Option<String> {
+        let stopped = self.run.stopped.as_deref()?;
+        let reason = self.plan_reason.as_deref().unwrap_or(stopped);
+        let failed = ["TRANSPORT_FAILURE", "SOVEREIGNTY", "DEADLINE_EXCEEDED"]
+            .iter()
+            .any(|code| stopped.contains(code) || reason.contains(code));
+        if !failed {
+            return None;
+        }
+        let reviewed = self
+            .chunks
+            .saturating_sub(self.run.chunks_not_reviewed as usize);
+        let kept = if reviewed == 0 {
+            "no chunk was reviewed before that: run the review again once the server is back"
+                .to_owned()
+        } else {
+            format!(
+                "{reviewed} of {} chunk(s) were reviewed before that; their answers are kept (stage2/ops/, the previous plan, the response cache): run the review again once the server is back and only the other chunks are asked",
+                self.chunks
+            )
+        };
+        Some(format!(
+            "the model server {} failed: {reason}\n  {kept}",
+            self.endpoint
+        ))
     }
 }

@@ -1,0 +1,316 @@
+//! `koas review` with a model across runs: a server that dies mid-run and
+//! comes back, one section edited, a per-run token budget, and what the
+//! report says about the model and the guards. The scripted model counts
+//! every request, so "not asked again" is seen at the server.
+
+use crate::review_common::{assert_code, normalize, stderr, stdout, Scratch};
+use koas_test_support::model::{ModelAnswer, ModelRequest, ScriptedModel};
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A title over eight `##` sections of one sentence each: one chunk per
+/// section, plus the title's.
+fn manual() -> String {
+    let mut doc = String::from("# Manual\n\nThe manual lists the steps of the procedure.\n\n");
+    for i in 1..=8 {
+        doc.push_str(&format!(
+            "## Step {i}\n\nStep {i} is done by the operator on duty.\n\n"
+        ));
+    }
+    doc
+}
+
+/// An edit-plan request (the pyramid's ask for summaries).
+fn is_edit(r: &ModelRequest) -> bool {
+    r.prompt.contains("BEGIN_EDIT_OPS")
+}
+
+/// A summary that changes with the prompt, so that a changed section
+/// changes its parent's prompt (and a test sees the pyramid's path).
+fn summary_of(prompt: &str) -> String {
+    let h = prompt.bytes().fold(0xcbf29ce484222325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100000001b3)
+    });
+    format!("The section describes one step ({h:x}).")
+}
+
+const NO_OPS: &str = "BEGIN_EDIT_OPS\n[]\nEND_EDIT_OPS";
+
+/// `koas.toml` with the model at `url`: one request at a time, no
+/// transport retry (a dead server fails the request at once), and `extra`
+/// keys.
+fn koas_toml(url: &str, extra: &str) -> String {
+    format!(
+        "[llm]\nbackend = \"openai\"\nendpoint = \"{url}\"\nmodel = \"scripted\"\nmax_in_flight = 1\nmax_retries = 0\nbackoff_initial_ms = 1\n{extra}"
+    )
+}
+
+fn edit_prompts(requests: &[ModelRequest]) -> Vec<String> {
+    requests
+        .iter()
+        .filter(|r| is_edit(r))
+        .map(|r| r.prompt.clone())
+        .collect()
+}
+
+#[test]
+fn a_server_that_dies_mid_run_fails_the_review_and_the_next_run_asks_only_the_other_chunks() {
+    const K: usize = 3;
+    let down = Arc::new(AtomicBool::new(false));
+    // Edit requests the server answers before it dies.
+    let limit = Arc::new(AtomicUsize::new(K));
+    let answered = Arc::new(AtomicUsize::new(0));
+    let (d, l, a) = (down.clone(), limit.clone(), answered.clone());
+    let m = ScriptedModel::start(move |r| {
+        if d.load(Ordering::SeqCst) {
+            return ModelAnswer::Drop(Duration::ZERO);
+        }
+        if !is_edit(r) {
+            return ModelAnswer::text(summary_of(&r.prompt));
+        }
+        if a.fetch_add(1, Ordering::SeqCst) >= l.load(Ordering::SeqCst) {
+            d.store(true, Ordering::SeqCst);
+            return ModelAnswer::Drop(Duration::ZERO);
+        }
+        ModelAnswer::text(NO_OPS)
+    });
+    let s = Scratch::new();
+    let doc = manual();
+    s.write("doc.md", &doc);
+    s.write("koas.toml", &koas_toml(&m.url(), ""));
+
+    let out = s.koas(&["-q", "review", "doc.md"]);
+    assert_code(&out, 1, "review while the server dies");
+    let err = stderr(&out);
+    assert!(
+        err.contains(&m.url()) && err.contains("TRANSPORT_FAILURE"),
+        "the error names the endpoint: {err}"
+    );
+    assert!(err.contains("nothing was recorded"), "{err}");
+    // The workspace is consistent: the document untouched, nothing in the
+    // ledger, the status readable and truthful.
+    assert_eq!(std::fs::read_to_string(s.path("doc.md")).expect("doc"), doc);
+    let ws = s.workspace();
+    let ledger = std::fs::read_to_string(ws.join("review/ledger.jsonl")).unwrap_or_default();
+    assert_eq!(ledger.lines().count(), 0, "{ledger}");
+    let (out, status) = s.koas_json(&["status", "doc.md"]);
+    assert_code(&out, 0, "status after the failure");
+    assert_eq!(status["status"], "ok", "{status}");
+    // The finished chunks' answers are on disk, and every chunk has a
+    // status line saying what happened to it.
+    let raw: Vec<String> = std::fs::read_dir(ws.join("stage2/ops"))
+        .expect("stage2/ops")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".raw.txt"))
+        .collect();
+    assert_eq!(raw.len(), K, "{raw:?}");
+    let lines: Vec<Value> = std::fs::read_to_string(ws.join("stage2/ops/status.jsonl"))
+        .expect("status.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a status line parses"))
+        .collect();
+    let skipped = lines.iter().filter(|l| l["verdict"] == "skipped").count();
+    assert_eq!(lines.len() - skipped, K, "{lines:?}");
+    assert!(skipped > 0, "{lines:?}");
+    let first_requests = m.requests();
+    let chunks = 9;
+    let answered_first: BTreeSet<String> =
+        edit_prompts(&first_requests).into_iter().take(K).collect();
+
+    // The server is back: only the chunks that got no answer are asked.
+    limit.store(usize::MAX, Ordering::SeqCst);
+    down.store(false, Ordering::SeqCst);
+    let before = first_requests.len();
+    let out = s.koas(&["-q", "review", "doc.md", "--json"]);
+    assert_code(&out, 0, "the review resumed");
+    let second: Vec<ModelRequest> = m.requests().split_off(before);
+    let asked = edit_prompts(&second);
+    assert_eq!(
+        asked.len(),
+        chunks - K,
+        "only the chunks without an answer are asked: {}",
+        stdout(&out)
+    );
+    assert!(
+        asked.iter().all(|p| !answered_first.contains(p)),
+        "a chunk answered before the failure was asked again"
+    );
+    assert_eq!(second.len(), asked.len(), "the pyramid is not asked again");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["model"]["stopped"], Value::Null, "{v}");
+    let plan: Value = serde_json::from_slice(
+        &std::fs::read(ws.join("stage2/edit_plan.json")).expect("edit_plan.json"),
+    )
+    .expect("parses");
+    assert_eq!(plan["status"], "complete", "{plan}");
+    assert_eq!(plan["stats"]["reused"], K, "{plan}");
+}
+
+const RULES: &str = "# Retention policy\n\nThis policy sets how long records are kept.\n\n## Rules\n\nRecords are kept for 10 years.\n\nThe archive is reviewed each year by the records office.\n\nOld records are deleted by the operator.\n\nThe register is checked every month by the auditor.\n";
+
+/// A careless model: a changed number, a sentence in French, a deletion
+/// and a "typo" fix that rewrites the sentence.
+const CARELESS: &str = r#"BEGIN_EDIT_OPS
+[
+ {"action": "replace", "before_text": "10 years", "after_text": "12 years", "kind": "typo", "severity": "minor", "rationale": "typo"},
+ {"action": "replace", "before_text": "The archive is reviewed each year by the records office.", "after_text": "L'archive est revue chaque année par le service des archives.", "kind": "grammar", "severity": "minor", "rationale": "grammaire"},
+ {"action": "delete", "before_text": "Old records are deleted by the operator.", "kind": "style", "severity": "minor", "rationale": "redundant"},
+ {"action": "replace", "before_text": "The register is checked every month by the auditor.", "after_text": "An auditor inspects that ledger monthly.", "kind": "typo", "severity": "minor", "rationale": "wording"}
+]
+END_EDIT_OPS"#;
+
+#[test]
+fn the_report_names_the_model_and_counts_every_guard_firing() {
+    let m = ScriptedModel::start(|r| {
+        if !is_edit(r) {
+            return ModelAnswer::text("The section states a retention rule.");
+        }
+        if r.prompt.contains("Records are kept") {
+            ModelAnswer::text(CARELESS)
+        } else {
+            ModelAnswer::text(NO_OPS)
+        }
+    });
+    let s = Scratch::new();
+    s.write("doc.md", RULES);
+    s.write("koas.toml", &koas_toml(&m.url(), ""));
+    let (out, v) = s.koas_json(&["review", "doc.md"]);
+    assert_code(&out, 0, "review");
+    let guards = &v["guards"];
+    for name in [
+        "TOKEN_GUARD",
+        "LANGUAGE_GUARD",
+        "REWRITE_GUARD",
+        "DELETION_CAUTION",
+    ] {
+        assert_eq!(guards[name], 1, "{name}: {v}");
+    }
+    let report =
+        std::fs::read_to_string(s.workspace().join("review/REVIEW_doc.md")).expect("the report");
+    // The same counts as the summary, and the model's calls.
+    for (name, n) in guards.as_object().expect("guards") {
+        assert!(
+            report.contains(&format!("| {name} | {n} |")),
+            "{name} {n} not in the report:\n{report}"
+        );
+    }
+    assert!(
+        report.contains(&format!(
+            "| Calls | {} sent to the server, 0 answered from the cache |",
+            m.calls()
+        )),
+        "{report}"
+    );
+    let workspace = s.workspace().display().to_string();
+    let report = normalize(&report, s.dir.path()).replace(&workspace, "[WORKSPACE]");
+    insta::assert_snapshot!("careless_model_report", report);
+
+    // The text summary names the model and the guards.
+    let s2 = Scratch::new();
+    s2.write("doc.md", RULES);
+    s2.write("koas.toml", &koas_toml(&m.url(), ""));
+    let out = s2.koas(&["-q", "review", "doc.md"]);
+    assert_code(&out, 0, "review (text)");
+    let text = stdout(&out);
+    assert!(text.contains("model:     scripted (openai): "), "{text}");
+    assert!(text.contains("DELETION_CAUTION 1"), "{text}");
+}
+
+#[test]
+fn a_run_budget_stop_keeps_what_was_done_and_says_so_in_the_summary_and_the_report() {
+    let m = ScriptedModel::start(|r| {
+        if r.prompt.contains("Step 1 is done") {
+            ModelAnswer::text(
+                r#"BEGIN_EDIT_OPS
+[{"action": "replace", "before_text": "on duty", "after_text": "on call", "kind": "terminology", "severity": "minor", "rationale": "the manual says on call elsewhere"}]
+END_EDIT_OPS"#,
+            )
+        } else {
+            ModelAnswer::text(NO_OPS)
+        }
+    });
+    let s = Scratch::new();
+    s.write("doc.md", &manual());
+    // Room for a few chunks: each call reserves its prompt and 1,024
+    // answer tokens.
+    s.write("koas.toml", &koas_toml(&m.url(), "budget_per_run = 2000\n"));
+    let out = s.koas(&["-q", "review", "doc.md", "--skip-pyramid"]);
+    assert_code(&out, 0, "a budget stop is not a failure");
+    let text = stdout(&out);
+    assert!(
+        text.contains("the model was stopped early (SESSION_BUDGET_EXHAUSTED)"),
+        "{text}\n{}",
+        stderr(&out)
+    );
+    let asked = edit_prompts(&m.requests()).len();
+    assert!(asked > 0 && asked < 9, "{asked} chunks asked");
+    let not_reviewed = 9 - asked;
+    assert!(
+        text.contains(&format!("{not_reviewed} chunk(s) not reviewed")),
+        "{text}"
+    );
+    // What was done is kept: the first chunk's change is recorded.
+    let ledger =
+        std::fs::read_to_string(s.workspace().join("review/ledger.jsonl")).expect("ledger");
+    assert_eq!(ledger.lines().count(), 1, "{ledger}");
+    let report =
+        std::fs::read_to_string(s.workspace().join("review/REVIEW_doc.md")).expect("the report");
+    assert!(
+        report.contains(&format!(
+            "| Stopped early | SESSION_BUDGET_EXHAUSTED: {not_reviewed} chunk(s) not reviewed"
+        )),
+        "{report}"
+    );
+}
+
+#[test]
+fn editing_one_section_asks_only_its_chunks_and_the_pyramids_path_to_the_root() {
+    let m = ScriptedModel::start(|r| {
+        if is_edit(r) {
+            ModelAnswer::text(NO_OPS)
+        } else {
+            ModelAnswer::text(summary_of(&r.prompt))
+        }
+    });
+    let s = Scratch::new();
+    let doc = manual();
+    s.write("doc.md", &doc);
+    s.write(
+        "koas.toml",
+        &koas_toml(&m.url(), "max_in_flight = 4\n").replace("max_in_flight = 1\n", ""),
+    );
+    let out = s.koas(&["-q", "review", "doc.md"]);
+    assert_code(&out, 0, "first review");
+    let first = m.calls();
+
+    let edited = doc.replace(
+        "Step 5 is done by the operator on duty.",
+        "Step 5 is done by the operator on duty and logged.",
+    );
+    assert_ne!(edited, doc);
+    s.write("doc.md", &edited);
+    let out = s.koas(&["-q", "review", "doc.md"]);
+    assert_code(&out, 0, "review of the edited document");
+    let second: Vec<ModelRequest> = m.requests().split_off(first);
+    let edits = edit_prompts(&second);
+    assert_eq!(
+        edits.len(),
+        1,
+        "only the edited section's chunk: {edits:#?}"
+    );
+    assert!(edits[0].contains("and logged"), "{}", edits[0]);
+    // The pyramid asks the edited section's summary and the abstract
+    // above it; the seven other sections are reused.
+    let summaries: Vec<&ModelRequest> = second.iter().filter(|r| !is_edit(r)).collect();
+    assert_eq!(
+        summaries.len(),
+        2,
+        "{:#?}",
+        summaries.iter().map(|r| &r.prompt).collect::<Vec<_>>()
+    );
+    assert!(summaries[0].prompt.contains("and logged"));
+}
