@@ -12,6 +12,7 @@ mod review_common;
 
 mod check_cli;
 mod cli_snapshots;
+mod closed_pipes;
 mod edit_plan;
 mod isolation;
 mod llm_host;
