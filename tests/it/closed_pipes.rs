@@ -15,21 +15,22 @@ use std::process::{Command, Stdio};
 
 const DOC: &str = "doc.md";
 
-/// A reviewed document whose ledger holds 2,000 flags, so that every
+/// A reviewed document whose ledger holds 700 flags with long rationales, so that every
 /// command below has far more to print than a pipe holds.
 fn reviewed() -> Scratch {
     let s = Scratch::new();
     let mut text = String::from("# Closed pipes\n\n");
-    for i in 0..2_000 {
+    for i in 0..700 {
         text.push_str(&format!("Line {i} of prose to flag.\n"));
     }
     s.write(DOC, &text);
-    let ops: Vec<serde_json::Value> = (0..2_000)
+    let rationale = "a rationale long enough to fill the report and the grep lines ".repeat(3);
+    let ops: Vec<serde_json::Value> = (0..700)
         .map(|i| {
             serde_json::json!({
                 "action": "flag_only",
                 "target": {"line_start": i + 3},
-                "rationale": "a rationale long enough to fill the report and the grep lines",
+                "rationale": rationale,
             })
         })
         .collect();
