@@ -133,13 +133,26 @@ impl TestHarness {
     }
 
     /// Makes [`crate::Context::llm_complete`] answer with `f`'s text.
+    ///
+    /// Like a host with a model, the harness then also hands the kernel a
+    /// model identity under [`crate::LLM_INPUT`] (unless the test provides
+    /// its own with [`TestHarness::input`]): a host hands it exactly when
+    /// a model is configured, so kernels may skip their work without it.
     pub fn llm(
-        self,
+        mut self,
         f: impl Fn(&LlmRequest) -> Result<String, String> + Send + Sync + 'static,
     ) -> Self {
         if let Ok(mut slot) = self.state.llm.lock() {
             *slot = Some(Arc::new(f));
         }
+        self.inputs
+            .entry(crate::LLM_INPUT.to_string())
+            .or_insert_with(|| {
+                json!({
+                    "backend": "test-harness",
+                    "models": { "default": "test-harness" },
+                })
+            });
         self
     }
 

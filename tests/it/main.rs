@@ -12,6 +12,7 @@ mod review_common;
 
 mod check_cli;
 mod cli_snapshots;
+mod closed_pipes;
 mod edit_plan;
 mod edit_plan_baseline;
 mod edit_plan_runs;

@@ -156,9 +156,29 @@ fn is_atx_heading(line: &str) -> bool {
             .map_or(true, |c| c == ' ' || c == '\t')
 }
 
+/// For each 1-based line, the last line of the run of plain lines (not
+/// blank, not a heading, in no protected block) that follows it: where a
+/// note placed in a paragraph moves to. Built once, backwards, so that
+/// placing a note in a long paragraph does not walk it for every note.
+fn paragraph_ends(doc: &LineBuf, place: &Placement<'_>) -> Vec<usize> {
+    let content = |l: usize| doc.content(l - 1).unwrap_or("");
+    let plain =
+        |l: usize| !is_blank(content(l)) && !is_atx_heading(content(l)) && place.block(l).is_none();
+    let mut ends = vec![0; doc.len() + 1];
+    for line in (1..=doc.len()).rev() {
+        ends[line] = if line < doc.len() && plain(line + 1) {
+            ends[line + 1]
+        } else {
+            line
+        };
+    }
+    ends
+}
+
 /// Moves an insertion point (after 1-based `line`; 0 = top) to the end of
-/// the block it is in, and out of protected blocks.
-fn settle(doc: &LineBuf, place: &Placement<'_>, mut line: usize) -> usize {
+/// the block it is in, and out of protected blocks. `ends` is
+/// [`paragraph_ends`] of `doc`.
+fn settle(doc: &LineBuf, place: &Placement<'_>, ends: &[usize], mut line: usize) -> usize {
     let content = |l: usize| doc.content(l - 1).unwrap_or("");
     for _ in 0..=doc.len() {
         let before = line;
@@ -166,13 +186,7 @@ fn settle(doc: &LineBuf, place: &Placement<'_>, mut line: usize) -> usize {
             // The end of a protected block is a block boundary.
             line = block.line_end as usize;
         } else if line > 0 && !is_blank(content(line)) && !is_atx_heading(content(line)) {
-            while line < doc.len()
-                && !is_blank(content(line + 1))
-                && !is_atx_heading(content(line + 1))
-                && place.block(line + 1).is_none()
-            {
-                line += 1;
-            }
+            line = ends.get(line).copied().unwrap_or(line);
         }
         if let Some(end) = place.inline_end(line) {
             line = end;
@@ -217,6 +231,7 @@ pub fn annotate(
 ) -> Annotated {
     let doc = LineBuf::parse(edited);
     let place = Placement::new(protected, doc.len());
+    let ends = paragraph_ends(&doc, &place);
     let reverted: HashSet<ChangeId> = entries
         .iter()
         .filter_map(|e| match e.id {
@@ -240,7 +255,7 @@ pub fn annotate(
             continue;
         };
         let anchor = region.end().max(region.start);
-        let after_line = settle(&doc, &place, anchor.min(doc.len()));
+        let after_line = settle(&doc, &place, &ends, anchor.min(doc.len()));
         notes.push(PlacedNote {
             id,
             alert: policy.alert_for(&entry.severity).unwrap_or(note.alert),

@@ -276,6 +276,13 @@ impl Kernel for MdEditPlan {
                 config.breaker_threshold
             )));
         }
+        // A host hands the model identity exactly when a model is
+        // configured: without one, placing findings and rendering a prompt
+        // per chunk (seconds on a large document) would only meet "no
+        // backend".
+        if inputs.get(koas_kernel_api::LLM_INPUT).is_none() {
+            return Ok(skipped(&doc_hash, "no LLM configured", language));
+        }
         let spans: Option<ProtectedSpans> = inputs.parse_optional(names::PROTECTED_SPANS)?;
         let pyramid: Option<Pyramid> = inputs.parse_optional(names::PYRAMID)?;
         let glossary: Option<Glossary> = inputs.parse_optional(names::GLOSSARY)?;

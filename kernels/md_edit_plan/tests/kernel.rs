@@ -263,3 +263,40 @@ fn the_spec_declares_prompts_inputs_and_incrementality() {
         .expect_err("a share above 1");
     assert!(err.message.contains("breaker_threshold"), "{}", err.message);
 }
+
+#[test]
+fn without_a_model_a_large_document_is_skipped_before_any_prompt_is_read() {
+    // No prompt template is provided: reading one, let alone rendering
+    // one per chunk of this 3,000-section document, would fail the run.
+    let text: String = (0..3_000)
+        .map(|i| format!("## Section {i}\n\nLe texte de la section {i} décrit un controle.\n\n"))
+        .collect();
+    let s = koas_md::stage1::run("big.md", &text, ChunkConfig::default()).expect("stage 1");
+    let mut h = TestHarness::new()
+        .source_text(names::DOC_RAW, &text)
+        .input(names::CHUNKS, &s.chunks)
+        .input(names::PROTECTED_SPANS, &s.spans);
+    let out = h
+        .run(&MdEditPlan)
+        .expect("a run without a model skips, whatever its prompts");
+    let p = plan(&out);
+    assert_eq!(p.status, EditPlanStatus::Skipped);
+    assert_eq!(p.reason.as_deref(), Some("no LLM configured"));
+    assert_eq!(out.summary, "edit plan skipped: no LLM configured");
+    assert!(h.files().is_empty(), "{:?}", h.files());
+}
+
+#[test]
+fn a_model_identity_without_a_backend_is_still_a_skipped_plan() {
+    // A host that names a model it cannot reach: the plan asks, meets
+    // "no backend" and is skipped all the same, writing nothing.
+    let mut h = harness(DOC).input(
+        koas_kernel_api::LLM_INPUT,
+        json!({"models": {"default": "m"}}),
+    );
+    let out = h.run(&MdEditPlan).expect("runs");
+    let p = plan(&out);
+    assert_eq!(p.status, EditPlanStatus::Skipped);
+    assert_eq!(p.reason.as_deref(), Some("no LLM configured"));
+    assert!(h.files().is_empty(), "{:?}", h.files());
+}

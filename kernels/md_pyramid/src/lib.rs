@@ -121,6 +121,16 @@ fn skipped(doc_hash: &str, reason: &str, language: Language) -> Pyramid {
     }
 }
 
+/// The skipped pyramid of a run without a model.
+fn no_model(doc_hash: &str, glossary: &Glossary, language: Language) -> KernelOutput {
+    let p = skipped(doc_hash, "no LLM configured", language);
+    output(
+        &p,
+        glossary,
+        "pyramid skipped: no LLM configured".to_owned(),
+    )
+}
+
 fn template(inputs: &Inputs, name: &str) -> Result<Template, KernelError> {
     Ok(inputs.prompt(name)?.into())
 }
@@ -185,6 +195,12 @@ impl Kernel for MdPyramid {
             };
             let p = skipped(&doc_hash, reason, language);
             return Ok(output(&p, &glossary, format!("pyramid skipped: {reason}")));
+        }
+        // A host hands the model identity exactly when a model is
+        // configured: without one, planning and rendering every prompt
+        // (seconds on a large document) would only meet "no backend".
+        if inputs.get(koas_kernel_api::LLM_INPUT).is_none() {
+            return Ok(no_model(&doc_hash, &glossary, language));
         }
         let title = inputs
             .parse_optional::<FileStats>(names::FILE_STATS)?
@@ -256,12 +272,7 @@ impl Kernel for MdPyramid {
         let stats = built.pyramid.stats;
         // No model behind the host: a skipped pyramid, not a failed run.
         if stats.requested > 0 && built.warnings.iter().any(|w| w.contains(NO_BACKEND)) {
-            let p = skipped(&doc_hash, "no LLM configured", language);
-            return Ok(output(
-                &p,
-                &glossary,
-                "pyramid skipped: no LLM configured".to_owned(),
-            ));
+            return Ok(no_model(&doc_hash, &glossary, language));
         }
         let summary = format!(
             "{} nodes in {} levels ({}): {} asked of the model, {} reused, {} fallbacks; {} glossary terms",

@@ -182,3 +182,48 @@ fn the_spec_declares_prompts_and_incrementality() {
         .expect_err("levels outside 1-4");
     assert!(err.message.contains("pyramid_levels"), "{}", err.message);
 }
+
+/// A generated document of `headings` sections.
+fn large_document(headings: usize) -> String {
+    (0..headings)
+        .map(|i| format!("## Section {i}\n\nLe texte de la section {i} décrit un contrôle.\n\n"))
+        .collect()
+}
+
+#[test]
+fn without_a_model_a_large_document_is_skipped_before_any_prompt_is_read() {
+    // No prompt template is provided: reading one, let alone rendering
+    // it for each of the 3,000 sections, would fail the run.
+    let text = large_document(3_000);
+    let s = koas_md::stage1::run("big.md", &text, ChunkConfig::default()).expect("stage 1");
+    let out = TestHarness::new()
+        .source_text(names::DOC_RAW, &text)
+        .input(names::SECTION_INDEX, &s.structure.sections)
+        .input(names::CHUNKS, &s.chunks)
+        .run(&MdPyramid)
+        .expect("a run without a model skips, whatever its prompts");
+    let p = pyramid(&out);
+    assert_eq!(p.status, PyramidStatus::Skipped);
+    assert_eq!(p.skipped_reason.as_deref(), Some("no LLM configured"));
+    assert_eq!(out.summary, "pyramid skipped: no LLM configured");
+    // The glossary needs no model: it is still listed.
+    let glossary: Glossary =
+        serde_json::from_value(out.artifacts[names::GLOSSARY].clone()).expect("glossary");
+    assert_eq!(glossary.doc_hash, p.doc_hash);
+}
+
+#[test]
+fn a_model_identity_without_a_backend_is_still_a_skipped_pyramid() {
+    // A host that names a model it cannot reach: the pyramid asks, meets
+    // "no backend" and is skipped all the same.
+    let out = harness(DOC)
+        .input(
+            koas_kernel_api::LLM_INPUT,
+            json!({"models": {"default": "m"}}),
+        )
+        .run(&MdPyramid)
+        .expect("runs");
+    let p = pyramid(&out);
+    assert_eq!(p.status, PyramidStatus::Skipped);
+    assert_eq!(p.skipped_reason.as_deref(), Some("no LLM configured"));
+}

@@ -4,7 +4,6 @@
 use super::{Artifact, Engine, RunError};
 use crate::cache::{cache_key, KeyParts};
 use crate::dag::Producer;
-use koas_kernel_api::protocol::RunRequest;
 use koas_kernel_api::SourceFile;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -13,13 +12,32 @@ use std::sync::Arc;
 
 /// The id of an artifact the host provides in memory: its name and
 /// canonical JSON, so equal values get equal ids whatever their key order.
-fn provided_hash(name: &str, value: &Value) -> String {
+fn provided_hash(name: &str, canonical: &[u8]) -> String {
     let mut h = blake3::Hasher::new();
     h.update(b"koas-provided-v1\0");
     h.update(name.as_bytes());
     h.update(b"\0");
-    h.update(&koas_kernel_api::hash::canonical_bytes(value));
+    h.update(canonical);
     h.finalize().to_hex().to_string()
+}
+
+/// A kernel's request as it is sent: the same JSON as
+/// [`koas_kernel_api::protocol::RunRequest`], but holding the engine's
+/// shared input values instead of copies (a ledger of 100,000 entries
+/// copied for each kernel that reads it cost seconds and gigabytes).
+#[derive(serde::Serialize)]
+pub(super) struct Request {
+    config: Value,
+    inputs: BTreeMap<String, Shared>,
+}
+
+/// A shared value, serialized as the value.
+pub(super) struct Shared(Arc<Value>);
+
+impl serde::Serialize for Shared {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(s)
+    }
 }
 
 fn source_hash(path: &Path, bytes: &[u8]) -> String {
@@ -48,15 +66,13 @@ impl Engine<'_> {
                     other,
                 });
             }
-            stored.insert(
-                name.clone(),
-                self.cache
-                    .put_blob(&koas_kernel_api::hash::canonical_bytes(value))?,
-            );
+            // Canonical once: the blob stored and the id both need it.
+            let canonical = koas_kernel_api::hash::canonical_bytes(value);
+            stored.insert(name.clone(), self.cache.put_blob(&canonical)?);
             self.artifacts.insert(
                 name.clone(),
                 Artifact {
-                    hash: provided_hash(name, value),
+                    hash: provided_hash(name, &canonical),
                     value: Some(Arc::new(value.clone())),
                 },
             );
@@ -154,7 +170,7 @@ impl Engine<'_> {
         Ok(Some(v))
     }
 
-    pub(super) fn request_for(&mut self, name: &str) -> Result<RunRequest, String> {
+    pub(super) fn request_for(&mut self, name: &str) -> Result<Request, String> {
         let inputs: Vec<String> = self
             .kernel(name)
             .spec
@@ -165,11 +181,15 @@ impl Engine<'_> {
         let mut values = BTreeMap::new();
         for artifact in inputs {
             if let Some(v) = self.value_of(&artifact)? {
-                values.insert(artifact, (*v).clone());
+                values.insert(artifact, Shared(v));
             }
         }
-        values.extend(self.reserved_values(name));
-        Ok(RunRequest {
+        values.extend(
+            self.reserved_values(name)
+                .into_iter()
+                .map(|(k, v)| (k, Shared(v))),
+        );
+        Ok(Request {
             config: self.prepared.configs[name].clone(),
             inputs: values,
         })

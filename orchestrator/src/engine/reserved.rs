@@ -165,12 +165,12 @@ impl Engine<'_> {
     }
 
     /// The values handed to `name` under reserved names.
-    pub(super) fn reserved_values(&self, name: &str) -> BTreeMap<String, Value> {
+    pub(super) fn reserved_values(&self, name: &str) -> BTreeMap<String, Arc<Value>> {
         self.reserved
             .get(name)
             .into_iter()
             .flatten()
-            .filter_map(|(input, a)| a.value.as_ref().map(|v| (input.clone(), (**v).clone())))
+            .filter_map(|(input, a)| a.value.as_ref().map(|v| (input.clone(), v.clone())))
             .collect()
     }
 

@@ -10,7 +10,7 @@ use crate::host::RunHost;
 use crate::limits::{cap_warnings, cut, output_limit_message, KernelLimits, MAX_ERROR_CHARS};
 use crate::run_record::now_rfc3339;
 use crate::worker::pool::KernelCall;
-use koas_kernel_api::protocol::{RunRequest, RunResponse};
+use koas_kernel_api::protocol::RunResponse;
 use koas_kernel_api::{ErrorKind, KernelOutput, MAX_SUMMARY_CHARS};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::atomic::Ordering;
@@ -123,7 +123,7 @@ impl Engine<'_> {
         pool: &rayon::ThreadPool,
         tx: &mpsc::Sender<Completion>,
         name: &str,
-        request: RunRequest,
+        request: super::inputs::Request,
         key: String,
         inputs: BTreeMap<String, Option<String>>,
     ) {

@@ -214,3 +214,71 @@ fn heading_changes_get_the_note_right_after_the_heading() {
         "# New title\n\n> [!NOTE]\n> REVIEWER: RVW-0001 — flagged for attention\n\nBody text.\n"
     );
 }
+
+/// The walk `settle` did before `paragraph_ends`: line by line to the end
+/// of the paragraph, for every note.
+fn settle_by_walking(doc: &LineBuf, place: &Placement<'_>, mut line: usize) -> usize {
+    let content = |l: usize| doc.content(l - 1).unwrap_or("");
+    for _ in 0..=doc.len() {
+        let before = line;
+        if let Some(block) = place.block(line) {
+            line = block.line_end as usize;
+        } else if line > 0 && !is_blank(content(line)) && !is_atx_heading(content(line)) {
+            while line < doc.len()
+                && !is_blank(content(line + 1))
+                && !is_atx_heading(content(line + 1))
+                && place.block(line + 1).is_none()
+            {
+                line += 1;
+            }
+        }
+        if let Some(end) = place.inline_end(line) {
+            line = end;
+        }
+        if line == before {
+            break;
+        }
+    }
+    line.min(doc.len())
+}
+
+proptest::proptest! {
+    /// Precomputed paragraph ends place every note where walking the
+    /// paragraph did, whatever the lines and protected blocks.
+    #[test]
+    fn paragraph_ends_place_notes_like_the_walk(
+        kinds in proptest::collection::vec(0u8..4, 0..40),
+        blocks in proptest::collection::vec((1u32..45, 0u32..4), 0..4),
+        no_final_newline: bool,
+    ) {
+        let mut text: String = kinds
+            .iter()
+            .map(|k| match k {
+                0 => "\n",
+                1 => "# Heading\n",
+                2 => "   \n",
+                _ => "prose line\n",
+            })
+            .collect();
+        if no_final_newline {
+            text.pop();
+        }
+        let doc = LineBuf::parse(&text);
+        let spans = ProtectedSpans {
+            blocks: blocks
+                .iter()
+                .map(|&(start, len)| ProtectedSpan::from_lines(BlockKind::CodeFence, start, start + len))
+                .collect(),
+            ..ProtectedSpans::default()
+        };
+        let place = Placement::new(&spans, doc.len());
+        let ends = paragraph_ends(&doc, &place);
+        for line in 0..=doc.len() {
+            proptest::prop_assert_eq!(
+                settle(&doc, &place, &ends, line),
+                settle_by_walking(&doc, &place, line),
+                "line {}", line
+            );
+        }
+    }
+}
