@@ -208,62 +208,6 @@ pub fn review_llm(
     }))
 }
 
-/// The last outputs of the incremental `kernels` in the review workspace
-/// of an earlier version of the same document: a sibling folder named
-/// `<stem>_<hash12>` like `workspace`, the most recently used first. An
-/// edited document gets a new workspace; this lets its summary be rebuilt
-/// only where the text changed.
-pub fn earlier_outputs(
-    workspace: &Path,
-    kernels: &[&str],
-) -> BTreeMap<String, BTreeMap<String, Value>> {
-    let mut found = BTreeMap::new();
-    let (Some(parent), Some(name)) = (
-        workspace.parent(),
-        workspace.file_name().and_then(|n| n.to_str()),
-    ) else {
-        return found;
-    };
-    let Some(stem) = version_stem(name) else {
-        return found;
-    };
-    let Ok(entries) = std::fs::read_dir(parent) else {
-        return found;
-    };
-    let mut siblings: Vec<(std::time::SystemTime, PathBuf)> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.as_path() != workspace)
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .and_then(version_stem)
-                == Some(stem)
-        })
-        .filter_map(|p| {
-            let modified = std::fs::metadata(p.join("run.json"))
-                .and_then(|m| m.modified())
-                .ok()?;
-            Some((modified, p))
-        })
-        .collect();
-    siblings.sort_by_key(|s| std::cmp::Reverse(s.0));
-    for kernel in kernels {
-        if let Some(values) = siblings
-            .iter()
-            .find_map(|(_, dir)| engine::read_previous(dir, kernel))
-        {
-            found.insert((*kernel).to_string(), values);
-        }
-    }
-    found
-}
-
-/// `stem` of a workspace folder named `<stem>_<12 hex digits>`.
-fn version_stem(name: &str) -> Option<&str> {
-    let (stem, hash) = name.rsplit_once('_')?;
-    (hash.len() == 12 && hash.bytes().all(|b| b.is_ascii_hexdigit())).then_some(stem)
-}
-
 /// What a pass needs besides the pipeline.
 #[derive(Default)]
 pub struct PassInputs {
@@ -274,9 +218,6 @@ pub struct PassInputs {
     pub host_written: BTreeSet<String>,
     /// The model, when the review has one.
     pub llm: Option<ReviewLlm>,
-    /// Previous outputs for incremental kernels that have none in the
-    /// workspace (see [`earlier_outputs`]).
-    pub previous_fallback: BTreeMap<String, BTreeMap<String, Value>>,
 }
 
 /// How a pass ended when it did not succeed.
@@ -305,8 +246,12 @@ pub fn run_pass(
         .collect();
     opts.provided = inputs.provided;
     opts.host_written = inputs.host_written;
+    // The workspace wrote its snapshot of the original when it was
+    // created; Stage 1 runs on the current document, whose text must not
+    // reach that write-once file.
+    opts.host_written
+        .insert(koas_review_schema::names::DOC_RAW.to_owned());
     opts.prompts = koas_orchestrator::cli::run::prompts_folder(pipeline.prompts.as_deref())?;
-    opts.previous_fallback = inputs.previous_fallback;
     if let Some(llm) = inputs.llm {
         opts.llm = Some(llm.handler);
         opts.llm_identity = Some(llm.identity);
@@ -444,11 +389,16 @@ fn views_pass(
     // The model's kernels ran in the planning pass; run again here, without
     // the model, they would overwrite what it wrote.
     let uses_llm = |k: &str| discovery.kernels.get(k).is_some_and(|l| l.spec.uses_llm);
-    let views = subset(pipeline, |k| k != APPLY && k != REVERT && !uses_llm(k));
+    let mut views = subset(pipeline, |k| k != APPLY && k != REVERT && !uses_llm(k));
+    let workspace = run.workspace();
+    // Stage 1 and 2 describe the document as committed.
+    let edited = workspace.path(koas_review_workspace::paths::EDITED_DOC);
+    if edited.is_file() {
+        views.inputs.insert("doc".to_owned(), edited);
+    }
     if !VIEWS.iter().any(|v| has(&views, v)) {
         return Ok(Ok(Views { report: None }));
     }
-    let workspace = run.workspace();
     let meta = ReportMeta {
         generated_at: crate::common::clock().now(),
         tool: format!("koas {}", env!("CARGO_PKG_VERSION")),

@@ -6,7 +6,7 @@ use crate::common::{
 use anyhow::Context as _;
 use clap::Args;
 use koas_orchestrator::cli::{ExitStatus, Global};
-use koas_orchestrator::out;
+use koas_orchestrator::{out, outln};
 use koas_review::query::render_details;
 use koas_review_schema::change_id::EntryId;
 use serde_json::json;
@@ -80,10 +80,19 @@ fn show(args: &ShowArgs, target: &ReviewTarget) -> anyhow::Result<ExitStatus> {
     } else {
         None
     };
+    let blocked = match id {
+        EntryId::Change(change) if reverted_by.is_none() => {
+            koas_review_workspace::not_revertible(ledger.entries())
+                .into_iter()
+                .find(|b| b.id == change)
+        }
+        _ => None,
+    };
     if args.target.json {
         print_json(&json!({
             "status": "completed",
             "summary": entry.summary,
+            "not_revertible": blocked.as_ref().map(|b| format!("its lines were edited outside koas afterwards ({})", b.by)),
             "workspace": target.root(),
             "change": entry,
             "reverted_by": reverted_by.map(|e| e.id),
@@ -91,6 +100,12 @@ fn show(args: &ShowArgs, target: &ReviewTarget) -> anyhow::Result<ExitStatus> {
         }))?;
     } else {
         out!("{}", render_details(entry, reverted_by, patch.as_deref()))?;
+        if let Some(blocked) = &blocked {
+            outln!(
+                "not revertible: its lines were edited outside koas afterwards ({}); its inverse patch no longer applies",
+                blocked.by
+            )?;
+        }
     }
     Ok(ExitStatus::Success)
 }

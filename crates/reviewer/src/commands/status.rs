@@ -59,10 +59,13 @@ fn status(args: &StatusArgs, target: &ReviewTarget) -> anyhow::Result<ExitStatus
             .into_iter()
             .map(|p| p.to_string_lossy().into_owned()),
     );
+    let changed_outside = target.changed_outside()?;
     if args.target.json {
         let mut value = serde_json::to_value(&status)?;
         if let Some(map) = value.as_object_mut() {
             map.insert("status".into(), json!(overall(&status)));
+            map.insert("document_changed_outside".into(), json!(changed_outside));
+            map.insert("other_workspaces".into(), json!(target.others));
             map.insert("summary".into(), json!(summary(&status)));
             map.insert("repaired_to".into(), json!(repaired));
         }
@@ -78,7 +81,7 @@ fn status(args: &StatusArgs, target: &ReviewTarget) -> anyhow::Result<ExitStatus
             None => outln!("repaired: nothing to repair, the ledger has no torn tail")?,
         }
     }
-    print_human(target, &status)?;
+    print_human(target, &status, changed_outside)?;
     Ok(ExitStatus::Success)
 }
 
@@ -111,7 +114,11 @@ fn summary(status: &WorkspaceStatus) -> String {
     )
 }
 
-fn print_human(target: &ReviewTarget, status: &WorkspaceStatus) -> std::io::Result<()> {
+fn print_human(
+    target: &ReviewTarget,
+    status: &WorkspaceStatus,
+    changed_outside: bool,
+) -> std::io::Result<()> {
     outln!("workspace: {}", status.workspace.display())?;
     outln!(
         "document:  {}",
@@ -144,6 +151,28 @@ fn print_human(target: &ReviewTarget, status: &WorkspaceStatus) -> std::io::Resu
             "problem:   stage3/doc.edited.md was edited outside koas: it matches no state of the ledger"
         )?,
         _ => {}
+    }
+    if changed_outside {
+        outln!(
+            "changed:   {} was edited outside koas since its last review; `{}` continues the review on it (the ledger is kept)",
+            target.doc_path.display(),
+            target.rebase_command()
+        )?;
+    }
+    if !status.not_revertible.is_empty() {
+        outln!(
+            "not revertible: {} change(s) whose lines were edited outside koas afterwards (their inverse patch no longer applies):",
+            status.not_revertible.len()
+        )?;
+        for blocked in &status.not_revertible {
+            outln!("           {} (lines edited in {})", blocked.id, blocked.by)?;
+        }
+    }
+    for other in &target.others {
+        outln!(
+            "note:      another review workspace of this document, under a name an earlier koas gave it: {} (open it with -w)",
+            other.display()
+        )?;
     }
     if let Some(torn) = &status.torn_tail {
         outln!(
