@@ -31,6 +31,7 @@ use koas_review::clock::Clock;
 use koas_review::record::{entry_for_applied, entry_for_revert, RunContext};
 use koas_review_schema::apply::{ApplyOptions, BatchOutcome};
 use koas_review_schema::change_id::{ChangeId, IdAllocator};
+use koas_review_schema::edit_op::Action;
 use koas_review_schema::ledger::{Actor, LedgerEntry};
 use koas_review_schema::revert::RevertPlan;
 use koas_review_schema::stage1::ProtectedSpans;
@@ -83,7 +84,8 @@ pub struct Follow<'a> {
     /// Continue the review on the new text even though the ledger holds
     /// changes. Without it, such a document is refused
     /// ([`WorkspaceError::DocumentMismatch`]) unless the ledger holds no
-    /// change yet (then nothing recorded could be undone by mistake).
+    /// change of the text yet (flags aside: then nothing recorded could be
+    /// undone by mistake).
     pub rebase: bool,
     /// Who the hand edits are recorded as.
     pub actor: &'a Actor,
@@ -172,7 +174,11 @@ impl Workspace {
                     .iter()
                     .any(|e| same_hash(&e.doc_hash_after, &given));
             if !known {
-                let changes = ledger.entries().iter().filter(|e| !e.is_revert).count();
+                let changes = ledger
+                    .entries()
+                    .iter()
+                    .filter(|e| !e.is_revert && e.action != Action::FlagOnly)
+                    .count();
                 match follow {
                     Some(follow) if follow.rebase || changes == 0 => {
                         external = Some((document, follow));
