@@ -33,6 +33,12 @@ pub struct ReportContext {
     /// listed).
     #[serde(default)]
     pub apply_log: Vec<ApplyLogRecord>,
+    /// Stage 2 findings of the workspace's original document, in its
+    /// lines: the report lists those the current document no longer has
+    /// as resolved, by the change that edited their lines. Empty when the
+    /// document was not changed.
+    #[serde(default)]
+    pub earlier_findings: Vec<crate::findings::Finding>,
 }
 
 /// Run metadata shown at the top.

@@ -919,6 +919,7 @@ impl Workspace {
             entries: ledger.entries(),
             sections,
             findings,
+            earlier_findings: &[],
             apply_log: &log,
         });
         self.write_report_files(&meta.doc_name, &text)?;

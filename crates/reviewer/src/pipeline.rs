@@ -218,6 +218,8 @@ pub struct PassInputs {
     pub host_written: BTreeSet<String>,
     /// The model, when the review has one.
     pub llm: Option<ReviewLlm>,
+    /// Show no progress (a pass that only reads cached results back).
+    pub quiet: bool,
 }
 
 /// How a pass ended when it did not succeed.
@@ -257,7 +259,7 @@ pub fn run_pass(
         opts.llm_identity = Some(llm.identity);
         opts.llm_config = Some(llm.config);
     }
-    let reporter = Arc::new(if global.quiet {
+    let reporter = Arc::new(if global.quiet || inputs.quiet {
         Reporter::quiet()
     } else {
         Reporter::for_stderr(prepared.dag.order.len() as u64, global.verbose)
@@ -375,6 +377,72 @@ pub fn run_views(
     })
 }
 
+/// The Stage 2 findings of the workspace's original document, for the
+/// report's resolved findings: Stage 1 and the scans of `pipeline` run on
+/// `stage1/doc.raw.md` (cache hits after the first review), writing no
+/// file.
+fn original_findings(
+    global: &Global,
+    pipeline: &Pipeline,
+    discovery: &Discovery,
+    workspace: &koas_review_workspace::Workspace,
+) -> anyhow::Result<Result<Vec<koas_review_schema::findings::Finding>, PassFailure>> {
+    use koas_review_schema::findings::FindingsArtifact;
+    use koas_review_schema::names;
+    const FINDINGS: [&str; 2] = [names::ISSUES, names::NUMBERING_FINDINGS];
+    let spec = |k: &str| discovery.kernels.get(k).map(|l| &l.spec);
+    let scans: Vec<String> = pipeline
+        .kernels
+        .iter()
+        .filter(|k| {
+            spec(k).is_some_and(|s| {
+                s.outputs
+                    .iter()
+                    .any(|o| FINDINGS.contains(&o.artifact.as_str()))
+            })
+        })
+        .cloned()
+        .collect();
+    if scans.is_empty() {
+        return Ok(Ok(Vec::new()));
+    }
+    let mut original = subset(pipeline, |k| {
+        scans.iter().any(|s| s == k) || spec(k).is_some_and(|s| s.stage == "S1" && !s.uses_llm)
+    });
+    original.inputs.insert(
+        "doc".to_owned(),
+        workspace.path(koas_review_workspace::paths::RAW_DOC),
+    );
+    let mut inputs = PassInputs {
+        quiet: true,
+        ..PassInputs::default()
+    };
+    inputs.host_written = original
+        .kernels
+        .iter()
+        .filter_map(|k| spec(k))
+        .flat_map(|s| s.outputs.iter().map(|o| o.artifact.clone()))
+        .collect();
+    let (_, result) = run_pass(global, &original, discovery, inputs)?;
+    let outcome = match result {
+        Ok(outcome) => outcome,
+        Err(failure) => return Ok(Err(failure)),
+    };
+    let mut found = Vec::new();
+    for kernel in &scans {
+        for artifact in FINDINGS {
+            if let Ok(value) = output(&outcome.record, kernel, artifact) {
+                let parsed: FindingsArtifact =
+                    serde_json::from_value(value).with_context(|| {
+                        format!("`{artifact}` of kernel `{kernel}` has an unexpected shape")
+                    })?;
+                found.extend(parsed.findings);
+            }
+        }
+    }
+    Ok(Ok(found))
+}
+
 fn views_pass(
     global: &Global,
     pipeline: &Pipeline,
@@ -408,9 +476,19 @@ fn views_pass(
         current_hash: sha256(run.current_text()),
         notice,
     };
+    let earlier_findings =
+        if koas_kernel_api::hash::same_hash(&meta.original_hash, &meta.current_hash) {
+            Vec::new()
+        } else {
+            match original_findings(global, &views, discovery, workspace)? {
+                Ok(found) => found,
+                Err(failure) => return Ok(Err(failure)),
+            }
+        };
     let context = ReportContext {
         meta,
         apply_log: workspace.last_run_log()?,
+        earlier_findings,
     };
     let mut inputs = PassInputs::default();
     inputs.provided.insert(

@@ -161,6 +161,7 @@ fn in_a_workspace_the_host_metadata_and_ledger_are_shown() {
             notice: None,
         },
         apply_log: Vec::new(),
+        earlier_findings: Vec::new(),
     };
     let (text, summary) = report(
         harness()
