@@ -100,7 +100,7 @@ fn a_hand_edited_document_keeps_its_review_and_continues_on_request() {
     let out = s.koas(&["-q", "revert", "doc.md", "RVW-0001", "--in-place"]);
     assert_code(&out, 2, "revert --in-place over a hand edit");
     assert!(stderr(&out).contains("--rebase"), "{}", stderr(&out));
-    assert_eq!(workspaces(&s), [ws.clone()], "no second workspace");
+    assert_eq!(workspaces(&s), std::slice::from_ref(&ws), "no second workspace");
     assert_eq!(
         s.read(&format!("{}/review/ledger.jsonl", ws.display())),
         ledger_before
@@ -193,7 +193,7 @@ fn a_workspace_named_by_an_earlier_koas_is_found_and_renamed() {
     assert_code(&out, 0, "grep finds the old workspace");
     assert!(stdout(&out).contains("RVW-0002"), "{}", stdout(&out));
     assert!(stderr(&out).contains("was renamed"), "{}", stderr(&out));
-    assert_eq!(workspaces(&s), [ws.clone()]);
+    assert_eq!(workspaces(&s), std::slice::from_ref(&ws));
     assert_eq!(ledger(&s).len(), 2, "the ledger moved with it");
     // And the review goes on in it.
     let out = s.koas(&["-q", "revert", "doc.md", "RVW-0001"]);

@@ -495,7 +495,7 @@ fn a_workspace_named_after_the_content_is_renamed_and_others_are_listed() {
     let located = locate_workspace(&doc_path, DOC);
     assert_eq!(located.root, auto_workspace_dir(&doc_path));
     assert_eq!(located.migrated_from.as_deref(), Some(old.as_path()));
-    assert_eq!(located.others, [stray.clone()]);
+    assert_eq!(located.others, std::slice::from_ref(&stray));
     assert!(!old.exists());
     assert_eq!(
         Workspace::new(&located.root)
