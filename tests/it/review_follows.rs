@@ -100,7 +100,11 @@ fn a_hand_edited_document_keeps_its_review_and_continues_on_request() {
     let out = s.koas(&["-q", "revert", "doc.md", "RVW-0001", "--in-place"]);
     assert_code(&out, 2, "revert --in-place over a hand edit");
     assert!(stderr(&out).contains("--rebase"), "{}", stderr(&out));
-    assert_eq!(workspaces(&s), std::slice::from_ref(&ws), "no second workspace");
+    assert_eq!(
+        workspaces(&s),
+        std::slice::from_ref(&ws),
+        "no second workspace"
+    );
     assert_eq!(
         s.read(&format!("{}/review/ledger.jsonl", ws.display())),
         ledger_before

@@ -165,10 +165,15 @@ impl Kernel for MdReviewReportAssemble {
                 .len();
         let changes = view.entries.iter().filter(|e| !e.is_revert).count();
         let summary = format!(
-            "report of {}: {} ledger entries ({changes} changes and flags), {} findings, {resolved} resolved{}",
+            "report of {}: {} ledger entries ({changes} changes and flags), {} findings{}{}",
             meta.doc_name,
             view.entries.len(),
             findings.len(),
+            if resolved > 0 {
+                format!(", {resolved} resolved")
+            } else {
+                String::new()
+            },
             match view.source {
                 ViewSource::Workspace => "",
                 _ if had_ops(&view, outcome.as_ref()) => " (preview, not recorded)",
