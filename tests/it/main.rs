@@ -23,6 +23,7 @@ mod pyramid;
 mod review_cli;
 mod review_crash;
 mod review_engine;
+mod review_follows;
 mod review_hardening;
 mod review_replay;
 mod review_snapshots;

@@ -182,7 +182,7 @@ fn review_records_every_op_with_patches_ledger_log_report_and_notes() {
         "## Changes by section",
         "### S1.2 2. Retention periods",
         "## Ledger (chronological)",
-        "## Deterministic findings (Stage 2)",
+        "## Deterministic findings (Stage 2",
         "ai_leftover",
         "## Rejected ops (last run)",
     ] {

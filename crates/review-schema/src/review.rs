@@ -33,6 +33,12 @@ pub struct ReportContext {
     /// listed).
     #[serde(default)]
     pub apply_log: Vec<ApplyLogRecord>,
+    /// Stage 2 findings of the workspace's original document, in its
+    /// lines: the report lists those the current document no longer has
+    /// as resolved, by the change that edited their lines. Empty when the
+    /// document was not changed.
+    #[serde(default)]
+    pub earlier_findings: Vec<crate::findings::Finding>,
     /// What the model did in the last review run, when one was configured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<ReviewModelRun>,

@@ -1,7 +1,7 @@
 //! The on-disk review workspace and its crash-safe runs.
 //!
 //! ```text
-//! .review/<stem>_<hash12>/
+//! .review/<stem>_<hash12 of the file name>/   (see [`auto_workspace_dir`])
 //!     workspace.json            document name, creation time
 //!     .lock                     held during review / revert
 //!     stage1/doc.raw.md         immutable snapshot of the input
@@ -72,11 +72,16 @@ use koas_review_schema::review::ReportMeta;
 use koas_review_schema::stage1::ProtectedSpans;
 use koas_review_schema::stage1::SectionEntry;
 
+mod follow;
 pub mod ledger;
 mod prepared;
 mod verify;
 
-pub use prepared::{BeginRequest, CommitContext, PreparedRun, RunKind};
+pub use follow::{
+    auto_workspace_dir, external_batch, legacy_workspaces, locate_workspace, not_revertible,
+    Located, NotRevertible, EXTERNAL_KIND,
+};
+pub use prepared::{BeginRequest, CommitContext, Follow, PreparedRun, RunKind};
 
 /// Workspace-relative paths of the files in the layout above.
 pub mod paths {
@@ -131,10 +136,13 @@ pub enum WorkspaceError {
     /// No workspace here.
     #[error("{0} is not a review workspace (no {raw}); run `koas review` first", raw = paths::RAW_DOC)]
     NotInitialized(PathBuf),
-    /// The document given is neither the original nor the current version.
-    #[error("{doc} (hash {found}) is neither the original ({original}) nor the current edited version ({current}) of this workspace; use another workspace (-w) or the matching document")]
+    /// The document given is no version the review knows (the original,
+    /// or the document after any ledger entry): it was edited outside koas.
+    #[error("{doc} changed outside koas since its last review: it is neither the original, the review's current document, nor any version in between; nothing was written and the review's {changes} recorded change(s) are kept")]
     DocumentMismatch {
         doc: String,
+        /// Change entries in the ledger.
+        changes: usize,
         /// `sha256:` of the document given.
         found: String,
         /// `sha256:` of the workspace's original.
@@ -340,6 +348,10 @@ pub struct WorkspaceStatus {
     pub document_state: String,
     /// Patch files no ledger entry refers to (left by an interrupted run).
     pub orphan_patches: Vec<String>,
+    /// Active changes whose lines were edited outside koas afterwards:
+    /// their inverse patch no longer applies, so they cannot be reverted
+    /// on their own.
+    pub not_revertible: Vec<NotRevertible>,
     /// Patch files the ledger refers to that are missing or damaged (the
     /// next review or revert rebuilds them from the ledger).
     pub damaged_patches: Vec<String>,
@@ -382,67 +394,11 @@ fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Option<T>, Wor
     }
 }
 
-fn hash12(hash: &str) -> String {
-    koas_kernel_api::hash::hex_part(hash)
-        .chars()
-        .take(12)
-        .collect()
-}
-
-fn stem_of(path: &Path) -> String {
-    path.file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "doc".to_owned())
-}
-
 fn file_stamp(timestamp: &str) -> String {
     timestamp
         .chars()
         .filter(|c| c.is_ascii_alphanumeric() || *c == '.')
         .collect()
-}
-
-/// The automatic workspace of a document: `<doc dir>/.review/<stem>_<hash12>`.
-pub fn auto_workspace_dir(doc_path: &Path, doc_text: &str) -> PathBuf {
-    let dir = doc_path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    dir.join(".review").join(format!(
-        "{}_{}",
-        stem_of(doc_path),
-        hash12(&sha256(doc_text))
-    ))
-}
-
-/// Finds the workspace of a document: its automatic directory if it
-/// exists, else a `<stem>_*` workspace whose current edited document is this
-/// text (the document was replaced `--in-place`), else the automatic
-/// directory (to be created).
-pub fn locate_workspace(doc_path: &Path, doc_text: &str) -> PathBuf {
-    let auto = auto_workspace_dir(doc_path, doc_text);
-    if auto.is_dir() {
-        return auto;
-    }
-    let hash = sha256(doc_text);
-    let prefix = format!("{}_", stem_of(doc_path));
-    if let Some(base) = auto.parent() {
-        if let Ok(read) = fs::read_dir(base) {
-            let mut candidates: Vec<PathBuf> = read
-                .filter_map(Result::ok)
-                .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
-                .map(|e| e.path())
-                .collect();
-            candidates.sort();
-            for candidate in candidates {
-                let edited = candidate.join(paths::EDITED_DOC);
-                if fs::read(&edited).is_ok_and(|b| same_hash(&sha256(&b), &hash)) {
-                    return candidate;
-                }
-            }
-        }
-    }
-    auto
 }
 
 impl Workspace {
@@ -698,6 +654,27 @@ impl Workspace {
         ))
     }
 
+    /// True when a text of hash `hash` is a version of the document this
+    /// review knows: the original, the document after any ledger entry,
+    /// or the current edited document.
+    pub fn knows(&self, hash: &str) -> Result<bool, WorkspaceError> {
+        if self
+            .meta()?
+            .is_some_and(|m| same_hash(&m.original_hash, hash))
+        {
+            return Ok(true);
+        }
+        if self
+            .ledger()?
+            .entries()
+            .iter()
+            .any(|e| same_hash(&e.doc_hash_after, hash))
+        {
+            return Ok(true);
+        }
+        Ok(fs::read(self.path(paths::EDITED_DOC)).is_ok_and(|b| same_hash(&sha256(&b), hash)))
+    }
+
     /// The current document (read only: a pending roll-forward is computed
     /// in memory).
     pub fn current_text(&self) -> Result<String, WorkspaceError> {
@@ -942,6 +919,7 @@ impl Workspace {
             entries: ledger.entries(),
             sections,
             findings,
+            earlier_findings: &[],
             apply_log: &log,
             model: None,
         });
@@ -1031,6 +1009,7 @@ impl Workspace {
             torn_tail: ledger.torn_tail().cloned(),
             document_state,
             orphan_patches,
+            not_revertible: not_revertible(entries),
             damaged_patches,
             locked_by,
             stale_lock,

@@ -31,6 +31,7 @@ use koas_review::clock::Clock;
 use koas_review::record::{entry_for_applied, entry_for_revert, RunContext};
 use koas_review_schema::apply::{ApplyOptions, BatchOutcome};
 use koas_review_schema::change_id::{ChangeId, IdAllocator};
+use koas_review_schema::edit_op::Action;
 use koas_review_schema::ledger::{Actor, LedgerEntry};
 use koas_review_schema::revert::RevertPlan;
 use koas_review_schema::stage1::ProtectedSpans;
@@ -77,6 +78,21 @@ pub struct BeginRequest<'a> {
     pub clock: &'a dyn Clock,
 }
 
+/// How [`Workspace::begin_following`] treats a document edited outside
+/// koas (a text that is no version the review knows).
+pub struct Follow<'a> {
+    /// Continue the review on the new text even though the ledger holds
+    /// changes. Without it, such a document is refused
+    /// ([`WorkspaceError::DocumentMismatch`]) unless the ledger holds no
+    /// change of the text yet (flags aside: then nothing recorded could be
+    /// undone by mistake).
+    pub rebase: bool,
+    /// Who the hand edits are recorded as.
+    pub actor: &'a Actor,
+    /// Review policy (alert map of the annotated document).
+    pub options: &'a ApplyOptions,
+}
+
 /// Host facts every commit needs.
 pub struct CommitContext<'a> {
     /// Who makes the change.
@@ -99,6 +115,7 @@ pub struct PreparedRun<'w> {
     recovery: Option<Recovery>,
     next_id: ChangeId,
     run_id: String,
+    rebased: Vec<ChangeId>,
 }
 
 impl Workspace {
@@ -108,6 +125,28 @@ impl Workspace {
     /// document forward if a crash left it behind its ledger. The lock is
     /// held until the returned [`PreparedRun`] is dropped.
     pub fn begin(&self, request: BeginRequest<'_>) -> Result<PreparedRun<'_>, WorkspaceError> {
+        self.begin_with(request, None)
+    }
+
+    /// [`Workspace::begin`] for a document that may have been edited
+    /// outside koas: when the document given is no version the review
+    /// knows and `follow` allows it, the difference between the current
+    /// document and it is recorded first as changes of kind
+    /// [`crate::EXTERNAL_KIND`] ([`PreparedRun::rebased`]), so the run
+    /// continues on the new text with the ledger kept.
+    pub fn begin_following(
+        &self,
+        request: BeginRequest<'_>,
+        follow: &Follow<'_>,
+    ) -> Result<PreparedRun<'_>, WorkspaceError> {
+        self.begin_with(request, Some(follow))
+    }
+
+    fn begin_with(
+        &self,
+        request: BeginRequest<'_>,
+        follow: Option<&Follow<'_>>,
+    ) -> Result<PreparedRun<'_>, WorkspaceError> {
         let lock = self.lock(request.command, request.clock)?;
         // Under the lock, any temporary file here is a killed run's.
         self.remove_stale_temp_files();
@@ -125,17 +164,35 @@ impl Workspace {
         let ledger = self.checked_ledger()?;
         self.restore_patch_files(ledger.entries())?;
         let (current, recovery) = self.current_document(ledger.entries(), true)?;
+        let mut external = None;
         if let Some(document) = request.document {
             let given = sha256(document);
-            let current_hash = sha256(&current);
-            let original = sha256(&self.raw_text()?);
-            if !same_hash(&given, &current_hash) && !same_hash(&given, &original) {
-                return Err(WorkspaceError::DocumentMismatch {
-                    doc: request.doc_name.to_owned(),
-                    found: given,
-                    original,
-                    current: current_hash,
-                });
+            let known = same_hash(&given, &sha256(&current))
+                || same_hash(&given, &meta.original_hash)
+                || ledger
+                    .entries()
+                    .iter()
+                    .any(|e| same_hash(&e.doc_hash_after, &given));
+            if !known {
+                let changes = ledger
+                    .entries()
+                    .iter()
+                    .filter(|e| !e.is_revert && e.action != Action::FlagOnly)
+                    .count();
+                match follow {
+                    Some(follow) if follow.rebase || changes == 0 => {
+                        external = Some((document, follow));
+                    }
+                    _ => {
+                        return Err(WorkspaceError::DocumentMismatch {
+                            doc: request.doc_name.to_owned(),
+                            changes,
+                            found: given,
+                            original: meta.original_hash.clone(),
+                            current: sha256(&current),
+                        })
+                    }
+                }
             }
         }
         let next_id = IdAllocator::after(self.seen_ids(&ledger)?)?.peek();
@@ -145,7 +202,7 @@ impl Workspace {
             file_stamp(&request.clock.now()),
             std::process::id()
         );
-        Ok(PreparedRun {
+        let mut run = PreparedRun {
             workspace: self,
             lock,
             ledger,
@@ -154,7 +211,12 @@ impl Workspace {
             recovery,
             next_id,
             run_id,
-        })
+            rebased: Vec::new(),
+        };
+        if let Some((document, follow)) = external {
+            run.record_external(document, follow, request.clock)?;
+        }
+        Ok(run)
     }
 }
 
@@ -192,6 +254,53 @@ impl<'w> PreparedRun<'w> {
     /// This run's ID (apply log `run_id`, ledger `run_id`).
     pub fn run_id(&self) -> &str {
         &self.run_id
+    }
+
+    /// The changes that recorded an edit made outside koas before this run
+    /// (see [`Workspace::begin_following`]); empty when there was none.
+    pub fn rebased(&self) -> &[ChangeId] {
+        &self.rebased
+    }
+
+    /// Records the difference between the current document and `edited`
+    /// as changes of kind `external`, in the crash-safe order of any run.
+    fn record_external(
+        &mut self,
+        edited: &str,
+        follow: &Follow<'_>,
+        clock: &dyn Clock,
+    ) -> Result<(), WorkspaceError> {
+        let batch =
+            crate::external_batch(&self.meta.doc_name, &self.current, edited, self.next_id)?;
+        verify_batch(
+            &self.meta.doc_name,
+            &self.current,
+            &self.ledger_ids(),
+            self.next_id,
+            &batch,
+        )
+        .map_err(|reason| WorkspaceError::UntrustedOutcome {
+            what: "record of the edits made outside koas",
+            reason,
+        })?;
+        let regions = self
+            .workspace
+            .regions_now(self.ledger.entries(), &self.current)?;
+        let outcome = self.write_review(
+            batch,
+            regions,
+            &CommitContext {
+                actor: follow.actor,
+                clock,
+                options: follow.options,
+            },
+        )?;
+        self.rebased = outcome
+            .entries
+            .iter()
+            .filter_map(LedgerEntry::change_id)
+            .collect();
+        Ok(())
     }
 
     /// What had to be repaired before the run.

@@ -266,10 +266,10 @@ fn in_place_replaces_the_original_and_the_workspace_is_found_again() {
     let dir = tempfile::tempdir().unwrap();
     let doc_path = dir.path().join("spec.md");
     fs::write(&doc_path, DOC).unwrap();
-    let ws = Workspace::new(locate_workspace(&doc_path, DOC));
+    let ws = Workspace::new(locate_workspace(&doc_path, DOC).root);
     assert!(ws
         .root()
-        .ends_with(format!(".review/spec_{}", &sha256(DOC)[7..19])));
+        .ends_with(format!(".review/spec_{}", &sha256("spec.md")[7..19])));
     let clock = SteppingClock::new("2026-03-01T10:00:00Z");
     ws.review(ReviewRequest {
         doc_name: "spec.md",
@@ -286,7 +286,7 @@ fn in_place_replaces_the_original_and_the_workspace_is_found_again() {
     .unwrap();
     let replaced = fs::read_to_string(&doc_path).unwrap();
     assert!(replaced.contains("bandwidth"));
-    assert_eq!(locate_workspace(&doc_path, &replaced), ws.root());
+    assert_eq!(locate_workspace(&doc_path, &replaced).root, ws.root());
     // The edited document given back is accepted as the current version.
     review(&ws, &replaced, vec![attention()]).unwrap();
 }
@@ -392,3 +392,122 @@ fn report_is_written_in_both_places() {
 
 #[path = "two_step_tests.rs"]
 mod two_step;
+
+fn begin_following<'w>(
+    ws: &'w Workspace,
+    document: &str,
+    rebase: bool,
+) -> Result<PreparedRun<'w>, WorkspaceError> {
+    let clock = SteppingClock::new("2026-03-03T10:00:00Z");
+    ws.begin_following(
+        BeginRequest {
+            doc_name: "spec.md",
+            document: Some(document),
+            kind: RunKind::Review,
+            command: "koas review spec.md",
+            clock: &clock,
+        },
+        &Follow {
+            rebase,
+            actor: &actor(),
+            options: &ApplyOptions::default(),
+        },
+    )
+}
+
+#[test]
+fn a_hand_edit_is_refused_then_recorded_as_external_changes_and_the_ledger_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = Workspace::new(dir.path());
+    review(&ws, DOC, vec![typo(), attention()]).unwrap();
+    let current = ws.current_text().unwrap();
+    // The user edits the reviewed text: the typo fix's line and a new line.
+    let edited = current
+        .replace("The bandwidth is high.", "The bandwidth is very high.")
+        .replace("# Spec\n", "Draft.\n# Spec\n");
+    let before = snapshot(dir.path());
+    let err = begin_following(&ws, &edited, false).unwrap_err();
+    assert!(
+        matches!(err, WorkspaceError::DocumentMismatch { changes: 2, .. }),
+        "{err}"
+    );
+    assert_eq!(snapshot(dir.path()), before, "a refusal writes nothing");
+    let run = begin_following(&ws, &edited, true).unwrap();
+    assert_eq!(run.current_text(), edited);
+    let rebased: Vec<String> = run.rebased().iter().map(|i| i.to_string()).collect();
+    assert_eq!(rebased, ["RVW-0003", "RVW-0004"]);
+    assert_eq!(run.next_id().to_string(), "RVW-0005");
+    drop(run);
+    let ledger = ws.ledger().unwrap();
+    assert_eq!(ledger.entries().len(), 4, "the ledger is kept and grows");
+    assert!(ledger.entries()[2..]
+        .iter()
+        .all(|e| e.kind == EXTERNAL_KIND));
+    let status = ws.status().unwrap();
+    assert_eq!(status.document_state, "consistent");
+    let blocked: Vec<(String, String)> = status
+        .not_revertible
+        .iter()
+        .map(|b| (b.id.to_string(), b.by.to_string()))
+        .collect();
+    assert_eq!(blocked, [("RVW-0001".to_owned(), "RVW-0004".to_owned())]);
+    // The change the user did not touch still reverts; the other is refused.
+    assert!(matches!(
+        revert(&ws, &[1]),
+        Err(WorkspaceError::Revert(RevertError::Conflict { .. }))
+    ));
+    revert(&ws, &[2]).unwrap();
+    assert!(ws.current_text().unwrap().contains("very high"));
+}
+
+#[test]
+fn with_no_change_recorded_a_hand_edit_is_followed_without_asking() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = Workspace::new(dir.path());
+    review(&ws, DOC, vec![]).unwrap();
+    let edited = DOC.replace("Another paragraph here.", "Another paragraph, by hand.");
+    let run = begin_following(&ws, &edited, false).unwrap();
+    assert_eq!(run.rebased().len(), 1);
+    assert_eq!(run.current_text(), edited);
+}
+
+#[test]
+fn a_workspace_named_after_the_content_is_renamed_and_others_are_listed() {
+    let dir = tempfile::tempdir().unwrap();
+    let doc_path = dir.path().join("spec.md");
+    fs::write(&doc_path, DOC).unwrap();
+    let old = dir
+        .path()
+        .join(".review")
+        .join(format!("spec_{}", &sha256(DOC)[7..19]));
+    review(&Workspace::new(&old), DOC, vec![typo()]).unwrap();
+    // A second, empty one, as an earlier koas started beside an edited copy.
+    let stray = dir.path().join(".review/spec_0123456789ab");
+    review(&Workspace::new(&stray), "# Spec\n", vec![]).unwrap();
+    // A folder of another document is never taken.
+    let foreign = dir.path().join(".review/spec_ba9876543210");
+    fs::create_dir_all(&foreign).unwrap();
+    fs::write(
+        foreign.join(paths::META),
+        r#"{"doc_name":"spec.markdown","original_hash":"sha256:00","created_at":"t"}"#,
+    )
+    .unwrap();
+    let located = locate_workspace(&doc_path, DOC);
+    assert_eq!(located.root, auto_workspace_dir(&doc_path));
+    assert_eq!(located.migrated_from.as_deref(), Some(old.as_path()));
+    assert_eq!(located.others, std::slice::from_ref(&stray));
+    assert!(!old.exists());
+    assert_eq!(
+        Workspace::new(&located.root)
+            .ledger()
+            .unwrap()
+            .entries()
+            .len(),
+        1
+    );
+    assert!(foreign.exists() && stray.exists());
+    // Found again, with nothing more to move.
+    let again = locate_workspace(&doc_path, "edited\n");
+    assert_eq!(again.root, located.root);
+    assert_eq!(again.migrated_from, None);
+}

@@ -2,12 +2,14 @@
 //!
 //! Sections: run metadata (date, tool and kernel versions, document
 //! hashes); counts; a change table per document section; the full
-//! chronological ledger table; the Stage 2 deterministic findings grouped
-//! by section; and, when given, the rejections of the last run.
+//! chronological ledger table; the Stage 2 deterministic findings of the
+//! current document grouped by section; the findings of the original that
+//! the current document no longer has, each with the change that resolved
+//! it; and, when given, the rejections of the last run.
 //!
-//! Sections and findings refer to lines of the *original* document (Stage
-//! 1 and 2 run on it); each ledger entry is mapped back to original lines
-//! through the entries before it to find its section.
+//! Sections and findings refer to lines of the *current* document (Stage
+//! 1 and 2 run on it); each ledger entry is followed forward through the
+//! entries after it to find its section now.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -32,8 +34,12 @@ pub struct ReportInput<'a> {
     pub entries: &'a [LedgerEntry],
     /// Sections of the original document.
     pub sections: &'a [SectionEntry],
-    /// Stage 2 findings on the original document.
+    /// Stage 2 findings on the current document.
     pub findings: &'a [Finding],
+    /// Stage 2 findings on the original document (empty when it was not
+    /// changed): those the current document no longer has are listed as
+    /// resolved.
+    pub earlier_findings: &'a [Finding],
     /// Apply log of the last run (rejections are listed).
     pub apply_log: &'a [ApplyLogRecord],
     /// What the model did in the last run, when one ran.
@@ -176,6 +182,96 @@ pub fn original_lines(entries: &[LedgerEntry]) -> Vec<Option<usize>> {
         .collect()
 }
 
+/// The line of the *current* document where each entry's change is now
+/// (its inserted lines, followed through the net edits after it; a
+/// change later reverted or overwritten is placed where its lines were).
+pub fn current_lines(entries: &[LedgerEntry]) -> Vec<Option<usize>> {
+    let mut later = crate::linemap::LaterEdits::default();
+    let mut out = vec![None; entries.len()];
+    for (index, entry) in entries.iter().enumerate().rev() {
+        out[index] = entry.change.map(|change| {
+            let region = Region {
+                start: change.at.saturating_sub(1),
+                len: change.added,
+            };
+            let now = later.map_clamped(region);
+            // A deletion is a point between lines: the line before it.
+            if now.len == 0 {
+                now.start.max(1)
+            } else {
+                now.start + 1
+            }
+        });
+        if let Some(edit) = crate::linemap::edit_of(entry) {
+            later.push_front(entry.id, edit);
+        }
+    }
+    out
+}
+
+/// A finding of the original document that the current document no
+/// longer has.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolved<'a> {
+    /// The finding, in the original's lines.
+    pub finding: &'a Finding,
+    /// The first change that edited its lines, if one did (a finding can
+    /// also go away because of a change elsewhere, e.g. the other copy of
+    /// a duplicate).
+    pub by: Option<EntryId>,
+}
+
+/// The findings of `earlier` (on the original) that `current` (on the
+/// current document) no longer has, with the change that edited their
+/// lines. A finding is still there when the current document has one of
+/// the same kind and evidence, or of the same kind where its lines now
+/// are.
+pub fn resolved_findings<'a>(
+    entries: &[LedgerEntry],
+    earlier: &'a [Finding],
+    current: &[Finding],
+) -> Vec<Resolved<'a>> {
+    use crate::linemap::{cancel_reverted_pairs, map_through, MapMode};
+    if earlier.is_empty() {
+        return Vec::new();
+    }
+    let chain: Vec<(EntryId, crate::linemap::LineEdit)> = entries
+        .iter()
+        .filter_map(|e| crate::linemap::edit_of(e).map(|edit| (e.id, edit)))
+        .collect();
+    let net = cancel_reverted_pairs(&chain);
+    let mut out = Vec::new();
+    for finding in earlier {
+        let first = (finding.line as usize).max(1);
+        let last = (finding.line_end as usize).max(first);
+        let mut region = Region {
+            start: first - 1,
+            len: last - first + 1,
+        };
+        let mut by = None;
+        for (id, edit) in &net {
+            match map_through(region, *edit, MapMode::Strict) {
+                Ok(next) => region = next,
+                Err(()) => {
+                    by.get_or_insert(*id);
+                    region = map_through(region, *edit, MapMode::Clamp).unwrap_or(region);
+                }
+            }
+        }
+        let now = region.start + 1;
+        let still = current.iter().any(|f| {
+            f.kind == finding.kind
+                && (f.evidence == finding.evidence
+                    || (f.line as usize <= now + region.len.saturating_sub(1)
+                        && now <= f.line_end.max(f.line) as usize))
+        });
+        if !still {
+            out.push(Resolved { finding, by });
+        }
+    }
+    out
+}
+
 /// The innermost section containing `line`.
 pub fn section_of(sections: &[SectionEntry], line: usize) -> Option<&SectionEntry> {
     sections
@@ -293,7 +389,7 @@ pub fn render_report(input: ReportInput<'_>) -> String {
     let _ = writeln!(out, "## Changes by section\n");
     let lookup = SectionLookup::new(input.sections);
     let status = statuses(entries);
-    let lines = original_lines(entries);
+    let lines = current_lines(entries);
     let mut grouped = Grouped::new();
     for (index, entry) in entries.iter().enumerate() {
         if entry.is_revert {
@@ -369,7 +465,10 @@ pub fn render_report(input: ReportInput<'_>) -> String {
         out.push('\n');
     }
 
-    let _ = writeln!(out, "## Deterministic findings (Stage 2)\n");
+    let _ = writeln!(
+        out,
+        "## Deterministic findings (Stage 2, current document)\n"
+    );
     if input.findings.is_empty() {
         let _ = writeln!(out, "No findings.\n");
     } else {
@@ -408,6 +507,47 @@ pub fn render_report(input: ReportInput<'_>) -> String {
             }
             out.push('\n');
         }
+    }
+
+    let resolved = resolved_findings(entries, input.earlier_findings, input.findings);
+    if !resolved.is_empty() {
+        let external: std::collections::HashSet<EntryId> = entries
+            .iter()
+            .filter(|e| e.kind == "external")
+            .map(|e| e.id)
+            .collect();
+        let _ = writeln!(out, "## Resolved findings\n");
+        let _ = writeln!(
+            out,
+            "Findings of the original document that the current document no longer has.\n"
+        );
+        let _ = writeln!(
+            out,
+            "| Original lines | Kind | Severity | Message | Resolved by |\n|---|---|---|---|---|"
+        );
+        for r in &resolved {
+            let f = r.finding;
+            let lines = if f.line_end > f.line {
+                format!("{}–{}", f.line, f.line_end)
+            } else {
+                f.line.to_string()
+            };
+            let by = match r.by {
+                Some(id) if external.contains(&id) => format!("{id} (edited outside koas)"),
+                Some(id) => id.to_string(),
+                None => "a change elsewhere (none edited its lines)".to_owned(),
+            };
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} |",
+                lines,
+                cell(f.kind.as_str()),
+                cell(f.severity.review_severity()),
+                cell(&f.message),
+                by
+            );
+        }
+        out.push('\n');
     }
 
     let rejected: Vec<&ApplyLogRecord> = input
@@ -476,6 +616,7 @@ mod tests {
             entries: &[],
             sections: &[SectionEntry::from_lines("S1", "Title", 1, 20)],
             findings: &[error, info],
+            earlier_findings: &[],
             apply_log: &[],
             model: None,
         });

@@ -9,7 +9,7 @@ use koas_orchestrator::cli::ExitStatus;
 use koas_orchestrator::outln;
 use koas_review::clock::{Clock, SystemClock};
 use koas_review_schema::ledger::Actor;
-use koas_review_workspace::{locate_workspace, Workspace};
+use koas_review_workspace::{locate_workspace, Workspace, WorkspaceError};
 use std::path::{Path, PathBuf};
 
 /// Exit codes of the review commands, shown in their `--help` (a macro so
@@ -40,7 +40,8 @@ pub struct WorkspaceArgs {
     #[arg(value_name = "DOC")]
     pub doc: PathBuf,
 
-    /// The review workspace [default: .review/<stem>_<hash12> next to DOC].
+    /// The review workspace [default: .review/<stem>_<hash12> next to DOC,
+    /// the hash being that of DOC's file name].
     #[arg(short, long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
 
@@ -143,13 +144,17 @@ pub struct ReviewTarget {
     pub workspace: Workspace,
     /// Its permission bits (of the link's target for a symbolic link).
     pub mode: Option<u32>,
+    /// Workspaces of DOC under names an earlier koas gave them, left where
+    /// they are (the one that was DOC's review was renamed to the
+    /// workspace).
+    pub others: Vec<PathBuf>,
 }
 
 impl ReviewTarget {
     /// Reads DOC (a regular file of UTF-8 text, within the size limit) and
-    /// finds its workspace: `-w`, or
-    /// the automatic `.review/<stem>_<hash12>` (also found after an
-    /// `--in-place` run replaced DOC).
+    /// finds its workspace: `-w`, or the automatic `.review/<stem>_<hash12>`
+    /// named after DOC's file name (a workspace an earlier koas named after
+    /// DOC's content is renamed to it, with a note on stderr).
     pub fn locate(args: &WorkspaceArgs) -> anyhow::Result<ReviewTarget> {
         let limit = crate::input::max_doc_bytes(args.max_doc_size.as_deref())?;
         let shown = format!("the document {}", args.doc.display());
@@ -166,9 +171,20 @@ impl ReviewTarget {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "doc.md".to_owned());
-        let root = match &args.workspace {
-            Some(dir) => dir.clone(),
-            None => locate_workspace(&args.doc, &text),
+        let (root, others) = match &args.workspace {
+            Some(dir) => (dir.clone(), Vec::new()),
+            None => {
+                let located = locate_workspace(&args.doc, &text);
+                if let Some(from) = &located.migrated_from {
+                    eprintln!(
+                        "koas: the review workspace {} (named after an earlier version of {}) was renamed {}: workspaces are now named after the document's file name, so editing it keeps its review",
+                        from.display(),
+                        doc_name,
+                        located.root.display()
+                    );
+                }
+                (located.root, located.others)
+            }
         };
         let mode = std::fs::metadata(&args.doc).ok().map(|m| {
             #[cfg(unix)]
@@ -191,6 +207,7 @@ impl ReviewTarget {
             doc_name,
             workspace: Workspace::new(root),
             mode,
+            others,
         })
     }
 
@@ -257,14 +274,52 @@ impl ReviewTarget {
         self.workspace.root()
     }
 
-    /// True when DOC is the workspace's original (not an edited version).
-    pub fn is_original(&self) -> anyhow::Result<bool> {
-        Ok(match self.workspace.meta()? {
-            Some(meta) => {
-                koas_kernel_api::hash::same_hash(&meta.original_hash, &sha256(&self.text))
-            }
-            None => true,
-        })
+    /// True when the workspace exists and DOC is no version of it the
+    /// review knows: DOC was edited outside koas since its last review.
+    pub fn changed_outside(&self) -> anyhow::Result<bool> {
+        Ok(self.workspace.meta()?.is_some() && !self.workspace.knows(&sha256(&self.text))?)
+    }
+
+    /// The file the review continues from: the workspace's current
+    /// document once it has one, else DOC (a first review). Stage 1 and 2
+    /// run on it, so findings describe the document as it is now.
+    pub fn current_doc_path(&self) -> PathBuf {
+        let edited = self
+            .workspace
+            .path(koas_review_workspace::paths::EDITED_DOC);
+        if edited.is_file() {
+            edited
+        } else {
+            self.doc_path.clone()
+        }
+    }
+
+    /// The command that continues the review on DOC as it is now.
+    pub fn rebase_command(&self) -> String {
+        let mut command = format!("koas review {} --rebase", self.doc_path.display());
+        if !self.others.is_empty()
+            || self.root() != koas_review_workspace::auto_workspace_dir(&self.doc_path)
+        {
+            command.push_str(&format!(" -w {}", self.root().display()));
+        }
+        command
+    }
+
+    /// Turns a workspace error into the message a reviewer acts on: a
+    /// document edited outside koas gets the exact command that continues
+    /// the review on it.
+    pub fn explain(&self, error: WorkspaceError) -> anyhow::Error {
+        match error {
+            WorkspaceError::DocumentMismatch { .. } => anyhow::anyhow!(
+                "{error}\n  to continue the review on the new text, keeping the ledger:\n      {}\n  (each run of lines that differs from the review's current document, {}, becomes a change of kind `external`; a change whose lines were edited can then no longer be reverted on its own)",
+                self.rebase_command(),
+                self.workspace
+                    .path(koas_review_workspace::paths::EDITED_DOC)
+                    .display()
+            ),
+            other => anyhow::Error::new(other)
+                .context(format!("review workspace {}", self.root().display())),
+        }
     }
 }
 

@@ -267,62 +267,6 @@ pub fn review_llm(
     }))
 }
 
-/// The last outputs of the incremental `kernels` in the review workspace
-/// of an earlier version of the same document: a sibling folder named
-/// `<stem>_<hash12>` like `workspace`, the most recently used first. An
-/// edited document gets a new workspace; this lets its summary be rebuilt
-/// only where the text changed.
-pub fn earlier_outputs(
-    workspace: &Path,
-    kernels: &[&str],
-) -> BTreeMap<String, BTreeMap<String, Value>> {
-    let mut found = BTreeMap::new();
-    let (Some(parent), Some(name)) = (
-        workspace.parent(),
-        workspace.file_name().and_then(|n| n.to_str()),
-    ) else {
-        return found;
-    };
-    let Some(stem) = version_stem(name) else {
-        return found;
-    };
-    let Ok(entries) = std::fs::read_dir(parent) else {
-        return found;
-    };
-    let mut siblings: Vec<(std::time::SystemTime, PathBuf)> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.as_path() != workspace)
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .and_then(version_stem)
-                == Some(stem)
-        })
-        .filter_map(|p| {
-            let modified = std::fs::metadata(p.join("run.json"))
-                .and_then(|m| m.modified())
-                .ok()?;
-            Some((modified, p))
-        })
-        .collect();
-    siblings.sort_by_key(|s| std::cmp::Reverse(s.0));
-    for kernel in kernels {
-        if let Some(values) = siblings
-            .iter()
-            .find_map(|(_, dir)| engine::read_previous(dir, kernel))
-        {
-            found.insert((*kernel).to_string(), values);
-        }
-    }
-    found
-}
-
-/// `stem` of a workspace folder named `<stem>_<12 hex digits>`.
-fn version_stem(name: &str) -> Option<&str> {
-    let (stem, hash) = name.rsplit_once('_')?;
-    (hash.len() == 12 && hash.bytes().all(|b| b.is_ascii_hexdigit())).then_some(stem)
-}
-
 /// What a pass needs besides the pipeline.
 #[derive(Default)]
 pub struct PassInputs {
@@ -333,9 +277,8 @@ pub struct PassInputs {
     pub host_written: BTreeSet<String>,
     /// The model, when the review has one.
     pub llm: Option<ReviewLlm>,
-    /// Previous outputs for incremental kernels that have none in the
-    /// workspace (see [`earlier_outputs`]).
-    pub previous_fallback: BTreeMap<String, BTreeMap<String, Value>>,
+    /// Show no progress (a pass that only reads cached results back).
+    pub quiet: bool,
 }
 
 /// How a pass ended when it did not succeed.
@@ -365,14 +308,18 @@ pub fn run_pass(
         .collect();
     opts.provided = inputs.provided;
     opts.host_written = inputs.host_written;
+    // The workspace wrote its snapshot of the original when it was
+    // created; Stage 1 runs on the current document, whose text must not
+    // reach that write-once file.
+    opts.host_written
+        .insert(koas_review_schema::names::DOC_RAW.to_owned());
     opts.prompts = koas_orchestrator::cli::run::prompts_folder(pipeline.prompts.as_deref())?;
-    opts.previous_fallback = inputs.previous_fallback;
     if let Some(llm) = inputs.llm {
         opts.llm = Some(llm.handler);
         opts.llm_identity = Some(llm.identity);
         opts.llm_config = Some(llm.config);
     }
-    let reporter = if global.quiet {
+    let reporter = if global.quiet || inputs.quiet {
         Reporter::quiet()
     } else {
         Reporter::for_stderr(prepared.dag.order.len() as u64, global.verbose)
@@ -509,6 +456,73 @@ pub fn run_views_with_model(
     })
 }
 
+/// The Stage 2 findings of the workspace's original document, for the
+/// report's resolved findings: Stage 1 and the scans of `pipeline` run on
+/// `stage1/doc.raw.md` (cache hits after the first review), writing no
+/// file.
+fn original_findings(
+    global: &Global,
+    control: &Control,
+    pipeline: &Pipeline,
+    discovery: &Discovery,
+    workspace: &koas_review_workspace::Workspace,
+) -> anyhow::Result<Result<Vec<koas_review_schema::findings::Finding>, PassFailure>> {
+    use koas_review_schema::findings::FindingsArtifact;
+    use koas_review_schema::names;
+    const FINDINGS: [&str; 2] = [names::ISSUES, names::NUMBERING_FINDINGS];
+    let spec = |k: &str| discovery.kernels.get(k).map(|l| &l.spec);
+    let scans: Vec<String> = pipeline
+        .kernels
+        .iter()
+        .filter(|k| {
+            spec(k).is_some_and(|s| {
+                s.outputs
+                    .iter()
+                    .any(|o| FINDINGS.contains(&o.artifact.as_str()))
+            })
+        })
+        .cloned()
+        .collect();
+    if scans.is_empty() {
+        return Ok(Ok(Vec::new()));
+    }
+    let mut original = subset(pipeline, |k| {
+        scans.iter().any(|s| s == k) || spec(k).is_some_and(|s| s.stage == "S1" && !s.uses_llm)
+    });
+    original.inputs.insert(
+        "doc".to_owned(),
+        workspace.path(koas_review_workspace::paths::RAW_DOC),
+    );
+    let mut inputs = PassInputs {
+        quiet: true,
+        ..PassInputs::default()
+    };
+    inputs.host_written = original
+        .kernels
+        .iter()
+        .filter_map(|k| spec(k))
+        .flat_map(|s| s.outputs.iter().map(|o| o.artifact.clone()))
+        .collect();
+    let (_, result) = run_pass(global, control, &original, discovery, inputs)?;
+    let outcome = match result {
+        Ok(outcome) => outcome,
+        Err(failure) => return Ok(Err(failure)),
+    };
+    let mut found = Vec::new();
+    for kernel in &scans {
+        for artifact in FINDINGS {
+            if let Ok(value) = output(&outcome.record, kernel, artifact) {
+                let parsed: FindingsArtifact =
+                    serde_json::from_value(value).with_context(|| {
+                        format!("`{artifact}` of kernel `{kernel}` has an unexpected shape")
+                    })?;
+                found.extend(parsed.findings);
+            }
+        }
+    }
+    Ok(Ok(found))
+}
+
 fn views_pass(
     global: &Global,
     control: &Control,
@@ -525,11 +539,16 @@ fn views_pass(
     // The model's kernels ran in the planning pass; run again here, without
     // the model, they would overwrite what it wrote.
     let uses_llm = |k: &str| discovery.kernels.get(k).is_some_and(|l| l.spec.uses_llm);
-    let views = subset(pipeline, |k| k != APPLY && k != REVERT && !uses_llm(k));
+    let mut views = subset(pipeline, |k| k != APPLY && k != REVERT && !uses_llm(k));
+    let workspace = run.workspace();
+    // Stage 1 and 2 describe the document as committed.
+    let edited = workspace.path(koas_review_workspace::paths::EDITED_DOC);
+    if edited.is_file() {
+        views.inputs.insert("doc".to_owned(), edited);
+    }
     if !VIEWS.iter().any(|v| has(&views, v)) {
         return Ok(Ok(Views { report: None }));
     }
-    let workspace = run.workspace();
     let meta = ReportMeta {
         generated_at: crate::common::clock().now(),
         tool: format!("koas {}", env!("CARGO_PKG_VERSION")),
@@ -539,10 +558,20 @@ fn views_pass(
         current_hash: sha256(run.current_text()),
         notice,
     };
+    let earlier_findings =
+        if koas_kernel_api::hash::same_hash(&meta.original_hash, &meta.current_hash) {
+            Vec::new()
+        } else {
+            match original_findings(global, control, &views, discovery, workspace)? {
+                Ok(found) => found,
+                Err(failure) => return Ok(Err(failure)),
+            }
+        };
     let context = ReportContext {
         meta,
         apply_log: workspace.last_run_log()?,
         model,
+        earlier_findings,
     };
     let mut inputs = PassInputs::default();
     inputs.provided.insert(

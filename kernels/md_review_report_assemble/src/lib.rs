@@ -3,7 +3,9 @@
 //! Renders the review report, `REVIEW_<stem>.md`: run metadata (date,
 //! tool and kernel versions, document hashes), counts, a change table per
 //! section, the full chronological ledger table, the deterministic Stage 2
-//! findings grouped by section, and the rejections of the last run.
+//! findings of the current document grouped by section, the findings of
+//! the original that changes resolved (from `review_meta`), and the
+//! rejections of the last run.
 //!
 //! A pure view. In a review workspace the host gives the current document
 //! (`review_doc`), the ledger (`ledger`) and the run metadata with the last
@@ -126,8 +128,13 @@ impl Kernel for MdReviewReportAssemble {
         )
         .map_err(KernelError::invalid_input)?;
         let context: Option<ReportContext> = inputs.parse_optional(names::REVIEW_META)?;
-        let (meta, apply_log, model) = match context {
-            Some(context) => (context.meta, context.apply_log, context.model),
+        let (meta, apply_log, model, earlier_findings) = match context {
+            Some(context) => (
+                context.meta,
+                context.apply_log,
+                context.model,
+                context.earlier_findings,
+            ),
             None => (
                 pipeline_meta(inputs, &view, outcome.as_ref(), original)?,
                 outcome
@@ -135,9 +142,16 @@ impl Kernel for MdReviewReportAssemble {
                     .map(|o| o.batch.log_records("preview"))
                     .unwrap_or_default(),
                 None,
+                Vec::new(),
             ),
         };
-        let sections = inputs.parse::<SectionIndex>(names::SECTION_INDEX)?.sections;
+        // The sections of the text the report shows (Stage 1 describes it
+        // in a review workspace; a preview is recomputed).
+        let sections = koas_md::stage1::section_index_for(
+            &view.text,
+            inputs.parse::<SectionIndex>(names::SECTION_INDEX)?,
+        )
+        .sections;
         let mut findings = Vec::new();
         for artifact in [names::ISSUES, names::NUMBERING_FINDINGS] {
             if let Some(found) = inputs.parse_optional::<FindingsArtifact>(artifact)? {
@@ -149,15 +163,24 @@ impl Kernel for MdReviewReportAssemble {
             entries: &view.entries,
             sections: &sections,
             findings: &findings,
+            earlier_findings: &earlier_findings,
             apply_log: &apply_log,
             model: model.as_ref(),
         });
+        let resolved =
+            koas_review::report::resolved_findings(&view.entries, &earlier_findings, &findings)
+                .len();
         let changes = view.entries.iter().filter(|e| !e.is_revert).count();
         let summary = format!(
-            "report of {}: {} ledger entries ({changes} changes and flags), {} findings{}",
+            "report of {}: {} ledger entries ({changes} changes and flags), {} findings{}{}",
             meta.doc_name,
             view.entries.len(),
             findings.len(),
+            if resolved > 0 {
+                format!(", {resolved} resolved")
+            } else {
+                String::new()
+            },
             match view.source {
                 ViewSource::Workspace => "",
                 _ if had_ops(&view, outcome.as_ref()) => " (preview, not recorded)",

@@ -162,6 +162,7 @@ fn in_a_workspace_the_host_metadata_and_ledger_are_shown() {
         },
         apply_log: Vec::new(),
         model: None,
+        earlier_findings: Vec::new(),
     };
     let (text, summary) = report(
         harness()

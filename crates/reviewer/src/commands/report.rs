@@ -77,7 +77,7 @@ fn report(
             command: &command,
             clock: clock(),
         })
-        .with_context(|| format!("review workspace {}", workspace.root().display()))?;
+        .map_err(|e| target.explain(e))?;
     let doc_input = workspace.path(paths::RAW_DOC);
     let pipeline = passes::load(
         args.pipeline.as_deref(),

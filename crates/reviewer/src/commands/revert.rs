@@ -113,7 +113,7 @@ fn revert(
             command: &command,
             clock: clock(),
         })
-        .with_context(|| format!("review workspace {}", workspace.root().display()))?;
+        .map_err(|e| target.explain(e))?;
     // The views' Stage 1 and 2 describe the original document.
     let doc_input = vec![("doc".to_owned(), workspace.path(paths::RAW_DOC))];
     let mut pipeline = passes::load(args.pipeline.as_deref(), workspace.root(), doc_input)?;
@@ -169,6 +169,25 @@ fn revert(
     let outcome: RevertOutcome =
         passes::parse_output(&planned.record, REVERT, names::REVERT_OUTCOME)?;
     if let Some(reason) = &outcome.refused {
+        let blocked: Vec<String> = koas_review_workspace::not_revertible(run.entries())
+            .into_iter()
+            .filter(|b| args.all || args.ids.iter().any(|i| i.trim() == b.id.to_string()))
+            .map(|b| {
+                format!(
+                    "{} (its lines were edited outside koas, recorded as {})",
+                    b.id, b.by
+                )
+            })
+            .collect();
+        let reason = &if blocked.is_empty() {
+            reason.clone()
+        } else {
+            format!(
+                "{reason}; not revertible on its own: {} — `koas status {}` lists such changes",
+                blocked.join(", "),
+                target.doc_path.display()
+            )
+        };
         drop(run);
         eprintln!("error: revert refused: {reason}\n  (nothing was changed)");
         return Ok(Reply::new(

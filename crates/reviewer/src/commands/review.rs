@@ -19,11 +19,13 @@ use clap::Args;
 use koas_orchestrator::cli::run::LlmFlags;
 use koas_orchestrator::cli::{ExitStatus, Global};
 use koas_review::edit_op::parse_ops_file;
+use koas_review_schema::apply::ApplyOptions;
 use koas_review_schema::apply::ApplyOutcome;
+use koas_review_schema::change_id::ChangeId;
 use koas_review_schema::edit_plan::{ChunkVerdict, EditPlan, EditPlanStatus};
 use koas_review_schema::names;
 use koas_review_schema::review::{ReviewModelRun, ReviewState};
-use koas_review_workspace::{paths, BeginRequest, CommitContext, ReviewOutcome, RunKind};
+use koas_review_workspace::{paths, BeginRequest, CommitContext, Follow, ReviewOutcome, RunKind};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -47,7 +49,13 @@ original on a first review). Every op is normalized and validated; rejected
 ops are listed with their reason and in stage3/apply_log.jsonl, and the rest
 are applied.
 
-Workspace (.review/<stem>_<hash12>/ next to DOC unless -w): stage1/, stage2/,
+A document edited by hand since its last review: with no change recorded
+yet the review simply continues on the new text; otherwise koas stops and
+names the command that continues (--rebase). Either way the hand edits are
+recorded as changes of kind `external` and the ledger is kept.
+
+Workspace (.review/<stem>_<hash12>/ next to DOC unless -w, named after DOC's
+file name, so it follows DOC across edits): stage1/, stage2/,
 stage3/doc.edited.md, stage3/doc.REVIEWED.md, stage3/apply_log.jsonl,
 review/ledger.jsonl, review/patches/RVW-NNNN.patch (+ .inverse.patch),
 review/REVIEW_<stem>.md.
@@ -74,6 +82,14 @@ pub struct ReviewArgs {
 
     // `[inputs]` is help text, not a doc link.
     #[allow(rustdoc::broken_intra_doc_links)]
+    /// DOC was edited outside koas since its last review: record the
+    /// difference from the review's current document as changes of kind
+    /// `external` and continue the review on DOC as it is now (the ledger
+    /// is kept; changes whose lines were edited can no longer be reverted
+    /// on their own).
+    #[arg(long)]
+    pub rebase: bool,
+
     /// Use this pipeline file instead of the built-in reviewer pipeline
     /// (configs/reviewer.toml); its [inputs] doc is replaced by DOC.
     #[arg(long, value_name = "FILE")]
@@ -119,6 +135,7 @@ impl ReviewArgs {
             skip_pyramid: false,
             no_check_fixes: false,
             tutor_model: None,
+            rebase: false,
         }
     }
 }
@@ -157,21 +174,23 @@ fn review(
     let command = command_line();
     let workspace = &target.workspace;
     let mut run = workspace
-        .begin(BeginRequest {
-            doc_name: &target.doc_name,
-            document: Some(&target.text),
-            kind: RunKind::Review,
-            command: &command,
-            clock: clock(),
-        })
-        .with_context(|| format!("review workspace {}", workspace.root().display()))?;
-    // Stage 1 and 2 describe the original document.
-    let doc_input = if target.is_original()? {
-        target.doc_path.clone()
-    } else {
-        workspace.path(paths::RAW_DOC)
-    };
-    let mut inputs = vec![("doc".to_owned(), doc_input)];
+        .begin_following(
+            BeginRequest {
+                doc_name: &target.doc_name,
+                document: Some(&target.text),
+                kind: RunKind::Review,
+                command: &command,
+                clock: clock(),
+            },
+            &Follow {
+                rebase: args.rebase,
+                actor: &actor(),
+                options: &ApplyOptions::default(),
+            },
+        )
+        .map_err(|e| target.explain(e))?;
+    // Stage 1 and 2 describe the document the ops address: the current one.
+    let mut inputs = vec![("doc".to_owned(), target.current_doc_path())];
     if let Some(ops) = &args.ops {
         inputs.push((names::OPS.to_owned(), ops.clone()));
     }
@@ -252,7 +271,6 @@ fn review(
     let has_llm = llm.is_some();
     let described = llm.as_ref().map(|l| (l.models(), l.endpoint.clone()));
     pass.llm = llm;
-    pass.previous_fallback = passes::earlier_outputs(workspace.root(), &[PYRAMID, EDIT_PLAN]);
     let started = std::time::Instant::now();
     let (_, result) = passes::run_pass(global, control, &planning, &discovery, pass)?;
     let planned = match result {
@@ -339,8 +357,9 @@ fn review(
             .with_context(|| format!("replacing {}", target.doc_path.display()))?;
     }
     let report = views.report.clone();
+    let rebased = run.rebased().to_vec();
     drop(run);
-    answer(args, target, &committed, report, no_ops, model)
+    answer(args, target, &committed, report, no_ops, model, &rebased)
 }
 
 /// A failed pass, told on stderr; `recorded`: the changes were recorded
@@ -378,6 +397,7 @@ fn answer(
     report: Option<PathBuf>,
     no_ops: bool,
     model: Option<ModelReport>,
+    rebased: &[ChangeId],
 ) -> anyhow::Result<Reply> {
     let ws = target.root();
     let applied: Vec<String> = out
@@ -412,6 +432,10 @@ fn answer(
             map.insert("edited".into(), json!(ws.join(paths::EDITED_DOC)));
             map.insert("in_place".into(), json!(args.in_place));
             map.insert("guards".into(), json!(guards));
+            map.insert(
+                "rebased".into(),
+                json!(rebased.iter().map(|i| i.to_string()).collect::<Vec<_>>()),
+            );
             if let Some(model) = &model {
                 map.insert("model".into(), serde_json::to_value(model)?);
             }
@@ -420,6 +444,18 @@ fn answer(
     let mut text = String::new();
     let t = &mut text;
     writeln!(t, "koas review: {}: {summary}", target.doc_name)?;
+    if let (Some(first), Some(last)) = (rebased.first(), rebased.last()) {
+        let ids = if first == last {
+            first.to_string()
+        } else {
+            format!("{first} … {last}")
+        };
+        writeln!(
+            t,
+            "  rebased:   {} changed outside koas since the last review; the hand edits are recorded as {ids} (kind external) and the review continued on the new text",
+            target.doc_name
+        )?;
+    }
     if !guards.is_empty() {
         let list: Vec<String> = guards.iter().map(|(g, n)| format!("{g} {n}")).collect();
         writeln!(

@@ -94,16 +94,35 @@ fn show(args: &ShowArgs, target: &ReviewTarget) -> anyhow::Result<Reply> {
     } else {
         None
     };
+    let blocked = match id {
+        EntryId::Change(change) if reverted_by.is_none() => {
+            koas_review_workspace::not_revertible(ledger.entries())
+                .into_iter()
+                .find(|b| b.id == change)
+        }
+        _ => None,
+    };
+    let mut text = render_details(entry, reverted_by, patch.as_deref());
+    if let Some(blocked) = &blocked {
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&format!(
+            "not revertible: its lines were edited outside koas afterwards ({}); its inverse patch no longer applies\n",
+            blocked.by
+        ));
+    }
     Ok(Reply::new(
         ExitStatus::Success,
         json!({
             "status": "completed",
             "summary": entry.summary,
+            "not_revertible": blocked.as_ref().map(|b| format!("its lines were edited outside koas afterwards ({})", b.by)),
             "workspace": target.root(),
             "change": entry,
             "reverted_by": reverted_by.map(|e| e.id),
             "patch": patch,
         }),
-        render_details(entry, reverted_by, patch.as_deref()),
+        text,
     ))
 }

@@ -76,9 +76,12 @@ fn status(args: &StatusArgs, target: &ReviewTarget) -> anyhow::Result<Reply> {
             .into_iter()
             .map(|p| p.to_string_lossy().into_owned()),
     );
+    let changed_outside = target.changed_outside()?;
     let mut value = serde_json::to_value(&status)?;
     if let Some(map) = value.as_object_mut() {
         map.insert("status".into(), json!(overall(&status)));
+        map.insert("document_changed_outside".into(), json!(changed_outside));
+        map.insert("other_workspaces".into(), json!(target.others));
         map.insert("summary".into(), json!(summary(&status)));
         map.insert("repaired_to".into(), json!(repaired));
     }
@@ -96,7 +99,7 @@ fn status(args: &StatusArgs, target: &ReviewTarget) -> anyhow::Result<Reply> {
             )?,
         }
     }
-    print_human(&mut text, target, &status)?;
+    print_human(&mut text, target, &status, changed_outside)?;
     Ok(Reply::new(ExitStatus::Success, value, text))
 }
 
@@ -133,6 +136,7 @@ fn print_human(
     t: &mut String,
     target: &ReviewTarget,
     status: &WorkspaceStatus,
+    changed_outside: bool,
 ) -> std::fmt::Result {
     writeln!(t, "workspace: {}", status.workspace.display())?;
     writeln!(
@@ -171,6 +175,31 @@ fn print_human(
             "problem:   stage3/doc.edited.md was edited outside koas: it matches no state of the ledger"
         )?,
         _ => {}
+    }
+    if changed_outside {
+        writeln!(
+            t,
+            "changed:   {} was edited outside koas since its last review; `{}` continues the review on it (the ledger is kept)",
+            target.doc_path.display(),
+            target.rebase_command()
+        )?;
+    }
+    if !status.not_revertible.is_empty() {
+        writeln!(
+            t,
+            "not revertible: {} change(s) whose lines were edited outside koas afterwards (their inverse patch no longer applies):",
+            status.not_revertible.len()
+        )?;
+        for blocked in &status.not_revertible {
+            writeln!(t, "           {} (lines edited in {})", blocked.id, blocked.by)?;
+        }
+    }
+    for other in &target.others {
+        writeln!(
+            t,
+            "note:      another review workspace of this document, under a name an earlier koas gave it: {} (open it with -w)",
+            other.display()
+        )?;
     }
     if let Some(torn) = &status.torn_tail {
         writeln!(

@@ -1,0 +1,413 @@
+//! A review that follows its document: where a document's workspace is,
+//! what happens when the document was edited outside koas, and which
+//! changes can no longer be reverted on their own.
+//!
+//! **Name.** A document's workspace is `<doc dir>/.review/<stem>_<hash12>`
+//! where the hash is that of the document's *file name* (its path relative
+//! to its folder, which holds `.review/`): editing the document keeps its
+//! workspace, moving the folder keeps it too. koas before this named the
+//! workspace after the document's *content*; such a workspace is found by
+//! its `workspace.json` (same file name) and renamed to the new name, so
+//! an upgrade loses no review.
+//!
+//! **Edits outside koas.** A document whose text is no state the review
+//! knows (the original, or the document after any ledger entry) was
+//! edited by hand. [`external_batch`] turns the difference between the
+//! workspace's current document and that text into changes of kind
+//! [`EXTERNAL_KIND`], one per differing run of lines, with patches like
+//! any change: the ledger keeps its chain of hashes, the hand edit is
+//! traceable (and revertible), and a review change whose lines were edited
+//! by hand can no longer be reverted on its own ([`not_revertible`]).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use koas_kernel_api::hash::{same_hash, sha256};
+use koas_orchestrator::lock::{lock_state, LockState};
+use koas_review::apply::derive_summary;
+use koas_review::linemap::{cancel_reverted_pairs, map_through, MapMode, Region};
+use koas_review::patch::{apply_change, make_patch_pair};
+use koas_review::text::LineBuf;
+use koas_review_schema::apply::{AppliedOp, BatchOutcome, LineChange};
+use koas_review_schema::change_id::{ChangeId, EntryId, IdAllocator, IdError};
+use koas_review_schema::edit_op::{Action, EditOp, Target};
+use koas_review_schema::ledger::LedgerEntry;
+use serde::Serialize;
+
+use crate::{paths, WorkspaceMeta};
+
+/// The kind of the changes that record an edit made outside koas.
+pub const EXTERNAL_KIND: &str = "external";
+
+fn hash12(text: &str) -> String {
+    koas_kernel_api::hash::hex_part(&sha256(text))
+        .chars()
+        .take(12)
+        .collect()
+}
+
+fn stem_of(path: &Path) -> String {
+    path.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "doc".to_owned())
+}
+
+fn file_name_of(path: &Path) -> String {
+    path.file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "doc.md".to_owned())
+}
+
+fn review_dir(doc_path: &Path) -> PathBuf {
+    doc_path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .join(".review")
+}
+
+/// The workspace of a document: `<doc dir>/.review/<stem>_<hash12>`, the
+/// hash being that of the document's file name (stable across edits).
+pub fn auto_workspace_dir(doc_path: &Path) -> PathBuf {
+    review_dir(doc_path).join(format!(
+        "{}_{}",
+        stem_of(doc_path),
+        hash12(&file_name_of(doc_path))
+    ))
+}
+
+/// Where a document's workspace is, and what locating it did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Located {
+    /// The workspace folder (it may not exist yet).
+    pub root: PathBuf,
+    /// A workspace named after an earlier koas's content hash that was
+    /// renamed to `root`.
+    pub migrated_from: Option<PathBuf>,
+    /// Other workspaces of the same document under old names (left where
+    /// they are; `-w` opens them).
+    pub others: Vec<PathBuf>,
+}
+
+/// `<stem>_<12 hex digits>`.
+fn has_workspace_shape(name: &str, stem: &str) -> bool {
+    name.strip_prefix(stem)
+        .and_then(|rest| rest.strip_prefix('_'))
+        .is_some_and(|hash| hash.len() == 12 && hash.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+fn meta_of(dir: &Path) -> Option<WorkspaceMeta> {
+    let bytes = fs::read(dir.join(paths::META)).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// When a workspace was last written (its ledger, else its state file).
+fn last_used(dir: &Path) -> std::time::SystemTime {
+    [paths::LEDGER, paths::EDITED_DOC, paths::META]
+        .iter()
+        .filter_map(|f| fs::metadata(dir.join(f)).and_then(|m| m.modified()).ok())
+        .max()
+        .unwrap_or(std::time::UNIX_EPOCH)
+}
+
+/// True when `text` is the workspace's original or its current document.
+fn holds(dir: &Path, meta: &WorkspaceMeta, text_hash: &str) -> bool {
+    same_hash(&meta.original_hash, text_hash)
+        || fs::read(dir.join(paths::EDITED_DOC)).is_ok_and(|b| same_hash(&sha256(&b), text_hash))
+}
+
+/// Workspaces of `doc_path` under the names earlier koas versions gave
+/// (`<stem>_<content hash12>`), best first: one that holds `text` (as its
+/// original or current document), then the most recently used.
+pub fn legacy_workspaces(doc_path: &Path, text: &str) -> Vec<PathBuf> {
+    let auto = auto_workspace_dir(doc_path);
+    let stem = stem_of(doc_path);
+    let name = file_name_of(doc_path);
+    let Ok(read) = fs::read_dir(review_dir(doc_path)) else {
+        return Vec::new();
+    };
+    let hash = sha256(text);
+    let mut found: Vec<(bool, std::time::SystemTime, PathBuf)> = read
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| *p != auto && p.is_dir())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| has_workspace_shape(n, &stem))
+        })
+        .filter_map(|p| {
+            let meta = meta_of(&p)?;
+            (meta.doc_name == name).then(|| (holds(&p, &meta, &hash), last_used(&p), p))
+        })
+        .collect();
+    found.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
+    found.into_iter().map(|(_, _, p)| p).collect()
+}
+
+/// Finds the workspace of a document. Its workspace is
+/// [`auto_workspace_dir`]; when that does not exist and a workspace of
+/// the document under an old content-hash name does, the best of those
+/// ([`legacy_workspaces`]) is renamed to it — unless a run holds its lock,
+/// in which case it is used where it is. Nothing is ever deleted: other
+/// old workspaces are listed in [`Located::others`].
+pub fn locate_workspace(doc_path: &Path, text: &str) -> Located {
+    let auto = auto_workspace_dir(doc_path);
+    let mut legacy = legacy_workspaces(doc_path, text);
+    if auto.is_dir() || legacy.is_empty() {
+        return Located {
+            root: auto,
+            migrated_from: None,
+            others: legacy,
+        };
+    }
+    let best = legacy.remove(0);
+    if matches!(lock_state(&best), LockState::Held(_)) {
+        return Located {
+            root: best,
+            migrated_from: None,
+            others: legacy,
+        };
+    }
+    match fs::rename(&best, &auto) {
+        Ok(()) => Located {
+            root: auto,
+            migrated_from: Some(best),
+            others: legacy,
+        },
+        // Another koas may have moved it first; otherwise use it in place.
+        Err(_) if auto.is_dir() => Located {
+            root: auto,
+            migrated_from: None,
+            others: legacy,
+        },
+        Err(_) => Located {
+            root: best,
+            migrated_from: None,
+            others: legacy,
+        },
+    }
+}
+
+/// The changes that record the edit turning `current` into `edited`: one
+/// per run of differing lines (a line diff), in application order, IDs
+/// from `first_id`, kind [`EXTERNAL_KIND`]. Not validated against
+/// protected regions: they record what a person already did.
+pub fn external_batch(
+    doc_name: &str,
+    current: &str,
+    edited: &str,
+    first_id: ChangeId,
+) -> Result<BatchOutcome, IdError> {
+    let mut buf = LineBuf::parse(current);
+    let target = LineBuf::parse(edited);
+    let old: Vec<&str> = buf.lines().iter().map(String::as_str).collect();
+    let new: Vec<&str> = target.lines().iter().map(String::as_str).collect();
+    // Runs of non-equal diff operations, as (old start, old len, new start,
+    // new len) in the coordinates of `current` and `edited`.
+    let diff = similar::TextDiff::configure()
+        .algorithm(similar::Algorithm::Myers)
+        .timeout(std::time::Duration::from_secs(10))
+        .diff_slices(&old, &new);
+    let mut hunks: Vec<(usize, usize, usize, usize)> = Vec::new();
+    for op in diff.ops() {
+        if matches!(op, similar::DiffOp::Equal { .. }) {
+            continue;
+        }
+        let (o, n) = (op.old_range(), op.new_range());
+        match hunks.last_mut() {
+            Some(last) if last.0 + last.1 == o.start && last.2 + last.3 == n.start => {
+                last.1 += o.len();
+                last.3 += n.len();
+            }
+            _ => hunks.push((o.start, o.len(), n.start, n.len())),
+        }
+    }
+    let initial_hash = buf.hash();
+    let mut allocator = IdAllocator::starting_at(first_id);
+    let mut applied = Vec::new();
+    let mut shift: isize = 0;
+    for (index, (old_start, old_len, new_start, new_len)) in hunks.into_iter().enumerate() {
+        let start = (old_start as isize + shift).max(0) as usize;
+        let change = LineChange {
+            start,
+            old: buf.lines()[start..start + old_len].to_vec(),
+            new: target.lines()[new_start..new_start + new_len].to_vec(),
+        };
+        let id = allocator.allocate()?;
+        let hash_before = buf.hash();
+        let patches = make_patch_pair(doc_name, &buf, &change);
+        if apply_change(&change, &mut buf).is_err() {
+            // Cannot happen: the change was cut from this very text.
+            continue;
+        }
+        shift += new_len as isize - old_len as isize;
+        let (action, line_start, line_end) = if old_len == 0 {
+            (Action::Insert, start, start)
+        } else {
+            (Action::Replace, start + 1, start + old_len)
+        };
+        let mut op = EditOp {
+            id,
+            source_id: None,
+            action,
+            target: Target {
+                line_start,
+                line_end,
+                ..Target::default()
+            },
+            before_hash: None,
+            before_text: Some(change.old.concat()),
+            after_text: change.new.concat(),
+            needs_attention: false,
+            kind: EXTERNAL_KIND.to_owned(),
+            severity: "minor".to_owned(),
+            silent: false,
+            review_note: None,
+            rationale: "edited outside koas; recorded when the review continued on the new text"
+                .to_owned(),
+            summary: None,
+        };
+        let before_target = change.old.concat();
+        op.summary = Some(format!(
+            "edited outside koas: {}",
+            derive_summary(&op, &before_target)
+                .trim_start_matches(EXTERNAL_KIND)
+                .trim_start_matches(':')
+                .trim()
+        ));
+        let summary = derive_summary(&op, &before_target);
+        applied.push(AppliedOp {
+            index,
+            op,
+            fixes: Vec::new(),
+            defaults: Vec::new(),
+            change: Some(change),
+            patches: Some(patches),
+            doc_hash_before: hash_before,
+            doc_hash_after: buf.hash(),
+            touches_protected: Vec::new(),
+            summary,
+            state_lines: (line_start, line_end),
+            origin: Default::default(),
+        });
+    }
+    Ok(BatchOutcome {
+        applied,
+        rejected: Vec::new(),
+        final_text: buf.to_text(),
+        initial_hash,
+        next_id: allocator.peek(),
+    })
+}
+
+/// A change that cannot be reverted on its own: an edit made outside koas
+/// (recorded as `by`) changed its lines afterwards, so its inverse patch
+/// no longer applies.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NotRevertible {
+    /// The change.
+    pub id: ChangeId,
+    /// The external change that touched its lines.
+    pub by: EntryId,
+}
+
+/// The active changes whose lines an edit made outside koas touched
+/// later. Each is followed through the net edits after it (a change and
+/// its revert cancel out); the first edit that touches it decides: when
+/// that edit records a hand edit, the change is not revertible. Costs
+/// nothing on a ledger without external changes.
+pub fn not_revertible(entries: &[LedgerEntry]) -> Vec<NotRevertible> {
+    let Some(last_external) = entries
+        .iter()
+        .rposition(|e| e.kind == EXTERNAL_KIND && !e.is_revert)
+    else {
+        return Vec::new();
+    };
+    let reverted: std::collections::BTreeSet<String> = entries
+        .iter()
+        .filter(|e| e.is_revert)
+        .map(|e| e.reverted_id.clone())
+        .collect();
+    let chain: Vec<(EntryId, koas_review::linemap::LineEdit)> = entries
+        .iter()
+        .filter_map(|e| koas_review::linemap::edit_of(e).map(|edit| (e.id, edit)))
+        .collect();
+    let net = cancel_reverted_pairs(&chain);
+    let external: std::collections::BTreeSet<EntryId> = entries
+        .iter()
+        .filter(|e| e.kind == EXTERNAL_KIND && !e.is_revert)
+        .map(|e| e.id)
+        .collect();
+    let mut out = Vec::new();
+    for entry in &entries[..last_external] {
+        let Some(id) = entry.change_id() else {
+            continue;
+        };
+        if entry.kind == EXTERNAL_KIND || reverted.contains(&id.to_string()) {
+            continue;
+        }
+        let (Some(change), Some(position)) = (
+            entry.change.filter(|_| entry.action != Action::FlagOnly),
+            net.iter().position(|(e, _)| *e == entry.id),
+        ) else {
+            continue;
+        };
+        let mut region = Region {
+            start: change.at.saturating_sub(1),
+            len: change.added,
+        };
+        for (by, edit) in &net[position + 1..] {
+            match map_through(region, *edit, MapMode::Strict) {
+                Ok(next) => region = next,
+                Err(()) => {
+                    if external.contains(by) {
+                        out.push(NotRevertible { id, by: *by });
+                    }
+                    break;
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_name_follows_the_path_not_the_text() {
+        let a = auto_workspace_dir(Path::new("docs/spec.md"));
+        assert!(a.starts_with("docs/.review"), "{}", a.display());
+        let name = a.file_name().unwrap().to_str().unwrap().to_owned();
+        assert!(has_workspace_shape(&name, "spec"), "{name}");
+        assert_eq!(a, auto_workspace_dir(Path::new("docs/spec.md")));
+        assert_ne!(a, auto_workspace_dir(Path::new("docs/spec.markdown")));
+    }
+
+    #[test]
+    fn an_external_edit_becomes_one_change_per_run_of_lines() {
+        let current = "a\nb\nc\nd\ne\nf\n";
+        let edited = "a\nB\nc\nd\nf\ng\n";
+        let batch = external_batch("doc.md", current, edited, ChangeId::first()).unwrap();
+        assert_eq!(batch.final_text, edited);
+        assert_eq!(batch.applied.len(), 3, "{:#?}", batch.applied);
+        assert!(batch.applied.iter().all(|a| a.op.kind == EXTERNAL_KIND));
+        assert_eq!(batch.next_id.seq(), 4);
+        // Each patch pair takes its state to the next.
+        let mut text = current.to_owned();
+        for a in &batch.applied {
+            let patches = a.patches.as_ref().unwrap();
+            text = koas_review::patch::apply_patch_text(&text, &patches.forward).unwrap();
+            assert!(same_hash(&sha256(&text), &a.doc_hash_after));
+        }
+        assert_eq!(text, edited);
+    }
+
+    #[test]
+    fn identical_texts_give_no_change() {
+        let batch = external_batch("doc.md", "a\n", "a\n", ChangeId::first()).unwrap();
+        assert!(batch.applied.is_empty());
+    }
+}
