@@ -191,7 +191,11 @@ fn print_human(
             status.not_revertible.len()
         )?;
         for blocked in &status.not_revertible {
-            writeln!(t, "           {} (lines edited in {})", blocked.id, blocked.by)?;
+            writeln!(
+                t,
+                "           {} (lines edited in {})",
+                blocked.id, blocked.by
+            )?;
         }
     }
     for other in &target.others {
