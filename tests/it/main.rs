@@ -16,6 +16,7 @@ mod edit_plan;
 mod isolation;
 mod llm_host;
 mod pyramid;
+mod refine;
 mod review_cli;
 mod review_crash;
 mod review_engine;

@@ -26,6 +26,7 @@ pub mod alpha;
 pub mod arbiter;
 pub mod control;
 pub mod fix;
+pub mod host;
 pub mod judge;
 pub mod router;
 pub mod sections;
