@@ -167,7 +167,10 @@ fn refine_fixes_only_the_affected_sections_and_every_change_reverts() {
     let l = ledger(&s);
     assert_eq!(l.len(), 3, "{l:?}");
     let kinds: Vec<&str> = l.iter().filter_map(|e| e["kind"].as_str()).collect();
-    assert!(kinds.contains(&"refine_regenerate") && kinds.contains(&"refine_patch"), "{kinds:?}");
+    assert!(
+        kinds.contains(&"refine_regenerate") && kinds.contains(&"refine_patch"),
+        "{kinds:?}"
+    );
     let ev = events(&s);
     for kind in [
         "refinement_start",
@@ -182,8 +185,17 @@ fn refine_fixes_only_the_affected_sections_and_every_change_reverts() {
     }
     // Token accounting per iteration, and the comparison with a rewrite.
     let first = &iterations[0];
-    assert!(first["judge_tokens"]["prompt_tokens"].as_u64().unwrap_or(0) > 0, "{first}");
-    assert!(first["fix_tokens"]["completion_tokens"].as_u64().unwrap_or(0) > 0, "{first}");
+    assert!(
+        first["judge_tokens"]["prompt_tokens"].as_u64().unwrap_or(0) > 0,
+        "{first}"
+    );
+    assert!(
+        first["fix_tokens"]["completion_tokens"]
+            .as_u64()
+            .unwrap_or(0)
+            > 0,
+        "{first}"
+    );
     let fix_side = v["fix_side_tokens"].as_u64().unwrap_or(0);
     let rewrite = v["full_rewrite_tokens"].as_u64().unwrap_or(0);
     assert!(fix_side > 0 && rewrite > 0, "{v}");
@@ -201,7 +213,11 @@ fn refine_fixes_only_the_affected_sections_and_every_change_reverts() {
 
     let out = s.koas(&["-q", "revert", "doc.md", "--all"]);
     assert_code(&out, 0, "revert --all");
-    assert_eq!(edited(&s), DOC, "revert --all gives back the original bytes");
+    assert_eq!(
+        edited(&s),
+        DOC,
+        "revert --all gives back the original bytes"
+    );
 }
 
 #[test]
@@ -224,7 +240,10 @@ fn judges_who_disagree_keep_only_critical_issues() {
         } else {
             "[]"
         };
-        ModelAnswer::text(format!(r#"{{"scores": {{{}}}, "issues": {issues}}}"#, scores(score)))
+        ModelAnswer::text(format!(
+            r#"{{"scores": {{{}}}, "issues": {issues}}}"#,
+            scores(score)
+        ))
     });
     let (out, v) = refine(&s, &m, &["--judges", "a,b", "--plan-only"]);
     assert_code(&out, 0, "plan only");
@@ -257,7 +276,10 @@ fn access_judge(text: &str) -> String {
         );
     }
     if text.contains("FORMALLY") {
-        return format!(r#"{{"scores": {{{}, "clarity": 0.05}}, "issues": []}}"#, scores(0.9));
+        return format!(
+            r#"{{"scores": {{{}, "clarity": 0.05}}, "issues": []}}"#,
+            scores(0.9)
+        );
     }
     format!(r#"{{"scores": {{{}}}, "issues": []}}"#, scores(0.95))
 }
@@ -265,13 +287,23 @@ fn access_judge(text: &str) -> String {
 #[test]
 fn a_change_that_makes_a_locked_criterion_regress_is_reverted() {
     let s = Scratch::new();
-    s.write("doc.md", DOC.replace("ten years", "seven years").replace(", in a way that is not always obvious to people who are new,", "").as_str());
+    s.write(
+        "doc.md",
+        DOC.replace("ten years", "seven years")
+            .replace(
+                ", in a way that is not always obvious to people who are new,",
+                "",
+            )
+            .as_str(),
+    );
     let original = String::from_utf8(s.read("doc.md")).expect("utf-8");
     let m = ScriptedModel::start(|r: &ModelRequest| {
         if is_judge(r) {
             ModelAnswer::text(access_judge(&judged(&r.prompt)))
         } else if is_fix(r) {
-            ModelAnswer::text(to_fix(&r.prompt).replace(", basically.", ", FORMALLY AND EXCLUSIVELY."))
+            ModelAnswer::text(
+                to_fix(&r.prompt).replace(", basically.", ", FORMALLY AND EXCLUSIVELY."),
+            )
         } else {
             ModelAnswer::text("YES")
         }
@@ -304,8 +336,14 @@ fn a_change_the_verifier_rejects_is_reverted_through_the_ledger() {
                 // Worse: the delta judge says so.
                 ModelAnswer::text(text.replace("basically", "basically, like, totally"))
             } else if text.contains("in a way") {
-                // Another language: the free checks catch it.
-                ModelAnswer::text("L'équipe des archives vérifie les archives une fois par an, et elle le fait avec soin pour la conformité.\n\n[[KEEP 1]]")
+                // Five times longer for a surgical edit: the free checks
+                // catch it before any question to the delta judge.
+                ModelAnswer::text(format!(
+                    "{}\n\n[[KEEP 1]]",
+                    "The archive team reviews the archive once a year. "
+                        .repeat(12)
+                        .trim()
+                ))
             } else {
                 ModelAnswer::text(fixture_fix(&r.prompt))
             }
@@ -327,44 +365,84 @@ fn a_change_the_verifier_rejects_is_reverted_through_the_ledger() {
         .filter(|e| e["type"] == "verification_result" && e["passed"] == false)
         .collect();
     assert_eq!(failed.len(), 2, "{ev:?}");
-    assert!(failed.iter().any(|e| e["reason"].as_str().is_some_and(|r| r.contains("language"))), "{failed:?}");
-    assert!(failed.iter().any(|e| e["reason"].as_str().is_some_and(|r| r.contains("delta judge"))), "{failed:?}");
+    assert!(
+        failed
+            .iter()
+            .any(|e| e["reason"].as_str().is_some_and(|r| r.contains("length"))),
+        "{failed:?}"
+    );
+    assert!(
+        failed.iter().any(|e| e["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("delta judge"))),
+        "{failed:?}"
+    );
     let text = edited(&s);
     assert!(text.contains("seven years in the archive"), "{text}");
-    assert!(text.contains("basically.") && !text.contains("totally"), "{text}");
-    assert!(text.contains("in a way that is not always obvious"), "{text}");
+    assert!(
+        text.contains("basically.") && !text.contains("totally"),
+        "{text}"
+    );
+    assert!(
+        text.contains("in a way that is not always obvious"),
+        "{text}"
+    );
     let reverts = ledger(&s).iter().filter(|e| e["is_revert"] == true).count();
     assert_eq!(reverts, 2);
-    assert!(v["iterations"][0]["reverted"].as_array().is_some_and(|r| r.len() == 2), "{v}");
+    assert!(
+        v["iterations"][0]["reverted"]
+            .as_array()
+            .is_some_and(|r| r.len() == 2),
+        "{v}"
+    );
 }
 
 #[test]
 fn a_patcher_that_oscillates_gets_its_section_locked_and_full_auto_returns_the_best_state() {
     let s = Scratch::new();
-    let doc = DOC
-        .replace("ten years", "seven years")
-        .replace(", in a way that is not always obvious to people who are new,", "");
+    let doc = DOC.replace("ten years", "seven years").replace(
+        ", in a way that is not always obvious to people who are new,",
+        "",
+    );
     s.write("doc.md", &doc);
     let m = ScriptedModel::start(|r: &ModelRequest| {
         if is_judge(r) {
             let text = judged(&r.prompt);
             if text.contains("audit team") {
                 // Never satisfied, and every version scores lower.
-                let score = if text.contains("basically") { 0.3 } else if text.contains("only") { 0.25 } else { 0.2 };
+                let score = if text.contains("basically") {
+                    0.3
+                } else if text.contains("only") {
+                    0.25
+                } else {
+                    0.2
+                };
                 return ModelAnswer::text(format!(
                     r#"{{"scores": {{{}}}, "issues": [{{"criterion": "tone", "severity": "critical", "description": "still casual", "fix_instructions": "Rephrase"}}]}}"#,
                     scores(score)
                 ));
             }
-            ModelAnswer::text(format!(r#"{{"scores": {{{}}}, "issues": []}}"#, scores(0.95)))
+            ModelAnswer::text(format!(
+                r#"{{"scores": {{{}}}, "issues": []}}"#,
+                scores(0.95)
+            ))
         } else if is_fix(r) {
             let text = to_fix(&r.prompt);
             let next = if text.contains("basically") {
-                text.replace("Only the audit team can read the archive, basically.", "The audit team only can read the archive.")
+                text.replace(
+                    "Only the audit team can read the archive, basically.",
+                    "The audit team only can read the archive.",
+                )
             } else if text.contains("only can") {
-                text.replace("The audit team only can read the archive.", "The archive is read by the audit team alone.")
+                text.replace(
+                    "The audit team only can read the archive.",
+                    "The archive is read by the audit team alone.",
+                )
             } else {
-                text.replace("The archive is read by the audit team alone.", "The audit team only can read the archive.")
+                text.replace(
+                    "The archive is read by the audit team alone.",
+                    "The audit team only can read the archive.",
+                )
             };
             ModelAnswer::text(next)
         } else {
@@ -374,9 +452,14 @@ fn a_patcher_that_oscillates_gets_its_section_locked_and_full_auto_returns_the_b
     let (out, v) = refine(&s, &m, &["--max-iterations", "5"]);
     assert!(code(&out) == 0, "{}", stderr(&out));
     let ev = events(&s);
-    let locked: Vec<&Value> = ev.iter().filter(|e| e["type"] == "section_locked").collect();
+    let locked: Vec<&Value> = ev
+        .iter()
+        .filter(|e| e["type"] == "section_locked")
+        .collect();
     assert_eq!(locked.len(), 1, "{ev:?}");
-    assert!(locked[0]["reason"].as_str().is_some_and(|r| r.contains("2 times")));
+    assert!(locked[0]["reason"]
+        .as_str()
+        .is_some_and(|r| r.contains("2 times")));
     // Two edits, then nothing left to fix: the best state was the first.
     assert_eq!(v["status"], "best_effort", "{v}");
     assert_eq!(v["best_iteration"], 0, "{v}");
@@ -403,15 +486,24 @@ fn semi_auto_escalates_and_a_budget_stops_the_run() {
     assert_eq!(code(&out), 1, "escalated: {}", stderr(&out));
     assert_eq!(v["status"], "escalated", "{v}");
     assert!(has_event(&events(&s), "escalation_triggered"));
-    let report = std::fs::read_to_string(s.workspace().join("refine/ESCALATION.md")).expect("report");
-    assert!(report.contains("ten vs seven") || report.contains("contradicts"), "{report}");
+    let report =
+        std::fs::read_to_string(s.workspace().join("refine/ESCALATION.md")).expect("report");
+    assert!(
+        report.contains("ten vs seven") || report.contains("contradicts"),
+        "{report}"
+    );
 
     let s = Scratch::new();
     s.write("doc.md", DOC);
     let (out, v) = refine(&s, &m, &["--max-tokens", "10"]);
     assert_code(&out, 0, "budget stop");
     assert_eq!(v["status"], "best_effort", "{v}");
-    assert!(v["stop_reason"].as_str().is_some_and(|r| r.contains("token budget")), "{v}");
+    assert!(
+        v["stop_reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("token budget")),
+        "{v}"
+    );
     assert!(ledger(&s).is_empty());
 }
 
@@ -428,7 +520,10 @@ fn a_garbage_writing_model_cannot_touch_protected_content() {
                     scores(0.3)
                 ));
             }
-            ModelAnswer::text(format!(r#"{{"scores": {{{}}}, "issues": []}}"#, scores(0.9)))
+            ModelAnswer::text(format!(
+                r#"{{"scores": {{{}}}, "issues": []}}"#,
+                scores(0.9)
+            ))
         } else if is_fix(r) {
             let n = r.prompt.len() % 3;
             ModelAnswer::text(match n {
@@ -441,7 +536,11 @@ fn a_garbage_writing_model_cannot_touch_protected_content() {
         }
     });
     let (out, _) = refine(&s, &m, &["--max-iterations", "3"]);
-    assert!(matches!(code(&out), 0 | 1), "a verdict, not a crash: {}", stderr(&out));
+    assert!(
+        matches!(code(&out), 0 | 1),
+        "a verdict, not a crash: {}",
+        stderr(&out)
+    );
     let text = edited(&s);
     assert!(text.contains("```sh\narchive --check --all\n```"), "{text}");
     assert!(!text.contains("rm -rf"), "{text}");

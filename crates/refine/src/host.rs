@@ -61,7 +61,9 @@ impl RefineModel for HostModel<'_> {
 
 /// The document the kernels work on: the host's current document
 /// (`review_doc`) in a refinement workspace, else `doc_raw`.
-pub fn current_text(inputs: &koas_kernel_api::Inputs) -> Result<String, koas_kernel_api::KernelError> {
+pub fn current_text(
+    inputs: &koas_kernel_api::Inputs,
+) -> Result<String, koas_kernel_api::KernelError> {
     use koas_review_schema::names;
     if let Some(text) = inputs.parse_optional::<String>(names::REVIEW_DOC)? {
         return Ok(text);

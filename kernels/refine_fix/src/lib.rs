@@ -77,7 +77,8 @@ impl Kernel for RefineFix {
             language: language_name(&config.language, &text),
             max_tokens: config.max_tokens,
         };
-        let ops = fix_tasks(&model, &input).map_err(|e| KernelError::invalid_input(e.to_string()))?;
+        let ops =
+            fix_tasks(&model, &input).map_err(|e| KernelError::invalid_input(e.to_string()))?;
         let refused = ops.proposals.iter().filter(|p| p.refused.is_some()).count();
         let summary = format!(
             "{} tasks: {} ops, {refused} answers refused, {} tokens",

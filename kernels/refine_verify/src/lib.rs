@@ -31,7 +31,9 @@ impl Kernel for RefineVerify {
     fn spec(&self) -> KernelSpec {
         KernelSpec::new("refine_verify", "0.1.0")
             .stage("R5")
-            .description("Verifies each change: free checks, then the delta judge (YES/NO per issue)")
+            .description(
+                "Verifies each change: free checks, then the delta judge (YES/NO per issue)",
+            )
             .optional_input(names::REFINE_CHANGES)
             .output_file(names::REFINE_VERIFICATION, "refine/verification.json")
             .prompt("refine_delta")

@@ -143,8 +143,8 @@ impl Events {
         let dir = root.join("refine");
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         let path = dir.join("events.jsonl");
-        let file = std::fs::File::create(&path)
-            .with_context(|| format!("creating {}", path.display()))?;
+        let file =
+            std::fs::File::create(&path).with_context(|| format!("creating {}", path.display()))?;
         Ok(Events { file, quiet })
     }
 
@@ -388,7 +388,8 @@ fn refine(global: &Global, args: &RefineArgs, target: &ReviewTarget) -> anyhow::
             Ok(o) => o,
             Err(e) => return failed(e, "the changes recorded so far stay in the ledger"),
         };
-        let verdicts: RefineVerdicts = passes::parse_output(&outcome.record, JUDGE, names::REFINE_VERDICTS)?;
+        let verdicts: RefineVerdicts =
+            passes::parse_output(&outcome.record, JUDGE, names::REFINE_VERDICTS)?;
         let plan: RefinePlan = passes::parse_output(&outcome.record, ARBITER, names::REFINE_PLAN)?;
         let routing: RefineRouting =
             passes::parse_output(&outcome.record, ROUTER, names::REFINE_ROUTING)?;
@@ -419,7 +420,8 @@ fn refine(global: &Global, args: &RefineArgs, target: &ReviewTarget) -> anyhow::
         });
         // Quality locks: a locked criterion that dropped reverts the last
         // iteration's changes, and their sections are not edited again.
-        let regressed = control::regressions(&locks, &plan.criteria_scores, limits.regression_tolerance);
+        let regressed =
+            control::regressions(&locks, &plan.criteria_scores, limits.regression_tolerance);
         let still: BTreeSet<ChangeId> = active_changes(&run);
         let to_revert: Vec<ChangeId> = last_changes
             .iter()
@@ -478,7 +480,11 @@ fn refine(global: &Global, args: &RefineArgs, target: &ReviewTarget) -> anyhow::
         if args.plan_only {
             break (RefineStatus::Planned, "--plan-only".to_owned());
         }
-        let history: Vec<f64> = states.iter().filter(|s| !s.regressed).map(|s| s.score).collect();
+        let history: Vec<f64> = states
+            .iter()
+            .filter(|s| !s.regressed)
+            .map(|s| s.score)
+            .collect();
         let standing = Standing {
             iteration,
             history: &history,
@@ -526,7 +532,8 @@ fn refine(global: &Global, args: &RefineArgs, target: &ReviewTarget) -> anyhow::
         let applied: ApplyOutcome =
             passes::parse_output(&outcome.record, APPLY, names::APPLY_OUTCOME)?;
         tokens.add(&ops.tokens);
-        full_rewrite_tokens += control::full_rewrite_tokens(&doc_before, &plan.kept, REWRITE_INSTRUCTIONS);
+        full_rewrite_tokens +=
+            control::full_rewrite_tokens(&doc_before, &plan.kept, REWRITE_INSTRUCTIONS);
         let (actor, options) = commit_context();
         let committed = run
             .commit_review(
@@ -549,7 +556,12 @@ fn refine(global: &Global, args: &RefineArgs, target: &ReviewTarget) -> anyhow::
             }
         }
         let mut changes: Vec<RefineChange> = Vec::new();
-        for a in committed.batch.applied.iter().filter(|a| a.change.is_some()) {
+        for a in committed
+            .batch
+            .applied
+            .iter()
+            .filter(|a| a.change.is_some())
+        {
             let section_id = section_of_rationale(&a.op.rationale).unwrap_or_default();
             let task = routing.tasks.iter().find(|t| t.section_id == section_id);
             let action = task.map_or(FixAction::SurgicalEdit, |t| t.action);
@@ -708,12 +720,18 @@ fn refine(global: &Global, args: &RefineArgs, target: &ReviewTarget) -> anyhow::
     )
     .context("writing refine/summary.json")?;
     if let Some(s) = states.get(best_index) {
-        std::fs::write(root.join("refine/plan.json"), serde_json::to_vec_pretty(&s.plan)?)
-            .context("writing refine/plan.json")?;
+        std::fs::write(
+            root.join("refine/plan.json"),
+            serde_json::to_vec_pretty(&s.plan)?,
+        )
+        .context("writing refine/plan.json")?;
     }
     if status == RefineStatus::Escalated {
-        std::fs::write(root.join("refine/ESCALATION.md"), escalation_report(&summary))
-            .context("writing refine/ESCALATION.md")?;
+        std::fs::write(
+            root.join("refine/ESCALATION.md"),
+            escalation_report(&summary),
+        )
+        .context("writing refine/ESCALATION.md")?;
     }
     events.emit(RefineEvent::RefinementComplete {
         final_score: best_score,
@@ -809,7 +827,11 @@ fn saving(summary: &RefineSummary) -> Option<f64> {
     })
 }
 
-fn print_summary(args: &RefineArgs, target: &ReviewTarget, s: &RefineSummary) -> anyhow::Result<()> {
+fn print_summary(
+    args: &RefineArgs,
+    target: &ReviewTarget,
+    s: &RefineSummary,
+) -> anyhow::Result<()> {
     let ws = target.root();
     if args.target.json {
         let mut value = serde_json::to_value(s)?;
