@@ -545,3 +545,57 @@ fn a_garbage_writing_model_cannot_touch_protected_content() {
     assert!(text.contains("```sh\narchive --check --all\n```"), "{text}");
     assert!(!text.contains("rm -rf"), "{text}");
 }
+
+/// The fixture's three problems in a ~2,000-token document (nine more
+/// sections of plain prose): what targeted refinement spends on fixes
+/// and verification against one rewrite of the whole document.
+#[test]
+fn targeted_fixes_cost_less_than_a_rewrite_on_a_larger_document() {
+    let mut doc = DOC.to_owned();
+    for i in 1..=9 {
+        doc.push_str(&format!("\n## Procedure {i}\n\n"));
+        for j in 1..=8 {
+            doc.push_str(&format!(
+                "Step {j} of procedure {i} is recorded in the register by the operator on duty, who signs it. "
+            ));
+        }
+        doc.push('\n');
+    }
+    let s = Scratch::new();
+    s.write("doc.md", &doc);
+    let m = ScriptedModel::start(|r: &ModelRequest| {
+        if is_judge(r) {
+            let text = judged(&r.prompt);
+            if text.contains("of procedure") {
+                // Plain, not great: keeps the document's score down.
+                return ModelAnswer::text(format!(
+                    r#"{{"scores": {{{}}}, "issues": []}}"#,
+                    scores(0.7)
+                ));
+            }
+            ModelAnswer::text(fixture_judge(&text))
+        } else if is_fix(r) {
+            ModelAnswer::text(fixture_fix(&r.prompt))
+        } else {
+            ModelAnswer::text("YES, the issue is addressed.")
+        }
+    });
+    let (out, v) = refine(&s, &m, &["--max-tokens", "100000"]);
+    assert_code(&out, 0, "refine");
+    assert!(
+        v["status"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("accepted")),
+        "{v}"
+    );
+    let fix_side = v["fix_side_tokens"].as_u64().unwrap_or(0);
+    let rewrite = v["full_rewrite_tokens"].as_u64().unwrap_or(0);
+    eprintln!(
+        "refine token comparison on a {}-token document: fixes+verification {fix_side} vs whole-document rewrite {rewrite} ({:.0}% saved); judges {}",
+        koas_md::estimate_tokens(&doc),
+        v["saving_percent"].as_f64().unwrap_or(0.0),
+        v["iterations"][0]["judge_tokens"]["prompt_tokens"].as_u64().unwrap_or(0)
+            + v["iterations"][0]["judge_tokens"]["completion_tokens"].as_u64().unwrap_or(0)
+    );
+    assert!(fix_side > 0 && fix_side < rewrite, "{v}");
+}
