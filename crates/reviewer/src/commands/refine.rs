@@ -589,8 +589,10 @@ fn refine(global: &Global, args: &RefineArgs, target: &ReviewTarget) -> anyhow::
         let mut reverted = Vec::new();
         let mut kept_changes = Vec::new();
         if !changes.is_empty() {
-            let mut inputs = PassInputs::default();
-            inputs.llm = Some(llm.clone());
+            let mut inputs = PassInputs {
+                llm: Some(llm.clone()),
+                ..PassInputs::default()
+            };
             inputs.provided.insert(
                 names::REFINE_CHANGES.to_owned(),
                 serde_json::to_value(&changes)?,
