@@ -280,7 +280,9 @@ fn pass(
     discovery: &Discovery,
     inputs: PassInputs,
 ) -> anyhow::Result<koas_orchestrator::engine::RunOutcome> {
-    let (_, result) = passes::run_pass(global, pipeline, discovery, inputs)?;
+    // The command line's control: Ctrl-C stops the pass.
+    let control = passes::Control::ctrl_c();
+    let (_, result) = passes::run_pass(global, &control, pipeline, discovery, inputs)?;
     match result {
         Ok(outcome) => Ok(outcome),
         Err(PassFailure::Kernel(message)) => bail!("{message}"),
