@@ -20,6 +20,7 @@ mod isolation;
 mod llm_host;
 mod mcp;
 mod pyramid;
+mod refine;
 mod review_cli;
 mod review_crash;
 mod review_engine;

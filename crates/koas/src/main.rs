@@ -95,6 +95,9 @@ pub enum Command {
     /// Review a document: run the reviewer pipeline in its workspace and
     /// record the changes of --ops (IDs, patches, ledger, report).
     Review(reviewer::review::ReviewArgs),
+    /// Refine a document: judges, arbiter, targeted fixes through the
+    /// ledger, verification, until the score meets the target.
+    Refine(reviewer::refine::RefineArgs),
     /// (Re)write a document's review report and print its path.
     Report(reviewer::report::ReportArgs),
     /// Revert recorded changes (latest first, all or nothing).
@@ -152,6 +155,7 @@ fn main() -> ExitCode {
         Command::Llm(cmd) => runtime::llm::execute(&global, cmd),
         Command::Check(args) => reviewer::check::execute(&global, args),
         Command::Review(args) => reviewer::review::execute(&global, args),
+        Command::Refine(args) => reviewer::refine::execute(&global, args),
         Command::Report(args) => reviewer::report::execute(&global, args),
         Command::Revert(args) => reviewer::revert::execute(&global, args),
         Command::Show(args) => reviewer::show::execute(&global, args),

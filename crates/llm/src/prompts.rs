@@ -60,6 +60,22 @@ const BUILT_IN: &[(&str, &str)] = &[
         "tutor_validate",
         include_str!("../../../prompts/tutor_validate.tera"),
     ),
+    (
+        "refine_judge",
+        include_str!("../../../prompts/refine_judge.tera"),
+    ),
+    (
+        "refine_patch",
+        include_str!("../../../prompts/refine_patch.tera"),
+    ),
+    (
+        "refine_expand",
+        include_str!("../../../prompts/refine_expand.tera"),
+    ),
+    (
+        "refine_delta",
+        include_str!("../../../prompts/refine_delta.tera"),
+    ),
 ];
 
 /// Where a template's text came from.

@@ -36,6 +36,7 @@
 //! | [`ledger`] | `ledger` entries |
 //! | [`notes`] | `inline_notes` |
 //! | [`review`] | `review_state`, `review_meta` |
+//! | [`refine`] | `refine_verdicts`, `refine_plan`, `refine_routing`, `refine_ops`, `refine_verification`, `refine_state`, `refine_changes` |
 //!
 //! Types only ever grow: a field added later gets `#[serde(default)]` so
 //! that artifacts written before still read.
@@ -53,6 +54,7 @@ pub mod names;
 pub mod notes;
 pub mod numbering;
 pub mod pyramid;
+pub mod refine;
 pub mod rejection;
 pub mod revert;
 pub mod review;

@@ -83,6 +83,24 @@ pub const REVIEW_STATE: &str = "review_state";
 /// Host: [`crate::review::ReportContext`].
 pub const REVIEW_META: &str = "review_meta";
 
+// Targeted refinement (`koas refine`).
+
+/// `refine_judge`: [`crate::refine::RefineVerdicts`].
+pub const REFINE_VERDICTS: &str = "refine_verdicts";
+/// `refine_arbiter`: [`crate::refine::RefinePlan`].
+pub const REFINE_PLAN: &str = "refine_plan";
+/// `refine_router`: [`crate::refine::RefineRouting`].
+pub const REFINE_ROUTING: &str = "refine_routing";
+/// `refine_fix`: [`crate::refine::RefineOps`], read by `md_apply_ops` as
+/// a model's ops.
+pub const REFINE_OPS: &str = "refine_ops";
+/// `refine_verify`: [`crate::refine::RefineVerification`].
+pub const REFINE_VERIFICATION: &str = "refine_verification";
+/// Host (`koas refine`): [`crate::refine::RefineState`].
+pub const REFINE_STATE: &str = "refine_state";
+/// Host (`koas refine`): a JSON array of [`crate::refine::RefineChange`].
+pub const REFINE_CHANGES: &str = "refine_changes";
+
 /// Every name above, for checks that a kernel spec or a pipeline names a
 /// known artifact.
 pub const ALL: &[&str] = &[
@@ -116,6 +134,13 @@ pub const ALL: &[&str] = &[
     LEDGER,
     REVIEW_STATE,
     REVIEW_META,
+    REFINE_VERDICTS,
+    REFINE_PLAN,
+    REFINE_ROUTING,
+    REFINE_OPS,
+    REFINE_VERIFICATION,
+    REFINE_STATE,
+    REFINE_CHANGES,
 ];
 
 #[cfg(test)]

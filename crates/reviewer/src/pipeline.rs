@@ -611,3 +611,36 @@ fn views_pass(
     let path = run.write_report_text(text)?;
     Ok(Ok(Views { report: Some(path) }))
 }
+
+/// A built-in pipeline other than the reviewer's (`koas refine`'s
+/// `configs/refine.toml`), named `shown` in messages, or `file` when
+/// given, with `inputs` as its sources and `workspace` as its workspace.
+pub fn load_built_in(
+    file: Option<&Path>,
+    text: &str,
+    shown: &str,
+    workspace: &Path,
+    inputs: Vec<(String, PathBuf)>,
+) -> anyhow::Result<Pipeline> {
+    if file.is_some() {
+        return load(file, workspace, inputs);
+    }
+    let raw: BuiltIn = toml::from_str(text).with_context(|| shown.to_owned())?;
+    Ok(Pipeline {
+        file: PathBuf::from(shown),
+        name: raw.name,
+        description: raw.description,
+        kernels: raw.kernels,
+        kernel_paths: Vec::new(),
+        workspace: workspace.to_path_buf(),
+        jobs: std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1),
+        inputs: inputs.into_iter().collect(),
+        config: raw.config,
+        llm: None,
+        in_process: false,
+        limits: Default::default(),
+        prompts: None,
+    })
+}

@@ -109,11 +109,28 @@ fn cargo_build(mut cmd: Command, args: &[String], what: &str) -> Result<(), Stri
     }
 }
 
-/// The plugin packages of every kernel `configs/reviewer.toml` lists
-/// (`md_chunk` → `koas-kernel-md-chunk`).
+/// The plugin packages of every kernel the shipped pipelines list
+/// (`configs/reviewer.toml`, `configs/refine.toml`; `md_chunk` →
+/// `koas-kernel-md-chunk`), each once.
 fn reviewer_plugin_packages() -> Result<Vec<String>, String> {
-    let path = repo_root().join("configs/reviewer.toml");
-    let text = std::fs::read_to_string(&path)
+    let mut out: Vec<String> = Vec::new();
+    for file in ["configs/reviewer.toml", "configs/refine.toml"] {
+        let path = repo_root().join(file);
+        if file != "configs/reviewer.toml" && !path.is_file() {
+            continue;
+        }
+        for package in pipeline_plugin_packages(&path)? {
+            if !out.contains(&package) {
+                out.push(package);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The plugin packages of the kernels the pipeline file `path` lists.
+fn pipeline_plugin_packages(path: &Path) -> Result<Vec<String>, String> {
+    let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let pipeline: toml::Table = text
         .parse()

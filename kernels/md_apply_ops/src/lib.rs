@@ -51,6 +51,7 @@ impl Kernel for MdApplyOps {
             .optional_input(names::FILE_STATS)
             .optional_input(names::OPS)
             .optional_input(names::EDIT_PLAN)
+            .optional_input(names::REFINE_OPS)
             .optional_input(names::ISSUES)
             .optional_input(names::NUMBERING_FINDINGS)
             .optional_input(names::REVIEW_DOC)

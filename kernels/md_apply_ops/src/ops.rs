@@ -104,6 +104,13 @@ pub fn gather(inputs: &Inputs, check_fixes: bool) -> Result<GatheredOps, KernelE
         origins.extend(std::iter::repeat(OpOrigin::Model).take(found.len()));
         ops.extend(found);
     }
+    // Targeted refinement's fixes are a model's too.
+    if let Some(value) = inputs.get(names::REFINE_OPS).filter(|v| !v.is_null()) {
+        let (found, label) = read(value, names::REFINE_OPS)?;
+        sources.push(format!("{label}: {} ops", found.len()));
+        origins.extend(std::iter::repeat(OpOrigin::Model).take(found.len()));
+        ops.extend(found);
+    }
     Ok(GatheredOps {
         ops,
         origins,

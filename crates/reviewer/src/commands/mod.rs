@@ -2,6 +2,7 @@
 
 pub mod check;
 pub mod grep;
+pub mod refine;
 pub mod report;
 pub mod revert;
 pub mod review;

@@ -1,0 +1,80 @@
+//! [`RefineModel`] over the host's LLM service, for the kernels.
+
+use std::cell::Cell;
+
+use koas_kernel_api::{Context, LlmRequest, NO_BACKEND};
+
+use crate::{Ask, RefineModel, Reply};
+
+/// The host's LLM service as a [`RefineModel`].
+pub struct HostModel<'a> {
+    ctx: &'a Context<'a>,
+    no_backend: Cell<bool>,
+}
+
+impl<'a> HostModel<'a> {
+    /// The service of the kernel run `ctx`.
+    pub fn new(ctx: &'a Context<'a>) -> Self {
+        HostModel {
+            ctx,
+            no_backend: Cell::new(false),
+        }
+    }
+
+    /// True once every answer of a batch was "no backend configured".
+    pub fn no_backend(&self) -> bool {
+        self.no_backend.get()
+    }
+}
+
+impl RefineModel for HostModel<'_> {
+    fn complete(&self, asks: &[Ask]) -> Vec<Result<Reply, String>> {
+        if self.ctx.is_cancelled() {
+            return asks.iter().map(|_| Err("cancelled".to_owned())).collect();
+        }
+        let requests: Vec<LlmRequest> = asks
+            .iter()
+            .map(|a| LlmRequest::new(a.role.clone(), a.prompt.clone()).max_tokens(a.max_tokens))
+            .collect();
+        let answers = self.ctx.llm_complete_many(&requests);
+        if !answers.is_empty()
+            && answers
+                .iter()
+                .all(|a| a.as_ref().is_err_and(|e| e.message.contains(NO_BACKEND)))
+        {
+            self.no_backend.set(true);
+        }
+        answers
+            .into_iter()
+            .map(|a| {
+                a.map(|r| Reply {
+                    text: r.text,
+                    prompt_tokens: r.prompt_tokens,
+                    completion_tokens: r.completion_tokens,
+                    cached: r.cached,
+                })
+                .map_err(|e| e.message)
+            })
+            .collect()
+    }
+}
+
+/// The document the kernels work on: the host's current document
+/// (`review_doc`) in a refinement workspace, else `doc_raw`.
+pub fn current_text(
+    inputs: &koas_kernel_api::Inputs,
+) -> Result<String, koas_kernel_api::KernelError> {
+    use koas_review_schema::names;
+    if let Some(text) = inputs.parse_optional::<String>(names::REVIEW_DOC)? {
+        return Ok(text);
+    }
+    Ok(inputs.source_text(names::DOC_RAW)?.to_owned())
+}
+
+/// The language name prompts give the model: the configured one, else the
+/// one detected in `text`.
+pub fn language_name(configured: &str, text: &str) -> &'static str {
+    koas_review::lang::Language::parse(configured)
+        .unwrap_or_else(|| koas_review::lang::detect(text))
+        .name()
+}

@@ -1,0 +1,115 @@
+//! # koas-refine — targeted refinement of a Markdown document, pure
+//!
+//! What the refinement kernels (`refine_judge`, `refine_arbiter`,
+//! `refine_router`, `refine_fix`, `refine_verify`) and `koas refine`
+//! compute around their model calls, without I/O:
+//!
+//! - [`sections`]: a document's sections, their prose around protected
+//!   blocks, context anchors;
+//! - [`judge`]: the judges' prompts and answers (scores 0–1 per
+//!   criterion, targeted issues);
+//! - [`alpha`]: Krippendorff's alpha;
+//! - [`arbiter`]: agreement filtering, clustering, conflict resolution,
+//!   one task per section;
+//! - [`router`]: surgical edit, section rewrite or full-rewrite verdict,
+//!   execution batches;
+//! - [`fix`]: the patcher's and section-expander's prompts, and their
+//!   answers turned into edit ops that leave protected blocks alone;
+//! - [`verify`]: the free checks of a change and the delta judge;
+//! - [`control`]: quality locks, oscillation locks, stopping conditions,
+//!   best iteration.
+//!
+//! Model calls go through [`RefineModel`], which the kernels implement
+//! with the host's LLM service and tests with a script.
+
+pub mod alpha;
+pub mod arbiter;
+pub mod control;
+pub mod fix;
+pub mod host;
+pub mod judge;
+pub mod router;
+pub mod sections;
+pub mod verify;
+
+use koas_review_schema::refine::TokenUse;
+
+/// One request to the model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ask {
+    /// The model role (a judge's name, `patch`, `expand`, `delta`).
+    pub role: String,
+    /// The rendered prompt.
+    pub prompt: String,
+    /// Longest answer.
+    pub max_tokens: u32,
+}
+
+/// The model's answer.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Reply {
+    /// The text.
+    pub text: String,
+    /// Prompt tokens.
+    pub prompt_tokens: u64,
+    /// Completion tokens.
+    pub completion_tokens: u64,
+    /// Answered from the host's cache.
+    pub cached: bool,
+}
+
+/// The model, batch by batch: one answer per request, in order.
+pub trait RefineModel {
+    /// Answers `asks` (concurrently when the host can).
+    fn complete(&self, asks: &[Ask]) -> Vec<Result<Reply, String>>;
+}
+
+/// Adds one answer to a token count.
+pub fn count(tokens: &mut TokenUse, answer: &Result<Reply, String>) {
+    tokens.calls += 1;
+    if let Ok(r) = answer {
+        if r.cached {
+            tokens.cached_calls += 1;
+        } else {
+            tokens.prompt_tokens += r.prompt_tokens;
+            tokens.completion_tokens += r.completion_tokens;
+        }
+    }
+}
+
+/// Estimated tokens of a text (the reviewer's estimator).
+pub fn estimate(text: &str) -> u64 {
+    u64::from(koas_md::estimate_tokens(text))
+}
+
+/// The first JSON object in a model's answer (inside a code fence or
+/// prose), if any parses.
+pub fn json_object(text: &str) -> Option<serde_json::Value> {
+    let starts: Vec<usize> = text.match_indices('{').map(|(i, _)| i).take(8).collect();
+    for start in starts {
+        let mut ends: Vec<usize> = text[start..]
+            .match_indices('}')
+            .map(|(i, _)| start + i + 1)
+            .collect();
+        ends.reverse();
+        for end in ends.into_iter().take(16) {
+            if let Ok(v @ serde_json::Value::Object(_)) =
+                serde_json::from_str::<serde_json::Value>(&text[start..end])
+            {
+                return Some(v);
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn json_is_found_in_prose_and_fences() {
+        let v =
+            super::json_object("Sure!\n```json\n{\"a\": {\"b\": 1}}\n```\nDone.").expect("json");
+        assert_eq!(v["a"]["b"], 1);
+        assert!(super::json_object("no json here }{").is_none());
+    }
+}

@@ -1,0 +1,899 @@
+//! `koas refine DOC`: targeted refinement of a document, every change
+//! through the review workspace's ledger.
+//!
+//! Under the workspace lock, each iteration runs three passes of the
+//! refinement pipeline (built in: `configs/refine.toml`):
+//!
+//! 1. **assess**: Stage 1 and 2, the judges, the arbiter, the router, on
+//!    the current document. A locked criterion that regressed reverts the
+//!    previous iteration's changes; the stopping conditions are checked.
+//! 2. **fix**: the same kernels (answered from the cache) and the patcher
+//!    and section-expander, whose ops `md_apply_ops` applies as a model's;
+//!    the outcome is committed (IDs, patches, ledger).
+//! 3. **verify**: the free checks and the delta judge on every change;
+//!    a change that fails is reverted through the ledger.
+//!
+//! Full-auto ends on the best iteration (later changes reverted);
+//! semi-auto escalates to a person when the target is not met. Events go
+//! to `refine/events.jsonl` as they happen, the run's summary to
+//! `refine/summary.json`.
+
+use crate::common::{
+    actor, clock, command_line, on_workspace, print_json, review_exit_codes, ReviewTarget,
+    WorkspaceArgs, REFUSED,
+};
+use crate::pipeline::{self as passes, PassFailure, PassInputs, APPLY};
+use anyhow::{bail, Context as _};
+use clap::Args;
+use koas_orchestrator::cli::run::LlmFlags;
+use koas_orchestrator::cli::{ExitStatus, Global};
+use koas_orchestrator::discovery::Discovery;
+use koas_orchestrator::outln;
+use koas_orchestrator::pipeline::Pipeline;
+use koas_refine::control::{self, Limits, Mode, Standing};
+use koas_review::revert::{plan_reverts, RevertRequest};
+use koas_review_schema::apply::{ApplyOptions, ApplyOutcome};
+use koas_review_schema::change_id::{ChangeId, EntryId};
+use koas_review_schema::names;
+use koas_review_schema::refine::{
+    Criterion, FixAction, IterationRecord, RefineChange, RefineEvent, RefineOps, RefinePlan,
+    RefineRouting, RefineState, RefineStatus, RefineSummary, RefineVerdicts, RefineVerification,
+    TokenUse,
+};
+use koas_review_schema::review::ReviewState;
+use koas_review_workspace::{paths, BeginRequest, CommitContext, PreparedRun, RunKind};
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// The built-in refinement pipeline.
+const BUILT_IN: &str = include_str!("../../../../configs/refine.toml");
+/// How it is named in messages.
+const BUILT_IN_NAME: &str = "<built-in refinement pipeline (configs/refine.toml)>";
+/// The patch prompt as shipped: the instructions a whole-document rewrite
+/// would carry too, for the token comparison.
+const REWRITE_INSTRUCTIONS: &str = include_str!("../../../../prompts/refine_patch.tera");
+
+const JUDGE: &str = "refine_judge";
+const ARBITER: &str = "refine_arbiter";
+const ROUTER: &str = "refine_router";
+const FIX: &str = "refine_fix";
+const VERIFY: &str = "refine_verify";
+
+#[derive(Debug, Args)]
+#[command(after_help = concat!("\
+Examples:
+  koas refine spec.md                          # full-auto with the model of koas.toml's [llm]
+  koas refine spec.md --mode semi-auto         # stops with `escalated` when the target is not met
+  koas refine spec.md --plan-only              # judges, arbiter and router only: writes refine/plan.json
+  koas refine spec.md --judges a,b,c --max-iterations 2 --max-tokens 8000
+  koas refine spec.md --llm-backend openai --llm-endpoint http://127.0.0.1:8080 --llm-model m
+
+Judges score every section on consistency, structure, clarity, completeness,
+terminology and tone (0-1) and report issues; the arbiter keeps what they
+agree on (Krippendorff's alpha), the router sends each section to the patcher
+(surgical edit) or the section-expander (rewrite of its prose), the fixes are
+applied as edit ops (never inside code, tables, math, HTML or front matter),
+recorded in the ledger (RVW-NNNN, `koas revert`), verified, and the loop goes
+on until the score meets the mode's target or a limit stops it.
+
+Status: accepted, accepted_warning, best_effort (exit 0); escalated,
+full_regenerate, no_assessment (exit 1). Workspace: as `koas review`, plus
+refine/events.jsonl, refine/summary.json, refine/plan.json, refine/ESCALATION.md.
+
+", review_exit_codes!()))]
+pub struct RefineArgs {
+    #[command(flatten)]
+    pub target: WorkspaceArgs,
+
+    /// `full-auto` (best effort) or `semi-auto` (escalates to a person).
+    #[arg(long, default_value = "full-auto", value_name = "MODE")]
+    pub mode: String,
+
+    /// Rounds of fixes at most.
+    #[arg(long, value_name = "N")]
+    pub max_iterations: Option<u32>,
+
+    /// Model tokens (prompt and completion) at most for the run.
+    #[arg(long, value_name = "N")]
+    pub max_tokens: Option<u64>,
+
+    /// Seconds at most for the run.
+    #[arg(long, value_name = "SECONDS")]
+    pub timeout: Option<u64>,
+
+    /// The judges (model roles), comma-separated, 1 to 3.
+    #[arg(long, value_delimiter = ',', value_name = "ROLES")]
+    pub judges: Vec<String>,
+
+    /// Assess and plan only: write refine/plan.json and change nothing.
+    #[arg(long)]
+    pub plan_only: bool,
+
+    /// When the run ends with a document (accepted or best effort),
+    /// replace DOC (atomically) with it.
+    #[arg(long)]
+    pub in_place: bool,
+
+    /// Use this pipeline file instead of the built-in refinement pipeline
+    /// (configs/refine.toml).
+    #[arg(long, value_name = "FILE")]
+    pub pipeline: Option<PathBuf>,
+
+    /// The model, overriding the [llm] table of koas.toml (found upward
+    /// from DOC) and of the pipeline.
+    #[command(flatten)]
+    pub llm: LlmFlags,
+}
+
+pub fn execute(global: &Global, args: RefineArgs) -> anyhow::Result<ExitStatus> {
+    on_workspace(&args.target, |target| refine(global, &args, target))
+}
+
+/// Appends events to `refine/events.jsonl` as they happen.
+struct Events {
+    file: std::fs::File,
+    quiet: bool,
+}
+
+impl Events {
+    fn open(root: &Path, quiet: bool) -> anyhow::Result<Events> {
+        let dir = root.join("refine");
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        let path = dir.join("events.jsonl");
+        let file =
+            std::fs::File::create(&path).with_context(|| format!("creating {}", path.display()))?;
+        Ok(Events { file, quiet })
+    }
+
+    fn emit(&mut self, event: RefineEvent) {
+        if let Ok(mut line) = serde_json::to_string(&event) {
+            line.push('\n');
+            // Events are for watching a run; losing one must not stop it.
+            let _ = self.file.write_all(line.as_bytes());
+            let _ = self.file.flush();
+        }
+        if !self.quiet {
+            if let Some(text) = progress_line(&event) {
+                eprintln!("refine: {text}");
+            }
+        }
+    }
+}
+
+fn progress_line(event: &RefineEvent) -> Option<String> {
+    Some(match event {
+        RefineEvent::ArbiterConsolidation {
+            iteration,
+            alpha,
+            score,
+            kept,
+            target_sections,
+            ..
+        } => format!(
+            "iteration {iteration}: score {score:.3}, α {}, {kept} issues, sections to fix: {}",
+            alpha.map_or("n/a".to_owned(), |a| format!("{a:.3}")),
+            if target_sections.is_empty() {
+                "none".to_owned()
+            } else {
+                target_sections.join(", ")
+            }
+        ),
+        RefineEvent::PatchApplied {
+            section_id,
+            change_id,
+            task_type,
+            ..
+        } => format!("  {change_id} {} {section_id}", task_type.as_str()),
+        RefineEvent::VerificationResult {
+            change_id,
+            passed: false,
+            reason,
+            ..
+        } => format!(
+            "  {change_id} reverted: {}",
+            reason.as_deref().unwrap_or("failed verification")
+        ),
+        RefineEvent::QualityLockTriggered { regressions, .. } => format!(
+            "  quality lock: {} regressed; the iteration's changes are reverted",
+            regressions
+                .iter()
+                .map(|(c, a, b)| format!("{c} {a:.2}→{b:.2}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        RefineEvent::SectionLocked { section_id, reason } => {
+            format!("  {section_id} locked: {reason}")
+        }
+        RefineEvent::RefinementComplete {
+            final_score,
+            status,
+        } => format!("done: {} (score {final_score:.3})", status.as_str()),
+        _ => return None,
+    })
+}
+
+/// One scored state of the document.
+struct StateRecord {
+    doc_hash: String,
+    score: f64,
+    plan: RefinePlan,
+    active: BTreeSet<ChangeId>,
+    regressed: bool,
+}
+
+/// Changes of the ledger still in effect.
+fn active_changes(run: &PreparedRun<'_>) -> BTreeSet<ChangeId> {
+    let mut active = BTreeSet::new();
+    for e in run.entries() {
+        match e.id {
+            EntryId::Change(id) if !e.patch_forward.is_empty() => {
+                active.insert(id);
+            }
+            EntryId::Revert(id) => {
+                active.remove(&id);
+            }
+            _ => {}
+        }
+    }
+    active
+}
+
+fn commit_context() -> (koas_review_schema::ledger::Actor, ApplyOptions) {
+    (actor(), ApplyOptions::default())
+}
+
+/// Reverts `ids` through the ledger (latest first).
+fn revert(run: &mut PreparedRun<'_>, ids: &[ChangeId], reason: &str) -> anyhow::Result<()> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    let workspace = run.workspace();
+    let read = |p: &str| workspace.read_patch(p).map_err(|e| e.to_string());
+    let plan = plan_reverts(RevertRequest {
+        doc_name: &run.meta().doc_name.clone(),
+        current_text: run.current_text(),
+        entries: run.entries(),
+        ids,
+        read_patch: &read,
+    })
+    .with_context(|| format!("planning the revert of {ids:?}"))?;
+    let (actor, options) = commit_context();
+    run.commit_revert(
+        plan,
+        reason,
+        &CommitContext {
+            actor: &actor,
+            clock: clock(),
+            options: &options,
+        },
+    )
+    .context("recording a revert")?;
+    Ok(())
+}
+
+fn pass(
+    global: &Global,
+    pipeline: &Pipeline,
+    discovery: &Discovery,
+    inputs: PassInputs,
+) -> anyhow::Result<koas_orchestrator::engine::RunOutcome> {
+    // The command line's control: Ctrl-C stops the pass.
+    let control = passes::Control::ctrl_c();
+    let (_, result) = passes::run_pass(global, &control, pipeline, discovery, inputs)?;
+    match result {
+        Ok(outcome) => Ok(outcome),
+        Err(PassFailure::Kernel(message)) => bail!("{message}"),
+        Err(PassFailure::Interrupted) => bail!("interrupted"),
+    }
+}
+
+fn base_inputs(run: &PreparedRun<'_>, llm: &passes::ReviewLlm) -> anyhow::Result<PassInputs> {
+    let mut inputs = PassInputs::default();
+    inputs.provided.insert(
+        names::REVIEW_DOC.to_owned(),
+        Value::String(run.current_text().to_owned()),
+    );
+    inputs.llm = Some(llm.clone());
+    Ok(inputs)
+}
+
+fn refine(global: &Global, args: &RefineArgs, target: &ReviewTarget) -> anyhow::Result<ExitStatus> {
+    let Some(mode) = Mode::parse(&args.mode) else {
+        bail!("--mode {}: use `full-auto` or `semi-auto`", args.mode);
+    };
+    if args.judges.len() > 3 {
+        bail!("--judges: give 1 to 3 judges, not {}", args.judges.len());
+    }
+    let mut limits = Limits::default();
+    if let Some(n) = args.max_iterations {
+        limits.max_iterations = n;
+    }
+    if let Some(n) = args.max_tokens {
+        limits.max_tokens = n;
+    }
+    if let Some(n) = args.timeout {
+        limits.timeout_secs = n;
+    }
+    target.prepare_writes()?;
+    let command = command_line();
+    let workspace = &target.workspace;
+    let mut run = workspace
+        .begin(BeginRequest {
+            doc_name: &target.doc_name,
+            document: Some(&target.text),
+            kind: RunKind::Review,
+            command: &command,
+            clock: clock(),
+        })
+        .with_context(|| format!("review workspace {}", workspace.root().display()))?;
+    let doc_input = if target.is_original()? {
+        target.doc_path.clone()
+    } else {
+        workspace.path(paths::RAW_DOC)
+    };
+    let mut pipeline = passes::load_built_in(
+        args.pipeline.as_deref(),
+        BUILT_IN,
+        BUILT_IN_NAME,
+        workspace.root(),
+        vec![("doc".to_owned(), doc_input)],
+    )?;
+    for k in [JUDGE, ARBITER, ROUTER, FIX, APPLY, VERIFY] {
+        passes::require(&pipeline, k, "koas refine runs")?;
+    }
+    if !args.judges.is_empty() {
+        passes::set_config(&mut pipeline, JUDGE, "judges", json!(args.judges));
+    }
+    let Some(llm) = passes::review_llm(
+        &pipeline,
+        &target.doc_path,
+        &args.llm,
+        None,
+        false,
+        global.quiet,
+    )?
+    else {
+        bail!("koas refine needs a model: an [llm] table in koas.toml, or --llm-backend/--llm-endpoint/--llm-model");
+    };
+    let discovery = passes::discover(global, &pipeline);
+    let assess = passes::subset(&pipeline, |k| k != FIX && k != APPLY && k != VERIFY);
+    let fix = passes::subset(&pipeline, |k| k != VERIFY);
+    let verify = passes::subset(&pipeline, |k| k == VERIFY);
+
+    let mut events = Events::open(workspace.root(), global.quiet)?;
+    let started = Instant::now();
+    let mut tokens = TokenUse::default();
+    let mut iteration: u32 = 0;
+    let mut locked: BTreeSet<String> = BTreeSet::new();
+    let mut edits: BTreeMap<String, u32> = BTreeMap::new();
+    let mut locks: BTreeMap<Criterion, f64> = BTreeMap::new();
+    let mut states: Vec<StateRecord> = Vec::new();
+    let mut iterations: Vec<IterationRecord> = Vec::new();
+    let mut last_changes: Vec<ChangeId> = Vec::new();
+    let mut full_rewrite_tokens: u64 = 0;
+    let mut first = true;
+    let (status, stop_reason) = loop {
+        // 1. Assess.
+        let mut inputs = base_inputs(&run, &llm)?;
+        let state = RefineState {
+            iteration,
+            locked_sections: locked.iter().cloned().collect(),
+        };
+        inputs.provided.insert(
+            names::REFINE_STATE.to_owned(),
+            serde_json::to_value(&state)?,
+        );
+        let outcome = match pass(global, &assess, &discovery, inputs) {
+            Ok(o) => o,
+            Err(e) => return failed(e, "the changes recorded so far stay in the ledger"),
+        };
+        let verdicts: RefineVerdicts =
+            passes::parse_output(&outcome.record, JUDGE, names::REFINE_VERDICTS)?;
+        let plan: RefinePlan = passes::parse_output(&outcome.record, ARBITER, names::REFINE_PLAN)?;
+        let routing: RefineRouting =
+            passes::parse_output(&outcome.record, ROUTER, names::REFINE_ROUTING)?;
+        tokens.add(&verdicts.tokens);
+        if first {
+            first = false;
+            events.emit(RefineEvent::RefinementStart {
+                mode: mode.as_str().to_owned(),
+                sections: koas_refine::sections::sections_of(run.current_text())
+                    .into_iter()
+                    .map(|s| s.id)
+                    .collect(),
+            });
+        }
+        if let Some(record) = iterations.last_mut() {
+            record.judge_tokens.add(&verdicts.tokens);
+        }
+        if let Some(why) = &plan.no_assessment {
+            break (RefineStatus::NoAssessment, why.clone());
+        }
+        events.emit(RefineEvent::ArbiterConsolidation {
+            iteration,
+            alpha: plan.alpha,
+            score: plan.score,
+            kept: plan.kept.len(),
+            filtered: plan.filtered.len(),
+            target_sections: routing.tasks.iter().map(|t| t.section_id.clone()).collect(),
+        });
+        // Quality locks: a locked criterion that dropped reverts the last
+        // iteration's changes, and their sections are not edited again.
+        let regressed =
+            control::regressions(&locks, &plan.criteria_scores, limits.regression_tolerance);
+        let still: BTreeSet<ChangeId> = active_changes(&run);
+        let to_revert: Vec<ChangeId> = last_changes
+            .iter()
+            .copied()
+            .filter(|id| still.contains(id))
+            .collect();
+        if !regressed.is_empty() && !to_revert.is_empty() {
+            states.push(StateRecord {
+                doc_hash: plan.doc_hash.clone(),
+                score: plan.score,
+                plan: plan.clone(),
+                active: still.clone(),
+                regressed: true,
+            });
+            let sections = sections_of_changes(&run, &to_revert);
+            revert(&mut run, &to_revert, "koas refine: quality lock")?;
+            let reverted: Vec<String> = to_revert.iter().map(|i| i.to_string()).collect();
+            events.emit(RefineEvent::QualityLockTriggered {
+                iteration: iteration.saturating_sub(1),
+                regressions: regressed,
+                reverted: reverted.clone(),
+            });
+            if let Some(record) = iterations.last_mut() {
+                record.reverted.extend(reverted);
+            }
+            for s in sections {
+                if locked.insert(s.clone()) {
+                    events.emit(RefineEvent::SectionLocked {
+                        section_id: s,
+                        reason: "its change made a locked criterion regress".into(),
+                    });
+                }
+            }
+            last_changes.clear();
+            // The restored document is assessed again (from the cache).
+            continue;
+        }
+        control::update_locks(&mut locks, &plan.criteria_scores, limits.lock_threshold);
+        let active = active_changes(&run);
+        match states
+            .iter_mut()
+            .find(|s| !s.regressed && s.doc_hash == plan.doc_hash)
+        {
+            Some(s) => s.plan = plan.clone(),
+            None => states.push(StateRecord {
+                doc_hash: plan.doc_hash.clone(),
+                score: plan.score,
+                plan: plan.clone(),
+                active,
+                regressed: false,
+            }),
+        }
+        if let Some(why) = &routing.full_regenerate {
+            break (RefineStatus::FullRegenerate, why.clone());
+        }
+        if args.plan_only {
+            break (RefineStatus::Planned, "--plan-only".to_owned());
+        }
+        let history: Vec<f64> = states
+            .iter()
+            .filter(|s| !s.regressed)
+            .map(|s| s.score)
+            .collect();
+        let standing = Standing {
+            iteration,
+            history: &history,
+            has_critical: plan.has_critical,
+            tokens: tokens.total(),
+            elapsed_secs: started.elapsed().as_secs(),
+            has_tasks: !routing.tasks.is_empty(),
+        };
+        if let Some(decision) = control::decide(mode, &limits, &standing) {
+            if decision.1.starts_with("converged") {
+                events.emit(RefineEvent::ConvergenceDetected { iteration });
+            }
+            break decision;
+        }
+        // 2. Fix.
+        for (b, batch) in routing.batches.iter().enumerate() {
+            events.emit(RefineEvent::BatchStarted {
+                iteration,
+                batch_index: b,
+                sections: batch.clone(),
+            });
+        }
+        let mut inputs = base_inputs(&run, &llm)?;
+        inputs.provided.insert(
+            names::REFINE_STATE.to_owned(),
+            serde_json::to_value(&state)?,
+        );
+        let review_state = ReviewState {
+            doc_name: run.meta().doc_name.clone(),
+            next_id: run.next_id(),
+            ledger_ids: run.ledger_ids(),
+            original_hash: run.meta().original_hash.clone(),
+        };
+        inputs.provided.insert(
+            names::REVIEW_STATE.to_owned(),
+            serde_json::to_value(&review_state)?,
+        );
+        inputs.host_written.insert(names::EDITED_DOC.to_owned());
+        let doc_before = run.current_text().to_owned();
+        let outcome = match pass(global, &fix, &discovery, inputs) {
+            Ok(o) => o,
+            Err(e) => return failed(e, "the changes recorded so far stay in the ledger"),
+        };
+        let ops: RefineOps = passes::parse_output(&outcome.record, FIX, names::REFINE_OPS)?;
+        let applied: ApplyOutcome =
+            passes::parse_output(&outcome.record, APPLY, names::APPLY_OUTCOME)?;
+        tokens.add(&ops.tokens);
+        full_rewrite_tokens +=
+            control::full_rewrite_tokens(&doc_before, &plan.kept, REWRITE_INSTRUCTIONS);
+        let (actor, options) = commit_context();
+        let committed = run
+            .commit_review(
+                applied.batch,
+                applied.protected,
+                &CommitContext {
+                    actor: &actor,
+                    clock: clock(),
+                    options: &options,
+                },
+            )
+            .with_context(|| format!("recording the fixes in {}", workspace.root().display()))?;
+        if !global.quiet {
+            for r in &committed.batch.rejected {
+                eprintln!(
+                    "refine:   a fix was refused by the apply engine: {} {}",
+                    r.rejection.class.as_str(),
+                    r.rejection.reason
+                );
+            }
+        }
+        let mut changes: Vec<RefineChange> = Vec::new();
+        for a in committed
+            .batch
+            .applied
+            .iter()
+            .filter(|a| a.change.is_some())
+        {
+            let section_id = section_of_rationale(&a.op.rationale).unwrap_or_default();
+            let task = routing.tasks.iter().find(|t| t.section_id == section_id);
+            let action = task.map_or(FixAction::SurgicalEdit, |t| t.action);
+            let lines = a.change.as_ref();
+            events.emit(RefineEvent::PatchApplied {
+                iteration,
+                section_id: section_id.clone(),
+                change_id: a.op.id.to_string(),
+                task_type: action,
+                diff_summary: lines.map_or(String::new(), |c| {
+                    format!("{} line(s) replaced by {}", c.old.len(), c.new.len())
+                }),
+            });
+            changes.push(RefineChange {
+                change_id: a.op.id.to_string(),
+                section_id,
+                action,
+                before_text: a.op.before_text.clone().unwrap_or_default(),
+                after_text: a.op.after_text.clone(),
+                issues: task.map(|t| t.issues.clone()).unwrap_or_default(),
+            });
+        }
+        // 3. Verify.
+        let mut verify_tokens = TokenUse::default();
+        let mut reverted = Vec::new();
+        let mut kept_changes = Vec::new();
+        if !changes.is_empty() {
+            let mut inputs = PassInputs {
+                llm: Some(llm.clone()),
+                ..PassInputs::default()
+            };
+            inputs.provided.insert(
+                names::REFINE_CHANGES.to_owned(),
+                serde_json::to_value(&changes)?,
+            );
+            let outcome = match pass(global, &verify, &discovery, inputs) {
+                Ok(o) => o,
+                Err(e) => return failed(e, "the unverified changes stay in the ledger"),
+            };
+            let verification: RefineVerification =
+                passes::parse_output(&outcome.record, VERIFY, names::REFINE_VERIFICATION)?;
+            verify_tokens = verification.tokens;
+            tokens.add(&verify_tokens);
+            let mut failed_ids = Vec::new();
+            for v in &verification.changes {
+                events.emit(RefineEvent::VerificationResult {
+                    iteration,
+                    section_id: v.section_id.clone(),
+                    change_id: v.change_id.clone(),
+                    passed: v.passed,
+                    reason: v.reason.clone(),
+                });
+                let Ok(EntryId::Change(id)) = EntryId::parse(&v.change_id) else {
+                    continue;
+                };
+                if v.passed {
+                    kept_changes.push(id);
+                } else {
+                    failed_ids.push(id);
+                }
+            }
+            revert(&mut run, &failed_ids, "koas refine: failed verification")?;
+            reverted.extend(failed_ids.iter().map(|i| i.to_string()));
+        }
+        // Oscillation: a section edited twice is not edited again.
+        let edited: BTreeSet<String> = changes.iter().map(|c| c.section_id.clone()).collect();
+        for s in edited {
+            let n = edits.entry(s.clone()).or_default();
+            *n += 1;
+            if *n >= limits.section_lock_after && locked.insert(s.clone()) {
+                events.emit(RefineEvent::SectionLocked {
+                    section_id: s,
+                    reason: format!("edited {n} times"),
+                });
+            }
+        }
+        last_changes = kept_changes;
+        let iteration_tokens = verdicts.tokens.total() + ops.tokens.total() + verify_tokens.total();
+        iterations.push(IterationRecord {
+            iteration,
+            score: plan.score,
+            criteria_scores: plan.criteria_scores.clone(),
+            issues: plan.kept.len(),
+            judge_tokens: verdicts.tokens,
+            fix_tokens: ops.tokens,
+            verify_tokens,
+            applied: changes.iter().map(|c| c.change_id.clone()).collect(),
+            reverted,
+        });
+        events.emit(RefineEvent::IterationComplete {
+            iteration,
+            score: plan.score,
+            tokens: iteration_tokens,
+        });
+        iteration += 1;
+    };
+
+    // The document returned: full-auto goes back to its best state.
+    let mut best_index = states.iter().rposition(|s| !s.regressed).unwrap_or(0);
+    if mode == Mode::FullAuto && status == RefineStatus::BestEffort {
+        let now = active_changes(&run);
+        let candidates: Vec<(usize, f64)> = states
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| !s.regressed && s.active.is_subset(&now))
+            .map(|(i, s)| (i, s.score))
+            .collect();
+        if let Some(best) = control::best(&candidates) {
+            let later: Vec<ChangeId> = now.difference(&states[best].active).copied().collect();
+            if !later.is_empty() && best != best_index {
+                revert(&mut run, &later, "koas refine: best iteration")?;
+            }
+            events.emit(RefineEvent::BestEffortSelected {
+                iteration: best as u32,
+                score: states[best].score,
+                reverted: if best != best_index {
+                    later.iter().map(|i| i.to_string()).collect()
+                } else {
+                    Vec::new()
+                },
+            });
+            best_index = best;
+        }
+    }
+    let (best_score, unresolved) = states
+        .get(best_index)
+        .map(|s| (s.score, s.plan.kept.clone()))
+        .unwrap_or((0.0, Vec::new()));
+    if status == RefineStatus::Escalated {
+        events.emit(RefineEvent::EscalationTriggered {
+            reason: stop_reason.clone(),
+        });
+    }
+    let fix_side: u64 = iterations
+        .iter()
+        .map(|i| i.fix_tokens.total() + i.verify_tokens.total())
+        .sum();
+    let summary = RefineSummary {
+        mode: mode.as_str().to_owned(),
+        status,
+        stop_reason: stop_reason.clone(),
+        quality_status: control::quality_status(best_score),
+        best_iteration: best_index as u32,
+        best_score,
+        iterations,
+        improvement_hints: control::hints(&unresolved),
+        unresolved_issues: unresolved,
+        locked_sections: locked.iter().cloned().collect(),
+        changes: active_changes(&run).iter().map(|i| i.to_string()).collect(),
+        tokens,
+        fix_side_tokens: fix_side,
+        full_rewrite_tokens,
+    };
+    let root = workspace.root().to_path_buf();
+    std::fs::write(
+        root.join("refine/summary.json"),
+        serde_json::to_vec_pretty(&summary)?,
+    )
+    .context("writing refine/summary.json")?;
+    if let Some(s) = states.get(best_index) {
+        std::fs::write(
+            root.join("refine/plan.json"),
+            serde_json::to_vec_pretty(&s.plan)?,
+        )
+        .context("writing refine/plan.json")?;
+    }
+    if status == RefineStatus::Escalated {
+        std::fs::write(
+            root.join("refine/ESCALATION.md"),
+            escalation_report(&summary),
+        )
+        .context("writing refine/ESCALATION.md")?;
+    }
+    events.emit(RefineEvent::RefinementComplete {
+        final_score: best_score,
+        status,
+    });
+    let ok = matches!(
+        status,
+        RefineStatus::Accepted
+            | RefineStatus::AcceptedWarning
+            | RefineStatus::BestEffort
+            | RefineStatus::Planned
+    );
+    if args.in_place && ok && status != RefineStatus::Planned {
+        run.replace_in_place(&target.doc_path)
+            .with_context(|| format!("replacing {}", target.doc_path.display()))?;
+    }
+    drop(run);
+    print_summary(args, target, &summary)?;
+    Ok(if ok { ExitStatus::Success } else { REFUSED })
+}
+
+fn failed(e: anyhow::Error, consequence: &str) -> anyhow::Result<ExitStatus> {
+    if e.to_string() == "interrupted" {
+        eprintln!("koas: interrupted ({consequence})");
+        return Ok(ExitStatus::Interrupted);
+    }
+    eprintln!("error: {e}\n  ({consequence})");
+    Ok(REFUSED)
+}
+
+/// The section a refinement op names in its rationale (`… of S2: …`).
+fn section_of_rationale(rationale: &str) -> Option<String> {
+    let rest = rationale.strip_prefix("koas refine ")?;
+    let (_, after) = rest.split_once(" of ")?;
+    let (id, _) = after.split_once(':')?;
+    Some(id.trim().to_owned())
+}
+
+/// The sections of the changes `ids`, from their ledger rationale.
+fn sections_of_changes(run: &PreparedRun<'_>, ids: &[ChangeId]) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in run.entries() {
+        let EntryId::Change(id) = e.id else { continue };
+        if !ids.contains(&id) {
+            continue;
+        }
+        if let Some(s) = section_of_rationale(&e.rationale) {
+            if !out.contains(&s) {
+                out.push(s);
+            }
+        }
+    }
+    out
+}
+
+fn escalation_report(summary: &RefineSummary) -> String {
+    let mut out = format!(
+        "# Refinement escalated\n\nThe document did not reach the semi-auto target (score {:.3}; stopped: {}).\nA person should decide on what follows.\n\n## Changes made (revert any with `koas revert DOC RVW-NNNN`)\n\n",
+        summary.best_score, summary.stop_reason
+    );
+    if summary.changes.is_empty() {
+        out.push_str("None.\n");
+    }
+    for c in &summary.changes {
+        out.push_str(&format!("- {c}\n"));
+    }
+    out.push_str("\n## Open issues\n\n");
+    if summary.unresolved_issues.is_empty() {
+        out.push_str("None reported.\n");
+    }
+    for i in &summary.unresolved_issues {
+        out.push_str(&format!(
+            "- {} [{} {}] {}: {}\n",
+            i.section_id,
+            i.severity.as_str(),
+            i.criterion,
+            i.description,
+            koas_refine::arbiter::instruction_of(i)
+        ));
+    }
+    if !summary.locked_sections.is_empty() {
+        out.push_str(&format!(
+            "\n## Locked sections\n\n{}\n",
+            summary.locked_sections.join(", ")
+        ));
+    }
+    out
+}
+
+fn saving(summary: &RefineSummary) -> Option<f64> {
+    (summary.full_rewrite_tokens > 0).then(|| {
+        100.0 * (1.0 - summary.fix_side_tokens as f64 / summary.full_rewrite_tokens as f64)
+    })
+}
+
+fn print_summary(
+    args: &RefineArgs,
+    target: &ReviewTarget,
+    s: &RefineSummary,
+) -> anyhow::Result<()> {
+    let ws = target.root();
+    if args.target.json {
+        let mut value = serde_json::to_value(s)?;
+        if let Some(map) = value.as_object_mut() {
+            map.insert("workspace".into(), json!(ws));
+            map.insert("edited".into(), json!(ws.join(paths::EDITED_DOC)));
+            map.insert("saving_percent".into(), json!(saving(s)));
+        }
+        return print_json(&value);
+    }
+    outln!(
+        "koas refine: {}: {} ({}), score {:.3} at iteration {}, {}",
+        target.doc_name,
+        s.status.as_str(),
+        s.stop_reason,
+        s.best_score,
+        s.best_iteration,
+        match s.quality_status {
+            koas_review_schema::refine::QualityStatus::Good => "good",
+            koas_review_schema::refine::QualityStatus::Acceptable => "acceptable",
+            koas_review_schema::refine::QualityStatus::BelowStandard => "below standard",
+        }
+    )?;
+    for i in &s.iterations {
+        outln!(
+            "  iteration {}: score {:.3}, {} issues, {} changes ({} reverted), tokens: judges {}, fixes {}, delta judge {}",
+            i.iteration,
+            i.score,
+            i.issues,
+            i.applied.len(),
+            i.reverted.len(),
+            i.judge_tokens.total(),
+            i.fix_tokens.total(),
+            i.verify_tokens.total()
+        )?;
+    }
+    outln!(
+        "  tokens: {} in all ({} calls, {} from the cache); fixes and verification {} vs ~{} to rewrite the whole document{}",
+        s.tokens.total(),
+        s.tokens.calls,
+        s.tokens.cached_calls,
+        s.fix_side_tokens,
+        s.full_rewrite_tokens,
+        saving(s).map_or(String::new(), |p| format!(" ({p:.0}% saved)"))
+    )?;
+    if !s.changes.is_empty() {
+        outln!("  changes kept: {}", s.changes.join(", "))?;
+    }
+    if !s.locked_sections.is_empty() {
+        outln!("  locked sections: {}", s.locked_sections.join(", "))?;
+    }
+    for h in &s.improvement_hints {
+        outln!("  hint: {h}")?;
+    }
+    outln!("workspace: {}", ws.display())?;
+    outln!("edited:    {}", ws.join(paths::EDITED_DOC).display())?;
+    if s.status == RefineStatus::Escalated {
+        outln!("escalated: {}", ws.join("refine/ESCALATION.md").display())?;
+    }
+    Ok(())
+}

@@ -1,0 +1,601 @@
+//! `koas refine DOC` through the real binary with scripted loopback
+//! models: judges that score sections by what their text says, a patcher
+//! and a section-expander that rewrite by script, a delta judge that
+//! answers YES or NO. Every change is in the ledger and revertible.
+
+use crate::review_common::{assert_code, code, stderr, Scratch};
+use koas_test_support::model::{ModelAnswer, ModelRequest, ScriptedModel};
+use serde_json::Value;
+
+const DOC: &str = "# Retention policy\n\nRecords are kept for seven years after the end of the contract.\n\n## Scope\n\nThe policy covers every payment record. Records are kept for ten years in the archive.\n\n## Rules\n\nThe archive team, in a way that is not always obvious to people who are new, reviews the archive once a year.\n\n```sh\narchive --check --all\n```\n\n## Access\n\nOnly the audit team can read the archive, basically.\n";
+
+/// The section text a judge prompt shows (between `SECTION …:` and the
+/// closing quotes), or "" for another prompt.
+fn judged(prompt: &str) -> String {
+    let Some(at) = prompt.find("\nSECTION ") else {
+        return String::new();
+    };
+    let rest = &prompt[at..];
+    let Some(open) = rest.find("\"\"\"\n") else {
+        return String::new();
+    };
+    let body = &rest[open + 4..];
+    body[..body.find("\n\"\"\"").unwrap_or(body.len())].to_owned()
+}
+
+/// The section content a fix prompt shows.
+fn to_fix(prompt: &str) -> String {
+    let start = prompt.find("<section>\n").map_or(0, |i| i + 10);
+    let end = prompt.find("\n</section>").unwrap_or(prompt.len());
+    prompt[start..end].to_owned()
+}
+
+fn is_judge(r: &ModelRequest) -> bool {
+    r.prompt.contains("Answer with JSON only")
+}
+fn is_fix(r: &ModelRequest) -> bool {
+    r.prompt.starts_with("ROLE:")
+}
+fn is_delta(r: &ModelRequest) -> bool {
+    r.prompt.starts_with("TASK: verify")
+}
+
+fn scores(all: f64) -> String {
+    format!(
+        r#""consistency": {all}, "structure": {all}, "clarity": {all}, "completeness": {all}, "terminology": {all}, "tone": {all}"#
+    )
+}
+
+/// The judge of the main fixture: one factual inconsistency (ten vs seven
+/// years), two wordy sentences.
+fn fixture_judge(text: &str) -> String {
+    if text.contains("ten years") {
+        return format!(
+            r#"{{"scores": {{{}, "consistency": 0.3}}, "issues": [{{"criterion": "consistency", "severity": "major", "fix_action": "REGENERATE_SECTION", "start_quote": "ten years", "description": "contradicts the seven years of the introduction", "fix_instructions": "Say that records are kept for seven years"}}]}}"#,
+            scores(0.6)
+        );
+    }
+    if text.contains("in a way that is not always obvious") {
+        return format!(
+            r#"{{"scores": {{{}, "clarity": 0.5}}, "issues": [{{"criterion": "clarity", "severity": "minor", "fix_action": "SURGICAL_EDIT", "start_quote": "in a way", "description": "a wordy aside", "fix_instructions": "Remove the aside"}}]}}"#,
+            scores(0.6)
+        );
+    }
+    if text.contains("basically") {
+        return format!(
+            r#"{{"scores": {{{}, "tone": 0.5}}, "issues": [{{"criterion": "clarity", "severity": "minor", "description": "a filler word", "fix_instructions": "Drop 'basically'"}}]}}"#,
+            scores(0.6)
+        );
+    }
+    format!(r#"{{"scores": {{{}}}, "issues": []}}"#, scores(0.95))
+}
+
+fn fixture_fix(prompt: &str) -> String {
+    to_fix(prompt)
+        .replace("ten years", "seven years")
+        .replace(
+            ", in a way that is not always obvious to people who are new,",
+            "",
+        )
+        .replace(", basically.", ".")
+}
+
+fn flags(model: &ScriptedModel) -> Vec<String> {
+    [
+        "--llm-backend",
+        "openai",
+        "--llm-endpoint",
+        &model.url(),
+        "--llm-model",
+        "scripted",
+        "--llm-max-in-flight",
+        "4",
+    ]
+    .map(str::to_owned)
+    .to_vec()
+}
+
+fn refine(s: &Scratch, m: &ScriptedModel, extra: &[&str]) -> (std::process::Output, Value) {
+    let mut args: Vec<String> = vec!["refine".into(), "doc.md".into()];
+    args.extend(extra.iter().map(|a| (*a).to_owned()));
+    args.extend(flags(m));
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    s.koas_json(&refs)
+}
+
+/// The workspace's current document (the original until a change is
+/// recorded).
+fn edited(s: &Scratch) -> String {
+    std::fs::read_to_string(s.workspace().join("stage3/doc.edited.md"))
+        .unwrap_or_else(|_| String::from_utf8(s.read("doc.md")).expect("utf-8"))
+}
+
+fn events(s: &Scratch) -> Vec<Value> {
+    std::fs::read_to_string(s.workspace().join("refine/events.jsonl"))
+        .expect("events")
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+fn has_event(events: &[Value], kind: &str) -> bool {
+    events.iter().any(|e| e["type"] == kind)
+}
+
+fn ledger(s: &Scratch) -> Vec<Value> {
+    std::fs::read_to_string(s.workspace().join("review/ledger.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+#[test]
+fn refine_fixes_only_the_affected_sections_and_every_change_reverts() {
+    let s = Scratch::new();
+    s.write("doc.md", DOC);
+    let m = ScriptedModel::start(|r: &ModelRequest| {
+        if is_judge(r) {
+            ModelAnswer::text(fixture_judge(&judged(&r.prompt)))
+        } else if is_fix(r) {
+            ModelAnswer::text(fixture_fix(&r.prompt))
+        } else if is_delta(r) {
+            ModelAnswer::text("YES, the issue is addressed.")
+        } else {
+            ModelAnswer::text("?")
+        }
+    });
+    let (out, v) = refine(&s, &m, &[]);
+    assert_code(&out, 0, "refine");
+    assert_eq!(v["status"], "accepted", "{v}\n{}", stderr(&out));
+    let iterations = v["iterations"].as_array().expect("iterations");
+    assert!(iterations.len() <= 2, "{v}");
+    let expected = DOC
+        .replace("ten years", "seven years")
+        .replace(
+            ", in a way that is not always obvious to people who are new,",
+            "",
+        )
+        .replace(", basically.", ".");
+    assert_eq!(
+        edited(&s),
+        expected,
+        "{}",
+        std::fs::read_to_string(s.workspace().join("stage3/apply_log.jsonl")).unwrap_or_default()
+    );
+    // The section-expander rewrote Scope, the patcher the two others.
+    let l = ledger(&s);
+    assert_eq!(l.len(), 3, "{l:?}");
+    let kinds: Vec<&str> = l.iter().filter_map(|e| e["kind"].as_str()).collect();
+    assert!(
+        kinds.contains(&"refine_regenerate") && kinds.contains(&"refine_patch"),
+        "{kinds:?}"
+    );
+    let ev = events(&s);
+    for kind in [
+        "refinement_start",
+        "arbiter_consolidation",
+        "batch_started",
+        "patch_applied",
+        "verification_result",
+        "iteration_complete",
+        "refinement_complete",
+    ] {
+        assert!(has_event(&ev, kind), "{kind} missing: {ev:?}");
+    }
+    // Token accounting per iteration, and the comparison with a rewrite.
+    let first = &iterations[0];
+    assert!(
+        first["judge_tokens"]["prompt_tokens"].as_u64().unwrap_or(0) > 0,
+        "{first}"
+    );
+    assert!(
+        first["fix_tokens"]["completion_tokens"]
+            .as_u64()
+            .unwrap_or(0)
+            > 0,
+        "{first}"
+    );
+    let fix_side = v["fix_side_tokens"].as_u64().unwrap_or(0);
+    let rewrite = v["full_rewrite_tokens"].as_u64().unwrap_or(0);
+    assert!(fix_side > 0 && rewrite > 0, "{v}");
+    eprintln!(
+        "refine token comparison on the fixture: fixes+verification {fix_side} vs whole-document rewrite {rewrite} ({:.0}% saved)",
+        v["saving_percent"].as_f64().unwrap_or(0.0)
+    );
+
+    // An unchanged document and settings: not one more model call.
+    let calls = m.calls();
+    let (out, v) = refine(&s, &m, &[]);
+    assert_code(&out, 0, "second refine");
+    assert_eq!(v["status"], "accepted", "{v}");
+    assert_eq!(m.calls(), calls, "the re-run asked the model again");
+
+    let out = s.koas(&["-q", "revert", "doc.md", "--all"]);
+    assert_code(&out, 0, "revert --all");
+    assert_eq!(
+        edited(&s),
+        DOC,
+        "revert --all gives back the original bytes"
+    );
+}
+
+#[test]
+fn judges_who_disagree_keep_only_critical_issues() {
+    let s = Scratch::new();
+    s.write("doc.md", DOC);
+    let m = ScriptedModel::start(|r: &ModelRequest| {
+        if !is_judge(r) {
+            return ModelAnswer::text("NO");
+        }
+        let text = judged(&r.prompt);
+        let first = r.prompt.contains("You are judge 1 of 2");
+        // Judge 1 likes what judge 2 hates.
+        let liked = text.contains("ten years") || text.contains("basically");
+        let score = if liked == first { 0.95 } else { 0.45 };
+        let issues = if first && text.contains("basically") {
+            r#"[{"criterion": "tone", "severity": "minor", "description": "filler", "fix_instructions": "Drop it"}]"#
+        } else if !first && text.contains("ten years") {
+            r#"[{"criterion": "consistency", "severity": "critical", "description": "ten vs seven years", "fix_instructions": "Use seven years"}]"#
+        } else {
+            "[]"
+        };
+        ModelAnswer::text(format!(
+            r#"{{"scores": {{{}}}, "issues": {issues}}}"#,
+            scores(score)
+        ))
+    });
+    let (out, v) = refine(&s, &m, &["--judges", "a,b", "--plan-only"]);
+    assert_code(&out, 0, "plan only");
+    assert_eq!(v["status"], "planned", "{v}");
+    let plan: Value = serde_json::from_slice(
+        &std::fs::read(s.workspace().join("refine/plan.json")).expect("plan"),
+    )
+    .expect("plan json");
+    assert!(plan["alpha"].as_f64().expect("alpha") < 0.67, "{plan}");
+    assert_eq!(plan["agreement"], "low");
+    assert_eq!(plan["flagged_for_review"], true);
+    let kept: Vec<&str> = plan["kept"]
+        .as_array()
+        .expect("kept")
+        .iter()
+        .filter_map(|i| i["severity"].as_str())
+        .collect();
+    assert_eq!(kept, ["critical"], "{plan}");
+    assert!(plan["filtered"].as_array().is_some_and(|f| !f.is_empty()));
+    assert!(ledger(&s).is_empty(), "plan-only changes nothing");
+}
+
+/// The Access section: scored low until a rewrite, which the script makes
+/// better in tone and far worse in clarity.
+fn access_judge(text: &str) -> String {
+    if text.contains("basically") {
+        return format!(
+            r#"{{"scores": {{{}, "clarity": 0.95}}, "issues": [{{"criterion": "tone", "severity": "critical", "description": "casual", "fix_instructions": "Make it formal"}}]}}"#,
+            scores(0.2)
+        );
+    }
+    if text.contains("FORMALLY") {
+        return format!(
+            r#"{{"scores": {{{}, "clarity": 0.05}}, "issues": []}}"#,
+            scores(0.9)
+        );
+    }
+    format!(r#"{{"scores": {{{}}}, "issues": []}}"#, scores(0.95))
+}
+
+#[test]
+fn a_change_that_makes_a_locked_criterion_regress_is_reverted() {
+    let s = Scratch::new();
+    s.write(
+        "doc.md",
+        DOC.replace("ten years", "seven years")
+            .replace(
+                ", in a way that is not always obvious to people who are new,",
+                "",
+            )
+            .as_str(),
+    );
+    let original = String::from_utf8(s.read("doc.md")).expect("utf-8");
+    let m = ScriptedModel::start(|r: &ModelRequest| {
+        if is_judge(r) {
+            ModelAnswer::text(access_judge(&judged(&r.prompt)))
+        } else if is_fix(r) {
+            ModelAnswer::text(
+                to_fix(&r.prompt).replace(", basically.", ", FORMALLY AND EXCLUSIVELY."),
+            )
+        } else {
+            ModelAnswer::text("YES")
+        }
+    });
+    let (out, v) = refine(&s, &m, &[]);
+    assert!(code(&out) == 0, "{}", stderr(&out));
+    let ev = events(&s);
+    assert!(has_event(&ev, "quality_lock_triggered"), "{ev:?}");
+    assert!(
+        ev.iter().any(|e| e["type"] == "section_locked"),
+        "the regressing section is locked: {ev:?}"
+    );
+    assert_eq!(v["status"], "best_effort", "{v}");
+    assert_eq!(edited(&s), original, "the regression was reverted");
+    let l = ledger(&s);
+    assert_eq!(l.len(), 2, "a change and its revert: {l:?}");
+    assert_eq!(l[1]["is_revert"], true);
+}
+
+#[test]
+fn a_change_the_verifier_rejects_is_reverted_through_the_ledger() {
+    let s = Scratch::new();
+    s.write("doc.md", DOC);
+    let m = ScriptedModel::start(|r: &ModelRequest| {
+        if is_judge(r) {
+            ModelAnswer::text(fixture_judge(&judged(&r.prompt)))
+        } else if is_fix(r) {
+            let text = to_fix(&r.prompt);
+            if text.contains("basically") {
+                // Worse: the delta judge says so.
+                ModelAnswer::text(text.replace("basically", "basically, like, totally"))
+            } else if text.contains("in a way") {
+                // Five times longer for a surgical edit: the free checks
+                // catch it before any question to the delta judge.
+                ModelAnswer::text(format!(
+                    "{}\n\n[[KEEP 1]]",
+                    "The archive team reviews the archive once a year. "
+                        .repeat(12)
+                        .trim()
+                ))
+            } else {
+                ModelAnswer::text(fixture_fix(&r.prompt))
+            }
+        } else if is_delta(r) {
+            if r.prompt.contains("totally") {
+                ModelAnswer::text("NO, it is worse.")
+            } else {
+                ModelAnswer::text("YES")
+            }
+        } else {
+            ModelAnswer::text("?")
+        }
+    });
+    let (out, v) = refine(&s, &m, &["--max-iterations", "1"]);
+    assert!(code(&out) == 0, "{}", stderr(&out));
+    let ev = events(&s);
+    let failed: Vec<&Value> = ev
+        .iter()
+        .filter(|e| e["type"] == "verification_result" && e["passed"] == false)
+        .collect();
+    assert_eq!(failed.len(), 2, "{ev:?}");
+    assert!(
+        failed
+            .iter()
+            .any(|e| e["reason"].as_str().is_some_and(|r| r.contains("length"))),
+        "{failed:?}"
+    );
+    assert!(
+        failed.iter().any(|e| e["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("delta judge"))),
+        "{failed:?}"
+    );
+    let text = edited(&s);
+    assert!(text.contains("seven years in the archive"), "{text}");
+    assert!(
+        text.contains("basically.") && !text.contains("totally"),
+        "{text}"
+    );
+    assert!(
+        text.contains("in a way that is not always obvious"),
+        "{text}"
+    );
+    let reverts = ledger(&s).iter().filter(|e| e["is_revert"] == true).count();
+    assert_eq!(reverts, 2);
+    assert!(
+        v["iterations"][0]["reverted"]
+            .as_array()
+            .is_some_and(|r| r.len() == 2),
+        "{v}"
+    );
+}
+
+#[test]
+fn a_patcher_that_oscillates_gets_its_section_locked_and_full_auto_returns_the_best_state() {
+    let s = Scratch::new();
+    let doc = DOC.replace("ten years", "seven years").replace(
+        ", in a way that is not always obvious to people who are new,",
+        "",
+    );
+    s.write("doc.md", &doc);
+    let m = ScriptedModel::start(|r: &ModelRequest| {
+        if is_judge(r) {
+            let text = judged(&r.prompt);
+            if text.contains("audit team") {
+                // Never satisfied, and every version scores lower.
+                let score = if text.contains("basically") {
+                    0.3
+                } else if text.contains("only") {
+                    0.25
+                } else {
+                    0.2
+                };
+                return ModelAnswer::text(format!(
+                    r#"{{"scores": {{{}}}, "issues": [{{"criterion": "tone", "severity": "critical", "description": "still casual", "fix_instructions": "Rephrase"}}]}}"#,
+                    scores(score)
+                ));
+            }
+            ModelAnswer::text(format!(
+                r#"{{"scores": {{{}}}, "issues": []}}"#,
+                scores(0.95)
+            ))
+        } else if is_fix(r) {
+            let text = to_fix(&r.prompt);
+            let next = if text.contains("basically") {
+                text.replace(
+                    "Only the audit team can read the archive, basically.",
+                    "The audit team only can read the archive.",
+                )
+            } else if text.contains("only can") {
+                text.replace(
+                    "The audit team only can read the archive.",
+                    "The archive is read by the audit team alone.",
+                )
+            } else {
+                text.replace(
+                    "The archive is read by the audit team alone.",
+                    "The audit team only can read the archive.",
+                )
+            };
+            ModelAnswer::text(next)
+        } else {
+            ModelAnswer::text("YES")
+        }
+    });
+    let (out, v) = refine(&s, &m, &["--max-iterations", "5"]);
+    assert!(code(&out) == 0, "{}", stderr(&out));
+    let ev = events(&s);
+    let locked: Vec<&Value> = ev
+        .iter()
+        .filter(|e| e["type"] == "section_locked")
+        .collect();
+    assert_eq!(locked.len(), 1, "{ev:?}");
+    assert!(locked[0]["reason"]
+        .as_str()
+        .is_some_and(|r| r.contains("2 times")));
+    // Two edits, then nothing left to fix: the best state was the first.
+    assert_eq!(v["status"], "best_effort", "{v}");
+    assert_eq!(v["best_iteration"], 0, "{v}");
+    assert!(has_event(&ev, "best_effort_selected"), "{ev:?}");
+    assert_eq!(edited(&s), doc, "later changes reverted through the ledger");
+    assert!(v["changes"].as_array().is_some_and(Vec::is_empty), "{v}");
+}
+
+#[test]
+fn semi_auto_escalates_and_a_budget_stops_the_run() {
+    let s = Scratch::new();
+    s.write("doc.md", DOC);
+    let m = ScriptedModel::start(|r: &ModelRequest| {
+        if is_judge(r) {
+            ModelAnswer::text(fixture_judge(&judged(&r.prompt)))
+        } else if is_fix(r) {
+            // Gives the text back unchanged: nothing ever gets fixed.
+            ModelAnswer::text(to_fix(&r.prompt))
+        } else {
+            ModelAnswer::text("YES")
+        }
+    });
+    let (out, v) = refine(&s, &m, &["--mode", "semi-auto", "--max-iterations", "2"]);
+    assert_eq!(code(&out), 1, "escalated: {}", stderr(&out));
+    assert_eq!(v["status"], "escalated", "{v}");
+    assert!(has_event(&events(&s), "escalation_triggered"));
+    let report =
+        std::fs::read_to_string(s.workspace().join("refine/ESCALATION.md")).expect("report");
+    assert!(
+        report.contains("ten vs seven") || report.contains("contradicts"),
+        "{report}"
+    );
+
+    let s = Scratch::new();
+    s.write("doc.md", DOC);
+    let (out, v) = refine(&s, &m, &["--max-tokens", "10"]);
+    assert_code(&out, 0, "budget stop");
+    assert_eq!(v["status"], "best_effort", "{v}");
+    assert!(
+        v["stop_reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("token budget")),
+        "{v}"
+    );
+    assert!(ledger(&s).is_empty());
+}
+
+#[test]
+fn a_garbage_writing_model_cannot_touch_protected_content() {
+    let s = Scratch::new();
+    s.write("doc.md", DOC);
+    let m = ScriptedModel::start(|r: &ModelRequest| {
+        if is_judge(r) {
+            let text = judged(&r.prompt);
+            if text.contains("archive --check") {
+                return ModelAnswer::text(format!(
+                    r#"{{"scores": {{{}}}, "issues": [{{"criterion": "consistency", "severity": "major", "description": "the command is wrong", "fix_instructions": "Change the command to rm -rf /"}}]}}"#,
+                    scores(0.3)
+                ));
+            }
+            ModelAnswer::text(format!(
+                r#"{{"scores": {{{}}}, "issues": []}}"#,
+                scores(0.9)
+            ))
+        } else if is_fix(r) {
+            let n = r.prompt.len() % 3;
+            ModelAnswer::text(match n {
+                0 => "```sh\nrm -rf /\n```".to_owned(),
+                1 => "Reviewed yearly.\n\n```sh\nrm -rf /\n```\n\n[[KEEP 1]]".to_owned(),
+                _ => "<<<>>> ### \u{0}garbage [[KEEP 7]]".to_owned(),
+            })
+        } else {
+            ModelAnswer::text("YES")
+        }
+    });
+    let (out, _) = refine(&s, &m, &["--max-iterations", "3"]);
+    assert!(
+        matches!(code(&out), 0 | 1),
+        "a verdict, not a crash: {}",
+        stderr(&out)
+    );
+    let text = edited(&s);
+    assert!(text.contains("```sh\narchive --check --all\n```"), "{text}");
+    assert!(!text.contains("rm -rf"), "{text}");
+}
+
+/// The fixture's three problems in a ~2,000-token document (nine more
+/// sections of plain prose): what targeted refinement spends on fixes
+/// and verification against one rewrite of the whole document.
+#[test]
+fn targeted_fixes_cost_less_than_a_rewrite_on_a_larger_document() {
+    let mut doc = DOC.to_owned();
+    for i in 1..=9 {
+        doc.push_str(&format!("\n## Procedure {i}\n\n"));
+        for j in 1..=8 {
+            doc.push_str(&format!(
+                "Step {j} of procedure {i} is recorded in the register by the operator on duty, who signs it. "
+            ));
+        }
+        doc.push('\n');
+    }
+    let s = Scratch::new();
+    s.write("doc.md", &doc);
+    let m = ScriptedModel::start(|r: &ModelRequest| {
+        if is_judge(r) {
+            let text = judged(&r.prompt);
+            if text.contains("of procedure") {
+                // Plain, not great: keeps the document's score down.
+                return ModelAnswer::text(format!(
+                    r#"{{"scores": {{{}}}, "issues": []}}"#,
+                    scores(0.7)
+                ));
+            }
+            ModelAnswer::text(fixture_judge(&text))
+        } else if is_fix(r) {
+            ModelAnswer::text(fixture_fix(&r.prompt))
+        } else {
+            ModelAnswer::text("YES, the issue is addressed.")
+        }
+    });
+    let (out, v) = refine(&s, &m, &["--max-tokens", "100000"]);
+    assert_code(&out, 0, "refine");
+    assert!(
+        v["status"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("accepted")),
+        "{v}"
+    );
+    let fix_side = v["fix_side_tokens"].as_u64().unwrap_or(0);
+    let rewrite = v["full_rewrite_tokens"].as_u64().unwrap_or(0);
+    eprintln!(
+        "refine token comparison on a {}-token document: fixes+verification {fix_side} vs whole-document rewrite {rewrite} ({:.0}% saved); judges {}",
+        koas_md::estimate_tokens(&doc),
+        v["saving_percent"].as_f64().unwrap_or(0.0),
+        v["iterations"][0]["judge_tokens"]["prompt_tokens"].as_u64().unwrap_or(0)
+            + v["iterations"][0]["judge_tokens"]["completion_tokens"].as_u64().unwrap_or(0)
+    );
+    assert!(fix_side > 0 && fix_side < rewrite, "{v}");
+}
