@@ -329,11 +329,9 @@ fn refine(global: &Global, args: &RefineArgs, target: &ReviewTarget) -> anyhow::
             clock: clock(),
         })
         .with_context(|| format!("review workspace {}", workspace.root().display()))?;
-    let doc_input = if target.is_original()? {
-        target.doc_path.clone()
-    } else {
-        workspace.path(paths::RAW_DOC)
-    };
+    // Stage 1 describes the review's current document (the edit engine
+    // addresses its lines), as for `koas review`.
+    let doc_input = target.current_doc_path();
     let mut pipeline = passes::load_built_in(
         args.pipeline.as_deref(),
         BUILT_IN,
