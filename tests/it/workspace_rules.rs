@@ -152,6 +152,7 @@ fn kernels_holds_only_plugins() {
                     | "koas-md-scan"
                     | "koas-review"
                     | "koas-review-llm"
+                    | "koas-refine"
             ) {
                 wrong.push(format!(
                     "plugin {} links `{dep}`: plugins are glue over the reviewer libraries",
