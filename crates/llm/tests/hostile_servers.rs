@@ -301,6 +301,25 @@ fn ping_gives_up_on_a_server_that_never_answers() {
     }
 }
 
+/// A service whose cancel flag (Ctrl-C) is set 300 ms from now, and the
+/// thread that sets it.
+fn cancelled_after_300_ms(
+    config: LlmConfig,
+    dir: &std::path::Path,
+) -> (LlmService, std::thread::JoinHandle<()>) {
+    let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let service = LlmService::builder(config, dir)
+        .cache_dir(None)
+        .cancel_flag(flag.clone())
+        .build()
+        .unwrap();
+    let setter = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        flag.store(true, std::sync::atomic::Ordering::SeqCst);
+    });
+    (service, setter)
+}
+
 /// Regression: Ctrl-C during `koas review` with a slow local model waited
 /// for the answers in flight (up to `timeout_secs` each, minutes on a busy
 /// machine) before koas stopped.
@@ -313,19 +332,7 @@ fn ctrl_c_cuts_an_answer_in_flight_and_refuses_later_calls() {
         // Without the flag this call would stream "tick" for 60 s, then
         // retry: the test would end on a timeout error, not a cancellation.
         config.timeout_secs = 60.0;
-        let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let service = LlmService::builder(config, dir.path())
-            .cache_dir(None)
-            .cancel_flag(flag.clone())
-            .build()
-            .unwrap();
-        let setter = {
-            let flag = flag.clone();
-            std::thread::spawn(move || {
-                std::thread::sleep(Duration::from_millis(300));
-                flag.store(true, std::sync::atomic::Ordering::SeqCst);
-            })
-        };
+        let (service, setter) = cancelled_after_300_ms(config, dir.path());
         let err = service.complete(&request()).unwrap_err();
         setter.join().unwrap();
         assert_eq!(err.code(), "SESSION_ABORTED", "{proto:?}: {err}");
@@ -357,19 +364,7 @@ fn ctrl_c_does_not_wait_for_a_server_that_has_not_answered_yet() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = proto.config(&server.url());
     config.timeout_secs = 120.0;
-    let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let service = LlmService::builder(config, dir.path())
-        .cache_dir(None)
-        .cancel_flag(flag.clone())
-        .build()
-        .unwrap();
-    let setter = {
-        let flag = flag.clone();
-        std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(300));
-            flag.store(true, std::sync::atomic::Ordering::SeqCst);
-        })
-    };
+    let (service, setter) = cancelled_after_300_ms(config, dir.path());
     // Without the flag the answer "late" would arrive after 60 s.
     let err = service.complete(&request()).unwrap_err();
     setter.join().unwrap();
