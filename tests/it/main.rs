@@ -11,8 +11,10 @@ mod common;
 mod review_common;
 
 mod check_cli;
+mod cli_conventions;
 mod cli_snapshots;
 mod edit_plan;
+mod install;
 mod isolation;
 mod llm_host;
 mod pyramid;

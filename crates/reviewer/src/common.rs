@@ -66,6 +66,8 @@ pub struct ReviewTarget {
     pub workspace: Workspace,
     /// Its permission bits (of the link's target for a symbolic link).
     pub mode: Option<u32>,
+    /// Its project file (`koas.toml`), checked.
+    pub project: crate::project::ProjectFile,
 }
 
 impl ReviewTarget {
@@ -84,6 +86,9 @@ impl ReviewTarget {
                 e.utf8_error().valid_up_to()
             )
         })?;
+        // Every review command reads koas.toml the same way: a misspelt
+        // key fails `koas grep` as it fails `koas check`.
+        let project = crate::project::ProjectFile::for_document(&args.doc)?;
         let doc_name = args
             .doc
             .file_name()
@@ -114,6 +119,7 @@ impl ReviewTarget {
             doc_name,
             workspace: Workspace::new(root),
             mode,
+            project,
         })
     }
 

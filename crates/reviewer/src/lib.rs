@@ -15,3 +15,4 @@ pub mod commands;
 mod common;
 pub mod input;
 mod pipeline;
+pub mod project;

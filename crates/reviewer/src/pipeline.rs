@@ -30,7 +30,7 @@ use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// The built-in reviewer pipeline: `configs/reviewer.toml` as shipped.
 const BUILT_IN: &str = include_str!("../../../configs/reviewer.toml");
@@ -312,14 +312,17 @@ pub fn run_pass(
         opts.llm_identity = Some(llm.identity);
         opts.llm_config = Some(llm.config);
     }
-    let reporter = Arc::new(if global.quiet {
-        Reporter::quiet()
-    } else {
-        Reporter::for_stderr(prepared.dag.order.len() as u64, global.verbose)
-    });
+    let shared = command_progress();
+    let reporter = match &shared {
+        Some(reporter) => reporter.clone(),
+        None => Arc::new(global.reporter(0)),
+    };
+    reporter.plan(&prepared.dag.order);
     let outcome = engine::run(&prepared, &opts, reporter.clone())
         .with_context(|| format!("pipeline {}", pipeline.file.display()))?;
-    reporter.finish();
+    if shared.is_none() {
+        reporter.finish();
+    }
     let status = outcome.record.status;
     let result = match status {
         RunStatus::Ok => Ok(outcome),
@@ -327,6 +330,37 @@ pub fn run_pass(
         RunStatus::Failed => Err(PassFailure::Kernel(failures(&outcome.record))),
     };
     Ok((prepared, result))
+}
+
+/// The progress reporter every pass of the running command shares, while
+/// a [`Progress`] lives.
+static PROGRESS: Mutex<Option<Arc<Reporter>>> = Mutex::new(None);
+
+fn command_progress() -> Option<Arc<Reporter>> {
+    PROGRESS.lock().ok().and_then(|p| p.clone())
+}
+
+/// One progress display for a whole command: the passes of a review or a
+/// revert show one bar, and a kernel a later pass takes from the cache is
+/// not listed twice. Dropping it clears the bar.
+pub struct Progress(());
+
+impl Progress {
+    /// Starts the command's progress display.
+    pub fn start(global: &Global) -> Progress {
+        if let Ok(mut p) = PROGRESS.lock() {
+            *p = Some(Arc::new(global.reporter(0)));
+        }
+        Progress(())
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        if let Some(reporter) = PROGRESS.lock().ok().and_then(|mut p| p.take()) {
+            reporter.finish();
+        }
+    }
 }
 
 /// The failed kernels of a run, one line each.

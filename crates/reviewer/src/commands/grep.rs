@@ -1,41 +1,73 @@
-//! `koas grep DOC [PATTERN] -k KIND -s SEVERITY --silent B --reverts B`:
-//! search the ledger.
+//! `koas grep [PATTERN] DOC -k KIND -s SEVERITY --silent B --reverts B`:
+//! search a document's ledger, like grep: exit 0 when an entry matches,
+//! 1 when none does, 2 on an error.
 
-use crate::common::{on_workspace, print_json, review_exit_codes, ReviewTarget, WorkspaceArgs};
-use anyhow::Context as _;
+use crate::common::{on_workspace, print_json, ReviewTarget, WorkspaceArgs};
+use anyhow::{bail, Context as _};
 use clap::Args;
 use koas_orchestrator::cli::{ExitStatus, Global};
-use koas_orchestrator::outln;
-use koas_review::query::{grep, render_line, GrepFilter};
+use koas_orchestrator::out;
+use koas_review::query::{dismissed_ids, grep, render_table, GrepFilter, REVIEW_SEVERITIES};
+use koas_review_schema::findings::Severity;
 use serde_json::json;
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, Args)]
-#[command(after_help = concat!("\
-Every filter must match. One line per entry: ID, time, action, kind,
-severity, tier (silent / attention / revert), summary.
+#[command(after_help = "\
+Every filter must match. PATTERN (a regular expression) is matched against
+the entry's ID, summary and rationale; without it every entry passes the
+pattern. Output: a header, then one line per entry in aligned columns: ID,
+time, action, kind, severity, tier (silent / attention / revert, and
+dismissed for a dismissed flag), summary.
+
+Severities: the ledger uses the review words; -s accepts them and the
+words of `koas check`, which name the same levels:
+  koas check   review (ledger, report, grep)
+  info         minor
+  warning      attention, deletion (a removal)
+  error        critical
+A review word matches itself; a check word matches its level.
 
 Examples:
-  koas grep spec.md -s attention            # changes that need attention
-  koas grep spec.md -k terminology          # terminology changes
-  koas grep spec.md \"bandwidth\"             # a word in summaries or rationales
-  koas grep spec.md --reverts true          # reverts only
-  koas grep spec.md --silent false --json
+  koas grep bandwidth spec.md               # a word in summaries or rationales
+  koas grep spec.md -s attention            # no pattern: filters only
+  koas grep spec.md -s error                # = -s critical
+  koas grep 'RVW-00(1|2)' spec.md -k terminology
+  koas grep spec.md --reverts true --json
 
-", review_exit_codes!()))]
+The older order `koas grep DOC PATTERN` still works, with a warning.
+
+Exit codes:
+  0    at least one entry matches
+  1    no entry matches
+  2    usage, document or workspace error (no workspace yet, an invalid
+       PATTERN or severity, a torn ledger is only a warning)
+  130  interrupted with Ctrl-C")]
 pub struct GrepArgs {
-    #[command(flatten)]
-    pub target: WorkspaceArgs,
+    /// `[PATTERN] DOC`: a regular expression (optional), then the Markdown
+    /// document whose ledger is searched.
+    #[arg(value_name = "[PATTERN] DOC", num_args = 1..=2, required = true)]
+    pub positional: Vec<PathBuf>,
 
-    /// Regular expression matched against the ID, the summary and the
-    /// rationale.
-    #[arg(value_name = "PATTERN")]
-    pub pattern: Option<String>,
+    /// The review workspace [default: the one koas finds for DOC].
+    #[arg(short, long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+
+    /// Print a JSON object on stdout instead of text.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Refuse a document larger than this (e.g. 300M, 1G) [default:
+    /// KOAS_MAX_DOC_SIZE, else 256M].
+    #[arg(long, value_name = "SIZE")]
+    pub max_doc_size: Option<String>,
 
     /// Only this kind (e.g. typo, terminology, logic_flow).
     #[arg(short, long, value_name = "KIND")]
     pub kind: Option<String>,
 
-    /// Only this severity (minor, attention, deletion, critical).
+    /// Only this severity: minor, attention, deletion, critical, or the
+    /// `koas check` words info, warning, error (see below).
     #[arg(short, long, value_name = "SEVERITY")]
     pub severity: Option<String>,
 
@@ -48,49 +80,114 @@ pub struct GrepArgs {
     pub reverts: Option<bool>,
 }
 
-pub fn execute(_global: &Global, args: GrepArgs) -> anyhow::Result<ExitStatus> {
-    on_workspace(&args.target, |target| search(&args, target))
+/// The pattern and the document of `[PATTERN] DOC`, accepting the older
+/// `DOC PATTERN` order (with a warning) when only that reading names an
+/// existing file.
+fn pattern_and_doc(positional: &[PathBuf]) -> anyhow::Result<(Option<String>, PathBuf)> {
+    let text = |p: &Path| p.to_string_lossy().into_owned();
+    match positional {
+        [doc] => Ok((None, doc.clone())),
+        [first, second] => {
+            if !second.is_file() && first.is_file() {
+                eprintln!(
+                    "warning: `koas grep DOC PATTERN` is deprecated; write `koas grep {} {}` (pattern first, like grep)",
+                    shell_word(&text(second)),
+                    shell_word(&text(first))
+                );
+                Ok((Some(text(second)), first.clone()))
+            } else {
+                Ok((Some(text(first)), second.clone()))
+            }
+        }
+        _ => bail!("expected `koas grep [PATTERN] DOC`"),
+    }
 }
 
-fn search(args: &GrepArgs, target: &ReviewTarget) -> anyhow::Result<ExitStatus> {
+/// `word`, quoted for a POSIX shell when it needs it.
+fn shell_word(word: &str) -> String {
+    if !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=@%+,".contains(c))
+    {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+pub fn execute(_global: &Global, args: GrepArgs) -> anyhow::Result<ExitStatus> {
+    let (pattern, doc) = pattern_and_doc(&args.positional)?;
+    let target = WorkspaceArgs {
+        doc,
+        workspace: args.workspace.clone(),
+        json: args.json,
+        max_doc_size: args.max_doc_size.clone(),
+    };
+    on_workspace(&target, |t| search(&args, pattern.as_deref(), t))
+}
+
+fn search(
+    args: &GrepArgs,
+    pattern: Option<&str>,
+    target: &ReviewTarget,
+) -> anyhow::Result<ExitStatus> {
     target.require_workspace()?;
+    if let Some(severity) = &args.severity {
+        let known = REVIEW_SEVERITIES
+            .iter()
+            .any(|r| r.eq_ignore_ascii_case(severity.trim()))
+            || Severity::parse_any(severity).is_some();
+        if !known {
+            bail!(
+                "unknown severity {severity:?}: expected minor, attention, deletion or critical (or info, warning, error)"
+            );
+        }
+    }
     let filter = GrepFilter::new(
-        args.pattern.as_deref(),
+        pattern,
         args.kind.as_deref(),
         args.severity.as_deref(),
         args.silent,
         args.reverts,
     )
-    .with_context(|| {
-        format!(
-            "invalid PATTERN {:?}",
-            args.pattern.as_deref().unwrap_or("")
-        )
-    })?;
+    .with_context(|| format!("invalid PATTERN {:?}", pattern.unwrap_or("")))?;
     let ledger = target
         .workspace
         .ledger()
         .with_context(|| format!("review workspace {}", target.root().display()))?;
     let found = grep(ledger.entries(), &filter);
-    if args.target.json {
+    let status = if found.is_empty() {
+        ExitStatus::Failure
+    } else {
+        ExitStatus::Success
+    };
+    if args.json {
         print_json(&json!({
             "status": "completed",
             "summary": format!("{} of {} entries match", found.len(), ledger.entries().len()),
             "workspace": target.root(),
             "total": found.len(),
             "entries": found,
+            "dismissed": dismissed_ids(ledger.entries()),
             "torn_tail": ledger.torn_tail(),
         }))?;
-        return Ok(ExitStatus::Success);
-    }
-    for entry in &found {
-        outln!("{}", render_line(entry))?;
+        return Ok(status);
     }
     if found.is_empty() {
         eprintln!(
             "koas grep: no entry matches ({} entries in the ledger)",
             ledger.entries().len()
         );
+    } else {
+        let dismissed = dismissed_ids(ledger.entries());
+        out!(
+            "{}",
+            render_table(&found, |e| {
+                let flag = e.change_id().filter(|id| dismissed.contains(id));
+                flag.map(|_| "dismissed".to_owned())
+            })
+        )?;
     }
     if let Some(torn) = ledger.torn_tail() {
         eprintln!(
@@ -100,5 +197,5 @@ fn search(args: &GrepArgs, target: &ReviewTarget) -> anyhow::Result<ExitStatus> 
             target.doc_path.display()
         );
     }
-    Ok(ExitStatus::Success)
+    Ok(status)
 }

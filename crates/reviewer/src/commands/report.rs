@@ -38,6 +38,7 @@ pub struct ReportArgs {
 }
 
 pub fn execute(global: &Global, args: ReportArgs) -> anyhow::Result<ExitStatus> {
+    let _progress = passes::Progress::start(global);
     on_workspace(&args.target, |target| report(global, &args, target))
 }
 
@@ -57,11 +58,12 @@ fn report(global: &Global, args: &ReportArgs, target: &ReviewTarget) -> anyhow::
         })
         .with_context(|| format!("review workspace {}", workspace.root().display()))?;
     let doc_input = workspace.path(paths::RAW_DOC);
-    let pipeline = passes::load(
+    let mut pipeline = passes::load(
         args.pipeline.as_deref(),
         workspace.root(),
         vec![("doc".to_owned(), doc_input)],
     )?;
+    target.project.apply(&mut pipeline)?;
     passes::require(&pipeline, passes::REPORT, "renders the report")?;
     let discovery = passes::discover(global, &pipeline);
     let views = match passes::run_views(global, &pipeline, &discovery, &run, None) {

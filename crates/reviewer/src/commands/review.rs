@@ -104,6 +104,7 @@ pub struct ReviewArgs {
 }
 
 pub fn execute(global: &Global, args: ReviewArgs) -> anyhow::Result<ExitStatus> {
+    let _progress = passes::Progress::start(global);
     on_workspace(&args.target, |target| review(global, &args, target))
 }
 
@@ -141,6 +142,7 @@ fn review(global: &Global, args: &ReviewArgs, target: &ReviewTarget) -> anyhow::
         inputs.push((names::OPS.to_owned(), ops.clone()));
     }
     let mut pipeline = passes::load(args.pipeline.as_deref(), workspace.root(), inputs)?;
+    target.project.apply(&mut pipeline)?;
     passes::require(&pipeline, APPLY, "applies the ops")?;
     passes::set_config(&mut pipeline, APPLY, "strict", Value::Bool(args.strict));
     // The certain fixes of the checks (`koas check --fix`) are changes
