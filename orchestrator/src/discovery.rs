@@ -37,7 +37,30 @@ pub enum SearchOrigin {
     Pipeline,
     /// The folder of the `koas` executable or its `kernels/` subfolder.
     Executable,
+    /// `<exe dir>/../lib/koas/kernels`: where `scripts/install.sh PREFIX`
+    /// puts the kernels of `PREFIX/bin/koas`.
+    Install,
+    /// The user's data folder, `$XDG_DATA_HOME/koas/kernels` (by default
+    /// `~/.local/share/koas/kernels`).
+    UserData,
 }
+
+impl SearchOrigin {
+    /// How `koas kernels` and error messages name the origin.
+    pub fn describe(self) -> &'static str {
+        match self {
+            SearchOrigin::Flag => "--kernel-path",
+            SearchOrigin::Env => "KOAS_KERNEL_PATH",
+            SearchOrigin::Pipeline => "the pipeline's kernel_paths",
+            SearchOrigin::Executable => "next to the koas executable",
+            SearchOrigin::Install => "the install prefix's lib/koas/kernels",
+            SearchOrigin::UserData => "the user's data folder",
+        }
+    }
+}
+
+/// What to do when no kernel was found at all, for messages.
+pub const INSTALL_HINT: &str = "Install koas with its kernels: `scripts/install.sh PREFIX` (from a koas checkout) lays out PREFIX/bin/koas and PREFIX/lib/koas/kernels/; or copy libkoas_kernel_* libraries to ~/.local/share/koas/kernels, or pass --kernel-path DIR (or set KOAS_KERNEL_PATH) to a folder holding them.";
 
 /// A folder (or a single library file) to search.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -179,25 +202,55 @@ pub fn is_kernel_library_name(file_name: &str) -> bool {
         && file_name.len() > prefix.len() + std::env::consts::DLL_SUFFIX.len()
 }
 
-/// The default search folders: the executable's folder and its `kernels/`
-/// subfolder.
+/// The default search folders, in order: the executable's `kernels/`
+/// subfolder and its folder (a build tree), `<exe dir>/../lib/koas/kernels`
+/// (an installed koas), then the user's data folder
+/// ([`user_data_kernels`]).
 pub fn executable_search_paths() -> Vec<SearchPath> {
-    let Some(dir) = std::env::current_exe()
+    let mut out = Vec::new();
+    if let Some(dir) = std::env::current_exe()
         .ok()
         .and_then(|exe| exe.parent().map(Path::to_path_buf))
-    else {
-        return Vec::new();
-    };
-    vec![
-        SearchPath {
+    {
+        out.push(SearchPath {
             path: dir.join("kernels"),
             origin: SearchOrigin::Executable,
-        },
-        SearchPath {
-            path: dir,
+        });
+        out.push(SearchPath {
+            path: dir.clone(),
             origin: SearchOrigin::Executable,
-        },
-    ]
+        });
+        if let Some(prefix) = dir.parent() {
+            out.push(SearchPath {
+                path: prefix.join("lib").join("koas").join("kernels"),
+                origin: SearchOrigin::Install,
+            });
+        }
+    }
+    if let Some(path) = user_data_kernels() {
+        out.push(SearchPath {
+            path,
+            origin: SearchOrigin::UserData,
+        });
+    }
+    out
+}
+
+/// `$XDG_DATA_HOME/koas/kernels`, or `~/.local/share/koas/kernels` when
+/// `XDG_DATA_HOME` is unset, empty or relative (as the XDG base directory
+/// specification says); `None` without a home folder.
+pub fn user_data_kernels() -> Option<PathBuf> {
+    let from_env = |name: &str| {
+        std::env::var_os(name)
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    let data = from_env("XDG_DATA_HOME").or_else(|| {
+        from_env("HOME")
+            .or_else(|| from_env("USERPROFILE"))
+            .map(|home| home.join(".local").join("share"))
+    })?;
+    Some(data.join("koas").join("kernels"))
 }
 
 /// Splits a `KOAS_KERNEL_PATH`-style value (platform path separator).

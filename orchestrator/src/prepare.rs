@@ -157,7 +157,12 @@ pub fn prepare(pipeline: &Pipeline, discovery: &Discovery) -> Result<Prepared, P
             .map(|s| s.path.display().to_string())
             .collect::<Vec<_>>()
             .join(", ");
-        let problems = if discovery.problems.is_empty() {
+        let problems = if discovery.kernels.is_empty() && discovery.problems.is_empty() {
+            format!(
+                "\nNo kernel was found at all. {}",
+                crate::discovery::INSTALL_HINT
+            )
+        } else if discovery.problems.is_empty() {
             String::new()
         } else {
             format!(

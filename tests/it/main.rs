@@ -11,11 +11,13 @@ mod common;
 mod review_common;
 
 mod check_cli;
+mod cli_conventions;
 mod cli_snapshots;
 mod closed_pipes;
 mod edit_plan;
 mod edit_plan_baseline;
 mod edit_plan_runs;
+mod install;
 mod isolation;
 mod llm_host;
 mod mcp;

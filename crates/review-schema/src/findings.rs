@@ -8,17 +8,26 @@ use std::str::FromStr;
 /// How serious a finding is. Ordered: `Info < Warning < Error`.
 ///
 /// `koas check --fail-on SEVERITY` fails when a finding is at or above the
-/// given level. For the review pipeline the levels map to the review-note
-/// severities of edit ops: `info` → `minor`, `warning` → `attention`,
-/// `error` → `critical`.
+/// given level. The review's severities (of edit ops and ledger entries)
+/// are the same levels under other names, and every filter and config
+/// accepts both spellings:
+///
+/// | finding (`koas check`) | review (ledger, report, `koas grep`) |
+/// |---|---|
+/// | `info` | `minor` |
+/// | `warning` | `attention` (and `deletion`, a removal) |
+/// | `error` | `critical` |
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Severity {
     /// Worth a look; often a matter of style.
+    #[serde(alias = "minor")]
     Info,
     /// Probably wrong; a reader may be misled.
+    #[serde(alias = "attention")]
     Warning,
     /// Certainly wrong: a dangling reference, a broken table, a leftover.
+    #[serde(alias = "critical")]
     Error,
 }
 
@@ -44,6 +53,18 @@ impl Severity {
             Severity::Error => "critical",
         }
     }
+
+    /// The level of a review severity (`minor`, `attention`, `deletion`,
+    /// `critical`) or of a finding severity (`info`, `warning`, `error`),
+    /// ignoring case; `None` for any other word.
+    pub fn parse_any(text: &str) -> Option<Severity> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "info" | "minor" => Some(Severity::Info),
+            "warning" | "attention" | "deletion" => Some(Severity::Warning),
+            "error" | "critical" => Some(Severity::Error),
+            _ => None,
+        }
+    }
 }
 
 impl fmt::Display for Severity {
@@ -56,10 +77,11 @@ impl FromStr for Severity {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Severity::ALL
-            .into_iter()
-            .find(|sev| sev.as_str().eq_ignore_ascii_case(s.trim()))
-            .ok_or_else(|| format!("unknown severity {s:?} (expected info, warning or error)"))
+        Severity::parse_any(s).ok_or_else(|| {
+            format!(
+                "unknown severity {s:?} (expected info, warning or error; or minor, attention, critical)"
+            )
+        })
     }
 }
 

@@ -180,6 +180,10 @@ pub enum WorkspaceError {
     /// A revert was refused.
     #[error(transparent)]
     Revert(#[from] RevertError),
+    /// A request refused before anything was written (e.g. dismissing an
+    /// entry that is not a flag).
+    #[error("{0}")]
+    Refused(String),
     /// An outcome computed outside the workspace does not replay on it.
     #[error("the {what} does not match the workspace ({reason}); nothing was written")]
     UntrustedOutcome {

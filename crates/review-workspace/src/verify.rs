@@ -91,11 +91,18 @@ pub(crate) fn verify_batch(
     }
     let mut ids = BTreeSet::new();
     let mut indices = BTreeSet::new();
-    let all = batch
-        .applied
-        .iter()
-        .map(|a| (a.op.id, a.index))
-        .chain(batch.rejected.iter().map(|r| (r.id, r.index)));
+    let all = batch.applied.iter().map(|a| (a.op.id, a.index)).chain(
+        batch
+            .rejected
+            .iter()
+            .filter_map(|r| r.id.map(|id| (id, r.index))),
+    );
+    if let Some(r) = batch.rejected.iter().find(|r| r.id.is_some()) {
+        return Err(format!(
+            "rejected op {} carries a change ID; rejected ops get none",
+            r.index + 1
+        ));
+    }
     for (id, index) in all {
         if id < next_id || ledger_ids.contains(&id) {
             return Err(format!(

@@ -18,3 +18,4 @@ mod pipeline;
 
 pub use common::{first_line, workspace_of, Reply, WorkspaceArgs};
 pub use pipeline::Control;
+pub mod project;

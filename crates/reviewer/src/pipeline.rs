@@ -30,7 +30,7 @@ use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// The built-in reviewer pipeline: `configs/reviewer.toml` as shipped.
 const BUILT_IN: &str = include_str!("../../../configs/reviewer.toml");
@@ -145,6 +145,23 @@ pub struct Control {
     pub cancel: Option<Arc<AtomicBool>>,
     /// Told every step of every pass.
     pub observer: Option<Observer>,
+    /// The command's one progress display, made by its first pass and
+    /// shared by the next ones (so a review's passes show one bar, and a
+    /// kernel a later pass takes from the cache is not listed twice);
+    /// cleared when the last clone of this `Control` goes.
+    progress: Arc<CommandProgress>,
+}
+
+/// Holds the progress display of one command; clears it on drop.
+#[derive(Default)]
+struct CommandProgress(Mutex<Option<Arc<Reporter>>>);
+
+impl Drop for CommandProgress {
+    fn drop(&mut self) {
+        if let Some(reporter) = self.0.lock().ok().and_then(|mut p| p.take()) {
+            reporter.finish();
+        }
+    }
 }
 
 impl Control {
@@ -159,6 +176,23 @@ impl Control {
         Control {
             cancel: Some(cancel),
             observer,
+            progress: Arc::default(),
+        }
+    }
+
+    /// The command's progress display (made on first use): silent with
+    /// `--quiet`, telling the observer every step.
+    fn reporter(&self, global: &Global) -> Arc<Reporter> {
+        let make = || {
+            let reporter = global.reporter(0);
+            Arc::new(match &self.observer {
+                Some(observer) => reporter.with_observer(observer.clone()),
+                None => reporter,
+            })
+        };
+        match self.progress.0.lock() {
+            Ok(mut slot) => slot.get_or_insert_with(make).clone(),
+            Err(_) => make(),
         }
     }
 
@@ -319,18 +353,24 @@ pub fn run_pass(
         opts.llm_identity = Some(llm.identity);
         opts.llm_config = Some(llm.config);
     }
-    let reporter = if global.quiet || inputs.quiet {
-        Reporter::quiet()
+    // A pass that only reads cached results back shows nothing, but the
+    // observer still hears it.
+    let (reporter, own) = if inputs.quiet {
+        let reporter = Reporter::quiet();
+        let reporter = match &control.observer {
+            Some(observer) => reporter.with_observer(observer.clone()),
+            None => reporter,
+        };
+        (Arc::new(reporter), true)
     } else {
-        Reporter::for_stderr(prepared.dag.order.len() as u64, global.verbose)
+        (control.reporter(global), false)
     };
-    let reporter = Arc::new(match &control.observer {
-        Some(observer) => reporter.with_observer(observer.clone()),
-        None => reporter,
-    });
+    reporter.plan(&prepared.dag.order);
     let outcome = engine::run(&prepared, &opts, reporter.clone())
         .with_context(|| format!("pipeline {}", pipeline.file.display()))?;
-    reporter.finish();
+    if own {
+        reporter.finish();
+    }
     let status = outcome.record.status;
     let result = match status {
         RunStatus::Ok => Ok(outcome),

@@ -127,7 +127,7 @@ fn a_preview_shows_the_batch_and_its_rejections() {
     );
     assert!(text.contains("### S1.1 1. Scope"), "{text}");
     assert!(text.contains("## Rejected ops (last run)"), "{text}");
-    assert!(text.contains("| 3 | RVW-0003 | REJECT_RANGE |"), "{text}");
+    assert!(text.contains("| 3 | REJECT_RANGE | op 3: "), "{text}");
     assert!(summary.contains("(preview, not recorded)"), "{summary}");
 }
 

@@ -129,7 +129,7 @@ pub fn execute(global: &Global, args: ReplayArgs) -> anyhow::Result<ExitStatus> 
     let reporter = Arc::new(if global.quiet || args.json {
         Reporter::quiet()
     } else {
-        Reporter::for_stderr(prepared.dag.order.len() as u64, global.verbose)
+        global.reporter(prepared.dag.order.len() as u64)
     });
     let replayed = engine::run(&prepared, &opts, reporter.clone())?;
     reporter.finish();

@@ -43,11 +43,14 @@ pub enum CheckFormat {
 /// The lowest severity that fails the run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum FailOn {
-    /// Any finding fails.
+    /// Any finding fails (review word: minor).
+    #[value(alias = "minor")]
     Info,
-    /// Warnings and errors fail.
+    /// Warnings and errors fail (review word: attention).
+    #[value(alias = "attention")]
     Warning,
-    /// Only errors fail.
+    /// Only errors fail (review word: critical).
+    #[value(alias = "critical")]
     Error,
     /// Never fail because of findings.
     Never,
@@ -65,6 +68,25 @@ impl FailOn {
 }
 
 #[derive(Debug, Args)]
+#[command(after_help = "\
+Severities: a finding is info, warning or error. The review (ledger, report,
+koas grep) names the same levels with its own words; every filter and
+koas.toml accepts both:
+  koas check   review (ledger, report, grep)
+  info         minor
+  warning      attention, deletion (a removal)
+  error        critical
+
+Examples:
+  koas check spec.md docs/
+  koas check spec.md --format sarif > koas.sarif
+  koas check spec.md --fail-on error        # or --fail-on critical
+  koas check spec.md --fix --dry-run
+
+Exit codes:
+  0    no finding at or above --fail-on
+  1    a finding at or above --fail-on
+  2    a document cannot be read, a koas.toml is invalid, or a usage error")]
 pub struct CheckArgs {
     /// Markdown files, folders (searched recursively for *.md and
     /// *.markdown), or - for standard input.
@@ -230,7 +252,7 @@ impl Configs {
         if let Some(&i) = self.by_path.get(&path) {
             return Ok(i);
         }
-        let config = ProjectConfig::load(&path)?;
+        let config = crate::project::ProjectFile::load(&path)?.config;
         let checker =
             Checker::new(&config).with_context(|| format!("project config {}", path.display()))?;
         self.list.push((config, checker));

@@ -79,11 +79,12 @@ fn report(
         })
         .map_err(|e| target.explain(e))?;
     let doc_input = workspace.path(paths::RAW_DOC);
-    let pipeline = passes::load(
+    let mut pipeline = passes::load(
         args.pipeline.as_deref(),
         workspace.root(),
         vec![("doc".to_owned(), doc_input)],
     )?;
+    target.project.apply(&mut pipeline)?;
     passes::require(&pipeline, passes::REPORT, "renders the report")?;
     let discovery = passes::discover(global, &pipeline);
     let views = match passes::run_views(global, control, &pipeline, &discovery, &run, None) {

@@ -117,6 +117,7 @@ fn revert(
     // The views' Stage 1 and 2 describe the original document.
     let doc_input = vec![("doc".to_owned(), workspace.path(paths::RAW_DOC))];
     let mut pipeline = passes::load(args.pipeline.as_deref(), workspace.root(), doc_input)?;
+    target.project.apply(&mut pipeline)?;
     passes::require(&pipeline, REVERT, "plans reverts")?;
     passes::set_config(&mut pipeline, REVERT, "ids", json!(args.ids));
     passes::set_config(&mut pipeline, REVERT, "all", Value::Bool(args.all));

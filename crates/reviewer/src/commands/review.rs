@@ -195,6 +195,7 @@ fn review(
         inputs.push((names::OPS.to_owned(), ops.clone()));
     }
     let mut pipeline = passes::load(args.pipeline.as_deref(), workspace.root(), inputs)?;
+    target.project.apply(&mut pipeline)?;
     passes::require(&pipeline, APPLY, "applies the ops")?;
     passes::set_config(&mut pipeline, APPLY, "strict", Value::Bool(args.strict));
     // The certain fixes of the checks (`koas check --fix`) are changes
