@@ -16,6 +16,7 @@ mod closed_pipes;
 mod edit_plan;
 mod edit_plan_baseline;
 mod edit_plan_runs;
+mod html_report;
 mod isolation;
 mod llm_host;
 mod mcp;

@@ -155,7 +155,9 @@ impl Status {
             Status::Flagged => "flagged".to_owned(),
             Status::Dismissed(by) => format!("dismissed ({by})"),
             Status::Reverted(by) => format!("reverted ({by})"),
-            Status::NotRevertible(by) => format!("applied, not revertible (edited outside koas: {by})"),
+            Status::NotRevertible(by) => {
+                format!("applied, not revertible (edited outside koas: {by})")
+            }
         }
     }
 }
@@ -328,8 +330,7 @@ fn csp_hash(text: &str) -> String {
 }
 
 fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] =
-        b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
     for chunk in bytes.chunks(3) {
         let b = [
@@ -462,17 +463,18 @@ fn write_filters(
     severities: &BTreeSet<String>,
     statuses: &BTreeSet<&'static str>,
 ) {
-    let select = |out: &mut String, id: &str, label: &str, values: &mut dyn Iterator<Item = &str>| {
-        let _ = write!(
-            out,
-            "<label>{label} <select id=\"{id}\"><option value=\"\">all</option>"
-        );
-        for value in values {
-            let value = escape(value);
-            let _ = write!(out, "<option value=\"{value}\">{value}</option>");
-        }
-        let _ = write!(out, "</select></label>");
-    };
+    let select =
+        |out: &mut String, id: &str, label: &str, values: &mut dyn Iterator<Item = &str>| {
+            let _ = write!(
+                out,
+                "<label>{label} <select id=\"{id}\"><option value=\"\">all</option>"
+            );
+            for value in values {
+                let value = escape(value);
+                let _ = write!(out, "<option value=\"{value}\">{value}</option>");
+            }
+            let _ = write!(out, "</select></label>");
+        };
     let _ = write!(out, "<form id=\"filters\" hidden>");
     select(out, "f-kind", "Kind", &mut kinds.iter().map(String::as_str));
     select(
@@ -580,10 +582,18 @@ fn changed_span(a: &str, b: &str) -> ((usize, usize), (usize, usize)) {
         .sum();
     // The prefix and suffix are the same text in both lines, so widening
     // them in `a` widens them in `b`.
-    while let Some(c) = a[..prefix].chars().next_back().filter(|c| c.is_alphanumeric()) {
+    while let Some(c) = a[..prefix]
+        .chars()
+        .next_back()
+        .filter(|c| c.is_alphanumeric())
+    {
         prefix -= c.len_utf8();
     }
-    while let Some(c) = a[a.len() - suffix..].chars().next().filter(|c| c.is_alphanumeric()) {
+    while let Some(c) = a[a.len() - suffix..]
+        .chars()
+        .next()
+        .filter(|c| c.is_alphanumeric())
+    {
         suffix -= c.len_utf8();
     }
     ((prefix, a.len() - suffix), (prefix, b.len() - suffix))
@@ -781,7 +791,10 @@ pub fn render_html(input: HtmlInput<'_>) -> String {
 
     let mut out = String::with_capacity(64 * 1024 + changes * 1200);
     let title = format!("Review report — {}", report.meta.doc_name);
-    let _ = writeln!(out, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">");
+    let _ = writeln!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">"
+    );
     // Only the page's own style and script, by hash: nothing else can load
     // or run, whatever the document's text holds.
     let _ = writeln!(
@@ -1069,7 +1082,11 @@ fn write_findings(out: &mut String, input: &HtmlInput<'_>, lookup: &SectionLooku
     let _ = writeln!(out, "</section>");
 }
 
-fn write_resolved(out: &mut String, input: &HtmlInput<'_>, resolved: &[crate::report::Resolved<'_>]) {
+fn write_resolved(
+    out: &mut String,
+    input: &HtmlInput<'_>,
+    resolved: &[crate::report::Resolved<'_>],
+) {
     if resolved.is_empty() {
         return;
     }
@@ -1118,7 +1135,11 @@ fn write_reverts(out: &mut String, entries: &[LedgerEntry]) {
         "<section id=\"reverts\"><h2>Reverts and dismissals</h2><table><tr><th>ID</th><th>Time</th><th>Undoes</th><th>Reason</th></tr>"
     );
     for e in undo {
-        let what = if is_dismissal(e) { "dismisses" } else { "reverts" };
+        let what = if is_dismissal(e) {
+            "dismisses"
+        } else {
+            "reverts"
+        };
         let _ = writeln!(
             out,
             "<tr><td class=\"id\">{}</td><td>{}</td><td>{what} <a href=\"#{}\">{}</a></td><td>{}</td></tr>",

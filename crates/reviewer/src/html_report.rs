@@ -161,11 +161,18 @@ pub fn write(path: &Path, page: &str) -> anyhow::Result<()> {
     let name = path
         .file_name()
         .with_context(|| format!("{} names no file", path.display()))?;
-    let tmp = dir.join(format!(".{}.tmp{}", name.to_string_lossy(), std::process::id()));
+    let tmp = dir.join(format!(
+        ".{}.tmp{}",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
     std::fs::write(&tmp, page).with_context(|| format!("cannot write {}", tmp.display()))?;
     std::fs::rename(&tmp, path).map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
-        anyhow::Error::new(e).context(format!("cannot write {}", path.display()))
+        anyhow::Error::new(e).context(format!(
+            "cannot write the HTML report to {}",
+            path.display()
+        ))
     })
 }
 

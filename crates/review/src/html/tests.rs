@@ -153,7 +153,10 @@ fn the_page_lists_every_change_with_its_status_and_commands() {
     let entries = with_patch_text(&s);
     let page = render(&entries, &s.text, &[], HtmlLimits::default());
     for id in ["RVW-0001", "RVW-0002", "RVW-0003", "RVW-0004"] {
-        assert!(page.contains(&format!("<article class=\"change\" id=\"{id}\"")), "{id}");
+        assert!(
+            page.contains(&format!("<article class=\"change\" id=\"{id}\"")),
+            "{id}"
+        );
     }
     // Applied changes carry their revert command, the document quoted as
     // a shell reads it.
@@ -170,8 +173,18 @@ fn the_page_lists_every_change_with_its_status_and_commands() {
     assert!(page.contains(&escape(guard_effect(crate::report::DELETION_CAUTION))));
     assert!(page.contains("<strong>[!WARNING]</strong> REVIEWER: RVW-0002 — note &lt;/script&gt;"));
     // Filters list the kinds and severities of the changes.
-    for option in ["typo", "style", "duplicate", "consistency", "critical", "attention"] {
-        assert!(page.contains(&format!("<option value=\"{option}\">")), "{option}");
+    for option in [
+        "typo",
+        "style",
+        "duplicate",
+        "consistency",
+        "critical",
+        "attention",
+    ] {
+        assert!(
+            page.contains(&format!("<option value=\"{option}\">")),
+            "{option}"
+        );
     }
 }
 
@@ -206,18 +219,26 @@ fn a_replacement_is_shown_side_by_side_with_the_change_highlighted() {
         "{article}"
     );
     // Context on both sides.
-    assert!(article.contains("<td class=\"text ctx\"># Title</td>"), "{article}");
+    assert!(
+        article.contains("<td class=\"text ctx\"># Title</td>"),
+        "{article}"
+    );
     // The deletion: a removed line facing an empty cell.
     let start = page.find("id=\"RVW-0003\"").unwrap();
     let article = &page[start..start + page[start..].find("</article>").unwrap()];
     assert!(
-        article.contains("<td class=\"text del\">Drop me.</td><td class=\"ln\"></td><td class=\"text\"></td>"),
+        article.contains(
+            "<td class=\"text del\">Drop me.</td><td class=\"ln\"></td><td class=\"text\"></td>"
+        ),
         "{article}"
     );
     // The flag shows the lines it flags.
     let start = page.find("id=\"RVW-0004\"").unwrap();
     let article = &page[start..start + page[start..].find("</article>").unwrap()];
-    assert!(article.contains("<div class=\"lines\">Look &lt;img"), "{article}");
+    assert!(
+        article.contains("<div class=\"lines\">Look &lt;img"),
+        "{article}"
+    );
 }
 
 #[test]
@@ -308,7 +329,10 @@ fn long_diffs_and_lines_are_cut_with_a_note() {
     };
     let page = render(&entries, &s.text, &[], limits);
     assert!(page.contains("… 20 more row(s): <code class=\"cmd\">koas show &#39;my doc.md&#39; RVW-0001 --patch</code>"));
-    assert!(page.contains(&format!("{}<span class=\"muted\"> … (line cut)</span>", "x".repeat(20))));
+    assert!(page.contains(&format!(
+        "{}<span class=\"muted\"> … (line cut)</span>",
+        "x".repeat(20)
+    )));
     let diff = &page[page.find("<table class=\"diff\">").unwrap()..];
     let diff = &diff[..diff.find("</table>").unwrap()];
     assert!(!diff.contains(&"x".repeat(21)), "{diff}");
@@ -332,7 +356,9 @@ fn a_twenty_thousand_change_ledger_gives_a_bounded_page() {
     assert_eq!(page.matches("<article class=\"change\"").count(), 1000);
     assert_eq!(page.matches("<table class=\"diff\">").count(), 1000);
     assert_eq!(page.matches("data-status=\"applied\"").count(), 20_000);
-    assert!(page.contains("20000 changes: the first 1000 (in page order) are shown in full with their diff"));
+    assert!(page.contains(
+        "20000 changes: the first 1000 (in page order) are shown in full with their diff"
+    ));
     assert!(page.contains("<tr id=\"RVW-20000\""));
     assert!(page.contains("koas revert &#39;my doc.md&#39; RVW-20000</code>"));
     eprintln!("20,000 changes: {} bytes", page.len());
