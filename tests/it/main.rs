@@ -18,6 +18,7 @@ mod edit_plan;
 mod edit_plan_baseline;
 mod edit_plan_runs;
 mod install;
+mod html_report;
 mod isolation;
 mod llm_host;
 mod mcp;

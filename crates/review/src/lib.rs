@@ -28,6 +28,8 @@
 //! - [`session`]: the whole review/revert cycle in memory (for kernels).
 //! - [`notes`]: GitHub alert blocks for changes that need attention.
 //! - [`report`]: the `REVIEW_<stem>.md` report.
+//! - [`html`]: the same report as one self-contained HTML page, with
+//!   side-by-side diffs.
 //! - [`query`]: `grep` filters and `show` rendering over the ledger.
 //! - [`protected`]: what an op may not touch, and following protected
 //!   regions through edits.
@@ -77,6 +79,7 @@ pub mod artifacts;
 pub mod clock;
 pub mod edit_op;
 pub mod guards;
+pub mod html;
 pub mod lang;
 pub mod linemap;
 pub mod normalize;

@@ -71,7 +71,7 @@ pub fn guard_counts(log: &[ApplyLogRecord]) -> BTreeMap<&'static str, usize> {
 }
 
 /// What a guard's firing did to the op, for the report.
-fn guard_effect(name: &str) -> &'static str {
+pub fn guard_effect(name: &str) -> &'static str {
     match name {
         "TOKEN_GUARD" => "a number, URL, link target, code span, quotation or identifier changed: the change needs attention with a WARNING note (refused under --strict)",
         "LANGUAGE_GUARD" => "the new text is in another language than the document: the change became a flag",

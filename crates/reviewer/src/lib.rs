@@ -13,6 +13,7 @@
 
 pub mod commands;
 mod common;
+mod html_report;
 pub mod input;
 mod pipeline;
 

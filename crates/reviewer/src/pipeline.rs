@@ -449,9 +449,13 @@ pub fn versions_of(pipeline: &Pipeline, discovery: &Discovery) -> Vec<(String, S
 }
 
 /// What the view pass produced.
+#[derive(Default)]
 pub struct Views {
     /// `review/REVIEW_<stem>.md`, when the pipeline has the report kernel.
     pub report: Option<PathBuf>,
+    /// What the report was made of, for the HTML page (`koas report
+    /// --html`); an error when it could not be read back.
+    pub data: Option<anyhow::Result<crate::html_report::ViewData>>,
 }
 
 /// The view pass on the committed state of `run`: annotated document
@@ -587,7 +591,7 @@ fn views_pass(
         views.inputs.insert("doc".to_owned(), edited);
     }
     if !VIEWS.iter().any(|v| has(&views, v)) {
-        return Ok(Ok(Views { report: None }));
+        return Ok(Ok(Views::default()));
     }
     let meta = ReportMeta {
         generated_at: crate::common::clock().now(),
@@ -642,14 +646,24 @@ fn views_pass(
         Err(failure) => return Ok(Err(failure)),
     };
     if !has(&views, REPORT) {
-        return Ok(Ok(Views { report: None }));
+        return Ok(Ok(Views::default()));
     }
     let text = output(&outcome.record, REPORT, names::REVIEW_REPORT)?;
     let text = text
         .as_str()
         .context("the report kernel returned a report that is not text")?;
     let path = run.write_report_text(text)?;
-    Ok(Ok(Views { report: Some(path) }))
+    let data = crate::html_report::ViewData::collect(
+        &outcome.record,
+        &views,
+        discovery,
+        context,
+        run.current_text(),
+    );
+    Ok(Ok(Views {
+        report: Some(path),
+        data: Some(data),
+    }))
 }
 
 /// A built-in pipeline other than the reviewer's (`koas refine`'s
