@@ -141,6 +141,8 @@ fn report_html_writes_one_self_contained_page() {
     assert!(!page.contains("koas revert doc.md RVW-0001<"));
     assert!(page.contains("data-status=\"flagged\""));
     assert!(!page.contains("koas revert doc.md RVW-0004<"));
+    // A flag is dismissed, not reverted.
+    assert!(page.contains("koas dismiss doc.md RVW-0004<"), "{page}");
     // Side-by-side diffs with the changed words marked.
     assert!(page.contains(
         "<td class=\"text del\">The <span class=\"hl\">bandwith</span> of the archive is low.</td>"

@@ -162,11 +162,7 @@ impl Status {
     }
 }
 
-/// The entry that dismisses a flag: the revert entry of a `flag_only`
-/// change.
-fn is_dismissal(entry: &LedgerEntry) -> bool {
-    entry.is_revert && entry.action == Action::FlagOnly
-}
+use crate::query::is_dismissal;
 
 fn statuses(
     entries: &[LedgerEntry],
@@ -720,7 +716,10 @@ fn undo_html(st: Status, revert_cmd: &str) -> String {
         ),
         Status::Reverted(by) => format!("Reverted by {by}."),
         Status::Dismissed(by) => format!("Dismissed by {by}."),
-        Status::Flagged => "A flag: it changed nothing, there is nothing to revert.".to_owned(),
+        Status::Flagged => format!(
+            "A flag: it changed nothing. Once looked at, dismiss it: <code class=\"cmd\">{}</code>",
+            escape(&revert_cmd.replacen("koas revert ", "koas dismiss ", 1))
+        ),
     }
 }
 
@@ -743,13 +742,13 @@ pub fn render_html(input: HtmlInput<'_>) -> String {
     // What the last run's content guards saw, by change.
     let mut reasons: HashMap<ChangeId, Vec<(&str, &str)>> = HashMap::new();
     for record in report.apply_log {
-        if record.status == OpStatus::Rejected {
+        let (Some(id), false) = (record.id, record.status == OpStatus::Rejected) else {
             continue;
-        }
+        };
         for fix in &record.fixes {
             if let Fix::ContentGuard { reason, .. } = fix {
                 reasons
-                    .entry(record.id)
+                    .entry(id)
                     .or_default()
                     .push((fix.name(), reason.as_str()));
             }
