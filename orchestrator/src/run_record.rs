@@ -194,6 +194,21 @@ pub struct RunPlan {
     /// artifact → cache blob, so a replay hands them the same.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub previous: BTreeMap<String, BTreeMap<String, String>>,
+    /// The source files the workspace's write-once outputs were made
+    /// from, by artifact name: the next run in this workspace compares its
+    /// sources with them. Carried over from the previous run when this one
+    /// did not write those outputs.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub write_once_sources: BTreeMap<String, RecordedSource>,
+}
+
+/// A source file as a run read it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordedSource {
+    /// The file, as the pipeline named it.
+    pub path: PathBuf,
+    /// `sha256:` and the hex digest of its bytes.
+    pub sha256: String,
 }
 
 impl RunRecord {

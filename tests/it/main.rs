@@ -35,3 +35,4 @@ mod runtime;
 mod stage1_pipeline;
 mod stage2_pipeline;
 mod workspace_rules;
+mod workspace_sources;

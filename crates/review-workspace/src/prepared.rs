@@ -173,6 +173,15 @@ impl Workspace {
                     .entries()
                     .iter()
                     .any(|e| same_hash(&e.doc_hash_after, &given));
+            // Another document's review is not continued by accident:
+            // only `--rebase` says a renamed and edited file is this one.
+            if !known && meta.doc_name != request.doc_name && !follow.is_some_and(|f| f.rebase) {
+                return Err(WorkspaceError::OtherDocument {
+                    workspace: self.root.clone(),
+                    holds: meta.doc_name.clone(),
+                    given: request.doc_name.to_owned(),
+                });
+            }
             if !known {
                 let changes = ledger
                     .entries()
