@@ -146,7 +146,7 @@ pub enum RunError {
     /// A source differs from the one the workspace was made from, and a
     /// write-once file of it is already there.
     #[error(transparent)]
-    Sources(#[from] super::SourceConflict),
+    Sources(#[from] Box<super::SourceConflict>),
 }
 
 /// The outputs of the kernel asked for with [`RunTarget::Kernel`].

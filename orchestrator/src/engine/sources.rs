@@ -134,7 +134,10 @@ impl Engine<'_> {
     /// Refuses the run when a source differs from the one the workspace's
     /// write-once files were made from and a selected kernel would write
     /// one of those files again.
-    pub(super) fn check_sources(&self, selected: &BTreeSet<String>) -> Result<(), SourceConflict> {
+    pub(super) fn check_sources(
+        &self,
+        selected: &BTreeSet<String>,
+    ) -> Result<(), Box<SourceConflict>> {
         let Some(plan) = self.previous_plan() else {
             return Ok(());
         };
@@ -148,14 +151,14 @@ impl Engine<'_> {
             }
             for (kernel, file) in self.write_once_writers(selected, input) {
                 if self.workspace.join(&file).exists() {
-                    return Err(SourceConflict {
+                    return Err(Box::new(SourceConflict {
                         input: input.clone(),
                         recorded: recorded.path.clone(),
                         current: now.path.clone(),
                         workspace: self.workspace.clone(),
                         file,
                         kernel,
-                    });
+                    }));
                 }
             }
         }
