@@ -314,3 +314,65 @@ fn editing_one_section_asks_only_its_chunks_and_the_pyramids_path_to_the_root() 
     );
     assert!(summaries[0].prompt.contains("and logged"));
 }
+
+/// A model that proposes the same fix on every run (a cached chunk or a
+/// model asked the same question again): once the change is reverted, the
+/// next review must not make it again under a new ID.
+#[test]
+fn regression_a_rerun_does_not_reapply_a_reverted_change() {
+    const FIX: &str = r#"BEGIN_EDIT_OPS
+[{"action": "replace", "before_text": "Step 3 is done by the operator on duty.", "after_text": "Step 3 is done by the operator in charge.", "kind": "style", "severity": "minor", "rationale": "wording"}]
+END_EDIT_OPS"#;
+    let m = ScriptedModel::start(|r| {
+        if !is_edit(r) {
+            return ModelAnswer::text(summary_of(&r.prompt));
+        }
+        if r.prompt.contains("Step 3 is done") {
+            ModelAnswer::text(FIX)
+        } else {
+            ModelAnswer::text(NO_OPS)
+        }
+    });
+    let s = Scratch::new();
+    s.write("doc.md", &manual());
+    s.write("koas.toml", &koas_toml(&m.url(), ""));
+    let (out, v) = s.koas_json(&["review", "doc.md"]);
+    assert_code(&out, 0, "first review");
+    assert_eq!(v["applied_ids"], serde_json::json!(["RVW-0001"]), "{v}");
+
+    let out = s.koas(&["-q", "revert", "doc.md", "RVW-0001"]);
+    assert_code(&out, 0, "revert");
+
+    // The same proposal again: refused, named, and nothing applied.
+    let (out, v) = s.koas_json(&["review", "doc.md"]);
+    assert_code(&out, 0, "second review");
+    assert_eq!(v["applied_ids"], serde_json::json!([]), "{v}");
+    assert_eq!(v["rejected"], 1, "{v}");
+    let log = v["apply_log"].to_string();
+    assert!(
+        log.contains("REJECT_LEDGER") && log.contains("RVW-0001") && log.contains("reverted"),
+        "{log}"
+    );
+    let ledger =
+        std::fs::read_to_string(s.workspace().join("review/ledger.jsonl")).expect("the ledger");
+    assert_eq!(
+        ledger.lines().count(),
+        2,
+        "the change and its revert only:\n{ledger}"
+    );
+    let edited =
+        std::fs::read_to_string(s.workspace().join("stage3/doc.edited.md")).expect("edited");
+    assert!(
+        edited.contains("operator on duty.\n\n## Step 4"),
+        "{edited}"
+    );
+
+    // A person may still decide to make it again, from an ops file.
+    s.write(
+        "ops.json",
+        r#"[{"action": "replace", "target": {"line_start": 15}, "before_text": "Step 3 is done by the operator on duty.", "after_text": "Step 3 is done by the operator in charge.", "kind": "style", "severity": "minor", "rationale": "decided"}]"#,
+    );
+    let (out, v) = s.koas_json(&["review", "doc.md", "--ops", "ops.json"]);
+    assert_code(&out, 0, "review with the person's op");
+    assert_eq!(v["applied_ids"], serde_json::json!(["RVW-0002"]), "{v}");
+}

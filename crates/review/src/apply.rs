@@ -30,6 +30,7 @@ use koas_review_schema::apply::LineChange;
 use koas_review_schema::change_id::{ChangeId, IdAllocator};
 use koas_review_schema::edit_op::{Action, EditOp};
 use koas_review_schema::rejection::{RejectClass, Rejection};
+use koas_review_schema::review::RevertedChange;
 use koas_review_schema::stage1::ProtectedSpans;
 
 /// Everything a batch needs.
@@ -53,6 +54,10 @@ pub struct BatchInput<'a> {
     /// this list is taken for a model's (the stricter rule): give
     /// [`OpOrigin::Person`] for ops a person wrote.
     pub origins: &'a [OpOrigin],
+    /// Changes of the ledger that were reverted: a model's op that would
+    /// make one of them again is refused (`REJECT_LEDGER`). A person's op
+    /// is not: writing it again is a decision.
+    pub reverted: &'a [RevertedChange],
 }
 
 /// Replays a batch from the planned text: yields, per op that changed the
@@ -404,6 +409,33 @@ fn run_batch(
                 continue;
             }
         };
+        // Before the guards: a guard that turned the op into a flag would
+        // bring the reverted change back as a note.
+        if origin == OpOrigin::Model {
+            if let Some(planned) = &valid.planned {
+                let made = planned.change.clone().trimmed();
+                if let Some(was) = input
+                    .reverted
+                    .iter()
+                    .find(|r| r.old == made.old && r.new == made.new)
+                {
+                    rejected.push(reject(
+                        Some(&op),
+                        fixes,
+                        defaults,
+                        Rejection::new(
+                            RejectClass::Ledger,
+                            format!(
+                                "{}: it would make {} again, a change that was reverted; a reverted change stays reverted (to make it anyway, put the op in an ops file: --ops)",
+                                op_label(index),
+                                was.id
+                            ),
+                        ),
+                    ));
+                    continue;
+                }
+            }
+        }
         // After validation: a guard's attention may not let through an op
         // that validation refused (an unflagged edit of a protected region).
         if input.options.normalize.content_guards {

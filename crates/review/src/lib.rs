@@ -66,6 +66,7 @@
 //!     first_id: ChangeId::first(),
 //!     options: &ApplyOptions::default(),
 //!     origins: &[OpOrigin::Person],
+//!     reverted: &[],
 //! });
 //! assert_eq!(outcome.final_text, "# Title\n\nThe bandwidth is high.\n");
 //! assert_eq!(outcome.applied[0].op.id.to_string(), "RVW-0001");

@@ -309,6 +309,24 @@ mod tests {
     use koas_review_schema::stage1::ProtectedSpans;
     use serde_json::json;
 
+    #[test]
+    fn reverted_changes_name_what_the_reverted_change_did() {
+        let s = session();
+        let from_entries = crate::revert::reverted_changes(&s.entries, |_| None);
+        assert_eq!(from_entries.len(), 1, "{from_entries:?}");
+        assert_eq!(from_entries[0].id, ChangeId::first());
+        assert_eq!(from_entries[0].old, vec!["alpha\n".to_owned()]);
+        assert_eq!(from_entries[0].new, vec!["Alpha\n".to_owned()]);
+        // An older ledger without the patch text: the patch file is read.
+        let mut entries = s.entries.clone();
+        for e in &mut entries {
+            e.patch_text = None;
+        }
+        let from_files = crate::revert::reverted_changes(&entries, |p| s.patches.get(p).cloned());
+        assert_eq!(from_files, from_entries);
+        assert!(crate::revert::reverted_changes(&entries, |_| None).is_empty());
+    }
+
     fn session() -> MemorySession {
         let mut s = MemorySession::new("d.md", "alpha\n\nbeta bandwith\n\ngamma\n\ndelta\n");
         let actor = Actor {

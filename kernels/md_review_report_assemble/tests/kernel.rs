@@ -109,6 +109,7 @@ fn a_preview_shows_the_batch_and_its_rejections() {
         first_id: ChangeId::first(),
         options: &options,
         origins: &[koas_review_schema::apply::OpOrigin::Person; 64],
+        reverted: &[],
     });
     let outcome = ApplyOutcome {
         doc_name: "audit.md".into(),
@@ -201,6 +202,7 @@ fn a_preview_without_ops_says_no_ops() {
         first_id: ChangeId::first(),
         options: &options,
         origins: &[koas_review_schema::apply::OpOrigin::Person; 64],
+        reverted: &[],
     });
     let outcome = ApplyOutcome {
         doc_name: "audit.md".into(),

@@ -58,6 +58,7 @@ fn run_with(
         first_id: ChangeId::new(10).unwrap(),
         options,
         origins: &vec![OpOrigin::Person; ops.len()],
+        reverted: &[],
     })
 }
 
@@ -468,4 +469,42 @@ fn a_delete_leaves_no_double_blank_line_and_reverts_exactly() {
     assert!(out.applied[0]
         .summary
         .ends_with("(and the blank line after it)"));
+}
+
+#[test]
+fn a_models_op_that_makes_a_reverted_change_again_is_refused_a_persons_is_not() {
+    let op = json!({"action": "replace", "target": {"line_start": 3},
+        "before_text": "The bandwith of the system is high.",
+        "after_text": "The bandwidth of the system is high.",
+        "kind": "typo", "severity": "minor", "rationale": "typo"});
+    let reverted = [koas_review_schema::review::RevertedChange {
+        id: ChangeId::new(4).unwrap(),
+        old: vec!["The bandwith of the system is high.\n".into()],
+        new: vec!["The bandwidth of the system is high.\n".into()],
+    }];
+    let protected = regions();
+    let batch = |origin: OpOrigin| {
+        apply_batch(BatchInput {
+            doc_name: "doc.md",
+            text: DOC,
+            ops: std::slice::from_ref(&op),
+            protected: &protected,
+            ledger_ids: &BTreeSet::new(),
+            first_id: ChangeId::new(10).unwrap(),
+            options: &ApplyOptions::default(),
+            origins: &[origin],
+            reverted: &reverted,
+        })
+    };
+    let model = batch(OpOrigin::Model);
+    let rejection = only_rejection(&model);
+    assert_eq!(rejection.class, RejectClass::Ledger);
+    assert!(
+        rejection.reason.contains("RVW-0004"),
+        "{}",
+        rejection.reason
+    );
+    assert_eq!(model.final_text, DOC);
+    let person = batch(OpOrigin::Person);
+    assert_eq!(person.applied.len(), 1, "{:?}", person.rejected);
 }

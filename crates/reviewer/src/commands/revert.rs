@@ -130,6 +130,7 @@ fn revert(
         next_id: run.next_id(),
         ledger_ids: run.ledger_ids(),
         original_hash: run.meta().original_hash.clone(),
+        reverted: Vec::new(),
     };
     let mut pass = PassInputs::default();
     pass.provided.insert(

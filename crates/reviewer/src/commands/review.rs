@@ -258,6 +258,9 @@ fn review(
         next_id: run.next_id(),
         ledger_ids: run.ledger_ids(),
         original_hash: run.meta().original_hash.clone(),
+        reverted: koas_review::revert::reverted_changes(run.entries(), |path| {
+            std::fs::read_to_string(workspace.path(path)).ok()
+        }),
     };
     let mut pass = PassInputs::default();
     pass.provided.insert(
