@@ -87,6 +87,11 @@ pub struct KernelRecord {
     /// an exit, a timeout, a kill after a cancellation).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worker: Option<WorkerExit>,
+    /// Why the kernel called its output incomplete (a service it depends on
+    /// failed): the output was kept but not cached, so the next run runs
+    /// the kernel again. `None` for a complete output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incomplete: Option<String>,
 }
 
 /// How a kernel's worker process ended, in the run record of a kernel it

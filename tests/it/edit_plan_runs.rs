@@ -376,3 +376,76 @@ END_EDIT_OPS"#;
     assert_code(&out, 0, "review with the person's op");
     assert_eq!(v["applied_ids"], serde_json::json!(["RVW-0002"]), "{v}");
 }
+
+#[test]
+fn regression_a_server_down_for_two_runs_is_asked_everything_when_it_is_back() {
+    // Two runs against a dead server give the same fallbacks and skipped
+    // chunks; the third, with the server back, must ask for every summary
+    // and every chunk instead of answering from the cache or the previous
+    // pyramid.
+    let down = Arc::new(AtomicBool::new(true));
+    let d = down.clone();
+    let m = ScriptedModel::start(move |r| {
+        if d.load(Ordering::SeqCst) {
+            return ModelAnswer::Drop(Duration::ZERO);
+        }
+        if is_edit(r) {
+            ModelAnswer::text(NO_OPS)
+        } else {
+            ModelAnswer::text(summary_of(&r.prompt))
+        }
+    });
+    let s = Scratch::new();
+    s.write("doc.md", &manual());
+    s.write("koas.toml", &koas_toml(&m.url(), ""));
+    for run in 1..=2 {
+        let out = s.koas(&["-q", "review", "doc.md"]);
+        assert_code(&out, 1, &format!("run {run} with the server down"));
+    }
+    let pyramid: Value = serde_json::from_slice(
+        &std::fs::read(s.workspace().join("stage2/pyramid.json")).expect("pyramid.json"),
+    )
+    .expect("parses");
+    let nodes = pyramid["nodes"].as_array().expect("nodes").len();
+    assert!(nodes > 0, "{pyramid}");
+    assert!(
+        pyramid["nodes"]
+            .as_array()
+            .expect("nodes")
+            .iter()
+            .all(|n| n["fallback"] == true && n["unanswered"] == true),
+        "{pyramid}"
+    );
+
+    down.store(false, Ordering::SeqCst);
+    let before = m.requests().len();
+    let out = s.koas(&["-q", "review", "doc.md"]);
+    assert_code(&out, 0, "the server is back");
+    let third: Vec<ModelRequest> = m.requests().split_off(before);
+    let edits = third.iter().filter(|r| is_edit(r)).count();
+    let summaries = third.len() - edits;
+    assert_eq!(edits, 9, "every chunk is asked");
+    assert_eq!(summaries, nodes, "every summary is asked");
+    let pyramid: Value = serde_json::from_slice(
+        &std::fs::read(s.workspace().join("stage2/pyramid.json")).expect("pyramid.json"),
+    )
+    .expect("parses");
+    assert!(
+        pyramid["nodes"]
+            .as_array()
+            .expect("nodes")
+            .iter()
+            .all(|n| n["fallback"] == false && n.get("unanswered").is_none()),
+        "{pyramid}"
+    );
+
+    // Complete now: a fourth run is answered from the cache.
+    let before = m.requests().len();
+    let out = s.koas(&["-q", "review", "doc.md"]);
+    assert_code(&out, 0, "an unchanged document");
+    assert_eq!(
+        m.requests().len(),
+        before,
+        "no request on an unchanged document"
+    );
+}

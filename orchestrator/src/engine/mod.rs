@@ -149,6 +149,8 @@ struct Produced {
     outputs: BTreeMap<String, (String, Arc<Value>)>,
     summary: String,
     warnings: Vec<String>,
+    /// The kernel's reason for not caching the outputs.
+    incomplete: Option<String>,
 }
 
 struct Engine<'a> {

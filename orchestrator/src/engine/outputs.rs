@@ -81,11 +81,17 @@ pub(super) fn store_outputs(
         summary: out.summary.clone(),
         warnings: out.warnings.clone(),
     };
-    cache.put_action(key, &record).map_err(|e| e.to_string())?;
+    // An incomplete output is kept (files, blobs, the previous output of an
+    // incremental kernel) but not answered from the cache: the next run
+    // must try again what failed this time.
+    if out.incomplete.is_none() {
+        cache.put_action(key, &record).map_err(|e| e.to_string())?;
+    }
     Ok(Produced {
         outputs,
         summary: out.summary,
         warnings: out.warnings,
+        incomplete: out.incomplete,
     })
 }
 
