@@ -191,6 +191,57 @@ pub struct Discovery {
     pub searched: Vec<SearchPath>,
     /// The libraries loaded, in order.
     pub libraries: Vec<PathBuf>,
+    /// Shared libraries in a search folder that were not loaded because of
+    /// their file name (see [`ignored_files`]).
+    pub ignored: Vec<IgnoredFile>,
+}
+
+/// A shared library in a search folder that discovery did not load
+/// because its file name is not a kernel library's: a plugin renamed, or a
+/// copy such as `libkoas_kernel_x.so.debug`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct IgnoredFile {
+    /// The file.
+    pub path: PathBuf,
+}
+
+impl std::fmt::Display for IgnoredFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: ignored: a kernel library's file name is {}{LIBRARY_STEM_PREFIX}<name>{}; rename it to load it",
+            self.path.display(),
+            std::env::consts::DLL_PREFIX,
+            std::env::consts::DLL_SUFFIX
+        )
+    }
+}
+
+/// The shared libraries of a search folder that discovery skips because of
+/// their name: files whose name ends in the platform's library suffix, or
+/// holds it followed by more (`.so.1`, `.so.debug`, `.so-old`), but that
+/// are not named like a kernel library.
+pub fn ignored_files(search: &SearchPath) -> Vec<IgnoredFile> {
+    let suffix = std::env::consts::DLL_SUFFIX;
+    let Ok(entries) = std::fs::read_dir(&search.path) else {
+        return Vec::new();
+    };
+    let mut files: Vec<IgnoredFile> = entries
+        .filter_map(Result::ok)
+        .filter(|e| {
+            e.file_name().to_str().is_some_and(|n| {
+                !is_kernel_library_name(n)
+                    && n.to_ascii_lowercase()
+                        .match_indices(&suffix.to_ascii_lowercase())
+                        .any(|(i, _)| i > 0)
+            })
+        })
+        .map(|e| e.path())
+        .filter(|p| p.is_file())
+        .map(|path| IgnoredFile { path })
+        .collect();
+    files.sort_by(|a, b| a.path.cmp(&b.path));
+    files
 }
 
 /// `true` when a file name looks like a koas kernel library on this
@@ -347,6 +398,7 @@ fn discover_with(
     };
     let mut seen_files = BTreeSet::new();
     for sp in search {
+        found.ignored.extend(ignored_files(sp));
         for file in library_files(sp) {
             let key = std::fs::canonicalize(&file).unwrap_or_else(|_| file.clone());
             if !seen_files.insert(key.clone()) {

@@ -205,6 +205,11 @@ pub struct RunPlan {
     /// did not write those outputs.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub write_once_sources: BTreeMap<String, RecordedSource>,
+    /// The plugin library of every kernel of the pipeline, as an absolute
+    /// path: `koas replay` loads the same libraries without being told
+    /// again where they are.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub plugins: BTreeMap<String, PathBuf>,
 }
 
 /// A source file as a run read it.

@@ -20,6 +20,7 @@ mod edit_plan_runs;
 mod html_report;
 mod install;
 mod isolation;
+mod kernel_authors;
 mod llm_host;
 mod mcp;
 mod pyramid;

@@ -97,6 +97,7 @@ pub fn load(
         in_process: false,
         limits: Default::default(),
         prompts: None,
+        config_origins: Default::default(),
     })
 }
 
@@ -696,5 +697,6 @@ pub fn load_built_in(
         in_process: false,
         limits: Default::default(),
         prompts: None,
+        config_origins: Default::default(),
     })
 }

@@ -62,6 +62,7 @@ pub fn execute(global: &Global, args: KernelsArgs) -> anyhow::Result<ExitStatus>
                 "kernels": kernels,
                 "problems": problems,
                 "searched": d.searched,
+                "ignored": d.ignored,
             }))?
         )?;
         return Ok(if d.kernels.is_empty() {
@@ -146,6 +147,15 @@ pub fn execute(global: &Global, args: KernelsArgs) -> anyhow::Result<ExitStatus>
         eprintln!("\n{} plugin problem(s):", d.problems.len());
         for p in &d.problems {
             eprintln!("  - {p}");
+        }
+    }
+    if !d.ignored.is_empty() {
+        eprintln!(
+            "\n{} file(s) not loaded because of their name:",
+            d.ignored.len()
+        );
+        for i in &d.ignored {
+            eprintln!("  - {i}");
         }
     }
     if rows.is_empty() {

@@ -164,6 +164,13 @@ pub fn discover_and_warn(global: &Global, pipeline: &Pipeline) -> Discovery {
             eprintln!("warning: {p}");
         }
     }
+    // A renamed plugin is a likely mistake but not a problem of this run:
+    // `koas kernels` always lists it, a run only with -v.
+    if global.verbose {
+        for i in &d.ignored {
+            eprintln!("note: {i}");
+        }
+    }
     d
 }
 

@@ -275,6 +275,15 @@ pub fn run(
             prompts: opts.prompts.dir().map(std::path::Path::to_path_buf),
             previous: std::mem::take(&mut engine.previous_handed),
             write_once_sources,
+            plugins: prepared
+                .kernels
+                .iter()
+                .map(|(name, k)| {
+                    let path =
+                        std::fs::canonicalize(&k.library).unwrap_or_else(|_| k.library.clone());
+                    (name.clone(), path)
+                })
+                .collect(),
         }),
         llm_session: opts.llm.as_ref().and_then(|l| l.session_metadata()),
     };

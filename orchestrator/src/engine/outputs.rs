@@ -38,17 +38,7 @@ pub(super) fn store_outputs(
     host_written: &BTreeSet<String>,
 ) -> Result<Produced, String> {
     let spec = &kernel.spec;
-    let declared: BTreeSet<&str> = spec.outputs.iter().map(|o| o.artifact.as_str()).collect();
-    if let Some(extra) = out
-        .artifacts
-        .keys()
-        .find(|a| !declared.contains(a.as_str()))
-    {
-        return Err(format!(
-            "returned artifact `{extra}`, which its spec does not declare (declared: {})",
-            declared.iter().copied().collect::<Vec<_>>().join(", ")
-        ));
-    }
+    spec.check_returned(out.artifacts.keys())?;
     let mut artifacts = out.artifacts;
     let mut outputs = BTreeMap::new();
     for o in &spec.outputs {
