@@ -35,5 +35,6 @@ mod review_snapshots;
 mod runtime;
 mod stage1_pipeline;
 mod stage2_pipeline;
+mod third_party_findings;
 mod workspace_rules;
 mod workspace_sources;

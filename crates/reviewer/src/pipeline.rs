@@ -653,7 +653,17 @@ fn views_pass(
     let text = text
         .as_str()
         .context("the report kernel returned a report that is not text")?;
-    let path = run.write_report_text(text)?;
+    // Findings of the pipeline's other kernels (a third party's checks),
+    // computed in this pass on the current document, named by kernel.
+    let (found, errors) = crate::kernel_findings::collect(&outcome.record);
+    for e in &errors {
+        eprintln!("warning: {e}");
+    }
+    let text = format!(
+        "{text}{}",
+        crate::kernel_findings::report_section(&found, &errors)
+    );
+    let path = run.write_report_text(&text)?;
     let data = crate::html_report::ViewData::collect(
         &outcome.record,
         &views,
