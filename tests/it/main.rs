@@ -37,4 +37,5 @@ mod stage1_pipeline;
 mod stage2_pipeline;
 mod third_party_findings;
 mod workspace_rules;
+mod workspace_size;
 mod workspace_sources;

@@ -151,6 +151,16 @@ pub struct Control {
     /// kernel a later pass takes from the cache is not listed twice);
     /// cleared when the last clone of this `Control` goes.
     progress: Arc<CommandProgress>,
+    /// The cache entries the command's passes used, by workspace: what a
+    /// collection at the end of the command keeps.
+    used: Arc<Mutex<BTreeMap<PathBuf, Used>>>,
+}
+
+/// Cache entries a command used in one workspace.
+#[derive(Default)]
+struct Used {
+    actions: BTreeSet<String>,
+    blobs: BTreeSet<String>,
 }
 
 /// Holds the progress display of one command; clears it on drop.
@@ -178,6 +188,7 @@ impl Control {
             cancel: Some(cancel),
             observer,
             progress: Arc::default(),
+            used: Arc::default(),
         }
     }
 
@@ -202,6 +213,46 @@ impl Control {
         match &self.cancel {
             Some(flag) => flag.clone(),
             None => interrupt::flag("finishing the current step"),
+        }
+    }
+
+    /// Remembers the cache entries a finished pass used (its kernels'
+    /// action keys, input and output blobs).
+    fn note_used(&self, record: &RunRecord) {
+        let Ok(mut used) = self.used.lock() else {
+            return;
+        };
+        let entry = used.entry(record.workspace.clone()).or_default();
+        for k in &record.kernels {
+            entry.actions.extend(k.cache_key.iter().cloned());
+            entry.blobs.extend(k.output_hashes.values().cloned());
+            entry
+                .blobs
+                .extend(k.input_hashes.values().flatten().cloned());
+        }
+    }
+
+    /// Collects the cache of every workspace this command ran passes in:
+    /// keeps what its passes used and what the incremental kernels
+    /// remember, deletes the rest (older document versions' artifacts),
+    /// so a workspace does not grow with every review. Best effort: a
+    /// failure leaves more on disk, never less than a run needs.
+    pub fn collect_caches(&self, global: &Global) {
+        let Ok(used) = self.used.lock() else {
+            return;
+        };
+        for (workspace, used) in used.iter() {
+            let mut blobs = used.blobs.clone();
+            blobs.extend(koas_orchestrator::engine::previous_blobs(workspace));
+            match Cache::open(workspace).collect(&used.actions, &blobs) {
+                Ok(done) if global.verbose && done.bytes > 0 => eprintln!(
+                    "koas: cache: {} older entries deleted ({} KB freed)",
+                    done.actions + done.blobs,
+                    done.bytes / 1024
+                ),
+                Ok(_) => {}
+                Err(e) => eprintln!("warning: cache collection in {}: {e}", workspace.display()),
+            }
         }
     }
 
@@ -314,6 +365,9 @@ pub struct PassInputs {
     pub llm: Option<ReviewLlm>,
     /// Show no progress (a pass that only reads cached results back).
     pub quiet: bool,
+    /// The command's cache collection does not keep this pass's entries
+    /// (its result is kept elsewhere).
+    pub transient: bool,
 }
 
 /// How a pass ended when it did not succeed.
@@ -369,6 +423,9 @@ pub fn run_pass(
     reporter.plan(&prepared.dag.order);
     let outcome = engine::run(&prepared, &opts, reporter.clone())
         .with_context(|| format!("pipeline {}", pipeline.file.display()))?;
+    if !inputs.transient {
+        control.note_used(&outcome.record);
+    }
     if own {
         reporter.finish();
     }
@@ -534,12 +591,48 @@ fn original_findings(
     let mut original = subset(pipeline, |k| {
         scans.iter().any(|s| s == k) || spec(k).is_some_and(|s| s.stage == "S1" && !s.uses_llm)
     });
+    // The original document never changes in a workspace: its findings are
+    // kept in a file, keyed by the kernels (name, version, library) and
+    // their config, so the cache need not keep its Stage 1 for them.
+    let key = {
+        let cache = Cache::open(workspace.root());
+        let kernels: Vec<Value> = original
+            .kernels
+            .iter()
+            .filter_map(|k| discovery.kernels.get(k))
+            .map(|l| {
+                serde_json::json!([
+                    l.spec.name,
+                    l.spec.version,
+                    cache.plugin_hash(&l.library).unwrap_or_default()
+                ])
+            })
+            .collect();
+        let config: BTreeMap<&String, &Value> = original
+            .config
+            .iter()
+            .filter(|(k, _)| original.kernels.contains(k))
+            .collect();
+        let _ = cache.flush();
+        sha256(serde_json::to_string(&serde_json::json!([
+            kernels, config
+        ]))?)
+    };
+    let kept = workspace.path(ORIGINAL_FINDINGS);
+    if let Some(found) = std::fs::read(&kept)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<KeptFindings>(&b).ok())
+        .filter(|k| k.key == key)
+    {
+        return Ok(Ok(found.findings));
+    }
     original.inputs.insert(
         "doc".to_owned(),
         workspace.path(koas_review_workspace::paths::RAW_DOC),
     );
     let mut inputs = PassInputs {
         quiet: true,
+        transient: true,
         ..PassInputs::default()
     };
     inputs.host_written = original
@@ -565,7 +658,27 @@ fn original_findings(
             }
         }
     }
+    // Best effort: without the file, the next view pass runs the scans
+    // again.
+    if let Ok(bytes) = serde_json::to_vec(&KeptFindings {
+        key,
+        findings: found.clone(),
+    }) {
+        let _ = koas_orchestrator::fsio::atomic_write(&kept, &bytes);
+    }
     Ok(Ok(found))
+}
+
+/// `review/original_findings.json`: the findings of the workspace's
+/// original document, for the report's resolved findings.
+const ORIGINAL_FINDINGS: &str = "review/original_findings.json";
+
+/// The content of [`ORIGINAL_FINDINGS`].
+#[derive(serde::Serialize, Deserialize)]
+struct KeptFindings {
+    /// What the findings were computed with (see `original_findings`).
+    key: String,
+    findings: Vec<koas_review_schema::findings::Finding>,
 }
 
 fn views_pass(

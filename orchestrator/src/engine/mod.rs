@@ -25,7 +25,7 @@ mod sources;
 
 pub use options::{RunError, RunOptions, RunOutcome, RunTarget, TargetOutput};
 pub use outputs::file_bytes;
-pub use reserved::read_previous;
+pub use reserved::{previous_blobs, read_previous};
 pub use sources::SourceConflict;
 
 use crate::cache::Cache;

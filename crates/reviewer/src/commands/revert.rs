@@ -261,6 +261,7 @@ fn revert(
             .with_context(|| format!("replacing {}", target.doc_path.display()))?;
     }
     drop(run);
+    control.collect_caches(global);
     let pairs: Vec<(String, String)> = committed
         .entries
         .iter()

@@ -363,6 +363,9 @@ fn review(
     let report = views.report.clone();
     let rebased = run.rebased().to_vec();
     drop(run);
+    // Older document versions' artifacts are no longer needed: keep the
+    // workspace a small multiple of the document however many reviews.
+    control.collect_caches(global);
     answer(args, target, &committed, report, no_ops, model, &rebased)
 }
 
