@@ -790,9 +790,24 @@ impl LlmService {
             deadline_hit,
         } = failed;
         let last_error = redact(self.key.as_ref(), &error.message);
+        // A client error the request itself caused (too long for the
+        // server's context, say) is this request's failure, not the
+        // server's: the session goes on.
+        let rejected = match error.status {
+            Some(status @ (400 | 413 | 422)) if error.kind == TransportErrorKind::Http => {
+                Some(status)
+            }
+            _ => None,
+        };
         let failure = if error.kind == TransportErrorKind::Sovereignty {
             self.set_abort(AbortReason::Sovereignty);
             LlmError::Sovereignty(last_error)
+        } else if let Some(status) = rejected {
+            LlmError::RequestRejected {
+                endpoint: self.config.endpoint(),
+                status,
+                last_error,
+            }
         } else {
             if self.config.abort_on_transport_failure {
                 self.set_abort(AbortReason::TransportFailure);
