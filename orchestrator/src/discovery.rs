@@ -354,7 +354,25 @@ pub fn discover_in_workers(
     pool: &WorkerPool,
     memory_mb: Option<u64>,
 ) -> Discovery {
-    discover_with(search, |path| match pool.describe(path, memory_mb) {
+    let mut remembered = crate::describe_cache::DescribeCache::open();
+    let found = discover_with(search, |path| {
+        if let Some(kernels) = remembered.get(path) {
+            return Ok((None, kernels.into_iter().map(Ok).collect()));
+        }
+        describe_in_worker(pool, path, memory_mb).inspect(|(_, kernels)| {
+            remembered.put(path, kernels);
+        })
+    });
+    remembered.save();
+    found
+}
+
+fn describe_in_worker(
+    pool: &WorkerPool,
+    path: &Path,
+    memory_mb: Option<u64>,
+) -> Result<Described, DiscoveryProblem> {
+    match pool.describe(path, memory_mb) {
         Ok(kernels) => Ok((None, kernels)),
         Err(DescribeProblem::Load(e)) => Err(problem_of(path, e)),
         Err(DescribeProblem::Worker(end)) => Err(DiscoveryProblem::LoadFailed {
@@ -367,7 +385,7 @@ pub fn discover_in_workers(
                 })
             ),
         }),
-    })
+    }
 }
 
 /// Discovery as `isolation` says: in worker processes, or in this one.

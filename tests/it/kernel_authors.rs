@@ -245,3 +245,48 @@ fn the_c_kernel_example_builds_and_runs() {
         assert_eq!(count.trim(), "4");
     }
 }
+
+/// The descriptions of plugin libraries are remembered across runs (a
+/// fully cached run then starts no worker), and a library replaced by
+/// another build is described again, whatever its modification time.
+#[test]
+fn a_replaced_plugin_is_described_again_despite_the_describe_cache() {
+    let folder = test_plugin_folder(&["testkit"]);
+    let cache = tempfile::tempdir().expect("tempdir");
+    let lib = test_plugin("testkit");
+    let installed = folder.path().join(lib.file_name().expect("file name"));
+    let list = || {
+        let out = run(koas()
+            .args(["kernels", "--json", "--kernel-path"])
+            .arg(folder.path())
+            .env("KOAS_CACHE_DIR", cache.path()));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        v["kernels"]
+            .as_array()
+            .expect("kernels")
+            .iter()
+            .filter_map(|k| k["name"].as_str().map(str::to_owned))
+            .collect::<Vec<_>>()
+    };
+    let first = list();
+    assert!(first.contains(&"source_len".to_string()), "{first:?}");
+    assert!(cache.path().join("describe.json").is_file());
+    assert_eq!(list(), first, "remembered");
+    // Another build under the same name, its modification time set back
+    // to the old one's: still described again.
+    let old = std::fs::metadata(&installed)
+        .expect("meta")
+        .modified()
+        .expect("mtime");
+    let tmp = folder.path().join("incoming");
+    std::fs::copy(test_plugin("findings"), &tmp).expect("copy");
+    std::fs::File::options()
+        .write(true)
+        .open(&tmp)
+        .and_then(|f| f.set_modified(old))
+        .expect("set mtime");
+    std::fs::rename(&tmp, &installed).expect("replace");
+    let second = list();
+    assert!(second.contains(&"spell_check".to_string()), "{second:?}");
+    assert!(!second.contains(&"source_len".to_string()), "{second:?}");
+}

@@ -388,10 +388,15 @@ fn a_request_too_long_for_the_servers_context_fails_alone_and_the_session_goes_o
         let err = llm.complete(&request()).unwrap_err();
         assert_eq!(err.code(), "REQUEST_REJECTED", "{proto:?}: {err}");
         assert!(
-            err.to_string().contains("exceeds the available context size"),
+            err.to_string()
+                .contains("exceeds the available context size"),
             "{err}"
         );
-        assert_eq!(server.request_count(), 1, "a rejected request is not retried");
+        assert_eq!(
+            server.request_count(),
+            1,
+            "a rejected request is not retried"
+        );
         let next = LlmRequest::new("edit", "Something shorter.");
         assert_eq!(
             llm.complete(&next).expect("the session goes on").text,
