@@ -98,7 +98,10 @@ impl Inputs {
     /// The artifact, or an [`crate::ErrorKind::InvalidInput`] error naming it.
     pub fn require(&self, name: &str) -> Result<&Value, KernelError> {
         self.0.get(name).ok_or_else(|| {
-            KernelError::invalid_input(format!("input artifact `{name}` is missing"))
+            KernelError::invalid_input(format!(
+                "input artifact `{name}` is missing{}",
+                crate::suggest::did_you_mean(name, self.0.keys())
+            ))
         })
     }
 
@@ -198,6 +201,12 @@ mod tests {
         let err = i.source_text("c").expect_err("invalid utf8");
         assert!(err.message.contains("bad.md") && err.message.contains("offset 7"));
         assert!(i.source_text("missing").is_err());
+        let typo = i.source_text("bb").expect_err("no such input");
+        assert!(
+            typo.message.contains("did you mean `b`?"),
+            "{}",
+            typo.message
+        );
     }
 
     #[test]

@@ -111,6 +111,7 @@ mod llm;
 mod output;
 pub mod protocol;
 mod spec;
+pub mod suggest;
 pub mod testing;
 
 pub use context::{Context, Host, LogLevel};

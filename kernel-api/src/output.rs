@@ -20,6 +20,15 @@ pub struct KernelOutput {
     /// Non-fatal problems worth showing to the user.
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// Why this output must not be reused by the host's cache, when it
+    /// depends on something outside the kernel's inputs that failed (a
+    /// model server that stopped answering, a budget spent): the host
+    /// still stores and writes it, and hands it back as the previous output
+    /// of an incremental kernel, but runs the kernel again next time instead
+    /// of answering from the cache. `None` (the default) for a complete
+    /// output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incomplete: Option<String>,
 }
 
 impl KernelOutput {
@@ -47,6 +56,14 @@ impl KernelOutput {
     /// with the outputs, so a cache hit reports it again.
     pub fn warning(mut self, warning: impl Into<String>) -> Self {
         self.warnings.push(warning.into());
+        self
+    }
+
+    /// Marks the output incomplete (see the `incomplete` field): the
+    /// host will not answer the next run from its cache, so what could not
+    /// be done this time is tried again.
+    pub fn incomplete(mut self, why: impl Into<String>) -> Self {
+        self.incomplete = Some(why.into());
         self
     }
 }

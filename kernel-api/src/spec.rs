@@ -241,6 +241,31 @@ impl KernelSpec {
         self
     }
 
+    /// Checks a kernel's returned artifacts against its declared outputs,
+    /// as the host does before storing them: an artifact the spec does not
+    /// declare, or a declared output not returned, is an error (the
+    /// host's message, which [`crate::testing::TestHarness`] gives too).
+    pub fn check_returned<'a>(
+        &self,
+        returned: impl IntoIterator<Item = &'a String>,
+    ) -> Result<(), String> {
+        let declared: Vec<&str> = self.outputs.iter().map(|o| o.artifact.as_str()).collect();
+        let returned: Vec<&str> = returned.into_iter().map(String::as_str).collect();
+        if let Some(extra) = returned.iter().find(|a| !declared.contains(a)) {
+            let mut sorted = declared.clone();
+            sorted.sort_unstable();
+            return Err(format!(
+                "returned artifact `{extra}`, which its spec does not declare (declared: {}){}",
+                sorted.join(", "),
+                crate::suggest::did_you_mean(extra, declared.iter().copied())
+            ));
+        }
+        if let Some(missing) = declared.iter().find(|d| !returned.contains(d)) {
+            return Err(format!("did not return its declared output `{missing}`"));
+        }
+        Ok(())
+    }
+
     /// Checks the spec for mistakes the host would refuse: an empty or
     /// badly formed name, a version that is not `MAJOR.MINOR.PATCH`, a
     /// default config that is not an object, an artifact declared twice, or

@@ -178,14 +178,10 @@ impl TestHarness {
         let host: &dyn Host = self.state.as_ref();
         match run_kernel(kernel, host, &spec.name, request) {
             RunResponse::Ok(out) => {
-                for o in &spec.outputs {
-                    if !out.artifacts.contains_key(&o.artifact) {
-                        return Err(KernelError::failed(format!(
-                            "kernel {} did not return its declared output `{}`",
-                            spec.name, o.artifact
-                        )));
-                    }
-                }
+                // The host's check and message: a test passes here only if
+                // the kernel passes there.
+                spec.check_returned(out.artifacts.keys())
+                    .map_err(|e| KernelError::failed(format!("kernel `{}` {e}", spec.name)))?;
                 Ok(out)
             }
             RunResponse::Error(e) => Err(e),
@@ -338,6 +334,29 @@ mod tests {
                 .collect();
             Ok(KernelOutput::new().artifact("answers", answers))
         }
+    }
+
+    struct Sloppy(&'static str);
+
+    impl crate::Kernel for Sloppy {
+        fn spec(&self) -> KernelSpec {
+            KernelSpec::new("sloppy", "1.0.0").output("count")
+        }
+        fn run(&self, _ctx: &Context, _config: &KernelConfig, _inputs: &Inputs) -> KernelResult {
+            Ok(KernelOutput::new().artifact(self.0, 1))
+        }
+    }
+
+    #[test]
+    fn an_undeclared_output_is_refused_as_the_host_refuses_it() {
+        let err = TestHarness::new()
+            .run(&Sloppy("conut"))
+            .expect_err("undeclared output");
+        assert_eq!(
+            err.message,
+            "kernel `sloppy` returned artifact `conut`, which its spec does not declare (declared: count) (did you mean `count`?)"
+        );
+        assert!(TestHarness::new().run(&Sloppy("count")).is_ok());
     }
 
     #[test]

@@ -14,7 +14,7 @@ use crate::fsio::atomic_write;
 use crate::workspace::WorkspaceError;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -219,6 +219,50 @@ impl Cache {
         Ok(atomic_write(&path, &bytes)?)
     }
 
+    /// Garbage-collects the cache: deletes every action record whose key is
+    /// not in `keep_actions`, then every blob that no kept action names and
+    /// that is not in `keep_blobs`. Actions go first, so an interruption at
+    /// any point leaves no kept action without its blobs; and a blob that
+    /// is gone is only ever a cache miss (see [`Cache::get_action`]).
+    pub fn collect(
+        &self,
+        keep_actions: &BTreeSet<String>,
+        keep_blobs: &BTreeSet<String>,
+    ) -> Result<Collected, CacheError> {
+        let mut done = Collected::default();
+        let mut blobs = keep_blobs.clone();
+        for path in files_below(&self.root.join("actions"))? {
+            let key = path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            if keep_actions.contains(&key) {
+                if let Some(record) = std::fs::read(&path)
+                    .ok()
+                    .and_then(|b| serde_json::from_slice::<ActionRecord>(&b).ok())
+                {
+                    blobs.extend(record.outputs.into_values());
+                }
+                continue;
+            }
+            done.bytes += remove(&path)?;
+            done.actions += 1;
+        }
+        for path in files_below(&self.root.join("objects"))? {
+            let name = path
+                .file_name()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            // Temporary files of an interrupted write are garbage too.
+            if blobs.contains(&name) {
+                continue;
+            }
+            done.bytes += remove(&path)?;
+            done.blobs += 1;
+        }
+        Ok(done)
+    }
+
     /// Deletes the whole cache. Returns `false` when there was none.
     pub fn clear(&self) -> Result<bool, CacheError> {
         if !self.root.exists() {
@@ -232,10 +276,96 @@ impl Cache {
     }
 }
 
+/// What [`Cache::collect`] deleted.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Collected {
+    /// Action records deleted.
+    pub actions: usize,
+    /// Blobs deleted.
+    pub blobs: usize,
+    /// Bytes freed.
+    pub bytes: u64,
+}
+
+/// Every file below `dir` (two levels: the cache's fan-out folders);
+/// nothing when it does not exist.
+fn files_below(dir: &Path) -> Result<Vec<PathBuf>, CacheError> {
+    let io = |path: &Path, source| WorkspaceError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut out = Vec::new();
+    let top = match std::fs::read_dir(dir) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+        Err(e) => return Err(io(dir, e)),
+    };
+    for entry in top.flatten() {
+        let sub = entry.path();
+        if !sub.is_dir() {
+            continue;
+        }
+        for file in std::fs::read_dir(&sub).map_err(|e| io(&sub, e))?.flatten() {
+            if file.path().is_file() {
+                out.push(file.path());
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Removes a file, returning its size; one already gone is not an error
+/// (another process collected it).
+fn remove(path: &Path) -> Result<u64, CacheError> {
+    let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(size),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
+        Err(source) => Err(WorkspaceError::Io {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn collect_keeps_the_kept_actions_and_their_blobs_and_nothing_else() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let cache = Cache::open(dir.path());
+        let record = |h: &str| ActionRecord {
+            kernel: "k".into(),
+            version: "1.0.0".into(),
+            outputs: [("out".to_string(), h.to_string())].into_iter().collect(),
+            summary: String::new(),
+            warnings: Vec::new(),
+        };
+        let kept = cache.put_blob(b"1").expect("blob");
+        let dropped = cache.put_blob(b"2").expect("blob");
+        let pinned = cache.put_blob(b"3").expect("blob");
+        cache.put_action("a1", &record(&kept)).expect("action");
+        cache.put_action("a2", &record(&dropped)).expect("action");
+        let keep: BTreeSet<String> = ["a1".to_string()].into_iter().collect();
+        let pins: BTreeSet<String> = [pinned.clone()].into_iter().collect();
+        let done = cache.collect(&keep, &pins).expect("collect");
+        assert_eq!((done.actions, done.blobs), (1, 1));
+        assert!(cache.get_action("a1").is_some());
+        assert!(cache.get_action("a2").is_none());
+        assert!(cache.has_blob(&kept) && cache.has_blob(&pinned) && !cache.has_blob(&dropped));
+        // Collected twice: nothing more to do.
+        assert_eq!(
+            cache.collect(&keep, &pins).expect("again"),
+            Collected::default()
+        );
+        // A blob lost behind a kept action (an interrupted collection, a
+        // user's rm) is a cache miss, not an error.
+        std::fs::remove_file(cache.blob_path(&kept)).expect("rm");
+        assert!(cache.get_action("a1").is_none());
+    }
 
     #[test]
     fn blobs_and_actions_round_trip() {

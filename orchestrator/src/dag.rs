@@ -24,12 +24,25 @@ pub enum Producer {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DagProblem {
     /// A required input has no producer.
-    #[error("artifact `{artifact}` is required by {} but no kernel in the pipeline produces it and it is not an [inputs] entry", list(consumers))]
+    #[error("artifact `{artifact}` is required by {} but no kernel in the pipeline produces it and it is not an [inputs] entry{}", list(consumers), suggestion.as_ref().map(|s| format!(" (did you mean `{s}`?)")).unwrap_or_default())]
     MissingProducer {
         /// The name of the artifact nobody produces.
         artifact: String,
         /// The kernels that need it.
         consumers: Vec<String>,
+        /// A produced artifact or `[inputs]` entry whose name is close
+        /// (a likely typo), if any.
+        suggestion: Option<String>,
+    },
+    /// An `[inputs]` entry (or `--input`) that no kernel reads, whose name
+    /// is close to an input a kernel reads and nothing provides: a typo
+    /// that would otherwise be silently ignored.
+    #[error("[inputs] entry `{input}` is read by no kernel of the pipeline (did you mean `{suggestion}`?)")]
+    UnreadInput {
+        /// The entry's name.
+        input: String,
+        /// The input a kernel reads that nothing provides.
+        suggestion: String,
     },
     /// Two producers for one artifact.
     #[error(
@@ -154,10 +167,30 @@ impl Dag {
                 }
             }
         }
+        let read: BTreeSet<&str> = specs
+            .iter()
+            .flat_map(|s| s.inputs.iter().map(|i| i.artifact.as_str()))
+            .collect();
+        let unprovided: Vec<&str> = read
+            .iter()
+            .copied()
+            .filter(|a| !producers_of.contains_key(*a))
+            .collect();
+        for source in sources.iter().filter(|s| !read.contains(s.as_str())) {
+            if let Some(s) = koas_kernel_api::suggest::closest(source, unprovided.iter().copied()) {
+                problems.push(DagProblem::UnreadInput {
+                    input: source.clone(),
+                    suggestion: s.to_string(),
+                });
+            }
+        }
         for (artifact, consumers) in missing {
+            let suggestion = koas_kernel_api::suggest::closest(&artifact, producers_of.keys())
+                .map(str::to_string);
             problems.push(DagProblem::MissingProducer {
                 artifact,
                 consumers,
+                suggestion,
             });
         }
         for ((from, to), artifacts) in edges {
@@ -294,6 +327,7 @@ mod tests {
         assert!(err.0.contains(&DagProblem::MissingProducer {
             artifact: "ghost".into(),
             consumers: vec!["m".into()],
+            suggestion: None,
         }));
         let text = err.to_string();
         assert!(text.contains("`ghost`") && text.contains("`d2`") && text.contains("`y_out`"));
@@ -311,6 +345,27 @@ mod tests {
             .optional_input("maybe")
             .output("o");
         assert!(build(&[s], &[]).is_ok());
+    }
+
+    #[test]
+    fn misspelt_inputs_get_a_suggestion() {
+        // A kernel reads `doc`; the pipeline's only entry is `dco`.
+        let specs = vec![k("a", &["doc"], &["a_out"]), k("b", &["a_otu"], &["b_out"])];
+        let err = build(&specs, &["dco"]).expect_err("invalid");
+        let text = err.to_string();
+        assert!(
+            text.contains(
+                "[inputs] entry `dco` is read by no kernel of the pipeline (did you mean `doc`?)"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("`a_otu`") && text.contains("did you mean `a_out`?"),
+            "{text}"
+        );
+        // An entry nobody reads and close to nothing stays allowed.
+        let specs = vec![k("a", &["doc"], &["a_out"])];
+        assert!(build(&specs, &["doc", "glossary"]).is_ok());
     }
 
     use proptest::prelude::*;

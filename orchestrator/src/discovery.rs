@@ -37,7 +37,30 @@ pub enum SearchOrigin {
     Pipeline,
     /// The folder of the `koas` executable or its `kernels/` subfolder.
     Executable,
+    /// `<exe dir>/../lib/koas/kernels`: where `scripts/install.sh PREFIX`
+    /// puts the kernels of `PREFIX/bin/koas`.
+    Install,
+    /// The user's data folder, `$XDG_DATA_HOME/koas/kernels` (by default
+    /// `~/.local/share/koas/kernels`).
+    UserData,
 }
+
+impl SearchOrigin {
+    /// How `koas kernels` and error messages name the origin.
+    pub fn describe(self) -> &'static str {
+        match self {
+            SearchOrigin::Flag => "--kernel-path",
+            SearchOrigin::Env => "KOAS_KERNEL_PATH",
+            SearchOrigin::Pipeline => "the pipeline's kernel_paths",
+            SearchOrigin::Executable => "next to the koas executable",
+            SearchOrigin::Install => "the install prefix's lib/koas/kernels",
+            SearchOrigin::UserData => "the user's data folder",
+        }
+    }
+}
+
+/// What to do when no kernel was found at all, for messages.
+pub const INSTALL_HINT: &str = "Install koas with its kernels: `scripts/install.sh PREFIX` (from a koas checkout) lays out PREFIX/bin/koas and PREFIX/lib/koas/kernels/; or copy libkoas_kernel_* libraries to ~/.local/share/koas/kernels, or pass --kernel-path DIR (or set KOAS_KERNEL_PATH) to a folder holding them.";
 
 /// A folder (or a single library file) to search.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -168,6 +191,57 @@ pub struct Discovery {
     pub searched: Vec<SearchPath>,
     /// The libraries loaded, in order.
     pub libraries: Vec<PathBuf>,
+    /// Shared libraries in a search folder that were not loaded because of
+    /// their file name (see [`ignored_files`]).
+    pub ignored: Vec<IgnoredFile>,
+}
+
+/// A shared library in a search folder that discovery did not load
+/// because its file name is not a kernel library's: a plugin renamed, or a
+/// copy such as `libkoas_kernel_x.so.debug`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct IgnoredFile {
+    /// The file.
+    pub path: PathBuf,
+}
+
+impl std::fmt::Display for IgnoredFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: ignored: a kernel library's file name is {}{LIBRARY_STEM_PREFIX}<name>{}; rename it to load it",
+            self.path.display(),
+            std::env::consts::DLL_PREFIX,
+            std::env::consts::DLL_SUFFIX
+        )
+    }
+}
+
+/// The shared libraries of a search folder that discovery skips because of
+/// their name: files whose name ends in the platform's library suffix, or
+/// holds it followed by more (`.so.1`, `.so.debug`, `.so-old`), but that
+/// are not named like a kernel library.
+pub fn ignored_files(search: &SearchPath) -> Vec<IgnoredFile> {
+    let suffix = std::env::consts::DLL_SUFFIX;
+    let Ok(entries) = std::fs::read_dir(&search.path) else {
+        return Vec::new();
+    };
+    let mut files: Vec<IgnoredFile> = entries
+        .filter_map(Result::ok)
+        .filter(|e| {
+            e.file_name().to_str().is_some_and(|n| {
+                !is_kernel_library_name(n)
+                    && n.to_ascii_lowercase()
+                        .match_indices(&suffix.to_ascii_lowercase())
+                        .any(|(i, _)| i > 0)
+            })
+        })
+        .map(|e| e.path())
+        .filter(|p| p.is_file())
+        .map(|path| IgnoredFile { path })
+        .collect();
+    files.sort_by(|a, b| a.path.cmp(&b.path));
+    files
 }
 
 /// `true` when a file name looks like a koas kernel library on this
@@ -179,25 +253,55 @@ pub fn is_kernel_library_name(file_name: &str) -> bool {
         && file_name.len() > prefix.len() + std::env::consts::DLL_SUFFIX.len()
 }
 
-/// The default search folders: the executable's folder and its `kernels/`
-/// subfolder.
+/// The default search folders, in order: the executable's `kernels/`
+/// subfolder and its folder (a build tree), `<exe dir>/../lib/koas/kernels`
+/// (an installed koas), then the user's data folder
+/// ([`user_data_kernels`]).
 pub fn executable_search_paths() -> Vec<SearchPath> {
-    let Some(dir) = std::env::current_exe()
+    let mut out = Vec::new();
+    if let Some(dir) = std::env::current_exe()
         .ok()
         .and_then(|exe| exe.parent().map(Path::to_path_buf))
-    else {
-        return Vec::new();
-    };
-    vec![
-        SearchPath {
+    {
+        out.push(SearchPath {
             path: dir.join("kernels"),
             origin: SearchOrigin::Executable,
-        },
-        SearchPath {
-            path: dir,
+        });
+        out.push(SearchPath {
+            path: dir.clone(),
             origin: SearchOrigin::Executable,
-        },
-    ]
+        });
+        if let Some(prefix) = dir.parent() {
+            out.push(SearchPath {
+                path: prefix.join("lib").join("koas").join("kernels"),
+                origin: SearchOrigin::Install,
+            });
+        }
+    }
+    if let Some(path) = user_data_kernels() {
+        out.push(SearchPath {
+            path,
+            origin: SearchOrigin::UserData,
+        });
+    }
+    out
+}
+
+/// `$XDG_DATA_HOME/koas/kernels`, or `~/.local/share/koas/kernels` when
+/// `XDG_DATA_HOME` is unset, empty or relative (as the XDG base directory
+/// specification says); `None` without a home folder.
+pub fn user_data_kernels() -> Option<PathBuf> {
+    let from_env = |name: &str| {
+        std::env::var_os(name)
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    let data = from_env("XDG_DATA_HOME").or_else(|| {
+        from_env("HOME")
+            .or_else(|| from_env("USERPROFILE"))
+            .map(|home| home.join(".local").join("share"))
+    })?;
+    Some(data.join("koas").join("kernels"))
 }
 
 /// Splits a `KOAS_KERNEL_PATH`-style value (platform path separator).
@@ -250,7 +354,25 @@ pub fn discover_in_workers(
     pool: &WorkerPool,
     memory_mb: Option<u64>,
 ) -> Discovery {
-    discover_with(search, |path| match pool.describe(path, memory_mb) {
+    let mut remembered = crate::describe_cache::DescribeCache::open();
+    let found = discover_with(search, |path| {
+        if let Some(kernels) = remembered.get(path) {
+            return Ok((None, kernels.into_iter().map(Ok).collect()));
+        }
+        describe_in_worker(pool, path, memory_mb).inspect(|(_, kernels)| {
+            remembered.put(path, kernels);
+        })
+    });
+    remembered.save();
+    found
+}
+
+fn describe_in_worker(
+    pool: &WorkerPool,
+    path: &Path,
+    memory_mb: Option<u64>,
+) -> Result<Described, DiscoveryProblem> {
+    match pool.describe(path, memory_mb) {
         Ok(kernels) => Ok((None, kernels)),
         Err(DescribeProblem::Load(e)) => Err(problem_of(path, e)),
         Err(DescribeProblem::Worker(end)) => Err(DiscoveryProblem::LoadFailed {
@@ -263,7 +385,7 @@ pub fn discover_in_workers(
                 })
             ),
         }),
-    })
+    }
 }
 
 /// Discovery as `isolation` says: in worker processes, or in this one.
@@ -294,6 +416,7 @@ fn discover_with(
     };
     let mut seen_files = BTreeSet::new();
     for sp in search {
+        found.ignored.extend(ignored_files(sp));
         for file in library_files(sp) {
             let key = std::fs::canonicalize(&file).unwrap_or_else(|_| file.clone());
             if !seen_files.insert(key.clone()) {

@@ -24,6 +24,7 @@
 pub mod cache;
 pub mod cli;
 pub mod dag;
+pub mod describe_cache;
 pub mod discovery;
 pub mod engine;
 pub mod fsio;

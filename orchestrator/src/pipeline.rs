@@ -124,6 +124,56 @@ pub struct Pipeline {
     /// from first (templates it lacks come from koas's own); `None` lets
     /// koas find its own folder.
     pub prompts: Option<PathBuf>,
+    /// Where config values that do not come from the file were set:
+    /// `KERNEL.KEY.PATH` → `--set KERNEL.KEY.PATH=VALUE` or
+    /// `environment variable KOAS_CONFIG__KERNEL__KEY`, so that a refused
+    /// value names the flag or variable to fix (see [`Pipeline::config_origin`]).
+    pub config_origins: BTreeMap<String, String>,
+}
+
+impl Pipeline {
+    /// Where the value of `kernel`'s config key `key` (a dotted path, or
+    /// empty for the whole table) was set: the flag or environment
+    /// variable that set it or a key below it, else the pipeline file.
+    pub fn config_origin(&self, kernel: &str, key: &str) -> String {
+        let path = if key.is_empty() {
+            kernel.to_string()
+        } else {
+            format!("{kernel}.{key}")
+        };
+        let below = format!("{path}.");
+        // The last flag wins over the environment, as when they were applied.
+        self.config_origins
+            .iter()
+            .filter(|(k, _)| *k == &path || k.starts_with(&below))
+            .map(|(_, origin)| origin)
+            .max_by_key(|origin| origin.starts_with("--set"))
+            .cloned()
+            .unwrap_or_else(|| self.file.display().to_string())
+    }
+}
+
+/// The dotted paths of the leaves of `value` (a table's keys, recursively)
+/// below `prefix`.
+fn leaf_paths(prefix: &str, value: &Value, out: &mut Vec<String>) {
+    match value.as_object() {
+        Some(map) if !map.is_empty() => {
+            for (k, v) in map {
+                leaf_paths(&format!("{prefix}.{k}"), v, out);
+            }
+        }
+        _ => out.push(prefix.to_string()),
+    }
+}
+
+/// The value at a dotted path below `config`, if any.
+fn value_at<'a>(config: &'a BTreeMap<String, Value>, path: &str) -> Option<&'a Value> {
+    let mut parts = path.split('.');
+    let mut v = config.get(parts.next()?)?;
+    for p in parts {
+        v = v.get(p)?;
+    }
+    Some(v)
 }
 
 /// Command-line overrides of a pipeline file.
@@ -227,9 +277,23 @@ pub fn load_with_env(
             }
         })
         .collect();
+    let mut config_origins = BTreeMap::new();
+    let mut leaves = Vec::new();
+    for (kernel, table) in &raw.config {
+        leaf_paths(kernel, table, &mut leaves);
+    }
+    for leaf in leaves {
+        if value_at(&from_file.config, &leaf) != value_at(&raw.config, &leaf) {
+            let var = format!("KOAS_CONFIG__{}", leaf.replace('.', "__").to_uppercase());
+            config_origins.insert(leaf, format!("environment variable {var}"));
+        }
+    }
     let mut config = raw.config;
     for set in &overrides.sets {
         apply_set(&mut config, set)?;
+        if let Some((key, _)) = set.split_once('=') {
+            config_origins.insert(key.to_string(), format!("--set {set}"));
+        }
     }
     let jobs = overrides
         .jobs
@@ -272,6 +336,7 @@ pub fn load_with_env(
             .prompts
             .as_deref()
             .map(|p| pick(p, from_file.prompts.as_ref())),
+        config_origins,
     })
 }
 

@@ -4,6 +4,7 @@
 use crate::dag::{Dag, DagError};
 use crate::discovery::{Discovery, LoadedKernel};
 use crate::pipeline::Pipeline;
+use koas_kernel_api::suggest::closest;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -26,7 +27,8 @@ pub enum PrepareError {
     /// A `[config.X]` table for a kernel that is not in the pipeline.
     #[error("{file}: [config.{kernel}] configures a kernel that is not in `kernels`")]
     ConfigForAbsentKernel {
-        /// Path of the pipeline file (prefixes the message).
+        /// Where the table was set (prefixes the message): the pipeline
+        /// file, the `--set` flag or the `KOAS_CONFIG__…` variable.
         file: String,
         /// The `X` of `[config.X]`.
         kernel: String,
@@ -42,7 +44,8 @@ pub enum PrepareError {
     /// A config value the kernel's defaults do not allow.
     #[error("{file}: [config.{kernel}] {detail}")]
     InvalidConfig {
-        /// Path of the pipeline file (prefixes the message).
+        /// Where the value was set (prefixes the message): the pipeline
+        /// file, the `--set` flag or the `KOAS_CONFIG__…` variable.
         file: String,
         /// The kernel whose `[config.X]` table holds the value.
         kernel: String,
@@ -75,30 +78,6 @@ pub enum PrepareError {
         /// The kernel listed more than once.
         kernel: String,
     },
-}
-
-/// The available name closest to `name`, if it is close enough to be a
-/// likely typo.
-fn closest<'a>(name: &str, available: impl Iterator<Item = &'a String>) -> Option<&'a String> {
-    available
-        .map(|a| (edit_distance(name, a), a))
-        .filter(|(d, a)| *d <= 2.max(a.len() / 4))
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, a)| a)
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let cost = usize::from(ca != *cb);
-            cur.push((prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1));
-        }
-        prev = cur;
-    }
-    prev[b.len()]
 }
 
 fn unknown_list(names: &[String]) -> String {
@@ -157,7 +136,12 @@ pub fn prepare(pipeline: &Pipeline, discovery: &Discovery) -> Result<Prepared, P
             .map(|s| s.path.display().to_string())
             .collect::<Vec<_>>()
             .join(", ");
-        let problems = if discovery.problems.is_empty() {
+        let problems = if discovery.kernels.is_empty() && discovery.problems.is_empty() {
+            format!(
+                "\nNo kernel was found at all. {}",
+                crate::discovery::INSTALL_HINT
+            )
+        } else if discovery.problems.is_empty() {
             String::new()
         } else {
             format!(
@@ -196,7 +180,7 @@ pub fn prepare(pipeline: &Pipeline, discovery: &Discovery) -> Result<Prepared, P
     for kernel in pipeline.config.keys() {
         if !kernels.contains_key(kernel) {
             return Err(PrepareError::ConfigForAbsentKernel {
-                file,
+                file: pipeline.config_origin(kernel, ""),
                 kernel: kernel.clone(),
             });
         }
@@ -210,7 +194,7 @@ pub fn prepare(pipeline: &Pipeline, discovery: &Discovery) -> Result<Prepared, P
             .unwrap_or_else(|| Value::Object(Default::default()));
         let resolved = koas_kernel_api::config::resolve(&k.spec.default_config, &overrides)
             .map_err(|e| PrepareError::InvalidConfig {
-                file: file.clone(),
+                file: pipeline.config_origin(name, &e.key),
                 kernel: name.clone(),
                 detail: e.to_string(),
             })?;
@@ -232,27 +216,4 @@ pub fn prepare(pipeline: &Pipeline, discovery: &Discovery) -> Result<Prepared, P
         configs,
         dag,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn suggests_close_names_only() {
-        let names: Vec<String> = ["source_len", "md_structure"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        assert_eq!(
-            closest("sourcelen", names.iter()).map(String::as_str),
-            Some("source_len")
-        );
-        assert_eq!(
-            closest("md_structur", names.iter()).map(String::as_str),
-            Some("md_structure")
-        );
-        assert_eq!(closest("zzz", names.iter()), None);
-        assert_eq!(edit_distance("kitten", "sitting"), 3);
-    }
 }

@@ -3,6 +3,7 @@
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use koas_kernel_api::LogLevel;
+use std::collections::BTreeSet;
 use std::io::{IsTerminal, Write};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -71,21 +72,62 @@ pub type Observer = std::sync::Arc<dyn Fn(&Progress<'_>) + Send + Sync>;
 
 /// Reports progress to stderr; shared by the kernel threads (lines are
 /// written whole, never interleaved).
+///
+/// One reporter may serve several engine runs of one command (the review
+/// commands run their pipeline in passes): each kernel counts once on the
+/// bar ([`Reporter::plan`]), and a kernel already reported is not reported
+/// again when a later pass only takes it from the cache.
 pub struct Reporter {
     mode: Mode,
     verbose: bool,
+    debug: bool,
     lock: Mutex<()>,
     observer: Option<Observer>,
+    /// Kernels counted in the bar's length.
+    planned: Mutex<BTreeSet<String>>,
+    /// Kernels already reported finished.
+    finished: Mutex<BTreeSet<String>>,
+    /// Kernels running now, shown on the bar.
+    running: Mutex<Vec<String>>,
 }
 
 impl Reporter {
     /// A reporter that prints nothing (tests, `--quiet`).
     pub fn quiet() -> Reporter {
+        Reporter::with_mode(Mode::Quiet, false)
+    }
+
+    fn with_mode(mode: Mode, verbose: bool) -> Reporter {
         Reporter {
-            mode: Mode::Quiet,
-            verbose: false,
+            mode,
+            verbose,
+            debug: false,
             lock: Mutex::new(()),
             observer: None,
+            planned: Mutex::new(BTreeSet::new()),
+            finished: Mutex::new(BTreeSet::new()),
+            running: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Also shows kernels' debug log lines (`-vv`).
+    pub fn with_debug(mut self, debug: bool) -> Reporter {
+        self.debug = debug;
+        self
+    }
+
+    /// Adds the kernels of a coming run to the bar's length; kernels
+    /// already planned by an earlier run of the same command count once.
+    pub fn plan<'a>(&self, kernels: impl IntoIterator<Item = &'a String>) {
+        let Ok(mut planned) = self.planned.lock() else {
+            return;
+        };
+        let new = kernels
+            .into_iter()
+            .filter(|k| planned.insert((*k).clone()))
+            .count();
+        if let Mode::Bar(bar) = &self.mode {
+            bar.inc_length(new as u64);
         }
     }
 
@@ -93,8 +135,10 @@ impl Reporter {
     pub fn for_stderr(total: u64, verbose: bool) -> Reporter {
         let mode = if std::io::stderr().is_terminal() {
             let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+            // The kernel names go on a line of their own under the bar,
+            // whole: a name cut at the terminal's edge says nothing.
             let style = ProgressStyle::with_template(
-                "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} kernels {wide_msg}",
+                "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} kernels\n  {msg}",
             )
             .unwrap_or_else(|_| ProgressStyle::default_bar());
             bar.set_style(style);
@@ -103,12 +147,7 @@ impl Reporter {
         } else {
             Mode::Plain
         };
-        Reporter {
-            mode,
-            verbose,
-            lock: Mutex::new(()),
-            observer: None,
-        }
+        Reporter::with_mode(mode, verbose)
     }
 
     /// The same reporter, also telling `observer` every step.
@@ -120,6 +159,17 @@ impl Reporter {
     fn observe(&self, step: Progress<'_>) {
         if let Some(observer) = &self.observer {
             observer(&step);
+        }
+    }
+
+    /// Shows the running kernels on the bar.
+    fn show_running(&self, bar: &ProgressBar) {
+        if let Ok(running) = self.running.lock() {
+            bar.set_message(if running.is_empty() {
+                String::new()
+            } else {
+                format!("running {}", running.join(", "))
+            });
         }
     }
 
@@ -139,15 +189,43 @@ impl Reporter {
     pub fn kernel_started(&self, kernel: &str) {
         self.observe(Progress::Started { kernel });
         if let Mode::Bar(bar) = &self.mode {
-            bar.set_message(format!("running {kernel}"));
+            if let Ok(mut running) = self.running.lock() {
+                running.push(kernel.to_owned());
+            }
+            self.show_running(bar);
         } else if self.verbose {
             self.line(&format!("koas: {kernel}: started"));
         }
     }
 
-    /// A kernel finished (or was skipped).
+    /// A kernel finished (or was skipped). Its summary (`detail`) is shown
+    /// with `--verbose`, its error always.
     pub fn kernel_finished(&self, kernel: &str, shown: Shown, millis: f64, detail: &str) {
         self.observe(Progress::Finished { kernel, shown });
+        if let Mode::Bar(bar) = &self.mode {
+            if let Ok(mut running) = self.running.lock() {
+                running.retain(|k| k != kernel);
+            }
+            self.show_running(bar);
+        }
+        let first = self
+            .finished
+            .lock()
+            .map(|mut f| f.insert(kernel.to_owned()))
+            .unwrap_or(true);
+        if !first && !matches!(shown, Shown::Failed | Shown::Cancelled) {
+            // Reported by an earlier pass of the same command (a later
+            // pass may run it again on another input: the review's views
+            // describe the edited document); only a failure is news.
+            return;
+        }
+        // Why a kernel failed or did not run is for everyone; what a
+        // kernel that ran found (its summary) is a detail for -v.
+        let detail = match shown {
+            Shown::Failed | Shown::Skipped | Shown::Cancelled => detail,
+            Shown::Ran | Shown::Cached if self.verbose => detail,
+            Shown::Ran | Shown::Cached => "",
+        };
         let what = match shown {
             Shown::Ran => format!("ok ({millis:.1} ms)"),
             Shown::Cached => "cached".to_string(),
@@ -162,13 +240,18 @@ impl Reporter {
         };
         self.line(&format!("koas: {kernel}: {what}{detail}"));
         if let Mode::Bar(bar) = &self.mode {
-            bar.inc(1);
+            if first {
+                bar.inc(1);
+            }
         }
     }
 
     /// A kernel logged a line.
     pub fn kernel_log(&self, kernel: &str, level: LogLevel, message: &str) {
-        if level >= LogLevel::Warn || (self.verbose && level >= LogLevel::Info) {
+        if level >= LogLevel::Warn
+            || (self.verbose && level >= LogLevel::Info)
+            || (self.debug && level >= LogLevel::Debug)
+        {
             self.line(&format!("koas: {kernel}: {}: {message}", level_name(level)));
         }
     }

@@ -87,6 +87,11 @@ pub struct KernelRecord {
     /// an exit, a timeout, a kill after a cancellation).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worker: Option<WorkerExit>,
+    /// Why the kernel called its output incomplete (a service it depends on
+    /// failed): the output was kept but not cached, so the next run runs
+    /// the kernel again. `None` for a complete output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incomplete: Option<String>,
 }
 
 /// How a kernel's worker process ended, in the run record of a kernel it
@@ -194,6 +199,26 @@ pub struct RunPlan {
     /// artifact → cache blob, so a replay hands them the same.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub previous: BTreeMap<String, BTreeMap<String, String>>,
+    /// The source files the workspace's write-once outputs were made
+    /// from, by artifact name: the next run in this workspace compares its
+    /// sources with them. Carried over from the previous run when this one
+    /// did not write those outputs.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub write_once_sources: BTreeMap<String, RecordedSource>,
+    /// The plugin library of every kernel of the pipeline, as an absolute
+    /// path: `koas replay` loads the same libraries without being told
+    /// again where they are.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub plugins: BTreeMap<String, PathBuf>,
+}
+
+/// A source file as a run read it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordedSource {
+    /// The file, as the pipeline named it.
+    pub path: PathBuf,
+    /// `sha256:` and the hex digest of its bytes.
+    pub sha256: String,
 }
 
 impl RunRecord {

@@ -94,13 +94,13 @@ fn regression_kernels_into_a_closed_pipe_ends_quietly() {
     assert_quiet_end("kernels", into_closed_pipe(s.command(&["kernels"])));
 }
 
-/// The way users meet it: `koas grep … | head -1` prints one line and
-/// koas's own exit status (bash's `PIPESTATUS`) is 0.
+/// The way users meet it: `koas grep … | head -2` prints the header and
+/// one entry, and koas's own exit status (bash's `PIPESTATUS`) is 0.
 #[test]
 fn regression_grep_into_head_ends_quietly() {
     let s = reviewed();
     let script = format!(
-        "'{}' -q grep '{DOC}' | head -1; echo \"status ${{PIPESTATUS[0]}}\"",
+        "'{}' -q grep '{DOC}' | head -2; echo \"status ${{PIPESTATUS[0]}}\"",
         koas_test_support::koas_bin().display(),
     );
     let out = Command::new("bash")
@@ -116,11 +116,12 @@ fn regression_grep_into_head_ends_quietly() {
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(
         lines.len(),
-        2,
-        "one line of grep, then the status: {stdout}"
+        3,
+        "the header and one entry of grep, then the status: {stdout}"
     );
-    assert!(lines[0].contains("RVW-"), "{stdout}");
-    assert_eq!(lines[1], "status 0", "{}", stderr(&out));
+    assert!(lines[0].starts_with("ID"), "{stdout}");
+    assert!(lines[1].contains("RVW-"), "{stdout}");
+    assert_eq!(lines[2], "status 0", "{}", stderr(&out));
     let err = stderr(&out);
     assert!(
         !err.contains("panicked") && !err.contains("Broken pipe"),

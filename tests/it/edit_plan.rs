@@ -186,7 +186,8 @@ fn a_careless_models_number_url_language_and_deletion_ops_are_never_silent() {
             .unwrap_or_default()
     };
     assert_eq!(alert("RVW-0001"), "WARNING", "{v}");
-    assert_eq!(alert("RVW-0004"), "CAUTION", "{v}");
+    // The URL op was rejected and took no ID: the deletion is RVW-0003.
+    assert_eq!(alert("RVW-0003"), "CAUTION", "{v}");
     let edited =
         std::fs::read_to_string(s.workspace().join("stage3/doc.edited.md")).expect("edited");
     assert!(

@@ -314,3 +314,138 @@ fn editing_one_section_asks_only_its_chunks_and_the_pyramids_path_to_the_root() 
     );
     assert!(summaries[0].prompt.contains("and logged"));
 }
+
+/// A model that proposes the same fix on every run (a cached chunk or a
+/// model asked the same question again): once the change is reverted, the
+/// next review must not make it again under a new ID.
+#[test]
+fn regression_a_rerun_does_not_reapply_a_reverted_change() {
+    const FIX: &str = r#"BEGIN_EDIT_OPS
+[{"action": "replace", "before_text": "Step 3 is done by the operator on duty.", "after_text": "Step 3 is done by the operator in charge.", "kind": "style", "severity": "minor", "rationale": "wording"}]
+END_EDIT_OPS"#;
+    let m = ScriptedModel::start(|r| {
+        if !is_edit(r) {
+            return ModelAnswer::text(summary_of(&r.prompt));
+        }
+        if r.prompt.contains("Step 3 is done") {
+            ModelAnswer::text(FIX)
+        } else {
+            ModelAnswer::text(NO_OPS)
+        }
+    });
+    let s = Scratch::new();
+    s.write("doc.md", &manual());
+    s.write("koas.toml", &koas_toml(&m.url(), ""));
+    let (out, v) = s.koas_json(&["review", "doc.md"]);
+    assert_code(&out, 0, "first review");
+    assert_eq!(v["applied_ids"], serde_json::json!(["RVW-0001"]), "{v}");
+
+    let out = s.koas(&["-q", "revert", "doc.md", "RVW-0001"]);
+    assert_code(&out, 0, "revert");
+
+    // The same proposal again: refused, named, and nothing applied.
+    let (out, v) = s.koas_json(&["review", "doc.md"]);
+    assert_code(&out, 0, "second review");
+    assert_eq!(v["applied_ids"], serde_json::json!([]), "{v}");
+    assert_eq!(v["rejected"], 1, "{v}");
+    let log = v["apply_log"].to_string();
+    assert!(
+        log.contains("REJECT_LEDGER") && log.contains("RVW-0001") && log.contains("reverted"),
+        "{log}"
+    );
+    let ledger =
+        std::fs::read_to_string(s.workspace().join("review/ledger.jsonl")).expect("the ledger");
+    assert_eq!(
+        ledger.lines().count(),
+        2,
+        "the change and its revert only:\n{ledger}"
+    );
+    let edited =
+        std::fs::read_to_string(s.workspace().join("stage3/doc.edited.md")).expect("edited");
+    assert!(
+        edited.contains("operator on duty.\n\n## Step 4"),
+        "{edited}"
+    );
+
+    // A person may still decide to make it again, from an ops file.
+    s.write(
+        "ops.json",
+        r#"[{"action": "replace", "target": {"line_start": 15}, "before_text": "Step 3 is done by the operator on duty.", "after_text": "Step 3 is done by the operator in charge.", "kind": "style", "severity": "minor", "rationale": "decided"}]"#,
+    );
+    let (out, v) = s.koas_json(&["review", "doc.md", "--ops", "ops.json"]);
+    assert_code(&out, 0, "review with the person's op");
+    assert_eq!(v["applied_ids"], serde_json::json!(["RVW-0002"]), "{v}");
+}
+
+#[test]
+fn regression_a_server_down_for_two_runs_is_asked_everything_when_it_is_back() {
+    // Two runs against a dead server give the same fallbacks and skipped
+    // chunks; the third, with the server back, must ask for every summary
+    // and every chunk instead of answering from the cache or the previous
+    // pyramid.
+    let down = Arc::new(AtomicBool::new(true));
+    let d = down.clone();
+    let m = ScriptedModel::start(move |r| {
+        if d.load(Ordering::SeqCst) {
+            return ModelAnswer::Drop(Duration::ZERO);
+        }
+        if is_edit(r) {
+            ModelAnswer::text(NO_OPS)
+        } else {
+            ModelAnswer::text(summary_of(&r.prompt))
+        }
+    });
+    let s = Scratch::new();
+    s.write("doc.md", &manual());
+    s.write("koas.toml", &koas_toml(&m.url(), ""));
+    for run in 1..=2 {
+        let out = s.koas(&["-q", "review", "doc.md"]);
+        assert_code(&out, 1, &format!("run {run} with the server down"));
+    }
+    let pyramid: Value = serde_json::from_slice(
+        &std::fs::read(s.workspace().join("stage2/pyramid.json")).expect("pyramid.json"),
+    )
+    .expect("parses");
+    let nodes = pyramid["nodes"].as_array().expect("nodes").len();
+    assert!(nodes > 0, "{pyramid}");
+    assert!(
+        pyramid["nodes"]
+            .as_array()
+            .expect("nodes")
+            .iter()
+            .all(|n| n["fallback"] == true && n["unanswered"] == true),
+        "{pyramid}"
+    );
+
+    down.store(false, Ordering::SeqCst);
+    let before = m.requests().len();
+    let out = s.koas(&["-q", "review", "doc.md"]);
+    assert_code(&out, 0, "the server is back");
+    let third: Vec<ModelRequest> = m.requests().split_off(before);
+    let edits = third.iter().filter(|r| is_edit(r)).count();
+    let summaries = third.len() - edits;
+    assert_eq!(edits, 9, "every chunk is asked");
+    assert_eq!(summaries, nodes, "every summary is asked");
+    let pyramid: Value = serde_json::from_slice(
+        &std::fs::read(s.workspace().join("stage2/pyramid.json")).expect("pyramid.json"),
+    )
+    .expect("parses");
+    assert!(
+        pyramid["nodes"]
+            .as_array()
+            .expect("nodes")
+            .iter()
+            .all(|n| n["fallback"] == false && n.get("unanswered").is_none()),
+        "{pyramid}"
+    );
+
+    // Complete now: a fourth run is answered from the cache.
+    let before = m.requests().len();
+    let out = s.koas(&["-q", "review", "doc.md"]);
+    assert_code(&out, 0, "an unchanged document");
+    assert_eq!(
+        m.requests().len(),
+        before,
+        "no request on an unchanged document"
+    );
+}

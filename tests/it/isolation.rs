@@ -256,6 +256,57 @@ fn a_huge_allocation_fails_under_the_memory_cap() {
 }
 
 #[test]
+fn a_memory_limit_below_what_the_worker_needs_fails_the_kernel_by_name() {
+    // A sane kernel under `memory = 1` in its own [limits] table: it must
+    // fail, saying which limit and why, not pass because its few
+    // allocations fit in memory the worker had already mapped.
+    let p = hostile(
+        "hostile_huge_allocation",
+        "[limits.hostile_huge_allocation]\nmemory = 300\n[limits.source_len]\nmemory = 1",
+    );
+    let out = run_hostile(&p, &["--set", "hostile_huge_allocation.mb=1024"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let record = p.record();
+    let source = kernel_of(&record, "source_len");
+    assert_eq!(source["status"], "failed", "{source}");
+    let error = source["error"].as_str().expect("an error");
+    for part in [
+        "memory limit of 1 MB",
+        "`memory` in the pipeline's [limits]",
+        "before any kernel code runs",
+        "the kernel was not run",
+    ] {
+        assert!(error.contains(part), "`{part}` not in: {error}");
+    }
+    assert_eq!(kernel_of(&record, "threshold")["status"], "skipped");
+    // The huge allocation under its own small (but workable) limit.
+    let huge = kernel_of(&record, "hostile_huge_allocation");
+    assert_eq!(huge["worker"]["cause"], "out_of_memory", "{huge}");
+    assert!(huge["error"]
+        .as_str()
+        .expect("an error")
+        .contains("under the limit of 300 MB"));
+    let err = stderr(&out);
+    assert!(
+        err.contains("error: kernel `source_len`") && err.contains("memory limit of 1 MB"),
+        "{err}"
+    );
+    assert!(!p.ws().join(".lock").exists(), "the lock is released");
+
+    // --kernel-memory 1: every kernel fails the same way (the libraries
+    // still load, so the message is about the limit, not a library).
+    let p = Project::new(DOC, &["source_len", "threshold", "report_long"], "");
+    let out = p.run(&["--kernel-memory", "1"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let error = kernel_of(&p.record(), "source_len")["error"]
+        .as_str()
+        .expect("an error")
+        .to_string();
+    assert!(error.contains("memory limit of 1 MB"), "{error}");
+    assert!(stderr(&out).contains("--kernel-memory"), "{}", stderr(&out));
+}
+
+#[test]
 fn a_huge_answer_is_refused_at_the_output_cap() {
     let p = hostile("hostile_huge_output", "[limits]\noutput = 16");
     built();

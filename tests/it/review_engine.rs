@@ -61,6 +61,7 @@ fn pipeline(dir: &Path) -> Pipeline {
         in_process: false,
         limits: Default::default(),
         prompts: None,
+        config_origins: Default::default(),
     }
 }
 

@@ -134,8 +134,10 @@ fn the_snapshot_of_a_workspace_is_immutable() {
         "a second document must be refused"
     );
     let stderr = String::from_utf8_lossy(&second.stderr);
+    // A usage error (exit 2) naming the file that may not be replaced.
+    assert_eq!(second.status.code(), Some(2), "{stderr}");
     assert!(
-        stderr.contains("doc.raw.md") && stderr.contains("different"),
+        stderr.contains("doc.raw.md") && stderr.contains("another document"),
         "{stderr}"
     );
     let kept = std::fs::read(ws.path().join("stage1/doc.raw.md")).expect("snapshot");

@@ -23,11 +23,14 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// One finished command: wall time and, when measured, peak memory.
+/// One finished command: wall time and, when measured, peak memory and
+/// CPU time (user + system: on a shared machine the wall time is mostly
+/// waiting, the CPU time is the command's own cost).
 #[derive(Clone, Copy)]
 struct Measure {
     wall: Duration,
     peak_kib: Option<u64>,
+    cpu_secs: Option<f64>,
 }
 
 fn runs() -> usize {
@@ -54,7 +57,11 @@ fn koas(dir: &Path, args: &[&str]) -> Measure {
     let peak_file = dir.join(".peak");
     let mut cmd = if time.is_file() {
         let mut c = Command::new(time);
-        c.arg("-f").arg("%M").arg("-o").arg(&peak_file).arg(&bin);
+        c.arg("-f")
+            .arg("%M %U %S")
+            .arg("-o")
+            .arg(&peak_file)
+            .arg(&bin);
         c
     } else {
         Command::new(&bin)
@@ -73,11 +80,21 @@ fn koas(dir: &Path, args: &[&str]) -> Measure {
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
-    let peak_kib = std::fs::read_to_string(&peak_file)
+    let figures: Vec<f64> = std::fs::read_to_string(&peak_file)
         .ok()
-        .and_then(|t| t.lines().last().and_then(|l| l.trim().parse().ok()));
+        .and_then(|t| t.lines().last().map(str::to_owned))
+        .map(|l| {
+            l.split_whitespace()
+                .filter_map(|f| f.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
     let _ = std::fs::remove_file(&peak_file);
-    Measure { wall, peak_kib }
+    Measure {
+        wall,
+        peak_kib: figures.first().map(|&k| k as u64),
+        cpu_secs: (figures.len() == 3).then(|| figures[1] + figures[2]),
+    }
 }
 
 /// A fresh scratch folder under the system's temporary folder.
@@ -104,8 +121,11 @@ fn line(label: &str, mut measures: Vec<Measure>) {
         .map_or("peak n/a".to_owned(), |k| {
             format!("peak {:.0} MB", k as f64 / 1024.0)
         });
+    let cpu = median
+        .cpu_secs
+        .map_or(String::new(), |c| format!("  cpu {c:.2} s"));
     println!(
-        "  {label:<34} median {:>7.2} s  (min {:.2}, max {:.2}, {} runs)  {peak}",
+        "  {label:<34} median {:>7.2} s  (min {:.2}, max {:.2}, {} runs)  {peak}{cpu}",
         s(median.wall),
         s(measures[0].wall),
         s(measures[measures.len() - 1].wall),
@@ -229,9 +249,18 @@ fn headings_100k() {
         };
         median(&mut reviews.clone()) / median(&mut checks.clone()).max(1e-9)
     };
+    let cpu = |v: &[Measure]| {
+        let mut c: Vec<f64> = v.iter().filter_map(|m| m.cpu_secs).collect();
+        c.sort_by(f64::total_cmp);
+        c.get(c.len() / 2).copied()
+    };
+    let cpu_ratio = match (cpu(&reviews), cpu(&checks)) {
+        (Some(r), Some(c)) => format!(", CPU time {:.1}×", r / c.max(1e-9)),
+        _ => String::new(),
+    };
     line("koas check", checks);
     line("koas review", reviews);
-    println!("  review / check (medians): {ratio:.1}×");
+    println!("  review / check (medians): wall {ratio:.1}×{cpu_ratio}");
 }
 
 fn main() {

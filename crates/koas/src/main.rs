@@ -38,11 +38,13 @@ pub struct Cli {
     #[arg(long = "kernel-path", global = true, value_name = "PATH")]
     pub kernel_path: Vec<PathBuf>,
 
-    /// Show kernels' informational log lines.
-    #[arg(short, long, global = true)]
-    pub verbose: bool,
+    /// Show each kernel's summary and informational log lines; -vv also
+    /// shows debug lines.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
 
-    /// Print no progress lines.
+    /// Print no progress lines (errors, a failed kernel's included, are
+    /// always printed).
     #[arg(short, long, global = true, conflicts_with = "verbose")]
     pub quiet: bool,
 
@@ -102,9 +104,14 @@ pub enum Command {
     Report(reviewer::report::ReportArgs),
     /// Revert recorded changes (latest first, all or nothing).
     Revert(reviewer::revert::RevertArgs),
+    /// Dismiss a flag (a flag_only entry): record in the ledger that it
+    /// needs no change; the report, status and grep show it dismissed.
+    Dismiss(reviewer::dismiss::DismissArgs),
     /// Show one ledger entry (and its patch).
     Show(reviewer::show::ShowArgs),
-    /// Search a document's ledger by pattern, kind, severity, tier.
+    /// Search a document's review ledger like grep: `koas grep [PATTERN]
+    /// DOC` lists the matching changes, flags and reverts; exit 1 when
+    /// none matches.
     Grep(reviewer::grep::GrepArgs),
     /// State of a document's review workspace; repair a torn ledger.
     Status(reviewer::status::StatusArgs),
@@ -137,7 +144,8 @@ fn main() -> ExitCode {
     };
     let global = Global {
         kernel_paths: cli.kernel_path.clone(),
-        verbose: cli.verbose,
+        verbose: cli.verbose >= 1,
+        debug: cli.verbose >= 2,
         quiet: cli.quiet,
         in_process: cli.in_process,
         limits: LimitOverrides {
@@ -158,6 +166,7 @@ fn main() -> ExitCode {
         Command::Refine(args) => reviewer::refine::execute(&global, args),
         Command::Report(args) => reviewer::report::execute(&global, args),
         Command::Revert(args) => reviewer::revert::execute(&global, args),
+        Command::Dismiss(args) => reviewer::dismiss::execute(&global, args),
         Command::Show(args) => reviewer::show::execute(&global, args),
         Command::Grep(args) => reviewer::grep::execute(&global, args),
         Command::Status(args) => reviewer::status::execute(&global, args),

@@ -11,7 +11,7 @@
 //! | `edit_model`, `pyramid_model`, `tutor_model` | none | model id for the `edit`, `pyramid` and `tutor` roles |
 //! | `models` | `{}` | model id for any other role name |
 //! | `temperature` | `0.1` | sampling temperature unless a request overrides it |
-//! | `max_tokens` (alias `num_predict`) | `2048` | generation cap, frozen for the session and recorded in its metadata |
+//! | `max_tokens` (alias `num_predict`) | `2048` | generation cap, frozen for the session and recorded in its metadata; a ceiling: a kernel's request that asks for more gets this many |
 //! | `context_window` | `4096` | the model's advertised context length, recorded as a session constant (never probed during a run); also sent as Ollama's `num_ctx` |
 //! | `timeout_secs` (aliases `timeout`, `chunk_timeout`) | `120` | per-attempt deadline, body included |
 //! | `connect_timeout_secs` | `10` | TCP/TLS connect deadline |
@@ -111,7 +111,8 @@ pub struct LlmConfig {
     pub models: BTreeMap<String, String>,
     /// Sampling temperature for requests that set none (0 to 2).
     pub temperature: f64,
-    /// Most tokens a call may generate; frozen for the session.
+    /// Most tokens a call may generate; frozen for the session. A ceiling:
+    /// a request that asks for more is sent with this many.
     #[serde(alias = "num_predict")]
     pub max_tokens: u32,
     /// Advertised context window of the model (tokens).

@@ -149,6 +149,19 @@ pub enum LlmError {
         /// The last attempt's error, redacted.
         last_error: String,
     },
+    /// The server answered this request with a client error that the
+    /// request itself caused (HTTP 400, 413 or 422: a prompt longer than
+    /// the server's context, a payload it refuses). Other requests may
+    /// succeed, so the session goes on.
+    #[error("REQUEST_REJECTED: {endpoint} refused the request (HTTP {status}): {last_error}")]
+    RequestRejected {
+        /// The endpoint base URL called.
+        endpoint: String,
+        /// The HTTP status.
+        status: u16,
+        /// The server's error, redacted.
+        last_error: String,
+    },
     /// An overall deadline (of a calibration, say) passed before the
     /// request was answered; the attempt in progress was cut and no retry
     /// was started.
@@ -225,6 +238,7 @@ impl LlmError {
             LlmError::Sovereignty(_) => "SOVEREIGNTY",
             LlmError::MissingApiKey { .. } => "MISSING_API_KEY",
             LlmError::TransportFailure { .. } => "TRANSPORT_FAILURE",
+            LlmError::RequestRejected { .. } => "REQUEST_REJECTED",
             LlmError::DeadlineExceeded { .. } => "DEADLINE_EXCEEDED",
             LlmError::CallBudgetExceeded { .. } => "CALL_BUDGET_EXCEEDED",
             LlmError::SessionBudgetExhausted { .. } => "SESSION_BUDGET_EXHAUSTED",

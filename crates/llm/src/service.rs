@@ -389,7 +389,7 @@ impl LlmService {
         let model = self.config.model_for(&request.role)?;
         let params = Params {
             temperature: request.temperature.unwrap_or(self.config.temperature),
-            max_tokens: request.max_tokens.unwrap_or(self.config.max_tokens),
+            max_tokens: capped_max_tokens(request.max_tokens, self.config.max_tokens),
             stop_markers: request.stop_markers.clone(),
         };
         let input_hash = input_hash(request.system.as_deref(), &request.prompt);
@@ -790,9 +790,24 @@ impl LlmService {
             deadline_hit,
         } = failed;
         let last_error = redact(self.key.as_ref(), &error.message);
+        // A client error the request itself caused (too long for the
+        // server's context, say) is this request's failure, not the
+        // server's: the session goes on.
+        let rejected = match error.status {
+            Some(status @ (400 | 413 | 422)) if error.kind == TransportErrorKind::Http => {
+                Some(status)
+            }
+            _ => None,
+        };
         let failure = if error.kind == TransportErrorKind::Sovereignty {
             self.set_abort(AbortReason::Sovereignty);
             LlmError::Sovereignty(last_error)
+        } else if let Some(status) = rejected {
+            LlmError::RequestRejected {
+                endpoint: self.config.endpoint(),
+                status,
+                last_error,
+            }
         } else {
             if self.config.abort_on_transport_failure {
                 self.set_abort(AbortReason::TransportFailure);
@@ -957,4 +972,12 @@ fn make_response(p: ResponseParts) -> Result<LlmResponse, LlmError> {
         "stopped_at_marker": p.stopped_at_marker,
     }))
     .map_err(|e| LlmError::Io(format!("building the LLM response: {e}")))
+}
+
+/// A request's `max_tokens`: its own, but never above the session's (the
+/// configured `max_tokens` is a ceiling every kernel's request stays
+/// under, so a user can bound the generation of every call); the
+/// session's when the request sets none.
+fn capped_max_tokens(requested: Option<u32>, session: u32) -> u32 {
+    requested.map_or(session, |asked| asked.min(session))
 }

@@ -371,3 +371,37 @@ fn ctrl_c_does_not_wait_for_a_server_that_has_not_answered_yet() {
     assert_eq!(err.code(), "SESSION_ABORTED", "{err}");
     assert!(err.to_string().contains("CANCELLED"), "{err}");
 }
+
+#[test]
+fn a_request_too_long_for_the_servers_context_fails_alone_and_the_session_goes_on() {
+    // llama-server's answer to a prompt over its context: one request's
+    // fault, not the server's. Seen on a real run, where it aborted the
+    // whole session after 102 good answers.
+    let body = r#"{"error":{"code":400,"message":"request (4084 tokens) exceeds the available context size (2048 tokens), try increasing it","type":"exceed_context_size_error"}}"#;
+    for proto in ALL {
+        let server = MockServer::start(
+            vec![Reply::status(400, body)],
+            Some(proto.stream(&["fine"], Some((1, 1)))),
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let llm = service(proto.config(&server.url()), dir.path());
+        let err = llm.complete(&request()).unwrap_err();
+        assert_eq!(err.code(), "REQUEST_REJECTED", "{proto:?}: {err}");
+        assert!(
+            err.to_string()
+                .contains("exceeds the available context size"),
+            "{err}"
+        );
+        assert_eq!(
+            server.request_count(),
+            1,
+            "a rejected request is not retried"
+        );
+        let next = LlmRequest::new("edit", "Something shorter.");
+        assert_eq!(
+            llm.complete(&next).expect("the session goes on").text,
+            "fine",
+            "{proto:?}"
+        );
+    }
+}

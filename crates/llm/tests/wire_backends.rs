@@ -481,3 +481,43 @@ fn openai_endpoint_may_end_in_v1() {
     service(config, dir.path()).complete(&request("p")).unwrap();
     assert_eq!(server.requests()[0].path, "/v1/chat/completions");
 }
+
+/// The configured `max_tokens` is a ceiling: a request asking for more is
+/// sent with the configured value, one asking for less keeps its own.
+#[test]
+fn the_configured_max_tokens_caps_every_request() {
+    for proto in ALL {
+        let server = MockServer::start(
+            vec![
+                proto.full("[]", Some((5, 1))),
+                proto.full("[]", Some((5, 1))),
+            ],
+            None,
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = proto.config(&server.url());
+        config.stream = false;
+        config.max_tokens = 300;
+        let svc = service(config, dir.path());
+        svc.complete(&request("asks for more").max_tokens(4096))
+            .expect("success");
+        svc.complete(&request("asks for less").max_tokens(100))
+            .expect("success");
+        let sent: Vec<serde_json::Value> = server
+            .requests()
+            .iter()
+            .map(|r| {
+                let body = r.json();
+                match proto {
+                    Proto::Ollama => body["options"]["num_predict"].clone(),
+                    _ => body["max_tokens"].clone(),
+                }
+            })
+            .collect();
+        assert_eq!(
+            sent,
+            vec![serde_json::json!(300), serde_json::json!(100)],
+            "{proto:?}"
+        );
+    }
+}

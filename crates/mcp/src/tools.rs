@@ -635,8 +635,7 @@ fn review_md_grep(ctx: &Ctx, arguments: Value, _control: &Control) -> Answer {
     let p: GrepParams = try_answer!(parse("review_md_grep", arguments));
     let doc = try_answer!(Doc::resolve(ctx, &p.doc_path));
     try_answer!(doc.require_workspace());
-    let mut args = grep::GrepArgs::new(doc.args.clone());
-    args.pattern = p.pattern;
+    let mut args = grep::GrepArgs::new(doc.args.clone(), p.pattern);
     args.kind = p.kind;
     args.severity = p.severity;
     args.silent = p.silent;

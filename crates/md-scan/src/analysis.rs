@@ -150,12 +150,7 @@ impl Checker {
         let suppressions = Suppressions::parse(&doc);
         let mut findings = consistency_on(&doc, &self.scan, &suppressions);
         findings.extend(numbering_on(&doc, &self.control, &suppressions).0);
-        findings.retain(|f| self.project.is_enabled(f.kind));
-        for f in &mut findings {
-            if let Some(s) = self.project.check.severity.get(&f.kind) {
-                f.severity = *s;
-            }
-        }
+        self.project.check.policy().apply(&mut findings);
         sort_findings(&mut findings);
         Ok(ScanOutput {
             findings,

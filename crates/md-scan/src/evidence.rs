@@ -10,8 +10,15 @@ const CONTEXT_CHARS: usize = 60;
 pub fn around(line: &str, start: usize, end: usize) -> String {
     let start = floor_boundary(line, start.min(line.len()));
     let end = floor_boundary(line, end.clamp(start, line.len()));
-    let before: Vec<char> = line[..start].chars().collect();
-    let after: Vec<char> = line[end..].chars().collect();
+    // Only the context kept is looked at: a match on a 1 MB line costs
+    // what it costs on a short one.
+    let mut before: Vec<char> = line[..start]
+        .chars()
+        .rev()
+        .take(CONTEXT_CHARS + 1)
+        .collect();
+    before.reverse();
+    let after: Vec<char> = line[end..].chars().take(CONTEXT_CHARS + 1).collect();
     let mut out = String::new();
     if before.len() > CONTEXT_CHARS {
         out.push('…');

@@ -412,6 +412,7 @@ mod tests {
             line_start: line,
             line_end: line,
             fallback: false,
+            unanswered: false,
             parts: vec![],
         }
     }

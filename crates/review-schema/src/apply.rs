@@ -277,8 +277,12 @@ impl AppliedOp {
 pub struct RejectedOp {
     /// 0-based position of the op in the input.
     pub index: usize,
-    /// The ID allocated to it (released: it reaches no ledger).
-    pub id: ChangeId,
+    /// `None`: a rejected op gets no change ID, so the IDs of applied and
+    /// flagged ops stay dense; messages and the apply log name it by its
+    /// position (`op 3`). Outcomes written before this rule held an ID
+    /// here, which read as `Some`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<ChangeId>,
     /// The `id` the op arrived with.
     pub source_id: Option<String>,
     /// Its action, when it could be read.
@@ -327,8 +331,11 @@ pub struct ApplyLogRecord {
     pub run_id: String,
     /// 1-based position of the op in the ops input.
     pub op_index: usize,
-    /// Allocated change ID.
-    pub id: ChangeId,
+    /// The change ID of an applied or flagged op; absent for a rejected
+    /// op, which gets none (it is named `op N` by `op_index`). Logs
+    /// written before this rule give rejected ops an ID too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<ChangeId>,
     /// The `id` the op arrived with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source_id: Option<String>,
@@ -367,7 +374,7 @@ impl BatchOutcome {
             .map(|a| ApplyLogRecord {
                 run_id: run_id.to_owned(),
                 op_index: a.index + 1,
-                id: a.op.id,
+                id: Some(a.op.id),
                 source_id: a.op.source_id.clone(),
                 status: if a.change.is_some() {
                     OpStatus::Applied

@@ -8,17 +8,26 @@ use std::str::FromStr;
 /// How serious a finding is. Ordered: `Info < Warning < Error`.
 ///
 /// `koas check --fail-on SEVERITY` fails when a finding is at or above the
-/// given level. For the review pipeline the levels map to the review-note
-/// severities of edit ops: `info` → `minor`, `warning` → `attention`,
-/// `error` → `critical`.
+/// given level. The review's severities (of edit ops and ledger entries)
+/// are the same levels under other names, and every filter and config
+/// accepts both spellings:
+///
+/// | finding (`koas check`) | review (ledger, report, `koas grep`) |
+/// |---|---|
+/// | `info` | `minor` |
+/// | `warning` | `attention` (and `deletion`, a removal) |
+/// | `error` | `critical` |
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Severity {
     /// Worth a look; often a matter of style.
+    #[serde(alias = "minor")]
     Info,
     /// Probably wrong; a reader may be misled.
+    #[serde(alias = "attention")]
     Warning,
     /// Certainly wrong: a dangling reference, a broken table, a leftover.
+    #[serde(alias = "critical")]
     Error,
 }
 
@@ -44,6 +53,18 @@ impl Severity {
             Severity::Error => "critical",
         }
     }
+
+    /// The level of a review severity (`minor`, `attention`, `deletion`,
+    /// `critical`) or of a finding severity (`info`, `warning`, `error`),
+    /// ignoring case; `None` for any other word.
+    pub fn parse_any(text: &str) -> Option<Severity> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "info" | "minor" => Some(Severity::Info),
+            "warning" | "attention" | "deletion" => Some(Severity::Warning),
+            "error" | "critical" => Some(Severity::Error),
+            _ => None,
+        }
+    }
 }
 
 impl fmt::Display for Severity {
@@ -56,10 +77,11 @@ impl FromStr for Severity {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Severity::ALL
-            .into_iter()
-            .find(|sev| sev.as_str().eq_ignore_ascii_case(s.trim()))
-            .ok_or_else(|| format!("unknown severity {s:?} (expected info, warning or error)"))
+        Severity::parse_any(s).ok_or_else(|| {
+            format!(
+                "unknown severity {s:?} (expected info, warning or error; or minor, attention, critical)"
+            )
+        })
     }
 }
 
@@ -451,5 +473,119 @@ mod tests {
         }
         assert_eq!(v["line_end"], 3, "line_end is never before line");
         assert!(v.get("chunk_id").is_none());
+    }
+}
+
+/// A finding as any kernel may report it: the shape of [`Finding`] with a
+/// free `kind` (a third-party kernel has its own kinds) and only `kind`,
+/// `line`, `severity` and `message` required. A kernel whose output
+/// artifact has the findings artifact shape (see [`read_findings_artifact`])
+/// has its findings shown by `koas check --pipeline` and in the review
+/// report, named by kernel.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KernelFinding {
+    /// What the problem is, in the kernel's own snake_case words.
+    pub kind: String,
+    /// First line of the problem (1-based).
+    pub line: u32,
+    /// Column where it starts (1-based, in characters); 1 for the line.
+    #[serde(default = "first_column")]
+    pub column: u32,
+    /// Last line (inclusive); `line` when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line_end: Option<u32>,
+    /// How serious it is (`info`/`warning`/`error`, or the review words
+    /// `minor`/`attention`/`critical`).
+    pub severity: Severity,
+    /// What is wrong, in words a person can act on.
+    pub message: String,
+    /// The text that shows the problem.
+    #[serde(default)]
+    pub evidence: String,
+}
+
+/// The findings one kernel of a pipeline reported in one output artifact.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KernelFindings {
+    /// The kernel that produced them.
+    pub kernel: String,
+    /// The output artifact they were read from.
+    pub artifact: String,
+    /// The findings, sorted by line.
+    pub findings: Vec<KernelFinding>,
+}
+
+/// Reads a kernel's output as a findings artifact: `None` when it does not
+/// have the shape (an object with a `findings` array and a `kernel`
+/// string — every other artifact), `Some(Err)` naming the first finding
+/// that does not parse, else its findings sorted by line. The built-in
+/// `issues` and `numbering_findings` artifacts have this shape too.
+pub fn read_findings_artifact(
+    value: &serde_json::Value,
+) -> Option<Result<Vec<KernelFinding>, String>> {
+    let object = value.as_object()?;
+    let list = object.get("findings")?.as_array()?;
+    object.get("kernel")?.as_str()?;
+    let mut out = Vec::with_capacity(list.len());
+    for (i, item) in list.iter().enumerate() {
+        match serde_json::from_value::<KernelFinding>(item.clone()) {
+            Ok(f) if f.line == 0 => {
+                return Some(Err(format!("finding {i}: `line` is 1-based, got 0")))
+            }
+            Ok(f) => out.push(f),
+            Err(e) => return Some(Err(format!("finding {i}: {e}"))),
+        }
+    }
+    out.sort_by(|a, b| {
+        (a.line, a.column, &a.kind, &a.message).cmp(&(b.line, b.column, &b.kind, &b.message))
+    });
+    Some(Ok(out))
+}
+
+#[cfg(test)]
+mod kernel_findings_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_findings_artifact_is_recognised_by_its_shape() {
+        let v = json!({"kernel": "spell", "findings": [
+            {"kind": "spelling", "line": 4, "severity": "attention", "message": "`teh`: did you mean `the`?"},
+            {"kind": "spelling", "line": 2, "column": 7, "severity": "info", "message": "x", "evidence": "teh"}
+        ]});
+        let found = read_findings_artifact(&v)
+            .expect("recognised")
+            .expect("valid");
+        assert_eq!(found.len(), 2);
+        assert_eq!((found[0].line, found[0].column), (2, 7));
+        assert_eq!(found[1].severity, Severity::Warning);
+        assert_eq!(found[1].column, 1);
+        // The built-in artifact has the shape too.
+        let builtin = FindingsArtifact::new("sha256:x", "md_consistency_scan", Vec::new());
+        let v = serde_json::to_value(&builtin).expect("json");
+        assert_eq!(read_findings_artifact(&v), Some(Ok(Vec::new())));
+        // Anything else is not a findings artifact.
+        for other in [
+            json!(3),
+            json!({"findings": 2, "kernel": "k"}),
+            json!({"findings": []}),
+            json!("text"),
+        ] {
+            assert_eq!(read_findings_artifact(&other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn a_broken_finding_is_named() {
+        let v = json!({"kernel": "k", "findings": [{"kind": "a", "line": 1, "severity": "fatal", "message": "m"}]});
+        let err = read_findings_artifact(&v)
+            .expect("recognised")
+            .expect_err("invalid");
+        assert!(
+            err.starts_with("finding 0:") && err.contains("fatal"),
+            "{err}"
+        );
+        let v = json!({"kernel": "k", "findings": [{"kind": "a", "line": 0, "severity": "info", "message": "m"}]});
+        assert!(read_findings_artifact(&v).expect("recognised").is_err());
     }
 }

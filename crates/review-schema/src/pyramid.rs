@@ -99,6 +99,12 @@ pub struct PyramidNode {
     /// section's first sentences instead.
     #[serde(default)]
     pub fallback: bool,
+    /// `true` when the fallback is there because the model could not be
+    /// asked (the server failed, the run's budget was spent), not because
+    /// it answered badly: the next run asks for this summary again instead
+    /// of reusing it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unanswered: bool,
     /// For a section too long for one request: the summaries of its parts
     /// (one per chunk), which its own summary was made from.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -118,6 +124,10 @@ pub struct SummaryPart {
     /// `true` when it is a first-sentences fallback.
     #[serde(default)]
     pub fallback: bool,
+    /// `true` when the model could not be asked for it (see
+    /// [`PyramidNode::unanswered`]): asked again on the next run.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unanswered: bool,
 }
 
 /// What building a pyramid cost.

@@ -22,6 +22,23 @@ pub struct ReviewState {
     pub ledger_ids: BTreeSet<ChangeId>,
     /// `sha256:` of the original document.
     pub original_hash: String,
+    /// The changes of the ledger that were reverted, by what they changed:
+    /// a model proposing one of them again (a re-run asks the same
+    /// question about the same text) is refused, so a reverted change
+    /// stays reverted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reverted: Vec<RevertedChange>,
+}
+
+/// A reverted change, by what it changed (see [`ReviewState::reverted`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RevertedChange {
+    /// Its change ID.
+    pub id: ChangeId,
+    /// The lines it removed, with terminators, without unchanged context.
+    pub old: Vec<String>,
+    /// The lines it inserted, with terminators, without unchanged context.
+    pub new: Vec<String>,
 }
 
 /// `review_meta`: the report's run metadata and the last run's apply log.

@@ -150,6 +150,17 @@ pub enum WorkspaceError {
         /// `sha256:` of the workspace's current edited document.
         current: String,
     },
+    /// The workspace holds the review of a document of another name, and
+    /// the document given is no version of it.
+    #[error("the workspace {} holds the review of another document, {holds}; {given} is no version of it. Nothing was written. Review {given} in a workspace of its own (leave out -w, or give another -w DIR); if {given} is {holds} renamed and edited, --rebase continues this review on it", workspace.display())]
+    OtherDocument {
+        /// The workspace folder.
+        workspace: PathBuf,
+        /// The file name of the document the workspace was made for.
+        holds: String,
+        /// The file name of the document given.
+        given: String,
+    },
     /// The edited document matches no state in the ledger.
     #[error("{path} (hash {hash}) matches no state recorded in the ledger: it was edited outside koas. Restore it, or start a new workspace")]
     Diverged {
@@ -180,6 +191,10 @@ pub enum WorkspaceError {
     /// A revert was refused.
     #[error(transparent)]
     Revert(#[from] RevertError),
+    /// A request refused before anything was written (e.g. dismissing an
+    /// entry that is not a flag).
+    #[error("{0}")]
+    Refused(String),
     /// An outcome computed outside the workspace does not replay on it.
     #[error("the {what} does not match the workspace ({reason}); nothing was written")]
     UntrustedOutcome {
@@ -837,6 +852,7 @@ impl Workspace {
             first_id: run.next_id(),
             options: request.options,
             origins: &vec![request.origin; request.ops.len()],
+            reverted: &[],
         });
         let outcome = run.write_review(
             batch,

@@ -30,7 +30,7 @@ use koas_orchestrator::lock::{LockGuard, LockHolder};
 use koas_review::clock::Clock;
 use koas_review::record::{entry_for_applied, entry_for_revert, RunContext};
 use koas_review_schema::apply::{ApplyOptions, BatchOutcome};
-use koas_review_schema::change_id::{ChangeId, IdAllocator};
+use koas_review_schema::change_id::{ChangeId, EntryId, IdAllocator};
 use koas_review_schema::edit_op::Action;
 use koas_review_schema::ledger::{Actor, LedgerEntry};
 use koas_review_schema::revert::RevertPlan;
@@ -173,6 +173,15 @@ impl Workspace {
                     .entries()
                     .iter()
                     .any(|e| same_hash(&e.doc_hash_after, &given));
+            // Another document's review is not continued by accident:
+            // only `--rebase` says a renamed and edited file is this one.
+            if !known && meta.doc_name != request.doc_name && !follow.is_some_and(|f| f.rebase) {
+                return Err(WorkspaceError::OtherDocument {
+                    workspace: self.root.clone(),
+                    holds: meta.doc_name.clone(),
+                    given: request.doc_name.to_owned(),
+                });
+            }
             if !known {
                 let changes = ledger
                     .entries()
@@ -475,6 +484,48 @@ impl<'w> PreparedRun<'w> {
             entries,
             recovery: self.recovery.clone(),
         })
+    }
+
+    /// Dismisses the flag `id`: appends its dismissal entry
+    /// ([`koas_review::record::entry_for_dismissal`]) and refreshes the
+    /// annotated document. Refused ([`WorkspaceError::Refused`], nothing
+    /// written) unless `id` is a flag not dismissed yet.
+    pub fn commit_dismissal(
+        &mut self,
+        id: ChangeId,
+        rationale: &str,
+        ctx: &CommitContext<'_>,
+    ) -> Result<LedgerEntry, WorkspaceError> {
+        let entries = self.ledger.entries();
+        let Some(flag) = entries.iter().find(|e| e.id == EntryId::Change(id)) else {
+            return Err(WorkspaceError::Refused(format!(
+                "{id} is not in the ledger; `koas grep` lists the entries"
+            )));
+        };
+        if flag.action != Action::FlagOnly {
+            return Err(WorkspaceError::Refused(format!(
+                "{id} is a change ({}), not a flag: undo it with `koas revert`",
+                flag.action
+            )));
+        }
+        if let Some(by) = entries.iter().find(|e| e.id == EntryId::Revert(id)) {
+            return Err(WorkspaceError::Refused(format!(
+                "{id} was already dismissed by {} at {}",
+                by.id, by.timestamp
+            )));
+        }
+        let run = RunContext {
+            doc_name: &self.meta.doc_name,
+            actor: ctx.actor,
+            run_id: &self.run_id,
+            clock: ctx.clock,
+        };
+        let hash = koas_kernel_api::hash::sha256(&self.current);
+        let entry = koas_review::record::entry_for_dismissal(flag, rationale, &hash, run);
+        self.ledger.append_all(vec![entry.clone()])?;
+        self.workspace
+            .write_annotated(self.ledger.entries(), &self.current, ctx.options)?;
+        Ok(entry)
     }
 
     /// `--in-place`: replaces `target` atomically with the current

@@ -132,15 +132,15 @@ fn review_writes_the_section13_layout() {
 }
 
 #[test]
-fn ids_continue_across_runs_and_past_rejected_ones() {
+fn ids_continue_across_runs_and_rejected_ops_take_none() {
     let dir = tempfile::tempdir().unwrap();
     let ws = Workspace::new(dir.path());
     review(&ws, DOC, vec![typo(), json!({"action": "bogus"})]).unwrap();
     let out = review(&ws, DOC, vec![attention()]).unwrap();
     assert_eq!(
         out.entries[0].id.to_string(),
-        "RVW-0003",
-        "RVW-0002 was burned by a rejected op"
+        "RVW-0002",
+        "the rejected op of the first run took no ID"
     );
 }
 

@@ -11,7 +11,7 @@
 //! workspace's integrity: ledger hashes that let a later run roll forward,
 //! patches that `git apply` and revert, IDs that are never reused.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use koas_kernel_api::hash::{same_hash, sha256_of_parts};
 use koas_review::normalize::note_names_id;
@@ -91,11 +91,18 @@ pub(crate) fn verify_batch(
     }
     let mut ids = BTreeSet::new();
     let mut indices = BTreeSet::new();
-    let all = batch
-        .applied
-        .iter()
-        .map(|a| (a.op.id, a.index))
-        .chain(batch.rejected.iter().map(|r| (r.id, r.index)));
+    let all = batch.applied.iter().map(|a| (a.op.id, a.index)).chain(
+        batch
+            .rejected
+            .iter()
+            .filter_map(|r| r.id.map(|id| (id, r.index))),
+    );
+    if let Some(r) = batch.rejected.iter().find(|r| r.id.is_some()) {
+        return Err(format!(
+            "rejected op {} carries a change ID; rejected ops get none",
+            r.index + 1
+        ));
+    }
     for (id, index) in all {
         if id < next_id || ledger_ids.contains(&id) {
             return Err(format!(
@@ -151,6 +158,40 @@ pub(crate) fn verify_batch(
     Ok(())
 }
 
+/// Where each change sits in the ledger and which changes are reverted,
+/// built in one pass.
+struct LedgerIndex {
+    /// The position of a change's first entry.
+    changes: HashMap<ChangeId, usize>,
+    reverted: HashSet<ChangeId>,
+}
+
+impl LedgerIndex {
+    fn new(entries: &[LedgerEntry]) -> Self {
+        let mut changes = HashMap::with_capacity(entries.len());
+        let mut reverted = HashSet::new();
+        for (i, entry) in entries.iter().enumerate() {
+            match entry.id {
+                EntryId::Change(id) => {
+                    changes.entry(id).or_insert(i);
+                }
+                EntryId::Revert(id) => {
+                    reverted.insert(id);
+                }
+            }
+        }
+        LedgerIndex { changes, reverted }
+    }
+
+    fn change(&self, id: ChangeId) -> Option<usize> {
+        self.changes.get(&id).copied()
+    }
+
+    fn is_reverted(&self, id: ChangeId) -> bool {
+        self.reverted.contains(&id)
+    }
+}
+
 /// Checks `plan` against the document `current` and the ledger `entries`.
 pub(crate) fn verify_revert_plan(
     doc_name: &str,
@@ -162,12 +203,14 @@ pub(crate) fn verify_revert_plan(
     let mut hash = buf.hash();
     let mut previous_index: Option<usize> = None;
     let mut seen = BTreeSet::new();
+    // One pass over the ledger, then a lookup per revert: `revert --all`
+    // on a long history stays linear in the ledger's length.
+    let ledger = LedgerIndex::new(entries);
     for revert in &plan.reverts {
         let id = revert.reverted;
         let label = format!("the revert of {id}");
-        let index = entries
-            .iter()
-            .position(|e| e.id == EntryId::Change(id))
+        let index = ledger
+            .change(id)
             .ok_or_else(|| format!("{label}: {id} is not in the ledger"))?;
         let original = &entries[index];
         if original != &revert.original {
@@ -178,7 +221,7 @@ pub(crate) fn verify_revert_plan(
         if original.action == Action::FlagOnly {
             return Err(format!("{label}: {id} is a flag, nothing to revert"));
         }
-        if !seen.insert(id) || entries.iter().any(|e| e.id == EntryId::Revert(id)) {
+        if !seen.insert(id) || ledger.is_reverted(id) {
             return Err(format!("{label}: {id} is already reverted"));
         }
         if previous_index.is_some_and(|p| index >= p) {
@@ -218,3 +261,7 @@ pub(crate) fn verify_revert_plan(
     }
     Ok(())
 }
+
+#[cfg(test)]
+#[path = "verify_tests.rs"]
+mod tests;

@@ -28,7 +28,7 @@ fn outcome_lines(log: &[ApplyLogRecord]) -> String {
             format!(
                 "op {:>2} {} {:?} {:?} fixes={:?}{}",
                 r.op_index,
-                r.id,
+                r.id.map_or_else(|| "-".to_owned(), |id| id.to_string()),
                 r.status,
                 r.action,
                 fixes,

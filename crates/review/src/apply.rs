@@ -30,6 +30,7 @@ use koas_review_schema::apply::LineChange;
 use koas_review_schema::change_id::{ChangeId, IdAllocator};
 use koas_review_schema::edit_op::{Action, EditOp};
 use koas_review_schema::rejection::{RejectClass, Rejection};
+use koas_review_schema::review::RevertedChange;
 use koas_review_schema::stage1::ProtectedSpans;
 
 /// Everything a batch needs.
@@ -53,6 +54,10 @@ pub struct BatchInput<'a> {
     /// this list is taken for a model's (the stricter rule): give
     /// [`OpOrigin::Person`] for ops a person wrote.
     pub origins: &'a [OpOrigin],
+    /// Changes of the ledger that were reverted: a model's op that would
+    /// make one of them again is refused (`REJECT_LEDGER`). A person's op
+    /// is not: writing it again is a decision.
+    pub reverted: &'a [RevertedChange],
 }
 
 /// Replays a batch from the planned text: yields, per op that changed the
@@ -280,19 +285,13 @@ pub fn apply_batch(input: BatchInput<'_>) -> BatchOutcome {
             // loop.
             return outcome;
         }
-        let id = outcome
-            .applied
-            .iter()
-            .find(|a| a.index == change.op_index)
-            .map(|a| a.op.id)
-            .unwrap_or_else(|| input.first_id);
         vetoed.insert(
             change.op_index,
             Rejection::new(
                 RejectClass::Protected,
                 format!(
                     "{}: it opens or closes a protected region: line {} of the result, which no op edits, would change from {} to {}; keep the op's text self-contained (close what it opens), or edit the region's own lines",
-                    op_label(change.op_index, id),
+                    op_label(change.op_index),
                     change.line,
                     change.was,
                     change.now
@@ -329,31 +328,31 @@ fn run_batch(
     let mut guard_ctx: Option<GuardContext> = None;
 
     for (index, value) in input.ops.iter().enumerate() {
-        let id = match allocator.allocate() {
-            Ok(id) => id,
-            Err(err) => {
-                rejected.push(RejectedOp {
-                    index,
-                    id: allocator.peek(),
-                    source_id: None,
-                    action: None,
-                    lines: None,
-                    fixes: Vec::new(),
-                    defaults: Vec::new(),
-                    rejection: Rejection::new(
-                        RejectClass::SchemaId,
-                        format!("op {}: {err}", index + 1),
-                    ),
-                });
-                continue;
-            }
-        };
+        // The ID this op gets if it is applied or flagged: allocated only
+        // then, so that rejected ops leave no hole in the sequence.
+        let id = allocator.peek();
+        if let Err(err) = allocator.clone().allocate() {
+            rejected.push(RejectedOp {
+                index,
+                id: None,
+                source_id: None,
+                action: None,
+                lines: None,
+                fixes: Vec::new(),
+                defaults: Vec::new(),
+                rejection: Rejection::new(
+                    RejectClass::SchemaId,
+                    format!("op {}: {err}", index + 1),
+                ),
+            });
+            continue;
+        }
         let reject = |op: Option<&EditOp>,
                       fixes: Vec<Fix>,
                       defaults: Vec<String>,
                       rejection: Rejection| RejectedOp {
             index,
-            id,
+            id: None,
             source_id: op.and_then(|o| o.source_id.clone()),
             action: op.map(|o| o.action),
             lines: op.map(|o| (o.target.line_start, o.target.line_end)),
@@ -374,7 +373,7 @@ fn run_batch(
                     Vec::new(),
                     Rejection::new(
                         problem.class,
-                        format!("{}: {}", op_label(index, id), problem.reason),
+                        format!("{}: {}", op_label(index), problem.reason),
                     ),
                 );
                 r.source_id = source_id;
@@ -410,6 +409,33 @@ fn run_batch(
                 continue;
             }
         };
+        // Before the guards: a guard that turned the op into a flag would
+        // bring the reverted change back as a note.
+        if origin == OpOrigin::Model {
+            if let Some(planned) = &valid.planned {
+                let made = planned.change.clone().trimmed();
+                if let Some(was) = input
+                    .reverted
+                    .iter()
+                    .find(|r| r.old == made.old && r.new == made.new)
+                {
+                    rejected.push(reject(
+                        Some(&op),
+                        fixes,
+                        defaults,
+                        Rejection::new(
+                            RejectClass::Ledger,
+                            format!(
+                                "{}: it would make {} again, a change that was reverted; a reverted change stays reverted (to make it anyway, put the op in an ops file: --ops)",
+                                op_label(index),
+                                was.id
+                            ),
+                        ),
+                    ));
+                    continue;
+                }
+            }
+        }
         // After validation: a guard's attention may not let through an op
         // that validation refused (an unflagged edit of a protected region).
         if input.options.normalize.content_guards {
@@ -440,7 +466,7 @@ fn run_batch(
                         RejectClass::Guard,
                         format!(
                             "{}: {why}; --strict refuses such a change (without it, it is applied with a warning)",
-                            op_label(index, id)
+                            op_label(index)
                         ),
                     ),
                 ));
@@ -488,11 +514,11 @@ fn run_batch(
                     Rejection::new(
                         RejectClass::Range,
                         format!(
-                            "{}: {} {} {} at {at}; ops of one batch may not overlap — merge them into one op or drop one",
-                            op_label(index, id),
+                            "{}: {} {} op {} ({other_id}) at {at}; ops of one batch may not overlap — merge them into one op or drop one",
+                            op_label(index),
                             if s == e { format!("line {s}") } else { format!("lines {s}–{e}") },
                             if s == e { "overlaps" } else { "overlap" },
-                            op_label(other_index, other_id)
+                            other_index + 1
                         ),
                     ),
                 ));
@@ -502,7 +528,16 @@ fn run_batch(
         let before_target = planned_doc
             .target_text(op.target.line_start, op.target.line_end)
             .unwrap_or_default();
-        let summary = derive_summary(&op, &before_target);
+        let mut summary = derive_summary(&op, &before_target);
+        if op.action == Action::Delete && op.summary.is_none() {
+            if let Some(p) = &valid.planned {
+                let target_len = op.target.line_end + 1 - op.target.line_start.max(1);
+                let extra = p.change.old.len().saturating_sub(target_len);
+                if p.change.new.is_empty() && extra > 0 {
+                    summary.push_str(" (and the blank line after it)");
+                }
+            }
+        }
         let hash_before = current_hash.clone();
         let target_index = op.target.line_start.saturating_sub(1);
         let target_shift: isize = shifts.before(target_index);
@@ -528,7 +563,7 @@ fn run_batch(
                         defaults,
                         Rejection::new(
                             RejectClass::Other,
-                            format!("{}: internal error, the change did not apply where it was mapped ({err}); please report this", op_label(index, id)),
+                            format!("{}: internal error, the change did not apply where it was mapped ({err}); please report this", op_label(index)),
                         ),
                     ));
                     continue;
@@ -547,6 +582,8 @@ fn run_batch(
         if op.action != Action::FlagOnly {
             occupied.insert(&candidate);
         }
+        // Checked free above; the op is accepted, so it takes its ID.
+        let _ = allocator.allocate();
         applied.push(AppliedOp {
             index,
             op,

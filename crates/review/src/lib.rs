@@ -28,6 +28,8 @@
 //! - [`session`]: the whole review/revert cycle in memory (for kernels).
 //! - [`notes`]: GitHub alert blocks for changes that need attention.
 //! - [`report`]: the `REVIEW_<stem>.md` report.
+//! - [`html`]: the same report as one self-contained HTML page, with
+//!   side-by-side diffs.
 //! - [`query`]: `grep` filters and `show` rendering over the ledger.
 //! - [`protected`]: what an op may not touch, and following protected
 //!   regions through edits.
@@ -64,6 +66,7 @@
 //!     first_id: ChangeId::first(),
 //!     options: &ApplyOptions::default(),
 //!     origins: &[OpOrigin::Person],
+//!     reverted: &[],
 //! });
 //! assert_eq!(outcome.final_text, "# Title\n\nThe bandwidth is high.\n");
 //! assert_eq!(outcome.applied[0].op.id.to_string(), "RVW-0001");
@@ -77,6 +80,7 @@ pub mod artifacts;
 pub mod clock;
 pub mod edit_op;
 pub mod guards;
+pub mod html;
 pub mod lang;
 pub mod linemap;
 pub mod normalize;

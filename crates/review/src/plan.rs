@@ -15,7 +15,7 @@
 //! byte-order mark stays at the start.
 
 use crate::normalize::{normalize_op_text, TextMatch};
-use crate::text::{LineBuf, BOM};
+use crate::text::{is_blank, LineBuf, BOM};
 use koas_review_schema::apply::LineChange;
 use koas_review_schema::edit_op::{Action, EditOp};
 
@@ -99,6 +99,24 @@ pub fn plan_change(
                 with_terminators(&contents, &old, eol, last_term)
             };
             let mut change_old = old;
+            if op.action == Action::Delete {
+                // A deletion removes lines, it does not blank them: a
+                // line the deleted text leaves empty goes too, and so
+                // does the blank line after a removed block that a blank
+                // line (or the top of the document) precedes, so no
+                // double blank line is left behind. The inverse patch
+                // holds exactly what was removed.
+                if new.iter().all(|l| is_blank(l)) {
+                    new.clear();
+                }
+                let blank_before = start == 1 || doc.raw_line(start - 2).is_some_and(is_blank);
+                let bom_first = start == 1 && doc.has_bom();
+                if new.is_empty() && blank_before && !bom_first && end < doc.len() {
+                    if let Some(next) = doc.raw_line(end).filter(|l| is_blank(l)) {
+                        change_old.push(next.to_owned());
+                    }
+                }
+            }
             if start == 1 && doc.has_bom() {
                 match new.first_mut() {
                     Some(first) => first.insert_str(0, BOM),
@@ -112,7 +130,12 @@ pub fn plan_change(
                 }
             }
             let mut change_start = start - 1;
-            if whole_delete && end == doc.len() && doc.lacks_final_newline() && start > 1 {
+            if op.action == Action::Delete
+                && new.is_empty()
+                && end == doc.len()
+                && doc.lacks_final_newline()
+                && start > 1
+            {
                 // Deleting the last lines of a document without a final
                 // newline: the line before them becomes the last one and
                 // loses its newline, so the document still ends without one.

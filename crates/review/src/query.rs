@@ -5,8 +5,9 @@ use std::fmt::Write as _;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
-use koas_review_schema::change_id::EntryId;
+use koas_review_schema::change_id::{ChangeId, EntryId};
 use koas_review_schema::edit_op::Action;
+use koas_review_schema::findings::Severity;
 use koas_review_schema::ledger::LedgerEntry;
 
 /// Tallies over a ledger, for the report's counts and `koas status`.
@@ -22,10 +23,31 @@ pub struct Counts {
     pub silent: usize,
     /// Flags (flag_only entries).
     pub flags: usize,
-    /// Revert entries (`REVERT-RVW-NNNN`).
+    /// Revert entries (`REVERT-RVW-NNNN`) of changes.
     pub reverts: usize,
+    /// Flags dismissed (`koas dismiss`).
+    #[serde(default)]
+    pub dismissed: usize,
     /// Changes not reverted.
     pub active_changes: usize,
+}
+
+/// True for the entry that dismisses a flag: the `REVERT-RVW-NNNN` entry
+/// of a `flag_only` change (written by `koas dismiss`).
+pub fn is_dismissal(entry: &LedgerEntry) -> bool {
+    entry.is_revert && entry.action == Action::FlagOnly
+}
+
+/// The flags a ledger dismisses.
+pub fn dismissed_ids(entries: &[LedgerEntry]) -> std::collections::BTreeSet<ChangeId> {
+    entries
+        .iter()
+        .filter(|e| is_dismissal(e))
+        .filter_map(|e| match e.id {
+            EntryId::Revert(id) => Some(id),
+            EntryId::Change(_) => None,
+        })
+        .collect()
 }
 
 /// Counts the entries of a ledger.
@@ -40,6 +62,7 @@ pub fn count(entries: &[LedgerEntry]) -> Counts {
         .collect();
     for entry in entries {
         match entry.id {
+            EntryId::Revert(_) if is_dismissal(entry) => counts.dismissed += 1,
             EntryId::Revert(_) => counts.reverts += 1,
             EntryId::Change(id) => {
                 if entry.action == Action::FlagOnly {
@@ -107,10 +130,30 @@ impl GrepFilter {
             && self
                 .severity
                 .as_ref()
-                .map_or(true, |s| s.eq_ignore_ascii_case(&entry.severity))
+                .map_or(true, |s| severity_matches(s, &entry.severity))
             && self.silent.map_or(true, |s| s == entry.silent)
             && self.reverts.map_or(true, |r| r == entry.is_revert)
     }
+}
+
+/// The review severities (ledger, report, `koas grep`), lowest first.
+pub const REVIEW_SEVERITIES: [&str; 4] = ["minor", "attention", "deletion", "critical"];
+
+/// True when a ledger entry of severity `entry` passes the severity
+/// filter `wanted`. A review word (`minor`, `attention`, `deletion`,
+/// `critical`) matches itself; a finding word (`info`, `warning`,
+/// `error`, as `koas check` prints them) matches the review severities
+/// of its level (`warning`: `attention` and `deletion`). Case is ignored.
+pub fn severity_matches(wanted: &str, entry: &str) -> bool {
+    let wanted = wanted.trim();
+    if REVIEW_SEVERITIES
+        .iter()
+        .any(|r| r.eq_ignore_ascii_case(wanted))
+        || Severity::parse_any(wanted).is_none()
+    {
+        return wanted.eq_ignore_ascii_case(entry);
+    }
+    Severity::parse_any(wanted) == Severity::parse_any(entry)
 }
 
 /// Entries passing `filter`, in ledger order.
@@ -130,6 +173,61 @@ pub fn render_line(entry: &LedgerEntry) -> String {
         "{}  {}  {:<9} {:<14} {:<9} {:<9} {}",
         entry.id, entry.timestamp, entry.action, entry.kind, entry.severity, flags, entry.summary
     )
+}
+
+/// The `koas grep` table: a header, then one line per entry in aligned
+/// columns (ID, time, action, kind, severity, tier, summary); `status`
+/// gives an entry's state when it is not simply recorded (e.g.
+/// `dismissed`), shown in the tier column.
+pub fn render_table(
+    entries: &[&LedgerEntry],
+    status: impl Fn(&LedgerEntry) -> Option<String>,
+) -> String {
+    let header = [
+        "ID", "TIME", "ACTION", "KIND", "SEVERITY", "TIER", "SUMMARY",
+    ]
+    .map(String::from);
+    let rows: Vec<[String; 7]> = entries
+        .iter()
+        .map(|entry| {
+            let tier = match (entry.is_revert, entry.silent, entry.needs_attention) {
+                (true, _, _) => "revert",
+                (_, true, _) => "silent",
+                (_, _, true) => "attention",
+                _ => "-",
+            };
+            let tier = match status(entry) {
+                Some(state) => format!("{tier},{state}"),
+                None => tier.to_owned(),
+            };
+            [
+                entry.id.to_string(),
+                entry.timestamp.clone(),
+                entry.action.to_string(),
+                entry.kind.clone(),
+                entry.severity.clone(),
+                tier,
+                entry.summary.clone(),
+            ]
+        })
+        .collect();
+    let mut widths = header.clone().map(|h| h.chars().count());
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for row in std::iter::once(&header).chain(&rows) {
+        let line = row
+            .iter()
+            .zip(widths)
+            .map(|(cell, w)| format!("{cell:<w$}"))
+            .collect::<Vec<_>>()
+            .join("  ");
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+    out
 }
 
 /// The details `show` prints: ID, timestamp, kind, severity, silent flag,
@@ -211,6 +309,24 @@ mod tests {
     use koas_review_schema::stage1::ProtectedSpans;
     use serde_json::json;
 
+    #[test]
+    fn reverted_changes_name_what_the_reverted_change_did() {
+        let s = session();
+        let from_entries = crate::revert::reverted_changes(&s.entries, |_| None);
+        assert_eq!(from_entries.len(), 1, "{from_entries:?}");
+        assert_eq!(from_entries[0].id, ChangeId::first());
+        assert_eq!(from_entries[0].old, vec!["alpha\n".to_owned()]);
+        assert_eq!(from_entries[0].new, vec!["Alpha\n".to_owned()]);
+        // An older ledger without the patch text: the patch file is read.
+        let mut entries = s.entries.clone();
+        for e in &mut entries {
+            e.patch_text = None;
+        }
+        let from_files = crate::revert::reverted_changes(&entries, |p| s.patches.get(p).cloned());
+        assert_eq!(from_files, from_entries);
+        assert!(crate::revert::reverted_changes(&entries, |_| None).is_empty());
+    }
+
     fn session() -> MemorySession {
         let mut s = MemorySession::new("d.md", "alpha\n\nbeta bandwith\n\ngamma\n\ndelta\n");
         let actor = Actor {
@@ -258,6 +374,7 @@ mod tests {
                 silent: 1,
                 flags: 1,
                 reverts: 1,
+                dismissed: 0,
                 active_changes: 2,
             }
         );
@@ -293,6 +410,43 @@ mod tests {
             vec!["RVW-0001"]
         );
         assert!(GrepFilter::new(Some("("), None, None, None, None).is_err());
+        // The finding vocabulary of `koas check` filters too.
+        assert_eq!(
+            ids(GrepFilter::new(None, None, Some("WARNING"), None, None).unwrap()),
+            vec!["RVW-0002", "RVW-0003"]
+        );
+        assert_eq!(
+            ids(GrepFilter::new(None, None, Some("info"), None, Some(false)).unwrap()),
+            vec!["RVW-0001", "RVW-0004"]
+        );
+    }
+
+    #[test]
+    fn severity_words_of_both_vocabularies_match_their_level() {
+        assert!(severity_matches("critical", "critical"));
+        assert!(severity_matches("error", "critical"));
+        assert!(severity_matches("warning", "deletion"));
+        assert!(!severity_matches("attention", "deletion"));
+        assert!(!severity_matches("info", "attention"));
+        assert!(severity_matches("custom", "CUSTOM"));
+    }
+
+    #[test]
+    fn the_grep_table_has_a_header_and_aligned_columns() {
+        let s = session();
+        let entries: Vec<&LedgerEntry> = s.entries.iter().collect();
+        let text = render_table(&entries, |e| {
+            (e.action == Action::FlagOnly).then(|| "dismissed".to_owned())
+        });
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].starts_with("ID "), "{text}");
+        let column = |l: &str| l.find("2026-").expect("time column");
+        assert_eq!(lines[0].find("TIME"), Some(column(lines[1])));
+        assert!(
+            lines.iter().skip(1).all(|l| column(l) == column(lines[1])),
+            "{text}"
+        );
+        assert!(text.contains("attention,dismissed"), "{text}");
     }
 
     #[test]

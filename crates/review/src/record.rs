@@ -11,7 +11,8 @@
 use crate::clock::Clock;
 use koas_kernel_api::hash::sha256_of_parts;
 use koas_review_schema::apply::AppliedOp;
-use koas_review_schema::change_id::EntryId;
+use koas_review_schema::change_id::{ChangeId, EntryId};
+use koas_review_schema::edit_op::Action;
 use koas_review_schema::ledger::{Actor, ChangeLines, LedgerEntry, PatchText, Scope};
 use koas_review_schema::revert::PlannedRevert;
 
@@ -97,6 +98,46 @@ pub fn entry_for_applied(applied: &AppliedOp, run: RunContext<'_>) -> LedgerEntr
             forward: p.forward.clone(),
             inverse: p.inverse.clone(),
         }),
+    }
+}
+
+/// The ledger entry that dismisses `flag`, a `flag_only` entry: the
+/// revert ID of the flag (`REVERT-RVW-NNNN`), the action `flag_only`, no
+/// patch, the document unchanged (`doc_hash` before and after).
+/// `rationale` says why (may be empty).
+pub fn entry_for_dismissal(
+    flag: &LedgerEntry,
+    rationale: &str,
+    doc_hash: &str,
+    run: RunContext<'_>,
+) -> LedgerEntry {
+    LedgerEntry {
+        id: EntryId::Revert(flag.change_id().unwrap_or_else(ChangeId::first)),
+        doc: run.doc_name.to_owned(),
+        doc_hash_before: doc_hash.to_owned(),
+        doc_hash_after: doc_hash.to_owned(),
+        timestamp: run.clock.now(),
+        actor: run.actor.clone(),
+        scope: flag.scope.clone(),
+        kind: flag.kind.clone(),
+        severity: flag.severity.clone(),
+        silent: flag.silent,
+        summary: format!("dismiss {}: {}", flag.id, flag.summary),
+        rationale: rationale.to_owned(),
+        patch_forward: String::new(),
+        patch_inverse: String::new(),
+        review_note: None,
+        is_revert: true,
+        reverted_id: flag.id.to_string(),
+        action: Action::FlagOnly,
+        needs_attention: false,
+        change: None,
+        region_hash_before: None,
+        region_hash_after: None,
+        source_id: None,
+        fixes: Vec::new(),
+        run_id: run.run_id.to_owned(),
+        patch_text: None,
     }
 }
 

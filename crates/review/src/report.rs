@@ -71,7 +71,7 @@ pub fn guard_counts(log: &[ApplyLogRecord]) -> BTreeMap<&'static str, usize> {
 }
 
 /// What a guard's firing did to the op, for the report.
-fn guard_effect(name: &str) -> &'static str {
+pub fn guard_effect(name: &str) -> &'static str {
     match name {
         "TOKEN_GUARD" => "a number, URL, link target, code span, quotation or identifier changed: the change needs attention with a WARNING note (refused under --strict)",
         "LANGUAGE_GUARD" => "the new text is in another language than the document: the change became a flag",
@@ -325,8 +325,12 @@ fn statuses(entries: &[LedgerEntry]) -> Vec<String> {
     entries
         .iter()
         .map(|entry| match entry.id {
+            EntryId::Revert(_) if crate::query::is_dismissal(entry) => {
+                format!("dismisses {}", entry.reverted_id)
+            }
             EntryId::Revert(_) => format!("reverts {}", entry.reverted_id),
             EntryId::Change(id) => match reverts.get(&id) {
+                Some(by) if entry.action == Action::FlagOnly => format!("dismissed ({by})"),
                 Some(by) => format!("reverted ({by})"),
                 None if entry.action == Action::FlagOnly => "flag".to_owned(),
                 None => "active".to_owned(),
@@ -557,14 +561,15 @@ pub fn render_report(input: ReportInput<'_>) -> String {
         .collect();
     if !rejected.is_empty() {
         let _ = writeln!(out, "## Rejected ops (last run)\n");
-        let _ = writeln!(out, "| Op | ID | Class | Reason |\n|---:|---|---|---|");
+        // A rejected op has no change ID: it is named by its position in
+        // the ops input.
+        let _ = writeln!(out, "| Op | Class | Reason |\n|---:|---|---|");
         for r in rejected {
             let class = r.reject.map(|c| c.as_str()).unwrap_or("");
             let _ = writeln!(
                 out,
-                "| {} | {} | {} | {} |",
+                "| {} | {} | {} |",
                 r.op_index,
-                r.id,
                 class,
                 cell(r.reason.as_deref().unwrap_or(""))
             );
@@ -638,7 +643,7 @@ mod tests {
             |action: Action, fixes: Vec<Fix>, reject: Option<RejectClass>| ApplyLogRecord {
                 run_id: "r".into(),
                 op_index: 1,
-                id: ChangeId::first(),
+                id: reject.is_none().then(ChangeId::first),
                 source_id: None,
                 status: if reject.is_some() {
                     OpStatus::Rejected

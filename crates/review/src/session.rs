@@ -86,6 +86,7 @@ impl MemorySession {
             first_id,
             options,
             origins: &origins,
+            reverted: &[],
         });
         let run = RunContext {
             doc_name: &self.doc_name,

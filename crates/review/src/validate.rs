@@ -31,9 +31,11 @@ use koas_review_schema::edit_op::{Action, Alert, EditOp};
 use koas_review_schema::rejection::{RejectClass, Rejection};
 use koas_review_schema::stage1::ProtectedSpans;
 
-/// How an op is named in messages: `op 3 (RVW-0012)`.
-pub fn op_label(index: usize, id: ChangeId) -> String {
-    format!("op {} ({id})", index + 1)
+/// How an op is named in a message about its rejection: `op 3`, its
+/// 1-based position in the ops input. A rejected op gets no change ID (IDs
+/// stay dense over the applied and flagged ops), so none is named.
+pub fn op_label(index: usize) -> String {
+    format!("op {}", index + 1)
 }
 
 fn lines_label(start: usize, end: usize) -> String {
@@ -56,7 +58,7 @@ fn excerpt(text: &str) -> String {
 /// Invariant 0: the target range exists in `doc`.
 pub fn check_range(op: &EditOp, index: usize, doc: &LineBuf) -> Result<(), Rejection> {
     let (start, end) = (op.target.line_start, op.target.line_end);
-    let label = op_label(index, op.id);
+    let label = op_label(index);
     let n = doc.len();
     let insert_at_top = op.action == Action::Insert && start == 0 && end == 0;
     if insert_at_top {
@@ -112,7 +114,7 @@ fn control_char(text: &str) -> Option<(usize, char)> {
 /// an op writes into the document, its note, and what the report shows: a
 /// NUL written into a Markdown file makes it binary.
 pub fn check_text_fields(op: &EditOp, index: usize) -> Result<(), Rejection> {
-    let label = op_label(index, op.id);
+    let label = op_label(index);
     let fields = [
         ("after_text", Some(op.after_text.as_str())),
         (
@@ -154,7 +156,7 @@ pub fn validate(
     ledger_ids: &BTreeSet<ChangeId>,
     protection: ProtectionPolicy<'_>,
 ) -> Result<ValidOp, Rejection> {
-    let label = op_label(index, op.id);
+    let label = op_label(index);
     let (start, end) = (op.target.line_start, op.target.line_end);
     let lines = lines_label(start, end);
     check_text_fields(op, index)?;

@@ -148,6 +148,8 @@ pub struct ReviewTarget {
     /// they are (the one that was DOC's review was renamed to the
     /// workspace).
     pub others: Vec<PathBuf>,
+    /// Its project file (`koas.toml`), checked.
+    pub project: crate::project::ProjectFile,
 }
 
 impl ReviewTarget {
@@ -166,6 +168,9 @@ impl ReviewTarget {
                 e.utf8_error().valid_up_to()
             )
         })?;
+        // Every review command reads koas.toml the same way: a misspelt
+        // key fails `koas grep` as it fails `koas check`.
+        let project = crate::project::ProjectFile::for_document(&args.doc)?;
         let doc_name = args
             .doc
             .file_name()
@@ -208,6 +213,7 @@ impl ReviewTarget {
             workspace: Workspace::new(root),
             mode,
             others,
+            project,
         })
     }
 

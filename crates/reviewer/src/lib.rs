@@ -13,8 +13,11 @@
 
 pub mod commands;
 mod common;
+mod html_report;
 pub mod input;
+mod kernel_findings;
 mod pipeline;
 
 pub use common::{first_line, workspace_of, Reply, WorkspaceArgs};
 pub use pipeline::Control;
+pub mod project;

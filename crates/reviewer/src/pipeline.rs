@@ -30,7 +30,7 @@ use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// The built-in reviewer pipeline: `configs/reviewer.toml` as shipped.
 const BUILT_IN: &str = include_str!("../../../configs/reviewer.toml");
@@ -97,6 +97,7 @@ pub fn load(
         in_process: false,
         limits: Default::default(),
         prompts: None,
+        config_origins: Default::default(),
     })
 }
 
@@ -145,6 +146,33 @@ pub struct Control {
     pub cancel: Option<Arc<AtomicBool>>,
     /// Told every step of every pass.
     pub observer: Option<Observer>,
+    /// The command's one progress display, made by its first pass and
+    /// shared by the next ones (so a review's passes show one bar, and a
+    /// kernel a later pass takes from the cache is not listed twice);
+    /// cleared when the last clone of this `Control` goes.
+    progress: Arc<CommandProgress>,
+    /// The cache entries the command's passes used, by workspace: what a
+    /// collection at the end of the command keeps.
+    used: Arc<Mutex<BTreeMap<PathBuf, Used>>>,
+}
+
+/// Cache entries a command used in one workspace.
+#[derive(Default)]
+struct Used {
+    actions: BTreeSet<String>,
+    blobs: BTreeSet<String>,
+}
+
+/// Holds the progress display of one command; clears it on drop.
+#[derive(Default)]
+struct CommandProgress(Mutex<Option<Arc<Reporter>>>);
+
+impl Drop for CommandProgress {
+    fn drop(&mut self) {
+        if let Some(reporter) = self.0.lock().ok().and_then(|mut p| p.take()) {
+            reporter.finish();
+        }
+    }
 }
 
 impl Control {
@@ -159,6 +187,24 @@ impl Control {
         Control {
             cancel: Some(cancel),
             observer,
+            progress: Arc::default(),
+            used: Arc::default(),
+        }
+    }
+
+    /// The command's progress display (made on first use): silent with
+    /// `--quiet`, telling the observer every step.
+    fn reporter(&self, global: &Global) -> Arc<Reporter> {
+        let make = || {
+            let reporter = global.reporter(0);
+            Arc::new(match &self.observer {
+                Some(observer) => reporter.with_observer(observer.clone()),
+                None => reporter,
+            })
+        };
+        match self.progress.0.lock() {
+            Ok(mut slot) => slot.get_or_insert_with(make).clone(),
+            Err(_) => make(),
         }
     }
 
@@ -167,6 +213,46 @@ impl Control {
         match &self.cancel {
             Some(flag) => flag.clone(),
             None => interrupt::flag("finishing the current step"),
+        }
+    }
+
+    /// Remembers the cache entries a finished pass used (its kernels'
+    /// action keys, input and output blobs).
+    fn note_used(&self, record: &RunRecord) {
+        let Ok(mut used) = self.used.lock() else {
+            return;
+        };
+        let entry = used.entry(record.workspace.clone()).or_default();
+        for k in &record.kernels {
+            entry.actions.extend(k.cache_key.iter().cloned());
+            entry.blobs.extend(k.output_hashes.values().cloned());
+            entry
+                .blobs
+                .extend(k.input_hashes.values().flatten().cloned());
+        }
+    }
+
+    /// Collects the cache of every workspace this command ran passes in:
+    /// keeps what its passes used and what the incremental kernels
+    /// remember, deletes the rest (older document versions' artifacts),
+    /// so a workspace does not grow with every review. Best effort: a
+    /// failure leaves more on disk, never less than a run needs.
+    pub fn collect_caches(&self, global: &Global) {
+        let Ok(used) = self.used.lock() else {
+            return;
+        };
+        for (workspace, used) in used.iter() {
+            let mut blobs = used.blobs.clone();
+            blobs.extend(koas_orchestrator::engine::previous_blobs(workspace));
+            match Cache::open(workspace).collect(&used.actions, &blobs) {
+                Ok(done) if global.verbose && done.bytes > 0 => eprintln!(
+                    "koas: cache: {} older entries deleted ({} KB freed)",
+                    done.actions + done.blobs,
+                    done.bytes / 1024
+                ),
+                Ok(_) => {}
+                Err(e) => eprintln!("warning: cache collection in {}: {e}", workspace.display()),
+            }
         }
     }
 
@@ -279,6 +365,9 @@ pub struct PassInputs {
     pub llm: Option<ReviewLlm>,
     /// Show no progress (a pass that only reads cached results back).
     pub quiet: bool,
+    /// The command's cache collection does not keep this pass's entries
+    /// (its result is kept elsewhere).
+    pub transient: bool,
 }
 
 /// How a pass ended when it did not succeed.
@@ -319,18 +408,27 @@ pub fn run_pass(
         opts.llm_identity = Some(llm.identity);
         opts.llm_config = Some(llm.config);
     }
-    let reporter = if global.quiet || inputs.quiet {
-        Reporter::quiet()
+    // A pass that only reads cached results back shows nothing, but the
+    // observer still hears it.
+    let (reporter, own) = if inputs.quiet {
+        let reporter = Reporter::quiet();
+        let reporter = match &control.observer {
+            Some(observer) => reporter.with_observer(observer.clone()),
+            None => reporter,
+        };
+        (Arc::new(reporter), true)
     } else {
-        Reporter::for_stderr(prepared.dag.order.len() as u64, global.verbose)
+        (control.reporter(global), false)
     };
-    let reporter = Arc::new(match &control.observer {
-        Some(observer) => reporter.with_observer(observer.clone()),
-        None => reporter,
-    });
+    reporter.plan(&prepared.dag.order);
     let outcome = engine::run(&prepared, &opts, reporter.clone())
         .with_context(|| format!("pipeline {}", pipeline.file.display()))?;
-    reporter.finish();
+    if !inputs.transient {
+        control.note_used(&outcome.record);
+    }
+    if own {
+        reporter.finish();
+    }
     let status = outcome.record.status;
     let result = match status {
         RunStatus::Ok => Ok(outcome),
@@ -409,9 +507,13 @@ pub fn versions_of(pipeline: &Pipeline, discovery: &Discovery) -> Vec<(String, S
 }
 
 /// What the view pass produced.
+#[derive(Default)]
 pub struct Views {
     /// `review/REVIEW_<stem>.md`, when the pipeline has the report kernel.
     pub report: Option<PathBuf>,
+    /// What the report was made of, for the HTML page (`koas report
+    /// --html`); an error when it could not be read back.
+    pub data: Option<anyhow::Result<crate::html_report::ViewData>>,
 }
 
 /// The view pass on the committed state of `run`: annotated document
@@ -489,12 +591,48 @@ fn original_findings(
     let mut original = subset(pipeline, |k| {
         scans.iter().any(|s| s == k) || spec(k).is_some_and(|s| s.stage == "S1" && !s.uses_llm)
     });
+    // The original document never changes in a workspace: its findings are
+    // kept in a file, keyed by the kernels (name, version, library) and
+    // their config, so the cache need not keep its Stage 1 for them.
+    let key = {
+        let cache = Cache::open(workspace.root());
+        let kernels: Vec<Value> = original
+            .kernels
+            .iter()
+            .filter_map(|k| discovery.kernels.get(k))
+            .map(|l| {
+                serde_json::json!([
+                    l.spec.name,
+                    l.spec.version,
+                    cache.plugin_hash(&l.library).unwrap_or_default()
+                ])
+            })
+            .collect();
+        let config: BTreeMap<&String, &Value> = original
+            .config
+            .iter()
+            .filter(|(k, _)| original.kernels.contains(k))
+            .collect();
+        let _ = cache.flush();
+        sha256(serde_json::to_string(&serde_json::json!([
+            kernels, config
+        ]))?)
+    };
+    let kept = workspace.path(ORIGINAL_FINDINGS);
+    if let Some(found) = std::fs::read(&kept)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<KeptFindings>(&b).ok())
+        .filter(|k| k.key == key)
+    {
+        return Ok(Ok(found.findings));
+    }
     original.inputs.insert(
         "doc".to_owned(),
         workspace.path(koas_review_workspace::paths::RAW_DOC),
     );
     let mut inputs = PassInputs {
         quiet: true,
+        transient: true,
         ..PassInputs::default()
     };
     inputs.host_written = original
@@ -520,7 +658,27 @@ fn original_findings(
             }
         }
     }
+    // Best effort: without the file, the next view pass runs the scans
+    // again.
+    if let Ok(bytes) = serde_json::to_vec(&KeptFindings {
+        key,
+        findings: found.clone(),
+    }) {
+        let _ = koas_orchestrator::fsio::atomic_write(&kept, &bytes);
+    }
     Ok(Ok(found))
+}
+
+/// `review/original_findings.json`: the findings of the workspace's
+/// original document, for the report's resolved findings.
+const ORIGINAL_FINDINGS: &str = "review/original_findings.json";
+
+/// The content of [`ORIGINAL_FINDINGS`].
+#[derive(serde::Serialize, Deserialize)]
+struct KeptFindings {
+    /// What the findings were computed with (see `original_findings`).
+    key: String,
+    findings: Vec<koas_review_schema::findings::Finding>,
 }
 
 fn views_pass(
@@ -547,7 +705,7 @@ fn views_pass(
         views.inputs.insert("doc".to_owned(), edited);
     }
     if !VIEWS.iter().any(|v| has(&views, v)) {
-        return Ok(Ok(Views { report: None }));
+        return Ok(Ok(Views::default()));
     }
     let meta = ReportMeta {
         generated_at: crate::common::clock().now(),
@@ -602,14 +760,34 @@ fn views_pass(
         Err(failure) => return Ok(Err(failure)),
     };
     if !has(&views, REPORT) {
-        return Ok(Ok(Views { report: None }));
+        return Ok(Ok(Views::default()));
     }
     let text = output(&outcome.record, REPORT, names::REVIEW_REPORT)?;
     let text = text
         .as_str()
         .context("the report kernel returned a report that is not text")?;
-    let path = run.write_report_text(text)?;
-    Ok(Ok(Views { report: Some(path) }))
+    // Findings of the pipeline's other kernels (a third party's checks),
+    // computed in this pass on the current document, named by kernel.
+    let (found, errors) = crate::kernel_findings::collect(&outcome.record);
+    for e in &errors {
+        eprintln!("warning: {e}");
+    }
+    let text = format!(
+        "{text}{}",
+        crate::kernel_findings::report_section(&found, &errors)
+    );
+    let path = run.write_report_text(&text)?;
+    let data = crate::html_report::ViewData::collect(
+        &outcome.record,
+        &views,
+        discovery,
+        context,
+        run.current_text(),
+    );
+    Ok(Ok(Views {
+        report: Some(path),
+        data: Some(data),
+    }))
 }
 
 /// A built-in pipeline other than the reviewer's (`koas refine`'s
@@ -642,5 +820,6 @@ pub fn load_built_in(
         in_process: false,
         limits: Default::default(),
         prompts: None,
+        config_origins: Default::default(),
     })
 }

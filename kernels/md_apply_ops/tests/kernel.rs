@@ -102,7 +102,7 @@ fn a_plain_run_applies_ops_to_the_original_with_scope_filled() {
     );
     assert_eq!(out.warnings.len(), 1);
     assert!(
-        out.warnings[0].starts_with("REJECT_PROTECTED: op 3 (RVW-0003)"),
+        out.warnings[0].starts_with("REJECT_PROTECTED: op 3: "),
         "{:?}",
         out.warnings
     );
@@ -192,6 +192,7 @@ fn in_a_workspace_ops_address_the_current_document_with_its_own_regions() {
         next_id: ChangeId::new(7).unwrap(),
         ledger_ids: [ChangeId::new(3).unwrap()].into_iter().collect(),
         original_hash: "sha256:00".into(),
+        reverted: Vec::new(),
     };
     let ops = json!([
         {"action": "replace", "kind": "typo", "target": {"line_start": 10}, "after_text": "TRUNCATE audit_log;"},
@@ -210,9 +211,10 @@ fn in_a_workspace_ops_address_the_current_document_with_its_own_regions() {
         o.protected.blocks[0].line_start, 9,
         "regions of the current document"
     );
-    assert_eq!(o.batch.rejected[0].id.to_string(), "RVW-0007");
+    // A rejected op takes no ID: the applied one gets the first free one.
+    assert_eq!(o.batch.rejected[0].id, None);
     assert_eq!(o.batch.rejected[0].rejection.class, RejectClass::Protected);
-    assert_eq!(o.batch.applied[0].op.id.to_string(), "RVW-0008");
+    assert_eq!(o.batch.applied[0].op.id.to_string(), "RVW-0007");
     assert_eq!(o.batch.applied[0].op.target.node_path, "S1.1.p1");
     assert_eq!(o.batch.initial_hash, sha256(current.as_bytes()));
 }

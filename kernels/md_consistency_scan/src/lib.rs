@@ -12,7 +12,7 @@
 //! [`koas_md_scan`]; `koas check` runs the same code in-process.
 
 use koas_kernel_api::prelude::*;
-use koas_md_scan::config::ScanConfig;
+use koas_md_scan::config::{FindingsPolicy, ScanConfig};
 use koas_md_scan::{consistency_scan, Stage1View, CONSISTENCY_KERNEL};
 use koas_review_schema::findings::FindingsArtifact;
 use koas_review_schema::names;
@@ -33,11 +33,16 @@ impl Kernel for MdConsistencyScan {
             .input(names::PROTECTED_SPANS)
             .optional_input(names::CHUNKS)
             .output_file(names::ISSUES, "stage2/coherence_issues.json")
-            .default_config(serde_json::to_value(ScanConfig::default()).unwrap_or_default())
+            .default_config(FindingsPolicy::default_kernel_config(
+                serde_json::to_value(ScanConfig::default()).unwrap_or_default(),
+            ))
     }
 
     fn run(&self, ctx: &Context, config: &KernelConfig, inputs: &Inputs) -> KernelResult {
-        let config: ScanConfig = config.parse()?;
+        // `disable` and `severity`: the project's koas.toml [check], applied
+        // here so that every later kernel sees the same findings.
+        let (settings, policy) = FindingsPolicy::split_kernel_config(config.value())?;
+        let config: ScanConfig = KernelConfig(settings).parse()?;
         let text = inputs.source_text(names::DOC_RAW)?;
         let sections: SectionIndex = inputs.parse(names::SECTION_INDEX)?;
         let anchors: AnchorMap = inputs.parse(names::ANCHOR_MAP)?;
@@ -51,7 +56,8 @@ impl Kernel for MdConsistencyScan {
             protected: &protected,
             chunks: chunks.as_ref(),
         };
-        let output = consistency_scan(view, &config)?;
+        let mut output = consistency_scan(view, &config)?;
+        policy.apply(&mut output.findings);
         let artifact =
             FindingsArtifact::new(&protected.doc_hash, CONSISTENCY_KERNEL, output.findings);
         let mut out = KernelOutput::new().summary(artifact.summary());

@@ -30,7 +30,7 @@ use koas_review_llm::edit_plan::{
 use koas_review_llm::lang::{self, Language};
 use koas_review_llm::pyramid::Template;
 use koas_review_schema::change_id::ChangeId;
-use koas_review_schema::edit_plan::{EditPlan, EditPlanStatus};
+use koas_review_schema::edit_plan::{ChunkVerdict, EditPlan, EditPlanStatus};
 use koas_review_schema::findings::{Finding, FindingsArtifact};
 use koas_review_schema::fingerprint::ChunkFingerprints;
 use koas_review_schema::ledger::LedgerEntry;
@@ -385,6 +385,20 @@ impl Kernel for MdEditPlan {
             .summary(summary);
         for w in planned.warnings {
             out = out.warning(w);
+        }
+        // Chunks the model could not be asked about (server gone, budget
+        // spent, a failed request) are asked on the next run: the cache must
+        // not answer it with this plan.
+        let unasked = planned
+            .plan
+            .chunks
+            .iter()
+            .filter(|c| c.verdict == ChunkVerdict::Skipped || c.error.is_some())
+            .count();
+        if unasked > 0 {
+            out = out.incomplete(format!(
+                "{unasked} chunk(s) could not be asked of the model; the next run asks them again"
+            ));
         }
         Ok(out)
     }

@@ -13,7 +13,7 @@
 //! [`koas_md_scan::config::NumberingConfig`].
 
 use koas_kernel_api::prelude::*;
-use koas_md_scan::config::NumberingConfig;
+use koas_md_scan::config::{FindingsPolicy, NumberingConfig};
 use koas_md_scan::{numbering_control, Stage1View, NUMBERING_KERNEL};
 use koas_review_schema::findings::FindingsArtifact;
 use koas_review_schema::names;
@@ -33,11 +33,16 @@ impl Kernel for MdNumberingControl {
             .optional_input(names::CHUNKS)
             .output_file(names::NUMBERING_FINDINGS, "stage2/numbering_findings.json")
             .output_file(names::RENUMBER_OPS, "stage2/renumber_ops.json")
-            .default_config(serde_json::to_value(NumberingConfig::default()).unwrap_or_default())
+            .default_config(FindingsPolicy::default_kernel_config(
+                serde_json::to_value(NumberingConfig::default()).unwrap_or_default(),
+            ))
     }
 
     fn run(&self, ctx: &Context, config: &KernelConfig, inputs: &Inputs) -> KernelResult {
-        let config: NumberingConfig = config.parse()?;
+        // `disable` and `severity`: the project's koas.toml [check], applied
+        // here so that every later kernel sees the same findings.
+        let (settings, policy) = FindingsPolicy::split_kernel_config(config.value())?;
+        let config: NumberingConfig = KernelConfig(settings).parse()?;
         let text = inputs.source_text(names::DOC_RAW)?;
         let sections: SectionIndex = inputs.parse(names::SECTION_INDEX)?;
         let protected: ProtectedSpans = inputs.parse(names::PROTECTED_SPANS)?;
@@ -52,7 +57,8 @@ impl Kernel for MdNumberingControl {
             protected: &protected,
             chunks: chunks.as_ref(),
         };
-        let result = numbering_control(view, &config)?;
+        let mut result = numbering_control(view, &config)?;
+        policy.apply(&mut result.output.findings);
         let artifact = FindingsArtifact::new(
             &protected.doc_hash,
             NUMBERING_KERNEL,

@@ -284,9 +284,23 @@ impl Kernel for MdPyramid {
             stats.fallbacks,
             glossary.terms.len()
         );
+        let unanswered = built
+            .pyramid
+            .nodes
+            .iter()
+            .map(|n| {
+                u32::from(n.unanswered)
+                    + n.parts.iter().map(|p| u32::from(p.unanswered)).sum::<u32>()
+            })
+            .sum::<u32>();
         let mut out = output(&built.pyramid, &glossary, summary);
         for w in built.warnings {
             out = out.warning(w);
+        }
+        if unanswered > 0 {
+            out = out.incomplete(format!(
+                "{unanswered} summaries could not be asked of the model; the next run asks them again"
+            ));
         }
         Ok(out)
     }

@@ -51,6 +51,7 @@ fn run(s: &MemorySession, config: Value) -> (RevertOutcome, KernelOutput) {
         next_id: ChangeId::new(4).unwrap(),
         ledger_ids: Default::default(),
         original_hash: "sha256:00".into(),
+        reverted: Vec::new(),
     };
     let out = TestHarness::new()
         .config(config)
@@ -171,6 +172,7 @@ fn a_plain_run_plans_on_the_preview_and_nothing_is_nothing() {
         first_id: ChangeId::first(),
         options: &options,
         origins: &[koas_review_schema::apply::OpOrigin::Person; 64],
+        reverted: &[],
     });
     let outcome = ApplyOutcome {
         doc_name: "notes.md".into(),

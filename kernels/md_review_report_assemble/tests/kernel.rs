@@ -109,6 +109,7 @@ fn a_preview_shows_the_batch_and_its_rejections() {
         first_id: ChangeId::first(),
         options: &options,
         origins: &[koas_review_schema::apply::OpOrigin::Person; 64],
+        reverted: &[],
     });
     let outcome = ApplyOutcome {
         doc_name: "audit.md".into(),
@@ -127,7 +128,7 @@ fn a_preview_shows_the_batch_and_its_rejections() {
     );
     assert!(text.contains("### S1.1 1. Scope"), "{text}");
     assert!(text.contains("## Rejected ops (last run)"), "{text}");
-    assert!(text.contains("| 3 | RVW-0003 | REJECT_RANGE |"), "{text}");
+    assert!(text.contains("| 3 | REJECT_RANGE | op 3: "), "{text}");
     assert!(summary.contains("(preview, not recorded)"), "{summary}");
 }
 
@@ -201,6 +202,7 @@ fn a_preview_without_ops_says_no_ops() {
         first_id: ChangeId::first(),
         options: &options,
         origins: &[koas_review_schema::apply::OpOrigin::Person; 64],
+        reverted: &[],
     });
     let outcome = ApplyOutcome {
         doc_name: "audit.md".into(),

@@ -62,9 +62,14 @@ pub fn execute(global: &Global, args: KernelsArgs) -> anyhow::Result<ExitStatus>
                 "kernels": kernels,
                 "problems": problems,
                 "searched": d.searched,
+                "ignored": d.ignored,
             }))?
         )?;
-        return Ok(ExitStatus::Success);
+        return Ok(if d.kernels.is_empty() {
+            ExitStatus::Failure
+        } else {
+            ExitStatus::Success
+        });
     }
     let rows: Vec<[String; 7]> = d
         .kernels
@@ -144,5 +149,40 @@ pub fn execute(global: &Global, args: KernelsArgs) -> anyhow::Result<ExitStatus>
             eprintln!("  - {p}");
         }
     }
+    if !d.ignored.is_empty() {
+        eprintln!(
+            "\n{} file(s) not loaded because of their name:",
+            d.ignored.len()
+        );
+        for i in &d.ignored {
+            eprintln!("  - {i}");
+        }
+    }
+    if rows.is_empty() {
+        // A koas without kernels can do nothing: say where it looked and
+        // how to fix it, and let scripts see it in the exit code.
+        eprintln!("{}", not_found_message(&d));
+        return Ok(ExitStatus::Failure);
+    }
     Ok(ExitStatus::Success)
+}
+
+/// Where discovery looked (each folder with its origin, in search order)
+/// and how to install kernels: what a user needs when none was found.
+pub fn not_found_message(d: &crate::discovery::Discovery) -> String {
+    let mut text = String::from("koas found no kernel. It looked in, in this order:\n");
+    for s in &d.searched {
+        let state = if s.path.is_dir() || s.path.is_file() {
+            ""
+        } else {
+            " (does not exist)"
+        };
+        text.push_str(&format!(
+            "  {}  [{}]{state}\n",
+            s.path.display(),
+            s.origin.describe()
+        ));
+    }
+    text.push_str(crate::discovery::INSTALL_HINT);
+    text
 }

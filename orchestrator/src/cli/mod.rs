@@ -29,8 +29,9 @@ pub enum ExitStatus {
     /// 0: the command did what was asked.
     Success,
     /// 1: the command ran and its answer is "no": a kernel failed, a
-    /// finding reached `--fail-on`, a revert was refused, a replay or a
-    /// calibration differed.
+    /// finding reached `--fail-on`, a revert or dismissal was refused, a
+    /// replay or a calibration differed, `koas grep` matched nothing,
+    /// `koas kernels` found no kernel.
     Failure,
     /// 2: usage, pipeline, config or I/O error; nothing was run.
     Error,
@@ -57,12 +58,14 @@ impl From<ExitStatus> for std::process::ExitCode {
 }
 
 /// Flags that apply to every subcommand.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Global {
     /// `--kernel-path`: searched before `KOAS_KERNEL_PATH`.
     pub kernel_paths: Vec<PathBuf>,
-    /// `--verbose`: show kernels' informational log lines.
+    /// `--verbose`: show kernels' informational log lines and summaries.
     pub verbose: bool,
+    /// `-vv`: also show kernels' debug log lines.
+    pub debug: bool,
     /// `--quiet`: no progress lines.
     pub quiet: bool,
     /// `--in-process`: run kernels inside koas instead of worker
@@ -89,6 +92,17 @@ impl Global {
         Limits {
             flags: self.limits,
             ..pipeline.limits.clone()
+        }
+    }
+
+    /// The progress reporter of a command that runs `total` kernels:
+    /// silent with `--quiet`, else a bar or lines on stderr, with
+    /// summaries at `-v` and debug lines at `-vv`.
+    pub fn reporter(&self, total: u64) -> crate::report::Reporter {
+        if self.quiet {
+            crate::report::Reporter::quiet()
+        } else {
+            crate::report::Reporter::for_stderr(total, self.verbose).with_debug(self.debug)
         }
     }
 
@@ -148,6 +162,13 @@ pub fn discover_and_warn(global: &Global, pipeline: &Pipeline) -> Discovery {
     if !global.quiet {
         for p in &d.problems {
             eprintln!("warning: {p}");
+        }
+    }
+    // A renamed plugin is a likely mistake but not a problem of this run:
+    // `koas kernels` always lists it, a run only with -v.
+    if global.verbose {
+        for i in &d.ignored {
+            eprintln!("note: {i}");
         }
     }
     d

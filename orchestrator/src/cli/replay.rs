@@ -22,8 +22,9 @@ use std::sync::Arc;
 #[command(after_help = "\
 The replay runs in WORKSPACE/.koas/replay (kept for inspection) with the cache
 off, the same kernels, inputs and resolved configs as the original run (read
-from WORKSPACE/run.json), and WORKSPACE/llm/exchanges.jsonl answering every LLM
-request. Exit code 0 when every artifact matches, 1 when any differs, 2 when
+from WORKSPACE/run.json), the plugin libraries it loaded (--kernel-path and
+KOAS_KERNEL_PATH come first), and WORKSPACE/llm/exchanges.jsonl answering every
+LLM request. Exit code 0 when every artifact matches, 1 when any differs, 2 when
 the replay cannot start.")]
 pub struct ReplayArgs {
     /// The workspace of the run to replay (it holds run.json).
@@ -71,7 +72,7 @@ pub fn execute(global: &Global, args: ReplayArgs) -> anyhow::Result<ExitStatus> 
         name: original.pipeline.clone(),
         description: String::new(),
         kernels: plan.kernels.clone(),
-        kernel_paths: plan.kernel_paths.clone(),
+        kernel_paths: recorded_search_path(&plan),
         workspace: scratch.clone(),
         jobs: original.jobs,
         inputs: plan.inputs.clone(),
@@ -80,6 +81,7 @@ pub fn execute(global: &Global, args: ReplayArgs) -> anyhow::Result<ExitStatus> 
         in_process: false,
         limits: Default::default(),
         prompts: plan.prompts.clone(),
+        config_origins: Default::default(),
     };
     let discovery = discover_and_warn(global, &pipeline);
     let prepared = prepare(&pipeline, &discovery)?;
@@ -137,7 +139,7 @@ pub fn execute(global: &Global, args: ReplayArgs) -> anyhow::Result<ExitStatus> 
     let reporter = Arc::new(if global.quiet || args.json {
         Reporter::quiet()
     } else {
-        Reporter::for_stderr(prepared.dag.order.len() as u64, global.verbose)
+        global.reporter(prepared.dag.order.len() as u64)
     });
     let replayed = engine::run(&prepared, &opts, reporter.clone())?;
     reporter.finish();
@@ -245,6 +247,19 @@ pub fn execute(global: &Global, args: ReplayArgs) -> anyhow::Result<ExitStatus> 
     } else {
         ExitStatus::Failure
     })
+}
+
+/// Where the replay looks for kernels after `--kernel-path` and
+/// `KOAS_KERNEL_PATH` (which still come first, to override): the plugin
+/// files the original run loaded, then its pipeline's `kernel_paths`.
+fn recorded_search_path(plan: &crate::run_record::RunPlan) -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = Vec::new();
+    for p in plan.plugins.values().chain(&plan.kernel_paths) {
+        if !paths.contains(p) {
+            paths.push(p.clone());
+        }
+    }
+    paths
 }
 
 fn short(hash: &str) -> &str {

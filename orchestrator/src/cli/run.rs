@@ -7,7 +7,6 @@ use crate::llm_host::{project_layer, resolve_config, LlmLayer, LlmOverrides, Ser
 use crate::outln;
 use crate::pipeline::{self, Overrides};
 use crate::prepare::prepare;
-use crate::report::Reporter;
 use crate::run_record::{CacheUse, KernelStatus, RunStatus};
 use anyhow::{bail, Context as _};
 use clap::Args;
@@ -294,11 +293,7 @@ pub fn execute(global: &Global, args: RunArgs) -> anyhow::Result<ExitStatus> {
         RunTarget::All => prepared.dag.order.len(),
         RunTarget::Until(ref n) | RunTarget::Kernel(ref n) => prepared.dag.ancestors(n).len(),
     };
-    let reporter = Arc::new(if global.quiet {
-        Reporter::quiet()
-    } else {
-        Reporter::for_stderr(total as u64, global.verbose)
-    });
+    let reporter = Arc::new(global.reporter(total as u64));
     // One run per workspace at a time: a second one is refused, naming
     // the holder (a dead holder's lock on this host is taken over).
     std::fs::create_dir_all(&pipeline.workspace)
@@ -361,18 +356,20 @@ pub fn execute(global: &Global, args: RunArgs) -> anyhow::Result<ExitStatus> {
                 .display()
         ));
         eprintln!("{line}");
-        for k in record
-            .kernels
-            .iter()
-            .filter(|k| k.status == KernelStatus::Failed)
-        {
-            eprintln!(
-                "error: kernel `{}` ({}) failed: {}",
-                k.name,
-                k.plugin.display(),
-                k.error.as_deref().unwrap_or("no message")
-            );
-        }
+    }
+    // A failure is never hidden, not even by --quiet: a script that runs
+    // `koas run -q` still needs to know which kernel failed and why.
+    for k in record
+        .kernels
+        .iter()
+        .filter(|k| k.status == KernelStatus::Failed)
+    {
+        eprintln!(
+            "error: kernel `{}` ({}) failed: {}",
+            k.name,
+            k.plugin.display(),
+            k.error.as_deref().unwrap_or("no message")
+        );
     }
     Ok(match record.status {
         RunStatus::Ok => ExitStatus::Success,

@@ -21,10 +21,12 @@ mod outputs;
 mod records;
 mod reserved;
 mod schedule;
+mod sources;
 
 pub use options::{RunError, RunOptions, RunOutcome, RunTarget, TargetOutput};
 pub use outputs::file_bytes;
-pub use reserved::read_previous;
+pub use reserved::{previous_blobs, read_previous};
+pub use sources::SourceConflict;
 
 use crate::cache::Cache;
 use crate::discovery::LoadedKernel;
@@ -147,6 +149,8 @@ struct Produced {
     outputs: BTreeMap<String, (String, Arc<Value>)>,
     summary: String,
     warnings: Vec<String>,
+    /// The kernel's reason for not caching the outputs.
+    incomplete: Option<String>,
 }
 
 struct Engine<'a> {
@@ -225,6 +229,7 @@ pub fn run(
     };
     let provided = engine.load_provided()?;
     engine.load_sources(&selected)?;
+    engine.check_sources(&selected)?;
     engine.schedule(&selected)?;
     let _ = engine.cache.flush();
     let cancelled = opts.cancel.load(Ordering::SeqCst);
@@ -243,6 +248,7 @@ pub fn run(
         RunTarget::Kernel(name) => Some(engine.target_output(name)),
         _ => None,
     };
+    let write_once_sources = engine.write_once_sources(&selected);
     let record = RunRecord {
         koas_version: env!("CARGO_PKG_VERSION").to_string(),
         abi_version: koas_kernel_api::abi::ABI_VERSION,
@@ -268,6 +274,16 @@ pub fn run(
             host_written: opts.host_written.iter().cloned().collect(),
             prompts: opts.prompts.dir().map(std::path::Path::to_path_buf),
             previous: std::mem::take(&mut engine.previous_handed),
+            write_once_sources,
+            plugins: prepared
+                .kernels
+                .iter()
+                .map(|(name, k)| {
+                    let path =
+                        std::fs::canonicalize(&k.library).unwrap_or_else(|_| k.library.clone());
+                    (name.clone(), path)
+                })
+                .collect(),
         }),
         llm_session: opts.llm.as_ref().and_then(|l| l.session_metadata()),
     };

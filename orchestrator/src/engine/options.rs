@@ -143,6 +143,10 @@ pub enum RunError {
         /// pipeline's `[inputs]`).
         other: String,
     },
+    /// A source differs from the one the workspace was made from, and a
+    /// write-once file of it is already there.
+    #[error(transparent)]
+    Sources(#[from] Box<super::SourceConflict>),
 }
 
 /// The outputs of the kernel asked for with [`RunTarget::Kernel`].

@@ -48,6 +48,7 @@ impl Engine<'_> {
             files_written: Vec::new(),
             log: Vec::new(),
             worker: None,
+            incomplete: None,
         }
     }
 
@@ -81,6 +82,7 @@ impl Engine<'_> {
         record.cache_key = Some(key);
         record.summary = produced.summary;
         record.warnings = produced.warnings;
+        record.incomplete = produced.incomplete;
         record.files_written = attempt.files;
         record.log = attempt.logs;
         for (artifact, (hash, value)) in produced.outputs {

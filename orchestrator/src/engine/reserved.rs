@@ -40,6 +40,22 @@ pub fn read_previous(workspace: &Path, kernel: &str) -> Option<BTreeMap<String, 
     read_previous_with_hashes(workspace, kernel).map(|(_, values)| values)
 }
 
+/// Every cache blob the remembered previous outputs of `workspace`'s
+/// incremental kernels name: a cache collection must keep them, or the
+/// next run of those kernels starts from nothing.
+pub fn previous_blobs(workspace: &Path) -> std::collections::BTreeSet<String> {
+    let dir = workspace.join(PRIVATE_DIR).join("previous");
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Default::default();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path()).ok())
+        .filter_map(|b| serde_json::from_slice::<PreviousIndex>(&b).ok())
+        .flat_map(|i| i.outputs.into_values())
+        .collect()
+}
+
 /// Like [`read_previous`], with the cache blob of each value as the
 /// index names it (no need to hash the values again).
 fn read_previous_with_hashes(

@@ -77,8 +77,9 @@ fn serve_until_eof() -> io::Result<()> {
     for (job, body) in job_queue {
         match job {
             ToWorker::Describe { library, memory_mb } => {
-                set_memory_limit(memory_mb);
+                set_memory_limit(describe_limit(memory_mb));
                 let result = describe(&mut libraries, &library);
+                set_memory_limit(None);
                 shared.send(&FromWorker::Described { result }, &[]);
             }
             ToWorker::Run {
@@ -88,16 +89,26 @@ fn serve_until_eof() -> io::Result<()> {
                 memory_mb,
                 max_output,
             } => {
-                set_memory_limit(memory_mb);
-                let answer = run(
-                    &mut libraries,
-                    &shared,
-                    seq,
-                    &library,
-                    index,
-                    &body,
-                    max_output,
-                );
+                let answer = match limit_below_own_use(memory_mb) {
+                    Some(message) => error_answer(message),
+                    None => {
+                        set_memory_limit(memory_mb);
+                        let answer = run(
+                            &mut libraries,
+                            &shared,
+                            seq,
+                            &library,
+                            index,
+                            &body,
+                            max_output,
+                            memory_mb,
+                        );
+                        // Lifted between kernels: the next request is read
+                        // and the answer sent under no kernel's limit.
+                        set_memory_limit(None);
+                        answer
+                    }
+                };
                 shared.send(&FromWorker::Done { seq }, &answer);
             }
             ToWorker::Reply { .. } | ToWorker::Cancel { .. } => {}
@@ -177,6 +188,8 @@ fn describe(
         .collect())
 }
 
+// One call site; a struct for these would only rename them.
+#[allow(clippy::too_many_arguments)]
 fn run(
     libraries: &mut HashMap<PathBuf, PluginHandle>,
     shared: &Arc<Shared>,
@@ -185,13 +198,19 @@ fn run(
     index: u32,
     request: &[u8],
     max_output: u64,
+    memory_mb: Option<u64>,
 ) -> Vec<u8> {
-    let error = |message: String| {
-        serde_json::to_vec(&RunResponse::Error(KernelError::failed(message))).unwrap_or_default()
-    };
+    let error = error_answer;
     let handle = match load(libraries, library) {
         Ok(h) => *h,
-        Err(e) => return error(format!("cannot load {}: {e}", library.display())),
+        Err(e) => {
+            // The library is mapped under the kernel's cap: say so, since
+            // the loader's own words ("failed to map segment") do not.
+            let cap = memory_mb
+                .map(|mb| format!(" (loaded under the memory limit of {mb} MB, `memory` in the pipeline's [limits], --kernel-memory)"))
+                .unwrap_or_default();
+            return error(format!("cannot load {}: {e}{cap}", library.display()));
+        }
     };
     let host = WorkerHost {
         shared: shared.clone(),
@@ -202,6 +221,11 @@ fn run(
         Ok(answer) => answer,
         Err(len) => error(output_limit_message(len, max)),
     }
+}
+
+/// A kernel's failure as the JSON answer a plugin would give.
+fn error_answer(message: String) -> Vec<u8> {
+    serde_json::to_vec(&RunResponse::Error(KernelError::failed(message))).unwrap_or_default()
 }
 
 /// The host a plugin sees inside a worker: every callback goes to the
@@ -297,6 +321,59 @@ fn protocol_streams() -> io::Result<(File, File)> {
     ))
 }
 
+const MIB: u64 = 1024 * 1024;
+
+/// Room given to a library's loading and describing above what the worker
+/// already uses, when the run's limit is smaller than that.
+const DESCRIBE_ROOM_MB: u64 = 256;
+
+/// The worker's address space now, in bytes (`VmSize`), where the system
+/// says it.
+fn address_space_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kb = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmSize:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse::<u64>()
+        .ok()?;
+    Some(kb.saturating_mul(1024))
+}
+
+/// Why a kernel cannot run under `memory_mb`: the cap is the address
+/// space of the whole worker, and the worker already uses more than that
+/// before the kernel starts (the executable, the loaded plugins, thread
+/// stacks, its heap). Setting it anyway would let a kernel that happens
+/// to fit in memory already mapped pass, and fail any other with an
+/// allocation error that hides the cause.
+fn limit_below_own_use(memory_mb: Option<u64>) -> Option<String> {
+    let mb = memory_mb?;
+    let used = address_space_bytes()?;
+    if mb.saturating_mul(MIB) > used {
+        return None;
+    }
+    let used_mb = used.div_ceil(MIB);
+    Some(format!(
+        "its memory limit of {mb} MB (`memory` in the pipeline's [limits], --kernel-memory) is below what its worker process uses before any kernel code runs ({used_mb} MB of address space: the koas executable, the plugins, thread stacks); the kernel was not run. The limit caps the worker's whole address space: give at least {} MB, or 0 for no limit",
+        used_mb + 64
+    ))
+}
+
+/// The cap while a library is loaded and described: the run's, but never
+/// less than what the worker uses plus [`DESCRIBE_ROOM_MB`], so that a
+/// too small `memory` fails the kernels that run under it, with the
+/// message of [`limit_below_own_use`], rather than make their library
+/// look unloadable.
+fn describe_limit(memory_mb: Option<u64>) -> Option<u64> {
+    let mb = memory_mb?;
+    match address_space_bytes() {
+        Some(used) => Some(mb.max(used.div_ceil(MIB) + DESCRIBE_ROOM_MB)),
+        None => Some(mb),
+    }
+}
+
 /// Caps the worker's address space (RLIMIT_AS) at `memory_mb`, or lifts
 /// the cap to the hard limit for `None`. An allocation past it fails, and
 /// a Rust plugin then aborts with "memory allocation of N bytes failed".
@@ -329,3 +406,23 @@ fn set_memory_limit(memory_mb: Option<u64>) {
 
 #[cfg(not(unix))]
 fn set_memory_limit(_memory_mb: Option<u64>) {}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_limit_below_the_workers_own_address_space_is_named() {
+        let used_mb = address_space_bytes().expect("VmSize on Linux") / MIB;
+        assert!(used_mb > 1, "a process maps more than 1 MB");
+        let message = limit_below_own_use(Some(1)).expect("1 MB is too small");
+        assert!(message.contains("memory limit of 1 MB"), "{message}");
+        assert!(message.contains("--kernel-memory"), "{message}");
+        assert!(message.contains("the kernel was not run"), "{message}");
+        assert_eq!(limit_below_own_use(None), None);
+        assert_eq!(limit_below_own_use(Some(used_mb * 4 + 1024)), None);
+        assert!(describe_limit(Some(1)).expect("a cap") >= used_mb + DESCRIBE_ROOM_MB);
+        assert_eq!(describe_limit(Some(1 << 30)), Some(1 << 30));
+        assert_eq!(describe_limit(None), None);
+    }
+}

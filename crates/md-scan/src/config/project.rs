@@ -14,15 +14,19 @@
 //!
 //! [numbering]                            # md_numbering_control settings
 //! [fingerprint]                          # md_fingerprint_chunk thresholds
+//! [llm]                                  # the model (checked by the LLM service)
+//! [limits]                               # kernel limits of the review commands
 //! ```
 //!
-//! Other top-level tables are ignored (they belong to other koas tools);
-//! unknown keys inside these four tables are errors, so that a typo does
-//! not silently change nothing.
+//! `koas check` and the review commands read the same file the same way:
+//! an unknown table, or an unknown key inside one of the four tables above,
+//! is an error naming the file, so that a typo does not silently change
+//! nothing. `[llm]` and `[limits]` are kept as raw tables here; the runtime
+//! checks them.
 
 use super::{FingerprintConfig, NumberingConfig, ScanConfig};
 use crate::ScanError;
-use koas_review_schema::findings::{FindingKind, Severity};
+use koas_review_schema::findings::{Finding, FindingKind, Severity};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -30,9 +34,9 @@ use std::path::{Path, PathBuf};
 /// The name of the project config file.
 pub const PROJECT_CONFIG_FILE: &str = "koas.toml";
 
-/// Everything `koas.toml` can set for `koas check`.
+/// Everything `koas.toml` can set.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct ProjectConfig {
     /// What to report and how.
     pub check: CheckSection,
@@ -43,6 +47,13 @@ pub struct ProjectConfig {
     /// The `[fingerprint]` table: trigger thresholds of
     /// `md_fingerprint_chunk`.
     pub fingerprint: FingerprintConfig,
+    /// The `[llm]` table, checked by the runtime's LLM service.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub llm: Option<toml::Table>,
+    /// The `[limits]` table (kernel timeout, memory, output size of the
+    /// review commands), checked by the runtime.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limits: Option<toml::Table>,
 }
 
 /// The `[check]` table: what `koas check` reports and when it fails.
@@ -55,6 +66,89 @@ pub struct CheckSection {
     pub fail_on: Option<Severity>,
     /// Severity per kind, replacing the kind's default.
     pub severity: BTreeMap<FindingKind, Severity>,
+}
+
+impl CheckSection {
+    /// The part of the section that decides which findings are reported
+    /// and how (what the Stage 2 kernels of a review apply too).
+    pub fn policy(&self) -> FindingsPolicy {
+        FindingsPolicy {
+            disable: self.disable.clone(),
+            severity: self.severity.clone(),
+        }
+    }
+}
+
+/// Which findings are reported and at what severity: `[check] disable`
+/// and `[check.severity]` of `koas.toml`. `koas check` applies it to its
+/// findings; in a review the Stage 2 kernels get it as their `disable` and
+/// `severity` config keys and apply it before any other kernel sees their
+/// findings.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FindingsPolicy {
+    /// Finding kinds never reported.
+    pub disable: Vec<FindingKind>,
+    /// Severity per kind, replacing the kind's default.
+    pub severity: BTreeMap<FindingKind, Severity>,
+}
+
+/// The config keys a Stage 2 kernel takes besides its own settings.
+const POLICY_KEYS: [&str; 2] = ["disable", "severity"];
+
+impl FindingsPolicy {
+    /// Drops the disabled kinds and sets the configured severities.
+    pub fn apply(&self, findings: &mut Vec<Finding>) {
+        findings.retain(|f| !self.disable.contains(&f.kind));
+        for f in findings.iter_mut() {
+            if let Some(s) = self.severity.get(&f.kind) {
+                f.severity = *s;
+            }
+        }
+    }
+
+    /// A Stage 2 kernel's default config: its own `settings` (a JSON
+    /// object) with the policy keys added, empty.
+    pub fn default_kernel_config(settings: serde_json::Value) -> serde_json::Value {
+        let mut value = settings;
+        if let Some(map) = value.as_object_mut() {
+            map.insert("disable".into(), serde_json::json!([]));
+            map.insert("severity".into(), serde_json::json!({}));
+        }
+        value
+    }
+
+    /// Splits a Stage 2 kernel's resolved config into its own settings
+    /// and the policy.
+    pub fn split_kernel_config(
+        config: &serde_json::Value,
+    ) -> Result<(serde_json::Value, FindingsPolicy), ScanError> {
+        let mut settings = config.clone();
+        let mut policy = serde_json::Map::new();
+        if let Some(map) = settings.as_object_mut() {
+            for key in POLICY_KEYS {
+                if let Some(v) = map.remove(key) {
+                    policy.insert(key.to_owned(), v);
+                }
+            }
+        }
+        let policy = serde_json::from_value(serde_json::Value::Object(policy)).map_err(|e| {
+            ScanError::InvalidConfig {
+                key: "disable/severity".into(),
+                reason: e.to_string(),
+            }
+        })?;
+        Ok((settings, policy))
+    }
+
+    /// The policy as config keys (`disable`, `severity`) to set on a
+    /// Stage 2 kernel.
+    pub fn as_kernel_keys(&self) -> serde_json::Map<String, serde_json::Value> {
+        let mut map = serde_json::Map::new();
+        map.insert("disable".into(), serde_json::json!(self.disable));
+        map.insert("severity".into(), serde_json::json!(self.severity));
+        map
+    }
 }
 
 impl ProjectConfig {
@@ -130,6 +224,8 @@ mod tests {
             emoji_min = 8
             [llm]
             whatever = 1
+            [limits]
+            timeout = 60
         "#;
         let c = ProjectConfig::from_toml_str(text, Path::new("koas.toml")).expect("valid");
         assert!(!c.is_enabled(FindingKind::TerminologyDrift));
@@ -145,6 +241,22 @@ mod tests {
         assert_eq!(c.scan.extra_term_pairs.len(), 1);
         assert!(!c.numbering.check_heading_levels);
         assert_eq!(c.fingerprint.emoji_min, 8);
+        assert!(c.llm.is_some() && c.limits.is_some());
+    }
+
+    #[test]
+    fn the_policy_round_trips_through_a_kernel_config() {
+        let policy = FindingsPolicy {
+            disable: vec![FindingKind::TerminologyDrift],
+            severity: [(FindingKind::AiLeftover, Severity::Error)].into(),
+        };
+        let mut config = FindingsPolicy::default_kernel_config(serde_json::json!({"a": 1}));
+        if let Some(map) = config.as_object_mut() {
+            map.extend(policy.as_kernel_keys());
+        }
+        let (settings, back) = FindingsPolicy::split_kernel_config(&config).expect("valid");
+        assert_eq!(settings, serde_json::json!({"a": 1}));
+        assert_eq!(back, policy);
     }
 
     #[test]
@@ -154,6 +266,7 @@ mod tests {
             "[check]\ndisable = [\"ai_leftovers\"]",
             "[scan]\npercent_mni = 1",
             "[check]\nfail_on = \"fatal\"",
+            "[chek]\ndisable = []",
         ] {
             let e =
                 ProjectConfig::from_toml_str(bad, Path::new("/p/koas.toml")).expect_err("refused");

@@ -64,20 +64,31 @@ fn names_another_document(before: &str, config: &ScanConfig) -> bool {
 static LINK: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new(r"\[([^\]]*)\](\([^)]*\)|\[[^\]]*\])").ok());
 
-/// `true` when `start..end` lies in the text of a link to another page
-/// ("as described in [RFC7230, section 3.2.6][rfc7230]"): the number is
-/// that page's, not this document's.
-fn in_link_elsewhere(prose: &str, start: usize, end: usize) -> bool {
-    LINK.as_ref().is_some_and(|re| {
-        re.captures_iter(prose).any(|c| {
-            let (Some(text), Some(target)) = (c.get(1), c.get(2)) else {
-                return false;
-            };
-            text.start() <= start
-                && end <= text.end()
-                && !target.as_str()[1..].trim_start().starts_with('#')
+/// The byte ranges of the texts of the links of `prose` that point to
+/// another page ("as described in [RFC7230, section 3.2.6][rfc7230]"): a
+/// number there is that page's, not this document's. Sorted, disjoint.
+fn links_elsewhere(prose: &str) -> Vec<(usize, usize)> {
+    let Some(re) = LINK.as_ref() else {
+        return Vec::new();
+    };
+    re.captures_iter(prose)
+        .filter_map(|c| {
+            let (text, target) = (c.get(1)?, c.get(2)?);
+            let to_anchor = target.as_str()[1..].trim_start().starts_with('#');
+            (!to_anchor).then_some((text.start(), text.end()))
         })
-    })
+        .collect()
+}
+
+/// `true` when `start..end` lies in one of `links` (see
+/// [`links_elsewhere`]); found by bisection, so a line of many references
+/// is not scanned once per reference.
+fn in_link_elsewhere(links: &[(usize, usize)], start: usize, end: usize) -> bool {
+    let after = links.partition_point(|&(open, _)| open <= start);
+    after
+        .checked_sub(1)
+        .and_then(|i| links.get(i))
+        .is_some_and(|&(_, close)| end <= close)
 }
 
 /// Reports references to section numbers no heading carries.
@@ -104,6 +115,7 @@ pub fn detect(doc: &Document<'_>, config: &ScanConfig, out: &mut Vec<Finding>) {
             continue;
         }
         let quoted = quoted_ranges(prose);
+        let links = links_elsewhere(prose);
         // A target quoted once on a line is being discussed there, not used.
         let mut reported: HashSet<&str> = re
             .captures_iter(prose)
@@ -121,10 +133,15 @@ pub fn detect(doc: &Document<'_>, config: &ScanConfig, out: &mut Vec<Finding>) {
                 .get(0)
                 .map_or(target.start()..target.end(), |m| m.range());
             let number = target.as_str();
+            // Checked first: a target reported once on this line needs no
+            // second look (a line may repeat it a hundred thousand times).
+            if reported.contains(number) {
+                continue;
+            }
             if known.contains(number)
                 || other_doc.is_match(&prose[whole.end..])
                 || names_another_document(&prose[..whole.start], config)
-                || in_link_elsewhere(prose, whole.start, whole.end)
+                || in_link_elsewhere(&links, whole.start, whole.end)
             {
                 continue;
             }
@@ -239,5 +256,30 @@ mod tests {
         };
         detect(&doc, &strict, &mut out);
         assert_eq!(out.len(), 1);
+    }
+
+    proptest::proptest! {
+        // The bisection answers what a scan of every link would.
+        #[test]
+        fn link_lookup_agrees_with_a_scan(
+            parts in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::strategy::Just("voir 9.9 "),
+                    proptest::strategy::Just("[see section 3.1](other.md) "),
+                    proptest::strategy::Just("[section 4](#s4) "),
+                    proptest::strategy::Just("[RFC, section 5][rfc] "),
+                    proptest::strategy::Just("plain words "),
+                ],
+                0..12,
+            ),
+            start in 0usize..200,
+            len in 0usize..20,
+        ) {
+            let prose = parts.concat();
+            let links = links_elsewhere(&prose);
+            let end = start + len;
+            let scan = links.iter().any(|&(open, close)| open <= start && end <= close);
+            proptest::prop_assert_eq!(in_link_elsewhere(&links, start, end), scan);
+        }
     }
 }

@@ -179,6 +179,8 @@ struct PromptValues<'a> {
 struct Made {
     summary: String,
     fallback: bool,
+    /// The model could not be asked (see `PyramidNode::unanswered`).
+    unanswered: bool,
 }
 
 struct Job {
@@ -203,20 +205,26 @@ pub fn build(
 ) -> Result<Built, BuildError> {
     let mut known: HashMap<String, Made> = HashMap::new();
     if let Some(previous) = previous.filter(|_| !options.rebuild) {
+        // A summary the model could not be asked for (server down, budget
+        // spent) is asked again; one it answered badly is not.
         for node in &previous.nodes {
-            known.insert(
-                node.input_hash.clone(),
-                Made {
-                    summary: node.summary.clone(),
-                    fallback: node.fallback,
-                },
-            );
-            for part in &node.parts {
+            if !node.unanswered {
+                known.insert(
+                    node.input_hash.clone(),
+                    Made {
+                        summary: node.summary.clone(),
+                        fallback: node.fallback,
+                        unanswered: false,
+                    },
+                );
+            }
+            for part in node.parts.iter().filter(|p| !p.unanswered) {
                 known.insert(
                     part.input_hash.clone(),
                     Made {
                         summary: part.summary.clone(),
                         fallback: part.fallback,
+                        unanswered: false,
                     },
                 );
             }
@@ -275,6 +283,7 @@ pub fn build(
                         input_hash: hash,
                         summary: made.summary,
                         fallback: made.fallback,
+                        unanswered: made.unanswered,
                     });
             }
         }
@@ -345,6 +354,7 @@ pub fn build(
                 line_start: node.line_start,
                 line_end: node.line_end,
                 fallback: made.fallback,
+                unanswered: made.unanswered,
                 parts: parts_of.remove(&node.node_id).unwrap_or_default(),
             });
             summaries.insert(key, made);
@@ -504,6 +514,7 @@ impl State<'_> {
                                 out[i] = Some(Made {
                                     summary,
                                     fallback: false,
+                                    unanswered: false,
                                 })
                             }
                             None if !retry => again.push(i),
@@ -543,6 +554,7 @@ impl State<'_> {
                 let made = made.unwrap_or(Made {
                     summary: String::new(),
                     fallback: true,
+                    unanswered: true,
                 });
                 self.known.insert(job.input_hash.clone(), made.clone());
                 (job.key, job.input_hash, made)
@@ -550,11 +562,14 @@ impl State<'_> {
             .collect()
     }
 
-    fn fallback(&mut self, job: &Job, _why: Option<&str>) -> Made {
+    /// `why` is the service's reason when the model could not be asked;
+    /// `None` when it answered with nothing usable.
+    fn fallback(&mut self, job: &Job, why: Option<&str>) -> Made {
         self.stats.fallbacks += 1;
         Made {
             summary: first_sentences(&job.fallback_source, self.options.summary_max_tokens),
             fallback: true,
+            unanswered: why.is_some(),
         }
     }
 }
@@ -758,5 +773,47 @@ mod tests {
         );
         assert_eq!(*script.calls.borrow(), ["S1.2.1"]);
         assert!(built.warnings[0].contains("SESSION_BUDGET_EXHAUSTED"));
+    }
+
+    #[test]
+    fn regression_summaries_the_model_could_not_give_are_asked_again_next_run() {
+        // First run: the server fails at the first (deepest) request, so
+        // every summary is a fallback the model was never asked for.
+        let mut script = Script::default();
+        script.answers.insert(
+            "S1.2.1".into(),
+            vec![Err(SummaryError {
+                message: "TRANSPORT_FAILURE: connection refused".into(),
+                fatal: true,
+            })],
+        );
+        let first = build_doc(DOC, None, &script, &options(LEAF));
+        assert!(first.pyramid.nodes.iter().all(|n| n.unanswered));
+        // The server is back: every summary is asked again, none reused.
+        let again = Script::default();
+        let second = build_doc(DOC, Some(&first.pyramid), &again, &options(LEAF));
+        assert_eq!(again.calls.borrow().len(), 6, "{:?}", again.calls.borrow());
+        assert_eq!(second.pyramid.stats.reused, 0);
+        assert!(second
+            .pyramid
+            .nodes
+            .iter()
+            .all(|n| !n.fallback && !n.unanswered));
+
+        // A summary the model answered badly is a fallback it is not asked
+        // for again: the same prompt would get the same answer.
+        let mut bad = Script::default();
+        bad.answers
+            .insert("S2".into(), vec![Ok(String::new()), Ok(String::new())]);
+        let third = build_doc(DOC, None, &bad, &options(LEAF));
+        let s2 = third.pyramid.node("S2").expect("S2");
+        assert!(s2.fallback && !s2.unanswered, "{s2:?}");
+        let fourth = Script::default();
+        build_doc(DOC, Some(&third.pyramid), &fourth, &options(LEAF));
+        assert!(
+            fourth.calls.borrow().is_empty(),
+            "{:?}",
+            fourth.calls.borrow()
+        );
     }
 }

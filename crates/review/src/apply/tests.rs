@@ -58,6 +58,7 @@ fn run_with(
         first_id: ChangeId::new(10).unwrap(),
         options,
         origins: &vec![OpOrigin::Person; ops.len()],
+        reverted: &[],
     })
 }
 
@@ -116,7 +117,7 @@ fn rejects_hash_mismatch() {
     let r = only_rejection(&out);
     assert_eq!(r.class, RejectClass::Hash);
     assert!(
-        r.reason.contains("op 1 (RVW-0010)") && r.reason.contains("re-plan"),
+        r.reason.starts_with("op 1: ") && r.reason.contains("re-plan"),
         "{}",
         r.reason
     );
@@ -425,4 +426,85 @@ fn crlf_bom_and_missing_final_newline_survive() {
         back = apply_patch_text(&back, &a.patches.as_ref().unwrap().inverse).unwrap();
     }
     assert_eq!(back, text);
+}
+
+#[test]
+fn rejected_ops_take_no_id_and_the_ids_stay_dense() {
+    let out = run(vec![
+        json!({"action": "replace", "target": {"line_start": 99}, "after_text": "x"}),
+        json!({"action": "replace", "target": {"line_start": 3},
+               "before_text": "bandwith", "after_text": "bandwidth"}),
+        json!({"action": "banana", "target": {"line_start": 1}}),
+        json!({"action": "replace", "target": {"line_start": 10},
+               "before_text": "Last", "after_text": "Final"}),
+    ]);
+    let ids: Vec<String> = out.applied.iter().map(|a| a.op.id.to_string()).collect();
+    assert_eq!(ids, ["RVW-0010", "RVW-0011"]);
+    assert_eq!(out.next_id, ChangeId::new(12).unwrap());
+    assert!(out.rejected.iter().all(|r| r.id.is_none()));
+    let log = out.log_records("run-1");
+    assert_eq!(log[0].id, None);
+    assert!(log[0].reason.as_deref().unwrap_or("").starts_with("op 1: "));
+}
+
+#[test]
+fn a_delete_leaves_no_double_blank_line_and_reverts_exactly() {
+    let text = "# T\n\nOne.\n\nTwo.\n\nThree.\n";
+    let out = run_with(
+        text,
+        vec![json!({"action": "delete", "target": {"line_start": 5}, "before_text": "Two."})],
+        &ApplyOptions::default(),
+        &BTreeSet::new(),
+    );
+    assert_eq!(
+        out.final_text, "# T\n\nOne.\n\nThree.\n",
+        "{:?}",
+        out.rejected
+    );
+    let patches = out.applied[0].patches.as_ref().expect("patches");
+    assert_eq!(
+        apply_patch_text(&out.final_text, &patches.inverse).expect("inverse applies"),
+        text
+    );
+    assert!(out.applied[0]
+        .summary
+        .ends_with("(and the blank line after it)"));
+}
+
+#[test]
+fn a_models_op_that_makes_a_reverted_change_again_is_refused_a_persons_is_not() {
+    let op = json!({"action": "replace", "target": {"line_start": 3},
+        "before_text": "The bandwith of the system is high.",
+        "after_text": "The bandwidth of the system is high.",
+        "kind": "typo", "severity": "minor", "rationale": "typo"});
+    let reverted = [koas_review_schema::review::RevertedChange {
+        id: ChangeId::new(4).unwrap(),
+        old: vec!["The bandwith of the system is high.\n".into()],
+        new: vec!["The bandwidth of the system is high.\n".into()],
+    }];
+    let protected = regions();
+    let batch = |origin: OpOrigin| {
+        apply_batch(BatchInput {
+            doc_name: "doc.md",
+            text: DOC,
+            ops: std::slice::from_ref(&op),
+            protected: &protected,
+            ledger_ids: &BTreeSet::new(),
+            first_id: ChangeId::new(10).unwrap(),
+            options: &ApplyOptions::default(),
+            origins: &[origin],
+            reverted: &reverted,
+        })
+    };
+    let model = batch(OpOrigin::Model);
+    let rejection = only_rejection(&model);
+    assert_eq!(rejection.class, RejectClass::Ledger);
+    assert!(
+        rejection.reason.contains("RVW-0004"),
+        "{}",
+        rejection.reason
+    );
+    assert_eq!(model.final_text, DOC);
+    let person = batch(OpOrigin::Person);
+    assert_eq!(person.applied.len(), 1, "{:?}", person.rejected);
 }

@@ -120,6 +120,7 @@ fn outcome() -> ApplyOutcome {
         first_id: ChangeId::first(),
         options: &options,
         origins: &[OpOrigin::Person; 3],
+        reverted: &[],
     });
     ApplyOutcome {
         doc_name: "d.md".into(),

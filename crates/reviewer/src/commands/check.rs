@@ -43,11 +43,14 @@ pub enum CheckFormat {
 /// The lowest severity that fails the run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum FailOn {
-    /// Any finding fails.
+    /// Any finding fails (review word: minor).
+    #[value(alias = "minor")]
     Info,
-    /// Warnings and errors fail.
+    /// Warnings and errors fail (review word: attention).
+    #[value(alias = "attention")]
     Warning,
-    /// Only errors fail.
+    /// Only errors fail (review word: critical).
+    #[value(alias = "critical")]
     Error,
     /// Never fail because of findings.
     Never,
@@ -65,6 +68,30 @@ impl FailOn {
 }
 
 #[derive(Debug, Args)]
+#[command(after_help = "\
+Severities: a finding is info, warning or error. The review (ledger, report,
+koas grep) names the same levels with its own words; every filter and
+koas.toml accepts both:
+  koas check   review (ledger, report, grep)
+  info         minor
+  warning      attention, deletion (a removal)
+  error        critical
+
+Examples:
+  koas check spec.md docs/
+  koas check spec.md --format sarif > koas.sarif
+  koas check spec.md --fail-on error        # or --fail-on critical
+  koas check spec.md --fix --dry-run
+
+Exit codes:
+  0    no finding at or above --fail-on
+  1    a finding at or above --fail-on
+  2    a document cannot be read, a koas.toml is invalid, a --pipeline kernel
+       failed or wrote a findings artifact that does not parse, or a usage error
+
+With --pipeline FILE, every kernel of FILE that produces a findings artifact
+(docs/artifacts.md) adds its findings, named by kernel:
+  doc.md:3:9: warning spelling [spell_check]: `teh`: did you mean `the`?")]
 pub struct CheckArgs {
     /// Markdown files, folders (searched recursively for *.md and
     /// *.markdown), or - for standard input.
@@ -100,6 +127,12 @@ pub struct CheckArgs {
     /// With --fix: print the fixes as a unified diff and change no file.
     #[arg(long, requires = "fix")]
     pub dry_run: bool,
+    /// Also run this pipeline file on each document (as its `doc` input,
+    /// in the pipeline's workspace) and report the findings of every
+    /// kernel that produces a findings artifact (see docs/artifacts.md),
+    /// named by kernel. A failed kernel is an error (exit 2).
+    #[arg(long, value_name = "FILE", conflicts_with = "fix")]
+    pub pipeline: Option<PathBuf>,
 }
 
 /// A checked document: the name it is reported under, its findings and
@@ -108,6 +141,8 @@ struct Checked {
     path: String,
     findings: Vec<Finding>,
     fail_on: Option<Severity>,
+    /// Findings of the `--pipeline` kernels.
+    kernels: Vec<koas_review_schema::findings::KernelFindings>,
 }
 
 /// A checked document with `--fix`: the fixes applied and the findings
@@ -230,7 +265,7 @@ impl Configs {
         if let Some(&i) = self.by_path.get(&path) {
             return Ok(i);
         }
-        let config = ProjectConfig::load(&path)?;
+        let config = crate::project::ProjectFile::load(&path)?.config;
         let checker =
             Checker::new(&config).with_context(|| format!("project config {}", path.display()))?;
         self.list.push((config, checker));
@@ -410,10 +445,28 @@ pub fn execute(global: &Global, args: CheckArgs) -> anyhow::Result<ExitStatus> {
                     .unwrap_or(Severity::Warning),
             ),
         };
+        let kernels = match &args.pipeline {
+            None => Vec::new(),
+            Some(file) => match super::check_pipeline::findings_for(global, file, &job.source) {
+                Ok((found, errors)) => {
+                    for e in &errors {
+                        eprintln!("error: {}: {e}", job.path);
+                    }
+                    unreadable += errors.len();
+                    found
+                }
+                Err(e) => {
+                    eprintln!("error: {e:#}");
+                    unreadable += 1;
+                    Vec::new()
+                }
+            },
+        };
         checked.push(Checked {
             path: job.path.clone(),
             findings: output.findings,
             fail_on,
+            kernels,
         });
     }
     let files: Vec<FileFindings<'_>> = checked
@@ -423,7 +476,7 @@ pub fn execute(global: &Global, args: CheckArgs) -> anyhow::Result<ExitStatus> {
             findings: &c.findings,
         })
         .collect();
-    let text = match args.format {
+    let mut text = match args.format {
         // A dry run shows what --fix would change, as a patch.
         _ if args.dry_run => diffs,
         CheckFormat::Human => render_human(&files),
@@ -431,6 +484,9 @@ pub fn execute(global: &Global, args: CheckArgs) -> anyhow::Result<ExitStatus> {
         CheckFormat::Sarif => render_sarif(&files, env!("CARGO_PKG_VERSION")),
         CheckFormat::Github => render_github(&files),
     };
+    if checked.iter().any(|c| !c.kernels.is_empty()) {
+        text = with_kernel_findings(args.format, text, &checked);
+    }
     // A reader that stops early (`koas check … | head`) still gets the
     // exit code the findings call for: scripts test it, not the output.
     let closed = match out!("{text}") {
@@ -451,7 +507,11 @@ pub fn execute(global: &Global, args: CheckArgs) -> anyhow::Result<ExitStatus> {
         );
     }
     if args.format == CheckFormat::Human && !args.dry_run && !global.quiet && !closed {
-        eprintln!("{}", summary_line(&files));
+        if args.pipeline.is_some() {
+            eprintln!("{}", pipeline_summary(&checked));
+        } else {
+            eprintln!("{}", summary_line(&files));
+        }
     }
     if unreadable > 0 {
         return Ok(ExitStatus::Error);
@@ -459,10 +519,102 @@ pub fn execute(global: &Global, args: CheckArgs) -> anyhow::Result<ExitStatus> {
     let failed = checked.iter().any(|c| {
         c.fail_on
             .is_some_and(|t| c.findings.iter().any(|f| f.severity >= t))
+            || super::check_pipeline::fails(&c.kernels, c.fail_on)
     });
     Ok(if failed {
         FINDINGS_FAIL
     } else {
         ExitStatus::Success
     })
+}
+
+/// `text` (the built-in findings in `format`) with the `--pipeline`
+/// kernels' findings added the way that format lists findings.
+fn with_kernel_findings(format: CheckFormat, text: String, checked: &[Checked]) -> String {
+    use super::check_pipeline as cp;
+    match format {
+        CheckFormat::Human => {
+            let mut text = text;
+            for c in checked {
+                text.push_str(&cp::human(&c.path, &c.kernels));
+            }
+            text
+        }
+        CheckFormat::Github => {
+            let mut text = text;
+            for c in checked {
+                text.push_str(&cp::github(&c.path, &c.kernels));
+            }
+            text
+        }
+        CheckFormat::Json => {
+            let mut items: Vec<serde_json::Value> = serde_json::from_str(&text).unwrap_or_default();
+            for c in checked {
+                items.extend(cp::json_items(&c.path, &c.kernels));
+            }
+            let mut text = serde_json::to_string_pretty(&items).unwrap_or_else(|_| "[]".into());
+            text.push('\n');
+            text
+        }
+        CheckFormat::Sarif => {
+            let Ok(mut log) = serde_json::from_str::<serde_json::Value>(&text) else {
+                return text;
+            };
+            if let Some(results) = log
+                .pointer_mut("/runs/0/results")
+                .and_then(serde_json::Value::as_array_mut)
+            {
+                for c in checked {
+                    results.extend(cp::sarif_results(
+                        &koas_md_scan::report::path_to_uri(&c.path),
+                        &c.kernels,
+                    ));
+                }
+            }
+            let mut text = serde_json::to_string_pretty(&log).unwrap_or(text);
+            text.push('\n');
+            text
+        }
+    }
+}
+
+/// The summary line with the `--pipeline` kernels' findings counted:
+/// `2 findings (0 errors, 2 warnings, 0 info) in 1 file; 1 from spell_check`.
+fn pipeline_summary(checked: &[Checked]) -> String {
+    let mut by_severity = [0usize; 3];
+    let mut by_kernel: std::collections::BTreeMap<&str, usize> = Default::default();
+    let level = |s: Severity| match s {
+        Severity::Error => 0,
+        Severity::Warning => 1,
+        Severity::Info => 2,
+    };
+    for c in checked {
+        for f in &c.findings {
+            by_severity[level(f.severity)] += 1;
+        }
+        for k in &c.kernels {
+            *by_kernel.entry(k.kernel.as_str()).or_default() += k.findings.len();
+            for f in &k.findings {
+                by_severity[level(f.severity)] += 1;
+            }
+        }
+    }
+    let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
+    let total: usize = by_severity.iter().sum();
+    let mut line = format!(
+        "{} ({}, {}, {} info) in {}",
+        plural(total, "finding"),
+        plural(by_severity[0], "error"),
+        plural(by_severity[1], "warning"),
+        by_severity[2],
+        plural(checked.len(), "file")
+    );
+    let parts: Vec<String> = by_kernel
+        .iter()
+        .map(|(k, n)| format!("{n} from {k}"))
+        .collect();
+    if !parts.is_empty() {
+        line.push_str(&format!("; {}", parts.join(", ")));
+    }
+    line
 }

@@ -1,41 +1,72 @@
-//! `koas grep DOC [PATTERN] -k KIND -s SEVERITY --silent B --reverts B`:
-//! search the ledger.
+//! `koas grep [PATTERN] DOC -k KIND -s SEVERITY --silent B --reverts B`:
+//! search a document's ledger, like grep: exit 0 when an entry matches,
+//! 1 when none does, 2 on an error.
 
-use crate::common::{on_workspace, review_exit_codes, Reply, ReviewTarget, WorkspaceArgs};
-use anyhow::Context as _;
+use crate::common::{on_workspace, Reply, ReviewTarget, WorkspaceArgs};
+use anyhow::{bail, Context as _};
 use clap::Args;
 use koas_orchestrator::cli::{ExitStatus, Global};
-use koas_review::query::{grep, render_line, GrepFilter};
+use koas_review::query::{dismissed_ids, grep, render_table, GrepFilter, REVIEW_SEVERITIES};
+use koas_review_schema::findings::Severity;
 use serde_json::json;
-use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, Args)]
-#[command(after_help = concat!("\
-Every filter must match. One line per entry: ID, time, action, kind,
-severity, tier (silent / attention / revert), summary.
+#[command(after_help = "\
+Every filter must match. PATTERN (a regular expression) is matched against
+the entry's ID, summary and rationale; without it every entry passes the
+pattern. Output: a header, then one line per entry in aligned columns: ID,
+time, action, kind, severity, tier (silent / attention / revert, and
+dismissed for a dismissed flag), summary.
+
+Severities: the ledger uses the review words; -s accepts them and the
+words of `koas check`, which name the same levels:
+  koas check   review (ledger, report, grep)
+  info         minor
+  warning      attention, deletion (a removal)
+  error        critical
+A review word matches itself; a check word matches its level.
 
 Examples:
-  koas grep spec.md -s attention            # changes that need attention
-  koas grep spec.md -k terminology          # terminology changes
-  koas grep spec.md \"bandwidth\"             # a word in summaries or rationales
-  koas grep spec.md --reverts true          # reverts only
-  koas grep spec.md --silent false --json
+  koas grep bandwidth spec.md               # a word in summaries or rationales
+  koas grep spec.md -s attention            # no pattern: filters only
+  koas grep spec.md -s error                # = -s critical
+  koas grep 'RVW-00(1|2)' spec.md -k terminology
+  koas grep spec.md --reverts true --json
 
-", review_exit_codes!()))]
+The older order `koas grep DOC PATTERN` still works, with a warning.
+
+Exit codes:
+  0    at least one entry matches
+  1    no entry matches
+  2    usage, document or workspace error (no workspace yet, an invalid
+       PATTERN or severity, a torn ledger is only a warning)
+  130  interrupted with Ctrl-C")]
 pub struct GrepArgs {
-    #[command(flatten)]
-    pub target: WorkspaceArgs,
+    /// `[PATTERN] DOC`: a regular expression (optional), then the Markdown
+    /// document whose ledger is searched.
+    #[arg(value_name = "[PATTERN] DOC", num_args = 1..=2, required = true)]
+    pub positional: Vec<PathBuf>,
 
-    /// Regular expression matched against the ID, the summary and the
-    /// rationale.
-    #[arg(value_name = "PATTERN")]
-    pub pattern: Option<String>,
+    /// The review workspace [default: the one koas finds for DOC].
+    #[arg(short, long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+
+    /// Print a JSON object on stdout instead of text.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Refuse a document larger than this (e.g. 300M, 1G) [default:
+    /// KOAS_MAX_DOC_SIZE, else 256M].
+    #[arg(long, value_name = "SIZE")]
+    pub max_doc_size: Option<String>,
 
     /// Only this kind (e.g. typo, terminology, logic_flow).
     #[arg(short, long, value_name = "KIND")]
     pub kind: Option<String>,
 
-    /// Only this severity (minor, attention, deletion, critical).
+    /// Only this severity: minor, attention, deletion, critical, or the
+    /// `koas check` words info, warning, error (see below).
     #[arg(short, long, value_name = "SEVERITY")]
     pub severity: Option<String>,
 
@@ -49,69 +80,145 @@ pub struct GrepArgs {
 }
 
 impl GrepArgs {
-    /// `koas grep DOC` (every entry).
-    pub fn new(target: WorkspaceArgs) -> GrepArgs {
+    /// `koas grep [PATTERN] DOC` with every filter off.
+    pub fn new(target: WorkspaceArgs, pattern: Option<String>) -> GrepArgs {
+        let mut positional: Vec<PathBuf> = pattern.map(PathBuf::from).into_iter().collect();
+        positional.push(target.doc);
         GrepArgs {
-            target,
-            pattern: None,
+            positional,
+            workspace: target.workspace,
+            json: target.json,
+            max_doc_size: target.max_doc_size,
             kind: None,
             severity: None,
             silent: None,
             reverts: None,
         }
     }
+
+    /// The pattern and the document's arguments.
+    fn split(&self) -> anyhow::Result<(Option<String>, WorkspaceArgs)> {
+        let (pattern, doc) = pattern_and_doc(&self.positional)?;
+        Ok((
+            pattern,
+            WorkspaceArgs {
+                doc,
+                workspace: self.workspace.clone(),
+                json: self.json,
+                max_doc_size: self.max_doc_size.clone(),
+            },
+        ))
+    }
+}
+
+/// The pattern and the document of `[PATTERN] DOC`, accepting the older
+/// `DOC PATTERN` order (with a warning) when only that reading names an
+/// existing file.
+fn pattern_and_doc(positional: &[PathBuf]) -> anyhow::Result<(Option<String>, PathBuf)> {
+    let text = |p: &Path| p.to_string_lossy().into_owned();
+    match positional {
+        [doc] => Ok((None, doc.clone())),
+        [first, second] => {
+            if !second.is_file() && first.is_file() {
+                eprintln!(
+                    "warning: `koas grep DOC PATTERN` is deprecated; write `koas grep {} {}` (pattern first, like grep)",
+                    shell_word(&text(second)),
+                    shell_word(&text(first))
+                );
+                Ok((Some(text(second)), first.clone()))
+            } else {
+                Ok((Some(text(first)), second.clone()))
+            }
+        }
+        _ => bail!("expected `koas grep [PATTERN] DOC`"),
+    }
+}
+
+/// `word`, quoted for a POSIX shell when it needs it.
+fn shell_word(word: &str) -> String {
+    if !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=@%+,".contains(c))
+    {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
 }
 
 pub fn execute(_global: &Global, args: GrepArgs) -> anyhow::Result<ExitStatus> {
-    on_workspace(&args.target, |target| {
-        search(&args, target)?.print(args.target.json)
+    let (pattern, target) = args.split()?;
+    on_workspace(&target, |t| {
+        search(&args, pattern.as_deref(), t)?.print(args.json)
     })
 }
 
-/// `koas grep` as a library call: the answer is returned, not printed.
+/// `koas grep` as a library call: the answer is returned, not printed; no
+/// match is a completed answer with `total` 0, not a failure.
 pub fn run(args: &GrepArgs) -> anyhow::Result<Reply> {
-    search(args, &ReviewTarget::locate(&args.target)?)
+    let (pattern, target) = args.split()?;
+    let mut reply = search(args, pattern.as_deref(), &ReviewTarget::locate(&target)?)?;
+    reply.status = ExitStatus::Success;
+    Ok(reply)
 }
 
-fn search(args: &GrepArgs, target: &ReviewTarget) -> anyhow::Result<Reply> {
+fn search(args: &GrepArgs, pattern: Option<&str>, target: &ReviewTarget) -> anyhow::Result<Reply> {
     target.require_workspace()?;
+    if let Some(severity) = &args.severity {
+        let known = REVIEW_SEVERITIES
+            .iter()
+            .any(|r| r.eq_ignore_ascii_case(severity.trim()))
+            || Severity::parse_any(severity).is_some();
+        if !known {
+            bail!(
+                "unknown severity {severity:?}: expected minor, attention, deletion or critical (or info, warning, error)"
+            );
+        }
+    }
     let filter = GrepFilter::new(
-        args.pattern.as_deref(),
+        pattern,
         args.kind.as_deref(),
         args.severity.as_deref(),
         args.silent,
         args.reverts,
     )
-    .with_context(|| {
-        format!(
-            "invalid PATTERN {:?}",
-            args.pattern.as_deref().unwrap_or("")
-        )
-    })?;
+    .with_context(|| format!("invalid PATTERN {:?}", pattern.unwrap_or("")))?;
     let ledger = target
         .workspace
         .ledger()
         .with_context(|| format!("review workspace {}", target.root().display()))?;
     let found = grep(ledger.entries(), &filter);
+    let status = if found.is_empty() {
+        ExitStatus::Failure
+    } else {
+        ExitStatus::Success
+    };
+    let dismissed = dismissed_ids(ledger.entries());
     let value = json!({
         "status": "completed",
         "summary": format!("{} of {} entries match", found.len(), ledger.entries().len()),
         "workspace": target.root(),
         "total": found.len(),
         "entries": found,
+        "dismissed": dismissed,
         "torn_tail": ledger.torn_tail(),
     });
-    let mut text = String::new();
-    for entry in &found {
-        writeln!(text, "{}", render_line(entry))?;
-    }
-    if found.is_empty() && !args.target.json {
+    let text = if found.is_empty() {
+        String::new()
+    } else {
+        render_table(&found, |e| {
+            let flag = e.change_id().filter(|id| dismissed.contains(id));
+            flag.map(|_| "dismissed".to_owned())
+        })
+    };
+    if found.is_empty() && !args.json {
         eprintln!(
             "koas grep: no entry matches ({} entries in the ledger)",
             ledger.entries().len()
         );
     }
-    if let Some(torn) = ledger.torn_tail().filter(|_| !args.target.json) {
+    if let Some(torn) = ledger.torn_tail().filter(|_| !args.json) {
         eprintln!(
             "warning: the ledger ends with a torn line at byte {} ({}); run `koas status {} --repair-ledger`",
             torn.offset,
@@ -119,5 +226,5 @@ fn search(args: &GrepArgs, target: &ReviewTarget) -> anyhow::Result<Reply> {
             target.doc_path.display()
         );
     }
-    Ok(Reply::new(ExitStatus::Success, value, text))
+    Ok(Reply::new(status, value, text))
 }

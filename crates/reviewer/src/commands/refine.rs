@@ -626,6 +626,7 @@ fn refine(global: &Global, args: &RefineArgs, target: &ReviewTarget) -> anyhow::
             next_id: run.next_id(),
             ledger_ids: run.ledger_ids(),
             original_hash: run.meta().original_hash.clone(),
+            reverted: Vec::new(),
         };
         inputs.provided.insert(
             names::REVIEW_STATE.to_owned(),

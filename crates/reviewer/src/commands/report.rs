@@ -21,6 +21,8 @@ Examples:
   koas report spec.md            # prints the report's path
   koas report spec.md --print    # prints the report itself
   koas report spec.md --json     # path, counts, workspace
+  koas report spec.md --html     # also REVIEW_spec.html, one self-contained page
+  koas report spec.md --html out/review.html
 
 ", review_exit_codes!()))]
 pub struct ReportArgs {
@@ -34,6 +36,12 @@ pub struct ReportArgs {
     /// Use this pipeline file instead of the built-in reviewer pipeline.
     #[arg(long, value_name = "FILE")]
     pub pipeline: Option<PathBuf>,
+
+    /// Also write the report as one self-contained HTML page (diffs,
+    /// filters, revert commands; no network): next to the Markdown report
+    /// as REVIEW_<stem>.html, or at PATH. Its path is printed.
+    #[arg(long, value_name = "PATH", num_args = 0..=1, conflicts_with = "print")]
+    pub html: Option<Option<PathBuf>>,
 }
 
 impl ReportArgs {
@@ -43,6 +51,7 @@ impl ReportArgs {
             target,
             print: false,
             pipeline: None,
+            html: None,
         }
     }
 }
@@ -79,11 +88,12 @@ fn report(
         })
         .map_err(|e| target.explain(e))?;
     let doc_input = workspace.path(paths::RAW_DOC);
-    let pipeline = passes::load(
+    let mut pipeline = passes::load(
         args.pipeline.as_deref(),
         workspace.root(),
         vec![("doc".to_owned(), doc_input)],
     )?;
+    target.project.apply(&mut pipeline)?;
     passes::require(&pipeline, passes::REPORT, "renders the report")?;
     let discovery = passes::discover(global, &pipeline);
     let views = match passes::run_views(global, control, &pipeline, &discovery, &run, None) {
@@ -101,9 +111,18 @@ fn report(
         }
     };
     let counts = count(run.entries());
+    let html = match &args.html {
+        Some(dest) => Some(crate::html_report::write_page(
+            &run,
+            &views,
+            dest.as_deref(),
+            &args.target,
+        )?),
+        None => None,
+    };
     drop(run);
     let path = views.report.context("the pipeline produced no report")?;
-    let value = json!({
+    let mut value = json!({
         "status": "completed",
         "summary": format!("{} changes ({} active), {} reverts, {} flags", counts.total_changes, counts.active_changes, counts.reverts, counts.flags),
         "workspace": target.root(),
@@ -111,10 +130,17 @@ fn report(
         "annotated": target.root().join(paths::REVIEWED_DOC),
         "counts": counts,
     });
+    if let Some(page) = &html {
+        value["html"] = json!(page);
+    }
     let text = if args.print {
         std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?
     } else {
         format!("{}\n", path.display())
+    };
+    let text = match &html {
+        Some(page) => format!("{text}{}\n", page.display()),
+        None => text,
     };
     Ok(Reply::new(ExitStatus::Success, value, text))
 }

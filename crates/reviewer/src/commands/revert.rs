@@ -117,6 +117,7 @@ fn revert(
     // The views' Stage 1 and 2 describe the original document.
     let doc_input = vec![("doc".to_owned(), workspace.path(paths::RAW_DOC))];
     let mut pipeline = passes::load(args.pipeline.as_deref(), workspace.root(), doc_input)?;
+    target.project.apply(&mut pipeline)?;
     passes::require(&pipeline, REVERT, "plans reverts")?;
     passes::set_config(&mut pipeline, REVERT, "ids", json!(args.ids));
     passes::set_config(&mut pipeline, REVERT, "all", Value::Bool(args.all));
@@ -129,6 +130,7 @@ fn revert(
         next_id: run.next_id(),
         ledger_ids: run.ledger_ids(),
         original_hash: run.meta().original_hash.clone(),
+        reverted: Vec::new(),
     };
     let mut pass = PassInputs::default();
     pass.provided.insert(
@@ -259,6 +261,7 @@ fn revert(
             .with_context(|| format!("replacing {}", target.doc_path.display()))?;
     }
     drop(run);
+    control.collect_caches(global);
     let pairs: Vec<(String, String)> = committed
         .entries
         .iter()

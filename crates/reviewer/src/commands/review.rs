@@ -195,6 +195,7 @@ fn review(
         inputs.push((names::OPS.to_owned(), ops.clone()));
     }
     let mut pipeline = passes::load(args.pipeline.as_deref(), workspace.root(), inputs)?;
+    target.project.apply(&mut pipeline)?;
     passes::require(&pipeline, APPLY, "applies the ops")?;
     passes::set_config(&mut pipeline, APPLY, "strict", Value::Bool(args.strict));
     // The certain fixes of the checks (`koas check --fix`) are changes
@@ -257,6 +258,9 @@ fn review(
         next_id: run.next_id(),
         ledger_ids: run.ledger_ids(),
         original_hash: run.meta().original_hash.clone(),
+        reverted: koas_review::revert::reverted_changes(run.entries(), |path| {
+            std::fs::read_to_string(workspace.path(path)).ok()
+        }),
     };
     let mut pass = PassInputs::default();
     pass.provided.insert(
@@ -359,6 +363,9 @@ fn review(
     let report = views.report.clone();
     let rebased = run.rebased().to_vec();
     drop(run);
+    // Older document versions' artifacts are no longer needed: keep the
+    // workspace a small multiple of the document however many reviews.
+    control.collect_caches(global);
     answer(args, target, &committed, report, no_ops, model, &rebased)
 }
 

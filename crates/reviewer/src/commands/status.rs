@@ -121,12 +121,13 @@ fn overall(status: &WorkspaceStatus) -> &'static str {
 fn summary(status: &WorkspaceStatus) -> String {
     let c = &status.counts;
     format!(
-        "{} changes ({} active, {} need attention, {} silent), {} flags, {} reverts; document {}",
+        "{} changes ({} active, {} need attention, {} silent), {} flags ({} dismissed), {} reverts; document {}",
         c.total_changes,
         c.active_changes,
         c.attention,
         c.silent,
         c.flags,
+        c.dismissed,
         c.reverts,
         status.document_state.replace('_', " ")
     )
