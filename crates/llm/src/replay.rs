@@ -32,6 +32,9 @@ pub struct ReplayAnswer {
     pub tokens_estimated: bool,
     /// Whether generation ended at a stop marker.
     pub stopped_at_marker: bool,
+    /// Whether the original run had it from its response cache (a kernel
+    /// that counts cached answers sees the same count in the replay).
+    pub cached: bool,
 }
 
 /// Answers from an exchange log.
@@ -87,6 +90,7 @@ impl ReplaySource {
                     completion_tokens: e.completion_tokens,
                     tokens_estimated: e.tokens_estimated,
                     stopped_at_marker: e.stopped_at_marker,
+                    cached: e.source != crate::exchange::ExchangeSource::Backend,
                 });
         }
         Ok(ReplaySource {

@@ -941,7 +941,9 @@ impl LlmService {
             prompt_tokens: answer.prompt_tokens,
             completion_tokens: answer.completion_tokens,
             tokens_estimated: answer.tokens_estimated,
-            cached: true,
+            // As the original run saw it, so a replayed kernel's output
+            // (a count of cached answers) is the original's.
+            cached: answer.cached,
             stopped_at_marker: answer.stopped_at_marker,
         })?;
         Ok((response, 0))

@@ -225,10 +225,22 @@ impl Control {
         let entry = used.entry(record.workspace.clone()).or_default();
         for k in &record.kernels {
             entry.actions.extend(k.cache_key.iter().cloned());
-            entry.blobs.extend(k.output_hashes.values().cloned());
-            entry
-                .blobs
-                .extend(k.input_hashes.values().flatten().cloned());
+        }
+        // Every blob the record names (outputs, inputs, what the host
+        // provided, previous outputs handed over): `koas replay` of this
+        // run reads them all. Blob names are 64 hex digits.
+        fn blobs_in(v: &Value, out: &mut BTreeSet<String>) {
+            match v {
+                Value::String(s) if s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit()) => {
+                    out.insert(s.clone());
+                }
+                Value::Array(items) => items.iter().for_each(|i| blobs_in(i, out)),
+                Value::Object(map) => map.values().for_each(|i| blobs_in(i, out)),
+                _ => {}
+            }
+        }
+        if let Ok(value) = serde_json::to_value(record) {
+            blobs_in(&value, &mut entry.blobs);
         }
     }
 
