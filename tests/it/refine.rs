@@ -173,7 +173,7 @@ fn refine_fixes_only_the_affected_sections_and_every_change_reverts() {
     );
     // The view pass ran: the report lists every change refine recorded.
     let report = v["report"].as_str().expect("the summary names the report");
-    let report = std::fs::read_to_string(report).expect("report");
+    let report = std::fs::read_to_string(s.dir.path().join(report)).expect("report");
     let changes: Vec<&str> = v["changes"]
         .as_array()
         .expect("changes")
@@ -182,12 +182,18 @@ fn refine_fixes_only_the_affected_sections_and_every_change_reverts() {
         .collect();
     assert_eq!(changes.len(), 3, "{v}");
     for id in &changes {
-        assert!(report.contains(id), "{id} missing from the report:\n{report}");
+        assert!(
+            report.contains(id),
+            "{id} missing from the report:\n{report}"
+        );
     }
     assert!(report.contains("koas refine"), "{report}");
     let annotated = std::fs::read_to_string(s.workspace().join("stage3/doc.REVIEWED.md"))
         .expect("annotated document");
-    assert!(annotated.contains("seven years in the archive"), "{annotated}");
+    assert!(
+        annotated.contains("seven years in the archive"),
+        "{annotated}"
+    );
     let ev = events(&s);
     for kind in [
         "refinement_start",
@@ -640,7 +646,10 @@ fn events_are_written_as_they_happen() {
                     .and_then(|mut d| d.next())
                     .and_then(|e| e.ok())
                     .map(|e| e.path().join("refine/events.jsonl"));
-                *first = Some(file.and_then(|f| std::fs::read_to_string(f).ok()).unwrap_or_default());
+                *first = Some(
+                    file.and_then(|f| std::fs::read_to_string(f).ok())
+                        .unwrap_or_default(),
+                );
             }
             ModelAnswer::text(fixture_fix(&r.prompt))
         } else {
@@ -650,7 +659,11 @@ fn events_are_written_as_they_happen() {
     let (out, v) = refine(&s, &m, &[]);
     assert_code(&out, 0, "refine");
     assert_eq!(v["status"], "accepted", "{v}");
-    let during = seen.lock().expect("lock").clone().expect("the patcher was asked");
+    let during = seen
+        .lock()
+        .expect("lock")
+        .clone()
+        .expect("the patcher was asked");
     let kinds = |text: &str| -> Vec<String> {
         text.lines()
             .filter_map(|l| serde_json::from_str::<Value>(l).ok())
@@ -658,16 +671,29 @@ fn events_are_written_as_they_happen() {
             .collect()
     };
     let during = kinds(&during);
-    for kind in ["refinement_start", "arbiter_consolidation", "batch_started", "task_started"] {
-        assert!(during.iter().any(|k| k == kind), "{kind} not yet written while fixing: {during:?}");
+    for kind in [
+        "refinement_start",
+        "arbiter_consolidation",
+        "batch_started",
+        "task_started",
+    ] {
+        assert!(
+            during.iter().any(|k| k == kind),
+            "{kind} not yet written while fixing: {during:?}"
+        );
     }
     for kind in ["patch_applied", "batch_complete", "refinement_complete"] {
-        assert!(!during.iter().any(|k| k == kind), "{kind} written before it happened: {during:?}");
+        assert!(
+            !during.iter().any(|k| k == kind),
+            "{kind} written before it happened: {during:?}"
+        );
     }
-    let after = kinds(
-        &std::fs::read_to_string(s.workspace().join("refine/events.jsonl")).expect("events"),
+    let after =
+        kinds(&std::fs::read_to_string(s.workspace().join("refine/events.jsonl")).expect("events"));
+    assert!(
+        after.len() > during.len() && after.starts_with(&during),
+        "{during:?} then {after:?}"
     );
-    assert!(after.len() > during.len() && after.starts_with(&during), "{during:?} then {after:?}");
     // The event types of a run that fixed something, first appearances in order.
     let mut firsts: Vec<&str> = Vec::new();
     for k in &after {
@@ -691,14 +717,25 @@ fn events_are_written_as_they_happen() {
         "{after:?}"
     );
     let ev = events(&s);
-    let start = ev.iter().find(|e| e["type"] == "refinement_start").expect("start");
+    let start = ev
+        .iter()
+        .find(|e| e["type"] == "refinement_start")
+        .expect("start");
     assert_eq!(start["mode"], "full-auto");
     assert!(
-        start["target_sections"].as_array().is_some_and(|t| t.len() == 3),
+        start["target_sections"]
+            .as_array()
+            .is_some_and(|t| t.len() == 3),
         "{start}"
     );
-    let patch = ev.iter().find(|e| e["type"] == "patch_applied").expect("patch");
-    assert!(patch["content"].as_str().is_some_and(|c| !c.is_empty()), "{patch}");
+    let patch = ev
+        .iter()
+        .find(|e| e["type"] == "patch_applied")
+        .expect("patch");
+    assert!(
+        patch["content"].as_str().is_some_and(|c| !c.is_empty()),
+        "{patch}"
+    );
 }
 
 /// Semi-auto stops with `escalated` and names the open issues; a person
@@ -759,7 +796,14 @@ fn after_an_escalation_a_person_accepts_issues_and_the_run_goes_on() {
     let (out, v) = refine(
         &s,
         &m,
-        &["--mode", "semi-auto", "--accept", &id, "--max-iterations", "1"],
+        &[
+            "--mode",
+            "semi-auto",
+            "--accept",
+            &id,
+            "--max-iterations",
+            "1",
+        ],
     );
     // The two wordy sentences are still there: escalated again.
     assert_eq!(code(&out), 1, "{}", stderr(&out));
@@ -769,7 +813,10 @@ fn after_an_escalation_a_person_accepts_issues_and_the_run_goes_on() {
     assert!(
         asked.first().is_some_and(is_fix),
         "the decided plan goes to the fixer first, no judge: {:?}",
-        asked.iter().map(|r| r.prompt.chars().take(40).collect::<String>()).collect::<Vec<_>>()
+        asked
+            .iter()
+            .map(|r| r.prompt.chars().take(40).collect::<String>())
+            .collect::<Vec<_>>()
     );
     assert_eq!(asked.iter().filter(|r| is_fix(r)).count(), 1, "one task");
     assert!(asked.iter().any(is_delta), "the fix is verified");
@@ -844,7 +891,12 @@ fn every_pass_of_a_refinement_replays_without_the_model() {
         .collect();
     assert_eq!(
         labels,
-        ["0-assess.json", "0-fix.json", "0-verify.json", "1-assess.json"],
+        [
+            "0-assess.json",
+            "0-fix.json",
+            "0-verify.json",
+            "1-assess.json"
+        ],
         "{records:?}"
     );
     let ws_arg = ws.to_string_lossy().into_owned();
@@ -855,14 +907,23 @@ fn every_pass_of_a_refinement_replays_without_the_model() {
         let verdict: Value = serde_json::from_slice(&out.stdout).expect("json verdict");
         assert_eq!(verdict["verdict"], "pass", "{record}: {verdict}");
         assert_eq!(
-            verdict["llm_session"]["calls"]["backend"].as_u64().unwrap_or(0),
+            verdict["llm_session"]["calls"]["backend"]
+                .as_u64()
+                .unwrap_or(0),
             0,
             "{record}: {verdict}"
         );
-        if verdict["llm_session"]["calls"]["replay"].as_u64().unwrap_or(0) > 0 {
+        if verdict["llm_session"]["calls"]["replay"]
+            .as_u64()
+            .unwrap_or(0)
+            > 0
+        {
             model_kernels += 1;
         }
-        assert!(verdict["artifacts_compared"].as_u64().unwrap_or(0) > 0, "{verdict}");
+        assert!(
+            verdict["artifacts_compared"].as_u64().unwrap_or(0) > 0,
+            "{verdict}"
+        );
     }
     assert!(model_kernels >= 3, "the model's answers came from the log");
 }

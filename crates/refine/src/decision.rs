@@ -196,14 +196,29 @@ mod tests {
     fn plan() -> RefinePlan {
         let sections = sections_of(DOC);
         let kept = vec![
-            issue("J1-1", &sections[0].id, Criterion::Clarity, IssueSeverity::Minor),
-            issue("J1-2", &sections[2].id, Criterion::Consistency, IssueSeverity::Major),
+            issue(
+                "J1-1",
+                &sections[0].id,
+                Criterion::Clarity,
+                IssueSeverity::Minor,
+            ),
+            issue(
+                "J1-2",
+                &sections[2].id,
+                Criterion::Consistency,
+                IssueSeverity::Major,
+            ),
         ];
         RefinePlan {
             doc_hash: koas_kernel_api::hash::sha256(DOC),
             kept: kept.clone(),
             filtered: vec![FilteredIssue {
-                issue: issue("J2-1", &sections[1].id, Criterion::Tone, IssueSeverity::Minor),
+                issue: issue(
+                    "J2-1",
+                    &sections[1].id,
+                    Criterion::Tone,
+                    IssueSeverity::Minor,
+                ),
                 reason: "raised by one judge".into(),
             }],
             tasks: vec![SectionTask {
@@ -226,8 +241,8 @@ mod tests {
     #[test]
     fn the_plan_as_stored_is_applied_whole() {
         let s = sections_of(DOC);
-        let d = decided_plan(&plan(), None, &s, &koas_kernel_api::hash::sha256(DOC))
-            .expect("decided");
+        let d =
+            decided_plan(&plan(), None, &s, &koas_kernel_api::hash::sha256(DOC)).expect("decided");
         assert_eq!(d.tasks, plan().tasks);
         assert!(d.skipped_locked.is_empty());
     }
@@ -262,8 +277,7 @@ mod tests {
             Err(DecisionError::Stale { .. })
         ));
         let now = koas_kernel_api::hash::sha256(DOC);
-        let err = decided_plan(&plan(), Some(&["J9-9".to_owned()]), &s, &now)
-            .expect_err("unknown");
+        let err = decided_plan(&plan(), Some(&["J9-9".to_owned()]), &s, &now).expect_err("unknown");
         assert!(err.to_string().contains("J1-1, J1-2, J2-1"), "{err}");
         assert!(matches!(
             decided_plan(&plan(), Some(&[" ".to_owned()]), &s, &now),

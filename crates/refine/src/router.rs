@@ -99,6 +99,7 @@ pub fn route_tasks(plan: &RefinePlan) -> RefineRouting {
         RefineRouting {
             doc_hash: plan.doc_hash.clone(),
             structure_score,
+            decided: true,
             ..RefineRouting::default()
         },
     )

@@ -400,6 +400,12 @@ pub struct RefineRouting {
     /// Set when the document needs a full rewrite: the reason.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub full_regenerate: Option<String>,
+    /// A plan a person decided on after an escalation (`--accept`,
+    /// `--apply-plan`): the fixers are told so, which also makes their
+    /// prompts differ from the earlier attempt's (a new answer, not the
+    /// cached one).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub decided: bool,
     /// The document's structure score the decision used.
     pub structure_score: f64,
     /// Share of sections with a critical issue.

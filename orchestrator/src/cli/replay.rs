@@ -49,9 +49,11 @@ struct Difference {
 
 /// Runs `koas replay`.
 pub fn execute(global: &Global, args: ReplayArgs) -> anyhow::Result<ExitStatus> {
-    let record_path = args
-        .workspace
-        .join(args.record.as_deref().unwrap_or(std::path::Path::new(RUN_RECORD_FILE)));
+    let record_path = args.workspace.join(
+        args.record
+            .as_deref()
+            .unwrap_or(std::path::Path::new(RUN_RECORD_FILE)),
+    );
     let bytes = std::fs::read(&record_path)
         .with_context(|| format!("cannot read {}", record_path.display()))?;
     let original: RunRecord = serde_json::from_slice(&bytes)

@@ -123,7 +123,12 @@ pub struct RefineArgs {
     /// With the stored plan (implies --apply-plan): fix only these issues,
     /// by the IDs refine/ESCALATION.md lists (`J1-2,J2-1`), issues the
     /// arbiter filtered out and issues of locked sections included.
-    #[arg(long, value_delimiter = ',', value_name = "ISSUE_IDS", conflicts_with = "plan_only")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "ISSUE_IDS",
+        conflicts_with = "plan_only"
+    )]
     pub accept: Vec<String>,
 
     /// When the run ends with a document (accepted or best effort),
@@ -302,8 +307,7 @@ impl PassRecords {
         let dir = root.join("refine/runs");
         // A new run's records replace the previous run's.
         if dir.exists() {
-            std::fs::remove_dir_all(&dir)
-                .with_context(|| format!("clearing {}", dir.display()))?;
+            std::fs::remove_dir_all(&dir).with_context(|| format!("clearing {}", dir.display()))?;
         }
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         Ok(PassRecords {
@@ -313,7 +317,9 @@ impl PassRecords {
     }
 
     fn keep(&mut self, label: &str) {
-        let from = self.root.join(koas_orchestrator::run_record::RUN_RECORD_FILE);
+        let from = self
+            .root
+            .join(koas_orchestrator::run_record::RUN_RECORD_FILE);
         let to = self
             .root
             .join(format!("refine/runs/{:03}-{label}.json", self.next));
@@ -449,7 +455,12 @@ fn refine(global: &Global, args: &RefineArgs, target: &ReviewTarget) -> anyhow::
                         .into_iter()
                         .map(|s| s.id)
                         .collect(),
-                    target_sections: d.routing.tasks.iter().map(|t| t.section_id.clone()).collect(),
+                    target_sections: d
+                        .routing
+                        .tasks
+                        .iter()
+                        .map(|t| t.section_id.clone())
+                        .collect(),
                 });
             }
             // The stored plan scored this very document: its locks hold
@@ -464,128 +475,136 @@ fn refine(global: &Global, args: &RefineArgs, target: &ReviewTarget) -> anyhow::
             });
             (d.plan, d.routing, TokenUse::default(), true)
         } else {
-        let mut inputs = base_inputs(&run, &llm)?;
-        inputs.provided.insert(
-            names::REFINE_STATE.to_owned(),
-            serde_json::to_value(&state)?,
-        );
-        let outcome = match pass(global, &assess, &discovery, inputs, &mut records, &format!("{iteration}-assess")) {
-            Ok(o) => o,
-            Err(e) => return failed(e, "the changes recorded so far stay in the ledger"),
-        };
-        let verdicts: RefineVerdicts =
-            passes::parse_output(&outcome.record, JUDGE, names::REFINE_VERDICTS)?;
-        let plan: RefinePlan = passes::parse_output(&outcome.record, ARBITER, names::REFINE_PLAN)?;
-        let routing: RefineRouting =
-            passes::parse_output(&outcome.record, ROUTER, names::REFINE_ROUTING)?;
-        tokens.add(&verdicts.tokens);
-        if first {
-            first = false;
-            events.emit(RefineEvent::RefinementStart {
-                mode: mode.as_str().to_owned(),
-                sections: koas_refine::sections::sections_of(run.current_text())
-                    .into_iter()
-                    .map(|s| s.id)
-                    .collect(),
+            let mut inputs = base_inputs(&run, &llm)?;
+            inputs.provided.insert(
+                names::REFINE_STATE.to_owned(),
+                serde_json::to_value(&state)?,
+            );
+            let outcome = match pass(
+                global,
+                &assess,
+                &discovery,
+                inputs,
+                &mut records,
+                &format!("{iteration}-assess"),
+            ) {
+                Ok(o) => o,
+                Err(e) => return failed(e, "the changes recorded so far stay in the ledger"),
+            };
+            let verdicts: RefineVerdicts =
+                passes::parse_output(&outcome.record, JUDGE, names::REFINE_VERDICTS)?;
+            let plan: RefinePlan =
+                passes::parse_output(&outcome.record, ARBITER, names::REFINE_PLAN)?;
+            let routing: RefineRouting =
+                passes::parse_output(&outcome.record, ROUTER, names::REFINE_ROUTING)?;
+            tokens.add(&verdicts.tokens);
+            if first {
+                first = false;
+                events.emit(RefineEvent::RefinementStart {
+                    mode: mode.as_str().to_owned(),
+                    sections: koas_refine::sections::sections_of(run.current_text())
+                        .into_iter()
+                        .map(|s| s.id)
+                        .collect(),
+                    target_sections: routing.tasks.iter().map(|t| t.section_id.clone()).collect(),
+                });
+            }
+            if let Some(record) = iterations.last_mut() {
+                record.judge_tokens.add(&verdicts.tokens);
+            }
+            if let Some(why) = &plan.no_assessment {
+                break (RefineStatus::NoAssessment, why.clone());
+            }
+            events.emit(RefineEvent::ArbiterConsolidation {
+                iteration,
+                alpha: plan.alpha,
+                score: plan.score,
+                kept: plan.kept.len(),
+                filtered: plan.filtered.len(),
                 target_sections: routing.tasks.iter().map(|t| t.section_id.clone()).collect(),
             });
-        }
-        if let Some(record) = iterations.last_mut() {
-            record.judge_tokens.add(&verdicts.tokens);
-        }
-        if let Some(why) = &plan.no_assessment {
-            break (RefineStatus::NoAssessment, why.clone());
-        }
-        events.emit(RefineEvent::ArbiterConsolidation {
-            iteration,
-            alpha: plan.alpha,
-            score: plan.score,
-            kept: plan.kept.len(),
-            filtered: plan.filtered.len(),
-            target_sections: routing.tasks.iter().map(|t| t.section_id.clone()).collect(),
-        });
-        // Quality locks: a locked criterion that dropped reverts the last
-        // iteration's changes, and their sections are not edited again.
-        let regressed =
-            control::regressions(&locks, &plan.criteria_scores, limits.regression_tolerance);
-        let still: BTreeSet<ChangeId> = active_changes(&run);
-        let to_revert: Vec<ChangeId> = last_changes
-            .iter()
-            .copied()
-            .filter(|id| still.contains(id))
-            .collect();
-        if !regressed.is_empty() && !to_revert.is_empty() {
-            states.push(StateRecord {
-                doc_hash: plan.doc_hash.clone(),
-                score: plan.score,
-                plan: plan.clone(),
-                active: still.clone(),
-                regressed: true,
-            });
-            let sections = sections_of_changes(&run, &to_revert);
-            revert(&mut run, &to_revert, "koas refine: quality lock")?;
-            let reverted: Vec<String> = to_revert.iter().map(|i| i.to_string()).collect();
-            events.emit(RefineEvent::QualityLockTriggered {
-                iteration: iteration.saturating_sub(1),
-                regressions: regressed,
-                reverted: reverted.clone(),
-            });
-            if let Some(record) = iterations.last_mut() {
-                record.reverted.extend(reverted);
-            }
-            for s in sections {
-                if locked.insert(s.clone()) {
-                    events.emit(RefineEvent::SectionLocked {
-                        section_id: s,
-                        reason: "its change made a locked criterion regress".into(),
-                    });
+            // Quality locks: a locked criterion that dropped reverts the last
+            // iteration's changes, and their sections are not edited again.
+            let regressed =
+                control::regressions(&locks, &plan.criteria_scores, limits.regression_tolerance);
+            let still: BTreeSet<ChangeId> = active_changes(&run);
+            let to_revert: Vec<ChangeId> = last_changes
+                .iter()
+                .copied()
+                .filter(|id| still.contains(id))
+                .collect();
+            if !regressed.is_empty() && !to_revert.is_empty() {
+                states.push(StateRecord {
+                    doc_hash: plan.doc_hash.clone(),
+                    score: plan.score,
+                    plan: plan.clone(),
+                    active: still.clone(),
+                    regressed: true,
+                });
+                let sections = sections_of_changes(&run, &to_revert);
+                revert(&mut run, &to_revert, "koas refine: quality lock")?;
+                let reverted: Vec<String> = to_revert.iter().map(|i| i.to_string()).collect();
+                events.emit(RefineEvent::QualityLockTriggered {
+                    iteration: iteration.saturating_sub(1),
+                    regressions: regressed,
+                    reverted: reverted.clone(),
+                });
+                if let Some(record) = iterations.last_mut() {
+                    record.reverted.extend(reverted);
                 }
+                for s in sections {
+                    if locked.insert(s.clone()) {
+                        events.emit(RefineEvent::SectionLocked {
+                            section_id: s,
+                            reason: "its change made a locked criterion regress".into(),
+                        });
+                    }
+                }
+                last_changes.clear();
+                // The restored document is assessed again (from the cache).
+                continue;
             }
-            last_changes.clear();
-            // The restored document is assessed again (from the cache).
-            continue;
-        }
-        control::update_locks(&mut locks, &plan.criteria_scores, limits.lock_threshold);
-        let active = active_changes(&run);
-        match states
-            .iter_mut()
-            .find(|s| !s.regressed && s.doc_hash == plan.doc_hash)
-        {
-            Some(s) => s.plan = plan.clone(),
-            None => states.push(StateRecord {
-                doc_hash: plan.doc_hash.clone(),
-                score: plan.score,
-                plan: plan.clone(),
-                active,
-                regressed: false,
-            }),
-        }
-        if let Some(why) = &routing.full_regenerate {
-            break (RefineStatus::FullRegenerate, why.clone());
-        }
-        if args.plan_only {
-            break (RefineStatus::Planned, "--plan-only".to_owned());
-        }
-        let history: Vec<f64> = states
-            .iter()
-            .filter(|s| !s.regressed)
-            .map(|s| s.score)
-            .collect();
-        let standing = Standing {
-            iteration,
-            history: &history,
-            has_critical: plan.has_critical,
-            tokens: tokens.total(),
-            elapsed_secs: started.elapsed().as_secs(),
-            has_tasks: !routing.tasks.is_empty(),
-        };
-        if let Some(decision) = control::decide(mode, &limits, &standing) {
-            if decision.1.starts_with("converged") {
-                events.emit(RefineEvent::ConvergenceDetected { iteration });
+            control::update_locks(&mut locks, &plan.criteria_scores, limits.lock_threshold);
+            let active = active_changes(&run);
+            match states
+                .iter_mut()
+                .find(|s| !s.regressed && s.doc_hash == plan.doc_hash)
+            {
+                Some(s) => s.plan = plan.clone(),
+                None => states.push(StateRecord {
+                    doc_hash: plan.doc_hash.clone(),
+                    score: plan.score,
+                    plan: plan.clone(),
+                    active,
+                    regressed: false,
+                }),
             }
-            break decision;
-        }
-        (plan, routing, verdicts.tokens, false)
+            if let Some(why) = &routing.full_regenerate {
+                break (RefineStatus::FullRegenerate, why.clone());
+            }
+            if args.plan_only {
+                break (RefineStatus::Planned, "--plan-only".to_owned());
+            }
+            let history: Vec<f64> = states
+                .iter()
+                .filter(|s| !s.regressed)
+                .map(|s| s.score)
+                .collect();
+            let standing = Standing {
+                iteration,
+                history: &history,
+                has_critical: plan.has_critical,
+                tokens: tokens.total(),
+                elapsed_secs: started.elapsed().as_secs(),
+                has_tasks: !routing.tasks.is_empty(),
+            };
+            if let Some(decision) = control::decide(mode, &limits, &standing) {
+                if decision.1.starts_with("converged") {
+                    events.emit(RefineEvent::ConvergenceDetected { iteration });
+                }
+                break decision;
+            }
+            (plan, routing, verdicts.tokens, false)
         };
         // 2. Fix.
         // The fix kernel runs every batch in one pass: their start is told
@@ -635,7 +654,14 @@ fn refine(global: &Global, args: &RefineArgs, target: &ReviewTarget) -> anyhow::
         inputs.host_written.insert(names::EDITED_DOC.to_owned());
         let doc_before = run.current_text().to_owned();
         let fix_pass = if decided { &fix_decided } else { &fix };
-        let outcome = match pass(global, fix_pass, &discovery, inputs, &mut records, &format!("{iteration}-fix")) {
+        let outcome = match pass(
+            global,
+            fix_pass,
+            &discovery,
+            inputs,
+            &mut records,
+            &format!("{iteration}-fix"),
+        ) {
             Ok(o) => o,
             Err(e) => return failed(e, "the changes recorded so far stay in the ledger"),
         };
@@ -720,7 +746,14 @@ fn refine(global: &Global, args: &RefineArgs, target: &ReviewTarget) -> anyhow::
                 names::REFINE_CHANGES.to_owned(),
                 serde_json::to_value(&changes)?,
             );
-            let outcome = match pass(global, &verify, &discovery, inputs, &mut records, &format!("{iteration}-verify")) {
+            let outcome = match pass(
+                global,
+                &verify,
+                &discovery,
+                inputs,
+                &mut records,
+                &format!("{iteration}-verify"),
+            ) {
                 Ok(o) => o,
                 Err(e) => return failed(e, "the unverified changes stay in the ledger"),
             };
@@ -813,9 +846,10 @@ fn refine(global: &Global, args: &RefineArgs, target: &ReviewTarget) -> anyhow::
         // Semi-auto returns the document as it stands: its plan is the one
         // a person decides on (`--accept`, `--apply-plan`).
         let current = koas_kernel_api::hash::sha256(run.current_text());
-        if let Some(i) = states.iter().rposition(|s| {
-            !s.regressed && koas_kernel_api::hash::same_hash(&s.doc_hash, &current)
-        }) {
+        if let Some(i) = states
+            .iter()
+            .rposition(|s| !s.regressed && koas_kernel_api::hash::same_hash(&s.doc_hash, &current))
+        {
             best_index = i;
         }
     }
