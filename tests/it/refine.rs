@@ -171,6 +171,29 @@ fn refine_fixes_only_the_affected_sections_and_every_change_reverts() {
         kinds.contains(&"refine_regenerate") && kinds.contains(&"refine_patch"),
         "{kinds:?}"
     );
+    // The view pass ran: the report lists every change refine recorded.
+    let report = v["report"].as_str().expect("the summary names the report");
+    let report = std::fs::read_to_string(s.dir.path().join(report)).expect("report");
+    let changes: Vec<&str> = v["changes"]
+        .as_array()
+        .expect("changes")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(changes.len(), 3, "{v}");
+    for id in &changes {
+        assert!(
+            report.contains(id),
+            "{id} missing from the report:\n{report}"
+        );
+    }
+    assert!(report.contains("koas refine"), "{report}");
+    let annotated = std::fs::read_to_string(s.workspace().join("stage3/doc.REVIEWED.md"))
+        .expect("annotated document");
+    assert!(
+        annotated.contains("seven years in the archive"),
+        "{annotated}"
+    );
     let ev = events(&s);
     for kind in [
         "refinement_start",
@@ -598,4 +621,309 @@ fn targeted_fixes_cost_less_than_a_rewrite_on_a_larger_document() {
             + v["iterations"][0]["judge_tokens"]["completion_tokens"].as_u64().unwrap_or(0)
     );
     assert!(fix_side > 0 && fix_side < rewrite, "{v}");
+}
+
+/// The events file grows while the run goes on, so `tail -f` can follow
+/// it: a reader looking at it while the patcher is being asked sees the
+/// assessment and the start of the fixes, not the end; at the end it
+/// holds every event type of a run that fixed something, in order.
+#[test]
+fn events_are_written_as_they_happen() {
+    use std::sync::{Arc, Mutex};
+    let s = Scratch::new();
+    s.write("doc.md", DOC);
+    let review = s.path(".review");
+    let seen: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
+    let seen_by_model = seen.clone();
+    let m = ScriptedModel::start(move |r: &ModelRequest| {
+        if is_judge(r) {
+            ModelAnswer::text(fixture_judge(&judged(&r.prompt)))
+        } else if is_fix(r) {
+            let mut first = seen_by_model.lock().expect("lock");
+            if first.is_none() {
+                let file = std::fs::read_dir(&review)
+                    .ok()
+                    .and_then(|mut d| d.next())
+                    .and_then(|e| e.ok())
+                    .map(|e| e.path().join("refine/events.jsonl"));
+                *first = Some(
+                    file.and_then(|f| std::fs::read_to_string(f).ok())
+                        .unwrap_or_default(),
+                );
+            }
+            ModelAnswer::text(fixture_fix(&r.prompt))
+        } else {
+            ModelAnswer::text("YES, the issue is addressed.")
+        }
+    });
+    let (out, v) = refine(&s, &m, &[]);
+    assert_code(&out, 0, "refine");
+    assert_eq!(v["status"], "accepted", "{v}");
+    let during = seen
+        .lock()
+        .expect("lock")
+        .clone()
+        .expect("the patcher was asked");
+    let kinds = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter_map(|e| e["type"].as_str().map(str::to_owned))
+            .collect()
+    };
+    let during = kinds(&during);
+    for kind in [
+        "refinement_start",
+        "arbiter_consolidation",
+        "batch_started",
+        "task_started",
+    ] {
+        assert!(
+            during.iter().any(|k| k == kind),
+            "{kind} not yet written while fixing: {during:?}"
+        );
+    }
+    for kind in ["patch_applied", "batch_complete", "refinement_complete"] {
+        assert!(
+            !during.iter().any(|k| k == kind),
+            "{kind} written before it happened: {during:?}"
+        );
+    }
+    let after =
+        kinds(&std::fs::read_to_string(s.workspace().join("refine/events.jsonl")).expect("events"));
+    assert!(
+        after.len() > during.len() && after.starts_with(&during),
+        "{during:?} then {after:?}"
+    );
+    // The event types of a run that fixed something, first appearances in order.
+    let mut firsts: Vec<&str> = Vec::new();
+    for k in &after {
+        if !firsts.contains(&k.as_str()) {
+            firsts.push(k);
+        }
+    }
+    assert_eq!(
+        firsts,
+        [
+            "refinement_start",
+            "arbiter_consolidation",
+            "batch_started",
+            "task_started",
+            "patch_applied",
+            "batch_complete",
+            "verification_result",
+            "iteration_complete",
+            "refinement_complete"
+        ],
+        "{after:?}"
+    );
+    let ev = events(&s);
+    let start = ev
+        .iter()
+        .find(|e| e["type"] == "refinement_start")
+        .expect("start");
+    assert_eq!(start["mode"], "full-auto");
+    assert!(
+        start["target_sections"]
+            .as_array()
+            .is_some_and(|t| t.len() == 3),
+        "{start}"
+    );
+    let patch = ev
+        .iter()
+        .find(|e| e["type"] == "patch_applied")
+        .expect("patch");
+    assert!(
+        patch["content"].as_str().is_some_and(|c| !c.is_empty()),
+        "{patch}"
+    );
+}
+
+/// Semi-auto stops with `escalated` and names the open issues; a person
+/// accepts one of them by ID and the run goes on from the stored plan:
+/// no judge is asked before the fix, only that issue's section changes,
+/// the fix is verified and recorded, and the judges score the result.
+#[test]
+fn after_an_escalation_a_person_accepts_issues_and_the_run_goes_on() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let s = Scratch::new();
+    s.write("doc.md", DOC);
+    let works = Arc::new(AtomicBool::new(false));
+    let fixer = works.clone();
+    let m = ScriptedModel::start(move |r: &ModelRequest| {
+        if is_judge(r) {
+            ModelAnswer::text(fixture_judge(&judged(&r.prompt)))
+        } else if is_fix(r) {
+            if fixer.load(Ordering::SeqCst) {
+                ModelAnswer::text(fixture_fix(&r.prompt))
+            } else {
+                // Nothing ever gets fixed: the run escalates.
+                ModelAnswer::text(to_fix(&r.prompt))
+            }
+        } else {
+            ModelAnswer::text("YES")
+        }
+    });
+    let (out, v) = refine(&s, &m, &["--mode", "semi-auto", "--max-iterations", "2"]);
+    assert_eq!(code(&out), 1, "escalated: {}", stderr(&out));
+    assert_eq!(v["status"], "escalated", "{v}");
+    let escalation =
+        std::fs::read_to_string(s.workspace().join("refine/ESCALATION.md")).expect("report");
+    let plan: Value = serde_json::from_slice(
+        &std::fs::read(s.workspace().join("refine/plan.json")).expect("plan"),
+    )
+    .expect("plan json");
+    let factual = plan["kept"]
+        .as_array()
+        .expect("kept")
+        .iter()
+        .find(|i| i["criterion"] == "consistency")
+        .expect("the factual issue is open");
+    let id = factual["id"].as_str().expect("id").to_owned();
+    assert!(escalation.contains(&format!("`{id}`")), "{escalation}");
+    assert!(escalation.contains("--accept"), "{escalation}");
+    assert!(ledger(&s).is_empty(), "nothing was fixed: {:?}", ledger(&s));
+
+    // A wrong ID is refused before anything is asked or changed.
+    let before = m.calls();
+    let (out, _) = refine(&s, &m, &["--mode", "semi-auto", "--accept", "J9-99"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(stderr(&out).contains("J9-99"), "{}", stderr(&out));
+    assert_eq!(m.calls(), before);
+
+    works.store(true, Ordering::SeqCst);
+    let before = m.requests().len();
+    let (out, v) = refine(
+        &s,
+        &m,
+        &[
+            "--mode",
+            "semi-auto",
+            "--accept",
+            &id,
+            "--max-iterations",
+            "1",
+        ],
+    );
+    // The two wordy sentences are still there: escalated again.
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert_eq!(v["status"], "escalated", "{v}");
+    let asked = m.requests();
+    let asked = &asked[before..];
+    assert!(
+        asked.first().is_some_and(is_fix),
+        "the decided plan goes to the fixer first, no judge: {:?}",
+        asked
+            .iter()
+            .map(|r| r.prompt.chars().take(40).collect::<String>())
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(asked.iter().filter(|r| is_fix(r)).count(), 1, "one task");
+    assert!(asked.iter().any(is_delta), "the fix is verified");
+    assert!(asked.iter().any(is_judge), "the result is scored");
+    assert_eq!(
+        edited(&s),
+        DOC.replace("ten years", "seven years"),
+        "only the accepted issue's section changed"
+    );
+    let l = ledger(&s);
+    assert_eq!(l.len(), 1, "{l:?}");
+    assert_eq!(v["iterations"][0]["applied"][0], l[0]["id"], "{v}");
+    // The plan of the result no longer holds the fixed issue.
+    let plan: Value = serde_json::from_slice(
+        &std::fs::read(s.workspace().join("refine/plan.json")).expect("plan"),
+    )
+    .expect("plan json");
+    assert!(
+        plan["kept"]
+            .as_array()
+            .is_some_and(|k| !k.is_empty() && k.iter().all(|i| i["criterion"] != "consistency")),
+        "{plan}"
+    );
+
+    // The whole stored plan: the two remaining issues are fixed.
+    let (out, v) = refine(&s, &m, &["--mode", "semi-auto", "--apply-plan"]);
+    assert_code(&out, 0, "apply the stored plan");
+    assert_eq!(v["status"], "accepted", "{v}");
+    let expected = DOC
+        .replace("ten years", "seven years")
+        .replace(
+            ", in a way that is not always obvious to people who are new,",
+            "",
+        )
+        .replace(", basically.", ".");
+    assert_eq!(edited(&s), expected);
+    let out = s.koas(&["-q", "revert", "doc.md", "--all"]);
+    assert_code(&out, 0, "revert --all");
+    assert_eq!(edited(&s), DOC);
+}
+
+/// Every pass of a refinement keeps its run record; `koas replay` of each
+/// one, with the model server gone, makes no model call and gives the
+/// same artifacts (verdicts, plan, fixes, verification).
+#[test]
+fn every_pass_of_a_refinement_replays_without_the_model() {
+    let s = Scratch::new();
+    s.write("doc.md", DOC);
+    let mut m = ScriptedModel::start(|r: &ModelRequest| {
+        if is_judge(r) {
+            ModelAnswer::text(fixture_judge(&judged(&r.prompt)))
+        } else if is_fix(r) {
+            ModelAnswer::text(fixture_fix(&r.prompt))
+        } else {
+            ModelAnswer::text("YES, the issue is addressed.")
+        }
+    });
+    let (out, v) = refine(&s, &m, &[]);
+    assert_code(&out, 0, "refine");
+    assert_eq!(v["status"], "accepted", "{v}");
+    m.stop();
+    let ws = s.workspace();
+    let mut records: Vec<String> = std::fs::read_dir(ws.join("refine/runs"))
+        .expect("refine/runs")
+        .filter_map(|e| e.ok())
+        .map(|e| format!("refine/runs/{}", e.file_name().to_string_lossy()))
+        .collect();
+    records.sort();
+    let labels: Vec<&str> = records
+        .iter()
+        .filter_map(|r| r.split_once('-').map(|(_, l)| l))
+        .collect();
+    assert_eq!(
+        labels,
+        [
+            "0-assess.json",
+            "0-fix.json",
+            "0-verify.json",
+            "1-assess.json"
+        ],
+        "{records:?}"
+    );
+    let ws_arg = ws.to_string_lossy().into_owned();
+    let mut model_kernels = 0;
+    for record in &records {
+        let out = s.koas(&["replay", &ws_arg, "--record", record, "--json"]);
+        assert_code(&out, 0, record);
+        let verdict: Value = serde_json::from_slice(&out.stdout).expect("json verdict");
+        assert_eq!(verdict["verdict"], "pass", "{record}: {verdict}");
+        assert_eq!(
+            verdict["llm_session"]["calls"]["backend"]
+                .as_u64()
+                .unwrap_or(0),
+            0,
+            "{record}: {verdict}"
+        );
+        if verdict["llm_session"]["calls"]["replay"]
+            .as_u64()
+            .unwrap_or(0)
+            > 0
+        {
+            model_kernels += 1;
+        }
+        assert!(
+            verdict["artifacts_compared"].as_u64().unwrap_or(0) > 0,
+            "{verdict}"
+        );
+    }
+    assert!(model_kernels >= 3, "the model's answers came from the log");
 }

@@ -62,6 +62,8 @@ struct FixValues<'a> {
     placeholders: Vec<String>,
     min_words: usize,
     max_words: usize,
+    /// The tasks come from a plan a person decided on.
+    decided: bool,
 }
 
 /// Renders the prompt of `task`.
@@ -106,6 +108,7 @@ pub fn fix_prompt(
         placeholders: (1..=section.kept_count()).map(placeholder).collect(),
         min_words: words * 7 / 10,
         max_words: (words * 3 / 2).max(words + 40),
+        decided: input.routing.decided,
     };
     let (name, text) = match task.action {
         FixAction::RegenerateSection => input.expand_template,

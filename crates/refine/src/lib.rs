@@ -17,7 +17,9 @@
 //!   answers turned into edit ops that leave protected blocks alone;
 //! - [`verify`]: the free checks of a change and the delta judge;
 //! - [`control`]: quality locks, oscillation locks, stopping conditions,
-//!   best iteration.
+//!   best iteration;
+//! - [`decision`]: the issues of a stored plan a person chose to fix
+//!   after an escalation.
 //!
 //! Model calls go through [`RefineModel`], which the kernels implement
 //! with the host's LLM service and tests with a script.
@@ -25,6 +27,7 @@
 pub mod alpha;
 pub mod arbiter;
 pub mod control;
+pub mod decision;
 pub mod fix;
 pub mod host;
 pub mod judge;

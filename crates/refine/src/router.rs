@@ -83,6 +83,29 @@ pub fn route(plan: &RefinePlan) -> RefineRouting {
         ));
         return routing;
     }
+    route_tasks_into(plan, routing)
+}
+
+/// Routes every task of `plan` without the whole-document verdict: the
+/// plan a person decided on after an escalation is fixed as decided.
+pub fn route_tasks(plan: &RefinePlan) -> RefineRouting {
+    let structure_score = plan
+        .criteria_scores
+        .get(&Criterion::Structure)
+        .copied()
+        .unwrap_or(1.0);
+    route_tasks_into(
+        plan,
+        RefineRouting {
+            doc_hash: plan.doc_hash.clone(),
+            structure_score,
+            decided: true,
+            ..RefineRouting::default()
+        },
+    )
+}
+
+fn route_tasks_into(plan: &RefinePlan, mut routing: RefineRouting) -> RefineRouting {
     let mut tasks: Vec<SectionTask> = plan.tasks.clone();
     for t in &mut tasks {
         t.action = route_task(t);

@@ -400,6 +400,12 @@ pub struct RefineRouting {
     /// Set when the document needs a full rewrite: the reason.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub full_regenerate: Option<String>,
+    /// A plan a person decided on after an escalation (`--accept`,
+    /// `--apply-plan`): the fixers are told so, which also makes their
+    /// prompts differ from the earlier attempt's (a new answer, not the
+    /// cached one).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub decided: bool,
     /// The document's structure score the decision used.
     pub structure_score: f64,
     /// Share of sections with a critical issue.
@@ -567,6 +573,9 @@ pub enum RefineEvent {
         mode: String,
         /// Sections of the document.
         sections: Vec<String>,
+        /// Sections the first plan sends to a fixer.
+        #[serde(default)]
+        target_sections: Vec<String>,
     },
     /// The arbiter consolidated the verdicts.
     ArbiterConsolidation {
@@ -592,6 +601,27 @@ pub enum RefineEvent {
         /// Its sections.
         sections: Vec<String>,
     },
+    /// A fixer is asked for one section's fix.
+    TaskStarted {
+        /// Iteration.
+        iteration: u32,
+        /// Batch index.
+        batch_index: usize,
+        /// Section.
+        section_id: String,
+        /// Patch or regeneration.
+        task_type: FixAction,
+    },
+    /// Every fix of a batch is applied (or refused) and recorded.
+    BatchComplete {
+        /// Iteration.
+        iteration: u32,
+        /// Batch index.
+        batch_index: usize,
+        /// Ledger IDs of the changes the batch recorded.
+        #[serde(default)]
+        changes: Vec<String>,
+    },
     /// A fix was applied and recorded.
     PatchApplied {
         /// Iteration.
@@ -604,6 +634,9 @@ pub enum RefineEvent {
         task_type: FixAction,
         /// `-3 +4 lines`.
         diff_summary: String,
+        /// The text the change wrote.
+        #[serde(default)]
+        content: String,
     },
     /// A change was verified.
     VerificationResult {

@@ -33,11 +33,13 @@ pub struct RefineFix;
 
 impl Kernel for RefineFix {
     fn spec(&self) -> KernelSpec {
-        KernelSpec::new("refine_fix", "0.1.0")
+        KernelSpec::new("refine_fix", "0.1.1")
             .stage("R4")
             .description("Patcher and section-expander: fixes of the routed tasks as edit ops")
             .input(names::DOC_RAW)
-            .input(names::REFINE_ROUTING)
+            // Optional so that the host can provide a routing a person
+            // decided on, with no router in the pass.
+            .optional_input(names::REFINE_ROUTING)
             .optional_input(names::REVIEW_DOC)
             .output_file(names::REFINE_OPS, "refine/ops.json")
             .prompt("refine_patch")
@@ -54,7 +56,9 @@ impl Kernel for RefineFix {
     fn run(&self, ctx: &Context, config: &KernelConfig, inputs: &Inputs) -> KernelResult {
         let config: FixKernelConfig = config.parse()?;
         let text = current_text(inputs)?;
-        let routing: RefineRouting = inputs.parse(names::REFINE_ROUTING)?;
+        let routing: RefineRouting = inputs
+            .parse_optional(names::REFINE_ROUTING)?
+            .unwrap_or_default();
         if config.skip || routing.batches.is_empty() {
             let ops = RefineOps {
                 doc_hash: koas_kernel_api::hash::sha256(&text),

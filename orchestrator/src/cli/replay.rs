@@ -33,6 +33,12 @@ pub struct ReplayArgs {
     /// Print the verdict as JSON.
     #[arg(long)]
     pub json: bool,
+
+    /// Replay this run record instead of WORKSPACE/run.json (a path
+    /// relative to WORKSPACE, or absolute): a command that runs several
+    /// passes in one workspace may keep each pass's record.
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
 }
 
 #[derive(Debug, serde::Serialize)]
@@ -43,7 +49,11 @@ struct Difference {
 
 /// Runs `koas replay`.
 pub fn execute(global: &Global, args: ReplayArgs) -> anyhow::Result<ExitStatus> {
-    let record_path = args.workspace.join(RUN_RECORD_FILE);
+    let record_path = args.workspace.join(
+        args.record
+            .as_deref()
+            .unwrap_or(std::path::Path::new(RUN_RECORD_FILE)),
+    );
     let bytes = std::fs::read(&record_path)
         .with_context(|| format!("cannot read {}", record_path.display()))?;
     let original: RunRecord = serde_json::from_slice(&bytes)

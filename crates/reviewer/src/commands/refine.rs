@@ -40,7 +40,7 @@ use koas_review_schema::refine::{
     RefineRouting, RefineState, RefineStatus, RefineSummary, RefineVerdicts, RefineVerification,
     TokenUse,
 };
-use koas_review_schema::review::ReviewState;
+use koas_review_schema::review::{ReviewModelRun, ReviewState};
 use koas_review_workspace::{paths, BeginRequest, CommitContext, PreparedRun, RunKind};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -111,6 +111,25 @@ pub struct RefineArgs {
     /// Assess and plan only: write refine/plan.json and change nothing.
     #[arg(long)]
     pub plan_only: bool,
+
+    /// After an escalation: fix the tasks of a stored plan as a person
+    /// decided (PLAN, or the workspace's refine/plan.json), without asking
+    /// the judges; the fixes are verified, then the run goes on as usual
+    /// (`--max-iterations 1`: the judges score the result and the run
+    /// stops).
+    #[arg(long, value_name = "PLAN", num_args = 0..=1, conflicts_with = "plan_only")]
+    pub apply_plan: Option<Option<PathBuf>>,
+
+    /// With the stored plan (implies --apply-plan): fix only these issues,
+    /// by the IDs refine/ESCALATION.md lists (`J1-2,J2-1`), issues the
+    /// arbiter filtered out and issues of locked sections included.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "ISSUE_IDS",
+        conflicts_with = "plan_only"
+    )]
+    pub accept: Vec<String>,
 
     /// When the run ends with a document (accepted or best effort),
     /// replace DOC (atomically) with it.
@@ -274,15 +293,57 @@ fn revert(run: &mut PreparedRun<'_>, ids: &[ChangeId], reason: &str) -> anyhow::
     Ok(())
 }
 
+/// The run records of a refinement's passes, kept as
+/// `refine/runs/NNN-<pass>.json`: the workspace's `run.json` holds only
+/// the last pass, and `koas replay WORKSPACE --record refine/runs/…`
+/// replays any of them.
+struct PassRecords {
+    root: PathBuf,
+    next: usize,
+}
+
+impl PassRecords {
+    fn new(root: &Path) -> anyhow::Result<PassRecords> {
+        let dir = root.join("refine/runs");
+        // A new run's records replace the previous run's.
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir).with_context(|| format!("clearing {}", dir.display()))?;
+        }
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        Ok(PassRecords {
+            root: root.to_path_buf(),
+            next: 0,
+        })
+    }
+
+    fn keep(&mut self, label: &str) {
+        let from = self
+            .root
+            .join(koas_orchestrator::run_record::RUN_RECORD_FILE);
+        let to = self
+            .root
+            .join(format!("refine/runs/{:03}-{label}.json", self.next));
+        self.next += 1;
+        // A record is for replaying the run later; missing one must not
+        // stop the run.
+        if let Err(e) = std::fs::copy(&from, &to) {
+            eprintln!("koas: warning: could not keep {}: {e}", to.display());
+        }
+    }
+}
+
 fn pass(
     global: &Global,
     pipeline: &Pipeline,
     discovery: &Discovery,
     inputs: PassInputs,
+    records: &mut PassRecords,
+    label: &str,
 ) -> anyhow::Result<koas_orchestrator::engine::RunOutcome> {
     // The command line's control: Ctrl-C stops the pass.
     let control = passes::Control::ctrl_c();
     let (_, result) = passes::run_pass(global, &control, pipeline, discovery, inputs)?;
+    records.keep(label);
     match result {
         Ok(outcome) => Ok(outcome),
         Err(PassFailure::Kernel(message)) => bail!("{message}"),
@@ -360,8 +421,14 @@ fn refine(global: &Global, args: &RefineArgs, target: &ReviewTarget) -> anyhow::
     let assess = passes::subset(&pipeline, |k| k != FIX && k != APPLY && k != VERIFY);
     let fix = passes::subset(&pipeline, |k| k != VERIFY);
     let verify = passes::subset(&pipeline, |k| k == VERIFY);
+    // A decided plan is fixed without the judges, the arbiter or the router.
+    let fix_decided = passes::subset(&pipeline, |k| {
+        k != JUDGE && k != ARBITER && k != ROUTER && k != VERIFY
+    });
+    let mut pending = decision_of(args, target, &run)?;
 
     let mut events = Events::open(workspace.root(), global.quiet)?;
+    let mut records = PassRecords::new(workspace.root())?;
     let started = Instant::now();
     let mut tokens = TokenUse::default();
     let mut iteration: u32 = 0;
@@ -374,144 +441,205 @@ fn refine(global: &Global, args: &RefineArgs, target: &ReviewTarget) -> anyhow::
     let mut full_rewrite_tokens: u64 = 0;
     let mut first = true;
     let (status, stop_reason) = loop {
-        // 1. Assess.
-        let mut inputs = base_inputs(&run, &llm)?;
         let state = RefineState {
             iteration,
             locked_sections: locked.iter().cloned().collect(),
         };
-        inputs.provided.insert(
-            names::REFINE_STATE.to_owned(),
-            serde_json::to_value(&state)?,
-        );
-        let outcome = match pass(global, &assess, &discovery, inputs) {
-            Ok(o) => o,
-            Err(e) => return failed(e, "the changes recorded so far stay in the ledger"),
-        };
-        let verdicts: RefineVerdicts =
-            passes::parse_output(&outcome.record, JUDGE, names::REFINE_VERDICTS)?;
-        let plan: RefinePlan = passes::parse_output(&outcome.record, ARBITER, names::REFINE_PLAN)?;
-        let routing: RefineRouting =
-            passes::parse_output(&outcome.record, ROUTER, names::REFINE_ROUTING)?;
-        tokens.add(&verdicts.tokens);
-        if first {
-            first = false;
-            events.emit(RefineEvent::RefinementStart {
-                mode: mode.as_str().to_owned(),
-                sections: koas_refine::sections::sections_of(run.current_text())
-                    .into_iter()
-                    .map(|s| s.id)
-                    .collect(),
-            });
-        }
-        if let Some(record) = iterations.last_mut() {
-            record.judge_tokens.add(&verdicts.tokens);
-        }
-        if let Some(why) = &plan.no_assessment {
-            break (RefineStatus::NoAssessment, why.clone());
-        }
-        events.emit(RefineEvent::ArbiterConsolidation {
-            iteration,
-            alpha: plan.alpha,
-            score: plan.score,
-            kept: plan.kept.len(),
-            filtered: plan.filtered.len(),
-            target_sections: routing.tasks.iter().map(|t| t.section_id.clone()).collect(),
-        });
-        // Quality locks: a locked criterion that dropped reverts the last
-        // iteration's changes, and their sections are not edited again.
-        let regressed =
-            control::regressions(&locks, &plan.criteria_scores, limits.regression_tolerance);
-        let still: BTreeSet<ChangeId> = active_changes(&run);
-        let to_revert: Vec<ChangeId> = last_changes
-            .iter()
-            .copied()
-            .filter(|id| still.contains(id))
-            .collect();
-        if !regressed.is_empty() && !to_revert.is_empty() {
+        // 1. Assess, or take the plan a person decided on.
+        let (plan, routing, judge_tokens, decided) = if let Some(d) = pending.take() {
+            if first {
+                first = false;
+                events.emit(RefineEvent::RefinementStart {
+                    mode: mode.as_str().to_owned(),
+                    sections: koas_refine::sections::sections_of(run.current_text())
+                        .into_iter()
+                        .map(|s| s.id)
+                        .collect(),
+                    target_sections: d
+                        .routing
+                        .tasks
+                        .iter()
+                        .map(|t| t.section_id.clone())
+                        .collect(),
+                });
+            }
+            // The stored plan scored this very document: its locks hold
+            // for the fixes that follow.
+            control::update_locks(&mut locks, &d.stored.criteria_scores, limits.lock_threshold);
             states.push(StateRecord {
-                doc_hash: plan.doc_hash.clone(),
-                score: plan.score,
-                plan: plan.clone(),
-                active: still.clone(),
-                regressed: true,
-            });
-            let sections = sections_of_changes(&run, &to_revert);
-            revert(&mut run, &to_revert, "koas refine: quality lock")?;
-            let reverted: Vec<String> = to_revert.iter().map(|i| i.to_string()).collect();
-            events.emit(RefineEvent::QualityLockTriggered {
-                iteration: iteration.saturating_sub(1),
-                regressions: regressed,
-                reverted: reverted.clone(),
-            });
-            if let Some(record) = iterations.last_mut() {
-                record.reverted.extend(reverted);
-            }
-            for s in sections {
-                if locked.insert(s.clone()) {
-                    events.emit(RefineEvent::SectionLocked {
-                        section_id: s,
-                        reason: "its change made a locked criterion regress".into(),
-                    });
-                }
-            }
-            last_changes.clear();
-            // The restored document is assessed again (from the cache).
-            continue;
-        }
-        control::update_locks(&mut locks, &plan.criteria_scores, limits.lock_threshold);
-        let active = active_changes(&run);
-        match states
-            .iter_mut()
-            .find(|s| !s.regressed && s.doc_hash == plan.doc_hash)
-        {
-            Some(s) => s.plan = plan.clone(),
-            None => states.push(StateRecord {
-                doc_hash: plan.doc_hash.clone(),
-                score: plan.score,
-                plan: plan.clone(),
-                active,
+                doc_hash: d.stored.doc_hash.clone(),
+                score: d.stored.score,
+                plan: d.stored.clone(),
+                active: active_changes(&run),
                 regressed: false,
-            }),
-        }
-        if let Some(why) = &routing.full_regenerate {
-            break (RefineStatus::FullRegenerate, why.clone());
-        }
-        if args.plan_only {
-            break (RefineStatus::Planned, "--plan-only".to_owned());
-        }
-        let history: Vec<f64> = states
-            .iter()
-            .filter(|s| !s.regressed)
-            .map(|s| s.score)
-            .collect();
-        let standing = Standing {
-            iteration,
-            history: &history,
-            has_critical: plan.has_critical,
-            tokens: tokens.total(),
-            elapsed_secs: started.elapsed().as_secs(),
-            has_tasks: !routing.tasks.is_empty(),
-        };
-        if let Some(decision) = control::decide(mode, &limits, &standing) {
-            if decision.1.starts_with("converged") {
-                events.emit(RefineEvent::ConvergenceDetected { iteration });
+            });
+            (d.plan, d.routing, TokenUse::default(), true)
+        } else {
+            let mut inputs = base_inputs(&run, &llm)?;
+            inputs.provided.insert(
+                names::REFINE_STATE.to_owned(),
+                serde_json::to_value(&state)?,
+            );
+            let outcome = match pass(
+                global,
+                &assess,
+                &discovery,
+                inputs,
+                &mut records,
+                &format!("{iteration}-assess"),
+            ) {
+                Ok(o) => o,
+                Err(e) => return failed(e, "the changes recorded so far stay in the ledger"),
+            };
+            let verdicts: RefineVerdicts =
+                passes::parse_output(&outcome.record, JUDGE, names::REFINE_VERDICTS)?;
+            let plan: RefinePlan =
+                passes::parse_output(&outcome.record, ARBITER, names::REFINE_PLAN)?;
+            let routing: RefineRouting =
+                passes::parse_output(&outcome.record, ROUTER, names::REFINE_ROUTING)?;
+            tokens.add(&verdicts.tokens);
+            if first {
+                first = false;
+                events.emit(RefineEvent::RefinementStart {
+                    mode: mode.as_str().to_owned(),
+                    sections: koas_refine::sections::sections_of(run.current_text())
+                        .into_iter()
+                        .map(|s| s.id)
+                        .collect(),
+                    target_sections: routing.tasks.iter().map(|t| t.section_id.clone()).collect(),
+                });
             }
-            break decision;
-        }
+            if let Some(record) = iterations.last_mut() {
+                record.judge_tokens.add(&verdicts.tokens);
+            }
+            if let Some(why) = &plan.no_assessment {
+                break (RefineStatus::NoAssessment, why.clone());
+            }
+            events.emit(RefineEvent::ArbiterConsolidation {
+                iteration,
+                alpha: plan.alpha,
+                score: plan.score,
+                kept: plan.kept.len(),
+                filtered: plan.filtered.len(),
+                target_sections: routing.tasks.iter().map(|t| t.section_id.clone()).collect(),
+            });
+            // Quality locks: a locked criterion that dropped reverts the last
+            // iteration's changes, and their sections are not edited again.
+            let regressed =
+                control::regressions(&locks, &plan.criteria_scores, limits.regression_tolerance);
+            let still: BTreeSet<ChangeId> = active_changes(&run);
+            let to_revert: Vec<ChangeId> = last_changes
+                .iter()
+                .copied()
+                .filter(|id| still.contains(id))
+                .collect();
+            if !regressed.is_empty() && !to_revert.is_empty() {
+                states.push(StateRecord {
+                    doc_hash: plan.doc_hash.clone(),
+                    score: plan.score,
+                    plan: plan.clone(),
+                    active: still.clone(),
+                    regressed: true,
+                });
+                let sections = sections_of_changes(&run, &to_revert);
+                revert(&mut run, &to_revert, "koas refine: quality lock")?;
+                let reverted: Vec<String> = to_revert.iter().map(|i| i.to_string()).collect();
+                events.emit(RefineEvent::QualityLockTriggered {
+                    iteration: iteration.saturating_sub(1),
+                    regressions: regressed,
+                    reverted: reverted.clone(),
+                });
+                if let Some(record) = iterations.last_mut() {
+                    record.reverted.extend(reverted);
+                }
+                for s in sections {
+                    if locked.insert(s.clone()) {
+                        events.emit(RefineEvent::SectionLocked {
+                            section_id: s,
+                            reason: "its change made a locked criterion regress".into(),
+                        });
+                    }
+                }
+                last_changes.clear();
+                // The restored document is assessed again (from the cache).
+                continue;
+            }
+            control::update_locks(&mut locks, &plan.criteria_scores, limits.lock_threshold);
+            let active = active_changes(&run);
+            match states
+                .iter_mut()
+                .find(|s| !s.regressed && s.doc_hash == plan.doc_hash)
+            {
+                Some(s) => s.plan = plan.clone(),
+                None => states.push(StateRecord {
+                    doc_hash: plan.doc_hash.clone(),
+                    score: plan.score,
+                    plan: plan.clone(),
+                    active,
+                    regressed: false,
+                }),
+            }
+            if let Some(why) = &routing.full_regenerate {
+                break (RefineStatus::FullRegenerate, why.clone());
+            }
+            if args.plan_only {
+                break (RefineStatus::Planned, "--plan-only".to_owned());
+            }
+            let history: Vec<f64> = states
+                .iter()
+                .filter(|s| !s.regressed)
+                .map(|s| s.score)
+                .collect();
+            let standing = Standing {
+                iteration,
+                history: &history,
+                has_critical: plan.has_critical,
+                tokens: tokens.total(),
+                elapsed_secs: started.elapsed().as_secs(),
+                has_tasks: !routing.tasks.is_empty(),
+            };
+            if let Some(decision) = control::decide(mode, &limits, &standing) {
+                if decision.1.starts_with("converged") {
+                    events.emit(RefineEvent::ConvergenceDetected { iteration });
+                }
+                break decision;
+            }
+            (plan, routing, verdicts.tokens, false)
+        };
         // 2. Fix.
+        // The fix kernel runs every batch in one pass: their start is told
+        // before it, their end once the ledger holds their changes.
         for (b, batch) in routing.batches.iter().enumerate() {
             events.emit(RefineEvent::BatchStarted {
                 iteration,
                 batch_index: b,
                 sections: batch.clone(),
             });
+            for section in batch {
+                events.emit(RefineEvent::TaskStarted {
+                    iteration,
+                    batch_index: b,
+                    section_id: section.clone(),
+                    task_type: routing
+                        .tasks
+                        .iter()
+                        .find(|t| &t.section_id == section)
+                        .map_or(FixAction::SurgicalEdit, |t| t.action),
+                });
+            }
         }
         let mut inputs = base_inputs(&run, &llm)?;
-        inputs.provided.insert(
-            names::REFINE_STATE.to_owned(),
-            serde_json::to_value(&state)?,
-        );
+        if decided {
+            inputs.provided.insert(
+                names::REFINE_ROUTING.to_owned(),
+                serde_json::to_value(&routing)?,
+            );
+        } else {
+            inputs.provided.insert(
+                names::REFINE_STATE.to_owned(),
+                serde_json::to_value(&state)?,
+            );
+        }
         let review_state = ReviewState {
             doc_name: run.meta().doc_name.clone(),
             next_id: run.next_id(),
@@ -525,7 +653,15 @@ fn refine(global: &Global, args: &RefineArgs, target: &ReviewTarget) -> anyhow::
         );
         inputs.host_written.insert(names::EDITED_DOC.to_owned());
         let doc_before = run.current_text().to_owned();
-        let outcome = match pass(global, &fix, &discovery, inputs) {
+        let fix_pass = if decided { &fix_decided } else { &fix };
+        let outcome = match pass(
+            global,
+            fix_pass,
+            &discovery,
+            inputs,
+            &mut records,
+            &format!("{iteration}-fix"),
+        ) {
             Ok(o) => o,
             Err(e) => return failed(e, "the changes recorded so far stay in the ledger"),
         };
@@ -575,6 +711,7 @@ fn refine(global: &Global, args: &RefineArgs, target: &ReviewTarget) -> anyhow::
                 diff_summary: lines.map_or(String::new(), |c| {
                     format!("{} line(s) replaced by {}", c.old.len(), c.new.len())
                 }),
+                content: a.op.after_text.clone(),
             });
             changes.push(RefineChange {
                 change_id: a.op.id.to_string(),
@@ -583,6 +720,17 @@ fn refine(global: &Global, args: &RefineArgs, target: &ReviewTarget) -> anyhow::
                 before_text: a.op.before_text.clone().unwrap_or_default(),
                 after_text: a.op.after_text.clone(),
                 issues: task.map(|t| t.issues.clone()).unwrap_or_default(),
+            });
+        }
+        for (b, batch) in routing.batches.iter().enumerate() {
+            events.emit(RefineEvent::BatchComplete {
+                iteration,
+                batch_index: b,
+                changes: changes
+                    .iter()
+                    .filter(|c| batch.contains(&c.section_id))
+                    .map(|c| c.change_id.clone())
+                    .collect(),
             });
         }
         // 3. Verify.
@@ -598,7 +746,14 @@ fn refine(global: &Global, args: &RefineArgs, target: &ReviewTarget) -> anyhow::
                 names::REFINE_CHANGES.to_owned(),
                 serde_json::to_value(&changes)?,
             );
-            let outcome = match pass(global, &verify, &discovery, inputs) {
+            let outcome = match pass(
+                global,
+                &verify,
+                &discovery,
+                inputs,
+                &mut records,
+                &format!("{iteration}-verify"),
+            ) {
                 Ok(o) => o,
                 Err(e) => return failed(e, "the unverified changes stay in the ledger"),
             };
@@ -640,13 +795,13 @@ fn refine(global: &Global, args: &RefineArgs, target: &ReviewTarget) -> anyhow::
             }
         }
         last_changes = kept_changes;
-        let iteration_tokens = verdicts.tokens.total() + ops.tokens.total() + verify_tokens.total();
+        let iteration_tokens = judge_tokens.total() + ops.tokens.total() + verify_tokens.total();
         iterations.push(IterationRecord {
             iteration,
             score: plan.score,
             criteria_scores: plan.criteria_scores.clone(),
             issues: plan.kept.len(),
-            judge_tokens: verdicts.tokens,
+            judge_tokens,
             fix_tokens: ops.tokens,
             verify_tokens,
             applied: changes.iter().map(|c| c.change_id.clone()).collect(),
@@ -685,6 +840,17 @@ fn refine(global: &Global, args: &RefineArgs, target: &ReviewTarget) -> anyhow::
                 },
             });
             best_index = best;
+        }
+    }
+    if mode == Mode::SemiAuto {
+        // Semi-auto returns the document as it stands: its plan is the one
+        // a person decides on (`--accept`, `--apply-plan`).
+        let current = koas_kernel_api::hash::sha256(run.current_text());
+        if let Some(i) = states
+            .iter()
+            .rposition(|s| !s.regressed && koas_kernel_api::hash::same_hash(&s.doc_hash, &current))
+        {
+            best_index = i;
         }
     }
     let (best_score, unresolved) = states
@@ -747,13 +913,143 @@ fn refine(global: &Global, args: &RefineArgs, target: &ReviewTarget) -> anyhow::
             | RefineStatus::BestEffort
             | RefineStatus::Planned
     );
+    // The report and the annotated document show the ledger as refined,
+    // as after `koas review`; a plan changes nothing, so it keeps them.
+    let mut report = None;
+    if status != RefineStatus::Planned {
+        match refresh_views(global, target, &pipeline, &run, &llm, &summary) {
+            Ok(views) => report = views.report,
+            Err(failure) => {
+                eprintln!(
+                    "koas: the changes are recorded, but the report and annotated document could not be refreshed (`koas report {}` retries)",
+                    target.doc_name
+                );
+                drop(run);
+                print_summary(args, target, &summary, None)?;
+                return Ok(match failure {
+                    PassFailure::Kernel(message) => {
+                        eprintln!("error: {message}\n  (DOC was not replaced)");
+                        REFUSED
+                    }
+                    PassFailure::Interrupted => {
+                        eprintln!("koas: interrupted (DOC was not replaced)");
+                        ExitStatus::Interrupted
+                    }
+                });
+            }
+        }
+    }
     if args.in_place && ok && status != RefineStatus::Planned {
         run.replace_in_place(&target.doc_path)
             .with_context(|| format!("replacing {}", target.doc_path.display()))?;
     }
     drop(run);
-    print_summary(args, target, &summary)?;
+    print_summary(args, target, &summary, report.as_deref())?;
     Ok(if ok { ExitStatus::Success } else { REFUSED })
+}
+
+/// The view pass of `koas review` (annotated document, report) on the
+/// refined ledger: with the refinement pipeline's view kernels when it
+/// has them, else with the built-in reviewer pipeline's. The report's
+/// model table counts refine's calls and tokens; its notice gives the
+/// verdict.
+fn refresh_views(
+    global: &Global,
+    target: &ReviewTarget,
+    pipeline: &Pipeline,
+    run: &PreparedRun<'_>,
+    llm: &passes::ReviewLlm,
+    summary: &RefineSummary,
+) -> Result<passes::Views, PassFailure> {
+    let views = if passes::has(pipeline, passes::REPORT) {
+        pipeline.clone()
+    } else {
+        let raw = target.workspace.path(paths::RAW_DOC);
+        passes::load(None, target.root(), vec![("doc".to_owned(), raw)])
+            .map_err(|e| PassFailure::Kernel(format!("{e:#}")))?
+    };
+    let discovery = passes::discover(global, &views);
+    let (backend, models) = llm.models();
+    let model = ReviewModelRun {
+        backend,
+        models,
+        calls: summary.tokens.calls - summary.tokens.cached_calls.min(summary.tokens.calls),
+        cached_calls: summary.tokens.cached_calls,
+        tokens: summary.tokens.total(),
+        ..ReviewModelRun::default()
+    };
+    let notice = format!(
+        "Refined by `koas refine` ({}): {} ({}), score {:.3} at iteration {}; changes kept: {}. Details: refine/summary.json{}.",
+        summary.mode,
+        summary.status.as_str(),
+        summary.stop_reason,
+        summary.best_score,
+        summary.best_iteration,
+        if summary.changes.is_empty() {
+            "none".to_owned()
+        } else {
+            summary.changes.join(", ")
+        },
+        if summary.status == RefineStatus::Escalated {
+            ", refine/ESCALATION.md"
+        } else {
+            ""
+        }
+    );
+    passes::run_views_with_model(
+        global,
+        &passes::Control::ctrl_c(),
+        &views,
+        &discovery,
+        run,
+        Some(notice),
+        Some(model),
+    )
+}
+
+/// A plan a person decided on, ready for the fixers.
+struct Decided {
+    /// The plan as stored: the scores of the document it was made for.
+    stored: RefinePlan,
+    /// The tasks to fix.
+    plan: RefinePlan,
+    /// Their routing.
+    routing: RefineRouting,
+}
+
+/// The plan of `--apply-plan`/`--accept`, checked against the current
+/// document before anything is asked or changed.
+fn decision_of(
+    args: &RefineArgs,
+    target: &ReviewTarget,
+    run: &PreparedRun<'_>,
+) -> anyhow::Result<Option<Decided>> {
+    if args.apply_plan.is_none() && args.accept.is_empty() {
+        return Ok(None);
+    }
+    let path = match args.apply_plan.clone().flatten() {
+        Some(p) => p,
+        None => target.root().join("refine/plan.json"),
+    };
+    let bytes = std::fs::read(&path).with_context(|| {
+        format!(
+            "cannot read the plan {} (a semi-auto run that escalated, or `koas refine DOC --plan-only`, writes refine/plan.json)",
+            path.display()
+        )
+    })?;
+    let stored: RefinePlan = serde_json::from_slice(&bytes)
+        .with_context(|| format!("{} is not a refinement plan", path.display()))?;
+    let sections = koas_refine::sections::sections_of(run.current_text());
+    let accepted = (!args.accept.is_empty()).then_some(args.accept.as_slice());
+    let current = koas_kernel_api::hash::sha256(run.current_text());
+    let plan = koas_refine::decision::decided_plan(&stored, accepted, &sections, &current)
+        .with_context(|| format!("the plan {}", path.display()))?;
+    let routing = koas_refine::router::route_tasks(&plan);
+    Ok(Some(Decided {
+        stored,
+        plan,
+        routing,
+    }))
 }
 
 fn failed(e: anyhow::Error, consequence: &str) -> anyhow::Result<ExitStatus> {
@@ -807,7 +1103,8 @@ fn escalation_report(summary: &RefineSummary) -> String {
     }
     for i in &summary.unresolved_issues {
         out.push_str(&format!(
-            "- {} [{} {}] {}: {}\n",
+            "- `{}` {} [{} {}] {}: {}\n",
+            i.id,
             i.section_id,
             i.severity.as_str(),
             i.criterion,
@@ -821,6 +1118,12 @@ fn escalation_report(summary: &RefineSummary) -> String {
             summary.locked_sections.join(", ")
         ));
     }
+    out.push_str(
+        "\n## How to continue\n\n\
+- `koas refine DOC --mode semi-auto --accept J1-2,J2-1`: fix only these issues (IDs above, or any of refine/plan.json, the filtered ones included), without asking the judges again; the fixes are verified, then the run goes on (add `--max-iterations 1` to stop once the judges scored the result).\n\
+- `koas refine DOC --mode semi-auto --apply-plan [PLAN]`: fix every task of refine/plan.json, or of a copy you edited (remove tasks, reword their instructions).\n\
+- `koas revert DOC RVW-NNNN` or `koas revert DOC --all`: undo changes.\n",
+    );
     out
 }
 
@@ -834,6 +1137,7 @@ fn print_summary(
     args: &RefineArgs,
     target: &ReviewTarget,
     s: &RefineSummary,
+    report: Option<&Path>,
 ) -> anyhow::Result<()> {
     let ws = target.root();
     if args.target.json {
@@ -842,6 +1146,8 @@ fn print_summary(
             map.insert("workspace".into(), json!(ws));
             map.insert("edited".into(), json!(ws.join(paths::EDITED_DOC)));
             map.insert("saving_percent".into(), json!(saving(s)));
+            map.insert("report".into(), json!(report));
+            map.insert("annotated".into(), json!(ws.join(paths::REVIEWED_DOC)));
         }
         return print_json(&value);
     }
@@ -890,6 +1196,9 @@ fn print_summary(
         outln!("  hint: {h}")?;
     }
     outln!("workspace: {}", ws.display())?;
+    if let Some(report) = report {
+        outln!("report:    {}", report.display())?;
+    }
     outln!("edited:    {}", ws.join(paths::EDITED_DOC).display())?;
     if s.status == RefineStatus::Escalated {
         outln!("escalated: {}", ws.join("refine/ESCALATION.md").display())?;
