@@ -1,7 +1,12 @@
 //! The content-addressed store of a workspace (`.koas/cache`).
 //!
 //! * `objects/<xx>/<blake3>`: artifact values, as canonical JSON bytes,
-//!   named by their blake3 hash.
+//!   named by their blake3 hash. A blob of [`COMPRESS_FROM`] bytes or more
+//!   is stored as a zstd frame: artifacts are JSON, which compresses about
+//!   tenfold, and the cache holds two versions of every Stage 1 artifact of
+//!   a document, so uncompressed it was the largest part of a workspace.
+//!   Canonical JSON never starts with zstd's magic number, so both forms
+//!   are read back, and caches written before compression stay valid.
 //! * `actions/<xx>/<key>.json`: for one cache key (see [`cache_key`]), the
 //!   hashes of the outputs it produced plus the summary and warnings.
 //! * `plugins.json`: blake3 hashes of plugin libraries, remembered by path,
@@ -17,6 +22,17 @@ use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+
+/// Blobs of at least this many bytes are stored compressed; below it the
+/// zstd frame would save next to nothing and cost a little time.
+pub const COMPRESS_FROM: usize = 1024;
+
+/// zstd's default level: about tenfold on artifact JSON at hundreds of MB/s,
+/// so a cached run does not notice it.
+const ZSTD_LEVEL: i32 = 3;
+
+/// The first bytes of every zstd frame (RFC 8878).
+const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
 
 /// What one kernel run produced, stored under its cache key.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -118,24 +134,52 @@ impl Cache {
     }
 
     /// Stores canonical bytes under their hash (once) and returns the hash.
+    /// The hash is always that of the canonical bytes, whatever form they
+    /// are stored in.
     pub fn put_blob(&self, bytes: &[u8]) -> Result<String, CacheError> {
         let hash = blake3::hash(bytes).to_hex().to_string();
         let path = self.blob_path(&hash);
         if !path.is_file() {
-            atomic_write(&path, bytes)?;
+            if bytes.len() >= COMPRESS_FROM {
+                let packed = zstd::bulk::compress(bytes, ZSTD_LEVEL).map_err(|source| {
+                    WorkspaceError::Io {
+                        path: path.clone(),
+                        source,
+                    }
+                })?;
+                atomic_write(&path, &packed)?;
+            } else {
+                atomic_write(&path, bytes)?;
+            }
         }
         Ok(hash)
     }
 
-    /// Reads and parses a stored artifact value.
-    pub fn get_value(&self, hash: &str) -> Result<Value, CacheError> {
+    /// The canonical bytes of a stored blob (decompressed when stored
+    /// compressed).
+    pub fn get_bytes(&self, hash: &str) -> Result<Vec<u8>, CacheError> {
         let path = self.blob_path(hash);
+        let invalid = |path: &PathBuf, e: std::io::Error| WorkspaceError::Io {
+            path: path.clone(),
+            source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+        };
         let bytes = std::fs::read(&path).map_err(|source| WorkspaceError::Io {
             path: path.clone(),
             source,
         })?;
+        if !bytes.starts_with(&ZSTD_MAGIC) {
+            return Ok(bytes);
+        }
+        let mut out = Vec::new();
+        zstd::stream::copy_decode(bytes.as_slice(), &mut out).map_err(|e| invalid(&path, e))?;
+        Ok(out)
+    }
+
+    /// Reads and parses a stored artifact value.
+    pub fn get_value(&self, hash: &str) -> Result<Value, CacheError> {
+        let bytes = self.get_bytes(hash)?;
         serde_json::from_slice(&bytes).map_err(|e| WorkspaceError::Io {
-            path,
+            path: self.blob_path(hash),
             source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
         })
     }
@@ -365,6 +409,35 @@ mod tests {
         // user's rm) is a cache miss, not an error.
         std::fs::remove_file(cache.blob_path(&kept)).expect("rm");
         assert!(cache.get_action("a1").is_none());
+    }
+
+    #[test]
+    fn large_blobs_are_stored_compressed_and_read_back_exactly() {
+        let ws = tempfile::tempdir().expect("tmp");
+        let cache = Cache::open(ws.path());
+        let value = json!({"chunks": (0..2000).map(|i| format!("line {i} of a long document")).collect::<Vec<_>>()});
+        let bytes = koas_kernel_api::hash::canonical_bytes(&value);
+        assert!(bytes.len() >= COMPRESS_FROM);
+        let h = cache.put_blob(&bytes).expect("put");
+        assert_eq!(h, blake3::hash(&bytes).to_hex().to_string(), "named by the canonical bytes");
+        let stored = std::fs::read(cache.blob_path(&h)).expect("stored");
+        assert!(stored.starts_with(&ZSTD_MAGIC), "stored as a zstd frame");
+        assert!(stored.len() * 4 < bytes.len(), "{} → {}", bytes.len(), stored.len());
+        assert_eq!(cache.get_bytes(&h).expect("bytes"), bytes);
+        assert_eq!(cache.get_value(&h).expect("value"), value);
+
+        // A blob written uncompressed by an earlier koas is still read.
+        let old = koas_kernel_api::hash::canonical_bytes(&json!({"old": "x".repeat(4000)}));
+        let old_hash = blake3::hash(&old).to_hex().to_string();
+        atomic_write(&cache.blob_path(&old_hash), &old).expect("old blob");
+        assert_eq!(cache.get_bytes(&old_hash).expect("old bytes"), old);
+
+        // A damaged frame is an error naming the blob, never a wrong value.
+        let mut torn = stored.clone();
+        torn.truncate(stored.len() / 2);
+        atomic_write(&cache.blob_path(&h), &torn).expect("tear");
+        let err = cache.get_value(&h).expect_err("torn blob");
+        assert!(err.to_string().contains(&h), "{err}");
     }
 
     #[test]
