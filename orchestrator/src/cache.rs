@@ -419,10 +419,19 @@ mod tests {
         let bytes = koas_kernel_api::hash::canonical_bytes(&value);
         assert!(bytes.len() >= COMPRESS_FROM);
         let h = cache.put_blob(&bytes).expect("put");
-        assert_eq!(h, blake3::hash(&bytes).to_hex().to_string(), "named by the canonical bytes");
+        assert_eq!(
+            h,
+            blake3::hash(&bytes).to_hex().to_string(),
+            "named by the canonical bytes"
+        );
         let stored = std::fs::read(cache.blob_path(&h)).expect("stored");
         assert!(stored.starts_with(&ZSTD_MAGIC), "stored as a zstd frame");
-        assert!(stored.len() * 4 < bytes.len(), "{} → {}", bytes.len(), stored.len());
+        assert!(
+            stored.len() * 4 < bytes.len(),
+            "{} → {}",
+            bytes.len(),
+            stored.len()
+        );
         assert_eq!(cache.get_bytes(&h).expect("bytes"), bytes);
         assert_eq!(cache.get_value(&h).expect("value"), value);
 
