@@ -170,9 +170,22 @@ impl Cache {
         if !bytes.starts_with(&ZSTD_MAGIC) {
             return Ok(bytes);
         }
-        let mut out = Vec::new();
-        zstd::stream::copy_decode(bytes.as_slice(), &mut out).map_err(|e| invalid(&path, e))?;
-        Ok(out)
+        // Frames written by `put_blob` carry their size: decompress into a
+        // buffer of exactly that size rather than growing one.
+        match zstd::zstd_safe::get_frame_content_size(&bytes) {
+            Ok(Some(size)) => {
+                let size = usize::try_from(size).map_err(|_| {
+                    invalid(&path, std::io::Error::other("a blob larger than memory"))
+                })?;
+                zstd::bulk::decompress(&bytes, size).map_err(|e| invalid(&path, e))
+            }
+            _ => {
+                let mut out = Vec::new();
+                zstd::stream::copy_decode(bytes.as_slice(), &mut out)
+                    .map_err(|e| invalid(&path, e))?;
+                Ok(out)
+            }
+        }
     }
 
     /// Reads and parses a stored artifact value.

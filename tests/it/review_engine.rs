@@ -77,11 +77,14 @@ fn new_options(jobs: usize) -> RunOptions {
 
 fn options(current: &str) -> RunOptions {
     let mut opts = new_options(2);
-    opts.provided.insert("review_doc".into(), json!(current));
+    opts.provided
+        .insert("review_doc".into(), Arc::new(json!(current)));
     opts.provided.insert(
         "review_state".into(),
-        json!({"doc_name": "notes.md", "next_id": "RVW-0004", "ledger_ids": ["RVW-0001"],
+        Arc::new(
+            json!({"doc_name": "notes.md", "next_id": "RVW-0004", "ledger_ids": ["RVW-0001"],
                "original_hash": "sha256:00"}),
+        ),
     );
     opts.host_written.insert("edited_doc".into());
     opts
@@ -177,7 +180,7 @@ fn a_provided_artifact_may_not_shadow_a_source_or_a_kernel_output() {
     let prepared = prepare(&p, &found).expect("prepares");
     for (name, producer) in [("doc_raw", "kernel `md_inventory`"), ("doc", "[inputs]")] {
         let mut opts = new_options(1);
-        opts.provided.insert(name.into(), json!("x"));
+        opts.provided.insert(name.into(), Arc::new(json!("x")));
         let err = engine::run(&prepared, &opts, Arc::new(Reporter::quiet())).unwrap_err();
         assert!(matches!(err, RunError::ProvidedConflict { .. }), "{err}");
         let text = err.to_string();

@@ -910,14 +910,21 @@ impl Workspace {
         let Some(text) = read_text(&self.path(paths::APPLY_LOG))? else {
             return Ok(Vec::new());
         };
-        let records: Vec<ApplyLogRecord> = text
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect();
-        let Some(last) = records.last().map(|r| r.run_id.clone()) else {
-            return Ok(Vec::new());
-        };
-        Ok(records.into_iter().filter(|r| r.run_id == last).collect())
+        // The last run's records are the file's last lines: read backwards
+        // until the run changes, so the cost follows this run, not the
+        // workspace's history.
+        let mut records: Vec<ApplyLogRecord> = Vec::new();
+        for line in text.lines().rev() {
+            let Ok(record) = serde_json::from_str::<ApplyLogRecord>(line) else {
+                continue;
+            };
+            if records.first().is_some_and(|r| r.run_id != record.run_id) {
+                break;
+            }
+            records.push(record);
+        }
+        records.reverse();
+        Ok(records)
     }
 
     /// Renders the report and writes `review/REVIEW_<stem>.md` and its

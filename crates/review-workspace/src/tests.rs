@@ -145,6 +145,27 @@ fn ids_continue_across_runs_and_rejected_ops_take_none() {
 }
 
 #[test]
+fn the_last_run_log_is_the_last_runs_records_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = Workspace::new(dir.path());
+    review(&ws, DOC, vec![typo(), json!({"action": "bogus"})]).unwrap();
+    let first = ws.last_run_log().unwrap();
+    assert_eq!(first.len(), 2);
+    review(&ws, DOC, vec![attention()]).unwrap();
+    let last = ws.last_run_log().unwrap();
+    assert_eq!(last.len(), 1, "{last:?}");
+    assert_ne!(last[0].run_id, first[0].run_id);
+    assert_eq!(last[0].op_index, 1);
+    // A torn last line (a crash mid-append) is skipped, not a new run.
+    let mut log = fs::OpenOptions::new()
+        .append(true)
+        .open(ws.path(paths::APPLY_LOG))
+        .unwrap();
+    std::io::Write::write_all(&mut log, b"{\"run_id\": \"torn").unwrap();
+    assert_eq!(ws.last_run_log().unwrap(), last);
+}
+
+#[test]
 fn a_crash_after_the_ledger_append_is_rolled_forward() {
     let dir = tempfile::tempdir().unwrap();
     let ws = Workspace::new(dir.path());

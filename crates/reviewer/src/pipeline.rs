@@ -407,7 +407,11 @@ pub fn run_pass(
         .iter()
         .map(|(path, what)| (path.to_string(), what.to_string()))
         .collect();
-    opts.provided = inputs.provided;
+    opts.provided = inputs
+        .provided
+        .into_iter()
+        .map(|(name, value)| (name, std::sync::Arc::new(value)))
+        .collect();
     opts.host_written = inputs.host_written;
     // The workspace wrote its snapshot of the original when it was
     // created; Stage 1 runs on the current document, whose text must not
@@ -468,28 +472,39 @@ fn failures(record: &RunRecord) -> String {
         .join("\n")
 }
 
-/// The value of `artifact`, an output of `kernel` in a finished pass,
-/// read back from the workspace's cache.
-pub fn output(record: &RunRecord, kernel: &str, artifact: &str) -> anyhow::Result<Value> {
-    let hash = record
+/// The cache hash of `artifact`, an output of `kernel` in a finished pass.
+fn output_hash<'r>(record: &'r RunRecord, kernel: &str, artifact: &str) -> anyhow::Result<&'r str> {
+    record
         .kernels
         .iter()
         .find(|k| k.name == kernel)
         .and_then(|k| k.output_hashes.get(artifact))
-        .with_context(|| format!("kernel `{kernel}` did not produce `{artifact}`"))?;
+        .map(String::as_str)
+        .with_context(|| format!("kernel `{kernel}` did not produce `{artifact}`"))
+}
+
+/// The value of `artifact`, an output of `kernel` in a finished pass,
+/// read back from the workspace's cache.
+pub fn output(record: &RunRecord, kernel: &str, artifact: &str) -> anyhow::Result<Value> {
+    let hash = output_hash(record, kernel, artifact)?;
     Cache::open(&record.workspace)
         .get_value(hash)
         .with_context(|| format!("reading `{artifact}` of `{kernel}` from the cache"))
 }
 
-/// Parses a kernel's output artifact into a host type.
+/// Parses a kernel's output artifact into a host type, straight from its
+/// stored bytes (no `Value` tree in between: an apply outcome of 100,000
+/// changes is hundreds of MB as one).
 pub fn parse_output<T: serde::de::DeserializeOwned>(
     record: &RunRecord,
     kernel: &str,
     artifact: &str,
 ) -> anyhow::Result<T> {
-    let value = output(record, kernel, artifact)?;
-    serde_json::from_value(value)
+    let hash = output_hash(record, kernel, artifact)?;
+    let bytes = Cache::open(&record.workspace)
+        .get_bytes(hash)
+        .with_context(|| format!("reading `{artifact}` of `{kernel}` from the cache"))?;
+    serde_json::from_slice(&bytes)
         .with_context(|| format!("`{artifact}` of kernel `{kernel}` has an unexpected shape"))
 }
 
@@ -702,7 +717,6 @@ fn views_pass(
     notice: Option<String>,
     model: Option<koas_review_schema::review::ReviewModelRun>,
 ) -> anyhow::Result<Result<Views, PassFailure>> {
-    use koas_review_schema::ledger::LedgerEntry;
     use koas_review_schema::names;
     use koas_review_schema::review::ReportContext;
     use koas_review_schema::review::ReportMeta;
@@ -749,18 +763,22 @@ fn views_pass(
         Value::String(run.current_text().to_owned()),
     );
     // The views need no patch text: leaving the ledger's copies out keeps
-    // this artifact (and its copy in every request) small.
-    let entries: Vec<LedgerEntry> = run
+    // this artifact (and its copy in every request) small. Each entry goes
+    // to a `Value` on its own, without a typed copy of the whole ledger.
+    let entries = run
         .entries()
         .iter()
-        .map(|e| LedgerEntry {
-            patch_text: None,
-            ..e.clone()
+        .map(|e| {
+            let mut v = serde_json::to_value(e)?;
+            if let Some(entry) = v.as_object_mut() {
+                entry.remove("patch_text");
+            }
+            Ok(v)
         })
-        .collect();
+        .collect::<Result<Vec<Value>, serde_json::Error>>()?;
     inputs
         .provided
-        .insert(names::LEDGER.to_owned(), serde_json::to_value(&entries)?);
+        .insert(names::LEDGER.to_owned(), Value::Array(entries));
     inputs.provided.insert(
         names::REVIEW_META.to_owned(),
         serde_json::to_value(&context)?,

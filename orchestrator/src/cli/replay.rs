@@ -99,7 +99,8 @@ pub fn execute(global: &Global, args: ReplayArgs) -> anyhow::Result<ExitStatus> 
                 args.workspace.display()
             )
         })?;
-        opts.provided.insert(name.clone(), value);
+        opts.provided
+            .insert(name.clone(), std::sync::Arc::new(value));
     }
     opts.host_written = plan.host_written.iter().cloned().collect();
     opts.prompts = koas_llm::Prompts::locate(plan.prompts.as_deref());

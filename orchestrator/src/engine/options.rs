@@ -55,8 +55,9 @@ pub struct RunOptions {
     /// part of those kernels' cache keys like any input. Because the DAG
     /// is built before the run, kernels must declare such inputs optional.
     /// A provided artifact may not share its name with a pipeline
-    /// `[inputs]` entry or a kernel output.
-    pub provided: BTreeMap<String, Value>,
+    /// `[inputs]` entry or a kernel output. Shared, not copied: a host's
+    /// ledger of 100,000 entries is hundreds of megabytes as a `Value`.
+    pub provided: BTreeMap<String, Arc<Value>>,
     /// Output artifacts whose declared files the engine must not write
     /// (neither after a run nor when restoring a cache hit): the host
     /// writes them itself, e.g. in a crash-safe order after committing a

@@ -151,7 +151,8 @@ impl Engine<'_> {
                 &reporter,
                 llm.clone(),
             );
-            let answer = serde_json::to_vec(&request)
+            let answer = request
+                .encode()
                 .map_err(|e| Failure::Failed(format!("cannot encode its request: {e}")))
                 .and_then(|request| match &workers {
                     Some(workers) => workers
