@@ -9,7 +9,7 @@
 //! | 3 | `yaml` | a YAML sequence of op mappings, a mapping holding one, or a single op mapping |
 //! | 4 | `tagged_payload` | the content between `BEGIN_EDIT_OPS`/`END_EDIT_OPS` (or `<EDIT_OPS>`…`</EDIT_OPS>`), parsed by levels 1–3 |
 //! | 5 | `plaintext_regex` | `[RVW] action=replace / lines=N-M / before="…" / after="…"` blocks and `replace:`/`delete:`/`flag:`/`insert:` lines naming a line range |
-//! | 6 | `freeform_salvage` | a short "no changes needed" answer (EN/FR) → no ops; any other prose → one `flag_only` op carrying it as rationale |
+//! | 6 | `freeform_salvage` | a short "no changes needed" answer (EN/FR), or markers and empty lists only → no ops; any other prose → one `flag_only` op carrying it (without the markers) as rationale |
 //!
 //! The first level that succeeds determines [`LadderOutcome::method`].
 //! When the payload is tagged, levels 2 (prose search) and 3 defer to

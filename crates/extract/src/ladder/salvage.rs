@@ -33,23 +33,54 @@ fn no_change_re() -> Option<&'static Regex> {
     .as_ref()
 }
 
+/// The answer markers of the prompts, which are protocol, not prose.
+const MARKERS: &[&str] = &[
+    "BEGIN_EDIT_OPS",
+    "END_EDIT_OPS",
+    "<EDIT_OPS>",
+    "</EDIT_OPS>",
+];
+
+/// A line that carries no prose: blank, an answer marker, a code fence,
+/// or nothing but brackets and punctuation (`[]`, `{}`, `---`).
+fn is_noise(line: &str) -> bool {
+    let t = line.trim();
+    MARKERS.iter().any(|m| t.eq_ignore_ascii_case(m))
+        || t.strip_prefix("```")
+            .is_some_and(|lang| lang.chars().all(|c| c.is_ascii_alphanumeric()))
+        || t.chars()
+            .all(|c| c.is_whitespace() || "[]{}()<>,;:.-_=*#|`'\"".contains(c))
+}
+
 /// "No changes needed" (EN/FR) in a short answer → success with no ops;
 /// other prose → one `flag_only` op carrying the prose as rationale; text
-/// without any letter → failure.
+/// without any letter → failure. Protocol noise (markers, empty lists,
+/// fences) is not prose: an answer made of nothing else says "no changes"
+/// (small models repeat `BEGIN_EDIT_OPS` and `[]` until the budget runs
+/// out), and it is left out of a salvaged rationale.
 pub(crate) fn extract(text: &str) -> Result<Found, String> {
-    if !text.chars().any(char::is_alphabetic) {
+    let prose = text
+        .lines()
+        .filter(|l| !is_noise(l))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let no_changes = || Found {
+        ops: Vec::new(),
+        skipped: 0,
+        no_changes: true,
+    };
+    if !prose.chars().any(char::is_alphabetic) {
+        if text.lines().any(|l| MARKERS.iter().any(|m| l.trim().eq_ignore_ascii_case(m))) {
+            return Ok(no_changes());
+        }
         return Err("no prose to salvage".to_string());
     }
-    let short = text.chars().count() <= MAX_NO_CHANGE_CHARS;
-    if short && no_change_re().is_some_and(|re| re.is_match(text)) {
-        return Ok(Found {
-            ops: Vec::new(),
-            skipped: 0,
-            no_changes: true,
-        });
+    let short = prose.chars().count() <= MAX_NO_CHANGE_CHARS;
+    if short && no_change_re().is_some_and(|re| re.is_match(&prose)) {
+        return Ok(no_changes());
     }
     let mut op = RawEditOp::new(EditAction::FlagOnly);
-    op.rationale = Some(text.chars().take(MAX_RATIONALE_CHARS).collect());
+    op.rationale = Some(prose.chars().take(MAX_RATIONALE_CHARS).collect());
     Ok(Found::ops(vec![op], 0))
 }
 
@@ -94,6 +125,20 @@ mod tests {
         assert_eq!(
             found.ops[0].rationale.as_ref().map(|r| r.chars().count()),
             Some(long.chars().count().min(2000))
+        );
+    }
+
+    #[test]
+    fn regression_markers_and_empty_lists_are_not_a_finding() {
+        let found = extract("BEGIN_EDIT_OPS\n[]\n\nBEGIN_EDIT_OPS\n{}\n```json\n```").unwrap();
+        assert!(found.no_changes && found.ops.is_empty());
+        // Prose among the noise is kept, without the noise.
+        let found =
+            extract("BEGIN_EDIT_OPS\n[]\nThe date in section 2 disagrees with the table.\n[]")
+                .unwrap();
+        assert_eq!(
+            found.ops[0].rationale.as_deref(),
+            Some("The date in section 2 disagrees with the table.")
         );
     }
 

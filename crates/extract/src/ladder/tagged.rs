@@ -13,7 +13,9 @@ pub(crate) fn has_tags(text: &str) -> bool {
 }
 
 /// The contents of every tagged block. A block whose closing marker is
-/// missing (output cut by `max_tokens`) runs to the end of the text.
+/// missing runs to the next opening marker, or to the end of the text
+/// (output cut by `max_tokens`): small models often repeat the opening
+/// marker and an empty list until the budget is spent.
 fn tagged_blocks(text: &str) -> Vec<&str> {
     let mut blocks = Vec::new();
     for (open, close) in PAIRS {
@@ -25,10 +27,16 @@ fn tagged_blocks(text: &str) -> Vec<&str> {
                     blocks.push(&after[..end]);
                     rest = &after[end + close.len()..];
                 }
-                None => {
-                    blocks.push(after);
-                    break;
-                }
+                None => match after.find(open) {
+                    Some(next) => {
+                        blocks.push(&after[..next]);
+                        rest = &after[next..];
+                    }
+                    None => {
+                        blocks.push(after);
+                        break;
+                    }
+                },
             }
         }
     }
@@ -87,5 +95,19 @@ mod tests {
             .is_empty());
         assert!(extract("BEGIN_EDIT_OPS\nnonsense\nEND_EDIT_OPS").is_err());
         assert!(extract("no tags").is_err());
+    }
+
+    #[test]
+    fn regression_a_repeated_opening_marker_without_a_close_is_several_blocks() {
+        // SmolLM2-135M's answer to seed 000's chunks: the marker and an
+        // empty list, again and again, never closed. It says "no changes".
+        let text = "BEGIN_EDIT_OPS\n[]\n\nBEGIN_EDIT_OPS\n[]\nBEGIN_EDIT_OPS\n[]\nBEGIN_EDIT_OPS\n[";
+        let found = extract(text).unwrap();
+        assert!(found.ops.is_empty());
+        // Ops in one of the blocks are kept, whatever the others hold.
+        let text = "BEGIN_EDIT_OPS\n[]\nBEGIN_EDIT_OPS\n[{\"action\":\"delete\",\"line\":4}]\nBEGIN_EDIT_OPS\n[";
+        let found = extract(text).unwrap();
+        assert_eq!(found.ops.len(), 1);
+        assert_eq!(found.ops[0].line_start, Some(4));
     }
 }

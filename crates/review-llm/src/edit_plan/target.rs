@@ -191,6 +191,25 @@ fn severity_of(raw: Option<&str>) -> &'static str {
     }
 }
 
+/// Lines of a note shorter than this are not compared with the chunk: a
+/// short phrase may be quoted on purpose.
+const MIN_ECHO_LINE: usize = 20;
+
+/// `true` when most of a note's lines (of some length) are the chunk's own
+/// text, whitespace aside: a model that copies its input back has found
+/// nothing. Seen with small models on most chunks of a long document.
+fn echoes_the_chunk(note: &str, chunk: &str) -> bool {
+    let squeeze = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let chunk = squeeze(chunk);
+    let lines: Vec<String> = note
+        .lines()
+        .map(squeeze)
+        .filter(|l| l.chars().count() >= MIN_ECHO_LINE)
+        .collect();
+    let copied = lines.iter().filter(|l| chunk.contains(l.as_str())).count();
+    copied > 0 && copied * 10 >= lines.len() * 6
+}
+
 fn clip(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         Some((at, _)) => format!("{}…", &text[..at]),
@@ -332,6 +351,12 @@ pub fn place(
             true,
         ),
     };
+    if action == Action::FlagOnly && echoes_the_chunk(&rationale, piece.text) {
+        return drop(
+            "echo",
+            "the note repeats the chunk's own text instead of saying what is wrong".to_owned(),
+        );
+    }
     if spans.is_some_and(|s| s.overlaps_lines(line_start, line_end)) && action != Action::FlagOnly {
         return drop(
             "protected",
@@ -568,6 +593,21 @@ mod tests {
         assert_eq!(reason(&got[2]), "not_found");
         assert_eq!(reason(&got[3]), "other_chunk");
         assert_eq!(reason(&got[4]), "no_anchor");
+    }
+
+    #[test]
+    fn regression_a_note_that_copies_the_chunk_back_is_dropped_as_an_echo() {
+        // SmolLM2-135M on seed 000: the "finding" was the chunk's own list.
+        let got = run("The bandwith of the system is high.\n\nLogs are kept a year.\nLogs   are kept a year.");
+        assert_eq!(reason(&got[0]), "echo");
+        // A note that quotes the text to say what is wrong is a finding.
+        let got = run(r#"[{"action": "flag_only", "before_text": "Logs are kept a year.", "rationale": "The sentence 'The bandwith of the system is high.' gives no figure."}]"#);
+        assert_eq!(op(&got[0]).action, Action::FlagOnly);
+        assert!(!echoes_the_chunk("Too short.", "Too short."));
+        assert!(echoes_the_chunk(
+            "Logs are kept a year.\nThe bandwith of the system is high.\nThis is wrong somehow, I think.",
+            DOC
+        ));
     }
 
     #[test]
