@@ -42,10 +42,25 @@ const MARKERS: &[&str] = &[
 ];
 
 /// A line that carries no prose: blank, an answer marker, a code fence,
-/// or nothing but brackets and punctuation (`[]`, `{}`, `---`).
+/// a bare number (a line number the model wrote on its own), a mask
+/// placeholder (`[MATH_3]`), or nothing but brackets and punctuation
+/// (`[]`, `{}`, `---`).
 fn is_noise(line: &str) -> bool {
     let t = line.trim();
-    MARKERS.iter().any(|m| t.eq_ignore_ascii_case(m))
+    let placeholder = t
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .split_once('_')
+        .is_some_and(|(name, n)| {
+            !name.is_empty()
+                && name.chars().all(|c| c.is_ascii_uppercase())
+                && !n.is_empty()
+                && n.chars().all(|c| c.is_ascii_digit())
+        });
+    placeholder
+        || t.chars()
+            .all(|c| c.is_ascii_digit() || c == '.' || c == ')' || c.is_whitespace())
+        || MARKERS.iter().any(|m| t.eq_ignore_ascii_case(m))
         || t.strip_prefix("```")
             .is_some_and(|lang| lang.chars().all(|c| c.is_ascii_alphanumeric()))
         || t.chars()
@@ -70,7 +85,10 @@ pub(crate) fn extract(text: &str) -> Result<Found, String> {
         no_changes: true,
     };
     if !prose.chars().any(char::is_alphabetic) {
-        if text.lines().any(|l| MARKERS.iter().any(|m| l.trim().eq_ignore_ascii_case(m))) {
+        if text
+            .lines()
+            .any(|l| MARKERS.iter().any(|m| l.trim().eq_ignore_ascii_case(m)))
+        {
             return Ok(no_changes());
         }
         return Err("no prose to salvage".to_string());
@@ -131,6 +149,9 @@ mod tests {
     #[test]
     fn regression_markers_and_empty_lists_are_not_a_finding() {
         let found = extract("BEGIN_EDIT_OPS\n[]\n\nBEGIN_EDIT_OPS\n{}\n```json\n```").unwrap();
+        assert!(found.no_changes && found.ops.is_empty());
+        // Line numbers and mask placeholders on their own are not prose.
+        let found = extract("1\n[MATH_0]\n2\n[MATH_1]\n3.\nBEGIN_EDIT_OPS").unwrap();
         assert!(found.no_changes && found.ops.is_empty());
         // Prose among the noise is kept, without the noise.
         let found =

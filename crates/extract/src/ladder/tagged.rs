@@ -101,7 +101,8 @@ mod tests {
     fn regression_a_repeated_opening_marker_without_a_close_is_several_blocks() {
         // SmolLM2-135M's answer to seed 000's chunks: the marker and an
         // empty list, again and again, never closed. It says "no changes".
-        let text = "BEGIN_EDIT_OPS\n[]\n\nBEGIN_EDIT_OPS\n[]\nBEGIN_EDIT_OPS\n[]\nBEGIN_EDIT_OPS\n[";
+        let text =
+            "BEGIN_EDIT_OPS\n[]\n\nBEGIN_EDIT_OPS\n[]\nBEGIN_EDIT_OPS\n[]\nBEGIN_EDIT_OPS\n[";
         let found = extract(text).unwrap();
         assert!(found.ops.is_empty());
         // Ops in one of the blocks are kept, whatever the others hold.

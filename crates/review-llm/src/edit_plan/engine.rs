@@ -399,6 +399,12 @@ fn pretty(value: &serde_json::Value) -> String {
     serde_json::to_string_pretty(value).unwrap_or_default()
 }
 
+/// What turns a model's answer into a chunk's result (the extraction
+/// ladder, placement, the drop rules). Bumped when they change, so a chunk
+/// result of an older rule is not reused; the model's answers themselves
+/// stay in the answer cache and are read again at no cost.
+const RESULT_RULES: &str = "koas-edit-plan-v2";
+
 /// The key of everything a chunk's result depends on.
 fn incremental_key(job: &Job, options: &PlanOptions, first_prompt: &str) -> String {
     let t = &options.templates;
@@ -413,7 +419,7 @@ fn incremental_key(job: &Job, options: &PlanOptions, first_prompt: &str) -> Stri
     })
     .to_string();
     sha256_of_parts([
-        "koas-edit-plan-v1",
+        RESULT_RULES,
         "\0",
         options.model.as_str(),
         "\0",

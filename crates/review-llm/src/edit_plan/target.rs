@@ -210,6 +210,27 @@ fn echoes_the_chunk(note: &str, chunk: &str) -> bool {
     copied > 0 && copied * 10 >= lines.len() * 6
 }
 
+/// A sentence (of some length) that a note says at least this many times
+/// is a model looping, not a finding.
+const REPEATS: usize = 3;
+
+/// The first sentence said [`REPEATS`] times or more in `note`, if any.
+fn repeated_sentence(note: &str) -> Option<String> {
+    let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for sentence in note.split(['.', '\n', '!', '?', ',']) {
+        let s = sentence.split_whitespace().collect::<Vec<_>>().join(" ");
+        if s.chars().count() < MIN_ECHO_LINE / 2 {
+            continue;
+        }
+        let n = seen.entry(s.to_lowercase()).or_insert(0);
+        *n += 1;
+        if *n >= REPEATS {
+            return Some(s);
+        }
+    }
+    None
+}
+
 fn clip(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         Some((at, _)) => format!("{}…", &text[..at]),
@@ -351,11 +372,33 @@ pub fn place(
             true,
         ),
     };
-    if action == Action::FlagOnly && echoes_the_chunk(&rationale, piece.text) {
-        return drop(
-            "echo",
-            "the note repeats the chunk's own text instead of saying what is wrong".to_owned(),
-        );
+    if action == Action::FlagOnly {
+        // The model saw the masked text (placeholders for code, math) or
+        // the plain-text projection: it may copy any of them back.
+        let seen = [
+            Some(piece.text),
+            Some(masked.text.as_str()),
+            piece.projection,
+        ];
+        if seen
+            .into_iter()
+            .flatten()
+            .any(|text| echoes_the_chunk(&rationale, text))
+        {
+            return drop(
+                "echo",
+                "the note repeats the chunk's own text instead of saying what is wrong".to_owned(),
+            );
+        }
+        if let Some(sentence) = repeated_sentence(&rationale) {
+            return drop(
+                "repetitive",
+                format!(
+                    "the note repeats one sentence again and again: {}",
+                    clip(&sentence, 80)
+                ),
+            );
+        }
     }
     if spans.is_some_and(|s| s.overlaps_lines(line_start, line_end)) && action != Action::FlagOnly {
         return drop(
@@ -598,12 +641,23 @@ mod tests {
     #[test]
     fn regression_a_note_that_copies_the_chunk_back_is_dropped_as_an_echo() {
         // SmolLM2-135M on seed 000: the "finding" was the chunk's own list.
-        let got = run("The bandwith of the system is high.\n\nLogs are kept a year.\nLogs   are kept a year.");
+        let got = run(
+            "The bandwith of the system is high.\n\nLogs are kept a year.\nLogs   are kept a year.",
+        );
         assert_eq!(reason(&got[0]), "echo");
         // A note that quotes the text to say what is wrong is a finding.
-        let got = run(r#"[{"action": "flag_only", "before_text": "Logs are kept a year.", "rationale": "The sentence 'The bandwith of the system is high.' gives no figure."}]"#);
+        let got = run(
+            r#"[{"action": "flag_only", "before_text": "Logs are kept a year.", "rationale": "The sentence 'The bandwith of the system is high.' gives no figure."}]"#,
+        );
         assert_eq!(op(&got[0]).action, Action::FlagOnly);
         assert!(!echoes_the_chunk("Too short.", "Too short."));
+        // A model looping on one sentence has found nothing either.
+        let got = run("1\nThe document's language is English. The document's language is English. The document's language is English. The document");
+        assert_eq!(reason(&got[0]), "repetitive");
+        assert_eq!(
+            repeated_sentence("The figure is wrong. The figure in table 2 is wrong."),
+            None
+        );
         assert!(echoes_the_chunk(
             "Logs are kept a year.\nThe bandwith of the system is high.\nThis is wrong somehow, I think.",
             DOC
