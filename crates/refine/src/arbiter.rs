@@ -90,6 +90,22 @@ pub fn instruction_of(issue: &TargetedIssue) -> String {
     text.trim_end_matches('.').to_owned()
 }
 
+/// A task's instruction lines, one per issue: `[severity] criterion: what
+/// to do`.
+pub fn task_instructions(issues: &[TargetedIssue]) -> Vec<String> {
+    issues
+        .iter()
+        .map(|i| {
+            format!(
+                "[{}] {}: {}",
+                i.severity.as_str(),
+                i.criterion,
+                instruction_of(i)
+            )
+        })
+        .collect()
+}
+
 /// Consolidates the verdicts on the document whose sections are
 /// `sections`.
 pub fn consolidate(
@@ -300,17 +316,7 @@ pub fn consolidate(
             section_title: section.title.clone(),
             index: section.index,
             action,
-            instructions: reps
-                .iter()
-                .map(|i| {
-                    format!(
-                        "[{}] {}: {}",
-                        i.severity.as_str(),
-                        i.criterion,
-                        instruction_of(i)
-                    )
-                })
-                .collect(),
+            instructions: task_instructions(&reps),
             constraints,
             priority,
             issues: reps,

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use koas_review_schema::refine::{FixAction, RefinePlan, SectionTask, TargetedIssue};
 
-use crate::arbiter::instruction_of;
+use crate::arbiter::task_instructions;
 use crate::sections::DocSection;
 
 /// Why a stored plan cannot be applied.
@@ -147,17 +147,7 @@ pub fn decided_plan(
             } else {
                 FixAction::SurgicalEdit
             },
-            instructions: issues
-                .iter()
-                .map(|i| {
-                    format!(
-                        "[{}] {}: {}",
-                        i.severity.as_str(),
-                        i.criterion,
-                        instruction_of(i)
-                    )
-                })
-                .collect(),
+            instructions: task_instructions(&issues),
             constraints,
             priority,
             issues,
