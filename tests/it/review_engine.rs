@@ -78,13 +78,12 @@ fn new_options(jobs: usize) -> RunOptions {
 fn options(current: &str) -> RunOptions {
     let mut opts = new_options(2);
     opts.provided
-        .insert("review_doc".into(), Arc::new(json!(current)));
+        .insert("review_doc".into(), json!(current).into());
     opts.provided.insert(
         "review_state".into(),
-        Arc::new(
-            json!({"doc_name": "notes.md", "next_id": "RVW-0004", "ledger_ids": ["RVW-0001"],
-               "original_hash": "sha256:00"}),
-        ),
+        json!({"doc_name": "notes.md", "next_id": "RVW-0004", "ledger_ids": ["RVW-0001"],
+               "original_hash": "sha256:00"})
+        .into(),
     );
     opts.host_written.insert("edited_doc".into());
     opts
@@ -180,7 +179,7 @@ fn a_provided_artifact_may_not_shadow_a_source_or_a_kernel_output() {
     let prepared = prepare(&p, &found).expect("prepares");
     for (name, producer) in [("doc_raw", "kernel `md_inventory`"), ("doc", "[inputs]")] {
         let mut opts = new_options(1);
-        opts.provided.insert(name.into(), Arc::new(json!("x")));
+        opts.provided.insert(name.into(), json!("x").into());
         let err = engine::run(&prepared, &opts, Arc::new(Reporter::quiet())).unwrap_err();
         assert!(matches!(err, RunError::ProvidedConflict { .. }), "{err}");
         let text = err.to_string();

@@ -18,7 +18,7 @@ use koas_orchestrator::cache::Cache;
 use koas_orchestrator::cli::run::{build_llm_service, LlmFlags};
 use koas_orchestrator::cli::{discover_and_warn, interrupt, Global};
 use koas_orchestrator::discovery::Discovery;
-use koas_orchestrator::engine::{self, RunOptions, RunOutcome};
+use koas_orchestrator::engine::{self, CanonicalJson, Provided, RunOptions, RunOutcome};
 use koas_orchestrator::host::SharedLlm;
 use koas_orchestrator::llm_host::{identity, project_layer, resolve_config, LlmLayer};
 use koas_orchestrator::pipeline::{self, Overrides, Pipeline};
@@ -370,7 +370,7 @@ pub fn review_llm(
 pub struct PassInputs {
     /// Artifacts the host provides instead of a kernel, by name (the
     /// workspace's `review_doc`, `ledger`, `review_state`, `review_meta`).
-    pub provided: BTreeMap<String, Value>,
+    pub provided: BTreeMap<String, Provided>,
     /// Outputs whose declared files the host writes itself.
     pub host_written: BTreeSet<String>,
     /// The model, when the review has one.
@@ -407,11 +407,7 @@ pub fn run_pass(
         .iter()
         .map(|(path, what)| (path.to_string(), what.to_string()))
         .collect();
-    opts.provided = inputs
-        .provided
-        .into_iter()
-        .map(|(name, value)| (name, std::sync::Arc::new(value)))
-        .collect();
+    opts.provided = inputs.provided;
     opts.host_written = inputs.host_written;
     // The workspace wrote its snapshot of the original when it was
     // created; Stage 1 runs on the current document, whose text must not
@@ -506,6 +502,35 @@ pub fn parse_output<T: serde::de::DeserializeOwned>(
         .with_context(|| format!("reading `{artifact}` of `{kernel}` from the cache"))?;
     serde_json::from_slice(&bytes)
         .with_context(|| format!("`{artifact}` of kernel `{kernel}` has an unexpected shape"))
+}
+
+/// `review_meta` as canonical JSON, its apply log (one record per op of
+/// the last run: 100,000 for a large review) written a record at a time.
+/// The destructuring names every field, so a new one cannot be forgotten.
+fn context_json(
+    context: &koas_review_schema::review::ReportContext,
+) -> serde_json::Result<CanonicalJson> {
+    let koas_review_schema::review::ReportContext {
+        meta,
+        apply_log,
+        earlier_findings,
+        model,
+    } = context;
+    let mut members = vec![
+        ("meta".to_owned(), CanonicalJson::of(meta)?),
+        (
+            "apply_log".to_owned(),
+            CanonicalJson::array(apply_log, |_| {})?,
+        ),
+        (
+            "earlier_findings".to_owned(),
+            CanonicalJson::array(earlier_findings, |_| {})?,
+        ),
+    ];
+    if let Some(model) = model {
+        members.push(("model".to_owned(), CanonicalJson::of(model)?));
+    }
+    CanonicalJson::object(members)
 }
 
 /// Fails unless the pipeline runs `kernel`.
@@ -760,28 +785,25 @@ fn views_pass(
     let mut inputs = PassInputs::default();
     inputs.provided.insert(
         names::REVIEW_DOC.to_owned(),
-        Value::String(run.current_text().to_owned()),
+        Provided::from(Value::String(run.current_text().to_owned())),
     );
     // The views need no patch text: leaving the ledger's copies out keeps
-    // this artifact (and its copy in every request) small. Each entry goes
-    // to a `Value` on its own, without a typed copy of the whole ledger.
-    let entries = run
-        .entries()
-        .iter()
-        .map(|e| {
-            let mut v = serde_json::to_value(e)?;
-            if let Some(entry) = v.as_object_mut() {
-                entry.remove("patch_text");
-            }
-            Ok(v)
-        })
-        .collect::<Result<Vec<Value>, serde_json::Error>>()?;
-    inputs
-        .provided
-        .insert(names::LEDGER.to_owned(), Value::Array(entries));
+    // this artifact (and its copy in every request) small. The ledger and
+    // the report's context are given as canonical JSON, one entry a tree at
+    // a time: as trees they were the largest part of a 100,000-change
+    // review's memory.
+    let ledger = CanonicalJson::array(run.entries(), |entry| {
+        if let Some(entry) = entry.as_object_mut() {
+            entry.remove("patch_text");
+        }
+    })?;
+    inputs.provided.insert(
+        names::LEDGER.to_owned(),
+        Provided::Canonical(Arc::new(ledger)),
+    );
     inputs.provided.insert(
         names::REVIEW_META.to_owned(),
-        serde_json::to_value(&context)?,
+        Provided::Canonical(Arc::new(context_json(&context)?)),
     );
     inputs.host_written.insert(names::REVIEW_REPORT.to_owned());
     let (_, result) = run_pass(global, control, &views, discovery, inputs)?;
@@ -852,4 +874,55 @@ pub fn load_built_in(
         prompts: None,
         config_origins: Default::default(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use koas_review_schema::review::{ReportContext, ReviewModelRun};
+    use serde_json::json;
+
+    fn context(model: Option<ReviewModelRun>) -> ReportContext {
+        ReportContext {
+            meta: serde_json::from_value(json!({
+                "generated_at": "2026-11-26T06:00:00Z", "tool": "koas test",
+                "kernels": [["md_apply_ops", "0.1.0"]], "doc_name": "doc.md",
+                "original_hash": "sha256:aa", "current_hash": "sha256:bb",
+                "notice": "a \"quoted\" notice"
+            }))
+            .expect("meta"),
+            apply_log: (1..=30)
+                .map(|i| {
+                    serde_json::from_value(json!({
+                        "run_id": "run-1", "op_index": i, "status": "flagged",
+                        "id": format!("RVW-{i:04}"), "action": "flag_only", "lines": [i, i],
+                        "fixes": [{"fix": "HASH_RECOMPUTE", "from": null, "to": "sha256:b7"},
+                                  {"fix": "NOTE_INJECT", "alert": "NOTE"}],
+                        "defaults_filled": ["kind"], "reason": format!("op {i} é")
+                    }))
+                    .expect("record")
+                })
+                .collect(),
+            earlier_findings: Vec::new(),
+            model,
+        }
+    }
+
+    #[test]
+    fn the_report_context_written_a_record_at_a_time_is_its_canonical_json() {
+        for model in [
+            None,
+            Some(ReviewModelRun {
+                backend: "openai".into(),
+                ..ReviewModelRun::default()
+            }),
+        ] {
+            let context = context(model);
+            let tree = serde_json::to_value(&context).expect("tree");
+            assert_eq!(
+                context_json(&context).expect("canonical").bytes(),
+                koas_kernel_api::hash::canonical_bytes(&tree)
+            );
+        }
+    }
 }

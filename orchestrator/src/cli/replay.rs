@@ -99,8 +99,7 @@ pub fn execute(global: &Global, args: ReplayArgs) -> anyhow::Result<ExitStatus> 
                 args.workspace.display()
             )
         })?;
-        opts.provided
-            .insert(name.clone(), std::sync::Arc::new(value));
+        opts.provided.insert(name.clone(), value.into());
     }
     opts.host_written = plan.host_written.iter().cloned().collect();
     opts.prompts = koas_llm::Prompts::locate(plan.prompts.as_deref());

@@ -1,7 +1,7 @@
 //! The inputs of kernels: source files, artifacts the host provides,
 //! cache keys, and the requests sent to kernels.
 
-use super::{Artifact, Engine, RunError};
+use super::{Artifact, CanonicalJson, Engine, Provided, RunError};
 use crate::cache::{cache_key, KeyParts};
 use crate::dag::Producer;
 use koas_kernel_api::SourceFile;
@@ -57,12 +57,18 @@ impl std::io::Write for Counter {
     }
 }
 
-/// A shared value, serialized as the value.
-pub(super) struct Shared(Arc<Value>);
+/// A shared value, serialized as the value (canonical text as it is).
+pub(super) enum Shared {
+    Tree(Arc<Value>),
+    Canonical(Arc<CanonicalJson>),
+}
 
 impl serde::Serialize for Shared {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.0.serialize(s)
+        match self {
+            Shared::Tree(v) => v.serialize(s),
+            Shared::Canonical(text) => text.raw().serialize(s),
+        }
     }
 }
 
@@ -93,15 +99,26 @@ impl Engine<'_> {
                 });
             }
             // Canonical once: the blob stored and the id both need it.
-            let canonical = koas_kernel_api::hash::canonical_bytes(value);
-            stored.insert(name.clone(), self.cache.put_blob(&canonical)?);
-            self.artifacts.insert(
-                name.clone(),
-                Artifact {
-                    hash: provided_hash(name, &canonical),
-                    value: Some(Arc::clone(value)),
-                },
-            );
+            let artifact = match value {
+                Provided::Value(value) => {
+                    let canonical = koas_kernel_api::hash::canonical_bytes(value);
+                    stored.insert(name.clone(), self.cache.put_blob(&canonical)?);
+                    Artifact {
+                        hash: provided_hash(name, &canonical),
+                        value: Some(Arc::clone(value)),
+                        canonical: None,
+                    }
+                }
+                Provided::Canonical(text) => {
+                    stored.insert(name.clone(), self.cache.put_blob(text.bytes())?);
+                    Artifact {
+                        hash: provided_hash(name, text.bytes()),
+                        value: None,
+                        canonical: Some(Arc::clone(text)),
+                    }
+                }
+            };
+            self.artifacts.insert(name.clone(), artifact);
         }
         Ok(stored)
     }
@@ -137,6 +154,7 @@ impl Engine<'_> {
                 Artifact {
                     hash,
                     value: Some(Arc::new(value)),
+                    canonical: None,
                 },
             );
         }
@@ -206,14 +224,20 @@ impl Engine<'_> {
             .collect();
         let mut values = BTreeMap::new();
         for artifact in inputs {
-            if let Some(v) = self.value_of(&artifact)? {
-                values.insert(artifact, Shared(v));
+            let canonical = self
+                .artifacts
+                .get(&artifact)
+                .and_then(|a| a.canonical.clone());
+            if let Some(text) = canonical {
+                values.insert(artifact, Shared::Canonical(text));
+            } else if let Some(v) = self.value_of(&artifact)? {
+                values.insert(artifact, Shared::Tree(v));
             }
         }
         values.extend(
             self.reserved_values(name)
                 .into_iter()
-                .map(|(k, v)| (k, Shared(v))),
+                .map(|(k, v)| (k, Shared::Tree(v))),
         );
         Ok(Request {
             config: self.prepared.configs[name].clone(),
@@ -234,10 +258,60 @@ mod tests {
             .collect::<Vec<_>>());
         let request = Request {
             config: json!({"strict": true}),
-            inputs: [("ledger".to_string(), Shared(Arc::new(ledger)))].into(),
+            inputs: [("ledger".to_string(), Shared::Tree(Arc::new(ledger)))].into(),
         };
         let bytes = request.encode().expect("encode");
         assert_eq!(bytes, serde_json::to_vec(&request).expect("to_vec"));
         assert_eq!(bytes.capacity(), bytes.len());
+    }
+
+    #[test]
+    fn canonical_text_is_the_canonical_form_of_the_same_value_and_travels_unchanged() {
+        #[derive(serde::Serialize)]
+        struct Entry {
+            zeta: u32,
+            alpha: String,
+            patch_text: Option<String>,
+        }
+        let entries: Vec<Entry> = (0..50)
+            .map(|i| Entry {
+                zeta: i,
+                alpha: format!("note {i} é \"q\"\n"),
+                patch_text: Some("long".into()),
+            })
+            .collect();
+        let tree: Value = serde_json::to_value(&entries).expect("tree");
+        let text = CanonicalJson::array(&entries, |_| {}).expect("array");
+        assert_eq!(text.bytes(), koas_kernel_api::hash::canonical_bytes(&tree));
+        let of = CanonicalJson::of(&entries).expect("of");
+        assert_eq!(of.bytes(), text.bytes());
+        // `edit` changes each item before it is written.
+        let trimmed = CanonicalJson::array(&entries, |e| {
+            if let Some(e) = e.as_object_mut() {
+                e.remove("patch_text");
+            }
+        })
+        .expect("trimmed");
+        let back: Value = serde_json::from_slice(trimmed.bytes()).expect("parse");
+        assert!(back[7].get("patch_text").is_none() && back[7]["zeta"] == 7);
+        // A kernel receives the same value from either form.
+        let request = |input: Shared| Request {
+            config: Value::Null,
+            inputs: [("ledger".to_string(), input)].into(),
+        };
+        let from_tree: Value = serde_json::from_slice(
+            &request(Shared::Tree(Arc::new(tree.clone())))
+                .encode()
+                .expect("tree"),
+        )
+        .expect("parse");
+        let from_text: Value = serde_json::from_slice(
+            &request(Shared::Canonical(Arc::new(text)))
+                .encode()
+                .expect("text"),
+        )
+        .expect("parse");
+        assert_eq!(from_tree, from_text);
+        assert_eq!(from_text["inputs"]["ledger"], tree);
     }
 }

@@ -23,7 +23,9 @@ mod reserved;
 mod schedule;
 mod sources;
 
-pub use options::{RunError, RunOptions, RunOutcome, RunTarget, TargetOutput};
+pub use options::{
+    CanonicalJson, Provided, RunError, RunOptions, RunOutcome, RunTarget, TargetOutput,
+};
 pub use outputs::file_bytes;
 pub use reserved::{previous_blobs, read_previous};
 pub use sources::SourceConflict;
@@ -50,6 +52,9 @@ use std::time::Instant;
 struct Artifact {
     hash: String,
     value: Option<Arc<Value>>,
+    /// A host-provided value given as canonical JSON (then `value` is
+    /// `None` and stays so: kernels receive the text as it is).
+    canonical: Option<Arc<CanonicalJson>>,
 }
 
 /// Why a kernel did not produce its outputs.

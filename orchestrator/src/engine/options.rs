@@ -10,6 +10,93 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
+/// An artifact the host provides (see [`RunOptions::provided`]).
+#[derive(Debug, Clone)]
+pub enum Provided {
+    /// A JSON value.
+    Value(Arc<Value>),
+    /// The same as canonical JSON text, never held as a `Value`: the form
+    /// for large host state, which a tree would hold at several times its
+    /// size. Both forms of one value give the same artifact hash.
+    Canonical(Arc<CanonicalJson>),
+}
+
+impl From<Value> for Provided {
+    fn from(value: Value) -> Provided {
+        Provided::Value(Arc::new(value))
+    }
+}
+
+/// JSON text in the canonical form of [`koas_kernel_api::hash::canonical_bytes`]
+/// (keys sorted, no whitespace), built without holding the whole value as
+/// a tree.
+#[derive(Debug)]
+pub struct CanonicalJson(Box<serde_json::value::RawValue>);
+
+impl CanonicalJson {
+    /// The canonical JSON of one serializable value.
+    pub fn of<T: serde::Serialize + ?Sized>(value: &T) -> serde_json::Result<CanonicalJson> {
+        let bytes = koas_kernel_api::hash::canonical_bytes(&serde_json::to_value(value)?);
+        CanonicalJson::from_bytes(bytes)
+    }
+
+    /// The canonical JSON of an array of `items`, each turned into a
+    /// value, changed by `edit` (e.g. to leave a field out), written, and
+    /// dropped before the next: only one item is ever a tree.
+    pub fn array<T: serde::Serialize>(
+        items: impl IntoIterator<Item = T>,
+        edit: impl Fn(&mut Value),
+    ) -> serde_json::Result<CanonicalJson> {
+        let mut bytes = vec![b'['];
+        for (i, item) in items.into_iter().enumerate() {
+            if i > 0 {
+                bytes.push(b',');
+            }
+            let mut value = serde_json::to_value(item)?;
+            edit(&mut value);
+            bytes.extend(koas_kernel_api::hash::canonical_bytes(&value));
+        }
+        bytes.push(b']');
+        CanonicalJson::from_bytes(bytes)
+    }
+
+    /// The canonical JSON of an object whose members are already
+    /// canonical (keys sorted here), so a large member (an array built by
+    /// [`CanonicalJson::array`]) never becomes a tree.
+    pub fn object(
+        members: impl IntoIterator<Item = (String, CanonicalJson)>,
+    ) -> serde_json::Result<CanonicalJson> {
+        let mut members: Vec<(String, CanonicalJson)> = members.into_iter().collect();
+        members.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+        let mut bytes = vec![b'{'];
+        for (i, (key, value)) in members.iter().enumerate() {
+            if i > 0 {
+                bytes.push(b',');
+            }
+            serde_json::to_writer(&mut bytes, key)?;
+            bytes.push(b':');
+            bytes.extend_from_slice(value.bytes());
+        }
+        bytes.push(b'}');
+        CanonicalJson::from_bytes(bytes)
+    }
+
+    fn from_bytes(bytes: Vec<u8>) -> serde_json::Result<CanonicalJson> {
+        let text = String::from_utf8(bytes).map_err(serde::ser::Error::custom)?;
+        serde_json::value::RawValue::from_string(text).map(CanonicalJson)
+    }
+
+    /// The canonical JSON text.
+    pub fn bytes(&self) -> &[u8] {
+        self.0.get().as_bytes()
+    }
+
+    /// The text as a raw JSON value, written as it is by `serde_json`.
+    pub fn raw(&self) -> &serde_json::value::RawValue {
+        &self.0
+    }
+}
+
 /// Which part of the pipeline to run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RunTarget {
@@ -56,8 +143,9 @@ pub struct RunOptions {
     /// is built before the run, kernels must declare such inputs optional.
     /// A provided artifact may not share its name with a pipeline
     /// `[inputs]` entry or a kernel output. Shared, not copied: a host's
-    /// ledger of 100,000 entries is hundreds of megabytes as a `Value`.
-    pub provided: BTreeMap<String, Arc<Value>>,
+    /// ledger of 100,000 entries is hundreds of megabytes as a `Value`,
+    /// and tens as [`CanonicalJson`].
+    pub provided: BTreeMap<String, Provided>,
     /// Output artifacts whose declared files the engine must not write
     /// (neither after a run nor when restoring a cache hit): the host
     /// writes them itself, e.g. in a crash-safe order after committing a

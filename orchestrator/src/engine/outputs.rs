@@ -131,8 +131,14 @@ impl Engine<'_> {
         record.summary = hit.summary.clone();
         record.warnings = hit.warnings.clone();
         for (artifact, hash) in hit.outputs {
-            self.artifacts
-                .insert(artifact, Artifact { hash, value: None });
+            self.artifacts.insert(
+                artifact,
+                Artifact {
+                    hash,
+                    value: None,
+                    canonical: None,
+                },
+            );
         }
         self.remember_outputs(name, &record.output_hashes);
         self.reporter

@@ -92,6 +92,7 @@ impl Engine<'_> {
                 Artifact {
                     hash,
                     value: Some(value),
+                    canonical: None,
                 },
             );
         }

@@ -137,6 +137,7 @@ impl Engine<'_> {
                 Artifact {
                     hash: id_of(PROMPTS_INPUT, &Value::Object(text_hashes)),
                     value: Some(Arc::new(Value::Object(templates))),
+                    canonical: None,
                 },
             );
         }
@@ -149,6 +150,7 @@ impl Engine<'_> {
                     Artifact {
                         hash: id_of(PREVIOUS_INPUT, &json!(hashes)),
                         value: Some(Arc::new(values)),
+                        canonical: None,
                     },
                 );
             }
@@ -161,6 +163,7 @@ impl Engine<'_> {
                     Artifact {
                         hash: String::new(),
                         value: Some(Arc::new(identity.clone())),
+                        canonical: None,
                     },
                 );
             }

@@ -28,6 +28,7 @@ use clap::Args;
 use koas_orchestrator::cli::run::LlmFlags;
 use koas_orchestrator::cli::{ExitStatus, Global};
 use koas_orchestrator::discovery::Discovery;
+use koas_orchestrator::engine::Provided;
 use koas_orchestrator::outln;
 use koas_orchestrator::pipeline::Pipeline;
 use koas_refine::control::{self, Limits, Mode, Standing};
@@ -355,7 +356,7 @@ fn base_inputs(run: &PreparedRun<'_>, llm: &passes::ReviewLlm) -> anyhow::Result
     let mut inputs = PassInputs::default();
     inputs.provided.insert(
         names::REVIEW_DOC.to_owned(),
-        Value::String(run.current_text().to_owned()),
+        Provided::from(Value::String(run.current_text().to_owned())),
     );
     inputs.llm = Some(llm.clone());
     Ok(inputs)
@@ -478,7 +479,7 @@ fn refine(global: &Global, args: &RefineArgs, target: &ReviewTarget) -> anyhow::
             let mut inputs = base_inputs(&run, &llm)?;
             inputs.provided.insert(
                 names::REFINE_STATE.to_owned(),
-                serde_json::to_value(&state)?,
+                Provided::from(serde_json::to_value(&state)?),
             );
             let outcome = match pass(
                 global,
@@ -632,12 +633,12 @@ fn refine(global: &Global, args: &RefineArgs, target: &ReviewTarget) -> anyhow::
         if decided {
             inputs.provided.insert(
                 names::REFINE_ROUTING.to_owned(),
-                serde_json::to_value(&routing)?,
+                Provided::from(serde_json::to_value(&routing)?),
             );
         } else {
             inputs.provided.insert(
                 names::REFINE_STATE.to_owned(),
-                serde_json::to_value(&state)?,
+                Provided::from(serde_json::to_value(&state)?),
             );
         }
         let review_state = ReviewState {
@@ -649,7 +650,7 @@ fn refine(global: &Global, args: &RefineArgs, target: &ReviewTarget) -> anyhow::
         };
         inputs.provided.insert(
             names::REVIEW_STATE.to_owned(),
-            serde_json::to_value(&review_state)?,
+            Provided::from(serde_json::to_value(&review_state)?),
         );
         inputs.host_written.insert(names::EDITED_DOC.to_owned());
         let doc_before = run.current_text().to_owned();
@@ -744,7 +745,7 @@ fn refine(global: &Global, args: &RefineArgs, target: &ReviewTarget) -> anyhow::
             };
             inputs.provided.insert(
                 names::REFINE_CHANGES.to_owned(),
-                serde_json::to_value(&changes)?,
+                Provided::from(serde_json::to_value(&changes)?),
             );
             let outcome = match pass(
                 global,

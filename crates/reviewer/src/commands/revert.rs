@@ -17,6 +17,7 @@ use crate::pipeline::{self as passes, Control, PassFailure, PassInputs, REVERT};
 use anyhow::Context as _;
 use clap::Args;
 use koas_orchestrator::cli::{ExitStatus, Global};
+use koas_orchestrator::engine::{CanonicalJson, Provided};
 use koas_review_schema::apply::ApplyOptions;
 use koas_review_schema::names;
 use koas_review_schema::revert::RevertOutcome;
@@ -135,15 +136,18 @@ fn revert(
     let mut pass = PassInputs::default();
     pass.provided.insert(
         names::REVIEW_DOC.to_owned(),
-        Value::String(run.current_text().to_owned()),
+        Provided::from(Value::String(run.current_text().to_owned())),
     );
     pass.provided.insert(
         names::LEDGER.to_owned(),
-        serde_json::to_value(run.entries())?,
+        Provided::Canonical(std::sync::Arc::new(CanonicalJson::array(
+            run.entries(),
+            |_| {},
+        )?)),
     );
     pass.provided.insert(
         names::REVIEW_STATE.to_owned(),
-        serde_json::to_value(&state)?,
+        Provided::from(serde_json::to_value(&state)?),
     );
     // A refused request must leave the review state untouched: the plan
     // stays in the cache, no stage3/revert_outcome.json is written.

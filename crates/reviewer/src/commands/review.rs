@@ -18,6 +18,7 @@ use anyhow::Context as _;
 use clap::Args;
 use koas_orchestrator::cli::run::LlmFlags;
 use koas_orchestrator::cli::{ExitStatus, Global};
+use koas_orchestrator::engine::Provided;
 use koas_review::edit_op::parse_ops_file;
 use koas_review_schema::apply::ApplyOptions;
 use koas_review_schema::apply::ApplyOutcome;
@@ -265,11 +266,11 @@ fn review(
     let mut pass = PassInputs::default();
     pass.provided.insert(
         names::REVIEW_DOC.to_owned(),
-        Value::String(run.current_text().to_owned()),
+        Provided::from(Value::String(run.current_text().to_owned())),
     );
     pass.provided.insert(
         names::REVIEW_STATE.to_owned(),
-        serde_json::to_value(&state)?,
+        Provided::from(serde_json::to_value(&state)?),
     );
     pass.host_written.insert(names::EDITED_DOC.to_owned());
     let has_llm = llm.is_some();
