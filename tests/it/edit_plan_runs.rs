@@ -449,3 +449,71 @@ fn regression_a_server_down_for_two_runs_is_asked_everything_when_it_is_back() {
         "no request on an unchanged document"
     );
 }
+
+/// What SmolLM2-135M answered on seed 000, one kind per section: every one
+/// became a `flag_only` note in the annotated document (65 of 65).
+fn small_model_answer(step: usize) -> String {
+    match step {
+        // The opening marker and an empty list, again and again, cut.
+        1 => {
+            "BEGIN_EDIT_OPS\n[]\n\nBEGIN_EDIT_OPS\n[]\nBEGIN_EDIT_OPS\n[]\nBEGIN_EDIT_OPS\n[".into()
+        }
+        // The chunk copied back, with line numbers.
+        2 => "1\n## Step 2\n2\nStep 2 is done by the operator on duty.\n".into(),
+        // One sentence looped until the budget ran out.
+        3 => "1\n".to_owned() + &"The document's language is English. ".repeat(12),
+        // Line numbers and placeholders only.
+        4 => "1\n[MATH_0]\n2\n[MATH_1]\n3\n".into(),
+        // A real finding in prose: it must stay a flag.
+        5 => {
+            "Step 5 does not say which operator role signs the log; a person should decide.".into()
+        }
+        _ => NO_OPS.into(),
+    }
+}
+
+#[test]
+fn regression_small_model_noise_is_not_flagged_and_a_real_prose_finding_is() {
+    let m = ScriptedModel::start(|r| {
+        if !is_edit(r) {
+            return ModelAnswer::text(summary_of(&r.prompt));
+        }
+        // The section under review is the one in the text to review.
+        let text = r.prompt.split("Text to review").nth(1).unwrap_or_default();
+        let step = (1..=8).find(|i| text.contains(&format!("## Step {i}\n")));
+        ModelAnswer::text(step.map_or(NO_OPS.to_owned(), small_model_answer))
+    });
+    let s = Scratch::new();
+    let doc = manual();
+    s.write("doc.md", &doc);
+    s.write("koas.toml", &koas_toml(&m.url(), ""));
+    let (out, v) = s.koas_json(&["review", "doc.md"]);
+    assert_code(&out, 0, "review");
+    // One flag: the real finding. No change to the document.
+    assert_eq!(v["flags"], 1, "{v}");
+    assert_eq!(v["total_changes"], 0, "{v}");
+    let plan: Value = serde_json::from_str(
+        &std::fs::read_to_string(s.workspace().join("stage2/edit_plan.json")).expect("plan"),
+    )
+    .expect("plan parses");
+    let ops = plan["ops"].as_array().expect("ops");
+    assert_eq!(ops.len(), 1, "{plan}");
+    assert!(
+        ops[0]["rationale"]
+            .as_str()
+            .is_some_and(|r| r.contains("operator role")),
+        "{plan}"
+    );
+    let dropped: Vec<&str> = plan["dropped"]
+        .as_array()
+        .expect("dropped")
+        .iter()
+        .filter_map(|d| d["reason"].as_str())
+        .collect();
+    assert_eq!(dropped, ["echo", "repetitive"], "{plan}");
+    let annotated =
+        std::fs::read_to_string(s.workspace().join("stage3/doc.REVIEWED.md")).expect("annotated");
+    assert!(!annotated.contains("BEGIN_EDIT_OPS"), "{annotated}");
+    assert!(!annotated.contains("language is English"), "{annotated}");
+    assert_eq!(std::fs::read_to_string(s.path("doc.md")).expect("doc"), doc);
+}
