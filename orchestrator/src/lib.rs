@@ -34,6 +34,7 @@ pub mod limits;
 pub mod llm_host;
 pub mod loader;
 pub mod lock;
+pub mod memory;
 pub mod pipeline;
 pub mod prepare;
 pub mod report;

@@ -121,6 +121,8 @@ pub enum Command {
 }
 
 fn main() -> ExitCode {
+    // Before any thread exists (see koas_orchestrator::memory).
+    koas_orchestrator::memory::bound_allocator_arenas();
     // The hidden worker mode, before anything else: kernels run in
     // `koas __koas-worker` processes (see koas_orchestrator::worker).
     if std::env::args_os().nth(1).as_deref() == Some(OsStr::new(runtime_worker::WORKER_ARG)) {

@@ -31,7 +31,34 @@ pub(super) struct Request {
     inputs: BTreeMap<String, Shared>,
 }
 
+/// A request ready to be written to a worker: its length is known, its
+/// bytes are produced while they are written.
+pub(super) struct Streamed<'r> {
+    request: &'r Request,
+    len: u64,
+}
+
+impl crate::worker::Body for Streamed<'_> {
+    fn len(&self) -> u64 {
+        self.len
+    }
+    fn write_to(&self, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+        serde_json::to_writer(w, self.request).map_err(std::io::Error::other)
+    }
+}
+
 impl Request {
+    /// The request as a frame body for a worker (measured once, written
+    /// as it is encoded).
+    pub(super) fn streamed(&self) -> serde_json::Result<Streamed<'_>> {
+        let mut counter = Counter(0);
+        serde_json::to_writer(&mut counter, self)?;
+        Ok(Streamed {
+            request: self,
+            len: counter.0 as u64,
+        })
+    }
+
     /// The request's JSON in a buffer of exactly its size: measured first,
     /// so a large request (a ledger of 100,000 entries is tens of MB) is not
     /// grown by doubling, which held up to three times its size at once.

@@ -54,20 +54,31 @@ pub(super) fn store_outputs(
         let value = artifacts
             .remove(&o.artifact)
             .ok_or_else(|| format!("did not return its declared output `{}`", o.artifact))?;
-        let bytes = koas_kernel_api::hash::canonical_bytes(&value);
+        let mut bytes = koas_kernel_api::hash::canonical_bytes(&value);
         let hash = cache.put_blob(&bytes).map_err(|e| e.to_string())?;
         if let Some(file) = o
             .file
             .as_ref()
             .filter(|_| !host_written.contains(&o.artifact))
         {
-            materialize(
-                &workspace.join(file),
-                &file_bytes(file, &value),
-                o.write_once,
-            )
+            let path = workspace.join(file);
+            // No second copy of a large output: a text is written from
+            // the value, a large JSON file is the canonical bytes (compact
+            // JSON with sorted keys: what `file_bytes` writes above the
+            // limit).
+            match &value {
+                Value::String(text) if !file.ends_with(".json") => {
+                    materialize(&path, text.as_bytes(), o.write_once)
+                }
+                _ if bytes.len() > PRETTY_JSON_LIMIT => {
+                    bytes.push(b'\n');
+                    materialize(&path, &bytes, o.write_once)
+                }
+                _ => materialize(&path, &file_bytes(file, &value), o.write_once),
+            }
             .map_err(|e| e.to_string())?;
         }
+        drop(bytes);
         outputs.insert(o.artifact.clone(), (hash, Arc::new(value)));
     }
     let record = ActionRecord {
@@ -146,5 +157,34 @@ impl Engine<'_> {
         self.records.push(record);
         self.done.insert(name.to_string());
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_large_json_file_is_its_canonical_bytes_and_a_small_one_is_pretty() {
+        // `store_outputs` writes a large output's canonical bytes as its
+        // file: they must be what `file_bytes` (used to restore a file
+        // from the cache) writes.
+        let large = json!({
+            "zeta": (0..5000).map(|i| json!({"b": i, "a": format!("é {i}")})).collect::<Vec<_>>(),
+            "alpha": "x"
+        });
+        let mut canonical = koas_kernel_api::hash::canonical_bytes(&large);
+        assert!(canonical.len() > PRETTY_JSON_LIMIT);
+        canonical.push(b'\n');
+        assert_eq!(file_bytes("stage1/x.json", &large), canonical);
+        let small = json!({"b": 1, "a": 2});
+        let pretty = file_bytes("stage1/x.json", &small);
+        assert!(
+            pretty.starts_with(b"{\n  \"a\": 2"),
+            "{}",
+            String::from_utf8_lossy(&pretty)
+        );
+        assert_eq!(file_bytes("stage3/doc.md", &json!("text\n")), b"text\n");
     }
 }

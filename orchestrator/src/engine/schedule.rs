@@ -151,15 +151,17 @@ impl Engine<'_> {
                 &reporter,
                 llm.clone(),
             );
-            let answer = request
-                .encode()
-                .map_err(|e| Failure::Failed(format!("cannot encode its request: {e}")))
-                .and_then(|request| match &workers {
-                    Some(workers) => workers
+            let encoding =
+                |e: serde_json::Error| Failure::Failed(format!("cannot encode its request: {e}"));
+            let answer = match &workers {
+                // Written to the worker as it is encoded: never whole in
+                // memory.
+                Some(workers) => request.streamed().map_err(encoding).and_then(|body| {
+                    workers
                         .run(KernelCall {
                             library: &kernel.library,
                             index: kernel.index,
-                            request: &request,
+                            request: &body,
                             limits,
                             host: &host,
                             cancel: &cancel,
@@ -167,9 +169,13 @@ impl Engine<'_> {
                         .map_err(|end| Failure::Worker {
                             message: end.message(&limits),
                             end,
-                        }),
-                    None => run_in_process(&kernel, &host, &request, &limits),
-                });
+                        })
+                }),
+                None => request
+                    .encode()
+                    .map_err(encoding)
+                    .and_then(|bytes| run_in_process(&kernel, &host, &bytes, &limits)),
+            };
             drop(request);
             let result = answer
                 .and_then(|bytes| read_answer(&bytes))

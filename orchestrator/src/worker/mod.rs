@@ -130,22 +130,79 @@ pub(crate) enum FrameError {
     Malformed(String),
 }
 
+/// A frame's body: its length, known before it is written, and a way to
+/// write it. A kernel's request is written straight from the engine's
+/// values, never held whole in memory (a request that carries a ledger of
+/// 100,000 entries is over 100 MB).
+pub trait Body {
+    /// The number of bytes [`Body::write_to`] writes.
+    fn len(&self) -> u64;
+    /// Writes exactly [`Body::len`] bytes.
+    fn write_to(&self, w: &mut dyn Write) -> io::Result<()>;
+}
+
+impl Body for &[u8] {
+    fn len(&self) -> u64 {
+        <[u8]>::len(self) as u64
+    }
+    fn write_to(&self, w: &mut dyn Write) -> io::Result<()> {
+        w.write_all(self)
+    }
+}
+
 /// Writes one frame and flushes.
 pub(crate) fn write_frame(
     w: &mut impl Write,
     header: &impl Serialize,
     body: &[u8],
 ) -> io::Result<()> {
+    write_frame_body(w, header, &body)
+}
+
+/// Writes one frame whose body is produced while it is written, and
+/// flushes.
+pub(crate) fn write_frame_body(
+    w: &mut impl Write,
+    header: &impl Serialize,
+    body: &dyn Body,
+) -> io::Result<()> {
     let header = serde_json::to_vec(header).map_err(io::Error::other)?;
     let header_len =
         u32::try_from(header.len()).map_err(|_| io::Error::other("frame header over 4 GiB"))?;
     let mut prefix = [0u8; 12];
     prefix[..4].copy_from_slice(&header_len.to_le_bytes());
-    prefix[4..].copy_from_slice(&(body.len() as u64).to_le_bytes());
+    prefix[4..].copy_from_slice(&body.len().to_le_bytes());
     w.write_all(&prefix)?;
     w.write_all(&header)?;
-    w.write_all(body)?;
+    let mut counted = Counted { inner: w, n: 0 };
+    body.write_to(&mut counted)?;
+    if counted.n != body.len() {
+        // The worker would read the next frame from the middle of this
+        // one: fail the write, which ends the worker.
+        return Err(io::Error::other(format!(
+            "a frame body of {} bytes was announced as {}",
+            counted.n,
+            body.len()
+        )));
+    }
     w.flush()
+}
+
+/// Counts what goes through it.
+struct Counted<'a, W: Write + ?Sized> {
+    inner: &'a mut W,
+    n: u64,
+}
+
+impl<W: Write + ?Sized> Write for Counted<'_, W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.n += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
 }
 
 /// Reads one frame; `Ok(None)` at a clean end of stream. A body over
@@ -197,6 +254,44 @@ pub(crate) fn read_frame<T: DeserializeOwned>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A body that writes `text` and announces `len`.
+    struct Told {
+        text: &'static str,
+        len: u64,
+    }
+
+    impl Body for Told {
+        fn len(&self) -> u64 {
+            self.len
+        }
+        fn write_to(&self, w: &mut dyn Write) -> io::Result<()> {
+            // In small pieces, as a serializer writes.
+            for b in self.text.as_bytes().chunks(3) {
+                w.write_all(b)?;
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_streamed_body_is_one_frame_and_a_wrong_length_is_refused() {
+        let mut buf = Vec::new();
+        let body = Told {
+            text: "{\"inputs\":{}}",
+            len: 13,
+        };
+        write_frame_body(&mut buf, &ToWorker::Cancel { seq: 3 }, &body).expect("write");
+        let (header, got) = read_frame::<ToWorker>(&mut buf.as_slice(), 100)
+            .expect("read")
+            .expect("a frame");
+        assert!(matches!(header, ToWorker::Cancel { seq: 3 }));
+        assert_eq!(got, b"{\"inputs\":{}}");
+        let liar = Told { text: "{}", len: 3 };
+        let err = write_frame_body(&mut Vec::new(), &ToWorker::Cancel { seq: 4 }, &liar)
+            .expect_err("a body shorter than announced");
+        assert!(err.to_string().contains("announced as 3"), "{err}");
+    }
 
     #[test]
     fn frames_round_trip_and_sizes_are_checked() {

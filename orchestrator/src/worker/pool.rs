@@ -1,8 +1,8 @@
 //! The parent's side: starting, reusing and supervising workers.
 
 use super::{
-    read_frame, write_frame, FrameError, FromWorker, ToWorker, WireLoadError, PROTOCOL_VERSION,
-    WORKER_ARG,
+    read_frame, write_frame, write_frame_body, Body, FrameError, FromWorker, ToWorker,
+    WireLoadError, PROTOCOL_VERSION, WORKER_ARG,
 };
 use crate::host::RunHost;
 use crate::limits::{KernelLimits, CANCEL_GRACE, DESCRIBE_TIMEOUT};
@@ -394,12 +394,12 @@ impl Drop for Worker {
 fn send(
     stdin: &Mutex<BufWriter<ChildStdin>>,
     header: &ToWorker,
-    body: &[u8],
+    body: &dyn Body,
 ) -> std::io::Result<()> {
     let mut stdin = stdin
         .lock()
         .map_err(|_| std::io::Error::other("worker stdin lock poisoned"))?;
-    write_frame(&mut *stdin, header, body)
+    write_frame_body(&mut *stdin, header, body)
 }
 
 /// Kills a worker (SIGKILL); its pipes then close.
@@ -453,7 +453,7 @@ impl Watchdog<'_> {
             if self.cancel.is_some_and(|c| c.load(Ordering::SeqCst)) {
                 match cancelled_at {
                     None => {
-                        let _ = send(self.stdin, &ToWorker::Cancel { seq: self.seq }, &[]);
+                        let _ = send(self.stdin, &ToWorker::Cancel { seq: self.seq }, &&[][..]);
                         cancelled_at = Some(now);
                     }
                     Some(at) if now - at > CANCEL_GRACE => {
@@ -485,8 +485,8 @@ pub struct KernelCall<'a> {
     pub library: &'a Path,
     /// The kernel's index in it.
     pub index: u32,
-    /// The encoded run request.
-    pub request: &'a [u8],
+    /// The run request, written to the worker as it is encoded.
+    pub request: &'a dyn Body,
     /// The kernel's limits.
     pub limits: KernelLimits,
     /// Answers the kernel's callbacks.
@@ -559,7 +559,7 @@ impl WorkerPool {
                 in_calls: &in_calls,
             };
             let watching = s.spawn(move || watchdog.watch(stopped));
-            let answer = if send(&worker.stdin, &request, &[]).is_err() {
+            let answer = if send(&worker.stdin, &request, &&[][..]).is_err() {
                 Err(EndCause::Died)
             } else {
                 loop {
