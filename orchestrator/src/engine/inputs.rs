@@ -39,7 +39,7 @@ pub(super) struct Streamed<'r> {
 }
 
 impl crate::worker::Body for Streamed<'_> {
-    fn len(&self) -> u64 {
+    fn byte_len(&self) -> u64 {
         self.len
     }
     fn write_to(&self, w: &mut dyn std::io::Write) -> std::io::Result<()> {

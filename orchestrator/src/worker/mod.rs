@@ -136,13 +136,13 @@ pub(crate) enum FrameError {
 /// 100,000 entries is over 100 MB).
 pub trait Body {
     /// The number of bytes [`Body::write_to`] writes.
-    fn len(&self) -> u64;
-    /// Writes exactly [`Body::len`] bytes.
+    fn byte_len(&self) -> u64;
+    /// Writes exactly [`Body::byte_len`] bytes.
     fn write_to(&self, w: &mut dyn Write) -> io::Result<()>;
 }
 
 impl Body for &[u8] {
-    fn len(&self) -> u64 {
+    fn byte_len(&self) -> u64 {
         <[u8]>::len(self) as u64
     }
     fn write_to(&self, w: &mut dyn Write) -> io::Result<()> {
@@ -171,18 +171,18 @@ pub(crate) fn write_frame_body(
         u32::try_from(header.len()).map_err(|_| io::Error::other("frame header over 4 GiB"))?;
     let mut prefix = [0u8; 12];
     prefix[..4].copy_from_slice(&header_len.to_le_bytes());
-    prefix[4..].copy_from_slice(&body.len().to_le_bytes());
+    prefix[4..].copy_from_slice(&body.byte_len().to_le_bytes());
     w.write_all(&prefix)?;
     w.write_all(&header)?;
     let mut counted = Counted { inner: w, n: 0 };
     body.write_to(&mut counted)?;
-    if counted.n != body.len() {
+    if counted.n != body.byte_len() {
         // The worker would read the next frame from the middle of this
         // one: fail the write, which ends the worker.
         return Err(io::Error::other(format!(
             "a frame body of {} bytes was announced as {}",
             counted.n,
-            body.len()
+            body.byte_len()
         )));
     }
     w.flush()
@@ -262,7 +262,7 @@ mod tests {
     }
 
     impl Body for Told {
-        fn len(&self) -> u64 {
+        fn byte_len(&self) -> u64 {
             self.len
         }
         fn write_to(&self, w: &mut dyn Write) -> io::Result<()> {
