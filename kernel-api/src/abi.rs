@@ -18,7 +18,9 @@
 #![allow(unsafe_code)]
 
 use crate::context::{Host, LogLevel};
-use crate::protocol::{DescribeResponse, HostCallResponse, RunRequest, RunResponse};
+use crate::protocol::{
+    DescribeResponse, HostCallResponse, RunRequest, RunResponse, WireRunRequest,
+};
 use crate::{KernelError, KernelSpec};
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -364,7 +366,7 @@ impl Registry {
             // SAFETY: the host guarantees `request` is valid for
             // `request_len` bytes during this call.
             let raw = unsafe { bytes(request, request_len) };
-            let req: RunRequest = match serde_json::from_slice(raw) {
+            let req: WireRunRequest = match serde_json::from_slice(raw) {
                 Ok(r) => r,
                 Err(e) => {
                     return RunResponse::Error(KernelError::failed(format!(
@@ -374,7 +376,13 @@ impl Registry {
             };
             let host = PluginSideHost { table: host };
             let name = kernel.spec().name;
-            run_kernel(kernel.as_ref(), &host, &name, req)
+            run_kernel(
+                kernel.as_ref(),
+                &host,
+                &name,
+                req.config,
+                crate::Inputs::from_raw(req.inputs),
+            )
         }))
         .unwrap_or_else(|p| {
             RunResponse::Error(KernelError::new(
@@ -411,11 +419,11 @@ pub(crate) fn run_kernel(
     kernel: &dyn crate::Kernel,
     host: &dyn Host,
     name: &str,
-    req: RunRequest,
+    config: serde_json::Value,
+    inputs: crate::Inputs,
 ) -> RunResponse {
     let ctx = crate::Context::new(host, name);
-    let config = crate::KernelConfig(req.config);
-    let inputs = crate::Inputs(req.inputs);
+    let config = crate::KernelConfig(config);
     match catch_unwind(AssertUnwindSafe(|| kernel.run(&ctx, &config, &inputs))) {
         Ok(Ok(mut out)) => {
             out.summary = crate::output::truncate_summary(std::mem::take(&mut out.summary));

@@ -84,19 +84,111 @@ pub struct PromptTemplate {
     pub source: String,
 }
 
-/// The input artifacts of one run, by artifact name.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Inputs(pub BTreeMap<String, Value>);
+/// One input artifact: the JSON text the host sent, read into a `Value`
+/// only when a kernel asks for one.
+#[derive(Debug, Clone)]
+struct Input {
+    raw: Option<Box<serde_json::value::RawValue>>,
+    tree: std::sync::OnceLock<Value>,
+}
+
+impl Input {
+    fn of_value(value: Value) -> Input {
+        Input {
+            raw: None,
+            tree: std::sync::OnceLock::from(value),
+        }
+    }
+
+    fn tree(&self) -> &Value {
+        self.tree.get_or_init(|| {
+            // The text was checked as JSON when the request was read.
+            self.raw
+                .as_ref()
+                .and_then(|raw| serde_json::from_str(raw.get()).ok())
+                .unwrap_or(Value::Null)
+        })
+    }
+
+    fn is_null(&self) -> bool {
+        match (self.tree.get(), &self.raw) {
+            (Some(tree), _) => tree.is_null(),
+            (None, Some(raw)) => raw.get().trim() == "null",
+            (None, None) => true,
+        }
+    }
+
+    /// Parses the artifact into `T` straight from its text when no tree
+    /// was built: a large input (a ledger, every chunk of a document) is
+    /// never held twice.
+    fn parse<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
+        match (self.tree.get(), &self.raw) {
+            (None, Some(raw)) => serde_json::from_str(raw.get()),
+            _ => T::deserialize(self.tree()),
+        }
+    }
+}
+
+/// The input artifacts of one run, by artifact name. Each is kept as the
+/// JSON text the host sent and parsed on demand: [`Inputs::parse`] reads a
+/// kernel's own types straight from the text, [`Inputs::get`] builds a
+/// `Value` the first time it is asked.
+#[derive(Debug, Clone, Default)]
+pub struct Inputs(BTreeMap<String, Input>);
+
+impl PartialEq for Inputs {
+    fn eq(&self, other: &Inputs) -> bool {
+        self.0.len() == other.0.len()
+            && self
+                .0
+                .iter()
+                .zip(&other.0)
+                .all(|((a, x), (b, y))| a == b && x.tree() == y.tree())
+    }
+}
+
+impl From<BTreeMap<String, Value>> for Inputs {
+    fn from(values: BTreeMap<String, Value>) -> Inputs {
+        Inputs(
+            values
+                .into_iter()
+                .map(|(name, value)| (name, Input::of_value(value)))
+                .collect(),
+        )
+    }
+}
 
 impl Inputs {
+    /// Inputs holding the JSON text of each artifact, as read from a run
+    /// request.
+    pub(crate) fn from_raw(raw: BTreeMap<String, Box<serde_json::value::RawValue>>) -> Inputs {
+        Inputs(
+            raw.into_iter()
+                .map(|(name, raw)| {
+                    (
+                        name,
+                        Input {
+                            raw: Some(raw),
+                            tree: std::sync::OnceLock::new(),
+                        },
+                    )
+                })
+                .collect(),
+        )
+    }
+
+    /// The names of the artifacts the host provided.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.0.keys().map(String::as_str)
+    }
+
     /// The artifact, if the host provided it (an optional input whose
     /// producer is not in the pipeline is absent).
     pub fn get(&self, name: &str) -> Option<&Value> {
-        self.0.get(name)
+        self.0.get(name).map(Input::tree)
     }
 
-    /// The artifact, or an [`crate::ErrorKind::InvalidInput`] error naming it.
-    pub fn require(&self, name: &str) -> Result<&Value, KernelError> {
+    fn input(&self, name: &str) -> Result<&Input, KernelError> {
         self.0.get(name).ok_or_else(|| {
             KernelError::invalid_input(format!(
                 "input artifact `{name}` is missing{}",
@@ -105,9 +197,14 @@ impl Inputs {
         })
     }
 
+    /// The artifact, or an [`crate::ErrorKind::InvalidInput`] error naming it.
+    pub fn require(&self, name: &str) -> Result<&Value, KernelError> {
+        self.input(name).map(Input::tree)
+    }
+
     /// Deserializes an artifact into a type of the kernel's own.
     pub fn parse<T: DeserializeOwned>(&self, name: &str) -> Result<T, KernelError> {
-        T::deserialize(self.require(name)?).map_err(|e| {
+        self.input(name)?.parse().map_err(|e| {
             KernelError::invalid_input(format!(
                 "input artifact `{name}` has an unexpected shape: {e}"
             ))
@@ -120,7 +217,8 @@ impl Inputs {
         name: &str,
     ) -> Result<Option<T>, KernelError> {
         match self.0.get(name) {
-            None | Some(Value::Null) => Ok(None),
+            None => Ok(None),
+            Some(input) if input.is_null() => Ok(None),
             Some(_) => self.parse(name).map(Some),
         }
     }
@@ -131,7 +229,6 @@ impl Inputs {
     /// reads templates, or a spec that forgot to declare it.
     pub fn prompt(&self, name: &str) -> Result<PromptTemplate, KernelError> {
         let value = self
-            .0
             .get(crate::spec::PROMPTS_INPUT)
             .and_then(|p| p.get(name))
             .ok_or_else(|| {
@@ -148,7 +245,7 @@ impl Inputs {
     /// first run, or when the last output no longer reads as `T` (written
     /// by another version of the kernel): the kernel then starts afresh.
     pub fn previous<T: DeserializeOwned>(&self, artifact: &str) -> Option<T> {
-        let value = self.0.get(crate::spec::PREVIOUS_INPUT)?.get(artifact)?;
+        let value = self.get(crate::spec::PREVIOUS_INPUT)?.get(artifact)?;
         serde_json::from_value(value.clone()).ok()
     }
 
@@ -186,7 +283,58 @@ mod tests {
     use serde_json::json;
 
     fn inputs(v: Value) -> Inputs {
-        Inputs(serde_json::from_value(v).expect("map"))
+        Inputs::from(serde_json::from_value::<BTreeMap<String, Value>>(v).expect("map"))
+    }
+
+    #[test]
+    fn inputs_read_from_a_request_are_parsed_from_their_text_and_a_tree_only_on_demand() {
+        let raw = |t: &str| serde_json::value::RawValue::from_string(t.to_owned()).expect("raw");
+        let i = Inputs::from_raw(
+            [
+                (
+                    "ledger".to_string(),
+                    raw(r#"[{"id":"RVW-0001","n":1},{"id":"RVW-0002","n":2}]"#),
+                ),
+                ("gone".to_string(), raw("null")),
+                ("doc".to_string(), raw(r#""text \u00e9""#)),
+            ]
+            .into(),
+        );
+        #[derive(Debug, PartialEq, serde::Deserialize)]
+        struct Entry {
+            id: String,
+            n: u32,
+        }
+        let entries: Vec<Entry> = i.parse("ledger").expect("typed");
+        assert_eq!((entries[1].id.as_str(), entries[1].n), ("RVW-0002", 2));
+        assert!(
+            i.0["ledger"].tree.get().is_none(),
+            "a typed parse builds no tree"
+        );
+        assert_eq!(i.get("ledger").expect("tree")[0]["n"], 1);
+        assert!(i.0["ledger"].tree.get().is_some());
+        // Parsed again from the tree once it exists: the same answer.
+        let again: Vec<Entry> = i.parse("ledger").expect("typed again");
+        assert_eq!(again.len(), 2);
+        assert_eq!(i.parse_optional::<Vec<Entry>>("gone").expect("null"), None);
+        assert_eq!(
+            i.parse_optional::<Vec<Entry>>("absent").expect("absent"),
+            None
+        );
+        assert_eq!(i.source_text("doc"), Ok("text é"));
+        let err = i.parse::<Vec<Entry>>("ledgr").expect_err("missing");
+        assert!(err.message.contains("did you mean `ledger`"), "{err:?}");
+        assert_eq!(i.names().collect::<Vec<_>>(), ["doc", "gone", "ledger"]);
+        // The same values given as trees compare equal.
+        let trees = Inputs::from(BTreeMap::from([
+            (
+                "ledger".to_string(),
+                json!([{"id": "RVW-0001", "n": 1}, {"id": "RVW-0002", "n": 2}]),
+            ),
+            ("gone".to_string(), Value::Null),
+            ("doc".to_string(), json!("text é")),
+        ]));
+        assert_eq!(trees, i);
     }
 
     #[test]

@@ -19,6 +19,17 @@ pub struct RunRequest {
     pub inputs: BTreeMap<String, Value>,
 }
 
+/// [`RunRequest`] as the plugin glue reads it: each input kept as its JSON
+/// text, so that a kernel parses its own types straight from it (see
+/// [`crate::Inputs`]) instead of from a `Value` tree several times larger.
+#[derive(Debug, Deserialize)]
+pub(crate) struct WireRunRequest {
+    #[serde(default)]
+    pub config: Value,
+    #[serde(default)]
+    pub inputs: BTreeMap<String, Box<serde_json::value::RawValue>>,
+}
+
 /// What a kernel's run function answers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "status", rename_all = "snake_case")]

@@ -23,7 +23,7 @@
 
 use crate::abi::run_kernel;
 use crate::context::{Host, LogLevel};
-use crate::protocol::{RunRequest, RunResponse};
+use crate::protocol::{RunRequest, RunResponse, WireRunRequest};
 use crate::{Kernel, KernelError, KernelOutput, LlmRequest};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -174,9 +174,10 @@ impl TestHarness {
             config,
             inputs: self.inputs.clone(),
         })?;
-        let request: RunRequest = serde_json::from_slice(&bytes)?;
+        let request: WireRunRequest = serde_json::from_slice(&bytes)?;
         let host: &dyn Host = self.state.as_ref();
-        match run_kernel(kernel, host, &spec.name, request) {
+        let inputs = crate::Inputs::from_raw(request.inputs);
+        match run_kernel(kernel, host, &spec.name, request.config, inputs) {
             RunResponse::Ok(out) => {
                 // The host's check and message: a test passes here only if
                 // the kernel passes there.

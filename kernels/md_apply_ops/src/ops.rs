@@ -128,7 +128,10 @@ mod tests {
     }
 
     fn inputs(v: Value) -> Inputs {
-        Inputs(serde_json::from_value(v).unwrap())
+        Inputs::from(
+            serde_json::from_value::<std::collections::BTreeMap<String, serde_json::Value>>(v)
+                .unwrap(),
+        )
     }
 
     #[test]
