@@ -157,6 +157,18 @@ fn the_review_report_shows_a_third_party_kernels_findings_on_the_current_documen
             .contains("| `spell_check` | 3 | attention | spelling | `teh`: did you mean `the`? |"),
         "{report}"
     );
+    // The HTML page shows them too.
+    let out = s.koas(&["report", "doc.md", "--pipeline", "p.toml", "--html"]);
+    assert_code(&out, 0, "report --html");
+    let page = std::fs::read_to_string(s.workspace().join("review/REVIEW_doc.html")).expect("page");
+    assert!(
+        page.contains("<h2>Findings from other kernels</h2>"),
+        "{page}"
+    );
+    assert!(
+        page.contains("<td><code>spell_check</code></td><td>3</td><td><span class=\"tag sev-attention\">attention</span></td><td>spelling</td><td>`teh`: did you mean `the`?</td>"),
+        "{page}"
+    );
 
     // A change that fixes it: the next report no longer lists it.
     s.write(

@@ -39,7 +39,7 @@ use crate::report::{current_lines, guard_counts, guard_effect, resolved_findings
 use koas_review_schema::apply::{Fix, OpStatus};
 use koas_review_schema::change_id::{ChangeId, EntryId};
 use koas_review_schema::edit_op::Action;
-use koas_review_schema::findings::Finding;
+use koas_review_schema::findings::{Finding, KernelFindings};
 use koas_review_schema::ledger::LedgerEntry;
 use koas_review_schema::stage1::SectionEntry;
 
@@ -86,6 +86,9 @@ pub struct HtmlInput<'a> {
     pub workspace_arg: Option<&'a str>,
     /// How much of a large review is shown.
     pub limits: HtmlLimits,
+    /// Findings of the pipeline's other kernels (third-party checks), by
+    /// kernel, on the current document.
+    pub kernel_findings: &'a [KernelFindings],
 }
 
 /// Escapes text for HTML element content and quoted attribute values.
@@ -815,7 +818,8 @@ pub fn render_html(input: HtmlInput<'_>) -> String {
     write_summary(&mut out, &input, report.findings.len(), resolved.len());
     let _ = writeln!(
         out,
-        "<nav><p><a href=\"#changes\">Changes</a> · <a href=\"#findings\">Findings</a>{}{}{}</p></nav>",
+        "<nav><p><a href=\"#changes\">Changes</a> · <a href=\"#findings\">Findings</a>{}{}{}{}</p></nav>",
+        if input.kernel_findings.is_empty() { "" } else { " · <a href=\"#kernel-findings\">Findings from other kernels</a>" },
         if resolved.is_empty() { "" } else { " · <a href=\"#resolved\">Resolved findings</a>" },
         if entries.iter().any(|e| e.is_revert) { " · <a href=\"#reverts\">Reverts and dismissals</a>" } else { "" },
         if report.apply_log.iter().any(|r| r.reject.is_some()) { " · <a href=\"#rejected\">Rejected ops</a>" } else { "" },
@@ -968,6 +972,7 @@ pub fn render_html(input: HtmlInput<'_>) -> String {
     let _ = writeln!(out, "</section>");
 
     write_findings(&mut out, &input, &lookup);
+    write_kernel_findings(&mut out, &input);
     write_resolved(&mut out, &input, &resolved);
     write_reverts(&mut out, entries);
     write_rejected(&mut out, &input);
@@ -1075,6 +1080,52 @@ fn write_findings(out: &mut String, input: &HtmlInput<'_>, lookup: &SectionLooku
         );
         for f in list {
             finding_row(out, f, "");
+        }
+        let _ = writeln!(out, "</table></div>");
+    }
+    let _ = writeln!(out, "</section>");
+}
+
+/// The findings of the pipeline's other kernels, one table, named by
+/// kernel. Their kinds are the kernels' own words: escaped like any text.
+fn write_kernel_findings(out: &mut String, input: &HtmlInput<'_>) {
+    let found = input.kernel_findings;
+    if found.is_empty() {
+        return;
+    }
+    let total: usize = found.iter().map(|k| k.findings.len()).sum();
+    let limit = input.limits.max_findings;
+    let _ = writeln!(
+        out,
+        "<section id=\"kernel-findings\"><h2>Findings from other kernels</h2><p>{total} finding(s) reported by {} kernel(s) of the pipeline, on the current document.</p>",
+        found.len()
+    );
+    if total > limit {
+        let _ = writeln!(
+            out,
+            "<p class=\"cut\">The first {limit} are shown; the Markdown report lists them all.</p>"
+        );
+    }
+    if total > 0 {
+        let _ = writeln!(
+            out,
+            "<div class=\"group\"><table><tr><th>Kernel</th><th>Lines</th><th>Severity</th><th>Kind</th><th>Finding</th></tr>"
+        );
+        for (k, f) in found
+            .iter()
+            .flat_map(|k| k.findings.iter().map(move |f| (k, f)))
+            .take(limit)
+        {
+            let severity = f.severity.review_severity();
+            let _ = writeln!(
+                out,
+                "<tr data-kind=\"{}\" data-severity=\"{severity}\"><td><code>{}</code></td><td>{}</td><td><span class=\"tag sev-{severity}\">{severity}</span></td><td>{}</td><td>{}</td></tr>",
+                escape(&f.kind),
+                escape(&k.kernel),
+                lines_label(f.line, f.line_end.unwrap_or(f.line)),
+                escape(&f.kind),
+                escape(&f.message),
+            );
         }
         let _ = writeln!(out, "</table></div>");
     }

@@ -35,6 +35,8 @@ pub struct ViewData {
     pub sections: Vec<SectionEntry>,
     /// Stage 2 findings of the current document.
     pub findings: Vec<Finding>,
+    /// Findings of the pipeline's other kernels, by kernel.
+    pub kernel_findings: Vec<koas_review_schema::findings::KernelFindings>,
 }
 
 /// The kernels of `pipeline` that declare `artifact` as an output.
@@ -60,6 +62,7 @@ impl ViewData {
         discovery: &Discovery,
         context: ReportContext,
         current_text: &str,
+        kernel_findings: Vec<koas_review_schema::findings::KernelFindings>,
     ) -> anyhow::Result<ViewData> {
         let index = producers(pipeline, discovery, names::SECTION_INDEX)
             .find_map(|k| output(record, k, names::SECTION_INDEX).ok())
@@ -83,6 +86,7 @@ impl ViewData {
             context,
             sections,
             findings,
+            kernel_findings,
         })
     }
 }
@@ -146,6 +150,7 @@ pub fn render(
         doc_arg,
         workspace_arg,
         limits: HtmlLimits::default(),
+        kernel_findings: &data.kernel_findings,
     }))
 }
 

@@ -835,6 +835,7 @@ fn views_pass(
         discovery,
         context,
         run.current_text(),
+        found,
     );
     Ok(Ok(Views {
         report: Some(path),

@@ -102,6 +102,7 @@ fn render(entries: &[LedgerEntry], text: &str, findings: &[Finding], limits: Htm
         doc_arg: "my doc.md",
         workspace_arg: None,
         limits,
+        kernel_findings: &[],
     })
 }
 
@@ -276,6 +277,7 @@ fn not_revertible_changes_say_so_and_give_no_revert_command() {
         doc_arg: "doc.md",
         workspace_arg: Some("ws dir"),
         limits: HtmlLimits::default(),
+        kernel_findings: &[],
     });
     assert!(page.contains("data-status=\"not-revertible\""));
     assert!(page.contains("not revertible (edited outside koas: RVW-0009)"));
@@ -294,6 +296,55 @@ fn findings_are_listed_by_section_and_filterable() {
     assert!(page.contains("<tr data-kind=\"ai_leftover\" data-severity=\"critical\"><td>10</td>"));
     assert!(page.contains("<option value=\"ai_leftover\">"));
     assert!(!page.contains(HOSTILE_SCRIPT));
+}
+
+#[test]
+fn findings_of_other_kernels_have_their_section_and_their_words_are_escaped() {
+    use koas_review_schema::findings::{KernelFinding, KernelFindings, Severity};
+    let s = session();
+    let entries = with_patch_text(&s);
+    let meta = meta();
+    let not_revertible = BTreeMap::new();
+    let found = [KernelFindings {
+        kernel: "spell_check".into(),
+        artifact: "spelling".into(),
+        findings: vec![KernelFinding {
+            kind: "odd\"kind<b>".into(),
+            line: 3,
+            column: 1,
+            line_end: Some(4),
+            severity: Severity::Warning,
+            message: HOSTILE_SCRIPT.into(),
+            evidence: String::new(),
+        }],
+    }];
+    let input = |kernel_findings| HtmlInput {
+        report: ReportInput {
+            meta: &meta,
+            entries: &entries,
+            sections: &[],
+            findings: &[],
+            earlier_findings: &[],
+            apply_log: &[],
+            model: None,
+        },
+        current_text: &s.text,
+        not_revertible: &not_revertible,
+        doc_arg: "doc.md",
+        workspace_arg: None,
+        limits: HtmlLimits::default(),
+        kernel_findings,
+    };
+    let page = render_html(input(&found));
+    assert!(page.contains("<section id=\"kernel-findings\"><h2>Findings from other kernels</h2><p>1 finding(s) reported by 1 kernel(s)"));
+    assert!(page.contains("<a href=\"#kernel-findings\">"));
+    assert!(page.contains("<td><code>spell_check</code></td><td>3–4</td>"));
+    assert!(page.contains("data-kind=\"odd&quot;kind&lt;b&gt;\" data-severity=\"attention\""));
+    assert!(!page.contains(HOSTILE_SCRIPT));
+    assert!(!page.contains("odd\"kind"));
+    // Without any, no section and no link.
+    let page = render_html(input(&[]));
+    assert!(!page.contains("kernel-findings"));
 }
 
 #[test]
