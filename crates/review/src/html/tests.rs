@@ -254,6 +254,34 @@ fn changes_are_grouped_by_their_section_now() {
     assert!(s1 < typo && typo < s11 && s11 < flag);
 }
 
+/// The page input of `doc.md` with no sections or findings of its own.
+fn doc_md_input<'a>(
+    meta: &'a ReportMeta,
+    entries: &'a [LedgerEntry],
+    text: &'a str,
+    not_revertible: &'a BTreeMap<ChangeId, EntryId>,
+    workspace_arg: Option<&'a str>,
+    kernel_findings: &'a [koas_review_schema::findings::KernelFindings],
+) -> HtmlInput<'a> {
+    HtmlInput {
+        report: ReportInput {
+            meta,
+            entries,
+            sections: &[],
+            findings: &[],
+            earlier_findings: &[],
+            apply_log: &[],
+            model: None,
+        },
+        current_text: text,
+        not_revertible,
+        doc_arg: "doc.md",
+        workspace_arg,
+        limits: HtmlLimits::default(),
+        kernel_findings,
+    }
+}
+
 #[test]
 fn not_revertible_changes_say_so_and_give_no_revert_command() {
     let s = session();
@@ -262,23 +290,14 @@ fn not_revertible_changes_say_so_and_give_no_revert_command() {
     let by = EntryId::Change(ChangeId::new(9).unwrap());
     let not_revertible: BTreeMap<ChangeId, EntryId> =
         [(ChangeId::new(2).unwrap(), by)].into_iter().collect();
-    let page = render_html(HtmlInput {
-        report: ReportInput {
-            meta: &meta,
-            entries: &entries,
-            sections: &[],
-            findings: &[],
-            earlier_findings: &[],
-            apply_log: &[],
-            model: None,
-        },
-        current_text: &s.text,
-        not_revertible: &not_revertible,
-        doc_arg: "doc.md",
-        workspace_arg: Some("ws dir"),
-        limits: HtmlLimits::default(),
-        kernel_findings: &[],
-    });
+    let page = render_html(doc_md_input(
+        &meta,
+        &entries,
+        &s.text,
+        &not_revertible,
+        Some("ws dir"),
+        &[],
+    ));
     assert!(page.contains("data-status=\"not-revertible\""));
     assert!(page.contains("not revertible (edited outside koas: RVW-0009)"));
     assert!(!page.contains("koas revert doc.md RVW-0002"));
@@ -318,22 +337,15 @@ fn findings_of_other_kernels_have_their_section_and_their_words_are_escaped() {
             evidence: String::new(),
         }],
     }];
-    let input = |kernel_findings| HtmlInput {
-        report: ReportInput {
-            meta: &meta,
-            entries: &entries,
-            sections: &[],
-            findings: &[],
-            earlier_findings: &[],
-            apply_log: &[],
-            model: None,
-        },
-        current_text: &s.text,
-        not_revertible: &not_revertible,
-        doc_arg: "doc.md",
-        workspace_arg: None,
-        limits: HtmlLimits::default(),
-        kernel_findings,
+    let input = |kernel_findings| {
+        doc_md_input(
+            &meta,
+            &entries,
+            &s.text,
+            &not_revertible,
+            None,
+            kernel_findings,
+        )
     };
     let page = render_html(input(&found));
     assert!(page.contains("<section id=\"kernel-findings\"><h2>Findings from other kernels</h2><p>1 finding(s) reported by 1 kernel(s)"));
