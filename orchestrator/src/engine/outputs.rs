@@ -8,6 +8,7 @@ use crate::report::Shown;
 use crate::run_record::{now_rfc3339, CacheUse, KernelStatus};
 use crate::workspace::{materialize, WorkspaceError};
 use serde_json::Value;
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
@@ -21,16 +22,24 @@ pub const PRETTY_JSON_LIMIT: usize = 64 * 1024;
 /// JSON string (unless the file ends in `.json`), JSON otherwise — pretty
 /// up to [`PRETTY_JSON_LIMIT`], compact above.
 pub fn file_bytes(file: &str, value: &Value) -> Vec<u8> {
+    file_contents(file, value, koas_kernel_api::hash::canonical_bytes(value)).into_owned()
+}
+
+/// [`file_bytes`] of `value` given its canonical bytes, without a second
+/// copy of a large output: a text is borrowed from the value, and large
+/// JSON is the canonical bytes themselves (compact, keys sorted).
+fn file_contents<'v>(file: &str, value: &'v Value, mut canonical: Vec<u8>) -> Cow<'v, [u8]> {
     match value {
-        Value::String(s) if !file.ends_with(".json") => s.as_bytes().to_vec(),
+        Value::String(s) if !file.ends_with(".json") => Cow::Borrowed(s.as_bytes()),
+        _ if canonical.len() > PRETTY_JSON_LIMIT => {
+            canonical.push(b'\n');
+            Cow::Owned(canonical)
+        }
         other => {
             // Serializing a `Value` cannot fail: its map keys are strings.
-            let mut v = serde_json::to_vec(other).unwrap_or_default();
-            if v.len() <= PRETTY_JSON_LIMIT {
-                v = serde_json::to_vec_pretty(other).unwrap_or(v);
-            }
+            let mut v = serde_json::to_vec_pretty(other).unwrap_or(canonical);
             v.push(b'\n');
-            v
+            Cow::Owned(v)
         }
     }
 }
@@ -54,31 +63,20 @@ pub(super) fn store_outputs(
         let value = artifacts
             .remove(&o.artifact)
             .ok_or_else(|| format!("did not return its declared output `{}`", o.artifact))?;
-        let mut bytes = koas_kernel_api::hash::canonical_bytes(&value);
+        let bytes = koas_kernel_api::hash::canonical_bytes(&value);
         let hash = cache.put_blob(&bytes).map_err(|e| e.to_string())?;
         if let Some(file) = o
             .file
             .as_ref()
             .filter(|_| !host_written.contains(&o.artifact))
         {
-            let path = workspace.join(file);
-            // No second copy of a large output: a text is written from
-            // the value, a large JSON file is the canonical bytes (compact
-            // JSON with sorted keys: what `file_bytes` writes above the
-            // limit).
-            match &value {
-                Value::String(text) if !file.ends_with(".json") => {
-                    materialize(&path, text.as_bytes(), o.write_once)
-                }
-                _ if bytes.len() > PRETTY_JSON_LIMIT => {
-                    bytes.push(b'\n');
-                    materialize(&path, &bytes, o.write_once)
-                }
-                _ => materialize(&path, &file_bytes(file, &value), o.write_once),
-            }
+            materialize(
+                &workspace.join(file),
+                &file_contents(file, &value, bytes),
+                o.write_once,
+            )
             .map_err(|e| e.to_string())?;
         }
-        drop(bytes);
         outputs.insert(o.artifact.clone(), (hash, Arc::new(value)));
     }
     let record = ActionRecord {
@@ -167,9 +165,8 @@ mod tests {
 
     #[test]
     fn a_large_json_file_is_its_canonical_bytes_and_a_small_one_is_pretty() {
-        // `store_outputs` writes a large output's canonical bytes as its
-        // file: they must be what `file_bytes` (used to restore a file
-        // from the cache) writes.
+        // A large output's file is its canonical bytes (compact, keys
+        // sorted); a small one is pretty; a text is the text.
         let large = json!({
             "zeta": (0..5000).map(|i| json!({"b": i, "a": format!("é {i}")})).collect::<Vec<_>>(),
             "alpha": "x"
