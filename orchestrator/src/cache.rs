@@ -171,21 +171,19 @@ impl Cache {
             return Ok(bytes);
         }
         // Frames written by `put_blob` carry their size: decompress into a
-        // buffer of exactly that size rather than growing one.
-        match zstd::zstd_safe::get_frame_content_size(&bytes) {
-            Ok(Some(size)) => {
-                let size = usize::try_from(size).map_err(|_| {
-                    invalid(&path, std::io::Error::other("a blob larger than memory"))
-                })?;
-                zstd::bulk::decompress(&bytes, size).map_err(|e| invalid(&path, e))
-            }
-            _ => {
-                let mut out = Vec::new();
-                zstd::stream::copy_decode(bytes.as_slice(), &mut out)
-                    .map_err(|e| invalid(&path, e))?;
-                Ok(out)
-            }
+        // buffer of exactly that size rather than growing one. A frame
+        // without it was not written here.
+        let size = match zstd::zstd_safe::get_frame_content_size(&bytes) {
+            Ok(Some(size)) => usize::try_from(size).ok(),
+            _ => None,
         }
+        .ok_or_else(|| {
+            invalid(
+                &path,
+                std::io::Error::other("a zstd frame without a usable content size"),
+            )
+        })?;
+        zstd::bulk::decompress(&bytes, size).map_err(|e| invalid(&path, e))
     }
 
     /// Reads and parses a stored artifact value.
