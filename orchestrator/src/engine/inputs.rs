@@ -51,11 +51,9 @@ impl Request {
     /// The request as a frame body for a worker (measured once, written
     /// as it is encoded).
     pub(super) fn streamed(&self) -> serde_json::Result<Streamed<'_>> {
-        let mut counter = Counter(0);
-        serde_json::to_writer(&mut counter, self)?;
         Ok(Streamed {
             request: self,
-            len: counter.0 as u64,
+            len: self.encoded_len()? as u64,
         })
     }
 
@@ -63,24 +61,17 @@ impl Request {
     /// so a large request (a ledger of 100,000 entries is tens of MB) is not
     /// grown by doubling, which held up to three times its size at once.
     pub(super) fn encode(&self) -> serde_json::Result<Vec<u8>> {
-        let mut counter = Counter(0);
-        serde_json::to_writer(&mut counter, self)?;
-        let mut bytes = Vec::with_capacity(counter.0);
+        let mut bytes = Vec::with_capacity(self.encoded_len()?);
         serde_json::to_writer(&mut bytes, self)?;
         Ok(bytes)
     }
-}
 
-/// Counts the bytes written to it.
-struct Counter(usize);
-
-impl std::io::Write for Counter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0 += buf.len();
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
+    /// The length of the request's JSON, serialized into nothing.
+    fn encoded_len(&self) -> serde_json::Result<usize> {
+        let mut sink = std::io::sink();
+        let mut counted = crate::worker::Counted::new(&mut sink);
+        serde_json::to_writer(&mut counted, self)?;
+        Ok(counted.n as usize)
     }
 }
 

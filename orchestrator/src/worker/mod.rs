@@ -174,7 +174,7 @@ pub(crate) fn write_frame_body(
     prefix[4..].copy_from_slice(&body.byte_len().to_le_bytes());
     w.write_all(&prefix)?;
     w.write_all(&header)?;
-    let mut counted = Counted { inner: w, n: 0 };
+    let mut counted = Counted::new(w);
     body.write_to(&mut counted)?;
     if counted.n != body.byte_len() {
         // The worker would read the next frame from the middle of this
@@ -188,10 +188,18 @@ pub(crate) fn write_frame_body(
     w.flush()
 }
 
-/// Counts what goes through it.
-struct Counted<'a, W: Write + ?Sized> {
+/// Counts what goes through it (into [`io::sink`] to measure a
+/// serialization without keeping it).
+pub(crate) struct Counted<'a, W: Write + ?Sized> {
     inner: &'a mut W,
-    n: u64,
+    /// Bytes written so far.
+    pub(crate) n: u64,
+}
+
+impl<'a, W: Write + ?Sized> Counted<'a, W> {
+    pub(crate) fn new(inner: &'a mut W) -> Self {
+        Counted { inner, n: 0 }
+    }
 }
 
 impl<W: Write + ?Sized> Write for Counted<'_, W> {
