@@ -7,6 +7,7 @@
 //! the LLM answer canonicalizer both rely on it, and a kernel that hashes
 //! its own JSON gets the host's hashes.
 
+pub use crate::canonical::{canonicalize, to_canonical_vec};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 

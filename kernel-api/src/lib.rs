@@ -77,7 +77,7 @@
 //!     .source_text("doc", "one two three")
 //!     .run(&WordCount)
 //!     .expect("kernel succeeds");
-//! assert_eq!(out.artifacts["word_count"], 3);
+//! assert_eq!(out.value("word_count"), 3);
 //! # }
 //! ```
 //!
@@ -100,6 +100,7 @@
 #![deny(missing_docs)]
 
 pub mod abi;
+mod canonical;
 pub mod config;
 mod context;
 mod error;
@@ -118,7 +119,7 @@ pub use context::{Context, Host, LogLevel};
 pub use error::{ErrorKind, KernelError};
 pub use inputs::{Inputs, KernelConfig, PromptTemplate, SourceFile};
 pub use llm::{LlmRequest, LlmResponse, NO_BACKEND};
-pub use output::{KernelOutput, MAX_SUMMARY_CHARS};
+pub use output::{ArtifactJson, KernelOutput, MAX_SUMMARY_CHARS};
 pub use spec::{InputSpec, KernelSpec, OutputSpec, LLM_INPUT, PREVIOUS_INPUT, PROMPTS_INPUT};
 
 /// The result a kernel's [`Kernel::run`] returns.

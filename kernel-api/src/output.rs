@@ -1,6 +1,8 @@
 //! What a kernel returns.
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -10,10 +12,10 @@ pub const MAX_SUMMARY_CHARS: usize = 500;
 
 /// The successful result of a kernel: its output artifacts, a short summary
 /// and any warnings.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KernelOutput {
-    /// One JSON value per declared output artifact.
-    pub artifacts: BTreeMap<String, Value>,
+    /// One JSON text per declared output artifact.
+    pub artifacts: BTreeMap<String, ArtifactJson>,
     /// A one-line summary for people (under 500 characters).
     #[serde(default)]
     pub summary: String,
@@ -31,18 +33,101 @@ pub struct KernelOutput {
     pub incomplete: Option<String>,
 }
 
+/// An output artifact as JSON text.
+///
+/// Made by [`KernelOutput::artifact`] (or [`ArtifactJson::of`]) it is the
+/// value's canonical JSON, written straight from the kernel's own types: no
+/// `serde_json::Value` tree is built, on either side of the plugin
+/// boundary, for an artifact that may be many times the document's size.
+/// The host canonicalizes whatever text it receives again, so a plugin
+/// that writes its JSON another way is hashed the same.
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ArtifactJson(Box<RawValue>);
+
+impl ArtifactJson {
+    /// The canonical JSON of `value`.
+    pub fn of<T: Serialize + ?Sized>(value: &T) -> serde_json::Result<ArtifactJson> {
+        let bytes = crate::hash::to_canonical_vec(value)?;
+        let text = String::from_utf8(bytes).map_err(serde::ser::Error::custom)?;
+        RawValue::from_string(text).map(ArtifactJson)
+    }
+
+    /// JSON text as it is (checked to be JSON, not canonicalized).
+    pub fn from_text(text: String) -> serde_json::Result<ArtifactJson> {
+        RawValue::from_string(text).map(ArtifactJson)
+    }
+
+    /// The JSON text.
+    pub fn text(&self) -> &str {
+        self.0.get()
+    }
+
+    /// Reads the artifact as `T`, straight from its text.
+    pub fn parse<T: DeserializeOwned>(&self) -> serde_json::Result<T> {
+        serde_json::from_str(self.0.get())
+    }
+
+    /// The artifact as a `Value` tree (for tests and small artifacts).
+    pub fn value(&self) -> Value {
+        // The text was checked to be JSON when it was made.
+        self.parse().unwrap_or(Value::Null)
+    }
+}
+
+impl PartialEq for ArtifactJson {
+    fn eq(&self, other: &ArtifactJson) -> bool {
+        self.text() == other.text()
+    }
+}
+
+impl Eq for ArtifactJson {}
+
+impl std::fmt::Debug for ArtifactJson {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.text())
+    }
+}
+
 impl KernelOutput {
     /// An output with no artifacts, an empty summary and no warnings.
     pub fn new() -> Self {
         Self::default()
     }
 
-    /// Adds an output artifact. Anything `serde_json` can serialize is
-    /// accepted; a value that fails to serialize becomes `null`.
+    /// Adds an output artifact, as its canonical JSON text. Anything
+    /// `serde_json` can serialize is accepted; a value that fails to
+    /// serialize (a map with keys that are not strings, a `Serialize` impl
+    /// that errs) becomes `null`, with a warning naming the artifact.
     pub fn artifact(mut self, name: impl Into<String>, value: impl Serialize) -> Self {
-        let value = serde_json::to_value(value).unwrap_or(Value::Null);
-        self.artifacts.insert(name.into(), value);
+        let name = name.into();
+        let json = match ArtifactJson::of(&value) {
+            Ok(json) => json,
+            Err(e) => {
+                self.warnings
+                    .push(format!("output `{name}` could not be serialized: {e}"));
+                ArtifactJson(RawValue::NULL.to_owned())
+            }
+        };
+        self.artifacts.insert(name, json);
         self
+    }
+
+    /// The artifact `name` as a `Value` tree; `null` when there is none.
+    /// Meant for tests: a kernel's own types read it with [`Self::parse`].
+    pub fn value(&self, name: &str) -> Value {
+        self.artifacts
+            .get(name)
+            .map(ArtifactJson::value)
+            .unwrap_or(Value::Null)
+    }
+
+    /// Reads the artifact `name` as `T` from its text.
+    pub fn parse<T: DeserializeOwned>(&self, name: &str) -> serde_json::Result<T> {
+        match self.artifacts.get(name) {
+            Some(json) => json.parse(),
+            None => Err(serde::de::Error::custom(format_args!("no output `{name}`"))),
+        }
     }
 
     /// Sets the summary; it is cut to 500 characters (`MAX_SUMMARY_CHARS`),
@@ -93,11 +178,34 @@ mod tests {
     }
 
     #[test]
-    fn artifacts_accept_any_serializable() {
+    fn artifacts_accept_any_serializable_as_canonical_text() {
+        #[derive(Serialize)]
+        struct Counts {
+            words: u32,
+            lines: u32,
+        }
         let out = KernelOutput::new()
             .artifact("n", 3)
-            .artifact("v", vec!["a", "b"]);
-        assert_eq!(out.artifacts["n"], 3);
-        assert_eq!(out.artifacts["v"][1], "b");
+            .artifact("v", vec!["a", "b"])
+            .artifact("c", Counts { words: 5, lines: 2 });
+        assert_eq!(out.value("n"), 3);
+        assert_eq!(out.value("v")[1], "b");
+        assert_eq!(out.artifacts["c"].text(), r#"{"lines":2,"words":5}"#);
+        assert_eq!(out.parse::<Vec<String>>("v").expect("v"), ["a", "b"]);
+        assert!(out.parse::<u32>("absent").is_err());
+        assert_eq!(out.value("absent"), Value::Null);
+        assert!(out.warnings.is_empty());
+    }
+
+    #[test]
+    fn an_artifact_that_cannot_be_serialized_is_null_with_a_warning() {
+        let bad: BTreeMap<(u8, u8), u8> = [((1, 2), 3)].into();
+        let out = KernelOutput::new().artifact("pairs", bad);
+        assert_eq!(out.artifacts["pairs"].text(), "null");
+        assert!(
+            out.warnings[0].starts_with("output `pairs` could not be serialized"),
+            "{:?}",
+            out.warnings
+        );
     }
 }

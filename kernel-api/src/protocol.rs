@@ -31,13 +31,60 @@ pub(crate) struct WireRunRequest {
 }
 
 /// What a kernel's run function answers.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum RunResponse {
     /// The kernel succeeded; its summary is already cut to 500 characters.
     Ok(KernelOutput),
     /// The kernel failed (or panicked).
     Error(KernelError),
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Status {
+    Ok,
+    Error,
+}
+
+/// [`RunResponse`] as it is read: one flat object. serde's tagged enums
+/// buffer their content, which neither keeps an artifact's JSON text (a
+/// raw value cannot be read from the buffer) nor spares the copy.
+#[derive(Deserialize)]
+struct WireRunResponse {
+    status: Status,
+    #[serde(default)]
+    artifacts: BTreeMap<String, crate::ArtifactJson>,
+    #[serde(default)]
+    summary: String,
+    #[serde(default)]
+    warnings: Vec<String>,
+    #[serde(default)]
+    incomplete: Option<String>,
+    kind: Option<crate::ErrorKind>,
+    message: Option<String>,
+}
+
+impl<'de> Deserialize<'de> for RunResponse {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let wire = WireRunResponse::deserialize(d)?;
+        Ok(match wire.status {
+            Status::Ok => RunResponse::Ok(KernelOutput {
+                artifacts: wire.artifacts,
+                summary: wire.summary,
+                warnings: wire.warnings,
+                incomplete: wire.incomplete,
+            }),
+            Status::Error => RunResponse::Error(KernelError {
+                kind: wire
+                    .kind
+                    .ok_or_else(|| serde::de::Error::missing_field("kind"))?,
+                message: wire
+                    .message
+                    .ok_or_else(|| serde::de::Error::missing_field("message"))?,
+            }),
+        })
+    }
 }
 
 /// What a plugin's describe function answers.
@@ -74,4 +121,39 @@ pub enum HostCallResponse {
         /// Why, in words a person can act on.
         message: String,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_response_reads_back_with_its_artifacts_text_unchanged() {
+        let ok = RunResponse::Ok(
+            KernelOutput::new()
+                .artifact("doc", "é\n")
+                .artifact("counts", serde_json::json!({"b": 1, "a": [1, 2]}))
+                .summary("done")
+                .warning("w")
+                .incomplete("server down"),
+        );
+        let bytes = serde_json::to_vec(&ok).expect("encode");
+        assert_eq!(
+            serde_json::from_slice::<RunResponse>(&bytes).expect("decode"),
+            ok
+        );
+        let text = br#"{"status":"ok","artifacts":{"x":{ "b" : 1 }}}"#;
+        let RunResponse::Ok(out) = serde_json::from_slice(text).expect("decode") else {
+            panic!("not ok");
+        };
+        assert_eq!(out.artifacts["x"].text(), r#"{ "b" : 1 }"#);
+        let error = RunResponse::Error(KernelError::invalid_input("bad `doc`"));
+        let bytes = serde_json::to_vec(&error).expect("encode");
+        assert_eq!(
+            serde_json::from_slice::<RunResponse>(&bytes).expect("decode"),
+            error
+        );
+        assert!(serde_json::from_slice::<RunResponse>(br#"{"status":"error"}"#).is_err());
+        assert!(serde_json::from_slice::<RunResponse>(br#"{"status":"maybe"}"#).is_err());
+    }
 }

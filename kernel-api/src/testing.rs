@@ -17,7 +17,7 @@
 //! use koas_kernel_api::testing::TestHarness;
 //! let mut h = TestHarness::new().source_text("doc", "text");
 //! let out = h.run(&Echo).expect("runs");
-//! assert_eq!(out.artifacts["out"], "text");
+//! assert_eq!(out.value("out"), "text");
 //! assert_eq!(h.file("notes/echo.txt"), Some(b"hi".to_vec()));
 //! ```
 
@@ -373,11 +373,11 @@ mod tests {
             .run(&Batch)
             .expect("runs");
         assert_eq!(
-            out.artifacts["answers"],
+            out.value("answers"),
             json!(["A", "error: the model refused", "C"])
         );
         let no_llm = TestHarness::new().run(&Batch).expect("runs");
-        assert!(no_llm.artifacts["answers"][0]
+        assert!(no_llm.value("answers")[0]
             .as_str()
             .is_some_and(|a| a.contains("no LLM backend")));
     }

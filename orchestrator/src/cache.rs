@@ -115,7 +115,7 @@ impl Cache {
         &self.root
     }
 
-    fn blob_path(&self, hash: &str) -> PathBuf {
+    pub(crate) fn blob_path(&self, hash: &str) -> PathBuf {
         let (a, _) = hash.split_at(hash.len().min(2));
         self.root.join("objects").join(a).join(hash)
     }

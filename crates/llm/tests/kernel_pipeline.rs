@@ -84,7 +84,7 @@ fn live_run_then_offline_replay_gives_identical_artifacts() {
     let out = harness_with(live.clone())
         .run(&ParagraphReviewer)
         .expect("live run");
-    let proposals = out.artifacts["proposals"].clone();
+    let proposals = out.value("proposals");
     let methods: Vec<&str> = proposals
         .as_array()
         .unwrap()
@@ -123,15 +123,15 @@ fn live_run_then_offline_replay_gives_identical_artifacts() {
     let again = harness_with(replay.clone())
         .run(&ParagraphReviewer)
         .expect("replayed run");
-    assert_eq!(again.artifacts["proposals"], proposals);
-    assert_eq!(hash(&again.artifacts["proposals"]), hash(&proposals));
+    assert_eq!(again.value("proposals"), proposals);
+    assert_eq!(hash(&again.value("proposals")), hash(&proposals));
     assert_eq!(replay.session_metadata().calls.replay, 4);
 
     // A re-run on the live service is served by the response cache.
     let rerun = harness_with(live.clone())
         .run(&ParagraphReviewer)
         .expect("cached run");
-    assert_eq!(rerun.artifacts["proposals"], proposals);
+    assert_eq!(rerun.value("proposals"), proposals);
     assert_eq!(live.session_metadata().calls.cache, 4);
 }
 

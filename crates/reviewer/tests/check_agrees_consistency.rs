@@ -24,7 +24,7 @@ fn kernel_findings(path: &Path) -> Vec<Finding> {
         .input("chunks", &s1.chunks)
         .run(&koas_kernel_md_consistency_scan::MdConsistencyScan)
         .expect("the kernel runs");
-    serde_json::from_value(out.artifacts["issues"]["findings"].clone()).expect("findings")
+    serde_json::from_value(out.value("issues")["findings"].clone()).expect("findings")
 }
 
 #[test]

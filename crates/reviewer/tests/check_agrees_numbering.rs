@@ -24,8 +24,7 @@ fn kernel_findings(path: &Path) -> Vec<Finding> {
         .input("chunks", &s1.chunks)
         .run(&koas_kernel_md_numbering_control::MdNumberingControl)
         .expect("the kernel runs");
-    serde_json::from_value(out.artifacts["numbering_findings"]["findings"].clone())
-        .expect("findings")
+    serde_json::from_value(out.value("numbering_findings")["findings"].clone()).expect("findings")
 }
 
 #[test]

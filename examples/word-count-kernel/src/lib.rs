@@ -118,9 +118,9 @@ mod tests {
             .source_text("doc", doc)
             .run(&WordCount)
             .expect("runs");
-        assert_eq!(out.artifacts["word_count"]["words"], 5);
-        assert_eq!(out.artifacts["word_count"]["code_lines_skipped"], 3);
-        assert_eq!(out.artifacts["word_count"]["lines"], 7);
+        assert_eq!(out.value("word_count")["words"], 5);
+        assert_eq!(out.value("word_count")["code_lines_skipped"], 3);
+        assert_eq!(out.value("word_count")["lines"], 7);
     }
 
     #[test]
@@ -131,7 +131,7 @@ mod tests {
             .run(&WordCount)
             .expect("runs");
         // bb, ccc, ```, code, here, ```
-        assert_eq!(out.artifacts["word_count"]["words"], 6);
+        assert_eq!(out.value("word_count")["words"], 6);
     }
 
     #[test]

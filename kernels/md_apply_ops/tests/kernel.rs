@@ -36,7 +36,7 @@ fn harness(text: &str, ops: Value) -> TestHarness {
 }
 
 fn outcome(out: &koas_kernel_api::KernelOutput) -> ApplyOutcome {
-    serde_json::from_value(out.artifacts["apply_outcome"].clone()).unwrap()
+    serde_json::from_value(out.value("apply_outcome")).unwrap()
 }
 
 fn typo() -> Value {
@@ -90,7 +90,7 @@ fn a_plain_run_applies_ops_to_the_original_with_scope_filled() {
     // The code fence edit has no attention note: refused as protected.
     assert_eq!(o.batch.rejected.len(), 1);
     assert_eq!(o.batch.rejected[0].rejection.class, RejectClass::Protected);
-    let edited = out.artifacts["edited_doc"].as_str().unwrap();
+    let edited: String = out.parse("edited_doc").unwrap();
     assert_eq!(edited, o.batch.final_text);
     assert!(edited.contains("The policy applies") && !edited.contains("As an AI"));
     assert!(
@@ -177,7 +177,7 @@ fn a_models_edit_plan_never_changes_protected_bytes_that_a_persons_op_may() {
     }
     assert_eq!(o.batch.applied.len(), 1);
     assert_eq!(o.batch.applied[0].origin.as_str(), "model");
-    let edited = model.artifacts["edited_doc"].as_str().unwrap();
+    let edited: String = model.parse("edited_doc").unwrap();
     assert!(edited.contains("`audit_log`") && edited.contains("DELETE FROM audit_log;\n"));
     assert!(edited.contains("kept for 5 years"));
 }
@@ -228,7 +228,7 @@ fn without_ops_the_document_is_unchanged() {
         .input("section_index", sections)
         .run(&MdApplyOps)
         .unwrap();
-    assert_eq!(out.artifacts["edited_doc"], DOC);
+    assert_eq!(out.value("edited_doc"), DOC);
     assert!(out.summary.starts_with("no ops"), "{}", out.summary);
     assert_eq!(outcome(&out).doc_name, "doc.md");
 }

@@ -39,7 +39,7 @@ fn spec_has_the_spec_defaults() {
 #[test]
 fn plans_the_example_like_the_library() {
     let out = harness(SPEC).run(&MdChunk).expect("runs");
-    let plan: ChunkPlan = serde_json::from_value(out.artifacts["chunks"].clone()).expect("plan");
+    let plan: ChunkPlan = serde_json::from_value(out.value("chunks")).expect("plan");
     let lib = stage1::run("doc.md", SPEC, ChunkConfig::default())
         .expect("stage 1")
         .chunks;
@@ -60,7 +60,7 @@ fn config_overrides_apply() {
         .config(json!({"max_chunk_tokens": 60, "overlap_tokens": 20, "min_chunk_tokens": 10}))
         .run(&MdChunk)
         .expect("runs");
-    let plan: ChunkPlan = serde_json::from_value(out.artifacts["chunks"].clone()).expect("plan");
+    let plan: ChunkPlan = serde_json::from_value(out.value("chunks")).expect("plan");
     assert_eq!(plan.config.max_chunk_tokens, 60);
     assert!(plan.chunks.len() > 23, "small budgets sub-split sections");
     assert!(plan.chunks.iter().any(|c| c.overlap_line_start.is_some()));
@@ -112,7 +112,7 @@ fn inputs_from_another_document_are_refused() {
 #[test]
 fn empty_document_gives_no_chunk() {
     let out = harness("").run(&MdChunk).expect("runs");
-    assert_eq!(out.artifacts["chunks"]["chunks"], json!([]));
+    assert_eq!(out.value("chunks")["chunks"], json!([]));
 }
 
 #[test]
@@ -125,8 +125,7 @@ fn runs_on_every_shared_document() {
         let out = harness(&text)
             .run(&MdChunk)
             .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        let plan: ChunkPlan =
-            serde_json::from_value(out.artifacts["chunks"].clone()).expect("plan");
+        let plan: ChunkPlan = serde_json::from_value(out.value("chunks")).expect("plan");
         assert_eq!(
             plan.chunks.last().map(|c| c.line_end),
             Some(plan.line_count)

@@ -21,7 +21,7 @@ fn harness(text: &str) -> TestHarness {
 #[test]
 fn reports_issues_with_chunk_ids() {
     let out = harness(DOC).run(&MdConsistencyScan).expect("runs");
-    let issues = &out.artifacts["issues"];
+    let issues = &out.value("issues");
     let kinds: Vec<&str> = issues["findings"]
         .as_array()
         .expect("findings")
@@ -53,7 +53,8 @@ fn config_is_checked_and_applied() {
     // The share column (70 %) is now within bounds; the leftover stays:
     // "Certainly!" opening a paragraph is a chat reply whatever the
     // phrase patterns say.
-    let kinds: Vec<&str> = out.artifacts["issues"]["findings"]
+    let issues = out.value("issues");
+    let kinds: Vec<&str> = issues["findings"]
         .as_array()
         .expect("findings")
         .iter()

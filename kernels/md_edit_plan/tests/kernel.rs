@@ -33,7 +33,7 @@ fn harness(text: &str) -> TestHarness {
 }
 
 fn plan(out: &KernelOutput) -> EditPlan {
-    serde_json::from_value(out.artifacts[names::EDIT_PLAN].clone()).expect("edit plan")
+    serde_json::from_value(out.value(names::EDIT_PLAN)).expect("edit plan")
 }
 
 /// Fixes "controles" wherever it is shown, with a wrong line number, and

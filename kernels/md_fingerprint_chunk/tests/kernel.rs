@@ -19,7 +19,7 @@ fn harness(text: &str) -> TestHarness {
 #[test]
 fn fingerprints_every_chunk_with_triggers() {
     let out = harness(DOC).run(&MdFingerprintChunk).expect("runs");
-    let prints = &out.artifacts["chunk_fingerprints"];
+    let prints = &out.value("chunk_fingerprints");
     assert_eq!(prints["chunk_count"], 2);
     assert_eq!(prints["triggered_count"], 1);
     let plain = &prints["fingerprints"][0];
@@ -47,5 +47,5 @@ fn thresholds_come_from_config() {
         .config(json!({"emoji_min": 8, "code_fence_min": 0, "table_rows_min": 0, "table_rows_with_emoji_or_quote": 0}))
         .run(&MdFingerprintChunk)
         .expect("runs");
-    assert_eq!(out.artifacts["chunk_fingerprints"]["triggered_count"], 0);
+    assert_eq!(out.value("chunk_fingerprints")["triggered_count"], 0);
 }

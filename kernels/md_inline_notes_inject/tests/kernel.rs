@@ -69,7 +69,7 @@ fn outcome() -> ApplyOutcome {
 }
 
 fn notes(out: &KernelOutput) -> InlineNotes {
-    serde_json::from_value(out.artifacts["inline_notes"].clone()).unwrap()
+    serde_json::from_value(out.value("inline_notes")).unwrap()
 }
 
 #[test]
@@ -94,7 +94,7 @@ fn a_preview_gets_alerts_after_paragraphs_and_after_protected_blocks() {
         .input("apply_outcome", outcome())
         .run(&MdInlineNotesInject)
         .unwrap();
-    let text = out.artifacts["annotated_doc"].as_str().unwrap();
+    let text: String = out.parse("annotated_doc").unwrap();
     let expected = "# Guide\n\nThe throughput is high\nand stable.\n\n> [!WARNING]\n> REVIEWER: RVW-0001 — Section 2 says throughput.\n\n```sh\nrun --safe\n```\n\n> [!IMPORTANT]\n> REVIEWER: RVW-0003 — unsafe flag\n\nThe end.\n";
     assert_eq!(text, expected);
     let n = notes(&out);
@@ -129,7 +129,7 @@ fn in_a_workspace_reverted_changes_lose_their_note_and_the_map_is_configurable()
         .input("ledger", &s.entries)
         .run(&MdInlineNotesInject)
         .unwrap();
-    let text = out.artifacts["annotated_doc"].as_str().unwrap();
+    let text: String = out.parse("annotated_doc").unwrap();
     assert!(
         text.contains("> [!CAUTION]\n> REVIEWER: RVW-0001"),
         "{text}"
@@ -142,7 +142,7 @@ fn in_a_workspace_reverted_changes_lose_their_note_and_the_map_is_configurable()
 #[test]
 fn without_changes_the_annotated_document_is_the_original() {
     let out = harness().run(&MdInlineNotesInject).unwrap();
-    assert_eq!(out.artifacts["annotated_doc"], DOC);
+    assert_eq!(out.value("annotated_doc"), DOC);
     assert!(notes(&out).notes.is_empty());
     assert!(out.summary.starts_with("no change needs attention"));
 }

@@ -38,13 +38,12 @@ fn snapshots_and_describes_the_example() {
         .source_bytes("doc", "examples/spec-example.md", SPEC.as_bytes())
         .run(&MdInventory)
         .expect("runs");
-    assert_eq!(out.artifacts["doc_raw"].as_str(), Some(SPEC));
+    assert_eq!(out.value("doc_raw").as_str(), Some(SPEC));
     assert_eq!(
-        out.artifacts["doc_hash"].as_str(),
+        out.value("doc_hash").as_str(),
         Some(sha256(SPEC.as_bytes()).as_str())
     );
-    let stats: FileStats =
-        serde_json::from_value(out.artifacts["file_stats"].clone()).expect("FileStats");
+    let stats: FileStats = serde_json::from_value(out.value("file_stats")).expect("FileStats");
     assert_eq!(stats.path, "examples/spec-example.md");
     assert_eq!((stats.lines, stats.code_fences, stats.tables), (238, 3, 4));
     assert_eq!(
@@ -62,9 +61,8 @@ fn keeps_bom_and_crlf_byte_for_byte() {
         .source_bytes("doc", "crlf.md", text.as_bytes())
         .run(&MdInventory)
         .expect("runs");
-    assert_eq!(out.artifacts["doc_raw"].as_str(), Some(text.as_str()));
-    let stats: FileStats =
-        serde_json::from_value(out.artifacts["file_stats"].clone()).expect("FileStats");
+    assert_eq!(out.value("doc_raw").as_str(), Some(text.as_str()));
+    let stats: FileStats = serde_json::from_value(out.value("file_stats")).expect("FileStats");
     assert!(stats.has_bom);
     assert_eq!(stats.line_endings.style, LineEndingStyle::Crlf);
     assert_eq!(stats.line_endings.crlf, 238);
@@ -103,10 +101,9 @@ fn empty_document() {
         .source_text("doc", "")
         .run(&MdInventory)
         .expect("runs");
-    let stats: FileStats =
-        serde_json::from_value(out.artifacts["file_stats"].clone()).expect("FileStats");
+    let stats: FileStats = serde_json::from_value(out.value("file_stats")).expect("FileStats");
     assert_eq!((stats.lines, stats.bytes), (0, 0));
-    assert_eq!(out.artifacts["doc_raw"].as_str(), Some(""));
+    assert_eq!(out.value("doc_raw").as_str(), Some(""));
 }
 
 #[test]
@@ -123,7 +120,7 @@ fn runs_on_every_shared_document() {
             .run(&MdInventory)
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(
-            out.artifacts["doc_raw"].as_str().map(str::as_bytes),
+            out.value("doc_raw").as_str().map(str::as_bytes),
             Some(bytes.as_slice())
         );
     }

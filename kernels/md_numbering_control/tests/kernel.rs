@@ -18,7 +18,7 @@ fn harness(text: &str) -> TestHarness {
 #[test]
 fn reports_findings_and_renumber_ops() {
     let out = harness(DOC).run(&MdNumberingControl).expect("runs");
-    let findings = out.artifacts["numbering_findings"]["findings"]
+    let findings = out.value("numbering_findings")["findings"]
         .as_array()
         .expect("findings")
         .clone();
@@ -41,7 +41,7 @@ fn reports_findings_and_renumber_ops() {
     );
     assert_eq!(findings[0]["kernel"], "md_numbering_control");
     assert_eq!(
-        out.artifacts["renumber_ops"],
+        out.value("renumber_ops"),
         json!([{"target": "figure", "line": 7, "from": "Figure 3", "to": "Figure 2", "references": []}])
     );
 }
@@ -52,5 +52,5 @@ fn heading_levels_can_be_turned_off() {
         .config(json!({"check_heading_levels": false}))
         .run(&MdNumberingControl)
         .expect("runs");
-    assert_eq!(out.artifacts["numbering_findings"]["finding_count"], 2);
+    assert_eq!(out.value("numbering_findings")["finding_count"], 2);
 }

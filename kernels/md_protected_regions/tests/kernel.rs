@@ -35,7 +35,7 @@ fn protects_the_french_example() {
         .run(&MdProtectedRegions)
         .expect("runs");
     let spans: ProtectedSpans =
-        serde_json::from_value(out.artifacts["protected_spans"].clone()).expect("spans");
+        serde_json::from_value(out.value("protected_spans")).expect("spans");
     let kinds: Vec<(BlockKind, u32, u32)> = spans
         .blocks
         .iter()
@@ -53,7 +53,7 @@ fn protects_the_french_example() {
         ]
     );
     let summary: ProtectedSummary =
-        serde_json::from_value(out.artifacts["protected_summary"].clone()).expect("summary");
+        serde_json::from_value(out.value("protected_summary")).expect("summary");
     assert_eq!(summary.block_count, 6);
     assert_eq!(summary.protected_lines, 5 + 5 + 3 + 4 + 4 + 1);
     assert!(
@@ -76,7 +76,7 @@ fn runs_on_every_shared_document() {
             .run(&MdProtectedRegions)
             .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let spans: ProtectedSpans =
-            serde_json::from_value(out.artifacts["protected_spans"].clone()).expect("spans");
+            serde_json::from_value(out.value("protected_spans")).expect("spans");
         for b in &spans.blocks {
             assert!(
                 b.line_start >= 1 && b.line_start <= b.line_end && b.line_end <= spans.line_count

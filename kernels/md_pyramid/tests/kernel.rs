@@ -39,7 +39,7 @@ fn harness(text: &str) -> TestHarness {
 }
 
 fn pyramid(out: &KernelOutput) -> Pyramid {
-    serde_json::from_value(out.artifacts[names::PYRAMID].clone()).expect("pyramid")
+    serde_json::from_value(out.value(names::PYRAMID)).expect("pyramid")
 }
 
 fn counting_model(
@@ -84,13 +84,12 @@ fn builds_every_level_in_the_documents_language_then_reuses_it() {
         .nodes
         .iter()
         .all(|n| !n.fallback && n.summary.starts_with("Résumé")));
-    let md = out.artifacts[names::PYRAMID_MD].as_str().expect("markdown");
+    let md: String = out.parse(names::PYRAMID_MD).expect("markdown");
     assert!(
         md.contains("## DOC Audit de la plateforme") && md.contains("### S1.2 Constats"),
         "{md}"
     );
-    let glossary: Glossary =
-        serde_json::from_value(out.artifacts[names::GLOSSARY].clone()).expect("glossary");
+    let glossary: Glossary = serde_json::from_value(out.value(names::GLOSSARY)).expect("glossary");
     let terms: Vec<&str> = glossary.terms.iter().map(|t| t.term.as_str()).collect();
     assert!(
         terms.contains(&"DINUM") && terms.contains(&"SP"),
@@ -207,8 +206,7 @@ fn without_a_model_a_large_document_is_skipped_before_any_prompt_is_read() {
     assert_eq!(p.skipped_reason.as_deref(), Some("no LLM configured"));
     assert_eq!(out.summary, "pyramid skipped: no LLM configured");
     // The glossary needs no model: it is still listed.
-    let glossary: Glossary =
-        serde_json::from_value(out.artifacts[names::GLOSSARY].clone()).expect("glossary");
+    let glossary: Glossary = serde_json::from_value(out.value(names::GLOSSARY)).expect("glossary");
     assert_eq!(glossary.doc_hash, p.doc_hash);
 }
 

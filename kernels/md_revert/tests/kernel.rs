@@ -61,7 +61,7 @@ fn run(s: &MemorySession, config: Value) -> (RevertOutcome, KernelOutput) {
         .run(&MdRevert)
         .unwrap();
     (
-        serde_json::from_value(out.artifacts["revert_outcome"].clone()).unwrap(),
+        serde_json::from_value(out.value("revert_outcome")).unwrap(),
         out,
     )
 }
@@ -88,7 +88,7 @@ fn bulk_reverts_are_planned_latest_first_and_give_back_the_original() {
         .collect();
     assert_eq!(order, vec!["RVW-0003", "RVW-0001"]);
     assert_eq!(o.plan.final_text, DOC);
-    assert_eq!(out.artifacts["reverted_doc"], DOC);
+    assert_eq!(out.value("reverted_doc"), DOC);
     assert!(out
         .summary
         .starts_with("2 reverts planned, latest first (RVW-0003, RVW-0001)"));
@@ -185,7 +185,7 @@ fn a_plain_run_plans_on_the_preview_and_nothing_is_nothing() {
         .input("apply_outcome", &outcome)
         .run(&MdRevert)
         .unwrap();
-    let o: RevertOutcome = serde_json::from_value(out.artifacts["revert_outcome"].clone()).unwrap();
+    let o: RevertOutcome = serde_json::from_value(out.value("revert_outcome")).unwrap();
     assert_eq!(o.plan.final_text, DOC);
     let out = TestHarness::new().run(&MdRevert).unwrap();
     assert_eq!(out.summary, "nothing to revert");

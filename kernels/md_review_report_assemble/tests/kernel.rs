@@ -54,7 +54,7 @@ fn report(h: TestHarness) -> (String, String) {
     let mut h = h;
     let out = h.run(&MdReviewReportAssemble).unwrap();
     (
-        out.artifacts["review_report"].as_str().unwrap().to_owned(),
+        out.value("review_report").as_str().unwrap().to_owned(),
         out.summary,
     )
 }

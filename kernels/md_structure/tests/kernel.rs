@@ -43,12 +43,9 @@ fn builds_the_tree_of_the_example() {
         .input("doc_hash", &hash)
         .run(&MdStructure)
         .expect("runs");
-    let tree: HeadingTree =
-        serde_json::from_value(out.artifacts["heading_tree"].clone()).expect("tree");
-    let index: SectionIndex =
-        serde_json::from_value(out.artifacts["section_index"].clone()).expect("index");
-    let anchors: AnchorMap =
-        serde_json::from_value(out.artifacts["anchor_map"].clone()).expect("anchors");
+    let tree: HeadingTree = serde_json::from_value(out.value("heading_tree")).expect("tree");
+    let index: SectionIndex = serde_json::from_value(out.value("section_index")).expect("index");
+    let anchors: AnchorMap = serde_json::from_value(out.value("anchor_map")).expect("anchors");
     assert_eq!(tree.doc_hash, hash);
     assert_eq!(tree.heading_count, 22);
     assert_eq!(
@@ -76,7 +73,7 @@ fn computes_the_hash_when_doc_hash_is_absent() {
         .input("doc_raw", "# A\n")
         .run(&MdStructure)
         .expect("runs");
-    assert_eq!(out.artifacts["section_index"]["doc_hash"], sha256(b"# A\n"));
+    assert_eq!(out.value("section_index")["doc_hash"], sha256(b"# A\n"));
 }
 
 #[test]
@@ -100,7 +97,7 @@ fn runs_on_every_shared_document() {
             .run(&MdStructure)
             .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let index: SectionIndex =
-            serde_json::from_value(out.artifacts["section_index"].clone()).expect("index");
+            serde_json::from_value(out.value("section_index")).expect("index");
         assert_eq!(
             index.line_count as usize,
             text.lines().count(),

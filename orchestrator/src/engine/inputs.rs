@@ -76,6 +76,7 @@ impl Request {
 }
 
 /// A shared value, serialized as the value (canonical text as it is).
+#[derive(Clone)]
 pub(super) enum Shared {
     Tree(Arc<Value>),
     Canonical(Arc<CanonicalJson>),
@@ -123,16 +124,14 @@ impl Engine<'_> {
                     stored.insert(name.clone(), self.cache.put_blob(&canonical)?);
                     Artifact {
                         hash: provided_hash(name, &canonical),
-                        value: Some(Arc::clone(value)),
-                        canonical: None,
+                        loaded: Some(Shared::Tree(Arc::clone(value))),
                     }
                 }
                 Provided::Canonical(text) => {
                     stored.insert(name.clone(), self.cache.put_blob(text.bytes())?);
                     Artifact {
                         hash: provided_hash(name, text.bytes()),
-                        value: None,
-                        canonical: Some(Arc::clone(text)),
+                        loaded: Some(Shared::Canonical(Arc::clone(text))),
                     }
                 }
             };
@@ -171,8 +170,7 @@ impl Engine<'_> {
                 name,
                 Artifact {
                     hash,
-                    value: Some(Arc::new(value)),
-                    canonical: None,
+                    loaded: Some(Shared::Tree(Arc::new(value))),
                 },
             );
         }
@@ -213,25 +211,45 @@ impl Engine<'_> {
         (inputs, key)
     }
 
-    /// The value of an artifact, from memory or the store.
+    /// The artifact as a tree (for a run's target output): parsed from its
+    /// canonical text when that is what is loaded.
     pub(super) fn value_of(&mut self, artifact: &str) -> Result<Option<Arc<Value>>, String> {
+        Ok(match self.shared_of(artifact)? {
+            None => None,
+            Some(Shared::Tree(v)) => Some(v),
+            Some(Shared::Canonical(text)) => Some(Arc::new(
+                serde_json::from_slice(text.bytes())
+                    .map_err(|e| format!("cannot read artifact `{artifact}`: {e}"))?,
+            )),
+        })
+    }
+
+    /// The artifact as it is loaded, or its canonical text read from the
+    /// cache (and kept for the kernels after this one).
+    fn shared_of(&mut self, artifact: &str) -> Result<Option<Shared>, String> {
         let Some(a) = self.artifacts.get(artifact) else {
             return Ok(None);
         };
-        if let Some(v) = &a.value {
-            return Ok(Some(v.clone()));
+        if let Some(loaded) = &a.loaded {
+            return Ok(Some(loaded.clone()));
         }
-        let v = Arc::new(
-            self.cache
-                .get_value(&a.hash)
-                .map_err(|e| format!("cannot read input `{artifact}` from the cache: {e}"))?,
-        );
+        let bytes = self
+            .cache
+            .get_bytes(&a.hash)
+            .map_err(|e| format!("cannot read input `{artifact}` from the cache: {e}"))?;
+        // The cache holds the canonical bytes the host wrote.
+        let text =
+            Shared::Canonical(Arc::new(CanonicalJson::stored(bytes).map_err(|e| {
+                format!("cannot read input `{artifact}` from the cache: {e}")
+            })?));
         if let Some(a) = self.artifacts.get_mut(artifact) {
-            a.value = Some(v.clone());
+            a.loaded = Some(text.clone());
         }
-        Ok(Some(v))
+        Ok(Some(text))
     }
 
+    /// The request of kernel `name`: its config and its inputs, each as
+    /// loaded (canonical text or a tree), and the host's reserved inputs.
     pub(super) fn request_for(&mut self, name: &str) -> Result<Request, String> {
         let inputs: Vec<String> = self
             .kernel(name)
@@ -242,21 +260,11 @@ impl Engine<'_> {
             .collect();
         let mut values = BTreeMap::new();
         for artifact in inputs {
-            let canonical = self
-                .artifacts
-                .get(&artifact)
-                .and_then(|a| a.canonical.clone());
-            if let Some(text) = canonical {
-                values.insert(artifact, Shared::Canonical(text));
-            } else if let Some(v) = self.value_of(&artifact)? {
-                values.insert(artifact, Shared::Tree(v));
+            if let Some(shared) = self.shared_of(&artifact)? {
+                values.insert(artifact, shared);
             }
         }
-        values.extend(
-            self.reserved_values(name)
-                .into_iter()
-                .map(|(k, v)| (k, Shared::Tree(v))),
-        );
+        values.extend(self.reserved_values(name));
         Ok(Request {
             config: self.prepared.configs[name].clone(),
             inputs: values,

@@ -41,20 +41,19 @@ use crate::run_record::{
 use crate::worker::pool::EndCause;
 use crate::worker::{WorkerEnd, WorkerPool};
 use crate::workspace::{check_declared_paths, WorkspaceError, WriteRules};
-use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// An artifact of the run: its id, and its value once loaded.
+/// An artifact of the run: its id, and its value once loaded — canonical
+/// JSON text for kernels' outputs, cache hits and provided text (sent to
+/// kernels as it is, never made a tree), a tree for sources and provided
+/// values.
 struct Artifact {
     hash: String,
-    value: Option<Arc<Value>>,
-    /// A host-provided value given as canonical JSON (then `value` is
-    /// `None` and stays so: kernels receive the text as it is).
-    canonical: Option<Arc<CanonicalJson>>,
+    loaded: Option<inputs::Shared>,
 }
 
 /// Why a kernel did not produce its outputs.
@@ -151,7 +150,7 @@ struct Completion {
 
 /// What a successful kernel run produced, already stored.
 struct Produced {
-    outputs: BTreeMap<String, (String, Arc<Value>)>,
+    outputs: BTreeMap<String, (String, Arc<CanonicalJson>)>,
     summary: String,
     warnings: Vec<String>,
     /// The kernel's reason for not caching the outputs.

@@ -36,7 +36,17 @@ pub struct CanonicalJson(Box<serde_json::value::RawValue>);
 impl CanonicalJson {
     /// The canonical JSON of one serializable value.
     pub fn of<T: serde::Serialize + ?Sized>(value: &T) -> serde_json::Result<CanonicalJson> {
-        let bytes = koas_kernel_api::hash::canonical_bytes(&serde_json::to_value(value)?);
+        CanonicalJson::from_bytes(koas_kernel_api::hash::to_canonical_vec(value)?)
+    }
+
+    /// Any JSON text in canonical form: a plugin's output is hashed and
+    /// stored as its value, however the plugin wrote it.
+    pub fn canonicalize(text: &[u8]) -> serde_json::Result<CanonicalJson> {
+        CanonicalJson::from_bytes(koas_kernel_api::hash::canonicalize(text)?)
+    }
+
+    /// Bytes the host stored in canonical form (a cache blob), as they are.
+    pub(crate) fn stored(bytes: Vec<u8>) -> serde_json::Result<CanonicalJson> {
         CanonicalJson::from_bytes(bytes)
     }
 

@@ -1,14 +1,13 @@
 //! What kernels return: checked against their spec, stored by content
 //! hash, written to their declared files; and cache hits restored.
 
-use super::{Artifact, Engine, Produced};
+use super::{Artifact, CanonicalJson, Engine, Produced};
 use crate::cache::{ActionRecord, Cache};
 use crate::discovery::LoadedKernel;
 use crate::report::Shown;
 use crate::run_record::{now_rfc3339, CacheUse, KernelStatus};
 use crate::workspace::{materialize, WorkspaceError};
 use serde_json::Value;
-use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
@@ -22,26 +21,27 @@ pub const PRETTY_JSON_LIMIT: usize = 64 * 1024;
 /// JSON string (unless the file ends in `.json`), JSON otherwise — pretty
 /// up to [`PRETTY_JSON_LIMIT`], compact above.
 pub fn file_bytes(file: &str, value: &Value) -> Vec<u8> {
-    file_contents(file, value, koas_kernel_api::hash::canonical_bytes(value)).into_owned()
+    // The canonical bytes of a `Value` are JSON.
+    file_contents(file, &koas_kernel_api::hash::canonical_bytes(value)).unwrap_or_default()
 }
 
-/// [`file_bytes`] of `value` given its canonical bytes, without a second
-/// copy of a large output: a text is borrowed from the value, and large
-/// JSON is the canonical bytes themselves (compact, keys sorted).
-fn file_contents<'v>(file: &str, value: &'v Value, mut canonical: Vec<u8>) -> Cow<'v, [u8]> {
-    match value {
-        Value::String(s) if !file.ends_with(".json") => Cow::Borrowed(s.as_bytes()),
-        _ if canonical.len() > PRETTY_JSON_LIMIT => {
-            canonical.push(b'\n');
-            Cow::Owned(canonical)
-        }
-        other => {
-            // Serializing a `Value` cannot fail: its map keys are strings.
-            let mut v = serde_json::to_vec_pretty(other).unwrap_or(canonical);
-            v.push(b'\n');
-            Cow::Owned(v)
-        }
+/// [`file_bytes`] of the value whose canonical JSON is `canonical`,
+/// without making a large output a tree: a text is decoded from its JSON
+/// string, large JSON is the canonical bytes (compact, keys sorted), and
+/// only a small value is parsed to be written pretty.
+fn file_contents(file: &str, canonical: &[u8]) -> serde_json::Result<Vec<u8>> {
+    if canonical.first() == Some(&b'"') && !file.ends_with(".json") {
+        return serde_json::from_slice::<String>(canonical).map(String::into_bytes);
     }
+    let mut bytes = if canonical.len() > PRETTY_JSON_LIMIT {
+        let mut bytes = Vec::with_capacity(canonical.len() + 1);
+        bytes.extend_from_slice(canonical);
+        bytes
+    } else {
+        serde_json::to_vec_pretty(&serde_json::from_slice::<Value>(canonical)?)?
+    };
+    bytes.push(b'\n');
+    Ok(bytes)
 }
 
 /// Checks a kernel's outputs against its spec, stores them and writes
@@ -60,24 +60,28 @@ pub(super) fn store_outputs(
     let mut artifacts = out.artifacts;
     let mut outputs = BTreeMap::new();
     for o in &spec.outputs {
-        let value = artifacts
+        let json = artifacts
             .remove(&o.artifact)
             .ok_or_else(|| format!("did not return its declared output `{}`", o.artifact))?;
-        let bytes = koas_kernel_api::hash::canonical_bytes(&value);
-        let hash = cache.put_blob(&bytes).map_err(|e| e.to_string())?;
+        // Whatever the plugin's formatting, the artifact is its value: its
+        // canonical text, made without a tree (the same text when the
+        // kernel-api wrote it).
+        let canonical = CanonicalJson::canonicalize(json.text().as_bytes())
+            .map_err(|e| format!("returned output `{}` that is not JSON: {e}", o.artifact))?;
+        drop(json);
+        let hash = cache
+            .put_blob(canonical.bytes())
+            .map_err(|e| e.to_string())?;
         if let Some(file) = o
             .file
             .as_ref()
             .filter(|_| !host_written.contains(&o.artifact))
         {
-            materialize(
-                &workspace.join(file),
-                &file_contents(file, &value, bytes),
-                o.write_once,
-            )
-            .map_err(|e| e.to_string())?;
+            let bytes = file_contents(file, canonical.bytes())
+                .map_err(|e| format!("cannot write output `{}`: {e}", o.artifact))?;
+            materialize(&workspace.join(file), &bytes, o.write_once).map_err(|e| e.to_string())?;
         }
-        outputs.insert(o.artifact.clone(), (hash, Arc::new(value)));
+        outputs.insert(o.artifact.clone(), (hash, Arc::new(canonical)));
     }
     let record = ActionRecord {
         kernel: spec.name.clone(),
@@ -123,8 +127,12 @@ impl Engine<'_> {
             }
             let path = self.workspace.join(file);
             if !path.exists() {
-                let value = self.cache.get_value(hash)?;
-                materialize(&path, &file_bytes(file, &value), o.write_once)?;
+                let canonical = self.cache.get_bytes(hash)?;
+                let bytes = file_contents(file, &canonical).map_err(|e| WorkspaceError::Io {
+                    path: self.cache.blob_path(hash),
+                    source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+                })?;
+                materialize(&path, &bytes, o.write_once)?;
             }
         }
         let mut record = self.base_record(name, inputs);
@@ -140,14 +148,8 @@ impl Engine<'_> {
         record.summary = hit.summary.clone();
         record.warnings = hit.warnings.clone();
         for (artifact, hash) in hit.outputs {
-            self.artifacts.insert(
-                artifact,
-                Artifact {
-                    hash,
-                    value: None,
-                    canonical: None,
-                },
-            );
+            self.artifacts
+                .insert(artifact, Artifact { hash, loaded: None });
         }
         self.remember_outputs(name, &record.output_hashes);
         self.reporter

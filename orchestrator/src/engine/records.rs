@@ -1,6 +1,7 @@
 //! The run record: one entry per selected kernel, whether it ran, came
 //! from the cache, failed, was cancelled or was skipped.
 
+use super::inputs::Shared;
 use super::{Artifact, Attempt, Completion, Engine, Failure, TargetOutput};
 use crate::fsio::atomic_write;
 use crate::report::Shown;
@@ -91,8 +92,7 @@ impl Engine<'_> {
                 artifact,
                 Artifact {
                     hash,
-                    value: Some(value),
-                    canonical: None,
+                    loaded: Some(Shared::Canonical(value)),
                 },
             );
         }

@@ -7,6 +7,7 @@
 //! under their reserved input names; the model identity already does
 //! through [`crate::cache::KeyParts::llm`].
 
+use super::inputs::Shared;
 use super::{Artifact, Engine};
 use crate::fsio::atomic_write;
 use crate::workspace::PRIVATE_DIR;
@@ -136,8 +137,7 @@ impl Engine<'_> {
                 PROMPTS_INPUT.to_string(),
                 Artifact {
                     hash: id_of(PROMPTS_INPUT, &Value::Object(text_hashes)),
-                    value: Some(Arc::new(Value::Object(templates))),
-                    canonical: None,
+                    loaded: Some(Shared::Tree(Arc::new(Value::Object(templates)))),
                 },
             );
         }
@@ -149,8 +149,7 @@ impl Engine<'_> {
                     PREVIOUS_INPUT.to_string(),
                     Artifact {
                         hash: id_of(PREVIOUS_INPUT, &json!(hashes)),
-                        value: Some(Arc::new(values)),
-                        canonical: None,
+                        loaded: Some(Shared::Tree(Arc::new(values))),
                     },
                 );
             }
@@ -162,8 +161,7 @@ impl Engine<'_> {
                     LLM_INPUT.to_string(),
                     Artifact {
                         hash: String::new(),
-                        value: Some(Arc::new(identity.clone())),
-                        canonical: None,
+                        loaded: Some(Shared::Tree(Arc::new(identity.clone()))),
                     },
                 );
             }
@@ -184,12 +182,12 @@ impl Engine<'_> {
     }
 
     /// The values handed to `name` under reserved names.
-    pub(super) fn reserved_values(&self, name: &str) -> BTreeMap<String, Arc<Value>> {
+    pub(super) fn reserved_values(&self, name: &str) -> BTreeMap<String, Shared> {
         self.reserved
             .get(name)
             .into_iter()
             .flatten()
-            .filter_map(|(input, a)| a.value.as_ref().map(|v| (input.clone(), v.clone())))
+            .filter_map(|(input, a)| a.loaded.as_ref().map(|v| (input.clone(), v.clone())))
             .collect()
     }
 

@@ -72,12 +72,10 @@ fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
 /// The `sha256:` digest of a loaded source artifact (a
 /// [`koas_kernel_api::SourceFile`]).
 fn digest(artifact: &Artifact) -> Option<String> {
-    artifact
-        .value
-        .as_ref()?
-        .get("sha256")?
-        .as_str()
-        .map(str::to_string)
+    let Some(super::inputs::Shared::Tree(value)) = &artifact.loaded else {
+        return None;
+    };
+    value.get("sha256")?.as_str().map(str::to_string)
 }
 
 impl Engine<'_> {
