@@ -186,4 +186,57 @@ mod tests {
         );
         assert_eq!(file_bytes("stage3/doc.md", &json!("text\n")), b"text\n");
     }
+
+    #[test]
+    fn a_plugins_output_in_any_formatting_is_stored_as_its_canonical_text() {
+        // A plugin that writes its JSON by hand (spaces, members out of
+        // order) gets the hash, the blob and the file of the same value
+        // written by the kernel-api.
+        let ws = tempfile::tempdir().expect("tmp");
+        let cache = Cache::open(ws.path());
+        let kernel = LoadedKernel {
+            spec: koas_kernel_api::KernelSpec::new("k", "1.0.0")
+                .output_file("report", "stage1/report.json")
+                .output_file("text", "stage1/text.md"),
+            library: ws.path().join("libk.so"),
+            index: 0,
+            abi_version: koas_kernel_api::abi::ABI_VERSION,
+            handle: None,
+        };
+        let wire = br#"{"status": "ok", "artifacts": {
+            "report": { "z": [1, 2.50], "a": {"y": null, "x": "\u00e9"} },
+            "text": "line\n"
+        }, "summary": "s"}"#;
+        let koas_kernel_api::protocol::RunResponse::Ok(out) =
+            serde_json::from_slice(wire).expect("answer")
+        else {
+            panic!("not ok");
+        };
+        let produced = store_outputs(&kernel, &cache, ws.path(), "key", out, &BTreeSet::new())
+            .expect("stored");
+        let value = json!({"a": {"x": "é", "y": null}, "z": [1, 2.5]});
+        let canonical = koas_kernel_api::hash::canonical_bytes(&value);
+        let (hash, text) = &produced.outputs["report"];
+        assert_eq!(text.bytes(), canonical);
+        assert_eq!(cache.get_bytes(hash).expect("blob"), canonical);
+        assert_eq!(
+            std::fs::read(ws.path().join("stage1/report.json")).expect("file"),
+            file_bytes("stage1/report.json", &value)
+        );
+        assert_eq!(
+            std::fs::read(ws.path().join("stage1/text.md")).expect("file"),
+            b"line\n"
+        );
+        let bad = br#"{"status": "ok", "artifacts": {"report": 1, "text": "x"}}"#;
+        let koas_kernel_api::protocol::RunResponse::Ok(mut out) =
+            serde_json::from_slice(bad).expect("answer")
+        else {
+            panic!("not ok");
+        };
+        out.artifacts.remove("text");
+        let err = store_outputs(&kernel, &cache, ws.path(), "key2", out, &BTreeSet::new())
+            .err()
+            .expect("missing output");
+        assert!(err.contains("`text`"), "{err}");
+    }
 }
