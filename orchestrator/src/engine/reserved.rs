@@ -74,6 +74,28 @@ fn read_previous_with_hashes(
     Some((index.outputs, values))
 }
 
+/// Like [`read_previous_with_hashes`], the values as one canonical JSON
+/// object made of the stored texts: a previous output (an edit plan, a
+/// pyramid) is handed back to its kernel without becoming a tree.
+fn read_previous_texts(
+    workspace: &Path,
+    kernel: &str,
+) -> Option<(BTreeMap<String, String>, super::CanonicalJson)> {
+    let bytes = std::fs::read(previous_path(workspace, kernel)).ok()?;
+    let index: PreviousIndex = serde_json::from_slice(&bytes).ok()?;
+    let cache = crate::cache::Cache::open(workspace);
+    let members = index
+        .outputs
+        .iter()
+        .map(|(artifact, hash)| {
+            let text = super::CanonicalJson::stored(cache.get_bytes(hash).ok()?).ok()?;
+            Some((artifact.clone(), text))
+        })
+        .collect::<Option<Vec<_>>>()?;
+    let object = super::CanonicalJson::object(members).ok()?;
+    Some((index.outputs, object))
+}
+
 /// Values with the cache blob hash each would have.
 fn with_hashes(values: BTreeMap<String, Value>) -> (BTreeMap<String, String>, Value) {
     let hashes = values
@@ -149,7 +171,7 @@ impl Engine<'_> {
                     PREVIOUS_INPUT.to_string(),
                     Artifact {
                         hash: id_of(PREVIOUS_INPUT, &json!(hashes)),
-                        loaded: Some(Shared::Tree(Arc::new(values))),
+                        loaded: Some(values),
                     },
                 );
             }
@@ -191,17 +213,18 @@ impl Engine<'_> {
             .collect()
     }
 
-    fn previous_outputs(&self, name: &str) -> Option<(BTreeMap<String, String>, Value)> {
+    fn previous_outputs(&self, name: &str) -> Option<(BTreeMap<String, String>, Shared)> {
         let given = match &self.opts.previous {
             Some(given) => given.get(name),
-            None => match read_previous_with_hashes(&self.workspace, name) {
-                Some((hashes, values)) => {
-                    return Some((hashes, Value::Object(values.into_iter().collect())))
-                }
+            None => match read_previous_texts(&self.workspace, name) {
+                Some((hashes, texts)) => return Some((hashes, Shared::Canonical(Arc::new(texts)))),
                 None => self.opts.previous_fallback.get(name),
             },
         };
-        given.cloned().map(with_hashes)
+        given
+            .cloned()
+            .map(with_hashes)
+            .map(|(hashes, value)| (hashes, Shared::Tree(Arc::new(value))))
     }
 
     /// Remembers the outputs of a successful run of an incremental kernel
