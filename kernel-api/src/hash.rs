@@ -129,7 +129,7 @@ fn write_string(text: &str, out: &mut Vec<u8>) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use serde_json::json;
 
@@ -171,27 +171,36 @@ mod tests {
 
     use proptest::prelude::*;
 
-    fn json_value() -> impl Strategy<Value = Value> {
-        let leaf = prop_oneof![
-            Just(Value::Null),
-            any::<bool>().prop_map(Value::Bool),
-            any::<i64>().prop_map(|n| json!(n)),
-            "[a-zé\\\"\n]{0,8}".prop_map(Value::String),
+    /// Any JSON value: strings and keys with characters that must be
+    /// escaped; floats only when asked (serde_json may read a float's
+    /// text back one digit off, so a value with floats does not survive
+    /// a round trip through text).
+    pub(crate) fn json_value(floats: bool) -> BoxedStrategy<Value> {
+        let mut leaves = vec![
+            Just(Value::Null).boxed(),
+            any::<bool>().prop_map(Value::Bool).boxed(),
+            any::<i64>().prop_map(|n| json!(n)).boxed(),
+            "[a-zé\\\"\n\u{1}]{0,8}".prop_map(Value::String).boxed(),
         ];
-        leaf.prop_recursive(4, 48, 6, |inner| {
-            prop_oneof![
-                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
-                prop::collection::btree_map("[a-zé]{1,4}", inner, 0..6)
-                    .prop_map(|m| Value::Object(m.into_iter().collect())),
-            ]
-        })
+        if floats {
+            leaves.push(any::<f64>().prop_map(|f| json!(f)).boxed());
+        }
+        proptest::strategy::Union::new(leaves)
+            .prop_recursive(4, 48, 6, |inner| {
+                prop_oneof![
+                    prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                    prop::collection::btree_map("[a-zé\"\\\\]{1,4}", inner, 0..6)
+                        .prop_map(|m| Value::Object(m.into_iter().collect())),
+                ]
+            })
+            .boxed()
     }
 
     proptest! {
         /// Canonical bytes are valid JSON for the same value, a fixed point
         /// of parse-then-canonicalize, and independent of formatting.
         #[test]
-        fn canonical_bytes_round_trip(v in json_value()) {
+        fn canonical_bytes_round_trip(v in json_value(false)) {
             let bytes = canonical_bytes(&v);
             let back: Value = serde_json::from_slice(&bytes).expect("canonical bytes parse");
             prop_assert_eq!(&back, &v);

@@ -57,15 +57,21 @@ pub fn previous_blobs(workspace: &Path) -> std::collections::BTreeSet<String> {
         .collect()
 }
 
+/// The remembered index of `kernel`'s previous outputs, and the cache
+/// that holds them.
+fn previous_index(workspace: &Path, kernel: &str) -> Option<(PreviousIndex, crate::cache::Cache)> {
+    let bytes = std::fs::read(previous_path(workspace, kernel)).ok()?;
+    let index = serde_json::from_slice(&bytes).ok()?;
+    Some((index, crate::cache::Cache::open(workspace)))
+}
+
 /// Like [`read_previous`], with the cache blob of each value as the
 /// index names it (no need to hash the values again).
 fn read_previous_with_hashes(
     workspace: &Path,
     kernel: &str,
 ) -> Option<(BTreeMap<String, String>, BTreeMap<String, Value>)> {
-    let bytes = std::fs::read(previous_path(workspace, kernel)).ok()?;
-    let index: PreviousIndex = serde_json::from_slice(&bytes).ok()?;
-    let cache = crate::cache::Cache::open(workspace);
+    let (index, cache) = previous_index(workspace, kernel)?;
     let values = index
         .outputs
         .iter()
@@ -81,9 +87,7 @@ fn read_previous_texts(
     workspace: &Path,
     kernel: &str,
 ) -> Option<(BTreeMap<String, String>, super::CanonicalJson)> {
-    let bytes = std::fs::read(previous_path(workspace, kernel)).ok()?;
-    let index: PreviousIndex = serde_json::from_slice(&bytes).ok()?;
-    let cache = crate::cache::Cache::open(workspace);
+    let (index, cache) = previous_index(workspace, kernel)?;
     let members = index
         .outputs
         .iter()
