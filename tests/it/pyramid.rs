@@ -121,6 +121,40 @@ fn a_review_with_a_model_builds_every_level_and_an_unchanged_rerun_asks_nothing(
     );
 }
 
+// Found on a real server: a document without one top-level title has the
+// file's name as its abstract's heading, and after a first review the text
+// read is the workspace's `doc.edited.md` — the second review renamed the
+// root and asked the model for it again.
+#[test]
+fn regression_a_second_review_keeps_the_documents_name_and_asks_the_model_nothing() {
+    let s = Scratch::new();
+    let doc = "## Scope\n\nThe scope covers the ledger.\n\n## Method\n\nThe method samples forty transactions.\n";
+    s.write("audit.md", doc);
+    let model = summarizer(Duration::ZERO);
+    let flags = llm_flags(&model, 2);
+    review(&s, "audit.md", &flags);
+    let first = pyramid_calls(&model);
+    assert_eq!(first, 3, "the abstract and two sections");
+    assert!(
+        s.workspace().join("stage3/doc.edited.md").is_file(),
+        "the second review reads the workspace's copy"
+    );
+    for _ in 0..2 {
+        review(&s, "audit.md", &flags);
+        assert_eq!(
+            pyramid_calls(&model),
+            first,
+            "an unchanged document asks nothing"
+        );
+        let p = pyramid(&s);
+        let root = nodes(&p)
+            .iter()
+            .find(|n| n["level"] == 0)
+            .expect("the abstract");
+        assert_eq!(root["heading"], "audit.md", "{root}");
+    }
+}
+
 // The workspace follows the document across a hand edit (no change was
 // recorded, so the review continues on the new text without --rebase):
 // the pyramid is rebuilt from its own previous outputs.

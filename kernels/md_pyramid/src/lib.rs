@@ -45,6 +45,11 @@ struct PyramidConfig {
     max_input_tokens: u32,
     /// Ask for every summary again, ignoring the previous pyramid.
     rebuild: bool,
+    /// The document's name, the root's heading when the document has no
+    /// single top-level title; empty: the file name of the text read. The
+    /// review sets it: after a first review it reads the workspace's copy
+    /// of the document, whose file name is not the user's.
+    title: String,
 }
 
 impl Default for PyramidConfig {
@@ -57,6 +62,7 @@ impl Default for PyramidConfig {
             language: "auto".to_owned(),
             max_input_tokens: 3_000,
             rebuild: false,
+            title: String::new(),
         }
     }
 }
@@ -169,6 +175,7 @@ impl Kernel for MdPyramid {
                 "language": "auto",
                 "max_input_tokens": 3000,
                 "rebuild": false,
+                "title": "",
             }))
     }
 
@@ -202,13 +209,16 @@ impl Kernel for MdPyramid {
         if inputs.get(koas_kernel_api::LLM_INPUT).is_none() {
             return Ok(no_model(&doc_hash, &glossary, language));
         }
-        let title = inputs
+        let read_name = inputs
             .parse_optional::<FileStats>(names::FILE_STATS)?
             .and_then(|s| {
                 std::path::Path::new(&s.path)
                     .file_name()
                     .map(|n| n.to_string_lossy().into_owned())
-            })
+            });
+        let title = Some(config.title.trim().to_owned())
+            .filter(|t| !t.is_empty())
+            .or(read_name)
             .or_else(|| {
                 // One top-level section: its heading is the title.
                 let top: Vec<_> = sections.sections.iter().filter(|s| s.depth == 1).collect();

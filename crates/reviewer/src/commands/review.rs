@@ -214,6 +214,10 @@ fn review(
     } else {
         None
     };
+    // After a first review the text read is the workspace's copy: the
+    // pyramid is still about the user's document (and an unchanged
+    // document's root keeps its input, so it is not asked again).
+    passes::set_config(&mut pipeline, PYRAMID, "title", json!(target.doc_name));
     if let Some(reason) = skip_pyramid {
         passes::set_config(&mut pipeline, PYRAMID, "skip", Value::Bool(true));
         passes::set_config(&mut pipeline, PYRAMID, "skip_reason", json!(reason));
