@@ -143,7 +143,10 @@ impl ReviewArgs {
 
 pub fn execute(global: &Global, args: ReviewArgs) -> anyhow::Result<ExitStatus> {
     on_workspace(&args.target, |target| {
-        review(global, &Control::ctrl_c(), &args, target)?.print(args.target.json)
+        let answer = Wanted {
+            whole_json: args.target.json,
+        };
+        review(global, &Control::ctrl_c(), &args, target, answer)?.print(args.target.json)
     })
 }
 
@@ -152,7 +155,16 @@ pub fn execute(global: &Global, args: ReviewArgs) -> anyhow::Result<ExitStatus> 
 /// watches the runs.
 pub fn run(global: &Global, control: &Control, args: &ReviewArgs) -> anyhow::Result<Reply> {
     let target = ReviewTarget::locate(&args.target)?;
-    review(global, control, args, &target)
+    review(global, control, args, &target, Wanted { whole_json: true })
+}
+
+/// What the caller will read of the answer.
+#[derive(Clone, Copy)]
+struct Wanted {
+    /// The JSON answer with every op's apply log record, applied ID and
+    /// note (`--json`, a library call). Text output needs only counts: the
+    /// JSON of a 100,000-op review is a tree of a quarter of a GB.
+    whole_json: bool,
 }
 
 fn review(
@@ -160,6 +172,7 @@ fn review(
     control: &Control,
     args: &ReviewArgs,
     target: &ReviewTarget,
+    wanted: Wanted,
 ) -> anyhow::Result<Reply> {
     // The ops file is checked before anything is locked or written.
     if let Some(ops) = &args.ops {
@@ -339,12 +352,19 @@ fn review(
         )
         .with_context(|| format!("recording the review in {}", workspace.root().display()))?;
 
-    // Views.
+    // What the command answers is taken from the commit now and the
+    // commit dropped: on a large review its batch, ledger entries and log
+    // records are hundreds of MB that the views pass does not need.
     let no_ops = args.ops.is_none() && !has_llm;
+    let rebased = run.rebased().to_vec();
+    let run_model = model.as_ref().map(|m| m.run.clone());
+    let answered = answer(args, target, &committed, no_ops, model, &rebased, wanted)?;
+    drop(committed);
+
+    // Views.
     let notice = no_ops.then(|| {
         "No model is configured and no ops were given: the deterministic stages ran and no change was made. Configure a model (an [llm] table in koas.toml, or --llm-backend/--llm-endpoint/--llm-model) or give edit ops with `koas review DOC --ops FILE`.".to_owned()
     });
-    let run_model = model.as_ref().map(|m| m.run.clone());
     let views = match passes::run_views_with_model(
         global, control, &pipeline, &discovery, &run, notice, run_model,
     ) {
@@ -366,12 +386,11 @@ fn review(
             .with_context(|| format!("replacing {}", target.doc_path.display()))?;
     }
     let report = views.report.clone();
-    let rebased = run.rebased().to_vec();
     drop(run);
     // Older document versions' artifacts are no longer needed: keep the
     // workspace a small multiple of the document however many reviews.
     control.collect_caches(global);
-    answer(args, target, &committed, report, no_ops, model, &rebased)
+    Ok(answered.with_report(args, target, report))
 }
 
 /// A failed pass, told on stderr; `recorded`: the changes were recorded
@@ -402,15 +421,48 @@ fn report_failure(
     reply
 }
 
+/// The command's answer before the views pass: all but the report's path
+/// and the lines that follow it.
+struct Answer {
+    value: Value,
+    text: String,
+}
+
+impl Answer {
+    /// The reply, with the report the views pass wrote (if any) and the
+    /// files the review left.
+    fn with_report(
+        mut self,
+        args: &ReviewArgs,
+        target: &ReviewTarget,
+        report: Option<PathBuf>,
+    ) -> Reply {
+        let ws = target.root();
+        if let Some(map) = self.value.as_object_mut() {
+            map.insert("report".into(), json!(report));
+        }
+        let t = &mut self.text;
+        if let Some(report) = report {
+            let _ = writeln!(t, "report:    {}", report.display());
+        }
+        let _ = writeln!(t, "annotated: {}", ws.join(paths::REVIEWED_DOC).display());
+        let _ = writeln!(t, "edited:    {}", ws.join(paths::EDITED_DOC).display());
+        if args.in_place {
+            let _ = writeln!(t, "replaced:  {}", target.doc_path.display());
+        }
+        Reply::new(ExitStatus::Success, self.value, self.text)
+    }
+}
+
 fn answer(
     args: &ReviewArgs,
     target: &ReviewTarget,
     out: &ReviewOutcome,
-    report: Option<PathBuf>,
     no_ops: bool,
     model: Option<ModelReport>,
     rebased: &[ChangeId],
-) -> anyhow::Result<Reply> {
+    wanted: Wanted,
+) -> anyhow::Result<Answer> {
     let ws = target.root();
     let applied: Vec<String> = out
         .batch
@@ -433,13 +485,16 @@ fn answer(
             applied.len()
         )
     };
-    let mut value = out.summary_json();
+    let mut value = if wanted.whole_json {
+        out.summary_json()
+    } else {
+        json!({"status": "completed", "run_id": out.run_id})
+    };
     {
         if let Some(map) = value.as_object_mut() {
             map.insert("summary".into(), json!(summary));
             map.insert("workspace".into(), json!(ws));
             map.insert("document".into(), json!(target.doc_path));
-            map.insert("report".into(), json!(report));
             map.insert("annotated".into(), json!(ws.join(paths::REVIEWED_DOC)));
             map.insert("edited".into(), json!(ws.join(paths::EDITED_DOC)));
             map.insert("in_place".into(), json!(args.in_place));
@@ -547,15 +602,7 @@ fn answer(
         )?;
     }
     writeln!(t, "workspace: {}", ws.display())?;
-    if let Some(report) = report {
-        writeln!(t, "report:    {}", report.display())?;
-    }
-    writeln!(t, "annotated: {}", ws.join(paths::REVIEWED_DOC).display())?;
-    writeln!(t, "edited:    {}", ws.join(paths::EDITED_DOC).display())?;
-    if args.in_place {
-        writeln!(t, "replaced:  {}", target.doc_path.display())?;
-    }
-    Ok(Reply::new(ExitStatus::Success, value, text))
+    Ok(Answer { value, text })
 }
 
 /// What the model did during a review, for the summary and the report.
