@@ -153,27 +153,25 @@ impl KeyText<'_> {
     /// Compares the keys' strings by their bytes. Without escapes the
     /// literal's inside is the string; with one, it is decoded first.
     fn cmp_raw(&self, other: &KeyText<'_>) -> std::cmp::Ordering {
-        let inside = |k: &[u8]| -> Vec<u8> {
-            let plain = k.get(1..k.len().saturating_sub(1)).unwrap_or_default();
-            if !plain.contains(&b'\\') {
-                return plain.to_vec();
-            }
-            serde_json::from_slice::<String>(k)
-                .map(String::into_bytes)
-                .unwrap_or_else(|_| plain.to_vec())
-        };
-        if !self.0.contains(&b'\\') && !other.0.contains(&b'\\') {
-            let a = self
-                .0
-                .get(1..self.0.len().saturating_sub(1))
-                .unwrap_or_default();
-            let b = other
-                .0
-                .get(1..other.0.len().saturating_sub(1))
-                .unwrap_or_default();
+        let (a, b) = (self.inside(), other.inside());
+        if !a.contains(&b'\\') && !b.contains(&b'\\') {
             return a.cmp(b);
         }
-        inside(self.0).cmp(&inside(other.0))
+        self.decoded().cmp(&other.decoded())
+    }
+
+    /// The literal without its quotes.
+    fn inside(&self) -> &[u8] {
+        self.0
+            .get(1..self.0.len().saturating_sub(1))
+            .unwrap_or_default()
+    }
+
+    /// The key's string, its escapes decoded.
+    fn decoded(&self) -> Vec<u8> {
+        serde_json::from_slice::<String>(self.0)
+            .map(String::into_bytes)
+            .unwrap_or_else(|_| self.inside().to_vec())
     }
 }
 

@@ -53,11 +53,6 @@ impl ArtifactJson {
         RawValue::from_string(text).map(ArtifactJson)
     }
 
-    /// JSON text as it is (checked to be JSON, not canonicalized).
-    pub fn from_text(text: String) -> serde_json::Result<ArtifactJson> {
-        RawValue::from_string(text).map(ArtifactJson)
-    }
-
     /// The JSON text.
     pub fn text(&self) -> &str {
         self.0.get()

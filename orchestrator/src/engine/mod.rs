@@ -26,7 +26,6 @@ mod sources;
 pub use options::{
     CanonicalJson, Provided, RunError, RunOptions, RunOutcome, RunTarget, TargetOutput,
 };
-pub use outputs::file_bytes;
 pub use reserved::{previous_blobs, read_previous};
 pub use sources::SourceConflict;
 

@@ -17,18 +17,11 @@ use std::sync::Arc;
 /// third larger, in every workspace; small files stay easy to read.
 pub const PRETTY_JSON_LIMIT: usize = 64 * 1024;
 
-/// The bytes written to an artifact's declared file: the raw text of a
-/// JSON string (unless the file ends in `.json`), JSON otherwise — pretty
-/// up to [`PRETTY_JSON_LIMIT`], compact above.
-pub fn file_bytes(file: &str, value: &Value) -> Vec<u8> {
-    // The canonical bytes of a `Value` are JSON.
-    file_contents(file, &koas_kernel_api::hash::canonical_bytes(value)).unwrap_or_default()
-}
-
-/// [`file_bytes`] of the value whose canonical JSON is `canonical`,
-/// without making a large output a tree: a text is decoded from its JSON
-/// string, large JSON is the canonical bytes (compact, keys sorted), and
-/// only a small value is parsed to be written pretty.
+/// The bytes written to an artifact's declared file, from the value's
+/// canonical JSON: the raw text of a JSON string (unless the file ends in
+/// `.json`), JSON otherwise — pretty up to [`PRETTY_JSON_LIMIT`], compact
+/// (the canonical bytes) above. Only a small value is parsed, to be
+/// written pretty: a large output never becomes a tree.
 fn file_contents(file: &str, canonical: &[u8]) -> serde_json::Result<Vec<u8>> {
     if canonical.first() == Some(&b'"') && !file.ends_with(".json") {
         return serde_json::from_slice::<String>(canonical).map(String::into_bytes);
@@ -164,6 +157,11 @@ impl Engine<'_> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The declared file of `value`.
+    fn file_bytes(file: &str, value: &Value) -> Vec<u8> {
+        file_contents(file, &koas_kernel_api::hash::canonical_bytes(value)).expect("file bytes")
+    }
 
     #[test]
     fn a_large_json_file_is_its_canonical_bytes_and_a_small_one_is_pretty() {
