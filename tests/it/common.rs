@@ -93,3 +93,14 @@ pub fn kernel<'a>(record: &'a serde_json::Value, name: &str) -> &'a serde_json::
         .find(|k| k["name"] == name)
         .unwrap_or_else(|| panic!("kernel {name} in run.json"))
 }
+
+/// The string `field` of each item of the array `items` (items without it
+/// left out); panics when `items` is not an array.
+pub fn strings_of<'v>(items: &'v serde_json::Value, field: &str) -> Vec<&'v str> {
+    items
+        .as_array()
+        .unwrap_or_else(|| panic!("an array, not {items}"))
+        .iter()
+        .filter_map(|item| item[field].as_str())
+        .collect()
+}

@@ -504,12 +504,7 @@ fn regression_small_model_noise_is_not_flagged_and_a_real_prose_finding_is() {
             .is_some_and(|r| r.contains("operator role")),
         "{plan}"
     );
-    let dropped: Vec<&str> = plan["dropped"]
-        .as_array()
-        .expect("dropped")
-        .iter()
-        .filter_map(|d| d["reason"].as_str())
-        .collect();
+    let dropped: Vec<&str> = crate::common::strings_of(&plan["dropped"], "reason");
     assert_eq!(dropped, ["echo", "repetitive"], "{plan}");
     let annotated =
         std::fs::read_to_string(s.workspace().join("stage3/doc.REVIEWED.md")).expect("annotated");

@@ -278,12 +278,7 @@ fn judges_who_disagree_keep_only_critical_issues() {
     assert!(plan["alpha"].as_f64().expect("alpha") < 0.67, "{plan}");
     assert_eq!(plan["agreement"], "low");
     assert_eq!(plan["flagged_for_review"], true);
-    let kept: Vec<&str> = plan["kept"]
-        .as_array()
-        .expect("kept")
-        .iter()
-        .filter_map(|i| i["severity"].as_str())
-        .collect();
+    let kept: Vec<&str> = crate::common::strings_of(&plan["kept"], "severity");
     assert_eq!(kept, ["critical"], "{plan}");
     assert!(plan["filtered"].as_array().is_some_and(|f| !f.is_empty()));
     assert!(ledger(&s).is_empty(), "plan-only changes nothing");

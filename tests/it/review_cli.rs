@@ -46,11 +46,8 @@ fn review_records_every_op_with_patches_ledger_log_report_and_notes() {
     // The rejection classes, each with a reason (REJECT_SCHEMA_ID needs
     // NOTE_ID_FIX off: see the test below; REJECT_LEDGER cannot happen
     // when the engine allocates the IDs).
-    let classes: BTreeSet<&str> = v["apply_log"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|r| r["reject"].as_str())
+    let classes: BTreeSet<&str> = crate::common::strings_of(&v["apply_log"], "reject")
+        .into_iter()
         .collect();
     let expected: BTreeSet<&str> = [
         "REJECT_HASH",

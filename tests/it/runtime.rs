@@ -20,12 +20,7 @@ fn discovery_lists_kernels_from_every_source() {
         .arg(folder.path()));
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let v: Value = serde_json::from_str(&stdout(&out)).expect("json");
-    let names: Vec<&str> = v["kernels"]
-        .as_array()
-        .expect("array")
-        .iter()
-        .filter_map(|k| k["name"].as_str())
-        .collect();
+    let names: Vec<&str> = strings_of(&v["kernels"], "name");
     for expected in ["source_len", "threshold", "sleepy_a", "panicker", "writer"] {
         assert!(
             names.contains(&expected),
@@ -391,12 +386,7 @@ fn kernel_and_until_run_only_what_is_needed() {
         .expect("summary")
         .contains("threshold 10"));
     let r = p.record();
-    let ran: Vec<&str> = r["kernels"]
-        .as_array()
-        .expect("kernels")
-        .iter()
-        .filter_map(|k| k["name"].as_str())
-        .collect();
+    let ran: Vec<&str> = strings_of(&r["kernels"], "name");
     assert_eq!(ran.len(), 2, "{ran:?}");
     assert!(!ran.contains(&"sleepy_a") && !ran.contains(&"report_long"));
     // Again: answered from the cache, same output.
