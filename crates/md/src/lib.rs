@@ -15,6 +15,7 @@ pub use tokens::estimate_tokens;
 pub mod front_matter;
 pub mod line_index;
 pub mod scan;
+pub mod shape;
 
 pub use line_index::LineIndex;
 pub mod error;
