@@ -36,7 +36,8 @@ pub struct NormalizeOptions {
     /// Run the blank-line targeting guard.
     pub blank_line_guard: bool,
     /// Run the content guards (changed numbers, URLs, code, identifiers,
-    /// quotations; another language; a "typo" that rewrites).
+    /// quotations; another language; the Markdown structure; polarity
+    /// words; a kind that claims less than the op does).
     #[serde(default = "yes")]
     pub content_guards: bool,
 }
@@ -104,7 +105,8 @@ pub enum Fix {
     /// A content guard fired: the op was made to need attention, became a
     /// flag, or changed kind (see the guard's reason).
     ContentGuard {
-        /// `TOKEN_GUARD`, `LANGUAGE_GUARD` or `REWRITE_GUARD`.
+        /// `TOKEN_GUARD`, `LANGUAGE_GUARD`, `STRUCTURE_GUARD`,
+        /// `MEANING_GUARD`, `REWRITE_GUARD` or `KIND_GUARD`.
         guard: String,
         /// What the guard saw, e.g. `changes number '10' → '12'`.
         reason: String,
@@ -123,6 +125,9 @@ impl Fix {
                 "TOKEN_GUARD" => "TOKEN_GUARD",
                 "LANGUAGE_GUARD" => "LANGUAGE_GUARD",
                 "REWRITE_GUARD" => "REWRITE_GUARD",
+                "STRUCTURE_GUARD" => "STRUCTURE_GUARD",
+                "MEANING_GUARD" => "MEANING_GUARD",
+                "KIND_GUARD" => "KIND_GUARD",
                 _ => "CONTENT_GUARD",
             },
         }

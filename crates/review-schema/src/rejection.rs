@@ -31,14 +31,19 @@ pub enum RejectClass {
     #[serde(rename = "REJECT_OTHER")]
     Other,
     /// Under `--strict`, a content guard fired (a number, URL, code span,
-    /// identifier or quotation changed).
+    /// identifier or quotation changed; a polarity word; the structure).
     #[serde(rename = "REJECT_GUARD")]
     Guard,
+    /// A model's op would change the document's Markdown structure (a
+    /// heading, a list item, a table, an HTML element or a fence left
+    /// open) without declaring that purpose.
+    #[serde(rename = "REJECT_STRUCTURE")]
+    Structure,
 }
 
 impl RejectClass {
     /// Every class, in taxonomy order.
-    pub const ALL: [RejectClass; 8] = [
+    pub const ALL: [RejectClass; 9] = [
         RejectClass::Hash,
         RejectClass::SchemaNote,
         RejectClass::SchemaId,
@@ -47,6 +52,7 @@ impl RejectClass {
         RejectClass::Range,
         RejectClass::Other,
         RejectClass::Guard,
+        RejectClass::Structure,
     ];
 
     /// The name in the apply log and in messages, e.g. `REJECT_HASH`.
@@ -60,6 +66,7 @@ impl RejectClass {
             RejectClass::Range => "REJECT_RANGE",
             RejectClass::Other => "REJECT_OTHER",
             RejectClass::Guard => "REJECT_GUARD",
+            RejectClass::Structure => "REJECT_STRUCTURE",
         }
     }
 }

@@ -19,6 +19,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 
 use crate::edit_op::build_op;
+use crate::effect::{structure_changes, Blocks};
 use crate::guards::{self, GuardContext};
 use crate::normalize::normalize;
 use crate::patch::{apply_change, make_patch_pair};
@@ -326,6 +327,8 @@ fn run_batch(
     let mut edited: Vec<EditedLines> = Vec::new();
     // The document's language, found on the first op that needs it.
     let mut guard_ctx: Option<GuardContext> = None;
+    // Its top-level blocks, found on the first change that needs them.
+    let mut blocks: Option<Blocks> = None;
 
     for (index, value) in input.ops.iter().enumerate() {
         // The ID this op gets if it is applied or flagged: allocated only
@@ -448,32 +451,44 @@ fn run_batch(
                 }),
             };
             let guard_ctx = guard_ctx.get_or_insert_with(|| GuardContext::of(input.text));
-            let guarded = guards::run(&mut op, &before, guard_ctx);
-            if let Some(refused) = guarded
-                .iter()
-                .find(|f| input.options.strict && guards::refused_when_strict(f))
-            {
-                let why = match refused {
-                    Fix::ContentGuard { reason, .. } => reason.clone(),
-                    other => other.name().to_owned(),
-                };
-                fixes.extend(guarded.iter().cloned());
+            let (old_lines, new_lines, structure) = match &valid.planned {
+                Some(planned) => {
+                    let change = &planned.change;
+                    let blocks = blocks.get_or_insert_with(|| Blocks::of(input.text));
+                    let structure = structure_changes(
+                        &planned_doc,
+                        blocks,
+                        change.start,
+                        change.old.len(),
+                        &change.new,
+                    );
+                    (change.old.concat(), change.new.concat(), structure)
+                }
+                None => (String::new(), String::new(), Vec::new()),
+            };
+            let seen = guards::Seen {
+                before: &before,
+                lines: valid
+                    .planned
+                    .as_ref()
+                    .map(|_| (old_lines.as_str(), new_lines.as_str())),
+                structure: &structure,
+                origin,
+                strict: input.options.strict,
+                policy: &input.options.policy,
+            };
+            let guarded = guards::run(&mut op, &seen, guard_ctx);
+            fixes.extend(guarded.fixes);
+            if let Some((class, why)) = guarded.refused {
                 rejected.push(reject(
                     Some(&op),
                     fixes,
                     defaults,
-                    Rejection::new(
-                        RejectClass::Guard,
-                        format!(
-                            "{}: {why}; --strict refuses such a change (without it, it is applied with a warning)",
-                            op_label(index)
-                        ),
-                    ),
+                    Rejection::new(class, format!("{}: {why}", op_label(index))),
                 ));
                 continue;
             }
             let downgraded = op.action == Action::FlagOnly && valid.planned.is_some();
-            fixes.extend(guarded);
             if downgraded {
                 valid = match validate(&op, index, &planned_doc, input.ledger_ids, protection) {
                     Ok(valid) => valid,

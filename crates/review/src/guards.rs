@@ -1,25 +1,47 @@
-//! Content guards: deterministic checks, in the apply path, that keep a
-//! careless model (or a careless ops file) from harming a document
-//! *silently*. Whatever an op's origin, it passes them:
+//! Content guards: deterministic checks, in the apply path, that judge an
+//! op by what it does, not by what it says it is, so that a careless model
+//! (or a careless ops file) cannot harm a document *silently*. Whatever an
+//! op's origin, it passes them:
 //!
-//! - `TOKEN_GUARD`: a number, a URL or link target, an inline code span,
-//!   an identifier-like token (`snake_case`, `camelCase`, `RFC7230`,
-//!   `DINUM`) or a quoted string that the op removes, adds or changes. The
-//!   op is kept but needs attention, with a WARNING note naming what
-//!   changed (refused under `--strict`).
 //! - `LANGUAGE_GUARD`: text written in another language than the
 //!   document's (French ↔ English): downgraded to `flag_only`, so a person
 //!   sees the proposal and nothing is written.
-//! - `REWRITE_GUARD`: a `typo`, `spelling` or `grammar` op whose new text
-//!   shares too little with the old one: that is a rewrite, so the kind
-//!   becomes `style` and the op needs attention.
+//! - `STRUCTURE_GUARD`: the Markdown structure of the blocks around the
+//!   change differs ([`koas_md::shape`]: a heading removed or its level
+//!   changed, a list item's marker removed, a table created or broken, an
+//!   HTML element or a code fence left open, emphasis or links changed).
+//!   A model's op that changes the block structure is refused
+//!   (`REJECT_STRUCTURE`) unless its kind declares that purpose
+//!   (`heading`, `list`, `table`, `structure`…), and one that leaves
+//!   something open is always refused; otherwise the op needs attention,
+//!   with a WARNING note naming what changed.
+//! - `TOKEN_GUARD`: a number, a URL or link target, an inline code span,
+//!   an identifier-like token (`snake_case`, `camelCase`, `RFC7230`,
+//!   `DINUM`) or a quoted string that the op removes, adds or changes. The
+//!   op needs attention, with a WARNING note naming what changed.
+//! - `MEANING_GUARD`: a polarity word added, removed or swapped (negation,
+//!   modal, quantifier, comparison, direction; [`crate::lexicon`]): the op
+//!   needs attention, with a note such as "negation removed: 'not'".
+//! - `REWRITE_GUARD`: an op that claims a small change (`typo`, `grammar`,
+//!   `punctuation`…) or would be silent, but replaces, adds or removes
+//!   other words ([`EditClass::Rewrite`]): kind `style`, needs attention.
+//! - `KIND_GUARD`: an op that claims less than it does but stays a small
+//!   change (a `typo` that swaps an article is `grammar`): its kind is
+//!   corrected to what it does; it stays silent when that kind is.
+//!
+//! Under `--strict`, `STRUCTURE_GUARD`, `TOKEN_GUARD` and `MEANING_GUARD`
+//! refuse the op (`REJECT_GUARD`) instead.
 //!
 //! The blank-line guard and the CAUTION note of a deletion live in
-//! [`crate::normalize`].
+//! [`crate::normalize`]; invisible characters are refused by
+//! [`crate::validate`].
 
+use crate::effect::{edit_class, lexicons_for, polarity_changes, EditClass};
 use crate::lang::{self, Language};
-use koas_review_schema::apply::Fix;
-use koas_review_schema::edit_op::{Action, Alert, EditOp, ReviewNote};
+use koas_md::shape::{Area, ShapeChange};
+use koas_review_schema::apply::{Fix, OpOrigin};
+use koas_review_schema::edit_op::{Action, Alert, EditOp, ReviewNote, ReviewPolicy};
+use koas_review_schema::rejection::RejectClass;
 use std::collections::BTreeMap;
 
 /// What the guards know about the document as a whole.
@@ -147,52 +169,6 @@ fn token_changes(before: &str, after: &str) -> Vec<String> {
     changes
 }
 
-/// Similarity of two texts: 2 × common units in order / total (1.0 for
-/// equal texts, 0.0 for nothing in common). Units are characters, so that
-/// a one-word typo fix ("insufisant" → "insuffisant") scores high; words
-/// for long texts, to bound the work.
-fn similarity(a: &str, b: &str) -> f64 {
-    let (ca, cb) = (a.chars().count(), b.chars().count());
-    if ca.saturating_mul(cb) <= 4_000_000 {
-        let a: Vec<char> = a.chars().collect();
-        let b: Vec<char> = b.chars().collect();
-        lcs_ratio(&a, &b)
-    } else {
-        let a: Vec<&str> = a.split_whitespace().collect();
-        let b: Vec<&str> = b.split_whitespace().collect();
-        lcs_ratio(&a, &b)
-    }
-}
-
-fn lcs_ratio<T: PartialEq>(a: &[T], b: &[T]) -> f64 {
-    if a.is_empty() && b.is_empty() {
-        return 1.0;
-    }
-    // Longest common subsequence, two rows.
-    let mut prev = vec![0usize; b.len() + 1];
-    let mut row = vec![0usize; b.len() + 1];
-    for x in a {
-        for (j, y) in b.iter().enumerate() {
-            row[j + 1] = if x == y {
-                prev[j] + 1
-            } else {
-                row[j].max(prev[j + 1])
-            };
-        }
-        std::mem::swap(&mut prev, &mut row);
-    }
-    2.0 * prev[b.len()] as f64 / (a.len() + b.len()) as f64
-}
-
-/// The least similarity a small correction keeps with its text.
-fn min_similarity(kind: &str) -> Option<f64> {
-    match kind {
-        "typo" | "spelling" | "orthographe" => Some(0.7),
-        "grammar" | "grammaire" => Some(0.6),
-        _ => None,
-    }
-}
-
 fn warn(op: &mut EditOp, reason: &str) {
     op.needs_attention = true;
     op.silent = false;
@@ -218,237 +194,234 @@ fn warn(op: &mut EditOp, reason: &str) {
     }
 }
 
-/// Runs the content guards on `op` (whose `before` is the text it
-/// replaces: its `before_text`, or its target's text). Each guard that
-/// fires changes the op as its description says and is returned.
-pub fn run(op: &mut EditOp, before: &str, ctx: &GuardContext) -> Vec<Fix> {
-    let mut fired = Vec::new();
-    if !matches!(op.action, Action::Replace | Action::Insert) {
-        return fired;
-    }
-    let after = op.after_text.clone();
-    if let Some(other) = lang::detect_confident(&after) {
-        let before_lang = lang::detect_confident(before);
-        // Judged against the text it replaces when that says something,
-        // else against the document.
-        let expected = before_lang.unwrap_or(ctx.language);
-        if other != expected {
-            let reason = format!(
-                "the new text is in {}, the document in {}: shown for a decision, not applied",
-                other.name(),
-                expected.name()
-            );
-            op.action = Action::FlagOnly;
-            warn(op, &reason);
-            fired.push(Fix::ContentGuard {
-                guard: "LANGUAGE_GUARD".into(),
-                reason,
-            });
-            return fired;
-        }
-    }
-    let changes = token_changes(before, &after);
-    if !changes.is_empty() {
-        let reason = format!("changes {}", changes.join("; "));
-        warn(op, &reason);
-        fired.push(Fix::ContentGuard {
-            guard: "TOKEN_GUARD".into(),
+/// What the guards see of one op, besides the op itself.
+#[derive(Debug, Clone, Copy)]
+pub struct Seen<'a> {
+    /// The text the op replaces: its `before_text`, or its target's text
+    /// (empty for an insert).
+    pub before: &'a str,
+    /// The whole lines the op changes, before and after (the lines that
+    /// differ, each side joined), so that the words around the change are
+    /// compared too; `None` for an op that changes no line.
+    pub lines: Option<(&'a str, &'a str)>,
+    /// How the change alters the Markdown structure of the blocks around
+    /// it ([`crate::effect::structure_changes`]).
+    pub structure: &'a [ShapeChange],
+    /// Who proposed the op.
+    pub origin: OpOrigin,
+    /// `--strict`.
+    pub strict: bool,
+    /// The silent tier, for a corrected kind.
+    pub policy: &'a ReviewPolicy,
+}
+
+/// What the guards decided.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Guarded {
+    /// Each guard that fired, in order; the op was changed as each says.
+    pub fixes: Vec<Fix>,
+    /// The op must be refused: its class and why (the op's label is added
+    /// by the caller).
+    pub refused: Option<(RejectClass, String)>,
+}
+
+impl Guarded {
+    fn fire(&mut self, guard: &str, reason: String) {
+        self.fixes.push(Fix::ContentGuard {
+            guard: guard.into(),
             reason,
         });
     }
-    if op.action == Action::Replace {
-        if let Some(min) = min_similarity(&op.kind.to_lowercase()) {
-            let similarity = similarity(before, &after);
-            if similarity < min {
+
+    fn refuse(mut self, class: RejectClass, guard: &str, reason: String) -> Guarded {
+        self.fire(guard, reason.clone());
+        self.refused = Some((class, reason));
+        self
+    }
+}
+
+/// The structure areas an op kind declares as its purpose: an op whose
+/// kind is `heading` may change a heading, one whose kind is `structure`
+/// or `formatting` any part of the structure.
+pub fn declared_areas(kind: &str) -> &'static [Area] {
+    const ALL: &[Area] = &[
+        Area::Heading,
+        Area::List,
+        Area::Table,
+        Area::Quote,
+        Area::Code,
+        Area::Html,
+        Area::Rule,
+        Area::Footnote,
+        Area::Nesting,
+        Area::Image,
+        Area::Paragraph,
+        Area::Emphasis,
+        Area::Link,
+        Area::Span,
+        Area::Break,
+    ];
+    match kind.trim().to_lowercase().as_str() {
+        "structure" | "markdown" | "formatting" | "format" | "layout" | "mise en forme" => ALL,
+        "heading" | "headings" | "title" | "titre" | "titres" | "numbering" | "numérotation" => {
+            &[Area::Heading]
+        }
+        "list" | "lists" | "liste" | "listes" => &[Area::List, Area::Nesting],
+        "table" | "tables" | "tableau" | "tableaux" => &[Area::Table],
+        "html" => &[Area::Html],
+        "code" => &[Area::Code],
+        "quote" | "citation" => &[Area::Quote],
+        "image" | "images" => &[Area::Image],
+        "footnote" | "footnotes" | "note" => &[Area::Footnote],
+        "rule" => &[Area::Rule],
+        _ => &[],
+    }
+}
+
+fn describe_all(changes: &[String]) -> String {
+    const SHOWN: usize = 3;
+    let mut text = changes
+        .iter()
+        .take(SHOWN)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join("; ");
+    if changes.len() > SHOWN {
+        text.push_str(&format!("; and {} more", changes.len() - SHOWN));
+    }
+    text
+}
+
+/// The reason a `--strict` refusal gives.
+fn strict_reason(reason: &str) -> String {
+    format!("{reason}; --strict refuses such a change (without it, it is applied with a warning)")
+}
+
+/// Runs the content guards on `op`. Each guard that fires changes the op
+/// as the module documentation says and is returned; a refusal ends the
+/// run.
+pub fn run(op: &mut EditOp, seen: &Seen<'_>, ctx: &GuardContext) -> Guarded {
+    let mut out = Guarded::default();
+    if op.action == Action::FlagOnly {
+        return out;
+    }
+    let after = op.after_text.clone();
+    let before = seen.before;
+    if matches!(op.action, Action::Replace | Action::Insert) {
+        if let Some(other) = lang::detect_confident(&after) {
+            // Judged against the text it replaces when that says
+            // something, else against the document.
+            let expected = lang::detect_confident(before).unwrap_or(ctx.language);
+            if other != expected {
                 let reason = format!(
-                    "a {} op that rewrites {:.0}% of its text is a rewrite (kind set to style)",
-                    op.kind,
-                    (1.0 - similarity) * 100.0
+                    "the new text is in {}, the document in {}: shown for a decision, not applied",
+                    other.name(),
+                    expected.name()
                 );
-                op.kind = "style".into();
+                op.action = Action::FlagOnly;
                 warn(op, &reason);
-                fired.push(Fix::ContentGuard {
-                    guard: "REWRITE_GUARD".into(),
-                    reason,
-                });
+                out.fire("LANGUAGE_GUARD", reason);
+                return out;
             }
         }
     }
-    fired
-}
 
-/// True when `fix` is a guard whose op `--strict` refuses (a changed
-/// number, URL, code span, identifier or quotation).
-pub fn refused_when_strict(fix: &Fix) -> bool {
-    matches!(fix, Fix::ContentGuard { guard, .. } if guard == "TOKEN_GUARD")
+    if !seen.structure.is_empty() {
+        let what: Vec<String> = seen.structure.iter().map(|c| c.what.clone()).collect();
+        let reason = format!("changes the structure: {}", describe_all(&what));
+        if seen.origin == OpOrigin::Model {
+            if let Some(open) = seen.structure.iter().find(|c| c.leaves_open) {
+                return out.refuse(
+                    RejectClass::Structure,
+                    "STRUCTURE_GUARD",
+                    format!(
+                        "{}: a model's change never leaves an element, a comment or a fence open (a fix closes what it opens)",
+                        open.what
+                    ),
+                );
+            }
+            let allowed = declared_areas(&op.kind);
+            let undeclared: Vec<&ShapeChange> = seen
+                .structure
+                .iter()
+                .filter(|c| c.area.is_block() && !allowed.contains(&c.area))
+                .collect();
+            if let Some(first) = undeclared.first() {
+                return out.refuse(
+                    RejectClass::Structure,
+                    "STRUCTURE_GUARD",
+                    format!(
+                        "{}: a model's change of kind '{}' may not change the document's structure (a change whose kind declares it, such as 'heading', 'list', 'table' or 'structure', is applied with a note)",
+                        first.what, op.kind
+                    ),
+                );
+            }
+        }
+        if seen.strict {
+            return out.refuse(
+                RejectClass::Guard,
+                "STRUCTURE_GUARD",
+                strict_reason(&reason),
+            );
+        }
+        warn(op, &reason);
+        out.fire("STRUCTURE_GUARD", reason);
+    }
+    if op.action == Action::Delete {
+        // A deletion needs attention and a CAUTION note already; its
+        // words are gone by definition.
+        return out;
+    }
+
+    let changes = token_changes(before, &after);
+    if !changes.is_empty() {
+        let reason = format!("changes {}", changes.join("; "));
+        if seen.strict {
+            return out.refuse(RejectClass::Guard, "TOKEN_GUARD", strict_reason(&reason));
+        }
+        warn(op, &reason);
+        out.fire("TOKEN_GUARD", reason);
+    }
+
+    let (old_lines, new_lines) = seen.lines.unwrap_or((before, after.as_str()));
+    let lexicons = lexicons_for(ctx.language, old_lines);
+    let polarity = polarity_changes(old_lines, new_lines, &lexicons);
+    if !polarity.is_empty() {
+        let described: Vec<String> = polarity.iter().map(|p| p.describe()).collect();
+        let reason = format!("changes the meaning: {}", describe_all(&described));
+        if seen.strict {
+            return out.refuse(RejectClass::Guard, "MEANING_GUARD", strict_reason(&reason));
+        }
+        warn(op, &reason);
+        out.fire("MEANING_GUARD", reason);
+    }
+
+    let claimed = EditClass::claimed_by(&op.kind);
+    if claimed.is_some() || op.silent {
+        let effect = edit_class(old_lines, new_lines, &lexicons);
+        if effect == EditClass::Rewrite {
+            let reason = format!(
+                "a '{}' change that replaces, adds or removes other words is a rewrite (kind set to style)",
+                op.kind
+            );
+            op.kind = EditClass::Rewrite.kind().into();
+            warn(op, &reason);
+            out.fire("REWRITE_GUARD", reason);
+        } else if claimed.is_some_and(|c| effect > c) {
+            let reason = format!(
+                "a '{}' change that does more: it is a {} change (kind corrected)",
+                op.kind,
+                effect.kind()
+            );
+            op.kind = effect.kind().into();
+            if op.silent && !seen.policy.is_silent_kind(&op.kind) {
+                warn(op, &reason);
+            }
+            out.fire("KIND_GUARD", reason);
+        }
+    }
+    out
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use koas_review_schema::change_id::ChangeId;
-    use koas_review_schema::edit_op::Target;
-
-    fn op(kind: &str, after: &str) -> EditOp {
-        EditOp {
-            id: ChangeId::new(7).expect("id"),
-            source_id: None,
-            action: Action::Replace,
-            target: Target {
-                line_start: 3,
-                line_end: 3,
-                ..Target::default()
-            },
-            before_hash: None,
-            before_text: None,
-            after_text: after.into(),
-            needs_attention: false,
-            kind: kind.into(),
-            severity: "minor".into(),
-            silent: true,
-            review_note: None,
-            rationale: String::new(),
-            summary: None,
-        }
-    }
-
-    fn names(fixes: &[Fix]) -> Vec<String> {
-        fixes
-            .iter()
-            .map(|f| match f {
-                Fix::ContentGuard { guard, .. } => guard.clone(),
-                other => other.name().to_owned(),
-            })
-            .collect()
-    }
-
-    const EN: GuardContext = GuardContext {
-        language: Language::English,
-    };
-
-    #[test]
-    fn a_plain_typo_fix_passes_untouched() {
-        let mut o = op("typo", "The policy applies to every record.");
-        let fixes = run(&mut o, "The policy aplies to every record.", &EN);
-        assert!(fixes.is_empty(), "{fixes:?}");
-        assert!(!o.needs_attention && o.silent);
-    }
-
-    #[test]
-    fn numbers_urls_code_identifiers_and_quotes_are_never_changed_silently() {
-        let cases = [
-            (
-                "Records are kept 10 years.",
-                "Records are kept 12 years.",
-                "number '10' → '12'",
-            ),
-            (
-                "See https://a.example/x for details.",
-                "See https://b.example/x for details.",
-                "URL",
-            ),
-            (
-                "Read [the guide](guide.md#setup) first.",
-                "Read [the guide](guide.md#install) first.",
-                "link target",
-            ),
-            (
-                "Set `max_in_flight` to four.",
-                "Set `max_inflight` to four.",
-                "inline code",
-            ),
-            (
-                "The DINUM receives logs.",
-                "The DNUM receives logs.",
-                "identifier 'DINUM' → 'DNUM'",
-            ),
-            (
-                "It says \"never\" here.",
-                "It says \"rarely\" here.",
-                "quoted string",
-            ),
-            (
-                "Signed on 2024-03-01 by the team.",
-                "Signed on 2024-03-10 by the team.",
-                "number",
-            ),
-        ];
-        for (before, after, expect) in cases {
-            let mut o = op("typo", after);
-            let fixes = run(&mut o, before, &EN);
-            assert_eq!(names(&fixes), ["TOKEN_GUARD"], "{before} → {after}");
-            let reason = match &fixes[0] {
-                Fix::ContentGuard { reason, .. } => reason.clone(),
-                _ => String::new(),
-            };
-            assert!(reason.contains(expect), "{reason} should contain {expect}");
-            assert!(o.needs_attention && !o.silent);
-            assert_eq!(o.severity, "attention");
-            let note = o.review_note.clone().expect("a note");
-            assert_eq!(note.alert, Alert::Warning);
-            assert!(
-                note.text.starts_with("REVIEWER: RVW-0007 — changes"),
-                "{}",
-                note.text
-            );
-            assert!(refused_when_strict(&fixes[0]));
-        }
-    }
-
-    #[test]
-    fn text_in_another_language_becomes_a_flag() {
-        let mut o = op(
-            "grammar",
-            "Les contrôles sont en place pour la plateforme de paiement.",
-        );
-        let fixes = run(
-            &mut o,
-            "The controls are in place for the payment platform.",
-            &EN,
-        );
-        assert_eq!(names(&fixes), ["LANGUAGE_GUARD"]);
-        assert_eq!(o.action, Action::FlagOnly);
-        assert!(o.needs_attention);
-        // A French document, a French fix: nothing to say.
-        let fr = GuardContext {
-            language: Language::French,
-        };
-        let mut ok = op("grammar", "Les contrôles sont en place pour la plateforme.");
-        assert!(run(
-            &mut ok,
-            "Les contrôle sont en place pour la plateforme.",
-            &fr
-        )
-        .is_empty());
-    }
-
-    #[test]
-    fn a_typo_that_rewrites_the_sentence_is_a_style_change_needing_attention() {
-        let mut o = op("typo", "Payment data must be archived by the operator.");
-        let fixes = run(&mut o, "The policy aplies to every payment record.", &EN);
-        assert_eq!(names(&fixes), ["REWRITE_GUARD"]);
-        assert_eq!(o.kind, "style");
-        assert!(o.needs_attention);
-        // A style op may rewrite: no guard.
-        let mut s = op("style", "Payment data must be archived by the operator.");
-        assert!(run(&mut s, "The policy aplies to every payment record.", &EN).is_empty());
-    }
-
-    #[test]
-    fn tokens_inside_code_are_counted_once() {
-        let t = protected_tokens("Run `cargo test -j 2` then retry 3 times.");
-        assert_eq!(t["inline code"], ["cargo test -j 2"]);
-        assert_eq!(t["number"], ["3"]);
-    }
-
-    #[test]
-    fn similarity_is_symmetric_and_bounded() {
-        assert_eq!(similarity("abc", "abc"), 1.0);
-        assert_eq!(similarity("abc", "xyz"), 0.0);
-        let s = similarity("abcd", "axcd");
-        assert!((s - 0.75).abs() < 1e-9, "{s}");
-        assert_eq!(similarity("ab", "ba"), similarity("ba", "ab"));
-        assert!(similarity("insufisant", "insuffisant") > 0.9);
-        assert!(similarity("lenght", "length") > 0.8);
-    }
-}
+mod tests;

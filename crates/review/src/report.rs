@@ -51,7 +51,8 @@ pub struct ReportInput<'a> {
 pub const DELETION_CAUTION: &str = "DELETION_CAUTION";
 
 /// Every guard firing of a run, by name: the content guards
-/// (`TOKEN_GUARD`, `LANGUAGE_GUARD`, `REWRITE_GUARD`) and the blank-line
+/// (`TOKEN_GUARD`, `LANGUAGE_GUARD`, `STRUCTURE_GUARD`, `MEANING_GUARD`,
+/// `REWRITE_GUARD`, `KIND_GUARD`) and the blank-line
 /// guard from each op's fixes, applied or rejected alike, and
 /// [`DELETION_CAUTION`] for every deletion that was applied or flagged
 /// (it always carries a CAUTION note).
@@ -76,6 +77,9 @@ pub fn guard_effect(name: &str) -> &'static str {
         "TOKEN_GUARD" => "a number, URL, link target, code span, quotation or identifier changed: the change needs attention with a WARNING note (refused under --strict)",
         "LANGUAGE_GUARD" => "the new text is in another language than the document: the change became a flag",
         "REWRITE_GUARD" => "a typo or grammar fix that rewrites the text: now a style change needing attention",
+        "STRUCTURE_GUARD" => "the Markdown structure changed (a heading, a list item, a table, HTML, emphasis…): the change needs attention with a note naming it; a model's change of the block structure is refused unless its kind declares it (refused under --strict)",
+        "MEANING_GUARD" => "a negation, modal, quantifier, comparison or direction word changed: the change needs attention with a note naming it (refused under --strict)",
+        "KIND_GUARD" => "a change that does more than its kind says (a typo that swaps a word): its kind was corrected",
         "BLANK_LINE_GUARD" => "a blank target line: the change was moved to its text, or became a flag",
         DELETION_CAUTION => "a deletion: CAUTION note, needs attention",
         _ => "a content guard: the change needs attention",

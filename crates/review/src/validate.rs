@@ -112,8 +112,12 @@ fn control_char(text: &str) -> Option<(usize, char)> {
 
 /// Refuses control characters (other than tab and line ends) in the text
 /// an op writes into the document, its note, and what the report shows: a
-/// NUL written into a Markdown file makes it binary.
-pub fn check_text_fields(op: &EditOp, index: usize) -> Result<(), Rejection> {
+/// NUL written into a Markdown file makes it binary. Refuses too the
+/// invisible and bidirectional-control characters
+/// ([`crate::effect::invisible_char`]) that `replaced`, the text the op
+/// replaces, does not already hold: a direction override or a zero-width
+/// space changes what a reader sees, or finds, without being seen.
+pub fn check_text_fields(op: &EditOp, index: usize, replaced: &str) -> Result<(), Rejection> {
     let label = op_label(index);
     let fields = [
         ("after_text", Some(op.after_text.as_str())),
@@ -130,6 +134,17 @@ pub fn check_text_fields(op: &EditOp, index: usize) -> Result<(), Rejection> {
                 RejectClass::Other,
                 format!(
                     "{label}: {name} holds the control character U+{:04X} at byte {at}; only tab and line ends are allowed in text written to the document — remove it",
+                    u32::from(c)
+                ),
+            ));
+        }
+        if let Some((at, c, char_name)) =
+            text.and_then(|t| crate::effect::new_invisible_char(t, replaced))
+        {
+            return Err(Rejection::new(
+                RejectClass::Other,
+                format!(
+                    "{label}: {name} holds the invisible character U+{:04X} {char_name} at byte {at}, which the text it replaces does not hold; invisible and direction-changing characters are refused — remove it",
                     u32::from(c)
                 ),
             ));
@@ -159,7 +174,15 @@ pub fn validate(
     let label = op_label(index);
     let (start, end) = (op.target.line_start, op.target.line_end);
     let lines = lines_label(start, end);
-    check_text_fields(op, index)?;
+    let target = doc.target_text(start, end).unwrap_or_default();
+    // An insertion replaces nothing: the line it follows vouches for none
+    // of its characters.
+    let replaced = if op.action == Action::Insert {
+        ""
+    } else {
+        target.as_str()
+    };
+    check_text_fields(op, index, replaced)?;
 
     // 1. ID format — the op's own ID is engine-allocated; the note must name it.
     if let Some(note) = &op.review_note {
@@ -181,7 +204,6 @@ pub fn validate(
     }
 
     // 3. Content hash.
-    let target = doc.target_text(start, end).unwrap_or_default();
     let matched = match_before_text(&target, op.before_text.as_deref());
     if op.action != Action::FlagOnly {
         match matched {

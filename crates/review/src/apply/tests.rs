@@ -319,8 +319,69 @@ fn every_rejection_class_is_reachable() {
         RejectClass::Range,
         RejectClass::Other,
         RejectClass::Guard,
+        RejectClass::Structure,
     ];
     assert_eq!(covered.to_vec(), RejectClass::ALL.to_vec());
+}
+
+fn run_as(text: &str, ops: Vec<Value>, origin: OpOrigin) -> BatchOutcome {
+    apply_batch(BatchInput {
+        doc_name: "doc.md",
+        text,
+        ops: &ops,
+        protected: &ProtectedSpans::default(),
+        ledger_ids: &BTreeSet::new(),
+        first_id: ChangeId::new(10).unwrap(),
+        options: &ApplyOptions::default(),
+        origins: &vec![origin; ops.len()],
+        reverted: &[],
+    })
+}
+
+#[test]
+fn a_models_heading_removed_is_refused_a_persons_is_applied_with_a_note() {
+    let doc = "# Guide\n\n## Payment routing\n\nThe platform routes payments.\n";
+    let op = json!({"action": "replace", "kind": "typo", "target": {"line_start": 3},
+        "before_text": "## Payment routing", "after_text": "Payment routing"});
+    let out = run_as(doc, vec![op.clone()], OpOrigin::Model);
+    let r = only_rejection(&out);
+    assert_eq!(r.class, RejectClass::Structure);
+    assert!(
+        r.reason
+            .starts_with("op 1: heading (level 2) turned into a paragraph: 'Payment routing'"),
+        "{}",
+        r.reason
+    );
+    let out = run_as(doc, vec![op], OpOrigin::Person);
+    assert!(out.rejected.is_empty(), "{:?}", out.rejected);
+    let applied = &out.applied[0];
+    assert!(applied.op.needs_attention && !applied.op.silent);
+    assert!(applied.fixes.iter().any(|f| f.name() == "STRUCTURE_GUARD"));
+    let note = applied.op.review_note.clone().expect("a note").text;
+    assert!(
+        note.contains("heading (level 2) turned into a paragraph"),
+        "{note}"
+    );
+}
+
+#[test]
+fn invisible_characters_are_refused_for_every_origin_unless_already_there() {
+    let doc = "# Guide\n\nThe payment platform.\n\nA zero\u{200B}width join.\n";
+    for origin in [OpOrigin::Person, OpOrigin::Model] {
+        for c in ['\u{202E}', '\u{200B}', '\u{2028}', '\u{FEFF}'] {
+            let op = json!({"action": "replace", "kind": "typo", "target": {"line_start": 3},
+                "before_text": "payment", "after_text": format!("pay{c}ment")});
+            let out = run_as(doc, vec![op], origin);
+            let r = only_rejection(&out);
+            assert_eq!(r.class, RejectClass::Other, "{c:?}");
+            assert!(r.reason.contains("invisible character"), "{}", r.reason);
+        }
+    }
+    // A zero-width space the line already held may stay.
+    let keep = json!({"action": "replace", "kind": "typo", "target": {"line_start": 5},
+        "before_text": "A zero\u{200B}width join.", "after_text": "A zero\u{200B}width joint."});
+    let out = run_as(doc, vec![keep], OpOrigin::Model);
+    assert!(out.rejected.is_empty(), "{:?}", out.rejected);
 }
 
 #[test]
