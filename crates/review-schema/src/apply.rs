@@ -234,6 +234,11 @@ pub struct AppliedOp {
     /// recorded: those ops all came from ops files).
     #[serde(default, skip_serializing_if = "OpOrigin::is_person")]
     pub origin: OpOrigin,
+    /// For a flag: `sha256:` of the flagged lines (with terminators) as
+    /// the batch leaves them, so that a later run knows the same flag on
+    /// the same text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flagged_hash: Option<String>,
 }
 
 /// Who proposed an op: it decides what the op may touch. A person's op
@@ -302,6 +307,51 @@ pub struct RejectedOp {
     pub rejection: Rejection,
 }
 
+/// How the ledger already holds an op's effect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KnownAs {
+    /// The change is made and in effect.
+    Applied,
+    /// The change was made, then reverted: it stays reverted.
+    Reverted,
+    /// The same flag on the same text is open.
+    Flagged,
+    /// The same flag on the same text was dismissed: it stays dismissed.
+    Dismissed,
+}
+
+impl KnownAs {
+    /// `applied`, `reverted`, `flagged` or `dismissed`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KnownAs::Applied => "applied",
+            KnownAs::Reverted => "reverted",
+            KnownAs::Flagged => "flagged",
+            KnownAs::Dismissed => "dismissed",
+        }
+    }
+}
+
+/// An op whose effect the ledger (or an earlier op of the batch) already
+/// holds: it is not recorded again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KnownOp {
+    /// 0-based position of the op in the input.
+    pub index: usize,
+    /// The `id` the op arrived with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_id: Option<String>,
+    /// Its action.
+    pub action: Action,
+    /// Its target lines.
+    pub lines: (usize, usize),
+    /// The change or flag that already holds its effect.
+    pub matches: ChangeId,
+    /// How.
+    pub known_as: KnownAs,
+}
+
 /// The result of a batch.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BatchOutcome {
@@ -309,6 +359,10 @@ pub struct BatchOutcome {
     pub applied: Vec<AppliedOp>,
     /// Rejected ops, in input order.
     pub rejected: Vec<RejectedOp>,
+    /// Ops whose effect is already in the ledger (applied, reverted,
+    /// flagged or dismissed), in input order: not recorded again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub known: Vec<KnownOp>,
     /// The document after every applied op.
     pub final_text: String,
     /// `sha256:` of the planned document.
@@ -327,6 +381,9 @@ pub enum OpStatus {
     Flagged,
     /// Not applied; the record gives the class and the reason.
     Rejected,
+    /// Not recorded: the ledger already holds its effect (the record
+    /// names the entry and how).
+    Known,
 }
 
 /// One line of `stage3/apply_log.jsonl`.
@@ -368,6 +425,12 @@ pub struct ApplyLogRecord {
     /// Protected regions an applied op touches.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub touches_protected: Vec<String>,
+    /// For a known op: the entry that already holds its effect.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matches: Option<ChangeId>,
+    /// For a known op: how the entry holds it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub known_as: Option<KnownAs>,
 }
 
 impl BatchOutcome {
@@ -393,6 +456,8 @@ impl BatchOutcome {
                 reject: None,
                 reason: None,
                 touches_protected: a.touches_protected.clone(),
+                matches: None,
+                known_as: None,
             })
             .chain(self.rejected.iter().map(|r| ApplyLogRecord {
                 run_id: run_id.to_owned(),
@@ -407,6 +472,24 @@ impl BatchOutcome {
                 reject: Some(r.rejection.class),
                 reason: Some(r.rejection.reason.clone()),
                 touches_protected: Vec::new(),
+                matches: None,
+                known_as: None,
+            }))
+            .chain(self.known.iter().map(|k| ApplyLogRecord {
+                run_id: run_id.to_owned(),
+                op_index: k.index + 1,
+                id: None,
+                source_id: k.source_id.clone(),
+                status: OpStatus::Known,
+                action: Some(k.action),
+                lines: Some(k.lines),
+                fixes: Vec::new(),
+                defaults_filled: Vec::new(),
+                reject: None,
+                reason: None,
+                touches_protected: Vec::new(),
+                matches: Some(k.matches),
+                known_as: Some(k.known_as),
             }))
             .collect();
         records.sort_by_key(|r| r.op_index);

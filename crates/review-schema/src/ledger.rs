@@ -114,10 +114,13 @@ pub struct LedgerEntry {
     /// extension).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub change: Option<ChangeLines>,
-    /// `sha256:` of the removed lines (koas extension).
+    /// `sha256:` of the removed lines; for a flag, of the flagged lines,
+    /// which tell the same flag on the same text in a later run (koas
+    /// extension).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub region_hash_before: Option<String>,
-    /// `sha256:` of the inserted lines (koas extension).
+    /// `sha256:` of the inserted lines; for a flag, of the flagged lines
+    /// (koas extension).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub region_hash_after: Option<String>,
     /// The `id` the op arrived with (koas extension, never trusted).

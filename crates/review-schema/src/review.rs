@@ -23,22 +23,47 @@ pub struct ReviewState {
     /// `sha256:` of the original document.
     pub original_hash: String,
     /// The changes of the ledger that were reverted, by what they changed:
-    /// a model proposing one of them again (a re-run asks the same
-    /// question about the same text) is refused, so a reverted change
+    /// an op making one of them again (a re-run asks the same question
+    /// about the same text) is not recorded again, so a reverted change
     /// stays reverted.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub reverted: Vec<RevertedChange>,
+    pub reverted: Vec<KnownChange>,
+    /// The changes of the ledger in effect (applied, not reverted), by
+    /// what they changed: an op whose change is already made is not
+    /// recorded again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub applied: Vec<KnownChange>,
+    /// The flags of the ledger, open or dismissed: the same flag on the
+    /// same text is not recorded again, and a dismissed one does not come
+    /// back.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flags: Vec<KnownFlag>,
 }
 
-/// A reverted change, by what it changed (see [`ReviewState::reverted`]).
+/// A change of the ledger, by what it changed (see
+/// [`ReviewState::reverted`] and [`ReviewState::applied`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RevertedChange {
+pub struct KnownChange {
     /// Its change ID.
     pub id: ChangeId,
     /// The lines it removed, with terminators, without unchanged context.
     pub old: Vec<String>,
     /// The lines it inserted, with terminators, without unchanged context.
     pub new: Vec<String>,
+}
+
+/// A flag of the ledger, by what it flags (see [`ReviewState::flags`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KnownFlag {
+    /// Its change ID.
+    pub id: ChangeId,
+    /// `sha256:` of the flagged lines (with terminators), as the ledger
+    /// entry's `region_hash_before` holds it.
+    pub lines_hash: String,
+    /// Its kind, lower case.
+    pub kind: String,
+    /// True when it was dismissed (`koas dismiss`).
+    pub dismissed: bool,
 }
 
 /// `review_meta`: the report's run metadata and the last run's apply log.

@@ -290,11 +290,13 @@ pub fn external_batch(
             summary,
             state_lines: (line_start, line_end),
             origin: Default::default(),
+            flagged_hash: None,
         });
     }
     Ok(BatchOutcome {
         applied,
         rejected: Vec::new(),
+        known: Vec::new(),
         final_text: buf.to_text(),
         initial_hash,
         next_id: allocator.peek(),

@@ -852,7 +852,7 @@ impl Workspace {
             first_id: run.next_id(),
             options: request.options,
             origins: &vec![request.origin; request.ops.len()],
-            reverted: &[],
+            known: Default::default(),
         });
         let outcome = run.write_review(
             batch,

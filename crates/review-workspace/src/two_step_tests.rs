@@ -32,7 +32,7 @@ fn batch_for(run: &PreparedRun<'_>, ops: &[Value]) -> BatchOutcome {
         first_id: run.next_id(),
         options: &ApplyOptions::default(),
         origins: &[koas_review_schema::apply::OpOrigin::Person; 64],
-        reverted: &[],
+        known: Default::default(),
     })
 }
 

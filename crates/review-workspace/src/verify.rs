@@ -119,6 +119,21 @@ pub(crate) fn verify_batch(
             return Err(format!("{id} (op {}) appears twice", index + 1));
         }
     }
+    for known in &batch.known {
+        if !indices.insert(known.index) {
+            return Err(format!(
+                "op {} is both known and applied or rejected",
+                known.index + 1
+            ));
+        }
+        if !ledger_ids.contains(&known.matches) && !ids.contains(&known.matches) {
+            return Err(format!(
+                "op {} is said to be known as {}, which is neither in the ledger nor in the batch",
+                known.index + 1,
+                known.matches
+            ));
+        }
+    }
     for applied in &batch.applied {
         let label = format!("{} (op {})", applied.op.id, applied.index + 1);
         if !same_hash(&applied.doc_hash_before, &hash) {

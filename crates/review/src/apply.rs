@@ -13,25 +13,28 @@
 //! Nothing here touches the disk: the `koas-review-workspace` crate does
 //! that.
 
-use koas_review_schema::apply::{AppliedOp, ApplyOptions, BatchOutcome, OpOrigin, RejectedOp};
-use std::collections::{BTreeMap, BTreeSet};
+use koas_review_schema::apply::{
+    AppliedOp, ApplyOptions, BatchOutcome, KnownAs, KnownOp, OpOrigin, RejectedOp,
+};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde_json::Value;
 
 use crate::edit_op::build_op;
 use crate::effect::{structure_changes, Blocks};
 use crate::guards::{self, GuardContext};
+use crate::known::{Known, KnownIndex};
 use crate::normalize::normalize;
 use crate::patch::{apply_change, make_patch_pair};
 use crate::structure::{changed_outside, EditedLines};
 use crate::text::LineBuf;
 use crate::validate::{check_range, op_label, validate, ProtectionPolicy};
+use koas_kernel_api::hash::sha256_of_parts;
 use koas_review_schema::apply::Fix;
 use koas_review_schema::apply::LineChange;
 use koas_review_schema::change_id::{ChangeId, IdAllocator};
 use koas_review_schema::edit_op::{Action, EditOp};
 use koas_review_schema::rejection::{RejectClass, Rejection};
-use koas_review_schema::review::RevertedChange;
 use koas_review_schema::stage1::ProtectedSpans;
 
 /// Everything a batch needs.
@@ -55,10 +58,10 @@ pub struct BatchInput<'a> {
     /// this list is taken for a model's (the stricter rule): give
     /// [`OpOrigin::Person`] for ops a person wrote.
     pub origins: &'a [OpOrigin],
-    /// Changes of the ledger that were reverted: a model's op that would
-    /// make one of them again is refused (`REJECT_LEDGER`). A person's op
-    /// is not: writing it again is a decision.
-    pub reverted: &'a [RevertedChange],
+    /// What the ledger already holds, by effect: an op making a change
+    /// already made, or reverted, or a flag already open or dismissed on
+    /// the same text, is not recorded again ([`BatchOutcome::known`]).
+    pub known: Known<'a>,
 }
 
 /// Replays a batch from the planned text: yields, per op that changed the
@@ -269,8 +272,9 @@ pub fn derive_summary(op: &EditOp, before_target: &str) -> String {
 pub fn apply_batch(input: BatchInput<'_>) -> BatchOutcome {
     let mut vetoed: BTreeMap<usize, Rejection> = BTreeMap::new();
     let mut before: Option<(ProtectedSpans, usize)> = None;
+    let known = KnownIndex::new(input.known);
     loop {
-        let (outcome, edited, planned_lines, final_lines) = run_batch(&input, &vetoed);
+        let (outcome, edited, planned_lines, final_lines) = run_batch(&input, &known, &vetoed);
         if edited.is_empty() {
             return outcome;
         }
@@ -312,6 +316,7 @@ fn detect_regions(text: &str) -> ProtectedSpans {
 /// the resulting document.
 fn run_batch(
     input: &BatchInput<'_>,
+    known: &KnownIndex<'_>,
     vetoed: &BTreeMap<usize, Rejection>,
 ) -> (BatchOutcome, Vec<EditedLines>, usize, usize) {
     let planned_doc = LineBuf::parse(input.text);
@@ -321,6 +326,10 @@ fn run_batch(
     let mut allocator = IdAllocator::starting_at(input.first_id);
     let mut applied = Vec::new();
     let mut rejected = Vec::new();
+    let mut known_ops: Vec<KnownOp> = Vec::new();
+    // Flags accepted in this batch, by lines hash and kind: the same flag
+    // twice is recorded once.
+    let mut batch_flags: HashMap<(String, String), ChangeId> = HashMap::new();
     let mut occupied = Occupancy::default();
     // Line deltas of applied changes, by planned end (exclusive).
     let mut shifts = Shifts::new(planned_doc.len());
@@ -405,36 +414,40 @@ fn run_batch(
             strict: input.options.strict,
             origin,
         };
+        let known_op = |op: &EditOp, matches: ChangeId, known_as: KnownAs| KnownOp {
+            index,
+            source_id: op.source_id.clone(),
+            action: op.action,
+            lines: (op.target.line_start, op.target.line_end),
+            matches,
+            known_as,
+        };
         let mut valid = match validate(&op, index, &planned_doc, input.ledger_ids, protection) {
             Ok(valid) => valid,
             Err(rejection) => {
+                // Its text is gone because the ledger already made it (an
+                // ops file given again): known, not refused.
+                if rejection.class == RejectClass::Hash {
+                    if let Some(id) = known.already_made(&op, &planned_doc) {
+                        known_ops.push(known_op(&op, id, KnownAs::Applied));
+                        continue;
+                    }
+                }
                 rejected.push(reject(Some(&op), fixes, defaults, rejection));
                 continue;
             }
         };
         // Before the guards: a guard that turned the op into a flag would
-        // bring the reverted change back as a note.
-        if origin == OpOrigin::Model {
-            if let Some(planned) = &valid.planned {
-                let made = planned.change.clone().trimmed();
-                if let Some(was) = input
-                    .reverted
-                    .iter()
-                    .find(|r| r.old == made.old && r.new == made.new)
-                {
-                    rejected.push(reject(
-                        Some(&op),
-                        fixes,
-                        defaults,
-                        Rejection::new(
-                            RejectClass::Ledger,
-                            format!(
-                                "{}: it would make {} again, a change that was reverted; a reverted change stays reverted (to make it anyway, put the op in an ops file: --ops)",
-                                op_label(index),
-                                was.id
-                            ),
-                        ),
-                    ));
+        // bring the change back as a note.
+        if let Some(planned) = &valid.planned {
+            let made = planned.change.clone().trimmed();
+            if let Some(id) = known.reverted(&made.old, &made.new) {
+                known_ops.push(known_op(&op, id, KnownAs::Reverted));
+                continue;
+            }
+            if made.old.is_empty() {
+                if let Some(id) = known.inserted_at(&made.new, &planned_doc, made.start) {
+                    known_ops.push(known_op(&op, id, KnownAs::Applied));
                     continue;
                 }
             }
@@ -540,6 +553,29 @@ fn run_batch(
                 continue;
             }
         }
+        // A flag is its lines and its kind: the same flag on the same text
+        // is recorded once, and a dismissed one stays dismissed.
+        let flagged_hash = (op.action == Action::FlagOnly).then(|| {
+            let (s, e) = (op.target.line_start.max(1), op.target.line_end);
+            let lines = planned_doc
+                .lines()
+                .get(s - 1..e.max(s - 1).min(planned_doc.len()))
+                .unwrap_or_default();
+            sha256_of_parts(lines)
+        });
+        if let Some(hash) = &flagged_hash {
+            let kind = op.kind.to_lowercase();
+            let found = known.flag(hash, &kind).or_else(|| {
+                batch_flags
+                    .get(&(hash.clone(), kind.clone()))
+                    .map(|id| (*id, KnownAs::Flagged))
+            });
+            if let Some((id, known_as)) = found {
+                known_ops.push(known_op(&op, id, known_as));
+                continue;
+            }
+            batch_flags.insert((hash.clone(), kind), id);
+        }
         let before_target = planned_doc
             .target_text(op.target.line_start, op.target.line_end)
             .unwrap_or_default();
@@ -612,14 +648,38 @@ fn run_batch(
             summary,
             state_lines,
             origin,
+            flagged_hash,
         });
     }
 
+    // A flag is known later by the lines it flags as the batch leaves
+    // them (an op of the batch may have changed them): the next run reads
+    // that text.
+    for applied in applied
+        .iter_mut()
+        .filter(|a| a.op.action == Action::FlagOnly)
+    {
+        let (s, e) = (
+            applied.op.target.line_start.max(1),
+            applied.op.target.line_end,
+        );
+        let at = |line: usize| {
+            let index = line - 1;
+            ((index as isize + shifts.before(index)).max(0) as usize).min(current.len())
+        };
+        let (from, to) = (at(s), at(e.max(s)) + 1);
+        let lines = current
+            .lines()
+            .get(from..to.min(current.len()))
+            .unwrap_or_default();
+        applied.flagged_hash = Some(sha256_of_parts(lines));
+    }
     let lines = (planned_doc.len(), current.len());
     (
         BatchOutcome {
             applied,
             rejected,
+            known: known_ops,
             final_text: current.to_text(),
             initial_hash,
             next_id: allocator.peek(),

@@ -364,6 +364,14 @@ pub fn run(op: &mut EditOp, seen: &Seen<'_>, ctx: &GuardContext) -> Guarded {
                 strict_reason(&reason),
             );
         }
+        // A "typo" that changes the structure is not a typo.
+        let reason = if EditClass::claimed_by(&op.kind).is_some() {
+            let corrected = format!("{reason} (kind '{}' set to structure)", op.kind);
+            op.kind = "structure".into();
+            corrected
+        } else {
+            reason
+        };
         warn(op, &reason);
         out.fire("STRUCTURE_GUARD", reason);
     }

@@ -19,11 +19,18 @@
 //! - [`normalize`]: HASH_RECOMPUTE, NOTE_INJECT, NOTE_ID_FIX, blank-line guard.
 //! - [`validate`]: the invariants an op must hold, each failure a rejection
 //!   class.
+//! - [`effect`]: what an op does, from its text: the words it changes,
+//!   polarity words ([`lexicon`]), the Markdown structure around it,
+//!   invisible characters.
+//! - [`guards`]: what happens to an op for what it does (a corrected
+//!   kind, attention and a note, a refusal).
 //! - [`plan`]: the exact line change an op makes.
 //! - [`apply`]: batches, line shifting, overlap refusal, patches.
 //! - [`patch`]: unified diffs: generation, parsing, strict application.
 //! - [`linemap`]: following lines through later edits.
 //! - [`revert`]: single and bulk revert with conflict detection.
+//! - [`known`]: what the ledger already holds, by effect, so that a
+//!   review run again records nothing twice.
 //! - [`record`]: ledger entries and patch paths for applied ops and reverts.
 //! - [`session`]: the whole review/revert cycle in memory (for kernels).
 //! - [`notes`]: GitHub alert blocks for changes that need attention.
@@ -66,7 +73,7 @@
 //!     first_id: ChangeId::first(),
 //!     options: &ApplyOptions::default(),
 //!     origins: &[OpOrigin::Person],
-//!     reverted: &[],
+//!     known: Default::default(),
 //! });
 //! assert_eq!(outcome.final_text, "# Title\n\nThe bandwidth is high.\n");
 //! assert_eq!(outcome.applied[0].op.id.to_string(), "RVW-0001");
@@ -82,6 +89,7 @@ pub mod edit_op;
 pub mod effect;
 pub mod guards;
 pub mod html;
+pub mod known;
 pub mod lang;
 pub mod lexicon;
 pub mod linemap;

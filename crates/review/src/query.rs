@@ -312,7 +312,7 @@ mod tests {
     #[test]
     fn reverted_changes_name_what_the_reverted_change_did() {
         let s = session();
-        let from_entries = crate::revert::reverted_changes(&s.entries, |_| None);
+        let from_entries = crate::known::ledger_effects(&s.entries, |_| None).reverted;
         assert_eq!(from_entries.len(), 1, "{from_entries:?}");
         assert_eq!(from_entries[0].id, ChangeId::first());
         assert_eq!(from_entries[0].old, vec!["alpha\n".to_owned()]);
@@ -322,9 +322,12 @@ mod tests {
         for e in &mut entries {
             e.patch_text = None;
         }
-        let from_files = crate::revert::reverted_changes(&entries, |p| s.patches.get(p).cloned());
+        let from_files =
+            crate::known::ledger_effects(&entries, |p| s.patches.get(p).cloned()).reverted;
         assert_eq!(from_files, from_entries);
-        assert!(crate::revert::reverted_changes(&entries, |_| None).is_empty());
+        assert!(crate::known::ledger_effects(&entries, |_| None)
+            .reverted
+            .is_empty());
     }
 
     fn session() -> MemorySession {

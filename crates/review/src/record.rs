@@ -89,8 +89,13 @@ pub fn entry_for_applied(applied: &AppliedOp, run: RunContext<'_>) -> LedgerEntr
         action: op.action,
         needs_attention: op.needs_attention,
         change: Some(change),
-        region_hash_before: applied.region_hash_before(),
-        region_hash_after: applied.region_hash_after(),
+        // A flag's region is the lines it flags, on both sides.
+        region_hash_before: applied
+            .region_hash_before()
+            .or_else(|| applied.flagged_hash.clone()),
+        region_hash_after: applied
+            .region_hash_after()
+            .or_else(|| applied.flagged_hash.clone()),
         source_id: op.source_id.clone(),
         fixes: applied.fixes.iter().map(|f| f.name().to_owned()).collect(),
         run_id: run.run_id.to_owned(),

@@ -17,7 +17,7 @@ use std::fmt::Write as _;
 use crate::artifacts::SectionLookup;
 use crate::linemap::{EarlierEdits, Region};
 use crate::query::count;
-use koas_review_schema::apply::ApplyLogRecord;
+use koas_review_schema::apply::{ApplyLogRecord, OpStatus};
 use koas_review_schema::change_id::{ChangeId, EntryId};
 use koas_review_schema::edit_op::Action;
 use koas_review_schema::findings::Finding;
@@ -64,7 +64,8 @@ pub fn guard_counts(log: &[ApplyLogRecord]) -> BTreeMap<&'static str, usize> {
                 *counts.entry(fix.name()).or_default() += 1;
             }
         }
-        if record.reject.is_none() && record.action == Some(Action::Delete) {
+        let kept = matches!(record.status, OpStatus::Applied | OpStatus::Flagged);
+        if kept && record.action == Some(Action::Delete) {
             *counts.entry(DELETION_CAUTION).or_default() += 1;
         }
     }
@@ -641,7 +642,7 @@ mod tests {
 
     #[test]
     fn guard_counts_count_every_guard_and_kept_deletions() {
-        use koas_review_schema::apply::{Fix, GuardOutcome, OpStatus};
+        use koas_review_schema::apply::{Fix, GuardOutcome};
         use koas_review_schema::rejection::RejectClass;
         let record =
             |action: Action, fixes: Vec<Fix>, reject: Option<RejectClass>| ApplyLogRecord {
@@ -661,6 +662,8 @@ mod tests {
                 reject,
                 reason: None,
                 touches_protected: vec![],
+                matches: None,
+                known_as: None,
             };
         let guard = |name: &str| Fix::ContentGuard {
             guard: name.into(),

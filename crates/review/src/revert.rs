@@ -410,50 +410,5 @@ pub fn plan_reverts(request: RevertRequest<'_>) -> Result<RevertPlan, RevertErro
     })
 }
 
-/// The changes of `entries` that a later entry reverted (a dismissed flag
-/// is not one: it changed nothing), each by the lines it removed and
-/// inserted. The forward patch is the entry's own text, or what
-/// `read_patch` reads at its workspace-relative path (ledgers written
-/// before entries held their text). A change whose patch cannot be read
-/// or is not one plain hunk is left out: it cannot be compared line for
-/// line.
-pub fn reverted_changes(
-    entries: &[koas_review_schema::ledger::LedgerEntry],
-    read_patch: impl Fn(&str) -> Option<String>,
-) -> Vec<koas_review_schema::review::RevertedChange> {
-    use koas_review_schema::edit_op::Action;
-    let reverted: std::collections::BTreeSet<ChangeId> = entries
-        .iter()
-        .filter(|e| e.action != Action::FlagOnly)
-        .filter_map(|e| match e.id {
-            EntryId::Revert(id) => Some(id),
-            EntryId::Change(_) => None,
-        })
-        .collect();
-    entries
-        .iter()
-        .filter_map(|e| match e.id {
-            EntryId::Change(id) if reverted.contains(&id) => Some((id, e)),
-            _ => None,
-        })
-        .filter_map(|(id, e)| {
-            let text = match &e.patch_text {
-                Some(text) => text.forward.clone(),
-                None => read_patch(&e.patch_forward)?,
-            };
-            let patch = parse_patch(&text).ok()?;
-            let [hunk] = patch.hunks.as_slice() else {
-                return None;
-            };
-            let change = hunk.as_single_change()?.trimmed();
-            Some(koas_review_schema::review::RevertedChange {
-                id,
-                old: change.old,
-                new: change.new,
-            })
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests;

@@ -86,7 +86,7 @@ impl MemorySession {
             first_id,
             options,
             origins: &origins,
-            reverted: &[],
+            known: Default::default(),
         });
         let run = RunContext {
             doc_name: &self.doc_name,

@@ -12,9 +12,10 @@ use std::collections::BTreeSet;
 
 use koas_kernel_api::{Inputs, KernelError};
 use koas_md::stage1::{protected_spans_for, section_index_for};
+use koas_review::known::LedgerEffects;
 use koas_review_schema::change_id::{ChangeId, IdAllocator};
 use koas_review_schema::names;
-use koas_review_schema::review::{RevertedChange, ReviewState};
+use koas_review_schema::review::ReviewState;
 use koas_review_schema::stage1::{ProtectedSpans, SectionIndex};
 use serde_json::Value;
 
@@ -32,8 +33,8 @@ pub struct TargetDocument {
     pub ledger_ids: BTreeSet<ChangeId>,
     /// The first ID to allocate.
     pub first_id: ChangeId,
-    /// Reverted changes a model's op may not make again.
-    pub reverted: Vec<RevertedChange>,
+    /// What the ledger already holds, by effect: not recorded again.
+    pub known: LedgerEffects,
 }
 
 fn invalid(message: String) -> KernelError {
@@ -83,14 +84,22 @@ pub fn target_document(
     };
     let (regions, recomputed) = protected_spans_for(&text, inputs.parse(names::PROTECTED_SPANS)?);
     let sections = section_index_for(&text, inputs.parse(names::SECTION_INDEX)?);
-    let (ledger_ids, first_id, reverted) = match state {
-        Some(state) => (state.ledger_ids, state.next_id, state.reverted),
+    let (ledger_ids, first_id, known) = match state {
+        Some(state) => (
+            state.ledger_ids,
+            state.next_id,
+            LedgerEffects {
+                reverted: state.reverted,
+                applied: state.applied,
+                flags: state.flags,
+            },
+        ),
         None => (
             BTreeSet::new(),
             IdAllocator::after(std::iter::empty())
                 .map_err(|e| KernelError::failed(e.to_string()))?
                 .peek(),
-            Vec::new(),
+            LedgerEffects::default(),
         ),
     };
     Ok(TargetDocument {
@@ -101,6 +110,6 @@ pub fn target_document(
         recomputed,
         ledger_ids,
         first_id,
-        reverted,
+        known,
     })
 }

@@ -84,7 +84,7 @@ impl Kernel for MdApplyOps {
             first_id: target.first_id,
             options: &options,
             origins: &gathered.origins,
-            reverted: &target.reverted,
+            known: target.known.known(),
         });
         let summary = summary::describe(&batch, &gathered.sources);
         let warnings = summary::rejection_warnings(&batch);

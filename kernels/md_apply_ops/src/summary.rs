@@ -7,9 +7,11 @@ use koas_review_schema::apply::BatchOutcome;
 /// The most rejections listed as warnings.
 const MAX_WARNINGS: usize = 10;
 
-/// `12 ops (ops.json: 12 ops): 9 applied, 1 flagged, 2 rejected (REJECT_HASH 1, REJECT_RANGE 1); 3 need attention`.
+/// `12 ops (ops.json: 12 ops): 9 applied, 1 flagged, 2 rejected (REJECT_HASH 1, REJECT_RANGE 1); 3 need attention`,
+/// with `, 4 already in the ledger (3 flagged, 1 dismissed)` after the
+/// rejections when ops were known.
 pub fn describe(batch: &BatchOutcome, sources: &[String]) -> String {
-    let total = batch.applied.len() + batch.rejected.len();
+    let total = batch.applied.len() + batch.rejected.len() + batch.known.len();
     if total == 0 {
         return if sources.is_empty() {
             "no ops (no ops file and no edit plan): the document is unchanged".to_owned()
@@ -36,6 +38,13 @@ pub fn describe(batch: &BatchOutcome, sources: &[String]) -> String {
     if !by_class.is_empty() {
         let classes: Vec<String> = by_class.iter().map(|(c, n)| format!("{c} {n}")).collect();
         line.push_str(&format!(" ({})", classes.join(", ")));
+    }
+    if !batch.known.is_empty() {
+        line.push_str(&format!(
+            ", {} already in the ledger ({})",
+            batch.known.len(),
+            koas_review::known::describe(&batch.known)
+        ));
     }
     line.push_str(&format!("; {attention} need attention"));
     line

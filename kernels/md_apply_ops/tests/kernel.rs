@@ -193,6 +193,8 @@ fn in_a_workspace_ops_address_the_current_document_with_its_own_regions() {
         ledger_ids: [ChangeId::new(3).unwrap()].into_iter().collect(),
         original_hash: "sha256:00".into(),
         reverted: Vec::new(),
+        applied: Vec::new(),
+        flags: Vec::new(),
     };
     let ops = json!([
         {"action": "replace", "kind": "typo", "target": {"line_start": 10}, "after_text": "TRUNCATE audit_log;"},

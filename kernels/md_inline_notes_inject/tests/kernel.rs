@@ -57,7 +57,7 @@ fn outcome() -> ApplyOutcome {
         first_id: ChangeId::first(),
         options: &options,
         origins: &[koas_review_schema::apply::OpOrigin::Person; 64],
-        reverted: &[],
+        known: Default::default(),
     });
     assert_eq!(batch.applied.len(), 3, "{:?}", batch.rejected);
     ApplyOutcome {

@@ -52,6 +52,8 @@ fn run(s: &MemorySession, config: Value) -> (RevertOutcome, KernelOutput) {
         ledger_ids: Default::default(),
         original_hash: "sha256:00".into(),
         reverted: Vec::new(),
+        applied: Vec::new(),
+        flags: Vec::new(),
     };
     let out = TestHarness::new()
         .config(config)
@@ -172,7 +174,7 @@ fn a_plain_run_plans_on_the_preview_and_nothing_is_nothing() {
         first_id: ChangeId::first(),
         options: &options,
         origins: &[koas_review_schema::apply::OpOrigin::Person; 64],
-        reverted: &[],
+        known: Default::default(),
     });
     let outcome = ApplyOutcome {
         doc_name: "notes.md".into(),

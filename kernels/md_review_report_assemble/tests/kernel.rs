@@ -109,7 +109,7 @@ fn a_preview_shows_the_batch_and_its_rejections() {
         first_id: ChangeId::first(),
         options: &options,
         origins: &[koas_review_schema::apply::OpOrigin::Person; 64],
-        reverted: &[],
+        known: Default::default(),
     });
     let outcome = ApplyOutcome {
         doc_name: "audit.md".into(),
@@ -202,7 +202,7 @@ fn a_preview_without_ops_says_no_ops() {
         first_id: ChangeId::first(),
         options: &options,
         origins: &[koas_review_schema::apply::OpOrigin::Person; 64],
-        reverted: &[],
+        known: Default::default(),
     });
     let outcome = ApplyOutcome {
         doc_name: "audit.md".into(),

@@ -2,7 +2,9 @@ use super::*;
 use crate::patch::apply_patch_text;
 use koas_kernel_api::hash::sha256;
 use koas_review_schema::apply::OpOrigin;
-use koas_review_schema::apply::{ApplyOptions, BatchOutcome, Fix, NormalizeOptions, OpStatus};
+use koas_review_schema::apply::{
+    ApplyOptions, BatchOutcome, Fix, KnownAs, KnownOp, NormalizeOptions, OpStatus,
+};
 use koas_review_schema::change_id::ChangeId;
 use koas_review_schema::edit_op::Action;
 use koas_review_schema::rejection::{RejectClass, Rejection};
@@ -58,7 +60,7 @@ fn run_with(
         first_id: ChangeId::new(10).unwrap(),
         options,
         origins: &vec![OpOrigin::Person; ops.len()],
-        reverted: &[],
+        known: Default::default(),
     })
 }
 
@@ -334,7 +336,7 @@ fn run_as(text: &str, ops: Vec<Value>, origin: OpOrigin) -> BatchOutcome {
         first_id: ChangeId::new(10).unwrap(),
         options: &ApplyOptions::default(),
         origins: &vec![origin; ops.len()],
-        reverted: &[],
+        known: Default::default(),
     })
 }
 
@@ -532,40 +534,194 @@ fn a_delete_leaves_no_double_blank_line_and_reverts_exactly() {
         .ends_with("(and the blank line after it)"));
 }
 
+fn known_change(id: u32, old: &str, new: &str) -> koas_review_schema::review::KnownChange {
+    koas_review_schema::review::KnownChange {
+        id: ChangeId::new(id).unwrap(),
+        old: old.split_inclusive('\n').map(str::to_owned).collect(),
+        new: new.split_inclusive('\n').map(str::to_owned).collect(),
+    }
+}
+
+fn run_known(text: &str, ops: &[Value], origin: OpOrigin, known: Known<'_>) -> BatchOutcome {
+    apply_batch(BatchInput {
+        doc_name: "doc.md",
+        text,
+        ops,
+        protected: &ProtectedSpans::default(),
+        ledger_ids: &BTreeSet::new(),
+        first_id: ChangeId::new(10).unwrap(),
+        options: &ApplyOptions::default(),
+        origins: &vec![origin; ops.len()],
+        known,
+    })
+}
+
+fn only_known(outcome: &BatchOutcome) -> &KnownOp {
+    assert!(outcome.applied.is_empty(), "{:?}", outcome.applied);
+    assert!(outcome.rejected.is_empty(), "{:?}", outcome.rejected);
+    assert_eq!(outcome.known.len(), 1);
+    &outcome.known[0]
+}
+
 #[test]
-fn a_models_op_that_makes_a_reverted_change_again_is_refused_a_persons_is_not() {
+fn an_op_that_makes_a_reverted_change_again_is_known_whoever_proposes_it() {
     let op = json!({"action": "replace", "target": {"line_start": 3},
         "before_text": "The bandwith of the system is high.",
         "after_text": "The bandwidth of the system is high.",
         "kind": "typo", "severity": "minor", "rationale": "typo"});
-    let reverted = [koas_review_schema::review::RevertedChange {
-        id: ChangeId::new(4).unwrap(),
-        old: vec!["The bandwith of the system is high.\n".into()],
-        new: vec!["The bandwidth of the system is high.\n".into()],
-    }];
-    let protected = regions();
-    let batch = |origin: OpOrigin| {
-        apply_batch(BatchInput {
-            doc_name: "doc.md",
-            text: DOC,
-            ops: std::slice::from_ref(&op),
-            protected: &protected,
-            ledger_ids: &BTreeSet::new(),
-            first_id: ChangeId::new(10).unwrap(),
-            options: &ApplyOptions::default(),
-            origins: &[origin],
+    let reverted = [known_change(
+        4,
+        "The bandwith of the system is high.\n",
+        "The bandwidth of the system is high.\n",
+    )];
+    for origin in [OpOrigin::Model, OpOrigin::Person] {
+        let out = run_known(
+            DOC,
+            std::slice::from_ref(&op),
+            origin,
+            Known {
+                reverted: &reverted,
+                ..Known::default()
+            },
+        );
+        let known = only_known(&out);
+        assert_eq!(known.matches, ChangeId::new(4).unwrap());
+        assert_eq!(known.known_as, KnownAs::Reverted);
+        assert_eq!(out.final_text, DOC);
+        let log = out.log_records("r");
+        assert_eq!(log[0].status, OpStatus::Known);
+        assert_eq!(log[0].known_as, Some(KnownAs::Reverted));
+        assert_eq!(log[0].id, None, "a known op takes no ID");
+    }
+    // Another fix of the same line is a new change.
+    let other = json!({"action": "replace", "kind": "typo", "target": {"line_start": 3},
+        "before_text": "bandwith", "after_text": "bandwidths"});
+    let out = run_known(
+        DOC,
+        &[other],
+        OpOrigin::Model,
+        Known {
             reverted: &reverted,
-        })
-    };
-    let model = batch(OpOrigin::Model);
-    let rejection = only_rejection(&model);
-    assert_eq!(rejection.class, RejectClass::Ledger);
-    assert!(
-        rejection.reason.contains("RVW-0004"),
-        "{}",
-        rejection.reason
+            ..Known::default()
+        },
     );
-    assert_eq!(model.final_text, DOC);
-    let person = batch(OpOrigin::Person);
-    assert_eq!(person.applied.len(), 1, "{:?}", person.rejected);
+    assert_eq!(out.applied.len(), 1, "{:?}", out.rejected);
+}
+
+#[test]
+fn an_ops_file_given_again_finds_its_changes_made() {
+    // The first run applied RVW-0010 (typo) and RVW-0011 (an insertion).
+    let ops = vec![
+        typo_fix(),
+        json!({"action": "insert", "kind": "style", "target": {"line_start": 10, "line_end": 10},
+            "after_text": "An added closing line.", "needs_attention": true,
+            "review_note": {"alert": "NOTE", "text": "REVIEWER: added"}}),
+    ];
+    let first = run_known(DOC, &ops, OpOrigin::Person, Known::default());
+    assert_eq!(first.applied.len(), 2, "{:?}", first.rejected);
+    let applied: Vec<_> = first
+        .applied
+        .iter()
+        .map(|a| {
+            let c = a.change.clone().expect("a change").trimmed();
+            koas_review_schema::review::KnownChange {
+                id: a.op.id,
+                old: c.old,
+                new: c.new,
+            }
+        })
+        .collect();
+    let again = run_known(
+        &first.final_text,
+        &ops,
+        OpOrigin::Person,
+        Known {
+            applied: &applied,
+            ..Known::default()
+        },
+    );
+    assert!(again.applied.is_empty(), "{:?}", again.applied);
+    assert!(again.rejected.is_empty(), "{:?}", again.rejected);
+    let matched: Vec<(ChangeId, KnownAs)> = again
+        .known
+        .iter()
+        .map(|k| (k.matches, k.known_as))
+        .collect();
+    assert_eq!(
+        matched,
+        [
+            (ChangeId::new(10).unwrap(), KnownAs::Applied),
+            (ChangeId::new(11).unwrap(), KnownAs::Applied)
+        ]
+    );
+    assert_eq!(again.final_text, first.final_text);
+    // Without the ledger's knowledge, the typo op is refused as before and
+    // the insertion is made twice: the knowledge is what keeps it once.
+    let blind = run_known(&first.final_text, &ops, OpOrigin::Person, Known::default());
+    assert_eq!(blind.rejected[0].rejection.class, RejectClass::Hash);
+}
+
+#[test]
+fn the_same_flag_on_the_same_text_is_recorded_once_and_a_dismissed_one_stays_dismissed() {
+    let flag = json!({"action": "flag_only", "kind": "clarity", "target": {"line_start": 3},
+        "rationale": "Which system?"});
+    let first = run_known(
+        DOC,
+        &[flag.clone(), flag.clone()],
+        OpOrigin::Model,
+        Known::default(),
+    );
+    assert_eq!(
+        first.applied.len(),
+        1,
+        "the same flag twice in a batch is one"
+    );
+    assert_eq!(first.known[0].matches, first.applied[0].op.id);
+    let hash = first.applied[0]
+        .flagged_hash
+        .clone()
+        .expect("a flag keeps its lines' hash");
+    assert_eq!(
+        hash,
+        koas_kernel_api::hash::sha256_of_parts(&["The bandwith of the system is high.\n"])
+    );
+    for (dismissed, known_as) in [(false, KnownAs::Flagged), (true, KnownAs::Dismissed)] {
+        let flags = [koas_review_schema::review::KnownFlag {
+            id: ChangeId::new(3).unwrap(),
+            lines_hash: hash.clone(),
+            kind: "clarity".into(),
+            dismissed,
+        }];
+        // The same flag moved down by lines added above it.
+        let moved = format!("# Added\n\n{DOC}");
+        let mut flag_moved = flag.clone();
+        flag_moved["target"]["line_start"] = json!(5);
+        let out = run_known(
+            &moved,
+            &[flag_moved],
+            OpOrigin::Model,
+            Known {
+                flags: &flags,
+                ..Known::default()
+            },
+        );
+        let known = only_known(&out);
+        assert_eq!(
+            (known.matches, known.known_as),
+            (ChangeId::new(3).unwrap(), known_as)
+        );
+        // Another kind on the same lines is another flag.
+        let mut other = flag.clone();
+        other["kind"] = json!("consistency");
+        let out = run_known(
+            DOC,
+            &[other],
+            OpOrigin::Model,
+            Known {
+                flags: &flags,
+                ..Known::default()
+            },
+        );
+        assert_eq!(out.applied.len(), 1);
+    }
 }

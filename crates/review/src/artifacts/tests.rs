@@ -120,7 +120,7 @@ fn outcome() -> ApplyOutcome {
         first_id: ChangeId::first(),
         options: &options,
         origins: &[OpOrigin::Person; 3],
-        reverted: &[],
+        known: Default::default(),
     });
     ApplyOutcome {
         doc_name: "d.md".into(),

@@ -311,6 +311,10 @@ fn a_models_structure_change_is_refused_unless_its_kind_declares_it() {
     let guarded = judge(&mut o, "## Payment routing", OpOrigin::Person, false);
     assert_eq!(names(&guarded), ["STRUCTURE_GUARD"]);
     assert!(o.needs_attention && !o.silent);
+    assert_eq!(
+        o.kind, "structure",
+        "a typo that changes the structure is not a typo"
+    );
     let mut o = op("typo", "Payment routing");
     let strict = judge(&mut o, "## Payment routing", OpOrigin::Person, true);
     assert_eq!(strict.refused.map(|r| r.0), Some(RejectClass::Guard));

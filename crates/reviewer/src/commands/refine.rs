@@ -647,6 +647,8 @@ fn refine(global: &Global, args: &RefineArgs, target: &ReviewTarget) -> anyhow::
             ledger_ids: run.ledger_ids(),
             original_hash: run.meta().original_hash.clone(),
             reverted: Vec::new(),
+            applied: Vec::new(),
+            flags: Vec::new(),
         };
         inputs.provided.insert(
             names::REVIEW_STATE.to_owned(),

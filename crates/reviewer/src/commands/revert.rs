@@ -132,6 +132,8 @@ fn revert(
         ledger_ids: run.ledger_ids(),
         original_hash: run.meta().original_hash.clone(),
         reverted: Vec::new(),
+        applied: Vec::new(),
+        flags: Vec::new(),
     };
     let mut pass = PassInputs::default();
     pass.provided.insert(

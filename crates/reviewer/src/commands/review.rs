@@ -271,14 +271,18 @@ fn review(
 
     // Planning pass.
     let planning = passes::subset(&pipeline, |k| k != REVERT && !VIEWS.contains(&k));
+    // What the ledger already holds, by effect: nothing is recorded twice.
+    let effects = koas_review::known::ledger_effects(run.entries(), |path| {
+        std::fs::read_to_string(workspace.path(path)).ok()
+    });
     let state = ReviewState {
         doc_name: run.meta().doc_name.clone(),
         next_id: run.next_id(),
         ledger_ids: run.ledger_ids(),
         original_hash: run.meta().original_hash.clone(),
-        reverted: koas_review::revert::reverted_changes(run.entries(), |path| {
-            std::fs::read_to_string(workspace.path(path)).ok()
-        }),
+        reverted: effects.reverted,
+        applied: effects.applied,
+        flags: effects.flags,
     };
     let mut pass = PassInputs::default();
     pass.provided.insert(
@@ -476,14 +480,19 @@ fn answer(
     // report counts them.
     let guards = koas_review::report::guard_counts(&out.batch.log_records(""));
     let rejected = out.batch.rejected.len();
+    let known = &out.batch.known;
     let summary = if no_ops {
         "no model and no ops: deterministic stages only, 0 changes".to_owned()
     } else {
-        format!(
+        let mut summary = format!(
             "{} ops: {} applied, {flagged} flagged, {rejected} rejected",
-            out.batch.applied.len() + rejected,
+            out.batch.applied.len() + rejected + known.len(),
             applied.len()
-        )
+        );
+        if !known.is_empty() {
+            summary.push_str(&format!(", {} already in the ledger", known.len()));
+        }
+        summary
     };
     let mut value = if wanted.whole_json {
         out.summary_json()
@@ -499,6 +508,7 @@ fn answer(
             map.insert("edited".into(), json!(ws.join(paths::EDITED_DOC)));
             map.insert("in_place".into(), json!(args.in_place));
             map.insert("guards".into(), json!(guards));
+            map.insert("known".into(), json!(known.len()));
             map.insert(
                 "rebased".into(),
                 json!(rebased.iter().map(|i| i.to_string()).collect::<Vec<_>>()),
@@ -580,6 +590,14 @@ fn answer(
         (Some(first), Some(last)) if first != last => writeln!(t, "  changes: {first} … {last}")?,
         (Some(first), _) => writeln!(t, "  change:  {first}")?,
         _ => {}
+    }
+    if !known.is_empty() {
+        writeln!(
+            t,
+            "  known:     {} op(s) whose effect is already in the ledger ({}): not recorded again; a reverted change stays reverted, a dismissed flag dismissed",
+            known.len(),
+            koas_review::known::describe(known)
+        )?;
     }
     for r in &out.batch.rejected {
         writeln!(
