@@ -10,6 +10,7 @@
 mod common;
 mod review_common;
 
+mod careless_model;
 mod check_cli;
 mod cli_conventions;
 mod cli_snapshots;

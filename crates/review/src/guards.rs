@@ -326,11 +326,18 @@ pub fn run(op: &mut EditOp, seen: &Seen<'_>, ctx: &GuardContext) -> Guarded {
         }
     }
 
-    if !seen.structure.is_empty() {
-        let what: Vec<String> = seen.structure.iter().map(|c| c.what.clone()).collect();
+    // An insertion or a deletion adds or removes paragraphs by what it is:
+    // only what else it does to the structure counts.
+    let structure: Vec<&ShapeChange> = seen
+        .structure
+        .iter()
+        .filter(|c| op.action == Action::Replace || c.area != Area::Paragraph)
+        .collect();
+    if !structure.is_empty() {
+        let what: Vec<String> = structure.iter().map(|c| c.what.clone()).collect();
         let reason = format!("changes the structure: {}", describe_all(&what));
         if seen.origin == OpOrigin::Model {
-            if let Some(open) = seen.structure.iter().find(|c| c.leaves_open) {
+            if let Some(open) = structure.iter().find(|c| c.leaves_open) {
                 return out.refuse(
                     RejectClass::Structure,
                     "STRUCTURE_GUARD",
@@ -341,8 +348,7 @@ pub fn run(op: &mut EditOp, seen: &Seen<'_>, ctx: &GuardContext) -> Guarded {
                 );
             }
             let allowed = declared_areas(&op.kind);
-            let undeclared: Vec<&ShapeChange> = seen
-                .structure
+            let undeclared: Vec<&&ShapeChange> = structure
                 .iter()
                 .filter(|c| c.area.is_block() && !allowed.contains(&c.area))
                 .collect();

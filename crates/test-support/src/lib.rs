@@ -13,6 +13,8 @@
 //! - [`git`]: checking patches with `git apply`.
 //! - [`model`]: a scripted OpenAI-compatible model on loopback for tests
 //!   of LLM kernels.
+//! - [`careless`]: what a careless model (harmful edits labelled `typo`)
+//!   and a careful one (true typo fixes) answer to a review prompt.
 //!
 //! This crate depends on no koas crate: they dev-depend on it, and a
 //! dependency back would build a second copy of their types.
@@ -20,6 +22,7 @@
 #![deny(missing_docs)]
 
 pub mod build;
+pub mod careless;
 pub mod corpus;
 pub mod git;
 pub mod model;

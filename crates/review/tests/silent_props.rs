@@ -1,0 +1,308 @@
+//! Property test: whatever an op says it is, when it is recorded silent it
+//! left the document's Markdown structure and its polarity words (in the
+//! document's language) as they were. Random careless edits (a character
+//! added or removed, markers stripped or added, a word swapped for a
+//! negation or a modal, a line split or joined, HTML and fences opened)
+//! are proposed as `typo`, `grammar`, `punctuation`… on real documents,
+//! by a model or a person, one op a batch; the whole document is parsed
+//! before and after each applied op, independently of the guards' own
+//! window.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use koas_md::shape::{compare, shape_of};
+use koas_review::apply::{apply_batch, batch_states, BatchInput};
+use koas_review::lang::detect;
+use koas_review::lexicon::{lexicon, words_of};
+use koas_review_schema::apply::{ApplyOptions, OpOrigin};
+use koas_review_schema::change_id::ChangeId;
+use koas_review_schema::stage1::ProtectedSpans;
+use proptest::prelude::*;
+use proptest::sample::Index;
+use serde_json::json;
+
+/// The repository's own documents, and the shared corpus's real ones
+/// when it is present.
+fn documents() -> Vec<(String, String)> {
+    let root = koas_test_support::repo_root();
+    let mut paths: Vec<PathBuf> = vec![
+        root.join("examples/spec-example.md"),
+        root.join("examples/audit-fr.md"),
+        root.join("tests/fixtures/review/controle_acces.md"),
+        root.join("tests/fixtures/review/retention_policy.md"),
+    ];
+    let corpus = koas_test_support::corpus::shared_files("corpus/real", &["md"]);
+    if corpus.is_empty() {
+        eprintln!("silent_props: the shared corpus is absent; the repository's own documents only");
+    }
+    // The two smallest real documents keep each case fast.
+    let mut corpus: Vec<(u64, PathBuf)> = corpus
+        .into_iter()
+        .filter(|p| !p.ends_with("README.md"))
+        .map(|p| {
+            (
+                std::fs::metadata(&p).map(|m| m.len()).unwrap_or(u64::MAX),
+                p,
+            )
+        })
+        .collect();
+    corpus.sort();
+    paths.extend(corpus.into_iter().take(2).map(|(_, p)| p));
+    paths
+        .into_iter()
+        .map(|p| {
+            let text =
+                std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("read {}: {e}", p.display()));
+            (p.display().to_string(), text)
+        })
+        .collect()
+}
+
+/// What a careless edit does to a line.
+#[derive(Debug, Clone)]
+enum Mutation {
+    /// Inserts this text at a char position.
+    Insert(Index, &'static str),
+    /// Removes the char at a position.
+    Remove(Index),
+    /// Swaps two neighbouring chars.
+    Swap(Index),
+    /// Replaces a word with this one.
+    Word(Index, &'static str),
+    /// Removes a word.
+    DropWord(Index),
+    /// Strips the line's leading markers (`#`, `-`, `>`, digits, spaces).
+    StripMarkers,
+    /// Puts this before the line.
+    Prefix(&'static str),
+    /// Joins the line with the next one.
+    JoinNext,
+}
+
+const INSERTS: &[&str] = &[
+    "#",
+    "*",
+    "_",
+    "|",
+    "-",
+    ">",
+    "<",
+    "`",
+    "[",
+    "]",
+    "~",
+    " ",
+    "a",
+    "e",
+    "s",
+    "1",
+    "\n",
+    "\n\n",
+    "<details>",
+    "</div>",
+    "|---|",
+    "\n---",
+    "\n|---|---|",
+    "```",
+    "\n```\n",
+    "<!--",
+    "**",
+    "![x](y.png)",
+    "[^1]",
+    "  \n",
+    "\\",
+];
+const WORDS: &[&str] = &[
+    "not",
+    "never",
+    "no",
+    "must",
+    "may",
+    "should",
+    "can",
+    "all",
+    "only",
+    "every",
+    "more",
+    "less",
+    "before",
+    "after",
+    "enable",
+    "disable",
+    "pas",
+    "ne",
+    "doit",
+    "peut",
+    "tous",
+    "jamais",
+    "plus",
+    "moins",
+    "the",
+    "a",
+    "an",
+    "le",
+    "la",
+    "des",
+    "record",
+    "policy",
+    "system",
+    "contrôle",
+    "données",
+    "bandwidth",
+    "unsafe",
+    "insecure",
+];
+const PREFIXES: &[&str] = &[
+    "# ", "## ", "### ", "- ", "* ", "1. ", "> ", "    ", "| ", "<div>",
+];
+const KINDS: &[&str] = &[
+    "typo",
+    "spelling",
+    "grammar",
+    "punctuation",
+    "spacing",
+    "capitalization",
+    "style",
+];
+
+fn mutation() -> impl Strategy<Value = Mutation> {
+    prop_oneof![
+        (any::<Index>(), proptest::sample::select(INSERTS))
+            .prop_map(|(i, s)| Mutation::Insert(i, s)),
+        any::<Index>().prop_map(Mutation::Remove),
+        any::<Index>().prop_map(Mutation::Swap),
+        (any::<Index>(), proptest::sample::select(WORDS)).prop_map(|(i, w)| Mutation::Word(i, w)),
+        any::<Index>().prop_map(Mutation::DropWord),
+        Just(Mutation::StripMarkers),
+        proptest::sample::select(PREFIXES).prop_map(Mutation::Prefix),
+        Just(Mutation::JoinNext),
+    ]
+}
+
+/// The op a mutation of line `line` (1-based) of `lines` makes, or `None`
+/// when it changes nothing.
+fn op_for(lines: &[&str], line: usize, m: &Mutation, kind: &str) -> Option<serde_json::Value> {
+    let text = lines[line - 1];
+    let chars: Vec<char> = text.chars().collect();
+    let words: Vec<&str> = text.split(' ').collect();
+    let mut end = line;
+    let after: String = match m {
+        Mutation::Insert(i, s) => {
+            let at = i.index(chars.len() + 1);
+            let mut c = chars.clone();
+            let tail: Vec<char> = c.split_off(at);
+            format!(
+                "{}{s}{}",
+                c.iter().collect::<String>(),
+                tail.iter().collect::<String>()
+            )
+        }
+        Mutation::Remove(i) if !chars.is_empty() => {
+            let mut c = chars.clone();
+            c.remove(i.index(chars.len()));
+            c.into_iter().collect()
+        }
+        Mutation::Swap(i) if chars.len() > 1 => {
+            let mut c = chars.clone();
+            let at = i.index(chars.len() - 1);
+            c.swap(at, at + 1);
+            c.into_iter().collect()
+        }
+        Mutation::Word(i, w) if !words.is_empty() => {
+            let mut ws = words.clone();
+            let at = i.index(ws.len());
+            ws[at] = w;
+            ws.join(" ")
+        }
+        Mutation::DropWord(i) if words.len() > 1 => {
+            let mut ws = words.clone();
+            ws.remove(i.index(ws.len()));
+            ws.join(" ")
+        }
+        Mutation::StripMarkers => text
+            .trim_start_matches(|c: char| "#->*+ 0123456789.|".contains(c))
+            .to_owned(),
+        Mutation::Prefix(p) => format!("{p}{text}"),
+        Mutation::JoinNext if line < lines.len() => {
+            end = line + 1;
+            format!("{text} {}", lines[line])
+        }
+        _ => return None,
+    };
+    let before = lines[line - 1..end].join("\n");
+    if after == before || after.trim().is_empty() {
+        return None;
+    }
+    Some(
+        json!({"action": "replace", "kind": kind, "severity": "minor",
+        "target": {"line_start": line, "line_end": end},
+        "before_text": before, "after_text": after}),
+    )
+}
+
+fn polarity(text: &str) -> Vec<String> {
+    let lexicon = lexicon(detect(text));
+    let mut found: Vec<String> = lexicon
+        .polarity_words(&words_of(text))
+        .into_iter()
+        .map(|(_, w)| w)
+        .collect();
+    found.sort();
+    found
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+
+    #[test]
+    fn an_op_recorded_silent_changes_neither_structure_nor_polarity(
+        doc in any::<Index>(),
+        line in any::<Index>(),
+        m in mutation(),
+        kind in proptest::sample::select(KINDS),
+        model in any::<bool>(),
+    ) {
+        let docs = documents();
+        let (name, text) = &docs[doc.index(docs.len())];
+        let lines: Vec<&str> = text.lines().collect();
+        let line = line.index(lines.len()) + 1;
+        let Some(op) = op_for(&lines, line, &m, kind) else {
+            return Ok(());
+        };
+        let (regions, _) = koas_md::stage1::protected_spans_for(text, ProtectedSpans::default());
+        let origin = if model { OpOrigin::Model } else { OpOrigin::Person };
+        let ops = vec![op];
+        let outcome = apply_batch(BatchInput {
+            doc_name: "doc.md",
+            text,
+            ops: &ops,
+            protected: &regions,
+            ledger_ids: &BTreeSet::new(),
+            first_id: ChangeId::first(),
+            options: &ApplyOptions::default(),
+            origins: &[origin],
+            known: Default::default(),
+        });
+        let changed: Vec<_> = outcome.applied.iter().filter(|a| a.change.is_some()).collect();
+        for ((before, after), applied) in batch_states(&outcome, text).zip(changed) {
+            if !applied.op.silent {
+                continue;
+            }
+            let structure = compare(&shape_of(&before, true), &shape_of(&after, true));
+            prop_assert!(
+                structure.is_empty(),
+                "{name} line {line}: silent op {:?} ({}) changed the structure: {structure:?}",
+                ops[0], applied.op.kind
+            );
+            prop_assert_eq!(
+                polarity(&before),
+                polarity(&after),
+                "{} line {}: silent op {:?} changed polarity words",
+                name, line, ops[0]
+            );
+        }
+    }
+}
