@@ -109,7 +109,7 @@ fn write_last_run(out: &mut String, model: Option<&ReviewModelRun>, log: &[Apply
             let _ = writeln!(
                 out,
                 "| Stopped early | {}: {} chunk(s) not reviewed; the next run asks them, not the others |",
-                cell(reason),
+                stop_cell(reason),
                 m.chunks_not_reviewed
             );
         }
@@ -145,6 +145,20 @@ pub fn report_file_name(doc_name: &str) -> String {
 /// is shown, not rendered), on one line.
 fn cell(text: &str) -> String {
     escape_markdown_inline(text).replace(['\n', '\r'], " ")
+}
+
+/// Why the model run stopped: the engine's code (`SESSION_BUDGET_EXHAUSTED`)
+/// as it is; anything else, which may carry a server's words, escaped.
+fn stop_cell(reason: &str) -> String {
+    let code = !reason.is_empty()
+        && reason
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
+    if code {
+        reason.to_owned()
+    } else {
+        cell(reason)
+    }
 }
 
 /// `text` as a code span in a table cell, shown literally: a code span
@@ -734,6 +748,15 @@ mod tests {
     #[test]
     fn cells_escape_pipes_and_newlines() {
         assert_eq!(cell("a|b\nc"), "a\\|b c");
+    }
+
+    #[test]
+    fn stop_codes_are_kept_and_other_reasons_escaped() {
+        assert_eq!(
+            stop_cell("SESSION_BUDGET_EXHAUSTED"),
+            "SESSION_BUDGET_EXHAUSTED"
+        );
+        assert_eq!(stop_cell("<b>down</b>"), "&lt;b&gt;down&lt;/b&gt;");
     }
 
     #[test]
