@@ -543,3 +543,65 @@ fn concurrent_reviews_pass_the_lock_one_at_a_time() {
     assert_eq!(v["status"], "ok", "{v:#}");
     assert!(!s.path("ws/.lock").exists());
 }
+
+/// `form` occurs in `text` without a backslash before it (`\](…` is text).
+fn shows_unescaped(text: &str, form: &str) -> bool {
+    text.match_indices(form)
+        .any(|(at, _)| !text[..at].ends_with('\\'))
+}
+
+#[test]
+fn html_and_links_in_a_persons_ops_are_shown_escaped_in_the_report_and_the_annotated_document() {
+    let s = Scratch::new();
+    s.write("doc.md", &document());
+    let script = "<script>alert(1)</script>";
+    let img = "<img src=x onerror=alert(1)>";
+    write_ops(
+        &s,
+        "ops.json",
+        json!([
+            {"action": "replace", "kind": "typo", "severity": "attention", "needs_attention": true,
+             "target": {"line_start": 5}, "before_text": "bandwith", "after_text": "bandwidth",
+             "rationale": format!("{script} {img}"),
+             "review_note": {"alert": "WARNING", "text": format!("REVIEWER: RVW-0001 — {script} {img}")}},
+            // No note: the engine writes one from the rationale, which the
+            // report's summary shows too.
+            {"action": "flag_only", "kind": "style", "severity": "attention",
+             "needs_attention": true, "target": {"line_start": 13},
+             "rationale": format!("{img} ![x](http://tracker/p.png) [y](javascript:alert(1))")},
+        ]),
+    );
+    let out = s.koas(&["-q", "review", "doc.md", "--ops", "ops.json"]);
+    assert_code(&out, 0, "review --ops");
+    let ws = s.workspace();
+    let report = std::fs::read_to_string(ws.join("review/REVIEW_doc.md")).expect("the report");
+    let reviewed =
+        std::fs::read_to_string(ws.join("stage3/doc.REVIEWED.md")).expect("annotated document");
+    for (name, text) in [("report", &report), ("annotated document", &reviewed)] {
+        for raw in ["<script", "<img", "![", "](javascript:", "](http"] {
+            assert!(!shows_unescaped(text, raw), "{raw} in the {name}:\n{text}");
+        }
+        assert!(
+            text.contains("&lt;img src=x onerror=alert(1)&gt;"),
+            "{name}:\n{text}"
+        );
+        assert!(
+            text.contains("!\\[x\\](http://tracker/p.png) \\[y\\](javascript:alert(1))"),
+            "{name}:\n{text}"
+        );
+    }
+    assert!(
+        reviewed.contains(
+            "> [!WARNING]\n> REVIEWER: RVW-0001 — &lt;script&gt;alert(1)&lt;/script&gt; &lt;img src=x onerror=alert(1)&gt;\n"
+        ),
+        "{reviewed}"
+    );
+    // The ledger is data: the note as the person wrote it.
+    let ledger = std::fs::read_to_string(ws.join("review/ledger.jsonl")).expect("ledger");
+    let first: Value =
+        serde_json::from_str(ledger.lines().next().expect("an entry")).expect("JSON");
+    assert_eq!(
+        first["review_note"]["text"],
+        format!("REVIEWER: RVW-0001 — {script} {img}")
+    );
+}

@@ -50,5 +50,5 @@ pub use canonicalizer::{
     canonicalizer_source_hash, extract_json_block, normalize_text, self_test, CanonicalBlock,
     CanonicalRejection, SelfTestError, SelfTestReport,
 };
-pub use ladder::{extract_edit_ops, ExtractionMethod, LadderOutcome};
-pub use op::{EditAction, RawEditOp};
+pub use ladder::{extract_edit_ops, ExtractionMethod, LadderOutcome, RejectedItem};
+pub use op::{EditAction, OpReadError, RawEditOp};

@@ -149,7 +149,8 @@ proptest! {
 
     #[test]
     fn ladder_reads_back_any_strict_op_list(
-        ops in prop::collection::vec((0u64..5000, 0u64..20, "[a-zA-Z ]{0,20}", "[a-zA-Z ]{0,20}"), 0..8)
+        // Lines count from 1: a replace at line 0 is refused.
+        ops in prop::collection::vec((1u64..5000, 0u64..20, "[a-zA-Z ]{0,20}", "[a-zA-Z ]{0,20}"), 0..8)
     ) {
         let list: Vec<Value> = ops
             .iter()
@@ -166,6 +167,22 @@ proptest! {
             prop_assert_eq!(op.line_end, Some(start + len));
             prop_assert_eq!(op.before_text.as_deref(), Some(before.as_str()));
             prop_assert_eq!(op.after_text.as_deref(), Some(after.as_str()));
+        }
+    }
+
+    #[test]
+    fn a_field_that_is_not_text_is_never_turned_into_text(value in json_value()) {
+        let op = serde_json::json!({"action": "replace", "line": 3, "before_text": "a", "after_text": value});
+        let out = extract_edit_ops(&serde_json::to_string(&[op]).unwrap());
+        prop_assert_eq!(out.method, ExtractionMethod::JsonStrict);
+        match &value {
+            Value::String(s) => prop_assert_eq!(out.ops[0].after_text.as_deref(), Some(s.as_str())),
+            Value::Null => prop_assert_eq!(out.ops[0].after_text.as_deref(), None),
+            _ => {
+                prop_assert!(out.ops.is_empty());
+                prop_assert_eq!(out.rejected_items.len(), 1);
+                prop_assert!(out.rejected_items[0].reason.starts_with("after_text must be a string, found "));
+            }
         }
     }
 }

@@ -142,7 +142,8 @@ pub struct ChunkStatus {
     pub parse_success: bool,
     /// Ops the chunk contributes to the plan.
     pub ops: u32,
-    /// Proposals extracted before filtering and targeting.
+    /// Proposals extracted before filtering and targeting (the ops the
+    /// ladder refused for a wrong type included).
     #[serde(default)]
     pub ops_proposed: u32,
     /// Proposals dropped (see [`EditPlan::dropped`]).
@@ -209,7 +210,10 @@ pub struct DroppedProposal {
     pub before_text: Option<String>,
     /// Why: `protected`, `not_found`, `ambiguous`, `other_chunk`,
     /// `duplicate`, `no_anchor`, `masked_content_lost`, `no_change`,
-    /// `tutor_rejected`, `tutor_failed`.
+    /// `echo`, `repetitive`, `tutor_rejected`, `tutor_failed`, or
+    /// `wrong_type` (the extraction ladder refused the op: a field held a
+    /// value of the wrong type, e.g. a number as `after_text`; `detail`
+    /// is the ladder's reason and the item's place in the answer's list).
     pub reason: String,
     /// Detail for people.
     #[serde(default)]

@@ -105,7 +105,15 @@ fn opt_line(
             .and_then(|n| usize::try_from(n).ok())
             .map(Some)
             .ok_or_else(|| bad(v)),
-        Some(v @ Value::String(s)) => s.trim().parse().map(Some).map_err(|_| bad(v)),
+        // A quoted number is the same number; a sign, a fraction or
+        // anything else is not a line.
+        Some(v @ Value::String(s)) => {
+            let digits = s.trim();
+            if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(bad(v));
+            }
+            digits.parse().map(Some).map_err(|_| bad(v))
+        }
         Some(v) => Err(bad(v)),
     }
 }
@@ -403,6 +411,52 @@ mod tests {
                 "LOUD",
             ),
             (json!(42), RejectClass::Other, "JSON object"),
+        ];
+        for (value, class, needle) in cases {
+            let err = build(value.clone()).unwrap_err();
+            assert_eq!(err.class, class, "{value}");
+            assert!(err.reason.contains(needle), "{value}: {}", err.reason);
+        }
+    }
+
+    #[test]
+    fn wrongly_typed_fields_are_refused_not_converted() {
+        let cases = [
+            (
+                json!({"action": "replace", "target": {"line_start": 3}, "after_text": 12345}),
+                RejectClass::Other,
+                "field 'after_text' must be a string, found 12345",
+            ),
+            (
+                json!({"action": "replace", "target": {"line_start": [3]}, "after_text": "x"}),
+                RejectClass::Range,
+                "'line_start' must be a line number (a whole number ≥ 0), found [3]",
+            ),
+            (
+                json!({"action": "replace", "target": {"line_start": 3.5}, "after_text": "x"}),
+                RejectClass::Range,
+                "found 3.5",
+            ),
+            (
+                json!({"action": "replace", "target": {"line_start": 3.0}, "after_text": "x"}),
+                RejectClass::Range,
+                "found 3.0",
+            ),
+            (
+                json!({"action": "delete", "target": {"line_start": 2, "line_end": "-4"}}),
+                RejectClass::Range,
+                "'line_end' must be a line number",
+            ),
+            (
+                json!({"action": "delete", "target": {"line_start": "+2"}}),
+                RejectClass::Range,
+                "'line_start' must be a line number",
+            ),
+            (
+                json!({"action": "flag_only", "target": {"line_start": 1}, "rationale": true}),
+                RejectClass::Other,
+                "field 'rationale' must be a string, found true",
+            ),
         ];
         for (value, class, needle) in cases {
             let err = build(value.clone()).unwrap_err();

@@ -16,7 +16,9 @@
 //! block. The alert type comes from the severity map (the note's own alert
 //! when the severity is unknown). Blank lines separate the block from its
 //! neighbours; the document's line endings and its missing final newline
-//! are kept.
+//! are kept. The note's text is escaped ([`escape_markdown`]): whatever
+//! an op or a model wrote in it is shown, never rendered as HTML, a link,
+//! an image or a heading.
 
 use koas_review_schema::notes::PlacedNote;
 
@@ -24,7 +26,7 @@ use std::collections::HashSet;
 
 use crate::linemap::{LaterEdits, Region};
 use crate::protected::block_containing;
-use crate::text::{is_blank, LineBuf};
+use crate::text::{escape_markdown, is_blank, LineBuf};
 use koas_review_schema::change_id::{ChangeId, EntryId};
 use koas_review_schema::edit_op::{Action, Alert, ReviewPolicy};
 use koas_review_schema::ledger::LedgerEntry;
@@ -209,13 +211,16 @@ fn take_group<'a>(
     group
 }
 
+/// The alert block's lines. The note's text (an op's, a person's or a
+/// model's) is escaped here, where it becomes Markdown: the ledger keeps
+/// it as written.
 fn block_lines(alert: Alert, text: &str) -> Vec<String> {
     let mut lines = vec![format!("> [!{}]", alert.as_str())];
     for line in text.lines() {
         if line.trim().is_empty() {
             lines.push(">".to_owned());
         } else {
-            lines.push(format!("> {line}"));
+            lines.push(format!("> {}", escape_markdown(line)));
         }
     }
     lines

@@ -17,6 +17,7 @@ use std::fmt::Write as _;
 use crate::artifacts::SectionLookup;
 use crate::linemap::{EarlierEdits, Region};
 use crate::query::count;
+use crate::text::escape_markdown_inline;
 use koas_review_schema::apply::{ApplyLogRecord, OpStatus};
 use koas_review_schema::change_id::{ChangeId, EntryId};
 use koas_review_schema::edit_op::Action;
@@ -95,7 +96,7 @@ fn write_last_run(out: &mut String, model: Option<&ReviewModelRun>, log: &[Apply
         let _ = writeln!(out, "| Field | Value |\n|---|---|");
         let _ = writeln!(out, "| Backend | {} |", cell(&m.backend));
         for (role, name) in &m.models {
-            let _ = writeln!(out, "| Model `{}` | `{}` |", cell(role), cell(name));
+            let _ = writeln!(out, "| Model {} | {} |", code_cell(role), code_cell(name));
         }
         let _ = writeln!(
             out,
@@ -113,7 +114,7 @@ fn write_last_run(out: &mut String, model: Option<&ReviewModelRun>, log: &[Apply
             let _ = writeln!(
                 out,
                 "| Stopped early | {}: {} chunk(s) not reviewed; the next run asks them, not the others |",
-                cell(reason),
+                stop_cell(reason),
                 m.chunks_not_reviewed
             );
         }
@@ -144,10 +145,48 @@ pub fn report_file_name(doc_name: &str) -> String {
     format!("REVIEW_{stem}.md")
 }
 
+/// Text for a table cell or a heading: escaped (see
+/// [`escape_markdown_inline`]: whatever an op, the ledger or a model wrote
+/// is shown, not rendered), on one line.
 fn cell(text: &str) -> String {
-    text.replace('\\', "\\\\")
-        .replace('|', "\\|")
-        .replace(['\n', '\r'], " ")
+    escape_markdown_inline(text).replace(['\n', '\r'], " ")
+}
+
+/// Why the model run stopped: the engine's code (`SESSION_BUDGET_EXHAUSTED`)
+/// as it is; anything else, which may carry a server's words, escaped.
+fn stop_cell(reason: &str) -> String {
+    let code = !reason.is_empty()
+        && reason
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
+    if code {
+        reason.to_owned()
+    } else {
+        cell(reason)
+    }
+}
+
+/// `text` as a code span in a table cell, shown literally: a code span
+/// renders no HTML nor Markdown, so only its end matters. The fence is
+/// one backtick longer than the longest run inside (a backtick in a
+/// document or model name cannot close it), padded with a space when the
+/// text starts or ends with one; `|` is escaped because GFM splits the
+/// row into cells before it reads code spans.
+fn code_cell(text: &str) -> String {
+    let text = text.replace(['\n', '\r'], " ").replace('|', "\\|");
+    let mut longest = 0;
+    let mut run = 0;
+    for c in text.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    let fence = "`".repeat(longest + 1);
+    let pad = if text.starts_with('`') || text.ends_with('`') {
+        " "
+    } else {
+        ""
+    };
+    format!("{fence}{pad}{text}{pad}{fence}")
 }
 
 /// The original line an entry's change starts at.
@@ -358,18 +397,20 @@ pub fn render_report(input: ReportInput<'_>) -> String {
     let meta = input.meta;
     let entries = input.entries;
     let mut out = String::new();
-    let _ = writeln!(out, "# Review report — {}\n", meta.doc_name);
+    let _ = writeln!(out, "# Review report — {}\n", cell(&meta.doc_name));
     if let Some(notice) = &meta.notice {
-        let _ = writeln!(out, "> [!NOTE]\n> {}\n", cell(notice));
+        // The engine's own text, with its code spans: not escaped.
+        let notice = notice.replace(['\n', '\r'], " ");
+        let _ = writeln!(out, "> [!NOTE]\n> {notice}\n");
     }
     let _ = writeln!(out, "## Run metadata\n");
     let _ = writeln!(out, "| Field | Value |\n|---|---|");
     let _ = writeln!(out, "| Generated | {} |", cell(&meta.generated_at));
     let _ = writeln!(out, "| Tool | {} |", cell(&meta.tool));
     for (name, version) in &meta.kernels {
-        let _ = writeln!(out, "| Kernel `{}` | {} |", cell(name), cell(version));
+        let _ = writeln!(out, "| Kernel {} | {} |", code_cell(name), cell(version));
     }
-    let _ = writeln!(out, "| Document | `{}` |", cell(&meta.doc_name));
+    let _ = writeln!(out, "| Document | {} |", code_cell(&meta.doc_name));
     let _ = writeln!(out, "| Original hash | `{}` |", meta.original_hash);
     let _ = writeln!(out, "| Current hash | `{}` |", meta.current_hash);
     let _ = writeln!(out, "| Ledger entries | {} |\n", entries.len());
@@ -509,8 +550,8 @@ pub fn render_report(input: ReportInput<'_>) -> String {
                     out,
                     "| {} | {} | {} | {} |",
                     lines,
-                    cell(f.kind.as_str()),
-                    cell(f.severity.review_severity()),
+                    f.kind.as_str(),
+                    f.severity.review_severity(),
                     cell(&f.message)
                 );
             }
@@ -550,8 +591,8 @@ pub fn render_report(input: ReportInput<'_>) -> String {
                 out,
                 "| {} | {} | {} | {} | {} |",
                 lines,
-                cell(f.kind.as_str()),
-                cell(f.severity.review_severity()),
+                f.kind.as_str(),
+                f.severity.review_severity(),
                 cell(&f.message),
                 by
             );
@@ -714,5 +755,107 @@ mod tests {
     #[test]
     fn cells_escape_pipes_and_newlines() {
         assert_eq!(cell("a|b\nc"), "a\\|b c");
+    }
+
+    #[test]
+    fn stop_codes_are_kept_and_other_reasons_escaped() {
+        assert_eq!(
+            stop_cell("SESSION_BUDGET_EXHAUSTED"),
+            "SESSION_BUDGET_EXHAUSTED"
+        );
+        assert_eq!(stop_cell("<b>down</b>"), "&lt;b&gt;down&lt;/b&gt;");
+    }
+
+    #[test]
+    fn code_cells_cannot_be_closed_by_a_backtick() {
+        assert_eq!(code_cell("doc.md"), "`doc.md`");
+        assert_eq!(code_cell("a`b"), "``a`b``");
+        assert_eq!(code_cell("`x``"), "``` `x`` ```");
+        // Literal inside: no backslash doubled; only the cell separator.
+        assert_eq!(code_cell(r"a\b|<i>"), r"`a\b\|<i>`");
+    }
+
+    #[test]
+    fn hostile_op_text_is_escaped_in_every_table() {
+        use crate::clock::SteppingClock;
+        use crate::session::MemorySession;
+        use koas_review_schema::apply::{ApplyOptions, OpStatus};
+        use koas_review_schema::ledger::Actor;
+        use koas_review_schema::rejection::RejectClass;
+        use koas_review_schema::stage1::ProtectedSpans;
+
+        let hostile = "<script>alert(1)</script> <img src=x onerror=alert(1)> ![x](http://tracker/p.png) [y](javascript:alert(1))";
+        let mut session = MemorySession::new("d.md", "# T\n\nA line.\n");
+        let out = session
+            .apply(
+                &[serde_json::json!({
+                    "action": "flag_only", "kind": "<b>style</b>", "severity": "attention",
+                    "target": {"line_start": 3}, "rationale": hostile, "summary": hostile,
+                })],
+                &ProtectedSpans::default(),
+                &ApplyOptions::default(),
+                &Actor {
+                    tool: "t".into(),
+                    operator: "o".into(),
+                },
+                &SteppingClock::new("2026-01-01T00:00:00Z"),
+                "run",
+            )
+            .expect("applies");
+        assert!(out.rejected.is_empty(), "{:?}", out.rejected);
+        let meta = ReportMeta {
+            generated_at: "t".into(),
+            tool: "koas".into(),
+            kernels: vec![],
+            doc_name: "<img src=x onerror=alert(1)>.md".into(),
+            original_hash: "sha256:00".into(),
+            current_hash: "sha256:00".into(),
+            notice: None,
+        };
+        let rejected = ApplyLogRecord {
+            run_id: "r".into(),
+            op_index: 2,
+            id: None,
+            source_id: None,
+            status: OpStatus::Rejected,
+            action: None,
+            lines: None,
+            fixes: vec![],
+            defaults_filled: vec![],
+            reject: Some(RejectClass::Other),
+            reason: Some(format!("unknown action '{hostile}'")),
+            touches_protected: vec![],
+            matches: None,
+            known_as: None,
+        };
+        let text = render_report(ReportInput {
+            meta: &meta,
+            entries: &session.entries,
+            sections: &[SectionEntry::from_lines("S1", "<script>x</script>", 1, 3)],
+            findings: &[],
+            earlier_findings: &[],
+            apply_log: &[rejected],
+            model: None,
+        });
+        // Outside the code span of the document's name (literal there),
+        // no raw form without a backslash before it.
+        let outside: String = text
+            .lines()
+            .filter(|l| !l.starts_with("| Document |"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        for raw in ["<script", "<img", "<b>", "![", "](javascript:", "](http"] {
+            let unescaped = outside
+                .match_indices(raw)
+                .any(|(at, _)| !outside[..at].ends_with('\\'));
+            assert!(!unescaped, "{raw} in\n{text}");
+        }
+        let escaped = "&lt;script&gt;alert(1)&lt;/script&gt; &lt;img src=x onerror=alert(1)&gt; !\\[x\\](http://tracker/p.png) \\[y\\](javascript:alert(1))";
+        // The summary in both tables and the rejection reason.
+        assert_eq!(text.matches(escaped).count(), 3, "{text}");
+        assert!(text.contains("| &lt;b&gt;style&lt;/b&gt; |"), "{text}");
+        assert!(text.contains("# Review report — &lt;img src=x onerror=alert(1)&gt;.md\n"));
+        // In a code span the name is literal already: left as written.
+        assert!(text.contains("| Document | `<img src=x onerror=alert(1)>.md` |"));
     }
 }

@@ -190,6 +190,72 @@ pub fn is_blank(text: &str) -> bool {
     text.chars().all(char::is_whitespace)
 }
 
+/// Escapes text that ops, the ledger or a model wrote for a Markdown view
+/// (the report's cells, the annotated document's alert blocks), so that
+/// it is shown as written and never rendered: no HTML (`<script>`,
+/// `<img onerror=…>`), no image or link (`![x](http://…)`,
+/// `[x](javascript:…)`), no emphasis, code or table cell breaks, and no
+/// heading, quote or list started by a line of it.
+///
+/// - `&`, `<`, `>` become `&amp;`, `&lt;`, `&gt;`;
+/// - `\`, `` ` ``, `*`, `_`, `[`, `]`, `~`, `|` get a backslash;
+/// - at the start of each line (after its indentation), a `#`, `-`, `+`
+///   or `=` gets a backslash, and so does the `.` or `)` after a number
+///   (`1.`, `2)`), which would start an ordered list.
+///
+/// Newlines are kept (a table cell replaces them). The result is meant to
+/// be written once into Markdown: escaping it again escapes the escapes
+/// (`&` → `&amp;` → `&amp;amp;`), it is not idempotent. Letters, accents,
+/// quotes and apostrophes are left alone. Bare URLs are left too: a
+/// viewer may make them links, but never loads them.
+pub fn escape_markdown(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + text.len() / 8);
+    for (i, line) in text.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let body = line.trim_start_matches([' ', '\t']);
+        out.push_str(&line[..line.len() - body.len()]);
+        let digits = body.bytes().take_while(u8::is_ascii_digit).count();
+        let after_digits = body[digits..].chars().next();
+        if matches!(body.chars().next(), Some('#' | '-' | '+' | '=')) {
+            out.push('\\');
+        } else if digits > 0 && matches!(after_digits, Some('.' | ')')) {
+            out.push_str(&body[..digits]);
+            out.push('\\');
+            push_escaped_inline(&mut out, &body[digits..]);
+            continue;
+        }
+        push_escaped_inline(&mut out, body);
+    }
+    out
+}
+
+/// [`escape_markdown`] for text that is not at the start of a line (a
+/// table cell, a heading after its `### `): the same characters are
+/// escaped, but no block marker can start there, so the line starts are
+/// left as written (`1. Introduction`, a version `0.1.0`, not `1\.`).
+pub fn escape_markdown_inline(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + text.len() / 8);
+    push_escaped_inline(&mut out, text);
+    out
+}
+
+fn push_escaped_inline(out: &mut String, text: &str) {
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '\\' | '`' | '*' | '_' | '[' | ']' | '~' | '|' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -239,6 +305,55 @@ mod tests {
     fn hash_matches_text_hash() {
         let text = "x\r\ny\n";
         assert_eq!(LineBuf::parse(text).hash(), sha256(text));
+    }
+
+    #[test]
+    fn markdown_escaping_neutralizes_html_links_and_formatting() {
+        assert_eq!(
+            escape_markdown("<script>alert(1)</script> & <img src=x onerror=alert(1)>"),
+            "&lt;script&gt;alert(1)&lt;/script&gt; &amp; &lt;img src=x onerror=alert(1)&gt;"
+        );
+        assert_eq!(
+            escape_markdown("![x](http://tracker/p.png) [y](javascript:alert(1))"),
+            "!\\[x\\](http://tracker/p.png) \\[y\\](javascript:alert(1))"
+        );
+        assert_eq!(
+            escape_markdown(r"a\b `c` *d* _e_ ~~f~~ g|h"),
+            r"a\\b \`c\` \*d\* \_e\_ \~\~f\~\~ g\|h"
+        );
+    }
+
+    #[test]
+    fn markdown_escaping_guards_line_starts() {
+        assert_eq!(escape_markdown("# title"), r"\# title");
+        assert_eq!(escape_markdown("> quote"), "&gt; quote");
+        assert_eq!(escape_markdown("- item"), r"\- item");
+        assert_eq!(escape_markdown("+ item"), r"\+ item");
+        assert_eq!(escape_markdown("==="), r"\===");
+        assert_eq!(escape_markdown("12. item"), r"12\. item");
+        assert_eq!(escape_markdown("3) item"), r"3\) item");
+        assert_eq!(escape_markdown("* item"), r"\* item");
+        // Every line, after its indentation; not in the middle of a line.
+        assert_eq!(
+            escape_markdown("ok\n  # h\nsee 1. - fine + #1 = 2"),
+            "ok\n  \\# h\nsee 1. - fine + #1 = 2"
+        );
+        assert_eq!(escape_markdown_inline("1. Introduction"), "1. Introduction");
+        assert_eq!(escape_markdown_inline("# x <b>"), "# x &lt;b&gt;");
+    }
+
+    #[test]
+    fn markdown_escaping_leaves_prose_alone() {
+        for prose in [
+            "Le débit du système est élevé, n'est-ce pas ? « Oui » — dit-il.",
+            "The user's data isn't lost: \"quoted\" (fine), 50% / 3.5 = ok!",
+            "",
+        ] {
+            assert_eq!(escape_markdown(prose), prose);
+            assert_eq!(escape_markdown_inline(prose), prose);
+        }
+        // Not idempotent, by design: the output is written once.
+        assert_eq!(escape_markdown(&escape_markdown("a&b")), "a&amp;amp;b");
     }
 
     #[test]

@@ -11,6 +11,11 @@
 //! | 5 | `plaintext_regex` | `[RVW] action=replace / lines=N-M / before="…" / after="…"` blocks and `replace:`/`delete:`/`flag:`/`insert:` lines naming a line range |
 //! | 6 | `freeform_salvage` | a short "no changes needed" answer (EN/FR), or markers and empty lists only → no ops; any other prose → one `flag_only` op carrying it (without the markers) as rationale |
 //!
+//! Levels 1–4 read each list item with [`RawEditOp::from_value`]: an op
+//! whose field has the wrong type (a number as `after_text`, a list as
+//! `line_start`) is never converted; it is listed in
+//! [`LadderOutcome::rejected_items`] with its reason.
+//!
 //! The first level that succeeds determines [`LadderOutcome::method`].
 //! When the payload is tagged, levels 2 (prose search) and 3 defer to
 //! level 4 so that the method reported is the one the model actually used.
@@ -106,16 +111,41 @@ pub struct LadderOutcome {
     pub ops: Vec<RawEditOp>,
     /// `true` when the model explicitly said no changes are needed.
     pub no_changes: bool,
-    /// Items of a parsed list that were not recognisable ops.
+    /// Items of a parsed list that were not ops at all (a bare string, an
+    /// object naming no action). Rejected ops are not counted here: they
+    /// are listed in [`LadderOutcome::rejected_items`].
     pub skipped_items: usize,
+    /// Ops of a parsed list refused because a field had the wrong type
+    /// (a number as `after_text`, a list as `line_start`…), each with its
+    /// reason. Never coerced, never dropped silently: a list whose every
+    /// item is rejected is still a success of its level, with no ops and
+    /// these rejections.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rejected_items: Vec<RejectedItem>,
     /// Why each earlier level failed, in order.
     pub failures: Vec<LevelFailure>,
+}
+
+/// An op of the model's list that was refused.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RejectedItem {
+    /// Its position in the list as the model wrote it, **1-based** (a
+    /// single op object is item 1). With several tagged blocks, the
+    /// position in its own block's list.
+    pub index: usize,
+    /// Its action as the model wrote it, when it wrote one as text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
+    /// Why, naming the field and what was found, e.g. `after_text must be
+    /// a string, found the number 12345`.
+    pub reason: String,
 }
 
 /// Ops found by one level.
 pub(crate) struct Found {
     pub ops: Vec<RawEditOp>,
     pub skipped: usize,
+    pub rejected: Vec<RejectedItem>,
     pub no_changes: bool,
 }
 
@@ -124,6 +154,7 @@ impl Found {
         Found {
             ops,
             skipped,
+            rejected: Vec::new(),
             no_changes: false,
         }
     }
@@ -142,6 +173,7 @@ pub fn extract_edit_ops(raw: &str) -> LadderOutcome {
             ops: Vec::new(),
             no_changes: false,
             skipped_items: 0,
+            rejected_items: Vec::new(),
             failures: Vec::new(),
         };
     }
@@ -171,6 +203,7 @@ pub fn extract_edit_ops(raw: &str) -> LadderOutcome {
                     ops: found.ops,
                     no_changes: found.no_changes,
                     skipped_items: found.skipped,
+                    rejected_items: found.rejected,
                     failures,
                 }
             }
@@ -182,6 +215,7 @@ pub fn extract_edit_ops(raw: &str) -> LadderOutcome {
         ops: Vec::new(),
         no_changes: false,
         skipped_items: 0,
+        rejected_items: Vec::new(),
         failures,
     }
 }
@@ -250,6 +284,48 @@ mod tests {
         let out = extract_edit_ops("[]");
         assert_eq!(out.method, ExtractionMethod::JsonStrict);
         assert!(out.ops.is_empty());
+    }
+
+    #[test]
+    fn wrongly_typed_ops_are_listed_with_their_reason() {
+        let out = extract_edit_ops(
+            r#"[{"action":"replace","line":3,"after_text":12345},{"action":"delete","line":5}]"#,
+        );
+        assert_eq!(out.method, ExtractionMethod::JsonStrict);
+        assert_eq!(out.ops.len(), 1);
+        assert_eq!(out.ops[0].action, EditAction::Delete);
+        assert_eq!(out.skipped_items, 0);
+        assert_eq!(
+            out.rejected_items,
+            [RejectedItem {
+                index: 1,
+                action: Some("replace".to_owned()),
+                reason: "after_text must be a string, found the number 12345".to_owned(),
+            }]
+        );
+        // Every op rejected: the level still succeeds (no salvage of the
+        // JSON as prose), with no ops, and it is not "no changes".
+        let out = extract_edit_ops(
+            "BEGIN_EDIT_OPS\n[{\"action\":\"delete\",\"line_start\":[3]}]\nEND_EDIT_OPS",
+        );
+        assert_eq!(out.method, ExtractionMethod::TaggedPayload);
+        assert!(out.ops.is_empty() && !out.no_changes);
+        assert_eq!(
+            out.rejected_items[0].reason,
+            "line_start must be a line number, found the list [3]"
+        );
+        // YAML types its plain scalars: `after: 12345` is a number too.
+        let out = extract_edit_ops("- action: replace\n  line: 2\n  after: 12345\n");
+        assert_eq!(out.method, ExtractionMethod::Yaml);
+        assert_eq!(out.rejected_items.len(), 1);
+    }
+
+    #[test]
+    fn outcomes_without_rejections_read_and_write_as_before() {
+        let old = r#"{"method":"json_strict","ops":[],"no_changes":false,"skipped_items":0,"failures":[]}"#;
+        let outcome: LadderOutcome = serde_json::from_str(old).expect("an old outcome reads");
+        assert!(outcome.rejected_items.is_empty());
+        assert_eq!(serde_json::to_string(&outcome).expect("writes"), old);
     }
 
     #[test]

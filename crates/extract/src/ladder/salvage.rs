@@ -80,9 +80,8 @@ pub(crate) fn extract(text: &str) -> Result<Found, String> {
         .collect::<Vec<_>>()
         .join("\n");
     let no_changes = || Found {
-        ops: Vec::new(),
-        skipped: 0,
         no_changes: true,
+        ..Found::ops(Vec::new(), 0)
     };
     if !prose.chars().any(char::is_alphabetic) {
         if text

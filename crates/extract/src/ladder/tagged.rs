@@ -62,6 +62,7 @@ pub(crate) fn extract(text: &str) -> Result<Found, String> {
                 parsed += 1;
                 all.ops.extend(found.ops);
                 all.skipped += found.skipped;
+                all.rejected.extend(found.rejected);
             }
             Err(e) => errors.push(e),
         }

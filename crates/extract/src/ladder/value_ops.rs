@@ -1,7 +1,7 @@
 //! Turning a parsed JSON/YAML value into edit ops.
 
-use super::Found;
-use crate::op::RawEditOp;
+use super::{Found, RejectedItem};
+use crate::op::{written_action, OpReadError, RawEditOp};
 use serde_json::Value;
 
 /// Object keys under which a list of ops is accepted.
@@ -28,8 +28,16 @@ pub(crate) fn ops_from_value(value: &Value, lenient: bool) -> Result<Found, Stri
             if !lenient {
                 return Err("an object without an ops list".to_string());
             }
-            if let Some(op) = RawEditOp::from_value(value) {
-                return Ok(Found::ops(vec![op], 0));
+            match RawEditOp::from_value(value) {
+                Ok(op) => return Ok(Found::ops(vec![op], 0)),
+                // A single op with a wrongly typed field: the model answered
+                // with an op, so the level succeeds, with the rejection.
+                Err(OpReadError::WrongType(reason)) => {
+                    let mut found = Found::ops(Vec::new(), 0);
+                    found.rejected.push(rejected(1, value, reason));
+                    return Ok(found);
+                }
+                Err(OpReadError::NotAnOp(_)) => {}
             }
             if obj.len() == 1 {
                 if let Some(Value::Array(items)) = obj.values().next() {
@@ -43,16 +51,36 @@ pub(crate) fn ops_from_value(value: &Value, lenient: bool) -> Result<Found, Stri
     }
 }
 
+/// Reads each item: an op, a rejected op (wrong field type) or not an op
+/// at all (skipped). A list of rejected ops still succeeds: the model
+/// answered in the format, its ops were bad, and a later level would only
+/// misread the same text.
 fn ops_from_items(items: &[Value]) -> Result<Found, String> {
-    let ops: Vec<RawEditOp> = items.iter().filter_map(RawEditOp::from_value).collect();
-    if !items.is_empty() && ops.is_empty() {
+    let mut found = Found::ops(Vec::new(), 0);
+    for (i, item) in items.iter().enumerate() {
+        match RawEditOp::from_value(item) {
+            Ok(op) => found.ops.push(op),
+            Err(OpReadError::WrongType(reason)) => {
+                found.rejected.push(rejected(i + 1, item, reason));
+            }
+            Err(OpReadError::NotAnOp(_)) => found.skipped += 1,
+        }
+    }
+    if !items.is_empty() && found.ops.is_empty() && found.rejected.is_empty() {
         return Err(format!(
             "none of the {} list items is an edit op",
             items.len()
         ));
     }
-    let skipped = items.len() - ops.len();
-    Ok(Found::ops(ops, skipped))
+    Ok(found)
+}
+
+fn rejected(index: usize, item: &Value, reason: String) -> RejectedItem {
+    RejectedItem {
+        index,
+        action: written_action(item),
+        reason,
+    }
 }
 
 #[cfg(test)]
@@ -84,5 +112,51 @@ mod tests {
         );
         assert!(ops_from_value(&json!(["a", "b"]), true).is_err());
         assert!(ops_from_value(&json!("text"), true).is_err());
+    }
+
+    #[test]
+    fn wrongly_typed_items_are_rejected_with_their_place_and_reason() {
+        let list = json!([
+            {"action": "delete", "line": 1},
+            "a bare string",
+            {"action": "replace", "line": 3, "after_text": 12345},
+            {"before": "a", "after": "b", "line_start": [3]},
+        ]);
+        let found = ops_from_value(&list, false).unwrap();
+        assert_eq!(found.ops.len(), 1);
+        assert_eq!(found.skipped, 1);
+        let rejected: Vec<(usize, Option<&str>, &str)> = found
+            .rejected
+            .iter()
+            .map(|r| (r.index, r.action.as_deref(), r.reason.as_str()))
+            .collect();
+        assert_eq!(
+            rejected,
+            [
+                (
+                    3,
+                    Some("replace"),
+                    "after_text must be a string, found the number 12345"
+                ),
+                (
+                    4,
+                    None,
+                    "line_start must be a line number, found the list [3]"
+                ),
+            ]
+        );
+        // Every item rejected: still a success, with no ops.
+        let found =
+            ops_from_value(&json!([{"action": "flag", "line": 1, "kind": 7}]), false).unwrap();
+        assert!(found.ops.is_empty());
+        assert_eq!(found.rejected.len(), 1);
+        // A single op object (lenient levels) is item 1.
+        let found =
+            ops_from_value(&json!({"action": "insert", "line": 2, "text": false}), true).unwrap();
+        assert_eq!(found.rejected[0].index, 1);
+        assert_eq!(
+            found.rejected[0].reason,
+            "text must be a string, found the boolean false"
+        );
     }
 }

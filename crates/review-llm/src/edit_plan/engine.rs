@@ -403,7 +403,7 @@ fn pretty(value: &serde_json::Value) -> String {
 /// ladder, placement, the drop rules). Bumped when they change, so a chunk
 /// result of an older rule is not reused; the model's answers themselves
 /// stay in the answer cache and are read again at no cost.
-const RESULT_RULES: &str = "koas-edit-plan-v2";
+const RESULT_RULES: &str = "koas-edit-plan-v3";
 
 /// The key of everything a chunk's result depends on.
 fn incremental_key(job: &Job, options: &PlanOptions, first_prompt: &str) -> String {
@@ -693,8 +693,11 @@ fn advance(
         job.recipe_degenerate_after = Some(false);
     }
     job.status.degenerate = false;
-    // Policy B: nothing proposed where the checks found something.
-    if ladder.ops.is_empty()
+    // Policy B: nothing proposed where the checks found something. Ops
+    // refused for a wrong type were proposed: they are dropped like ops
+    // placement refuses, not asked again.
+    let proposed = ladder.ops.len() + ladder.rejected_items.len();
+    if proposed == 0
         && step == Step::Worker
         && !job.findings.is_empty()
         && !job.tried[1]
@@ -721,7 +724,7 @@ fn advance(
         );
         return Ok(());
     }
-    job.status.ops_proposed += u32::try_from(ladder.ops.len()).unwrap_or(u32::MAX);
+    job.status.ops_proposed += u32::try_from(proposed).unwrap_or(u32::MAX);
     let placed = place_all(job, &ladder, None, input, options, doc, index);
     match step {
         Step::Regenerate(_) => {
@@ -734,7 +737,7 @@ fn advance(
             job.step = Step::Tutor;
         }
         _ => {
-            job.status.verdict = if ladder.ops.is_empty() {
+            job.status.verdict = if proposed == 0 {
                 ChunkVerdict::Empty
             } else if placed.is_empty() {
                 ChunkVerdict::Filtered
@@ -768,6 +771,20 @@ fn place_all(
         projection: job.stripped.as_ref().map(|(_, p)| p.as_str()),
     };
     let masked = masked.unwrap_or(&job.masked);
+    // Ops the ladder refused (a field of the wrong type) are proposals
+    // too: recorded, never lost without a trace.
+    for item in &ladder.rejected_items {
+        job.dropped.push(DroppedProposal {
+            chunk_id: job.piece.id.clone(),
+            action: item.action.clone().unwrap_or_default(),
+            before_text: None,
+            reason: "wrong_type".to_owned(),
+            detail: masked.unmask(&format!(
+                "{} (item {} of the answer's list)",
+                item.reason, item.index
+            )),
+        });
+    }
     let mut placed = Vec::new();
     for raw in &ladder.ops {
         match place(raw, masked, &view, doc, index, input.spans, &options.policy) {

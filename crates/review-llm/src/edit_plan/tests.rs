@@ -441,6 +441,78 @@ fn the_tutor_accepts_corrects_rejects_or_fails() {
     }
 }
 
+#[test]
+fn an_op_with_a_number_as_after_text_is_dropped_as_wrong_type_not_applied() {
+    let f = fixture(DOC);
+    // The bandwith chunk's answer: one op with a number for its text, one
+    // good op; every other chunk: no changes.
+    let model = script(|r: &ModelRequest, _| {
+        if r.prompt.contains("bandwith") {
+            ok("BEGIN_EDIT_OPS\n[{\"action\": \"replace\", \"line\": 3, \"before_text\": \"bandwith\", \"after_text\": 12345}, {\"action\": \"replace\", \"before_text\": \"high\", \"after_text\": \"very high\"}]\nEND_EDIT_OPS")
+        } else {
+            ok("BEGIN_EDIT_OPS\n[]\nEND_EDIT_OPS")
+        }
+    });
+    let (planned, _) = run(&f.input(None, &[]), &options(), &model);
+    let p = &planned.plan;
+    let texts: Vec<&str> = p.ops.iter().map(|o| o.after_text.as_str()).collect();
+    assert_eq!(texts, ["very high"], "no op carries the number as text");
+    let wrong: Vec<_> = p
+        .dropped
+        .iter()
+        .filter(|d| d.reason == "wrong_type")
+        .collect();
+    assert_eq!(wrong.len(), 1, "{:?}", p.dropped);
+    assert_eq!(wrong[0].action, "replace");
+    assert_eq!(
+        wrong[0].detail,
+        "after_text must be a string, found the number 12345 (item 1 of the answer's list)"
+    );
+    let chunk = p
+        .chunks
+        .iter()
+        .find(|c| c.chunk_id == wrong[0].chunk_id)
+        .expect("the drop names its chunk");
+    assert_eq!(
+        (chunk.ops_proposed, chunk.ops, chunk.ops_dropped),
+        (2, 1, 1)
+    );
+}
+
+#[test]
+fn a_chunk_whose_every_op_has_a_wrong_type_is_filtered_not_empty() {
+    let f = fixture(DOC);
+    let model = script(|r: &ModelRequest, _| {
+        if r.prompt.contains("bandwith") {
+            ok("BEGIN_EDIT_OPS\n[{\"action\": \"flag_only\", \"line_start\": [3], \"rationale\": \"the term is unclear here\"}]\nEND_EDIT_OPS")
+        } else {
+            ok("BEGIN_EDIT_OPS\n[]\nEND_EDIT_OPS")
+        }
+    });
+    let (planned, _) = run(&f.input(None, &[]), &options(), &model);
+    let p = &planned.plan;
+    assert!(p.ops.is_empty());
+    let drop = p
+        .dropped
+        .iter()
+        .find(|d| d.reason == "wrong_type")
+        .expect("the refused op is recorded");
+    assert!(
+        drop.detail
+            .starts_with("line_start must be a line number, found the list [3]"),
+        "{}",
+        drop.detail
+    );
+    let chunk = p
+        .chunks
+        .iter()
+        .find(|c| c.chunk_id == drop.chunk_id)
+        .expect("its chunk");
+    assert_eq!(chunk.verdict, ChunkVerdict::Filtered, "not \"no changes\"");
+    assert_eq!(chunk.method, "tagged_payload");
+    assert!(chunk.parse_success);
+}
+
 fn many_sections(n: usize) -> String {
     let mut text = String::new();
     for i in 0..n {

@@ -282,3 +282,43 @@ proptest::proptest! {
         }
     }
 }
+
+/// The forms a hostile note must never show unescaped.
+const RAW_FORMS: [&str; 5] = ["<script", "<img", "![", "](javascript:", "](http"];
+
+/// `form` occurs in `text` without a backslash before it.
+fn shows_unescaped(text: &str, form: &str) -> bool {
+    text.match_indices(form)
+        .any(|(at, _)| !text[..at].ends_with('\\'))
+}
+
+#[test]
+fn a_hostile_note_is_shown_escaped_and_kept_as_written_in_the_ledger() {
+    let note = "<script>alert(1)</script> <img src=x onerror=alert(1)>\n# not a heading\n![x](http://tracker/p.png) [y](javascript:alert(1))";
+    let text = "# T\n\nA line.\n\nNext.\n";
+    let s = session_with(
+        text,
+        vec![
+            json!({"action": "flag_only", "kind": "style", "severity": "attention",
+            "needs_attention": true, "target": {"line_start": 3},
+            "review_note": {"alert": "WARNING", "text": format!("REVIEWER: RVW-0001 — {note}")}}),
+        ],
+        &ProtectedSpans::default(),
+    );
+    let out = annotate(
+        &s.text,
+        &s.entries,
+        &ProtectedSpans::default(),
+        &ReviewPolicy::default(),
+    );
+    for raw in RAW_FORMS {
+        assert!(!shows_unescaped(&out.text, raw), "{raw} in {}", out.text);
+    }
+    assert!(out.text.contains(
+        "> [!WARNING]\n> REVIEWER: RVW-0001 — &lt;script&gt;alert(1)&lt;/script&gt; &lt;img src=x onerror=alert(1)&gt;\n> \\# not a heading\n> !\\[x\\](http://tracker/p.png) \\[y\\](javascript:alert(1))\n"
+    ), "{}", out.text);
+    // The ledger and the placed note are data: as written.
+    let written = s.entries[0].review_note.as_ref().map(|n| n.text.as_str());
+    assert!(written.is_some_and(|t| t.contains("<script>alert(1)</script>")));
+    assert!(out.notes[0].text.contains("<img src=x onerror=alert(1)>"));
+}
