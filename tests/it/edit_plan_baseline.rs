@@ -333,10 +333,15 @@ fn the_frozen_edit_plan_baseline_replays_without_a_model() {
         serde_json::from_value(outcome.clone()).expect("an apply outcome");
     let log = typed.batch.log_records("baseline");
     let guards = koas_review::report::guard_counts(&log);
+    // The "typo" 24 → 12 changes a number (TOKEN_GUARD) and is no typo
+    // (REWRITE_GUARD); "denied" → "refused" drops a direction word
+    // (MEANING_GUARD).
     let expected: BTreeMap<&str, usize> = [
         ("TOKEN_GUARD", 1),
         ("LANGUAGE_GUARD", 1),
         ("DELETION_CAUTION", 1),
+        ("REWRITE_GUARD", 1),
+        ("MEANING_GUARD", 1),
     ]
     .into_iter()
     .collect();

@@ -5,7 +5,7 @@
 
 use crate::review_common::{assert_code, normalize, stderr, stdout, Scratch};
 use koas_test_support::model::{ModelAnswer, ModelRequest, ScriptedModel};
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -343,15 +343,21 @@ END_EDIT_OPS"#;
     let out = s.koas(&["-q", "revert", "doc.md", "RVW-0001"]);
     assert_code(&out, 0, "revert");
 
-    // The same proposal again: refused, named, and nothing applied.
+    // The same proposal again: known as the reverted change, named, and
+    // nothing applied.
     let (out, v) = s.koas_json(&["review", "doc.md"]);
     assert_code(&out, 0, "second review");
     assert_eq!(v["applied_ids"], serde_json::json!([]), "{v}");
-    assert_eq!(v["rejected"], 1, "{v}");
-    let log = v["apply_log"].to_string();
-    assert!(
-        log.contains("REJECT_LEDGER") && log.contains("RVW-0001") && log.contains("reverted"),
-        "{log}"
+    assert_eq!(
+        (v["rejected"].as_u64(), v["known"].as_u64()),
+        (Some(0), Some(1)),
+        "{v}"
+    );
+    let record = &v["apply_log"][0];
+    assert_eq!(
+        (&record["status"], &record["matches"], &record["known_as"]),
+        (&json!("known"), &json!("RVW-0001"), &json!("reverted")),
+        "{v}"
     );
     let ledger =
         std::fs::read_to_string(s.workspace().join("review/ledger.jsonl")).expect("the ledger");
@@ -367,13 +373,23 @@ END_EDIT_OPS"#;
         "{edited}"
     );
 
-    // A person may still decide to make it again, from an ops file.
+    // An ops file that makes it again is the same change: it stays
+    // reverted whoever proposes it.
     s.write(
         "ops.json",
         r#"[{"action": "replace", "target": {"line_start": 15}, "before_text": "Step 3 is done by the operator on duty.", "after_text": "Step 3 is done by the operator in charge.", "kind": "style", "severity": "minor", "rationale": "decided"}]"#,
     );
     let (out, v) = s.koas_json(&["review", "doc.md", "--ops", "ops.json"]);
     assert_code(&out, 0, "review with the person's op");
+    assert_eq!(v["applied_ids"], serde_json::json!([]), "{v}");
+    assert_eq!(v["known"], 1, "{v}");
+    // A person who wants it after all says so: `"again": true`.
+    s.write(
+        "ops.json",
+        r#"[{"action": "replace", "target": {"line_start": 15}, "before_text": "Step 3 is done by the operator on duty.", "after_text": "Step 3 is done by the operator in charge.", "kind": "style", "severity": "minor", "rationale": "decided", "again": true}]"#,
+    );
+    let (out, v) = s.koas_json(&["review", "doc.md", "--ops", "ops.json"]);
+    assert_code(&out, 0, "review with the person's op, again");
     assert_eq!(v["applied_ids"], serde_json::json!(["RVW-0002"]), "{v}");
 }
 

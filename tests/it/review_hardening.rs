@@ -508,8 +508,8 @@ fn ctrl_c_at_any_moment_ends_with_130_or_success_and_leaves_no_lock() {
 fn concurrent_reviews_pass_the_lock_one_at_a_time() {
     let s = Scratch::new();
     s.write("doc.md", &document());
-    // A flag is recorded whatever the document's current state: every
-    // review that gets the lock adds exactly one ledger entry.
+    // The same flag on the same text is recorded once: whichever review
+    // gets the lock first records it, the others find it in the ledger.
     write_ops(
         &s,
         "ops.json",
@@ -538,7 +538,7 @@ fn concurrent_reviews_pass_the_lock_one_at_a_time() {
     }
     assert!(recorded >= 3, "at least one review per round got the lock");
     let ledger = std::fs::read_to_string(s.path("ws/review/ledger.jsonl")).expect("ledger");
-    assert_eq!(ledger.lines().count(), recorded, "{ledger}");
+    assert_eq!(ledger.lines().count(), 1, "{ledger}");
     let (_, v) = s.koas_json(&["status", "doc.md", "-w", "ws"]);
     assert_eq!(v["status"], "ok", "{v:#}");
     assert!(!s.path("ws/.lock").exists());

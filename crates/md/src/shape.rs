@@ -25,7 +25,7 @@ use std::ops::Range;
 
 /// A block a reader sees.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum BlockKind {
+pub enum ShapeKind {
     /// A paragraph (tight list items hold their text without one).
     Paragraph,
     /// A heading of this level (1–6), ATX or setext alike.
@@ -56,38 +56,38 @@ pub enum BlockKind {
     Footnote,
 }
 
-impl BlockKind {
+impl ShapeKind {
     /// What the block is called in a message.
     pub fn name(self) -> String {
         match self {
-            BlockKind::Paragraph => "paragraph".into(),
-            BlockKind::Heading(level) => format!("heading (level {level})"),
-            BlockKind::Quote => "block quote".into(),
-            BlockKind::List { ordered: true } => "numbered list".into(),
-            BlockKind::List { ordered: false } => "bulleted list".into(),
-            BlockKind::Item(None) => "list item".into(),
-            BlockKind::Item(Some(_)) => "task list item".into(),
-            BlockKind::Table(_) => "table".into(),
-            BlockKind::TableRow => "table row".into(),
-            BlockKind::Code { .. } => "code block".into(),
-            BlockKind::Html => "HTML block".into(),
-            BlockKind::Rule => "horizontal rule".into(),
-            BlockKind::Footnote => "footnote definition".into(),
+            ShapeKind::Paragraph => "paragraph".into(),
+            ShapeKind::Heading(level) => format!("heading (level {level})"),
+            ShapeKind::Quote => "block quote".into(),
+            ShapeKind::List { ordered: true } => "numbered list".into(),
+            ShapeKind::List { ordered: false } => "bulleted list".into(),
+            ShapeKind::Item(None) => "list item".into(),
+            ShapeKind::Item(Some(_)) => "task list item".into(),
+            ShapeKind::Table(_) => "table".into(),
+            ShapeKind::TableRow => "table row".into(),
+            ShapeKind::Code { .. } => "code block".into(),
+            ShapeKind::Html => "HTML block".into(),
+            ShapeKind::Rule => "horizontal rule".into(),
+            ShapeKind::Footnote => "footnote definition".into(),
         }
     }
 
     /// The area of the document's structure the block belongs to.
     pub fn area(self) -> Area {
         match self {
-            BlockKind::Paragraph => Area::Paragraph,
-            BlockKind::Heading(_) => Area::Heading,
-            BlockKind::Quote => Area::Quote,
-            BlockKind::List { .. } | BlockKind::Item(_) => Area::List,
-            BlockKind::Table(_) | BlockKind::TableRow => Area::Table,
-            BlockKind::Code { .. } => Area::Code,
-            BlockKind::Html => Area::Html,
-            BlockKind::Rule => Area::Rule,
-            BlockKind::Footnote => Area::Footnote,
+            ShapeKind::Paragraph => Area::Paragraph,
+            ShapeKind::Heading(_) => Area::Heading,
+            ShapeKind::Quote => Area::Quote,
+            ShapeKind::List { .. } | ShapeKind::Item(_) => Area::List,
+            ShapeKind::Table(_) | ShapeKind::TableRow => Area::Table,
+            ShapeKind::Code { .. } => Area::Code,
+            ShapeKind::Html => Area::Html,
+            ShapeKind::Rule => Area::Rule,
+            ShapeKind::Footnote => Area::Footnote,
         }
     }
 }
@@ -98,7 +98,7 @@ impl BlockKind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Block {
     /// What it is.
-    pub kind: BlockKind,
+    pub kind: ShapeKind,
     /// Containers around it (0 at the top level).
     pub depth: u16,
     /// Its text content, whitespace collapsed (for a list item or a table
@@ -229,7 +229,7 @@ fn push_text(shape: &mut Shape, collecting: &[usize], text: &str) {
         let block = &mut shape.blocks[i];
         // A list item keeps the beginning of its content only: enough to
         // recognise it, bounded for long items.
-        if matches!(block.kind, BlockKind::Item(_)) && block.text.len() > 200 {
+        if matches!(block.kind, ShapeKind::Item(_)) && block.text.len() > 200 {
             continue;
         }
         block.text.push_str(text);
@@ -256,7 +256,7 @@ pub fn shape_of(text: &str, start_of_document: bool) -> Shape {
     let mut collecting: Vec<usize> = Vec::new();
     let mut in_html_block = false;
     for (event, range) in Parser::new_ext(body, parser_options()).into_offset_iter() {
-        let open = |shape: &mut Shape, kind: BlockKind, depth: u16| {
+        let open = |shape: &mut Shape, kind: ShapeKind, depth: u16| {
             shape.blocks.push(Block {
                 kind,
                 depth,
@@ -267,7 +267,7 @@ pub fn shape_of(text: &str, start_of_document: bool) -> Shape {
         match event {
             Event::Start(tag) => match tag {
                 Tag::Paragraph => {
-                    collecting.push(open(&mut shape, BlockKind::Paragraph, depth));
+                    collecting.push(open(&mut shape, ShapeKind::Paragraph, depth));
                     let source = body.get(range.clone()).unwrap_or("");
                     shape.delimiter_rows += source
                         .lines()
@@ -275,44 +275,44 @@ pub fn shape_of(text: &str, start_of_document: bool) -> Shape {
                         .count() as u32;
                 }
                 Tag::Heading { level, .. } => {
-                    collecting.push(open(&mut shape, BlockKind::Heading(level as u8), depth))
+                    collecting.push(open(&mut shape, ShapeKind::Heading(level as u8), depth))
                 }
                 Tag::BlockQuote(_) => {
-                    open(&mut shape, BlockKind::Quote, depth);
+                    open(&mut shape, ShapeKind::Quote, depth);
                     depth += 1;
                 }
                 Tag::List(start) => {
                     open(
                         &mut shape,
-                        BlockKind::List {
+                        ShapeKind::List {
                             ordered: start.is_some(),
                         },
                         depth,
                     );
                 }
                 Tag::Item => {
-                    collecting.push(open(&mut shape, BlockKind::Item(None), depth));
+                    collecting.push(open(&mut shape, ShapeKind::Item(None), depth));
                     depth += 1;
                 }
                 Tag::FootnoteDefinition(_) => {
-                    open(&mut shape, BlockKind::Footnote, depth);
+                    open(&mut shape, ShapeKind::Footnote, depth);
                     depth += 1;
                 }
                 Tag::Table(columns) => {
-                    open(&mut shape, BlockKind::Table(columns.len()), depth);
+                    open(&mut shape, ShapeKind::Table(columns.len()), depth);
                 }
                 Tag::TableHead | Tag::TableRow => {
-                    collecting.push(open(&mut shape, BlockKind::TableRow, depth))
+                    collecting.push(open(&mut shape, ShapeKind::TableRow, depth))
                 }
                 Tag::CodeBlock(kind) => {
                     let fenced = matches!(kind, CodeBlockKind::Fenced(_));
-                    collecting.push(open(&mut shape, BlockKind::Code { fenced }, depth));
+                    collecting.push(open(&mut shape, ShapeKind::Code { fenced }, depth));
                     if fenced && !fence_closed(body.get(range.clone()).unwrap_or("")) {
                         shape.unclosed_fence = true;
                     }
                 }
                 Tag::HtmlBlock => {
-                    collecting.push(open(&mut shape, BlockKind::Html, depth));
+                    collecting.push(open(&mut shape, ShapeKind::Html, depth));
                     in_html_block = true;
                 }
                 Tag::Emphasis => shape.inline.emphasis += 1,
@@ -366,15 +366,15 @@ pub fn shape_of(text: &str, start_of_document: bool) -> Shape {
                     .blocks
                     .iter_mut()
                     .rev()
-                    .find(|b| matches!(b.kind, BlockKind::Item(_)))
+                    .find(|b| matches!(b.kind, ShapeKind::Item(_)))
                 {
-                    item.kind = BlockKind::Item(Some(checked));
+                    item.kind = ShapeKind::Item(Some(checked));
                 }
             }
             Event::FootnoteReference(_) => shape.inline.footnote_refs += 1,
             Event::HardBreak => shape.inline.hard_breaks += 1,
             Event::Rule => {
-                open(&mut shape, BlockKind::Rule, depth);
+                open(&mut shape, ShapeKind::Rule, depth);
             }
             Event::SoftBreak => {}
         }
@@ -598,7 +598,7 @@ fn unmatched(a: &[Block], b: &[Block]) -> (Vec<usize>, Vec<usize>) {
 pub fn compare(before: &Shape, after: &Shape) -> Vec<ShapeChange> {
     // Each block change with the kind it is about, to say a table or a
     // list once rather than once per row or item.
-    let mut blocks: Vec<(BlockKind, ShapeChange)> = Vec::new();
+    let mut blocks: Vec<(ShapeKind, ShapeChange)> = Vec::new();
     let (gone, new) = unmatched(&before.blocks, &after.blocks);
     let mut used = vec![false; new.len()];
     let mut paragraphs_moved = false;
@@ -612,7 +612,7 @@ pub fn compare(before: &Shape, after: &Shape) -> Vec<ShapeChange> {
             used[k] = true;
             let a = &after.blocks[j];
             let (area, what) = match (b.kind, a.kind) {
-                (BlockKind::Heading(x), BlockKind::Heading(y)) => (
+                (ShapeKind::Heading(x), ShapeKind::Heading(y)) => (
                     Area::Heading,
                     format!("heading level {x} → {y}: {}", quote(&b.text)),
                 ),
@@ -626,7 +626,7 @@ pub fn compare(before: &Shape, after: &Shape) -> Vec<ShapeChange> {
                     ),
                 ),
                 (x, y) => {
-                    let area = if x == BlockKind::Paragraph {
+                    let area = if x == ShapeKind::Paragraph {
                         y.area()
                     } else {
                         x.area()
@@ -650,7 +650,7 @@ pub fn compare(before: &Shape, after: &Shape) -> Vec<ShapeChange> {
             ));
             continue;
         }
-        if b.kind == BlockKind::Paragraph {
+        if b.kind == ShapeKind::Paragraph {
             paragraphs_moved = true;
             continue;
         }
@@ -685,7 +685,7 @@ pub fn compare(before: &Shape, after: &Shape) -> Vec<ShapeChange> {
         if used[k] {
             continue;
         }
-        if a.kind == BlockKind::Paragraph {
+        if a.kind == ShapeKind::Paragraph {
             paragraphs_moved = true;
             continue;
         }
@@ -700,20 +700,20 @@ pub fn compare(before: &Shape, after: &Shape) -> Vec<ShapeChange> {
     }
     // A table added or removed brings its rows along, and a list its
     // items: the table is said once; for a list the items say more.
-    let table_whole = blocks.iter().any(|(k, _)| matches!(k, BlockKind::Table(_)));
-    let item_told = blocks.iter().any(|(k, _)| matches!(k, BlockKind::Item(_)));
+    let table_whole = blocks.iter().any(|(k, _)| matches!(k, ShapeKind::Table(_)));
+    let item_told = blocks.iter().any(|(k, _)| matches!(k, ShapeKind::Item(_)));
     let mut out: Vec<ShapeChange> = blocks
         .into_iter()
         .filter(|(k, _)| {
-            !(table_whole && *k == BlockKind::TableRow
-                || item_told && matches!(k, BlockKind::List { .. }))
+            !(table_whole && *k == ShapeKind::TableRow
+                || item_told && matches!(k, ShapeKind::List { .. }))
         })
         .map(|(_, c)| c)
         .collect();
     let count = |s: &Shape| {
         s.blocks
             .iter()
-            .filter(|b| b.kind == BlockKind::Paragraph)
+            .filter(|b| b.kind == ShapeKind::Paragraph)
             .count()
     };
     let (was, now) = (count(before), count(after));

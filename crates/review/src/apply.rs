@@ -439,9 +439,12 @@ fn run_batch(
         };
         // Before the guards: a guard that turned the op into a flag would
         // bring the change back as a note.
+        // A person may make a reverted change again on purpose: an op of
+        // an ops file that says `"again": true`.
+        let again = origin == OpOrigin::Person && value.get("again") == Some(&Value::Bool(true));
         if let Some(planned) = &valid.planned {
             let made = planned.change.clone().trimmed();
-            if let Some(id) = known.reverted(&made.old, &made.new) {
+            if let Some(id) = known.reverted(&made.old, &made.new).filter(|_| !again) {
                 known_ops.push(known_op(&op, id, KnownAs::Reverted));
                 continue;
             }

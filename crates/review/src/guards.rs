@@ -274,6 +274,8 @@ pub fn declared_areas(kind: &str) -> &'static [Area] {
         "image" | "images" => &[Area::Image],
         "footnote" | "footnotes" | "note" => &[Area::Footnote],
         "rule" => &[Area::Rule],
+        // The checks' certain fixes of headings (`heading_level_skip`…).
+        k if k.starts_with("heading") => &[Area::Heading],
         _ => &[],
     }
 }
@@ -326,12 +328,13 @@ pub fn run(op: &mut EditOp, seen: &Seen<'_>, ctx: &GuardContext) -> Guarded {
         }
     }
 
-    // An insertion or a deletion adds or removes paragraphs by what it is:
-    // only what else it does to the structure counts.
+    // An insertion or a deletion adds or removes paragraphs, and the
+    // formatting inside them, by what it is: only what it does to the
+    // block structure counts.
     let structure: Vec<&ShapeChange> = seen
         .structure
         .iter()
-        .filter(|c| op.action == Action::Replace || c.area != Area::Paragraph)
+        .filter(|c| op.action == Action::Replace || c.area.is_block())
         .collect();
     if !structure.is_empty() {
         let what: Vec<String> = structure.iter().map(|c| c.what.clone()).collect();
@@ -399,7 +402,13 @@ pub fn run(op: &mut EditOp, seen: &Seen<'_>, ctx: &GuardContext) -> Guarded {
 
     let (old_lines, new_lines) = seen.lines.unwrap_or((before, after.as_str()));
     let lexicons = lexicons_for(ctx.language, old_lines);
-    let polarity = polarity_changes(old_lines, new_lines, &lexicons);
+    // New text inserted says what it says: its polarity words matter when
+    // the insertion would otherwise be silent.
+    let polarity = if op.action == Action::Insert && !op.silent {
+        Vec::new()
+    } else {
+        polarity_changes(old_lines, new_lines, &lexicons)
+    };
     if !polarity.is_empty() {
         let described: Vec<String> = polarity.iter().map(|p| p.describe()).collect();
         let reason = format!("changes the meaning: {}", describe_all(&described));

@@ -593,6 +593,22 @@ fn an_op_that_makes_a_reverted_change_again_is_known_whoever_proposes_it() {
         assert_eq!(log[0].known_as, Some(KnownAs::Reverted));
         assert_eq!(log[0].id, None, "a known op takes no ID");
     }
+    // A person's op that says `"again": true` makes it again; a model's
+    // cannot.
+    let mut again = op.clone();
+    again["again"] = json!(true);
+    for (origin, applied) in [(OpOrigin::Person, 1), (OpOrigin::Model, 0)] {
+        let out = run_known(
+            DOC,
+            std::slice::from_ref(&again),
+            origin,
+            Known {
+                reverted: &reverted,
+                ..Known::default()
+            },
+        );
+        assert_eq!(out.applied.len(), applied, "{origin:?}");
+    }
     // Another fix of the same line is a new change.
     let other = json!({"action": "replace", "kind": "typo", "target": {"line_start": 3},
         "before_text": "bandwith", "after_text": "bandwidths"});
@@ -683,7 +699,7 @@ fn the_same_flag_on_the_same_text_is_recorded_once_and_a_dismissed_one_stays_dis
         .expect("a flag keeps its lines' hash");
     assert_eq!(
         hash,
-        koas_kernel_api::hash::sha256_of_parts(&["The bandwith of the system is high.\n"])
+        koas_kernel_api::hash::sha256_of_parts(["The bandwith of the system is high.\n"])
     );
     for (dismissed, known_as) in [(false, KnownAs::Flagged), (true, KnownAs::Dismissed)] {
         let flags = [koas_review_schema::review::KnownFlag {
