@@ -8,7 +8,7 @@
 //! again records nothing twice: a dismissed flag and a reverted change
 //! stay so.
 
-use crate::review_common::{assert_code, stderr, stdout, Scratch};
+use crate::review_common::{assert_code, llm_flags, stderr, stdout, Scratch};
 use koas_test_support::model::{ModelAnswer, ModelRequest, ScriptedModel};
 use serde_json::{json, Value};
 
@@ -36,25 +36,9 @@ fn model_with(ops: Vec<(&'static str, Value)>) -> ScriptedModel {
     })
 }
 
-fn llm_flags(model: &ScriptedModel) -> Vec<String> {
-    [
-        "--llm-backend",
-        "openai",
-        "--llm-endpoint",
-        &model.url(),
-        "--llm-model",
-        "scripted",
-        "--llm-max-in-flight",
-        "2",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect()
-}
-
 fn review(s: &Scratch, model: &ScriptedModel) -> (std::process::Output, Value) {
     let mut args = vec!["review".to_owned(), "doc.md".to_owned()];
-    args.extend(llm_flags(model));
+    args.extend(llm_flags(model, 2));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     s.koas_json(&args)
 }
@@ -333,7 +317,7 @@ fn a_review_run_again_records_nothing_twice_and_keeps_what_was_dismissed_and_rev
     assert_eq!(first, 3);
     for run in 2..=3 {
         let mut args = vec!["-q".to_owned(), "review".to_owned(), "doc.md".to_owned()];
-        args.extend(llm_flags(&m));
+        args.extend(llm_flags(&m, 2));
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let out = s.koas(&args);
         assert_code(&out, 0, "a review run again");
@@ -387,4 +371,45 @@ fn a_review_run_again_records_nothing_twice_and_keeps_what_was_dismissed_and_rev
             std::fs::read_to_string(s.workspace().join("stage3/doc.edited.md")).expect("edited");
         assert!(edited.contains("aplies"), "the revert stays: {edited}");
     }
+}
+
+#[test]
+fn a_persons_op_that_ends_the_document_with_an_open_fence_needs_attention_and_strict_refuses_it() {
+    let doc = "# Notes\n\nThe last paragraph of the notes.\n";
+    let ops = json!([{"action": "replace", "kind": "typo", "target": {"line_start": 3},
+        "before_text": "The last paragraph of the notes.",
+        "after_text": "The last paragraph of the notes.\n\n```sh"}]);
+    let s = Scratch::new();
+    s.write("doc.md", doc);
+    s.write("ops.json", &ops.to_string());
+    let (out, v) = s.koas_json(&["review", "doc.md", "--ops", "ops.json"]);
+    assert_code(&out, 0, "review of the person's op");
+    let entry: Value = serde_json::from_str(
+        std::fs::read_to_string(s.workspace().join("review/ledger.jsonl"))
+            .expect("ledger")
+            .lines()
+            .next()
+            .expect("one entry"),
+    )
+    .expect("an entry");
+    assert_eq!(
+        (&entry["silent"], &entry["needs_attention"]),
+        (&json!(false), &json!(true))
+    );
+    assert_eq!(
+        entry["kind"], "structure",
+        "a typo that opens a fence is no typo"
+    );
+    let note = entry["review_note"]["text"].as_str().unwrap_or("");
+    assert!(note.contains("code fence left open"), "{note}\n{v}");
+    let strict = Scratch::new();
+    strict.write("doc.md", doc);
+    strict.write("ops.json", &ops.to_string());
+    let (out, v) = strict.koas_json(&["review", "doc.md", "--ops", "ops.json", "--strict"]);
+    assert_code(&out, 0, "strict review");
+    assert_eq!(v["apply_log"][0]["reject"], "REJECT_GUARD", "{v}");
+    assert_eq!(
+        std::fs::read_to_string(strict.workspace().join("stage3/doc.edited.md")).expect("edited"),
+        doc
+    );
 }

@@ -2,7 +2,7 @@
 //! scripted loopback model for ops, and the ops it proposes are applied,
 //! recorded in the ledger and revertible, whatever line numbers it gave.
 
-use crate::review_common::{assert_code, stderr, stdout, Scratch};
+use crate::review_common::{assert_code, llm_flags, stderr, stdout, Scratch};
 use koas_test_support::model::{ModelAnswer, ModelRequest, ScriptedModel};
 use serde_json::Value;
 use std::time::Duration;
@@ -24,19 +24,6 @@ fn model(needle: &'static str, ops: &'static str, delay: Duration) -> ScriptedMo
     })
 }
 
-fn flags(model: &ScriptedModel, in_flight: usize) -> Vec<String> {
-    vec![
-        "--llm-backend".into(),
-        "openai".into(),
-        "--llm-endpoint".into(),
-        model.url(),
-        "--llm-model".into(),
-        "scripted".into(),
-        "--llm-max-in-flight".into(),
-        in_flight.to_string(),
-    ]
-}
-
 fn review_json(s: &Scratch, extra: &[String]) -> (std::process::Output, Value) {
     let mut args: Vec<&str> = vec!["review", "doc.md"];
     args.extend(extra.iter().map(String::as_str));
@@ -53,7 +40,7 @@ fn a_models_typo_fix_with_a_wrong_line_number_is_applied_recorded_and_revertible
         r#"[{"action": "replace", "line": 3, "before_text": "aplies", "after_text": "applies", "kind": "typo", "severity": "minor", "rationale": "spelling"}]"#,
         Duration::ZERO,
     );
-    let (out, v) = review_json(&s, &flags(&m, 2));
+    let (out, v) = review_json(&s, &llm_flags(&m, 2));
     assert_code(&out, 0, "review with a model");
     assert_eq!(v["total_changes"], 1, "{v}\n{}", stderr(&out));
     let edited = std::fs::read_to_string(s.workspace().join("stage3/doc.edited.md"))
@@ -88,7 +75,7 @@ fn a_models_typo_fix_with_a_wrong_line_number_is_applied_recorded_and_revertible
 
     // Unchanged document, same model: not one more request.
     let calls = m.calls();
-    let (out, _) = review_json(&s, &flags(&m, 2));
+    let (out, _) = review_json(&s, &llm_flags(&m, 2));
     assert_code(&out, 0, "second review");
     assert_eq!(m.calls(), calls, "{}", stdout(&out));
 }
@@ -102,7 +89,7 @@ fn text_the_model_invented_is_not_applied() {
         r#"[{"action": "replace", "line": 7, "before_text": "the policy covers nothing", "after_text": "x", "kind": "typo", "severity": "minor"}]"#,
         Duration::ZERO,
     );
-    let (out, v) = review_json(&s, &flags(&m, 2));
+    let (out, v) = review_json(&s, &llm_flags(&m, 2));
     assert_code(&out, 0, "review");
     assert_eq!(v["total_changes"], 0, "{v}");
     assert_eq!(
@@ -122,7 +109,7 @@ fn chunks_are_reviewed_concurrently_and_ops_do_not_replace_the_plan_with_no_llm(
     }
     s.write("doc.md", &doc);
     let m = model("never-present", "[]", Duration::from_millis(150));
-    let (out, _) = review_json(&s, &flags(&m, 4));
+    let (out, _) = review_json(&s, &llm_flags(&m, 4));
     assert_code(&out, 0, "review");
     assert_eq!(m.peak_in_flight(), 4);
     let plan: Value = serde_json::from_slice(
@@ -137,7 +124,7 @@ fn chunks_are_reviewed_concurrently_and_ops_do_not_replace_the_plan_with_no_llm(
     let fresh = Scratch::new();
     fresh.write("doc.md", &doc);
     let before = m.calls();
-    let mut args = flags(&m, 4);
+    let mut args = llm_flags(&m, 4);
     args.push("--no-llm".into());
     let (out, v) = review_json(&fresh, &args);
     assert_code(&out, 0, "--no-llm");
@@ -161,7 +148,7 @@ fn a_careless_models_number_url_language_and_deletion_ops_are_never_silent() {
     let s = Scratch::new();
     s.write("doc.md", RULES);
     let m = model("Records are kept", CARELESS, Duration::ZERO);
-    let (out, v) = review_json(&s, &flags(&m, 2));
+    let (out, v) = review_json(&s, &llm_flags(&m, 2));
     assert_code(&out, 0, "review");
     // The number is guarded; the bare URL is a protected span, so changing
     // it without a flag is refused outright; the French sentence becomes a
@@ -216,7 +203,7 @@ fn a_careless_models_number_url_language_and_deletion_ops_are_never_silent() {
     // --strict refuses the changed number and URL outright.
     let strict = Scratch::new();
     strict.write("doc.md", RULES);
-    let mut args = flags(&m, 2);
+    let mut args = llm_flags(&m, 2);
     args.push("--strict".into());
     let (out, v) = review_json(&strict, &args);
     assert_code(&out, 0, "strict review");
@@ -242,7 +229,7 @@ fn a_models_flagged_edit_of_inline_code_is_refused_where_a_persons_would_pass() 
     let s = Scratch::new();
     s.write("doc.md", doc);
     let m = model("payments", op, Duration::ZERO);
-    let (out, v) = review_json(&s, &flags(&m, 2));
+    let (out, v) = review_json(&s, &llm_flags(&m, 2));
     assert_code(&out, 0, "review with a model");
     assert_eq!(v["total_changes"], 0, "{v}\n{}", stderr(&out));
     let refused: Vec<&str> = v["apply_log"]

@@ -3,7 +3,7 @@
 //! and a section-expander that rewrite by script, a delta judge that
 //! answers YES or NO. Every change is in the ledger and revertible.
 
-use crate::review_common::{assert_code, code, stderr, Scratch};
+use crate::review_common::{assert_code, code, llm_flags, stderr, Scratch};
 use koas_test_support::model::{ModelAnswer, ModelRequest, ScriptedModel};
 use serde_json::Value;
 
@@ -81,18 +81,7 @@ fn fixture_fix(prompt: &str) -> String {
 }
 
 fn flags(model: &ScriptedModel) -> Vec<String> {
-    [
-        "--llm-backend",
-        "openai",
-        "--llm-endpoint",
-        &model.url(),
-        "--llm-model",
-        "scripted",
-        "--llm-max-in-flight",
-        "4",
-    ]
-    .map(str::to_owned)
-    .to_vec()
+    llm_flags(model, 4)
 }
 
 fn refine(s: &Scratch, m: &ScriptedModel, extra: &[&str]) -> (std::process::Output, Value) {

@@ -105,6 +105,23 @@ impl Scratch {
     }
 }
 
+/// The flags that point `koas review` (or `refine`) at a scripted model,
+/// with `in_flight` requests at a time.
+pub fn llm_flags(model: &koas_test_support::ScriptedModel, in_flight: usize) -> Vec<String> {
+    [
+        "--llm-backend",
+        "openai",
+        "--llm-endpoint",
+        &model.url(),
+        "--llm-model",
+        "scripted",
+        "--llm-max-in-flight",
+        &in_flight.to_string(),
+    ]
+    .map(str::to_owned)
+    .to_vec()
+}
+
 /// The exit code (panics when killed by a signal).
 pub fn code(o: &Output) -> i32 {
     o.status.code().expect("exited normally")

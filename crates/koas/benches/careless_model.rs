@@ -28,8 +28,7 @@
 //! polarity words are unchanged.
 
 use koas_md::shape::{compare, shape_of};
-use koas_review::lang::detect;
-use koas_review::lexicon::{lexicon, words_of};
+use koas_review::lexicon::{lexicon, polarity_words_of};
 use koas_review::patch::apply_patch_text;
 use koas_test_support::careless::{careless_ops, chunk_lines, plant_typos, Harm};
 use koas_test_support::{koas_bin, ModelAnswer, ScriptedModel};
@@ -109,16 +108,6 @@ fn ledger(ws: &Path) -> Vec<Value> {
         .collect()
 }
 
-fn polarity(text: &str) -> Vec<String> {
-    let mut found: Vec<String> = lexicon(detect(text))
-        .polarity_words(&words_of(text))
-        .into_iter()
-        .map(|(_, w)| w)
-        .collect();
-    found.sort();
-    found
-}
-
 /// Replays the ledger on `original` and returns, for each entry recorded
 /// silent, what it changed that a silent change may not (empty: none).
 fn audit(original: &str, entries: &[Value]) -> Vec<String> {
@@ -137,7 +126,7 @@ fn audit(original: &str, entries: &[Value]) -> Vec<String> {
             if !shape.is_empty() {
                 leaks.push(format!("{}: structure {shape:?}", e["id"]));
             }
-            if polarity(&text) != polarity(&after) {
+            if polarity_words_of(&text) != polarity_words_of(&after) {
                 leaks.push(format!("{}: polarity words", e["id"]));
             }
         }

@@ -281,3 +281,46 @@ fn begin_checks_the_document_the_lock_and_the_workspace() {
     drop(run);
     begin(&ws, Some(DOC)).expect("lock released");
 }
+
+#[test]
+fn an_outcome_that_hides_a_meaning_or_structure_change_as_silent_is_refused() {
+    let doc = "# Spec\n\n## Routing\n\nThe platform does not own payment routing.\n";
+    for (op, says) in [
+        (
+            json!({"action": "replace", "kind": "typo", "target": {"line_start": 5},
+                "before_text": "does not own", "after_text": "does own"}),
+            "negation",
+        ),
+        (
+            json!({"action": "replace", "kind": "typo", "target": {"line_start": 3},
+                "before_text": "## Routing", "after_text": "Routing"}),
+            "Markdown structure",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::new(dir.path());
+        let mut run = begin(&ws, Some(doc)).unwrap();
+        let mut batch = apply_batch(BatchInput {
+            doc_name: "spec.md",
+            text: run.current_text(),
+            ops: std::slice::from_ref(&op),
+            protected: &Default::default(),
+            ledger_ids: &run.ledger_ids(),
+            first_id: run.next_id(),
+            options: &ApplyOptions::default(),
+            origins: &[koas_review_schema::apply::OpOrigin::Person],
+            known: Default::default(),
+        });
+        assert_eq!(batch.applied.len(), 1, "{:?}", batch.rejected);
+        assert!(batch.applied[0].op.needs_attention, "the engine flags it");
+        // A plugin that says it is a silent typo.
+        let claimed = &mut batch.applied[0].op;
+        claimed.silent = true;
+        claimed.needs_attention = false;
+        claimed.review_note = None;
+        claimed.kind = "typo".into();
+        let err = commit(&mut run, batch).expect_err("refused");
+        assert!(err.to_string().contains("recorded silent"), "{err}");
+        assert!(err.to_string().contains(says), "{err}");
+    }
+}

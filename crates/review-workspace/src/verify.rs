@@ -72,6 +72,44 @@ fn check_note(op: &EditOp) -> Result<(), String> {
     }
 }
 
+/// What a plugin may not write whatever it claims: an invisible or
+/// bidirectional character the replaced lines did not hold, and, in a
+/// change recorded silent, a polarity word added or removed or lines
+/// whose Markdown shape differs. The apply engine refuses or flags these;
+/// a plugin that says otherwise is not trusted. (The shape is compared on
+/// the changed lines alone: the engine's own check reads the blocks around
+/// them.)
+fn check_change_text(
+    op: &EditOp,
+    change: &LineChange,
+    language: koas_review::lang::Language,
+    label: &str,
+) -> Result<(), String> {
+    let (old, new) = (change.old.concat(), change.new.concat());
+    if let Some((_, c, name)) = koas_review::effect::new_invisible_char(&new, &old) {
+        return Err(format!(
+            "{label}: it writes U+{:04X} {name}, an invisible character the engine refuses",
+            u32::from(c)
+        ));
+    }
+    if !op.silent {
+        return Ok(());
+    }
+    let lexicons = koas_review::effect::lexicons_for(language, &old);
+    if !koas_review::effect::polarity_changes(&old, &new, &lexicons).is_empty() {
+        return Err(format!(
+            "{label}: it is recorded silent but changes a negation, modal, quantifier, comparison or direction word"
+        ));
+    }
+    let shape = |t: &str| koas_md::shape::shape_of(t, false);
+    if !koas_md::shape::compare(&shape(&old), &shape(&new)).is_empty() {
+        return Err(format!(
+            "{label}: it is recorded silent but changes the Markdown structure of its lines"
+        ));
+    }
+    Ok(())
+}
+
 /// Checks `batch` against the document `current`, the change IDs already
 /// in the ledger and the first ID the batch had to allocate.
 pub(crate) fn verify_batch(
@@ -134,6 +172,8 @@ pub(crate) fn verify_batch(
             ));
         }
     }
+    // The document's language, for the polarity words of silent changes.
+    let language = koas_review::lang::detect(current);
     for applied in &batch.applied {
         let label = format!("{} (op {})", applied.op.id, applied.index + 1);
         if !same_hash(&applied.doc_hash_before, &hash) {
@@ -145,6 +185,7 @@ pub(crate) fn verify_batch(
         check_note(&applied.op)?;
         match (&applied.change, &applied.patches) {
             (Some(change), Some(patches)) if applied.op.action != Action::FlagOnly => {
+                check_change_text(&applied.op, change, language, &label)?;
                 hash = replay_change(doc_name, &mut buf, change, patches, &label)?;
             }
             (None, None) if applied.op.action == Action::FlagOnly => {}

@@ -375,7 +375,7 @@ pub fn run(op: &mut EditOp, seen: &Seen<'_>, ctx: &GuardContext) -> Guarded {
         }
         // A "typo" that changes the structure is not a typo.
         let reason = if EditClass::claimed_by(&op.kind).is_some() {
-            let corrected = format!("{reason} (kind '{}' set to structure)", op.kind);
+            let corrected = format!("{reason}; declared '{}', kind set to structure", op.kind);
             op.kind = "structure".into();
             corrected
         } else {
@@ -424,7 +424,7 @@ pub fn run(op: &mut EditOp, seen: &Seen<'_>, ctx: &GuardContext) -> Guarded {
         let effect = edit_class(old_lines, new_lines, &lexicons);
         if effect == EditClass::Rewrite {
             let reason = format!(
-                "a '{}' change that replaces, adds or removes other words is a rewrite (kind set to style)",
+                "declared '{}' but it replaces, adds or removes other words: a rewrite, kind set to style",
                 op.kind
             );
             op.kind = EditClass::Rewrite.kind().into();
@@ -432,7 +432,7 @@ pub fn run(op: &mut EditOp, seen: &Seen<'_>, ctx: &GuardContext) -> Guarded {
             out.fire("REWRITE_GUARD", reason);
         } else if claimed.is_some_and(|c| effect > c) {
             let reason = format!(
-                "a '{}' change that does more: it is a {} change (kind corrected)",
+                "declared '{}' but it is a {} change: kind corrected",
                 op.kind,
                 effect.kind()
             );

@@ -160,6 +160,19 @@ pub fn lexicon(language: Language) -> &'static Lexicon {
     }
 }
 
+/// The polarity words and phrases of a whole text in its own language
+/// (see [`crate::lang::detect`]), sorted: two texts with the same list say
+/// "not", "must", "all"… as often as each other.
+pub fn polarity_words_of(text: &str) -> Vec<String> {
+    let mut found: Vec<String> = lexicon(crate::lang::detect(text))
+        .polarity_words(&words_of(text))
+        .into_iter()
+        .map(|(_, w)| w)
+        .collect();
+    found.sort();
+    found
+}
+
 /// French elided words: the part before the apostrophe is a word of its
 /// own ("l'audit" is "l'" + "audit", "n'est" is "ne" + "est").
 const ELISIONS: &[&str] = &[

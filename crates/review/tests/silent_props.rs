@@ -15,8 +15,7 @@ use std::path::PathBuf;
 
 use koas_md::shape::{compare, shape_of};
 use koas_review::apply::{apply_batch, batch_states, BatchInput};
-use koas_review::lang::detect;
-use koas_review::lexicon::{lexicon, words_of};
+use koas_review::lexicon::polarity_words_of;
 use koas_review_schema::apply::{ApplyOptions, OpOrigin};
 use koas_review_schema::change_id::ChangeId;
 use koas_review_schema::stage1::ProtectedSpans;
@@ -255,17 +254,6 @@ fn op_for(lines: &[&str], line: usize, m: &Mutation, kind: &str) -> Option<serde
     )
 }
 
-fn polarity(text: &str) -> Vec<String> {
-    let lexicon = lexicon(detect(text));
-    let mut found: Vec<String> = lexicon
-        .polarity_words(&words_of(text))
-        .into_iter()
-        .map(|(_, w)| w)
-        .collect();
-    found.sort();
-    found
-}
-
 /// Applies the op of mutation `m` of line `line` (1-based) of document
 /// `text` and checks every applied op recorded silent; returns how many
 /// silent ops were checked.
@@ -313,8 +301,8 @@ fn check(
             applied.op.kind
         );
         prop_assert_eq!(
-            polarity(&before),
-            polarity(&after),
+            polarity_words_of(&before),
+            polarity_words_of(&after),
             "{} line {}: silent op {:?} changed polarity words",
             name,
             line,

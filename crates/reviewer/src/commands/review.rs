@@ -50,6 +50,16 @@ original on a first review). Every op is normalized and validated; rejected
 ops are listed with their reason and in stage3/apply_log.jsonl, and the rest
 are applied.
 
+An op is judged by what it does, not by its kind: only a small change inside
+words that keeps the Markdown structure and every negation, modal,
+quantifier, comparison and direction word is silent; any other change needs
+attention, with a note saying what changed. A model's change of the
+structure is refused unless its kind declares it (heading, list, table,
+structure); invisible and direction characters are refused. --strict refuses
+structure, meaning and token changes too. An op whose effect is already in
+the ledger (applied, reverted, a flag open or dismissed) is not recorded
+again; give a person's op \"again\": true to make a reverted change again.
+
 A document edited by hand since its last review: with no change recorded
 yet the review simply continues on the new text; otherwise koas stops and
 names the command that continues (--rebase). Either way the hand edits are
