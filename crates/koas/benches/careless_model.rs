@@ -26,6 +26,9 @@
 //! Then an independent audit replays every ledger entry recorded silent
 //! on the whole document and checks that its Markdown shape and its
 //! polarity words are unchanged.
+//!
+//! `CARELESS_ONLY=ragix_KOAS.md` runs one document; a failed review keeps
+//! its folder and names it.
 
 use koas_md::shape::{compare, shape_of};
 use koas_review::lexicon::{lexicon, polarity_words_of};
@@ -53,6 +56,10 @@ fn documents() -> Vec<PathBuf> {
         ];
     }
     docs.sort();
+    // CARELESS_ONLY=name: one document (a failure to look at again).
+    if let Ok(only) = std::env::var("CARELESS_ONLY") {
+        docs.retain(|p| p.file_name().is_some_and(|n| n.to_string_lossy() == only));
+    }
     docs
 }
 
@@ -79,9 +86,14 @@ fn review(bin: &Path, dir: &Path, url: &str) -> Value {
         .output()
         .expect("koas runs");
     if !out.status.success() {
+        // The folder is kept for a look (the caller's TempDir is dropped
+        // without deleting it).
+        let kept =
+            std::env::temp_dir().join(format!("careless_model-failed-{}", std::process::id()));
+        let _ = std::fs::rename(dir, &kept);
         panic!(
-            "koas review failed in {}: {}",
-            dir.display(),
+            "koas review failed (its folder is kept: {}): {}",
+            kept.display(),
             String::from_utf8_lossy(&out.stderr)
         );
     }

@@ -538,10 +538,18 @@ fn same_text(a: &str, b: &str) -> bool {
 /// Blocks of `a` and `b` matched in order by kind and depth (longest
 /// common subsequence, after the common head and tail): the indexes of
 /// the blocks of each side left unmatched.
-fn unmatched(a: &[Block], b: &[Block]) -> (Vec<usize>, Vec<usize>) {
+fn unmatched(a: &[Block], b: &[Block]) -> Matching {
     let sig = |x: &Block| (x.kind, x.depth);
-    // The same block on both sides: same kind, depth and text.
-    let same = |x: &Block, y: &Block| sig(x) == sig(y) && key(&x.text) == key(&y.text);
+    // The same block on both sides: same kind, depth and text (the text a
+    // reader recognises; for code and HTML, every character of it).
+    let same = |x: &Block, y: &Block| {
+        sig(x) == sig(y)
+            && if verbatim(x.kind) {
+                x.text == y.text
+            } else {
+                key(&x.text) == key(&y.text)
+            }
+    };
     let head = a.iter().zip(b).take_while(|(x, y)| same(x, y)).count();
     let tail = a[head..]
         .iter()
@@ -571,11 +579,14 @@ fn unmatched(a: &[Block], b: &[Block]) -> (Vec<usize>, Vec<usize>) {
         }
     }
     let (mut i, mut j) = (0, 0);
-    let (mut only_a, mut only_b) = (Vec::new(), Vec::new());
+    let (mut only_a, mut only_b, mut retexted) = (Vec::new(), Vec::new(), Vec::new());
     while i < ma.len() || j < mb.len() {
         if i < ma.len() && j < mb.len() {
             let w = weight(&ma[i], &mb[j]);
             if w > 0 && table[i][j] == table[i + 1][j + 1] + w {
+                if w == 1 {
+                    retexted.push((head + i, head + j));
+                }
                 i += 1;
                 j += 1;
                 continue;
@@ -589,7 +600,27 @@ fn unmatched(a: &[Block], b: &[Block]) -> (Vec<usize>, Vec<usize>) {
             j += 1;
         }
     }
-    (only_a, only_b)
+    Matching {
+        only_before: only_a,
+        only_after: only_b,
+        retexted,
+    }
+}
+
+/// How the blocks of two shapes line up (indexes into each side).
+struct Matching {
+    /// Blocks of the first shape with no counterpart.
+    only_before: Vec<usize>,
+    /// Blocks of the second shape with no counterpart.
+    only_after: Vec<usize>,
+    /// Counterparts of the same kind and depth whose text differs.
+    retexted: Vec<(usize, usize)>,
+}
+
+/// Blocks whose every character is content an op may not change from
+/// outside them: code and HTML.
+fn verbatim(kind: ShapeKind) -> bool {
+    matches!(kind, ShapeKind::Code { .. } | ShapeKind::Html)
 }
 
 /// What changed from `before` to `after` (both shapes of the same lines,
@@ -599,10 +630,26 @@ pub fn compare(before: &Shape, after: &Shape) -> Vec<ShapeChange> {
     // Each block change with the kind it is about, to say a table or a
     // list once rather than once per row or item.
     let mut blocks: Vec<(ShapeKind, ShapeChange)> = Vec::new();
-    let (gone, new) = unmatched(&before.blocks, &after.blocks);
+    let matching = unmatched(&before.blocks, &after.blocks);
+    let (gone, new) = (&matching.only_before, &matching.only_after);
+    // Code and HTML whose content changed: an edit beside a fence can move
+    // it (a new fence line turns "```json" into content).
+    for &(i, j) in &matching.retexted {
+        let (b, a) = (&before.blocks[i], &after.blocks[j]);
+        if verbatim(b.kind) {
+            blocks.push((
+                b.kind,
+                ShapeChange {
+                    area: b.kind.area(),
+                    what: format!("{} content changed: {}", b.kind.name(), quote(&a.text)),
+                    leaves_open: false,
+                },
+            ));
+        }
+    }
     let mut used = vec![false; new.len()];
     let mut paragraphs_moved = false;
-    for &i in &gone {
+    for &i in gone {
         let b = &before.blocks[i];
         let partner = new
             .iter()

@@ -101,8 +101,7 @@ fn check_change_text(
             "{label}: it is recorded silent but changes a negation, modal, quantifier, comparison or direction word"
         ));
     }
-    let shape = |t: &str| koas_md::shape::shape_of(t, false);
-    if !koas_md::shape::compare(&shape(&old), &shape(&new)).is_empty() {
+    if !koas_review::effect::local_structure_changes(&old, &new).is_empty() {
         return Err(format!(
             "{label}: it is recorded silent but changes the Markdown structure of its lines"
         ));

@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use serde_json::Value;
 
 use crate::edit_op::build_op;
-use crate::effect::{structure_changes, Blocks};
+use crate::effect::{local_structure_changes, structure_changes, Blocks};
 use crate::guards::{self, GuardContext};
 use crate::known::{Known, KnownIndex};
 use crate::normalize::normalize;
@@ -471,14 +471,23 @@ fn run_batch(
                 Some(planned) => {
                     let change = &planned.change;
                     let blocks = blocks.get_or_insert_with(|| Blocks::of(input.text));
-                    let structure = structure_changes(
+                    let mut structure = structure_changes(
                         &planned_doc,
                         blocks,
                         change.start,
                         change.old.len(),
                         &change.new,
                     );
-                    (change.old.concat(), change.new.concat(), structure)
+                    let (old, new) = (change.old.concat(), change.new.concat());
+                    // The changed lines on their own too: what the host
+                    // checks of a silent change (see
+                    // `koas_review::effect::local_structure_changes`).
+                    for local in local_structure_changes(&old, &new) {
+                        if !structure.iter().any(|c| c.what == local.what) {
+                            structure.push(local);
+                        }
+                    }
+                    (old, new, structure)
                 }
                 None => (String::new(), String::new(), Vec::new()),
             };

@@ -513,5 +513,13 @@ pub fn structure_changes(
     compare(&shape_of(&before, at_top), &shape_of(&after, at_top))
 }
 
+/// The shape changes of the changed lines alone, `old` and `new` each
+/// parsed on its own. A change recorded silent must have none: the host
+/// checks it on an outcome before recording it, and the apply engine adds
+/// these to the window's so that both agree.
+pub fn local_structure_changes(old: &str, new: &str) -> Vec<ShapeChange> {
+    compare(&shape_of(old, false), &shape_of(new, false))
+}
+
 #[cfg(test)]
 mod tests;

@@ -105,6 +105,18 @@ fn html_left_open_and_fences_left_open_are_breaking() {
     );
     // A comment opened on a line of its own hides the rest of the
     // document; one inside a paragraph is only text.
+    // A bare fence written just above a fenced block turns its opening
+    // line into content: found, though the fences still pair up.
+    let moved = changes(
+        "**Input:**\n```json\n{\"a\": 1}\n```\n",
+        "**Input:**\n\n```\n```json\n{\"a\": 1}\n```\n",
+    );
+    assert!(
+        moved
+            .iter()
+            .any(|c| c.area == Area::Code && c.what.starts_with("code block content changed")),
+        "{moved:?}"
+    );
     let comment = changes(
         "Visible.\n\nAlso visible.\n",
         "Visible.\n\n<!--\n\nAlso visible.\n",
