@@ -259,7 +259,21 @@ fn main() {
         }
 
         // 2. The careful model.
-        let (planted, fixes) = plant_typos(&text, 3, |w| {
+        // Protected lines (front matter, code, tables, HTML, math, lines
+        // with inline code or links) are not the model's to fix.
+        let (regions, _) = koas_md::stage1::protected_spans_for(&text, Default::default());
+        let protected = |line: usize| {
+            let line = line as u32;
+            regions
+                .blocks
+                .iter()
+                .any(|b| b.line_start <= line && line <= b.line_end)
+                || regions
+                    .inlines
+                    .iter()
+                    .any(|s| s.line <= line && line <= s.end_line)
+        };
+        let polarity_word = |w: &str| {
             let w = w.to_lowercase();
             [
                 lexicon(koas_review::lang::Language::English),
@@ -267,7 +281,8 @@ fn main() {
             ]
             .iter()
             .any(|l| l.polarity_of(&w).is_some())
-        });
+        };
+        let (planted, fixes) = plant_typos(&text, 3, polarity_word, protected);
         let wanted: Arc<Vec<(String, String)>> = Arc::new(fixes.clone());
         let w = wanted.clone();
         let model = ScriptedModel::start(move |r| {
@@ -292,10 +307,54 @@ fn main() {
         });
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::write(dir.path().join("doc.md"), &planted).expect("write");
-        review(&bin, dir.path(), &model.url());
+        let v = review(&bin, dir.path(), &model.url());
         let ws = workspace(dir.path());
         let entries = ledger(&ws);
         let silent = entries.iter().filter(|e| e["silent"] == true).count();
+        // Every fix that did not land silently, and why.
+        let plan = read_json(&ws.join("stage2/edit_plan.json"));
+        let plan_ops = plan["ops"].as_array().cloned().unwrap_or_default();
+        for (typo, word) in &fixes {
+            let dropped = plan["dropped"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|d| d["before_text"].as_str() == Some(typo.as_str()));
+            if let Some(d) = dropped {
+                println!(
+                    "    {name}: '{typo}' → '{word}' dropped by the planner: {} ({})",
+                    d["reason"], d["detail"]
+                );
+                continue;
+            }
+            let Some(at) = plan_ops.iter().position(|o| {
+                o["before_text"]
+                    .as_str()
+                    .is_some_and(|b| b.contains(typo.as_str()))
+            }) else {
+                println!("    {name}: '{typo}' → '{word}' not proposed (not in any chunk shown)");
+                continue;
+            };
+            let record = v["apply_log"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|r| r["op_index"].as_u64() == Some(at as u64 + 1));
+            let Some(r) = record else { continue };
+            let entry = entries.iter().find(|e| e["id"] == r["id"]);
+            match (r["status"].as_str(), entry) {
+                (Some("applied"), Some(e)) if e["silent"] == true => {}
+                (Some("applied"), Some(e)) => println!(
+                    "    {name}: '{typo}' → '{word}' applied with attention: {}",
+                    e["review_note"]["text"]
+                ),
+                (status, _) => println!(
+                    "    {name}: '{typo}' → '{word}' {}: {}",
+                    status.unwrap_or("?"),
+                    r["reason"]
+                ),
+            }
+        }
         let edited = std::fs::read_to_string(ws.join("stage3/doc.edited.md")).unwrap_or_default();
         planted_total += fixes.len();
         silent_total += silent;

@@ -211,9 +211,13 @@ pub fn careless_ops(lines: &[String]) -> Vec<(Harm, Value)> {
 }
 
 /// A word that may carry a planted typo: six letters or more, letters
-/// only.
+/// only, and a word of prose, not an identifier (`CircuitBreaker`,
+/// `CHANGELOG`: no capital after the first letter), which the guards
+/// never let change silently.
 fn typo_candidate(word: &str) -> bool {
-    word.chars().count() >= 6 && word.chars().all(char::is_alphabetic)
+    word.chars().count() >= 6
+        && word.chars().all(char::is_alphabetic)
+        && !word.chars().skip(1).any(char::is_uppercase)
 }
 
 /// Misspells `word`: two neighbouring letters in its middle swapped, or a
@@ -232,14 +236,16 @@ fn misspell(word: &str, seed: usize) -> Option<String> {
 }
 
 /// True typos planted in the prose of `text`: on one line in `every`
-/// (outside code fences, tables, HTML, front matter and indented code),
-/// one word of six letters or more that `avoid` does not refuse and that
+/// (outside code fences, tables, HTML, front matter and indented code, and
+/// the 1-based lines `skip_line` refuses, such as protected ones), one
+/// word of six letters or more that `avoid` does not refuse and that
 /// occurs once in the document is misspelled. Returns the planted text
 /// and the (typo, word) pairs, in document order.
 pub fn plant_typos(
     text: &str,
     every: usize,
     avoid: impl Fn(&str) -> bool,
+    skip_line: impl Fn(usize) -> bool,
 ) -> (String, Vec<(String, String)>) {
     let mut out = String::with_capacity(text.len());
     let mut fixes = Vec::new();
@@ -255,6 +261,7 @@ pub fn plant_typos(
             in_fence = !in_fence;
         }
         let plain = !in_fence
+            && !skip_line(n + 1)
             && !t.starts_with('|')
             && !t.starts_with('<')
             && !t.starts_with("$$")
@@ -330,7 +337,7 @@ mod tests {
     #[test]
     fn planted_typos_are_unique_misspellings_with_their_fix() {
         let text = "# Title\n\nThe pipeline validates every document carefully.\n\n```\nvalidates inside code\n```\n\nAnother sentence mentions the repository.\n";
-        let (planted, fixes) = plant_typos(text, 1, |w| w == "document");
+        let (planted, fixes) = plant_typos(text, 1, |w| w == "document", |_| false);
         assert_eq!(fixes.len(), 2, "{fixes:?}");
         let mut back = planted.clone();
         for (typo, word) in &fixes {

@@ -136,6 +136,9 @@ pub struct RejectedItem {
     /// Its action as the model wrote it, when it wrote one as text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub action: Option<String>,
+    /// Its `before_text` (or a synonym), when it wrote one as text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before_text: Option<String>,
     /// Why, naming the field and what was found, e.g. `after_text must be
     /// a string, found the number 12345`.
     pub reason: String,
@@ -300,6 +303,7 @@ mod tests {
             [RejectedItem {
                 index: 1,
                 action: Some("replace".to_owned()),
+                before_text: None,
                 reason: "after_text must be a string, found the number 12345".to_owned(),
             }]
         );

@@ -76,9 +76,16 @@ fn ops_from_items(items: &[Value]) -> Result<Found, String> {
 }
 
 fn rejected(index: usize, item: &Value, reason: String) -> RejectedItem {
+    // The text the op was about, when it wrote one: a person reading the
+    // plan sees which proposal was refused.
+    let before_text = ["before_text", "before", "old_text", "old", "original"]
+        .iter()
+        .find_map(|k| item.get(*k).and_then(Value::as_str))
+        .map(str::to_owned);
     RejectedItem {
         index,
         action: written_action(item),
+        before_text,
         reason,
     }
 }

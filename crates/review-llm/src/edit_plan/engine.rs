@@ -777,7 +777,11 @@ fn place_all(
         job.dropped.push(DroppedProposal {
             chunk_id: job.piece.id.clone(),
             action: item.action.clone().unwrap_or_default(),
-            before_text: None,
+            before_text: item
+                .before_text
+                .as_deref()
+                .map(|b| masked.unmask(b))
+                .filter(|b| !b.is_empty()),
             reason: "wrong_type".to_owned(),
             detail: masked.unmask(&format!(
                 "{} (item {} of the answer's list)",

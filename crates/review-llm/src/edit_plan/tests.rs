@@ -465,6 +465,11 @@ fn an_op_with_a_number_as_after_text_is_dropped_as_wrong_type_not_applied() {
     assert_eq!(wrong.len(), 1, "{:?}", p.dropped);
     assert_eq!(wrong[0].action, "replace");
     assert_eq!(
+        wrong[0].before_text.as_deref(),
+        Some("bandwith"),
+        "the drop names its text"
+    );
+    assert_eq!(
         wrong[0].detail,
         "after_text must be a string, found the number 12345 (item 1 of the answer's list)"
     );
