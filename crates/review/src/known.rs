@@ -124,6 +124,8 @@ pub(crate) struct KnownIndex<'a> {
     known: Known<'a>,
     flags: HashMap<(&'a str, &'a str), (ChangeId, bool)>,
     reverted: HashMap<(&'a [String], &'a [String]), ChangeId>,
+    /// Each change in effect's removed and inserted text, joined once.
+    applied_text: Vec<(String, String)>,
 }
 
 impl<'a> KnownIndex<'a> {
@@ -144,6 +146,11 @@ impl<'a> KnownIndex<'a> {
                 .reverted
                 .iter()
                 .map(|c| ((c.old.as_slice(), c.new.as_slice()), c.id))
+                .collect(),
+            applied_text: known
+                .applied
+                .iter()
+                .map(|c| (c.old.concat(), c.new.concat()))
                 .collect(),
         }
     }
@@ -199,17 +206,18 @@ impl<'a> KnownIndex<'a> {
         self.known
             .applied
             .iter()
-            .filter(|c| c.old.concat().contains(before.as_str()))
-            .find(|c| match op.action {
+            .zip(&self.applied_text)
+            .filter(|(_, (old, _))| old.contains(before.as_str()))
+            .find(|(c, (_, new))| match op.action {
                 Action::Delete => c.new.is_empty(),
                 Action::Replace => {
                     !c.new.is_empty()
-                        && c.new.concat().contains(after.as_str())
+                        && new.contains(after.as_str())
                         && contains_run(doc.lines(), &c.new)
                 }
                 _ => false,
             })
-            .map(|c| c.id)
+            .map(|(c, _)| c.id)
     }
 }
 
