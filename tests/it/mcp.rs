@@ -15,7 +15,7 @@ use rmcp::service::{NotificationContext, PeerRequestOptions, RoleClient, Running
 use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, ServiceExt};
 use serde_json::{json, Value};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -474,4 +474,170 @@ fn a_long_review_sends_progress_and_stops_when_cancelled() {
         drop(handle);
         session.cancel().await.expect("close");
     });
+}
+
+/// True when `koas mcp --require-confinement` starts here (Linux with
+/// Landlock); prints SKIPPED otherwise.
+fn confinement_available(root: &Path) -> bool {
+    let out = std::process::Command::new(koas_bin())
+        .args(["mcp", "--require-confinement", "--root"])
+        .arg(root)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run koas mcp");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if stderr.contains("would not be confined") {
+        eprintln!("SKIPPED: the kernel offers no Landlock here: {stderr}");
+        return false;
+    }
+    assert!(
+        stderr.contains("confined to the root by the kernel"),
+        "{stderr}"
+    );
+    true
+}
+
+/// Swaps `docs/swap.md` between a document and a link to a file outside
+/// the root, and `docs/.review` between a folder and a link to a folder
+/// outside, as fast as it can, until `stop`.
+fn swap_links(root: PathBuf, outside: PathBuf, stop: Arc<std::sync::atomic::AtomicBool>) -> u64 {
+    use std::os::unix::fs::symlink;
+    use std::sync::atomic::Ordering;
+    let docs = root.join("docs");
+    let doc_text = std::fs::read(docs.join("real.md")).expect("real.md");
+    let mut swaps = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        // The document: a regular file, then a link out (each by rename,
+        // so the name always exists).
+        let _ = std::fs::write(docs.join("swap.tmp"), &doc_text);
+        let _ = std::fs::rename(docs.join("swap.tmp"), docs.join("swap.md"));
+        let _ = std::fs::remove_file(docs.join("link.tmp"));
+        let _ = symlink(outside.join("secret.md"), docs.join("link.tmp"));
+        let _ = std::fs::rename(docs.join("link.tmp"), docs.join("swap.md"));
+        // The workspaces' folder: moved away, a link out in its place,
+        // then back.
+        if std::fs::rename(docs.join(".review"), docs.join(".review-real")).is_ok() {
+            let _ = symlink(outside.join("ws"), docs.join(".review"));
+            std::thread::sleep(Duration::from_micros(300));
+            let _ = std::fs::remove_file(docs.join(".review"));
+            let _ = std::fs::rename(docs.join(".review-real"), docs.join(".review"));
+        }
+        swaps += 1;
+    }
+    swaps
+}
+
+/// Every file under `dir`, recursively (links not followed).
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let path = entry.path();
+            match entry.file_type() {
+                Ok(t) if t.is_dir() => stack.push(path),
+                _ => out.push(path),
+            }
+        }
+    }
+    out
+}
+
+#[cfg(unix)]
+#[test]
+fn regression_a_link_swapped_during_calls_never_leads_a_read_or_write_out_of_the_root() {
+    let outer = Scratch::new();
+    let root = outer.path("root");
+    let outside = outer.path("outside");
+    std::fs::create_dir_all(root.join("docs")).expect("mkdir");
+    std::fs::create_dir_all(outside.join("ws")).expect("mkdir");
+    if !confinement_available(&root) {
+        return;
+    }
+    // The secret is a document whose checks quote a marker: any answer
+    // that read it carries the marker.
+    let marker = "zebra-secret-7391";
+    std::fs::write(
+        outside.join("secret.md"),
+        format!("# Secret\n\nSee [the plan](#{marker}) and [this](#{marker}-2).\n\n## {marker}\n\nText {marker}.\n"),
+    )
+    .expect("secret");
+    std::fs::copy(
+        fixtures().join("retention_policy.md"),
+        root.join("docs/real.md"),
+    )
+    .expect("copy");
+    std::fs::copy(
+        fixtures().join("retention_policy.md"),
+        root.join("docs/swap.md"),
+    )
+    .expect("copy");
+    let ops = json!([{"action": "flag", "line_start": 1, "line_end": 1, "kind": "style",
+                      "rationale": "race", "review_note": "REVIEWER: race"}]);
+    // A first review so the workspace exists for the tools that read it.
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let rounds: usize = std::env::var("KOAS_RACE_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(80);
+    let (calls, leaks, swaps) = runtime().block_on(async {
+        let (session, _) = connect(&root, &[]).await;
+        let (v, err) = call(&session, "review_md_run", json!({"doc_path": "docs/swap.md", "ops": ops.clone()})).await;
+        assert!(!err, "{v}");
+        let swapper = {
+            let (root, outside, stop) = (root.clone(), outside.clone(), stop.clone());
+            std::thread::spawn(move || swap_links(root, outside, stop))
+        };
+        let mut calls = 0usize;
+        let mut leaks = Vec::new();
+        for round in 0..rounds {
+            let mut batch = vec![
+                ("review_md_status", json!({"doc_path": "docs/swap.md"})),
+                ("review_md_grep", json!({"doc_path": "docs/swap.md"})),
+                ("review_md_show_change", json!({"doc_path": "docs/swap.md", "change_id": "RVW-0001", "include_patch": true})),
+                ("review_md_report", json!({"doc_path": "docs/swap.md"})),
+                ("review_md_revert", json!({"doc_path": "docs/swap.md", "change_ids": "RVW-0099"})),
+            ];
+            batch.extend((0..20).map(|_| ("check_md", json!({"doc_path": "docs/swap.md", "no_config": true}))));
+            if round % 4 == 0 {
+                batch.push(("review_md_run", json!({"doc_path": "docs/swap.md", "ops": ops.clone()})));
+            }
+            for (tool, args) in batch {
+                let (v, _) = call(&session, tool, args).await;
+                calls += 1;
+                if v.to_string().contains(marker) {
+                    leaks.push(format!("{tool}: {v}"));
+                }
+            }
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let swaps = swapper.join().expect("swapper");
+        session.cancel().await.expect("close");
+        (calls, leaks, swaps)
+    });
+    let written = files_under(&outside.join("ws"));
+    eprintln!(
+        "{calls} calls, {swaps} swaps, {} answers read outside the root, {} files written outside",
+        leaks.len(),
+        written.len()
+    );
+    assert!(
+        swaps > 100,
+        "the links were swapped during the calls ({swaps})"
+    );
+    assert!(
+        leaks.is_empty(),
+        "{} answers read the file outside the root, e.g. {}",
+        leaks.len(),
+        leaks[0]
+    );
+    assert!(
+        written.is_empty(),
+        "files written outside the root: {written:?}"
+    );
+    assert_eq!(
+        std::fs::read_dir(&outside).expect("outside").count(),
+        2,
+        "nothing was created beside the secret"
+    );
 }

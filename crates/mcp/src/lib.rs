@@ -10,13 +10,17 @@
 //!   their answers instead of printing them, logs go to stderr;
 //! - a tool that fails answers a result with `isError`, never a crash;
 //! - every path is resolved against the root (`--root`, default the
-//!   working directory) and refused if it leads out ([`paths`]);
+//!   working directory) and refused if it leads out ([`paths`]); on
+//!   Linux the kernel also confines the whole server to the root, so a
+//!   symbolic link swapped during a call cannot lead an open out
+//!   ([`confine`]);
 //! - sovereignty is the command line's: only the server's own
 //!   `--no-strict-sovereign` lets a review reach a non-local model;
 //! - a call runs on a blocking thread with its own cancel flag, set when
 //!   the client cancels the request; the runtime's progress steps become
 //!   progress notifications when the client asked for them.
 
+pub mod confine;
 pub mod paths;
 pub mod tools;
 
@@ -61,6 +65,12 @@ pub struct McpArgs {
     /// argument cannot allow it).
     #[arg(long = "no-strict-sovereign")]
     pub no_strict_sovereign: bool,
+
+    /// Refuse to start unless the kernel confines the server to --root
+    /// (Linux Landlock): without it, paths are still checked before use,
+    /// but a symbolic link swapped during a call is not stopped.
+    #[arg(long = "require-confinement")]
+    pub require_confinement: bool,
 }
 
 /// Serves MCP on stdin/stdout until the client closes the connection.
@@ -71,6 +81,24 @@ pub fn execute(global: &Global, args: McpArgs) -> anyhow::Result<ExitStatus> {
     };
     let root = paths::Root::new(&root_dir)
         .map_err(|e| anyhow::anyhow!("--root {}: {e}", root_dir.display()))?;
+    // Before any thread exists: threads started earlier would keep their
+    // rights (the runtime's threads, the blocking pool, worker processes
+    // all start after this).
+    let kernel_dirs: Vec<PathBuf> = koas_orchestrator::cli::search_paths(global, &[])
+        .into_iter()
+        .map(|s| s.path)
+        .collect();
+    let confinement = confine::confine(
+        root.dir(),
+        &confine::read_only_paths(&kernel_dirs, root.dir()),
+    );
+    if args.require_confinement && !confinement.is_enforced() {
+        anyhow::bail!(
+            "--require-confinement: the server would not be confined to {}: {}",
+            root.dir().display(),
+            confinement.describe()
+        );
+    }
     let mut global = global.clone();
     // Progress lines on stderr would only be noise in a client's log;
     // the client gets progress notifications instead.
@@ -92,6 +120,7 @@ pub fn execute(global: &Global, args: McpArgs) -> anyhow::Result<ExitStatus> {
             ""
         }
     );
+    eprintln!("koas mcp: {}", confinement.describe());
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
