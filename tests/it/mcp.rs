@@ -641,3 +641,129 @@ fn regression_a_link_swapped_during_calls_never_leads_a_read_or_write_out_of_the
         "nothing was created beside the secret"
     );
 }
+
+/// The real server on raw stdio: lines written by hand, answers read one
+/// per line.
+struct RawServer {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl RawServer {
+    fn start(root: &Path) -> RawServer {
+        let mut child = std::process::Command::new(koas_bin())
+            .args(["mcp", "--root"])
+            .arg(root)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("koas mcp");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+        let mut server = RawServer {
+            child,
+            stdin,
+            stdout,
+        };
+        server.send(br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#);
+        assert_eq!(server.answer()["id"], 0);
+        server.send(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        server
+    }
+
+    fn send(&mut self, line: &[u8]) {
+        use std::io::Write;
+        self.stdin.write_all(line).expect("write");
+        self.stdin.write_all(b"\n").expect("write");
+        self.stdin.flush().expect("flush");
+    }
+
+    fn answer(&mut self) -> Value {
+        use std::io::BufRead;
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).expect("read");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"))
+    }
+
+    /// Closes stdin and returns what the server logged.
+    fn finish(mut self) -> String {
+        use std::io::Read;
+        drop(self.stdin);
+        let mut log = String::new();
+        if let Some(mut err) = self.child.stderr.take() {
+            let _ = err.read_to_string(&mut log);
+        }
+        let status = self.child.wait().expect("wait");
+        assert!(status.success(), "{status}: {log}");
+        log
+    }
+}
+
+#[test]
+fn regression_oversized_malformed_and_mistyped_requests_get_their_json_rpc_error() {
+    let s = Scratch::with_fixture("retention_policy.md");
+    let mut server = RawServer::start(s.dir.path());
+
+    // 16 MiB and more: refused with the request's id, not left unanswered.
+    let mut big = br#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"check_md","arguments":{"doc_path":""#.to_vec();
+    big.extend(std::iter::repeat(b'a').take(16 * 1024 * 1024));
+    big.extend_from_slice(br#""}}}"#);
+    server.send(&big);
+    let a = server.answer();
+    assert_eq!(
+        (a["id"].clone(), a["error"]["code"].clone()),
+        (json!(5), json!(-32600)),
+        "{a}"
+    );
+    assert!(
+        a["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("16 MiB")),
+        "{a}"
+    );
+
+    // Not JSON: -32700 with a null id.
+    server.send(br#"{"jsonrpc":"2.0","id":6,"method":"#);
+    let a = server.answer();
+    assert_eq!(
+        (a["id"].clone(), a["error"]["code"].clone()),
+        (Value::Null, json!(-32700)),
+        "{a}"
+    );
+
+    // A known method with parameters that do not fit: -32602, not -32601.
+    server.send(br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":5}}"#);
+    let a = server.answer();
+    assert_eq!(
+        (a["id"].clone(), a["error"]["code"].clone()),
+        (json!(7), json!(-32602)),
+        "{a}"
+    );
+
+    // An unknown method is still "method not found".
+    server.send(br#"{"jsonrpc":"2.0","id":8,"method":"no/such/method"}"#);
+    let a = server.answer();
+    assert_eq!(
+        (a["id"].clone(), a["error"]["code"].clone()),
+        (json!(8), json!(-32601)),
+        "{a}"
+    );
+
+    // And the server still works.
+    server.send(br#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"check_md","arguments":{"doc_path":"retention_policy.md"}}}"#);
+    let a = server.answer();
+    assert_eq!(a["id"], 9, "{a}");
+    assert_eq!(
+        a["result"]["structuredContent"]["status"], "completed",
+        "{a}"
+    );
+    let log = server.finish();
+    for needle in ["over 16 MiB", "-32700", "-32602"] {
+        assert!(
+            log.contains(needle),
+            "the log names what was dropped ({needle}): {log}"
+        );
+    }
+}

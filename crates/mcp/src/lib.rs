@@ -21,6 +21,7 @@
 //!   progress notifications when the client asked for them.
 
 pub mod confine;
+pub mod frames;
 pub mod paths;
 pub mod tools;
 
@@ -125,15 +126,38 @@ pub fn execute(global: &Global, args: McpArgs) -> anyhow::Result<ExitStatus> {
         .enable_all()
         .build()?;
     runtime.block_on(async move {
-        let service = server
-            .serve(rmcp::transport::stdio())
-            .await
-            .map_err(|e| anyhow::anyhow!("MCP handshake failed: {e}"))?;
-        service
-            .waiting()
-            .await
-            .map_err(|e| anyhow::anyhow!("MCP service stopped: {e}"))?;
-        anyhow::Ok(())
+        // stdin → the framing front → the library; the library's output
+        // and the front's own answers → one writer → stdout.
+        let (library_in, front_out) = tokio::io::duplex(1 << 20);
+        let (library_out_reader, library_out) = tokio::io::duplex(1 << 20);
+        let (lines, to_stdout) = tokio::sync::mpsc::unbounded_channel();
+        let reader = tokio::spawn(frames::read_client(
+            tokio::io::BufReader::new(tokio::io::stdin()),
+            front_out,
+            lines.clone(),
+        ));
+        let relay = tokio::spawn(frames::read_library(
+            tokio::io::BufReader::new(library_out_reader),
+            lines,
+        ));
+        let writer = tokio::spawn(frames::write_lines(tokio::io::stdout(), to_stdout));
+        let served = async {
+            let service = server
+                .serve((library_in, library_out))
+                .await
+                .map_err(|e| anyhow::anyhow!("MCP handshake failed: {e}"))?;
+            service
+                .waiting()
+                .await
+                .map_err(|e| anyhow::anyhow!("MCP service stopped: {e}"))?;
+            anyhow::Ok(())
+        }
+        .await;
+        // Every answer already written reaches stdout before the end.
+        reader.abort();
+        let _ = relay.await;
+        let _ = writer.await;
+        served
     })?;
     // Blocking calls still running (a cancelled review finishing its
     // step) must not keep the process alive once the client is gone.
