@@ -911,3 +911,66 @@ fn every_pass_of_a_refinement_replays_without_the_model() {
     }
     assert!(model_kernels >= 3, "the model's answers came from the log");
 }
+
+#[test]
+fn regression_a_judge_score_outside_0_1_is_asked_again_then_named_not_rescaled() {
+    // The judge answers 42 at first; asked again (the prompt says why), it
+    // answers in range: the run goes on with that score.
+    let s = Scratch::new();
+    s.write("doc.md", DOC);
+    let m = ScriptedModel::start(|r: &ModelRequest| {
+        if !is_judge(r) {
+            return ModelAnswer::text("NO");
+        }
+        if r.prompt.contains("could not be used") {
+            return ModelAnswer::text(format!(
+                r#"{{"scores": {{{}}}, "issues": []}}"#,
+                scores(0.95)
+            ));
+        }
+        ModelAnswer::text(format!(
+            r#"{{"scores": {{{}, "clarity": 42}}, "issues": []}}"#,
+            scores(0.9)
+        ))
+    });
+    let (out, v) = refine(&s, &m, &["--plan-only"]);
+    assert_code(&out, 0, "plan only");
+    let retries = m
+        .requests()
+        .iter()
+        .filter(|r| {
+            r.prompt
+                .contains("the score of clarity is invalid: 42 is outside 0–1")
+        })
+        .count();
+    let judged = m.requests().iter().filter(|r| is_judge(r)).count();
+    assert!(
+        retries > 0 && retries * 2 == judged,
+        "every section asked once more: {retries} of {judged}"
+    );
+    assert!(
+        !stderr(&out).contains("no usable answer"),
+        "{}",
+        stderr(&out)
+    );
+    assert_ne!(v["status"], "no_assessment", "{v}");
+
+    // A judge that answers 2 every time: no score is guessed from it; each
+    // section is named as unscored by that judge.
+    let s = Scratch::new();
+    s.write("doc.md", DOC);
+    let m = ScriptedModel::start(|r: &ModelRequest| {
+        if !is_judge(r) {
+            return ModelAnswer::text("NO");
+        }
+        ModelAnswer::text(format!(
+            r#"{{"scores": {{{}, "tone": 2}}, "issues": []}}"#,
+            scores(0.9)
+        ))
+    });
+    let (out, v) = refine(&s, &m, &["--plan-only"]);
+    let err = stderr(&out);
+    assert!(err.contains("gave no usable answer on section S1: asked twice: the score of tone is invalid: 2 is outside 0–1"), "{err}");
+    assert_eq!(v["status"], "no_assessment", "{v}");
+    assert!(ledger(&s).is_empty());
+}

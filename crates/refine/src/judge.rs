@@ -48,6 +48,10 @@ struct JudgeValues<'a> {
     next_start: String,
     findings: &'a [String],
     criteria: Vec<&'static str>,
+    /// Why the judge's previous answer on this section was refused
+    /// (empty on the first request): the retry says it, so it is a new
+    /// question and not the cached answer again.
+    retry_reason: &'a str,
 }
 
 /// The document's title: its first section's heading.
@@ -58,11 +62,13 @@ pub fn document_title(sections: &[DocSection]) -> &str {
         .map_or("", |s| s.title.as_str())
 }
 
-/// Renders the prompt of `judge` (0-based `n`) for `section`.
+/// Renders the prompt of `judge` (0-based `n`) for `section`; `retry`:
+/// why its previous answer was refused.
 pub fn judge_prompt(
     input: &JudgeInput<'_>,
     n: usize,
     section: &DocSection,
+    retry: Option<&str>,
 ) -> Result<String, koas_review_llm::prompt::RenderError> {
     let lines = doc_lines(input.text);
     let at = section.index;
@@ -95,27 +101,37 @@ pub fn judge_prompt(
             .get(&section.id)
             .map_or(&[][..], Vec::as_slice),
         criteria: Criterion::ALL.iter().map(|c| c.as_str()).collect(),
+        retry_reason: retry.unwrap_or(""),
     };
     koas_review_llm::prompt::render(input.template.0, input.template.1, &values)
 }
 
-/// A score as a model may write it: 0–1, or on a 10- or 100-point scale.
-fn score_of(v: &Value) -> Option<f64> {
-    let x = match v {
-        Value::Number(n) => n.as_f64()?,
-        Value::String(s) => s.trim().trim_end_matches('%').parse().ok()?,
-        _ => return None,
+/// A score as the prompt asks for it: a number from 0 to 1 (also as a
+/// string), or a percentage written with its `%`. Anything else is refused
+/// with the reason: a bare 42 or 2 has no scale a guess could be trusted
+/// with (42 → 0.42 and 2 → 0.2 turned nonsense into middling scores).
+fn score_of(v: &Value) -> Result<f64, String> {
+    let (x, percent) = match v {
+        Value::Number(n) => (n.as_f64().ok_or("not a finite number")?, false),
+        Value::String(s) => {
+            let s = s.trim();
+            let (digits, percent) = match s.strip_suffix('%') {
+                Some(d) => (d.trim(), true),
+                None => (s, false),
+            };
+            let x: f64 = digits
+                .parse()
+                .map_err(|_| format!("{s:?} is not a number"))?;
+            (x, percent)
+        }
+        other => return Err(format!("{other} is not a number")),
     };
-    let x = if x <= 1.0 {
-        x
-    } else if x <= 10.0 {
-        x / 10.0
-    } else if x <= 100.0 {
-        x / 100.0
+    let x = if percent { x / 100.0 } else { x };
+    if x.is_finite() && (0.0..=1.0).contains(&x) {
+        Ok(x)
     } else {
-        return None;
-    };
-    (x >= 0.0).then_some(x)
+        Err(format!("{v} is outside 0–1"))
+    }
 }
 
 fn text_of(v: &Value, keys: &[&str]) -> Option<String> {
@@ -139,7 +155,9 @@ pub fn parse_judge_answer(
     let mut scores = BTreeMap::new();
     if let Value::Object(map) = raw {
         for (k, val) in map {
-            if let (Some(c), Some(s)) = (Criterion::parse(k), score_of(val)) {
+            if let Some(c) = Criterion::parse(k) {
+                let s = score_of(val)
+                    .map_err(|why| format!("the score of {} is invalid: {why}", c.as_str()))?;
                 scores.insert(c, s);
             }
         }
@@ -204,7 +222,9 @@ pub fn parse_judge_answer(
 }
 
 /// Asks every judge about every section (one batch) and reads the
-/// answers.
+/// answers; an answer that cannot be used (no JSON, a score outside 0–1)
+/// is asked once more, saying why, and stays a named failure of that judge
+/// on that section when the second answer cannot be used either.
 pub fn judge_document(
     model: &dyn RefineModel,
     input: &JudgeInput<'_>,
@@ -215,13 +235,12 @@ pub fn judge_document(
         for section in input.sections {
             asks.push(Ask {
                 role: judge.clone(),
-                prompt: judge_prompt(input, n, section)?,
+                prompt: judge_prompt(input, n, section, None)?,
                 max_tokens: input.max_tokens,
             });
-            keys.push((n, section.id.clone()));
+            keys.push((n, section));
         }
     }
-    let answers = model.complete(&asks);
     let mut verdicts: Vec<JudgeVerdict> = input
         .judges
         .iter()
@@ -234,19 +253,55 @@ pub fn judge_document(
         })
         .collect();
     let mut total = TokenUse::default();
-    for ((n, section_id), answer) in keys.into_iter().zip(answers) {
+    let mut read = |verdicts: &mut Vec<JudgeVerdict>,
+                    n: usize,
+                    section_id: &str,
+                    answer: Result<crate::Reply, String>|
+     -> Option<String> {
         let v = &mut verdicts[n];
         count(&mut v.tokens, &answer);
         count(&mut total, &answer);
         match answer {
-            Ok(reply) => match parse_judge_answer(&v.judge, n + 1, &section_id, &reply.text) {
+            Ok(reply) => match parse_judge_answer(&v.judge, n + 1, section_id, &reply.text) {
                 Ok((scores, issues)) => {
                     v.sections.push(scores);
                     v.issues.extend(issues);
+                    None
                 }
-                Err(why) => v.unreadable.push((section_id, why)),
+                Err(why) => Some(why),
             },
-            Err(e) => v.unreadable.push((section_id, e)),
+            // The model call itself failed: the model layer already
+            // retried what was worth retrying.
+            Err(e) => {
+                v.unreadable.push((section_id.to_owned(), e));
+                None
+            }
+        }
+    };
+    let mut retries = Vec::new();
+    for ((n, section), answer) in keys.into_iter().zip(model.complete(&asks)) {
+        if let Some(why) = read(&mut verdicts, n, &section.id, answer) {
+            retries.push((n, section, why));
+        }
+    }
+    if !retries.is_empty() {
+        let asks = retries
+            .iter()
+            .map(|(n, section, why)| {
+                Ok(Ask {
+                    role: input.judges[*n].clone(),
+                    prompt: judge_prompt(input, *n, section, Some(why))?,
+                    max_tokens: input.max_tokens,
+                })
+            })
+            .collect::<Result<Vec<_>, koas_review_llm::prompt::RenderError>>()?;
+        for ((n, section, first), answer) in retries.into_iter().zip(model.complete(&asks)) {
+            if let Some(why) = read(&mut verdicts, n, &section.id, answer) {
+                verdicts[n].unreadable.push((
+                    section.id.clone(),
+                    format!("asked twice: {first}; then: {why}"),
+                ));
+            }
         }
     }
     Ok(RefineVerdicts {
@@ -262,8 +317,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn answers_are_read_whatever_the_scale_and_names() {
-        let answer = r#"Here you go: {"scores": {"factual_accuracy": 7, "clarity": "0.9", "tone": 85, "bogus": 1},
+    fn answers_are_read_whatever_the_names() {
+        let answer = r#"Here you go: {"scores": {"factual_accuracy": 0.7, "clarity": "0.9", "tone": "85%", "bogus": 1},
           "issues": [{"criterion": "consistency", "severity": "critical", "fix_action": "regenerate",
                       "start_quote": "ten years", "description": "contradicts S1", "fix_instructions": "Use seven years"},
                      {"criterion": "nonsense", "description": "x"},
@@ -278,5 +333,106 @@ mod tests {
         assert_eq!(issues[0].start_quote.as_deref(), Some("ten years"));
         assert!(parse_judge_answer("j", 1, "S2", "I think it is fine.").is_err());
         assert!(parse_judge_answer("j", 1, "S2", r#"{"scores": {}}"#).is_err());
+    }
+
+    #[test]
+    fn regression_a_score_outside_0_1_is_refused_not_rescaled() {
+        for bad in ["42", "2", "-0.1", "1.5", "\"150%\"", "\"high\"", "null"] {
+            let answer = format!(r#"{{"scores": {{"clarity": {bad}, "tone": 0.5}}}}"#);
+            let err = parse_judge_answer("j", 1, "S2", &answer).expect_err(bad);
+            assert!(err.contains("clarity"), "{bad}: {err}");
+        }
+        for (good, x) in [("0", 0.0), ("1", 1.0), ("0.25", 0.25), ("\"40%\"", 0.4)] {
+            let answer = format!(r#"{{"scores": {{"clarity": {good}}}}}"#);
+            let (scores, _) = parse_judge_answer("j", 1, "S2", &answer).expect(good);
+            assert_eq!(scores.scores.get(&Criterion::Clarity), Some(&x), "{good}");
+        }
+    }
+
+    /// Answers each prompt from a script by its number of previous asks.
+    struct Scripted {
+        answers: Vec<&'static str>,
+        asked: std::sync::Mutex<Vec<String>>,
+    }
+
+    impl RefineModel for Scripted {
+        fn complete(&self, asks: &[Ask]) -> Vec<Result<crate::Reply, String>> {
+            let mut asked = self.asked.lock().expect("lock");
+            asks.iter()
+                .map(|a| {
+                    asked.push(a.prompt.clone());
+                    let text = self.answers[(asked.len() - 1).min(self.answers.len() - 1)];
+                    Ok(crate::Reply {
+                        text: text.to_owned(),
+                        ..Default::default()
+                    })
+                })
+                .collect()
+        }
+    }
+
+    fn judge_once(answers: Vec<&'static str>) -> (RefineVerdicts, Vec<String>) {
+        let text = "# Title\n\nOne section of text.\n";
+        let sections = crate::sections::sections_of(text);
+        let template = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../prompts/refine_judge.tera"),
+        )
+        .expect("template");
+        let judges = vec!["judge".to_owned()];
+        let findings = BTreeMap::new();
+        let input = JudgeInput {
+            text,
+            sections: &sections,
+            judges: &judges,
+            findings: &findings,
+            template: ("refine_judge", &template),
+            language: "en",
+            max_tokens: 100,
+        };
+        let model = Scripted {
+            answers,
+            asked: std::sync::Mutex::new(Vec::new()),
+        };
+        let verdicts = judge_document(&model, &input).expect("judge");
+        let asked = model.asked.into_inner().expect("lock");
+        (verdicts, asked)
+    }
+
+    #[test]
+    fn an_out_of_range_score_is_asked_again_saying_why() {
+        let (v, asked) = judge_once(vec![
+            r#"{"scores": {"clarity": 42}}"#,
+            r#"{"scores": {"clarity": 0.4}}"#,
+        ]);
+        assert_eq!(asked.len(), 2, "asked once more");
+        assert!(!asked[0].contains("could not be used"));
+        assert!(
+            asked[1].contains("the score of clarity is invalid: 42 is outside 0–1"),
+            "{}",
+            asked[1]
+        );
+        let judge = &v.verdicts[0];
+        assert!(judge.unreadable.is_empty(), "{:?}", judge.unreadable);
+        assert_eq!(
+            judge.sections[0].scores.get(&Criterion::Clarity),
+            Some(&0.4)
+        );
+        assert_eq!(judge.tokens.calls, 2);
+    }
+
+    #[test]
+    fn an_answer_invalid_twice_is_a_named_failure_of_that_judge() {
+        let (v, asked) = judge_once(vec![
+            r#"{"scores": {"clarity": 2}}"#,
+            r#"{"scores": {"tone": 7}}"#,
+        ]);
+        assert_eq!(asked.len(), 2, "asked twice, not more");
+        let judge = &v.verdicts[0];
+        assert!(judge.sections.is_empty());
+        assert_eq!(judge.unreadable.len(), 1);
+        let (section, why) = &judge.unreadable[0];
+        assert_eq!(section, &v.verdicts[0].unreadable[0].0);
+        assert!(why.starts_with("asked twice: the score of clarity is invalid: 2 is outside 0–1; then: the score of tone is invalid: 7"), "{why}");
     }
 }

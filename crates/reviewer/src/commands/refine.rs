@@ -499,6 +499,16 @@ fn refine(global: &Global, args: &RefineArgs, target: &ReviewTarget) -> anyhow::
             let routing: RefineRouting =
                 passes::parse_output(&outcome.record, ROUTER, names::REFINE_ROUTING)?;
             tokens.add(&verdicts.tokens);
+            // A judge whose answer could not be used, even asked again, is
+            // named: its section was not scored by it.
+            for verdict in &verdicts.verdicts {
+                for (section, why) in &verdict.unreadable {
+                    eprintln!(
+                        "koas refine: judge {:?} gave no usable answer on section {section}: {why}",
+                        verdict.judge
+                    );
+                }
+            }
             if first {
                 first = false;
                 events.emit(RefineEvent::RefinementStart {
