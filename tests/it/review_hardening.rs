@@ -7,6 +7,7 @@
 //! Ctrl-C ending koas by the signal.
 
 use crate::review_common::{assert_code, stderr, Scratch};
+use koas_test_support::koas_bin;
 use serde_json::{json, Value};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -604,4 +605,216 @@ fn html_and_links_in_a_persons_ops_are_shown_escaped_in_the_report_and_the_annot
         first["review_note"]["text"],
         format!("REVIEWER: RVW-0001 — {script} {img}")
     );
+}
+
+/// Runs `script` (sh) with DISK a tmpfs of `size` mounted for it alone
+/// (a user and mount namespace of its own: `unshare -rm`); `None` when
+/// the machine does not allow it.
+#[cfg(target_os = "linux")]
+fn on_a_small_disk(s: &Scratch, size: &str, script: &str) -> Option<Output> {
+    std::fs::create_dir_all(s.path("disk")).expect("mkdir");
+    let wrapped = format!("mount -t tmpfs -o size={size} tmpfs \"$DISK\" || exit 97\n{script}");
+    let out = Command::new("unshare")
+        .args(["-rm", "sh", "-c", &wrapped])
+        .current_dir(s.dir.path())
+        .env("DISK", s.path("disk"))
+        .env("KOAS", koas_bin())
+        .env_remove("KOAS_KERNEL_PATH")
+        .env_remove("KOAS_JOBS")
+        .env_remove("KOAS_WORKSPACE")
+        .env("NO_COLOR", "1")
+        .env("USER", "reviewer")
+        .output()
+        .ok()?;
+    if out.status.code() == Some(97)
+        || (out.status.code() == Some(1)
+            && out.stdout.is_empty()
+            && stderr(&out).contains("unshare"))
+    {
+        eprintln!(
+            "SKIPPED: no tmpfs in a user namespace here: {}",
+            stderr(&out)
+        );
+        return None;
+    }
+    Some(out)
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn regression_a_full_disk_at_the_in_place_write_says_what_was_recorded_and_status_says_the_document_is_behind(
+) {
+    let s = Scratch::new();
+    // Two pages of text on a two-page disk: the document fits, the copy
+    // that would replace it does not.
+    let mut doc = document();
+    while doc.len() < 7000 {
+        doc.push_str("Filler text that makes the handbook longer than one page.\n\n");
+    }
+    s.write("doc.md", &doc);
+    write_ops(&s, "ops.json", typo_op());
+    let script = r#"
+cp doc.md "$DISK/doc.md" || exit 98
+"$KOAS" -q review "$DISK/doc.md" -w ws --ops ops.json --in-place > review.out 2> review.err
+echo $? > review.code
+"$KOAS" -q status "$DISK/doc.md" -w ws --json > status.json 2>&1
+"$KOAS" status "$DISK/doc.md" -w ws > status.txt 2>&1
+cp "$DISK/doc.md" doc.after-full-disk.md
+# Room again: the next --in-place review writes what was recorded.
+mount -o remount,size=1m "$DISK" || exit 99
+"$KOAS" -q review "$DISK/doc.md" -w ws --in-place > again.out 2> again.err
+echo $? > again.code
+"$KOAS" -q status "$DISK/doc.md" -w ws --json > status-after.json 2>&1
+cp "$DISK/doc.md" doc.final.md
+"#;
+    let Some(out) = on_a_small_disk(&s, "8k", script) else {
+        return;
+    };
+    assert!(out.status.success(), "script: {out:?}");
+    let read = |name: &str| String::from_utf8(s.read(name)).expect("utf-8");
+    assert_ne!(read("review.code").trim(), "0", "the review failed");
+    let err = read("review.err");
+    for needle in [
+        "was not replaced",
+        "No space left on device",
+        "recorded 1 change(s)",
+        "nothing is lost",
+        "--in-place` writes them",
+    ] {
+        assert!(err.contains(needle), "{needle}: {err}");
+    }
+    assert_eq!(read("doc.after-full-disk.md"), doc, "DOC untouched");
+    let status: Value = serde_json::from_str(&read("status.json")).expect("status json");
+    assert_eq!(status["status"], "interrupted", "{status:#}");
+    assert_eq!(status["document_behind_by"], 1, "{status:#}");
+    assert_eq!(status["in_place_interrupted"], true, "{status:#}");
+    assert_eq!(status["counts"]["total_changes"], 1, "{status:#}");
+    let text = read("status.txt");
+    assert!(
+        text.contains("is 1 change(s) behind its review: an `--in-place` review recorded them but did not write"),
+        "{text}"
+    );
+    // "consistent" is said of the workspace's copy only, never of DOC.
+    assert!(
+        text.contains("edited document consistent; DOC is 1 change(s) behind (an --in-place write did not happen)"),
+        "{text}"
+    );
+    // The next --in-place run delivers the change.
+    assert_eq!(read("again.code").trim(), "0", "{}", read("again.err"));
+    assert_eq!(
+        read("doc.final.md"),
+        doc.replace("bandwith of part 1", "bandwidth of part 1")
+    );
+    let after: Value = serde_json::from_str(&read("status-after.json")).expect("status json");
+    assert_eq!(after["status"], "ok", "{after:#}");
+    assert_eq!(after["document_behind_by"], 0, "{after:#}");
+    assert_eq!(after["in_place_interrupted"], false, "{after:#}");
+}
+
+#[test]
+fn a_killed_in_place_review_leaves_status_saying_the_document_is_behind() {
+    let s = Scratch::new();
+    s.write("doc.md", &document());
+    write_ops(&s, "ops.json", typo_op());
+    // A review without --in-place keeps the change in the workspace: DOC
+    // is behind by choice, and status says so without alarm.
+    assert_code(
+        &s.koas(&["-q", "review", "doc.md", "--ops", "ops.json"]),
+        0,
+        "review",
+    );
+    let (_, v) = s.koas_json(&["status", "doc.md"]);
+    assert_eq!(
+        (v["status"].clone(), v["document_behind_by"].clone()),
+        (json!("ok"), json!(1)),
+        "{v:#}"
+    );
+    let text = String::from_utf8_lossy(&s.koas(&["status", "doc.md"]).stdout).into_owned();
+    assert!(
+        text.contains("note:      doc.md is 1 change(s) behind its review"),
+        "{text}"
+    );
+    // What an --in-place review killed after saving its ledger leaves:
+    // its pending mark (the ledger and the workspace are as above).
+    let mark = s.workspace().join("review/in-place.pending");
+    std::fs::write(&mark, json!({"doc": "doc.md", "pid": DEAD_PID}).to_string()).expect("mark");
+    let (_, v) = s.koas_json(&["status", "doc.md"]);
+    assert_eq!(v["status"], "interrupted", "{v:#}");
+    assert_eq!(v["in_place_interrupted"], true, "{v:#}");
+    assert!(
+        v["summary"].as_str().is_some_and(
+            |t| t.contains("DOC is 1 change(s) behind (an --in-place write did not happen)")
+        ),
+        "{v:#}"
+    );
+    let text = String::from_utf8_lossy(&s.koas(&["status", "doc.md"]).stdout).into_owned();
+    assert!(
+        text.contains("problem:   doc.md is 1 change(s) behind its review"),
+        "{text}"
+    );
+    assert!(
+        text.contains("`koas review doc.md --in-place` writes them"),
+        "{text}"
+    );
+    // The command it names does it.
+    assert_code(
+        &s.koas(&["-q", "review", "doc.md", "--in-place"]),
+        0,
+        "in place",
+    );
+    assert!(String::from_utf8(s.read("doc.md"))
+        .expect("utf-8")
+        .contains("bandwidth of part 1"));
+    assert!(!mark.exists(), "the mark is cleared once DOC is written");
+    let (_, v) = s.koas_json(&["status", "doc.md"]);
+    assert_eq!(
+        (v["status"].clone(), v["document_behind_by"].clone()),
+        (json!("ok"), json!(0)),
+        "{v:#}"
+    );
+}
+
+#[test]
+fn regression_orphan_patch_files_are_counted_by_status_and_removed_before_the_next_run_writes() {
+    let s = Scratch::new();
+    s.write("doc.md", &document());
+    write_ops(&s, "ops.json", typo_op());
+    assert_code(
+        &s.koas(&["-q", "review", "doc.md", "--ops", "ops.json"]),
+        0,
+        "review",
+    );
+    // What failed saves leave: patches written, ledger not.
+    let patches = s.workspace().join("review/patches");
+    for n in 2..=178 {
+        std::fs::write(patches.join(format!("RVW-{n:04}.patch")), "x".repeat(100)).expect("orphan");
+    }
+    let (_, v) = s.koas_json(&["status", "doc.md"]);
+    assert_eq!(v["status"], "interrupted", "{v:#}");
+    assert_eq!(
+        v["orphan_patches"].as_array().map(Vec::len),
+        Some(177),
+        "{v:#}"
+    );
+    assert_eq!(v["orphan_patch_bytes"], 17_700);
+    let text = String::from_utf8_lossy(&s.koas(&["status", "doc.md"]).stdout).into_owned();
+    assert!(
+        text.contains("177 patch files (17700 bytes) no ledger entry refers to"),
+        "{text}"
+    );
+    assert!(!text.contains("harmless"), "{text}");
+    let out = s.koas(&["review", "doc.md"]);
+    assert_code(&out, 0, "next review");
+    assert!(
+        stderr(&out).contains("removed 177 patch files (17700 bytes) a failed run left"),
+        "{}",
+        stderr(&out)
+    );
+    let left: Vec<String> = std::fs::read_dir(&patches)
+        .expect("patches")
+        .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+        .collect();
+    assert_eq!(left.len(), 2, "only RVW-0001's two patches stay: {left:?}");
+    let (_, v) = s.koas_json(&["status", "doc.md"]);
+    assert_eq!(v["status"], "ok", "{v:#}");
 }

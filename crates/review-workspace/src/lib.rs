@@ -102,6 +102,10 @@ pub mod paths {
     pub const PROTECTED: &str = "stage3/protected_regions.json";
     /// The append-only ledger, the write-ahead log of every run.
     pub const LEDGER: &str = "review/ledger.jsonl";
+    /// Left by an `--in-place` review from before it records anything
+    /// until the document is replaced: while it is there, a document
+    /// behind the ledger is an interrupted write, not a choice.
+    pub const IN_PLACE_PENDING: &str = "review/in-place.pending";
 
     /// The files of this layout that only the review commands write, with
     /// what they are: no kernel may write them (the runtime refuses) or
@@ -113,6 +117,7 @@ pub mod paths {
         (APPLY_LOG, "the review's apply log"),
         (PROTECTED, "the review's protected regions"),
         (META, "the review workspace's state"),
+        (IN_PLACE_PENDING, "the review's pending in-place write"),
     ];
 }
 
@@ -361,8 +366,14 @@ pub struct WorkspaceStatus {
     /// `consistent`, `behind_ledger` (a roll-forward is pending) or
     /// `diverged` (edited outside koas).
     pub document_state: String,
-    /// Patch files no ledger entry refers to (left by an interrupted run).
+    /// Patch files no ledger entry refers to (left by a run that failed
+    /// before its ledger was saved; the next run removes them first).
     pub orphan_patches: Vec<String>,
+    /// Their size in bytes.
+    pub orphan_patch_bytes: u64,
+    /// An `--in-place` review started and did not replace the document
+    /// ([`paths::IN_PLACE_PENDING`]).
+    pub in_place_pending: bool,
     /// Active changes whose lines were edited outside koas afterwards:
     /// their inverse patch no longer applies, so they cannot be reverted
     /// on their own.
@@ -490,6 +501,119 @@ impl Workspace {
             .iter()
             .flat_map(|dir| remove_stale_temp_files(dir, None))
             .collect()
+    }
+
+    /// Patch files no ledger entry refers to: a run that failed before
+    /// its ledger was saved wrote them (they are derived: every entry
+    /// keeps its patches' text).
+    pub fn orphan_patch_files(&self, entries: &[LedgerEntry]) -> Vec<PathBuf> {
+        let referenced: BTreeSet<&str> = entries
+            .iter()
+            .flat_map(|e| [e.patch_forward.as_str(), e.patch_inverse.as_str()])
+            .collect();
+        let mut out: Vec<PathBuf> = fs::read_dir(self.patches_dir())
+            .map(|read| {
+                read.filter_map(Result::ok)
+                    .filter(|e| {
+                        let name = e.file_name().to_string_lossy().into_owned();
+                        name.ends_with(".patch")
+                            && !referenced.contains(format!("{PATCH_DIR}/{name}").as_str())
+                    })
+                    .map(|e| e.path())
+                    .collect()
+            })
+            .unwrap_or_default();
+        out.sort();
+        out
+    }
+
+    /// Removes the orphan patch files ([`Workspace::orphan_patch_files`])
+    /// of a sound ledger; returns how many and their bytes. Under the lock
+    /// only: a running review writes its patches before its ledger lines.
+    fn remove_orphan_patch_files(&self) -> (usize, u64) {
+        let Ok(ledger) = self.ledger() else {
+            return (0, 0);
+        };
+        // A torn tail is repaired by a person first: its patches stay.
+        if ledger.torn_tail().is_some() {
+            return (0, 0);
+        }
+        let mut removed = (0, 0);
+        for path in self.orphan_patch_files(ledger.entries()) {
+            let size = fs::symlink_metadata(&path).map_or(0, |m| m.len());
+            if fs::remove_file(&path).is_ok() {
+                removed.0 += 1;
+                removed.1 += size;
+            }
+        }
+        removed
+    }
+
+    /// Marks an `--in-place` review of `doc` as started: until
+    /// [`Workspace::end_in_place`], a document behind the ledger is a
+    /// write that did not happen ([`paths::IN_PLACE_PENDING`]).
+    pub fn begin_in_place(&self, doc: &Path, clock: &dyn Clock) -> Result<(), WorkspaceError> {
+        let record = serde_json::json!({
+            "doc": doc,
+            "pid": std::process::id(),
+            "started_at": clock.now(),
+        });
+        atomic_write(
+            &self.path(paths::IN_PLACE_PENDING),
+            record.to_string().as_bytes(),
+        )?;
+        Ok(())
+    }
+
+    /// Clears the mark of [`Workspace::begin_in_place`] (the document was
+    /// written, or this run does not write it).
+    pub fn end_in_place(&self) -> Result<(), WorkspaceError> {
+        match fs::remove_file(self.path(paths::IN_PLACE_PENDING)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(FsError::new("remove", &self.path(paths::IN_PLACE_PENDING), e).into())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// True while an `--in-place` write is pending.
+    pub fn in_place_pending(&self) -> bool {
+        self.path(paths::IN_PLACE_PENDING).is_file()
+    }
+
+    /// How many recorded changes a document of hash `hash` lacks: `Some(0)`
+    /// when it is the current document, `Some(n)` for an earlier state the
+    /// ledger knows (the original, or the document after an entry), `None`
+    /// for a text the review does not know.
+    pub fn changes_missing_from(&self, hash: &str) -> Result<Option<usize>, WorkspaceError> {
+        let Some(meta) = self.meta()? else {
+            return Ok(None);
+        };
+        let ledger = self.ledger()?;
+        let entries = ledger.entries();
+        // The last state with this hash: a text reverted to an earlier
+        // version is that later state.
+        let mut at = same_hash(&meta.original_hash, hash).then_some(0);
+        for (index, entry) in entries.iter().enumerate() {
+            if same_hash(&entry.doc_hash_after, hash) {
+                at = Some(index + 1);
+            }
+        }
+        let Some(at) = at else {
+            return Ok(None);
+        };
+        let mut previous = match at {
+            0 => meta.original_hash.clone(),
+            n => entries[n - 1].doc_hash_after.clone(),
+        };
+        let mut missing = 0;
+        for entry in &entries[at..] {
+            if !same_hash(&entry.doc_hash_after, &previous) {
+                missing += 1;
+            }
+            previous = entry.doc_hash_after.clone();
+        }
+        Ok(Some(missing))
     }
 
     /// Takes from the workspace's existing folders and files the access
@@ -989,19 +1113,16 @@ impl Workspace {
                 (Some(sha256(&text)), state.to_owned())
             }
         };
-        let referenced: BTreeSet<&str> = entries
+        let orphans = self.orphan_patch_files(entries);
+        let orphan_patch_bytes = orphans
             .iter()
-            .flat_map(|e| [e.patch_forward.as_str(), e.patch_inverse.as_str()])
+            .map(|p| fs::symlink_metadata(p).map_or(0, |m| m.len()))
+            .sum();
+        let orphan_patches: Vec<String> = orphans
+            .iter()
+            .filter_map(|p| p.file_name())
+            .map(|n| format!("{PATCH_DIR}/{}", n.to_string_lossy()))
             .collect();
-        let mut orphan_patches: Vec<String> = fs::read_dir(self.patches_dir())
-            .map(|read| {
-                read.filter_map(Result::ok)
-                    .map(|e| format!("{PATCH_DIR}/{}", e.file_name().to_string_lossy()))
-                    .filter(|p| p.ends_with(".patch") && !referenced.contains(p.as_str()))
-                    .collect()
-            })
-            .unwrap_or_default();
-        orphan_patches.sort();
         let damaged_patches = self
             .damaged_patch_files(entries)
             .into_iter()
@@ -1032,6 +1153,8 @@ impl Workspace {
             torn_tail: ledger.torn_tail().cloned(),
             document_state,
             orphan_patches,
+            orphan_patch_bytes,
+            in_place_pending: self.in_place_pending(),
             not_revertible: not_revertible(entries),
             damaged_patches,
             locked_by,

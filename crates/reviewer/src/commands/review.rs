@@ -352,6 +352,20 @@ fn review(
         ));
     }
 
+    // An --in-place run marks its write as pending before it records
+    // anything: killed or refused by a full disk after the ledger is
+    // saved, `koas status` can tell the document is behind by that.
+    // A run that does not write DOC clears an old mark.
+    if args.in_place {
+        workspace
+            .begin_in_place(&target.doc_path, clock())
+            .with_context(|| format!("review workspace {}", workspace.root().display()))?;
+    } else {
+        workspace
+            .end_in_place()
+            .with_context(|| format!("review workspace {}", workspace.root().display()))?;
+    }
+
     // Commit: replayed and checked, then written in the crash-safe order.
     let options = outcome.options.clone();
     let committed = run
@@ -396,8 +410,12 @@ fn review(
         }
     };
     if args.in_place {
-        run.replace_in_place(&target.doc_path)
-            .with_context(|| format!("replacing {}", target.doc_path.display()))?;
+        if let Err(e) = run.replace_in_place(&target.doc_path) {
+            return Err(not_written(target, e));
+        }
+        if let Err(e) = workspace.end_in_place() {
+            eprintln!("koas: {} was replaced, but: {e}", target.doc_path.display());
+        }
     }
     let report = views.report.clone();
     drop(run);
@@ -405,6 +423,29 @@ fn review(
     // workspace a small multiple of the document however many reviews.
     control.collect_caches(global);
     Ok(answered.with_report(args, target, report))
+}
+
+/// The error of an `--in-place` write that failed after the ledger was
+/// saved: what is recorded, that nothing is lost, and the command that
+/// writes it.
+fn not_written(
+    target: &ReviewTarget,
+    error: koas_review_workspace::WorkspaceError,
+) -> anyhow::Error {
+    let missing = target
+        .workspace
+        .changes_missing_from(&koas_kernel_api::hash::sha256(&target.text))
+        .ok()
+        .flatten()
+        .unwrap_or(0);
+    anyhow::anyhow!(
+        "{} was not replaced: {error}\n  the review recorded {missing} change(s) that {} does not have yet: they are in the ledger and in {} (nothing is lost); `koas review {} --in-place` writes them once the write can succeed, and `koas status {}` shows the document behind its review until then",
+        target.doc_path.display(),
+        target.doc_path.display(),
+        target.workspace.path(paths::EDITED_DOC).display(),
+        target.doc_path.display(),
+        target.doc_path.display()
+    )
 }
 
 /// A failed pass, told on stderr; `recorded`: the changes were recorded

@@ -77,12 +77,24 @@ fn status(args: &StatusArgs, target: &ReviewTarget) -> anyhow::Result<Reply> {
             .map(|p| p.to_string_lossy().into_owned()),
     );
     let changed_outside = target.changed_outside()?;
+    // DOC against its review: the changes recorded that DOC does not have
+    // (a review without --in-place keeps them in the workspace; an
+    // interrupted --in-place write did not deliver them).
+    let behind = workspace
+        .changes_missing_from(&koas_kernel_api::hash::sha256(&target.text))
+        .with_context(|| format!("review workspace {}", workspace.root().display()))?;
+    let doc = DocState {
+        behind_by: behind.unwrap_or(0),
+        interrupted: status.in_place_pending && behind.is_some_and(|n| n > 0),
+    };
     let mut value = serde_json::to_value(&status)?;
     if let Some(map) = value.as_object_mut() {
-        map.insert("status".into(), json!(overall(&status)));
+        map.insert("status".into(), json!(overall(&status, &doc)));
+        map.insert("document_behind_by".into(), json!(behind));
+        map.insert("in_place_interrupted".into(), json!(doc.interrupted));
         map.insert("document_changed_outside".into(), json!(changed_outside));
         map.insert("other_workspaces".into(), json!(target.others));
-        map.insert("summary".into(), json!(summary(&status)));
+        map.insert("summary".into(), json!(summary(&status, &doc)));
         map.insert("repaired_to".into(), json!(repaired));
     }
     let mut text = String::new();
@@ -99,29 +111,42 @@ fn status(args: &StatusArgs, target: &ReviewTarget) -> anyhow::Result<Reply> {
             )?,
         }
     }
-    print_human(&mut text, target, &status, changed_outside)?;
+    print_human(&mut text, target, &status, &doc, changed_outside)?;
     Ok(Reply::new(ExitStatus::Success, value, text))
 }
 
+/// DOC itself against its review.
+struct DocState {
+    /// Recorded changes DOC does not have (0 when it is current or not a
+    /// version the review knows).
+    behind_by: usize,
+    /// An `--in-place` review recorded them and did not write DOC.
+    interrupted: bool,
+}
+
 /// `ok`, or what needs attention first.
-fn overall(status: &WorkspaceStatus) -> &'static str {
+fn overall(status: &WorkspaceStatus, doc: &DocState) -> &'static str {
     if status.torn_tail.is_some() {
         "torn_ledger"
     } else if status.document_state == "diverged" {
         "diverged"
     } else if status.locked_by.is_some() {
         "locked"
-    } else if !status.stale_temp_files.is_empty() || status.stale_lock.is_some() {
+    } else if !status.stale_temp_files.is_empty()
+        || status.stale_lock.is_some()
+        || !status.orphan_patches.is_empty()
+        || doc.interrupted
+    {
         "interrupted"
     } else {
         "ok"
     }
 }
 
-fn summary(status: &WorkspaceStatus) -> String {
+fn summary(status: &WorkspaceStatus, doc: &DocState) -> String {
     let c = &status.counts;
-    format!(
-        "{} changes ({} active, {} need attention, {} silent), {} flags ({} dismissed), {} reverts; document {}",
+    let mut out = format!(
+        "{} changes ({} active, {} need attention, {} silent), {} flags ({} dismissed), {} reverts; edited document {}",
         c.total_changes,
         c.active_changes,
         c.attention,
@@ -130,13 +155,26 @@ fn summary(status: &WorkspaceStatus) -> String {
         c.dismissed,
         c.reverts,
         status.document_state.replace('_', " ")
-    )
+    );
+    if doc.interrupted {
+        out.push_str(&format!(
+            "; DOC is {} change(s) behind (an --in-place write did not happen)",
+            doc.behind_by
+        ));
+    } else if doc.behind_by > 0 {
+        out.push_str(&format!(
+            "; DOC is {} change(s) behind (kept in the workspace)",
+            doc.behind_by
+        ));
+    }
+    out
 }
 
 fn print_human(
     t: &mut String,
     target: &ReviewTarget,
     status: &WorkspaceStatus,
+    doc: &DocState,
     changed_outside: bool,
 ) -> std::fmt::Result {
     writeln!(t, "workspace: {}", status.workspace.display())?;
@@ -158,7 +196,7 @@ fn print_human(
         t,
         "ledger:    {} entries; {}",
         status.ledger_entries,
-        summary(status)
+        summary(status, doc)
     )?;
     if let Some(hash) = &status.original_hash {
         writeln!(t, "original:  {hash}")?;
@@ -176,6 +214,22 @@ fn print_human(
             "problem:   stage3/doc.edited.md was edited outside koas: it matches no state of the ledger"
         )?,
         _ => {}
+    }
+    let shown = target.doc_path.display();
+    if doc.interrupted {
+        writeln!(
+            t,
+            "problem:   {shown} is {} change(s) behind its review: an `--in-place` review recorded them but did not write {shown} (it was killed, or the write failed); they are in the ledger and in {}; `koas review {shown} --in-place` writes them",
+            doc.behind_by,
+            status.workspace.join(koas_review_workspace::paths::EDITED_DOC).display()
+        )?;
+    } else if doc.behind_by > 0 {
+        writeln!(
+            t,
+            "note:      {shown} is {} change(s) behind its review, kept in {} (a review without --in-place); `koas review {shown} --in-place` writes them into {shown}",
+            doc.behind_by,
+            status.workspace.join(koas_review_workspace::paths::EDITED_DOC).display()
+        )?;
     }
     if changed_outside {
         writeln!(
@@ -218,8 +272,9 @@ fn print_human(
     if !status.orphan_patches.is_empty() {
         writeln!(
             t,
-            "note:      {} patch files no ledger entry refers to (left by an interrupted run; harmless)",
-            status.orphan_patches.len()
+            "problem:   {} patch files ({} bytes) no ledger entry refers to, left by a run that failed before it saved its ledger; the next review or revert removes them before it writes anything",
+            status.orphan_patches.len(),
+            status.orphan_patch_bytes
         )?;
     }
     if !status.damaged_patches.is_empty() {
