@@ -106,6 +106,8 @@ pub mod paths {
     /// until the document is replaced: while it is there, a document
     /// behind the ledger is an interrupted write, not a choice.
     pub const IN_PLACE_PENDING: &str = "review/in-place.pending";
+    /// The change IDs of removed orphan patch files: never given again.
+    pub const RETIRED_IDS: &str = "review/retired-ids.txt";
 
     /// The files of this layout that only the review commands write, with
     /// what they are: no kernel may write them (the runtime refuses) or
@@ -118,6 +120,7 @@ pub mod paths {
         (PROTECTED, "the review's protected regions"),
         (META, "the review workspace's state"),
         (IN_PLACE_PENDING, "the review's pending in-place write"),
+        (RETIRED_IDS, "the review's retired change IDs"),
     ];
 }
 
@@ -539,12 +542,24 @@ impl Workspace {
             return (0, 0);
         }
         let mut removed = (0, 0);
+        let mut retired = String::new();
         for path in self.orphan_patch_files(ledger.entries()) {
             let size = fs::symlink_metadata(&path).map_or(0, |m| m.len());
             if fs::remove_file(&path).is_ok() {
                 removed.0 += 1;
                 removed.1 += size;
+                if let Some(name) = path.file_name() {
+                    for id in ChangeId::scan(&name.to_string_lossy()) {
+                        retired.push_str(&format!("{id}\n"));
+                    }
+                }
             }
+        }
+        // After the space is freed: their IDs may have been shown by the
+        // failed run, so they are never given to another change.
+        if !retired.is_empty() {
+            let _ =
+                koas_orchestrator::fsio::append(&self.path(paths::RETIRED_IDS), retired.as_bytes());
         }
         removed
     }
@@ -877,6 +892,9 @@ impl Workspace {
         }
         if let Some(log) = read_text(&self.path(paths::APPLY_LOG)).ok().flatten() {
             seen.extend(ChangeId::scan(&log));
+        }
+        if let Some(retired) = read_text(&self.path(paths::RETIRED_IDS)).ok().flatten() {
+            seen.extend(ChangeId::scan(&retired));
         }
         if let Ok(read) = fs::read_dir(self.path("review")) {
             for entry in read.filter_map(Result::ok) {

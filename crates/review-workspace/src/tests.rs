@@ -360,6 +360,11 @@ fn orphan_patches_are_reported_and_their_ids_never_reused() {
     );
     let out = review(&ws, DOC, vec![attention()]).unwrap();
     assert_eq!(out.entries[0].id.to_string(), "RVW-0008");
+    // The next run removed it before writing, and its ID stays retired.
+    assert!(!ws.path("review/patches/RVW-0007.patch").exists());
+    assert!(ws.status().unwrap().orphan_patches.is_empty());
+    let out = review(&ws, DOC, vec![typo()]).unwrap();
+    assert!(out.entries.iter().all(|e| e.id.to_string() != "RVW-0007"));
 }
 
 #[test]
