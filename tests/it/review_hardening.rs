@@ -677,7 +677,7 @@ cp "$DISK/doc.md" doc.final.md
     for needle in [
         "was not replaced",
         "No space left on device",
-        "recorded 1 change(s)",
+        "the ledger records 1 change(s) that",
         "nothing is lost",
         "--in-place` writes them",
     ] {

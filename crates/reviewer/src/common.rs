@@ -311,6 +311,25 @@ impl ReviewTarget {
         command
     }
 
+    /// The error of an `--in-place` write that failed after the ledger was
+    /// saved: what DOC lacks, that nothing is lost, and the command that
+    /// writes it.
+    pub fn not_written(&self, error: WorkspaceError) -> anyhow::Error {
+        let missing = self
+            .workspace
+            .changes_missing_from(&sha256(&self.text))
+            .ok()
+            .flatten()
+            .unwrap_or(0);
+        let doc = self.doc_path.display();
+        anyhow::anyhow!(
+            "{doc} was not replaced: {error}\n  the ledger records {missing} change(s) that {doc} does not have yet: they are in the ledger and in {} (nothing is lost); `koas review {doc} --in-place` writes them once the write can succeed, and `koas status {doc}` shows the document behind its review until then",
+            self.workspace
+                .path(koas_review_workspace::paths::EDITED_DOC)
+                .display()
+        )
+    }
+
     /// Turns a workspace error into the message a reviewer acts on: a
     /// document edited outside koas gets the exact command that continues
     /// the review on it.

@@ -231,6 +231,13 @@ fn revert(
             target.root(),
         ));
     }
+    // As in `koas review --in-place`: the write is pending from before
+    // the ledger is saved until DOC is replaced.
+    if args.in_place {
+        workspace
+            .begin_in_place(&target.doc_path, clock())
+            .with_context(|| format!("review workspace {}", workspace.root().display()))?;
+    }
     let committed = run
         .commit_revert(
             outcome.plan,
@@ -263,8 +270,12 @@ fn revert(
         }
     };
     if args.in_place {
-        run.replace_in_place(&target.doc_path)
-            .with_context(|| format!("replacing {}", target.doc_path.display()))?;
+        if let Err(e) = run.replace_in_place(&target.doc_path) {
+            return Err(target.not_written(e));
+        }
+        if let Err(e) = workspace.end_in_place() {
+            eprintln!("koas: {} was replaced, but: {e}", target.doc_path.display());
+        }
     }
     drop(run);
     control.collect_caches(global);

@@ -411,7 +411,7 @@ fn review(
     };
     if args.in_place {
         if let Err(e) = run.replace_in_place(&target.doc_path) {
-            return Err(not_written(target, e));
+            return Err(target.not_written(e));
         }
         if let Err(e) = workspace.end_in_place() {
             eprintln!("koas: {} was replaced, but: {e}", target.doc_path.display());
@@ -423,29 +423,6 @@ fn review(
     // workspace a small multiple of the document however many reviews.
     control.collect_caches(global);
     Ok(answered.with_report(args, target, report))
-}
-
-/// The error of an `--in-place` write that failed after the ledger was
-/// saved: what is recorded, that nothing is lost, and the command that
-/// writes it.
-fn not_written(
-    target: &ReviewTarget,
-    error: koas_review_workspace::WorkspaceError,
-) -> anyhow::Error {
-    let missing = target
-        .workspace
-        .changes_missing_from(&koas_kernel_api::hash::sha256(&target.text))
-        .ok()
-        .flatten()
-        .unwrap_or(0);
-    anyhow::anyhow!(
-        "{} was not replaced: {error}\n  the review recorded {missing} change(s) that {} does not have yet: they are in the ledger and in {} (nothing is lost); `koas review {} --in-place` writes them once the write can succeed, and `koas status {}` shows the document behind its review until then",
-        target.doc_path.display(),
-        target.doc_path.display(),
-        target.workspace.path(paths::EDITED_DOC).display(),
-        target.doc_path.display(),
-        target.doc_path.display()
-    )
 }
 
 /// A failed pass, told on stderr; `recorded`: the changes were recorded
