@@ -711,18 +711,21 @@ cp "$DISK/doc.md" doc.final.md
     assert_eq!(after["in_place_interrupted"], false, "{after:#}");
 }
 
-#[test]
-fn a_killed_in_place_review_leaves_status_saying_the_document_is_behind() {
+/// The handbook reviewed once with the typo op, without --in-place.
+fn reviewed_once() -> Scratch {
     let s = Scratch::new();
     s.write("doc.md", &document());
     write_ops(&s, "ops.json", typo_op());
+    let out = s.koas(&["-q", "review", "doc.md", "--ops", "ops.json"]);
+    assert_code(&out, 0, "review");
+    s
+}
+
+#[test]
+fn a_killed_in_place_review_leaves_status_saying_the_document_is_behind() {
     // A review without --in-place keeps the change in the workspace: DOC
     // is behind by choice, and status says so without alarm.
-    assert_code(
-        &s.koas(&["-q", "review", "doc.md", "--ops", "ops.json"]),
-        0,
-        "review",
-    );
+    let s = reviewed_once();
     let (_, v) = s.koas_json(&["status", "doc.md"]);
     assert_eq!(
         (v["status"].clone(), v["document_behind_by"].clone()),
@@ -776,14 +779,7 @@ fn a_killed_in_place_review_leaves_status_saying_the_document_is_behind() {
 
 #[test]
 fn regression_orphan_patch_files_are_counted_by_status_and_removed_before_the_next_run_writes() {
-    let s = Scratch::new();
-    s.write("doc.md", &document());
-    write_ops(&s, "ops.json", typo_op());
-    assert_code(
-        &s.koas(&["-q", "review", "doc.md", "--ops", "ops.json"]),
-        0,
-        "review",
-    );
+    let s = reviewed_once();
     // What failed saves leave: patches written, ledger not.
     let patches = s.workspace().join("review/patches");
     for n in 2..=178 {
