@@ -33,6 +33,11 @@ pub struct LlmRequest {
     /// marker is kept.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stop_markers: Vec<String>,
+    /// Markers after which one whole JSON value (array or object) is the
+    /// complete answer (for example `BEGIN_EDIT_OPS`): generation ends as
+    /// soon as that value is closed, and the text ends with it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub complete_after: Vec<String>,
 }
 
 impl LlmRequest {
@@ -46,6 +51,7 @@ impl LlmRequest {
             temperature: None,
             max_tokens: None,
             stop_markers: Vec::new(),
+            complete_after: Vec::new(),
         }
     }
 
@@ -71,6 +77,13 @@ impl LlmRequest {
     /// text keeps it.
     pub fn stop_marker(mut self, marker: impl Into<String>) -> Self {
         self.stop_markers.push(marker.into());
+        self
+    }
+
+    /// Ends generation once a whole JSON value follows `marker`: an
+    /// answer written in full is not left to run on to the token cap.
+    pub fn complete_json_after(mut self, marker: impl Into<String>) -> Self {
+        self.complete_after.push(marker.into());
         self
     }
 }

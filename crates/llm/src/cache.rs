@@ -104,6 +104,7 @@ mod tests {
                 temperature: 0.0,
                 max_tokens: 5,
                 stop_markers: vec![],
+                complete_after: vec![],
             },
             text: "hello".into(),
             prompt_tokens: 1,

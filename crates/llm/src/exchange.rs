@@ -160,6 +160,11 @@ pub struct Exchange {
     /// The finish reason the API reported (e.g. `stop`, `length`), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finish_reason: Option<String>,
+    /// Why the answer ended: `marker`, `complete` (a whole JSON value
+    /// after its marker), `repetition` (cut by the host), `length` (the
+    /// token cap), `end` (the model stopped).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_by: Option<String>,
     /// Error message (transport failure, budget refusal).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,

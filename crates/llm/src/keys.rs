@@ -15,6 +15,10 @@ pub struct Params {
     /// ends.
     #[serde(default)]
     pub stop_markers: Vec<String>,
+    /// Markers after which one whole JSON value completes the answer;
+    /// they change where the text ends.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub complete_after: Vec<String>,
 }
 
 /// `sha256:` hash of the full prompt sent to the model: system and user
@@ -35,13 +39,17 @@ pub fn input_hash(system: Option<&str>, prompt: &str) -> String {
 /// cache key and the replay lookup key.
 pub fn cache_key(input_hash: &str, model: &str, params: &Params) -> String {
     let mut hasher = blake3::Hasher::new();
-    let identity = serde_json::json!({
+    let mut identity = serde_json::json!({
         "input_hash": input_hash,
         "model": model,
         "temperature": params.temperature,
         "max_tokens": params.max_tokens,
         "stop_markers": params.stop_markers,
     });
+    // Only when set: the keys of requests without it stay what they were.
+    if !params.complete_after.is_empty() {
+        identity["complete_after"] = serde_json::json!(params.complete_after);
+    }
     hasher.update(identity.to_string().as_bytes());
     hasher.finalize().to_hex().to_string()
 }
@@ -55,6 +63,7 @@ mod tests {
             temperature: 0.1,
             max_tokens: 100,
             stop_markers: vec![],
+            complete_after: vec![],
         }
     }
 

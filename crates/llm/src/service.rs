@@ -391,6 +391,7 @@ impl LlmService {
             temperature: request.temperature.unwrap_or(self.config.temperature),
             max_tokens: capped_max_tokens(request.max_tokens, self.config.max_tokens),
             stop_markers: request.stop_markers.clone(),
+            complete_after: request.complete_after.clone(),
         };
         let input_hash = input_hash(request.system.as_deref(), &request.prompt);
         let cache_key = cache_key(&input_hash, &model, &params);
@@ -508,6 +509,7 @@ impl LlmService {
             empty_retries: 0,
             stopped_at_marker: false,
             finish_reason: None,
+            ended_by: None,
             error: None,
         }
     }
@@ -591,6 +593,7 @@ impl LlmService {
                 temperature,
                 max_tokens: r.params.max_tokens,
                 stop_markers: r.params.stop_markers.clone(),
+                complete_after: r.params.complete_after.clone(),
                 stream: self.config.stream,
                 deadline: options.deadline.map(|d| d.at),
                 cancel: self.cancel.clone(),
@@ -657,6 +660,7 @@ impl LlmService {
         entry.empty_retries = entry.temperatures.len().saturating_sub(1) as u32;
         entry.stopped_at_marker = attempt.reply.stopped_at_marker;
         entry.finish_reason = attempt.reply.finish_reason.clone();
+        entry.ended_by = Some(ended_by(&attempt.reply).to_owned());
         self.write(entry, started)?;
         self.count(|c| {
             c.backend += 1;
@@ -982,4 +986,18 @@ fn make_response(p: ResponseParts) -> Result<LlmResponse, LlmError> {
 /// session's when the request sets none.
 fn capped_max_tokens(requested: Option<u32>, session: u32) -> u32 {
     requested.map_or(session, |asked| asked.min(session))
+}
+
+/// Why an answer ended, as the exchange log says it: cut by the host
+/// (`marker`, `complete`, `repetition`), or by the server (`length` at the
+/// token cap, `end` when the model stopped, or the server's own reason).
+fn ended_by(reply: &crate::backend::BackendReply) -> &str {
+    if let Some(reason) = reply.stop_reason {
+        return reason.as_str();
+    }
+    match reply.finish_reason.as_deref() {
+        Some("length" | "max_tokens") => "length",
+        Some("stop" | "end_turn" | "stop_sequence") | None => "end",
+        Some(other) => other,
+    }
 }

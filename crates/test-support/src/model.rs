@@ -48,6 +48,18 @@ pub enum ModelAnswer {
     Status(u16, String),
     /// Closes the connection without a word after `delay` (a crash).
     Drop(Duration),
+    /// Streams `text`, then `repeat` every `every`, without end: a small
+    /// model that wrote its answer and loops on it until the token cap
+    /// (the stream ends when the client goes away, or after 5 minutes).
+    /// A request that is not streamed gets `text` and 50 repeats.
+    Looping {
+        /// The answer.
+        text: String,
+        /// What comes back again and again after it.
+        repeat: String,
+        /// The pause between two repeats.
+        every: Duration,
+    },
 }
 
 impl ModelAnswer {
@@ -274,8 +286,41 @@ fn serve(mut stream: TcpStream, state: &State) {
             std::thread::sleep(delay);
             let _ = stream.shutdown(std::net::Shutdown::Both);
         }
+        ModelAnswer::Looping {
+            text,
+            repeat,
+            every,
+        } if request.stream => stream_looping(&mut stream, &text, &repeat, every),
+        ModelAnswer::Looping { text, repeat, .. } => {
+            let content = format!("{text}{}", repeat.repeat(50));
+            let body = json!({"id": "s", "object": "chat.completion", "model": MODEL,
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "length"}]});
+            respond(&mut stream, 200, "application/json", &body.to_string());
+        }
     }
     state.in_flight.fetch_sub(1, Ordering::SeqCst);
+}
+
+/// Streams `text` then `repeat` until a write fails (the client left) or
+/// five minutes have passed.
+fn stream_looping(stream: &mut TcpStream, text: &str, repeat: &str, every: Duration) {
+    let event = |piece: &str| {
+        let chunk = json!({"id": "s", "object": "chat.completion.chunk", "model": MODEL,
+            "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": null}]});
+        format!("data: {chunk}\n\n")
+    };
+    let head = "HTTP/1.1 200 X\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n";
+    if write!(stream, "{head}{}", event(text)).is_err() || stream.flush().is_err() {
+        return;
+    }
+    let until = std::time::Instant::now() + Duration::from_secs(300);
+    while std::time::Instant::now() < until {
+        std::thread::sleep(every);
+        if write!(stream, "{}", event(repeat)).is_err() || stream.flush().is_err() {
+            return;
+        }
+    }
+    let _ = write!(stream, "data: [DONE]\n\n");
 }
 
 /// The answer in a few pieces, as a streaming server sends it.

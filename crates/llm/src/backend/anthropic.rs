@@ -5,7 +5,7 @@
 
 use super::http::{server_error, HttpClient, LineReader};
 use super::sse::next_event;
-use super::stop::StopWatch;
+use super::stop::{StopReason, StopWatch};
 use super::{cut_at_marker, Backend, BackendCall, BackendReply};
 use crate::config::BackendKind;
 use crate::error::{TransportError, TransportErrorKind};
@@ -45,6 +45,9 @@ impl AnthropicBackend {
         if let Some(system) = &call.system {
             body["system"] = json!(system);
         }
+        if !call.stream && !call.stop_markers.is_empty() {
+            body["stop_sequences"] = json!(call.stop_markers);
+        }
         body
     }
 }
@@ -59,7 +62,7 @@ fn stream_error(obj: &Value) -> TransportError {
 }
 
 fn read_stream(mut lines: LineReader, call: &BackendCall) -> Result<BackendReply, TransportError> {
-    let mut watch = StopWatch::new(&call.stop_markers);
+    let mut watch = StopWatch::new(&call.stop_markers, &call.complete_after);
     let mut reply = BackendReply::default();
     let mut finished = false;
     loop {
@@ -122,7 +125,8 @@ fn read_stream(mut lines: LineReader, call: &BackendCall) -> Result<BackendReply
                 .with_partial(watch.text()),
         );
     }
-    reply.stopped_at_marker = watch.stopped();
+    reply.stopped_at_marker = watch.reason() == Some(StopReason::Marker);
+    reply.stop_reason = watch.reason();
     reply.text = watch.into_text();
     Ok(reply)
 }
@@ -160,10 +164,11 @@ impl Backend for AnthropicBackend {
             .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
             .filter_map(|b| b.get("text").and_then(Value::as_str))
             .collect();
-        let (text, stopped) = cut_at_marker(&content, &call.stop_markers);
+        let (text, reason) = cut_at_marker(&content, call);
         Ok(BackendReply {
             text,
-            stopped_at_marker: stopped,
+            stopped_at_marker: reason == Some(StopReason::Marker),
+            stop_reason: reason,
             model: obj.get("model").and_then(Value::as_str).map(str::to_string),
             prompt_tokens: obj.pointer("/usage/input_tokens").and_then(Value::as_u64),
             completion_tokens: obj.pointer("/usage/output_tokens").and_then(Value::as_u64),

@@ -6,6 +6,7 @@ mod ollama;
 mod openai;
 mod sse;
 mod stop;
+pub use stop::StopReason;
 
 pub use anthropic::AnthropicBackend;
 pub use ollama::OllamaBackend;
@@ -53,6 +54,9 @@ pub struct BackendCall {
     /// Markers that end generation early; the text up to and including
     /// the first one found is kept.
     pub stop_markers: Vec<String>,
+    /// Markers after which one whole JSON value (array or object) is the
+    /// complete answer: generation ends once it is closed.
+    pub complete_after: Vec<String>,
     /// Stream the answer, so a stop marker can end the attempt early.
     pub stream: bool,
     /// The latest moment the attempt may end (the caller's overall
@@ -75,6 +79,9 @@ pub struct BackendReply {
     pub completion_tokens: Option<u64>,
     /// Generation ended at a stop marker.
     pub stopped_at_marker: bool,
+    /// Why the answer was cut short by the host (a marker, a complete
+    /// JSON value, repetition), if it was.
+    pub stop_reason: Option<StopReason>,
     /// The API's finish/stop reason, if given.
     pub finish_reason: Option<String>,
     /// The model id the API says answered, if given.
@@ -114,9 +121,10 @@ pub fn build_backend(config: &LlmConfig) -> Result<Arc<dyn Backend>, LlmError> {
     })
 }
 
-/// Applies stop markers to a complete (non-streamed) text.
-pub(crate) fn cut_at_marker(text: &str, markers: &[String]) -> (String, bool) {
-    let mut watch = stop::StopWatch::new(markers);
-    let stopped = watch.push(text);
-    (watch.into_text(), stopped)
+/// Applies the stop rules of `call` to a complete (non-streamed) text.
+pub(crate) fn cut_at_marker(text: &str, call: &BackendCall) -> (String, Option<StopReason>) {
+    let mut watch = stop::StopWatch::new(&call.stop_markers, &call.complete_after);
+    watch.push(text);
+    let reason = watch.reason();
+    (watch.into_text(), reason)
 }

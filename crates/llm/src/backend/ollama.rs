@@ -1,7 +1,7 @@
 //! Ollama's native chat API: `POST /api/chat` (NDJSON stream), `GET /api/tags`.
 
 use super::http::{server_error, HttpClient, LineReader};
-use super::stop::StopWatch;
+use super::stop::{StopReason, StopWatch};
 use super::{cut_at_marker, Backend, BackendCall, BackendReply};
 use crate::config::BackendKind;
 use crate::error::{TransportError, TransportErrorKind};
@@ -28,7 +28,7 @@ impl OllamaBackend {
             messages.push(json!({"role": "system", "content": system}));
         }
         messages.push(json!({"role": "user", "content": call.prompt}));
-        json!({
+        let mut body = json!({
             "model": call.model,
             "messages": messages,
             "stream": call.stream,
@@ -37,7 +37,13 @@ impl OllamaBackend {
                 "num_predict": call.max_tokens,
                 "num_ctx": self.context_window,
             },
-        })
+        });
+        // Streamed answers are cut by the host at the marker (which the
+        // text keeps); a whole answer can only be stopped by the server.
+        if !call.stream && !call.stop_markers.is_empty() {
+            body["options"]["stop"] = json!(call.stop_markers);
+        }
+        body
     }
 }
 
@@ -56,7 +62,7 @@ fn finish(reply: &mut BackendReply, obj: &Value) {
 }
 
 fn read_stream(mut lines: LineReader, call: &BackendCall) -> Result<BackendReply, TransportError> {
-    let mut watch = StopWatch::new(&call.stop_markers);
+    let mut watch = StopWatch::new(&call.stop_markers, &call.complete_after);
     let mut reply = BackendReply::default();
     let mut done = false;
     loop {
@@ -97,7 +103,8 @@ fn read_stream(mut lines: LineReader, call: &BackendCall) -> Result<BackendReply
                 .with_partial(watch.text()),
         );
     }
-    reply.stopped_at_marker = watch.stopped();
+    reply.stopped_at_marker = watch.reason() == Some(StopReason::Marker);
+    reply.stop_reason = watch.reason();
     reply.text = watch.into_text();
     Ok(reply)
 }
@@ -130,10 +137,11 @@ impl Backend for OllamaBackend {
             .pointer("/message/content")
             .and_then(Value::as_str)
             .ok_or_else(|| protocol(format!("{url} answer has no message.content")))?;
-        let (text, stopped) = cut_at_marker(content, &call.stop_markers);
+        let (text, reason) = cut_at_marker(content, call);
         let mut reply = BackendReply {
             text,
-            stopped_at_marker: stopped,
+            stopped_at_marker: reason == Some(StopReason::Marker),
+            stop_reason: reason,
             model: obj.get("model").and_then(Value::as_str).map(str::to_string),
             ..BackendReply::default()
         };

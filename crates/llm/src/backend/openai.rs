@@ -4,7 +4,7 @@
 
 use super::http::{server_error, HttpClient, LineReader};
 use super::sse::next_event;
-use super::stop::StopWatch;
+use super::stop::{StopReason, StopWatch};
 use super::{cut_at_marker, Backend, BackendCall, BackendReply};
 use crate::config::BackendKind;
 use crate::error::{TransportError, TransportErrorKind};
@@ -51,6 +51,10 @@ impl OpenAiBackend {
         });
         if call.stream {
             body["stream_options"] = json!({"include_usage": true});
+        } else if !call.stop_markers.is_empty() {
+            // Streamed answers are cut by the host at the marker (which the
+            // text keeps); a whole answer can only be stopped by the server.
+            body["stop"] = json!(call.stop_markers);
         }
         body
     }
@@ -68,7 +72,7 @@ fn read_usage(reply: &mut BackendReply, obj: &Value) {
 }
 
 fn read_stream(mut lines: LineReader, call: &BackendCall) -> Result<BackendReply, TransportError> {
-    let mut watch = StopWatch::new(&call.stop_markers);
+    let mut watch = StopWatch::new(&call.stop_markers, &call.complete_after);
     let mut reply = BackendReply::default();
     let mut finished = false;
     loop {
@@ -114,7 +118,8 @@ fn read_stream(mut lines: LineReader, call: &BackendCall) -> Result<BackendReply
                 .with_partial(watch.text()),
         );
     }
-    reply.stopped_at_marker = watch.stopped();
+    reply.stopped_at_marker = watch.reason() == Some(StopReason::Marker);
+    reply.stop_reason = watch.reason();
     reply.text = watch.into_text();
     Ok(reply)
 }
@@ -152,10 +157,11 @@ impl Backend for OpenAiBackend {
             .pointer("/choices/0/message/content")
             .and_then(Value::as_str)
             .ok_or_else(|| protocol(format!("{url} answer has no choices[0].message.content")))?;
-        let (text, stopped) = cut_at_marker(content, &call.stop_markers);
+        let (text, reason) = cut_at_marker(content, call);
         let mut reply = BackendReply {
             text,
-            stopped_at_marker: stopped,
+            stopped_at_marker: reason == Some(StopReason::Marker),
+            stop_reason: reason,
             model: obj.get("model").and_then(Value::as_str).map(str::to_string),
             finish_reason: obj
                 .pointer("/choices/0/finish_reason")
