@@ -46,6 +46,11 @@ enum Behaviour {
     ForkThenCrash,
     /// The same, but the worker calls `exit(0)` instead of aborting.
     ForkThenExit,
+    /// The same, but the worker loops forever (until killed).
+    ForkThenLoop,
+    /// The same, but the kernel then returns a good answer: the child
+    /// lives on in the worker's process group.
+    ForkThenReturn,
     /// Leaves a thread behind that calls `exit(0)` `delay_ms` (300 by
     /// default) after the kernel has returned a good answer.
     LeftoverExit,
@@ -128,7 +133,10 @@ impl Kernel for Hostile {
                 })),
             Behaviour::DeclaresLock => spec.output_file("hostile_out", ".lock"),
             Behaviour::DeclaresRunRecord => spec.output("hostile_out").writes("run.json"),
-            Behaviour::ForkThenCrash | Behaviour::ForkThenExit => spec
+            Behaviour::ForkThenCrash
+            | Behaviour::ForkThenExit
+            | Behaviour::ForkThenLoop
+            | Behaviour::ForkThenReturn => spec
                 .output("hostile_out")
                 .default_config(json!({ "child_secs": 30, "pid_file": "" })),
             Behaviour::LeftoverExit => spec
@@ -204,6 +212,16 @@ impl Kernel for Hostile {
             Behaviour::ForkThenExit => {
                 fork_and_tell(c)?;
                 std::process::exit(0)
+            }
+            Behaviour::ForkThenLoop => {
+                fork_and_tell(c)?;
+                loop {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            }
+            Behaviour::ForkThenReturn => {
+                fork_and_tell(c)?;
+                json!("forked")
             }
             Behaviour::LeftoverExit => {
                 let delay = Duration::from_millis(config_u64(c, "delay_ms", 300));
@@ -311,6 +329,14 @@ koas_kernel_api::export_kernel!(
     Hostile {
         name: "hostile_fork_then_exit",
         behaviour: Behaviour::ForkThenExit
+    },
+    Hostile {
+        name: "hostile_fork_then_loop",
+        behaviour: Behaviour::ForkThenLoop
+    },
+    Hostile {
+        name: "hostile_fork_then_return",
+        behaviour: Behaviour::ForkThenReturn
     },
     Hostile {
         name: "hostile_leftover_exit",
