@@ -217,6 +217,17 @@ impl Cache {
         Ok(atomic_write(&path, &bytes)?)
     }
 
+    /// Forgets the record stored under `key`, so that the next run runs
+    /// its kernel again; a missing record is not an error.
+    pub fn remove_action(&self, key: &str) -> Result<(), CacheError> {
+        let path = self.action_path(key);
+        match std::fs::remove_file(&path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(source) => Err(WorkspaceError::Io { path, source }),
+        }
+    }
+
     /// The blake3 hash of a plugin library, remembered by path, size and
     /// modification time.
     pub fn plugin_hash(&self, path: &Path) -> Result<String, CacheError> {

@@ -112,6 +112,42 @@ pub struct WorkerExit {
     pub exit_code: Option<i32>,
     /// The end of what it wrote to stderr while running the kernel.
     pub stderr_tail: String,
+    /// Set when the worker died after the kernel had answered: the kernel
+    /// left something running that ended the process (a thread that
+    /// called `exit()` or crashed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_answer: Option<AfterAnswer>,
+}
+
+/// How koas found a worker that died after its kernel had answered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AfterAnswer {
+    /// `between_kernels` (found dead before its next kernel, or when the
+    /// run ended), `right_after` (dead as soon as the kernel had answered)
+    /// or `during_next` (it died while running `next`, which was then run
+    /// again on a fresh worker and completed).
+    pub noticed: String,
+    /// The kernel it was running when it died (`during_next`), or the
+    /// library it was describing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next: Option<String>,
+    /// The threads the kernel had left running in the worker, where the
+    /// system says it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub left_threads: Option<u32>,
+}
+
+/// A worker that died after work this run cannot name among its kernels
+/// (another run's kernel in the same process, or loading a library): the
+/// run's failure.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkerDeath {
+    /// The work blamed: `kernel `NAME`` or `loading and describing PATH`.
+    pub after: String,
+    /// What happened, in words.
+    pub message: String,
+    /// How the worker ended.
+    pub worker: WorkerExit,
 }
 
 /// How the whole run ended.
@@ -161,6 +197,10 @@ pub struct RunRecord {
     pub isolation: Option<String>,
     /// Kernels in the order they finished.
     pub kernels: Vec<KernelRecord>,
+    /// Worker processes that died after work none of these kernels did:
+    /// each fails the run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub worker_deaths: Vec<WorkerDeath>,
     /// What was run, so that `koas replay` can run it again exactly.
     #[serde(default)]
     pub plan: Option<RunPlan>,

@@ -602,6 +602,268 @@ fn a_killed_koas_leaves_no_worker_running() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
 
+/// The pid a forking hostile kernel wrote to `file`, waiting for it (the
+/// worker writes it right after the fork).
+#[cfg(unix)]
+fn forked_pid(file: &Path) -> u32 {
+    let start = Instant::now();
+    loop {
+        if let Some(pid) = std::fs::read_to_string(file)
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+        {
+            return pid;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no pid in {}",
+            file.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Waits until `pid` no longer runs (gone, or a zombie waiting for init):
+/// it was killed, not left to sleep out its 60 s.
+#[cfg(unix)]
+fn assert_ends(pid: u32, what: &str) {
+    let start = Instant::now();
+    while process_runs(pid) {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{what} (pid {pid}) still runs after koas exited"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A hostile fork kernel's project: its child sleeps 60 s and its pid
+/// goes to `child.pid` in the project folder.
+#[cfg(unix)]
+fn forking(kernel: &str) -> (Project, PathBuf) {
+    let p = hostile(
+        kernel,
+        &format!("[config.{kernel}]\nchild_secs = 60\npid_file = \"PID_FILE\""),
+    );
+    let pid_file = p.dir.path().join("child.pid");
+    let text = std::fs::read_to_string(p.pipeline()).expect("pipeline");
+    let path = pid_file.to_str().expect("utf-8 path");
+    std::fs::write(p.pipeline(), text.replace("PID_FILE", path)).expect("pipeline");
+    (p, pid_file)
+}
+
+#[cfg(unix)]
+#[test]
+fn a_plugin_that_forks_then_crashes_is_a_crash_at_once_and_its_child_dies() {
+    built();
+    for (kernel, cause, says) in [
+        (
+            "hostile_fork_then_crash",
+            "crashed",
+            "killed by signal 6 (SIGABRT) while the kernel ran (a crash in the plugin)",
+        ),
+        (
+            "hostile_fork_then_exit",
+            "exited",
+            "exited with status 0 while the kernel ran",
+        ),
+    ] {
+        let (p, pid_file) = forking(kernel);
+        // The forked child keeps the worker's pipes open for 60 s, past
+        // the 30 s timeout: waiting for the pipe to close would take 60 s
+        // and call the crash a timeout.
+        let start = Instant::now();
+        let out = run_hostile(&p, &["--kernel-timeout", "30"]);
+        let took = start.elapsed();
+        assert!(
+            took < Duration::from_secs(25),
+            "{kernel}: koas took {took:?}: it waited for the forked child"
+        );
+        let child = forked_pid(&pid_file);
+        assert_ends(child, &format!("the child {kernel} forked"));
+        let k = assert_contained(&p, kernel, &out, &[says]);
+        let error = k["error"].as_str().expect("error");
+        assert!(!error.contains("time limit"), "{kernel}: {error}");
+        assert_eq!(k["worker"]["cause"], cause, "{k}");
+        let worker = u32::try_from(k["worker"]["pid"].as_u64().expect("pid")).expect("a pid");
+        assert!(!process_runs(worker), "the worker {worker} was reaped");
+        // Reported when the worker died, not when its child did (the
+        // kernel's own time, well under the child's 60 s and the timeout).
+        let ms = k["end_ms"].as_f64().expect("end") - k["start_ms"].as_f64().expect("start");
+        assert!(ms < 20_000.0, "{kernel} was reported after {ms} ms");
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn nothing_a_plugin_forked_outlives_koas() {
+    built();
+    // A kernel that forks and returns: its child lives on in the idle
+    // worker's process group until koas exits, and not longer.
+    let (p, pid_file) = forking("hostile_fork_then_return");
+    let out = run_hostile(&p, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_ends(forked_pid(&pid_file), "the child of a kernel that returned");
+
+    // koas killed with SIGKILL while the kernel loops after forking: the
+    // worker sees its stdin close and kills its group.
+    let (p, pid_file) = forking("hostile_fork_then_loop");
+    let mut koas_run = koas()
+        .arg("run")
+        .arg(p.pipeline())
+        .arg("--kernel-path")
+        .arg(test_plugin("testkit"))
+        .arg("--kernel-path")
+        .arg(test_plugin("hostile"))
+        .current_dir(p.dir.path())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let child = forked_pid(&pid_file);
+    let worker = worker_of(koas_run.id()).expect("the worker runs");
+    koas_run.kill().expect("SIGKILL koas");
+    koas_run.wait().expect("reaped");
+    assert_ends(worker, "the worker of a killed koas");
+    assert_ends(child, "the child forked in the worker of a killed koas");
+}
+
+#[test]
+fn a_worker_that_dies_between_kernels_fails_the_kernel_that_left_the_thread() {
+    // `hostile_leftover_exit` returns at once and leaves a thread that
+    // calls exit(0) 300 ms later, while `hostile_after` (its dependant,
+    // 1.5 s long) runs in the same worker (--jobs 1: one worker). The
+    // death is `hostile_leftover_exit`'s; `hostile_after` runs again on a
+    // fresh worker and succeeds.
+    let p = hostile(
+        "hostile_leftover_exit",
+        "[config.hostile_leftover_exit]\ndelay_ms = 300\n[config.hostile_after]\nsleep_ms = 1500",
+    );
+    for (attempt, args) in [
+        ("first run", &["--jobs", "1"][..]),
+        ("--no-cache", &["--jobs", "1", "--no-cache"][..]),
+    ] {
+        let out = run_hostile(&p, args);
+        assert_eq!(out.status.code(), Some(1), "{attempt}: {}", stderr(&out));
+        let record = p.record();
+        assert_eq!(record["status"], "failed");
+        let k = kernel(&record, "hostile_leftover_exit");
+        assert_eq!(k["status"], "failed", "{attempt}: {k}");
+        let error = k["error"].as_str().expect("error");
+        assert!(
+            error.starts_with("it answered, but then its worker process")
+                && error.contains("exited with status 0"),
+            "{attempt}: {error}"
+        );
+        assert_eq!(k["worker"]["cause"], "exited");
+        assert_eq!(k["worker"]["exit_code"], 0);
+        let noticed = k["worker"]["after_answer"]["noticed"]
+            .as_str()
+            .expect("after_answer");
+        assert!(
+            ["during_next", "between_kernels", "right_after"].contains(&noticed),
+            "{noticed}"
+        );
+        #[cfg(target_os = "linux")]
+        assert_eq!(k["worker"]["after_answer"]["left_threads"], 1, "{k}");
+        for fine in ["hostile_after", "source_len", "threshold", "report_long"] {
+            assert_eq!(
+                kernel(&record, fine)["status"],
+                "ok",
+                "{attempt}: {fine} is not blamed"
+            );
+        }
+        // `hostile_after` ran in another process than the one that died
+        // (its output is in the cache unless --no-cache).
+        let after = kernel(&record, "hostile_after");
+        let hash = after["output_hashes"]["after_hostile"]
+            .as_str()
+            .expect("output");
+        if let Ok(v) = koas_orchestrator::cache::Cache::open(&p.ws()).get_value(hash) {
+            assert_ne!(v["pid"].as_u64(), k["worker"]["pid"].as_u64());
+        } else {
+            assert_eq!(attempt, "--no-cache", "the output is cached");
+        }
+        let err = stderr(&out);
+        assert!(
+            err.contains("error: kernel `hostile_leftover_exit`")
+                && !err.contains("kernel `hostile_after`")
+                && !err.contains("hostile_after: FAILED"),
+            "{attempt}: {err}"
+        );
+        assert!(!p.ws().join(".lock").exists());
+    }
+    // Its failure is not cached: a cached run runs it again. (Then nothing
+    // runs after it, so its worker's death comes after koas is done.)
+    let out = run_hostile(&p, &["--jobs", "1"]);
+    let record = p.record();
+    assert_eq!(
+        kernel(&record, "hostile_leftover_exit")["cache"],
+        "miss",
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(kernel(&record, "hostile_after")["cache"], "hit");
+}
+
+#[test]
+fn a_worker_ended_by_what_a_library_left_running_is_the_runs_failure_named_as_such() {
+    // `leftover-describe`'s spec() leaves a thread that calls exit(0) 300 ms
+    // later, in the worker that describes it during discovery; that worker
+    // then serves the run (--jobs 1) while `hostile_after` sleeps 1.5 s. No
+    // kernel of the run left that thread: the death is the run's, named
+    // after the library, and no kernel is blamed.
+    let p = Project::new(
+        DOC,
+        &["source_len", "hostile_flood", "hostile_after"],
+        "[config.hostile_after]\nsleep_ms = 1500",
+    );
+    // Descriptions are not remembered here: the library is described (and
+    // its thread started) in this run.
+    let descriptions = tempfile::tempdir().expect("tempdir");
+    let out = run(koas()
+        .arg("run")
+        .arg(p.pipeline())
+        .arg("--kernel-path")
+        .arg(test_plugin("testkit"))
+        .arg("--kernel-path")
+        .arg(test_plugin("hostile"))
+        .arg("--kernel-path")
+        .arg(test_plugin("leftover-describe"))
+        .args(["--jobs", "1"])
+        .env("KOAS_CACHE_DIR", descriptions.path())
+        .current_dir(p.dir.path()));
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let record = p.record();
+    assert_eq!(record["status"], "failed");
+    for name in ["source_len", "hostile_flood", "hostile_after"] {
+        assert_eq!(kernel(&record, name)["status"], "ok", "{name}: {err}");
+    }
+    let deaths = record["worker_deaths"].as_array().expect("worker_deaths");
+    assert_eq!(deaths.len(), 1, "{deaths:?}");
+    let death = &deaths[0];
+    let after = death["after"].as_str().expect("after");
+    assert!(
+        after.starts_with("loading and describing") && after.contains("leftover_describe"),
+        "{after}"
+    );
+    let message = death["message"].as_str().expect("message");
+    assert!(
+        message.starts_with("a worker process (pid ") && message.contains("exited with status 0"),
+        "{message}"
+    );
+    assert_eq!(death["worker"]["cause"], "exited");
+    #[cfg(target_os = "linux")]
+    assert_eq!(
+        death["worker"]["after_answer"]["left_threads"], 1,
+        "{death}"
+    );
+    assert!(
+        err.contains("error: a worker process") && !err.contains("FAILED"),
+        "{err}"
+    );
+}
+
 /// The pid of a `koas __koas-worker` child of `parent`, if any.
 #[cfg(unix)]
 fn worker_of(parent: u32) -> Option<u32> {

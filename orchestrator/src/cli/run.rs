@@ -371,6 +371,9 @@ pub fn execute(global: &Global, args: RunArgs) -> anyhow::Result<ExitStatus> {
             k.error.as_deref().unwrap_or("no message")
         );
     }
+    for death in &record.worker_deaths {
+        eprintln!("error: {}", death.message);
+    }
     Ok(match record.status {
         RunStatus::Ok => ExitStatus::Success,
         RunStatus::Failed => ExitStatus::Failure,

@@ -16,6 +16,7 @@
 //! record: one entry per kernel, however it ended).
 
 mod inputs;
+mod late;
 pub mod options;
 mod outputs;
 mod records;
@@ -35,10 +36,11 @@ use crate::limits::Isolation;
 use crate::prepare::Prepared;
 use crate::report::Reporter;
 use crate::run_record::{
-    now_rfc3339, KernelRecord, KernelStatus, RunPlan, RunRecord, RunStatus, WorkerExit,
+    now_rfc3339, AfterAnswer, KernelRecord, KernelStatus, RunPlan, RunRecord, RunStatus,
+    WorkerDeath, WorkerExit,
 };
 use crate::worker::pool::EndCause;
-use crate::worker::{WorkerEnd, WorkerPool};
+use crate::worker::{LateDeath, WorkerEnd, WorkerPool};
 use crate::workspace::{check_declared_paths, WorkspaceError, WriteRules};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -62,12 +64,16 @@ enum Failure {
     Failed(String),
     /// It stopped because the run was cancelled.
     Cancelled(String),
-    /// Its worker process died or was killed before it answered.
+    /// Its worker process died or was killed before it answered, or died
+    /// after it answered (`after_answer`).
     Worker {
         /// What happened, in words.
         message: String,
         /// How the worker ended.
         end: WorkerEnd,
+        /// How a death after the kernel had answered was found (boxed:
+        /// rare, and every result carries the variant's size).
+        after_answer: Option<Box<AfterAnswer>>,
     },
 }
 
@@ -88,28 +94,37 @@ impl Failure {
 
     /// The run record's account of the worker's end, if that is the cause.
     fn worker_exit(&self) -> Option<WorkerExit> {
-        let Failure::Worker { end, .. } = self else {
+        let Failure::Worker {
+            end, after_answer, ..
+        } = self
+        else {
             return None;
         };
-        let cause = match &end.cause {
-            EndCause::Start(_) => "start",
-            EndCause::Died if end.out_of_memory() => "out_of_memory",
-            EndCause::Died if end.signal.is_some() => "crashed",
-            EndCause::Died => "exited",
-            EndCause::TimedOut(_) => "timed_out",
-            EndCause::CancelIgnored => "cancel_ignored",
-            EndCause::Protocol(_) => "protocol",
-        };
-        Some(WorkerExit {
-            cause: cause.to_string(),
-            pid: end.pid,
-            signal: end.signal,
-            signal_name: end
-                .signal
-                .map(|s| crate::worker::pool::signal_name(s).to_string()),
-            exit_code: end.exit_code,
-            stderr_tail: end.stderr_tail.clone(),
-        })
+        Some(worker_exit(end, after_answer.as_deref().cloned()))
+    }
+}
+
+/// The run record's account of a worker's end.
+fn worker_exit(end: &WorkerEnd, after_answer: Option<AfterAnswer>) -> WorkerExit {
+    let cause = match &end.cause {
+        EndCause::Start(_) => "start",
+        EndCause::Died if end.out_of_memory() => "out_of_memory",
+        EndCause::Died if end.signal.is_some() => "crashed",
+        EndCause::Died => "exited",
+        EndCause::TimedOut(_) => "timed_out",
+        EndCause::CancelIgnored => "cancel_ignored",
+        EndCause::Protocol(_) => "protocol",
+    };
+    WorkerExit {
+        cause: cause.to_string(),
+        pid: end.pid,
+        signal: end.signal,
+        signal_name: end
+            .signal
+            .map(|s| crate::worker::pool::signal_name(s).to_string()),
+        exit_code: end.exit_code,
+        stderr_tail: end.stderr_tail.clone(),
+        after_answer,
     }
 }
 
@@ -145,6 +160,10 @@ struct Completion {
     inputs: BTreeMap<String, Option<String>>,
     attempt: Attempt,
     result: Result<Produced, Failure>,
+    /// The worker pool's ticket for this run, if it ran in a worker.
+    ticket: Option<u64>,
+    /// Workers found dead after earlier work while it ran.
+    late_deaths: Vec<LateDeath>,
 }
 
 /// What a successful kernel run produced, already stored.
@@ -177,6 +196,11 @@ struct Engine<'a> {
     workers: Option<Arc<WorkerPool>>,
     /// What kernels may write.
     rules: Arc<WriteRules>,
+    /// The kernels that ran in workers, by their pool ticket: a worker's
+    /// later death is blamed on one of them.
+    tickets: BTreeMap<u64, String>,
+    /// Worker deaths after work none of this run's kernels did.
+    worker_deaths: Vec<WorkerDeath>,
 }
 
 /// Runs a prepared pipeline and writes `run.json` into its workspace.
@@ -229,17 +253,21 @@ pub fn run(
         dead: BTreeSet::new(),
         workers,
         rules,
+        tickets: BTreeMap::new(),
+        worker_deaths: Vec::new(),
     };
     let provided = engine.load_provided()?;
     engine.load_sources(&selected)?;
     engine.check_sources(&selected)?;
     engine.schedule(&selected)?;
+    engine.idle_deaths();
     let _ = engine.cache.flush();
     let cancelled = opts.cancel.load(Ordering::SeqCst);
-    let failed = engine
-        .records
-        .iter()
-        .any(|r| r.status == KernelStatus::Failed);
+    let failed = !engine.worker_deaths.is_empty()
+        || engine
+            .records
+            .iter()
+            .any(|r| r.status == KernelStatus::Failed);
     let status = if cancelled {
         RunStatus::Cancelled
     } else if failed {
@@ -267,6 +295,7 @@ pub fn run(
         target: opts.target.name().map(str::to_string),
         isolation: Some(opts.isolation.name().to_string()),
         kernels: std::mem::take(&mut engine.records),
+        worker_deaths: std::mem::take(&mut engine.worker_deaths),
         plan: Some(RunPlan {
             kernels: prepared.pipeline.kernels.clone(),
             inputs: prepared.pipeline.inputs.clone(),

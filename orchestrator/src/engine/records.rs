@@ -61,6 +61,7 @@ impl Engine<'_> {
             inputs,
             attempt,
             result,
+            ..
         } = c;
         let produced = match result {
             Ok(produced) => produced,

@@ -97,11 +97,15 @@ impl Engine<'_> {
             if running == 0 {
                 break;
             }
-            let Ok(c) = rx.recv() else { break };
+            let Ok(mut c) = rx.recv() else { break };
             running -= 1;
             let name = c.kernel.clone();
+            let late = self.own_late_death(&mut c);
             if self.finish(c) {
                 self.release(&name, &mut waiting, &mut ready);
+            }
+            for death in late {
+                self.late_death(death);
             }
         }
         // Whatever never became ready sits behind a failure or a cancel.
@@ -153,23 +157,28 @@ impl Engine<'_> {
             );
             let encoding =
                 |e: serde_json::Error| Failure::Failed(format!("cannot encode its request: {e}"));
+            let mut ticket = None;
+            let mut late_deaths = Vec::new();
             let answer = match &workers {
                 // Written to the worker as it is encoded: never whole in
                 // memory.
                 Some(workers) => request.streamed().map_err(encoding).and_then(|body| {
-                    workers
-                        .run(KernelCall {
-                            library: &kernel.library,
-                            index: kernel.index,
-                            request: &body,
-                            limits,
-                            host: &host,
-                            cancel: &cancel,
-                        })
-                        .map_err(|end| Failure::Worker {
-                            message: end.message(&limits),
-                            end,
-                        })
+                    let ran = workers.run(KernelCall {
+                        kernel: &kernel.spec.name,
+                        library: &kernel.library,
+                        index: kernel.index,
+                        request: &body,
+                        limits,
+                        host: &host,
+                        cancel: &cancel,
+                    });
+                    ticket = Some(ran.ticket);
+                    late_deaths = ran.late_deaths;
+                    ran.answer.map_err(|end| Failure::Worker {
+                        message: end.message(&limits),
+                        end,
+                        after_answer: None,
+                    })
                 }),
                 None => request
                     .encode()
@@ -206,6 +215,8 @@ impl Engine<'_> {
                     files: host.files.lock().map(|l| l.clone()).unwrap_or_default(),
                 },
                 result,
+                ticket,
+                late_deaths,
             };
             let _ = tx.send(completion);
         });

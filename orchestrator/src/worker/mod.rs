@@ -12,7 +12,7 @@
 //!   Reply {id, answer}                      ──►    ◄── Log / Progress        (fire and forget)
 //!   Cancel                                  ──►    ◄── Call {id, header} + body (write_file,
 //!                                                        append_file, llm_complete: waits for Reply)
-//!                                                  ◄── Done + the plugin's answer (JSON)
+//!                                                  ◄── Done {left_threads} + the plugin's answer (JSON)
 //! ```
 //!
 //! Frames are `u32` header length, `u64` body length (little endian), a
@@ -26,10 +26,23 @@
 //! not stop within [`CANCEL_GRACE`](crate::limits::CANCEL_GRACE) of a
 //! cancellation; and turns a worker that dies — a signal, an abort, an
 //! `exit()` — into a failed kernel with the exit status and the tail of
-//! its stderr. Workers run in their own process group, so a Ctrl-C on the
-//! terminal reaches only `koas`, which forwards it as a cancellation; a
-//! worker exits as soon as its stdin closes, so it never outlives `koas`.
+//! its stderr.
+//!
+//! Each worker leads a process group of its own (`group.rs`): a Ctrl-C on
+//! the terminal reaches only `koas`, which forwards it as a cancellation,
+//! and whatever a plugin forks stays in the group. The parent watches the
+//! worker's exit, not only its pipe (a forked child keeps the pipe open),
+//! and kills the whole group whenever a worker ends, fails, times out or
+//! is retired; a worker whose stdin closes (`koas` is done or gone) kills
+//! its own group, so nothing a plugin forked outlives `koas`.
+//!
+//! A worker that dies after its kernel answered — a thread the plugin left
+//! behind calls `exit()` or crashes — is blamed on the kernel that left
+//! threads running (each `Done` says how many it left), never on the
+//! kernel that happens to run next: that one is run again on a fresh
+//! worker.
 
+pub(crate) mod group;
 pub mod pool;
 pub mod serve;
 
@@ -40,14 +53,14 @@ use serde::{Deserialize, Serialize};
 use std::io::{self, Read, Write};
 use std::path::PathBuf;
 
-pub use pool::{WorkerEnd, WorkerPool};
+pub use pool::{Job, LateDeath, Noticed, Ran, WorkerEnd, WorkerPool};
 pub use serve::serve;
 
 /// The argument that starts the `koas` executable as a worker.
 pub const WORKER_ARG: &str = "__koas-worker";
 
 /// The protocol version a worker announces; the parent refuses another.
-pub(crate) const PROTOCOL_VERSION: u32 = 1;
+pub(crate) const PROTOCOL_VERSION: u32 = 2;
 
 /// The largest header accepted (headers carry log lines, LLM requests and
 /// answers, specs).
@@ -98,6 +111,9 @@ pub(crate) enum FromWorker {
     /// A library's kernels: each a spec or the describe error.
     Described {
         result: Result<Vec<Result<KernelSpec, String>>, WireLoadError>,
+        /// The threads loading and describing the library left running
+        /// (`None` where the system does not say).
+        left_threads: Option<u32>,
     },
     Log {
         seq: u64,
@@ -118,6 +134,10 @@ pub(crate) enum FromWorker {
     /// The run ended; the body is the plugin's JSON answer.
     Done {
         seq: u64,
+        /// The threads the kernel left running after it returned (`None`
+        /// where the system does not say): a thread that outlives its
+        /// kernel is what can end the worker between kernels.
+        left_threads: Option<u32>,
     },
 }
 
@@ -219,6 +239,17 @@ pub(crate) fn read_frame<T: DeserializeOwned>(
     r: &mut impl Read,
     max_body: u64,
 ) -> Result<Option<(T, Vec<u8>)>, FrameError> {
+    read_frame_with(r, || max_body)
+}
+
+/// [`read_frame`] with the body limit asked once the frame's prefix has
+/// arrived: a reader that waits for frames on a thread of its own applies
+/// the limit of the request the frame belongs to, set after it began
+/// waiting.
+pub(crate) fn read_frame_with<T: DeserializeOwned>(
+    r: &mut impl Read,
+    max_body: impl Fn() -> u64,
+) -> Result<Option<(T, Vec<u8>)>, FrameError> {
     let mut prefix = [0u8; 12];
     let mut got = 0;
     while got < prefix.len() {
@@ -234,6 +265,7 @@ pub(crate) fn read_frame<T: DeserializeOwned>(
     let mut body_len = [0u8; 8];
     body_len.copy_from_slice(&prefix[4..]);
     let body_len = u64::from_le_bytes(body_len);
+    let max_body = max_body();
     if header_len > MAX_HEADER_BYTES {
         return Err(FrameError::Malformed(format!(
             "a frame header of {header_len} bytes (the limit is {MAX_HEADER_BYTES})"

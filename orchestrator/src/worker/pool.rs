@@ -1,7 +1,7 @@
 //! The parent's side: starting, reusing and supervising workers.
 
 use super::{
-    read_frame, write_frame, write_frame_body, Body, FrameError, FromWorker, ToWorker,
+    group, read_frame_with, write_frame, write_frame_body, Body, FrameError, FromWorker, ToWorker,
     WireLoadError, PROTOCOL_VERSION, WORKER_ARG,
 };
 use crate::host::RunHost;
@@ -12,8 +12,8 @@ use koas_kernel_api::{Host, KernelSpec, LogLevel};
 use std::collections::VecDeque;
 use std::io::{BufReader, BufWriter, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -281,14 +281,177 @@ impl StderrTail {
     }
 }
 
+/// A frame from a worker as its reader thread got it: `Ok(None)` at the
+/// end of the pipe.
+type Frame = Result<Option<(FromWorker, Vec<u8>)>, FrameError>;
+
+/// Frames read ahead of the request loop; the reader waits beyond that,
+/// so a worker that floods an idle pipe blocks instead of filling koas's
+/// memory.
+const FRAMES_AHEAD: usize = 16;
+
+/// How long the request loop still takes frames once the worker has ended
+/// and its group was killed: what it wrote before it ended is read, and a
+/// process that left the group and keeps the pipe open is not waited for.
+const DRAIN_AFTER_END: Duration = Duration::from_millis(500);
+
+/// A piece of work a worker did, to blame a later death on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Job {
+    /// A kernel run, with the ticket its [`Ran`] carried.
+    Kernel {
+        /// The kernel's name.
+        name: String,
+        /// The run's ticket.
+        ticket: u64,
+    },
+    /// Loading a library and describing its kernels.
+    Describe {
+        /// The library.
+        library: PathBuf,
+    },
+}
+
+impl std::fmt::Display for Job {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Job::Kernel { name, .. } => write!(f, "kernel `{name}`"),
+            Job::Describe { library } => {
+                write!(f, "loading and describing {}", library.display())
+            }
+        }
+    }
+}
+
+/// When koas found that a worker had died after its work was done.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Noticed {
+    /// Dead when it was taken for the next job or looked at when a run
+    /// ended: it died between kernels.
+    Idle,
+    /// Dead as soon as it had answered.
+    RightAfter,
+    /// It died while running this kernel, which was run again on a fresh
+    /// worker.
+    During(String),
+    /// It died while loading and describing this library, which was
+    /// described again on a fresh worker.
+    Describing(PathBuf),
+}
+
+/// A worker that died after a job had answered, and the job blamed: the
+/// latest in that worker that left threads running (a thread that
+/// outlives its kernel and calls `exit()` or crashes is what kills a
+/// worker between kernels), else the last one it did.
+#[derive(Debug, Clone)]
+pub struct LateDeath {
+    /// The job blamed.
+    pub blamed: Job,
+    /// The threads the blamed job left running, where the system says it.
+    pub left_threads: Option<u32>,
+    /// When koas noticed.
+    pub noticed: Noticed,
+    /// How the worker ended.
+    pub end: WorkerEnd,
+}
+
+impl LateDeath {
+    fn when(&self) -> String {
+        match &self.noticed {
+            Noticed::Idle => "between kernels".to_string(),
+            Noticed::RightAfter => "right after it had answered".to_string(),
+            Noticed::During(next) => {
+                format!("while `{next}` ran in it (`{next}` was run again on a fresh worker)")
+            }
+            Noticed::Describing(library) => format!(
+                "while it loaded and described {} (described again on a fresh worker)",
+                library.display()
+            ),
+        }
+    }
+
+    fn why(&self) -> &'static str {
+        match self.left_threads {
+            Some(0) => "no kernel had left a thread running in it; this was the last work it did",
+            Some(_) => "a thread a plugin leaves running must not end the process",
+            None => "this was the last work it did",
+        }
+    }
+
+    /// What happened, for the record of the blamed kernel.
+    pub fn kernel_message(&self) -> String {
+        let pid = self
+            .end
+            .pid
+            .map(|p| format!(" (pid {p})"))
+            .unwrap_or_default();
+        let left = match self.left_threads {
+            Some(n) if n > 0 => format!(
+                "; the kernel had left {n} thread{} running in that process",
+                if n == 1 { "" } else { "s" }
+            ),
+            _ => String::new(),
+        };
+        let mut text = format!(
+            "it answered, but then its worker process{pid} {} {}{left} ({})",
+            self.end.status_text(),
+            self.when(),
+            self.why()
+        );
+        if !self.end.stderr_tail.is_empty() {
+            text.push_str(&format!("; its stderr: {}", self.end.stderr_tail));
+        }
+        text
+    }
+
+    /// What happened, for a run that cannot name the job among its kernels
+    /// (it was another run's, or a library's description).
+    pub fn run_message(&self) -> String {
+        let pid = self
+            .end
+            .pid
+            .map(|p| format!(" (pid {p})"))
+            .unwrap_or_default();
+        let left = match self.left_threads {
+            Some(n) if n > 0 => format!(
+                ", which left {n} thread{} running in it",
+                if n == 1 { "" } else { "s" }
+            ),
+            _ => String::new(),
+        };
+        let mut text = format!(
+            "a worker process{pid} {} {}, after {}{left} ({})",
+            self.end.status_text(),
+            self.when(),
+            self.blamed,
+            self.why()
+        );
+        if !self.end.stderr_tail.is_empty() {
+            text.push_str(&format!("; its stderr: {}", self.end.stderr_tail));
+        }
+        text
+    }
+}
+
 /// One worker process.
 struct Worker {
-    child: Arc<Mutex<Child>>,
+    child: Mutex<Child>,
     pid: u32,
+    /// Set once `child` is reaped: its pid may then name another process,
+    /// so its group is never signalled again.
+    reaped: bool,
     stdin: Arc<Mutex<BufWriter<ChildStdin>>>,
-    stdout: BufReader<ChildStdout>,
+    /// The frames its reader thread read from its stdout.
+    frames: mpsc::Receiver<Frame>,
+    /// The largest frame body the reader accepts, set per request.
+    max_body: Arc<AtomicU64>,
     stderr: Arc<StderrTail>,
     seq: u64,
+    /// The last job it completed.
+    last: Option<Job>,
+    /// The latest job that left threads running (or every job, where
+    /// threads are not counted), with how many.
+    suspect: Option<(Job, Option<u32>)>,
 }
 
 impl Worker {
@@ -299,68 +462,121 @@ impl Worker {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         // Its own process group: a Ctrl-C on the terminal reaches koas
-        // only, which forwards it as a cancellation.
+        // only, which forwards it as a cancellation, and what a plugin
+        // forks can be killed with the worker.
         #[cfg(unix)]
         std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
         let mut child = cmd
             .spawn()
             .map_err(|e| WorkerEnd::start(format!("{}: {e}", program.display())))?;
+        let pid = child.id();
         let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
+            group::kill_group(pid);
             let _ = child.kill();
             let _ = child.wait();
             return Err(WorkerEnd::start("its pipes were not created".into()));
         };
-        let mut worker = Worker {
-            pid: child.id(),
-            child: Arc::new(Mutex::new(child)),
+        let max_body = Arc::new(AtomicU64::new(0));
+        let (frames_in, frames) = mpsc::sync_channel::<Frame>(FRAMES_AHEAD);
+        let limit = max_body.clone();
+        // The pipe is read on a thread of its own, so that the request loop
+        // can stop waiting when the worker is dead but a process it forked
+        // (and that left its group) keeps the pipe open.
+        let reader = std::thread::Builder::new()
+            .name("koas-worker-stdout".into())
+            .spawn(move || {
+                let mut stdout = BufReader::new(stdout);
+                loop {
+                    let frame = read_frame_with(&mut stdout, || limit.load(Ordering::SeqCst));
+                    let last = !matches!(frame, Ok(Some(_)));
+                    if frames_in.send(frame).is_err() || last {
+                        break;
+                    }
+                }
+            });
+        let worker = Worker {
+            pid,
+            child: Mutex::new(child),
+            reaped: false,
             stdin: Arc::new(Mutex::new(BufWriter::new(stdin))),
-            stdout: BufReader::new(stdout),
+            frames,
+            max_body,
             stderr: StderrTail::drain(stderr),
             seq: 0,
+            last: None,
+            suspect: None,
         };
+        if let Err(e) = reader {
+            return Err(worker.end(EndCause::Start(format!(
+                "cannot start a thread to read it: {e}"
+            ))));
+        }
         let not_a_worker = |what: String| {
             format!(
                 "{} is not a koas worker ({what}); kernels run in worker processes of the koas executable, or with --in-process",
                 program.display()
             )
         };
-        match read_frame::<FromWorker>(&mut worker.stdout, 0) {
-            Ok(Some((FromWorker::Hello { protocol, abi }, _)))
+        match worker.frames.recv_timeout(DESCRIBE_TIMEOUT) {
+            Ok(Ok(Some((FromWorker::Hello { protocol, abi }, _))))
                 if protocol == PROTOCOL_VERSION && abi == ABI_VERSION =>
             {
                 Ok(worker)
             }
-            Ok(Some((FromWorker::Hello { protocol, abi }, _))) => {
+            Ok(Ok(Some((FromWorker::Hello { protocol, abi }, _)))) => {
                 let end = worker.end(EndCause::Start(not_a_worker(format!(
                     "it speaks worker protocol {protocol} and plugin ABI {abi}, this koas {PROTOCOL_VERSION} and {ABI_VERSION}"
-))));
+                ))));
                 Err(end)
             }
-            Ok(Some(_)) => {
+            Ok(Ok(Some(_))) => {
                 Err(worker.end(EndCause::Start(not_a_worker("it did not greet".into()))))
             }
-            Ok(None) | Err(FrameError::Broken) => Err(worker.end(EndCause::Start(not_a_worker(
-                "it ended without greeting".into(),
+            Ok(Ok(None)) | Ok(Err(FrameError::Broken)) | Err(RecvTimeoutError::Disconnected) => {
+                Err(worker.end(EndCause::Start(not_a_worker(
+                    "it ended without greeting".into(),
+                ))))
+            }
+            Err(RecvTimeoutError::Timeout) => Err(worker.end(EndCause::Start(not_a_worker(
+                format!("it did not greet within {} s", DESCRIBE_TIMEOUT.as_secs()),
             )))),
-            Err(FrameError::Malformed(m)) => {
+            Ok(Err(FrameError::Malformed(m))) => {
                 Err(worker.end(EndCause::Start(not_a_worker(format!("it printed {m}")))))
             }
         }
     }
 
-    fn kill(&self) {
-        kill(&self.child);
+    /// `true` once the worker has exited or was killed (not reaped).
+    fn has_ended(&self) -> bool {
+        worker_ended(&self.child, self.pid)
     }
 
-    /// Kills the worker if it still runs, reaps it and describes its end.
-    fn end(self, cause: EndCause) -> WorkerEnd {
-        if !matches!(cause, EndCause::Died) {
-            self.kill();
+    /// Records a completed job and the threads it left running.
+    fn served(&mut self, job: Job, left_threads: Option<u32>) {
+        if left_threads != Some(0) {
+            self.suspect = Some((job.clone(), left_threads));
         }
+        self.last = Some(job);
+    }
+
+    /// The job to blame for a death outside of any job: the latest that
+    /// left threads running, else the last one.
+    fn blamed(&self) -> Option<(Job, Option<u32>)> {
+        self.suspect
+            .clone()
+            .or_else(|| self.last.clone().map(|job| (job, Some(0))))
+    }
+
+    /// Kills the worker and its process group, reaps it and describes its
+    /// end.
+    fn end(mut self, cause: EndCause) -> WorkerEnd {
+        // Even a worker that died on its own: what it forked dies with it.
+        self.kill();
         let status: Option<ExitStatus> = self.child.lock().ok().and_then(|mut c| c.wait().ok());
-        // A plugin's own child process may hold the pipe open: wait a
+        self.reaped = true;
+        // A process that left the group may hold the pipe open: wait a
         // little only.
         self.stderr.wait_closed(Duration::from_millis(500));
         #[cfg(unix)]
@@ -375,17 +591,121 @@ impl Worker {
             stderr_tail: self.stderr.request_text(),
         }
     }
+
+    /// A worker found dead after its work: its end and the job blamed.
+    /// `None` for a worker that never completed a job.
+    fn late_death(self, noticed: Noticed) -> Option<LateDeath> {
+        match self.blamed() {
+            Some(blamed) => Some(self.late_death_of(blamed, noticed)),
+            None => {
+                let _ = self.end(EndCause::Died);
+                None
+            }
+        }
+    }
+
+    /// A worker found dead after its work, blamed on `blamed` (a job and
+    /// the threads it left running).
+    fn late_death_of(self, blamed: (Job, Option<u32>), noticed: Noticed) -> LateDeath {
+        let end = self.end(EndCause::Died);
+        let (blamed, left_threads) = blamed;
+        LateDeath {
+            blamed,
+            left_threads,
+            noticed,
+            end,
+        }
+    }
+
+    fn kill(&self) {
+        if !self.reaped {
+            kill(&self.child, self.pid);
+        }
+    }
+
+    /// Sends `header` with `body` and reads frames until `handle` takes
+    /// one as the answer, under a watchdog: kills the worker when the
+    /// timeout is spent, forwards a cancellation, and notices the worker's
+    /// exit even while a process it forked keeps its pipe open.
+    fn exchange<T>(
+        &self,
+        header: &ToWorker,
+        body: &dyn Body,
+        max_body: u64,
+        watch: Watch<'_>,
+        mut handle: impl FnMut(FromWorker, Vec<u8>) -> Option<T>,
+    ) -> Result<T, EndCause> {
+        self.max_body.store(max_body, Ordering::SeqCst);
+        let ended = Mutex::new(None);
+        let (stop, stopped) = mpsc::channel();
+        std::thread::scope(|s| {
+            let watchdog = Watchdog {
+                child: &self.child,
+                pid: self.pid,
+                stdin: &self.stdin,
+                watch,
+                ended: &ended,
+            };
+            let watching = s.spawn(move || watchdog.watch(stopped));
+            let got = if send(&self.stdin, header, body).is_err() {
+                Err(EndCause::Died)
+            } else {
+                loop {
+                    match next_frame(&self.frames, &ended) {
+                        Ok((frame, body)) => {
+                            if let Some(done) = handle(frame, body) {
+                                break Ok(done);
+                            }
+                        }
+                        Err(cause) => break Err(cause),
+                    }
+                }
+            };
+            let _ = stop.send(());
+            let killed = watching.join().ok().flatten();
+            match (got, killed) {
+                (_, Some(Kill::Timeout(after))) => Err(EndCause::TimedOut(after)),
+                (_, Some(Kill::Cancel)) => Err(EndCause::CancelIgnored),
+                (got, None) => got,
+            }
+        })
+    }
 }
 
 impl Drop for Worker {
     fn drop(&mut self) {
-        // Closing stdin (dropping it) ends an idle worker; a worker dropped
-        // in the middle of a request is killed. Either way it is reaped.
+        // Closing stdin (dropping it) would end an idle worker; killing
+        // its group also ends what its plugins forked. Either way it is
+        // reaped.
+        self.kill();
         if let Ok(mut child) = self.child.lock() {
-            if matches!(child.try_wait(), Ok(None)) {
-                let _ = child.kill();
-            }
+            let _ = child.kill();
             let _ = child.wait();
+        }
+        self.reaped = true;
+    }
+}
+
+/// The worker's next frame, or why none will come: its pipe ended or
+/// broke, it sent something that is not the protocol, or it ended (the
+/// watchdog saw it) and nothing more came within [`DRAIN_AFTER_END`].
+fn next_frame(
+    frames: &mpsc::Receiver<Frame>,
+    ended: &Mutex<Option<Instant>>,
+) -> Result<(FromWorker, Vec<u8>), EndCause> {
+    loop {
+        match frames.recv_timeout(TICK) {
+            Ok(Ok(Some(frame))) => return Ok(frame),
+            Ok(Ok(None)) | Ok(Err(FrameError::Broken)) | Err(RecvTimeoutError::Disconnected) => {
+                return Err(EndCause::Died)
+            }
+            Ok(Err(FrameError::Malformed(m))) => return Err(EndCause::Protocol(m)),
+            Err(RecvTimeoutError::Timeout) => {
+                let gone_for = ended.lock().ok().and_then(|at| at.map(|at| at.elapsed()));
+                if gone_for.is_some_and(|d| d > DRAIN_AFTER_END) {
+                    return Err(EndCause::Died);
+                }
+            }
         }
     }
 }
@@ -402,10 +722,30 @@ fn send(
     write_frame_body(&mut *stdin, header, body)
 }
 
-/// Kills a worker (SIGKILL); its pipes then close.
-fn kill(child: &Mutex<Child>) {
+/// Kills a worker (SIGKILL) and its process group; its pipes then close,
+/// unless a process that left the group holds them. Only for a worker not
+/// yet reaped.
+fn kill(child: &Mutex<Child>, pid: u32) {
+    group::kill_group(pid);
     if let Ok(mut child) = child.lock() {
         let _ = child.kill();
+    }
+}
+
+/// `true` once the worker has exited or was killed. On Unix it is not
+/// reaped, so that its group can still be killed.
+fn worker_ended(child: &Mutex<Child>, pid: u32) -> bool {
+    #[cfg(unix)]
+    {
+        let _ = child;
+        group::has_ended(pid)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = pid;
+        child
+            .lock()
+            .is_ok_and(|mut c| matches!(c.try_wait(), Ok(Some(_))))
     }
 }
 
@@ -418,19 +758,40 @@ enum Kill {
 /// Watches one request: kills the worker when its time budget is spent
 /// (the budget does not run while a host call is being answered), forwards
 /// a cancellation and kills the worker if it does not stop within the grace
-/// period. Ends when `stop` says the request is over.
+/// period, and kills the worker's group as soon as the worker has ended on
+/// its own (a process it forked must not keep the request waiting). Ends
+/// when `stop` says the request is over, or once the worker has ended.
 struct Watchdog<'a> {
     child: &'a Mutex<Child>,
+    pid: u32,
     stdin: &'a Mutex<BufWriter<ChildStdin>>,
+    watch: Watch<'a>,
+    /// When the worker was found ended or killed.
+    ended: &'a Mutex<Option<Instant>>,
+}
+
+/// What a request's watchdog watches besides the worker.
+#[derive(Clone, Copy)]
+struct Watch<'a> {
+    /// The request's sequence number, for a cancellation.
     seq: u64,
+    /// The time budget.
     timeout: Option<Duration>,
+    /// The run's cancel flag.
     cancel: Option<&'a AtomicBool>,
+    /// Host calls being answered: the budget does not run meanwhile.
     in_calls: &'a AtomicUsize,
 }
 
 impl Watchdog<'_> {
     fn watch(self, stop: mpsc::Receiver<()>) -> Option<Kill> {
-        let mut left = self.timeout;
+        let Watch {
+            seq,
+            timeout,
+            cancel,
+            in_calls,
+        } = self.watch;
+        let mut left = timeout;
         let mut last = Instant::now();
         let mut cancelled_at: Option<Instant> = None;
         loop {
@@ -441,28 +802,43 @@ impl Watchdog<'_> {
             let now = Instant::now();
             let elapsed = now - last;
             last = now;
-            if self.in_calls.load(Ordering::SeqCst) == 0 {
+            if worker_ended(self.child, self.pid) {
+                // A crash or an exit: report it now, not when the last
+                // process holding the pipe ends.
+                kill(self.child, self.pid);
+                self.mark_ended(now);
+                return None;
+            }
+            if in_calls.load(Ordering::SeqCst) == 0 {
                 if let Some(left) = &mut left {
                     *left = left.saturating_sub(elapsed);
                     if left.is_zero() {
-                        kill(self.child);
-                        return Some(Kill::Timeout(self.timeout.unwrap_or_default()));
+                        kill(self.child, self.pid);
+                        self.mark_ended(now);
+                        return Some(Kill::Timeout(timeout.unwrap_or_default()));
                     }
                 }
             }
-            if self.cancel.is_some_and(|c| c.load(Ordering::SeqCst)) {
+            if cancel.is_some_and(|c| c.load(Ordering::SeqCst)) {
                 match cancelled_at {
                     None => {
-                        let _ = send(self.stdin, &ToWorker::Cancel { seq: self.seq }, &&[][..]);
+                        let _ = send(self.stdin, &ToWorker::Cancel { seq }, &&[][..]);
                         cancelled_at = Some(now);
                     }
                     Some(at) if now - at > CANCEL_GRACE => {
-                        kill(self.child);
+                        kill(self.child, self.pid);
+                        self.mark_ended(now);
                         return Some(Kill::Cancel);
                     }
                     Some(_) => {}
                 }
             }
+        }
+    }
+
+    fn mark_ended(&self, at: Instant) {
+        if let Ok(mut ended) = self.ended.lock() {
+            *ended = Some(at);
         }
     }
 }
@@ -481,11 +857,15 @@ pub enum DescribeProblem {
 
 /// One kernel run to do in a worker.
 pub struct KernelCall<'a> {
+    /// The kernel's name, to blame it for a death of its worker after it
+    /// answered.
+    pub kernel: &'a str,
     /// The plugin library.
     pub library: &'a Path,
     /// The kernel's index in it.
     pub index: u32,
-    /// The run request, written to the worker as it is encoded.
+    /// The run request, written to the worker as it is encoded (again,
+    /// when the kernel is run a second time).
     pub request: &'a dyn Body,
     /// The kernel's limits.
     pub limits: KernelLimits,
@@ -495,11 +875,28 @@ pub struct KernelCall<'a> {
     pub cancel: &'a AtomicBool,
 }
 
+/// A kernel run in a worker.
+#[derive(Debug)]
+pub struct Ran {
+    /// Names this run in a later [`LateDeath`]'s [`Job::Kernel`].
+    pub ticket: u64,
+    /// The plugin's answer (JSON, unchecked) or how the worker ended.
+    pub answer: Result<Vec<u8>, WorkerEnd>,
+    /// Workers found dead after earlier work while this kernel was run;
+    /// one may blame this very run (its worker died right after it
+    /// answered).
+    pub late_deaths: Vec<LateDeath>,
+}
+
 /// Worker processes of one program, kept for reuse by every run of this
 /// process (a review's passes, discovery then the run).
 pub struct WorkerPool {
     program: PathBuf,
     idle: Mutex<Vec<Worker>>,
+    next_ticket: AtomicU64,
+    /// Deaths noticed while describing libraries, for the next run that
+    /// ends to report.
+    unclaimed: Mutex<Vec<LateDeath>>,
 }
 
 static POOLS: Mutex<Vec<Arc<WorkerPool>>> = Mutex::new(Vec::new());
@@ -514,6 +911,8 @@ impl WorkerPool {
         let pool = Arc::new(WorkerPool {
             program: program.to_path_buf(),
             idle: Mutex::new(Vec::new()),
+            next_ticket: AtomicU64::new(1),
+            unclaimed: Mutex::new(Vec::new()),
         });
         pools.push(pool.clone());
         pool
@@ -524,181 +923,280 @@ impl WorkerPool {
         &self.program
     }
 
-    fn take(&self) -> Result<Worker, WorkerEnd> {
-        let idle = self.idle.lock().ok().and_then(|mut i| i.pop());
-        match idle {
-            Some(w) => Ok(w),
-            None => Worker::spawn(&self.program),
+    /// An idle worker that still lives, else a new one. Idle workers found
+    /// dead died between jobs: their deaths go to `late`.
+    fn take(&self, late: &mut Vec<LateDeath>) -> Result<Worker, WorkerEnd> {
+        loop {
+            let idle = self.idle.lock().ok().and_then(|mut i| i.pop());
+            match idle {
+                Some(w) if w.has_ended() => late.extend(w.late_death(Noticed::Idle)),
+                Some(w) => return Ok(w),
+                None => return Worker::spawn(&self.program),
+            }
         }
     }
 
-    fn give_back(&self, worker: Worker) {
-        if let Ok(mut idle) = self.idle.lock() {
+    /// Keeps a worker that completed its job for the next one, unless it
+    /// died right after answering: that death goes to `late`.
+    fn give_back(&self, worker: Worker, late: &mut Vec<LateDeath>) {
+        if worker.has_ended() {
+            late.extend(worker.late_death(Noticed::RightAfter));
+        } else if let Ok(mut idle) = self.idle.lock() {
             idle.push(worker);
         }
+    }
+
+    /// Idle workers found dead, and deaths noticed while describing
+    /// libraries: for the run that ends now to report. The dead workers
+    /// are reaped, their groups killed.
+    pub fn take_late_deaths(&self) -> Vec<LateDeath> {
+        let dead: Vec<Worker> = match self.idle.lock() {
+            Ok(mut idle) => {
+                let (dead, alive) = std::mem::take(&mut *idle)
+                    .into_iter()
+                    .partition(Worker::has_ended);
+                *idle = alive;
+                dead
+            }
+            Err(_) => Vec::new(),
+        };
+        let mut late: Vec<LateDeath> = self
+            .unclaimed
+            .lock()
+            .map(|mut u| std::mem::take(&mut *u))
+            .unwrap_or_default();
+        late.extend(dead.into_iter().filter_map(|w| w.late_death(Noticed::Idle)));
+        late
     }
 
     /// Loads `library` in a worker and describes its kernels. A library
     /// that crashes or hangs the worker costs only that worker.
     pub fn describe(&self, library: &Path, memory_mb: Option<u64>) -> Described {
-        let mut worker = self.take().map_err(DescribeProblem::Worker)?;
+        let mut late = Vec::new();
+        let described = match self.take(&mut late) {
+            Ok(worker) => self.describe_on(worker, library, memory_mb, &mut late, true),
+            Err(end) => Err(DescribeProblem::Worker(end)),
+        };
+        if !late.is_empty() {
+            if let Ok(mut unclaimed) = self.unclaimed.lock() {
+                unclaimed.extend(late);
+            }
+        }
+        described
+    }
+
+    fn describe_on(
+        &self,
+        mut worker: Worker,
+        library: &Path,
+        memory_mb: Option<u64>,
+        late: &mut Vec<LateDeath>,
+        first_try: bool,
+    ) -> Described {
         worker.stderr.start_request();
         let request = ToWorker::Describe {
             library: library.to_path_buf(),
             memory_mb,
         };
         let in_calls = AtomicUsize::new(0);
-        let (stop, stopped) = mpsc::channel();
-        let answer = std::thread::scope(|s| {
-            let watchdog = Watchdog {
-                child: &worker.child,
-                stdin: &worker.stdin,
-                seq: 0,
-                timeout: Some(DESCRIBE_TIMEOUT),
-                cancel: None,
-                in_calls: &in_calls,
-            };
-            let watching = s.spawn(move || watchdog.watch(stopped));
-            let answer = if send(&worker.stdin, &request, &&[][..]).is_err() {
-                Err(EndCause::Died)
-            } else {
-                loop {
-                    match read_frame::<FromWorker>(&mut worker.stdout, 0) {
-                        Ok(Some((FromWorker::Described { result }, _))) => break Ok(result),
-                        Ok(Some(_)) => {}
-                        Ok(None) | Err(FrameError::Broken) => break Err(EndCause::Died),
-                        Err(FrameError::Malformed(m)) => break Err(EndCause::Protocol(m)),
-                    }
-                }
-            };
-            let _ = stop.send(());
-            let killed = watching.join().ok().flatten();
-            match (answer, killed) {
-                (_, Some(Kill::Timeout(after))) => Err(EndCause::TimedOut(after)),
-                (_, Some(Kill::Cancel)) => Err(EndCause::CancelIgnored),
-                (answer, None) => answer,
-            }
+        let watch = Watch {
+            seq: 0,
+            timeout: Some(DESCRIBE_TIMEOUT),
+            cancel: None,
+            in_calls: &in_calls,
+        };
+        let answer = worker.exchange(&request, &&[][..], 0, watch, |frame, _| match frame {
+            FromWorker::Described {
+                result,
+                left_threads,
+            } => Some((result, left_threads)),
+            _ => None,
         });
-        match answer {
-            Ok(result) => {
-                self.give_back(worker);
-                result.map_err(|e| {
-                    DescribeProblem::Load(match e {
-                        WireLoadError::Open { message } => crate::loader::LoadError::Open(message),
-                        WireLoadError::MissingSymbol => crate::loader::LoadError::MissingSymbol,
-                        WireLoadError::AbiMismatch { found, expected } => {
-                            crate::loader::LoadError::Plugin(
-                                koas_kernel_api::abi::PluginError::AbiMismatch { found, expected },
-                            )
-                        }
-                        WireLoadError::Other { message } => crate::loader::LoadError::Open(message),
-                    })
-                })
+        let result = match answer {
+            Ok((result, left_threads)) => {
+                worker.served(
+                    Job::Describe {
+                        library: library.to_path_buf(),
+                    },
+                    left_threads,
+                );
+                self.give_back(worker, late);
+                result
             }
-            Err(cause) => Err(DescribeProblem::Worker(worker.end(cause))),
+            Err(EndCause::Died) if first_try && worker.suspect.is_some() => {
+                // Maybe a thread an earlier library or kernel left running
+                // ended it: describe on a fresh worker to know.
+                let death = worker.late_death(Noticed::Describing(library.to_path_buf()));
+                let again = match Worker::spawn(&self.program) {
+                    Ok(fresh) => self.describe_on(fresh, library, memory_mb, late, false),
+                    Err(end) => Err(DescribeProblem::Worker(end)),
+                };
+                if !matches!(&again, Err(DescribeProblem::Worker(end)) if end.cause == EndCause::Died)
+                {
+                    late.extend(death);
+                }
+                return again;
+            }
+            Err(cause) => return Err(DescribeProblem::Worker(worker.end(cause))),
+        };
+        result.map_err(|e| {
+            DescribeProblem::Load(match e {
+                WireLoadError::Open { message } => crate::loader::LoadError::Open(message),
+                WireLoadError::MissingSymbol => crate::loader::LoadError::MissingSymbol,
+                WireLoadError::AbiMismatch { found, expected } => crate::loader::LoadError::Plugin(
+                    koas_kernel_api::abi::PluginError::AbiMismatch { found, expected },
+                ),
+                WireLoadError::Other { message } => crate::loader::LoadError::Open(message),
+            })
+        })
+    }
+
+    /// Runs one kernel in a worker: the plugin's answer or how the worker
+    /// ended, and the deaths of workers noticed meanwhile. A worker that
+    /// completed the run goes back to the pool; any other is killed with
+    /// its process group and reaped.
+    ///
+    /// A worker that dies during the run after an earlier job in it left
+    /// threads running may have been ended by one of those threads: the
+    /// kernel is run again, once, on a fresh worker. If it then completes,
+    /// the death is that earlier job's (a [`LateDeath`] in
+    /// [`Ran::late_deaths`]); if its fresh worker dies too, the death is
+    /// the kernel's own.
+    pub fn run(&self, call: KernelCall<'_>) -> Ran {
+        let ticket = self.next_ticket.fetch_add(1, Ordering::SeqCst);
+        let mut late = Vec::new();
+        let answer = match self.take(&mut late) {
+            Ok(worker) => self.run_on(worker, &call, ticket, &mut late, true),
+            Err(end) => Err(end),
+        };
+        Ran {
+            ticket,
+            answer,
+            late_deaths: late,
         }
     }
 
-    /// Runs one kernel in a worker; the plugin's answer (JSON, unchecked)
-    /// or how the worker ended. A worker that completed the run goes back
-    /// to the pool; any other is killed and reaped.
-    pub fn run(&self, call: KernelCall<'_>) -> Result<Vec<u8>, WorkerEnd> {
-        let mut worker = self.take()?;
-        worker.seq += 1;
-        let seq = worker.seq;
-        worker.stderr.start_request();
-        let max_output = call.limits.output_bytes();
-        let request = ToWorker::Run {
-            seq,
-            library: call.library.to_path_buf(),
-            index: call.index,
-            memory_mb: call.limits.memory_mb,
-            max_output: max_output as u64,
-        };
-        let in_calls = AtomicUsize::new(0);
-        let (stop, stopped) = mpsc::channel();
-        let answer = std::thread::scope(|s| {
-            let watchdog = Watchdog {
-                child: &worker.child,
-                stdin: &worker.stdin,
-                seq,
-                timeout: call.limits.timeout(),
-                cancel: Some(call.cancel),
-                in_calls: &in_calls,
-            };
-            let watching = s.spawn(move || watchdog.watch(stopped));
-            let answer = if send(&worker.stdin, &request, call.request).is_err() {
-                Err(EndCause::Died)
-            } else {
-                // Frames are at most the output cap (the answer, a file
-                // body), plus room for the JSON around an answer.
-                let max_body = (max_output as u64).saturating_add(1024 * 1024);
-                let stdin = worker.stdin.clone();
-                let in_calls = &in_calls;
-                let host = call.host;
-                loop {
-                    match read_frame::<FromWorker>(&mut worker.stdout, max_body) {
-                        Ok(Some((FromWorker::Done { seq: n }, body))) if n == seq => {
-                            break Ok(body)
-                        }
-                        Ok(Some((
-                            FromWorker::Log {
-                                seq: n,
-                                level,
-                                message,
-                            },
-                            _,
-                        ))) if n == seq => {
-                            host.log(LogLevel::from_u32(level), &message);
-                        }
-                        Ok(Some((
-                            FromWorker::Progress {
-                                seq: n,
-                                done,
-                                total,
-                            },
-                            _,
-                        ))) if n == seq => {
-                            host.progress(done, total);
-                        }
-                        Ok(Some((FromWorker::Call { seq: n, id, header }, body))) if n == seq => {
-                            in_calls.fetch_add(1, Ordering::SeqCst);
-                            let stdin = stdin.clone();
-                            s.spawn(move || {
-                                let answer = match host.call(&header, &body) {
-                                    Ok(value) => HostCallResponse::Ok { value },
-                                    Err(message) => HostCallResponse::Error { message },
-                                };
-                                in_calls.fetch_sub(1, Ordering::SeqCst);
-                                if let Ok(mut stdin) = stdin.lock() {
-                                    let _ = write_frame(
-                                        &mut *stdin,
-                                        &ToWorker::Reply { id, answer },
-                                        &[],
-                                    );
-                                }
-                            });
-                        }
-                        Ok(Some(_)) => {}
-                        Ok(None) | Err(FrameError::Broken) => break Err(EndCause::Died),
-                        Err(FrameError::Malformed(m)) => break Err(EndCause::Protocol(m)),
-                    }
-                }
-            };
-            let _ = stop.send(());
-            let killed = watching.join().ok().flatten();
-            match (answer, killed) {
-                (_, Some(Kill::Timeout(after))) => Err(EndCause::TimedOut(after)),
-                (_, Some(Kill::Cancel)) => Err(EndCause::CancelIgnored),
-                (answer, None) => answer,
-            }
-        });
-        match answer {
-            Ok(body) => {
-                self.give_back(worker);
+    fn run_on(
+        &self,
+        mut worker: Worker,
+        call: &KernelCall<'_>,
+        ticket: u64,
+        late: &mut Vec<LateDeath>,
+        first_try: bool,
+    ) -> Result<Vec<u8>, WorkerEnd> {
+        match run_kernel(&mut worker, call) {
+            Ok((body, left_threads)) => {
+                let job = Job::Kernel {
+                    name: call.kernel.to_string(),
+                    ticket,
+                };
+                worker.served(job, left_threads);
+                self.give_back(worker, late);
                 Ok(body)
+            }
+            Err(EndCause::Died) if first_try && !call.cancel.load(Ordering::SeqCst) => {
+                // Maybe a thread an earlier kernel left running ended it:
+                // run it on a fresh worker to know.
+                let Some(suspect) = worker.suspect.clone() else {
+                    return Err(worker.end(EndCause::Died));
+                };
+                let death = worker.late_death_of(suspect, Noticed::During(call.kernel.to_string()));
+                let left = match death.left_threads {
+                    Some(1) => "a thread".to_string(),
+                    Some(n) => format!("{n} threads"),
+                    None => "threads".to_string(),
+                };
+                call.host.log(
+                    LogLevel::Warn,
+                    &format!(
+                        "its worker process{} {} while it ran, and {} may have left {left} running in that process: it is run again on a fresh worker",
+                        death.end.pid.map(|p| format!(" (pid {p})")).unwrap_or_default(),
+                        death.end.status_text(),
+                        death.blamed
+                    ),
+                );
+                let again = match Worker::spawn(&self.program) {
+                    Ok(fresh) => self.run_on(fresh, call, ticket, late, false),
+                    Err(end) => return Err(end),
+                };
+                // Dying on a fresh worker too makes both deaths its own.
+                if !matches!(&again, Err(end) if end.cause == EndCause::Died) {
+                    late.push(death);
+                }
+                again
             }
             Err(cause) => Err(worker.end(cause)),
         }
     }
+}
+
+/// Runs one kernel on `worker`: the plugin's answer and the threads the
+/// kernel left running, or why the worker stopped.
+fn run_kernel(
+    worker: &mut Worker,
+    call: &KernelCall<'_>,
+) -> Result<(Vec<u8>, Option<u32>), EndCause> {
+    worker.seq += 1;
+    let seq = worker.seq;
+    worker.stderr.start_request();
+    let max_output = call.limits.output_bytes();
+    let request = ToWorker::Run {
+        seq,
+        library: call.library.to_path_buf(),
+        index: call.index,
+        memory_mb: call.limits.memory_mb,
+        max_output: max_output as u64,
+    };
+    // Frames are at most the output cap (the answer, a file body), plus
+    // room for the JSON around an answer.
+    let max_body = (max_output as u64).saturating_add(1024 * 1024);
+    let in_calls = AtomicUsize::new(0);
+    let watch = Watch {
+        seq,
+        timeout: call.limits.timeout(),
+        cancel: Some(call.cancel),
+        in_calls: &in_calls,
+    };
+    let stdin = worker.stdin.clone();
+    let host = call.host;
+    let worker = &*worker;
+    std::thread::scope(|s| {
+        let in_calls = &in_calls;
+        worker.exchange(&request, call.request, max_body, watch, |frame, body| {
+            match frame {
+                FromWorker::Done {
+                    seq: n,
+                    left_threads,
+                } if n == seq => return Some((body, left_threads)),
+                FromWorker::Log {
+                    seq: n,
+                    level,
+                    message,
+                } if n == seq => host.log(LogLevel::from_u32(level), &message),
+                FromWorker::Progress {
+                    seq: n,
+                    done,
+                    total,
+                } if n == seq => host.progress(done, total),
+                FromWorker::Call { seq: n, id, header } if n == seq => {
+                    in_calls.fetch_add(1, Ordering::SeqCst);
+                    let stdin = stdin.clone();
+                    s.spawn(move || {
+                        let answer = match host.call(&header, &body) {
+                            Ok(value) => HostCallResponse::Ok { value },
+                            Err(message) => HostCallResponse::Error { message },
+                        };
+                        in_calls.fetch_sub(1, Ordering::SeqCst);
+                        if let Ok(mut stdin) = stdin.lock() {
+                            let _ = write_frame(&mut *stdin, &ToWorker::Reply { id, answer }, &[]);
+                        }
+                    });
+                }
+                // Frames of an earlier request (a thread its kernel left
+                // behind may still log) are not this kernel's.
+                _ => {}
+            }
+            None
+        })
+    })
 }

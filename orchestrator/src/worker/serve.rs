@@ -78,9 +78,17 @@ fn serve_until_eof() -> io::Result<()> {
         match job {
             ToWorker::Describe { library, memory_mb } => {
                 set_memory_limit(describe_limit(memory_mb));
+                let before = thread_count();
                 let result = describe(&mut libraries, &library);
+                let left_threads = threads_left(before);
                 set_memory_limit(None);
-                shared.send(&FromWorker::Described { result }, &[]);
+                shared.send(
+                    &FromWorker::Described {
+                        result,
+                        left_threads,
+                    },
+                    &[],
+                );
             }
             ToWorker::Run {
                 seq,
@@ -89,6 +97,7 @@ fn serve_until_eof() -> io::Result<()> {
                 memory_mb,
                 max_output,
             } => {
+                let before = thread_count();
                 let answer = match limit_below_own_use(memory_mb) {
                     Some(message) => error_answer(message),
                     None => {
@@ -109,7 +118,8 @@ fn serve_until_eof() -> io::Result<()> {
                         answer
                     }
                 };
-                shared.send(&FromWorker::Done { seq }, &answer);
+                let left_threads = threads_left(before);
+                shared.send(&FromWorker::Done { seq, left_threads }, &answer);
             }
             ToWorker::Reply { .. } | ToWorker::Cancel { .. } => {}
         }
@@ -140,17 +150,45 @@ fn read_parent(mut input: BufReader<File>, shared: &Shared, jobs: &Sender<(ToWor
                     shared.cancelled.store(false, Ordering::SeqCst);
                 }
                 if jobs.send((job, body)).is_err() {
-                    std::process::exit(0);
+                    end_worker();
                 }
             }
-            Ok(None) => std::process::exit(0),
-            Err(FrameError::Broken) => std::process::exit(0),
+            Ok(None) | Err(FrameError::Broken) => end_worker(),
             Err(FrameError::Malformed(m)) => {
                 eprintln!("koas worker: unreadable message from koas: {m}");
                 std::process::exit(3);
             }
         }
     }
+}
+
+/// Ends the worker: its parent is done with it or gone. Whatever its
+/// plugins forked in its process group ends with it, so nothing outlives
+/// `koas`, even a `koas` killed with SIGKILL.
+fn end_worker() -> ! {
+    super::group::end_own_group();
+    std::process::exit(0)
+}
+
+/// The number of threads of this process, where the system says it.
+fn thread_count() -> Option<usize> {
+    #[cfg(target_os = "linux")]
+    {
+        std::fs::read_dir("/proc/self/task")
+            .ok()
+            .map(Iterator::count)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        None
+    }
+}
+
+/// The threads started since `before` that still run: what a kernel (or
+/// a library's loading) left behind.
+fn threads_left(before: Option<usize>) -> Option<u32> {
+    let after = thread_count()?;
+    u32::try_from(after.saturating_sub(before?)).ok()
 }
 
 fn load<'a>(

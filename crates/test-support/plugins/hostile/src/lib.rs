@@ -40,6 +40,20 @@ enum Behaviour {
     DeclaresLock,
     /// Declares `run.json` as a path it streams to.
     DeclaresRunRecord,
+    /// Forks (Unix): the child keeps the worker's pipes open and sleeps
+    /// `child_secs` (30 by default); the worker writes the child's pid to
+    /// `pid_file` (if given) and aborts.
+    ForkThenCrash,
+    /// The same, but the worker calls `exit(0)` instead of aborting.
+    ForkThenExit,
+    /// The same, but the worker loops forever (until killed).
+    ForkThenLoop,
+    /// The same, but the kernel then returns a good answer: the child
+    /// lives on in the worker's process group.
+    ForkThenReturn,
+    /// Leaves a thread behind that calls `exit(0)` `delay_ms` (300 by
+    /// default) after the kernel has returned a good answer.
+    LeftoverExit,
 }
 
 struct Hostile {
@@ -57,6 +71,45 @@ fn config_u64(c: &KernelConfig, key: &str, default: u64) -> u64 {
 fn recurse(depth: u64) -> u64 {
     let frame = black_box([depth; 256]);
     recurse(depth + 1) + frame[(depth % 256) as usize]
+}
+
+/// Forks and returns the child's pid to the parent; the child sleeps
+/// `secs` with the worker's pipes open and ends without running any
+/// destructor.
+#[cfg(unix)]
+fn fork_sleeper(secs: u64) -> Result<i32, String> {
+    extern "C" {
+        fn fork() -> i32;
+        fn _exit(code: i32) -> !;
+    }
+    // Deliberate: the misbehaviour under test. The child only sleeps and
+    // `_exit`s, both safe after a fork in a threaded process.
+    match unsafe { fork() } {
+        -1 => Err("fork failed".to_string()),
+        0 => {
+            std::thread::sleep(Duration::from_secs(secs));
+            unsafe { _exit(0) }
+        }
+        child => Ok(child),
+    }
+}
+
+#[cfg(not(unix))]
+fn fork_sleeper(_secs: u64) -> Result<i32, String> {
+    Err("forking needs Unix".to_string())
+}
+
+/// Forks a sleeper and writes its pid to the config's `pid_file`.
+fn fork_and_tell(c: &KernelConfig) -> Result<(), KernelError> {
+    let child = fork_sleeper(config_u64(c, "child_secs", 30)).map_err(KernelError::failed)?;
+    if let Some(file) = c
+        .get("pid_file")
+        .and_then(Value::as_str)
+        .filter(|f| !f.is_empty())
+    {
+        std::fs::write(file, child.to_string()).map_err(|e| KernelError::failed(e.to_string()))?;
+    }
+    Ok(())
 }
 
 impl Kernel for Hostile {
@@ -80,6 +133,15 @@ impl Kernel for Hostile {
                 })),
             Behaviour::DeclaresLock => spec.output_file("hostile_out", ".lock"),
             Behaviour::DeclaresRunRecord => spec.output("hostile_out").writes("run.json"),
+            Behaviour::ForkThenCrash
+            | Behaviour::ForkThenExit
+            | Behaviour::ForkThenLoop
+            | Behaviour::ForkThenReturn => spec
+                .output("hostile_out")
+                .default_config(json!({ "child_secs": 30, "pid_file": "" })),
+            Behaviour::LeftoverExit => spec
+                .output("hostile_out")
+                .default_config(json!({ "delay_ms": 300 })),
             _ => spec.output("hostile_out"),
         }
     }
@@ -143,6 +205,32 @@ impl Kernel for Hostile {
                 Value::Object(results)
             }
             Behaviour::DeclaresLock | Behaviour::DeclaresRunRecord => json!("locked"),
+            Behaviour::ForkThenCrash => {
+                fork_and_tell(c)?;
+                std::process::abort()
+            }
+            Behaviour::ForkThenExit => {
+                fork_and_tell(c)?;
+                std::process::exit(0)
+            }
+            Behaviour::ForkThenLoop => {
+                fork_and_tell(c)?;
+                loop {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            }
+            Behaviour::ForkThenReturn => {
+                fork_and_tell(c)?;
+                json!("forked")
+            }
+            Behaviour::LeftoverExit => {
+                let delay = Duration::from_millis(config_u64(c, "delay_ms", 300));
+                std::thread::spawn(move || {
+                    std::thread::sleep(delay);
+                    std::process::exit(0)
+                });
+                json!("returned")
+            }
         };
         Ok(KernelOutput::new()
             .artifact("hostile_out", out)
@@ -151,6 +239,7 @@ impl Kernel for Hostile {
 }
 
 /// Reads the hostile kernel's output: skipped whenever that one fails.
+/// Sleeps `sleep_ms` (0 by default), then says which process ran it.
 struct After;
 impl Kernel for After {
     fn spec(&self) -> KernelSpec {
@@ -158,9 +247,11 @@ impl Kernel for After {
             .stage("H")
             .input("hostile_out")
             .output("after_hostile")
+            .default_config(json!({ "sleep_ms": 0 }))
     }
-    fn run(&self, _ctx: &Context, _c: &KernelConfig, _inputs: &Inputs) -> KernelResult {
-        Ok(KernelOutput::new().artifact("after_hostile", true))
+    fn run(&self, _ctx: &Context, c: &KernelConfig, _inputs: &Inputs) -> KernelResult {
+        std::thread::sleep(Duration::from_millis(config_u64(c, "sleep_ms", 0)));
+        Ok(KernelOutput::new().artifact("after_hostile", json!({ "pid": std::process::id() })))
     }
 }
 
@@ -230,6 +321,26 @@ koas_kernel_api::export_kernel!(
     Hostile {
         name: "hostile_declares_run_record",
         behaviour: Behaviour::DeclaresRunRecord
+    },
+    Hostile {
+        name: "hostile_fork_then_crash",
+        behaviour: Behaviour::ForkThenCrash
+    },
+    Hostile {
+        name: "hostile_fork_then_exit",
+        behaviour: Behaviour::ForkThenExit
+    },
+    Hostile {
+        name: "hostile_fork_then_loop",
+        behaviour: Behaviour::ForkThenLoop
+    },
+    Hostile {
+        name: "hostile_fork_then_return",
+        behaviour: Behaviour::ForkThenReturn
+    },
+    Hostile {
+        name: "hostile_leftover_exit",
+        behaviour: Behaviour::LeftoverExit
     },
     After,
     WhereAmI {
