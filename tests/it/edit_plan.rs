@@ -260,3 +260,127 @@ fn a_models_flagged_edit_of_inline_code_is_refused_where_a_persons_would_pass() 
     assert_code(&out, 0, "review with an ops file");
     assert_eq!(v["total_changes"], 1, "{v:#}");
 }
+
+/// Every exchange of the review's log.
+fn exchanges(s: &Scratch) -> Vec<Value> {
+    std::fs::read_to_string(s.workspace().join("llm/exchanges.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+#[test]
+fn regression_a_model_that_loops_on_a_complete_answer_is_cut_at_once_and_the_answer_used() {
+    let s = Scratch::new();
+    s.write("doc.md", DOC);
+    // The answer is complete at once, then the model repeats it without
+    // end (never writing END_EDIT_OPS), 10 times a second: before, every
+    // request ran to the token cap.
+    let m = ScriptedModel::start(|r: &ModelRequest| {
+        let (text, repeat) = if !r.prompt.contains("BEGIN_EDIT_OPS") {
+            (
+                "The section states a retention rule.\n".to_owned(),
+                "The section states a retention rule and nothing else.\n".to_owned(),
+            )
+        } else if r.prompt.contains("aplies") {
+            (
+                r#"BEGIN_EDIT_OPS
+[{"action": "replace", "before_text": "aplies", "after_text": "applies", "kind": "typo"}]
+"#
+                .to_owned(),
+                "BEGIN_EDIT_OPS\n[]\n".to_owned(),
+            )
+        } else {
+            (
+                "BEGIN_EDIT_OPS\n[]\n".to_owned(),
+                "BEGIN_EDIT_OPS\n[]\n".to_owned(),
+            )
+        };
+        ModelAnswer::Looping {
+            text,
+            repeat,
+            every: Duration::from_millis(100),
+        }
+    });
+    let (out, v) = review_json(&s, &llm_flags(&m, 4));
+    assert_code(&out, 0, "review with a looping model");
+    assert_eq!(v["total_changes"], 1, "{v}\n{}", stderr(&out));
+    let log = exchanges(&s);
+    let edits: Vec<&Value> = log
+        .iter()
+        .filter(|e| e["role"] == "edit" && e["source"] == "backend")
+        .collect();
+    assert!(!edits.is_empty(), "{log:?}");
+    for e in &edits {
+        // Complete at once: cut within a second, at the end of the list.
+        assert_eq!(e["ended_by"], "complete", "{e}");
+        assert!(e["latency_ms"].as_u64().is_some_and(|ms| ms < 1_000), "{e}");
+        assert!(
+            e["raw_text"]
+                .as_str()
+                .is_some_and(|t| t.trim_end().ends_with(']')),
+            "{e}"
+        );
+    }
+    // Summaries are cut when they start repeating (a line three times,
+    // 300 ms at this pace), with the line kept once.
+    let summaries: Vec<&Value> = log
+        .iter()
+        .filter(|e| e["role"] == "pyramid" && e["source"] == "backend")
+        .collect();
+    assert!(!summaries.is_empty(), "{log:?}");
+    for e in summaries {
+        assert_eq!(e["ended_by"], "repetition", "{e}");
+        assert!(e["latency_ms"].as_u64().is_some_and(|ms| ms < 5_000), "{e}");
+        assert_eq!(
+            e["raw_text"]
+                .as_str()
+                .map(|t| t.matches("nothing else").count()),
+            Some(1),
+            "{e}"
+        );
+    }
+}
+
+#[test]
+fn regression_a_model_writing_garbage_to_the_cap_gets_a_varied_retry_not_the_same_request() {
+    let s = Scratch::new();
+    s.write("doc.md", DOC);
+    let m = ScriptedModel::start(|r: &ModelRequest| {
+        if !r.prompt.contains("BEGIN_EDIT_OPS") {
+            return ModelAnswer::text("The section states a retention rule.");
+        }
+        ModelAnswer::text("lorem ipsum dolor ".repeat(2_000))
+    });
+    let (out, _) = review_json(&s, &llm_flags(&m, 4));
+    assert_code(&out, 0, "review with a garbage model");
+    let asked: Vec<(String, String, String)> = m
+        .requests()
+        .iter()
+        .filter(|r| r.prompt.contains("BEGIN_EDIT_OPS"))
+        .map(|r| {
+            (
+                r.prompt.clone(),
+                format!("{:?}", r.temperature),
+                r.body["max_tokens"].to_string(),
+            )
+        })
+        .collect();
+    let distinct: std::collections::HashSet<_> = asked.iter().collect();
+    assert!(
+        asked.len() > 3,
+        "the chunks were asked again: {}",
+        asked.len()
+    );
+    assert_eq!(
+        distinct.len(),
+        asked.len(),
+        "no request was sent twice the same"
+    );
+    // And none was answered from the cache.
+    assert!(
+        exchanges(&s).iter().all(|e| e["source"] != "cache"),
+        "a retry came from the cache"
+    );
+}

@@ -125,6 +125,9 @@ impl EditModel for HostModel<'_> {
                 if let Some(marker) = &r.stop_marker {
                     request = request.stop_marker(marker.clone());
                 }
+                if let Some(marker) = &r.complete_after {
+                    request = request.complete_json_after(marker.clone());
+                }
                 request
             })
             .collect();

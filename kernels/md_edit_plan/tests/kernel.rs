@@ -44,6 +44,7 @@ fn worker(calls: Arc<AtomicUsize>) -> impl Fn(&LlmRequest) -> Result<String, Str
         assert_eq!(r.role, "edit");
         assert!(r.prompt.contains("français"), "{}", r.prompt);
         assert_eq!(r.stop_markers, ["END_EDIT_OPS"]);
+        assert_eq!(r.complete_after, ["BEGIN_EDIT_OPS"]);
         if r.prompt.contains("décrit les controles") {
             Ok("BEGIN_EDIT_OPS\n[{\"action\": \"replace\", \"line\": 1, \"before_text\": \"les controles\", \"after_text\": \"les contrôles\", \"kind\": \"typo\"}]\nEND_EDIT_OPS".into())
         } else if r.prompt.contains("rm -rf") {

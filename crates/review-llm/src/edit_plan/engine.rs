@@ -33,6 +33,8 @@ use crate::pyramid::Template;
 
 /// Where the structured answer ends.
 pub const END_MARKER: &str = "END_EDIT_OPS";
+/// Where a structured answer's ops list begins.
+pub const BEGIN_MARKER: &str = "BEGIN_EDIT_OPS";
 
 #[derive(Serialize)]
 struct PromptValues<'a> {
@@ -104,6 +106,10 @@ struct Job<'a> {
     masks: Vec<(String, String)>,
     exemplar: Option<serde_json::Value>,
     recipe_degenerate_after: Option<bool>,
+    /// The requests already sent for this chunk (prompt hash, temperature,
+    /// token cap): a retry must differ from all of them, or it would get
+    /// the same answer from the cache.
+    asked: Vec<(String, Option<f64>, u32)>,
 }
 
 /// Plans the document. `on_chunk` is called for every finished chunk in
@@ -186,6 +192,7 @@ pub fn plan(
                 masks: Vec::new(),
                 exemplar: None,
                 recipe_degenerate_after: None,
+                asked: Vec::new(),
             };
             let first = prompt(&job, input, options, &options.templates.review, "")?;
             job.key = incremental_key(&job, options, &first);
@@ -245,7 +252,9 @@ pub fn plan(
                 if jobs[i].step == Step::Done {
                     continue;
                 }
-                requests.push(request(&jobs[i], input, options)?);
+                let mut next = request(&jobs[i], input, options)?;
+                differ_from_earlier(&mut jobs[i], &mut next);
+                requests.push(next);
                 owners.push(i);
             }
             if requests.is_empty() {
@@ -595,14 +604,69 @@ fn request(
             )
         }
     };
+    let structured = role == ModelRole::Worker && !job.plain;
     Ok(ModelRequest {
         chunk_id: job.piece.id.clone(),
         role,
         prompt: text,
         temperature: job.temperature,
-        max_tokens: options.max_tokens,
-        stop_marker: (role == ModelRole::Worker && !job.plain).then(|| END_MARKER.to_owned()),
+        max_tokens: answer_cap(job, options),
+        stop_marker: structured.then(|| END_MARKER.to_owned()),
+        // The ops list closed is the whole answer: a model that never
+        // writes the end marker does not run on to the cap.
+        complete_after: structured.then(|| BEGIN_MARKER.to_owned()),
     })
+}
+
+/// The most tokens an answer about this chunk may take: ops quote the
+/// chunk's text (before and after), so about twice its size plus room
+/// for the fields, within the configured ceiling. A 60-token section does
+/// not need a 1,024-token answer.
+fn answer_cap(job: &Job, options: &PlanOptions) -> u32 {
+    let chunk = estimate_tokens(&job.masked.text);
+    chunk
+        .saturating_mul(2)
+        .saturating_add(ANSWER_OVERHEAD)
+        .clamp(
+            MIN_ANSWER_TOKENS.min(options.max_tokens),
+            options.max_tokens,
+        )
+}
+
+/// Room for an answer's fields beyond the quoted text.
+const ANSWER_OVERHEAD: u32 = 192;
+/// The smallest cap: a few ops with short quotes.
+const MIN_ANSWER_TOKENS: u32 = 256;
+
+/// A request identical to one already sent for the chunk would be answered
+/// from the cache with the same unusable answer: it is nudged warmer, and
+/// the escalation says so.
+fn differ_from_earlier(job: &mut Job, next: &mut ModelRequest) {
+    let hash = sha256_of_parts([next.prompt.as_str()]);
+    let same = |job: &Job, t: Option<f64>| {
+        job.asked
+            .iter()
+            .any(|(h, at, cap)| *h == hash && *at == t && *cap == next.max_tokens)
+    };
+    if same(job, next.temperature) {
+        let from = next.temperature;
+        let mut to = from.unwrap_or(0.0);
+        while same(job, Some(to)) || Some(to) == from {
+            to = ((to + 0.15) * 100.0).round() / 100.0;
+        }
+        next.temperature = Some(to);
+        job.temperature = Some(to);
+        escalate(
+            job,
+            "retry",
+            from.map_or("temperature=configured".to_owned(), |t| {
+                format!("temperature={t:.2}")
+            }),
+            format!("temperature={to:.2}"),
+            "the same request again would get the same answer".to_owned(),
+        );
+    }
+    job.asked.push((hash, next.temperature, next.max_tokens));
 }
 
 /// Why a worker answer is unusable, if it is.
@@ -678,7 +742,7 @@ fn advance(
     job.status.method = ladder.method.as_str().to_owned();
     job.status.parse_success = ladder.method.succeeded();
     job.status.stopped_at_marker = answer.stopped_at_marker;
-    if let Some(why) = degenerate(&answer, &ladder, options.max_tokens) {
+    if let Some(why) = degenerate(&answer, &ladder, answer_cap(job, options)) {
         if let Step::Regenerate(_) = step {
             job.status.verdict = ChunkVerdict::Rejected;
             job.step = Step::Done;

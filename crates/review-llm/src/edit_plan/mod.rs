@@ -157,6 +157,9 @@ pub struct ModelRequest {
     pub max_tokens: u32,
     /// Where generation may stop (`END_EDIT_OPS`).
     pub stop_marker: Option<String>,
+    /// The marker after which one whole JSON value is the complete answer
+    /// (`BEGIN_EDIT_OPS`).
+    pub complete_after: Option<String>,
 }
 
 /// A model's answer.
