@@ -196,7 +196,7 @@ fn main() {
         });
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::write(dir.path().join("doc.md"), &text).expect("write");
-        let v = review(&bin, dir.path(), &model.url());
+        let v = review(bin, dir.path(), &model.url());
         let ws = workspace(dir.path());
         let registry = registry.lock().map(|r| r.clone()).unwrap_or_default();
         for (harm, count) in registry.values().fold(BTreeMap::new(), |mut m, h| {
@@ -307,7 +307,7 @@ fn main() {
         });
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::write(dir.path().join("doc.md"), &planted).expect("write");
-        let v = review(&bin, dir.path(), &model.url());
+        let v = review(bin, dir.path(), &model.url());
         let ws = workspace(dir.path());
         let entries = ledger(&ws);
         let silent = entries.iter().filter(|e| e["silent"] == true).count();
