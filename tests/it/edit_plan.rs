@@ -384,3 +384,48 @@ fn regression_a_model_writing_garbage_to_the_cap_gets_a_varied_retry_not_the_sam
         "a retry came from the cache"
     );
 }
+
+#[test]
+fn a_model_that_answers_neither_prompt_is_stopped_early_and_the_review_says_so() {
+    let mut doc = String::from("# Handbook\n\n");
+    for i in 1..=40 {
+        doc.push_str(&format!(
+            "## Part {i}\n\nPart {i} is read by the operator.\n\n"
+        ));
+    }
+    let m = ScriptedModel::start(|r: &ModelRequest| {
+        if r.prompt.contains("BEGIN_EDIT_OPS") || r.prompt.contains("[RVW]") {
+            ModelAnswer::text("}}} {{{ 123")
+        } else {
+            ModelAnswer::text("A part of the handbook.")
+        }
+    });
+    let s = Scratch::new();
+    s.write("doc.md", &doc);
+    let (out, v) = review_json(&s, &llm_flags(&m, 4));
+    assert_code(&out, 0, "the review goes on without the model");
+    let model = &v["model"];
+    assert!(
+        model["stopped"]
+            .as_str()
+            .is_some_and(|r| r.contains("the model gave no usable answer")),
+        "{model}"
+    );
+    assert!(
+        model["chunks_not_reviewed"].as_u64().unwrap_or(0) >= 8,
+        "{model}"
+    );
+    // Said in the text a person reads too.
+    let s = Scratch::new();
+    s.write("doc.md", &doc);
+    let mut args = vec!["review".to_owned(), "doc.md".to_owned()];
+    args.extend(llm_flags(&m, 4));
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = s.koas(&refs);
+    assert_code(&out, 0, "text review");
+    assert!(
+        stdout(&out).contains("the model was stopped early (the model gave no usable answer"),
+        "{}",
+        stdout(&out)
+    );
+}

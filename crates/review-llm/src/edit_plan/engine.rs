@@ -216,6 +216,10 @@ pub fn plan(
         .collect();
     let previous = input.previous.filter(|_| !options.rebuild);
     let mut breaker = CircuitBreaker::new(options.breaker_window, options.breaker_threshold);
+    // The same judgement over the plain-prompt chunks: a model that cannot
+    // answer either prompt is stopped early, not asked every chunk to the
+    // end of the budget.
+    let mut give_up = CircuitBreaker::new(options.breaker_window, options.breaker_threshold);
     let mut warnings = Vec::new();
     let mut stopped: Option<String> = None;
     let batch = options.batch_size.max(1);
@@ -290,7 +294,18 @@ pub fn plan(
         for job in &mut jobs[wave] {
             if !job.status.reused && job.status.verdict != ChunkVerdict::Skipped {
                 let parsed = job.status.parse_success && !job.status.degenerate;
-                if breaker.record(parsed) {
+                if job.plain {
+                    if give_up.record(parsed) && stopped.is_none() {
+                        let why = format!(
+                            "the model gave no usable answer to most chunks with either prompt, the plain-text one too (up to chunk {}), so the review stopped asking it",
+                            job.piece.id
+                        );
+                        warnings.push(format!(
+                            "stopped asking the model ({why}); the chunks not reviewed are recorded as skipped and asked again next run"
+                        ));
+                        stopped = Some(why);
+                    }
+                } else if breaker.record(parsed) {
                     warnings.push(format!(
                         "circuit breaker tripped after chunk {}: most recent answers were unreadable, the remaining chunks get the plain-text prompt",
                         job.piece.id

@@ -778,3 +778,42 @@ fn an_answer_cap_follows_the_chunk_within_the_ceiling() {
         "never above the ceiling"
     );
 }
+
+#[test]
+fn a_model_that_answers_neither_prompt_is_stopped_early_and_the_plan_says_so() {
+    let f = fixture(&many_sections(40));
+    let mut o = options();
+    o.breaker_window = 4;
+    o.batch_size = 1;
+    let model = script(|_, _| ok("}}} {{{ 123"));
+    let (planned, _) = run(&f.input(None, &[]), &o, &model);
+    let p = &planned.plan;
+    assert!(p.stats.circuit_breaker_tripped);
+    let asked = p
+        .chunks
+        .iter()
+        .filter(|c| c.verdict != ChunkVerdict::Skipped)
+        .count();
+    let skipped = p.chunks.len() - asked;
+    // Two structured chunks trip the breaker, two plain ones the give-up.
+    assert_eq!(
+        asked,
+        4,
+        "{:?}",
+        p.chunks.iter().map(|c| &c.verdict).collect::<Vec<_>>()
+    );
+    assert!(skipped >= 30, "{skipped}");
+    assert!(
+        planned
+            .warnings
+            .iter()
+            .any(|w| w.contains("the review stopped asking it")),
+        "{:?}",
+        planned.warnings
+    );
+    assert!(
+        model.calls.borrow().len() < 4 * 6,
+        "{}",
+        model.calls.borrow().len()
+    );
+}
