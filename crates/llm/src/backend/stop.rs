@@ -45,6 +45,16 @@ struct JsonScan {
     escaped: bool,
 }
 
+/// The byte offset just after the earliest of `markers` found in
+/// `text[from..]`.
+fn end_of_first(text: &str, from: usize, markers: &[String]) -> Option<usize> {
+    markers
+        .iter()
+        .filter(|m| !m.is_empty())
+        .filter_map(|m| text[from..].find(m.as_str()).map(|at| from + at + m.len()))
+        .min()
+}
+
 /// Accumulates streamed text and reports the first reason to stop.
 pub(crate) struct StopWatch<'a> {
     markers: &'a [String],
@@ -90,16 +100,7 @@ impl<'a> StopWatch<'a> {
         while !self.text.is_char_boundary(from) {
             from -= 1;
         }
-        let marker_end = self
-            .markers
-            .iter()
-            .filter(|m| !m.is_empty())
-            .filter_map(|m| {
-                self.text[from..]
-                    .find(m.as_str())
-                    .map(|at| from + at + m.len())
-            })
-            .min();
+        let marker_end = end_of_first(&self.text, from, self.markers);
         let complete_end = self.complete_json(from);
         let repeat_end = self.repetition(old_len);
         let found = [
@@ -124,16 +125,7 @@ impl<'a> StopWatch<'a> {
             return None;
         }
         if self.json.at.is_none() {
-            self.json.at = self
-                .complete_after
-                .iter()
-                .filter(|m| !m.is_empty())
-                .filter_map(|m| {
-                    self.text[from..]
-                        .find(m.as_str())
-                        .map(|at| from + at + m.len())
-                })
-                .min();
+            self.json.at = end_of_first(&self.text, from, self.complete_after);
         }
         let start = self.json.at?;
         let bytes = self.text.as_bytes();

@@ -670,16 +670,7 @@ fn differ_from_earlier(job: &mut Job, next: &mut ModelRequest) {
             to = ((to + 0.15) * 100.0).round() / 100.0;
         }
         next.temperature = Some(to);
-        job.temperature = Some(to);
-        escalate(
-            job,
-            "retry",
-            from.map_or("temperature=configured".to_owned(), |t| {
-                format!("temperature={t:.2}")
-            }),
-            format!("temperature={to:.2}"),
-            "the same request again would get the same answer".to_owned(),
-        );
+        warmer(job, to, "the same request again would get the same answer");
     }
     job.asked.push((hash, next.temperature, next.max_tokens));
 }
@@ -703,6 +694,21 @@ fn degenerate(
         }
         _ => None,
     }
+}
+
+/// Asks the chunk again at temperature `to`, recorded as a `retry`.
+fn warmer(job: &mut Job, to: f64, why: &str) {
+    let from = job.temperature;
+    job.temperature = Some(to);
+    escalate(
+        job,
+        "retry",
+        from.map_or("temperature=configured".to_owned(), |t| {
+            format!("temperature={t:.2}")
+        }),
+        format!("temperature={to:.2}"),
+        why.to_owned(),
+    );
 }
 
 fn escalate(job: &mut Job, policy: &str, from: String, to: String, reason: String) {
@@ -883,18 +889,7 @@ fn on_degenerate(job: &mut Job, why: &str, options: &PlanOptions) -> Result<(), 
     // Empty answers: ask again, warmer.
     if why == "empty_response" && job.empty_retries < options.empty_retries {
         job.empty_retries += 1;
-        let from = job.temperature;
-        let to = f64::from(10 + 5 * job.empty_retries) / 100.0;
-        job.temperature = Some(to);
-        escalate(
-            job,
-            "retry",
-            from.map_or("temperature=configured".to_owned(), |t| {
-                format!("temperature={t:.2}")
-            }),
-            format!("temperature={to:.2}"),
-            why.to_owned(),
-        );
+        warmer(job, f64::from(10 + 5 * job.empty_retries) / 100.0, why);
         return Ok(());
     }
     // Policy A: less context.
