@@ -53,6 +53,20 @@ fn run_hostile(p: &Project, args: &[&str]) -> Output {
     p.run(&all)
 }
 
+/// `koas run` of `p`'s pipeline in its folder with the testkit and hostile
+/// plugins, not started yet.
+fn hostile_command(p: &Project) -> std::process::Command {
+    let mut c = koas();
+    c.arg("run")
+        .arg(p.pipeline())
+        .arg("--kernel-path")
+        .arg(test_plugin("testkit"))
+        .arg("--kernel-path")
+        .arg(test_plugin("hostile"))
+        .current_dir(p.dir.path());
+    c
+}
+
 /// Every file under `dir` with its bytes, `.koas/` (the cache) left out.
 fn files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     let mut out = BTreeMap::new();
@@ -510,16 +524,8 @@ fn a_plugin_that_aborts_while_describing_itself_is_reported_not_fatal() {
 #[test]
 fn ctrl_c_stops_a_kernel_that_ignores_cancellation() {
     let p = hostile("hostile_endless_loop", "");
-    let hostile_lib = test_plugin("hostile");
-    let mut child = koas()
-        .arg("run")
-        .arg(p.pipeline())
-        .arg("--kernel-path")
-        .arg(test_plugin("testkit"))
-        .arg("--kernel-path")
-        .arg(&hostile_lib)
+    let mut child = hostile_command(&p)
         .arg("--verbose")
-        .current_dir(p.dir.path())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("spawn");
@@ -567,14 +573,7 @@ fn ctrl_c_stops_a_kernel_that_ignores_cancellation() {
 #[test]
 fn a_killed_koas_leaves_no_worker_running() {
     let p = hostile("hostile_endless_loop", "");
-    let mut child = koas()
-        .arg("run")
-        .arg(p.pipeline())
-        .arg("--kernel-path")
-        .arg(test_plugin("testkit"))
-        .arg("--kernel-path")
-        .arg(test_plugin("hostile"))
-        .current_dir(p.dir.path())
+    let mut child = hostile_command(&p)
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("spawn");
@@ -708,14 +707,7 @@ fn nothing_a_plugin_forked_outlives_koas() {
     // koas killed with SIGKILL while the kernel loops after forking: the
     // worker sees its stdin close and kills its group.
     let (p, pid_file) = forking("hostile_fork_then_loop");
-    let mut koas_run = koas()
-        .arg("run")
-        .arg(p.pipeline())
-        .arg("--kernel-path")
-        .arg(test_plugin("testkit"))
-        .arg("--kernel-path")
-        .arg(test_plugin("hostile"))
-        .current_dir(p.dir.path())
+    let mut koas_run = hostile_command(&p)
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("spawn");
@@ -820,18 +812,11 @@ fn a_worker_ended_by_what_a_library_left_running_is_the_runs_failure_named_as_su
     // Descriptions are not remembered here: the library is described (and
     // its thread started) in this run.
     let descriptions = tempfile::tempdir().expect("tempdir");
-    let out = run(koas()
-        .arg("run")
-        .arg(p.pipeline())
-        .arg("--kernel-path")
-        .arg(test_plugin("testkit"))
-        .arg("--kernel-path")
-        .arg(test_plugin("hostile"))
+    let out = run(hostile_command(&p)
         .arg("--kernel-path")
         .arg(test_plugin("leftover-describe"))
         .args(["--jobs", "1"])
-        .env("KOAS_CACHE_DIR", descriptions.path())
-        .current_dir(p.dir.path()));
+        .env("KOAS_CACHE_DIR", descriptions.path()));
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");
     let record = p.record();

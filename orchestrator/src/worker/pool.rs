@@ -380,52 +380,54 @@ impl LateDeath {
 
     /// What happened, for the record of the blamed kernel.
     pub fn kernel_message(&self) -> String {
-        let pid = self
-            .end
-            .pid
-            .map(|p| format!(" (pid {p})"))
+        let left = self
+            .threads_left()
+            .map(|n| format!("; the kernel had left {n} running in that process"))
             .unwrap_or_default();
-        let left = match self.left_threads {
-            Some(n) if n > 0 => format!(
-                "; the kernel had left {n} thread{} running in that process",
-                if n == 1 { "" } else { "s" }
-            ),
-            _ => String::new(),
-        };
-        let mut text = format!(
-            "it answered, but then its worker process{pid} {} {}{left} ({})",
+        self.with_stderr(format!(
+            "it answered, but then its worker process{} {} {}{left} ({})",
+            self.pid_text(),
             self.end.status_text(),
             self.when(),
             self.why()
-        );
-        if !self.end.stderr_tail.is_empty() {
-            text.push_str(&format!("; its stderr: {}", self.end.stderr_tail));
-        }
-        text
+        ))
     }
 
     /// What happened, for a run that cannot name the job among its kernels
     /// (it was another run's, or a library's description).
     pub fn run_message(&self) -> String {
-        let pid = self
-            .end
-            .pid
-            .map(|p| format!(" (pid {p})"))
+        let left = self
+            .threads_left()
+            .map(|n| format!(", which left {n} running in it"))
             .unwrap_or_default();
-        let left = match self.left_threads {
-            Some(n) if n > 0 => format!(
-                ", which left {n} thread{} running in it",
-                if n == 1 { "" } else { "s" }
-            ),
-            _ => String::new(),
-        };
-        let mut text = format!(
-            "a worker process{pid} {} {}, after {}{left} ({})",
+        self.with_stderr(format!(
+            "a worker process{} {} {}, after {}{left} ({})",
+            self.pid_text(),
             self.end.status_text(),
             self.when(),
             self.blamed,
             self.why()
-        );
+        ))
+    }
+
+    /// ` (pid N)`, when the pid is known.
+    fn pid_text(&self) -> String {
+        self.end
+            .pid
+            .map(|p| format!(" (pid {p})"))
+            .unwrap_or_default()
+    }
+
+    /// "N thread(s)" left running, when there were any.
+    fn threads_left(&self) -> Option<String> {
+        match self.left_threads {
+            Some(n) if n > 0 => Some(format!("{n} thread{}", if n == 1 { "" } else { "s" })),
+            _ => None,
+        }
+    }
+
+    /// `text` followed by the worker's stderr tail, when it wrote one.
+    fn with_stderr(&self, mut text: String) -> String {
         if !self.end.stderr_tail.is_empty() {
             text.push_str(&format!("; its stderr: {}", self.end.stderr_tail));
         }
