@@ -128,6 +128,10 @@ pub struct ChunkStatus {
     /// The chunk of the chunk plan it belongs to.
     #[serde(default)]
     pub parent_chunk_id: String,
+    /// The chunks of the chunk plan a request over several covered, in
+    /// order (its ID is then `{first}+{n}`); empty for one chunk or piece.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub members: Vec<String>,
     /// First line (1-based) of the document it covers.
     #[serde(default)]
     pub line_start: u32,
@@ -223,8 +227,14 @@ pub struct DroppedProposal {
 /// Totals of a plan.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct EditPlanStats {
-    /// Chunks (sub-chunks counted one by one).
+    /// Chunks (sub-chunks counted one by one; the chunks of a request
+    /// over several each count).
     pub chunks: u32,
+    /// Requests the chunks were asked in (one per entry of
+    /// [`EditPlan::chunks`]): fewer than the chunks when small ones
+    /// share a request.
+    #[serde(default)]
+    pub requests: u32,
     /// Chunks whose result was reused without a call.
     pub reused: u32,
     /// Requests to the worker model.

@@ -53,6 +53,9 @@ struct EditPlanConfig {
     tutor_model: String,
     /// Chunks above this (estimated tokens) are reviewed in sub-chunks.
     max_edit_chunk_tokens: u32,
+    /// Small adjacent chunks share a request up to this many tokens; 0
+    /// asks each alone.
+    target_request_tokens: u32,
     /// The prompt's token budget (context window minus the answer).
     context_budget: u32,
     /// The tier (0–3) when chunk size and budget do not decide.
@@ -239,6 +242,7 @@ impl Kernel for MdEditPlan {
             "language": "auto",
             "tutor_model": "",
             "max_edit_chunk_tokens": 900,
+            "target_request_tokens": edit_plan::DEFAULT_TARGET_REQUEST_TOKENS,
             "context_budget": 6000,
             "default_tier": 1,
             "max_tokens": 1024,
@@ -310,6 +314,7 @@ impl Kernel for MdEditPlan {
         let mut options = PlanOptions::new(language, &model, templates);
         options.tutor_model = Some(config.tutor_model.clone()).filter(|t| !t.is_empty());
         options.max_edit_chunk_tokens = config.max_edit_chunk_tokens;
+        options.target_request_tokens = config.target_request_tokens;
         options.context_budget = config.context_budget;
         options.default_tier = Tier::from_number(config.default_tier);
         options.max_tokens = config.max_tokens;
@@ -350,10 +355,11 @@ impl Kernel for MdEditPlan {
                     *write_error.borrow_mut() = Some(e);
                 }
             }
-            // Progress in chunks of the plan (sub-chunks come in order).
+            // Progress in chunks of the plan (sub-chunks come in order; a
+            // request over several chunks counts them all).
             if last_parent.as_deref() != Some(done.status.parent_chunk_id.as_str()) {
                 last_parent = Some(done.status.parent_chunk_id.clone());
-                done_count += 1;
+                done_count += done.status.members.len().max(1) as u64;
                 ctx.progress(done_count.min(total), total);
             }
         };
@@ -369,8 +375,13 @@ impl Kernel for MdEditPlan {
         let s = &planned.plan.stats;
         let methods: Vec<String> = s.methods.iter().map(|(m, n)| format!("{m} {n}")).collect();
         let mut summary = format!(
-            "{} chunks ({} reused): {} worker and {} tutor calls, {} ops proposed, {} in the plan ({} flagged for want of a place), {} dropped; methods: {}",
+            "{} chunks{} ({} reused): {} worker and {} tutor calls, {} ops proposed, {} in the plan ({} flagged for want of a place), {} dropped; methods: {}",
             s.chunks,
+            if s.requests < s.chunks {
+                format!(" in {} requests", s.requests)
+            } else {
+                String::new()
+            },
             s.reused,
             s.worker_calls,
             s.tutor_calls,

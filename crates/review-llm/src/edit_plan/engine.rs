@@ -18,6 +18,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::breaker::CircuitBreaker;
+use super::group::{group, group_id, heading_level, Unit};
 use super::mask::{apply_recipe, markdown_strip, mask_math, token_delta, Density, Masked};
 use super::split::{split, Piece};
 use super::target::{finish, note_message, place, DocLines, PieceView, Placed, Placement};
@@ -78,8 +79,18 @@ enum Step {
     Done,
 }
 
+/// A chunk asked about in a request with others, and where it is.
+struct Member {
+    chunk_id: String,
+    anchor: String,
+    line_start: u32,
+    line_end: u32,
+}
+
 struct Job<'a> {
     piece: Piece,
+    /// The chunks of a request that covers several (empty for one).
+    members: Vec<Member>,
     parent: String,
     section_id: String,
     anchor: String,
@@ -121,8 +132,10 @@ pub fn plan(
     on_chunk: &mut dyn FnMut(&ChunkDone),
 ) -> Result<Planned, PlanError> {
     let doc = DocLines::new(input.doc);
-    let mut jobs: Vec<Job> = Vec::new();
-    for chunk in &input.chunks.chunks {
+    // Every piece to ask about, in document order, with the chunk it
+    // comes from.
+    let mut units: Vec<(Unit, usize)> = Vec::new();
+    for (c, chunk) in input.chunks.chunks.iter().enumerate() {
         let pieces = split(
             &chunk.chunk_id,
             &doc.lines,
@@ -131,80 +144,135 @@ pub fn plan(
             options.max_edit_chunk_tokens,
             input.spans,
         );
-        let fingerprint = input
-            .fingerprints
-            .and_then(|f| f.fingerprints.iter().find(|p| p.chunk_id == chunk.chunk_id));
+        let whole = pieces.len() == 1 && !chunk.oversized;
         for piece in pieces {
-            let text = doc.text(piece.line_start, piece.line_end);
-            let findings: Vec<Finding> = input
-                .findings
-                .iter()
-                .filter(|f| f.line >= piece.line_start && f.line <= piece.line_end)
-                .map(|f| {
-                    // Chunk-relative lines: the prompt (and so the
-                    // incremental key) must not change when text above
-                    // the chunk moves it.
-                    let mut f = f.clone();
-                    f.line = f.line - piece.line_start + 1;
-                    f.line_end = f.line_end.saturating_sub(piece.line_start) + 1;
-                    f
-                })
-                .collect();
-            let base = mask_math(&text);
-            let tier = compute_tier(
-                estimate_tokens(&base.text),
-                options.context_budget,
-                options.default_tier,
-            );
-            let mut job = Job {
-                status: ChunkStatus {
-                    chunk_id: piece.id.clone(),
-                    parent_chunk_id: chunk.chunk_id.clone(),
-                    line_start: piece.line_start,
-                    line_end: piece.line_end,
-                    method: "none".to_owned(),
-                    tier: tier.number(),
-                    prompt: "review".to_owned(),
-                    ..ChunkStatus::default()
+            let at = |l: u32| doc.lines.get((l as usize).wrapping_sub(1)).copied();
+            let heading = at(piece.line_start)
+                .and_then(|first| heading_level(first, at(piece.line_start + 1)));
+            units.push((
+                Unit {
+                    piece,
+                    whole,
+                    heading,
                 },
-                piece,
-                parent: chunk.chunk_id.clone(),
-                section_id: chunk.section_id.clone(),
-                anchor: chunk.anchor.clone(),
-                text,
-                findings,
-                fingerprint,
-                masked: base.clone(),
-                base,
-                stripped: None,
-                tier,
-                plain: false,
-                key: String::new(),
-                step: Step::Worker,
-                temperature: None,
-                empty_retries: 0,
-                tried: [false; 4],
-                attempts: 0,
-                raw: Vec::new(),
-                proposals: Vec::new(),
-                result: Vec::new(),
-                dropped: Vec::new(),
-                masks: Vec::new(),
-                exemplar: None,
-                recipe_degenerate_after: None,
-                asked: Vec::new(),
-            };
-            let first = prompt(&job, input, options, &options.templates.review, "")?;
-            job.key = incremental_key(&job, options, &first);
-            job.status.incremental_key = job.key.clone();
-            if !job.base.mapping.is_empty() {
-                job.masks.push((
-                    format!("{}_MATH.json", job.piece.id),
-                    pretty(&json!(job.base.mapping)),
-                ));
-            }
-            jobs.push(job);
+                c,
+            ));
         }
+    }
+    let plain_units: Vec<Unit> = units.iter().map(|(u, _)| u.clone()).collect();
+    let groups = group(&plain_units, options.target_request_tokens, &|a, b| {
+        doc.text(a, b)
+    });
+    let mut jobs: Vec<Job> = Vec::new();
+    for range in groups {
+        let members: Vec<Member> = if range.len() > 1 {
+            units[range.clone()]
+                .iter()
+                .map(|(u, c)| Member {
+                    chunk_id: u.piece.id.clone(),
+                    anchor: input.chunks.chunks[*c].anchor.clone(),
+                    line_start: u.piece.line_start,
+                    line_end: u.piece.line_end,
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let (first, c) = &units[range.start];
+        let last = &units[range.end - 1].0;
+        let chunk = &input.chunks.chunks[*c];
+        let piece = Piece {
+            id: group_id(&first.piece.id, range.len()),
+            line_start: first.piece.line_start,
+            line_end: last.piece.line_end,
+        };
+        // A request over several chunks takes the first fingerprint that
+        // calls for a content recipe: the recipe applies to the whole text.
+        let fingerprints: Vec<&ChunkFingerprint> = units[range.clone()]
+            .iter()
+            .filter_map(|(_, c)| {
+                let id = &input.chunks.chunks[*c].chunk_id;
+                input
+                    .fingerprints
+                    .and_then(|f| f.fingerprints.iter().find(|p| &p.chunk_id == id))
+            })
+            .collect();
+        let fingerprint = fingerprints
+            .iter()
+            .find(|f| f.triggers_recipe)
+            .or(fingerprints.first())
+            .copied();
+        let text = doc.text(piece.line_start, piece.line_end);
+        let findings: Vec<Finding> = input
+            .findings
+            .iter()
+            .filter(|f| f.line >= piece.line_start && f.line <= piece.line_end)
+            .map(|f| {
+                // Chunk-relative lines: the prompt (and so the
+                // incremental key) must not change when text above
+                // the chunk moves it.
+                let mut f = f.clone();
+                f.line = f.line - piece.line_start + 1;
+                f.line_end = f.line_end.saturating_sub(piece.line_start) + 1;
+                f
+            })
+            .collect();
+        let base = mask_math(&text);
+        let tier = compute_tier(
+            estimate_tokens(&base.text),
+            options.context_budget,
+            options.default_tier,
+        );
+        let mut job = Job {
+            status: ChunkStatus {
+                chunk_id: piece.id.clone(),
+                parent_chunk_id: chunk.chunk_id.clone(),
+                members: members.iter().map(|m| m.chunk_id.clone()).collect(),
+                line_start: piece.line_start,
+                line_end: piece.line_end,
+                method: "none".to_owned(),
+                tier: tier.number(),
+                prompt: "review".to_owned(),
+                ..ChunkStatus::default()
+            },
+            piece,
+            members,
+            parent: chunk.chunk_id.clone(),
+            section_id: chunk.section_id.clone(),
+            anchor: chunk.anchor.clone(),
+            text,
+            findings,
+            fingerprint,
+            masked: base.clone(),
+            base,
+            stripped: None,
+            tier,
+            plain: false,
+            key: String::new(),
+            step: Step::Worker,
+            temperature: None,
+            empty_retries: 0,
+            tried: [false; 4],
+            attempts: 0,
+            raw: Vec::new(),
+            proposals: Vec::new(),
+            result: Vec::new(),
+            dropped: Vec::new(),
+            masks: Vec::new(),
+            exemplar: None,
+            recipe_degenerate_after: None,
+            asked: Vec::new(),
+        };
+        let first = prompt(&job, input, options, &options.templates.review, "")?;
+        job.key = incremental_key(&job, options, &first);
+        job.status.incremental_key = job.key.clone();
+        if !job.base.mapping.is_empty() {
+            job.masks.push((
+                format!("{}_MATH.json", job.piece.id),
+                pretty(&json!(job.base.mapping)),
+            ));
+        }
+        jobs.push(job);
     }
     let index: Vec<(u32, u32, String)> = jobs
         .iter()
@@ -333,6 +401,19 @@ pub fn plan(
     };
     let mut chunks = Vec::new();
     for job in &mut jobs {
+        // An op of a request over several chunks belongs to the chunk that
+        // holds its first line.
+        for placed in &mut job.result {
+            let line = u32::try_from(placed.op.target.line_start).unwrap_or(u32::MAX);
+            if let Some(m) = job
+                .members
+                .iter()
+                .find(|m| m.line_start <= line && line <= m.line_end)
+            {
+                placed.op.target.chunk_id = m.chunk_id.clone();
+                placed.op.target.anchor = m.anchor.clone();
+            }
+        }
         job.result
             .sort_by_key(|p| (p.op.target.line_start, p.op.target.line_end));
         let mut kept = 0u32;
@@ -364,8 +445,11 @@ pub fn plan(
         job.status.ops = kept;
         dropped.append(&mut job.dropped);
         let s = &job.status;
-        stats.chunks += 1;
-        stats.reused += u32::from(s.reused);
+        stats.chunks += u32::try_from(s.members.len().max(1)).unwrap_or(u32::MAX);
+        stats.requests += 1;
+        if s.reused {
+            stats.reused += u32::try_from(s.members.len().max(1)).unwrap_or(u32::MAX);
+        }
         if !s.reused {
             stats.worker_calls += s.worker_calls;
             stats.tutor_calls += s.tutor_calls;
@@ -475,11 +559,8 @@ fn reuse(job: &mut Job, previous: Option<&koas_review_schema::edit_plan::EditPla
     };
     let shift = i64::from(job.piece.line_start) - i64::from(old.line_start);
     let moved = |line: usize| usize::try_from(line as i64 + shift).unwrap_or(line);
-    for op in previous
-        .ops
-        .iter()
-        .filter(|o| o.target.chunk_id == job.piece.id)
-    {
+    let ours = |id: &str| id == job.piece.id || job.members.iter().any(|m| m.chunk_id == id);
+    for op in previous.ops.iter().filter(|o| ours(&o.target.chunk_id)) {
         let mut op = op.clone();
         op.target.line_start = moved(op.target.line_start);
         op.target.line_end = moved(op.target.line_end);

@@ -5,7 +5,8 @@
 //! Per chunk ([`plan`]):
 //!
 //! 1. math is masked ([`mask`]); a chunk above `max_edit_chunk_tokens`
-//!    is reviewed in sub-chunks ([`split`]); the context tier follows the
+//!    is reviewed in sub-chunks ([`split`]); small adjacent chunks of one
+//!    part of the document share a request ([`group`]); the context tier follows the
 //!    chunk's size and the budget ([`crate::context::compute_tier`]);
 //! 2. the prompt (`review`, or `review_plain` once the circuit breaker
 //!    tripped) asks for `BEGIN_EDIT_OPS` … `END_EDIT_OPS`, in the
@@ -31,6 +32,7 @@
 
 pub mod breaker;
 mod engine;
+pub mod group;
 pub mod mask;
 pub mod split;
 pub mod target;
@@ -69,6 +71,12 @@ pub struct PlanTemplates {
     pub tutor_validate: Template,
 }
 
+/// The size up to which small adjacent chunks share a request: the prompt's
+/// instructions and context are several hundred tokens, so a request about
+/// a 40-token section pays mostly for them; a few hundred tokens of text
+/// still leave a small model a chunk it can follow line by line.
+pub const DEFAULT_TARGET_REQUEST_TOKENS: u32 = 400;
+
 /// How to plan.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlanOptions {
@@ -82,6 +90,9 @@ pub struct PlanOptions {
     pub templates: PlanTemplates,
     /// Chunks above this (estimated tokens) are reviewed in sub-chunks.
     pub max_edit_chunk_tokens: u32,
+    /// Small adjacent chunks are asked about in one request up to this
+    /// many (estimated) tokens of text ([`group`]); 0 asks each alone.
+    pub target_request_tokens: u32,
     /// The prompt's token budget (context window minus the answer).
     pub context_budget: u32,
     /// The tier when the chunk and budget do not decide.
@@ -107,7 +118,8 @@ pub struct PlanOptions {
 }
 
 impl PlanOptions {
-    /// The defaults: 900-token sub-chunks, a 6,000-token budget, section
+    /// The defaults: 900-token sub-chunks, requests of small chunks joined
+    /// up to 400 tokens, a 6,000-token budget, section
     /// tier, 1,024-token answers, two empty retries, batches of 8, a
     /// breaker over 20 chunks at 60 %, recipes and the strip on.
     pub fn new(language: Language, model: &str, templates: PlanTemplates) -> PlanOptions {
@@ -117,6 +129,7 @@ impl PlanOptions {
             tutor_model: None,
             templates,
             max_edit_chunk_tokens: 900,
+            target_request_tokens: DEFAULT_TARGET_REQUEST_TOKENS,
             context_budget: 6_000,
             default_tier: Tier::Section,
             max_tokens: 1_024,

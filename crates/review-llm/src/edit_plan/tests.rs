@@ -14,6 +14,7 @@ use koas_review_schema::stage1::ChunkConfig;
 use proptest::prelude::*;
 
 use super::*;
+use crate::estimate_tokens;
 use crate::pyramid::Template;
 
 fn template(name: &str) -> Template {
@@ -816,4 +817,264 @@ fn a_model_that_answers_neither_prompt_is_stopped_early_and_the_plan_says_so() {
         "{}",
         model.calls.borrow().len()
     );
+}
+
+/// A handbook of `parts` parts (`## `) of `subs` short subsections (`### `)
+/// each, a code block in every other subsection; each subsection holds one
+/// unique typo, `recieves report P-S`.
+fn handbook(parts: usize, subs: usize) -> String {
+    let mut text = String::from("# Handbook\n\nAn introduction.\n\n");
+    for p in 1..=parts {
+        text.push_str(&format!("## Part {p}\n\nThis part is about topic {p}.\n\n"));
+        for s in 1..=subs {
+            text.push_str(&format!(
+                "### Step {p}.{s}\n\nThe team recieves report {p}-{s} every week.\n\n"
+            ));
+            if s % 2 == 0 {
+                text.push_str(&format!("```sh\nrun --step {p}.{s}\n```\n\n"));
+            }
+        }
+    }
+    text
+}
+
+/// Fixes every `recieves report P-S` the request shows.
+fn report_fixer(r: &ModelRequest, _: usize) -> Answer {
+    let mut ops = Vec::new();
+    for line in r.prompt.lines() {
+        if let Some(at) = line.find("recieves report ") {
+            let rest = &line[at + "recieves report ".len()..];
+            let id: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_digit() || *c == '-')
+                .collect();
+            ops.push(serde_json::json!({
+                "action": "replace",
+                "before_text": format!("recieves report {id}"),
+                "after_text": format!("receives report {id}"),
+                "kind": "typo",
+                "severity": "minor",
+            }));
+        }
+    }
+    ok(&format!(
+        "BEGIN_EDIT_OPS\n{}\nEND_EDIT_OPS",
+        serde_json::Value::Array(ops)
+    ))
+}
+
+#[test]
+fn small_sections_share_requests_near_the_target_and_ops_land_on_their_lines() {
+    use koas_review_schema::findings::{Finding, FindingKind};
+    let doc = handbook(4, 6);
+    let f = fixture(&doc);
+    let lines: Vec<&str> = doc.lines().collect();
+    let line_of = |needle: &str| {
+        lines
+            .iter()
+            .position(|l| l.contains(needle))
+            .map(|i| i as u32 + 1)
+            .expect("the line")
+    };
+    // A finding on one typo's line, deep in a part.
+    let typo_line = line_of("recieves report 3-4");
+    let findings = [Finding::new(
+        FindingKind::AiLeftover,
+        "k",
+        typo_line,
+        1,
+        "a finding on report 3-4",
+        "e",
+    )];
+    let mut input = f.input(None, &[]);
+    input.findings = &findings;
+    let mut o = options();
+    o.default_tier = Tier::from_number(2);
+    let chunks = f.s.chunks.chunks.len();
+    let model = script(report_fixer);
+    let (planned, _) = run(&input, &o, &model);
+    let p = &planned.plan;
+    let calls = model.calls.borrow();
+
+    // Far fewer requests than chunks, each near the target but within it.
+    assert!(chunks >= 29, "{chunks} chunks");
+    assert!(
+        calls.len() * 3 <= chunks,
+        "{} requests for {chunks} chunks",
+        calls.len()
+    );
+    let sizes: Vec<u32> = p
+        .chunks
+        .iter()
+        .map(|c| estimate_tokens(&lines[c.line_start as usize - 1..c.line_end as usize].join("\n")))
+        .collect();
+    assert!(
+        sizes.iter().all(|&t| t <= o.target_request_tokens),
+        "{sizes:?}"
+    );
+    let merged: Vec<&ChunkStatus> = p.chunks.iter().filter(|c| !c.members.is_empty()).collect();
+    assert!(!merged.is_empty());
+    // A request never spans two parts, nor the title and a part.
+    for c in &p.chunks {
+        let parts = lines[c.line_start as usize - 1..c.line_end as usize]
+            .iter()
+            .filter(|l| l.starts_with("## ") || l.starts_with("# "))
+            .count();
+        let starts_with_part = lines[c.line_start as usize - 1].starts_with('#')
+            && !lines[c.line_start as usize - 1].starts_with("###");
+        assert!(
+            parts == 0 || (parts == 1 && starts_with_part),
+            "{} spans a part boundary",
+            c.chunk_id
+        );
+    }
+    // No request's boundary falls inside a protected block.
+    for c in &p.chunks {
+        for b in &f.s.spans.blocks {
+            let cuts = |l: u32| b.line_start < l && l <= b.line_end;
+            assert!(
+                !cuts(c.line_start) && !cuts(c.line_end + 1),
+                "{} cuts the block at {}–{}",
+                c.chunk_id,
+                b.line_start,
+                b.line_end
+            );
+        }
+    }
+    // Members are the plan's chunks, in order, covering the request.
+    for c in &merged {
+        assert_eq!(
+            c.chunk_id,
+            format!("{}+{}", c.members[0], c.members.len() - 1)
+        );
+        let first =
+            f.s.chunks
+                .chunks
+                .iter()
+                .find(|k| k.chunk_id == c.members[0])
+                .expect("member");
+        let last =
+            f.s.chunks
+                .chunks
+                .iter()
+                .find(|k| Some(&k.chunk_id) == c.members.last())
+                .expect("member");
+        assert_eq!(
+            (first.line_start, last.line_end),
+            (c.line_start, c.line_end)
+        );
+    }
+    // Every typo fixed once, on its own line, owned by the chunk (of the
+    // chunk plan) that holds that line, with that chunk's anchor.
+    assert_eq!(p.ops.len(), 24, "{:?}", p.dropped);
+    for op in &p.ops {
+        let id = op
+            .after_text
+            .split("receives report ")
+            .nth(1)
+            .and_then(|r| r.split_whitespace().next())
+            .expect("an id");
+        let line = line_of(&format!("recieves report {id} ")) as usize;
+        assert_eq!((op.target.line_start, op.target.line_end), (line, line));
+        let owner =
+            f.s.chunks
+                .chunks
+                .iter()
+                .find(|k| k.line_start as usize <= line && line <= k.line_end as usize)
+                .expect("owner");
+        assert_eq!(op.target.chunk_id, owner.chunk_id, "{id}");
+        assert_eq!(op.target.anchor, owner.anchor, "{id}");
+    }
+    // The finding reaches the request that holds its line, at the line
+    // the request numbers it.
+    let holder = p
+        .chunks
+        .iter()
+        .find(|c| c.line_start <= typo_line && typo_line <= c.line_end)
+        .expect("holder");
+    let request = calls
+        .iter()
+        .find(|r| r.chunk_id == holder.chunk_id)
+        .expect("its request");
+    let relative = typo_line - holder.line_start + 1;
+    assert!(
+        request
+            .prompt
+            .contains(&format!("- line {relative}: ai_leftover")),
+        "{}",
+        request.prompt
+    );
+    assert!(
+        request
+            .prompt
+            .lines()
+            .any(|l| l.trim_start().starts_with(&format!("{relative} |"))
+                && l.contains("recieves report 3-4")),
+        "{}",
+        request.prompt
+    );
+}
+
+#[test]
+fn a_smaller_target_fills_each_request_until_the_next_chunk_would_not_fit() {
+    let doc = handbook(2, 8);
+    let f = fixture(&doc);
+    let lines: Vec<&str> = doc.lines().collect();
+    let text = |a: u32, b: u32| lines[a as usize - 1..b as usize].join("\n");
+    let mut o = options();
+    o.target_request_tokens = 60;
+    let model = script(report_fixer);
+    let (planned, _) = run(&f.input(None, &[]), &o, &model);
+    let p = &planned.plan;
+    assert!(p.chunks.len() > 4, "{}", p.chunks.len());
+    for pair in p.chunks.windows(2) {
+        let (a, b) = (&pair[0], &pair[1]);
+        assert!(estimate_tokens(&text(a.line_start, a.line_end)) <= 60);
+        let next = b.members.first().unwrap_or(&b.chunk_id);
+        let next =
+            f.s.chunks
+                .chunks
+                .iter()
+                .find(|k| &k.chunk_id == next)
+                .expect("chunk");
+        let starts_part = lines[next.line_start as usize - 1].starts_with("## ");
+        assert!(
+            starts_part || estimate_tokens(&text(a.line_start, next.line_end)) > 60,
+            "{} could have taken {}",
+            a.chunk_id,
+            next.chunk_id
+        );
+    }
+    assert_eq!(p.ops.len(), 16);
+}
+
+#[test]
+fn a_zero_target_asks_every_chunk_alone() {
+    let f = fixture(&handbook(2, 3));
+    let mut o = options();
+    o.target_request_tokens = 0;
+    let model = script(report_fixer);
+    let (planned, _) = run(&f.input(None, &[]), &o, &model);
+    assert_eq!(model.calls.borrow().len(), f.s.chunks.chunks.len());
+    assert!(planned.plan.chunks.iter().all(|c| c.members.is_empty()));
+    assert_eq!(planned.plan.ops.len(), 6);
+}
+
+#[test]
+fn a_request_over_several_chunks_is_reused_whole_on_the_next_run() {
+    let f = fixture(&handbook(2, 4));
+    let model = script(report_fixer);
+    let (first, _) = run(&f.input(None, &[]), &options(), &model);
+    assert!(first.plan.chunks.iter().any(|c| !c.members.is_empty()));
+    let again = script(report_fixer);
+    let (second, _) = run(&f.input(Some(&first.plan), &[]), &options(), &again);
+    assert_eq!(again.calls.borrow().len(), 0);
+    assert_eq!(second.plan.ops.len(), first.plan.ops.len());
+    let targets = |p: &EditPlan| -> Vec<(String, usize)> {
+        p.ops
+            .iter()
+            .map(|o| (o.target.chunk_id.clone(), o.target.line_start))
+            .collect()
+    };
+    assert_eq!(targets(&second.plan), targets(&first.plan));
 }
