@@ -528,3 +528,75 @@ fn regression_small_model_noise_is_not_flagged_and_a_real_prose_finding_is() {
     assert!(!annotated.contains("language is English"), "{annotated}");
     assert_eq!(std::fs::read_to_string(s.path("doc.md")).expect("doc"), doc);
 }
+
+#[test]
+fn regression_the_rerun_after_a_certain_fix_asks_the_model_nothing() {
+    // A skipped heading level: a certain fix of the checks (#### → ###).
+    let m = ScriptedModel::start(|r| {
+        if is_edit(r) {
+            ModelAnswer::text(NO_OPS)
+        } else {
+            ModelAnswer::text(summary_of(&r.prompt))
+        }
+    });
+    let s = Scratch::new();
+    let doc = manual().replace("## Step 3\n", "#### Step 3\n");
+    s.write("doc.md", &doc);
+    s.write("koas.toml", &koas_toml(&m.url(), ""));
+
+    let (out, v) = s.koas_json(&["review", "doc.md"]);
+    assert_code(&out, 0, "first review");
+    let first = m.requests();
+    assert!(!first.is_empty());
+    // The model read the fixed text only: the fix came first.
+    assert!(
+        first.iter().all(|r| !r.prompt.contains("#### Step 3")),
+        "a prompt holds the unfixed heading"
+    );
+    assert!(
+        first
+            .iter()
+            .filter(|r| is_edit(r))
+            .any(|r| r.prompt.contains("### Step 3")),
+        "no edit prompt holds the fixed heading"
+    );
+    assert_eq!(v["total_changes"], 1, "{v}");
+    let ledger =
+        std::fs::read_to_string(s.workspace().join("review/ledger.jsonl")).expect("ledger");
+    assert!(ledger.contains("heading_level_skip"), "{ledger}");
+    let edited =
+        std::fs::read_to_string(s.workspace().join("stage3/doc.edited.md")).expect("edited");
+    assert_eq!(edited, manual().replace("## Step 3\n", "### Step 3\n"));
+
+    // The unchanged document again: no request, nothing recorded again.
+    let (out, v) = s.koas_json(&["review", "doc.md"]);
+    assert_code(&out, 0, "the re-run");
+    assert_eq!(
+        m.requests().len(),
+        first.len(),
+        "the re-run asked the model"
+    );
+    assert_eq!(v["total_changes"], 0, "{v}");
+    assert_eq!(v["model"]["calls"], 0, "{v}");
+    let again = std::fs::read_to_string(s.workspace().join("review/ledger.jsonl")).expect("ledger");
+    assert_eq!(again, ledger);
+}
+
+#[test]
+fn a_certain_fix_is_not_recorded_when_the_model_server_is_down() {
+    let m = ScriptedModel::start(|_| ModelAnswer::Drop(Duration::ZERO));
+    let s = Scratch::new();
+    let doc = manual().replace("## Step 3\n", "#### Step 3\n");
+    s.write("doc.md", &doc);
+    s.write("koas.toml", &koas_toml(&m.url(), ""));
+    let out = s.koas(&["-q", "review", "doc.md"]);
+    assert_code(&out, 1, "review with the server down");
+    assert!(
+        stderr(&out).contains("nothing was recorded"),
+        "{}",
+        stderr(&out)
+    );
+    let ledger =
+        std::fs::read_to_string(s.workspace().join("review/ledger.jsonl")).unwrap_or_default();
+    assert_eq!(ledger.lines().count(), 0, "{ledger}");
+}

@@ -108,6 +108,10 @@ pub mod paths {
     pub const IN_PLACE_PENDING: &str = "review/in-place.pending";
     /// The change IDs of removed orphan patch files: never given again.
     pub const RETIRED_IDS: &str = "review/retired-ids.txt";
+    /// The current document with the certain fixes of the checks applied,
+    /// not yet recorded: what the model reads during a review. Rewritten
+    /// by every review with a model; never a record of anything.
+    pub const CHECKED_DOC: &str = "stage2/doc.checked.md";
 
     /// The files of this layout that only the review commands write, with
     /// what they are: no kernel may write them (the runtime refuses) or
@@ -121,6 +125,7 @@ pub mod paths {
         (META, "the review workspace's state"),
         (IN_PLACE_PENDING, "the review's pending in-place write"),
         (RETIRED_IDS, "the review's retired change IDs"),
+        (CHECKED_DOC, "the text the review's model reads"),
     ];
 }
 
@@ -288,6 +293,23 @@ pub struct ReviewOutcome {
 }
 
 impl ReviewOutcome {
+    /// One outcome for two batches committed one after the other in the
+    /// same run (`self` first): their ops, entries and log records in
+    /// order, the later one's text and annotated document.
+    pub fn then(mut self, later: ReviewOutcome) -> ReviewOutcome {
+        self.batch.applied.extend(later.batch.applied);
+        self.batch.rejected.extend(later.batch.rejected);
+        self.batch.known.extend(later.batch.known);
+        self.batch.final_text = later.batch.final_text;
+        self.batch.next_id = later.batch.next_id;
+        self.entries.extend(later.entries);
+        self.log.extend(later.log);
+        self.recovery = self.recovery.or(later.recovery);
+        self.took_over = self.took_over.or(later.took_over);
+        self.annotated = later.annotated;
+        self
+    }
+
     /// A JSON summary for `--json` output: run, counts, applied IDs, the
     /// apply log (rejections with class and reason), recovery.
     pub fn summary_json(&self) -> Value {
@@ -589,6 +611,16 @@ impl Workspace {
             }
             _ => Ok(()),
         }
+    }
+
+    /// Writes [`paths::CHECKED_DOC`] (atomically) and returns its path.
+    pub fn write_checked(&self, text: &str) -> Result<PathBuf, WorkspaceError> {
+        let path = self.path(paths::CHECKED_DOC);
+        if let Some(dir) = path.parent() {
+            fs::create_dir_all(dir).map_err(|e| FsError::new("create", dir, e))?;
+        }
+        koas_orchestrator::fsio::atomic_write(&path, text.as_bytes())?;
+        Ok(path)
     }
 
     /// True while an `--in-place` write is pending.

@@ -280,12 +280,12 @@ fn review(
     let discovery = passes::discover(global, &pipeline);
 
     // Planning pass.
-    let planning = passes::subset(&pipeline, |k| k != REVERT && !VIEWS.contains(&k));
+    let mut planning = passes::subset(&pipeline, |k| k != REVERT && !VIEWS.contains(&k));
     // What the ledger already holds, by effect: nothing is recorded twice.
     let effects = koas_review::known::ledger_effects(run.entries(), |path| {
         std::fs::read_to_string(workspace.path(path)).ok()
     });
-    let state = ReviewState {
+    let mut state = ReviewState {
         doc_name: run.meta().doc_name.clone(),
         next_id: run.next_id(),
         ledger_ids: run.ledger_ids(),
@@ -294,16 +294,43 @@ fn review(
         applied: effects.applied,
         flags: effects.flags,
     };
-    let mut pass = PassInputs::default();
-    pass.provided.insert(
-        names::REVIEW_DOC.to_owned(),
-        Provided::from(Value::String(run.current_text().to_owned())),
-    );
-    pass.provided.insert(
-        names::REVIEW_STATE.to_owned(),
-        Provided::from(serde_json::to_value(&state)?),
-    );
-    pass.host_written.insert(names::EDITED_DOC.to_owned());
+    // The certain fixes of the checks go first, in a pass of their own,
+    // and the model reads the text they leave: otherwise a re-run would
+    // find the fixed lines new and ask the model about them again.
+    let mut fixes: Option<ApplyOutcome> = None;
+    let mut text = run.current_text().to_owned();
+    if llm.is_some()
+        && skip_plan.is_none()
+        && !args.no_check_fixes
+        && passes::has(&planning, EDIT_PLAN)
+    {
+        let outcome = match certain_fixes(global, control, &planning, &discovery, &text, &state)? {
+            Ok(outcome) => outcome,
+            Err(failure) => {
+                return Ok(report_failure(
+                    failure,
+                    "nothing was recorded",
+                    workspace.root(),
+                    false,
+                ))
+            }
+        };
+        text = outcome.batch.final_text.clone();
+        state.next_id = outcome.batch.next_id;
+        state
+            .ledger_ids
+            .extend(outcome.batch.applied.iter().map(|a| a.op.id));
+        // The model's pass reads the fixed text as the document (kernels
+        // that keep their previous results find them by kernel, not by
+        // path: a re-run that reads the same text asks nothing).
+        let checked = workspace
+            .write_checked(&text)
+            .with_context(|| format!("review workspace {}", workspace.root().display()))?;
+        planning.inputs.insert("doc".to_owned(), checked);
+        passes::set_config(&mut planning, APPLY, "check_fixes", Value::Bool(false));
+        fixes = Some(outcome);
+    }
+    let mut pass = pass_inputs(&text, &state)?;
     let has_llm = llm.is_some();
     let described = llm.as_ref().map(|l| (l.models(), l.endpoint.clone()));
     pass.llm = llm;
@@ -366,19 +393,32 @@ fn review(
             .with_context(|| format!("review workspace {}", workspace.root().display()))?;
     }
 
-    // Commit: replayed and checked, then written in the crash-safe order.
+    // Commit: replayed and checked, then written in the crash-safe order;
+    // the certain fixes first, the text the model's ops address after.
     let options = outcome.options.clone();
+    let context = CommitContext {
+        actor: &actor(),
+        clock: clock(),
+        options: &options,
+    };
+    let recording = || format!("recording the review in {}", workspace.root().display());
+    let fixed = match fixes.filter(|f| {
+        let b = &f.batch;
+        !(b.applied.is_empty() && b.rejected.is_empty() && b.known.is_empty())
+    }) {
+        Some(f) => Some(
+            run.commit_review(f.batch, f.protected, &context)
+                .with_context(recording)?,
+        ),
+        None => None,
+    };
     let committed = run
-        .commit_review(
-            outcome.batch,
-            outcome.protected,
-            &CommitContext {
-                actor: &actor(),
-                clock: clock(),
-                options: &options,
-            },
-        )
-        .with_context(|| format!("recording the review in {}", workspace.root().display()))?;
+        .commit_review(outcome.batch, outcome.protected, &context)
+        .with_context(recording)?;
+    let committed = match fixed {
+        Some(fixed) => fixed.then(committed),
+        None => committed,
+    };
 
     // What the command answers is taken from the commit now and the
     // commit dropped: on a large review its batch, ledger entries and log
@@ -423,6 +463,53 @@ fn review(
     // workspace a small multiple of the document however many reviews.
     control.collect_caches(global);
     Ok(answered.with_report(args, target, report))
+}
+
+/// What a planning pass is given: the text the ops address and the
+/// review state, as the host's artifacts.
+fn pass_inputs(text: &str, state: &ReviewState) -> anyhow::Result<PassInputs> {
+    let mut pass = PassInputs::default();
+    pass.provided.insert(
+        names::REVIEW_DOC.to_owned(),
+        Provided::from(Value::String(text.to_owned())),
+    );
+    pass.provided.insert(
+        names::REVIEW_STATE.to_owned(),
+        Provided::from(serde_json::to_value(state)?),
+    );
+    pass.host_written.insert(names::EDITED_DOC.to_owned());
+    Ok(pass)
+}
+
+/// The planning pass without the model: the certain fixes of the checks,
+/// planned on `text` and not yet recorded.
+fn certain_fixes(
+    global: &Global,
+    control: &Control,
+    planning: &koas_orchestrator::pipeline::Pipeline,
+    discovery: &koas_orchestrator::discovery::Discovery,
+    text: &str,
+    state: &ReviewState,
+) -> anyhow::Result<Result<ApplyOutcome, PassFailure>> {
+    // Without the model's kernels at all: a skipped run would become the
+    // "previous" result they reuse from, and the model's pass would find
+    // nothing to reuse.
+    let first = passes::subset(planning, |k| k != PYRAMID && k != EDIT_PLAN);
+    let (_, result) = passes::run_pass(
+        global,
+        control,
+        &first,
+        discovery,
+        pass_inputs(text, state)?,
+    )?;
+    Ok(match result {
+        Ok(outcome) => Ok(passes::parse_output(
+            &outcome.record,
+            APPLY,
+            names::APPLY_OUTCOME,
+        )?),
+        Err(failure) => Err(failure),
+    })
 }
 
 /// A failed pass, told on stderr; `recorded`: the changes were recorded
