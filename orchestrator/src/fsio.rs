@@ -179,7 +179,7 @@ pub fn stale_temp_files(dir: &Path, name: Option<&str>) -> Vec<PathBuf> {
             let pid: u32 = pid.parse().ok()?;
             n.parse::<u64>().ok()?;
             let wanted = name.map_or(true, |name| name == base);
-            let gone = pid != me && !crate::lock::pid_alive(pid);
+            let gone = pid != me && !pid_alive(pid);
             (wanted && gone && entry.file_type().is_ok_and(|t| t.is_file())).then(|| entry.path())
         })
         .collect();
@@ -288,6 +288,25 @@ pub fn append(path: &Path, bytes: &[u8]) -> Result<(), FsError> {
     file.write_all(bytes)
         .map_err(|e| FsError::new("append to", path, e))?;
     file.sync_data().map_err(|e| FsError::new("fsync", path, e))
+}
+
+
+/// True when a process with `pid` exists on this host (always true where
+/// that cannot be checked).
+pub fn pid_alive(pid: u32) -> bool {
+    #[cfg(unix)]
+    {
+        // SAFETY: kill with signal 0 sends nothing; it only checks that
+        // the pid exists. No memory is shared with the callee.
+        #[allow(unsafe_code)]
+        let rc = unsafe { libc::kill(pid as libc::pid_t, 0) };
+        rc == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = pid;
+        true
+    }
 }
 
 #[cfg(test)]

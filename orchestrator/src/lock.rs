@@ -21,7 +21,7 @@ use fs4::fs_std::FileExt;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::fsio::{fsync_dir, FsError};
+use crate::fsio::{fsync_dir, pid_alive, FsError};
 
 /// Who holds a workspace lock.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -176,24 +176,6 @@ pub fn hostname() -> String {
         .filter(|h| !h.is_empty())
         .or_else(|| std::env::var("HOSTNAME").ok())
         .unwrap_or_else(|| "unknown-host".to_owned())
-}
-
-/// True when a process with `pid` exists on this host (always true where
-/// that cannot be checked).
-pub fn pid_alive(pid: u32) -> bool {
-    #[cfg(unix)]
-    {
-        // SAFETY: kill with signal 0 sends nothing; it only checks that
-        // the pid exists. No memory is shared with the callee.
-        #[allow(unsafe_code)]
-        let rc = unsafe { libc::kill(pid as libc::pid_t, 0) };
-        rc == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = pid;
-        true
-    }
 }
 
 fn read_holder(path: &Path) -> Result<LockHolder, String> {

@@ -301,6 +301,7 @@ fn regression_a_model_that_loops_on_a_complete_answer_is_cut_at_once_and_the_ans
             text,
             repeat,
             every: Duration::from_millis(100),
+            think: Duration::ZERO,
         }
     });
     let (out, v) = review_json(&s, &llm_flags(&m, 4));

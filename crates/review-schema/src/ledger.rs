@@ -191,7 +191,7 @@ mod tests {
     }
 
     #[test]
-    fn entry_has_every_section6_field() {
+    fn entry_has_every_field_of_the_ledger_format() {
         let v = serde_json::to_value(entry("RVW-0034")).unwrap();
         for field in [
             "id",

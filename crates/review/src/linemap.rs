@@ -138,50 +138,92 @@ pub fn cancel_reverted_pairs(chain: &[(EntryId, LineEdit)]) -> Vec<(EntryId, Lin
     later.chronological().collect()
 }
 
-/// The edits after some point of a chain, with every change that is
-/// reverted later in them cancelled together with its revert (see
-/// [`cancel_reverted_pairs`]). Built by walking a chain backwards: each
-/// [`LaterEdits::push_front`] adds the edit just before the current ones,
-/// so after pushing the edits of entries `i+1..` it holds the net edits
-/// that follow entry `i` — all of them, for every `i`, in one pass.
-#[derive(Debug, Clone, Default)]
-pub struct LaterEdits {
-    /// Latest first; `None` where a pair was cancelled.
+/// Which way a chain is walked: the one thing [`LaterEdits`] and
+/// [`EarlierEdits`] do differently.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Walk {
+    /// From the newest entry back: a revert is met before its change.
+    Backwards,
+    /// From the oldest entry on: a change is met before its revert.
+    Forwards,
+}
+
+/// The edits walked so far, with every change cancelled together with its
+/// revert when the edits between them do not touch the change's lines.
+#[derive(Debug, Clone)]
+struct Cancelling {
+    walk: Walk,
+    /// In the order they were pushed; `None` where a pair was cancelled.
     items: Vec<Option<(EntryId, LineEdit)>>,
-    /// Where the revert of each change is in `items`.
-    reverts: std::collections::HashMap<ChangeId, usize>,
+    /// Where the first-met entry of each open pair (a revert walking
+    /// backwards, a change walking forwards) is in `items`.
+    open: std::collections::HashMap<ChangeId, usize>,
     /// Number of `None` items.
     holes: usize,
 }
 
-impl LaterEdits {
-    /// Adds `edit`, made by entry `id`, before every edit held. A change
-    /// whose revert is held cancels out with it when the edits between
-    /// them do not touch its lines.
-    pub fn push_front(&mut self, id: EntryId, edit: LineEdit) {
-        if let EntryId::Change(change) = id {
-            if let Some(&at) = self.reverts.get(&change) {
+impl Cancelling {
+    fn new(walk: Walk) -> Self {
+        Cancelling {
+            walk,
+            items: Vec::new(),
+            open: std::collections::HashMap::new(),
+            holes: 0,
+        }
+    }
+
+    /// The change an entry opens a pair for, and the change it closes one
+    /// of, in this walk's direction.
+    fn pairing(&self, id: EntryId) -> (Option<ChangeId>, Option<ChangeId>) {
+        match (self.walk, id) {
+            (Walk::Backwards, EntryId::Revert(c)) | (Walk::Forwards, EntryId::Change(c)) => {
+                (Some(c), None)
+            }
+            (Walk::Backwards, EntryId::Change(c)) | (Walk::Forwards, EntryId::Revert(c)) => {
+                (None, Some(c))
+            }
+        }
+    }
+
+    fn push(&mut self, id: EntryId, edit: LineEdit) {
+        let (opens, closes) = self.pairing(id);
+        if let Some(change) = closes {
+            if let Some(&at) = self.open.get(&change) {
                 if self.cancel(at, edit) {
-                    self.reverts.remove(&change);
+                    self.open.remove(&change);
                     return;
                 }
             }
         }
-        if let EntryId::Revert(change) = id {
-            self.reverts.insert(change, self.items.len());
+        if let Some(change) = opens {
+            self.open.insert(change, self.items.len());
         }
         self.items.push(Some((id, edit)));
     }
 
-    /// Cancels change edit `x` with the revert held at `at`; false (and
-    /// nothing changed) when an edit in between touches `x`'s lines.
-    fn cancel(&mut self, at: usize, x: LineEdit) -> bool {
-        let Some(Some((_, r))) = self.items.get(at).copied() else {
+    /// Indexes of `items` from `from` to the end, oldest edit first.
+    fn chronological_from(&self, from: usize) -> Vec<usize> {
+        let mut order: Vec<usize> = (from..self.items.len()).collect();
+        if self.walk == Walk::Backwards {
+            order.reverse();
+        }
+        order
+    }
+
+    /// Cancels the pair of the entry held at `at` and `edit`, the entry
+    /// just met; false (and nothing changed) when an edit in between
+    /// touches the change's lines.
+    fn cancel(&mut self, at: usize, edit: LineEdit) -> bool {
+        let Some(Some((_, held))) = self.items.get(at).copied() else {
             return false;
         };
-        // Chronological order: from the newest push back to `at`.
-        let between: Vec<(usize, EntryId, LineEdit)> = (at + 1..self.items.len())
-            .rev()
+        let (x, r) = match self.walk {
+            Walk::Backwards => (edit, held),
+            Walk::Forwards => (held, edit),
+        };
+        let between: Vec<(usize, EntryId, LineEdit)> = self
+            .chronological_from(at + 1)
+            .into_iter()
             .filter_map(|i| self.items[i].map(|(id, m)| (i, id, m)))
             .collect();
         let region = Region {
@@ -213,17 +255,50 @@ impl LaterEdits {
         }
         self.items.retain(Option::is_some);
         self.holes = 0;
-        self.reverts.clear();
-        for (i, item) in self.items.iter().enumerate() {
-            if let Some((EntryId::Revert(change), _)) = item {
-                self.reverts.insert(*change, i);
+        self.open.clear();
+        for i in 0..self.items.len() {
+            if let Some((id, _)) = self.items[i] {
+                if let (Some(change), _) = self.pairing(id) {
+                    self.open.insert(change, i);
+                }
             }
         }
     }
 
     /// The edits held, oldest first.
+    fn chronological(&self) -> impl Iterator<Item = (EntryId, LineEdit)> + '_ {
+        self.chronological_from(0)
+            .into_iter()
+            .filter_map(|i| self.items[i])
+    }
+}
+
+/// The edits after some point of a chain, with every change that is
+/// reverted later in them cancelled together with its revert (see
+/// [`cancel_reverted_pairs`]). Built by walking a chain backwards: each
+/// [`LaterEdits::push_front`] adds the edit just before the current ones,
+/// so after pushing the edits of entries `i+1..` it holds the net edits
+/// that follow entry `i` — all of them, for every `i`, in one pass.
+#[derive(Debug, Clone)]
+pub struct LaterEdits(Cancelling);
+
+impl Default for LaterEdits {
+    fn default() -> Self {
+        LaterEdits(Cancelling::new(Walk::Backwards))
+    }
+}
+
+impl LaterEdits {
+    /// Adds `edit`, made by entry `id`, before every edit held. A change
+    /// whose revert is held cancels out with it when the edits between
+    /// them do not touch its lines.
+    pub fn push_front(&mut self, id: EntryId, edit: LineEdit) {
+        self.0.push(id, edit);
+    }
+
+    /// The edits held, oldest first.
     pub fn chronological(&self) -> impl Iterator<Item = (EntryId, LineEdit)> + '_ {
-        self.items.iter().rev().flatten().copied()
+        self.0.chronological()
     }
 
     /// `region`, a region of the state before the edits held, located
@@ -238,14 +313,13 @@ impl LaterEdits {
 /// The edits before some point of a chain, with every change reverted
 /// before that point cancelled together with its revert: the mirror of
 /// [`LaterEdits`], built by walking a chain forwards.
-#[derive(Debug, Clone, Default)]
-pub struct EarlierEdits {
-    /// Oldest first; `None` where a pair was cancelled.
-    items: Vec<Option<(EntryId, LineEdit)>>,
-    /// Where each change is in `items`.
-    changes: std::collections::HashMap<ChangeId, usize>,
-    /// Number of `None` items.
-    holes: usize,
+#[derive(Debug, Clone)]
+pub struct EarlierEdits(Cancelling);
+
+impl Default for EarlierEdits {
+    fn default() -> Self {
+        EarlierEdits(Cancelling::new(Walk::Forwards))
+    }
 }
 
 impl EarlierEdits {
@@ -253,71 +327,21 @@ impl EarlierEdits {
     /// whose change is held cancels out with it when the edits between
     /// them do not touch the change's lines.
     pub fn push_back(&mut self, id: EntryId, edit: LineEdit) {
-        if let EntryId::Revert(change) = id {
-            if let Some(&at) = self.changes.get(&change) {
-                if self.cancel(at, edit) {
-                    self.changes.remove(&change);
-                    return;
-                }
-            }
-        }
-        if let EntryId::Change(change) = id {
-            self.changes.insert(change, self.items.len());
-        }
-        self.items.push(Some((id, edit)));
-    }
-
-    fn cancel(&mut self, at: usize, r: LineEdit) -> bool {
-        let Some(Some((_, x))) = self.items.get(at).copied() else {
-            return false;
-        };
-        let between: Vec<(usize, EntryId, LineEdit)> = (at + 1..self.items.len())
-            .filter_map(|i| self.items[i].map(|(id, m)| (i, id, m)))
-            .collect();
-        let region = Region {
-            start: x.start,
-            len: x.new_len,
-        };
-        let Some(rewritten) = transpose_out(region, x, r, &between, 0) else {
-            return false;
-        };
-        for (index, item) in rewritten {
-            self.items[index] = Some(item);
-        }
-        self.items[at] = None;
-        self.holes += 1;
-        while self.items.last().is_some_and(Option::is_none) {
-            self.items.pop();
-            self.holes -= 1;
-        }
-        if self.holes * 2 > self.items.len() {
-            self.items.retain(Option::is_some);
-            self.holes = 0;
-            self.changes.clear();
-            for (i, item) in self.items.iter().enumerate() {
-                if let Some((EntryId::Change(change), _)) = item {
-                    self.changes.insert(*change, i);
-                }
-            }
-        }
-        true
+        self.0.push(id, edit);
     }
 
     /// The edits held, oldest first.
     pub fn chronological(&self) -> impl Iterator<Item = (EntryId, LineEdit)> + '_ {
-        self.items.iter().flatten().copied()
+        self.0.chronological()
     }
 
     /// `region`, a region of the state after the edits held, located
     /// before all of them (clamped where an edit touches it).
     pub fn map_back_clamped(&self, region: Region) -> Region {
-        self.items
-            .iter()
-            .rev()
-            .flatten()
-            .fold(region, |r, (_, edit)| {
-                map_through(r, edit.inverse(), MapMode::Clamp).unwrap_or(r)
-            })
+        let edits: Vec<LineEdit> = self.chronological().map(|(_, e)| e).collect();
+        edits.iter().rev().fold(region, |r, edit| {
+            map_through(r, edit.inverse(), MapMode::Clamp).unwrap_or(r)
+        })
     }
 }
 

@@ -48,10 +48,12 @@ pub enum ModelAnswer {
     Status(u16, String),
     /// Closes the connection without a word after `delay` (a crash).
     Drop(Duration),
-    /// Streams `text`, then `repeat` every `every`, without end: a small
-    /// model that wrote its answer and loops on it until the token cap
-    /// (the stream ends when the client goes away, or after 5 minutes).
-    /// A request that is not streamed gets `text` and 50 repeats.
+    /// Streams `text` after `think`, then `repeat` every `every`: a small
+    /// model that wrote its answer and loops on it until the token cap.
+    /// The stream ends, `finish_reason: length`, once it holds the
+    /// request's `max_tokens` (counted as characters / 4), or when the
+    /// client goes away, or after 5 minutes. A request that is not
+    /// streamed gets `text` and 50 repeats.
     Looping {
         /// The answer.
         text: String,
@@ -59,6 +61,8 @@ pub enum ModelAnswer {
         repeat: String,
         /// The pause between two repeats.
         every: Duration,
+        /// The pause before the first piece (a server reading the prompt).
+        think: Duration,
     },
 }
 
@@ -290,7 +294,17 @@ fn serve(mut stream: TcpStream, state: &State) {
             text,
             repeat,
             every,
-        } if request.stream => stream_looping(&mut stream, &text, &repeat, every),
+            think,
+        } if request.stream => {
+            std::thread::sleep(think);
+            let cap = request
+                .body
+                .get("max_tokens")
+                .or_else(|| request.body.get("max_completion_tokens"))
+                .and_then(Value::as_u64)
+                .unwrap_or(u64::MAX);
+            stream_looping(&mut stream, &text, &repeat, every, cap)
+        }
         ModelAnswer::Looping { text, repeat, .. } => {
             let content = format!("{text}{}", repeat.repeat(50));
             let body = json!({"id": "s", "object": "chat.completion", "model": MODEL,
@@ -301,26 +315,29 @@ fn serve(mut stream: TcpStream, state: &State) {
     state.in_flight.fetch_sub(1, Ordering::SeqCst);
 }
 
-/// Streams `text` then `repeat` until a write fails (the client left) or
-/// five minutes have passed.
-fn stream_looping(stream: &mut TcpStream, text: &str, repeat: &str, every: Duration) {
-    let event = |piece: &str| {
+/// Streams `text` then `repeat` until `cap` tokens (characters / 4) are
+/// sent, a write fails (the client left) or five minutes have passed.
+fn stream_looping(stream: &mut TcpStream, text: &str, repeat: &str, every: Duration, cap: u64) {
+    let event = |piece: &str, finish: Option<&str>| {
         let chunk = json!({"id": "s", "object": "chat.completion.chunk", "model": MODEL,
-            "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": null}]});
+            "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": finish}]});
         format!("data: {chunk}\n\n")
     };
+    let tokens = |s: &str| (s.chars().count() as u64).div_ceil(4);
     let head = "HTTP/1.1 200 X\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n";
-    if write!(stream, "{head}{}", event(text)).is_err() || stream.flush().is_err() {
+    if write!(stream, "{head}{}", event(text, None)).is_err() || stream.flush().is_err() {
         return;
     }
+    let mut sent = tokens(text);
     let until = std::time::Instant::now() + Duration::from_secs(300);
-    while std::time::Instant::now() < until {
+    while std::time::Instant::now() < until && sent < cap {
         std::thread::sleep(every);
-        if write!(stream, "{}", event(repeat)).is_err() || stream.flush().is_err() {
+        if write!(stream, "{}", event(repeat, None)).is_err() || stream.flush().is_err() {
             return;
         }
+        sent += tokens(repeat).max(1);
     }
-    let _ = write!(stream, "data: [DONE]\n\n");
+    let _ = write!(stream, "{}data: [DONE]\n\n", event("", Some("length")));
 }
 
 /// The answer in a few pieces, as a streaming server sends it.

@@ -76,7 +76,7 @@ pub struct ReviewArgs {
     #[command(flatten)]
     pub target: WorkspaceArgs,
 
-    /// Edit ops to apply (JSON, the §6 EditOp schema).
+    /// Edit ops to apply (JSON: an array of edit ops, or an object with an "ops" array; the fields are in docs/artifacts.md).
     #[arg(long, value_name = "FILE")]
     pub ops: Option<PathBuf>,
 
