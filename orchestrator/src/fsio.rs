@@ -290,7 +290,6 @@ pub fn append(path: &Path, bytes: &[u8]) -> Result<(), FsError> {
     file.sync_data().map_err(|e| FsError::new("fsync", path, e))
 }
 
-
 /// True when a process with `pid` exists on this host (always true where
 /// that cannot be checked).
 pub fn pid_alive(pid: u32) -> bool {

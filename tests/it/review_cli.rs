@@ -127,25 +127,7 @@ fn review_records_every_op_with_patches_ledger_log_report_and_notes() {
         "{fixed}"
     );
     let first: Value = serde_json::from_str(ledger.lines().next().unwrap()).unwrap();
-    for field in [
-        "id",
-        "doc",
-        "doc_hash_before",
-        "doc_hash_after",
-        "timestamp",
-        "actor",
-        "scope",
-        "kind",
-        "severity",
-        "silent",
-        "summary",
-        "rationale",
-        "patch_forward",
-        "patch_inverse",
-        "review_note",
-        "is_revert",
-        "reverted_id",
-    ] {
+    for field in koas_review_schema::ledger::LEDGER_FIELDS {
         assert!(first.get(field).is_some(), "ledger field {field} missing");
     }
     assert_eq!(first["source_id"], "LLM-7");

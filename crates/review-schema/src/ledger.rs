@@ -139,22 +139,12 @@ pub struct LedgerEntry {
 }
 
 impl LedgerEntry {
-    /// The change ID, for a change entry.
-    pub fn change_id(&self) -> Option<ChangeId> {
-        match self.id {
-            EntryId::Change(id) => Some(id),
-            EntryId::Revert(_) => None,
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    pub(crate) fn entry(id: &str) -> LedgerEntry {
+    /// A complete entry with placeholder values (a silent one-line typo
+    /// fix of `spec.md`): the one fixture tests of the ledger, its files
+    /// and its readers start from.
+    pub fn example(id: EntryId) -> LedgerEntry {
         LedgerEntry {
-            id: EntryId::parse(id).unwrap(),
+            id,
             doc: "spec.md".into(),
             doc_hash_before: "sha256:aa".into(),
             doc_hash_after: "sha256:bb".into(),
@@ -190,28 +180,49 @@ mod tests {
         }
     }
 
+    /// The change ID, for a change entry.
+    pub fn change_id(&self) -> Option<ChangeId> {
+        match self.id {
+            EntryId::Change(id) => Some(id),
+            EntryId::Revert(_) => None,
+        }
+    }
+}
+
+/// The fields every ledger line has, whatever its kind: what a reader of
+/// `review/ledger.jsonl` may rely on.
+pub const LEDGER_FIELDS: &[&str] = &[
+    "id",
+    "doc",
+    "doc_hash_before",
+    "doc_hash_after",
+    "timestamp",
+    "actor",
+    "scope",
+    "kind",
+    "severity",
+    "silent",
+    "summary",
+    "rationale",
+    "patch_forward",
+    "patch_inverse",
+    "review_note",
+    "is_revert",
+    "reverted_id",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(id: &str) -> LedgerEntry {
+        LedgerEntry::example(EntryId::parse(id).unwrap())
+    }
+
     #[test]
     fn entry_has_every_field_of_the_ledger_format() {
         let v = serde_json::to_value(entry("RVW-0034")).unwrap();
-        for field in [
-            "id",
-            "doc",
-            "doc_hash_before",
-            "doc_hash_after",
-            "timestamp",
-            "actor",
-            "scope",
-            "kind",
-            "severity",
-            "silent",
-            "summary",
-            "rationale",
-            "patch_forward",
-            "patch_inverse",
-            "review_note",
-            "is_revert",
-            "reverted_id",
-        ] {
+        for field in LEDGER_FIELDS {
             assert!(v.get(field).is_some(), "missing {field}");
         }
         assert_eq!(v["actor"]["tool"], "koas");

@@ -302,46 +302,9 @@ impl Ledger {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use koas_review_schema::change_id::ChangeId;
-    use koas_review_schema::edit_op::Action;
-    use koas_review_schema::ledger::{Actor, ChangeLines, Scope};
 
     pub(crate) fn entry(id: &str) -> LedgerEntry {
-        LedgerEntry {
-            id: EntryId::parse(id).unwrap(),
-            doc: "spec.md".into(),
-            doc_hash_before: "sha256:aa".into(),
-            doc_hash_after: "sha256:bb".into(),
-            timestamp: "2026-02-06T14:23:01.234567+00:00".into(),
-            actor: Actor {
-                tool: "koas".into(),
-                operator: "tester".into(),
-            },
-            scope: Scope::default(),
-            kind: "typo".into(),
-            severity: "minor".into(),
-            silent: true,
-            summary: "s".into(),
-            rationale: "r".into(),
-            patch_forward: format!("review/patches/{id}.patch"),
-            patch_inverse: format!("review/patches/{id}.inverse.patch"),
-            review_note: None,
-            is_revert: false,
-            reverted_id: String::new(),
-            action: Action::Replace,
-            needs_attention: false,
-            change: Some(ChangeLines {
-                at: 3,
-                removed: 1,
-                added: 1,
-            }),
-            region_hash_before: None,
-            region_hash_after: None,
-            source_id: None,
-            fixes: vec![],
-            run_id: "run".into(),
-            patch_text: None,
-        }
+        LedgerEntry::example(EntryId::parse(id).unwrap())
     }
 
     #[test]

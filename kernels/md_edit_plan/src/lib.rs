@@ -378,7 +378,8 @@ impl Kernel for MdEditPlan {
             "{} chunks{} ({} reused): {} worker and {} tutor calls, {} ops proposed, {} in the plan ({} flagged for want of a place), {} dropped; methods: {}",
             s.chunks,
             if s.requests < s.chunks {
-                format!(" in {} requests", s.requests)
+                let plural = if s.requests == 1 { "" } else { "s" };
+                format!(" in {} request{plural}", s.requests)
             } else {
                 String::new()
             },
