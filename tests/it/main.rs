@@ -11,6 +11,7 @@ mod common;
 mod review_common;
 
 mod careless_model;
+mod check_agrees;
 mod check_cli;
 mod cli_conventions;
 mod cli_snapshots;
