@@ -18,6 +18,10 @@
 //! ([`host`], [`workspace`]). They run in worker processes ([`worker`]),
 //! so a kernel that crashes, hangs or floods the host is a failed kernel,
 //! within the limits of [`limits`].
+//!
+//! Programs embed the runtime through [`embed`] (host options, discovery
+//! with warnings, the LLM service, prompts, Ctrl-C, exit statuses); the
+//! generic commands of [`cli`] are one such host.
 
 #![deny(missing_docs)]
 
@@ -26,6 +30,7 @@ pub mod cli;
 pub mod dag;
 pub mod describe_cache;
 pub mod discovery;
+pub mod embed;
 pub mod engine;
 pub mod fsio;
 pub mod graph;

@@ -193,3 +193,58 @@ fn a_provided_artifact_may_not_shadow_a_source_or_a_kernel_output() {
         "refused before any kernel ran"
     );
 }
+
+#[test]
+fn a_source_the_host_gives_as_bytes_keys_and_reads_like_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = pipeline(dir.path());
+    let found = plugins();
+    let prepared = prepare(&p, &found).expect("prepares");
+    let run = |opts: &RunOptions| {
+        engine::run(&prepared, opts, Arc::new(Reporter::quiet()))
+            .expect("runs")
+            .record
+    };
+    let read = run(&options(CURRENT));
+    // The file now holds something else: given bytes are not read again,
+    // and key the source exactly as the file's bytes at that path did.
+    std::fs::write(dir.path().join("doc.md"), "# Other\n").unwrap();
+    let mut given = options(CURRENT);
+    given
+        .source_contents
+        .insert("doc".into(), Arc::from(DOC.as_bytes()));
+    let handed = run(&given);
+    for (a, b) in read.kernels.iter().zip(&handed.kernels) {
+        assert_eq!(a.name, b.name);
+        assert_eq!(a.cache_key, b.cache_key, "{}", a.name);
+        assert_eq!(a.input_hashes, b.input_hashes, "{}", a.name);
+        assert_eq!(b.cache, CacheUse::Hit, "{}", b.name);
+    }
+    // Other bytes are another source (its snapshot is left alone: the
+    // workspace was made from the first).
+    let mut other = options(CURRENT);
+    other.host_written.insert("doc_raw".into());
+    other
+        .source_contents
+        .insert("doc".into(), Arc::from(&b"# Other\n"[..]));
+    let changed = run(&other);
+    let inventory = |r: &RunRecord| {
+        r.kernels
+            .iter()
+            .find(|k| k.name == "md_inventory")
+            .expect("ran")
+            .cache
+    };
+    assert_eq!(inventory(&changed), CacheUse::Miss);
+    // A source the pipeline does not have is refused.
+    let mut unknown = options(CURRENT);
+    unknown
+        .source_contents
+        .insert("notes".into(), Arc::from(DOC.as_bytes()));
+    let err = engine::run(&prepared, &unknown, Arc::new(Reporter::quiet()))
+        .expect_err("no [inputs] entry `notes`");
+    assert!(
+        matches!(err, RunError::UnknownSource(ref n) if n == "notes"),
+        "{err}"
+    );
+}

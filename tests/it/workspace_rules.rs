@@ -240,6 +240,47 @@ fn the_runtime_knows_nothing_of_the_reviewer() {
     );
 }
 
+/// The Rust files under `dir`, recursively.
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn hosts_embed_the_runtime_through_its_library_api_not_its_cli() {
+    // The reviewer and the MCP server are hosts like the generic commands:
+    // they use `koas_orchestrator::embed`, never another host's command
+    // module. Only the binary, which assembles the command line, names it.
+    let root = repo_root();
+    let binary = root.join("crates").join("koas");
+    let mut files = Vec::new();
+    for dir in ["crates", "kernels", "tests"] {
+        rust_files(&root.join(dir), &mut files);
+    }
+    let offenders: Vec<String> = files
+        .iter()
+        .filter(|f| !f.starts_with(&binary))
+        .filter(|f| {
+            std::fs::read_to_string(f)
+                .is_ok_and(|t| t.contains(concat!("koas_orchestrator", "::cli")))
+        })
+        .map(|f| f.display().to_string())
+        .collect();
+    assert!(
+        offenders.is_empty(),
+        "these files use the runtime's command-line module: {offenders:?}"
+    );
+}
+
 /// `koas check DOC | head -1`: the reader closes the pipe after one line;
 /// koas must not panic or print an error, and keeps its exit code.
 #[cfg(unix)]

@@ -4,7 +4,8 @@
 //! parses, dispatches and turns the outcome into the process exit code.
 
 use clap::{Parser, Subcommand};
-use koas_orchestrator::cli::{self as runtime, print_error, ExitStatus, Global};
+use koas_orchestrator::cli::{self as runtime, print_error};
+use koas_orchestrator::embed::{interrupt, ExitStatus, HostOptions};
 use koas_orchestrator::limits::LimitOverrides;
 use koas_orchestrator::worker as runtime_worker;
 use koas_reviewer::commands as reviewer;
@@ -130,7 +131,7 @@ fn main() -> ExitCode {
     }
     // Then, before any work: a Ctrl-C must end koas with 130 and release
     // what it holds, not kill it by the signal.
-    runtime::interrupt::install();
+    interrupt::install();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -144,7 +145,7 @@ fn main() -> ExitCode {
             .into();
         }
     };
-    let global = Global {
+    let global = HostOptions {
         kernel_paths: cli.kernel_path.clone(),
         verbose: cli.verbose >= 1,
         debug: cli.verbose >= 2,
@@ -182,6 +183,39 @@ fn main() -> ExitCode {
         Err(e) => {
             print_error(&e);
             ExitStatus::Error.into()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// The `--llm-*` flags as a subcommand's help shows them.
+    fn llm_flags(subcommand: &str) -> Vec<(String, String)> {
+        let cli = Cli::command();
+        let sub = cli
+            .find_subcommand(subcommand)
+            .unwrap_or_else(|| panic!("no subcommand {subcommand}"));
+        sub.get_arguments()
+            .filter_map(|a| {
+                let long = a.get_long()?;
+                (long.starts_with("llm-") && long != "llm-replay" || long == "no-strict-sovereign")
+                    .then(|| {
+                        let help = a.get_help().map(|h| h.to_string()).unwrap_or_default();
+                        (long.to_owned(), help)
+                    })
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_review_commands_llm_flags_read_as_koas_runs() {
+        let run = llm_flags("run");
+        assert_eq!(run.len(), 5, "{run:?}");
+        for command in ["review", "refine"] {
+            assert_eq!(llm_flags(command), run, "koas {command}");
         }
     }
 }

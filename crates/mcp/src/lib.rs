@@ -26,7 +26,7 @@ pub mod paths;
 pub mod tools;
 
 use clap::Args;
-use koas_orchestrator::cli::{ExitStatus, Global};
+use koas_orchestrator::embed::{ExitStatus, HostOptions};
 use koas_orchestrator::report::{Observer, Progress, Shown};
 use koas_reviewer::Control;
 use rmcp::model::{
@@ -75,7 +75,7 @@ pub struct McpArgs {
 }
 
 /// Serves MCP on stdin/stdout until the client closes the connection.
-pub fn execute(global: &Global, args: McpArgs) -> anyhow::Result<ExitStatus> {
+pub fn execute(global: &HostOptions, args: McpArgs) -> anyhow::Result<ExitStatus> {
     let root_dir = match &args.root {
         Some(dir) => dir.clone(),
         None => std::env::current_dir()?,
@@ -85,7 +85,7 @@ pub fn execute(global: &Global, args: McpArgs) -> anyhow::Result<ExitStatus> {
     // Before any thread exists: threads started earlier would keep their
     // rights (the runtime's threads, the blocking pool, worker processes
     // all start after this).
-    let kernel_dirs: Vec<PathBuf> = koas_orchestrator::cli::search_paths(global, &[])
+    let kernel_dirs: Vec<PathBuf> = koas_orchestrator::embed::search_paths(global, &[])
         .into_iter()
         .map(|s| s.path)
         .collect();

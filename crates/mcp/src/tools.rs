@@ -5,7 +5,7 @@
 //! (under 300 characters), `workspace` and, on failure, `error`.
 
 use crate::paths::{PathError, Root};
-use koas_orchestrator::cli::{ExitStatus, Global};
+use koas_orchestrator::embed::{ExitStatus, HostOptions};
 use koas_reviewer::commands::{check, grep, report, revert, review, show, status};
 use koas_reviewer::{first_line, workspace_of, Control, Reply, WorkspaceArgs};
 use schemars::JsonSchema;
@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 #[derive(Clone)]
 pub struct Ctx {
     /// Kernel search path, limits, isolation (the server's command line).
-    pub global: Global,
+    pub global: HostOptions,
     /// Where every path is resolved.
     pub root: Root,
     /// `--no-strict-sovereign` on the server's command line: the only
@@ -360,7 +360,7 @@ impl Doc {
 fn error(e: &anyhow::Error, workspace: Option<&Path>) -> Answer {
     Answer::failure(
         "error",
-        &koas_orchestrator::cli::error_chain(e, ": "),
+        &koas_orchestrator::embed::error_chain(e, ": "),
         workspace,
     )
 }

@@ -108,10 +108,6 @@ pub mod paths {
     pub const IN_PLACE_PENDING: &str = "review/in-place.pending";
     /// The change IDs of removed orphan patch files: never given again.
     pub const RETIRED_IDS: &str = "review/retired-ids.txt";
-    /// The current document with the certain fixes of the checks applied,
-    /// not yet recorded: what the model reads during a review. Rewritten
-    /// by every review with a model; never a record of anything.
-    pub const CHECKED_DOC: &str = "stage2/doc.checked.md";
 
     /// The files of this layout that only the review commands write, with
     /// what they are: no kernel may write them (the runtime refuses) or
@@ -125,7 +121,6 @@ pub mod paths {
         (META, "the review workspace's state"),
         (IN_PLACE_PENDING, "the review's pending in-place write"),
         (RETIRED_IDS, "the review's retired change IDs"),
-        (CHECKED_DOC, "the text the review's model reads"),
     ];
 }
 
@@ -611,16 +606,6 @@ impl Workspace {
             }
             _ => Ok(()),
         }
-    }
-
-    /// Writes [`paths::CHECKED_DOC`] (atomically) and returns its path.
-    pub fn write_checked(&self, text: &str) -> Result<PathBuf, WorkspaceError> {
-        let path = self.path(paths::CHECKED_DOC);
-        if let Some(dir) = path.parent() {
-            fs::create_dir_all(dir).map_err(|e| FsError::new("create", dir, e))?;
-        }
-        koas_orchestrator::fsio::atomic_write(&path, text.as_bytes())?;
-        Ok(path)
     }
 
     /// True while an `--in-place` write is pending.

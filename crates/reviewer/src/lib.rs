@@ -18,6 +18,6 @@ pub mod input;
 mod kernel_findings;
 mod pipeline;
 
-pub use common::{first_line, workspace_of, Reply, WorkspaceArgs};
+pub use common::{first_line, workspace_of, LlmFlags, Reply, WorkspaceArgs};
 pub use pipeline::Control;
 pub mod project;

@@ -12,12 +12,14 @@
 //! pass is an ordinary engine run in the workspace (cache in `.koas/`,
 //! record in `run.json`, which holds the last pass).
 
+use crate::common::LlmFlags;
 use anyhow::{bail, Context as _};
 use koas_kernel_api::hash::sha256;
 use koas_orchestrator::cache::Cache;
-use koas_orchestrator::cli::run::{build_llm_service, LlmFlags};
-use koas_orchestrator::cli::{discover_and_warn, interrupt, Global};
 use koas_orchestrator::discovery::Discovery;
+use koas_orchestrator::embed::{
+    discover_and_warn, interrupt, llm_service, prompts_folder, HostOptions,
+};
 use koas_orchestrator::engine::{self, CanonicalJson, Provided, RunOptions, RunOutcome};
 use koas_orchestrator::host::SharedLlm;
 use koas_orchestrator::llm_host::{identity, project_layer, resolve_config, LlmLayer};
@@ -130,7 +132,7 @@ pub fn has(pipeline: &Pipeline, kernel: &str) -> bool {
 }
 
 /// Finds the kernels once for every pass.
-pub fn discover(global: &Global, pipeline: &Pipeline) -> Discovery {
+pub fn discover(global: &HostOptions, pipeline: &Pipeline) -> Discovery {
     discover_and_warn(global, pipeline)
 }
 
@@ -194,7 +196,7 @@ impl Control {
 
     /// The command's progress display (made on first use): silent with
     /// `--quiet`, telling the observer every step.
-    fn reporter(&self, global: &Global) -> Arc<Reporter> {
+    fn reporter(&self, global: &HostOptions) -> Arc<Reporter> {
         let make = || {
             let reporter = global.reporter(0);
             Arc::new(match &self.observer {
@@ -249,7 +251,7 @@ impl Control {
     /// remember, deletes the rest (older document versions' artifacts),
     /// so a workspace does not grow with every review. Best effort: a
     /// failure leaves more on disk, never less than a run needs.
-    pub fn collect_caches(&self, global: &Global) {
+    pub fn collect_caches(&self, global: &HostOptions) {
         let Ok(used) = self.used.lock() else {
             return;
         };
@@ -354,7 +356,7 @@ pub fn review_llm(
         .last()
         .map(|l| l.origin.clone())
         .unwrap_or_else(|| PathBuf::from("the command line"));
-    let handler = build_llm_service(config, &pipeline.workspace, &origin, quiet)?;
+    let handler = llm_service(config, &pipeline.workspace, &origin, quiet)?;
     Ok(Some(ReviewLlm {
         handler,
         identity,
@@ -371,6 +373,10 @@ pub struct PassInputs {
     /// Artifacts the host provides instead of a kernel, by name (the
     /// workspace's `review_doc`, `ledger`, `review_state`, `review_meta`).
     pub provided: BTreeMap<String, Provided>,
+    /// The contents of `[inputs]` entries the command already read (the
+    /// document, read once with its guards), by artifact name: the engine
+    /// keys them under the entry's path as if it had read that file.
+    pub sources: BTreeMap<String, Arc<[u8]>>,
     /// Outputs whose declared files the host writes itself.
     pub host_written: BTreeSet<String>,
     /// The model, when the review has one.
@@ -392,7 +398,7 @@ pub enum PassFailure {
 
 /// One engine run of `pipeline` (already reduced to the pass's kernels).
 pub fn run_pass(
-    global: &Global,
+    global: &HostOptions,
     control: &Control,
     pipeline: &Pipeline,
     discovery: &Discovery,
@@ -408,13 +414,14 @@ pub fn run_pass(
         .map(|(path, what)| (path.to_string(), what.to_string()))
         .collect();
     opts.provided = inputs.provided;
+    opts.source_contents = inputs.sources;
     opts.host_written = inputs.host_written;
     // The workspace wrote its snapshot of the original when it was
     // created; Stage 1 runs on the current document, whose text must not
     // reach that write-once file.
     opts.host_written
         .insert(koas_review_schema::names::DOC_RAW.to_owned());
-    opts.prompts = koas_orchestrator::cli::run::prompts_folder(pipeline.prompts.as_deref())?;
+    opts.prompts = prompts_folder(pipeline.prompts.as_deref())?;
     if let Some(llm) = inputs.llm {
         opts.llm = Some(llm.handler);
         opts.llm_identity = Some(llm.identity);
@@ -577,7 +584,7 @@ pub struct Views {
 /// [`PassFailure`]: the caller reports that the changes are recorded but
 /// the views are stale.
 pub fn run_views(
-    global: &Global,
+    global: &HostOptions,
     control: &Control,
     pipeline: &Pipeline,
     discovery: &Discovery,
@@ -590,7 +597,7 @@ pub fn run_views(
 /// [`run_views`] after a run that asked a model: the report says which
 /// model, how many calls, and whether the service stopped early.
 pub fn run_views_with_model(
-    global: &Global,
+    global: &HostOptions,
     control: &Control,
     pipeline: &Pipeline,
     discovery: &Discovery,
@@ -615,7 +622,7 @@ pub fn run_views_with_model(
 /// `stage1/doc.raw.md` (cache hits after the first review), writing no
 /// file.
 fn original_findings(
-    global: &Global,
+    global: &HostOptions,
     control: &Control,
     pipeline: &Pipeline,
     discovery: &Discovery,
@@ -734,7 +741,7 @@ struct KeptFindings {
 }
 
 fn views_pass(
-    global: &Global,
+    global: &HostOptions,
     control: &Control,
     pipeline: &Pipeline,
     discovery: &Discovery,
@@ -750,9 +757,11 @@ fn views_pass(
     let uses_llm = |k: &str| discovery.kernels.get(k).is_some_and(|l| l.spec.uses_llm);
     let mut views = subset(pipeline, |k| k != APPLY && k != REVERT && !uses_llm(k));
     let workspace = run.workspace();
-    // Stage 1 and 2 describe the document as committed.
+    // Stage 1 and 2 describe the document as committed: the file every
+    // commit rewrites, whose text the run holds (handed over below).
     let edited = workspace.path(koas_review_workspace::paths::EDITED_DOC);
-    if edited.is_file() {
+    let committed = edited.is_file();
+    if committed {
         views.inputs.insert("doc".to_owned(), edited);
     }
     if !VIEWS.iter().any(|v| has(&views, v)) {
@@ -783,6 +792,11 @@ fn views_pass(
         earlier_findings,
     };
     let mut inputs = PassInputs::default();
+    if committed {
+        inputs
+            .sources
+            .insert("doc".to_owned(), Arc::from(run.current_text().as_bytes()));
+    }
     inputs.provided.insert(
         names::REVIEW_DOC.to_owned(),
         Provided::from(Value::String(run.current_text().to_owned())),

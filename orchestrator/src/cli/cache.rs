@@ -1,7 +1,7 @@
 //! `koas cache clear`: forget every cached output of a workspace.
 
-use super::ExitStatus;
-use super::Global;
+use crate::embed::ExitStatus;
+use crate::embed::HostOptions;
 use anyhow::bail;
 use clap::Subcommand;
 use std::path::PathBuf;
@@ -22,7 +22,7 @@ pub enum CacheCommand {
 }
 
 /// Runs `koas cache …`.
-pub fn execute(global: &Global, cmd: CacheCommand) -> anyhow::Result<ExitStatus> {
+pub fn execute(global: &HostOptions, cmd: CacheCommand) -> anyhow::Result<ExitStatus> {
     let CacheCommand::Clear {
         pipeline,
         workspace,

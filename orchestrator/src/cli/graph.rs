@@ -1,7 +1,7 @@
 //! `koas graph`: a pipeline's DAG as Graphviz DOT or Mermaid.
 
-use super::ExitStatus;
-use super::{discover_and_warn, Global};
+use crate::embed::ExitStatus;
+use crate::embed::{discover_and_warn, HostOptions};
 use crate::out;
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
@@ -26,7 +26,7 @@ pub struct GraphArgs {
 }
 
 /// Runs `koas graph`.
-pub fn execute(global: &Global, args: GraphArgs) -> anyhow::Result<ExitStatus> {
+pub fn execute(global: &HostOptions, args: GraphArgs) -> anyhow::Result<ExitStatus> {
     let pipeline = crate::pipeline::load(&args.pipeline, &Default::default())?;
     let discovery = discover_and_warn(global, &pipeline);
     let prepared = crate::prepare::prepare(&pipeline, &discovery)?;

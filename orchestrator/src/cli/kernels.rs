@@ -1,7 +1,7 @@
 //! `koas kernels`: what koas can load, and what it had to skip.
 
-use super::ExitStatus;
-use super::Global;
+use crate::embed::ExitStatus;
+use crate::embed::HostOptions;
 use crate::outln;
 use clap::Args;
 use std::path::PathBuf;
@@ -19,7 +19,7 @@ pub struct KernelsArgs {
 }
 
 /// Runs `koas kernels`.
-pub fn execute(global: &Global, args: KernelsArgs) -> anyhow::Result<ExitStatus> {
+pub fn execute(global: &HostOptions, args: KernelsArgs) -> anyhow::Result<ExitStatus> {
     let pipeline = match &args.pipeline {
         Some(file) => Some(crate::pipeline::load(file, &Default::default())?),
         None => None,

@@ -2,8 +2,8 @@
 //! server before a long run.
 
 use super::run::LlmFlags;
-use super::ExitStatus;
-use super::Global;
+use crate::embed::ExitStatus;
+use crate::embed::HostOptions;
 use crate::llm_host::resolve_config;
 use crate::outln;
 use anyhow::{bail, Context as _};
@@ -84,7 +84,7 @@ fn deadline(args: &LlmArgs, key: &mut f64) -> anyhow::Result<()> {
 }
 
 /// Runs `koas llm …`.
-pub fn execute(global: &Global, cmd: LlmCommand) -> anyhow::Result<ExitStatus> {
+pub fn execute(global: &HostOptions, cmd: LlmCommand) -> anyhow::Result<ExitStatus> {
     match cmd {
         LlmCommand::Ping(args) => {
             let (mut config, _) = config(&args)?;

@@ -2,8 +2,8 @@
 //! log standing in for the model (no network), and check that every
 //! artifact comes out byte-identical.
 
-use super::ExitStatus;
-use super::{discover_and_warn, Global};
+use crate::embed::ExitStatus;
+use crate::embed::{discover_and_warn, HostOptions};
 use crate::engine::{self, RunOptions, RunTarget};
 use crate::llm_host::ServiceHandler;
 use crate::outln;
@@ -48,7 +48,7 @@ struct Difference {
 }
 
 /// Runs `koas replay`.
-pub fn execute(global: &Global, args: ReplayArgs) -> anyhow::Result<ExitStatus> {
+pub fn execute(global: &HostOptions, args: ReplayArgs) -> anyhow::Result<ExitStatus> {
     let record_path = args.workspace.join(
         args.record
             .as_deref()

@@ -1,9 +1,11 @@
 //! `koas run`: run a pipeline, part of it, or one kernel for debugging.
 
-use super::ExitStatus;
-use super::{discover_and_warn, Global};
+use crate::embed::ExitStatus;
+use crate::embed::{
+    discover_and_warn, interrupt, llm_service, prompts_folder, HostOptions, LlmOverrides,
+};
 use crate::engine::{self, RunOptions, RunTarget};
-use crate::llm_host::{project_layer, resolve_config, LlmLayer, LlmOverrides, ServiceHandler};
+use crate::llm_host::{project_layer, resolve_config, LlmLayer, ServiceHandler};
 use crate::outln;
 use crate::pipeline::{self, Overrides};
 use crate::prepare::prepare;
@@ -84,7 +86,8 @@ pub struct RunArgs {
     pub llm_replay: Option<PathBuf>,
 }
 
-/// Flags that override the pipeline's `[llm]` table.
+/// Flags that override the pipeline's `[llm]` table: the command line's
+/// form of [`LlmOverrides`].
 #[derive(Debug, Clone, Default, Args)]
 pub struct LlmFlags {
     /// LLM wire protocol: ollama, openai (llama.cpp, vLLM, LM Studio) or
@@ -194,7 +197,7 @@ pub fn llm_for_run(
         opts.llm = Some(Arc::new(ServiceHandler::new(service)));
         return Ok(());
     }
-    opts.llm = Some(build_llm_service(
+    opts.llm = Some(llm_service(
         config,
         &prepared.pipeline.workspace,
         &prepared.pipeline.file,
@@ -203,44 +206,8 @@ pub fn llm_for_run(
     Ok(())
 }
 
-/// The LLM service of a run in `workspace` (its exchange log and response
-/// cache live there), with progress on stderr unless `quiet`; `origin`
-/// (the pipeline file) names it in errors.
-pub fn build_llm_service(
-    config: koas_llm::LlmConfig,
-    workspace: &std::path::Path,
-    origin: &std::path::Path,
-    quiet: bool,
-) -> anyhow::Result<crate::host::SharedLlm> {
-    let progress: Box<dyn koas_llm::ProgressSink> = if quiet {
-        Box::new(koas_llm::NoProgress)
-    } else {
-        koas_llm::auto_progress()
-    };
-    // The process's Ctrl-C flag: an interrupt cuts the model's answers in
-    // flight instead of waiting minutes for a slow local model.
-    let service = koas_llm::LlmService::builder(config, workspace)
-        .progress(progress)
-        .cancel_flag(super::interrupt::install())
-        .build()
-        .with_context(|| format!("LLM service for {}", origin.display()))?;
-    Ok(Arc::new(ServiceHandler::new(service)))
-}
-
-/// The prompt templates of a run: `dir` when given (it must exist: a
-/// misspelt folder would silently fall back to the built-in templates),
-/// else the folder koas finds for itself.
-pub fn prompts_folder(dir: Option<&std::path::Path>) -> anyhow::Result<koas_llm::Prompts> {
-    if let Some(dir) = dir {
-        if !dir.is_dir() {
-            bail!("prompts folder {} does not exist", dir.display());
-        }
-    }
-    Ok(koas_llm::Prompts::locate(dir))
-}
-
 /// Runs `koas run`.
-pub fn execute(global: &Global, args: RunArgs) -> anyhow::Result<ExitStatus> {
+pub fn execute(global: &HostOptions, args: RunArgs) -> anyhow::Result<ExitStatus> {
     let (expected_name, file) = match args.positional.as_slice() {
         [file] => (None, PathBuf::from(file)),
         [name, file] => (Some(name.clone()), PathBuf::from(file)),
@@ -273,7 +240,7 @@ pub fn execute(global: &Global, args: RunArgs) -> anyhow::Result<ExitStatus> {
         (None, Some(u)) => RunTarget::Until(u.clone()),
         (None, None) => RunTarget::All,
     };
-    let cancel = super::interrupt::flag("letting running kernels stop");
+    let cancel = interrupt::flag("letting running kernels stop");
     let mut opts = RunOptions::new(pipeline.jobs);
     opts.use_cache = !args.no_cache;
     opts.isolation = global.isolation(Some(&pipeline));

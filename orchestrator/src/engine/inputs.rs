@@ -100,6 +100,18 @@ fn source_hash(path: &Path, bytes: &[u8]) -> String {
     h.finalize().to_hex().to_string()
 }
 
+/// A source artifact from the bytes of the file at `path`: one function
+/// whether the engine read them or the host gave them, so both key and
+/// describe the source alike.
+fn source_artifact(path: &Path, bytes: &[u8]) -> Result<Artifact, String> {
+    let file = SourceFile::from_bytes(&path.display().to_string(), bytes);
+    let value = serde_json::to_value(file).map_err(|e| format!("cannot describe the file: {e}"))?;
+    Ok(Artifact {
+        hash: source_hash(path, bytes),
+        loaded: Some(Shared::Tree(Arc::new(value))),
+    })
+}
+
 impl Engine<'_> {
     /// Registers the artifacts the host provides, and stores their values
     /// in the cache so `koas replay` can provide them again.
@@ -140,8 +152,17 @@ impl Engine<'_> {
         Ok(stored)
     }
 
-    /// Reads every source file a selected kernel needs.
+    /// Reads every source file a selected kernel needs (those whose
+    /// contents the host gave are not read again).
     pub(super) fn load_sources(&mut self, selected: &BTreeSet<String>) -> Result<(), RunError> {
+        if let Some(name) = self
+            .opts
+            .source_contents
+            .keys()
+            .find(|name| !self.prepared.pipeline.inputs.contains_key(*name))
+        {
+            return Err(RunError::UnknownSource(name.clone()));
+        }
         let mut needed = BTreeSet::new();
         for name in selected {
             for input in &self.kernel(name).spec.inputs {
@@ -154,25 +175,24 @@ impl Engine<'_> {
             let Some(path) = self.prepared.pipeline.inputs.get(&name) else {
                 continue;
             };
-            let bytes = std::fs::read(path).map_err(|e| RunError::Input {
+            let read;
+            let bytes: &[u8] = match self.opts.source_contents.get(&name) {
+                Some(given) => given,
+                None => {
+                    read = std::fs::read(path).map_err(|e| RunError::Input {
+                        name: name.clone(),
+                        path: path.clone(),
+                        message: e.to_string(),
+                    })?;
+                    &read
+                }
+            };
+            let artifact = source_artifact(path, bytes).map_err(|message| RunError::Input {
                 name: name.clone(),
                 path: path.clone(),
-                message: e.to_string(),
+                message,
             })?;
-            let hash = source_hash(path, &bytes);
-            let file = SourceFile::from_bytes(&path.display().to_string(), &bytes);
-            let value = serde_json::to_value(file).map_err(|e| RunError::Input {
-                name: name.clone(),
-                path: path.clone(),
-                message: format!("cannot describe the file: {e}"),
-            })?;
-            self.artifacts.insert(
-                name,
-                Artifact {
-                    hash,
-                    loaded: Some(Shared::Tree(Arc::new(value))),
-                },
-            );
+            self.artifacts.insert(name, artifact);
         }
         Ok(())
     }

@@ -156,6 +156,14 @@ pub struct RunOptions {
     /// ledger of 100,000 entries is hundreds of megabytes as a `Value`,
     /// and tens as [`CanonicalJson`].
     pub provided: BTreeMap<String, Provided>,
+    /// The contents of `[inputs]` entries the host already read, by
+    /// artifact name: used instead of reading the file the entry names
+    /// (a host that checked a document's size and kind reads it once).
+    /// The entry's path still names the source: it is hashed and described
+    /// exactly as if the engine had read these bytes from that path, so
+    /// cache keys, the kernels' inputs and the run record are the same.
+    /// A name the pipeline has no `[inputs]` entry for is refused.
+    pub source_contents: BTreeMap<String, Arc<[u8]>>,
     /// Output artifacts whose declared files the engine must not write
     /// (neither after a run nor when restoring a cache hit): the host
     /// writes them itself, e.g. in a crash-safe order after committing a
@@ -197,6 +205,7 @@ impl RunOptions {
             llm_identity: None,
             llm_config: None,
             provided: BTreeMap::new(),
+            source_contents: BTreeMap::new(),
             host_written: BTreeSet::new(),
             isolation: Isolation::current_exe(),
             limits: Limits::default(),
@@ -224,6 +233,9 @@ pub enum RunError {
         /// The operating system's error, or why the file cannot be described.
         message: String,
     },
+    /// The host gave the contents of a source the pipeline does not have.
+    #[error("the host gave the contents of input `{0}`, but the pipeline has no [inputs] entry of that name")]
+    UnknownSource(String),
     /// The workspace cannot be created or written.
     #[error(transparent)]
     Workspace(#[from] WorkspaceError),

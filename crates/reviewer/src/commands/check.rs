@@ -16,7 +16,7 @@ use koas_md_scan::report::{
     render_github, render_human, render_json, render_sarif, summary_line, FileFindings,
 };
 use koas_md_scan::{Checker, ScanOutput};
-use koas_orchestrator::cli::{ExitStatus, Global};
+use koas_orchestrator::embed::{ExitStatus, HostOptions};
 use koas_orchestrator::out;
 use koas_review_schema::findings::{Finding, Severity};
 use rayon::prelude::*;
@@ -377,7 +377,7 @@ pub fn default_fail_on(doc: &Path) -> anyhow::Result<Severity> {
     .unwrap_or(Severity::Warning))
 }
 
-pub fn execute(global: &Global, args: CheckArgs) -> anyhow::Result<ExitStatus> {
+pub fn execute(global: &HostOptions, args: CheckArgs) -> anyhow::Result<ExitStatus> {
     let (docs, folder_errors) = expand(&args.docs);
     for e in &folder_errors {
         eprintln!("error: {e}");

@@ -4,7 +4,7 @@
 
 use crate::kernel_findings;
 use crate::pipeline::{self as passes, Control, PassFailure, PassInputs};
-use koas_orchestrator::cli::Global;
+use koas_orchestrator::embed::HostOptions;
 use koas_orchestrator::pipeline::{self, Overrides};
 use koas_review_schema::findings::{KernelFindings, Severity};
 use serde_json::{json, Value};
@@ -14,7 +14,7 @@ use std::path::Path;
 /// pipeline's workspace, cached like `koas run`) and reads back the
 /// findings its kernels produced. A failed kernel is an error naming it.
 pub fn findings_for(
-    global: &Global,
+    global: &HostOptions,
     file: &Path,
     doc: &Path,
 ) -> anyhow::Result<(Vec<KernelFindings>, Vec<String>)> {

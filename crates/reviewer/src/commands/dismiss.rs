@@ -14,7 +14,7 @@ use crate::common::{
 use crate::pipeline::{self as passes, Control, PassFailure};
 use anyhow::Context as _;
 use clap::Args;
-use koas_orchestrator::cli::{ExitStatus, Global};
+use koas_orchestrator::embed::{ExitStatus, HostOptions};
 use koas_review_schema::apply::ApplyOptions;
 use koas_review_schema::change_id::ChangeId;
 use koas_review_workspace::{paths, BeginRequest, CommitContext, RunKind};
@@ -50,19 +50,19 @@ pub struct DismissArgs {
     pub pipeline: Option<PathBuf>,
 }
 
-pub fn execute(global: &Global, args: DismissArgs) -> anyhow::Result<ExitStatus> {
+pub fn execute(global: &HostOptions, args: DismissArgs) -> anyhow::Result<ExitStatus> {
     on_workspace(&args.target, |target| {
         dismiss(global, &Control::ctrl_c(), &args, target)?.print(args.target.json)
     })
 }
 
 /// `koas dismiss` as a library call: the answer is returned, not printed.
-pub fn run(global: &Global, control: &Control, args: &DismissArgs) -> anyhow::Result<Reply> {
+pub fn run(global: &HostOptions, control: &Control, args: &DismissArgs) -> anyhow::Result<Reply> {
     dismiss(global, control, args, &ReviewTarget::locate(&args.target)?)
 }
 
 fn dismiss(
-    global: &Global,
+    global: &HostOptions,
     control: &Control,
     args: &DismissArgs,
     target: &ReviewTarget,

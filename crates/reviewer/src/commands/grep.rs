@@ -5,7 +5,7 @@
 use crate::common::{on_workspace, Reply, ReviewTarget, WorkspaceArgs};
 use anyhow::{bail, Context as _};
 use clap::Args;
-use koas_orchestrator::cli::{ExitStatus, Global};
+use koas_orchestrator::embed::{ExitStatus, HostOptions};
 use koas_review::query::{dismissed_ids, grep, render_table, GrepFilter, REVIEW_SEVERITIES};
 use koas_review_schema::findings::Severity;
 use serde_json::json;
@@ -147,7 +147,7 @@ fn shell_word(word: &str) -> String {
     }
 }
 
-pub fn execute(_global: &Global, args: GrepArgs) -> anyhow::Result<ExitStatus> {
+pub fn execute(_global: &HostOptions, args: GrepArgs) -> anyhow::Result<ExitStatus> {
     let (pattern, target) = args.split()?;
     on_workspace(&target, |t| {
         search(&args, pattern.as_deref(), t)?.print(args.json)

@@ -18,6 +18,7 @@
 //! to `refine/events.jsonl` as they happen, the run's summary to
 //! `refine/summary.json`.
 
+use crate::common::LlmFlags;
 use crate::common::{
     actor, clock, command_line, on_workspace, print_json, review_exit_codes, ReviewTarget,
     WorkspaceArgs, REFUSED,
@@ -25,9 +26,8 @@ use crate::common::{
 use crate::pipeline::{self as passes, PassFailure, PassInputs, APPLY};
 use anyhow::{bail, Context as _};
 use clap::Args;
-use koas_orchestrator::cli::run::LlmFlags;
-use koas_orchestrator::cli::{ExitStatus, Global};
 use koas_orchestrator::discovery::Discovery;
+use koas_orchestrator::embed::{ExitStatus, HostOptions};
 use koas_orchestrator::engine::Provided;
 use koas_orchestrator::outln;
 use koas_orchestrator::pipeline::Pipeline;
@@ -148,7 +148,7 @@ pub struct RefineArgs {
     pub llm: LlmFlags,
 }
 
-pub fn execute(global: &Global, args: RefineArgs) -> anyhow::Result<ExitStatus> {
+pub fn execute(global: &HostOptions, args: RefineArgs) -> anyhow::Result<ExitStatus> {
     on_workspace(&args.target, |target| refine(global, &args, target))
 }
 
@@ -334,7 +334,7 @@ impl PassRecords {
 }
 
 fn pass(
-    global: &Global,
+    global: &HostOptions,
     pipeline: &Pipeline,
     discovery: &Discovery,
     inputs: PassInputs,
@@ -352,8 +352,18 @@ fn pass(
     }
 }
 
-fn base_inputs(run: &PreparedRun<'_>, llm: &passes::ReviewLlm) -> anyhow::Result<PassInputs> {
+/// What every pass is given: the current document (as the host's
+/// artifact), the model, and `doc`, the text of the pipeline's `doc`
+/// source as the command holds it (the engine does not read it again).
+fn base_inputs(
+    run: &PreparedRun<'_>,
+    llm: &passes::ReviewLlm,
+    doc: &str,
+) -> anyhow::Result<PassInputs> {
     let mut inputs = PassInputs::default();
+    inputs
+        .sources
+        .insert("doc".to_owned(), std::sync::Arc::from(doc.as_bytes()));
     inputs.provided.insert(
         names::REVIEW_DOC.to_owned(),
         Provided::from(Value::String(run.current_text().to_owned())),
@@ -362,7 +372,11 @@ fn base_inputs(run: &PreparedRun<'_>, llm: &passes::ReviewLlm) -> anyhow::Result
     Ok(inputs)
 }
 
-fn refine(global: &Global, args: &RefineArgs, target: &ReviewTarget) -> anyhow::Result<ExitStatus> {
+fn refine(
+    global: &HostOptions,
+    args: &RefineArgs,
+    target: &ReviewTarget,
+) -> anyhow::Result<ExitStatus> {
     let Some(mode) = Mode::parse(&args.mode) else {
         bail!("--mode {}: use `full-auto` or `semi-auto`", args.mode);
     };
@@ -394,6 +408,9 @@ fn refine(global: &Global, args: &RefineArgs, target: &ReviewTarget) -> anyhow::
     // Stage 1 describes the review's current document (the edit engine
     // addresses its lines), as for `koas review`.
     let doc_input = target.current_doc_path();
+    // The text of that file, read once: the workspace's current document
+    // (every commit rewrites the file with it), or DOC as read.
+    let doc_is_current = doc_input == workspace.path(paths::EDITED_DOC);
     let mut pipeline = passes::load_built_in(
         args.pipeline.as_deref(),
         BUILT_IN,
@@ -476,7 +493,15 @@ fn refine(global: &Global, args: &RefineArgs, target: &ReviewTarget) -> anyhow::
             });
             (d.plan, d.routing, TokenUse::default(), true)
         } else {
-            let mut inputs = base_inputs(&run, &llm)?;
+            let mut inputs = base_inputs(
+                &run,
+                &llm,
+                if doc_is_current {
+                    run.current_text()
+                } else {
+                    &target.text
+                },
+            )?;
             inputs.provided.insert(
                 names::REFINE_STATE.to_owned(),
                 Provided::from(serde_json::to_value(&state)?),
@@ -639,7 +664,15 @@ fn refine(global: &Global, args: &RefineArgs, target: &ReviewTarget) -> anyhow::
                 });
             }
         }
-        let mut inputs = base_inputs(&run, &llm)?;
+        let mut inputs = base_inputs(
+            &run,
+            &llm,
+            if doc_is_current {
+                run.current_text()
+            } else {
+                &target.text
+            },
+        )?;
         if decided {
             inputs.provided.insert(
                 names::REFINE_ROUTING.to_owned(),
@@ -967,7 +1000,7 @@ fn refine(global: &Global, args: &RefineArgs, target: &ReviewTarget) -> anyhow::
 /// model table counts refine's calls and tokens; its notice gives the
 /// verdict.
 fn refresh_views(
-    global: &Global,
+    global: &HostOptions,
     target: &ReviewTarget,
     pipeline: &Pipeline,
     run: &PreparedRun<'_>,

@@ -9,7 +9,7 @@ use crate::common::{
 use crate::pipeline::{self as passes, Control, PassFailure};
 use anyhow::Context as _;
 use clap::Args;
-use koas_orchestrator::cli::{ExitStatus, Global};
+use koas_orchestrator::embed::{ExitStatus, HostOptions};
 use koas_review::query::count;
 use koas_review_workspace::{paths, BeginRequest, RunKind};
 use serde_json::json;
@@ -56,19 +56,19 @@ impl ReportArgs {
     }
 }
 
-pub fn execute(global: &Global, args: ReportArgs) -> anyhow::Result<ExitStatus> {
+pub fn execute(global: &HostOptions, args: ReportArgs) -> anyhow::Result<ExitStatus> {
     on_workspace(&args.target, |target| {
         report(global, &Control::ctrl_c(), &args, target)?.print(args.target.json)
     })
 }
 
 /// `koas report` as a library call: the answer is returned, not printed.
-pub fn run(global: &Global, control: &Control, args: &ReportArgs) -> anyhow::Result<Reply> {
+pub fn run(global: &HostOptions, control: &Control, args: &ReportArgs) -> anyhow::Result<Reply> {
     report(global, control, args, &ReviewTarget::locate(&args.target)?)
 }
 
 fn report(
-    global: &Global,
+    global: &HostOptions,
     control: &Control,
     args: &ReportArgs,
     target: &ReviewTarget,

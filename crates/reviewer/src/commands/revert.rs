@@ -16,7 +16,7 @@ use crate::common::{
 use crate::pipeline::{self as passes, Control, PassFailure, PassInputs, REVERT};
 use anyhow::Context as _;
 use clap::Args;
-use koas_orchestrator::cli::{ExitStatus, Global};
+use koas_orchestrator::embed::{ExitStatus, HostOptions};
 use koas_orchestrator::engine::{CanonicalJson, Provided};
 use koas_review_schema::apply::ApplyOptions;
 use koas_review_schema::names;
@@ -85,19 +85,19 @@ impl RevertArgs {
     }
 }
 
-pub fn execute(global: &Global, args: RevertArgs) -> anyhow::Result<ExitStatus> {
+pub fn execute(global: &HostOptions, args: RevertArgs) -> anyhow::Result<ExitStatus> {
     on_workspace(&args.target, |target| {
         revert(global, &Control::ctrl_c(), &args, target)?.print(args.target.json)
     })
 }
 
 /// `koas revert` as a library call: the answer is returned, not printed.
-pub fn run(global: &Global, control: &Control, args: &RevertArgs) -> anyhow::Result<Reply> {
+pub fn run(global: &HostOptions, control: &Control, args: &RevertArgs) -> anyhow::Result<Reply> {
     revert(global, control, args, &ReviewTarget::locate(&args.target)?)
 }
 
 fn revert(
-    global: &Global,
+    global: &HostOptions,
     control: &Control,
     args: &RevertArgs,
     target: &ReviewTarget,

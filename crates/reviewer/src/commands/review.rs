@@ -8,7 +8,7 @@
 //! replaces DOC last, only when everything succeeded.
 
 use crate::common::{
-    actor, clock, command_line, on_workspace, review_exit_codes, Reply, ReviewTarget,
+    actor, clock, command_line, on_workspace, review_exit_codes, LlmFlags, Reply, ReviewTarget,
     WorkspaceArgs, REFUSED,
 };
 use crate::pipeline::{
@@ -16,8 +16,7 @@ use crate::pipeline::{
 };
 use anyhow::Context as _;
 use clap::Args;
-use koas_orchestrator::cli::run::LlmFlags;
-use koas_orchestrator::cli::{ExitStatus, Global};
+use koas_orchestrator::embed::{ExitStatus, HostOptions};
 use koas_orchestrator::engine::Provided;
 use koas_review::edit_op::parse_ops_file;
 use koas_review_schema::apply::ApplyOptions;
@@ -31,6 +30,7 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 #[derive(Debug, Args)]
 #[command(after_help = concat!("\
@@ -151,7 +151,7 @@ impl ReviewArgs {
     }
 }
 
-pub fn execute(global: &Global, args: ReviewArgs) -> anyhow::Result<ExitStatus> {
+pub fn execute(global: &HostOptions, args: ReviewArgs) -> anyhow::Result<ExitStatus> {
     on_workspace(&args.target, |target| {
         let answer = Wanted {
             whole_json: args.target.json,
@@ -163,7 +163,7 @@ pub fn execute(global: &Global, args: ReviewArgs) -> anyhow::Result<ExitStatus> 
 /// `koas review` as a library call: the answer is returned, not printed
 /// (progress and warnings still go to stderr), and `control` stops and
 /// watches the runs.
-pub fn run(global: &Global, control: &Control, args: &ReviewArgs) -> anyhow::Result<Reply> {
+pub fn run(global: &HostOptions, control: &Control, args: &ReviewArgs) -> anyhow::Result<Reply> {
     let target = ReviewTarget::locate(&args.target)?;
     review(global, control, args, &target, Wanted { whole_json: true })
 }
@@ -178,13 +178,15 @@ struct Wanted {
 }
 
 fn review(
-    global: &Global,
+    global: &HostOptions,
     control: &Control,
     args: &ReviewArgs,
     target: &ReviewTarget,
     wanted: Wanted,
 ) -> anyhow::Result<Reply> {
-    // The ops file is checked before anything is locked or written.
+    // The ops file is checked before anything is locked or written, and
+    // handed to the engine as read (a FIFO swapped in later is not read).
+    let mut ops_bytes: Option<Arc<[u8]>> = None;
     if let Some(ops) = &args.ops {
         // Like the document: a FIFO or a device would hang or fill memory.
         let limit = crate::input::max_doc_bytes(args.target.max_doc_size.as_deref())?;
@@ -193,6 +195,7 @@ fn review(
         let text = String::from_utf8(bytes)
             .with_context(|| format!("the ops file {} is not UTF-8 text", ops.display()))?;
         parse_ops_file(&text).with_context(|| format!("ops file {}", ops.display()))?;
+        ops_bytes = Some(Arc::from(text.into_bytes()));
     }
     target.prepare_writes()?;
     let command = command_line();
@@ -213,7 +216,9 @@ fn review(
             },
         )
         .map_err(|e| target.explain(e))?;
-    // Stage 1 and 2 describe the document the ops address: the current one.
+    // Stage 1 and 2 describe the document the ops address: the current
+    // one. Its text is handed to the engine (see `pass_inputs`) under the
+    // path of the file that holds it, so it keys as that file would.
     let mut inputs = vec![("doc".to_owned(), target.current_doc_path())];
     if let Some(ops) = &args.ops {
         inputs.push((names::OPS.to_owned(), ops.clone()));
@@ -320,17 +325,17 @@ fn review(
         state
             .ledger_ids
             .extend(outcome.batch.applied.iter().map(|a| a.op.id));
-        // The model's pass reads the fixed text as the document (kernels
-        // that keep their previous results find them by kernel, not by
-        // path: a re-run that reads the same text asks nothing).
-        let checked = workspace
-            .write_checked(&text)
-            .with_context(|| format!("review workspace {}", workspace.root().display()))?;
-        planning.inputs.insert("doc".to_owned(), checked);
+        // The model's pass reads the fixed text as the document, handed
+        // as bytes under the current document's path (kernels that keep
+        // their previous results find them by kernel, not by path: a
+        // re-run that reads the same text asks nothing).
         passes::set_config(&mut planning, APPLY, "check_fixes", Value::Bool(false));
         fixes = Some(outcome);
     }
     let mut pass = pass_inputs(&text, &state)?;
+    if let Some(ops) = ops_bytes {
+        pass.sources.insert(names::OPS.to_owned(), ops);
+    }
     let has_llm = llm.is_some();
     let described = llm.as_ref().map(|l| (l.models(), l.endpoint.clone()));
     pass.llm = llm;
@@ -465,10 +470,13 @@ fn review(
     Ok(answered.with_report(args, target, report))
 }
 
-/// What a planning pass is given: the text the ops address and the
-/// review state, as the host's artifacts.
+/// What a planning pass is given: the text the ops address, as the
+/// pipeline's `doc` source (read once, by the command, with its guards)
+/// and as the host's artifact, and the review state.
 fn pass_inputs(text: &str, state: &ReviewState) -> anyhow::Result<PassInputs> {
     let mut pass = PassInputs::default();
+    pass.sources
+        .insert("doc".to_owned(), Arc::from(text.as_bytes()));
     pass.provided.insert(
         names::REVIEW_DOC.to_owned(),
         Provided::from(Value::String(text.to_owned())),
@@ -484,7 +492,7 @@ fn pass_inputs(text: &str, state: &ReviewState) -> anyhow::Result<PassInputs> {
 /// The planning pass without the model: the certain fixes of the checks,
 /// planned on `text` and not yet recorded.
 fn certain_fixes(
-    global: &Global,
+    global: &HostOptions,
     control: &Control,
     planning: &koas_orchestrator::pipeline::Pipeline,
     discovery: &koas_orchestrator::discovery::Discovery,

@@ -3,7 +3,7 @@
 use crate::common::{on_workspace, review_exit_codes, Reply, ReviewTarget, WorkspaceArgs, REFUSED};
 use anyhow::Context as _;
 use clap::Args;
-use koas_orchestrator::cli::{ExitStatus, Global};
+use koas_orchestrator::embed::{ExitStatus, HostOptions};
 use koas_review::query::render_details;
 use koas_review_schema::change_id::EntryId;
 use serde_json::json;
@@ -45,7 +45,7 @@ impl ShowArgs {
     }
 }
 
-pub fn execute(_global: &Global, args: ShowArgs) -> anyhow::Result<ExitStatus> {
+pub fn execute(_global: &HostOptions, args: ShowArgs) -> anyhow::Result<ExitStatus> {
     on_workspace(&args.target, |target| {
         show(&args, target)?.print(args.target.json)
     })

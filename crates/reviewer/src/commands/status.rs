@@ -8,7 +8,7 @@ use crate::common::{
 };
 use anyhow::Context as _;
 use clap::Args;
-use koas_orchestrator::cli::{ExitStatus, Global};
+use koas_orchestrator::embed::{ExitStatus, HostOptions};
 use koas_review_workspace::WorkspaceStatus;
 use serde_json::json;
 use std::fmt::Write as _;
@@ -46,7 +46,7 @@ impl StatusArgs {
     }
 }
 
-pub fn execute(_global: &Global, args: StatusArgs) -> anyhow::Result<ExitStatus> {
+pub fn execute(_global: &HostOptions, args: StatusArgs) -> anyhow::Result<ExitStatus> {
     on_workspace(&args.target, |target| {
         status(&args, target)?.print(args.target.json)
     })

@@ -1,0 +1,301 @@
+//! The runtime as a library, for the programs that embed it (*hosts*):
+//! the `koas` command line, the reviewer's commands, the MCP server.
+//!
+//! A host says how kernels run ([`HostOptions`]: quiet or verbose,
+//! isolation, limits, where kernels are searched), finds them
+//! ([`discover_and_warn`]), sets up the model ([`llm_service`], from a
+//! resolved [`koas_llm::LlmConfig`]; the settings a person overrides are
+//! [`LlmOverrides`]), finds the prompt templates ([`prompts_folder`]),
+//! watches Ctrl-C ([`interrupt`]) and tells how a command ended
+//! ([`ExitStatus`]). It then prepares and runs pipelines with
+//! [`crate::prepare`] and [`crate::engine`].
+//!
+//! Nothing here parses a command line: the generic commands
+//! ([`crate::cli`]) use this module like any other host, so the reviewer
+//! and the MCP server never go through another host's command module.
+
+pub mod interrupt;
+
+pub use crate::llm_host::LlmOverrides;
+
+use crate::discovery::{
+    discover_isolated, executable_search_paths, split_path_list, Discovery, SearchOrigin,
+    SearchPath,
+};
+use crate::host::SharedLlm;
+use crate::limits::{Isolation, LimitOverrides, Limits};
+use crate::llm_host::ServiceHandler;
+use crate::pipeline::Pipeline;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Why a host could not set a run up.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    /// The LLM service could not be built from its configuration (the
+    /// message names where it came from; its cause says what is wrong,
+    /// as error chains print it).
+    #[error("LLM service for {}", origin.display())]
+    LlmService {
+        /// Where the configuration came from (a pipeline or project file,
+        /// or a flag), named in the message.
+        origin: PathBuf,
+        /// What the service refused (boxed: it is large, and every
+        /// result of this module would carry its size).
+        #[source]
+        source: Box<koas_llm::LlmError>,
+    },
+    /// A prompts folder was named but does not exist.
+    #[error("prompts folder {} does not exist", .0.display())]
+    NoPromptsFolder(PathBuf),
+}
+
+/// How a command ended, as scripts see it: the process exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitStatus {
+    /// 0: the command did what was asked.
+    Success,
+    /// 1: the command ran and its answer is "no": a kernel failed, a
+    /// finding reached `--fail-on`, a revert or dismissal was refused, a
+    /// replay or a calibration differed, `koas grep` matched nothing,
+    /// `koas kernels` found no kernel.
+    Failure,
+    /// 2: usage, pipeline, config or I/O error; nothing was run.
+    Error,
+    /// 130: interrupted with Ctrl-C; finished work is kept.
+    Interrupted,
+}
+
+impl ExitStatus {
+    /// The process exit code.
+    pub fn code(self) -> u8 {
+        match self {
+            ExitStatus::Success => 0,
+            ExitStatus::Failure => 1,
+            ExitStatus::Error => 2,
+            ExitStatus::Interrupted => 130,
+        }
+    }
+}
+
+impl From<ExitStatus> for std::process::ExitCode {
+    fn from(status: ExitStatus) -> Self {
+        std::process::ExitCode::from(status.code())
+    }
+}
+
+/// What a host says about every run it starts: where kernels are
+/// searched, how much is shown, where kernels run and their limits. The
+/// command line fills it from its global flags.
+#[derive(Debug, Clone, Default)]
+pub struct HostOptions {
+    /// Folders searched for kernels before `KOAS_KERNEL_PATH`
+    /// (`--kernel-path`).
+    pub kernel_paths: Vec<PathBuf>,
+    /// Show kernels' informational log lines and summaries (`--verbose`).
+    pub verbose: bool,
+    /// Also show kernels' debug log lines (`-vv`).
+    pub debug: bool,
+    /// No progress lines and no discovery warnings (`--quiet`).
+    pub quiet: bool,
+    /// Run kernels inside this process instead of worker processes
+    /// (`--in-process`).
+    pub in_process: bool,
+    /// Per-kernel limits over every pipeline's `[limits]`
+    /// (`--kernel-timeout`, `--kernel-memory`, `--kernel-output`).
+    pub limits: LimitOverrides,
+}
+
+impl HostOptions {
+    /// Where kernels run: inside this process with
+    /// [`HostOptions::in_process`] or a pipeline's `isolation = "none"`,
+    /// else in worker processes of this executable.
+    pub fn isolation(&self, pipeline: Option<&Pipeline>) -> Isolation {
+        if self.in_process || pipeline.is_some_and(|p| p.in_process) {
+            Isolation::InProcess
+        } else {
+            Isolation::current_exe()
+        }
+    }
+
+    /// The limits of a run of `pipeline`: its `[limits]` with the host's
+    /// over them.
+    pub fn limits(&self, pipeline: &Pipeline) -> Limits {
+        Limits {
+            flags: self.limits,
+            ..pipeline.limits.clone()
+        }
+    }
+
+    /// The progress reporter of a command that runs `total` kernels:
+    /// silent when quiet, else a bar or lines on stderr, with summaries
+    /// when verbose and debug lines with `debug`.
+    pub fn reporter(&self, total: u64) -> crate::report::Reporter {
+        if self.quiet {
+            crate::report::Reporter::quiet()
+        } else {
+            crate::report::Reporter::for_stderr(total, self.verbose).with_debug(self.debug)
+        }
+    }
+
+    /// Finds the kernels `pipeline` may use (see [`search_paths`]) as
+    /// [`HostOptions::in_process`] and the pipeline's `isolation` say;
+    /// the problems are returned, not printed (see [`discover_and_warn`]).
+    pub fn discover(&self, pipeline: Option<&Pipeline>) -> Discovery {
+        let paths = pipeline.map(|p| p.kernel_paths.as_slice()).unwrap_or(&[]);
+        let memory = match pipeline {
+            Some(p) => self.limits(p).general().memory_mb,
+            None => {
+                Limits {
+                    flags: self.limits,
+                    ..Limits::default()
+                }
+                .general()
+                .memory_mb
+            }
+        };
+        discover_isolated(
+            &search_paths(self, paths),
+            &self.isolation(pipeline),
+            memory,
+        )
+    }
+}
+
+/// The search path in the documented order: the host's folders,
+/// `KOAS_KERNEL_PATH`, the pipeline's `kernel_paths`, the executable's
+/// folder.
+pub fn search_paths(options: &HostOptions, pipeline_paths: &[PathBuf]) -> Vec<SearchPath> {
+    let mut out: Vec<SearchPath> = options
+        .kernel_paths
+        .iter()
+        .map(|p| SearchPath {
+            path: p.clone(),
+            origin: SearchOrigin::Flag,
+        })
+        .collect();
+    if let Ok(v) = std::env::var("KOAS_KERNEL_PATH") {
+        out.extend(split_path_list(&v).into_iter().map(|p| SearchPath {
+            path: p,
+            origin: SearchOrigin::Env,
+        }));
+    }
+    out.extend(pipeline_paths.iter().map(|p| SearchPath {
+        path: p.clone(),
+        origin: SearchOrigin::Pipeline,
+    }));
+    out.extend(executable_search_paths());
+    out
+}
+
+/// Discovers the kernels of `pipeline` ([`HostOptions::discover`]) and
+/// prints every problem to stderr (unless quiet).
+pub fn discover_and_warn(options: &HostOptions, pipeline: &Pipeline) -> Discovery {
+    let d = options.discover(Some(pipeline));
+    if !options.quiet {
+        for p in &d.problems {
+            eprintln!("warning: {p}");
+        }
+    }
+    // A renamed plugin is a likely mistake but not a problem of this run:
+    // `koas kernels` always lists it, a run only with -v.
+    if options.verbose {
+        for i in &d.ignored {
+            eprintln!("note: {i}");
+        }
+    }
+    d
+}
+
+/// The LLM service of a run in `workspace` (its exchange log and response
+/// cache live there), with progress on stderr unless `quiet`; `origin`
+/// (the file or flag the configuration came from) names it in errors.
+/// Ctrl-C ([`interrupt`]) cuts the model's answers in flight.
+pub fn llm_service(
+    config: koas_llm::LlmConfig,
+    workspace: &Path,
+    origin: &Path,
+    quiet: bool,
+) -> Result<SharedLlm, HostError> {
+    let progress: Box<dyn koas_llm::ProgressSink> = if quiet {
+        Box::new(koas_llm::NoProgress)
+    } else {
+        koas_llm::auto_progress()
+    };
+    // The process's Ctrl-C flag: an interrupt cuts the model's answers in
+    // flight instead of waiting minutes for a slow local model.
+    let service = koas_llm::LlmService::builder(config, workspace)
+        .progress(progress)
+        .cancel_flag(interrupt::install())
+        .build()
+        .map_err(|source| HostError::LlmService {
+            origin: origin.to_path_buf(),
+            source: Box::new(source),
+        })?;
+    Ok(Arc::new(ServiceHandler::new(service)))
+}
+
+/// The prompt templates of a run: `dir` when given (it must exist: a
+/// misspelt folder would silently fall back to the built-in templates),
+/// else the folder koas finds for itself.
+pub fn prompts_folder(dir: Option<&Path>) -> Result<koas_llm::Prompts, HostError> {
+    if let Some(dir) = dir {
+        if !dir.is_dir() {
+            return Err(HostError::NoPromptsFolder(dir.to_path_buf()));
+        }
+    }
+    Ok(koas_llm::Prompts::locate(dir))
+}
+
+/// An error and its causes on one string, `separator` between them;
+/// causes whose text the message already holds are left out (errors that
+/// embed their source would otherwise be printed twice).
+pub fn error_chain(err: &anyhow::Error, separator: &str) -> String {
+    let mut text = err.to_string();
+    for cause in err.chain().skip(1) {
+        let cause = cause.to_string();
+        if !text.contains(&cause) {
+            text.push_str(separator);
+            text.push_str(&cause);
+        }
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_named_prompts_folder_must_exist() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let missing = dir.path().join("nope");
+        let err = prompts_folder(Some(&missing)).expect_err("missing folder");
+        assert_eq!(
+            err.to_string(),
+            format!("prompts folder {} does not exist", missing.display())
+        );
+        assert!(prompts_folder(Some(dir.path())).is_ok());
+    }
+
+    #[test]
+    fn exit_statuses_are_the_documented_codes() {
+        let codes: Vec<u8> = [
+            ExitStatus::Success,
+            ExitStatus::Failure,
+            ExitStatus::Error,
+            ExitStatus::Interrupted,
+        ]
+        .map(ExitStatus::code)
+        .to_vec();
+        assert_eq!(codes, [0, 1, 2, 130]);
+    }
+
+    #[test]
+    fn an_error_chain_leaves_out_causes_the_message_holds() {
+        let err = anyhow::anyhow!("inner").context("outer: inner");
+        assert_eq!(error_chain(&err, "; "), "outer: inner");
+        let err = anyhow::anyhow!("inner").context("outer");
+        assert_eq!(error_chain(&err, "; "), "outer; inner");
+    }
+}
