@@ -130,8 +130,8 @@ pub enum Assessed {
     /// then assess the restored document again.
     QualityLock(QualityLock),
     /// The document is scored: [`LoopState::decide`] whether to fix this
-    /// round.
-    Scored(Round),
+    /// round (boxed: a round is much larger than the other variants).
+    Scored(Box<Round>),
 }
 
 /// A fix the ledger recorded (an applied op that changed the document).
@@ -379,12 +379,12 @@ impl LoopState {
                 reason: "--plan-only".to_owned(),
             });
         }
-        Assessed::Scored(Round {
+        Assessed::Scored(Box::new(Round {
             plan,
             routing,
             judge_tokens: tokens,
             ..Round::default()
-        })
+        }))
     }
 
     /// After a [`QualityLock`]'s changes were reverted: `sections` (the

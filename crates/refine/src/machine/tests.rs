@@ -104,7 +104,7 @@ fn judged(plan: RefinePlan, routing: RefineRouting, active: BTreeSet<ChangeId>) 
 
 fn scored(assessed: Assessed) -> Round {
     match assessed {
-        Assessed::Scored(round) => round,
+        Assessed::Scored(round) => *round,
         other => panic!("not scored: {other:?}"),
     }
 }

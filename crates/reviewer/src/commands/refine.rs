@@ -563,7 +563,7 @@ fn refine_loop(
                         host.emit(machine);
                         return Ok(ControlFlow::Continue(stop));
                     }
-                    round
+                    *round
                 }
             }
         };
