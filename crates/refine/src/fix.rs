@@ -292,6 +292,16 @@ pub fn ops_from_answer(
     Ok(ops)
 }
 
+/// The section a refinement op names in its rationale (`koas refine
+/// SURGICAL_EDIT of S2: …`, as [`ops_from_answer`] writes it): the ledger
+/// keeps the rationale, so a change's section is read back from it.
+pub fn section_of_rationale(rationale: &str) -> Option<String> {
+    let rest = rationale.strip_prefix("koas refine ")?;
+    let (_, after) = rest.split_once(" of ")?;
+    let (id, _) = after.split_once(':')?;
+    Some(id.trim().to_owned())
+}
+
 static EMPTY: Run = Run {
     line_start: 0,
     line_end: 0,

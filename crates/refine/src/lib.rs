@@ -19,7 +19,10 @@
 //! - [`control`]: quality locks, oscillation locks, stopping conditions,
 //!   best iteration;
 //! - [`decision`]: the issues of a stored plan a person chose to fix
-//!   after an escalation.
+//!   after an escalation;
+//! - [`machine`]: the loop of `koas refine` as a state machine: assess,
+//!   decide, fix, verify, the best state and the summary, each step over
+//!   plain data (the host runs the passes and the ledger).
 //!
 //! Model calls go through [`RefineModel`], which the kernels implement
 //! with the host's LLM service and tests with a script.
@@ -31,6 +34,7 @@ pub mod decision;
 pub mod fix;
 pub mod host;
 pub mod judge;
+pub mod machine;
 pub mod router;
 pub mod sections;
 pub mod verify;

@@ -36,7 +36,7 @@ use crate::artifacts::SectionLookup;
 use crate::patch::{parse_patch, HunkLine};
 use crate::query::count;
 use crate::report::{current_lines, guard_counts, guard_effect, resolved_findings, ReportInput};
-use koas_review_schema::apply::{Fix, OpStatus};
+use koas_review_schema::apply::{ApplyLogRecord, Fix, OpStatus};
 use koas_review_schema::change_id::{ChangeId, EntryId};
 use koas_review_schema::edit_op::Action;
 use koas_review_schema::findings::{Finding, KernelFindings};
@@ -730,21 +730,51 @@ fn undo_html(st: Status, revert_cmd: &str) -> String {
 pub fn render_html(input: HtmlInput<'_>) -> String {
     let report = input.report;
     let entries = report.entries;
-    let limits = input.limits;
     let lookup = SectionLookup::new(report.sections);
     let status = statuses(entries, input.not_revertible);
     let current = current_lines(entries);
-    let doc_lines: Vec<&str> = input.current_text.split_inclusive('\n').collect();
-    let tail = match input.workspace_arg {
-        Some(ws) => format!(" -w {}", shell_quote(ws)),
-        None => String::new(),
-    };
-    let doc = shell_quote(input.doc_arg);
     let resolved = resolved_findings(entries, report.earlier_findings, report.findings);
+    let groups = groups_by_section(entries, &current, &lookup);
+    let changes = groups.iter().map(|(_, list)| list.len()).sum::<usize>();
+    let page = ChangePage {
+        entries,
+        status: &status,
+        current: &current,
+        doc_lines: input.current_text.split_inclusive('\n').collect(),
+        reasons: guard_reasons(report.apply_log),
+        limits: input.limits,
+        doc: shell_quote(input.doc_arg),
+        tail: match input.workspace_arg {
+            Some(ws) => format!(" -w {}", shell_quote(ws)),
+            None => String::new(),
+        },
+    };
 
-    // What the last run's content guards saw, by change.
+    let mut out = String::with_capacity(64 * 1024 + changes * 1200);
+    write_head(&mut out, &input);
+    write_summary(&mut out, &input, report.findings.len(), resolved.len());
+    write_nav(&mut out, &input, !resolved.is_empty());
+    let (kinds, severities, status_keys) = filter_values(&input, &status);
+    write_filters(&mut out, &kinds, &severities, &status_keys);
+    write_changes(&mut out, &page, &groups, changes);
+    write_findings(&mut out, &input, &lookup);
+    write_kernel_findings(&mut out, &input);
+    write_resolved(&mut out, &input, &resolved);
+    write_reverts(&mut out, entries);
+    write_rejected(&mut out, &input);
+
+    let _ = writeln!(
+        out,
+        "<noscript><p class=\"muted\">JavaScript is off: every change and finding is shown; the filters need it.</p></noscript>"
+    );
+    let _ = writeln!(out, "<script>{SCRIPT}</script>\n</body>\n</html>");
+    out
+}
+
+/// What the last run's content guards saw, by change.
+fn guard_reasons(apply_log: &[ApplyLogRecord]) -> HashMap<ChangeId, Vec<(&str, &str)>> {
     let mut reasons: HashMap<ChangeId, Vec<(&str, &str)>> = HashMap::new();
-    for record in report.apply_log {
+    for record in apply_log {
         let (Some(id), false) = (record.id, record.status == OpStatus::Rejected) else {
             continue;
         };
@@ -757,23 +787,39 @@ pub fn render_html(input: HtmlInput<'_>) -> String {
             }
         }
     }
+    reasons
+}
 
+/// The values the filters offer: kinds, severities and statuses of the
+/// changes and findings shown.
+fn filter_values(
+    input: &HtmlInput<'_>,
+    status: &[Option<Status>],
+) -> (BTreeSet<String>, BTreeSet<String>, BTreeSet<&'static str>) {
     let mut kinds: BTreeSet<String> = BTreeSet::new();
     let mut severities: BTreeSet<String> = BTreeSet::new();
     let mut status_keys: BTreeSet<&'static str> = BTreeSet::new();
-    for (entry, st) in entries.iter().zip(&status) {
+    for (entry, st) in input.report.entries.iter().zip(status) {
         if let Some(st) = st {
             kinds.insert(entry.kind.clone());
             severities.insert(entry.severity.clone());
             status_keys.insert(st.key());
         }
     }
-    for f in report.findings {
+    for f in input.report.findings {
         kinds.insert(f.kind.as_str().to_owned());
         severities.insert(f.severity.review_severity().to_owned());
     }
+    (kinds, severities, status_keys)
+}
 
-    // Changes by the section they are in now, sections in document order.
+/// Changes (ledger indices) by the section they are in now, sections in
+/// document order.
+fn groups_by_section<'s>(
+    entries: &[LedgerEntry],
+    current: &[Option<usize>],
+    lookup: &SectionLookup<'s>,
+) -> Vec<(Option<&'s SectionEntry>, Vec<usize>)> {
     let mut groups: Vec<(Option<&SectionEntry>, Vec<usize>)> = Vec::new();
     let mut group_of: HashMap<Option<&str>, usize> = HashMap::new();
     for (index, entry) in entries.iter().enumerate() {
@@ -789,10 +835,13 @@ pub fn render_html(input: HtmlInput<'_>) -> String {
         groups[g].1.push(index);
     }
     groups.sort_by_key(|(s, _)| s.map_or(0, |s| s.line_start));
-    let changes = groups.iter().map(|(_, list)| list.len()).sum::<usize>();
+    groups
+}
 
-    let mut out = String::with_capacity(64 * 1024 + changes * 1200);
-    let title = format!("Review report — {}", report.meta.doc_name);
+/// The page's head, its title and the notice.
+fn write_head(out: &mut String, input: &HtmlInput<'_>) {
+    let meta = &input.report.meta;
+    let title = format!("Review report — {}", meta.doc_name);
     let _ = writeln!(
         out,
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">"
@@ -808,31 +857,60 @@ pub fn render_html(input: HtmlInput<'_>) -> String {
     let _ = writeln!(
         out,
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<meta name=\"generator\" content=\"{}\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>",
-        escape(&report.meta.tool),
+        escape(&meta.tool),
         escape(&title)
     );
     let _ = writeln!(out, "<h1>{}</h1>", escape(&title));
-    if let Some(notice) = &report.meta.notice {
+    if let Some(notice) = &meta.notice {
         let _ = writeln!(out, "<p class=\"notice\">{}</p>", escape(notice));
     }
-    write_summary(&mut out, &input, report.findings.len(), resolved.len());
+}
+
+/// Links to the page's parts that have something.
+fn write_nav(out: &mut String, input: &HtmlInput<'_>, has_resolved: bool) {
+    let report = &input.report;
     let _ = writeln!(
         out,
         "<nav><p><a href=\"#changes\">Changes</a> · <a href=\"#findings\">Findings</a>{}{}{}{}</p></nav>",
         if input.kernel_findings.is_empty() { "" } else { " · <a href=\"#kernel-findings\">Findings from other kernels</a>" },
-        if resolved.is_empty() { "" } else { " · <a href=\"#resolved\">Resolved findings</a>" },
-        if entries.iter().any(|e| e.is_revert) { " · <a href=\"#reverts\">Reverts and dismissals</a>" } else { "" },
+        if has_resolved { " · <a href=\"#resolved\">Resolved findings</a>" } else { "" },
+        if report.entries.iter().any(|e| e.is_revert) { " · <a href=\"#reverts\">Reverts and dismissals</a>" } else { "" },
         if report.apply_log.iter().any(|r| r.reject.is_some()) { " · <a href=\"#rejected\">Rejected ops</a>" } else { "" },
     );
-    write_filters(&mut out, &kinds, &severities, &status_keys);
+}
 
+/// What the changes' part of the page needs.
+struct ChangePage<'p> {
+    entries: &'p [LedgerEntry],
+    status: &'p [Option<Status>],
+    /// Where each change is now (1-based line), if anywhere.
+    current: &'p [Option<usize>],
+    /// The current document's lines, with terminators.
+    doc_lines: Vec<&'p str>,
+    reasons: HashMap<ChangeId, Vec<(&'p str, &'p str)>>,
+    limits: HtmlLimits,
+    /// DOC as a shell word.
+    doc: String,
+    /// ` -w WORKSPACE` when one was given.
+    tail: String,
+}
+
+/// "Changes by section": the first `max_diffs` changes in full, the
+/// others one row each.
+fn write_changes(
+    out: &mut String,
+    page: &ChangePage<'_>,
+    groups: &[(Option<&SectionEntry>, Vec<usize>)],
+    changes: usize,
+) {
+    let limits = &page.limits;
     let _ = writeln!(out, "<section id=\"changes\"><h2>Changes by section</h2>");
     if changes > limits.max_diffs {
         let _ = writeln!(
             out,
             "<p class=\"cut\">{changes} changes: the first {} (in page order) are shown in full with their diff; every change is listed, the others on one row each, and <code>{}</code> prints any change's details and patch.</p>",
             limits.max_diffs,
-            escape(&format!("koas show {doc} RVW-NNNN --patch{tail}"))
+            escape(&format!("koas show {} RVW-NNNN --patch{}", page.doc, page.tail))
         );
     }
     if groups.is_empty() {
@@ -840,7 +918,7 @@ pub fn render_html(input: HtmlInput<'_>) -> String {
     }
     // Changes shown in full (with their diff); the others get one row.
     let mut full = 0usize;
-    for (section, list) in &groups {
+    for (section, list) in groups {
         let _ = writeln!(out, "<div class=\"group\">");
         match section {
             Some(s) => {
@@ -859,130 +937,131 @@ pub fn render_html(input: HtmlInput<'_>) -> String {
         }
         let mut compact = Vec::new();
         for &index in list {
-            let entry = &entries[index];
-            let Some(st) = status[index] else { continue };
+            let Some(st) = page.status[index] else {
+                continue;
+            };
             if full >= limits.max_diffs {
                 compact.push((index, st));
                 continue;
             }
             full += 1;
-            let id = entry.id.to_string();
-            let show_cmd = format!("koas show {doc} {id} --patch{tail}");
-            let _ = writeln!(
-                out,
-                "<article class=\"change\" id=\"{id}\" data-kind=\"{}\" data-severity=\"{}\" data-status=\"{}\">",
-                escape(&entry.kind),
-                escape(&entry.severity),
-                st.key()
-            );
-            let _ = writeln!(
-                out,
-                "<header><span class=\"id\">{id}</span><span class=\"tag\">{}</span><span class=\"tag\">kind: {}</span><span class=\"tag sev-{}\">severity: {}</span><span class=\"tag st-{}\">{}</span>{}{}</header>",
-                entry.action,
-                escape(&entry.kind),
-                escape(&entry.severity),
-                escape(&entry.severity),
-                st.key(),
-                escape(&st.label()),
-                if entry.needs_attention { "<span class=\"tag sev-attention\">needs attention</span>" } else { "" },
-                match current[index] {
-                    Some(line) => format!("<span class=\"muted\">now at line {line}</span>"),
-                    None => String::new(),
-                }
-            );
-            let _ = writeln!(out, "<p class=\"summary\">{}</p>", escape(&entry.summary));
-            if !entry.rationale.is_empty() {
-                let _ = writeln!(
-                    out,
-                    "<p class=\"summary\"><span class=\"muted\">Rationale:</span> {}</p>",
-                    escape(&entry.rationale)
-                );
-            }
-            let notes = guard_notes(
-                entry,
-                entry
-                    .change_id()
-                    .and_then(|c| reasons.get(&c))
-                    .map_or(&[], Vec::as_slice),
-            );
-            if !notes.is_empty() {
-                let _ = writeln!(out, "<ul class=\"notes\">");
-                for note in notes {
-                    let _ = writeln!(out, "<li>{note}</li>");
-                }
-                let _ = writeln!(out, "</ul>");
-            }
-            {
-                match (&entry.patch_text, entry.change) {
-                    (Some(patch), _) if entry.action != Action::FlagOnly => {
-                        if !write_diff(&mut out, &patch.forward, &limits, &show_cmd) {
-                            let _ = writeln!(out, "<p class=\"muted\">The patch could not be read; <code class=\"cmd\">{}</code> prints it.</p>", escape(&show_cmd));
-                        }
-                    }
-                    (_, Some(change)) if entry.action == Action::FlagOnly => {
-                        // A flag changes nothing: show the lines it flags,
-                        // where they are now.
-                        let first = current[index].unwrap_or(change.at).max(1);
-                        let last = first + change.removed.max(1) - 1;
-                        let shown: Vec<&str> = doc_lines
-                            .iter()
-                            .skip(first - 1)
-                            .take((last - first + 1).min(limits.max_diff_rows))
-                            .copied()
-                            .collect();
-                        if !shown.is_empty() {
-                            let _ = write!(
-                                out,
-                                "<p class=\"muted\">Flagged line(s) {}, current document:</p><div class=\"lines\">",
-                                lines_label(first as u32, last as u32)
-                            );
-                            for line in shown {
-                                let (text, cut) = clip(bare(line), limits.max_line_chars);
-                                push_escaped(&mut out, text);
-                                if cut {
-                                    out.push_str(" …");
-                                }
-                                out.push('\n');
-                            }
-                            let _ = writeln!(out, "</div>");
-                        }
-                    }
-                    _ if entry.patch_forward.is_empty() => {}
-                    _ => {
-                        let _ = writeln!(out, "<p class=\"muted\">No patch text in the ledger; <code class=\"cmd\">{}</code> prints it.</p>", escape(&show_cmd));
-                    }
-                }
-            }
-            let _ = write!(
-                out,
-                "<p class=\"cmds\">{}",
-                undo_html(st, &format!("koas revert {doc} {id}{tail}"))
-            );
-            let _ = writeln!(
-                out,
-                " Details: <code class=\"cmd\">{}</code></p>\n</article>",
-                escape(&show_cmd)
-            );
+            write_change(out, page, index, st);
         }
         if !compact.is_empty() {
-            write_compact(&mut out, entries, &compact, &doc, &tail);
+            write_compact(out, page.entries, &compact, &page.doc, &page.tail);
         }
         let _ = writeln!(out, "</div>");
     }
     let _ = writeln!(out, "</section>");
+}
 
-    write_findings(&mut out, &input, &lookup);
-    write_kernel_findings(&mut out, &input);
-    write_resolved(&mut out, &input, &resolved);
-    write_reverts(&mut out, entries);
-    write_rejected(&mut out, &input);
-
+/// One change in full: its tags, summary, guard notes, diff and commands.
+fn write_change(out: &mut String, page: &ChangePage<'_>, index: usize, st: Status) {
+    let entry = &page.entries[index];
+    let (doc, tail) = (&page.doc, &page.tail);
+    let id = entry.id.to_string();
+    let show_cmd = format!("koas show {doc} {id} --patch{tail}");
     let _ = writeln!(
         out,
-        "<noscript><p class=\"muted\">JavaScript is off: every change and finding is shown; the filters need it.</p></noscript>"
+        "<article class=\"change\" id=\"{id}\" data-kind=\"{}\" data-severity=\"{}\" data-status=\"{}\">",
+        escape(&entry.kind),
+        escape(&entry.severity),
+        st.key()
     );
-    let _ = writeln!(out, "<script>{SCRIPT}</script>\n</body>\n</html>");
-    out
+    let _ = writeln!(
+        out,
+        "<header><span class=\"id\">{id}</span><span class=\"tag\">{}</span><span class=\"tag\">kind: {}</span><span class=\"tag sev-{}\">severity: {}</span><span class=\"tag st-{}\">{}</span>{}{}</header>",
+        entry.action,
+        escape(&entry.kind),
+        escape(&entry.severity),
+        escape(&entry.severity),
+        st.key(),
+        escape(&st.label()),
+        if entry.needs_attention { "<span class=\"tag sev-attention\">needs attention</span>" } else { "" },
+        match page.current[index] {
+            Some(line) => format!("<span class=\"muted\">now at line {line}</span>"),
+            None => String::new(),
+        }
+    );
+    let _ = writeln!(out, "<p class=\"summary\">{}</p>", escape(&entry.summary));
+    if !entry.rationale.is_empty() {
+        let _ = writeln!(
+            out,
+            "<p class=\"summary\"><span class=\"muted\">Rationale:</span> {}</p>",
+            escape(&entry.rationale)
+        );
+    }
+    let notes = guard_notes(
+        entry,
+        entry
+            .change_id()
+            .and_then(|c| page.reasons.get(&c))
+            .map_or(&[], Vec::as_slice),
+    );
+    if !notes.is_empty() {
+        let _ = writeln!(out, "<ul class=\"notes\">");
+        for note in notes {
+            let _ = writeln!(out, "<li>{note}</li>");
+        }
+        let _ = writeln!(out, "</ul>");
+    }
+    write_change_lines(out, page, index, &show_cmd);
+    let _ = write!(
+        out,
+        "<p class=\"cmds\">{}",
+        undo_html(st, &format!("koas revert {doc} {id}{tail}"))
+    );
+    let _ = writeln!(
+        out,
+        " Details: <code class=\"cmd\">{}</code></p>\n</article>",
+        escape(&show_cmd)
+    );
+}
+
+/// A change's diff, or for a flag the lines it flags as they are now.
+fn write_change_lines(out: &mut String, page: &ChangePage<'_>, index: usize, show_cmd: &str) {
+    let entry = &page.entries[index];
+    let limits = &page.limits;
+    match (&entry.patch_text, entry.change) {
+        (Some(patch), _) if entry.action != Action::FlagOnly => {
+            if !write_diff(out, &patch.forward, limits, show_cmd) {
+                let _ = writeln!(out, "<p class=\"muted\">The patch could not be read; <code class=\"cmd\">{}</code> prints it.</p>", escape(show_cmd));
+            }
+        }
+        (_, Some(change)) if entry.action == Action::FlagOnly => {
+            // A flag changes nothing: show the lines it flags,
+            // where they are now.
+            let first = page.current[index].unwrap_or(change.at).max(1);
+            let last = first + change.removed.max(1) - 1;
+            let shown: Vec<&str> = page
+                .doc_lines
+                .iter()
+                .skip(first - 1)
+                .take((last - first + 1).min(limits.max_diff_rows))
+                .copied()
+                .collect();
+            if !shown.is_empty() {
+                let _ = write!(
+                    out,
+                    "<p class=\"muted\">Flagged line(s) {}, current document:</p><div class=\"lines\">",
+                    lines_label(first as u32, last as u32)
+                );
+                for line in shown {
+                    let (text, cut) = clip(bare(line), limits.max_line_chars);
+                    push_escaped(out, text);
+                    if cut {
+                        out.push_str(" …");
+                    }
+                    out.push('\n');
+                }
+                let _ = writeln!(out, "</div>");
+            }
+        }
+        _ if entry.patch_forward.is_empty() => {}
+        _ => {
+            let _ = writeln!(out, "<p class=\"muted\">No patch text in the ledger; <code class=\"cmd\">{}</code> prints it.</p>", escape(show_cmd));
+        }
+    }
 }
 
 /// Changes past the diff limit: one row each, with their commands.

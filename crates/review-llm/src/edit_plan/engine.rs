@@ -132,6 +132,52 @@ pub fn plan(
     on_chunk: &mut dyn FnMut(&ChunkDone),
 ) -> Result<Planned, PlanError> {
     let doc = DocLines::new(input.doc);
+    let mut jobs = jobs_of(input, options, &doc)?;
+    let index: Vec<(u32, u32, String)> = jobs
+        .iter()
+        .map(|j| (j.piece.line_start, j.piece.line_end, j.piece.id.clone()))
+        .collect();
+    let index_ref: Vec<(u32, u32, &str)> = index
+        .iter()
+        .map(|(a, b, id)| (*a, *b, id.as_str()))
+        .collect();
+    let previous = input.previous.filter(|_| !options.rebuild);
+    let ctx = Wave {
+        input,
+        options,
+        model,
+        doc: &doc,
+        index: &index_ref,
+    };
+    let mut asking = Asking::new(options);
+    let batch = options.batch_size.max(1);
+    let mut next = 0;
+    while next < jobs.len() {
+        let wave = next_wave(&mut jobs, next, batch, previous, &asking.breaker);
+        next = wave.end;
+        ask_wave(&mut jobs[wave.clone()], &ctx, &mut asking)?;
+        for job in &mut jobs[wave] {
+            asking.record(job);
+            job.status.ops = u32::try_from(job.result.len()).unwrap_or(u32::MAX);
+            job.status.ops_dropped = u32::try_from(job.dropped.len()).unwrap_or(u32::MAX);
+            on_chunk(&ChunkDone {
+                status: job.status.clone(),
+                raw: std::mem::take(&mut job.raw),
+                masks: std::mem::take(&mut job.masks),
+                exemplar: job.exemplar.take(),
+            });
+        }
+    }
+    finish_plan(jobs, input, options, asking)
+}
+
+/// Every request to make, in document order: the pieces of the chunks,
+/// small adjacent ones grouped into one request.
+fn jobs_of<'a>(
+    input: &PlanInput<'a>,
+    options: &PlanOptions,
+    doc: &DocLines<'_>,
+) -> Result<Vec<Job<'a>>, PlanError> {
     // Every piece to ask about, in document order, with the chunk it
     // comes from.
     let mut units: Vec<(Unit, usize)> = Vec::new();
@@ -163,257 +209,297 @@ pub fn plan(
     let groups = group(&plain_units, options.target_request_tokens, &|a, b| {
         doc.text(a, b)
     });
-    let mut jobs: Vec<Job> = Vec::new();
-    for range in groups {
-        let members: Vec<Member> = if range.len() > 1 {
-            units[range.clone()]
-                .iter()
-                .map(|(u, c)| Member {
-                    chunk_id: u.piece.id.clone(),
-                    anchor: input.chunks.chunks[*c].anchor.clone(),
-                    line_start: u.piece.line_start,
-                    line_end: u.piece.line_end,
-                })
-                .collect()
-        } else {
-            Vec::new()
-        };
-        let (first, c) = &units[range.start];
-        let last = &units[range.end - 1].0;
-        let chunk = &input.chunks.chunks[*c];
-        let piece = Piece {
-            id: group_id(&first.piece.id, range.len()),
-            line_start: first.piece.line_start,
-            line_end: last.piece.line_end,
-        };
-        // A request over several chunks takes the first fingerprint that
-        // calls for a content recipe: the recipe applies to the whole text.
-        let fingerprints: Vec<&ChunkFingerprint> = units[range.clone()]
+    groups
+        .into_iter()
+        .map(|range| job_of(input, options, doc, &units[range]))
+        .collect()
+}
+
+/// The request over `units` (one piece, or adjacent chunks grouped).
+fn job_of<'a>(
+    input: &PlanInput<'a>,
+    options: &PlanOptions,
+    doc: &DocLines<'_>,
+    units: &[(Unit, usize)],
+) -> Result<Job<'a>, PlanError> {
+    let members: Vec<Member> = if units.len() > 1 {
+        units
             .iter()
-            .filter_map(|(_, c)| {
-                let id = &input.chunks.chunks[*c].chunk_id;
-                input
-                    .fingerprints
-                    .and_then(|f| f.fingerprints.iter().find(|p| &p.chunk_id == id))
+            .map(|(u, c)| Member {
+                chunk_id: u.piece.id.clone(),
+                anchor: input.chunks.chunks[*c].anchor.clone(),
+                line_start: u.piece.line_start,
+                line_end: u.piece.line_end,
             })
-            .collect();
-        let fingerprint = fingerprints
-            .iter()
-            .find(|f| f.triggers_recipe)
-            .or(fingerprints.first())
-            .copied();
-        let text = doc.text(piece.line_start, piece.line_end);
-        let findings: Vec<Finding> = input
-            .findings
-            .iter()
-            .filter(|f| f.line >= piece.line_start && f.line <= piece.line_end)
-            .map(|f| {
-                // Chunk-relative lines: the prompt (and so the
-                // incremental key) must not change when text above
-                // the chunk moves it.
-                let mut f = f.clone();
-                f.line = f.line - piece.line_start + 1;
-                f.line_end = f.line_end.saturating_sub(piece.line_start) + 1;
-                f
-            })
-            .collect();
-        let base = mask_math(&text);
-        let tier = compute_tier(
-            estimate_tokens(&base.text),
-            options.context_budget,
-            options.default_tier,
-        );
-        let mut job = Job {
-            status: ChunkStatus {
-                chunk_id: piece.id.clone(),
-                parent_chunk_id: chunk.chunk_id.clone(),
-                members: members.iter().map(|m| m.chunk_id.clone()).collect(),
-                line_start: piece.line_start,
-                line_end: piece.line_end,
-                method: "none".to_owned(),
-                tier: tier.number(),
-                prompt: "review".to_owned(),
-                ..ChunkStatus::default()
-            },
-            piece,
-            members,
-            parent: chunk.chunk_id.clone(),
-            section_id: chunk.section_id.clone(),
-            anchor: chunk.anchor.clone(),
-            text,
-            findings,
-            fingerprint,
-            masked: base.clone(),
-            base,
-            stripped: None,
-            tier,
-            plain: false,
-            key: String::new(),
-            step: Step::Worker,
-            temperature: None,
-            empty_retries: 0,
-            tried: [false; 4],
-            attempts: 0,
-            raw: Vec::new(),
-            proposals: Vec::new(),
-            result: Vec::new(),
-            dropped: Vec::new(),
-            masks: Vec::new(),
-            exemplar: None,
-            recipe_degenerate_after: None,
-            asked: Vec::new(),
-        };
-        let first = prompt(&job, input, options, &options.templates.review, "")?;
-        job.key = incremental_key(&job, options, &first);
-        job.status.incremental_key = job.key.clone();
-        if !job.base.mapping.is_empty() {
-            job.masks.push((
-                format!("{}_MATH.json", job.piece.id),
-                pretty(&json!(job.base.mapping)),
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let (first, c) = &units[0];
+    let last = &units[units.len() - 1].0;
+    let chunk = &input.chunks.chunks[*c];
+    let piece = Piece {
+        id: group_id(&first.piece.id, units.len()),
+        line_start: first.piece.line_start,
+        line_end: last.piece.line_end,
+    };
+    // A request over several chunks takes the first fingerprint that
+    // calls for a content recipe: the recipe applies to the whole text.
+    let fingerprints: Vec<&ChunkFingerprint> = units
+        .iter()
+        .filter_map(|(_, c)| {
+            let id = &input.chunks.chunks[*c].chunk_id;
+            input
+                .fingerprints
+                .and_then(|f| f.fingerprints.iter().find(|p| &p.chunk_id == id))
+        })
+        .collect();
+    let fingerprint = fingerprints
+        .iter()
+        .find(|f| f.triggers_recipe)
+        .or(fingerprints.first())
+        .copied();
+    let text = doc.text(piece.line_start, piece.line_end);
+    let findings: Vec<Finding> = input
+        .findings
+        .iter()
+        .filter(|f| f.line >= piece.line_start && f.line <= piece.line_end)
+        .map(|f| {
+            // Chunk-relative lines: the prompt (and so the
+            // incremental key) must not change when text above
+            // the chunk moves it.
+            let mut f = f.clone();
+            f.line = f.line - piece.line_start + 1;
+            f.line_end = f.line_end.saturating_sub(piece.line_start) + 1;
+            f
+        })
+        .collect();
+    let base = mask_math(&text);
+    let tier = compute_tier(
+        estimate_tokens(&base.text),
+        options.context_budget,
+        options.default_tier,
+    );
+    let mut job = Job {
+        status: ChunkStatus {
+            chunk_id: piece.id.clone(),
+            parent_chunk_id: chunk.chunk_id.clone(),
+            members: members.iter().map(|m| m.chunk_id.clone()).collect(),
+            line_start: piece.line_start,
+            line_end: piece.line_end,
+            method: "none".to_owned(),
+            tier: tier.number(),
+            prompt: "review".to_owned(),
+            ..ChunkStatus::default()
+        },
+        piece,
+        members,
+        parent: chunk.chunk_id.clone(),
+        section_id: chunk.section_id.clone(),
+        anchor: chunk.anchor.clone(),
+        text,
+        findings,
+        fingerprint,
+        masked: base.clone(),
+        base,
+        stripped: None,
+        tier,
+        plain: false,
+        key: String::new(),
+        step: Step::Worker,
+        temperature: None,
+        empty_retries: 0,
+        tried: [false; 4],
+        attempts: 0,
+        raw: Vec::new(),
+        proposals: Vec::new(),
+        result: Vec::new(),
+        dropped: Vec::new(),
+        masks: Vec::new(),
+        exemplar: None,
+        recipe_degenerate_after: None,
+        asked: Vec::new(),
+    };
+    let first = prompt(&job, input, options, &options.templates.review, "")?;
+    job.key = incremental_key(&job, options, &first);
+    job.status.incremental_key = job.key.clone();
+    if !job.base.mapping.is_empty() {
+        job.masks.push((
+            format!("{}_MATH.json", job.piece.id),
+            pretty(&json!(job.base.mapping)),
+        ));
+    }
+    Ok(job)
+}
+
+/// What the batches learn about the model as they go.
+struct Asking {
+    /// Unreadable answers to the review prompt: the remaining chunks get
+    /// the plain-text prompt.
+    breaker: CircuitBreaker,
+    /// The same judgement over the plain-prompt chunks: a model that
+    /// cannot answer either prompt is stopped early, not asked every
+    /// chunk to the end of the budget.
+    give_up: CircuitBreaker,
+    warnings: Vec<String>,
+    /// Why the model is no longer asked, if so.
+    stopped: Option<String>,
+}
+
+impl Asking {
+    fn new(options: &PlanOptions) -> Asking {
+        Asking {
+            breaker: CircuitBreaker::new(options.breaker_window, options.breaker_threshold),
+            give_up: CircuitBreaker::new(options.breaker_window, options.breaker_threshold),
+            warnings: Vec::new(),
+            stopped: None,
+        }
+    }
+
+    /// A fatal answer stops every request after it.
+    fn stop_on_fatal(&mut self, answer: &Result<ModelAnswer, ModelError>) {
+        if let Err(e) = answer {
+            if e.fatal && self.stopped.is_none() {
+                self.warnings.push(format!(
+                    "stopped asking the model ({}); the chunks not reviewed are recorded as skipped and asked again next run",
+                    e.message
+                ));
+                self.stopped = Some(e.message.clone());
+            }
+        }
+    }
+
+    /// Records a finished chunk's answer in the breaker of its prompt.
+    fn record(&mut self, job: &Job<'_>) {
+        if job.status.reused || job.status.verdict == ChunkVerdict::Skipped {
+            return;
+        }
+        let parsed = job.status.parse_success && !job.status.degenerate;
+        if job.plain {
+            if self.give_up.record(parsed) && self.stopped.is_none() {
+                let why = format!(
+                    "the model gave no usable answer to most chunks with either prompt, the plain-text one too (up to chunk {}), so the review stopped asking it",
+                    job.piece.id
+                );
+                self.warnings.push(format!(
+                    "stopped asking the model ({why}); the chunks not reviewed are recorded as skipped and asked again next run"
+                ));
+                self.stopped = Some(why);
+            }
+        } else if self.breaker.record(parsed) {
+            self.warnings.push(format!(
+                "circuit breaker tripped after chunk {}: most recent answers were unreadable, the remaining chunks get the plain-text prompt",
+                job.piece.id
             ));
         }
-        jobs.push(job);
     }
-    let index: Vec<(u32, u32, String)> = jobs
-        .iter()
-        .map(|j| (j.piece.line_start, j.piece.line_end, j.piece.id.clone()))
-        .collect();
-    let index_ref: Vec<(u32, u32, &str)> = index
-        .iter()
-        .map(|(a, b, id)| (*a, *b, id.as_str()))
-        .collect();
-    let previous = input.previous.filter(|_| !options.rebuild);
-    let mut breaker = CircuitBreaker::new(options.breaker_window, options.breaker_threshold);
-    // The same judgement over the plain-prompt chunks: a model that cannot
-    // answer either prompt is stopped early, not asked every chunk to the
-    // end of the budget.
-    let mut give_up = CircuitBreaker::new(options.breaker_window, options.breaker_threshold);
-    let mut warnings = Vec::new();
-    let mut stopped: Option<String> = None;
-    let batch = options.batch_size.max(1);
-    let mut next = 0;
-    while next < jobs.len() {
-        // A batch: the next `batch` chunks to ask, and the reused ones
-        // among them.
-        let start = next;
-        let mut asked = 0;
-        while next < jobs.len() && asked < batch {
-            let job = &mut jobs[next];
-            if !reuse(job, previous) {
-                asked += 1;
-                job.plain = breaker.tripped();
-                if job.plain {
-                    job.status.prompt = "review_plain".to_owned();
-                }
-            }
-            next += 1;
-        }
-        let wave = start..next;
-        loop {
-            if let Some(reason) = &stopped {
-                for job in &mut jobs[wave.clone()] {
-                    if job.step != Step::Done {
-                        skip(job, reason);
-                    }
-                }
-                break;
-            }
-            let mut requests = Vec::new();
-            let mut owners = Vec::new();
-            for i in wave.clone() {
-                if jobs[i].step == Step::Done {
-                    continue;
-                }
-                let mut next = request(&jobs[i], input, options)?;
-                differ_from_earlier(&mut jobs[i], &mut next);
-                requests.push(next);
-                owners.push(i);
-            }
-            if requests.is_empty() {
-                break;
-            }
-            let answers = model.complete(&requests);
-            let round_ms = answers
-                .iter()
-                .filter_map(|a| a.as_ref().ok().map(|a| a.elapsed_ms))
-                .max()
-                .unwrap_or(0);
-            for (k, &i) in owners.iter().enumerate() {
-                let answer = answers.get(k).cloned().unwrap_or_else(|| {
-                    Err(ModelError {
-                        message: "the model service gave no answer for this request".into(),
-                        fatal: false,
-                    })
-                });
-                let job = &mut jobs[i];
-                job.status.latency_ms += round_ms;
-                if let Err(e) = &answer {
-                    if e.fatal && stopped.is_none() {
-                        warnings.push(format!(
-                            "stopped asking the model ({}); the chunks not reviewed are recorded as skipped and asked again next run",
-                            e.message
-                        ));
-                        stopped = Some(e.message.clone());
-                    }
-                }
-                advance(job, answer, input, options, &doc, &index_ref)?;
+}
+
+/// The next batch from `start`: `batch` chunks to ask, and the reused
+/// ones among them. A chunk asked after the breaker tripped gets the
+/// plain-text prompt.
+fn next_wave(
+    jobs: &mut [Job<'_>],
+    start: usize,
+    batch: usize,
+    previous: Option<&EditPlan>,
+    breaker: &CircuitBreaker,
+) -> std::ops::Range<usize> {
+    let mut next = start;
+    let mut asked = 0;
+    while next < jobs.len() && asked < batch {
+        let job = &mut jobs[next];
+        if !reuse(job, previous) {
+            asked += 1;
+            job.plain = breaker.tripped();
+            if job.plain {
+                job.status.prompt = "review_plain".to_owned();
             }
         }
-        for job in &mut jobs[wave] {
-            if !job.status.reused && job.status.verdict != ChunkVerdict::Skipped {
-                let parsed = job.status.parse_success && !job.status.degenerate;
-                if job.plain {
-                    if give_up.record(parsed) && stopped.is_none() {
-                        let why = format!(
-                            "the model gave no usable answer to most chunks with either prompt, the plain-text one too (up to chunk {}), so the review stopped asking it",
-                            job.piece.id
-                        );
-                        warnings.push(format!(
-                            "stopped asking the model ({why}); the chunks not reviewed are recorded as skipped and asked again next run"
-                        ));
-                        stopped = Some(why);
-                    }
-                } else if breaker.record(parsed) {
-                    warnings.push(format!(
-                        "circuit breaker tripped after chunk {}: most recent answers were unreadable, the remaining chunks get the plain-text prompt",
-                        job.piece.id
-                    ));
+        next += 1;
+    }
+    start..next
+}
+
+/// What every round of a batch needs.
+struct Wave<'w, 'a> {
+    input: &'w PlanInput<'a>,
+    options: &'w PlanOptions,
+    model: &'w dyn EditModel,
+    doc: &'w DocLines<'w>,
+    index: &'w [(u32, u32, &'w str)],
+}
+
+/// Asks about a batch's chunks, one request each per round, until every
+/// one is done (or the model was stopped: the rest are skipped).
+fn ask_wave(
+    jobs: &mut [Job<'_>],
+    ctx: &Wave<'_, '_>,
+    asking: &mut Asking,
+) -> Result<(), PlanError> {
+    loop {
+        if let Some(reason) = &asking.stopped {
+            for job in jobs.iter_mut() {
+                if job.step != Step::Done {
+                    skip(job, reason);
                 }
             }
-            job.status.ops = u32::try_from(job.result.len()).unwrap_or(u32::MAX);
-            job.status.ops_dropped = u32::try_from(job.dropped.len()).unwrap_or(u32::MAX);
-            on_chunk(&ChunkDone {
-                status: job.status.clone(),
-                raw: std::mem::take(&mut job.raw),
-                masks: std::mem::take(&mut job.masks),
-                exemplar: job.exemplar.take(),
+            return Ok(());
+        }
+        let mut requests = Vec::new();
+        let mut owners = Vec::new();
+        for (i, job) in jobs.iter_mut().enumerate() {
+            if job.step == Step::Done {
+                continue;
+            }
+            let mut next = request(job, ctx.input, ctx.options)?;
+            differ_from_earlier(job, &mut next);
+            requests.push(next);
+            owners.push(i);
+        }
+        if requests.is_empty() {
+            return Ok(());
+        }
+        let answers = ctx.model.complete(&requests);
+        let round_ms = answers
+            .iter()
+            .filter_map(|a| a.as_ref().ok().map(|a| a.elapsed_ms))
+            .max()
+            .unwrap_or(0);
+        for (k, &i) in owners.iter().enumerate() {
+            let answer = answers.get(k).cloned().unwrap_or_else(|| {
+                Err(ModelError {
+                    message: "the model service gave no answer for this request".into(),
+                    fatal: false,
+                })
             });
+            let job = &mut jobs[i];
+            job.status.latency_ms += round_ms;
+            asking.stop_on_fatal(&answer);
+            advance(job, answer, ctx.input, ctx.options, ctx.doc, ctx.index)?;
         }
     }
-    // IDs, in chunk order, after every chunk is done.
+}
+
+/// The plan once every chunk is done: IDs in chunk order, duplicates
+/// dropped, the statistics.
+fn finish_plan(
+    mut jobs: Vec<Job<'_>>,
+    input: &PlanInput<'_>,
+    options: &PlanOptions,
+    asking: Asking,
+) -> Result<Planned, PlanError> {
     let mut allocator = IdAllocator::after(input.used_ids.iter().copied())?;
     let mut ops = Vec::new();
     let mut dropped = Vec::new();
     let mut seen: HashSet<(Action, usize, usize, Option<String>, String)> = HashSet::new();
     let mut stats = EditPlanStats {
-        circuit_breaker_tripped: breaker.tripped(),
+        circuit_breaker_tripped: asking.breaker.tripped(),
         ..EditPlanStats::default()
     };
     let mut chunks = Vec::new();
     for job in &mut jobs {
-        // An op of a request over several chunks belongs to the chunk that
-        // holds its first line.
-        for placed in &mut job.result {
-            let line = u32::try_from(placed.op.target.line_start).unwrap_or(u32::MAX);
-            if let Some(m) = job
-                .members
-                .iter()
-                .find(|m| m.line_start <= line && line <= m.line_end)
-            {
-                placed.op.target.chunk_id = m.chunk_id.clone();
-                placed.op.target.anchor = m.anchor.clone();
-            }
-        }
+        to_member_chunks(job);
         job.result
             .sort_by_key(|p| (p.op.target.line_start, p.op.target.line_end));
         let mut kept = 0u32;
@@ -444,34 +530,7 @@ pub fn plan(
         }
         job.status.ops = kept;
         dropped.append(&mut job.dropped);
-        let s = &job.status;
-        stats.chunks += u32::try_from(s.members.len().max(1)).unwrap_or(u32::MAX);
-        stats.requests += 1;
-        if s.reused {
-            stats.reused += u32::try_from(s.members.len().max(1)).unwrap_or(u32::MAX);
-        }
-        if !s.reused {
-            stats.worker_calls += s.worker_calls;
-            stats.tutor_calls += s.tutor_calls;
-            stats.completion_tokens += s.completion_tokens;
-        }
-        stats.ops_proposed += s.ops_proposed;
-        stats.parse_success += u32::from(s.parse_success);
-        stats.degenerate += u32::from(s.degenerate);
-        if !s.recipe.is_empty() {
-            stats.recipe_applied += 1;
-            if job.recipe_degenerate_after == Some(false) {
-                stats.recipe_recovered += 1;
-            }
-        }
-        *stats.methods.entry(s.method.clone()).or_default() += 1;
-        *stats
-            .verdicts
-            .entry(s.verdict.as_str().to_owned())
-            .or_default() += 1;
-        for e in &s.adaptive_escalation {
-            *stats.escalations.entry(e.policy.clone()).or_default() += 1;
-        }
+        count(&mut stats, job);
         // Timings stay in `status.jsonl`: the plan holds only what the
         // answers decide, so a replay of the run reproduces it byte for
         // byte.
@@ -486,12 +545,12 @@ pub fn plan(
     Ok(Planned {
         plan: EditPlan {
             doc_hash: input.doc_hash.to_owned(),
-            status: if stopped.is_some() {
+            status: if asking.stopped.is_some() {
                 EditPlanStatus::Partial
             } else {
                 EditPlanStatus::Complete
             },
-            reason: stopped,
+            reason: asking.stopped,
             language: options.language.code().to_owned(),
             model: options.model.clone(),
             ops,
@@ -499,8 +558,56 @@ pub fn plan(
             dropped,
             stats,
         },
-        warnings,
+        warnings: asking.warnings,
     })
+}
+
+/// An op of a request over several chunks belongs to the chunk that
+/// holds its first line.
+fn to_member_chunks(job: &mut Job<'_>) {
+    for placed in &mut job.result {
+        let line = u32::try_from(placed.op.target.line_start).unwrap_or(u32::MAX);
+        if let Some(m) = job
+            .members
+            .iter()
+            .find(|m| m.line_start <= line && line <= m.line_end)
+        {
+            placed.op.target.chunk_id = m.chunk_id.clone();
+            placed.op.target.anchor = m.anchor.clone();
+        }
+    }
+}
+
+/// Adds a finished request (its ops already counted) to the statistics.
+fn count(stats: &mut EditPlanStats, job: &Job<'_>) {
+    let s = &job.status;
+    stats.chunks += u32::try_from(s.members.len().max(1)).unwrap_or(u32::MAX);
+    stats.requests += 1;
+    if s.reused {
+        stats.reused += u32::try_from(s.members.len().max(1)).unwrap_or(u32::MAX);
+    }
+    if !s.reused {
+        stats.worker_calls += s.worker_calls;
+        stats.tutor_calls += s.tutor_calls;
+        stats.completion_tokens += s.completion_tokens;
+    }
+    stats.ops_proposed += s.ops_proposed;
+    stats.parse_success += u32::from(s.parse_success);
+    stats.degenerate += u32::from(s.degenerate);
+    if !s.recipe.is_empty() {
+        stats.recipe_applied += 1;
+        if job.recipe_degenerate_after == Some(false) {
+            stats.recipe_recovered += 1;
+        }
+    }
+    *stats.methods.entry(s.method.clone()).or_default() += 1;
+    *stats
+        .verdicts
+        .entry(s.verdict.as_str().to_owned())
+        .or_default() += 1;
+    for e in &s.adaptive_escalation {
+        *stats.escalations.entry(e.policy.clone()).or_default() += 1;
+    }
 }
 
 fn pretty(value: &serde_json::Value) -> String {

@@ -17,6 +17,10 @@
 //! semi-auto escalates to a person when the target is not met. Events go
 //! to `refine/events.jsonl` as they happen, the run's summary to
 //! `refine/summary.json`.
+//!
+//! What the loop decides lives in [`koas_refine::machine`] (a state
+//! machine over plain data, tested there); this module runs the passes it
+//! asks for, commits and reverts through the ledger, and prints.
 
 use crate::common::LlmFlags;
 use crate::common::{
@@ -26,26 +30,30 @@ use crate::common::{
 use crate::pipeline::{self as passes, PassFailure, PassInputs, APPLY};
 use anyhow::{bail, Context as _};
 use clap::Args;
-use koas_orchestrator::discovery::Discovery;
 use koas_orchestrator::embed::{ExitStatus, HostOptions};
+use koas_orchestrator::discovery::Discovery;
 use koas_orchestrator::engine::Provided;
 use koas_orchestrator::outln;
 use koas_orchestrator::pipeline::Pipeline;
-use koas_refine::control::{self, Limits, Mode, Standing};
+use koas_refine::control::{Limits, Mode};
+use koas_refine::fix::section_of_rationale;
+use koas_refine::machine::{
+    succeeded, AppliedFix, Assessed, Fixed, Judged, LoopState, Round, Settings, Stop,
+};
 use koas_review::revert::{plan_reverts, RevertRequest};
 use koas_review_schema::apply::{ApplyOptions, ApplyOutcome};
 use koas_review_schema::change_id::{ChangeId, EntryId};
 use koas_review_schema::names;
 use koas_review_schema::refine::{
-    Criterion, FixAction, IterationRecord, RefineChange, RefineEvent, RefineOps, RefinePlan,
-    RefineRouting, RefineState, RefineStatus, RefineSummary, RefineVerdicts, RefineVerification,
-    TokenUse,
+    RefineEvent, RefineOps, RefinePlan, RefineRouting, RefineStatus, RefineSummary, RefineVerdicts,
+    RefineVerification,
 };
 use koas_review_schema::review::{ReviewModelRun, ReviewState};
 use koas_review_workspace::{paths, BeginRequest, CommitContext, PreparedRun, RunKind};
 use serde_json::{json, Value};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::io::Write as _;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -235,15 +243,6 @@ fn progress_line(event: &RefineEvent) -> Option<String> {
     })
 }
 
-/// One scored state of the document.
-struct StateRecord {
-    doc_hash: String,
-    score: f64,
-    plan: RefinePlan,
-    active: BTreeSet<ChangeId>,
-    regressed: bool,
-}
-
 /// Changes of the ledger still in effect.
 fn active_changes(run: &PreparedRun<'_>) -> BTreeSet<ChangeId> {
     let mut active = BTreeSet::new();
@@ -372,11 +371,85 @@ fn base_inputs(
     Ok(inputs)
 }
 
-fn refine(
-    global: &HostOptions,
-    args: &RefineArgs,
-    target: &ReviewTarget,
-) -> anyhow::Result<ExitStatus> {
+/// The refinement pipeline, cut into what each pass runs.
+struct Passes {
+    /// The whole pipeline (its view kernels refresh the report).
+    whole: Pipeline,
+    discovery: Discovery,
+    llm: passes::ReviewLlm,
+    assess: Pipeline,
+    fix: Pipeline,
+    /// A decided plan is fixed without the judges, the arbiter or the
+    /// router.
+    fix_decided: Pipeline,
+    verify: Pipeline,
+    /// DOC as read, when the pipeline's `doc` source is DOC (a first
+    /// review); `None` when it is the workspace's current document, whose
+    /// text every commit keeps in the run.
+    original: Option<String>,
+}
+
+impl Passes {
+    /// The text of the pipeline's `doc` source now, read once.
+    fn doc_text<'a>(&'a self, run: &'a PreparedRun<'_>) -> &'a str {
+        self.original
+            .as_deref()
+            .unwrap_or_else(|| run.current_text())
+    }
+}
+
+/// The passes of a round.
+#[derive(Clone, Copy)]
+enum Which {
+    Assess,
+    Fix,
+    FixDecided,
+    Verify,
+}
+
+/// What runs the passes the loop asks for and tells what happens.
+struct Host<'g> {
+    global: &'g HostOptions,
+    passes: Passes,
+    records: PassRecords,
+    events: Events,
+    started: Instant,
+}
+
+impl Host<'_> {
+    /// Emits the events the loop's steps left, in order.
+    fn emit(&mut self, machine: &mut LoopState) {
+        for event in machine.take_events() {
+            self.events.emit(event);
+        }
+    }
+
+    /// Runs the pass `which`, recorded as `label`.
+    fn pass(
+        &mut self,
+        which: Which,
+        inputs: PassInputs,
+        label: &str,
+    ) -> anyhow::Result<koas_orchestrator::engine::RunOutcome> {
+        let pipeline = match which {
+            Which::Assess => &self.passes.assess,
+            Which::Fix => &self.passes.fix,
+            Which::FixDecided => &self.passes.fix_decided,
+            Which::Verify => &self.passes.verify,
+        };
+        pass(
+            self.global,
+            pipeline,
+            &self.passes.discovery,
+            inputs,
+            &mut self.records,
+            label,
+        )
+    }
+}
+
+/// The mode and limits of the command line.
+fn settings_of(args: &RefineArgs) -> anyhow::Result<Settings> {
     let Some(mode) = Mode::parse(&args.mode) else {
         bail!("--mode {}: use `full-auto` or `semi-auto`", args.mode);
     };
@@ -393,29 +466,28 @@ fn refine(
     if let Some(n) = args.timeout {
         limits.timeout_secs = n;
     }
-    target.prepare_writes()?;
-    let command = command_line();
-    let workspace = &target.workspace;
-    let mut run = workspace
-        .begin(BeginRequest {
-            doc_name: &target.doc_name,
-            document: Some(&target.text),
-            kind: RunKind::Review,
-            command: &command,
-            clock: clock(),
-        })
-        .with_context(|| format!("review workspace {}", workspace.root().display()))?;
+    Ok(Settings {
+        mode,
+        limits,
+        plan_only: args.plan_only,
+        rewrite_instructions: REWRITE_INSTRUCTIONS.to_owned(),
+    })
+}
+
+/// The refinement pipeline and its model, checked, cut into passes.
+fn passes_of(global: &HostOptions, args: &RefineArgs, target: &ReviewTarget) -> anyhow::Result<Passes> {
     // Stage 1 describes the review's current document (the edit engine
     // addresses its lines), as for `koas review`.
     let doc_input = target.current_doc_path();
     // The text of that file, read once: the workspace's current document
     // (every commit rewrites the file with it), or DOC as read.
-    let doc_is_current = doc_input == workspace.path(paths::EDITED_DOC);
+    let original =
+        (doc_input != target.workspace.path(paths::EDITED_DOC)).then(|| target.text.clone());
     let mut pipeline = passes::load_built_in(
         args.pipeline.as_deref(),
         BUILT_IN,
         BUILT_IN_NAME,
-        workspace.root(),
+        target.workspace.root(),
         vec![("doc".to_owned(), doc_input)],
     )?;
     for k in [JUDGE, ARBITER, ROUTER, FIX, APPLY, VERIFY] {
@@ -435,535 +507,324 @@ fn refine(
     else {
         bail!("koas refine needs a model: an [llm] table in koas.toml, or --llm-backend/--llm-endpoint/--llm-model");
     };
-    let discovery = passes::discover(global, &pipeline);
-    let assess = passes::subset(&pipeline, |k| k != FIX && k != APPLY && k != VERIFY);
-    let fix = passes::subset(&pipeline, |k| k != VERIFY);
-    let verify = passes::subset(&pipeline, |k| k == VERIFY);
-    // A decided plan is fixed without the judges, the arbiter or the router.
-    let fix_decided = passes::subset(&pipeline, |k| {
-        k != JUDGE && k != ARBITER && k != ROUTER && k != VERIFY
-    });
-    let mut pending = decision_of(args, target, &run)?;
+    Ok(Passes {
+        discovery: passes::discover(global, &pipeline),
+        llm,
+        assess: passes::subset(&pipeline, |k| k != FIX && k != APPLY && k != VERIFY),
+        fix: passes::subset(&pipeline, |k| k != VERIFY),
+        fix_decided: passes::subset(&pipeline, |k| {
+            k != JUDGE && k != ARBITER && k != ROUTER && k != VERIFY
+        }),
+        verify: passes::subset(&pipeline, |k| k == VERIFY),
+        whole: pipeline,
+        original,
+    })
+}
 
-    let mut events = Events::open(workspace.root(), global.quiet)?;
-    let mut records = PassRecords::new(workspace.root())?;
-    let started = Instant::now();
-    let mut tokens = TokenUse::default();
-    let mut iteration: u32 = 0;
-    let mut locked: BTreeSet<String> = BTreeSet::new();
-    let mut edits: BTreeMap<String, u32> = BTreeMap::new();
-    let mut locks: BTreeMap<Criterion, f64> = BTreeMap::new();
-    let mut states: Vec<StateRecord> = Vec::new();
-    let mut iterations: Vec<IterationRecord> = Vec::new();
-    let mut last_changes: Vec<ChangeId> = Vec::new();
-    let mut full_rewrite_tokens: u64 = 0;
-    let mut first = true;
-    let (status, stop_reason) = loop {
-        let state = RefineState {
-            iteration,
-            locked_sections: locked.iter().cloned().collect(),
-        };
+fn refine(global: &HostOptions, args: &RefineArgs, target: &ReviewTarget) -> anyhow::Result<ExitStatus> {
+    let settings = settings_of(args)?;
+    target.prepare_writes()?;
+    let command = command_line();
+    let workspace = &target.workspace;
+    let mut run = workspace
+        .begin(BeginRequest {
+            doc_name: &target.doc_name,
+            document: Some(&target.text),
+            kind: RunKind::Review,
+            command: &command,
+            clock: clock(),
+        })
+        .with_context(|| format!("review workspace {}", workspace.root().display()))?;
+    let passes = passes_of(global, args, target)?;
+    let pending = decision_of(args, target, &run)?;
+    let mut host = Host {
+        global,
+        passes,
+        events: Events::open(workspace.root(), global.quiet)?,
+        records: PassRecords::new(workspace.root())?,
+        started: Instant::now(),
+    };
+    let mut machine = LoopState::new(settings);
+    let stop = match refine_loop(&mut host, &mut run, &mut machine, pending)? {
+        ControlFlow::Continue(stop) => stop,
+        ControlFlow::Break(exit) => return Ok(exit),
+    };
+    finish(&mut host, args, target, run, &mut machine, stop)
+}
+
+/// The loop: rounds of assess, decide, fix, verify until the machine
+/// stops (or a pass fails: `Break` with the exit status).
+fn refine_loop(
+    host: &mut Host<'_>,
+    run: &mut PreparedRun<'_>,
+    machine: &mut LoopState,
+    mut pending: Option<Decided>,
+) -> anyhow::Result<ControlFlow<ExitStatus, Stop>> {
+    loop {
         // 1. Assess, or take the plan a person decided on.
-        let (plan, routing, judge_tokens, decided) = if let Some(d) = pending.take() {
-            if first {
-                first = false;
-                events.emit(RefineEvent::RefinementStart {
-                    mode: mode.as_str().to_owned(),
-                    sections: koas_refine::sections::sections_of(run.current_text())
-                        .into_iter()
-                        .map(|s| s.id)
-                        .collect(),
-                    target_sections: d
-                        .routing
-                        .tasks
-                        .iter()
-                        .map(|t| t.section_id.clone())
-                        .collect(),
-                });
-            }
-            // The stored plan scored this very document: its locks hold
-            // for the fixes that follow.
-            control::update_locks(&mut locks, &d.stored.criteria_scores, limits.lock_threshold);
-            states.push(StateRecord {
-                doc_hash: d.stored.doc_hash.clone(),
-                score: d.stored.score,
-                plan: d.stored.clone(),
-                active: active_changes(&run),
-                regressed: false,
-            });
-            (d.plan, d.routing, TokenUse::default(), true)
+        let mut round = if let Some(d) = pending.take() {
+            let active = active_changes(run);
+            let round =
+                machine.take_decided(run.current_text(), &d.stored, d.plan, d.routing, active);
+            host.emit(machine);
+            round
         } else {
-            let mut inputs = base_inputs(
-                &run,
-                &llm,
-                if doc_is_current {
-                    run.current_text()
-                } else {
-                    &target.text
-                },
-            )?;
-            inputs.provided.insert(
-                names::REFINE_STATE.to_owned(),
-                Provided::from(serde_json::to_value(&state)?),
-            );
-            let outcome = match pass(
-                global,
-                &assess,
-                &discovery,
-                inputs,
-                &mut records,
-                &format!("{iteration}-assess"),
-            ) {
-                Ok(o) => o,
-                Err(e) => return failed(e, "the changes recorded so far stay in the ledger"),
+            let assessed = match assess(host, run, machine)? {
+                ControlFlow::Continue(assessed) => assessed,
+                ControlFlow::Break(exit) => return Ok(ControlFlow::Break(exit)),
             };
-            let verdicts: RefineVerdicts =
-                passes::parse_output(&outcome.record, JUDGE, names::REFINE_VERDICTS)?;
-            let plan: RefinePlan =
-                passes::parse_output(&outcome.record, ARBITER, names::REFINE_PLAN)?;
-            let routing: RefineRouting =
-                passes::parse_output(&outcome.record, ROUTER, names::REFINE_ROUTING)?;
-            tokens.add(&verdicts.tokens);
-            // A judge whose answer could not be used, even asked again, is
-            // named: its section was not scored by it.
-            for verdict in &verdicts.verdicts {
-                for (section, why) in &verdict.unreadable {
-                    eprintln!(
-                        "koas refine: judge {:?} gave no usable answer on section {section}: {why}",
-                        verdict.judge
-                    );
-                }
-            }
-            if first {
-                first = false;
-                events.emit(RefineEvent::RefinementStart {
-                    mode: mode.as_str().to_owned(),
-                    sections: koas_refine::sections::sections_of(run.current_text())
-                        .into_iter()
-                        .map(|s| s.id)
-                        .collect(),
-                    target_sections: routing.tasks.iter().map(|t| t.section_id.clone()).collect(),
-                });
-            }
-            if let Some(record) = iterations.last_mut() {
-                record.judge_tokens.add(&verdicts.tokens);
-            }
-            if let Some(why) = &plan.no_assessment {
-                break (RefineStatus::NoAssessment, why.clone());
-            }
-            events.emit(RefineEvent::ArbiterConsolidation {
-                iteration,
-                alpha: plan.alpha,
-                score: plan.score,
-                kept: plan.kept.len(),
-                filtered: plan.filtered.len(),
-                target_sections: routing.tasks.iter().map(|t| t.section_id.clone()).collect(),
-            });
-            // Quality locks: a locked criterion that dropped reverts the last
-            // iteration's changes, and their sections are not edited again.
-            let regressed =
-                control::regressions(&locks, &plan.criteria_scores, limits.regression_tolerance);
-            let still: BTreeSet<ChangeId> = active_changes(&run);
-            let to_revert: Vec<ChangeId> = last_changes
-                .iter()
-                .copied()
-                .filter(|id| still.contains(id))
-                .collect();
-            if !regressed.is_empty() && !to_revert.is_empty() {
-                states.push(StateRecord {
-                    doc_hash: plan.doc_hash.clone(),
-                    score: plan.score,
-                    plan: plan.clone(),
-                    active: still.clone(),
-                    regressed: true,
-                });
-                let sections = sections_of_changes(&run, &to_revert);
-                revert(&mut run, &to_revert, "koas refine: quality lock")?;
-                let reverted: Vec<String> = to_revert.iter().map(|i| i.to_string()).collect();
-                events.emit(RefineEvent::QualityLockTriggered {
-                    iteration: iteration.saturating_sub(1),
-                    regressions: regressed,
-                    reverted: reverted.clone(),
-                });
-                if let Some(record) = iterations.last_mut() {
-                    record.reverted.extend(reverted);
-                }
-                for s in sections {
-                    if locked.insert(s.clone()) {
-                        events.emit(RefineEvent::SectionLocked {
-                            section_id: s,
-                            reason: "its change made a locked criterion regress".into(),
-                        });
-                    }
-                }
-                last_changes.clear();
-                // The restored document is assessed again (from the cache).
-                continue;
-            }
-            control::update_locks(&mut locks, &plan.criteria_scores, limits.lock_threshold);
-            let active = active_changes(&run);
-            match states
-                .iter_mut()
-                .find(|s| !s.regressed && s.doc_hash == plan.doc_hash)
-            {
-                Some(s) => s.plan = plan.clone(),
-                None => states.push(StateRecord {
-                    doc_hash: plan.doc_hash.clone(),
-                    score: plan.score,
-                    plan: plan.clone(),
-                    active,
-                    regressed: false,
-                }),
-            }
-            if let Some(why) = &routing.full_regenerate {
-                break (RefineStatus::FullRegenerate, why.clone());
-            }
-            if args.plan_only {
-                break (RefineStatus::Planned, "--plan-only".to_owned());
-            }
-            let history: Vec<f64> = states
-                .iter()
-                .filter(|s| !s.regressed)
-                .map(|s| s.score)
-                .collect();
-            let standing = Standing {
-                iteration,
-                history: &history,
-                has_critical: plan.has_critical,
-                tokens: tokens.total(),
-                elapsed_secs: started.elapsed().as_secs(),
-                has_tasks: !routing.tasks.is_empty(),
-            };
-            if let Some(decision) = control::decide(mode, &limits, &standing) {
-                if decision.1.starts_with("converged") {
-                    events.emit(RefineEvent::ConvergenceDetected { iteration });
-                }
-                break decision;
-            }
-            (plan, routing, verdicts.tokens, false)
-        };
-        // 2. Fix.
-        // The fix kernel runs every batch in one pass: their start is told
-        // before it, their end once the ledger holds their changes.
-        for (b, batch) in routing.batches.iter().enumerate() {
-            events.emit(RefineEvent::BatchStarted {
-                iteration,
-                batch_index: b,
-                sections: batch.clone(),
-            });
-            for section in batch {
-                events.emit(RefineEvent::TaskStarted {
-                    iteration,
-                    batch_index: b,
-                    section_id: section.clone(),
-                    task_type: routing
-                        .tasks
-                        .iter()
-                        .find(|t| &t.section_id == section)
-                        .map_or(FixAction::SurgicalEdit, |t| t.action),
-                });
-            }
-        }
-        let mut inputs = base_inputs(
-            &run,
-            &llm,
-            if doc_is_current {
-                run.current_text()
-            } else {
-                &target.text
-            },
-        )?;
-        if decided {
-            inputs.provided.insert(
-                names::REFINE_ROUTING.to_owned(),
-                Provided::from(serde_json::to_value(&routing)?),
-            );
-        } else {
-            inputs.provided.insert(
-                names::REFINE_STATE.to_owned(),
-                Provided::from(serde_json::to_value(&state)?),
-            );
-        }
-        let review_state = ReviewState {
-            doc_name: run.meta().doc_name.clone(),
-            next_id: run.next_id(),
-            ledger_ids: run.ledger_ids(),
-            original_hash: run.meta().original_hash.clone(),
-            reverted: Vec::new(),
-            applied: Vec::new(),
-            flags: Vec::new(),
-        };
-        inputs.provided.insert(
-            names::REVIEW_STATE.to_owned(),
-            Provided::from(serde_json::to_value(&review_state)?),
-        );
-        inputs.host_written.insert(names::EDITED_DOC.to_owned());
-        let doc_before = run.current_text().to_owned();
-        let fix_pass = if decided { &fix_decided } else { &fix };
-        let outcome = match pass(
-            global,
-            fix_pass,
-            &discovery,
-            inputs,
-            &mut records,
-            &format!("{iteration}-fix"),
-        ) {
-            Ok(o) => o,
-            Err(e) => return failed(e, "the changes recorded so far stay in the ledger"),
-        };
-        let ops: RefineOps = passes::parse_output(&outcome.record, FIX, names::REFINE_OPS)?;
-        let applied: ApplyOutcome =
-            passes::parse_output(&outcome.record, APPLY, names::APPLY_OUTCOME)?;
-        tokens.add(&ops.tokens);
-        full_rewrite_tokens +=
-            control::full_rewrite_tokens(&doc_before, &plan.kept, REWRITE_INSTRUCTIONS);
-        let (actor, options) = commit_context();
-        let committed = run
-            .commit_review(
-                applied.batch,
-                applied.protected,
-                &CommitContext {
-                    actor: &actor,
-                    clock: clock(),
-                    options: &options,
-                },
-            )
-            .with_context(|| format!("recording the fixes in {}", workspace.root().display()))?;
-        if !global.quiet {
-            for r in &committed.batch.rejected {
-                eprintln!(
-                    "refine:   a fix was refused by the apply engine: {} {}",
-                    r.rejection.class.as_str(),
-                    r.rejection.reason
-                );
-            }
-        }
-        let mut changes: Vec<RefineChange> = Vec::new();
-        for a in committed
-            .batch
-            .applied
-            .iter()
-            .filter(|a| a.change.is_some())
-        {
-            let section_id = section_of_rationale(&a.op.rationale).unwrap_or_default();
-            let task = routing.tasks.iter().find(|t| t.section_id == section_id);
-            let action = task.map_or(FixAction::SurgicalEdit, |t| t.action);
-            let lines = a.change.as_ref();
-            events.emit(RefineEvent::PatchApplied {
-                iteration,
-                section_id: section_id.clone(),
-                change_id: a.op.id.to_string(),
-                task_type: action,
-                diff_summary: lines.map_or(String::new(), |c| {
-                    format!("{} line(s) replaced by {}", c.old.len(), c.new.len())
-                }),
-                content: a.op.after_text.clone(),
-            });
-            changes.push(RefineChange {
-                change_id: a.op.id.to_string(),
-                section_id,
-                action,
-                before_text: a.op.before_text.clone().unwrap_or_default(),
-                after_text: a.op.after_text.clone(),
-                issues: task.map(|t| t.issues.clone()).unwrap_or_default(),
-            });
-        }
-        for (b, batch) in routing.batches.iter().enumerate() {
-            events.emit(RefineEvent::BatchComplete {
-                iteration,
-                batch_index: b,
-                changes: changes
-                    .iter()
-                    .filter(|c| batch.contains(&c.section_id))
-                    .map(|c| c.change_id.clone())
-                    .collect(),
-            });
-        }
-        // 3. Verify.
-        let mut verify_tokens = TokenUse::default();
-        let mut reverted = Vec::new();
-        let mut kept_changes = Vec::new();
-        if !changes.is_empty() {
-            let mut inputs = PassInputs {
-                llm: Some(llm.clone()),
-                ..PassInputs::default()
-            };
-            inputs.provided.insert(
-                names::REFINE_CHANGES.to_owned(),
-                Provided::from(serde_json::to_value(&changes)?),
-            );
-            let outcome = match pass(
-                global,
-                &verify,
-                &discovery,
-                inputs,
-                &mut records,
-                &format!("{iteration}-verify"),
-            ) {
-                Ok(o) => o,
-                Err(e) => return failed(e, "the unverified changes stay in the ledger"),
-            };
-            let verification: RefineVerification =
-                passes::parse_output(&outcome.record, VERIFY, names::REFINE_VERIFICATION)?;
-            verify_tokens = verification.tokens;
-            tokens.add(&verify_tokens);
-            let mut failed_ids = Vec::new();
-            for v in &verification.changes {
-                events.emit(RefineEvent::VerificationResult {
-                    iteration,
-                    section_id: v.section_id.clone(),
-                    change_id: v.change_id.clone(),
-                    passed: v.passed,
-                    reason: v.reason.clone(),
-                });
-                let Ok(EntryId::Change(id)) = EntryId::parse(&v.change_id) else {
+            host.emit(machine);
+            match assessed {
+                Assessed::Stop(stop) => return Ok(ControlFlow::Continue(stop)),
+                Assessed::QualityLock(lock) => {
+                    let sections = sections_of_changes(run, &lock.revert);
+                    revert(run, &lock.revert, "koas refine: quality lock")?;
+                    machine.quality_locked(lock, sections);
+                    host.emit(machine);
+                    // The restored document is assessed again (from the cache).
                     continue;
-                };
-                if v.passed {
-                    kept_changes.push(id);
-                } else {
-                    failed_ids.push(id);
+                }
+                // 2. Decide whether to fix it.
+                Assessed::Scored(round) => {
+                    let elapsed = host.started.elapsed().as_secs();
+                    if let Some(stop) = machine.decide(&round, elapsed) {
+                        host.emit(machine);
+                        return Ok(ControlFlow::Continue(stop));
+                    }
+                    *round
                 }
             }
-            revert(&mut run, &failed_ids, "koas refine: failed verification")?;
-            reverted.extend(failed_ids.iter().map(|i| i.to_string()));
+        };
+        // 3. Fix, 4. verify.
+        if let ControlFlow::Break(exit) = fix(host, run, machine, &mut round)? {
+            return Ok(ControlFlow::Break(exit));
         }
-        // Oscillation: a section edited twice is not edited again.
-        let edited: BTreeSet<String> = changes.iter().map(|c| c.section_id.clone()).collect();
-        for s in edited {
-            let n = edits.entry(s.clone()).or_default();
-            *n += 1;
-            if *n >= limits.section_lock_after && locked.insert(s.clone()) {
-                events.emit(RefineEvent::SectionLocked {
-                    section_id: s,
-                    reason: format!("edited {n} times"),
-                });
-            }
+        if let ControlFlow::Break(exit) = verify(host, run, machine, &mut round)? {
+            return Ok(ControlFlow::Break(exit));
         }
-        last_changes = kept_changes;
-        let iteration_tokens = judge_tokens.total() + ops.tokens.total() + verify_tokens.total();
-        iterations.push(IterationRecord {
-            iteration,
-            score: plan.score,
-            criteria_scores: plan.criteria_scores.clone(),
-            issues: plan.kept.len(),
-            judge_tokens,
-            fix_tokens: ops.tokens,
-            verify_tokens,
-            applied: changes.iter().map(|c| c.change_id.clone()).collect(),
-            reverted,
-        });
-        events.emit(RefineEvent::IterationComplete {
-            iteration,
-            score: plan.score,
-            tokens: iteration_tokens,
-        });
-        iteration += 1;
-    };
+        machine.end_round(round);
+        host.emit(machine);
+    }
+}
 
-    // The document returned: full-auto goes back to its best state.
-    let mut best_index = states.iter().rposition(|s| !s.regressed).unwrap_or(0);
-    if mode == Mode::FullAuto && status == RefineStatus::BestEffort {
-        let now = active_changes(&run);
-        let candidates: Vec<(usize, f64)> = states
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| !s.regressed && s.active.is_subset(&now))
-            .map(|(i, s)| (i, s.score))
-            .collect();
-        if let Some(best) = control::best(&candidates) {
-            let later: Vec<ChangeId> = now.difference(&states[best].active).copied().collect();
-            if !later.is_empty() && best != best_index {
-                revert(&mut run, &later, "koas refine: best iteration")?;
-            }
-            events.emit(RefineEvent::BestEffortSelected {
-                iteration: best as u32,
-                score: states[best].score,
-                reverted: if best != best_index {
-                    later.iter().map(|i| i.to_string()).collect()
-                } else {
-                    Vec::new()
-                },
-            });
-            best_index = best;
-        }
-    }
-    if mode == Mode::SemiAuto {
-        // Semi-auto returns the document as it stands: its plan is the one
-        // a person decides on (`--accept`, `--apply-plan`).
-        let current = koas_kernel_api::hash::sha256(run.current_text());
-        if let Some(i) = states
-            .iter()
-            .rposition(|s| !s.regressed && koas_kernel_api::hash::same_hash(&s.doc_hash, &current))
-        {
-            best_index = i;
-        }
-    }
-    let (best_score, unresolved) = states
-        .get(best_index)
-        .map(|s| (s.score, s.plan.kept.clone()))
-        .unwrap_or((0.0, Vec::new()));
-    if status == RefineStatus::Escalated {
-        events.emit(RefineEvent::EscalationTriggered {
-            reason: stop_reason.clone(),
-        });
-    }
-    let fix_side: u64 = iterations
-        .iter()
-        .map(|i| i.fix_tokens.total() + i.verify_tokens.total())
-        .sum();
-    let summary = RefineSummary {
-        mode: mode.as_str().to_owned(),
-        status,
-        stop_reason: stop_reason.clone(),
-        quality_status: control::quality_status(best_score),
-        best_iteration: best_index as u32,
-        best_score,
-        iterations,
-        improvement_hints: control::hints(&unresolved),
-        unresolved_issues: unresolved,
-        locked_sections: locked.iter().cloned().collect(),
-        changes: active_changes(&run).iter().map(|i| i.to_string()).collect(),
-        tokens,
-        fix_side_tokens: fix_side,
-        full_rewrite_tokens,
-    };
-    let root = workspace.root().to_path_buf();
-    std::fs::write(
-        root.join("refine/summary.json"),
-        serde_json::to_vec_pretty(&summary)?,
-    )
-    .context("writing refine/summary.json")?;
-    if let Some(s) = states.get(best_index) {
-        std::fs::write(
-            root.join("refine/plan.json"),
-            serde_json::to_vec_pretty(&s.plan)?,
-        )
-        .context("writing refine/plan.json")?;
-    }
-    if status == RefineStatus::Escalated {
-        std::fs::write(
-            root.join("refine/ESCALATION.md"),
-            escalation_report(&summary),
-        )
-        .context("writing refine/ESCALATION.md")?;
-    }
-    events.emit(RefineEvent::RefinementComplete {
-        final_score: best_score,
-        status,
-    });
-    let ok = matches!(
-        status,
-        RefineStatus::Accepted
-            | RefineStatus::AcceptedWarning
-            | RefineStatus::BestEffort
-            | RefineStatus::Planned
+/// The assess pass (Stage 1–2, the judges, the arbiter, the router) on
+/// the current document, its results given to the machine.
+fn assess(
+    host: &mut Host<'_>,
+    run: &PreparedRun<'_>,
+    machine: &mut LoopState,
+) -> anyhow::Result<ControlFlow<ExitStatus, Assessed>> {
+    let mut inputs = base_inputs(run, &host.passes.llm, host.passes.doc_text(run))?;
+    inputs.provided.insert(
+        names::REFINE_STATE.to_owned(),
+        Provided::from(serde_json::to_value(machine.refine_state())?),
     );
+    let label = format!("{}-assess", machine.iteration());
+    let outcome = match host.pass(Which::Assess, inputs, &label) {
+        Ok(o) => o,
+        Err(e) => {
+            return failed(e, "the changes recorded so far stay in the ledger")
+                .map(ControlFlow::Break)
+        }
+    };
+    let verdicts: RefineVerdicts =
+        passes::parse_output(&outcome.record, JUDGE, names::REFINE_VERDICTS)?;
+    let plan: RefinePlan = passes::parse_output(&outcome.record, ARBITER, names::REFINE_PLAN)?;
+    let routing: RefineRouting =
+        passes::parse_output(&outcome.record, ROUTER, names::REFINE_ROUTING)?;
+    // A judge whose answer could not be used, even asked again, is
+    // named: its section was not scored by it.
+    for verdict in &verdicts.verdicts {
+        for (section, why) in &verdict.unreadable {
+            eprintln!(
+                "koas refine: judge {:?} gave no usable answer on section {section}: {why}",
+                verdict.judge
+            );
+        }
+    }
+    Ok(ControlFlow::Continue(machine.assess(Judged {
+        document: run.current_text(),
+        tokens: verdicts.tokens,
+        plan,
+        routing,
+        active: active_changes(run),
+    })))
+}
+
+/// The fix pass (the patcher and expander, `md_apply_ops`), its outcome
+/// committed to the ledger and given to the machine.
+fn fix(
+    host: &mut Host<'_>,
+    run: &mut PreparedRun<'_>,
+    machine: &mut LoopState,
+    round: &mut Round,
+) -> anyhow::Result<ControlFlow<ExitStatus>> {
+    machine.fix_started(round);
+    host.emit(machine);
+    let mut inputs = base_inputs(run, &host.passes.llm, host.passes.doc_text(run))?;
+    if round.decided {
+        inputs.provided.insert(
+            names::REFINE_ROUTING.to_owned(),
+            Provided::from(serde_json::to_value(&round.routing)?),
+        );
+    } else {
+        inputs.provided.insert(
+            names::REFINE_STATE.to_owned(),
+            Provided::from(serde_json::to_value(machine.refine_state())?),
+        );
+    }
+    let review_state = ReviewState {
+        doc_name: run.meta().doc_name.clone(),
+        next_id: run.next_id(),
+        ledger_ids: run.ledger_ids(),
+        original_hash: run.meta().original_hash.clone(),
+        reverted: Vec::new(),
+        applied: Vec::new(),
+        flags: Vec::new(),
+    };
+    inputs.provided.insert(
+        names::REVIEW_STATE.to_owned(),
+        Provided::from(serde_json::to_value(&review_state)?),
+    );
+    inputs.host_written.insert(names::EDITED_DOC.to_owned());
+    let doc_before = run.current_text().to_owned();
+    let label = format!("{}-fix", machine.iteration());
+    let which = if round.decided {
+        Which::FixDecided
+    } else {
+        Which::Fix
+    };
+    let outcome = match host.pass(which, inputs, &label) {
+        Ok(o) => o,
+        Err(e) => {
+            return failed(e, "the changes recorded so far stay in the ledger")
+                .map(ControlFlow::Break)
+        }
+    };
+    let ops: RefineOps = passes::parse_output(&outcome.record, FIX, names::REFINE_OPS)?;
+    let applied: ApplyOutcome = passes::parse_output(&outcome.record, APPLY, names::APPLY_OUTCOME)?;
+    let (actor, options) = commit_context();
+    let committed = run
+        .commit_review(
+            applied.batch,
+            applied.protected,
+            &CommitContext {
+                actor: &actor,
+                clock: clock(),
+                options: &options,
+            },
+        )
+        .with_context(|| {
+            format!(
+                "recording the fixes in {}",
+                run.workspace().root().display()
+            )
+        })?;
+    if !host.global.quiet {
+        for r in &committed.batch.rejected {
+            eprintln!(
+                "refine:   a fix was refused by the apply engine: {} {}",
+                r.rejection.class.as_str(),
+                r.rejection.reason
+            );
+        }
+    }
+    let applied = committed
+        .batch
+        .applied
+        .iter()
+        .filter_map(|a| {
+            let change = a.change.as_ref()?;
+            Some(AppliedFix {
+                change_id: a.op.id,
+                rationale: a.op.rationale.clone(),
+                before_text: a.op.before_text.clone(),
+                after_text: a.op.after_text.clone(),
+                lines: (change.old.len(), change.new.len()),
+            })
+        })
+        .collect();
+    machine.fix(
+        round,
+        Fixed {
+            document_before: &doc_before,
+            tokens: ops.tokens,
+            applied,
+        },
+    );
+    host.emit(machine);
+    Ok(ControlFlow::Continue(()))
+}
+
+/// The verify pass (free checks, the delta judge) on the round's
+/// changes; a change that fails is reverted through the ledger.
+fn verify(
+    host: &mut Host<'_>,
+    run: &mut PreparedRun<'_>,
+    machine: &mut LoopState,
+    round: &mut Round,
+) -> anyhow::Result<ControlFlow<ExitStatus>> {
+    if round.changes.is_empty() {
+        return Ok(ControlFlow::Continue(()));
+    }
+    let mut inputs = PassInputs {
+        llm: Some(host.passes.llm.clone()),
+        ..PassInputs::default()
+    };
+    inputs.provided.insert(
+        names::REFINE_CHANGES.to_owned(),
+        Provided::from(serde_json::to_value(&round.changes)?),
+    );
+    let label = format!("{}-verify", machine.iteration());
+    let outcome = match host.pass(Which::Verify, inputs, &label) {
+        Ok(o) => o,
+        Err(e) => {
+            return failed(e, "the unverified changes stay in the ledger").map(ControlFlow::Break)
+        }
+    };
+    let verification: RefineVerification =
+        passes::parse_output(&outcome.record, VERIFY, names::REFINE_VERIFICATION)?;
+    let failing = machine.verify(round, verification);
+    host.emit(machine);
+    revert(run, &failing, "koas refine: failed verification")?;
+    Ok(ControlFlow::Continue(()))
+}
+
+/// The end of a run: the state returned (full-auto's best one), the
+/// summary and plan written, the views refreshed, DOC replaced when asked.
+fn finish(
+    host: &mut Host<'_>,
+    args: &RefineArgs,
+    target: &ReviewTarget,
+    mut run: PreparedRun<'_>,
+    machine: &mut LoopState,
+    stop: Stop,
+) -> anyhow::Result<ExitStatus> {
+    let now = active_changes(&run);
+    let current = koas_kernel_api::hash::sha256(run.current_text());
+    let ending = machine.choose_best(stop.status, &now, &current);
+    revert(&mut run, &ending.revert, "koas refine: best iteration")?;
+    host.emit(machine);
+    let changes = active_changes(&run).iter().map(|i| i.to_string()).collect();
+    let summary = machine.summary(&stop, ending.best, changes);
+    host.emit(machine);
+    write_outcome(target.root(), &summary, machine.plan_of(ending.best))?;
+    machine.complete(&summary);
+    host.emit(machine);
+    let ok = succeeded(summary.status);
     // The report and the annotated document show the ledger as refined,
     // as after `koas review`; a plan changes nothing, so it keeps them.
     let mut report = None;
-    if status != RefineStatus::Planned {
-        match refresh_views(global, target, &pipeline, &run, &llm, &summary) {
+    if summary.status != RefineStatus::Planned {
+        let refreshed = refresh_views(
+            host.global,
+            target,
+            &host.passes.whole,
+            &run,
+            &host.passes.llm,
+            &summary,
+        );
+        match refreshed {
             Ok(views) => report = views.report,
             Err(failure) => {
                 eprintln!(
@@ -985,13 +846,42 @@ fn refine(
             }
         }
     }
-    if args.in_place && ok && status != RefineStatus::Planned {
+    if args.in_place && ok && summary.status != RefineStatus::Planned {
         run.replace_in_place(&target.doc_path)
             .with_context(|| format!("replacing {}", target.doc_path.display()))?;
     }
     drop(run);
     print_summary(args, target, &summary, report.as_deref())?;
     Ok(if ok { ExitStatus::Success } else { REFUSED })
+}
+
+/// `refine/summary.json`, `refine/plan.json` (the returned state's plan)
+/// and, for an escalation, `refine/ESCALATION.md`.
+fn write_outcome(
+    root: &Path,
+    summary: &RefineSummary,
+    plan: Option<&RefinePlan>,
+) -> anyhow::Result<()> {
+    std::fs::write(
+        root.join("refine/summary.json"),
+        serde_json::to_vec_pretty(summary)?,
+    )
+    .context("writing refine/summary.json")?;
+    if let Some(plan) = plan {
+        std::fs::write(
+            root.join("refine/plan.json"),
+            serde_json::to_vec_pretty(plan)?,
+        )
+        .context("writing refine/plan.json")?;
+    }
+    if summary.status == RefineStatus::Escalated {
+        std::fs::write(
+            root.join("refine/ESCALATION.md"),
+            escalation_report(summary),
+        )
+        .context("writing refine/ESCALATION.md")?;
+    }
+    Ok(())
 }
 
 /// The view pass of `koas review` (annotated document, report) on the
@@ -1105,14 +995,6 @@ fn failed(e: anyhow::Error, consequence: &str) -> anyhow::Result<ExitStatus> {
     }
     eprintln!("error: {e}\n  ({consequence})");
     Ok(REFUSED)
-}
-
-/// The section a refinement op names in its rationale (`… of S2: …`).
-fn section_of_rationale(rationale: &str) -> Option<String> {
-    let rest = rationale.strip_prefix("koas refine ")?;
-    let (_, after) = rest.split_once(" of ")?;
-    let (id, _) = after.split_once(':')?;
-    Some(id.trim().to_owned())
 }
 
 /// The sections of the changes `ids`, from their ledger rationale.

@@ -1,0 +1,695 @@
+//! The loop of `koas refine DOC` as a state machine over plain data.
+//!
+//! [`LoopState`] holds what the loop carries from round to round (the
+//! iteration, tokens, locks, the scored states of the document, the
+//! iteration records); its steps take the results of the pipeline passes
+//! and say what to do next:
+//!
+//! 1. [`LoopState::assess`] (or [`LoopState::take_decided`] for a plan a
+//!    person decided on): the judges' plan and routing are recorded; the
+//!    run stops, or a quality lock asks to revert the last round's changes
+//!    ([`LoopState::quality_locked`] once they are reverted), or the
+//!    document is scored;
+//! 2. [`LoopState::decide`]: the stopping conditions of [`control::decide`];
+//!    `None` fixes another round;
+//! 3. [`LoopState::fix_started`], then [`LoopState::fix`] with the changes
+//!    the ledger recorded;
+//! 4. [`LoopState::verify`]: the changes to revert; then
+//!    [`LoopState::end_round`] (oscillation locks, the iteration's record);
+//! 5. at the end, [`LoopState::choose_best`] and [`LoopState::summary`].
+//!
+//! The host (the reviewer's `koas refine`) runs the passes, commits and
+//! reverts through the workspace's ledger, and emits the events the steps
+//! leave ([`LoopState::take_events`]) in the order they come: nothing here
+//! does I/O or asks a model, so every step is tested with plain data.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use koas_review_schema::change_id::{ChangeId, EntryId};
+use koas_review_schema::refine::{
+    Criterion, FixAction, IterationRecord, RefineChange, RefineEvent, RefinePlan, RefineRouting,
+    RefineState, RefineStatus, RefineSummary, RefineVerification, TokenUse,
+};
+
+use crate::control::{self, Limits, Mode, Standing};
+use crate::fix::section_of_rationale;
+
+/// What a run is asked to do, fixed for its whole length.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    /// Semi-auto or full-auto.
+    pub mode: Mode,
+    /// Limits and tolerances.
+    pub limits: Limits,
+    /// `--plan-only`: stop once the first plan is made.
+    pub plan_only: bool,
+    /// The instructions a whole-document rewrite would carry, for the
+    /// token comparison of the summary.
+    pub rewrite_instructions: String,
+}
+
+/// One scored state of the document.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScoredState {
+    /// `sha256:` of the document scored.
+    pub doc_hash: String,
+    /// Its score.
+    pub score: f64,
+    /// The plan made for it.
+    pub plan: RefinePlan,
+    /// Changes of the ledger in effect in it.
+    pub active: BTreeSet<ChangeId>,
+    /// A locked criterion regressed in it (its changes were reverted): it
+    /// is never returned.
+    pub regressed: bool,
+}
+
+/// How the run ends.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stop {
+    /// The status.
+    pub status: RefineStatus,
+    /// Why it stopped.
+    pub reason: String,
+}
+
+/// One round of fixes: what it fixes, and what came of it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Round {
+    /// The plan (the judges', or the one a person decided on).
+    pub plan: RefinePlan,
+    /// Its routing.
+    pub routing: RefineRouting,
+    /// Tokens of the judges that made the plan.
+    pub judge_tokens: TokenUse,
+    /// A plan a person decided on: the fixers run without the judges.
+    pub decided: bool,
+    /// Tokens of the fixers.
+    pub fix_tokens: TokenUse,
+    /// The changes the ledger recorded, to verify.
+    pub changes: Vec<RefineChange>,
+    /// Tokens of the delta judge.
+    pub verify_tokens: TokenUse,
+    /// Changes that passed verification.
+    pub kept: Vec<ChangeId>,
+    /// Changes reverted (failed verification).
+    pub reverted: Vec<String>,
+}
+
+/// What the passes of an assessment returned.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Judged<'a> {
+    /// The document as assessed.
+    pub document: &'a str,
+    /// Tokens of the judges.
+    pub tokens: TokenUse,
+    /// The arbiter's plan.
+    pub plan: RefinePlan,
+    /// The router's routing.
+    pub routing: RefineRouting,
+    /// Changes of the ledger in effect.
+    pub active: BTreeSet<ChangeId>,
+}
+
+/// A locked criterion regressed: the last round's changes still in
+/// effect are to be reverted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QualityLock {
+    /// (criterion, locked score, new score).
+    pub regressions: Vec<(Criterion, f64, f64)>,
+    /// The changes to revert, in the order they were made.
+    pub revert: Vec<ChangeId>,
+}
+
+/// What an assessment leads to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Assessed {
+    /// The run stops.
+    Stop(Stop),
+    /// Revert [`QualityLock::revert`], call [`LoopState::quality_locked`],
+    /// then assess the restored document again.
+    QualityLock(QualityLock),
+    /// The document is scored: [`LoopState::decide`] whether to fix this
+    /// round (boxed: a round is much larger than the other variants).
+    Scored(Box<Round>),
+}
+
+/// A fix the ledger recorded (an applied op that changed the document).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AppliedFix {
+    /// The ledger ID.
+    pub change_id: ChangeId,
+    /// The op's rationale (`koas refine … of S2: …`).
+    pub rationale: String,
+    /// The text it replaced.
+    pub before_text: Option<String>,
+    /// The text it wrote.
+    pub after_text: String,
+    /// Lines replaced, lines written.
+    pub lines: (usize, usize),
+}
+
+/// What the fix pass and the ledger did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fixed<'a> {
+    /// The document the fixes addressed.
+    pub document_before: &'a str,
+    /// Tokens of the fixers.
+    pub tokens: TokenUse,
+    /// The fixes recorded, in application order.
+    pub applied: Vec<AppliedFix>,
+}
+
+/// The state returned at the end of a run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ending {
+    /// Index of the returned state among [`LoopState::states`].
+    pub best: usize,
+    /// Changes made after it, to revert (latest first is the revert's
+    /// business).
+    pub revert: Vec<ChangeId>,
+}
+
+/// What the refinement loop carries between rounds.
+#[derive(Debug, Clone)]
+pub struct LoopState {
+    settings: Settings,
+    iteration: u32,
+    tokens: TokenUse,
+    /// Sections not edited again (oscillation, quality lock).
+    locked: BTreeSet<String>,
+    /// Rounds that edited each section.
+    edits: BTreeMap<String, u32>,
+    /// Locked criteria, at their best score.
+    locks: BTreeMap<Criterion, f64>,
+    states: Vec<ScoredState>,
+    iterations: Vec<IterationRecord>,
+    /// The last round's changes that passed verification.
+    last_changes: Vec<ChangeId>,
+    full_rewrite_tokens: u64,
+    /// `refinement_start` was emitted.
+    announced: bool,
+    events: Vec<RefineEvent>,
+}
+
+/// Whether a run that ended so returns a document (exit 0).
+pub fn succeeded(status: RefineStatus) -> bool {
+    matches!(
+        status,
+        RefineStatus::Accepted
+            | RefineStatus::AcceptedWarning
+            | RefineStatus::BestEffort
+            | RefineStatus::Planned
+    )
+}
+
+impl LoopState {
+    /// A run about to assess its document for the first time.
+    pub fn new(settings: Settings) -> LoopState {
+        LoopState {
+            settings,
+            iteration: 0,
+            tokens: TokenUse::default(),
+            locked: BTreeSet::new(),
+            edits: BTreeMap::new(),
+            locks: BTreeMap::new(),
+            states: Vec::new(),
+            iterations: Vec::new(),
+            last_changes: Vec::new(),
+            full_rewrite_tokens: 0,
+            announced: false,
+            events: Vec::new(),
+        }
+    }
+
+    /// The round being assessed or fixed (0-based).
+    pub fn iteration(&self) -> u32 {
+        self.iteration
+    }
+
+    /// The `refine_state` the passes get.
+    pub fn refine_state(&self) -> RefineState {
+        RefineState {
+            iteration: self.iteration,
+            locked_sections: self.locked.iter().cloned().collect(),
+        }
+    }
+
+    /// Every state scored so far, in order.
+    pub fn states(&self) -> &[ScoredState] {
+        &self.states
+    }
+
+    /// The events left by the steps since the last call, in order.
+    pub fn take_events(&mut self) -> Vec<RefineEvent> {
+        std::mem::take(&mut self.events)
+    }
+
+    fn announce(&mut self, document: &str, routing: &RefineRouting) {
+        if self.announced {
+            return;
+        }
+        self.announced = true;
+        self.events.push(RefineEvent::RefinementStart {
+            mode: self.settings.mode.as_str().to_owned(),
+            sections: crate::sections::sections_of(document)
+                .into_iter()
+                .map(|s| s.id)
+                .collect(),
+            target_sections: target_sections(routing),
+        });
+    }
+
+    /// Step 1 for a plan a person decided on (`--accept`,
+    /// `--apply-plan`): no judge is asked; the stored plan scored this
+    /// very document, so its locks hold for the fixes that follow.
+    pub fn take_decided(
+        &mut self,
+        document: &str,
+        stored: &RefinePlan,
+        plan: RefinePlan,
+        routing: RefineRouting,
+        active: BTreeSet<ChangeId>,
+    ) -> Round {
+        self.announce(document, &routing);
+        control::update_locks(
+            &mut self.locks,
+            &stored.criteria_scores,
+            self.settings.limits.lock_threshold,
+        );
+        self.states.push(ScoredState {
+            doc_hash: stored.doc_hash.clone(),
+            score: stored.score,
+            plan: stored.clone(),
+            active,
+            regressed: false,
+        });
+        Round {
+            plan,
+            routing,
+            decided: true,
+            ..Round::default()
+        }
+    }
+
+    /// Step 1: the judges, the arbiter and the router assessed the
+    /// document.
+    pub fn assess(&mut self, judged: Judged<'_>) -> Assessed {
+        let Judged {
+            document,
+            tokens,
+            plan,
+            routing,
+            active,
+        } = judged;
+        self.tokens.add(&tokens);
+        self.announce(document, &routing);
+        // The judges of this assessment scored the last round's result.
+        if let Some(record) = self.iterations.last_mut() {
+            record.judge_tokens.add(&tokens);
+        }
+        if let Some(why) = &plan.no_assessment {
+            return Assessed::Stop(Stop {
+                status: RefineStatus::NoAssessment,
+                reason: why.clone(),
+            });
+        }
+        self.events.push(RefineEvent::ArbiterConsolidation {
+            iteration: self.iteration,
+            alpha: plan.alpha,
+            score: plan.score,
+            kept: plan.kept.len(),
+            filtered: plan.filtered.len(),
+            target_sections: target_sections(&routing),
+        });
+        // Quality locks: a locked criterion that dropped reverts the last
+        // round's changes, and their sections are not edited again.
+        let regressions = control::regressions(
+            &self.locks,
+            &plan.criteria_scores,
+            self.settings.limits.regression_tolerance,
+        );
+        let revert: Vec<ChangeId> = self
+            .last_changes
+            .iter()
+            .copied()
+            .filter(|id| active.contains(id))
+            .collect();
+        if !regressions.is_empty() && !revert.is_empty() {
+            self.states.push(ScoredState {
+                doc_hash: plan.doc_hash.clone(),
+                score: plan.score,
+                plan,
+                active,
+                regressed: true,
+            });
+            return Assessed::QualityLock(QualityLock {
+                regressions,
+                revert,
+            });
+        }
+        control::update_locks(
+            &mut self.locks,
+            &plan.criteria_scores,
+            self.settings.limits.lock_threshold,
+        );
+        match self
+            .states
+            .iter_mut()
+            .find(|s| !s.regressed && s.doc_hash == plan.doc_hash)
+        {
+            Some(s) => s.plan = plan.clone(),
+            None => self.states.push(ScoredState {
+                doc_hash: plan.doc_hash.clone(),
+                score: plan.score,
+                plan: plan.clone(),
+                active,
+                regressed: false,
+            }),
+        }
+        if let Some(why) = &routing.full_regenerate {
+            return Assessed::Stop(Stop {
+                status: RefineStatus::FullRegenerate,
+                reason: why.clone(),
+            });
+        }
+        if self.settings.plan_only {
+            return Assessed::Stop(Stop {
+                status: RefineStatus::Planned,
+                reason: "--plan-only".to_owned(),
+            });
+        }
+        Assessed::Scored(Box::new(Round {
+            plan,
+            routing,
+            judge_tokens: tokens,
+            ..Round::default()
+        }))
+    }
+
+    /// After a [`QualityLock`]'s changes were reverted: `sections` (the
+    /// sections they changed) are locked, the reverts recorded in the last
+    /// iteration's record.
+    pub fn quality_locked(&mut self, lock: QualityLock, sections: Vec<String>) {
+        let reverted: Vec<String> = lock.revert.iter().map(|i| i.to_string()).collect();
+        self.events.push(RefineEvent::QualityLockTriggered {
+            iteration: self.iteration.saturating_sub(1),
+            regressions: lock.regressions,
+            reverted: reverted.clone(),
+        });
+        if let Some(record) = self.iterations.last_mut() {
+            record.reverted.extend(reverted);
+        }
+        for s in sections {
+            if self.locked.insert(s.clone()) {
+                self.events.push(RefineEvent::SectionLocked {
+                    section_id: s,
+                    reason: "its change made a locked criterion regress".into(),
+                });
+            }
+        }
+        self.last_changes.clear();
+    }
+
+    /// Step 2: whether to stop at the scored document of `round`, and how
+    /// (`None`: fix it). `elapsed_secs` is the time since the run began.
+    pub fn decide(&mut self, round: &Round, elapsed_secs: u64) -> Option<Stop> {
+        let history: Vec<f64> = self
+            .states
+            .iter()
+            .filter(|s| !s.regressed)
+            .map(|s| s.score)
+            .collect();
+        let standing = Standing {
+            iteration: self.iteration,
+            history: &history,
+            has_critical: round.plan.has_critical,
+            tokens: self.tokens.total(),
+            elapsed_secs,
+            has_tasks: !round.routing.tasks.is_empty(),
+        };
+        let (status, reason) =
+            control::decide(self.settings.mode, &self.settings.limits, &standing)?;
+        if reason.starts_with("converged") {
+            self.events.push(RefineEvent::ConvergenceDetected {
+                iteration: self.iteration,
+            });
+        }
+        Some(Stop { status, reason })
+    }
+
+    /// Step 3, before the fix pass: every batch and task is announced
+    /// (the fix kernel runs all batches in one pass; their ends are told
+    /// once the ledger holds their changes).
+    pub fn fix_started(&mut self, round: &Round) {
+        for (b, batch) in round.routing.batches.iter().enumerate() {
+            self.events.push(RefineEvent::BatchStarted {
+                iteration: self.iteration,
+                batch_index: b,
+                sections: batch.clone(),
+            });
+            for section in batch {
+                self.events.push(RefineEvent::TaskStarted {
+                    iteration: self.iteration,
+                    batch_index: b,
+                    section_id: section.clone(),
+                    task_type: action_of(&round.routing, section),
+                });
+            }
+        }
+    }
+
+    /// Step 3, once the ledger recorded the fixes: they become the
+    /// round's changes to verify.
+    pub fn fix(&mut self, round: &mut Round, fixed: Fixed<'_>) {
+        self.tokens.add(&fixed.tokens);
+        round.fix_tokens = fixed.tokens;
+        self.full_rewrite_tokens += control::full_rewrite_tokens(
+            fixed.document_before,
+            &round.plan.kept,
+            &self.settings.rewrite_instructions,
+        );
+        let mut changes: Vec<RefineChange> = Vec::new();
+        for a in fixed.applied {
+            let section_id = section_of_rationale(&a.rationale).unwrap_or_default();
+            let task = round
+                .routing
+                .tasks
+                .iter()
+                .find(|t| t.section_id == section_id);
+            let action = task.map_or(FixAction::SurgicalEdit, |t| t.action);
+            self.events.push(RefineEvent::PatchApplied {
+                iteration: self.iteration,
+                section_id: section_id.clone(),
+                change_id: a.change_id.to_string(),
+                task_type: action,
+                diff_summary: format!("{} line(s) replaced by {}", a.lines.0, a.lines.1),
+                content: a.after_text.clone(),
+            });
+            changes.push(RefineChange {
+                change_id: a.change_id.to_string(),
+                section_id,
+                action,
+                before_text: a.before_text.unwrap_or_default(),
+                after_text: a.after_text,
+                issues: task.map(|t| t.issues.clone()).unwrap_or_default(),
+            });
+        }
+        for (b, batch) in round.routing.batches.iter().enumerate() {
+            self.events.push(RefineEvent::BatchComplete {
+                iteration: self.iteration,
+                batch_index: b,
+                changes: changes
+                    .iter()
+                    .filter(|c| batch.contains(&c.section_id))
+                    .map(|c| c.change_id.clone())
+                    .collect(),
+            });
+        }
+        round.changes = changes;
+    }
+
+    /// Step 4: the verifier's verdicts on the round's changes. Returns the
+    /// changes that failed, to revert through the ledger.
+    pub fn verify(&mut self, round: &mut Round, verification: RefineVerification) -> Vec<ChangeId> {
+        round.verify_tokens = verification.tokens;
+        self.tokens.add(&verification.tokens);
+        let mut failed = Vec::new();
+        for v in verification.changes {
+            let id = EntryId::parse(&v.change_id);
+            self.events.push(RefineEvent::VerificationResult {
+                iteration: self.iteration,
+                section_id: v.section_id,
+                change_id: v.change_id,
+                passed: v.passed,
+                reason: v.reason,
+            });
+            // A verdict on an ID that is no change of the ledger names
+            // nothing to keep or revert.
+            let Ok(EntryId::Change(id)) = id else {
+                continue;
+            };
+            if v.passed {
+                round.kept.push(id);
+            } else {
+                failed.push(id);
+            }
+        }
+        round.reverted.extend(failed.iter().map(|i| i.to_string()));
+        failed
+    }
+
+    /// The round is over (its failed changes reverted): a section edited
+    /// in `section_lock_after` rounds is locked (oscillation), the round
+    /// recorded, the next one begins.
+    pub fn end_round(&mut self, round: Round) {
+        let edited: BTreeSet<&String> = round.changes.iter().map(|c| &c.section_id).collect();
+        for s in edited {
+            let n = self.edits.entry(s.clone()).or_default();
+            *n += 1;
+            if *n >= self.settings.limits.section_lock_after && self.locked.insert(s.clone()) {
+                self.events.push(RefineEvent::SectionLocked {
+                    section_id: s.clone(),
+                    reason: format!("edited {n} times"),
+                });
+            }
+        }
+        self.last_changes = round.kept;
+        let tokens =
+            round.judge_tokens.total() + round.fix_tokens.total() + round.verify_tokens.total();
+        self.iterations.push(IterationRecord {
+            iteration: self.iteration,
+            score: round.plan.score,
+            criteria_scores: round.plan.criteria_scores.clone(),
+            issues: round.plan.kept.len(),
+            judge_tokens: round.judge_tokens,
+            fix_tokens: round.fix_tokens,
+            verify_tokens: round.verify_tokens,
+            applied: round.changes.iter().map(|c| c.change_id.clone()).collect(),
+            reverted: round.reverted,
+        });
+        self.events.push(RefineEvent::IterationComplete {
+            iteration: self.iteration,
+            score: round.plan.score,
+            tokens,
+        });
+        self.iteration += 1;
+    }
+
+    /// Step 5: the state the run returns. Full-auto's best effort goes
+    /// back to its best state (`now`: the changes in effect; the later
+    /// ones are to revert); semi-auto returns the document as it stands
+    /// (`current_hash`), whose plan is the one a person decides on.
+    pub fn choose_best(
+        &mut self,
+        status: RefineStatus,
+        now: &BTreeSet<ChangeId>,
+        current_hash: &str,
+    ) -> Ending {
+        let mut best_index = self.states.iter().rposition(|s| !s.regressed).unwrap_or(0);
+        let mut revert = Vec::new();
+        if self.settings.mode == Mode::FullAuto && status == RefineStatus::BestEffort {
+            let candidates: Vec<(usize, f64)> = self
+                .states
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| !s.regressed && s.active.is_subset(now))
+                .map(|(i, s)| (i, s.score))
+                .collect();
+            if let Some((best, state)) =
+                control::best(&candidates).and_then(|i| Some((i, self.states.get(i)?)))
+            {
+                let later: Vec<ChangeId> = now.difference(&state.active).copied().collect();
+                if !later.is_empty() && best != best_index {
+                    revert.clone_from(&later);
+                }
+                self.events.push(RefineEvent::BestEffortSelected {
+                    iteration: best as u32,
+                    score: state.score,
+                    reverted: if best != best_index {
+                        later.iter().map(|i| i.to_string()).collect()
+                    } else {
+                        Vec::new()
+                    },
+                });
+                best_index = best;
+            }
+        }
+        if self.settings.mode == Mode::SemiAuto {
+            if let Some(i) = self.states.iter().rposition(|s| {
+                !s.regressed && koas_kernel_api::hash::same_hash(&s.doc_hash, current_hash)
+            }) {
+                best_index = i;
+            }
+        }
+        Ending {
+            best: best_index,
+            revert,
+        }
+    }
+
+    /// The plan of the state `best` (for `refine/plan.json`).
+    pub fn plan_of(&self, best: usize) -> Option<&RefinePlan> {
+        self.states.get(best).map(|s| &s.plan)
+    }
+
+    /// The run's summary, returning the state `best` with `changes` (the
+    /// ledger's changes still in effect).
+    pub fn summary(&mut self, stop: &Stop, best: usize, changes: Vec<String>) -> RefineSummary {
+        let (best_score, unresolved) = self
+            .states
+            .get(best)
+            .map(|s| (s.score, s.plan.kept.clone()))
+            .unwrap_or((0.0, Vec::new()));
+        if stop.status == RefineStatus::Escalated {
+            self.events.push(RefineEvent::EscalationTriggered {
+                reason: stop.reason.clone(),
+            });
+        }
+        let fix_side: u64 = self
+            .iterations
+            .iter()
+            .map(|i| i.fix_tokens.total() + i.verify_tokens.total())
+            .sum();
+        RefineSummary {
+            mode: self.settings.mode.as_str().to_owned(),
+            status: stop.status,
+            stop_reason: stop.reason.clone(),
+            quality_status: control::quality_status(best_score),
+            best_iteration: best as u32,
+            best_score,
+            iterations: self.iterations.clone(),
+            improvement_hints: control::hints(&unresolved),
+            unresolved_issues: unresolved,
+            locked_sections: self.locked.iter().cloned().collect(),
+            changes,
+            tokens: self.tokens,
+            fix_side_tokens: fix_side,
+            full_rewrite_tokens: self.full_rewrite_tokens,
+        }
+    }
+
+    /// The run is over, its summary written.
+    pub fn complete(&mut self, summary: &RefineSummary) {
+        self.events.push(RefineEvent::RefinementComplete {
+            final_score: summary.best_score,
+            status: summary.status,
+        });
+    }
+}
+
+fn target_sections(routing: &RefineRouting) -> Vec<String> {
+    routing.tasks.iter().map(|t| t.section_id.clone()).collect()
+}
+
+/// The fix routed to `section` (a patch when no task names it).
+fn action_of(routing: &RefineRouting, section: &str) -> FixAction {
+    routing
+        .tasks
+        .iter()
+        .find(|t| t.section_id == section)
+        .map_or(FixAction::SurgicalEdit, |t| t.action)
+}
+
+#[cfg(test)]
+mod tests;
