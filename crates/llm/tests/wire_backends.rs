@@ -76,7 +76,7 @@ fn streaming_success_reads_text_usage_and_the_exact_request() {
         assert_eq!(e.raw_text, "{\"ops\": []}");
         assert_eq!(e.canonical_text, "{\"ops\": []}");
         assert_eq!(e.extraction.canonical_status, "OK");
-        assert_eq!(e.extraction.ladder_method, "json_strict");
+        assert_eq!(e.extraction.canonical_json.as_deref(), Some("{\"ops\":[]}"));
         assert!(e.input_hash.starts_with("sha256:"));
         assert_eq!(
             (e.prompt_tokens, e.completion_tokens, e.retries),
@@ -351,7 +351,7 @@ fn output_that_stays_empty_is_returned_as_empty_and_logged() {
         assert_eq!(server.request_count(), 3);
         let log = read_exchanges(&dir.path().join("llm/exchanges.jsonl")).unwrap();
         assert_eq!(log[0].outcome, ExchangeOutcome::EmptyResponse);
-        assert_eq!(log[0].extraction.ladder_method, "empty_response");
+        assert_eq!(log[0].extraction.canonical_status, "NO_JSON");
     }
 }
 
@@ -443,7 +443,7 @@ fn a_stop_marker_ends_generation_early_and_keeps_the_text_up_to_it() {
         assert!(r.stopped_at_marker);
         let log = read_exchanges(&dir.path().join("llm/exchanges.jsonl")).unwrap();
         assert!(log[0].stopped_at_marker);
-        assert_eq!(log[0].extraction.ladder_method, "tagged_payload");
+        assert_eq!(log[0].extraction.canonical_status, "NO_JSON");
     }
 }
 
