@@ -4,8 +4,8 @@
 //! [`ExitStatus`].
 //!
 //! Each command is a clap `Args` (or `Subcommand`) type and an `execute`
-//! function; the `koas` binary assembles them with the reviewer's command
-//! family into one command line.
+//! function; the `koas` binary assembles them with its host's own command
+//! families into one command line.
 
 pub mod cache;
 pub mod graph;
