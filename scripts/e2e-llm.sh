@@ -7,8 +7,8 @@
 #   ENDPOINT defaults to $KOAS_LLM_ENDPOINT or http://127.0.0.1:8081
 #   MODEL    defaults to $KOAS_LLM_MODEL    or smollm2-135m
 #
-# Runs ping → calibrate → one edit request per paragraph of the fixture
-# document through the extraction ladder → an unchanged re-run (must make
+# Runs ping → calibrate → one request per paragraph of the fixture
+# document, each answer read as one JSON object → an unchanged re-run (must make
 # zero LLM calls) → replay from the exchange log with no network (must
 # match). Exits 0 on PASS, 1 on FAIL, 2 when the server is not reachable.
 # Only loopback endpoints are accepted (strict sovereignty).

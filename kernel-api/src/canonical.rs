@@ -4,7 +4,7 @@
 //! A tree of a large artifact costs several times its text (every string,
 //! map and vector allocated on its own); building one only to print it in
 //! sorted order made a kernel's output, and the host's reading of it, the
-//! largest memory cost of a big review. Here the value is written once into
+//! largest memory cost of a big run. Here the value is written once into
 //! one buffer by `serde_json`'s serializer; an object's members are noted
 //! as they are written and, when the object ends, put in key order within
 //! the buffer if they were not already (a struct's fields come in

@@ -89,7 +89,7 @@ impl<'a> Context<'a> {
         self.log(LogLevel::Warn, message);
     }
 
-    /// Reports progress, e.g. chunks done out of chunks total.
+    /// Reports progress, e.g. items done out of items total.
     pub fn progress(&self, done: u64, total: u64) {
         self.host.progress(done, total);
     }
@@ -153,7 +153,7 @@ impl<'a> Context<'a> {
 
     /// Asks the host to complete several prompts at once. The host runs
     /// them concurrently, up to the in-flight bound of its LLM service, so
-    /// a kernel with independent requests (one per chunk, one per section)
+    /// a kernel with independent requests (one per part, one per section)
     /// does not wait for each in turn. The answers come in the order of
     /// the requests; one failed request does not fail the others.
     ///

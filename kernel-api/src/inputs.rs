@@ -119,7 +119,7 @@ impl Input {
     }
 
     /// Parses the artifact into `T` straight from its text when no tree
-    /// was built: a large input (a ledger, every chunk of a document) is
+    /// was built: a large input (thousands of records, every part of a document) is
     /// never held twice.
     fn parse<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
         match (self.tree.get(), &self.raw) {
@@ -292,8 +292,8 @@ mod tests {
         let i = Inputs::from_raw(
             [
                 (
-                    "ledger".to_string(),
-                    raw(r#"[{"id":"RVW-0001","n":1},{"id":"RVW-0002","n":2}]"#),
+                    "records".to_string(),
+                    raw(r#"[{"id":"ID-0001","n":1},{"id":"ID-0002","n":2}]"#),
                 ),
                 ("gone".to_string(), raw("null")),
                 ("doc".to_string(), raw(r#""text \u00e9""#)),
@@ -305,16 +305,16 @@ mod tests {
             id: String,
             n: u32,
         }
-        let entries: Vec<Entry> = i.parse("ledger").expect("typed");
-        assert_eq!((entries[1].id.as_str(), entries[1].n), ("RVW-0002", 2));
+        let entries: Vec<Entry> = i.parse("records").expect("typed");
+        assert_eq!((entries[1].id.as_str(), entries[1].n), ("ID-0002", 2));
         assert!(
-            i.0["ledger"].tree.get().is_none(),
+            i.0["records"].tree.get().is_none(),
             "a typed parse builds no tree"
         );
-        assert_eq!(i.get("ledger").expect("tree")[0]["n"], 1);
-        assert!(i.0["ledger"].tree.get().is_some());
+        assert_eq!(i.get("records").expect("tree")[0]["n"], 1);
+        assert!(i.0["records"].tree.get().is_some());
         // Parsed again from the tree once it exists: the same answer.
-        let again: Vec<Entry> = i.parse("ledger").expect("typed again");
+        let again: Vec<Entry> = i.parse("records").expect("typed again");
         assert_eq!(again.len(), 2);
         assert_eq!(i.parse_optional::<Vec<Entry>>("gone").expect("null"), None);
         assert_eq!(
@@ -322,14 +322,14 @@ mod tests {
             None
         );
         assert_eq!(i.source_text("doc"), Ok("text é"));
-        let err = i.parse::<Vec<Entry>>("ledgr").expect_err("missing");
-        assert!(err.message.contains("did you mean `ledger`"), "{err:?}");
-        assert_eq!(i.names().collect::<Vec<_>>(), ["doc", "gone", "ledger"]);
+        let err = i.parse::<Vec<Entry>>("recrds").expect_err("missing");
+        assert!(err.message.contains("did you mean `records`"), "{err:?}");
+        assert_eq!(i.names().collect::<Vec<_>>(), ["doc", "gone", "records"]);
         // The same values given as trees compare equal.
         let trees = Inputs::from(BTreeMap::from([
             (
-                "ledger".to_string(),
-                json!([{"id": "RVW-0001", "n": 1}, {"id": "RVW-0002", "n": 2}]),
+                "records".to_string(),
+                json!([{"id": "ID-0001", "n": 1}, {"id": "ID-0002", "n": 2}]),
             ),
             ("gone".to_string(), Value::Null),
             ("doc".to_string(), json!("text é")),

@@ -29,12 +29,12 @@ pub struct LlmRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u32>,
     /// Markers that end generation early when they appear in the output
-    /// (for example `END_EDIT_OPS`). The output up to and including the
+    /// (for example `END_ANSWER`). The output up to and including the
     /// marker is kept.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stop_markers: Vec<String>,
     /// Markers after which one whole JSON value (array or object) is the
-    /// complete answer (for example `BEGIN_EDIT_OPS`): generation ends as
+    /// complete answer (for example `BEGIN_ANSWER`): generation ends as
     /// soon as that value is closed, and the text ends with it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub complete_after: Vec<String>,

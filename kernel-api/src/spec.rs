@@ -203,7 +203,7 @@ impl KernelSpec {
 
     /// Declares a workspace path the kernel writes while it runs (see
     /// [`KernelSpec::writes`]): a file, or a folder when `path` ends in
-    /// `/`. For streamed forensics such as per-chunk raw LLM answers.
+    /// `/`. For streamed forensics such as per-request raw LLM answers.
     pub fn writes(mut self, path: impl Into<String>) -> Self {
         self.writes.push(path.into());
         self

@@ -437,7 +437,7 @@ mod tests {
     fn large_blobs_are_stored_compressed_and_read_back_exactly() {
         let ws = tempfile::tempdir().expect("tmp");
         let cache = Cache::open(ws.path());
-        let value = json!({"chunks": (0..2000).map(|i| format!("line {i} of a long document")).collect::<Vec<_>>()});
+        let value = json!({"lines": (0..2000).map(|i| format!("line {i} of a long document")).collect::<Vec<_>>()});
         let bytes = koas_kernel_api::hash::canonical_bytes(&value);
         assert!(bytes.len() >= COMPRESS_FROM);
         let h = cache.put_blob(&bytes).expect("put");

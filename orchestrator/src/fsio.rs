@@ -7,7 +7,8 @@
 //!
 //! **Batch of derived files**: many small files (patches, say) are written
 //! atomically without a per-file fsync and the folder is fsynced once; the
-//! caller keeps their content somewhere fsynced (a ledger) to rebuild them
+//! caller keeps their content somewhere fsynced (an append-only record) to
+//! rebuild them
 //! if a crash loses one.
 
 use std::fs::{self, File, OpenOptions};
@@ -197,8 +198,8 @@ pub fn remove_stale_temp_files(dir: &Path, name: Option<&str>) -> Vec<PathBuf> {
 
 /// Makes every file and folder this process creates from now on no more
 /// permissive than `mode` (a file's permission bits): group and others
-/// lose the access `mode` denies them. A review workspace holds copies of
-/// its document, which must stay as private as the document.
+/// lose the access `mode` denies them. A workspace may hold copies of its
+/// inputs, which must stay as private as the inputs.
 pub fn restrict_new_files_to(mode: u32) {
     #[cfg(unix)]
     {
@@ -239,8 +240,8 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<(), FsError> {
 
 /// Writes every `(path, bytes)` atomically (temporary file + rename) and
 /// fsyncs `dir` once, without fsyncing each file. For derived files that
-/// can be rebuilt (patch files, whose text the fsynced ledger also holds):
-/// one fsync costs milliseconds and a review writes two patches per change.
+/// can be rebuilt (files whose content an fsynced record also holds):
+/// one fsync costs milliseconds and a host may write thousands of them.
 pub fn write_files_atomically(dir: &Path, files: &[(PathBuf, Vec<u8>)]) -> Result<(), FsError> {
     if files.is_empty() {
         return Ok(());

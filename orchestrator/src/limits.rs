@@ -9,7 +9,7 @@
 //! timeout = 600             # seconds of the kernel's own work (time spent in host calls does not count)
 //! memory = 8192             # MB of address space of its worker process
 //! output = 1024             # MB: the most a kernel may return (its answer, serialized)
-//! [limits.md_chunk]         # one kernel: any of the three keys
+//! [limits.split]            # one kernel: any of the three keys
 //! timeout = 60
 //! ```
 //!
@@ -278,18 +278,18 @@ mod tests {
     fn flags_beat_kernel_tables_beat_the_pipeline_beat_defaults() {
         let mut limits = Limits::from_value(&json!({
             "timeout": 60, "memory": 0,
-            "md_chunk": {"timeout": 5, "output": 2}
+            "split": {"timeout": 5, "output": 2}
         }))
         .expect("valid");
-        let chunk = limits.for_kernel("md_chunk");
-        assert_eq!(chunk.timeout_secs, Some(5));
-        assert_eq!(chunk.memory_mb, None, "0 is no limit");
-        assert_eq!(chunk.output_bytes(), 2 * 1024 * 1024);
+        let split = limits.for_kernel("split");
+        assert_eq!(split.timeout_secs, Some(5));
+        assert_eq!(split.memory_mb, None, "0 is no limit");
+        assert_eq!(split.output_bytes(), 2 * 1024 * 1024);
         let other = limits.for_kernel("other");
         assert_eq!(other.timeout_secs, Some(60));
         assert_eq!(other.output_mb, Some(DEFAULT_OUTPUT_MB));
         limits.flags.timeout_secs = Some(0);
-        assert_eq!(limits.for_kernel("md_chunk").timeout_secs, None);
+        assert_eq!(limits.for_kernel("split").timeout_secs, None);
         assert_eq!(Limits::default().for_kernel("x"), KernelLimits::default());
     }
 

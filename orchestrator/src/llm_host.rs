@@ -10,7 +10,7 @@ use koas_llm::{LlmConfig, LlmService};
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
 
-/// The project file whose `[llm]` table gives the model a reviewer sets
+/// The project file whose `[llm]` table gives the model a person sets
 /// once for every command (its other tables belong to other commands).
 pub const PROJECT_FILE: &str = "koas.toml";
 
@@ -74,7 +74,7 @@ pub fn find_project_file(start: &Path) -> Option<PathBuf> {
 }
 
 /// The `[llm]` table of the project file found from `start`, if any. A
-/// file that cannot be read or parsed is an error naming it: a reviewer
+/// file that cannot be read or parsed is an error naming it: a person
 /// who set a model there expects it used, not silently ignored.
 pub fn project_layer(start: &Path) -> Result<Option<LlmLayer>, LlmSetupError> {
     let Some(path) = find_project_file(start) else {

@@ -32,7 +32,7 @@ pub struct LockHolder {
     /// Host the holder runs on (see [`hostname`]); a lock from another host
     /// is never taken over.
     pub hostname: String,
-    /// Command line (e.g. `koas review spec.md --ops ops.json`).
+    /// Command line (e.g. `koas run pipeline.toml --jobs 2`).
     pub command: String,
     /// When the lock was taken (RFC 3339).
     pub started_at: String,
@@ -325,20 +325,20 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let first = acquire_lock(
             dir.path(),
-            "koas review spec.md",
+            "koas run spec.toml",
             "2026-01-01T00:00:00+00:00",
         )
         .unwrap();
-        let err = acquire_lock(dir.path(), "koas revert spec.md RVW-0001", "now").unwrap_err();
+        let err = acquire_lock(dir.path(), "koas run other.toml", "now").unwrap_err();
         let message = err.to_string();
         assert!(
             message.contains(&format!("pid {}", std::process::id())),
             "{message}"
         );
-        assert!(message.contains("koas review spec.md"), "{message}");
+        assert!(message.contains("koas run spec.toml"), "{message}");
         assert!(message.contains(&hostname()), "{message}");
         drop(first);
-        let again = acquire_lock(dir.path(), "koas revert", "now").unwrap();
+        let again = acquire_lock(dir.path(), "koas run again", "now").unwrap();
         assert!(again.took_over().is_none());
     }
 
@@ -349,11 +349,11 @@ mod tests {
         let dead = LockHolder {
             pid: 999_999_999,
             hostname: hostname(),
-            command: "koas review crashed.md".into(),
+            command: "koas run crashed.toml".into(),
             started_at: "2026-01-01T00:00:00+00:00".into(),
         };
         fs::write(dir.path().join(".lock"), serde_json::to_vec(&dead).unwrap()).unwrap();
-        let guard = acquire_lock(dir.path(), "koas review", "now").unwrap();
+        let guard = acquire_lock(dir.path(), "koas run", "now").unwrap();
         assert_eq!(guard.took_over(), Some(&dead));
     }
 
@@ -363,7 +363,7 @@ mod tests {
         let foreign = LockHolder {
             pid: 999_999_999,
             hostname: "another-host".into(),
-            command: "koas review".into(),
+            command: "koas run".into(),
             started_at: "t".into(),
         };
         fs::write(
@@ -392,12 +392,12 @@ mod tests {
     #[test]
     fn a_lock_held_by_another_handle_is_refused_even_with_a_dead_record() {
         let dir = tempfile::tempdir().unwrap();
-        let first = acquire_lock(dir.path(), "koas review a.md", "t").unwrap();
+        let first = acquire_lock(dir.path(), "koas run a.toml", "t").unwrap();
         // Whatever the record says, the flock decides.
         let dead = LockHolder {
             pid: 999_999_999,
             hostname: hostname(),
-            command: "koas review crashed.md".into(),
+            command: "koas run crashed.toml".into(),
             started_at: "t".into(),
         };
         fs::write(dir.path().join(".lock"), serde_json::to_vec(&dead).unwrap()).unwrap();
@@ -420,12 +420,12 @@ mod tests {
         let dead = LockHolder {
             pid: 999_999_999,
             hostname: hostname(),
-            command: "koas review crashed.md".into(),
+            command: "koas run crashed.toml".into(),
             started_at: "t".into(),
         };
         fs::write(dir.path().join(".lock"), serde_json::to_vec(&dead).unwrap()).unwrap();
         assert_eq!(lock_state(dir.path()), LockState::Stale(dead));
-        let guard = acquire_lock(dir.path(), "koas review", "now").unwrap();
+        let guard = acquire_lock(dir.path(), "koas run", "now").unwrap();
         assert_eq!(
             lock_state(dir.path()),
             LockState::Held(guard.holder().clone())

@@ -3,7 +3,7 @@
 /// How many malloc arenas glibc may create: it makes one per thread that
 /// allocates under contention and keeps what is freed in each. The threads
 /// that store kernels' outputs then held hundreds of MB no longer in use: a
-/// 100,000-flag review peaked at 1.33 GB of resident memory, 0.98 GB with
+/// run with 100,000-entry outputs peaked at 1.33 GB of resident memory, 0.98 GB with
 /// two arenas (and ran faster).
 const MALLOC_ARENAS: i32 = 2;
 

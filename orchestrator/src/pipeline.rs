@@ -3,7 +3,7 @@
 //! A pipeline is a TOML file read with figment. Environment variables
 //! prefixed `KOAS_` override its keys (`KOAS_JOBS=4`,
 //! `KOAS_WORKSPACE=/tmp/ws`, nested keys with `__`:
-//! `KOAS_CONFIG__MD_CHUNK__MAX_CHUNK_TOKENS=900`), and command-line flags
+//! `KOAS_CONFIG__SPLIT__MAX_TOKENS=900`), and command-line flags
 //! override both. Relative paths in the file are resolved against the
 //! file's folder; relative paths from the environment or the command line
 //! against the current folder.
@@ -55,7 +55,7 @@ pub enum PipelineError {
     /// A `--set` or `--input` flag is malformed.
     #[error("{flag}: {message}")]
     Flag {
-        /// The flag as given, e.g. `--set md_chunk.max_chunk_tokens` (no `=`).
+        /// The flag as given, e.g. `--set split.max_tokens` (no `=`).
         flag: String,
         /// What is wrong with it, and the expected form.
         message: String,
@@ -401,9 +401,9 @@ fn apply_set(config: &mut BTreeMap<String, Value>, set: &str) -> Result<(), Pipe
         flag: format!("--set {set}"),
         message: message.to_string(),
     };
-    let (key, raw_value) = set.split_once('=').ok_or_else(|| {
-        flag_err("expected KERNEL.KEY=VALUE, e.g. --set md_chunk.max_chunk_tokens=900")
-    })?;
+    let (key, raw_value) = set
+        .split_once('=')
+        .ok_or_else(|| flag_err("expected KERNEL.KEY=VALUE, e.g. --set split.max_tokens=900"))?;
     let mut parts = key.split('.');
     let kernel = parts
         .next()
@@ -412,7 +412,7 @@ fn apply_set(config: &mut BTreeMap<String, Value>, set: &str) -> Result<(), Pipe
     let path: Vec<&str> = parts.collect();
     if path.is_empty() || path.iter().any(|p| p.is_empty()) {
         return Err(flag_err(
-            "expected KERNEL.KEY=VALUE, e.g. --set md_chunk.max_chunk_tokens=900",
+            "expected KERNEL.KEY=VALUE, e.g. --set split.max_tokens=900",
         ));
     }
     let value = toml::from_str::<toml::Table>(&format!("v = {raw_value}"))

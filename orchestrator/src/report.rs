@@ -73,8 +73,8 @@ pub type Observer = std::sync::Arc<dyn Fn(&Progress<'_>) + Send + Sync>;
 /// Reports progress to stderr; shared by the kernel threads (lines are
 /// written whole, never interleaved).
 ///
-/// One reporter may serve several engine runs of one command (the review
-/// commands run their pipeline in passes): each kernel counts once on the
+/// One reporter may serve several engine runs of one command (a host's
+/// command may run its pipeline in passes): each kernel counts once on the
 /// bar ([`Reporter::plan`]), and a kernel already reported is not reported
 /// again when a later pass only takes it from the cache.
 pub struct Reporter {
@@ -215,8 +215,8 @@ impl Reporter {
             .unwrap_or(true);
         if !first && !matches!(shown, Shown::Failed | Shown::Cancelled) {
             // Reported by an earlier pass of the same command (a later
-            // pass may run it again on another input: the review's views
-            // describe the edited document); only a failure is news.
+            // pass may run it again on another input, e.g. to describe
+            // an edited version of it); only a failure is news.
             return;
         }
         // Why a kernel failed or did not run is for everyone; what a

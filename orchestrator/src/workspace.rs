@@ -332,7 +332,7 @@ mod tests {
         let other = KernelSpec::new("other", "1.0.0").output_file("p", "stage1/doc.raw.md");
         let rules = WriteRules::new(
             [&streamer, &other],
-            vec![("review/ledger.jsonl".into(), "the review ledger".into())],
+            vec![("host/records.jsonl".into(), "the host's records".into())],
         );
         for ok in [
             "stage2/ops/c1.raw.txt",
@@ -352,7 +352,7 @@ mod tests {
             ("workspace.json", "workspace state"),
             (".koas/cache/x", "cache"),
             ("llm/exchanges.jsonl", "LLM exchange log"),
-            ("review/ledger.jsonl", "the review ledger"),
+            ("host/records.jsonl", "the host's records"),
             (
                 "stage1/doc.raw.md",
                 "declared output file of kernel `other`",
@@ -383,14 +383,14 @@ mod tests {
             e.contains("kernel `k`") && e.contains("`.lock`") && e.contains("workspace lock"),
             "{e}"
         );
-        let ledger = KernelSpec::new("k", "1.0.0").writes("review/");
-        check_declared_paths(&ledger, &[]).expect("a folder above a host file is fine");
+        let above = KernelSpec::new("k", "1.0.0").writes("host/");
+        check_declared_paths(&above, &[]).expect("a folder above a host file is fine");
         let e = check_declared_paths(
-            &KernelSpec::new("k", "1.0.0").writes("review/ledger.jsonl"),
-            &[("review/ledger.jsonl".into(), "the review ledger".into())],
+            &KernelSpec::new("k", "1.0.0").writes("host/records.jsonl"),
+            &[("host/records.jsonl".into(), "the host's records".into())],
         )
         .expect_err("host file");
-        assert!(e.contains("the review ledger"), "{e}");
+        assert!(e.contains("the host's records"), "{e}");
         let e = check_declared_paths(&KernelSpec::new("k", "1.0.0").writes("scratch/j/"), &[])
             .expect_err("another scratch");
         assert!(e.contains("scratch/k/"), "{e}");

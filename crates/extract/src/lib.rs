@@ -1,6 +1,7 @@
 //! # koas-extract — turn raw LLM text into something a kernel can trust
 //!
-//! Two pure, I/O-free tools that kernels link directly:
+//! Pure, I/O-free tools for model output, which the LLM host and kernels
+//! link directly:
 //!
 //! 1. **The canonicalizer** ([`canonicalizer`]), which makes a model's
 //!    answer comparable and hashable across runs: [`normalize_text`]
@@ -14,18 +15,19 @@
 //!    `sha256:` hash; [`self_test`] runs the fixed self-test whose output
 //!    hash (with [`canonicalizer_source_hash`]) goes into the run metadata.
 //!
-//! 2. **The extraction ladder** ([`ladder`]): six parsers tried in order
-//!    — `json_strict` (built on the canonicalizer),
-//!    `json_relaxed`, `yaml`, `tagged_payload`, `plaintext_regex`,
-//!    `freeform_salvage` — that turn whatever format a local model chose
-//!    into raw edit proposals ([`RawEditOp`]) and report which level
-//!    succeeded ([`ExtractionMethod`]).
+//! 2. **Forgiving readers** for the formats models drift into, which a
+//!    kernel combines into its own parser of its own answer format:
+//!    [`fences`] (the payload inside a code fence), [`relaxed_json`]
+//!    (comments, trailing commas, single quotes… rewritten into strict
+//!    JSON), [`yaml`] (one bounded YAML document as JSON) and [`scan`]
+//!    (balanced `{…}`/`[…]` regions, quote-aware).
 //!
-//! Nothing here panics on any input: every entry point is covered by
-//! property tests fed arbitrary strings.
+//! Nothing here knows what a kernel asks a model for; nothing here panics
+//! on any input: every entry point is covered by property tests fed
+//! arbitrary strings.
 //!
 //! ```
-//! use koas_extract::{extract_edit_ops, extract_json_block, normalize_text, ExtractionMethod, CanonicalRejection};
+//! use koas_extract::{extract_json_block, normalize_text, CanonicalRejection};
 //!
 //! let raw = "Sure!\r\n```json\n{\"answer\": 42}\n```\r\n";
 //! let block = extract_json_block(&normalize_text(raw)).expect("one object");
@@ -34,21 +36,19 @@
 //! let two = extract_json_block("{\"a\":1} and {\"b\":2}");
 //! assert_eq!(two.unwrap_err(), CanonicalRejection::AmbiguousMultiBlock { count: 2 });
 //!
-//! let out = extract_edit_ops(r#"[{"action": "replace", "lines": "3-4", "before": "teh", "after": "the"}]"#);
-//! assert_eq!(out.method, ExtractionMethod::JsonStrict);
-//! assert_eq!(out.ops[0].line_start, Some(3));
+//! let relaxed = koas_extract::relaxed_json::to_strict_json("{a: 'b',}");
+//! assert_eq!(relaxed, "{\"a\": \"b\"}");
 //! ```
 
 #![deny(missing_docs)]
 
 pub mod canonicalizer;
-pub mod ladder;
-mod op;
-mod scan;
+pub mod fences;
+pub mod relaxed_json;
+pub mod scan;
+pub mod yaml;
 
 pub use canonicalizer::{
     canonicalizer_source_hash, extract_json_block, normalize_text, self_test, CanonicalBlock,
     CanonicalRejection, SelfTestError, SelfTestReport,
 };
-pub use ladder::{extract_edit_ops, ExtractionMethod, LadderOutcome, RejectedItem};
-pub use op::{EditAction, OpReadError, RawEditOp};

@@ -8,7 +8,7 @@ use std::ops::Range;
 
 /// A region that starts at an opening delimiter.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Region {
+pub enum Region {
     /// A balanced region, delimiters included.
     Closed(Range<usize>),
     /// An opening delimiter at this offset that is never closed.
@@ -17,7 +17,7 @@ pub(crate) enum Region {
 
 /// Which delimiters and string quotes a scan honours.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Delimiters {
+pub struct Delimiters {
     /// The opening byte, `{` or `[`.
     pub open: u8,
     /// The matching closing byte, `}` or `]`.
@@ -27,14 +27,14 @@ pub(crate) struct Delimiters {
 }
 
 /// JSON objects with standard double-quoted strings.
-pub(crate) const OBJECT: Delimiters = Delimiters {
+pub const OBJECT: Delimiters = Delimiters {
     open: b'{',
     close: b'}',
     quotes: b"\"",
 };
 
 /// JSON arrays with standard double-quoted strings.
-pub(crate) const ARRAY: Delimiters = Delimiters {
+pub const ARRAY: Delimiters = Delimiters {
     open: b'[',
     close: b']',
     quotes: b"\"",
@@ -44,7 +44,7 @@ pub(crate) const ARRAY: Delimiters = Delimiters {
 ///
 /// Text outside regions is ignored (quotes there do not count). An opening
 /// delimiter that is never closed ends the scan with [`Region::Unclosed`].
-pub(crate) fn top_level_regions(text: &str, d: Delimiters) -> Vec<Region> {
+pub fn top_level_regions(text: &str, d: Delimiters) -> Vec<Region> {
     let bytes = text.as_bytes();
     let mut regions = Vec::new();
     let mut i = 0;

@@ -1,14 +1,14 @@
-//! Property ("fuzz") tests: no input makes the canonicalizer or the ladder
-//! panic, and the canonicalizer's rules (idempotent, non-destructive
+//! Property ("fuzz") tests: no input makes the canonicalizer or the
+//! forgiving readers panic, and the canonicalizer's rules (idempotent, non-destructive
 //! normalization; exactly one object or a rejection) hold for arbitrary
 //! text.
 //!
 //! CI runs these with a bounded number of cases (`PROPTEST_CASES`, default
 //! 256 per property here); raise it locally for a longer fuzzing session.
 
-use koas_extract::{
-    extract_edit_ops, extract_json_block, normalize_text, CanonicalRejection, ExtractionMethod,
-};
+use koas_extract::relaxed_json::to_strict_json;
+use koas_extract::yaml::yaml_to_json;
+use koas_extract::{extract_json_block, fences, normalize_text, CanonicalRejection};
 use koas_kernel_api::hash::{canonical_json, canonical_sha256};
 use proptest::prelude::*;
 use serde_json::Value;
@@ -28,18 +28,13 @@ fn tricky_text() -> impl Strategy<Value = String> {
         Just("\n".to_string()),
         Just("\r\n".to_string()),
         Just("```json\n".to_string()),
-        Just("BEGIN_EDIT_OPS".to_string()),
-        Just("END_EDIT_OPS".to_string()),
-        Just("<EDIT_OPS>".to_string()),
-        Just("[RVW] action=replace / lines=1-2 / before=\"".to_string()),
-        Just("replace: lines 3-4: \"a\" -> \"b\"".to_string()),
+        Just("~~~\n".to_string()),
         Just("- action: delete\n  line: 2\n".to_string()),
         Just("&anchor ".to_string()),
         Just("*alias ".to_string()),
         Just("// c".to_string()),
         Just("/*".to_string()),
         Just("True".to_string()),
-        Just("aucune modification".to_string()),
         Just("{\"action\": \"flag\", \"line\": 1}".to_string()),
         Just("é🙂\u{feff}".to_string()),
         "[a-z ]{0,8}",
@@ -131,59 +126,18 @@ proptest! {
     }
 
     #[test]
-    fn ladder_never_panics(text in tricky_text()) {
-        let out = extract_edit_ops(&text);
-        if out.method == ExtractionMethod::EmptyResponse {
-            prop_assert!(normalize_text(&text).is_empty());
-        }
-        if !out.method.succeeded() {
-            prop_assert!(out.ops.is_empty());
-        }
-        prop_assert_eq!(extract_edit_ops(&text), out);
+    fn forgiving_readers_never_panic_and_are_deterministic(text in tricky_text()) {
+        let payload = fences::payload(&text);
+        prop_assert!(text.contains(payload));
+        prop_assert_eq!(to_strict_json(&text), to_strict_json(&text));
+        prop_assert_eq!(yaml_to_json(&text), yaml_to_json(&text));
     }
 
     #[test]
-    fn ladder_survives_arbitrary_unicode(text in any::<String>()) {
-        let _ = extract_edit_ops(&text);
-    }
-
-    #[test]
-    fn ladder_reads_back_any_strict_op_list(
-        // Lines count from 1: a replace at line 0 is refused.
-        ops in prop::collection::vec((1u64..5000, 0u64..20, "[a-zA-Z ]{0,20}", "[a-zA-Z ]{0,20}"), 0..8)
-    ) {
-        let list: Vec<Value> = ops
-            .iter()
-            .map(|(start, len, before, after)| serde_json::json!({
-                "action": "replace", "line_start": start, "line_end": start + len,
-                "before_text": before, "after_text": after,
-            }))
-            .collect();
-        let out = extract_edit_ops(&serde_json::to_string(&list).unwrap());
-        prop_assert_eq!(out.method, ExtractionMethod::JsonStrict);
-        prop_assert_eq!(out.ops.len(), ops.len());
-        for (op, (start, len, before, after)) in out.ops.iter().zip(&ops) {
-            prop_assert_eq!(op.line_start, Some(*start));
-            prop_assert_eq!(op.line_end, Some(start + len));
-            prop_assert_eq!(op.before_text.as_deref(), Some(before.as_str()));
-            prop_assert_eq!(op.after_text.as_deref(), Some(after.as_str()));
-        }
-    }
-
-    #[test]
-    fn a_field_that_is_not_text_is_never_turned_into_text(value in json_value()) {
-        let op = serde_json::json!({"action": "replace", "line": 3, "before_text": "a", "after_text": value});
-        let out = extract_edit_ops(&serde_json::to_string(&[op]).unwrap());
-        prop_assert_eq!(out.method, ExtractionMethod::JsonStrict);
-        match &value {
-            Value::String(s) => prop_assert_eq!(out.ops[0].after_text.as_deref(), Some(s.as_str())),
-            Value::Null => prop_assert_eq!(out.ops[0].after_text.as_deref(), None),
-            _ => {
-                prop_assert!(out.ops.is_empty());
-                prop_assert_eq!(out.rejected_items.len(), 1);
-                prop_assert!(out.rejected_items[0].reason.starts_with("after_text must be a string, found "));
-            }
-        }
+    fn readers_survive_arbitrary_unicode(text in any::<String>()) {
+        let _ = fences::payload(&text);
+        let _ = to_strict_json(&text);
+        let _ = yaml_to_json(&text);
     }
 }
 
@@ -194,11 +148,11 @@ fn pathological_inputs_do_not_overflow_the_stack() {
         "{".repeat(100_000),
         format!("{}{}", "[".repeat(50_000), "]".repeat(50_000)),
         "- ".repeat(50_000),
-        format!("BEGIN_EDIT_OPS{}", "{\"a\":".repeat(20_000)),
-        "[RVW] action=".repeat(10_000),
+        format!("BEGIN{}", "{\"a\":".repeat(20_000)),
         "'".repeat(100_000),
     ] {
-        let _ = extract_edit_ops(&text);
         let _ = extract_json_block(&text);
+        let _ = to_strict_json(&text);
+        let _ = yaml_to_json(&text);
     }
 }

@@ -49,7 +49,7 @@ fn main() {
             .build()
             .expect("service");
         let requests: Vec<LlmRequest> = (0..total)
-            .map(|i| LlmRequest::new("edit", format!("chunk {i}")))
+            .map(|i| LlmRequest::new("edit", format!("part {i}")))
             .collect();
         let started = Instant::now();
         let results = service.complete_many(&requests);

@@ -5,15 +5,16 @@
 //!     [--backend openai|ollama] [--workspace DIR] [--doc FILE.md]
 //! ```
 //!
-//! Steps: ping (list models) → calibrate (3 × temperature 0) → one edit
+//! Steps: ping (list models) → calibrate (3 × temperature 0) → one
 //! request per paragraph of the document, submitted together, each answer
-//! read by the extraction ladder → the same requests again (must all come
-//! from the response cache) → replay from the exchange log with the
-//! network endpoint replaced by a dead port (must give identical texts).
+//! read by the canonicalizer (one JSON object) → the same requests again
+//! (must all come from the response cache) → replay from the exchange log
+//! with the network endpoint replaced by a dead port (must give identical
+//! texts).
 //! Exits non-zero when an invariant fails; a calibration drift is reported
 //! but is not fatal unless `--require-calibration` is given.
 
-use koas_extract::extract_edit_ops;
+use koas_extract::{extract_json_block, normalize_text};
 use koas_kernel_api::LlmRequest;
 use koas_llm::{auto_progress, calibrate, ping, LlmConfig, LlmService, Prompts, ReplaySource};
 use std::path::PathBuf;
@@ -36,7 +37,7 @@ fn parse_args() -> Result<Args, String> {
         workspace: None,
         doc: PathBuf::from(concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/review_sample.md"
+            "/tests/fixtures/sample.md"
         )),
         require_calibration: false,
     };
@@ -149,7 +150,7 @@ fn run() -> Result<bool, String> {
         requests.push(
             LlmRequest::new("edit", prompt)
                 .system(&system)
-                .stop_marker("END_EDIT_OPS"),
+                .stop_marker("END_ANSWER"),
         );
     }
     let live = service.complete_many(&requests);
@@ -157,12 +158,13 @@ fn run() -> Result<bool, String> {
     for (i, result) in live.iter().enumerate() {
         match result {
             Ok(r) => {
-                let ladder = extract_edit_ops(&r.text);
+                let read = match extract_json_block(&normalize_text(&r.text)) {
+                    Ok(block) => format!("one object {}", block.hash),
+                    Err(rejection) => rejection.code().to_string(),
+                };
                 println!(
-                    "chunk {}: {} ops via {} ({} + {} tokens{}{}), answer: {:?}",
+                    "paragraph {}: {read} ({} + {} tokens{}{}), answer: {:?}",
                     i + 1,
-                    ladder.ops.len(),
-                    ladder.method.as_str(),
                     r.prompt_tokens,
                     r.completion_tokens,
                     if r.tokens_estimated {
@@ -180,7 +182,7 @@ fn run() -> Result<bool, String> {
                 texts.push(r.text.clone());
             }
             Err(e) => {
-                println!("chunk {}: ERROR {e}", i + 1);
+                println!("paragraph {}: ERROR {e}", i + 1);
                 ok = false;
                 texts.push(String::new());
             }
@@ -224,8 +226,8 @@ fn run() -> Result<bool, String> {
     for (i, (r, text)) in replayed.iter().zip(&texts).enumerate() {
         match r {
             Ok(r) if r.text == *text => identical += 1,
-            Ok(_) => println!("replay: chunk {} differs", i + 1),
-            Err(e) => println!("replay: chunk {}: {e}", i + 1),
+            Ok(_) => println!("replay: paragraph {} differs", i + 1),
+            Err(e) => println!("replay: paragraph {}: {e}", i + 1),
         }
     }
     println!(

@@ -11,7 +11,7 @@
 use crate::config::BackendKind;
 use crate::error::LlmError;
 use crate::keys::Params;
-use koas_extract::{extract_edit_ops, extract_json_block, normalize_text};
+use koas_extract::{extract_json_block, normalize_text};
 use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
@@ -46,8 +46,14 @@ pub enum ExchangeOutcome {
     BudgetRefused,
 }
 
-/// The canonicalizer's and the ladder's verdict on a text, logged with
-/// the raw text so a replay can check that both still agree.
+/// The canonicalizer's verdict on a text, logged with the raw text so a
+/// replay can check that it still agrees.
+///
+/// Only the generic verdict is recorded: how a kernel reads its own answer
+/// format from the text is the kernel's business and is recorded in the
+/// kernel's own outputs. Logs written before this field set changed carry
+/// two more fields (`ladder_method`, `ladder_ops`); they are ignored when
+/// read, so those logs still replay.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Extraction {
     /// `OK`, `NO_JSON`, `AMBIGUOUS_MULTI_BLOCK` or `PARSE_ERROR`.
@@ -61,17 +67,12 @@ pub struct Extraction {
     /// `sha256:` hash of `canonical_json`, when `OK`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub canonical_hash: Option<String>,
-    /// The extraction-ladder level that read edit ops from the text.
-    pub ladder_method: String,
-    /// How many ops the ladder found.
-    pub ladder_ops: usize,
 }
 
 impl Extraction {
-    /// Runs the canonicalizer and the ladder on `raw`.
+    /// Runs the canonicalizer on `raw`.
     pub fn of(raw: &str) -> Extraction {
         let normalized = normalize_text(raw);
-        let ladder = extract_edit_ops(raw);
         let (status, rejection, canonical_json, canonical_hash) =
             match extract_json_block(&normalized) {
                 Ok(block) => (
@@ -87,8 +88,6 @@ impl Extraction {
             rejection,
             canonical_json,
             canonical_hash,
-            ladder_method: ladder.method.as_str().to_string(),
-            ladder_ops: ladder.ops.len(),
         }
     }
 }
@@ -135,7 +134,7 @@ pub struct Exchange {
     /// `normalize_text(raw_text)`: line endings and outer whitespace
     /// normalized, nothing else changed.
     pub canonical_text: String,
-    /// The canonicalizer's and ladder's verdict.
+    /// The canonicalizer's verdict.
     pub extraction: Extraction,
     /// Prompt tokens of the answer used.
     pub prompt_tokens: u64,
@@ -245,13 +244,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn extraction_records_canonicalizer_and_ladder() {
-        let e = Extraction::of("x {\"ops\": []} y");
+    fn extraction_records_the_canonicalizer_verdict() {
+        let e = Extraction::of("x {\"items\": []} y");
         assert_eq!(e.canonical_status, "OK");
-        assert_eq!(e.canonical_json.as_deref(), Some("{\"ops\":[]}"));
+        assert_eq!(e.canonical_json.as_deref(), Some("{\"items\":[]}"));
         let e = Extraction::of("{\"a\":1} {\"b\":2}");
         assert_eq!(e.canonical_status, "AMBIGUOUS_MULTI_BLOCK");
         assert!(e.canonical_hash.is_none());
-        assert_eq!(Extraction::of("").ladder_method, "empty_response");
+        assert_eq!(Extraction::of("").canonical_status, "NO_JSON");
+    }
+
+    #[test]
+    fn an_extraction_logged_with_more_fields_still_reads_and_compares() {
+        // Logs written before the extraction record was made generic carry
+        // the fields of a kernel's own format reader; replay compares what
+        // is generic only.
+        let old = r#"{"canonical_status":"NO_JSON","rejection":"NO_JSON: the text contains no JSON object","ladder_method":"freeform_salvage","ladder_ops":1}"#;
+        let e: Extraction = serde_json::from_str(old).expect("an old record reads");
+        assert_eq!(e.canonical_status, "NO_JSON");
+        assert_eq!(Extraction::of("Nothing to add."), e);
     }
 }

@@ -9,7 +9,7 @@
 //!   stream), any OpenAI-compatible `/v1/chat/completions` (SSE: llama.cpp,
 //!   vLLM, LM Studio, Ollama `/v1`) and Anthropic's `/v1/messages` (SSE),
 //!   over `ureq` with a deadline per attempt; streaming stops as soon as a
-//!   stop marker (e.g. `END_EDIT_OPS`) appears, keeping the text up to it;
+//!   stop marker (e.g. `END_ANSWER`) appears, keeping the text up to it;
 //! * **sovereignty** ([`sovereignty`]): strict by default — only loopback
 //!   or declared-local endpoints, no Anthropic — unless the user opts out;
 //!   the addresses a name resolves to are checked, not only the name, and
@@ -32,9 +32,11 @@
 //! * **progress** ([`progress`]): an indicatif bar on a terminal, log lines
 //!   otherwise.
 //!
-//! The canonicalizer and extraction ladder live in `koas-extract`, which
-//! kernels link directly; this crate records their verdict on every answer
-//! and the canonicalizer's hashes in the session metadata.
+//! The canonicalizer lives in `koas-extract`, which kernels link directly
+//! (with its forgiving readers, to build their own parsers of their own
+//! answer formats); this crate records the canonicalizer's verdict on
+//! every answer and its hashes in the session metadata. How a kernel reads
+//! its answer format is the kernel's business, recorded in its outputs.
 //!
 //! ## The glue API for the runtime
 //!
@@ -45,7 +47,7 @@
 //! let config = LlmConfig::from_json(serde_json::json!({
 //!     "backend": "openai", "endpoint": "http://127.0.0.1:8081", "model": "smollm2-135m"
 //! }))?;
-//! let workspace = std::path::Path::new(".review/spec_a3f8bc21f0e1");
+//! let workspace = std::path::Path::new(".koas/runs/demo");
 //!
 //! // `koas llm ping`
 //! let report = ping(&config)?;
@@ -58,7 +60,7 @@
 //! // `koas llm calibrate` (or a preflight step)
 //! calibrate(&service)?.require_pass()?;
 //! // The host's `llm_complete` callback:
-//! let answer = service.complete(&LlmRequest::new("edit", "Fix: teh cat").stop_marker("END_EDIT_OPS"))?;
+//! let answer = service.complete(&LlmRequest::new("edit", "Fix: teh cat").stop_marker("END_ANSWER"))?;
 //! println!("{}", answer.text);
 //! // Into the run record:
 //! let metadata = serde_json::to_value(service.session_metadata()).expect("serialisable");

@@ -16,67 +16,10 @@ use crate::error::LlmError;
 /// The environment variable naming a prompts folder.
 pub const PROMPTS_ENV: &str = "KOAS_PROMPTS";
 
-/// The templates built into this binary: the repository's `prompts/`
-/// folder at build time.
-const BUILT_IN: &[(&str, &str)] = &[
-    (
-        "calibration_system",
-        include_str!("../../../prompts/calibration_system.tera"),
-    ),
-    (
-        "calibration",
-        include_str!("../../../prompts/calibration.tera"),
-    ),
-    (
-        "e2e_paragraph_system",
-        include_str!("../../../prompts/e2e_paragraph_system.tera"),
-    ),
-    (
-        "e2e_paragraph",
-        include_str!("../../../prompts/e2e_paragraph.tera"),
-    ),
-    (
-        "pyramid_leaf",
-        include_str!("../../../prompts/pyramid_leaf.tera"),
-    ),
-    (
-        "pyramid_parent",
-        include_str!("../../../prompts/pyramid_parent.tera"),
-    ),
-    (
-        "pyramid_abstract",
-        include_str!("../../../prompts/pyramid_abstract.tera"),
-    ),
-    ("review", include_str!("../../../prompts/review.tera")),
-    (
-        "review_plain",
-        include_str!("../../../prompts/review_plain.tera"),
-    ),
-    (
-        "regenerate",
-        include_str!("../../../prompts/regenerate.tera"),
-    ),
-    (
-        "tutor_validate",
-        include_str!("../../../prompts/tutor_validate.tera"),
-    ),
-    (
-        "refine_judge",
-        include_str!("../../../prompts/refine_judge.tera"),
-    ),
-    (
-        "refine_patch",
-        include_str!("../../../prompts/refine_patch.tera"),
-    ),
-    (
-        "refine_expand",
-        include_str!("../../../prompts/refine_expand.tera"),
-    ),
-    (
-        "refine_delta",
-        include_str!("../../../prompts/refine_delta.tera"),
-    ),
-];
+// The templates built into this binary: every file of the repository's
+// `prompts/` folder at build time, listed by `build.rs` (so this crate
+// names no host's templates).
+include!(concat!(env!("OUT_DIR"), "/built_in_prompts.rs"));
 
 /// Where a template's text came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -131,12 +131,8 @@ fn verify(e: &Exchange) -> Result<(), LlmError> {
     let now = Extraction::of(&e.raw_text);
     if now != e.extraction {
         return Err(LlmError::ReplayLog(format!(
-            "entry {}: extraction drift: logged {} / {}, now {} / {}",
-            e.seq,
-            e.extraction.canonical_status,
-            e.extraction.ladder_method,
-            now.canonical_status,
-            now.ladder_method
+            "entry {}: extraction drift: logged {}, now {}",
+            e.seq, e.extraction.canonical_status, now.canonical_status
         )));
     }
     Ok(())

@@ -294,7 +294,7 @@ impl LlmService {
     /// Completes one request: replay, cache, budgets, the per-endpoint
     /// bound, transport retries and empty-response retries, then one
     /// exchange-log line. Malformed model output is a successful result
-    /// (the kernel runs the extraction ladder); an empty answer after the
+    /// (the kernel reads its own answer format); an empty answer after the
     /// retries is returned as empty text.
     pub fn complete(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
         self.run(

@@ -18,7 +18,7 @@ fn service(config: LlmConfig, dir: &std::path::Path) -> LlmService {
 }
 
 fn request() -> LlmRequest {
-    LlmRequest::new("edit", "Review this.").system("sys")
+    LlmRequest::new("edit", "Read this.").system("sys")
 }
 
 fn models_path(proto: Proto) -> &'static str {
@@ -320,7 +320,7 @@ fn cancelled_after_300_ms(
     (service, setter)
 }
 
-/// Regression: Ctrl-C during `koas review` with a slow local model waited
+/// Regression: Ctrl-C during a run with a slow local model waited
 /// for the answers in flight (up to `timeout_secs` each, minutes on a busy
 /// machine) before koas stopped.
 #[test]

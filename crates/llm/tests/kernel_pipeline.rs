@@ -5,7 +5,8 @@
 
 mod support;
 
-use koas_extract::extract_edit_ops;
+use koas_extract::relaxed_json::to_strict_json;
+use koas_extract::{extract_json_block, fences, normalize_text};
 use koas_kernel_api::prelude::*;
 use koas_kernel_api::testing::TestHarness;
 use koas_llm::{LlmService, ReplaySource};
@@ -13,22 +14,23 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 use support::{dead_port_url, MockServer, Proto};
 
-const SAMPLE: &str = include_str!("fixtures/review_sample.md");
+const SAMPLE: &str = include_str!("fixtures/sample.md");
 
-/// Sends each paragraph to the LLM and extracts edit ops with the ladder.
-struct ParagraphReviewer;
+/// Sends each paragraph to the LLM and reads the one JSON object of each
+/// answer: strictly with the canonicalizer, else as relaxed JSON.
+struct ParagraphAnnotator;
 
-impl Kernel for ParagraphReviewer {
+impl Kernel for ParagraphAnnotator {
     fn spec(&self) -> KernelSpec {
-        KernelSpec::new("paragraph_reviewer", "0.1.0")
+        KernelSpec::new("paragraph_annotator", "0.1.0")
             .input("doc")
-            .output("proposals")
+            .output("notes")
             .default_config(json!({}))
     }
 
     fn run(&self, ctx: &Context, _: &KernelConfig, inputs: &Inputs) -> KernelResult {
         let doc = inputs.source_text("doc")?;
-        let mut chunks = Vec::new();
+        let mut notes = Vec::new();
         let mut line = 1;
         for para in doc.split("\n\n") {
             let first_line = line;
@@ -37,18 +39,22 @@ impl Kernel for ParagraphReviewer {
                 continue;
             }
             let request = LlmRequest::new("edit", format!("Lines from {first_line}:\n{para}"))
-                .system("Propose edits between BEGIN_EDIT_OPS and END_EDIT_OPS.")
-                .stop_marker("END_EDIT_OPS");
+                .system("Answer with one JSON object between BEGIN_ANSWER and END_ANSWER.")
+                .stop_marker("END_ANSWER");
             let answer = ctx.llm_complete(&request)?;
-            let outcome = extract_edit_ops(&answer.text);
-            chunks.push(json!({
-                "first_line": first_line,
-                "method": outcome.method.as_str(),
-                "no_changes": outcome.no_changes,
-                "ops": outcome.ops,
-            }));
+            let text = normalize_text(&answer.text);
+            let (read, value) = match extract_json_block(&text) {
+                Ok(block) => ("strict", block.value),
+                Err(_) => {
+                    match serde_json::from_str::<Value>(&to_strict_json(fences::payload(&text))) {
+                        Ok(value) => ("relaxed", value),
+                        Err(_) => ("none", Value::Null),
+                    }
+                }
+            };
+            notes.push(json!({"first_line": first_line, "read": read, "value": value}));
         }
-        Ok(KernelOutput::new().artifact("proposals", chunks))
+        Ok(KernelOutput::new().artifact("notes", notes))
     }
 }
 
@@ -66,10 +72,10 @@ fn harness_with(service: Arc<LlmService>) -> TestHarness {
 #[test]
 fn live_run_then_offline_replay_gives_identical_artifacts() {
     let answers = [
-        "BEGIN_EDIT_OPS\n[{\"action\": \"replace\", \"lines\": \"3-3\", \"before\": \"preasure\", \"after\": \"pressure\", \"kind\": \"typo\"}]\nEND_EDIT_OPS\nI stopped here",
-        "- action: flag\n  lines: 8-9\n  rationale: préciser le délai d'attente\n",
-        "[RVW] action=replace / lines=13-13 / before=\"The the\" / after=\"The\" / kind=\"typo\"",
-        "No changes needed.",
+        "BEGIN_ANSWER\n{\"line\": 3, \"word\": \"preasure\", \"spelled\": \"pressure\"}\nEND_ANSWER\nI stopped here",
+        "```json\n{\"line\": 8, \"topic\": \"délai d'attente\"}\n```",
+        "{'line': 13, word: 'The the', spelled: 'The',}",
+        "Nothing to add.",
     ];
     let server = MockServer::start(
         answers
@@ -82,30 +88,22 @@ fn live_run_then_offline_replay_gives_identical_artifacts() {
     let config = Proto::Openai.config(&server.url());
     let live = Arc::new(LlmService::new(config.clone(), ws.path()).unwrap());
     let out = harness_with(live.clone())
-        .run(&ParagraphReviewer)
+        .run(&ParagraphAnnotator)
         .expect("live run");
-    let proposals = out.value("proposals");
-    let methods: Vec<&str> = proposals
+    let notes = out.value("notes");
+    let reads: Vec<&str> = notes
         .as_array()
         .unwrap()
         .iter()
-        .map(|c| c["method"].as_str().unwrap())
+        .map(|c| c["read"].as_str().unwrap())
         .collect();
-    assert_eq!(
-        methods,
-        [
-            "tagged_payload",
-            "yaml",
-            "plaintext_regex",
-            "freeform_salvage"
-        ]
-    );
-    assert_eq!(proposals[0]["ops"][0]["after_text"], "pressure");
-    assert_eq!(proposals[0]["ops"][0]["line_start"], 3);
-    assert_eq!(proposals[2]["ops"][0]["line_start"], 13);
-    assert_eq!(proposals[3]["no_changes"], true);
+    assert_eq!(reads, ["strict", "strict", "relaxed", "none"]);
+    assert_eq!(notes[0]["value"]["spelled"], "pressure");
+    assert_eq!(notes[1]["value"]["line"], 8);
+    assert_eq!(notes[2]["value"]["word"], "The the");
+    assert_eq!(notes[3]["value"], Value::Null);
     assert_eq!(server.request_count(), 4);
-    // The stop marker cut the first answer after END_EDIT_OPS.
+    // The stop marker cut the first answer at END_ANSWER.
     let prompt = Proto::Openai
         .user_prompt(&server.requests()[0].json())
         .unwrap();
@@ -121,17 +119,17 @@ fn live_run_then_offline_replay_gives_identical_artifacts() {
     offline.endpoint = Some(dead_port_url());
     let replay = Arc::new(LlmService::replay(offline, ws.path(), source).unwrap());
     let again = harness_with(replay.clone())
-        .run(&ParagraphReviewer)
+        .run(&ParagraphAnnotator)
         .expect("replayed run");
-    assert_eq!(again.value("proposals"), proposals);
-    assert_eq!(hash(&again.value("proposals")), hash(&proposals));
+    assert_eq!(again.value("notes"), notes);
+    assert_eq!(hash(&again.value("notes")), hash(&notes));
     assert_eq!(replay.session_metadata().calls.replay, 4);
 
     // A re-run on the live service is served by the response cache.
     let rerun = harness_with(live.clone())
-        .run(&ParagraphReviewer)
+        .run(&ParagraphAnnotator)
         .expect("cached run");
-    assert_eq!(rerun.value("proposals"), proposals);
+    assert_eq!(rerun.value("notes"), notes);
     assert_eq!(live.session_metadata().calls.cache, 4);
 }
 
@@ -141,7 +139,7 @@ fn a_kernel_sees_transport_failure_as_a_host_error() {
     let mut config = Proto::Openai.config(&dead_port_url());
     config.max_retries = 0;
     let svc = Arc::new(LlmService::new(config, ws.path()).unwrap());
-    let err = harness_with(svc).run(&ParagraphReviewer).unwrap_err();
+    let err = harness_with(svc).run(&ParagraphAnnotator).unwrap_err();
     assert_eq!(err.kind, ErrorKind::Host);
     assert!(err.message.contains("TRANSPORT_FAILURE"), "{}", err.message);
 }

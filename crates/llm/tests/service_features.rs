@@ -197,7 +197,7 @@ fn the_host_keeps_exactly_max_in_flight_requests_busy() {
         .cache_dir(None)
         .build()
         .unwrap();
-    let requests: Vec<LlmRequest> = (0..9).map(|i| req(&format!("chunk {i}"))).collect();
+    let requests: Vec<LlmRequest> = (0..9).map(|i| req(&format!("part {i}"))).collect();
     // Callers beyond the bound: 9 threads submit at once.
     std::thread::scope(|s| {
         for r in &requests {

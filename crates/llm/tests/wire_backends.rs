@@ -17,7 +17,7 @@ fn service(config: LlmConfig, dir: &std::path::Path) -> LlmService {
 }
 
 fn request(prompt: &str) -> LlmRequest {
-    LlmRequest::new("edit", prompt).system("You review documents.")
+    LlmRequest::new("edit", prompt).system("You read documents.")
 }
 
 #[test]
@@ -29,7 +29,7 @@ fn streaming_success_reads_text_usage_and_the_exact_request() {
         );
         let dir = tempfile::tempdir().unwrap();
         let svc = service(proto.config(&server.url()), dir.path());
-        let r = svc.complete(&request("Review chunk 1")).expect("success");
+        let r = svc.complete(&request("Read part 1")).expect("success");
         assert_eq!(r.text, "{\"ops\": []}", "{proto:?}");
         assert_eq!(
             (r.prompt_tokens, r.completion_tokens, r.tokens_estimated),
@@ -47,7 +47,7 @@ fn streaming_success_reads_text_usage_and_the_exact_request() {
         let body = req.json();
         assert_eq!(body["model"], "test-model");
         assert_eq!(body["stream"], true);
-        assert_eq!(proto.user_prompt(&body).as_deref(), Some("Review chunk 1"));
+        assert_eq!(proto.user_prompt(&body).as_deref(), Some("Read part 1"));
         assert_eq!(proto.temperature(&body), Some(0.1));
         match proto {
             Proto::Ollama => {
@@ -58,11 +58,11 @@ fn streaming_success_reads_text_usage_and_the_exact_request() {
             Proto::Openai => {
                 assert_eq!(body["max_tokens"], 2048);
                 assert_eq!(body["stream_options"]["include_usage"], true);
-                assert_eq!(body["messages"][0]["content"], "You review documents.");
+                assert_eq!(body["messages"][0]["content"], "You read documents.");
             }
             Proto::Anthropic => {
                 assert_eq!(body["max_tokens"], 2048);
-                assert_eq!(body["system"], "You review documents.");
+                assert_eq!(body["system"], "You read documents.");
                 assert_eq!(req.header("x-api-key"), Some(support::TEST_KEY));
                 assert_eq!(req.header("anthropic-version"), Some("2023-06-01"));
             }
@@ -76,7 +76,7 @@ fn streaming_success_reads_text_usage_and_the_exact_request() {
         assert_eq!(e.raw_text, "{\"ops\": []}");
         assert_eq!(e.canonical_text, "{\"ops\": []}");
         assert_eq!(e.extraction.canonical_status, "OK");
-        assert_eq!(e.extraction.ladder_method, "json_strict");
+        assert_eq!(e.extraction.canonical_json.as_deref(), Some("{\"ops\":[]}"));
         assert!(e.input_hash.starts_with("sha256:"));
         assert_eq!(
             (e.prompt_tokens, e.completion_tokens, e.retries),
@@ -351,7 +351,7 @@ fn output_that_stays_empty_is_returned_as_empty_and_logged() {
         assert_eq!(server.request_count(), 3);
         let log = read_exchanges(&dir.path().join("llm/exchanges.jsonl")).unwrap();
         assert_eq!(log[0].outcome, ExchangeOutcome::EmptyResponse);
-        assert_eq!(log[0].extraction.ladder_method, "empty_response");
+        assert_eq!(log[0].extraction.canonical_status, "NO_JSON");
     }
 }
 
@@ -404,27 +404,23 @@ fn missing_usage_fields_are_estimated_and_flagged() {
 fn a_stop_marker_ends_generation_early_and_keeps_the_text_up_to_it() {
     for proto in ALL {
         let mut pieces = proto.stream_pieces(
-            &[
-                "BEGIN_EDIT_OPS\n[]\nEND_ED",
-                "IT_OPS\nrambling",
-                " on and on",
-            ],
+            &["BEGIN_ANSWER\n[]\nEND_AN", "SWER\nrambling", " on and on"],
             Some((9, 9)),
         );
         // The server would keep the connection busy for 5 s after the marker.
         let marker_at = pieces
             .iter()
-            .position(|p| p.contains("IT_OPS\\nrambling"))
+            .position(|p| p.contains("SWER\\nrambling"))
             .unwrap();
         let tail = pieces.split_off(marker_at + 1);
-        let mut chunks: Vec<(Duration, String)> =
+        let mut timed: Vec<(Duration, String)> =
             pieces.into_iter().map(|p| (Duration::ZERO, p)).collect();
-        chunks.extend(tail.into_iter().map(|p| (Duration::from_secs(5), p)));
+        timed.extend(tail.into_iter().map(|p| (Duration::from_secs(5), p)));
         let server = MockServer::start(
-            vec![Reply::Chunks {
+            vec![Reply::Pieces {
                 status: 200,
                 content_type: proto.content_type(),
-                chunks,
+                pieces: timed,
             }],
             None,
         );
@@ -433,17 +429,17 @@ fn a_stop_marker_ends_generation_early_and_keeps_the_text_up_to_it() {
         config.timeout_secs = 10.0;
         let started = Instant::now();
         let r = service(config, dir.path())
-            .complete(&request("p").stop_marker("END_EDIT_OPS"))
+            .complete(&request("p").stop_marker("END_ANSWER"))
             .unwrap();
         assert!(
             started.elapsed() < Duration::from_secs(3),
             "{proto:?} did not stop early"
         );
-        assert_eq!(r.text, "BEGIN_EDIT_OPS\n[]\nEND_EDIT_OPS", "{proto:?}");
+        assert_eq!(r.text, "BEGIN_ANSWER\n[]\nEND_ANSWER", "{proto:?}");
         assert!(r.stopped_at_marker);
         let log = read_exchanges(&dir.path().join("llm/exchanges.jsonl")).unwrap();
         assert!(log[0].stopped_at_marker);
-        assert_eq!(log[0].extraction.ladder_method, "tagged_payload");
+        assert_eq!(log[0].extraction.canonical_status, "NO_JSON");
     }
 }
 

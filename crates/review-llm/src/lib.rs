@@ -11,6 +11,9 @@
 //!   within a token budget;
 //! - [`lang`]: the document's language (French or English);
 //! - [`prompt`]: rendering the prompt templates the host hands a kernel;
+//! - [`ladder`]: the edit-op format ([`ladder::RawEditOp`]) and the
+//!   six-level extraction ladder that reads it from whatever format a
+//!   model chose;
 //! - [`edit_plan`]: the edit planner: chunk by chunk, a model's proposals
 //!   read, placed on the real lines, filtered and given IDs.
 //!
@@ -23,6 +26,7 @@
 pub mod context;
 pub mod edit_plan;
 pub mod glossary;
+pub mod ladder;
 pub use koas_review::lang;
 pub mod prompt;
 pub mod pyramid;

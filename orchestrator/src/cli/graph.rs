@@ -11,7 +11,7 @@ use std::path::PathBuf;
 pub enum GraphFormat {
     /// Graphviz DOT (`koas graph p.toml | dot -Tsvg > dag.svg`).
     Dot,
-    /// A Mermaid flowchart (renders in GitHub Markdown).
+    /// A Mermaid flowchart (GitHub renders it).
     Mermaid,
 }
 

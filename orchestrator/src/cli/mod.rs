@@ -3,8 +3,8 @@
 //! an error chain, a closed stdout, `out!`/`outln!`.
 //!
 //! Each command is a clap `Args` (or `Subcommand`) type and an `execute`
-//! function; the `koas` binary assembles them with the reviewer's command
-//! family into one command line. They use the runtime through
+//! function; the `koas` binary assembles them with its host's own command
+//! families into one command line. They use the runtime through
 //! [`crate::embed`], like every other host: the global flags are
 //! [`HostOptions`](crate::embed::HostOptions), the exit status
 //! [`ExitStatus`](crate::embed::ExitStatus).

@@ -19,11 +19,11 @@ use std::sync::Arc;
 #[derive(Debug, Args)]
 #[command(after_help = "\
 Examples:
-  koas run configs/reviewer.toml
-  koas run reviewer configs/reviewer.toml          # checks the file's name = \"reviewer\"
-  koas run configs/reviewer.toml --until md_chunk
-  koas run configs/reviewer.toml --kernel md_structure   # prints its outputs as JSON
-  koas run configs/reviewer.toml --input doc=spec.md --set md_chunk.max_chunk_tokens=900")]
+  koas run pipeline.toml
+  koas run mine pipeline.toml          # checks the file's name = \"mine\"
+  koas run pipeline.toml --until split
+  koas run pipeline.toml --kernel parse   # prints its outputs as JSON
+  koas run pipeline.toml --input doc=spec.md --set split.max_tokens=900")]
 pub struct RunArgs {
     /// `[NAME] PIPELINE`: the pipeline file, optionally preceded by the
     /// pipeline's name (which must then match the file's `name`).
@@ -60,7 +60,7 @@ pub struct RunArgs {
     #[arg(long = "input", value_name = "NAME=PATH")]
     pub inputs: Vec<String>,
 
-    /// Override a kernel config value, e.g. md_chunk.max_chunk_tokens=900.
+    /// Override a kernel config value, e.g. split.max_tokens=900.
     #[arg(long = "set", value_name = "KERNEL.KEY=VALUE")]
     pub sets: Vec<String>,
 

@@ -1,5 +1,6 @@
 //! The runtime as a library, for the programs that embed it (*hosts*):
-//! the `koas` command line, the reviewer's commands, the MCP server.
+//! the `koas` command line, the command families built on the runtime, an
+//! MCP server.
 //!
 //! A host says how kernels run ([`HostOptions`]: quiet or verbose,
 //! isolation, limits, where kernels are searched), finds them
@@ -11,8 +12,8 @@
 //! [`crate::prepare`] and [`crate::engine`].
 //!
 //! Nothing here parses a command line: the generic commands
-//! ([`crate::cli`]) use this module like any other host, so the reviewer
-//! and the MCP server never go through another host's command module.
+//! ([`crate::cli`]) use this module like any other host, so no host goes
+//! through another host's command module.
 
 pub mod interrupt;
 

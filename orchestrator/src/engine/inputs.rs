@@ -23,7 +23,7 @@ fn provided_hash(name: &str, canonical: &[u8]) -> String {
 
 /// A kernel's request as it is sent: the same JSON as
 /// [`koas_kernel_api::protocol::RunRequest`], but holding the engine's
-/// shared input values instead of copies (a ledger of 100,000 entries
+/// shared input values instead of copies (a record of 100,000 entries
 /// copied for each kernel that reads it cost seconds and gigabytes).
 #[derive(serde::Serialize)]
 pub(super) struct Request {
@@ -58,7 +58,7 @@ impl Request {
     }
 
     /// The request's JSON in a buffer of exactly its size: measured first,
-    /// so a large request (a ledger of 100,000 entries is tens of MB) is not
+    /// so a large request (a record of 100,000 entries is tens of MB) is not
     /// grown by doubling, which held up to three times its size at once.
     pub(super) fn encode(&self) -> serde_json::Result<Vec<u8>> {
         let mut bytes = Vec::with_capacity(self.encoded_len()?);
@@ -299,12 +299,12 @@ mod tests {
 
     #[test]
     fn an_encoded_request_is_the_plain_json_in_a_buffer_of_its_exact_size() {
-        let ledger = json!((0..500)
-            .map(|i| json!({"id": format!("RVW-{i:04}"), "note": "é ✓ \"quoted\"\n"}))
+        let records = json!((0..500)
+            .map(|i| json!({"id": format!("ID-{i:04}"), "note": "é ✓ \"quoted\"\n"}))
             .collect::<Vec<_>>());
         let request = Request {
             config: json!({"strict": true}),
-            inputs: [("ledger".to_string(), Shared::Tree(Arc::new(ledger)))].into(),
+            inputs: [("records".to_string(), Shared::Tree(Arc::new(records)))].into(),
         };
         let bytes = request.encode().expect("encode");
         assert_eq!(bytes, serde_json::to_vec(&request).expect("to_vec"));
@@ -343,7 +343,7 @@ mod tests {
         // A kernel receives the same value from either form.
         let request = |input: Shared| Request {
             config: Value::Null,
-            inputs: [("ledger".to_string(), input)].into(),
+            inputs: [("records".to_string(), input)].into(),
         };
         let from_tree: Value = serde_json::from_slice(
             &request(Shared::Tree(Arc::new(tree.clone())))
@@ -358,6 +358,6 @@ mod tests {
         )
         .expect("parse");
         assert_eq!(from_tree, from_text);
-        assert_eq!(from_text["inputs"]["ledger"], tree);
+        assert_eq!(from_text["inputs"]["records"], tree);
     }
 }

@@ -153,7 +153,7 @@ pub struct RunOptions {
     /// is built before the run, kernels must declare such inputs optional.
     /// A provided artifact may not share its name with a pipeline
     /// `[inputs]` entry or a kernel output. Shared, not copied: a host's
-    /// ledger of 100,000 entries is hundreds of megabytes as a `Value`,
+    /// record of 100,000 entries is hundreds of megabytes as a `Value`,
     /// and tens as [`CanonicalJson`].
     pub provided: BTreeMap<String, Provided>,
     /// The contents of `[inputs]` entries the host already read, by
@@ -166,8 +166,8 @@ pub struct RunOptions {
     pub source_contents: BTreeMap<String, Arc<[u8]>>,
     /// Output artifacts whose declared files the engine must not write
     /// (neither after a run nor when restoring a cache hit): the host
-    /// writes them itself, e.g. in a crash-safe order after committing a
-    /// ledger. Their values are still returned and cached.
+    /// writes them itself, e.g. in a crash-safe order after committing its
+    /// own records. Their values are still returned and cached.
     pub host_written: BTreeSet<String>,
     /// Where kernels run: worker processes (the default) or this process.
     pub isolation: Isolation,

@@ -152,7 +152,7 @@ pub(crate) enum FrameError {
 
 /// A frame's body: its length, known before it is written, and a way to
 /// write it. A kernel's request is written straight from the engine's
-/// values, never held whole in memory (a request that carries a ledger of
+/// values, never held whole in memory (a request that carries a record of
 /// 100,000 entries is over 100 MB).
 pub trait Body {
     /// The number of bytes [`Body::write_to`] writes.
@@ -307,8 +307,11 @@ mod tests {
         }
         fn write_to(&self, w: &mut dyn Write) -> io::Result<()> {
             // In small pieces, as a serializer writes.
-            for b in self.text.as_bytes().chunks(3) {
-                w.write_all(b)?;
+            let mut rest = self.text.as_bytes();
+            while !rest.is_empty() {
+                let (piece, tail) = rest.split_at(rest.len().min(3));
+                w.write_all(piece)?;
+                rest = tail;
             }
             Ok(())
         }

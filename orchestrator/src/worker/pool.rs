@@ -191,15 +191,15 @@ impl StderrTail {
         let spawned = std::thread::Builder::new()
             .name("koas-worker-stderr".into())
             .spawn(move || {
-                let mut chunk = [0u8; 4096];
-                while let Ok(n) = stderr.read(&mut chunk) {
+                let mut buf = [0u8; 4096];
+                while let Ok(n) = stderr.read(&mut buf) {
                     if n == 0 {
                         break;
                     }
                     if let Ok(mut state) = writer.state.lock() {
                         let room = STDERR_HEAD_BYTES.saturating_sub(state.head.len());
-                        state.head.extend(&chunk[..n.min(room)]);
-                        state.tail.extend(&chunk[..n]);
+                        state.head.extend(&buf[..n.min(room)]);
+                        state.tail.extend(&buf[..n]);
                         state.total += n as u64;
                         let excess = state.tail.len().saturating_sub(STDERR_TAIL_BYTES);
                         state.tail.drain(..excess);
@@ -891,7 +891,7 @@ pub struct Ran {
 }
 
 /// Worker processes of one program, kept for reuse by every run of this
-/// process (a review's passes, discovery then the run).
+/// process (a host's several engine runs of one command).
 pub struct WorkerPool {
     program: PathBuf,
     idle: Mutex<Vec<Worker>>,

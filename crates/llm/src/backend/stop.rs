@@ -237,13 +237,13 @@ mod tests {
 
     #[test]
     fn marker_split_across_pieces_is_found_and_text_cut_after_it() {
-        let markers = vec!["END_EDIT_OPS".to_string()];
+        let markers = vec!["END_ANSWER".to_string()];
         let mut w = StopWatch::new(&markers, &[]);
-        assert!(!w.push("[] END_ED"));
-        assert!(w.push("IT_OPS trailing"));
-        assert_eq!(w.text(), "[] END_EDIT_OPS");
+        assert!(!w.push("[] END_AN"));
+        assert!(w.push("SWER trailing"));
+        assert_eq!(w.text(), "[] END_ANSWER");
         assert!(w.push("more"));
-        assert_eq!(w.into_text(), "[] END_EDIT_OPS");
+        assert_eq!(w.into_text(), "[] END_ANSWER");
     }
 
     #[test]
@@ -268,12 +268,12 @@ mod tests {
 
     #[test]
     fn a_whole_json_value_after_its_marker_ends_the_answer() {
-        let after = vec!["BEGIN_EDIT_OPS".to_string()];
+        let after = vec!["BEGIN_ANSWER".to_string()];
         let mut w = StopWatch::new(&[], &after);
-        assert!(!w.push("Here: [not this] BEGIN_ED"));
-        assert!(!w.push("IT_OPS\n```json\n[{\"a\": \"x]}\\\"\", "));
+        assert!(!w.push("Here: [not this] BEGIN_AN"));
+        assert!(!w.push("SWER\n```json\n[{\"a\": \"x]}\\\"\", "));
         assert!(!w.push("\"b\": [1, {\"c\": 2}]}"));
-        assert!(w.push("]\n```\nBEGIN_EDIT_OPS\n[]\n"));
+        assert!(w.push("]\n```\nBEGIN_ANSWER\n[]\n"));
         assert_eq!(w.reason(), Some(StopReason::Complete));
         assert!(
             w.text()
@@ -285,18 +285,18 @@ mod tests {
 
     #[test]
     fn an_empty_list_is_a_complete_answer() {
-        let after = vec!["BEGIN_EDIT_OPS".to_string()];
-        let markers = vec!["END_EDIT_OPS".to_string()];
+        let after = vec!["BEGIN_ANSWER".to_string()];
+        let markers = vec!["END_ANSWER".to_string()];
         let mut w = StopWatch::new(&markers, &after);
         let mut pushed = 0;
-        for piece in "BEGIN_EDIT_OPS\n[]\nBEGIN_EDIT_OPS\n[]\n".split_inclusive('\n') {
+        for piece in "BEGIN_ANSWER\n[]\nBEGIN_ANSWER\n[]\n".split_inclusive('\n') {
             pushed += 1;
             if w.push(piece) {
                 break;
             }
         }
         assert_eq!(pushed, 2);
-        assert_eq!(w.text(), "BEGIN_EDIT_OPS\n[]");
+        assert_eq!(w.text(), "BEGIN_ANSWER\n[]");
         assert_eq!(w.reason(), Some(StopReason::Complete));
     }
 

@@ -26,11 +26,11 @@ pub enum Reply {
         body: String,
         delay: Duration,
     },
-    /// Status and headers, then each chunk after its delay (streaming).
-    Chunks {
+    /// Status and headers, then each piece after its delay (streaming).
+    Pieces {
         status: u16,
         content_type: &'static str,
-        chunks: Vec<(Duration, String)>,
+        pieces: Vec<(Duration, String)>,
     },
     /// Reads the request, then says nothing for `Duration` and closes.
     Hang(Duration),
@@ -107,10 +107,10 @@ impl Reply {
 
     /// A stream whose pieces arrive `gap` apart.
     pub fn stream(content_type: &'static str, pieces: Vec<String>, gap: Duration) -> Reply {
-        Reply::Chunks {
+        Reply::Pieces {
             status: 200,
             content_type,
-            chunks: pieces.into_iter().map(|p| (gap, p)).collect(),
+            pieces: pieces.into_iter().map(|p| (gap, p)).collect(),
         }
     }
 }
@@ -305,10 +305,10 @@ fn play(stream: &mut TcpStream, reply: Reply) -> std::io::Result<()> {
             )?;
             stream.flush()
         }
-        Reply::Chunks {
+        Reply::Pieces {
             status,
             content_type,
-            chunks,
+            pieces,
         } => {
             write!(
                 stream,
@@ -316,9 +316,9 @@ fn play(stream: &mut TcpStream, reply: Reply) -> std::io::Result<()> {
                 reason(status)
             )?;
             stream.flush()?;
-            for (gap, chunk) in chunks {
+            for (gap, piece) in pieces {
                 std::thread::sleep(gap);
-                stream.write_all(chunk.as_bytes())?;
+                stream.write_all(piece.as_bytes())?;
                 stream.flush()?;
             }
             Ok(())
@@ -413,23 +413,23 @@ pub mod openai {
     use super::*;
 
     pub fn stream_events(model: &str, pieces: &[&str], usage: Usage) -> Vec<String> {
-        let chunk = |delta: Value, finish: Value| {
+        let event = |delta: Value, finish: Value| {
             format!(
                 "data: {}\n\n",
                 json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1,
                        "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
             )
         };
-        let mut events = vec![chunk(
+        let mut events = vec![event(
             json!({"role": "assistant", "content": ""}),
             Value::Null,
         )];
         events.extend(
             pieces
                 .iter()
-                .map(|p| chunk(json!({"content": p}), Value::Null)),
+                .map(|p| event(json!({"content": p}), Value::Null)),
         );
-        events.push(chunk(json!({}), json!("stop")));
+        events.push(event(json!({}), json!("stop")));
         if let Some((p, c)) = usage {
             events.push(format!(
                 "data: {}\n\n",
@@ -585,7 +585,7 @@ impl Proto {
         let one = self.stream_pieces(&["tick "], None);
         match self {
             Proto::Ollama => one[0].clone(),
-            // [0] is the role chunk or message_start; [1] carries text.
+            // [0] is the role event or message_start; [1] carries text.
             Proto::Openai => one[1].clone(),
             Proto::Anthropic => one[3].clone(),
         }

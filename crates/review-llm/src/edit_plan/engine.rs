@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use koas_extract::{extract_edit_ops, ExtractionMethod, LadderOutcome};
+use crate::ladder::{extract_edit_ops, ExtractionMethod, LadderOutcome};
 use koas_kernel_api::hash::sha256_of_parts;
 use koas_review_schema::change_id::IdAllocator;
 use koas_review_schema::edit_op::Action;

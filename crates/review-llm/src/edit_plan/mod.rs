@@ -11,7 +11,7 @@
 //! 2. the prompt (`review`, or `review_plain` once the circuit breaker
 //!    tripped) asks for `BEGIN_EDIT_OPS` … `END_EDIT_OPS`, in the
 //!    document's language;
-//! 3. the answer goes through the extraction ladder (`koas-extract`); an
+//! 3. the answer goes through the extraction ladder ([`crate::ladder`]); an
 //!    empty or degenerate answer is asked again warmer, then policies A
 //!    (skeleton tier), C (content recipe) and D (markdown strip) fire in
 //!    order; an answer with no op on a chunk with findings gets policy B

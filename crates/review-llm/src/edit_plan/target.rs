@@ -8,7 +8,7 @@
 //! look; one whose text belongs to another chunk is dropped (that chunk
 //! proposes it, or not). Ops on protected lines are dropped.
 
-use koas_extract::{EditAction, RawEditOp};
+use crate::ladder::{EditAction, RawEditOp};
 use koas_kernel_api::hash::sha256;
 use koas_review_schema::change_id::ChangeId;
 use koas_review_schema::edit_op::{Action, Alert, EditOp, ReviewNote, ReviewPolicy, Target};
@@ -529,7 +529,7 @@ pub fn note_message(op: &EditOp) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use koas_extract::extract_edit_ops;
+    use crate::ladder::extract_edit_ops;
     use koas_review_schema::stage1::{BlockKind, ProtectedSpan};
 
     const DOC: &str = "# Title\n\nThe bandwith of the system is high.\n\nLogs are kept a year.\nLogs are kept a year.\n\nAnother chunk says teh thing.\n";

@@ -30,8 +30,8 @@ use crate::common::{
 use crate::pipeline::{self as passes, PassFailure, PassInputs, APPLY};
 use anyhow::{bail, Context as _};
 use clap::Args;
-use koas_orchestrator::embed::{ExitStatus, HostOptions};
 use koas_orchestrator::discovery::Discovery;
+use koas_orchestrator::embed::{ExitStatus, HostOptions};
 use koas_orchestrator::engine::Provided;
 use koas_orchestrator::outln;
 use koas_orchestrator::pipeline::Pipeline;
@@ -475,7 +475,11 @@ fn settings_of(args: &RefineArgs) -> anyhow::Result<Settings> {
 }
 
 /// The refinement pipeline and its model, checked, cut into passes.
-fn passes_of(global: &HostOptions, args: &RefineArgs, target: &ReviewTarget) -> anyhow::Result<Passes> {
+fn passes_of(
+    global: &HostOptions,
+    args: &RefineArgs,
+    target: &ReviewTarget,
+) -> anyhow::Result<Passes> {
     // Stage 1 describes the review's current document (the edit engine
     // addresses its lines), as for `koas review`.
     let doc_input = target.current_doc_path();
@@ -521,7 +525,11 @@ fn passes_of(global: &HostOptions, args: &RefineArgs, target: &ReviewTarget) -> 
     })
 }
 
-fn refine(global: &HostOptions, args: &RefineArgs, target: &ReviewTarget) -> anyhow::Result<ExitStatus> {
+fn refine(
+    global: &HostOptions,
+    args: &RefineArgs,
+    target: &ReviewTarget,
+) -> anyhow::Result<ExitStatus> {
     let settings = settings_of(args)?;
     target.prepare_writes()?;
     let command = command_line();

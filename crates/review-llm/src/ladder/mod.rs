@@ -19,8 +19,13 @@
 //! The first level that succeeds determines [`LadderOutcome::method`].
 //! When the payload is tagged, levels 2 (prose search) and 3 defer to
 //! level 4 so that the method reported is the one the model actually used.
+//!
+//! The ladder is the reviewer's: the edit-op format is its own. What is
+//! not about edit ops — text normalization, the exactly-one-object
+//! canonicalizer, code fences, relaxed JSON, bounded YAML, bracket
+//! scanning — is `koas-extract`'s, and the levels call it.
 
-mod fences;
+mod op;
 mod plaintext;
 mod relaxed;
 mod salvage;
@@ -29,10 +34,10 @@ mod tagged;
 mod value_ops;
 mod yaml;
 
-use crate::canonicalizer::normalize_text;
-use crate::op::RawEditOp;
+use koas_extract::normalize_text;
 use serde::{Deserialize, Serialize};
 
+pub use op::{EditAction, OpReadError, RawEditOp};
 pub use value_ops::OPS_KEYS;
 
 /// Which ladder level produced the ops (or why none did).
@@ -226,7 +231,6 @@ pub fn extract_edit_ops(raw: &str) -> LadderOutcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::op::EditAction;
 
     fn method(raw: &str) -> ExtractionMethod {
         extract_edit_ops(raw).method

@@ -1,7 +1,7 @@
 //! Level 6, `freeform_salvage`: prose answers.
 
+use super::op::{EditAction, RawEditOp};
 use super::Found;
-use crate::op::{EditAction, RawEditOp};
 use regex::Regex;
 use std::sync::OnceLock;
 

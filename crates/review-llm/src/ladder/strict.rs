@@ -1,8 +1,8 @@
 //! Level 1, `json_strict`: standard JSON, built on the canonicalizer.
 
 use super::value_ops::ops_from_value;
-use super::{fences, Found};
-use crate::canonicalizer::extract_json_block;
+use super::Found;
+use koas_extract::{extract_json_block, fences};
 use serde_json::Value;
 
 /// Parses the (fence-stripped) payload as standard JSON; if it is not JSON

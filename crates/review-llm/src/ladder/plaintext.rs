@@ -17,8 +17,8 @@
 //! insert: line 9: "text to insert"
 //! ```
 
+use super::op::{parse_line_range, EditAction, RawEditOp};
 use super::Found;
-use crate::op::{parse_line_range, EditAction, RawEditOp};
 use regex::Regex;
 use std::sync::OnceLock;
 

@@ -1,7 +1,7 @@
 //! Turning a parsed JSON/YAML value into edit ops.
 
+use super::op::{written_action, OpReadError, RawEditOp};
 use super::{Found, RejectedItem};
-use crate::op::{written_action, OpReadError, RawEditOp};
 use serde_json::Value;
 
 /// Object keys under which a list of ops is accepted.

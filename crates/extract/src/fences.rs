@@ -1,8 +1,9 @@
-//! Markdown code fences around model payloads.
+//! Code fences (```` ``` ```` or `~~~` lines) around a payload in model
+//! text: models often wrap the JSON or YAML they were asked for in one.
 
 /// The contents of every closed fenced block (```` ``` ```` or `~~~`, any
 /// info string) in `text`, in order.
-pub(crate) fn fenced_blocks(text: &str) -> Vec<&str> {
+pub fn fenced_blocks(text: &str) -> Vec<&str> {
     let mut blocks = Vec::new();
     let mut open: Option<(&str, usize)> = None;
     let mut offset = 0;
@@ -30,7 +31,7 @@ pub(crate) fn fenced_blocks(text: &str) -> Vec<&str> {
 
 /// The payload to parse: the content of the one fenced block when there is
 /// exactly one, otherwise the whole text.
-pub(crate) fn payload(text: &str) -> &str {
+pub fn payload(text: &str) -> &str {
     let blocks = fenced_blocks(text);
     if blocks.len() == 1 {
         blocks[0].trim()
