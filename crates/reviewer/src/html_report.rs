@@ -23,7 +23,7 @@ use koas_review_workspace::PreparedRun;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::pipeline::output;
+use crate::outputs::output;
 
 /// What the view pass computed that the HTML page shows beside the ledger.
 #[derive(Debug, Clone)]
@@ -181,20 +181,19 @@ pub fn write(path: &Path, page: &str) -> anyhow::Result<()> {
     })
 }
 
-/// `koas report --html [PATH]`: renders the page from the view pass's
-/// `views` and `run`'s ledger, writes it to `dest` (else next to the
-/// Markdown report) and returns where.
+/// `koas report --html [PATH]`: renders the page from what the view pass
+/// produced (the Markdown `report`'s path and the page's `data`) and
+/// `run`'s ledger, writes it to `dest` (else next to the Markdown report)
+/// and returns where.
 pub fn write_page(
     run: &PreparedRun<'_>,
-    views: &crate::pipeline::Views,
+    report: Option<&Path>,
+    data: Option<&anyhow::Result<ViewData>>,
     dest: Option<&Path>,
     target: &crate::common::WorkspaceArgs,
 ) -> anyhow::Result<PathBuf> {
-    let markdown = views
-        .report
-        .as_deref()
-        .context("the pipeline produced no report")?;
-    let data = match &views.data {
+    let markdown = report.context("the pipeline produced no report")?;
+    let data = match data {
         Some(Ok(data)) => data,
         Some(Err(e)) => anyhow::bail!("cannot build the HTML report: {e:#}"),
         None => anyhow::bail!("cannot build the HTML report: the view pass gave no data"),

@@ -23,7 +23,7 @@ pub fn collect(record: &RunRecord) -> (Vec<KernelFindings>, Vec<String>) {
             if artifact == names::ISSUES || artifact == names::NUMBERING_FINDINGS {
                 continue;
             }
-            let Ok(value) = crate::pipeline::output(record, &k.name, artifact) else {
+            let Ok(value) = crate::outputs::output(record, &k.name, artifact) else {
                 continue;
             };
             match read_findings_artifact(&value) {

@@ -16,8 +16,9 @@ mod common;
 mod html_report;
 pub mod input;
 mod kernel_findings;
-mod pipeline;
+mod outputs;
+mod passes;
 
 pub use common::{first_line, workspace_of, LlmFlags, Reply, WorkspaceArgs};
-pub use pipeline::Control;
+pub use passes::Control;
 pub mod project;

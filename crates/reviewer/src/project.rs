@@ -5,7 +5,7 @@
 //! `[fingerprint]` become the Stage 2 kernels' config, `[check] disable`
 //! and `[check.severity]` decide which findings they report and how,
 //! `[limits]` the kernels' limits, `[llm]` the model (read by
-//! [`crate::pipeline::review_llm`]).
+//! [`crate::passes::review_llm`]).
 
 use anyhow::Context as _;
 use koas_md_scan::config::{find_project_config, ProjectConfig};

@@ -3,7 +3,7 @@
 //! next to the built-in checks, named by kernel.
 
 use crate::kernel_findings;
-use crate::pipeline::{self as passes, Control, PassFailure, PassInputs};
+use crate::passes::{self, Control, PassFailure, PassInputs};
 use koas_orchestrator::embed::HostOptions;
 use koas_orchestrator::pipeline::{self, Overrides};
 use koas_review_schema::findings::{KernelFindings, Severity};

@@ -11,7 +11,7 @@ use crate::common::{
     actor, clock, command_line, on_workspace, review_exit_codes, Reply, ReviewTarget,
     WorkspaceArgs, REFUSED,
 };
-use crate::pipeline::{self as passes, Control, PassFailure};
+use crate::passes::{self, Control, PassFailure};
 use anyhow::Context as _;
 use clap::Args;
 use koas_orchestrator::embed::{ExitStatus, HostOptions};

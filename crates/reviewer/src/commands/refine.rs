@@ -27,7 +27,7 @@ use crate::common::{
     actor, clock, command_line, on_workspace, print_json, review_exit_codes, ReviewTarget,
     WorkspaceArgs, REFUSED,
 };
-use crate::pipeline::{self as passes, PassFailure, PassInputs, APPLY};
+use crate::passes::{self, PassFailure, PassInputs, APPLY};
 use anyhow::{bail, Context as _};
 use clap::Args;
 use koas_orchestrator::discovery::Discovery;

@@ -6,7 +6,7 @@ use crate::common::{
     clock, command_line, on_workspace, review_exit_codes, Reply, ReviewTarget, WorkspaceArgs,
     REFUSED,
 };
-use crate::pipeline::{self as passes, Control, PassFailure};
+use crate::passes::{self, Control, PassFailure};
 use anyhow::Context as _;
 use clap::Args;
 use koas_orchestrator::embed::{ExitStatus, HostOptions};
@@ -114,7 +114,8 @@ fn report(
     let html = match &args.html {
         Some(dest) => Some(crate::html_report::write_page(
             &run,
-            &views,
+            views.report.as_deref(),
+            views.data.as_ref(),
             dest.as_deref(),
             &args.target,
         )?),

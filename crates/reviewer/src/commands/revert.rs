@@ -13,7 +13,7 @@ use crate::common::{
     actor, clock, command_line, on_workspace, review_exit_codes, Reply, ReviewTarget,
     WorkspaceArgs, REFUSED,
 };
-use crate::pipeline::{self as passes, Control, PassFailure, PassInputs, REVERT};
+use crate::passes::{self, Control, PassFailure, PassInputs, REVERT};
 use anyhow::Context as _;
 use clap::Args;
 use koas_orchestrator::embed::{ExitStatus, HostOptions};

@@ -11,8 +11,8 @@ use crate::common::{
     actor, clock, command_line, on_workspace, review_exit_codes, LlmFlags, Reply, ReviewTarget,
     WorkspaceArgs, REFUSED,
 };
-use crate::pipeline::{
-    self as passes, Control, PassFailure, PassInputs, APPLY, EDIT_PLAN, PYRAMID, REVERT, VIEWS,
+use crate::passes::{
+    self, Control, PassFailure, PassInputs, APPLY, EDIT_PLAN, PYRAMID, REVERT, VIEWS,
 };
 use anyhow::Context as _;
 use clap::Args;

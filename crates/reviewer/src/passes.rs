@@ -20,6 +20,7 @@ use koas_orchestrator::discovery::Discovery;
 use koas_orchestrator::embed::{
     discover_and_warn, interrupt, llm_service, prompts_folder, HostOptions,
 };
+pub use crate::outputs::{output, parse_output};
 use koas_orchestrator::engine::{self, CanonicalJson, Provided, RunOptions, RunOutcome};
 use koas_orchestrator::host::SharedLlm;
 use koas_orchestrator::llm_host::{identity, project_layer, resolve_config, LlmLayer};
@@ -473,42 +474,6 @@ fn failures(record: &RunRecord) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
-}
-
-/// The cache hash of `artifact`, an output of `kernel` in a finished pass.
-fn output_hash<'r>(record: &'r RunRecord, kernel: &str, artifact: &str) -> anyhow::Result<&'r str> {
-    record
-        .kernels
-        .iter()
-        .find(|k| k.name == kernel)
-        .and_then(|k| k.output_hashes.get(artifact))
-        .map(String::as_str)
-        .with_context(|| format!("kernel `{kernel}` did not produce `{artifact}`"))
-}
-
-/// The value of `artifact`, an output of `kernel` in a finished pass,
-/// read back from the workspace's cache.
-pub fn output(record: &RunRecord, kernel: &str, artifact: &str) -> anyhow::Result<Value> {
-    let hash = output_hash(record, kernel, artifact)?;
-    Cache::open(&record.workspace)
-        .get_value(hash)
-        .with_context(|| format!("reading `{artifact}` of `{kernel}` from the cache"))
-}
-
-/// Parses a kernel's output artifact into a host type, straight from its
-/// stored bytes (no `Value` tree in between: an apply outcome of 100,000
-/// changes is hundreds of MB as one).
-pub fn parse_output<T: serde::de::DeserializeOwned>(
-    record: &RunRecord,
-    kernel: &str,
-    artifact: &str,
-) -> anyhow::Result<T> {
-    let hash = output_hash(record, kernel, artifact)?;
-    let bytes = Cache::open(&record.workspace)
-        .get_bytes(hash)
-        .with_context(|| format!("reading `{artifact}` of `{kernel}` from the cache"))?;
-    serde_json::from_slice(&bytes)
-        .with_context(|| format!("`{artifact}` of kernel `{kernel}` has an unexpected shape"))
 }
 
 /// `review_meta` as canonical JSON, its apply log (one record per op of
