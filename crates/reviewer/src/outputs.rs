@@ -41,4 +41,3 @@ pub fn parse_output<T: serde::de::DeserializeOwned>(
     serde_json::from_slice(&bytes)
         .with_context(|| format!("`{artifact}` of kernel `{kernel}` has an unexpected shape"))
 }
-

@@ -13,6 +13,7 @@
 //! record in `run.json`, which holds the last pass).
 
 use crate::common::LlmFlags;
+pub use crate::outputs::{output, parse_output};
 use anyhow::{bail, Context as _};
 use koas_kernel_api::hash::sha256;
 use koas_orchestrator::cache::Cache;
@@ -20,7 +21,6 @@ use koas_orchestrator::discovery::Discovery;
 use koas_orchestrator::embed::{
     discover_and_warn, interrupt, llm_service, prompts_folder, HostOptions,
 };
-pub use crate::outputs::{output, parse_output};
 use koas_orchestrator::engine::{self, CanonicalJson, Provided, RunOptions, RunOutcome};
 use koas_orchestrator::host::SharedLlm;
 use koas_orchestrator::llm_host::{identity, project_layer, resolve_config, LlmLayer};
