@@ -6,9 +6,9 @@
 use super::http::{server_error, HttpClient, LineReader};
 use super::sse::next_event;
 use super::stop::{StopReason, StopWatch};
-use super::{cut_at_marker, Backend, BackendCall, BackendReply};
+use super::{cut_at_marker, end_stream, protocol, Backend, BackendCall, BackendReply};
 use crate::config::BackendKind;
-use crate::error::{TransportError, TransportErrorKind};
+use crate::error::TransportError;
 use crate::secret::ApiKey;
 use serde_json::{json, Value};
 
@@ -50,10 +50,6 @@ impl AnthropicBackend {
         }
         body
     }
-}
-
-fn protocol(message: String) -> TransportError {
-    TransportError::new(TransportErrorKind::Protocol, message)
 }
 
 /// An `error` event: overloaded, rate-limit and API errors are retryable.
@@ -119,16 +115,13 @@ fn read_stream(mut lines: LineReader, call: &BackendCall) -> Result<BackendReply
             _ => {}
         }
     }
-    if !finished && !watch.stopped() {
-        return Err(
-            protocol("the /v1/messages stream ended before message_stop".to_string())
-                .with_partial(watch.text()),
-        );
-    }
-    reply.stopped_at_marker = watch.reason() == Some(StopReason::Marker);
-    reply.stop_reason = watch.reason();
-    reply.text = watch.into_text();
-    Ok(reply)
+    let ended = finished;
+    end_stream(
+        reply,
+        watch,
+        ended,
+        "the /v1/messages stream ended before message_stop",
+    )
 }
 
 impl Backend for AnthropicBackend {

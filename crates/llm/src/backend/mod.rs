@@ -128,3 +128,27 @@ pub(crate) fn cut_at_marker(text: &str, call: &BackendCall) -> (String, Option<S
     let reason = watch.reason();
     (watch.into_text(), reason)
 }
+
+/// A reply that breaks the server's protocol.
+fn protocol(message: String) -> TransportError {
+    TransportError::new(crate::error::TransportErrorKind::Protocol, message)
+}
+
+/// The end of a streamed answer: a stream that closed before the server's
+/// end event, and that the watch did not cut, is a protocol error keeping
+/// the text so far (`unended` says what was missing); else the reply gets
+/// the watch's text and why it stopped.
+fn end_stream(
+    mut reply: BackendReply,
+    watch: stop::StopWatch<'_>,
+    ended: bool,
+    unended: &str,
+) -> Result<BackendReply, TransportError> {
+    if !ended && !watch.stopped() {
+        return Err(protocol(unended.to_string()).with_partial(watch.text()));
+    }
+    reply.stopped_at_marker = watch.reason() == Some(stop::StopReason::Marker);
+    reply.stop_reason = watch.reason();
+    reply.text = watch.into_text();
+    Ok(reply)
+}

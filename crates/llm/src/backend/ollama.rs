@@ -2,9 +2,9 @@
 
 use super::http::{server_error, HttpClient, LineReader};
 use super::stop::{StopReason, StopWatch};
-use super::{cut_at_marker, Backend, BackendCall, BackendReply};
+use super::{cut_at_marker, end_stream, protocol, Backend, BackendCall, BackendReply};
 use crate::config::BackendKind;
-use crate::error::{TransportError, TransportErrorKind};
+use crate::error::TransportError;
 use serde_json::{json, Value};
 
 /// The Ollama native-chat backend; sends the configured context window
@@ -45,10 +45,6 @@ impl OllamaBackend {
         }
         body
     }
-}
-
-fn protocol(message: String) -> TransportError {
-    TransportError::new(TransportErrorKind::Protocol, message)
 }
 
 /// Reads usage and metadata from a final (`done: true`) object.
@@ -97,16 +93,13 @@ fn read_stream(mut lines: LineReader, call: &BackendCall) -> Result<BackendReply
             break;
         }
     }
-    if !done && !watch.stopped() {
-        return Err(
-            protocol("the /api/chat stream ended before `done: true`".to_string())
-                .with_partial(watch.text()),
-        );
-    }
-    reply.stopped_at_marker = watch.reason() == Some(StopReason::Marker);
-    reply.stop_reason = watch.reason();
-    reply.text = watch.into_text();
-    Ok(reply)
+    let ended = done;
+    end_stream(
+        reply,
+        watch,
+        ended,
+        "the /api/chat stream ended before `done: true`",
+    )
 }
 
 impl Backend for OllamaBackend {

@@ -5,9 +5,9 @@
 use super::http::{server_error, HttpClient, LineReader};
 use super::sse::next_event;
 use super::stop::{StopReason, StopWatch};
-use super::{cut_at_marker, Backend, BackendCall, BackendReply};
+use super::{cut_at_marker, end_stream, protocol, Backend, BackendCall, BackendReply};
 use crate::config::BackendKind;
-use crate::error::{TransportError, TransportErrorKind};
+use crate::error::TransportError;
 use crate::secret::ApiKey;
 use serde_json::{json, Value};
 
@@ -60,10 +60,6 @@ impl OpenAiBackend {
     }
 }
 
-fn protocol(message: String) -> TransportError {
-    TransportError::new(TransportErrorKind::Protocol, message)
-}
-
 fn read_usage(reply: &mut BackendReply, obj: &Value) {
     if let Some(usage) = obj.get("usage").filter(|u| u.is_object()) {
         reply.prompt_tokens = usage.get("prompt_tokens").and_then(Value::as_u64);
@@ -112,16 +108,13 @@ fn read_stream(mut lines: LineReader, call: &BackendCall) -> Result<BackendReply
             break;
         }
     }
-    if !finished && !watch.stopped() && reply.finish_reason.is_none() {
-        return Err(
-            protocol("the chat/completions stream ended before [DONE]".to_string())
-                .with_partial(watch.text()),
-        );
-    }
-    reply.stopped_at_marker = watch.reason() == Some(StopReason::Marker);
-    reply.stop_reason = watch.reason();
-    reply.text = watch.into_text();
-    Ok(reply)
+    let ended = finished || reply.finish_reason.is_some();
+    end_stream(
+        reply,
+        watch,
+        ended,
+        "the chat/completions stream ended before [DONE]",
+    )
 }
 
 impl Backend for OpenAiBackend {
