@@ -129,6 +129,30 @@ fn crates_are_named_after_their_folders() {
 }
 
 #[test]
+fn every_member_of_the_workspace_is_in_the_architecture_document() {
+    // A crate or plugin the map leaves out is a part of the house a
+    // newcomer cannot find: crates by package name, plugins by kernel name.
+    let doc = std::fs::read_to_string(repo_root().join("docs/architecture.md"))
+        .expect("docs/architecture.md");
+    let missing: Vec<String> = members()
+        .iter()
+        .filter(|m| m.name != "koas-tests")
+        .map(|m| {
+            if in_kernels(m) {
+                format!("`{}`", folder_name(m))
+            } else {
+                m.name.clone()
+            }
+        })
+        .filter(|name| !doc.contains(name.as_str()))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "docs/architecture.md does not mention: {missing:?}"
+    );
+}
+
+#[test]
 fn kernels_holds_only_plugins() {
     let mut wrong = Vec::new();
     for m in members().iter().filter(|m| in_kernels(m)) {
