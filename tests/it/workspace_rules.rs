@@ -270,9 +270,11 @@ const REVIEWER_WORDS: &[&str] = &[
     "edit op", "edit-op", "edit_op", "editop", "ledger", "chunk", "review", "markdown",
 ];
 
-/// Third-party names that contain such a word but say nothing of the
-/// reviewer: OpenAI's wire name for one streamed event.
-const FOREIGN_NAMES: &[&str] = &["chat.completion.chunk"];
+/// Names that contain such a word but say nothing of the reviewer:
+/// OpenAI's wire name for one streamed event, and `chunk_timeout`, the
+/// specification's `[llm]` key for the per-call timeout (an alias of
+/// `timeout_secs` that configurations written from it rely on).
+const FOREIGN_NAMES: &[&str] = &["chat.completion.chunk", "chunk_timeout"];
 
 /// The reviewer words in `text`, with their line numbers.
 ///

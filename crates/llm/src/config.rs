@@ -13,7 +13,7 @@
 //! | `temperature` | `0.1` | sampling temperature unless a request overrides it |
 //! | `max_tokens` (alias `num_predict`) | `2048` | generation cap, frozen for the session and recorded in its metadata; a ceiling: a kernel's request that asks for more gets this many |
 //! | `context_window` | `4096` | the model's advertised context length, recorded as a session constant (never probed during a run); also sent as Ollama's `num_ctx` |
-//! | `timeout_secs` (alias `timeout`) | `120` | per-attempt deadline, body included |
+//! | `timeout_secs` (aliases `timeout`, `chunk_timeout`) | `120` | per-attempt deadline, body included |
 //! | `connect_timeout_secs` | `10` | TCP/TLS connect deadline |
 //! | `ping_timeout_secs` | `5` | deadline of `koas llm ping`: connecting and the model listing, one attempt (`--deadline` overrides it) |
 //! | `calibrate_deadline_secs` | `300` | deadline of a whole calibration: every call, attempt and backoff wait; an attempt in progress is cut when it passes (`--deadline` overrides it) |
@@ -118,7 +118,9 @@ pub struct LlmConfig {
     /// Advertised context window of the model (tokens).
     pub context_window: u32,
     /// Per-attempt deadline in seconds, the streamed body included.
-    #[serde(alias = "timeout")]
+    // `chunk_timeout` is the specification's name for this key: kept, so a
+    // configuration written from it keeps working.
+    #[serde(alias = "timeout", alias = "chunk_timeout")]
     pub timeout_secs: f64,
     /// TCP/TLS connect deadline in seconds.
     pub connect_timeout_secs: f64,
@@ -370,6 +372,9 @@ mod tests {
         assert_eq!(c.max_tokens, 512);
         assert_eq!(c.timeout(), Duration::from_secs(30));
         assert_eq!(c.api_key_env().as_deref(), Some("ANTHROPIC_API_KEY"));
+        // The specification's name for the timeout.
+        let c = LlmConfig::from_json(json!({"chunk_timeout": 300, "model": "m"})).unwrap();
+        assert_eq!(c.timeout(), Duration::from_secs(300));
     }
 
     #[test]

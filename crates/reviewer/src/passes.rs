@@ -83,9 +83,27 @@ pub fn load(
         };
         return Ok(pipeline::load(file, &overrides)?);
     }
-    let raw: BuiltIn = toml::from_str(BUILT_IN).context("the built-in reviewer pipeline")?;
+    built_in(
+        BUILT_IN,
+        BUILT_IN_NAME,
+        "the built-in reviewer pipeline",
+        workspace,
+        inputs,
+    )
+}
+
+/// The pipeline of a built-in file's `text`, shown as `shown` (its file
+/// name in messages), on `workspace` with `inputs` as its sources.
+fn built_in(
+    text: &str,
+    shown: &str,
+    what: &str,
+    workspace: &Path,
+    inputs: Vec<(String, PathBuf)>,
+) -> anyhow::Result<Pipeline> {
+    let raw: BuiltIn = toml::from_str(text).with_context(|| what.to_owned())?;
     Ok(Pipeline {
-        file: PathBuf::from(BUILT_IN_NAME),
+        file: PathBuf::from(shown),
         name: raw.name,
         description: raw.description,
         kernels: raw.kernels,
@@ -835,25 +853,7 @@ pub fn load_built_in(
     if file.is_some() {
         return load(file, workspace, inputs);
     }
-    let raw: BuiltIn = toml::from_str(text).with_context(|| shown.to_owned())?;
-    Ok(Pipeline {
-        file: PathBuf::from(shown),
-        name: raw.name,
-        description: raw.description,
-        kernels: raw.kernels,
-        kernel_paths: Vec::new(),
-        workspace: workspace.to_path_buf(),
-        jobs: std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1),
-        inputs: inputs.into_iter().collect(),
-        config: raw.config,
-        llm: None,
-        in_process: false,
-        limits: Default::default(),
-        prompts: None,
-        config_origins: Default::default(),
-    })
+    built_in(text, shown, shown, workspace, inputs)
 }
 
 #[cfg(test)]

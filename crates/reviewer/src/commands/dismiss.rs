@@ -8,8 +8,7 @@
 //! the flag as dismissed and the annotated document drops its note.
 
 use crate::common::{
-    actor, clock, command_line, on_workspace, review_exit_codes, Reply, ReviewTarget,
-    WorkspaceArgs, REFUSED,
+    actor, clock, command_line, review_exit_codes, Reply, ReviewTarget, WorkspaceArgs, REFUSED,
 };
 use crate::passes::{self, Control, PassFailure};
 use anyhow::Context as _;
@@ -50,15 +49,19 @@ pub struct DismissArgs {
     pub pipeline: Option<PathBuf>,
 }
 
+impl super::OnWorkspace for DismissArgs {
+    fn target(&self) -> &WorkspaceArgs {
+        &self.target
+    }
+}
+
 pub fn execute(global: &HostOptions, args: DismissArgs) -> anyhow::Result<ExitStatus> {
-    on_workspace(&args.target, |target| {
-        dismiss(global, &Control::ctrl_c(), &args, target)?.print(args.target.json)
-    })
+    super::execute_on(global, &args, dismiss)
 }
 
 /// `koas dismiss` as a library call: the answer is returned, not printed.
 pub fn run(global: &HostOptions, control: &Control, args: &DismissArgs) -> anyhow::Result<Reply> {
-    dismiss(global, control, args, &ReviewTarget::locate(&args.target)?)
+    super::run_on(global, control, args, dismiss)
 }
 
 fn dismiss(

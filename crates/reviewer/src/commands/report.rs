@@ -3,8 +3,7 @@
 //! annotated document, from the ledger as it stands.
 
 use crate::common::{
-    clock, command_line, on_workspace, review_exit_codes, Reply, ReviewTarget, WorkspaceArgs,
-    REFUSED,
+    clock, command_line, review_exit_codes, Reply, ReviewTarget, WorkspaceArgs, REFUSED,
 };
 use crate::passes::{self, Control, PassFailure};
 use anyhow::Context as _;
@@ -56,15 +55,19 @@ impl ReportArgs {
     }
 }
 
+impl super::OnWorkspace for ReportArgs {
+    fn target(&self) -> &WorkspaceArgs {
+        &self.target
+    }
+}
+
 pub fn execute(global: &HostOptions, args: ReportArgs) -> anyhow::Result<ExitStatus> {
-    on_workspace(&args.target, |target| {
-        report(global, &Control::ctrl_c(), &args, target)?.print(args.target.json)
-    })
+    super::execute_on(global, &args, report)
 }
 
 /// `koas report` as a library call: the answer is returned, not printed.
 pub fn run(global: &HostOptions, control: &Control, args: &ReportArgs) -> anyhow::Result<Reply> {
-    report(global, control, args, &ReviewTarget::locate(&args.target)?)
+    super::run_on(global, control, args, report)
 }
 
 fn report(

@@ -10,8 +10,7 @@
 //! are refreshed.
 
 use crate::common::{
-    actor, clock, command_line, on_workspace, review_exit_codes, Reply, ReviewTarget,
-    WorkspaceArgs, REFUSED,
+    actor, clock, command_line, review_exit_codes, Reply, ReviewTarget, WorkspaceArgs, REFUSED,
 };
 use crate::passes::{self, Control, PassFailure, PassInputs, REVERT};
 use anyhow::Context as _;
@@ -85,15 +84,19 @@ impl RevertArgs {
     }
 }
 
+impl super::OnWorkspace for RevertArgs {
+    fn target(&self) -> &WorkspaceArgs {
+        &self.target
+    }
+}
+
 pub fn execute(global: &HostOptions, args: RevertArgs) -> anyhow::Result<ExitStatus> {
-    on_workspace(&args.target, |target| {
-        revert(global, &Control::ctrl_c(), &args, target)?.print(args.target.json)
-    })
+    super::execute_on(global, &args, revert)
 }
 
 /// `koas revert` as a library call: the answer is returned, not printed.
 pub fn run(global: &HostOptions, control: &Control, args: &RevertArgs) -> anyhow::Result<Reply> {
-    revert(global, control, args, &ReviewTarget::locate(&args.target)?)
+    super::run_on(global, control, args, revert)
 }
 
 fn revert(
