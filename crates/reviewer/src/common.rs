@@ -68,43 +68,8 @@ impl WorkspaceArgs {
 }
 
 /// The `--llm-*` flags of the review commands, which override the `[llm]`
-/// tables: the command line's form of the runtime's
-/// [`LlmOverrides`](koas_orchestrator::embed::LlmOverrides). Their help is
-/// that of `koas run`'s flags (a test of the `koas` binary compares them).
-#[derive(Debug, Clone, Default, Args)]
-pub struct LlmFlags {
-    /// LLM wire protocol: ollama, openai (llama.cpp, vLLM, LM Studio) or
-    /// anthropic.
-    #[arg(long = "llm-backend", value_name = "BACKEND")]
-    pub backend: Option<String>,
-    /// LLM endpoint base URL, e.g. http://127.0.0.1:11434.
-    #[arg(long = "llm-endpoint", value_name = "URL")]
-    pub endpoint: Option<String>,
-    /// Model for every role that has no model of its own.
-    #[arg(long = "llm-model", value_name = "MODEL")]
-    pub model: Option<String>,
-    /// Requests in flight at once per endpoint (a batching server such as
-    /// llama-server with several slots, or vLLM, answers them together).
-    #[arg(long = "llm-max-in-flight", value_name = "N")]
-    pub max_in_flight: Option<usize>,
-    /// Allow a non-local endpoint or the Anthropic backend (refused by
-    /// default: documents stay on this machine).
-    #[arg(long = "no-strict-sovereign")]
-    pub no_strict_sovereign: bool,
-}
-
-impl LlmFlags {
-    /// As the runtime's settings.
-    pub fn overrides(&self) -> koas_orchestrator::embed::LlmOverrides {
-        koas_orchestrator::embed::LlmOverrides {
-            backend: self.backend.clone(),
-            endpoint: self.endpoint.clone(),
-            model: self.model.clone(),
-            no_strict_sovereign: self.no_strict_sovereign,
-            max_in_flight: self.max_in_flight,
-        }
-    }
-}
+/// tables: the runtime's own, so their help is that of `koas run`.
+pub use koas_orchestrator::embed::LlmFlags;
 
 /// What a review command answers, before anything is printed: the exit
 /// status, the JSON object `--json` prints (`status`, `summary`,

@@ -1,9 +1,8 @@
 //! `koas run`: run a pipeline, part of it, or one kernel for debugging.
 
 use crate::embed::ExitStatus;
-use crate::embed::{
-    discover_and_warn, interrupt, llm_service, prompts_folder, HostOptions, LlmOverrides,
-};
+pub use crate::embed::LlmFlags;
+use crate::embed::{discover_and_warn, interrupt, llm_service, prompts_folder, HostOptions};
 use crate::engine::{self, RunOptions, RunTarget};
 use crate::llm_host::{project_layer, resolve_config, LlmLayer, ServiceHandler};
 use crate::outln;
@@ -84,43 +83,6 @@ pub struct RunArgs {
     /// they are part of each request's key.
     #[arg(long = "llm-replay", value_name = "EXCHANGE_LOG")]
     pub llm_replay: Option<PathBuf>,
-}
-
-/// Flags that override the pipeline's `[llm]` table: the command line's
-/// form of [`LlmOverrides`].
-#[derive(Debug, Clone, Default, Args)]
-pub struct LlmFlags {
-    /// LLM wire protocol: ollama, openai (llama.cpp, vLLM, LM Studio) or
-    /// anthropic.
-    #[arg(long = "llm-backend", value_name = "BACKEND")]
-    pub backend: Option<String>,
-    /// LLM endpoint base URL, e.g. http://127.0.0.1:11434.
-    #[arg(long = "llm-endpoint", value_name = "URL")]
-    pub endpoint: Option<String>,
-    /// Model for every role that has no model of its own.
-    #[arg(long = "llm-model", value_name = "MODEL")]
-    pub model: Option<String>,
-    /// Requests in flight at once per endpoint (a batching server such as
-    /// llama-server with several slots, or vLLM, answers them together).
-    #[arg(long = "llm-max-in-flight", value_name = "N")]
-    pub max_in_flight: Option<usize>,
-    /// Allow a non-local endpoint or the Anthropic backend (refused by
-    /// default: documents stay on this machine).
-    #[arg(long = "no-strict-sovereign")]
-    pub no_strict_sovereign: bool,
-}
-
-impl LlmFlags {
-    /// As library overrides.
-    pub fn overrides(&self) -> LlmOverrides {
-        LlmOverrides {
-            backend: self.backend.clone(),
-            endpoint: self.endpoint.clone(),
-            model: self.model.clone(),
-            no_strict_sovereign: self.no_strict_sovereign,
-            max_in_flight: self.max_in_flight,
-        }
-    }
 }
 
 /// The `[llm]` tables a run of `pipeline` reads, lowest precedence first:

@@ -15,7 +15,10 @@
 //! ([`crate::cli`]) use this module like any other host, so no host goes
 //! through another host's command module.
 
+mod flags;
 pub mod interrupt;
+
+pub use flags::LlmFlags;
 
 pub use crate::llm_host::LlmOverrides;
 

@@ -299,6 +299,9 @@ fn review(
         applied: effects.applied,
         flags: effects.flags,
     };
+    // A planning pass that failed: told, and nothing is recorded.
+    let nothing_recorded =
+        |failure| report_failure(failure, "nothing was recorded", workspace.root(), false);
     // The certain fixes of the checks go first, in a pass of their own,
     // and the model reads the text they leave: otherwise a re-run would
     // find the fixed lines new and ask the model about them again.
@@ -311,14 +314,7 @@ fn review(
     {
         let outcome = match certain_fixes(global, control, &planning, &discovery, &text, &state)? {
             Ok(outcome) => outcome,
-            Err(failure) => {
-                return Ok(report_failure(
-                    failure,
-                    "nothing was recorded",
-                    workspace.root(),
-                    false,
-                ))
-            }
+            Err(failure) => return Ok(nothing_recorded(failure)),
         };
         text = outcome.batch.final_text.clone();
         state.next_id = outcome.batch.next_id;
@@ -343,14 +339,7 @@ fn review(
     let (_, result) = passes::run_pass(global, control, &planning, &discovery, pass)?;
     let planned = match result {
         Ok(outcome) => outcome,
-        Err(failure) => {
-            return Ok(report_failure(
-                failure,
-                "nothing was recorded",
-                workspace.root(),
-                false,
-            ))
-        }
+        Err(failure) => return Ok(nothing_recorded(failure)),
     };
     let outcome: ApplyOutcome = passes::parse_output(&planned.record, APPLY, names::APPLY_OUTCOME)?;
     // What the model's kernels did, shown when a model was configured.
