@@ -9,7 +9,9 @@ use koas_orchestrator::embed::ExitStatus;
 use koas_orchestrator::outln;
 use koas_review::clock::{Clock, SystemClock};
 use koas_review_schema::ledger::Actor;
-use koas_review_workspace::{locate_workspace, Workspace, WorkspaceError};
+use koas_review_workspace::{
+    locate_workspace, BeginRequest, PreparedRun, RunKind, Workspace, WorkspaceError,
+};
 use std::path::{Path, PathBuf};
 
 /// Exit codes of the review commands, shown in their `--help` (a macro so
@@ -332,6 +334,23 @@ impl ReviewTarget {
                 .path(koas_review_workspace::paths::EDITED_DOC)
                 .display()
         )
+    }
+
+    /// Starts a run of `kind` on the workspace, under its lock, for a
+    /// command that writes: the output folders checked first, a refusal
+    /// explained.
+    pub fn begin_run(&self, kind: RunKind) -> anyhow::Result<PreparedRun<'_>> {
+        self.prepare_writes()?;
+        let command = command_line();
+        self.workspace
+            .begin(BeginRequest {
+                doc_name: &self.doc_name,
+                document: Some(&self.text),
+                kind,
+                command: &command,
+                clock: clock(),
+            })
+            .map_err(|e| self.explain(e))
     }
 
     /// Turns a workspace error into the message a reviewer acts on: a

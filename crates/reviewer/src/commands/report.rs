@@ -2,15 +2,13 @@
 //! workspace — `review/REVIEW_<stem>.md` and its `stage3/` copy — and the
 //! annotated document, from the ledger as it stands.
 
-use crate::common::{
-    clock, command_line, review_exit_codes, Reply, ReviewTarget, WorkspaceArgs, REFUSED,
-};
+use crate::common::{review_exit_codes, Reply, ReviewTarget, WorkspaceArgs, REFUSED};
 use crate::passes::{self, Control, PassFailure};
 use anyhow::Context as _;
 use clap::Args;
 use koas_orchestrator::embed::{ExitStatus, HostOptions};
 use koas_review::query::count;
-use koas_review_workspace::{paths, BeginRequest, RunKind};
+use koas_review_workspace::{paths, RunKind};
 use serde_json::json;
 use std::path::PathBuf;
 
@@ -77,19 +75,9 @@ fn report(
     target: &ReviewTarget,
 ) -> anyhow::Result<Reply> {
     target.require_workspace()?;
-    target.prepare_writes()?;
-    let command = command_line();
     let workspace = &target.workspace;
     // Under the lock: the report shows one consistent state.
-    let run = workspace
-        .begin(BeginRequest {
-            doc_name: &target.doc_name,
-            document: Some(&target.text),
-            kind: RunKind::Review,
-            command: &command,
-            clock: clock(),
-        })
-        .map_err(|e| target.explain(e))?;
+    let run = target.begin_run(RunKind::Review)?;
     let doc_input = workspace.path(paths::RAW_DOC);
     let mut pipeline = passes::load(
         args.pipeline.as_deref(),

@@ -9,9 +9,7 @@
 //! and ledger entry, the document is replaced atomically, and the views
 //! are refreshed.
 
-use crate::common::{
-    actor, clock, command_line, review_exit_codes, Reply, ReviewTarget, WorkspaceArgs, REFUSED,
-};
+use crate::common::{actor, clock, review_exit_codes, Reply, ReviewTarget, WorkspaceArgs, REFUSED};
 use crate::passes::{self, Control, PassFailure, PassInputs, REVERT};
 use anyhow::Context as _;
 use clap::Args;
@@ -21,7 +19,7 @@ use koas_review_schema::apply::ApplyOptions;
 use koas_review_schema::names;
 use koas_review_schema::revert::RevertOutcome;
 use koas_review_schema::review::ReviewState;
-use koas_review_workspace::{paths, BeginRequest, CommitContext, RunKind};
+use koas_review_workspace::{paths, CommitContext, RunKind};
 use serde_json::{json, Value};
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -106,18 +104,8 @@ fn revert(
     target: &ReviewTarget,
 ) -> anyhow::Result<Reply> {
     target.require_workspace()?;
-    target.prepare_writes()?;
-    let command = command_line();
     let workspace = &target.workspace;
-    let mut run = workspace
-        .begin(BeginRequest {
-            doc_name: &target.doc_name,
-            document: Some(&target.text),
-            kind: RunKind::Revert,
-            command: &command,
-            clock: clock(),
-        })
-        .map_err(|e| target.explain(e))?;
+    let mut run = target.begin_run(RunKind::Revert)?;
     // The views' Stage 1 and 2 describe the original document.
     let doc_input = vec![("doc".to_owned(), workspace.path(paths::RAW_DOC))];
     let mut pipeline = passes::load(args.pipeline.as_deref(), workspace.root(), doc_input)?;
