@@ -16,7 +16,9 @@
 //! bundled `examples/spec-example.md` and, when `../shared` is there, the
 //! French audit of the corpus (`corpus/planted/audit_fr.md`).
 
-use koas_test_support::{koas_bin, repo_root, shared_dir, ModelAnswer, ScriptedModel};
+use koas_test_support::{
+    koas_bin, model_phase_ms, repo_root, request_span, shared_dir, ModelAnswer, ScriptedModel,
+};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -76,15 +78,7 @@ fn run(bin: &Path, doc: &Path) -> Figures {
         .filter_map(|l| serde_json::from_str(l).ok())
         .filter(|e: &Value| e["source"] == "backend")
         .collect();
-    let spans: Vec<(u64, u64)> = entries
-        .iter()
-        .filter_map(|e| {
-            let end = e["unix_ms"].as_u64()?;
-            Some((end - e["latency_ms"].as_u64()?, end))
-        })
-        .collect();
-    let first = spans.iter().map(|s| s.0).min().unwrap_or(0);
-    let last = spans.iter().map(|s| s.1).max().unwrap_or(0);
+    let spans: Vec<(u64, u64)> = entries.iter().filter_map(request_span).collect();
     let sum = |key: &str| entries.iter().filter_map(|e| e[key].as_u64()).sum();
     Figures {
         requests: model.calls(),
@@ -94,7 +88,7 @@ fn run(bin: &Path, doc: &Path) -> Figures {
             .map(|r| (r.prompt.chars().count() as u64).div_ceil(4))
             .sum(),
         answer_tokens: sum("completion_tokens"),
-        model_secs: (last - first) as f64 / 1000.0,
+        model_secs: model_phase_ms(&spans) as f64 / 1000.0,
         wall_secs,
     }
 }

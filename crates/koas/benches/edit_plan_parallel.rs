@@ -15,7 +15,9 @@
 //! uses a fresh folder (no reuse). Needs `../shared` (prints SKIPPED
 //! otherwise).
 
-use koas_test_support::{koas_bin, shared_dir, ModelAnswer, ScriptedModel};
+use koas_test_support::{
+    koas_bin, model_phase_ms, request_span, shared_dir, ModelAnswer, ScriptedModel,
+};
 use serde_json::Value;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -122,14 +124,10 @@ fn main() {
         let spans: Vec<(u64, u64)> = log
             .lines()
             .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .filter_map(|e| {
-                let end = e["unix_ms"].as_u64()?;
-                Some((end - e["latency_ms"].as_u64()?, end))
-            })
+            .filter_map(|e| request_span(&e))
             .collect();
         let first = spans.iter().map(|s| s.0).min().unwrap_or(0);
-        let last = spans.iter().map(|s| s.1).max().unwrap_or(0);
-        let model_secs = (last - first) as f64 / 1000.0;
+        let model_secs = model_phase_ms(&spans) as f64 / 1000.0;
         let max_latency = spans.iter().map(|s| s.1 - s.0).max().unwrap_or(0);
         // Time in the model phase with no request in flight: koas's own
         // work between rounds.

@@ -34,5 +34,5 @@ pub use corpus::{
     shared_seed_000,
 };
 pub use git::{git_apply, git_apply_check, git_available};
-pub use model::{ModelAnswer, ModelRequest, ScriptedModel};
+pub use model::{model_phase_ms, request_span, ModelAnswer, ModelRequest, ScriptedModel};
 pub use workload::{bench_document, bench_ops, generated_ops, Rng};

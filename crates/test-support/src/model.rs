@@ -346,6 +346,21 @@ fn split_pieces(text: &str) -> Vec<String> {
     words.chunks(4).map(|c| c.concat()).collect()
 }
 
+/// When one entry of an exchange log (`llm/exchanges.jsonl`) was sent and
+/// answered, in Unix milliseconds: `None` for an entry without timings.
+pub fn request_span(entry: &Value) -> Option<(u64, u64)> {
+    let end = entry["unix_ms"].as_u64()?;
+    Some((end.saturating_sub(entry["latency_ms"].as_u64()?), end))
+}
+
+/// The model phase of `spans` in milliseconds: first request sent to last
+/// answer in (0 without any).
+pub fn model_phase_ms(spans: &[(u64, u64)]) -> u64 {
+    let first = spans.iter().map(|s| s.0).min().unwrap_or(0);
+    let last = spans.iter().map(|s| s.1).max().unwrap_or(0);
+    last.saturating_sub(first)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
