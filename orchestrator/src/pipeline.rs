@@ -131,7 +131,110 @@ pub struct Pipeline {
     pub config_origins: BTreeMap<String, String>,
 }
 
+/// A pipeline a host carries in its own binary: the same keys as a file,
+/// read from text, on the host's workspace and inputs.
+#[derive(Debug, Clone, Copy)]
+pub struct Embedded<'a> {
+    /// The TOML text (only `name`, `description`, `kernels` and `config`
+    /// are read: the rest is the host's to decide).
+    pub text: &'a str,
+    /// How the pipeline is named in messages, in place of a file name.
+    pub shown: &'a str,
+}
+
 impl Pipeline {
+    /// The pipeline of an [`Embedded`] text on `workspace`, with `inputs`
+    /// as its sources; jobs follow the machine's cores.
+    pub fn embedded(
+        embedded: Embedded<'_>,
+        workspace: &Path,
+        inputs: Vec<(String, PathBuf)>,
+    ) -> Result<Pipeline, PipelineError> {
+        #[derive(Deserialize)]
+        struct Raw {
+            name: String,
+            #[serde(default)]
+            description: String,
+            kernels: Vec<String>,
+            #[serde(default)]
+            config: BTreeMap<String, Value>,
+        }
+        let raw: Raw = toml::from_str(embedded.text).map_err(|e| PipelineError::Invalid {
+            path: PathBuf::from(embedded.shown),
+            message: e.to_string(),
+        })?;
+        Ok(Pipeline {
+            file: PathBuf::from(embedded.shown),
+            name: raw.name,
+            description: raw.description,
+            kernels: raw.kernels,
+            kernel_paths: Vec::new(),
+            workspace: workspace.to_path_buf(),
+            jobs: default_jobs(),
+            inputs: inputs.into_iter().collect(),
+            config: raw.config,
+            llm: None,
+            in_process: false,
+            limits: Default::default(),
+            prompts: None,
+            config_origins: Default::default(),
+        })
+    }
+
+    /// True when the pipeline runs `kernel`.
+    pub fn has(&self, kernel: &str) -> bool {
+        self.kernels.iter().any(|k| k == kernel)
+    }
+
+    /// Fails unless the pipeline runs `kernel`; `why` says what the host
+    /// needs it for.
+    pub fn require(&self, kernel: &str, why: &str) -> Result<(), PipelineError> {
+        if self.has(kernel) {
+            return Ok(());
+        }
+        Err(PipelineError::Invalid {
+            path: self.file.clone(),
+            message: format!("the pipeline has no `{kernel}` kernel, which {why}"),
+        })
+    }
+
+    /// Sets `[config.KERNEL] KEY = value` when the pipeline runs `kernel`
+    /// (a setting for a kernel it does not run would be refused later).
+    pub fn set_config(&mut self, kernel: &str, key: &str, value: Value) {
+        if !self.has(kernel) {
+            return;
+        }
+        let table = self
+            .config
+            .entry(kernel.to_owned())
+            .or_insert_with(|| Value::Object(Default::default()));
+        if let Some(map) = table.as_object_mut() {
+            map.insert(key.to_owned(), value);
+        }
+    }
+
+    /// Puts `defaults` under `kernel`'s own config table (its own keys
+    /// win), when the pipeline runs `kernel`.
+    pub fn config_defaults(&mut self, kernel: &str, defaults: serde_json::Map<String, Value>) {
+        if !self.has(kernel) {
+            return;
+        }
+        let mut table = defaults;
+        if let Some(Value::Object(own)) = self.config.get(kernel) {
+            table.extend(own.clone());
+        }
+        self.config.insert(kernel.to_owned(), Value::Object(table));
+    }
+
+    /// The same pipeline with only the kernels `keep` accepts (and their
+    /// config).
+    pub fn subset(&self, keep: impl Fn(&str) -> bool) -> Pipeline {
+        let mut out = self.clone();
+        out.kernels.retain(|k| keep(k));
+        out.config.retain(|k, _| keep(k));
+        out
+    }
+
     /// Where the value of `kernel`'s config key `key` (a dotted path, or
     /// empty for the whole table) was set: the flag or environment
     /// variable that set it or a key below it, else the pipeline file.

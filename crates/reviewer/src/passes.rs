@@ -14,26 +14,21 @@
 
 use crate::common::LlmFlags;
 pub use crate::outputs::{output, parse_output};
-use anyhow::{bail, Context as _};
+use anyhow::Context as _;
 use koas_kernel_api::hash::sha256;
 use koas_orchestrator::cache::Cache;
 use koas_orchestrator::discovery::Discovery;
-use koas_orchestrator::embed::{
-    discover_and_warn, interrupt, llm_service, prompts_folder, HostOptions,
-};
-use koas_orchestrator::engine::{self, CanonicalJson, Provided, RunOptions, RunOutcome};
-use koas_orchestrator::host::SharedLlm;
-use koas_orchestrator::llm_host::{identity, project_layer, resolve_config, LlmLayer};
-use koas_orchestrator::pipeline::{self, Overrides, Pipeline};
-use koas_orchestrator::prepare::{prepare, Prepared};
-use koas_orchestrator::report::{Observer, Reporter};
-use koas_orchestrator::run_record::{KernelStatus, RunRecord, RunStatus};
+use koas_orchestrator::embed::{self, HostOptions};
+pub use koas_orchestrator::embed::{Control, HostLlm, RunFailure, RunInputs};
+use koas_orchestrator::engine::{CanonicalJson, Provided, RunOutcome};
+use koas_orchestrator::llm_host::LlmLayer;
+use koas_orchestrator::pipeline::{self, Embedded, Overrides, Pipeline};
+use koas_orchestrator::prepare::Prepared;
 use serde::Deserialize;
 use serde_json::Value;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// The built-in reviewer pipeline: `configs/reviewer.toml` as shipped.
 const BUILT_IN: &str = include_str!("../../../configs/reviewer.toml");
@@ -57,16 +52,6 @@ pub const VIEWS: [&str; 2] = ["md_inline_notes_inject", "md_review_report_assemb
 /// The report kernel.
 pub const REPORT: &str = "md_review_report_assemble";
 
-#[derive(Debug, Deserialize)]
-struct BuiltIn {
-    name: String,
-    #[serde(default)]
-    description: String,
-    kernels: Vec<String>,
-    #[serde(default)]
-    config: BTreeMap<String, Value>,
-}
-
 /// The reviewer pipeline for a workspace: `file`, or the built-in one,
 /// with `inputs` as its sources and the workspace as its workspace.
 pub fn load(
@@ -74,268 +59,14 @@ pub fn load(
     workspace: &Path,
     inputs: Vec<(String, PathBuf)>,
 ) -> anyhow::Result<Pipeline> {
-    if let Some(file) = file {
-        let overrides = Overrides {
-            workspace: Some(workspace.to_path_buf()),
-            jobs: None,
-            inputs,
-            sets: Vec::new(),
-        };
-        return Ok(pipeline::load(file, &overrides)?);
-    }
-    built_in(
-        BUILT_IN,
-        BUILT_IN_NAME,
-        "the built-in reviewer pipeline",
-        workspace,
-        inputs,
-    )
+    load_built_in(file, BUILT_IN, BUILT_IN_NAME, workspace, inputs)
 }
 
-/// The pipeline of a built-in file's `text`, shown as `shown` (its file
-/// name in messages), on `workspace` with `inputs` as its sources.
-fn built_in(
-    text: &str,
-    shown: &str,
-    what: &str,
-    workspace: &Path,
-    inputs: Vec<(String, PathBuf)>,
-) -> anyhow::Result<Pipeline> {
-    let raw: BuiltIn = toml::from_str(text).with_context(|| what.to_owned())?;
-    Ok(Pipeline {
-        file: PathBuf::from(shown),
-        name: raw.name,
-        description: raw.description,
-        kernels: raw.kernels,
-        kernel_paths: Vec::new(),
-        workspace: workspace.to_path_buf(),
-        jobs: std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1),
-        inputs: inputs.into_iter().collect(),
-        config: raw.config,
-        llm: None,
-        in_process: false,
-        limits: Default::default(),
-        prompts: None,
-        config_origins: Default::default(),
-    })
-}
-
-/// Sets `[config.KERNEL] KEY = value` (when the kernel is in the
-/// pipeline).
-pub fn set_config(pipeline: &mut Pipeline, kernel: &str, key: &str, value: Value) {
-    if !pipeline.kernels.iter().any(|k| k == kernel) {
-        return;
-    }
-    let table = pipeline
-        .config
-        .entry(kernel.to_owned())
-        .or_insert_with(|| Value::Object(Default::default()));
-    if let Some(map) = table.as_object_mut() {
-        map.insert(key.to_owned(), value);
-    }
-}
-
-/// The same pipeline with only the kernels `keep` accepts.
-pub fn subset(pipeline: &Pipeline, keep: impl Fn(&str) -> bool) -> Pipeline {
-    let mut out = pipeline.clone();
-    out.kernels.retain(|k| keep(k));
-    out.config.retain(|k, _| keep(k));
-    out
-}
-
-/// True when the pipeline runs `kernel`.
-pub fn has(pipeline: &Pipeline, kernel: &str) -> bool {
-    pipeline.kernels.iter().any(|k| k == kernel)
-}
-
-/// Finds the kernels once for every pass.
-pub fn discover(global: &HostOptions, pipeline: &Pipeline) -> Discovery {
-    discover_and_warn(global, pipeline)
-}
-
-/// How a command's runs are stopped and watched: the command line uses
-/// the process's Ctrl-C flag and prints progress on stderr; an embedding
-/// program (the MCP server) gives each request its own flag and relays
-/// progress to its client.
-#[derive(Clone, Default)]
-pub struct Control {
-    /// Set to stop the runs after the current step; `None`: the process's
-    /// Ctrl-C flag, asked for only when a pass starts (until then a
-    /// Ctrl-C ends the process at once).
-    pub cancel: Option<Arc<AtomicBool>>,
-    /// Told every step of every pass.
-    pub observer: Option<Observer>,
-    /// The command's one progress display, made by its first pass and
-    /// shared by the next ones (so a review's passes show one bar, and a
-    /// kernel a later pass takes from the cache is not listed twice);
-    /// cleared when the last clone of this `Control` goes.
-    progress: Arc<CommandProgress>,
-    /// The cache entries the command's passes used, by workspace: what a
-    /// collection at the end of the command keeps.
-    used: Arc<Mutex<BTreeMap<PathBuf, Used>>>,
-}
-
-/// Cache entries a command used in one workspace.
-#[derive(Default)]
-struct Used {
-    actions: BTreeSet<String>,
-    blobs: BTreeSet<String>,
-}
-
-/// Holds the progress display of one command; clears it on drop.
-#[derive(Default)]
-struct CommandProgress(Mutex<Option<Arc<Reporter>>>);
-
-impl Drop for CommandProgress {
-    fn drop(&mut self) {
-        if let Some(reporter) = self.0.lock().ok().and_then(|mut p| p.take()) {
-            reporter.finish();
-        }
-    }
-}
-
-impl Control {
-    /// The command line's: Ctrl-C, progress on stderr only.
-    pub fn ctrl_c() -> Control {
-        Control::default()
-    }
-
-    /// A request of its own: stopped by setting `cancel`, watched by
-    /// `observer`.
-    pub fn new(cancel: Arc<AtomicBool>, observer: Option<Observer>) -> Control {
-        Control {
-            cancel: Some(cancel),
-            observer,
-            progress: Arc::default(),
-            used: Arc::default(),
-        }
-    }
-
-    /// The command's progress display (made on first use): silent with
-    /// `--quiet`, telling the observer every step.
-    fn reporter(&self, global: &HostOptions) -> Arc<Reporter> {
-        let make = || {
-            let reporter = global.reporter(0);
-            Arc::new(match &self.observer {
-                Some(observer) => reporter.with_observer(observer.clone()),
-                None => reporter,
-            })
-        };
-        match self.progress.0.lock() {
-            Ok(mut slot) => slot.get_or_insert_with(make).clone(),
-            Err(_) => make(),
-        }
-    }
-
-    /// The flag a pass watches.
-    fn flag(&self) -> Arc<AtomicBool> {
-        match &self.cancel {
-            Some(flag) => flag.clone(),
-            None => interrupt::flag("finishing the current step"),
-        }
-    }
-
-    /// Remembers the cache entries a finished pass used (its kernels'
-    /// action keys, input and output blobs).
-    fn note_used(&self, record: &RunRecord) {
-        let Ok(mut used) = self.used.lock() else {
-            return;
-        };
-        let entry = used.entry(record.workspace.clone()).or_default();
-        for k in &record.kernels {
-            entry.actions.extend(k.cache_key.iter().cloned());
-        }
-        // Every blob the record names (outputs, inputs, what the host
-        // provided, previous outputs handed over): `koas replay` of this
-        // run reads them all. Blob names are 64 hex digits.
-        fn blobs_in(v: &Value, out: &mut BTreeSet<String>) {
-            match v {
-                Value::String(s) if s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit()) => {
-                    out.insert(s.clone());
-                }
-                Value::Array(items) => items.iter().for_each(|i| blobs_in(i, out)),
-                Value::Object(map) => map.values().for_each(|i| blobs_in(i, out)),
-                _ => {}
-            }
-        }
-        if let Ok(value) = serde_json::to_value(record) {
-            blobs_in(&value, &mut entry.blobs);
-        }
-    }
-
-    /// Collects the cache of every workspace this command ran passes in:
-    /// keeps what its passes used and what the incremental kernels
-    /// remember, deletes the rest (older document versions' artifacts),
-    /// so a workspace does not grow with every review. Best effort: a
-    /// failure leaves more on disk, never less than a run needs.
-    pub fn collect_caches(&self, global: &HostOptions) {
-        let Ok(used) = self.used.lock() else {
-            return;
-        };
-        for (workspace, used) in used.iter() {
-            let mut blobs = used.blobs.clone();
-            blobs.extend(koas_orchestrator::engine::previous_blobs(workspace));
-            match Cache::open(workspace).collect(&used.actions, &blobs) {
-                Ok(done) if global.verbose && done.bytes > 0 => eprintln!(
-                    "koas: cache: {} older entries deleted ({} KB freed)",
-                    done.actions + done.blobs,
-                    done.bytes / 1024
-                ),
-                Ok(_) => {}
-                Err(e) => eprintln!("warning: cache collection in {}: {e}", workspace.display()),
-            }
-        }
-    }
-
-    /// True once the runs were asked to stop.
-    pub fn interrupted(&self) -> bool {
-        match &self.cancel {
-            Some(flag) => flag.load(std::sync::atomic::Ordering::SeqCst),
-            None => interrupt::interrupted(),
-        }
-    }
-}
-
-/// The model of a review, set up once for all its passes.
-#[derive(Clone)]
-pub struct ReviewLlm {
-    handler: SharedLlm,
-    identity: Value,
-    config: Value,
-    /// The tutor model, when one is configured.
-    pub tutor_model: Option<String>,
-    /// Requests in flight at once.
-    pub max_in_flight: usize,
-    /// The server's base URL, for messages.
-    pub endpoint: String,
-}
-
-impl ReviewLlm {
-    /// The backend and the model of each role, as the report shows them.
-    pub fn models(&self) -> (String, BTreeMap<String, String>) {
-        let backend = self.identity["backend"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
-        let models = self.identity["models"]
-            .as_object()
-            .map(|m| {
-                m.iter()
-                    .filter_map(|(role, model)| Some((role.clone(), model.as_str()?.to_owned())))
-                    .collect()
-            })
-            .unwrap_or_default();
-        (backend, models)
-    }
-}
-
-/// The LLM a review of `document` uses: the `[llm]` table of the
+/// The model of a review of `document`: the `[llm]` table of the
 /// project's `koas.toml` (found upward from the document), then the
-/// pipeline's, then the flags. `None` with `no_llm`, or when nothing
-/// configures a model (the LLM kernels then run in their deterministic
-/// mode).
+/// pipeline's, then `--tutor-model`, then the flags. `None` with
+/// `no_llm`, or when nothing configures a model (the LLM kernels then run
+/// in their deterministic mode).
 pub fn review_llm(
     pipeline: &Pipeline,
     document: &Path,
@@ -343,7 +74,7 @@ pub fn review_llm(
     tutor_model: Option<&str>,
     no_llm: bool,
     quiet: bool,
-) -> anyhow::Result<Option<ReviewLlm>> {
+) -> anyhow::Result<Option<HostLlm>> {
     if no_llm {
         return Ok(None);
     }
@@ -351,147 +82,42 @@ pub fn review_llm(
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    let mut layers: Vec<LlmLayer> = project_layer(folder)?.into_iter().collect();
-    if let Some(table) = &pipeline.llm {
-        layers.push(LlmLayer {
-            origin: pipeline.file.clone(),
-            table: table.clone(),
-        });
-    }
-    if let Some(tutor) = tutor_model {
-        layers.push(LlmLayer {
-            origin: PathBuf::from("--tutor-model"),
-            table: serde_json::json!({ "tutor_model": tutor }),
-        });
-    }
-    let Some((config_value, config)) = resolve_config(&layers, &flags.overrides())? else {
-        return Ok(None);
-    };
-    let identity = identity(&config);
-    let tutor_model = config.tutor_model.clone();
-    let max_in_flight = config.max_in_flight;
-    let endpoint = config.endpoint();
-    let origin = layers
-        .last()
-        .map(|l| l.origin.clone())
-        .unwrap_or_else(|| PathBuf::from("the command line"));
-    let handler = llm_service(config, &pipeline.workspace, &origin, quiet)?;
-    Ok(Some(ReviewLlm {
-        handler,
-        identity,
-        config: config_value,
-        tutor_model,
-        max_in_flight,
-        endpoint,
-    }))
+    let tutor = tutor_model.map(|tutor| LlmLayer {
+        origin: PathBuf::from("--tutor-model"),
+        table: serde_json::json!({ "tutor_model": tutor }),
+    });
+    let extra = tutor.into_iter().collect();
+    Ok(HostLlm::configured(
+        pipeline,
+        folder,
+        extra,
+        &flags.overrides(),
+        quiet,
+    )?)
 }
 
-/// What a pass needs besides the pipeline.
-#[derive(Default)]
-pub struct PassInputs {
-    /// Artifacts the host provides instead of a kernel, by name (the
-    /// workspace's `review_doc`, `ledger`, `review_state`, `review_meta`).
-    pub provided: BTreeMap<String, Provided>,
-    /// The contents of `[inputs]` entries the command already read (the
-    /// document, read once with its guards), by artifact name: the engine
-    /// keys them under the entry's path as if it had read that file.
-    pub sources: BTreeMap<String, Arc<[u8]>>,
-    /// Outputs whose declared files the host writes itself.
-    pub host_written: BTreeSet<String>,
-    /// The model, when the review has one.
-    pub llm: Option<ReviewLlm>,
-    /// Show no progress (a pass that only reads cached results back).
-    pub quiet: bool,
-    /// The command's cache collection does not keep this pass's entries
-    /// (its result is kept elsewhere).
-    pub transient: bool,
-}
-
-/// How a pass ended when it did not succeed.
-pub enum PassFailure {
-    /// A kernel failed (its message names it).
-    Kernel(String),
-    /// Ctrl-C was pressed; the run stopped after the current step.
-    Interrupted,
-}
-
-/// One engine run of `pipeline` (already reduced to the pass's kernels).
+/// One engine run of `pipeline` (already reduced to the pass's kernels)
+/// in a review workspace: the workspace's own files are reserved, and
+/// its snapshot of the original is never written by a kernel.
 pub fn run_pass(
     global: &HostOptions,
     control: &Control,
     pipeline: &Pipeline,
     discovery: &Discovery,
-    inputs: PassInputs,
-) -> anyhow::Result<(Prepared, Result<RunOutcome, PassFailure>)> {
-    let prepared = prepare(pipeline, discovery)?;
-    let mut opts = RunOptions::new(pipeline.jobs);
-    opts.cancel = control.flag();
-    opts.isolation = global.isolation(Some(pipeline));
-    opts.limits = global.limits(pipeline);
-    opts.reserved = koas_review_workspace::paths::RESERVED
+    inputs: RunInputs,
+) -> anyhow::Result<(Prepared, Result<RunOutcome, RunFailure>)> {
+    let mut inputs = inputs;
+    inputs.reserved = koas_review_workspace::paths::RESERVED
         .iter()
         .map(|(path, what)| (path.to_string(), what.to_string()))
         .collect();
-    opts.provided = inputs.provided;
-    opts.source_contents = inputs.sources;
-    opts.host_written = inputs.host_written;
     // The workspace wrote its snapshot of the original when it was
     // created; Stage 1 runs on the current document, whose text must not
     // reach that write-once file.
-    opts.host_written
+    inputs
+        .host_written
         .insert(koas_review_schema::names::DOC_RAW.to_owned());
-    opts.prompts = prompts_folder(pipeline.prompts.as_deref())?;
-    if let Some(llm) = inputs.llm {
-        opts.llm = Some(llm.handler);
-        opts.llm_identity = Some(llm.identity);
-        opts.llm_config = Some(llm.config);
-    }
-    // A pass that only reads cached results back shows nothing, but the
-    // observer still hears it.
-    let (reporter, own) = if inputs.quiet {
-        let reporter = Reporter::quiet();
-        let reporter = match &control.observer {
-            Some(observer) => reporter.with_observer(observer.clone()),
-            None => reporter,
-        };
-        (Arc::new(reporter), true)
-    } else {
-        (control.reporter(global), false)
-    };
-    reporter.plan(&prepared.dag.order);
-    let outcome = engine::run(&prepared, &opts, reporter.clone())
-        .with_context(|| format!("pipeline {}", pipeline.file.display()))?;
-    if !inputs.transient {
-        control.note_used(&outcome.record);
-    }
-    if own {
-        reporter.finish();
-    }
-    let status = outcome.record.status;
-    let result = match status {
-        RunStatus::Ok => Ok(outcome),
-        RunStatus::Cancelled => Err(PassFailure::Interrupted),
-        RunStatus::Failed => Err(PassFailure::Kernel(failures(&outcome.record))),
-    };
-    Ok((prepared, result))
-}
-
-/// The failed kernels of a run, one line each.
-fn failures(record: &RunRecord) -> String {
-    record
-        .kernels
-        .iter()
-        .filter(|k| k.status == KernelStatus::Failed)
-        .map(|k| {
-            format!(
-                "kernel `{}` ({}) failed: {}",
-                k.name,
-                k.plugin.display(),
-                k.error.as_deref().unwrap_or("no message")
-            )
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
+    Ok(embed::run(global, control, pipeline, discovery, inputs)?)
 }
 
 /// `review_meta` as canonical JSON, its apply log (one record per op of
@@ -521,17 +147,6 @@ fn context_json(
         members.push(("model".to_owned(), CanonicalJson::of(model)?));
     }
     CanonicalJson::object(members)
-}
-
-/// Fails unless the pipeline runs `kernel`.
-pub fn require(pipeline: &Pipeline, kernel: &str, why: &str) -> anyhow::Result<()> {
-    if !has(pipeline, kernel) {
-        bail!(
-            "{}: the pipeline has no `{kernel}` kernel, which {why}",
-            pipeline.file.display()
-        );
-    }
-    Ok(())
 }
 
 /// The kernel versions of every kernel of `pipeline` that discovery found.
@@ -564,7 +179,7 @@ pub struct Views {
 /// under the report's title.
 ///
 /// It runs after a commit, so every failure, a setup error included, is a
-/// [`PassFailure`]: the caller reports that the changes are recorded but
+/// [`RunFailure`]: the caller reports that the changes are recorded but
 /// the views are stale.
 pub fn run_views(
     global: &HostOptions,
@@ -573,7 +188,7 @@ pub fn run_views(
     discovery: &Discovery,
     run: &koas_review_workspace::PreparedRun<'_>,
     notice: Option<String>,
-) -> Result<Views, PassFailure> {
+) -> Result<Views, RunFailure> {
     run_views_with_model(global, control, pipeline, discovery, run, notice, None)
 }
 
@@ -587,7 +202,7 @@ pub fn run_views_with_model(
     run: &koas_review_workspace::PreparedRun<'_>,
     notice: Option<String>,
     model: Option<koas_review_schema::review::ReviewModelRun>,
-) -> Result<Views, PassFailure> {
+) -> Result<Views, RunFailure> {
     views_pass(global, control, pipeline, discovery, run, notice, model).unwrap_or_else(|e| {
         let mut message = e.to_string();
         for cause in e.chain().skip(1) {
@@ -596,7 +211,7 @@ pub fn run_views_with_model(
                 message.push_str(&format!(": {cause}"));
             }
         }
-        Err(PassFailure::Kernel(message))
+        Err(RunFailure::Kernel(message))
     })
 }
 
@@ -610,7 +225,7 @@ fn original_findings(
     pipeline: &Pipeline,
     discovery: &Discovery,
     workspace: &koas_review_workspace::Workspace,
-) -> anyhow::Result<Result<Vec<koas_review_schema::findings::Finding>, PassFailure>> {
+) -> anyhow::Result<Result<Vec<koas_review_schema::findings::Finding>, RunFailure>> {
     use koas_review_schema::findings::FindingsArtifact;
     use koas_review_schema::names;
     const FINDINGS: [&str; 2] = [names::ISSUES, names::NUMBERING_FINDINGS];
@@ -630,7 +245,7 @@ fn original_findings(
     if scans.is_empty() {
         return Ok(Ok(Vec::new()));
     }
-    let mut original = subset(pipeline, |k| {
+    let mut original = pipeline.subset(|k| {
         scans.iter().any(|s| s == k) || spec(k).is_some_and(|s| s.stage == "S1" && !s.uses_llm)
     });
     // The original document never changes in a workspace: its findings are
@@ -672,10 +287,10 @@ fn original_findings(
         "doc".to_owned(),
         workspace.path(koas_review_workspace::paths::RAW_DOC),
     );
-    let mut inputs = PassInputs {
+    let mut inputs = RunInputs {
         quiet: true,
         transient: true,
-        ..PassInputs::default()
+        ..RunInputs::default()
     };
     inputs.host_written = original
         .kernels
@@ -731,14 +346,14 @@ fn views_pass(
     run: &koas_review_workspace::PreparedRun<'_>,
     notice: Option<String>,
     model: Option<koas_review_schema::review::ReviewModelRun>,
-) -> anyhow::Result<Result<Views, PassFailure>> {
+) -> anyhow::Result<Result<Views, RunFailure>> {
     use koas_review_schema::names;
     use koas_review_schema::review::ReportContext;
     use koas_review_schema::review::ReportMeta;
     // The model's kernels ran in the planning pass; run again here, without
     // the model, they would overwrite what it wrote.
     let uses_llm = |k: &str| discovery.kernels.get(k).is_some_and(|l| l.spec.uses_llm);
-    let mut views = subset(pipeline, |k| k != APPLY && k != REVERT && !uses_llm(k));
+    let mut views = pipeline.subset(|k| k != APPLY && k != REVERT && !uses_llm(k));
     let workspace = run.workspace();
     // Stage 1 and 2 describe the document as committed: the file every
     // commit rewrites, whose text the run holds (handed over below).
@@ -747,7 +362,7 @@ fn views_pass(
     if committed {
         views.inputs.insert("doc".to_owned(), edited);
     }
-    if !VIEWS.iter().any(|v| has(&views, v)) {
+    if !VIEWS.iter().any(|v| views.has(v)) {
         return Ok(Ok(Views::default()));
     }
     let meta = ReportMeta {
@@ -774,7 +389,7 @@ fn views_pass(
         model,
         earlier_findings,
     };
-    let mut inputs = PassInputs::default();
+    let mut inputs = RunInputs::default();
     if committed {
         inputs
             .sources
@@ -808,7 +423,7 @@ fn views_pass(
         Ok(outcome) => outcome,
         Err(failure) => return Ok(Err(failure)),
     };
-    if !has(&views, REPORT) {
+    if !views.has(REPORT) {
         return Ok(Ok(Views::default()));
     }
     let text = output(&outcome.record, REPORT, names::REVIEW_REPORT)?;
@@ -840,7 +455,7 @@ fn views_pass(
     }))
 }
 
-/// A built-in pipeline other than the reviewer's (`koas refine`'s
+/// A built-in pipeline (the reviewer's, or `koas refine`'s
 /// `configs/refine.toml`), named `shown` in messages, or `file` when
 /// given, with `inputs` as its sources and `workspace` as its workspace.
 pub fn load_built_in(
@@ -850,10 +465,17 @@ pub fn load_built_in(
     workspace: &Path,
     inputs: Vec<(String, PathBuf)>,
 ) -> anyhow::Result<Pipeline> {
-    if file.is_some() {
-        return load(file, workspace, inputs);
-    }
-    built_in(text, shown, shown, workspace, inputs)
+    let Some(file) = file else {
+        let embedded = Embedded { text, shown };
+        return Ok(Pipeline::embedded(embedded, workspace, inputs)?);
+    };
+    let overrides = Overrides {
+        workspace: Some(workspace.to_path_buf()),
+        jobs: None,
+        inputs,
+        sets: Vec::new(),
+    };
+    Ok(pipeline::load(file, &overrides)?)
 }
 
 #[cfg(test)]

@@ -17,8 +17,10 @@
 
 mod flags;
 pub mod interrupt;
+mod run;
 
 pub use flags::LlmFlags;
+pub use run::{run, Control, HostLlm, RunFailure, RunInputs};
 
 pub use crate::llm_host::LlmOverrides;
 
@@ -52,6 +54,21 @@ pub enum HostError {
     /// A prompts folder was named but does not exist.
     #[error("prompts folder {} does not exist", .0.display())]
     NoPromptsFolder(PathBuf),
+    /// The `[llm]` settings could not be read or resolved.
+    #[error(transparent)]
+    LlmSetup(#[from] crate::llm_host::LlmSetupError),
+    /// The pipeline's kernels could not be put together into a run.
+    #[error(transparent)]
+    Prepare(#[from] crate::prepare::PrepareError),
+    /// A run of the pipeline could not start or be recorded.
+    #[error("pipeline {}", pipeline.display())]
+    Run {
+        /// The pipeline, named in the message.
+        pipeline: PathBuf,
+        /// Why (boxed, as for [`HostError::LlmService`]).
+        #[source]
+        source: Box<crate::engine::RunError>,
+    },
 }
 
 /// How a command ended, as scripts see it: the process exit code.

@@ -3,7 +3,7 @@
 //! next to the built-in checks, named by kernel.
 
 use crate::kernel_findings;
-use crate::passes::{self, Control, PassFailure, PassInputs};
+use crate::passes::{self, Control, RunFailure, RunInputs};
 use koas_orchestrator::embed::HostOptions;
 use koas_orchestrator::pipeline::{self, Overrides};
 use koas_review_schema::findings::{KernelFindings, Severity};
@@ -28,21 +28,21 @@ pub fn findings_for(
         sets: Vec::new(),
     };
     let pipeline = pipeline::load(file, &overrides)?;
-    let discovery = passes::discover(global, &pipeline);
+    let discovery = koas_orchestrator::embed::discover_and_warn(global, &pipeline);
     let control = Control::ctrl_c();
-    let inputs = PassInputs {
+    let inputs = RunInputs {
         quiet: true,
-        ..PassInputs::default()
+        ..RunInputs::default()
     };
     let (_, result) = passes::run_pass(global, &control, &pipeline, &discovery, inputs)?;
     match result {
         Ok(outcome) => Ok(kernel_findings::collect(&outcome.record)),
-        Err(PassFailure::Kernel(message)) => Err(anyhow::anyhow!(
+        Err(RunFailure::Kernel(message)) => Err(anyhow::anyhow!(
             "{}: pipeline {}: {message}",
             doc.display(),
             file.display()
         )),
-        Err(PassFailure::Interrupted) => Err(anyhow::anyhow!(
+        Err(RunFailure::Interrupted) => Err(anyhow::anyhow!(
             "{}: pipeline {}: interrupted",
             doc.display(),
             file.display()

@@ -10,7 +10,7 @@
 use crate::common::{
     actor, clock, command_line, review_exit_codes, Reply, ReviewTarget, WorkspaceArgs, REFUSED,
 };
-use crate::passes::{self, Control, PassFailure};
+use crate::passes::{self, Control, RunFailure};
 use anyhow::Context as _;
 use clap::Args;
 use koas_orchestrator::embed::{ExitStatus, HostOptions};
@@ -113,18 +113,18 @@ fn dismiss(
     let doc_input = vec![("doc".to_owned(), workspace.path(paths::RAW_DOC))];
     let mut pipeline = passes::load(args.pipeline.as_deref(), workspace.root(), doc_input)?;
     target.project.apply(&mut pipeline)?;
-    let discovery = passes::discover(global, &pipeline);
+    let discovery = koas_orchestrator::embed::discover_and_warn(global, &pipeline);
     let views = match passes::run_views(global, control, &pipeline, &discovery, &run, None) {
         Ok(views) => views,
         Err(failure) => {
             let stale = "the dismissal is recorded, but the report and annotated document could not be refreshed";
             eprintln!("koas: {stale}");
             return Ok(match failure {
-                PassFailure::Kernel(message) => {
+                RunFailure::Kernel(message) => {
                     eprintln!("error: {message}");
                     Reply::failed(REFUSED, &format!("{stale}: {message}"), target.root())
                 }
-                PassFailure::Interrupted => Reply::failed(
+                RunFailure::Interrupted => Reply::failed(
                     ExitStatus::Interrupted,
                     &format!("{stale}: interrupted"),
                     target.root(),

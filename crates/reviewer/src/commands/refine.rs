@@ -27,7 +27,7 @@ use crate::common::{
     actor, clock, command_line, on_workspace, print_json, review_exit_codes, ReviewTarget,
     WorkspaceArgs, REFUSED,
 };
-use crate::passes::{self, PassFailure, PassInputs, APPLY};
+use crate::passes::{self, RunFailure, RunInputs, APPLY};
 use anyhow::{bail, Context as _};
 use clap::Args;
 use koas_orchestrator::discovery::Discovery;
@@ -336,7 +336,7 @@ fn pass(
     global: &HostOptions,
     pipeline: &Pipeline,
     discovery: &Discovery,
-    inputs: PassInputs,
+    inputs: RunInputs,
     records: &mut PassRecords,
     label: &str,
 ) -> anyhow::Result<koas_orchestrator::engine::RunOutcome> {
@@ -346,8 +346,8 @@ fn pass(
     records.keep(label);
     match result {
         Ok(outcome) => Ok(outcome),
-        Err(PassFailure::Kernel(message)) => bail!("{message}"),
-        Err(PassFailure::Interrupted) => bail!("interrupted"),
+        Err(RunFailure::Kernel(message)) => bail!("{message}"),
+        Err(RunFailure::Interrupted) => bail!("interrupted"),
     }
 }
 
@@ -356,10 +356,10 @@ fn pass(
 /// source as the command holds it (the engine does not read it again).
 fn base_inputs(
     run: &PreparedRun<'_>,
-    llm: &passes::ReviewLlm,
+    llm: &passes::HostLlm,
     doc: &str,
-) -> anyhow::Result<PassInputs> {
-    let mut inputs = PassInputs::default();
+) -> anyhow::Result<RunInputs> {
+    let mut inputs = RunInputs::default();
     inputs
         .sources
         .insert("doc".to_owned(), std::sync::Arc::from(doc.as_bytes()));
@@ -376,7 +376,7 @@ struct Passes {
     /// The whole pipeline (its view kernels refresh the report).
     whole: Pipeline,
     discovery: Discovery,
-    llm: passes::ReviewLlm,
+    llm: passes::HostLlm,
     assess: Pipeline,
     fix: Pipeline,
     /// A decided plan is fixed without the judges, the arbiter or the
@@ -428,7 +428,7 @@ impl Host<'_> {
     fn pass(
         &mut self,
         which: Which,
-        inputs: PassInputs,
+        inputs: RunInputs,
         label: &str,
     ) -> anyhow::Result<koas_orchestrator::engine::RunOutcome> {
         let pipeline = match which {
@@ -495,10 +495,10 @@ fn passes_of(
         vec![("doc".to_owned(), doc_input)],
     )?;
     for k in [JUDGE, ARBITER, ROUTER, FIX, APPLY, VERIFY] {
-        passes::require(&pipeline, k, "koas refine runs")?;
+        pipeline.require(k, "koas refine runs")?;
     }
     if !args.judges.is_empty() {
-        passes::set_config(&mut pipeline, JUDGE, "judges", json!(args.judges));
+        pipeline.set_config(JUDGE, "judges", json!(args.judges));
     }
     let Some(llm) = passes::review_llm(
         &pipeline,
@@ -512,14 +512,12 @@ fn passes_of(
         bail!("koas refine needs a model: an [llm] table in koas.toml, or --llm-backend/--llm-endpoint/--llm-model");
     };
     Ok(Passes {
-        discovery: passes::discover(global, &pipeline),
+        discovery: koas_orchestrator::embed::discover_and_warn(global, &pipeline),
         llm,
-        assess: passes::subset(&pipeline, |k| k != FIX && k != APPLY && k != VERIFY),
-        fix: passes::subset(&pipeline, |k| k != VERIFY),
-        fix_decided: passes::subset(&pipeline, |k| {
-            k != JUDGE && k != ARBITER && k != ROUTER && k != VERIFY
-        }),
-        verify: passes::subset(&pipeline, |k| k == VERIFY),
+        assess: pipeline.subset(|k| k != FIX && k != APPLY && k != VERIFY),
+        fix: pipeline.subset(|k| k != VERIFY),
+        fix_decided: pipeline.subset(|k| k != JUDGE && k != ARBITER && k != ROUTER && k != VERIFY),
+        verify: pipeline.subset(|k| k == VERIFY),
         whole: pipeline,
         original,
     })
@@ -775,9 +773,9 @@ fn verify(
     if round.changes.is_empty() {
         return Ok(ControlFlow::Continue(()));
     }
-    let mut inputs = PassInputs {
+    let mut inputs = RunInputs {
         llm: Some(host.passes.llm.clone()),
-        ..PassInputs::default()
+        ..RunInputs::default()
     };
     inputs.provided.insert(
         names::REFINE_CHANGES.to_owned(),
@@ -842,11 +840,11 @@ fn finish(
                 drop(run);
                 print_summary(args, target, &summary, None)?;
                 return Ok(match failure {
-                    PassFailure::Kernel(message) => {
+                    RunFailure::Kernel(message) => {
                         eprintln!("error: {message}\n  (DOC was not replaced)");
                         REFUSED
                     }
-                    PassFailure::Interrupted => {
+                    RunFailure::Interrupted => {
                         eprintln!("koas: interrupted (DOC was not replaced)");
                         ExitStatus::Interrupted
                     }
@@ -902,17 +900,17 @@ fn refresh_views(
     target: &ReviewTarget,
     pipeline: &Pipeline,
     run: &PreparedRun<'_>,
-    llm: &passes::ReviewLlm,
+    llm: &passes::HostLlm,
     summary: &RefineSummary,
-) -> Result<passes::Views, PassFailure> {
-    let views = if passes::has(pipeline, passes::REPORT) {
+) -> Result<passes::Views, RunFailure> {
+    let views = if pipeline.has(passes::REPORT) {
         pipeline.clone()
     } else {
         let raw = target.workspace.path(paths::RAW_DOC);
         passes::load(None, target.root(), vec![("doc".to_owned(), raw)])
-            .map_err(|e| PassFailure::Kernel(format!("{e:#}")))?
+            .map_err(|e| RunFailure::Kernel(format!("{e:#}")))?
     };
-    let discovery = passes::discover(global, &views);
+    let discovery = koas_orchestrator::embed::discover_and_warn(global, &views);
     let (backend, models) = llm.models();
     let model = ReviewModelRun {
         backend,

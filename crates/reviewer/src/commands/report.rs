@@ -3,7 +3,7 @@
 //! annotated document, from the ledger as it stands.
 
 use crate::common::{review_exit_codes, Reply, ReviewTarget, WorkspaceArgs, REFUSED};
-use crate::passes::{self, Control, PassFailure};
+use crate::passes::{self, Control, RunFailure};
 use anyhow::Context as _;
 use clap::Args;
 use koas_orchestrator::embed::{ExitStatus, HostOptions};
@@ -85,15 +85,15 @@ fn report(
         vec![("doc".to_owned(), doc_input)],
     )?;
     target.project.apply(&mut pipeline)?;
-    passes::require(&pipeline, passes::REPORT, "renders the report")?;
-    let discovery = passes::discover(global, &pipeline);
+    pipeline.require(passes::REPORT, "renders the report")?;
+    let discovery = koas_orchestrator::embed::discover_and_warn(global, &pipeline);
     let views = match passes::run_views(global, control, &pipeline, &discovery, &run, None) {
         Ok(views) => views,
-        Err(PassFailure::Kernel(message)) => {
+        Err(RunFailure::Kernel(message)) => {
             eprintln!("error: {message}");
             return Ok(Reply::failed(REFUSED, &message, target.root()));
         }
-        Err(PassFailure::Interrupted) => {
+        Err(RunFailure::Interrupted) => {
             return Ok(Reply::failed(
                 ExitStatus::Interrupted,
                 "interrupted",
