@@ -255,3 +255,170 @@ fn the_report_lists_the_current_findings_and_what_resolved_the_others() {
     assert!(current.contains("| ai_leftover |"), "{report}");
     assert!(!resolved.contains("ai_leftover"), "{report}");
 }
+
+/// The text of a file of the scratch folder.
+fn text_of(s: &Scratch, name: &str) -> String {
+    String::from_utf8(s.read(name)).expect("utf-8")
+}
+
+#[test]
+fn revert_after_an_in_place_review_writes_the_file_too() {
+    // The bug: the revert updated only the workspace's copy, DOC kept the
+    // fix, and `koas status` said nothing of it.
+    let s = reviewed(true);
+    assert!(text_of(&s, "doc.md").contains("bandwidth"));
+    let (out, summary) = s.koas_json(&["revert", "doc.md", "RVW-0001"]);
+    assert_code(&out, 0, "revert");
+    assert_eq!(summary["in_place"], true, "{summary}");
+    let doc = text_of(&s, "doc.md");
+    assert!(doc.contains("The bandwith is low."), "{doc}");
+    assert!(doc.contains("Some better text here."), "{doc}");
+    let out = s.koas(&["revert", "doc.md", "RVW-0002"]);
+    assert_code(&out, 0, "second revert");
+    assert!(
+        stdout(&out)
+            .contains("replaced:  doc.md (its review writes it: the last review was --in-place)"),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(
+        text_of(&s, "doc.md"),
+        DOC,
+        "both reverted: the original bytes"
+    );
+    let (out, status) = s.koas_json(&["status", "doc.md"]);
+    assert_code(&out, 0, "status");
+    assert_eq!(status["document_file"], "current", "{status}");
+    assert_eq!(status["writes_document"], true, "{status}");
+    let out = s.koas(&["status", "doc.md"]);
+    assert!(
+        stdout(&out).contains(
+            "file:      doc.md is the review's current version (reviews and reverts write it: the last review was --in-place)"
+        ),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn a_review_without_in_place_keeps_the_file_and_status_says_so() {
+    let s = reviewed(false);
+    assert_eq!(text_of(&s, "doc.md"), DOC);
+    let out = s.koas(&["status", "doc.md"]);
+    assert_code(&out, 0, "status");
+    assert!(
+        stdout(&out).contains("file:      doc.md is the original, 2 change(s) behind its review"),
+        "{}",
+        stdout(&out)
+    );
+    // A revert then touches only the workspace: DOC was never written.
+    let (out, summary) = s.koas_json(&["revert", "doc.md", "RVW-0001"]);
+    assert_code(&out, 0, "revert");
+    assert_eq!(summary["in_place"], false, "{summary}");
+    assert_eq!(text_of(&s, "doc.md"), DOC);
+    // An --in-place review, then one without: the review stops writing
+    // DOC, and a revert leaves it alone.
+    assert_code(
+        &s.koas(&["-q", "review", "doc.md", "--no-llm", "--in-place"]),
+        0,
+        "in place",
+    );
+    assert_code(
+        &s.koas(&["-q", "review", "doc.md", "--no-llm"]),
+        0,
+        "not in place",
+    );
+    let before = text_of(&s, "doc.md");
+    assert_code(
+        &s.koas(&["-q", "revert", "doc.md", "RVW-0002"]),
+        0,
+        "revert",
+    );
+    assert_eq!(text_of(&s, "doc.md"), before, "not written");
+    let (_, status) = s.koas_json(&["status", "doc.md"]);
+    assert_eq!(status["writes_document"], false, "{status}");
+    assert_eq!(status["document_file"], "behind", "{status}");
+}
+
+#[test]
+fn a_rebase_does_not_bring_back_a_change_reverted_in_the_workspace() {
+    // The bug: a change reverted without writing DOC came back as a hand
+    // edit (kind external, attributed to the writer) at the next rebase.
+    let s = reviewed(true);
+    assert_code(
+        &s.koas(&["-q", "review", "doc.md", "--no-llm"]),
+        0,
+        "a review that stops writing DOC",
+    );
+    assert_code(
+        &s.koas(&["-q", "revert", "doc.md", "RVW-0001"]),
+        0,
+        "revert",
+    );
+    let doc = text_of(&s, "doc.md");
+    assert!(doc.contains("bandwidth"), "DOC still has the fix: {doc}");
+    // The writer edits the file by hand: a closing line.
+    s.write("doc.md", &format!("{doc}\nThe end.\n"));
+    let (out, summary) = s.koas_json(&["review", "doc.md", "--rebase", "--no-llm"]);
+    assert_code(&out, 0, "rebase");
+    let entries = ledger(&s);
+    let external: Vec<&Value> = entries.iter().filter(|e| e["kind"] == "external").collect();
+    assert_eq!(external.len(), 1, "only the writer's edit: {external:?}");
+    assert!(
+        external[0]["after_text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("The end.")
+            || external[0]["patch_text"].to_string().contains("The end."),
+        "{}",
+        external[0]
+    );
+    let current =
+        std::fs::read_to_string(s.workspace().join("stage3/doc.edited.md")).expect("edited");
+    assert!(
+        current.contains("The bandwith is low."),
+        "RVW-0001 stays reverted: {current}"
+    );
+    assert!(
+        current.contains("Some better text here."),
+        "RVW-0002 kept: {current}"
+    );
+    assert!(current.ends_with("\nThe end.\n"), "{current}");
+    assert!(summary.get("rebase_overlaps").is_none(), "{summary}");
+    // DOC itself is as the writer left it, and known: no second rebase.
+    assert_code(
+        &s.koas(&["-q", "review", "doc.md", "--no-llm"]),
+        0,
+        "next review",
+    );
+    let (_, status) = s.koas_json(&["status", "doc.md"]);
+    assert_eq!(status["document_changed_outside"], false, "{status}");
+    assert_eq!(status["document_file"], "behind", "{status}");
+}
+
+#[test]
+fn a_hand_edit_of_a_line_the_review_reverted_since_is_recorded_and_said() {
+    let s = reviewed(true);
+    assert_code(
+        &s.koas(&["-q", "review", "doc.md", "--no-llm"]),
+        0,
+        "stop writing",
+    );
+    assert_code(
+        &s.koas(&["-q", "revert", "doc.md", "RVW-0001"]),
+        0,
+        "revert",
+    );
+    let doc = text_of(&s, "doc.md").replace("The bandwidth is low.", "The bandwidth is very low.");
+    s.write("doc.md", &doc);
+    let out = s.koas(&["review", "doc.md", "--rebase", "--no-llm"]);
+    assert_code(&out, 0, "rebase");
+    assert!(
+        stdout(&out).contains("overlap:   doc.md lines 7: the hand edits there touch lines the review changed or reverted since doc.md was last written; they are recorded as doc.md has them"),
+        "{}",
+        stdout(&out)
+    );
+    let current =
+        std::fs::read_to_string(s.workspace().join("stage3/doc.edited.md")).expect("edited");
+    assert_eq!(current, doc, "recorded as DOC has it");
+}

@@ -814,3 +814,66 @@ fn regression_orphan_patch_files_are_counted_by_status_and_removed_before_the_ne
     let (_, v) = s.koas_json(&["status", "doc.md"]);
     assert_eq!(v["status"], "ok", "{v:#}");
 }
+
+#[cfg(unix)]
+#[test]
+fn ctrl_c_during_a_rebase_says_the_hand_edits_were_recorded() {
+    // The bug: "interrupted (nothing was recorded)" while the rebase's
+    // external entry was in the ledger.
+    use koas_test_support::model::{ModelAnswer, ModelRequest, ScriptedModel};
+    let s = Scratch::new();
+    s.write("doc.md", &document());
+    write_ops(
+        &s,
+        "ops.json",
+        json!([{"action": "replace", "kind": "typo", "target": {"line_start": 5},
+                "before_text": "bandwith", "after_text": "bandwidth"}]),
+    );
+    let first = s.koas(&["-q", "review", "doc.md", "--ops", "ops.json", "--in-place"]);
+    assert_code(&first, 0, "first review");
+    let text = String::from_utf8(s.read("doc.md")).expect("utf-8");
+    s.write("doc.md", &format!("{text}\nA line of my own.\n"));
+    // A model that answers only once the test has interrupted koas.
+    let (on_ask, asked) = std::sync::mpsc::channel::<()>();
+    let on_ask = std::sync::Mutex::new(on_ask);
+    let model = ScriptedModel::start(move |_r: &ModelRequest| {
+        if let Ok(tell) = on_ask.lock() {
+            let _ = tell.send(());
+        }
+        std::thread::sleep(Duration::from_secs(2));
+        ModelAnswer::text("BEGIN_EDIT_OPS\n[]\nEND_EDIT_OPS")
+    });
+    let mut args = vec!["review", "doc.md", "--rebase", "--skip-pyramid"];
+    let flags = crate::review_common::llm_flags(&model, 1);
+    args.extend(flags.iter().map(String::as_str));
+    let child = s
+        .command(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("koas starts");
+    asked
+        .recv_timeout(Duration::from_secs(120))
+        .expect("the model was asked");
+    interrupt(child.id());
+    let out = finish(child, "interrupted rebase");
+    assert_code(&out, 130, "interrupted");
+    let ledger =
+        std::fs::read_to_string(s.workspace().join("review/ledger.jsonl")).expect("ledger");
+    assert!(
+        ledger.contains("\"external\""),
+        "the hand edit is recorded: {ledger}"
+    );
+    assert!(
+        stderr(&out).contains(
+            "only the hand edits were recorded (RVW-0002, kind external); no review change was recorded"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        !stderr(&out).contains("nothing was recorded"),
+        "{}",
+        stderr(&out)
+    );
+}

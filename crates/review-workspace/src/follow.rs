@@ -189,6 +189,111 @@ pub fn locate_workspace(doc_path: &Path, text: &str) -> Located {
     }
 }
 
+/// A hand edit that could not be carried over: it touches lines the
+/// review changed (or reverted) since the file was last written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Overlap {
+    /// First line of the edit in the file (1-based; for lines removed,
+    /// the line after them).
+    pub first: usize,
+    /// Last line of the edit in the file (`first` for lines removed).
+    pub last: usize,
+}
+
+/// The hand edits of `file` since `base` (the file as koas last saw it),
+/// carried onto `current` (the review's document, which may have changed
+/// since: changes made or reverted without writing the file). Fails with
+/// the overlaps when an edit touches lines the review changed since
+/// (unless both made the very same edit).
+pub fn carry_edits(base: &str, current: &str, file: &str) -> Result<String, Vec<Overlap>> {
+    let lines = |text: &str| LineBuf::parse(text).lines().to_vec();
+    let (base, current, file) = (lines(base), lines(current), lines(file));
+    let ours = hunks_between(&base, &current);
+    let theirs = hunks_between(&base, &file);
+    let same = |a: &Hunk, b: &Hunk| a.old == b.old && current[a.new.clone()] == file[b.new.clone()];
+    let touches = |a: &Hunk, b: &Hunk| {
+        (a.old.start < b.old.end && b.old.start < a.old.end)
+            || a.old.start == b.old.start
+            || (a.old.is_empty() && b.old.contains(&a.old.start))
+            || (b.old.is_empty() && a.old.contains(&b.old.start))
+    };
+    let overlaps: Vec<Overlap> = theirs
+        .iter()
+        .filter(|t| ours.iter().any(|o| touches(o, t) && !same(o, t)))
+        .map(|t| Overlap {
+            first: t.new.start + 1,
+            last: t.new.end.max(t.new.start + 1),
+        })
+        .collect();
+    if !overlaps.is_empty() {
+        return Err(overlaps);
+    }
+    // Every hunk of either side, by where it starts in the base; an edit
+    // both sides made alike is taken once. No two overlap (checked above).
+    let mut all: Vec<(&Hunk, &[String])> = ours.iter().map(|h| (h, current.as_slice())).collect();
+    all.extend(
+        theirs
+            .iter()
+            .filter(|t| !ours.iter().any(|o| same(o, t)))
+            .map(|h| (h, file.as_slice())),
+    );
+    all.sort_by_key(|(h, _)| (h.old.start, h.old.end));
+    let mut out = String::with_capacity(current.iter().map(String::len).sum());
+    let mut at = 0;
+    for (hunk, side) in all {
+        base[at..hunk.old.start]
+            .iter()
+            .for_each(|l| out.push_str(l));
+        side[hunk.new.clone()].iter().for_each(|l| out.push_str(l));
+        at = hunk.old.end;
+    }
+    base[at..].iter().for_each(|l| out.push_str(l));
+    Ok(out)
+}
+
+/// One differing run of lines: `old` in the base, `new` in the other text.
+#[derive(Debug)]
+struct Hunk {
+    old: std::ops::Range<usize>,
+    new: std::ops::Range<usize>,
+}
+
+/// The differing runs of lines from `base` to `other`, in order.
+fn hunks_between(base: &[String], other: &[String]) -> Vec<Hunk> {
+    let base: Vec<&str> = base.iter().map(String::as_str).collect();
+    let other: Vec<&str> = other.iter().map(String::as_str).collect();
+    let diff = similar::TextDiff::configure()
+        .algorithm(similar::Algorithm::Myers)
+        .timeout(std::time::Duration::from_secs(10))
+        .diff_slices(&base, &other);
+    // The runs between two equal runs are the hunks: positions are taken
+    // from the equal runs alone (the insert and delete operations may
+    // name their position in the other text differently).
+    let mut hunks: Vec<Hunk> = Vec::new();
+    let mut at = (0, 0);
+    let close = |at: (usize, usize), end: (usize, usize), hunks: &mut Vec<Hunk>| {
+        if end.0 > at.0 || end.1 > at.1 {
+            hunks.push(Hunk {
+                old: at.0..end.0,
+                new: at.1..end.1,
+            });
+        }
+    };
+    for op in diff.ops() {
+        if let similar::DiffOp::Equal {
+            old_index,
+            new_index,
+            len,
+        } = *op
+        {
+            close(at, (old_index, new_index), &mut hunks);
+            at = (old_index + len, new_index + len);
+        }
+    }
+    close(at, (base.len(), other.len()), &mut hunks);
+    hunks
+}
+
 /// The changes that record the edit turning `current` into `edited`: one
 /// per run of differing lines (a line diff), in application order, IDs
 /// from `first_id`, kind [`EXTERNAL_KIND`]. Not validated against
@@ -201,28 +306,12 @@ pub fn external_batch(
 ) -> Result<BatchOutcome, IdError> {
     let mut buf = LineBuf::parse(current);
     let target = LineBuf::parse(edited);
-    let old: Vec<&str> = buf.lines().iter().map(String::as_str).collect();
-    let new: Vec<&str> = target.lines().iter().map(String::as_str).collect();
-    // Runs of non-equal diff operations, as (old start, old len, new start,
-    // new len) in the coordinates of `current` and `edited`.
-    let diff = similar::TextDiff::configure()
-        .algorithm(similar::Algorithm::Myers)
-        .timeout(std::time::Duration::from_secs(10))
-        .diff_slices(&old, &new);
-    let mut hunks: Vec<(usize, usize, usize, usize)> = Vec::new();
-    for op in diff.ops() {
-        if matches!(op, similar::DiffOp::Equal { .. }) {
-            continue;
-        }
-        let (o, n) = (op.old_range(), op.new_range());
-        match hunks.last_mut() {
-            Some(last) if last.0 + last.1 == o.start && last.2 + last.3 == n.start => {
-                last.1 += o.len();
-                last.3 += n.len();
-            }
-            _ => hunks.push((o.start, o.len(), n.start, n.len())),
-        }
-    }
+    // Runs of differing lines, as (old start, old len, new start, new len)
+    // in the coordinates of `current` and `edited`.
+    let hunks: Vec<(usize, usize, usize, usize)> = hunks_between(buf.lines(), target.lines())
+        .into_iter()
+        .map(|h| (h.old.start, h.old.len(), h.new.start, h.new.len()))
+        .collect();
     let initial_hash = buf.hash();
     let mut allocator = IdAllocator::starting_at(first_id);
     let mut applied = Vec::new();
@@ -411,5 +500,73 @@ mod tests {
     fn identical_texts_give_no_change() {
         let batch = external_batch("doc.md", "a\n", "a\n", ChangeId::first()).unwrap();
         assert!(batch.applied.is_empty());
+    }
+
+    #[test]
+    fn a_hand_edit_is_carried_onto_a_change_the_file_never_had() {
+        // The file was last written with the typo fixed; the review then
+        // reverted the fix without writing the file; the writer edits
+        // another line of the file.
+        let base = "# T\n\nThe bandwidth is low.\n\nSome text.\n";
+        let current = "# T\n\nThe bandwith is low.\n\nSome text.\n";
+        let file = "# T\n\nThe bandwidth is low.\n\nSome text I wrote.\n";
+        assert_eq!(
+            carry_edits(base, current, file).unwrap(),
+            "# T\n\nThe bandwith is low.\n\nSome text I wrote.\n"
+        );
+    }
+
+    #[test]
+    fn an_edit_of_a_line_the_review_changed_since_is_an_overlap() {
+        let base = "a\nb\nc\n";
+        let current = "a\nB\nc\n";
+        let file = "a\nbb\nc\nd\n";
+        assert_eq!(
+            carry_edits(base, current, file),
+            Err(vec![Overlap { first: 2, last: 2 }])
+        );
+        // The same edit on both sides is no overlap.
+        assert_eq!(
+            carry_edits(base, current, "a\nB\nc\nd\n").unwrap(),
+            "a\nB\nc\nd\n"
+        );
+    }
+
+    fn text() -> impl proptest::strategy::Strategy<Value = String> {
+        proptest::collection::vec(
+            proptest::sample::select(vec!["a\n", "b\n", "c\n", "\n"]),
+            0..12,
+        )
+        .prop_map(|lines| lines.concat())
+    }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The changes that record a hand edit turn the text into the
+        /// edited one, whatever the two texts.
+        #[test]
+        fn an_external_batch_ends_on_the_edited_text(current in text(), edited in text()) {
+            let batch = external_batch("doc.md", &current, &edited, ChangeId::first()).unwrap();
+            prop_assert_eq!(batch.final_text, edited);
+        }
+
+        /// Whatever the texts: with no change since the file was seen the
+        /// file is taken as it is; with no hand edit the review's text is
+        /// kept; and edits apart from each other both survive.
+        #[test]
+        fn carrying_edits_keeps_each_side_alone(base in text(), other in text(), tail in text()) {
+            prop_assert_eq!(carry_edits(&base, &base, &other).unwrap(), other.clone());
+            prop_assert_eq!(carry_edits(&base, &other, &base).unwrap(), other.clone());
+            // The review changed the head, the writer appended a tail
+            // after a line neither touched.
+            let base2 = format!("{base}SEP\n");
+            let ours = format!("{other}SEP\n");
+            let theirs = format!("{base}SEP\n{tail}");
+            prop_assert_eq!(
+                carry_edits(&base2, &ours, &theirs).unwrap(),
+                format!("{other}SEP\n{tail}")
+            );
+        }
     }
 }

@@ -79,8 +79,8 @@ mod verify;
 mod workspace;
 
 pub use follow::{
-    auto_workspace_dir, external_batch, legacy_workspaces, locate_workspace, not_revertible,
-    Located, NotRevertible, EXTERNAL_KIND,
+    auto_workspace_dir, carry_edits, external_batch, legacy_workspaces, locate_workspace,
+    not_revertible, Located, NotRevertible, Overlap, EXTERNAL_KIND,
 };
 pub use prepared::{BeginRequest, CommitContext, Follow, PreparedRun, RunKind};
 use workspace::file_stamp;
@@ -109,6 +109,17 @@ pub mod paths {
     /// until the document is replaced: while it is there, a document
     /// behind the ledger is an interrupted write, not a choice.
     pub const IN_PLACE_PENDING: &str = "review/in-place.pending";
+    /// The document file as koas last read or wrote it: what a writer's
+    /// hand edits are measured from when `--rebase` records them, so a
+    /// change the review made or reverted since is not taken for one.
+    pub const DOC_SEEN: &str = "review/doc-seen.md";
+    /// Left by an `--in-place` review once it replaced the document: the
+    /// review writes the document, so a revert writes it too. A review
+    /// without `--in-place` removes it.
+    pub const WRITES_DOC: &str = "review/writes-doc";
+    /// What the model did in the last run that asked it: the report's
+    /// model section when a later run was answered from the cache.
+    pub const MODEL_RUN: &str = "review/model-run.json";
     /// The change IDs of removed orphan patch files: never given again.
     pub const RETIRED_IDS: &str = "review/retired-ids.txt";
 
@@ -123,6 +134,9 @@ pub mod paths {
         (PROTECTED, "the review's protected regions"),
         (META, "the review workspace's state"),
         (IN_PLACE_PENDING, "the review's pending in-place write"),
+        (DOC_SEEN, "the document as the review last saw it"),
+        (WRITES_DOC, "the review's in-place mode"),
+        (MODEL_RUN, "the review's last model run"),
         (RETIRED_IDS, "the review's retired change IDs"),
     ];
 }

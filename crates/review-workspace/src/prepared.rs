@@ -116,6 +116,7 @@ pub struct PreparedRun<'w> {
     next_id: ChangeId,
     run_id: String,
     rebased: Vec<ChangeId>,
+    rebase_overlaps: Vec<String>,
 }
 
 impl Workspace {
@@ -176,12 +177,18 @@ impl Workspace {
         let mut external = None;
         if let Some(document) = request.document {
             let given = sha256(document);
+            // The file as koas last saw it is known too: after a rebase
+            // that carried hand edits onto changes the file lacks, it is
+            // no state of the ledger, and it was edited by no one since.
             let known = same_hash(&given, &sha256(&current))
                 || same_hash(&given, &meta.original_hash)
                 || ledger
                     .entries()
                     .iter()
-                    .any(|e| same_hash(&e.doc_hash_after, &given));
+                    .any(|e| same_hash(&e.doc_hash_after, &given))
+                || self
+                    .doc_seen()
+                    .is_some_and(|seen| same_hash(&sha256(&seen), &given));
             // Another document's review is not continued by accident:
             // only `--rebase` says a renamed and edited file is this one.
             if !known && meta.doc_name != request.doc_name && !follow.is_some_and(|f| f.rebase) {
@@ -230,9 +237,13 @@ impl Workspace {
             next_id,
             run_id,
             rebased: Vec::new(),
+            rebase_overlaps: Vec::new(),
         };
         if let Some((document, follow)) = external {
             run.record_external(document, follow, request.clock)?;
+        }
+        if let Some(document) = request.document {
+            self.see_doc(document)?;
         }
         Ok(run)
     }
@@ -280,6 +291,14 @@ impl<'w> PreparedRun<'w> {
         &self.rebased
     }
 
+    /// The lines of the document (`12` or `12-14`) whose hand edits
+    /// touched lines the review changed or reverted since the file was
+    /// last written: recorded as the file has them (the review's version
+    /// of those lines is replaced). Empty when every edit was carried over.
+    pub fn rebase_overlaps(&self) -> &[String] {
+        &self.rebase_overlaps
+    }
+
     /// Records the difference between the current document and `edited`
     /// as changes of kind `external`, in the crash-safe order of any run.
     fn record_external(
@@ -288,8 +307,29 @@ impl<'w> PreparedRun<'w> {
         follow: &Follow<'_>,
         clock: &dyn Clock,
     ) -> Result<(), WorkspaceError> {
+        // The hand edits are what changed since koas last saw the file:
+        // changes the review made or reverted since without writing the
+        // file are not the writer's and stay as they are.
+        let base = self
+            .workspace
+            .doc_seen()
+            .unwrap_or_else(|| self.current.clone());
+        let carried = match crate::carry_edits(&base, &self.current, edited) {
+            Ok(carried) => carried,
+            Err(overlaps) => {
+                let lines: Vec<String> = overlaps
+                    .iter()
+                    .map(|o| match o.first == o.last {
+                        true => o.first.to_string(),
+                        false => format!("{}-{}", o.first, o.last),
+                    })
+                    .collect();
+                self.rebase_overlaps = lines;
+                edited.to_owned()
+            }
+        };
         let batch =
-            crate::external_batch(&self.meta.doc_name, &self.current, edited, self.next_id)?;
+            crate::external_batch(&self.meta.doc_name, &self.current, &carried, self.next_id)?;
         verify_batch(
             &self.meta.doc_name,
             &self.current,
@@ -542,7 +582,15 @@ impl<'w> PreparedRun<'w> {
     /// link, the link's target is replaced. Call it last, once everything
     /// else of the run succeeded. Returns the file written.
     pub fn replace_in_place(&self, target: &Path) -> Result<std::path::PathBuf, WorkspaceError> {
-        Ok(replace_file(target, self.current.as_bytes())?)
+        let written = replace_file(target, self.current.as_bytes())?;
+        // Best effort after the write: without them the next run asks
+        // for a rebase or writes the workspace only, it loses nothing.
+        let _ = self.workspace.see_doc(&self.current);
+        let _ = koas_orchestrator::fsio::atomic_write(
+            &self.workspace.path(crate::paths::WRITES_DOC),
+            target.display().to_string().as_bytes(),
+        );
+        Ok(written)
     }
 
     /// Writes the report text to `review/REVIEW_<stem>.md` and its

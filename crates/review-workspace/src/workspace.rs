@@ -206,6 +206,54 @@ impl Workspace {
         self.path(paths::IN_PLACE_PENDING).is_file()
     }
 
+    /// True when the last review replaced the document (`--in-place`)
+    /// and no review since left it alone ([`paths::WRITES_DOC`]).
+    pub fn writes_doc(&self) -> bool {
+        self.path(paths::WRITES_DOC).is_file()
+    }
+
+    /// Forgets that the review writes the document: a review without
+    /// `--in-place` keeps its changes in the workspace.
+    pub fn stop_writing_doc(&self) -> Result<(), WorkspaceError> {
+        match fs::remove_file(self.path(paths::WRITES_DOC)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(FsError::new("remove", &self.path(paths::WRITES_DOC), e).into())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// What the model did in the last run that asked it
+    /// ([`paths::MODEL_RUN`]).
+    pub fn last_model_run(&self) -> Option<koas_review_schema::review::ReviewModelRun> {
+        let bytes = fs::read(self.path(paths::MODEL_RUN)).ok()?;
+        serde_json::from_slice(&bytes).ok()
+    }
+
+    /// Remembers what the model did in this run (best effort: without it
+    /// a later cached run's report shows that run's zero calls).
+    pub fn remember_model_run(&self, run: &koas_review_schema::review::ReviewModelRun) {
+        if let Ok(bytes) = serde_json::to_vec_pretty(run) {
+            let _ = atomic_write(&self.path(paths::MODEL_RUN), &bytes);
+        }
+    }
+
+    /// The document file as koas last read or wrote it
+    /// ([`paths::DOC_SEEN`]); `None` in a workspace from before it was
+    /// kept.
+    pub fn doc_seen(&self) -> Option<String> {
+        fs::read_to_string(self.path(paths::DOC_SEEN)).ok()
+    }
+
+    /// Remembers `text` as the document file's content now.
+    pub(crate) fn see_doc(&self, text: &str) -> Result<(), WorkspaceError> {
+        if self.doc_seen().is_some_and(|seen| seen == text) {
+            return Ok(());
+        }
+        atomic_write(&self.path(paths::DOC_SEEN), text.as_bytes())?;
+        Ok(())
+    }
+
     /// How many recorded changes a document of hash `hash` lacks: `Some(0)`
     /// when it is the current document, `Some(n)` for an earlier state the
     /// ledger knows (the original, or the document after an entry), `None`
@@ -433,6 +481,12 @@ impl Workspace {
             .entries()
             .iter()
             .any(|e| same_hash(&e.doc_hash_after, hash))
+        {
+            return Ok(true);
+        }
+        if self
+            .doc_seen()
+            .is_some_and(|seen| same_hash(&sha256(&seen), hash))
         {
             return Ok(true);
         }

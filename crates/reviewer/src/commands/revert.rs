@@ -10,16 +10,18 @@
 //! are refreshed.
 
 use crate::common::{actor, clock, review_exit_codes, Reply, ReviewTarget, WorkspaceArgs, REFUSED};
-use crate::passes::{self, Control, PassFailure, PassInputs, REVERT};
+use crate::passes::{self, Control, RunFailure, RunInputs, REVERT};
 use anyhow::Context as _;
 use clap::Args;
+use koas_orchestrator::discovery::Discovery;
 use koas_orchestrator::embed::{ExitStatus, HostOptions};
 use koas_orchestrator::engine::{CanonicalJson, Provided};
+use koas_orchestrator::pipeline::Pipeline;
 use koas_review_schema::apply::ApplyOptions;
 use koas_review_schema::names;
 use koas_review_schema::revert::RevertOutcome;
 use koas_review_schema::review::ReviewState;
-use koas_review_workspace::{paths, CommitContext, RunKind};
+use koas_review_workspace::{paths, CommitContext, PreparedRun, RunKind};
 use serde_json::{json, Value};
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -110,83 +112,17 @@ fn revert(
     let doc_input = vec![("doc".to_owned(), workspace.path(paths::RAW_DOC))];
     let mut pipeline = passes::load(args.pipeline.as_deref(), workspace.root(), doc_input)?;
     target.project.apply(&mut pipeline)?;
-    passes::require(&pipeline, REVERT, "plans reverts")?;
-    passes::set_config(&mut pipeline, REVERT, "ids", json!(args.ids));
-    passes::set_config(&mut pipeline, REVERT, "all", Value::Bool(args.all));
-    let discovery = passes::discover(global, &pipeline);
+    pipeline.require(REVERT, "plans reverts")?;
+    pipeline.set_config(REVERT, "ids", json!(args.ids));
+    pipeline.set_config(REVERT, "all", Value::Bool(args.all));
+    let discovery = koas_orchestrator::embed::discover_and_warn(global, &pipeline);
 
-    // Planning pass: md_revert alone.
-    let planning = passes::subset(&pipeline, |k| k == REVERT);
-    let state = ReviewState {
-        doc_name: run.meta().doc_name.clone(),
-        next_id: run.next_id(),
-        ledger_ids: run.ledger_ids(),
-        original_hash: run.meta().original_hash.clone(),
-        reverted: Vec::new(),
-        applied: Vec::new(),
-        flags: Vec::new(),
-    };
-    let mut pass = PassInputs::default();
-    pass.provided.insert(
-        names::REVIEW_DOC.to_owned(),
-        Provided::from(Value::String(run.current_text().to_owned())),
-    );
-    pass.provided.insert(
-        names::LEDGER.to_owned(),
-        Provided::Canonical(std::sync::Arc::new(CanonicalJson::array(
-            run.entries(),
-            |_| {},
-        )?)),
-    );
-    pass.provided.insert(
-        names::REVIEW_STATE.to_owned(),
-        Provided::from(serde_json::to_value(&state)?),
-    );
-    // A refused request must leave the review state untouched: the plan
-    // stays in the cache, no stage3/revert_outcome.json is written.
-    pass.host_written.insert(names::REVERTED_DOC.to_owned());
-    pass.host_written.insert(names::REVERT_OUTCOME.to_owned());
-    let (_, result) = passes::run_pass(global, control, &planning, &discovery, pass)?;
-    let planned = match result {
+    let outcome = match plan(global, control, &pipeline, &discovery, &run)? {
         Ok(outcome) => outcome,
-        Err(PassFailure::Kernel(message)) => {
-            eprintln!("error: {message}\n  (nothing was reverted)");
-            return Ok(Reply::failed(
-                REFUSED,
-                &format!("{message} (nothing was reverted)"),
-                target.root(),
-            ));
-        }
-        Err(PassFailure::Interrupted) => {
-            return Ok(Reply::failed(
-                ExitStatus::Interrupted,
-                "interrupted (nothing was reverted)",
-                target.root(),
-            ))
-        }
+        Err(failure) => return Ok(not_planned(failure, target.root())),
     };
-    let outcome: RevertOutcome =
-        passes::parse_output(&planned.record, REVERT, names::REVERT_OUTCOME)?;
     if let Some(reason) = &outcome.refused {
-        let blocked: Vec<String> = koas_review_workspace::not_revertible(run.entries())
-            .into_iter()
-            .filter(|b| args.all || args.ids.iter().any(|i| i.trim() == b.id.to_string()))
-            .map(|b| {
-                format!(
-                    "{} (its lines were edited outside koas, recorded as {})",
-                    b.id, b.by
-                )
-            })
-            .collect();
-        let reason = &if blocked.is_empty() {
-            reason.clone()
-        } else {
-            format!(
-                "{reason}; not revertible on its own: {} — `koas status {}` lists such changes",
-                blocked.join(", "),
-                target.doc_path.display()
-            )
-        };
+        let reason = refusal(reason, args, target, &run);
         drop(run);
         eprintln!("error: revert refused: {reason}\n  (nothing was changed)");
         return Ok(Reply::new(
@@ -222,9 +158,14 @@ fn revert(
             target.root(),
         ));
     }
+    // DOC follows its review when the review writes it (its last review
+    // was `--in-place`) and DOC is the review's current version: nothing
+    // of the writer's is in DOC that the write would lose.
+    let remembered = !args.in_place && workspace.writes_doc() && target.text == run.current_text();
+    let in_place = args.in_place || remembered;
     // As in `koas review --in-place`: the write is pending from before
     // the ledger is saved until DOC is replaced.
-    if args.in_place {
+    if in_place {
         workspace
             .begin_in_place(&target.doc_path, clock())
             .with_context(|| format!("review workspace {}", workspace.root().display()))?;
@@ -242,25 +183,9 @@ fn revert(
         .with_context(|| format!("recording the reverts in {}", workspace.root().display()))?;
     let views = match passes::run_views(global, control, &pipeline, &discovery, &run, None) {
         Ok(views) => views,
-        Err(failure) => {
-            let stale = "the reverts are recorded, but the report and annotated document could not be refreshed";
-            eprintln!("koas: {stale}");
-            let mut reply = match failure {
-                PassFailure::Kernel(message) => {
-                    eprintln!("error: {message}");
-                    Reply::failed(REFUSED, &format!("{stale}: {message}"), target.root())
-                }
-                PassFailure::Interrupted => Reply::failed(
-                    ExitStatus::Interrupted,
-                    &format!("{stale}: interrupted"),
-                    target.root(),
-                ),
-            };
-            reply.json["status"] = json!("partial");
-            return Ok(reply);
-        }
+        Err(failure) => return Ok(views_failed(failure, target.root())),
     };
-    if args.in_place {
+    if in_place {
         if let Err(e) = run.replace_in_place(&target.doc_path) {
             return Err(target.not_written(e));
         }
@@ -270,6 +195,135 @@ fn revert(
     }
     drop(run);
     control.collect_caches(global);
+    let written = in_place.then_some(remembered);
+    answer(target, &committed, views.report, written)
+}
+
+/// The planning pass: `md_revert` alone, on the current document and
+/// ledger.
+fn plan(
+    global: &HostOptions,
+    control: &Control,
+    pipeline: &Pipeline,
+    discovery: &Discovery,
+    run: &PreparedRun<'_>,
+) -> anyhow::Result<Result<RevertOutcome, RunFailure>> {
+    let planning = pipeline.subset(|k| k == REVERT);
+    let state = ReviewState {
+        doc_name: run.meta().doc_name.clone(),
+        next_id: run.next_id(),
+        ledger_ids: run.ledger_ids(),
+        original_hash: run.meta().original_hash.clone(),
+        reverted: Vec::new(),
+        applied: Vec::new(),
+        flags: Vec::new(),
+    };
+    let mut pass = RunInputs::default();
+    pass.provided.insert(
+        names::REVIEW_DOC.to_owned(),
+        Provided::from(Value::String(run.current_text().to_owned())),
+    );
+    pass.provided.insert(
+        names::LEDGER.to_owned(),
+        Provided::Canonical(std::sync::Arc::new(CanonicalJson::array(
+            run.entries(),
+            |_| {},
+        )?)),
+    );
+    pass.provided.insert(
+        names::REVIEW_STATE.to_owned(),
+        Provided::from(serde_json::to_value(&state)?),
+    );
+    // A refused request must leave the review state untouched: the plan
+    // stays in the cache, no stage3/revert_outcome.json is written.
+    pass.host_written.insert(names::REVERTED_DOC.to_owned());
+    pass.host_written.insert(names::REVERT_OUTCOME.to_owned());
+    let (_, result) = passes::run_pass(global, control, &planning, discovery, pass)?;
+    Ok(match result {
+        Ok(planned) => Ok(passes::parse_output(
+            &planned.record,
+            REVERT,
+            names::REVERT_OUTCOME,
+        )?),
+        Err(failure) => Err(failure),
+    })
+}
+
+/// A planning pass that failed: nothing was reverted.
+fn not_planned(failure: RunFailure, workspace: &std::path::Path) -> Reply {
+    match failure {
+        RunFailure::Kernel(message) => {
+            eprintln!("error: {message}\n  (nothing was reverted)");
+            Reply::failed(
+                REFUSED,
+                &format!("{message} (nothing was reverted)"),
+                workspace,
+            )
+        }
+        RunFailure::Interrupted => Reply::failed(
+            ExitStatus::Interrupted,
+            "interrupted (nothing was reverted)",
+            workspace,
+        ),
+    }
+}
+
+/// Why the revert was refused, with the requested changes that hand
+/// edits made impossible to revert on their own.
+fn refusal(
+    reason: &str,
+    args: &RevertArgs,
+    target: &ReviewTarget,
+    run: &PreparedRun<'_>,
+) -> String {
+    let blocked: Vec<String> = koas_review_workspace::not_revertible(run.entries())
+        .into_iter()
+        .filter(|b| args.all || args.ids.iter().any(|i| i.trim() == b.id.to_string()))
+        .map(|b| {
+            format!(
+                "{} (its lines were edited outside koas, recorded as {})",
+                b.id, b.by
+            )
+        })
+        .collect();
+    if blocked.is_empty() {
+        return reason.to_owned();
+    }
+    format!(
+        "{reason}; not revertible on its own: {} — `koas status {}` lists such changes",
+        blocked.join(", "),
+        target.doc_path.display()
+    )
+}
+
+/// The reverts are recorded but the views pass failed.
+fn views_failed(failure: RunFailure, workspace: &std::path::Path) -> Reply {
+    let stale =
+        "the reverts are recorded, but the report and annotated document could not be refreshed";
+    eprintln!("koas: {stale}");
+    let mut reply = match failure {
+        RunFailure::Kernel(message) => {
+            eprintln!("error: {message}");
+            Reply::failed(REFUSED, &format!("{stale}: {message}"), workspace)
+        }
+        RunFailure::Interrupted => Reply::failed(
+            ExitStatus::Interrupted,
+            &format!("{stale}: interrupted"),
+            workspace,
+        ),
+    };
+    reply.json["status"] = json!("partial");
+    reply
+}
+
+/// The command's answer; `written`: DOC was replaced (`Some(true)`: not
+/// asked for, because the review writes DOC).
+fn answer(
+    target: &ReviewTarget,
+    committed: &koas_review_workspace::RevertRunOutcome,
+    report: Option<PathBuf>,
+    written: Option<bool>,
+) -> anyhow::Result<Reply> {
     let pairs: Vec<(String, String)> = committed
         .entries
         .iter()
@@ -282,7 +336,8 @@ fn revert(
             json!(format!("{} changes reverted", pairs.len())),
         );
         map.insert("workspace".into(), json!(target.root()));
-        map.insert("report".into(), json!(views.report));
+        map.insert("report".into(), json!(report));
+        map.insert("in_place".into(), json!(written.is_some()));
     }
     let mut t = String::new();
     writeln!(
@@ -295,11 +350,17 @@ fn revert(
         writeln!(t, "  {reverted} reverted by {by}")?;
     }
     writeln!(t, "workspace: {}", target.root().display())?;
-    if let Some(report) = views.report {
+    if let Some(report) = report {
         writeln!(t, "report:    {}", report.display())?;
     }
-    if args.in_place {
-        writeln!(t, "replaced:  {}", target.doc_path.display())?;
+    match written {
+        Some(true) => writeln!(
+            t,
+            "replaced:  {} (its review writes it: the last review was --in-place)",
+            target.doc_path.display()
+        )?,
+        Some(false) => writeln!(t, "replaced:  {}", target.doc_path.display())?,
+        None => {}
     }
     Ok(Reply::new(ExitStatus::Success, value, t))
 }

@@ -83,9 +83,25 @@ fn status(args: &StatusArgs, target: &ReviewTarget) -> anyhow::Result<Reply> {
     let behind = workspace
         .changes_missing_from(&koas_kernel_api::hash::sha256(&target.text))
         .with_context(|| format!("review workspace {}", workspace.root().display()))?;
+    let is_current = status.current_hash.as_deref().is_some_and(|h| {
+        koas_kernel_api::hash::same_hash(h, &koas_kernel_api::hash::sha256(&target.text))
+    });
+    let is_original = status.original_hash.as_deref().is_some_and(|h| {
+        koas_kernel_api::hash::same_hash(h, &koas_kernel_api::hash::sha256(&target.text))
+    });
     let doc = DocState {
         behind_by: behind.unwrap_or(0),
         interrupted: status.in_place_pending && behind.is_some_and(|n| n > 0),
+        file: if is_current {
+            "current"
+        } else if changed_outside {
+            "edited"
+        } else if is_original {
+            "original"
+        } else {
+            "behind"
+        },
+        writes_doc: workspace.writes_doc(),
     };
     let mut value = serde_json::to_value(&status)?;
     if let Some(map) = value.as_object_mut() {
@@ -93,6 +109,8 @@ fn status(args: &StatusArgs, target: &ReviewTarget) -> anyhow::Result<Reply> {
         map.insert("document_behind_by".into(), json!(behind));
         map.insert("in_place_interrupted".into(), json!(doc.interrupted));
         map.insert("document_changed_outside".into(), json!(changed_outside));
+        map.insert("document_file".into(), json!(doc.file));
+        map.insert("writes_document".into(), json!(doc.writes_doc));
         map.insert("other_workspaces".into(), json!(target.others));
         map.insert("summary".into(), json!(summary(&status, &doc)));
         map.insert("repaired_to".into(), json!(repaired));
@@ -122,6 +140,13 @@ struct DocState {
     behind_by: usize,
     /// An `--in-place` review recorded them and did not write DOC.
     interrupted: bool,
+    /// What DOC is to its review: `current` (the review's current
+    /// version), `original` (before any change), `behind` (lacking
+    /// changes recorded since it was last written), `edited` (edited
+    /// outside koas since the review last saw it).
+    file: &'static str,
+    /// The review writes DOC (its last review was `--in-place`).
+    writes_doc: bool,
 }
 
 /// `ok`, or what needs attention first.
@@ -216,6 +241,7 @@ fn print_human(
         _ => {}
     }
     let shown = target.doc_path.display();
+    file_line(t, target, doc)?;
     if doc.interrupted {
         writeln!(
             t,
@@ -301,5 +327,37 @@ fn print_human(
             "lock:      free (a stale record of {dead}: that process is gone; the next run takes the lock over)"
         ),
         (None, None) => writeln!(t, "lock:      free"),
+    }
+}
+
+/// What DOC is to its review, and the command that brings them together.
+fn file_line(t: &mut String, target: &ReviewTarget, doc: &DocState) -> std::fmt::Result {
+    let shown = target.doc_path.display();
+    let writes = if doc.writes_doc {
+        " (reviews and reverts write it: the last review was --in-place)"
+    } else {
+        ""
+    };
+    match doc.file {
+        "current" => writeln!(t, "file:      {shown} is the review's current version{writes}"),
+        "edited" => writeln!(
+            t,
+            "file:      {shown} was edited outside koas since the review last saw it; `{}` records the edits and continues",
+            target.rebase_command()
+        ),
+        "original" => writeln!(
+            t,
+            "file:      {shown} is the original, {} change(s) behind its review",
+            doc.behind_by
+        ),
+        _ if doc.behind_by > 0 => writeln!(
+            t,
+            "file:      {shown} is {} change(s) behind its review",
+            doc.behind_by
+        ),
+        _ => writeln!(
+            t,
+            "file:      {shown} lacks changes the review recorded since it was last written; `koas review {shown} --in-place` writes them into it"
+        ),
     }
 }
