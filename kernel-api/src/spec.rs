@@ -63,6 +63,13 @@ pub struct KernelSpec {
     /// outputs of its last successful run in the same workspace as the
     /// input [`PREVIOUS_INPUT`] ([`crate::Inputs::previous`]); absent on
     /// the first run.
+    ///
+    /// The contract: given its own complete outputs back as the previous
+    /// ones, with the same inputs and config, the kernel returns the same
+    /// outputs. The host relies on it to answer an unchanged re-run from
+    /// the cache at once (a kernel that would do something else on such a
+    /// run, such as retry a part that failed, must mark its output
+    /// incomplete: [`crate::KernelOutput::incomplete`]).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub incremental: bool,
 }

@@ -13,6 +13,21 @@
 //! initialiser or `spec()` crashes or hangs is one more problem reported,
 //! not a dead `koas`; the worker is then reused to run kernels.
 
+/// Where kernels are searched, in order: the one text `koas --help` and
+/// the README give (a test holds them together), following
+/// [`executable_search_paths`] and the host's search path.
+#[macro_export]
+macro_rules! discovery_order {
+    () => {
+        "Kernel discovery order:
+  1. --kernel-path flags   2. KOAS_KERNEL_PATH   3. the pipeline's kernel_paths
+  4. the koas executable's kernels/ subfolder, then its own folder
+  5. <exe dir>/../lib/koas/kernels (an installed koas)
+  6. $XDG_DATA_HOME/koas/kernels (default ~/.local/share/koas/kernels)
+Only files named like libkoas_kernel_*.so (.dylib, or koas_kernel_*.dll) are loaded."
+    };
+}
+
 use crate::limits::Isolation;
 use crate::loader::{load_plugin, LoadError};
 use crate::worker::pool::{DescribeProblem, WorkerPool};

@@ -66,6 +66,12 @@ pub struct KernelRecord {
     /// The cache key (see [`crate::cache::cache_key`]); `None` for a
     /// skipped kernel.
     pub cache_key: Option<String>,
+    /// For an incremental kernel that ran: the key its next run on the
+    /// same inputs will have (its outputs handed back as the previous
+    /// ones), under which this run's entry was stored too; a cache
+    /// collection keeps it like `cache_key`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cache_key: Option<String>,
     /// Path of the plugin library the kernel was loaded from.
     pub plugin: PathBuf,
     /// blake3 of the plugin library.

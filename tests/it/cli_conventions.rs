@@ -503,3 +503,27 @@ fn report_text_of(s: &Scratch, doc: &str) -> String {
     assert_code(&out, 0, "report");
     stdout(&out)
 }
+
+#[test]
+fn regression_help_and_readme_give_the_same_kernel_discovery_order() {
+    // The bug: `koas --help` listed four places, the README six.
+    let s = Scratch::new();
+    let out = s.koas(&["--help"]);
+    assert_code(&out, 0, "--help");
+    let help = stdout(&out);
+    let block: Vec<&str> = help
+        .lines()
+        .skip_while(|l| !l.starts_with("Kernel discovery order:"))
+        .take_while(|l| !l.trim().is_empty())
+        .collect();
+    assert!(block.len() >= 6, "{help}");
+    let readme = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"),
+    )
+    .expect("README.md");
+    assert!(
+        readme.contains(&block.join("\n")),
+        "README.md does not hold the discovery order of --help:\n{}",
+        block.join("\n")
+    );
+}

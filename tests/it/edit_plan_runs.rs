@@ -600,3 +600,42 @@ fn a_certain_fix_is_not_recorded_when_the_model_server_is_down() {
         std::fs::read_to_string(s.workspace().join("review/ledger.jsonl")).unwrap_or_default();
     assert_eq!(ledger.lines().count(), 0, "{ledger}");
 }
+
+/// The kernels that ran (not cached) in a command, from its progress
+/// lines on stderr (not a terminal: one line per kernel).
+fn kernels_run(stderr: &str) -> Vec<String> {
+    stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("koas: "))
+        .filter(|l| l.contains(": ok ("))
+        .filter_map(|l| l.split(':').next())
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn regression_an_unchanged_rerun_is_answered_from_the_cache_at_once() {
+    // The bug: the second run on an unchanged document ran md_pyramid and
+    // md_edit_plan again (their previous outputs joined their cache key);
+    // only the third was fully cached.
+    let m = ScriptedModel::start(|r| {
+        if is_edit(r) {
+            ModelAnswer::text(NO_OPS)
+        } else {
+            ModelAnswer::text(summary_of(&r.prompt))
+        }
+    });
+    let s = Scratch::new();
+    s.write("doc.md", &manual());
+    s.write("koas.toml", &koas_toml(&m.url(), ""));
+    let first = s.koas(&["review", "doc.md"]);
+    assert_code(&first, 0, "first review");
+    let ran = kernels_run(&stderr(&first));
+    assert!(ran.iter().any(|k| k == "md_edit_plan"), "{ran:?}");
+    let asked = m.requests().len();
+    let second = s.koas(&["review", "doc.md"]);
+    assert_code(&second, 0, "second review");
+    let ran = kernels_run(&stderr(&second));
+    assert_eq!(ran, Vec::<String>::new(), "{}", stderr(&second));
+    assert_eq!(m.requests().len(), asked, "the model was asked again");
+}

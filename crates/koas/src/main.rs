@@ -13,7 +13,8 @@ use std::ffi::OsStr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-const AFTER_HELP: &str = "\
+const AFTER_HELP: &str = concat!(
+    "\
 Exit codes:
   0    success
   1    a kernel failed (its dependents were skipped, independent kernels finished)
@@ -25,10 +26,9 @@ Isolation:
   --kernel-timeout or over --kernel-memory fails alone (exit 1), with its
   exit status and stderr in run.json. --in-process runs them inside koas.
 
-Kernel discovery order:
-  1. --kernel-path flags   2. KOAS_KERNEL_PATH   3. the pipeline's kernel_paths
-  4. the folder of the koas executable, and its kernels/ subfolder
-Only files named like libkoas_kernel_*.so (.dylib, or koas_kernel_*.dll) are loaded.";
+",
+    koas_orchestrator::discovery_order!()
+);
 
 /// koas — run kernel pipelines with an artifact DAG and a content-hash cache.
 #[derive(Debug, Parser)]

@@ -3,35 +3,7 @@
 //! retries, budgets, sovereignty). Every key has a default; unknown keys
 //! are refused, so a typo cannot silently fall back to a default.
 //!
-//! | key | default | meaning |
-//! |---|---|---|
-//! | `backend` | `"ollama"` | `ollama` (native `/api/chat`), `openai` (any OpenAI-compatible server: llama.cpp, vLLM, LM Studio, Ollama's `/v1`) or `anthropic` (alias `claude`) |
-//! | `endpoint` | per backend | base URL: `http://127.0.0.1:11434` (ollama), `http://127.0.0.1:8080` (openai), `https://api.anthropic.com` (anthropic). For `openai` a trailing `/v1` is accepted |
-//! | `model` | none | model id for any role without its own model |
-//! | `edit_model`, `pyramid_model`, `tutor_model` | none | model id for the `edit`, `pyramid` and `tutor` roles |
-//! | `models` | `{}` | model id for any other role name |
-//! | `temperature` | `0.1` | sampling temperature unless a request overrides it |
-//! | `max_tokens` (alias `num_predict`) | `2048` | generation cap, frozen for the session and recorded in its metadata; a ceiling: a kernel's request that asks for more gets this many |
-//! | `context_window` | `4096` | the model's advertised context length, recorded as a session constant (never probed during a run); also sent as Ollama's `num_ctx` |
-//! | `timeout_secs` (aliases `timeout`, `chunk_timeout`) | `120` | per-attempt deadline, body included |
-//! | `connect_timeout_secs` | `10` | TCP/TLS connect deadline |
-//! | `ping_timeout_secs` | `5` | deadline of `koas llm ping`: connecting and the model listing, one attempt (`--deadline` overrides it) |
-//! | `calibrate_deadline_secs` | `300` | deadline of a whole calibration: every call, attempt and backoff wait; an attempt in progress is cut when it passes (`--deadline` overrides it) |
-//! | `max_retries` | `3` | transport retries after the first attempt; bounded so that a failing server fails the request instead of stalling the run |
-//! | `backoff_initial_ms` / `backoff_max_ms` / `backoff_jitter` | `1000` / `8000` / `0.25` | exponential backoff 1 s, 2 s, 4 s… capped, plus up to 25 % random jitter |
-//! | `empty_retries` | `2` | retries of an empty answer with nudged temperature (a model stuck on empty output at low temperature often answers slightly higher) |
-//! | `empty_retry_temperature_step` | `0.05` | added per empty retry: 0.10 → 0.15 → 0.20 |
-//! | `empty_retry_wait_ms` | `[3000, 8000]` | random wait before an empty retry |
-//! | `budget_per_call` | `6000` | per-call budget: prompt + completion tokens of one call; `0` disables |
-//! | `budget_per_run` | `1000000` | per-run budget: tokens of the whole run, a hard ceiling that ends the session; `0` disables |
-//! | `max_in_flight` | `2` | requests in flight per endpoint; further callers wait |
-//! | `stream` | `true` | stream answers (stop markers end generation early) |
-//! | `strict_sovereign` | `true` | refuse non-loopback endpoints and the Anthropic backend; the addresses a name resolves to are checked too (see [`crate::sovereignty`]) |
-//! | `local_hosts` | `[]` | host names or IPs declared local (allowed under strict sovereignty); a listed name must resolve to loopback, private-network or listed addresses |
-//! | `api_key_env` | per backend | name of the environment variable holding the API key: `OPENAI_API_KEY` (optional) for openai, `ANTHROPIC_API_KEY` (required) for anthropic, none for ollama |
-//! | `response_cache` | `true` | answer repeated requests from `.koas/llm-cache/` |
-//! | `abort_on_transport_failure` | `true` | after a `TRANSPORT_FAILURE`, refuse further calls (a run does not carry on with whatever requests happen to succeed) |
-//! | `max_response_bytes` | `8388608` | answers longer than this are cut off as a protocol error |
+#![doc = include_str!("keys.md")]
 
 use crate::error::LlmError;
 use serde::{Deserialize, Serialize};
@@ -347,8 +319,76 @@ fn secs(s: f64) -> Duration {
 
 #[cfg(test)]
 mod tests {
+
+    /// The keys of the documented table (`keys.md`): the first column's
+    /// names, aliases included, with the default column.
+    fn documented() -> Vec<(Vec<String>, String)> {
+        include_str!("keys.md")
+            .lines()
+            .filter(|l| l.starts_with("| `"))
+            .map(|l| {
+                let cells: Vec<&str> = l.split(" | ").collect();
+                let names = cells[0]
+                    .split('`')
+                    .skip(1)
+                    .step_by(2)
+                    .map(str::to_owned)
+                    .collect();
+                (names, cells[1].to_owned())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_key_table_lists_every_key_with_the_default_the_code_uses() {
+        let defaults = serde_json::to_value(LlmConfig::default()).unwrap();
+        let defaults = defaults.as_object().unwrap();
+        let table = documented();
+        let named: Vec<&String> = table.iter().flat_map(|(names, _)| names).collect();
+        for key in defaults.keys() {
+            assert!(named.contains(&key), "`{key}` is missing from keys.md");
+        }
+        for (names, default) in &table {
+            // A row with one key and a literal default: the code agrees.
+            let literal = default.trim_matches('`');
+            if names.len() == 1 && default.starts_with('`') && !literal.contains('`') {
+                let value = &defaults[&names[0]];
+                let shown = match value {
+                    Value::String(s) => format!("\"{s}\""),
+                    other => other.to_string(),
+                };
+                let same = shown == literal
+                    || value
+                        .as_f64()
+                        .zip(literal.parse::<f64>().ok())
+                        .is_some_and(|(a, b)| a == b)
+                    || (literal == "{}" && value == &serde_json::json!({}))
+                    || (literal == "[]" && value == &serde_json::json!([]))
+                    || shown.replace(',', ", ") == literal;
+                assert!(
+                    same,
+                    "`{}`: keys.md says {literal}, the code {shown}",
+                    names[0]
+                );
+            }
+            // Every name is a key, or an alias the code accepts.
+            for name in names {
+                let known = defaults.contains_key(name)
+                    || (ALIASES.contains(&name.as_str())
+                        && serde_json::from_value::<LlmConfig>(
+                            serde_json::json!({ name.as_str(): 1 }),
+                        )
+                        .is_ok());
+                assert!(known, "keys.md names `{name}`, which is no key");
+            }
+        }
+    }
+
+    /// Names the table shows as aliases.
+    const ALIASES: &[&str] = &["num_predict", "timeout", "chunk_timeout"];
+
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     #[test]
     fn defaults_follow_the_specs() {

@@ -44,6 +44,9 @@ pub enum ExchangeOutcome {
     TransportFailure,
     /// Refused before calling, by the per-call or the per-run token budget.
     BudgetRefused,
+    /// Cut by a cancellation (Ctrl-C, or the client's cancel) while it was
+    /// in flight; the line keeps any partial text. Not a server failure.
+    Cancelled,
 }
 
 /// The canonicalizer's verdict on a text, logged with the raw text so a

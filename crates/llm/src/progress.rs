@@ -67,20 +67,46 @@ impl Counters {
     }
 }
 
-/// Writes one plain line per finished request to a writer (stderr by
-/// default): `llm: 12/40 requests done (1 failed), 34512 tokens, eta 2m10s`.
+/// Writes plain lines to a writer (stderr by default) as requests finish:
+/// `llm: 12/40 requests done (1 failed), 34512 tokens, eta 2m10s`, the
+/// first one at once, then at most one every [`LogLinesProgress::INTERVAL`]
+/// (a log file gets a heartbeat, not a line per request).
 pub struct LogLinesProgress {
     counters: Counters,
     out: Mutex<Box<dyn Write + Send>>,
+    interval: std::time::Duration,
+    /// When the last count line was written; `None` before the first.
+    last: Mutex<Option<std::time::Instant>>,
 }
 
 impl LogLinesProgress {
+    /// The least time between two count lines.
+    pub const INTERVAL: std::time::Duration = std::time::Duration::from_secs(10);
+
     /// A sink writing its lines to `out`.
     pub fn new(out: Box<dyn Write + Send>) -> Self {
+        Self::with_interval(out, Self::INTERVAL)
+    }
+
+    /// A sink writing a count line at most every `interval`.
+    pub fn with_interval(out: Box<dyn Write + Send>, interval: std::time::Duration) -> Self {
         LogLinesProgress {
             counters: Counters::new(),
             out: Mutex::new(out),
+            interval,
+            last: Mutex::new(None),
         }
+    }
+
+    /// True when a count line is due now (and notes it as written).
+    fn due(&self) -> bool {
+        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        let now = std::time::Instant::now();
+        if last.is_some_and(|at| now.duration_since(at) < self.interval) {
+            return false;
+        }
+        *last = Some(now);
+        true
     }
 
     fn line(&self, text: &str) {
@@ -109,6 +135,9 @@ impl ProgressSink for LogLinesProgress {
 
     fn request_finished(&self, tokens: u64, ok: bool) {
         let (done, total, tokens) = self.counters.finish(tokens, ok);
+        if !self.due() {
+            return;
+        }
         let failed = self.counters.failed.load(Ordering::SeqCst);
         let eta = format_eta(self.counters.eta_secs(done, total));
         self.line(&format!(
@@ -195,9 +224,28 @@ mod tests {
     }
 
     #[test]
-    fn log_lines_count_requests_and_tokens() {
+    fn log_lines_are_a_heartbeat_not_a_line_per_request() {
         let buf = Shared::default();
         let p = LogLinesProgress::new(Box::new(buf.clone()));
+        for _ in 0..40 {
+            p.request_started();
+        }
+        for _ in 0..40 {
+            p.request_finished(3, true);
+        }
+        let text = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 1, "one line within the interval: {lines:?}");
+        assert!(
+            lines[0].starts_with("llm: 1/40 requests done (0 failed), 3 tokens, eta "),
+            "the first line at once: {lines:?}"
+        );
+    }
+
+    #[test]
+    fn log_lines_count_requests_and_tokens() {
+        let buf = Shared::default();
+        let p = LogLinesProgress::with_interval(Box::new(buf.clone()), std::time::Duration::ZERO);
         p.request_started();
         p.request_started();
         p.request_finished(10, true);

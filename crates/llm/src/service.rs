@@ -624,14 +624,7 @@ impl LlmService {
                 Err(mut failed) => {
                     failed.retries += retries;
                     self.budget.release(reservation);
-                    let error = self.transport_failure(&r, options, started, failed, temperatures);
-                    if self.cancelled() {
-                        self.set_abort(AbortReason::Cancelled);
-                        return Err(LlmError::SessionAborted {
-                            reason: AbortReason::Cancelled,
-                        });
-                    }
-                    return Err(error);
+                    return Err(self.transport_failure(&r, options, started, failed, temperatures));
                 }
             }
         }
@@ -793,6 +786,34 @@ impl LlmService {
             retries,
             deadline_hit,
         } = failed;
+        // A call cut by a cancel did not fail at the server: it is logged
+        // as cancelled, and the session stops for that reason alone.
+        if self.cancelled() {
+            self.set_abort(AbortReason::Cancelled);
+            let partial = redact(
+                self.key.as_ref(),
+                error.partial_text.as_deref().unwrap_or(""),
+            );
+            let mut entry = Self::with_text(
+                self.entry(
+                    r,
+                    options.purpose,
+                    ExchangeSource::Backend,
+                    ExchangeOutcome::Cancelled,
+                ),
+                &partial,
+            );
+            entry.temperatures = temperatures;
+            entry.retries = retries;
+            let failure = LlmError::SessionAborted {
+                reason: AbortReason::Cancelled,
+            };
+            entry.error = Some(failure.to_string());
+            return match self.write(entry, started) {
+                Ok(()) => failure,
+                Err(e) => e,
+            };
+        }
         let last_error = redact(self.key.as_ref(), &error.message);
         // A client error the request itself caused (too long for the
         // server's context, say) is this request's failure, not the

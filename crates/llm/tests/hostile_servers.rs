@@ -343,7 +343,16 @@ fn ctrl_c_cuts_an_answer_in_flight_and_refuses_later_calls() {
             "{proto:?}: no retry after Ctrl-C"
         );
         let log = read_exchanges(&dir.path().join("llm/exchanges.jsonl")).unwrap();
-        assert_eq!(log[0].outcome, ExchangeOutcome::TransportFailure);
+        // Regression: the cancel was logged as a TRANSPORT_FAILURE.
+        assert_eq!(log[0].outcome, ExchangeOutcome::Cancelled, "{proto:?}");
+        assert!(
+            log[0]
+                .error
+                .as_deref()
+                .is_some_and(|e| e.contains("CANCELLED")),
+            "{:?}",
+            log[0].error
+        );
         assert!(log[0].raw_text.starts_with("tick"), "partial text kept");
         // Nothing more goes to the server once cancelled.
         let again = service.complete(&request()).unwrap_err();

@@ -169,11 +169,15 @@ pub struct ReviewParams {
     pub doc_path: String,
     /// Edit ops to apply instead of the model's: a JSON array of ops, an
     /// object with an "ops" array, or the path (relative to the root) of
-    /// a JSON file holding either. An op: {"action": "replace" | "insert"
-    /// | "delete" | "flag", "line_start": N, "line_end": N, "new_text":
-    /// "...", "kind": "typo", "severity": "minor", "rationale": "...",
-    /// "review_note": "REVIEWER: ..."}; line numbers are 1-based in the
-    /// workspace's current document; missing fields get defaults.
+    /// a JSON file holding either. An op, e.g. {"action": "replace",
+    /// "target": {"line_start": 7, "line_end": 7}, "before_text":
+    /// "bandwith", "after_text": "bandwidth", "kind": "typo", "severity":
+    /// "minor", "rationale": "spelling"}. "action" is "replace",
+    /// "insert" (after the target lines), "delete" or "flag_only"; "after_text"
+    /// is the new text (none for delete and flag_only); "before_text" is
+    /// the text replaced, checked against the line. Line numbers are
+    /// 1-based in the workspace's current document; missing fields get
+    /// defaults. The whole schema: docs/artifacts.md.
     #[serde(default)]
     pub ops: Option<Value>,
     /// Model wire protocol: "ollama", "openai" (llama.cpp, vLLM, LM
@@ -674,6 +678,32 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn the_op_the_ops_description_shows_is_one_the_reviewer_accepts() {
+        // The bug: the description showed `"new_text"` and top-level line
+        // numbers, and an op written that way was refused.
+        let schema = schema::<ReviewParams>();
+        let description = schema["properties"]["ops"]["description"]
+            .as_str()
+            .expect("ops is described")
+            .to_owned();
+        let example = description
+            .split("An op, e.g. ")
+            .nth(1)
+            .and_then(|rest| rest.split(". \"action\"").next())
+            .expect("the description holds an example op");
+        let op: Value = serde_json::from_str(example).expect("the example is JSON");
+        let built = koas_review::edit_op::build_op(
+            &op,
+            koas_review_schema::change_id::ChangeId::first(),
+            &Default::default(),
+        )
+        .expect("the reviewer builds the example op");
+        assert_eq!(built.op.after_text, "bandwidth");
+        assert_eq!(built.op.target.line_start, 7);
+        assert!(!description.contains("new_text"), "{description}");
     }
 
     #[test]

@@ -124,7 +124,9 @@ pub struct ReviewModelRun {
 /// Run metadata shown at the top.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReportMeta {
-    /// Generation time (RFC 3339).
+    /// The time of the review state the report shows (RFC 3339): its last
+    /// ledger entry, or the workspace's creation when the ledger is empty
+    /// (so an unchanged review gives the same report).
     pub generated_at: String,
     /// Tool and version, e.g. `koas 0.1.0`.
     pub tool: String,

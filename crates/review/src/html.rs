@@ -431,7 +431,7 @@ fn write_summary(out: &mut String, input: &HtmlInput<'_>, findings: usize, resol
     let _ = writeln!(
         out,
         "<details><summary>Run metadata</summary><table>\
-<tr><th>Generated</th><td>{}</td></tr><tr><th>Tool</th><td>{}</td></tr>\
+<tr><th>As of</th><td>{}</td></tr><tr><th>Tool</th><td>{}</td></tr>\
 <tr><th>Document</th><td><code>{}</code></td></tr>\
 <tr><th>Original hash</th><td><code>{}</code></td></tr>\
 <tr><th>Current hash</th><td><code>{}</code></td></tr>\

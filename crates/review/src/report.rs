@@ -405,7 +405,7 @@ pub fn render_report(input: ReportInput<'_>) -> String {
     }
     let _ = writeln!(out, "## Run metadata\n");
     let _ = writeln!(out, "| Field | Value |\n|---|---|");
-    let _ = writeln!(out, "| Generated | {} |", cell(&meta.generated_at));
+    let _ = writeln!(out, "| As of | {} |", cell(&meta.generated_at));
     let _ = writeln!(out, "| Tool | {} |", cell(&meta.tool));
     for (name, version) in &meta.kernels {
         let _ = writeln!(out, "| Kernel {} | {} |", code_cell(name), cell(version));

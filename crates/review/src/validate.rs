@@ -163,6 +163,44 @@ pub struct ValidOp {
     pub touches_protected: Vec<String>,
 }
 
+/// Where `text` is in the document, for a rejection that says where the
+/// op should have pointed: "it is on line 32; re-target the op", "it is on
+/// lines 12, 40; …", or "it is nowhere in the document".
+fn where_is(doc: &LineBuf, text: &str) -> String {
+    if text.is_empty() {
+        return "re-target the op".to_owned();
+    }
+    let mut found: Vec<usize> = Vec::new();
+    let lines = doc.lines();
+    // Line starts in the whole text, so a text over several lines is found
+    // too (and named by its first line).
+    let whole: String = lines.concat();
+    let mut starts = Vec::with_capacity(lines.len());
+    let mut at = 0;
+    for line in lines {
+        starts.push(at);
+        at += line.len();
+    }
+    for (offset, _) in whole.match_indices(text).take(4) {
+        let line = starts.partition_point(|&s| s <= offset);
+        if found.last() != Some(&line) {
+            found.push(line);
+        }
+    }
+    match found.as_slice() {
+        [] => "it is nowhere in the document; re-plan the op on the current text".to_owned(),
+        [one] => format!("it is on line {one}; re-target the op"),
+        many => {
+            let shown: Vec<String> = many.iter().take(3).map(usize::to_string).collect();
+            let more = if many.len() > 3 { ", …" } else { "" };
+            format!(
+                "it is on lines {}{more}; re-target the op",
+                shown.join(", ")
+            )
+        }
+    }
+}
+
 /// Checks invariants 1–6 on a normalized op whose range is valid.
 pub fn validate(
     op: &EditOp,
@@ -210,7 +248,7 @@ pub fn validate(
             TextMatch::Missing => {
                 return Err(Rejection::new(
                     RejectClass::Hash,
-                    format!("{label}: before_text '{}' is not at {lines}, which read '{}'; re-target the op", excerpt(op.before_text.as_deref().unwrap_or("")), excerpt(&target)),
+                    format!("{label}: before_text '{}' is not at {lines}, which read '{}'; {}", excerpt(op.before_text.as_deref().unwrap_or("")), excerpt(&target), where_is(doc, op.before_text.as_deref().unwrap_or(""))),
                 ))
             }
             TextMatch::Ambiguous(count) => {
@@ -351,4 +389,24 @@ pub fn validate(
         planned,
         touches_protected,
     })
+}
+
+#[cfg(test)]
+mod where_tests {
+    use super::where_is;
+    use crate::text::LineBuf;
+
+    #[test]
+    fn a_misplaced_before_text_is_found_where_it_is() {
+        let doc = LineBuf::parse("a\nthe bandwith\nb\nthe bandwith\nc\nd e\n");
+        assert_eq!(
+            where_is(&doc, "bandwith"),
+            "it is on lines 2, 4; re-target the op"
+        );
+        assert_eq!(where_is(&doc, "c\nd"), "it is on line 5; re-target the op");
+        assert_eq!(
+            where_is(&doc, "zzz"),
+            "it is nowhere in the document; re-plan the op on the current text"
+        );
+    }
 }

@@ -366,7 +366,14 @@ fn views_pass(
         return Ok(Ok(Views::default()));
     }
     let meta = ReportMeta {
-        generated_at: crate::common::clock().now(),
+        // The time of the state the report describes (its last ledger
+        // entry, or the workspace's creation), not of this run: an
+        // unchanged review gives the same report, from the cache.
+        generated_at: run
+            .entries()
+            .last()
+            .map(|e| e.timestamp.clone())
+            .unwrap_or_else(|| run.meta().created_at.clone()),
         tool: format!("koas {}", env!("CARGO_PKG_VERSION")),
         kernels: versions_of(pipeline, discovery),
         doc_name: run.meta().doc_name.clone(),

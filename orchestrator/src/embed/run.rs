@@ -110,6 +110,7 @@ impl Control {
         let entry = used.entry(record.workspace.clone()).or_default();
         for k in &record.kernels {
             entry.actions.extend(k.cache_key.iter().cloned());
+            entry.actions.extend(k.next_cache_key.iter().cloned());
         }
         // Every blob the record names (outputs, inputs, what the host
         // provided, previous outputs handed over): `koas replay` of this

@@ -212,23 +212,29 @@ impl Engine<'_> {
             })
             .collect();
         inputs.extend(self.reserved_key_parts(name));
+        let key = self.key_with(name, &inputs);
+        (inputs, key)
+    }
+
+    /// The cache key of `name` with these input hashes.
+    pub(super) fn key_with(&self, name: &str, inputs: &BTreeMap<String, Option<String>>) -> String {
+        let k = self.kernel(name);
         let plugin_hash = self
             .cache
             .plugin_hash(&k.library)
             .unwrap_or_else(|_| format!("unreadable:{}", k.library.display()));
-        let key = cache_key(&KeyParts {
+        cache_key(&KeyParts {
             kernel: &k.spec.name,
             version: &k.spec.version,
             plugin_hash: &plugin_hash,
             config: &self.prepared.configs[name],
-            inputs: &inputs,
+            inputs,
             llm: if k.spec.uses_llm {
                 self.opts.llm_identity.as_ref()
             } else {
                 None
             },
-        });
-        (inputs, key)
+        })
     }
 
     /// The artifact as a tree (for a run's target output): parsed from its

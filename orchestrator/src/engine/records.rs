@@ -40,6 +40,7 @@ impl Engine<'_> {
             input_hashes: inputs.clone(),
             output_hashes: BTreeMap::new(),
             cache_key: None,
+            next_cache_key: None,
             plugin: k.library.clone(),
             plugin_hash: self.cache.plugin_hash(&k.library).ok(),
             summary: String::new(),
@@ -104,6 +105,12 @@ impl Engine<'_> {
             &record.summary,
         );
         self.remember_outputs(&name, &record.output_hashes);
+        if record.incomplete.is_none() && self.opts.use_cache {
+            if let Some(key) = &record.cache_key {
+                record.next_cache_key =
+                    self.anticipate_next_run(&name, &inputs, key, &record.output_hashes);
+            }
+        }
         self.records.push(record);
         self.done.insert(name);
         true

@@ -231,6 +231,42 @@ impl Engine<'_> {
             .map(|(hashes, value)| (hashes, Shared::Tree(Arc::new(value))))
     }
 
+    /// After an incremental kernel ran with `inputs` (key `key`): its next
+    /// run on the same inputs is handed these outputs as its previous
+    /// ones, and an incremental kernel given its own outputs back answers
+    /// them again (it reuses every part whose input is unchanged). That
+    /// run's key gets this run's entry now, so an unchanged re-run is
+    /// answered from the cache at once instead of running the kernel
+    /// once more to learn it. Returns that key (the run record keeps it,
+    /// so a cache collection does too); best effort: a failure costs a
+    /// re-run.
+    pub(super) fn anticipate_next_run(
+        &self,
+        name: &str,
+        inputs: &BTreeMap<String, Option<String>>,
+        key: &str,
+        outputs: &BTreeMap<String, String>,
+    ) -> Option<String> {
+        if !self.kernel(name).spec.incremental || outputs.is_empty() || self.opts.previous.is_some()
+        {
+            return None;
+        }
+        let next_previous = Some(id_of(PREVIOUS_INPUT, &json!(outputs)));
+        if inputs.get(PREVIOUS_INPUT) == Some(&next_previous) {
+            return None;
+        }
+        let mut next = inputs.clone();
+        next.insert(PREVIOUS_INPUT.to_string(), next_previous);
+        let next_key = self.key_with(name, &next);
+        if self.cache.get_action(&next_key).is_some() {
+            return Some(next_key);
+        }
+        // Only a complete run was stored under `key`.
+        let record = self.cache.get_action(key)?;
+        self.cache.put_action(&next_key, &record).ok()?;
+        Some(next_key)
+    }
+
     /// Remembers the outputs of a successful run of an incremental kernel
     /// for its next run. A failure to write costs the next run its reuse,
     /// not this run its result, so it is only reported.

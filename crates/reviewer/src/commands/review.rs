@@ -12,12 +12,15 @@ use crate::common::{
     WorkspaceArgs, REFUSED,
 };
 use crate::passes::{
-    self, Control, PassFailure, PassInputs, APPLY, EDIT_PLAN, PYRAMID, REVERT, VIEWS,
+    self, Control, RunFailure, RunInputs, APPLY, EDIT_PLAN, PYRAMID, REVERT, VIEWS,
 };
 use anyhow::Context as _;
 use clap::Args;
+use koas_orchestrator::discovery::Discovery;
+use koas_orchestrator::embed::{discover_and_warn, HostLlm};
 use koas_orchestrator::embed::{ExitStatus, HostOptions};
 use koas_orchestrator::engine::Provided;
+use koas_orchestrator::pipeline::Pipeline;
 use koas_review::edit_op::parse_ops_file;
 use koas_review_schema::apply::ApplyOptions;
 use koas_review_schema::apply::ApplyOutcome;
@@ -25,7 +28,9 @@ use koas_review_schema::change_id::ChangeId;
 use koas_review_schema::edit_plan::{ChunkVerdict, EditPlan, EditPlanStatus};
 use koas_review_schema::names;
 use koas_review_schema::review::{ReviewModelRun, ReviewState};
-use koas_review_workspace::{paths, BeginRequest, CommitContext, Follow, ReviewOutcome, RunKind};
+use koas_review_workspace::{
+    paths, BeginRequest, CommitContext, Follow, PreparedRun, ReviewOutcome, RunKind,
+};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -184,23 +189,113 @@ fn review(
     target: &ReviewTarget,
     wanted: Wanted,
 ) -> anyhow::Result<Reply> {
-    // The ops file is checked before anything is locked or written, and
-    // handed to the engine as read (a FIFO swapped in later is not read).
-    let mut ops_bytes: Option<Arc<[u8]>> = None;
-    if let Some(ops) = &args.ops {
-        // Like the document: a FIFO or a device would hang or fill memory.
-        let limit = crate::input::max_doc_bytes(args.target.max_doc_size.as_deref())?;
-        let shown = format!("the ops file {}", ops.display());
-        let bytes = crate::input::read_document_bytes(ops, &shown, limit, false)?;
-        let text = String::from_utf8(bytes)
-            .with_context(|| format!("the ops file {} is not UTF-8 text", ops.display()))?;
-        parse_ops_file(&text).with_context(|| format!("ops file {}", ops.display()))?;
-        ops_bytes = Some(Arc::from(text.into_bytes()));
-    }
+    let ops = read_ops(args)?;
     target.prepare_writes()?;
+    let mut run = begin(args, target)?;
+    let setup = Setup::of(global, args, target)?;
+    let root = target.workspace.root();
+    let planned = match plan(global, control, &setup, &run, ops)? {
+        Ok(planned) => planned,
+        Err(failure) => return Ok(failure.reply(root, run.rebased())),
+    };
+    let committed = commit(args, target, &mut run, planned.fixes, planned.outcome)?;
+
+    // What the command answers is taken from the commit now and the
+    // commit dropped: on a large review its batch, ledger entries and log
+    // records are hundreds of MB that the views pass does not need.
+    let no_ops = args.ops.is_none() && setup.llm.is_none();
+    let rebased = run.rebased().to_vec();
+    // The report's model section is the work behind the review: a run
+    // the cache answered whole (no request at all) shows the last run
+    // that asked the model, so an unchanged re-run keeps its report.
+    let run_model = planned.model.as_ref().map(|m| {
+        let asked = m.run.calls + m.run.cached_calls > 0 || m.run.stopped.is_some();
+        match target.workspace.last_model_run() {
+            // The same kernels' results (their summaries are kept with
+            // them in the cache): the same model work.
+            Some(last)
+                if !asked
+                    && last.models == m.run.models
+                    && last.pyramid == m.run.pyramid
+                    && last.edit_plan == m.run.edit_plan =>
+            {
+                last
+            }
+            _ => {
+                target.workspace.remember_model_run(&m.run);
+                m.run.clone()
+            }
+        }
+    });
+    let mut answered = answer(
+        args,
+        target,
+        &committed,
+        no_ops,
+        planned.model,
+        &rebased,
+        wanted,
+    )?;
+    answered.overlaps(target, run.rebase_overlaps());
+    drop(committed);
+
+    let notice = no_ops.then(|| {
+        "No model is configured and no ops were given: the deterministic stages ran and no change was made. Configure a model (an [llm] table in koas.toml, or --llm-backend/--llm-endpoint/--llm-model) or give edit ops with `koas review DOC --ops FILE`.".to_owned()
+    });
+    let views = match passes::run_views_with_model(
+        global,
+        control,
+        &setup.pipeline,
+        &setup.discovery,
+        &run,
+        notice,
+        run_model,
+    ) {
+        Ok(views) => views,
+        Err(failure) => {
+            eprintln!(
+                "koas: the changes are recorded, but the report and annotated document could not be refreshed"
+            );
+            return Ok(report_failure(failure, "DOC was not replaced", root, true));
+        }
+    };
+    if args.in_place {
+        if let Err(e) = run.replace_in_place(&target.doc_path) {
+            return Err(target.not_written(e));
+        }
+        if let Err(e) = target.workspace.end_in_place() {
+            eprintln!("koas: {} was replaced, but: {e}", target.doc_path.display());
+        }
+    }
+    drop(run);
+    // Older document versions' artifacts are no longer needed: keep the
+    // workspace a small multiple of the document however many reviews.
+    control.collect_caches(global);
+    Ok(answered.with_report(args, target, views.report))
+}
+
+/// The ops file, checked before anything is locked or written, and
+/// handed to the engine as read (a FIFO swapped in later is not read).
+fn read_ops(args: &ReviewArgs) -> anyhow::Result<Option<Arc<[u8]>>> {
+    let Some(ops) = &args.ops else {
+        return Ok(None);
+    };
+    // Like the document: a FIFO or a device would hang or fill memory.
+    let limit = crate::input::max_doc_bytes(args.target.max_doc_size.as_deref())?;
+    let shown = format!("the ops file {}", ops.display());
+    let bytes = crate::input::read_document_bytes(ops, &shown, limit, false)?;
+    let text = String::from_utf8(bytes)
+        .with_context(|| format!("the ops file {} is not UTF-8 text", ops.display()))?;
+    parse_ops_file(&text).with_context(|| format!("ops file {}", ops.display()))?;
+    Ok(Some(Arc::from(text.into_bytes())))
+}
+
+/// The review's run in its workspace, locked, following the document
+/// (`--rebase` records hand edits first).
+fn begin<'w>(args: &ReviewArgs, target: &'w ReviewTarget) -> anyhow::Result<PreparedRun<'w>> {
     let command = command_line();
-    let workspace = &target.workspace;
-    let mut run = workspace
+    target
+        .workspace
         .begin_following(
             BeginRequest {
                 doc_name: &target.doc_name,
@@ -215,26 +310,93 @@ fn review(
                 options: &ApplyOptions::default(),
             },
         )
-        .map_err(|e| target.explain(e))?;
-    // Stage 1 and 2 describe the document the ops address: the current
-    // one. Its text is handed to the engine (see `pass_inputs`) under the
-    // path of the file that holds it, so it keys as that file would.
-    let mut inputs = vec![("doc".to_owned(), target.current_doc_path())];
-    if let Some(ops) = &args.ops {
-        inputs.push((names::OPS.to_owned(), ops.clone()));
+        .map_err(|e| target.explain(e))
+}
+
+/// What the flags decide before any kernel runs: the pipeline with the
+/// review's settings, the model, the kernels found.
+struct Setup {
+    pipeline: Pipeline,
+    llm: Option<HostLlm>,
+    discovery: Discovery,
+    /// Why the model's plan is not asked for (`--no-llm`, `--ops`).
+    skip_plan: Option<&'static str>,
+    /// The certain fixes of the checks are applied (no
+    /// `--no-check-fixes`).
+    check_fixes: bool,
+}
+
+impl Setup {
+    fn of(global: &HostOptions, args: &ReviewArgs, target: &ReviewTarget) -> anyhow::Result<Setup> {
+        // Stage 1 and 2 describe the document the ops address: the current
+        // one. Its text is handed to the engine (see `pass_inputs`) under
+        // the path of the workspace's current document, on a first review
+        // too (before the file exists): an unchanged document then keys the
+        // same on every run, and a re-run is answered from the cache.
+        let current = target.workspace.path(paths::EDITED_DOC);
+        let mut inputs = vec![("doc".to_owned(), current)];
+        if let Some(ops) = &args.ops {
+            inputs.push((names::OPS.to_owned(), ops.clone()));
+        }
+        let skip_plan = if args.no_llm {
+            Some("--no-llm")
+        } else if args.ops.is_some() {
+            // Ops from a file replace the model's plan.
+            Some("--ops given")
+        } else {
+            None
+        };
+        let settings = settings(args, target, skip_plan);
+        let workspace = target.workspace.root();
+        let mut pipeline = passes::load(args.pipeline.as_deref(), workspace, inputs)?;
+        target.project.apply(&mut pipeline)?;
+        pipeline.require(APPLY, "applies the ops")?;
+        for (kernel, key, value) in settings {
+            pipeline.set_config(kernel, key, value);
+        }
+        let llm = passes::review_llm(
+            &pipeline,
+            &target.doc_path,
+            &args.llm,
+            args.tutor_model.as_deref(),
+            args.no_llm,
+            global.quiet,
+        )?;
+        if let Some(llm) = &llm {
+            if let Some(tutor) = &llm.tutor_model {
+                pipeline.set_config(EDIT_PLAN, "tutor_model", json!(tutor));
+            }
+            // One batch keeps every slot of the server busy.
+            pipeline.set_config(EDIT_PLAN, "batch_size", json!(llm.max_in_flight.max(8)));
+        }
+        let discovery = discover_and_warn(global, &pipeline);
+        Ok(Setup {
+            pipeline,
+            llm,
+            discovery,
+            skip_plan,
+            check_fixes: !args.no_check_fixes,
+        })
     }
-    let mut pipeline = passes::load(args.pipeline.as_deref(), workspace.root(), inputs)?;
-    target.project.apply(&mut pipeline)?;
-    passes::require(&pipeline, APPLY, "applies the ops")?;
-    passes::set_config(&mut pipeline, APPLY, "strict", Value::Bool(args.strict));
-    // The certain fixes of the checks (`koas check --fix`) are changes
-    // like any other: IDs, patches, ledger lines.
-    passes::set_config(
-        &mut pipeline,
-        APPLY,
-        "check_fixes",
-        Value::Bool(!args.no_check_fixes),
-    );
+}
+
+/// The kernels' settings the review's flags decide: `(kernel, key,
+/// value)`, set over the pipeline's own.
+fn settings(
+    args: &ReviewArgs,
+    target: &ReviewTarget,
+    skip_plan: Option<&str>,
+) -> Vec<(&'static str, &'static str, Value)> {
+    let mut out = vec![
+        (APPLY, "strict", Value::Bool(args.strict)),
+        // The certain fixes of the checks (`koas check --fix`) are
+        // changes like any other: IDs, patches, ledger lines.
+        (APPLY, "check_fixes", Value::Bool(!args.no_check_fixes)),
+        // After a first review the text read is the workspace's copy: the
+        // pyramid is still about the user's document (and an unchanged
+        // document's root keeps its input, so it is not asked again).
+        (PYRAMID, "title", json!(target.doc_name)),
+    ];
     let skip_pyramid = if args.no_llm {
         Some("--no-llm")
     } else if args.skip_pyramid {
@@ -242,51 +404,88 @@ fn review(
     } else {
         None
     };
-    // After a first review the text read is the workspace's copy: the
-    // pyramid is still about the user's document (and an unchanged
-    // document's root keeps its input, so it is not asked again).
-    passes::set_config(&mut pipeline, PYRAMID, "title", json!(target.doc_name));
     if let Some(reason) = skip_pyramid {
-        passes::set_config(&mut pipeline, PYRAMID, "skip", Value::Bool(true));
-        passes::set_config(&mut pipeline, PYRAMID, "skip_reason", json!(reason));
+        out.push((PYRAMID, "skip", Value::Bool(true)));
+        out.push((PYRAMID, "skip_reason", json!(reason)));
     }
-    let llm = passes::review_llm(
-        &pipeline,
-        &target.doc_path,
-        &args.llm,
-        args.tutor_model.as_deref(),
-        args.no_llm,
-        global.quiet,
-    )?;
-    // Ops from a file replace the model's plan.
-    let skip_plan = if args.no_llm {
-        Some("--no-llm")
-    } else if args.ops.is_some() {
-        Some("--ops given")
-    } else {
-        None
-    };
     if let Some(reason) = skip_plan {
-        passes::set_config(&mut pipeline, EDIT_PLAN, "skip", Value::Bool(true));
-        passes::set_config(&mut pipeline, EDIT_PLAN, "skip_reason", json!(reason));
+        out.push((EDIT_PLAN, "skip", Value::Bool(true)));
+        out.push((EDIT_PLAN, "skip_reason", json!(reason)));
     }
-    if let Some(llm) = &llm {
-        if let Some(tutor) = &llm.tutor_model {
-            passes::set_config(&mut pipeline, EDIT_PLAN, "tutor_model", json!(tutor));
-        }
-        // One batch keeps every slot of the server busy.
-        passes::set_config(
-            &mut pipeline,
-            EDIT_PLAN,
-            "batch_size",
-            json!(llm.max_in_flight.max(8)),
-        );
-    }
-    let discovery = passes::discover(global, &pipeline);
+    out
+}
 
-    // Planning pass.
-    let mut planning = passes::subset(&pipeline, |k| k != REVERT && !VIEWS.contains(&k));
+/// What the planning passes produced, not yet recorded.
+struct Planned {
+    /// The certain fixes of the checks, planned first.
+    fixes: Option<ApplyOutcome>,
+    /// The ops of the model or of the file, on the fixed text.
+    outcome: ApplyOutcome,
+    /// What the model did, when one was configured.
+    model: Option<ModelReport>,
+}
+
+/// Why nothing was recorded.
+enum NotPlanned {
+    /// A planning pass failed or was interrupted.
+    Pass(RunFailure),
+    /// Ctrl-C came after the passes, before anything was recorded.
+    Interrupted,
+    /// The model's server stopped answering: a failed review, not a
+    /// smaller one.
+    Unreachable(String),
+}
+
+impl NotPlanned {
+    /// The failure, told on stderr and answered. `rebased`: the hand
+    /// edits a `--rebase` recorded before the passes (they stay).
+    fn reply(self, workspace: &Path, rebased: &[ChangeId]) -> Reply {
+        let nothing = match (rebased.first(), rebased.last()) {
+            (Some(first), Some(last)) if first != last => format!(
+                "only the hand edits were recorded ({first} … {last}, kind external); no review change was recorded"
+            ),
+            (Some(first), _) => format!(
+                "only the hand edits were recorded ({first}, kind external); no review change was recorded"
+            ),
+            _ => "nothing was recorded".to_owned(),
+        };
+        match self {
+            NotPlanned::Pass(failure) => report_failure(failure, &nothing, workspace, false),
+            NotPlanned::Interrupted => {
+                let message = format!("interrupted before the changes were recorded; {nothing}");
+                eprintln!("koas: {message}");
+                Reply::failed(ExitStatus::Interrupted, &message, workspace)
+            }
+            NotPlanned::Unreachable(failure) => {
+                let consequence = match rebased.is_empty() {
+                    true => {
+                        "nothing was recorded: the document and the ledger are unchanged".to_owned()
+                    }
+                    false => nothing,
+                };
+                eprintln!("error: {failure}\n  ({consequence})");
+                Reply::failed(REFUSED, &format!("{failure} ({consequence})"), workspace)
+            }
+        }
+    }
+}
+
+/// The planning passes: the certain fixes of the checks first (in a pass
+/// of their own, so the model reads the text they leave: otherwise a
+/// re-run would find the fixed lines new and ask the model about them
+/// again), then the model's ops or the file's on that text.
+fn plan(
+    global: &HostOptions,
+    control: &Control,
+    setup: &Setup,
+    run: &PreparedRun<'_>,
+    ops: Option<Arc<[u8]>>,
+) -> anyhow::Result<Result<Planned, NotPlanned>> {
+    let mut planning = setup
+        .pipeline
+        .subset(|k| k != REVERT && !VIEWS.contains(&k));
     // What the ledger already holds, by effect: nothing is recorded twice.
+    let workspace = run.workspace();
     let effects = koas_review::known::ledger_effects(run.entries(), |path| {
         std::fs::read_to_string(workspace.path(path)).ok()
     });
@@ -299,47 +498,41 @@ fn review(
         applied: effects.applied,
         flags: effects.flags,
     };
-    // A planning pass that failed: told, and nothing is recorded.
-    let nothing_recorded =
-        |failure| report_failure(failure, "nothing was recorded", workspace.root(), false);
-    // The certain fixes of the checks go first, in a pass of their own,
-    // and the model reads the text they leave: otherwise a re-run would
-    // find the fixed lines new and ask the model about them again.
     let mut fixes: Option<ApplyOutcome> = None;
     let mut text = run.current_text().to_owned();
-    if llm.is_some()
-        && skip_plan.is_none()
-        && !args.no_check_fixes
-        && passes::has(&planning, EDIT_PLAN)
-    {
-        let outcome = match certain_fixes(global, control, &planning, &discovery, &text, &state)? {
-            Ok(outcome) => outcome,
-            Err(failure) => return Ok(nothing_recorded(failure)),
-        };
-        text = outcome.batch.final_text.clone();
-        state.next_id = outcome.batch.next_id;
+    let fixes_first = setup.llm.is_some()
+        && setup.skip_plan.is_none()
+        && planning.has(EDIT_PLAN)
+        && setup.check_fixes;
+    if fixes_first {
+        let fixed =
+            match certain_fixes(global, control, &planning, &setup.discovery, &text, &state)? {
+                Ok(outcome) => outcome,
+                Err(failure) => return Ok(Err(NotPlanned::Pass(failure))),
+            };
+        text = fixed.batch.final_text.clone();
+        state.next_id = fixed.batch.next_id;
         state
             .ledger_ids
-            .extend(outcome.batch.applied.iter().map(|a| a.op.id));
+            .extend(fixed.batch.applied.iter().map(|a| a.op.id));
         // The model's pass reads the fixed text as the document, handed
         // as bytes under the current document's path (kernels that keep
         // their previous results find them by kernel, not by path: a
         // re-run that reads the same text asks nothing).
-        passes::set_config(&mut planning, APPLY, "check_fixes", Value::Bool(false));
-        fixes = Some(outcome);
+        planning.set_config(APPLY, "check_fixes", Value::Bool(false));
+        fixes = Some(fixed);
     }
     let mut pass = pass_inputs(&text, &state)?;
-    if let Some(ops) = ops_bytes {
+    if let Some(ops) = ops {
         pass.sources.insert(names::OPS.to_owned(), ops);
     }
-    let has_llm = llm.is_some();
-    let described = llm.as_ref().map(|l| (l.models(), l.endpoint.clone()));
-    pass.llm = llm;
+    let described = setup.llm.as_ref().map(|l| (l.models(), l.endpoint.clone()));
+    pass.llm = setup.llm.clone();
     let started = std::time::Instant::now();
-    let (_, result) = passes::run_pass(global, control, &planning, &discovery, pass)?;
+    let (_, result) = passes::run_pass(global, control, &planning, &setup.discovery, pass)?;
     let planned = match result {
         Ok(outcome) => outcome,
-        Err(failure) => return Ok(nothing_recorded(failure)),
+        Err(failure) => return Ok(Err(NotPlanned::Pass(failure))),
     };
     let outcome: ApplyOutcome = passes::parse_output(&planned.record, APPLY, names::APPLY_OUTCOME)?;
     // What the model's kernels did, shown when a model was configured.
@@ -347,48 +540,50 @@ fn review(
         ModelReport::of(&planned.record, started.elapsed(), models, endpoint)
     });
     if control.interrupted() {
-        let message = "interrupted before the changes were recorded; nothing was recorded";
-        eprintln!("koas: {message}");
-        return Ok(Reply::failed(
-            ExitStatus::Interrupted,
-            message,
-            workspace.root(),
-        ));
+        return Ok(Err(NotPlanned::Interrupted));
     }
-    // A server that stopped answering is a failed review, not a smaller
-    // one: nothing is recorded, and the next run asks only the chunks
-    // that got no answer (the others are in the previous plan and the
-    // response cache).
+    // A server that stopped answering: nothing is recorded, and the next
+    // run asks only the chunks that got no answer (the others are in the
+    // previous plan and the response cache).
     if let Some(failure) = model
         .as_ref()
-        .filter(|_| skip_plan.is_none())
+        .filter(|_| setup.skip_plan.is_none())
         .and_then(|m| m.unreachable())
     {
-        let consequence = "nothing was recorded: the document and the ledger are unchanged";
-        eprintln!("error: {failure}\n  ({consequence})");
-        return Ok(Reply::failed(
-            REFUSED,
-            &format!("{failure} ({consequence})"),
-            workspace.root(),
-        ));
+        return Ok(Err(NotPlanned::Unreachable(failure)));
     }
+    Ok(Ok(Planned {
+        fixes,
+        outcome,
+        model,
+    }))
+}
 
+/// Records the planned changes: replayed and checked, then written in the
+/// crash-safe order; the certain fixes first, the text the model's ops
+/// address after.
+fn commit(
+    args: &ReviewArgs,
+    target: &ReviewTarget,
+    run: &mut PreparedRun<'_>,
+    fixes: Option<ApplyOutcome>,
+    outcome: ApplyOutcome,
+) -> anyhow::Result<ReviewOutcome> {
+    let workspace = &target.workspace;
     // An --in-place run marks its write as pending before it records
     // anything: killed or refused by a full disk after the ledger is
     // saved, `koas status` can tell the document is behind by that.
     // A run that does not write DOC clears an old mark.
-    if args.in_place {
-        workspace
-            .begin_in_place(&target.doc_path, clock())
-            .with_context(|| format!("review workspace {}", workspace.root().display()))?;
+    // A review without --in-place keeps its changes in the workspace: a
+    // later revert no longer writes DOC either.
+    let marked = if args.in_place {
+        workspace.begin_in_place(&target.doc_path, clock())
     } else {
         workspace
             .end_in_place()
-            .with_context(|| format!("review workspace {}", workspace.root().display()))?;
-    }
-
-    // Commit: replayed and checked, then written in the crash-safe order;
-    // the certain fixes first, the text the model's ops address after.
+            .and_then(|()| workspace.stop_writing_doc())
+    };
+    marked.with_context(|| format!("review workspace {}", workspace.root().display()))?;
     let options = outcome.options.clone();
     let context = CommitContext {
         actor: &actor(),
@@ -409,61 +604,17 @@ fn review(
     let committed = run
         .commit_review(outcome.batch, outcome.protected, &context)
         .with_context(recording)?;
-    let committed = match fixed {
+    Ok(match fixed {
         Some(fixed) => fixed.then(committed),
         None => committed,
-    };
-
-    // What the command answers is taken from the commit now and the
-    // commit dropped: on a large review its batch, ledger entries and log
-    // records are hundreds of MB that the views pass does not need.
-    let no_ops = args.ops.is_none() && !has_llm;
-    let rebased = run.rebased().to_vec();
-    let run_model = model.as_ref().map(|m| m.run.clone());
-    let answered = answer(args, target, &committed, no_ops, model, &rebased, wanted)?;
-    drop(committed);
-
-    // Views.
-    let notice = no_ops.then(|| {
-        "No model is configured and no ops were given: the deterministic stages ran and no change was made. Configure a model (an [llm] table in koas.toml, or --llm-backend/--llm-endpoint/--llm-model) or give edit ops with `koas review DOC --ops FILE`.".to_owned()
-    });
-    let views = match passes::run_views_with_model(
-        global, control, &pipeline, &discovery, &run, notice, run_model,
-    ) {
-        Ok(views) => views,
-        Err(failure) => {
-            eprintln!(
-                "koas: the changes are recorded, but the report and annotated document could not be refreshed"
-            );
-            return Ok(report_failure(
-                failure,
-                "DOC was not replaced",
-                workspace.root(),
-                true,
-            ));
-        }
-    };
-    if args.in_place {
-        if let Err(e) = run.replace_in_place(&target.doc_path) {
-            return Err(target.not_written(e));
-        }
-        if let Err(e) = workspace.end_in_place() {
-            eprintln!("koas: {} was replaced, but: {e}", target.doc_path.display());
-        }
-    }
-    let report = views.report.clone();
-    drop(run);
-    // Older document versions' artifacts are no longer needed: keep the
-    // workspace a small multiple of the document however many reviews.
-    control.collect_caches(global);
-    Ok(answered.with_report(args, target, report))
+    })
 }
 
 /// What a planning pass is given: the text the ops address, as the
 /// pipeline's `doc` source (read once, by the command, with its guards)
 /// and as the host's artifact, and the review state.
-fn pass_inputs(text: &str, state: &ReviewState) -> anyhow::Result<PassInputs> {
-    let mut pass = PassInputs::default();
+fn pass_inputs(text: &str, state: &ReviewState) -> anyhow::Result<RunInputs> {
+    let mut pass = RunInputs::default();
     pass.sources
         .insert("doc".to_owned(), Arc::from(text.as_bytes()));
     pass.provided.insert(
@@ -483,15 +634,15 @@ fn pass_inputs(text: &str, state: &ReviewState) -> anyhow::Result<PassInputs> {
 fn certain_fixes(
     global: &HostOptions,
     control: &Control,
-    planning: &koas_orchestrator::pipeline::Pipeline,
-    discovery: &koas_orchestrator::discovery::Discovery,
+    planning: &Pipeline,
+    discovery: &Discovery,
     text: &str,
     state: &ReviewState,
-) -> anyhow::Result<Result<ApplyOutcome, PassFailure>> {
+) -> anyhow::Result<Result<ApplyOutcome, RunFailure>> {
     // Without the model's kernels at all: a skipped run would become the
     // "previous" result they reuse from, and the model's pass would find
     // nothing to reuse.
-    let first = passes::subset(planning, |k| k != PYRAMID && k != EDIT_PLAN);
+    let first = planning.subset(|k| k != PYRAMID && k != EDIT_PLAN);
     let (_, result) = passes::run_pass(
         global,
         control,
@@ -512,17 +663,17 @@ fn certain_fixes(
 /// A failed pass, told on stderr; `recorded`: the changes were recorded
 /// before it failed (a `partial` answer).
 fn report_failure(
-    failure: PassFailure,
+    failure: RunFailure,
     consequence: &str,
     workspace: &Path,
     recorded: bool,
 ) -> Reply {
     let mut reply = match failure {
-        PassFailure::Kernel(message) => {
+        RunFailure::Kernel(message) => {
             eprintln!("error: {message}\n  ({consequence})");
             Reply::failed(REFUSED, &format!("{message} ({consequence})"), workspace)
         }
-        PassFailure::Interrupted => {
+        RunFailure::Interrupted => {
             eprintln!("koas: interrupted ({consequence})");
             Reply::failed(
                 ExitStatus::Interrupted,
@@ -545,6 +696,25 @@ struct Answer {
 }
 
 impl Answer {
+    /// The lines of DOC whose hand edits a rebase could not carry over
+    /// (they touched lines the review changed since DOC was written).
+    fn overlaps(&mut self, target: &ReviewTarget, lines: &[String]) {
+        if lines.is_empty() {
+            return;
+        }
+        if let Some(map) = self.value.as_object_mut() {
+            map.insert("rebase_overlaps".into(), json!(lines));
+        }
+        let line = format!(
+            "  overlap:   {name} lines {}: the hand edits there touch lines the review changed or reverted since {name} was last written; they are recorded as {name} has them\n",
+            lines.join(", "),
+            name = target.doc_name,
+        );
+        // Before the closing `workspace:` line.
+        let at = self.text.rfind("workspace: ").unwrap_or(self.text.len());
+        self.text.insert_str(at, &line);
+    }
+
     /// The reply, with the report the views pass wrote (if any) and the
     /// files the review left.
     fn with_report(
@@ -655,34 +825,69 @@ fn answer(
         )?;
     }
     if let Some(model) = &model {
-        let run = &model.run;
-        if let Some(p) = &run.pyramid {
-            writeln!(t, "  pyramid:   {p}")?;
-        }
-        if let Some(p) = &run.edit_plan {
-            writeln!(t, "  edit plan: {p}")?;
-        }
-        let mut names: Vec<&str> = run.models.values().map(String::as_str).collect();
-        names.sort_unstable();
-        names.dedup();
+        model_lines(t, model)?;
+    }
+    outcome_lines(t, out, &applied)?;
+    if no_ops {
         writeln!(
             t,
-            "  model:     {} ({}): {} calls ({} answered from the cache), {} tokens, {:.1} s",
-            names.join(", "),
-            run.backend,
-            run.calls,
-            run.cached_calls,
-            run.tokens,
-            model.seconds
+            "  hint:      no model is configured: add an [llm] table to koas.toml next to the document (backend, endpoint, model; README \"Review with a local model\"), check it with `koas llm ping`, or give your own edit ops with --ops FILE"
         )?;
-        if let Some(reason) = &run.stopped {
-            writeln!(
-                t,
-                "  the model was stopped early ({reason}): {} chunk(s) not reviewed; the next run asks them, not the others",
-                run.chunks_not_reviewed
-            )?;
-        }
+    } else if let Some(model) = model.as_ref().filter(|m| {
+        m.run.stopped.is_none()
+            && m.run.calls + m.run.cached_calls > 0
+            && out.batch.applied.is_empty()
+            && out.batch.rejected.is_empty()
+            && out.batch.known.is_empty()
+    }) {
+        writeln!(
+            t,
+            "  hint:      the model proposed no change in {} chunk(s): the document may need none, or the model is too small to follow the edit prompt (its answers are in {}); a larger instruction model, or `koas llm calibrate`, tells which",
+            model.chunks,
+            ws.join("llm/exchanges.jsonl").display()
+        )?;
     }
+    writeln!(t, "workspace: {}", ws.display())?;
+    Ok(Answer { value, text })
+}
+
+/// The summary's lines about the model: what the pyramid and the edit
+/// plan did, the calls and tokens, and why it was stopped.
+fn model_lines(t: &mut String, model: &ModelReport) -> std::fmt::Result {
+    let run = &model.run;
+    if let Some(p) = &run.pyramid {
+        writeln!(t, "  pyramid:   {p}")?;
+    }
+    if let Some(p) = &run.edit_plan {
+        writeln!(t, "  edit plan: {p}")?;
+    }
+    let mut names: Vec<&str> = run.models.values().map(String::as_str).collect();
+    names.sort_unstable();
+    names.dedup();
+    writeln!(
+        t,
+        "  model:     {} ({}): {} calls ({} answered from the cache), {} tokens, {:.1} s",
+        names.join(", "),
+        run.backend,
+        run.calls,
+        run.cached_calls,
+        run.tokens,
+        model.seconds
+    )?;
+    if let Some(reason) = &run.stopped {
+        writeln!(
+            t,
+            "  the model was stopped early ({reason}): {} chunk(s) not reviewed; the next run asks them, not the others",
+            run.chunks_not_reviewed
+        )?;
+    }
+    Ok(())
+}
+
+/// The summary's lines about what was recorded: a recovery, a lock taken
+/// over, the change IDs, known and rejected ops, what needs attention.
+fn outcome_lines(t: &mut String, out: &ReviewOutcome, applied: &[String]) -> std::fmt::Result {
+    let known = &out.batch.known;
     if let Some(recovery) = &out.recovery {
         let ids: Vec<String> = recovery
             .rolled_forward
@@ -731,8 +936,7 @@ fn answer(
             "  {attention} of them need attention (alert notes in the annotated document)"
         )?;
     }
-    writeln!(t, "workspace: {}", ws.display())?;
-    Ok(Answer { value, text })
+    Ok(())
 }
 
 /// What the model did during a review, for the summary and the report.
