@@ -627,136 +627,9 @@ fn verbatim(kind: ShapeKind) -> bool {
 /// before and after an edit), most structural first. Empty when the
 /// structure is the same.
 pub fn compare(before: &Shape, after: &Shape) -> Vec<ShapeChange> {
-    // Each block change with the kind it is about, to say a table or a
-    // list once rather than once per row or item.
-    let mut blocks: Vec<(ShapeKind, ShapeChange)> = Vec::new();
     let matching = unmatched(&before.blocks, &after.blocks);
-    let (gone, new) = (&matching.only_before, &matching.only_after);
-    // Code and HTML whose content changed: an edit beside a fence can move
-    // it (a new fence line turns "```json" into content).
-    for &(i, j) in &matching.retexted {
-        let (b, a) = (&before.blocks[i], &after.blocks[j]);
-        if verbatim(b.kind) {
-            blocks.push((
-                b.kind,
-                ShapeChange {
-                    area: b.kind.area(),
-                    what: format!("{} content changed: {}", b.kind.name(), quote(&a.text)),
-                    leaves_open: false,
-                },
-            ));
-        }
-    }
-    let mut used = vec![false; new.len()];
-    let mut paragraphs_moved = false;
-    for &i in gone {
-        let b = &before.blocks[i];
-        let partner = new
-            .iter()
-            .enumerate()
-            .find(|(k, &j)| !used[*k] && same_text(&b.text, &after.blocks[j].text));
-        if let Some((k, &j)) = partner {
-            used[k] = true;
-            let a = &after.blocks[j];
-            let (area, what) = match (b.kind, a.kind) {
-                (ShapeKind::Heading(x), ShapeKind::Heading(y)) => (
-                    Area::Heading,
-                    format!("heading level {x} → {y}: {}", quote(&b.text)),
-                ),
-                (x, y) if x == y => (
-                    Area::Nesting,
-                    format!(
-                        "{} moved {} a list or quote: {}",
-                        x.name(),
-                        if a.depth > b.depth { "into" } else { "out of" },
-                        quote(&b.text)
-                    ),
-                ),
-                (x, y) => {
-                    let area = if x == ShapeKind::Paragraph {
-                        y.area()
-                    } else {
-                        x.area()
-                    };
-                    let what = format!(
-                        "{} turned into a {}: {}",
-                        x.name(),
-                        y.name(),
-                        quote(&b.text)
-                    );
-                    (area, what)
-                }
-            };
-            blocks.push((
-                b.kind,
-                ShapeChange {
-                    area,
-                    what,
-                    leaves_open: false,
-                },
-            ));
-            continue;
-        }
-        if b.kind == ShapeKind::Paragraph {
-            paragraphs_moved = true;
-            continue;
-        }
-        // Its text may live on in a neighbour: a list item whose marker
-        // was removed joins the item before it.
-        let own = key(&b.text);
-        let joined = !own.is_empty()
-            && after
-                .blocks
-                .iter()
-                .any(|a| a.text.len() > b.text.len() && key(&a.text).contains(&own));
-        let what = if joined {
-            format!(
-                "{} removed, its text joined the text around it: {}",
-                b.kind.name(),
-                quote(&b.text)
-            )
-        } else {
-            format!("{} removed{}", b.kind.name(), quoted_suffix(&b.text))
-        };
-        blocks.push((
-            b.kind,
-            ShapeChange {
-                area: b.kind.area(),
-                what,
-                leaves_open: false,
-            },
-        ));
-    }
-    for (k, &j) in new.iter().enumerate() {
-        let a = &after.blocks[j];
-        if used[k] {
-            continue;
-        }
-        if a.kind == ShapeKind::Paragraph {
-            paragraphs_moved = true;
-            continue;
-        }
-        blocks.push((
-            a.kind,
-            ShapeChange {
-                area: a.kind.area(),
-                what: format!("{} added{}", a.kind.name(), quoted_suffix(&a.text)),
-                leaves_open: false,
-            },
-        ));
-    }
-    // A table added or removed brings its rows along, and a list its
-    // items: the table is said once; for a list the items say more.
-    let table_whole = blocks.iter().any(|(k, _)| matches!(k, ShapeKind::Table(_)));
-    let item_told = blocks.iter().any(|(k, _)| matches!(k, ShapeKind::Item(_)));
-    let mut out: Vec<ShapeChange> = blocks
-        .into_iter()
-        .filter(|(k, _)| {
-            !(table_whole && *k == ShapeKind::TableRow
-                || item_told && matches!(k, ShapeKind::List { .. }))
-        })
-        .map(|(_, c)| c)
-        .collect();
+    let (blocks, paragraphs_moved) = block_changes(before, after, &matching);
+    let mut out = said_once(blocks);
     let count = |s: &Shape| {
         s.blocks
             .iter()
@@ -789,6 +662,143 @@ pub fn compare(before: &Shape, after: &Shape) -> Vec<ShapeChange> {
     inline_changes(&before.inline, &after.inline, &mut out);
     out.sort_by_key(|c| (!c.leaves_open, !c.area.is_block(), c.area));
     out
+}
+
+/// A change of one block, which leaves nothing open.
+fn block_change(area: Area, what: String) -> ShapeChange {
+    ShapeChange {
+        area,
+        what,
+        leaves_open: false,
+    }
+}
+
+/// Each block change with the kind it is about (to say a table or a list
+/// once rather than once per row or item), and whether a paragraph was
+/// added or removed: paragraphs are told by their count, a split or a
+/// merge.
+fn block_changes(
+    before: &Shape,
+    after: &Shape,
+    matching: &Matching,
+) -> (Vec<(ShapeKind, ShapeChange)>, bool) {
+    let mut blocks: Vec<(ShapeKind, ShapeChange)> = Vec::new();
+    let (gone, new) = (&matching.only_before, &matching.only_after);
+    // Code and HTML whose content changed: an edit beside a fence can move
+    // it (a new fence line turns "```json" into content).
+    for &(i, j) in &matching.retexted {
+        let (b, a) = (&before.blocks[i], &after.blocks[j]);
+        if verbatim(b.kind) {
+            let what = format!("{} content changed: {}", b.kind.name(), quote(&a.text));
+            blocks.push((b.kind, block_change(b.kind.area(), what)));
+        }
+    }
+    let mut used = vec![false; new.len()];
+    let mut paragraphs_moved = false;
+    for &i in gone {
+        let b = &before.blocks[i];
+        let partner = new
+            .iter()
+            .enumerate()
+            .find(|(k, &j)| !used[*k] && same_text(&b.text, &after.blocks[j].text));
+        if let Some((k, &j)) = partner {
+            used[k] = true;
+            blocks.push((b.kind, reshaped(b, &after.blocks[j])));
+            continue;
+        }
+        if b.kind == ShapeKind::Paragraph {
+            paragraphs_moved = true;
+            continue;
+        }
+        blocks.push((b.kind, removed(b, after)));
+    }
+    for (k, &j) in new.iter().enumerate() {
+        let a = &after.blocks[j];
+        if used[k] {
+            continue;
+        }
+        if a.kind == ShapeKind::Paragraph {
+            paragraphs_moved = true;
+            continue;
+        }
+        let what = format!("{} added{}", a.kind.name(), quoted_suffix(&a.text));
+        blocks.push((a.kind, block_change(a.kind.area(), what)));
+    }
+    (blocks, paragraphs_moved)
+}
+
+/// A block whose text is still there in block `a`, with another kind or
+/// depth: a heading's level changed, a block moved into or out of a list
+/// or quote, or it turned into another kind of block.
+fn reshaped(b: &Block, a: &Block) -> ShapeChange {
+    let (area, what) = match (b.kind, a.kind) {
+        (ShapeKind::Heading(x), ShapeKind::Heading(y)) => (
+            Area::Heading,
+            format!("heading level {x} → {y}: {}", quote(&b.text)),
+        ),
+        (x, y) if x == y => (
+            Area::Nesting,
+            format!(
+                "{} moved {} a list or quote: {}",
+                x.name(),
+                if a.depth > b.depth { "into" } else { "out of" },
+                quote(&b.text)
+            ),
+        ),
+        (x, y) => {
+            let area = if x == ShapeKind::Paragraph {
+                y.area()
+            } else {
+                x.area()
+            };
+            let what = format!(
+                "{} turned into a {}: {}",
+                x.name(),
+                y.name(),
+                quote(&b.text)
+            );
+            (area, what)
+        }
+    };
+    block_change(area, what)
+}
+
+/// A block of `before` (not a paragraph) with no counterpart in `after`.
+/// Its text may live on in a neighbour: a list item whose marker was
+/// removed joins the item before it.
+fn removed(b: &Block, after: &Shape) -> ShapeChange {
+    let own = key(&b.text);
+    let joined = !own.is_empty()
+        && after
+            .blocks
+            .iter()
+            .any(|a| a.text.len() > b.text.len() && key(&a.text).contains(&own));
+    let what = if joined {
+        format!(
+            "{} removed, its text joined the text around it: {}",
+            b.kind.name(),
+            quote(&b.text)
+        )
+    } else {
+        format!("{} removed{}", b.kind.name(), quoted_suffix(&b.text))
+    };
+    block_change(b.kind.area(), what)
+}
+
+/// The block changes, each thing said once: a table added or removed
+/// brings its rows along, and a list its items; the table is said once,
+/// and for a list the items say more.
+fn said_once(blocks: Vec<(ShapeKind, ShapeChange)>) -> Vec<ShapeChange> {
+    let table_whole = blocks.iter().any(|(k, _)| matches!(k, ShapeKind::Table(_)));
+    let item_told = blocks.iter().any(|(k, _)| matches!(k, ShapeKind::Item(_)));
+    blocks
+        .into_iter()
+        .filter(|(k, _)| {
+            !(table_whole && *k == ShapeKind::TableRow
+                || item_told && matches!(k, ShapeKind::List { .. }))
+        })
+        .map(|(_, c)| c)
+        .collect()
 }
 
 /// `: 'text'` for a block with text, nothing for one without.

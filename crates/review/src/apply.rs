@@ -20,18 +20,20 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde_json::Value;
 
-use crate::edit_op::build_op;
+use crate::edit_op::{build_op, SchemaProblem};
 use crate::effect::{local_structure_changes, structure_changes, Blocks};
 use crate::guards::{self, GuardContext};
 use crate::known::{Known, KnownIndex};
 use crate::normalize::normalize;
 use crate::patch::{apply_change, make_patch_pair};
+use crate::plan::PlannedChange;
 use crate::structure::{changed_outside, EditedLines};
 use crate::text::LineBuf;
-use crate::validate::{check_range, op_label, validate, ProtectionPolicy};
+use crate::validate::{check_range, op_label, validate, ProtectionPolicy, ValidOp};
 use koas_kernel_api::hash::sha256_of_parts;
+use koas_md::shape::ShapeChange;
 use koas_review_schema::apply::Fix;
-use koas_review_schema::apply::LineChange;
+use koas_review_schema::apply::{LineChange, PatchPair};
 use koas_review_schema::change_id::{ChangeId, IdAllocator};
 use koas_review_schema::edit_op::{Action, EditOp};
 use koas_review_schema::rejection::{RejectClass, Rejection};
@@ -319,32 +321,144 @@ fn run_batch(
     known: &KnownIndex<'_>,
     vetoed: &BTreeMap<usize, Rejection>,
 ) -> (BatchOutcome, Vec<EditedLines>, usize, usize) {
-    let planned_doc = LineBuf::parse(input.text);
-    let mut current = planned_doc.clone();
-    let initial_hash = current.hash();
-    let mut current_hash = initial_hash.clone();
-    let mut allocator = IdAllocator::starting_at(input.first_id);
-    let mut applied = Vec::new();
-    let mut rejected = Vec::new();
-    let mut known_ops: Vec<KnownOp> = Vec::new();
-    // Flags accepted in this batch, by lines hash and kind: the same flag
-    // twice is recorded once.
-    let mut batch_flags: HashMap<(String, String), ChangeId> = HashMap::new();
-    let mut occupied = Occupancy::default();
-    // Line deltas of applied changes, by planned end (exclusive).
-    let mut shifts = Shifts::new(planned_doc.len());
-    let mut edited: Vec<EditedLines> = Vec::new();
-    // The document's language, found on the first op that needs it.
-    let mut guard_ctx: Option<GuardContext> = None;
-    // Its top-level blocks, found on the first change that needs them.
-    let mut blocks: Option<Blocks> = None;
-
+    let mut run = BatchRun::new(input, known, vetoed);
     for (index, value) in input.ops.iter().enumerate() {
+        run.take(index, value);
+    }
+    run.finish()
+}
+
+/// Why an op of the batch is not applied.
+enum Skip {
+    /// It is refused.
+    Refused(Rejection),
+    /// The ledger, or an earlier op of the batch, already has its effect:
+    /// the op is reported as known, not recorded again.
+    Known(ChangeId, KnownAs),
+}
+
+impl From<Rejection> for Skip {
+    fn from(rejection: Rejection) -> Self {
+        Skip::Refused(rejection)
+    }
+}
+
+/// One op of the batch on its way through the checks: what a rejection
+/// or a known op reports of it, and what an applied op keeps.
+struct Candidate {
+    index: usize,
+    /// The ID it takes if it is applied or flagged.
+    id: ChangeId,
+    origin: OpOrigin,
+    op: EditOp,
+    fixes: Vec<Fix>,
+    defaults: Vec<String>,
+}
+
+impl Candidate {
+    fn rejected(self, rejection: Rejection) -> RejectedOp {
+        RejectedOp {
+            index: self.index,
+            id: None,
+            source_id: self.op.source_id,
+            action: Some(self.op.action),
+            lines: Some((self.op.target.line_start, self.op.target.line_end)),
+            fixes: self.fixes,
+            defaults: self.defaults,
+            rejection,
+        }
+    }
+
+    fn known(&self, matches: ChangeId, known_as: KnownAs) -> KnownOp {
+        KnownOp {
+            index: self.index,
+            source_id: self.op.source_id.clone(),
+            action: self.op.action,
+            lines: (self.op.target.line_start, self.op.target.line_end),
+            matches,
+            known_as,
+        }
+    }
+}
+
+/// What an op that passed every check brings to its [`AppliedOp`].
+struct Accepted {
+    occupied: Occupied,
+    change: Option<LineChange>,
+    patches: Option<PatchPair>,
+    hash_before: String,
+    touches_protected: Vec<String>,
+    summary: String,
+    state_lines: (usize, usize),
+    flagged_hash: Option<String>,
+}
+
+/// One pass over the ops of a batch: the planned document every op is
+/// checked in, the current one the accepted ops are applied to, and what
+/// became of each op so far.
+struct BatchRun<'r, 'i, 'k> {
+    input: &'r BatchInput<'i>,
+    known: &'r KnownIndex<'k>,
+    vetoed: &'r BTreeMap<usize, Rejection>,
+    planned_doc: LineBuf,
+    current: LineBuf,
+    initial_hash: String,
+    current_hash: String,
+    allocator: IdAllocator,
+    applied: Vec<AppliedOp>,
+    rejected: Vec<RejectedOp>,
+    known_ops: Vec<KnownOp>,
+    /// Flags accepted in this batch, by lines hash and kind: the same flag
+    /// twice is recorded once.
+    batch_flags: HashMap<(String, String), ChangeId>,
+    occupied: Occupancy,
+    /// Line deltas of applied changes, by planned end (exclusive).
+    shifts: Shifts,
+    edited: Vec<EditedLines>,
+    /// The document's language, found on the first op that needs it.
+    guard_ctx: Option<GuardContext>,
+    /// Its top-level blocks, found on the first change that needs them.
+    blocks: Option<Blocks>,
+}
+
+impl<'r, 'i, 'k> BatchRun<'r, 'i, 'k> {
+    fn new(
+        input: &'r BatchInput<'i>,
+        known: &'r KnownIndex<'k>,
+        vetoed: &'r BTreeMap<usize, Rejection>,
+    ) -> Self {
+        let planned_doc = LineBuf::parse(input.text);
+        let current = planned_doc.clone();
+        let initial_hash = current.hash();
+        BatchRun {
+            input,
+            known,
+            vetoed,
+            current_hash: initial_hash.clone(),
+            initial_hash,
+            allocator: IdAllocator::starting_at(input.first_id),
+            applied: Vec::new(),
+            rejected: Vec::new(),
+            known_ops: Vec::new(),
+            batch_flags: HashMap::new(),
+            occupied: Occupancy::default(),
+            shifts: Shifts::new(planned_doc.len()),
+            edited: Vec::new(),
+            guard_ctx: None,
+            blocks: None,
+            current,
+            planned_doc,
+        }
+    }
+
+    /// Takes one op of the batch: applies it, reports it as known, or
+    /// refuses it.
+    fn take(&mut self, index: usize, value: &Value) {
         // The ID this op gets if it is applied or flagged: allocated only
         // then, so that rejected ops leave no hole in the sequence.
-        let id = allocator.peek();
-        if let Err(err) = allocator.clone().allocate() {
-            rejected.push(RejectedOp {
+        let id = self.allocator.peek();
+        if let Err(err) = self.allocator.clone().allocate() {
+            self.rejected.push(RejectedOp {
                 index,
                 id: None,
                 source_id: None,
@@ -357,173 +471,222 @@ fn run_batch(
                     format!("op {}: {err}", index + 1),
                 ),
             });
-            continue;
+            return;
         }
-        let reject = |op: Option<&EditOp>,
-                      fixes: Vec<Fix>,
-                      defaults: Vec<String>,
-                      rejection: Rejection| RejectedOp {
-            index,
-            id: None,
-            source_id: op.and_then(|o| o.source_id.clone()),
-            action: op.map(|o| o.action),
-            lines: op.map(|o| (o.target.line_start, o.target.line_end)),
-            fixes,
-            defaults,
-            rejection,
-        };
-        let built = match build_op(value, id, &input.options.policy) {
+        let built = match build_op(value, id, &self.input.options.policy) {
             Ok(built) => built,
             Err(problem) => {
-                let source_id = value.get("id").filter(|v| !v.is_null()).map(|v| match v {
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                });
-                let mut r = reject(
-                    None,
-                    Vec::new(),
-                    Vec::new(),
-                    Rejection::new(
-                        problem.class,
-                        format!("{}: {}", op_label(index), problem.reason),
-                    ),
-                );
-                r.source_id = source_id;
-                rejected.push(r);
-                continue;
+                self.rejected.push(unreadable(index, value, problem));
+                return;
             }
         };
-        let (mut op, defaults) = (built.op, built.defaults);
-        if let Some(rejection) = vetoed.get(&index) {
-            rejected.push(reject(Some(&op), Vec::new(), defaults, rejection.clone()));
-            continue;
-        }
-        if let Err(rejection) = check_range(&op, index, &planned_doc) {
-            rejected.push(reject(Some(&op), Vec::new(), defaults, rejection));
-            continue;
-        }
-        let mut fixes = normalize(
-            &mut op,
-            &planned_doc,
-            &input.options.policy,
-            &input.options.normalize,
-        );
-        let origin = input.origins.get(index).copied().unwrap_or(OpOrigin::Model);
-        let protection = ProtectionPolicy {
-            regions: input.protected,
-            strict: input.options.strict,
-            origin,
-        };
-        let known_op = |op: &EditOp, matches: ChangeId, known_as: KnownAs| KnownOp {
+        let mut candidate = Candidate {
             index,
-            source_id: op.source_id.clone(),
-            action: op.action,
-            lines: (op.target.line_start, op.target.line_end),
-            matches,
-            known_as,
+            id,
+            origin: self
+                .input
+                .origins
+                .get(index)
+                .copied()
+                .unwrap_or(OpOrigin::Model),
+            op: built.op,
+            fixes: Vec::new(),
+            defaults: built.defaults,
         };
-        let mut valid = match validate(&op, index, &planned_doc, input.ledger_ids, protection) {
-            Ok(valid) => valid,
-            Err(rejection) => {
-                // Its text is gone because the ledger already made it (an
-                // ops file given again): known, not refused.
-                if rejection.class == RejectClass::Hash {
-                    if let Some(id) = known.already_made(&op, &planned_doc) {
-                        known_ops.push(known_op(&op, id, KnownAs::Applied));
-                        continue;
-                    }
-                }
-                rejected.push(reject(Some(&op), fixes, defaults, rejection));
-                continue;
+        match self.accept(&mut candidate, value) {
+            Ok(accepted) => self.record(candidate, accepted),
+            Err(Skip::Refused(rejection)) => self.rejected.push(candidate.rejected(rejection)),
+            Err(Skip::Known(id, known_as)) => {
+                self.known_ops.push(candidate.known(id, known_as));
             }
-        };
-        // Before the guards: a guard that turned the op into a flag would
-        // bring the change back as a note.
+        }
+    }
+
+    /// Runs every check on an op read from JSON, in the planned document,
+    /// then applies it to the current one.
+    fn accept(&mut self, c: &mut Candidate, value: &Value) -> Result<Accepted, Skip> {
+        if let Some(rejection) = self.vetoed.get(&c.index) {
+            return Err(Skip::Refused(rejection.clone()));
+        }
+        check_range(&c.op, c.index, &self.planned_doc)?;
+        c.fixes = normalize(
+            &mut c.op,
+            &self.planned_doc,
+            &self.input.options.policy,
+            &self.input.options.normalize,
+        );
+        let mut valid = self.validated(c)?;
         // A person may make a reverted change again on purpose: an op of
         // an ops file that says `"again": true`.
-        let again = origin == OpOrigin::Person && value.get("again") == Some(&Value::Bool(true));
-        if let Some(planned) = &valid.planned {
-            let made = planned.change.clone().trimmed();
-            if let Some(id) = known.reverted(&made.old, &made.new).filter(|_| !again) {
-                known_ops.push(known_op(&op, id, KnownAs::Reverted));
-                continue;
+        let again = c.origin == OpOrigin::Person && value.get("again") == Some(&Value::Bool(true));
+        self.check_not_made_before(&valid, again)?;
+        if self.input.options.normalize.content_guards {
+            self.guard(c, &mut valid)?;
+        }
+        let occupied = self.claim_lines(c, &valid)?;
+        let flagged_hash = self.flag_once(c)?;
+        let summary = self.summary(&c.op, &valid);
+        let hash_before = self.current_hash.clone();
+        let target_index = c.op.target.line_start.saturating_sub(1);
+        let target_shift: isize = self.shifts.before(target_index);
+        let state_lines = (
+            (c.op.target.line_start as isize + target_shift).max(0) as usize,
+            (c.op.target.line_end as isize + target_shift).max(0) as usize,
+        );
+        let ValidOp {
+            planned,
+            touches_protected,
+        } = valid;
+        let (change, patches) = match planned {
+            None => (None, None),
+            Some(planned) => {
+                let (change, patches) = self.apply_planned(c.index, planned)?;
+                (Some(change), Some(patches))
             }
-            if made.old.is_empty() {
-                if let Some(id) = known.inserted_at(&made.new, &planned_doc, made.start) {
-                    known_ops.push(known_op(&op, id, KnownAs::Applied));
-                    continue;
+        };
+        Ok(Accepted {
+            occupied,
+            change,
+            patches,
+            hash_before,
+            touches_protected,
+            summary,
+            state_lines,
+            flagged_hash,
+        })
+    }
+
+    fn protection(&self, origin: OpOrigin) -> ProtectionPolicy<'i> {
+        ProtectionPolicy {
+            regions: self.input.protected,
+            strict: self.input.options.strict,
+            origin,
+        }
+    }
+
+    /// The op validated in the planned document. An op whose text is gone
+    /// because the ledger already made it (an ops file given again) is
+    /// known, not refused.
+    fn validated(&self, c: &Candidate) -> Result<ValidOp, Skip> {
+        let protection = self.protection(c.origin);
+        validate(
+            &c.op,
+            c.index,
+            &self.planned_doc,
+            self.input.ledger_ids,
+            protection,
+        )
+        .map_err(|rejection| {
+            if rejection.class == RejectClass::Hash {
+                if let Some(id) = self.known.already_made(&c.op, &self.planned_doc) {
+                    return Skip::Known(id, KnownAs::Applied);
                 }
             }
+            Skip::Refused(rejection)
+        })
+    }
+
+    /// A change the ledger reverted (unless made `again`), or an insertion
+    /// it already made, is known. Checked before the guards: a guard that
+    /// turned the op into a flag would bring the change back as a note.
+    fn check_not_made_before(&self, valid: &ValidOp, again: bool) -> Result<(), Skip> {
+        let Some(planned) = &valid.planned else {
+            return Ok(());
+        };
+        let made = planned.change.clone().trimmed();
+        if let Some(id) = self.known.reverted(&made.old, &made.new).filter(|_| !again) {
+            return Err(Skip::Known(id, KnownAs::Reverted));
         }
-        // After validation: a guard's attention may not let through an op
-        // that validation refused (an unflagged edit of a protected region).
-        if input.options.normalize.content_guards {
-            let before = match op.action {
-                Action::Insert => String::new(),
-                _ => op.before_text.clone().unwrap_or_else(|| {
-                    planned_doc
-                        .target_text(op.target.line_start, op.target.line_end)
-                        .unwrap_or_default()
-                }),
-            };
-            let guard_ctx = guard_ctx.get_or_insert_with(|| GuardContext::of(input.text));
-            let (old_lines, new_lines, structure) = match &valid.planned {
-                Some(planned) => {
-                    let change = &planned.change;
-                    let blocks = blocks.get_or_insert_with(|| Blocks::of(input.text));
-                    let mut structure = structure_changes(
-                        &planned_doc,
-                        blocks,
-                        change.start,
-                        change.old.len(),
-                        &change.new,
-                    );
-                    let (old, new) = (change.old.concat(), change.new.concat());
-                    // The changed lines on their own too: what the host
-                    // checks of a silent change (see
-                    // `koas_review::effect::local_structure_changes`).
-                    for local in local_structure_changes(&old, &new) {
-                        if !structure.iter().any(|c| c.what == local.what) {
-                            structure.push(local);
-                        }
-                    }
-                    (old, new, structure)
-                }
-                None => (String::new(), String::new(), Vec::new()),
-            };
-            let seen = guards::Seen {
-                before: &before,
-                lines: valid
-                    .planned
-                    .as_ref()
-                    .map(|_| (old_lines.as_str(), new_lines.as_str())),
-                structure: &structure,
-                origin,
-                strict: input.options.strict,
-                policy: &input.options.policy,
-            };
-            let guarded = guards::run(&mut op, &seen, guard_ctx);
-            fixes.extend(guarded.fixes);
-            if let Some((class, why)) = guarded.refused {
-                rejected.push(reject(
-                    Some(&op),
-                    fixes,
-                    defaults,
-                    Rejection::new(class, format!("{}: {why}", op_label(index))),
-                ));
-                continue;
-            }
-            let downgraded = op.action == Action::FlagOnly && valid.planned.is_some();
-            if downgraded {
-                valid = match validate(&op, index, &planned_doc, input.ledger_ids, protection) {
-                    Ok(valid) => valid,
-                    Err(rejection) => {
-                        rejected.push(reject(Some(&op), fixes, defaults, rejection));
-                        continue;
-                    }
-                };
+        if made.old.is_empty() {
+            if let Some(id) = self
+                .known
+                .inserted_at(&made.new, &self.planned_doc, made.start)
+            {
+                return Err(Skip::Known(id, KnownAs::Applied));
             }
         }
+        Ok(())
+    }
+
+    /// Runs the content guards on a valid op, and validates it again when
+    /// they turned a change into a flag. After validation: a guard's
+    /// attention may not let through an op that validation refused (an
+    /// unflagged edit of a protected region).
+    fn guard(&mut self, c: &mut Candidate, valid: &mut ValidOp) -> Result<(), Skip> {
+        let before = match c.op.action {
+            Action::Insert => String::new(),
+            _ => c.op.before_text.clone().unwrap_or_else(|| {
+                self.planned_doc
+                    .target_text(c.op.target.line_start, c.op.target.line_end)
+                    .unwrap_or_default()
+            }),
+        };
+        let (old_lines, new_lines, structure) = match &valid.planned {
+            Some(planned) => self.structure_seen(&planned.change),
+            None => (String::new(), String::new(), Vec::new()),
+        };
+        let seen = guards::Seen {
+            before: &before,
+            lines: valid
+                .planned
+                .as_ref()
+                .map(|_| (old_lines.as_str(), new_lines.as_str())),
+            structure: &structure,
+            origin: c.origin,
+            strict: self.input.options.strict,
+            policy: &self.input.options.policy,
+        };
+        let text = self.input.text;
+        let guard_ctx = self.guard_ctx.get_or_insert_with(|| GuardContext::of(text));
+        let guarded = guards::run(&mut c.op, &seen, guard_ctx);
+        c.fixes.extend(guarded.fixes);
+        if let Some((class, why)) = guarded.refused {
+            return Err(Skip::Refused(Rejection::new(
+                class,
+                format!("{}: {why}", op_label(c.index)),
+            )));
+        }
+        let downgraded = c.op.action == Action::FlagOnly && valid.planned.is_some();
+        if downgraded {
+            *valid = validate(
+                &c.op,
+                c.index,
+                &self.planned_doc,
+                self.input.ledger_ids,
+                self.protection(c.origin),
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The lines a change replaces and writes, each side joined, and how
+    /// it alters the Markdown structure: of the blocks around it, and of
+    /// the changed lines on their own too (what the host checks of a
+    /// silent change, see `koas_review::effect::local_structure_changes`).
+    fn structure_seen(&mut self, change: &LineChange) -> (String, String, Vec<ShapeChange>) {
+        let text = self.input.text;
+        let blocks = self.blocks.get_or_insert_with(|| Blocks::of(text));
+        let mut structure = structure_changes(
+            &self.planned_doc,
+            blocks,
+            change.start,
+            change.old.len(),
+            &change.new,
+        );
+        let (old, new) = (change.old.concat(), change.new.concat());
+        for local in local_structure_changes(&old, &new) {
+            if !structure.iter().any(|c| c.what == local.what) {
+                structure.push(local);
+            }
+        }
+        (old, new, structure)
+    }
+
+    /// The lines and insertion point the op holds in the planned document:
+    /// refused when they overlap those of an op accepted before it (a flag
+    /// holds nothing).
+    fn claim_lines(&self, c: &Candidate, valid: &ValidOp) -> Result<Occupied, Skip> {
+        let op = &c.op;
         let target_lines = match op.action {
             Action::FlagOnly => None,
             Action::Insert if op.target.line_end == 0 => None,
@@ -539,59 +702,66 @@ fn run_batch(
             (x, y) => x.or(y),
         };
         let candidate = Occupied {
-            index,
-            id,
+            index: c.index,
+            id: c.id,
             lines,
             insert_point: (op.action == Action::Insert).then_some(op.target.line_end),
         };
         if op.action != Action::FlagOnly {
-            if let Some((other_index, other_id, at)) = occupied.overlap(&candidate) {
+            if let Some((other_index, other_id, at)) = self.occupied.overlap(&candidate) {
                 let (s, e) = (op.target.line_start, op.target.line_end);
-                rejected.push(reject(
-                    Some(&op),
-                    fixes,
-                    defaults,
-                    Rejection::new(
-                        RejectClass::Range,
-                        format!(
-                            "{}: {} {} op {} ({other_id}) at {at}; ops of one batch may not overlap — merge them into one op or drop one",
-                            op_label(index),
-                            if s == e { format!("line {s}") } else { format!("lines {s}–{e}") },
-                            if s == e { "overlaps" } else { "overlap" },
-                            other_index + 1
-                        ),
+                return Err(Skip::Refused(Rejection::new(
+                    RejectClass::Range,
+                    format!(
+                        "{}: {} {} op {} ({other_id}) at {at}; ops of one batch may not overlap — merge them into one op or drop one",
+                        op_label(c.index),
+                        if s == e { format!("line {s}") } else { format!("lines {s}–{e}") },
+                        if s == e { "overlaps" } else { "overlap" },
+                        other_index + 1
                     ),
-                ));
-                continue;
+                )));
             }
         }
-        // A flag is its lines and its kind: the same flag on the same text
-        // is recorded once, and a dismissed one stays dismissed.
-        let flagged_hash = (op.action == Action::FlagOnly).then(|| {
-            let (s, e) = (op.target.line_start.max(1), op.target.line_end);
-            let lines = planned_doc
-                .lines()
-                .get(s - 1..e.max(s - 1).min(planned_doc.len()))
-                .unwrap_or_default();
-            sha256_of_parts(lines)
+        Ok(candidate)
+    }
+
+    /// The hash of the lines a flag flags in the planned document (`None`
+    /// for a change). A flag is its lines and its kind: the same flag on
+    /// the same text is recorded once, and a dismissed one stays
+    /// dismissed.
+    fn flag_once(&mut self, c: &Candidate) -> Result<Option<String>, Skip> {
+        let op = &c.op;
+        if op.action != Action::FlagOnly {
+            return Ok(None);
+        }
+        let (s, e) = (op.target.line_start.max(1), op.target.line_end);
+        let lines = self
+            .planned_doc
+            .lines()
+            .get(s - 1..e.max(s - 1).min(self.planned_doc.len()))
+            .unwrap_or_default();
+        let hash = sha256_of_parts(lines);
+        let kind = op.kind.to_lowercase();
+        let found = self.known.flag(&hash, &kind).or_else(|| {
+            self.batch_flags
+                .get(&(hash.clone(), kind.clone()))
+                .map(|id| (*id, KnownAs::Flagged))
         });
-        if let Some(hash) = &flagged_hash {
-            let kind = op.kind.to_lowercase();
-            let found = known.flag(hash, &kind).or_else(|| {
-                batch_flags
-                    .get(&(hash.clone(), kind.clone()))
-                    .map(|id| (*id, KnownAs::Flagged))
-            });
-            if let Some((id, known_as)) = found {
-                known_ops.push(known_op(&op, id, known_as));
-                continue;
-            }
-            batch_flags.insert((hash.clone(), kind), id);
+        if let Some((id, known_as)) = found {
+            return Err(Skip::Known(id, known_as));
         }
-        let before_target = planned_doc
+        self.batch_flags.insert((hash.clone(), kind), c.id);
+        Ok(Some(hash))
+    }
+
+    /// The op's ledger summary; a delete that also takes the blank line
+    /// after its text says so.
+    fn summary(&self, op: &EditOp, valid: &ValidOp) -> String {
+        let before_target = self
+            .planned_doc
             .target_text(op.target.line_start, op.target.line_end)
             .unwrap_or_default();
-        let mut summary = derive_summary(&op, &before_target);
+        let mut summary = derive_summary(op, &before_target);
         if op.action == Action::Delete && op.summary.is_none() {
             if let Some(p) = &valid.planned {
                 let target_len = op.target.line_end + 1 - op.target.line_start.max(1);
@@ -601,105 +771,131 @@ fn run_batch(
                 }
             }
         }
-        let hash_before = current_hash.clone();
-        let target_index = op.target.line_start.saturating_sub(1);
-        let target_shift: isize = shifts.before(target_index);
-        let state_lines = (
-            (op.target.line_start as isize + target_shift).max(0) as usize,
-            (op.target.line_end as isize + target_shift).max(0) as usize,
-        );
-        let (change, patches) = match valid.planned {
-            None => (None, None),
-            Some(planned) => {
-                let planned_start = planned.change.start;
-                let planned_end = planned_start + planned.change.old.len();
-                let shift: isize = shifts.before(planned_start);
-                let change = LineChange {
-                    start: (planned_start as isize + shift) as usize,
-                    ..planned.change
-                };
-                let patches = make_patch_pair(input.doc_name, &current, &change);
-                if let Err(err) = apply_change(&change, &mut current) {
-                    rejected.push(reject(
-                        Some(&op),
-                        fixes,
-                        defaults,
-                        Rejection::new(
-                            RejectClass::Other,
-                            format!("{}: internal error, the change did not apply where it was mapped ({err}); please report this", op_label(index)),
-                        ),
-                    ));
-                    continue;
-                }
-                shifts.add(planned_end, change.delta());
-                edited.push(EditedLines {
-                    op_index: index,
-                    planned_start,
-                    old_len: planned_end - planned_start,
-                    new_len: change.new.len(),
-                });
-                current_hash = current.hash();
-                (Some(change), Some(patches))
-            }
+        summary
+    }
+
+    /// Applies a change planned in the planned document to the current
+    /// one, its start shifted by the changes applied before it, and
+    /// returns it as applied with its patches.
+    fn apply_planned(
+        &mut self,
+        index: usize,
+        planned: PlannedChange,
+    ) -> Result<(LineChange, PatchPair), Skip> {
+        let planned_start = planned.change.start;
+        let planned_end = planned_start + planned.change.old.len();
+        let shift: isize = self.shifts.before(planned_start);
+        let change = LineChange {
+            start: (planned_start as isize + shift) as usize,
+            ..planned.change
         };
-        if op.action != Action::FlagOnly {
-            occupied.insert(&candidate);
+        let patches = make_patch_pair(self.input.doc_name, &self.current, &change);
+        if let Err(err) = apply_change(&change, &mut self.current) {
+            return Err(Skip::Refused(Rejection::new(
+                RejectClass::Other,
+                format!("{}: internal error, the change did not apply where it was mapped ({err}); please report this", op_label(index)),
+            )));
+        }
+        self.shifts.add(planned_end, change.delta());
+        self.edited.push(EditedLines {
+            op_index: index,
+            planned_start,
+            old_len: planned_end - planned_start,
+            new_len: change.new.len(),
+        });
+        self.current_hash = self.current.hash();
+        Ok((change, patches))
+    }
+
+    /// Records an accepted op: it holds its lines and takes its ID.
+    fn record(&mut self, c: Candidate, accepted: Accepted) {
+        if c.op.action != Action::FlagOnly {
+            self.occupied.insert(&accepted.occupied);
         }
         // Checked free above; the op is accepted, so it takes its ID.
-        let _ = allocator.allocate();
-        applied.push(AppliedOp {
-            index,
-            op,
-            fixes,
-            defaults,
-            change,
-            patches,
-            doc_hash_before: hash_before,
-            doc_hash_after: current_hash.clone(),
-            touches_protected: valid.touches_protected,
-            summary,
-            state_lines,
-            origin,
-            flagged_hash,
+        let _ = self.allocator.allocate();
+        self.applied.push(AppliedOp {
+            index: c.index,
+            op: c.op,
+            fixes: c.fixes,
+            defaults: c.defaults,
+            change: accepted.change,
+            patches: accepted.patches,
+            doc_hash_before: accepted.hash_before,
+            doc_hash_after: self.current_hash.clone(),
+            touches_protected: accepted.touches_protected,
+            summary: accepted.summary,
+            state_lines: accepted.state_lines,
+            origin: c.origin,
+            flagged_hash: accepted.flagged_hash,
         });
     }
 
-    // A flag is known later by the lines it flags as the batch leaves
-    // them (an op of the batch may have changed them): the next run reads
-    // that text.
-    for applied in applied
-        .iter_mut()
-        .filter(|a| a.op.action == Action::FlagOnly)
-    {
-        let (s, e) = (
-            applied.op.target.line_start.max(1),
-            applied.op.target.line_end,
-        );
-        let at = |line: usize| {
-            let index = line - 1;
-            ((index as isize + shifts.before(index)).max(0) as usize).min(current.len())
-        };
-        let (from, to) = (at(s), at(e.max(s)) + 1);
-        let lines = current
-            .lines()
-            .get(from..to.min(current.len()))
-            .unwrap_or_default();
-        applied.flagged_hash = Some(sha256_of_parts(lines));
+    /// A flag is known later by the lines it flags as the batch leaves
+    /// them (an op of the batch may have changed them): the next run reads
+    /// that text.
+    fn rehash_flags(&mut self) {
+        let (shifts, current) = (&self.shifts, &self.current);
+        for applied in self
+            .applied
+            .iter_mut()
+            .filter(|a| a.op.action == Action::FlagOnly)
+        {
+            let (s, e) = (
+                applied.op.target.line_start.max(1),
+                applied.op.target.line_end,
+            );
+            let at = |line: usize| {
+                let index = line - 1;
+                ((index as isize + shifts.before(index)).max(0) as usize).min(current.len())
+            };
+            let (from, to) = (at(s), at(e.max(s)) + 1);
+            let lines = current
+                .lines()
+                .get(from..to.min(current.len()))
+                .unwrap_or_default();
+            applied.flagged_hash = Some(sha256_of_parts(lines));
+        }
     }
-    let lines = (planned_doc.len(), current.len());
-    (
-        BatchOutcome {
-            applied,
-            rejected,
-            known: known_ops,
-            final_text: current.to_text(),
-            initial_hash,
-            next_id: allocator.peek(),
-        },
-        edited,
-        lines.0,
-        lines.1,
-    )
+
+    fn finish(mut self) -> (BatchOutcome, Vec<EditedLines>, usize, usize) {
+        self.rehash_flags();
+        let lines = (self.planned_doc.len(), self.current.len());
+        (
+            BatchOutcome {
+                applied: self.applied,
+                rejected: self.rejected,
+                known: self.known_ops,
+                final_text: self.current.to_text(),
+                initial_hash: self.initial_hash,
+                next_id: self.allocator.peek(),
+            },
+            self.edited,
+            lines.0,
+            lines.1,
+        )
+    }
+}
+
+/// An op that cannot be read as an op, refused naming the `id` it gave.
+fn unreadable(index: usize, value: &Value, problem: SchemaProblem) -> RejectedOp {
+    let source_id = value.get("id").filter(|v| !v.is_null()).map(|v| match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    });
+    RejectedOp {
+        index,
+        id: None,
+        source_id,
+        action: None,
+        lines: None,
+        fixes: Vec::new(),
+        defaults: Vec::new(),
+        rejection: Rejection::new(
+            problem.class,
+            format!("{}: {}", op_label(index), problem.reason),
+        ),
+    }
 }
 
 #[cfg(test)]

@@ -152,20 +152,67 @@ pub fn build_op(
         Value::String(s) => s.clone(),
         other => other.to_string(),
     });
+    let action = read_action(obj)?;
+    let target = read_target(obj, &mut defaults)?;
+    let after_text = read_after_text(obj, action)?;
+    let kind = read_kind(obj, &mut defaults)?;
+    let severity = read_severity(obj, action, policy, &mut defaults)?;
+    let needs_attention = match opt_bool(obj, "needs_attention")? {
+        Some(explicit) => explicit,
+        None => {
+            defaults.push("needs_attention".to_owned());
+            action == Action::Delete || !policy.is_silent_kind(&kind)
+        }
+    };
+    let silent = !needs_attention && policy.is_silent_kind(&kind);
+    if opt_bool(obj, "silent")? != Some(silent) {
+        defaults.push("silent".to_owned());
+    }
+    let review_note = read_review_note(obj, &severity, policy, &mut defaults)?;
 
+    Ok(BuiltOp {
+        op: EditOp {
+            id,
+            source_id,
+            action,
+            target,
+            before_hash: opt_str(obj, "before_hash")?.filter(|h| !h.trim().is_empty()),
+            before_text: opt_str(obj, "before_text")?,
+            after_text,
+            needs_attention,
+            kind,
+            severity,
+            silent,
+            review_note,
+            rationale: opt_str(obj, "rationale")?.unwrap_or_default(),
+            summary: opt_str(obj, "summary")?.filter(|s| !s.trim().is_empty()),
+        },
+        defaults,
+    })
+}
+
+/// The op's `action`, which it must give.
+fn read_action(obj: &serde_json::Map<String, Value>) -> Result<Action, SchemaProblem> {
     let action_text = opt_str(obj, "action")?.ok_or_else(|| {
         problem(
             RejectClass::Other,
             "the op has no 'action'; use replace, insert, delete or flag_only",
         )
     })?;
-    let action = Action::parse(&action_text).ok_or_else(|| {
+    Action::parse(&action_text).ok_or_else(|| {
         problem(
             RejectClass::Other,
             format!("unknown action '{action_text}'; use replace, insert, delete or flag_only"),
         )
-    })?;
+    })
+}
 
+/// The op's target: its `target` object, or the line fields given on the
+/// op itself (then it has no chunk, anchor or node path).
+fn read_target(
+    obj: &serde_json::Map<String, Value>,
+    defaults: &mut Vec<String>,
+) -> Result<Target, SchemaProblem> {
     let empty = serde_json::Map::new();
     let target_obj = match obj.get("target") {
         Some(Value::Object(t)) => t,
@@ -195,32 +242,52 @@ pub fn build_op(
     } else {
         target_obj
     };
-    let target = Target {
+    Ok(Target {
         chunk_id: opt_str(target_src, "chunk_id")?.unwrap_or_default(),
         anchor: opt_str(target_src, "anchor")?.unwrap_or_default(),
         node_path: opt_str(target_src, "node_path")?.unwrap_or_default(),
         line_start,
         line_end,
-    };
+    })
+}
 
-    let after_text = match (action, opt_str(obj, "after_text")?) {
-        (Action::Replace | Action::Insert, Some(text)) => text,
-        (Action::Replace | Action::Insert, None) => {
-            return Err(problem(
-                RejectClass::Other,
-                format!("a {action} op needs 'after_text' (the new text)"),
-            ))
-        }
-        (_, text) => text.unwrap_or_default(),
-    };
+/// The op's `after_text`, which a replace or an insert must give.
+fn read_after_text(
+    obj: &serde_json::Map<String, Value>,
+    action: Action,
+) -> Result<String, SchemaProblem> {
+    match (action, opt_str(obj, "after_text")?) {
+        (Action::Replace | Action::Insert, Some(text)) => Ok(text),
+        (Action::Replace | Action::Insert, None) => Err(problem(
+            RejectClass::Other,
+            format!("a {action} op needs 'after_text' (the new text)"),
+        )),
+        (_, text) => Ok(text.unwrap_or_default()),
+    }
+}
 
-    let kind = match opt_str(obj, "kind")? {
+/// The op's `kind`, `style` when it gives none.
+fn read_kind(
+    obj: &serde_json::Map<String, Value>,
+    defaults: &mut Vec<String>,
+) -> Result<String, SchemaProblem> {
+    Ok(match opt_str(obj, "kind")? {
         Some(k) if !k.trim().is_empty() => k.trim().to_owned(),
         _ => {
             defaults.push("kind".to_owned());
             "style".to_owned()
         }
-    };
+    })
+}
+
+/// The op's `severity` (`minor` when it gives none, `deletion` for a
+/// delete), which must be one the policy maps to an alert.
+fn read_severity(
+    obj: &serde_json::Map<String, Value>,
+    action: Action,
+    policy: &ReviewPolicy,
+    defaults: &mut Vec<String>,
+) -> Result<String, SchemaProblem> {
     let severity = match opt_str(obj, "severity")? {
         Some(s) if !s.trim().is_empty() => s.trim().to_ascii_lowercase(),
         _ => {
@@ -242,27 +309,27 @@ pub fn build_op(
             ),
         ));
     }
-    let needs_attention = match opt_bool(obj, "needs_attention")? {
-        Some(explicit) => explicit,
-        None => {
-            defaults.push("needs_attention".to_owned());
-            action == Action::Delete || !policy.is_silent_kind(&kind)
-        }
-    };
-    let silent = !needs_attention && policy.is_silent_kind(&kind);
-    if opt_bool(obj, "silent")? != Some(silent) {
-        defaults.push("silent".to_owned());
-    }
+    Ok(severity)
+}
 
-    let review_note = match obj.get("review_note") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(text)) if text.trim().is_empty() => None,
+/// The op's review note: a text alone, or an object `{alert, text}`; the
+/// alert the policy gives the severity when none is given. A note with no
+/// text is no note.
+fn read_review_note(
+    obj: &serde_json::Map<String, Value>,
+    severity: &str,
+    policy: &ReviewPolicy,
+    defaults: &mut Vec<String>,
+) -> Result<Option<ReviewNote>, SchemaProblem> {
+    match obj.get("review_note") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) if text.trim().is_empty() => Ok(None),
         Some(Value::String(text)) => {
             defaults.push("review_note.alert".to_owned());
-            Some(ReviewNote {
-                alert: policy.alert_for(&severity).unwrap_or(Alert::Note),
+            Ok(Some(ReviewNote {
+                alert: policy.alert_for(severity).unwrap_or(Alert::Note),
                 text: text.clone(),
-            })
+            }))
         }
         Some(Value::Object(note)) => {
             let text = opt_str(note, "text")?.unwrap_or_default();
@@ -275,42 +342,20 @@ pub fn build_op(
                 })?,
                 None => {
                     defaults.push("review_note.alert".to_owned());
-                    policy.alert_for(&severity).unwrap_or(Alert::Note)
+                    policy.alert_for(severity).unwrap_or(Alert::Note)
                 }
             };
             if text.trim().is_empty() {
-                None
+                Ok(None)
             } else {
-                Some(ReviewNote { alert, text })
+                Ok(Some(ReviewNote { alert, text }))
             }
         }
-        Some(other) => {
-            return Err(problem(
-                RejectClass::SchemaNote,
-                format!("review_note must be an object {{alert, text}}, found {other}"),
-            ))
-        }
-    };
-
-    Ok(BuiltOp {
-        op: EditOp {
-            id,
-            source_id,
-            action,
-            target,
-            before_hash: opt_str(obj, "before_hash")?.filter(|h| !h.trim().is_empty()),
-            before_text: opt_str(obj, "before_text")?,
-            after_text,
-            needs_attention,
-            kind,
-            severity,
-            silent,
-            review_note,
-            rationale: opt_str(obj, "rationale")?.unwrap_or_default(),
-            summary: opt_str(obj, "summary")?.filter(|s| !s.trim().is_empty()),
-        },
-        defaults,
-    })
+        Some(other) => Err(problem(
+            RejectClass::SchemaNote,
+            format!("review_note must be an object {{alert, text}}, found {other}"),
+        )),
+    }
 }
 
 #[cfg(test)]

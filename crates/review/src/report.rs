@@ -394,9 +394,24 @@ fn lines_cell(entry: &LedgerEntry) -> String {
 
 /// Renders the report.
 pub fn render_report(input: ReportInput<'_>) -> String {
-    let meta = input.meta;
     let entries = input.entries;
     let mut out = String::new();
+    write_metadata(&mut out, input.meta, entries.len());
+    write_counts(&mut out, entries);
+    write_last_run(&mut out, input.model, input.apply_log);
+    let lookup = SectionLookup::new(input.sections);
+    let status = statuses(entries);
+    write_changes_by_section(&mut out, entries, &lookup, &status);
+    write_ledger(&mut out, entries, &status);
+    write_findings(&mut out, input.findings, &lookup);
+    let resolved = resolved_findings(entries, input.earlier_findings, input.findings);
+    write_resolved(&mut out, entries, &resolved);
+    write_rejected(&mut out, input.apply_log);
+    out
+}
+
+/// The title, the engine's notice if any, and `## Run metadata`.
+fn write_metadata(out: &mut String, meta: &ReportMeta, entry_count: usize) {
     let _ = writeln!(out, "# Review report — {}\n", cell(&meta.doc_name));
     if let Some(notice) = &meta.notice {
         // The engine's own text, with its code spans: not escaped.
@@ -413,8 +428,11 @@ pub fn render_report(input: ReportInput<'_>) -> String {
     let _ = writeln!(out, "| Document | {} |", code_cell(&meta.doc_name));
     let _ = writeln!(out, "| Original hash | `{}` |", meta.original_hash);
     let _ = writeln!(out, "| Current hash | `{}` |", meta.current_hash);
-    let _ = writeln!(out, "| Ledger entries | {} |\n", entries.len());
+    let _ = writeln!(out, "| Ledger entries | {} |\n", entry_count);
+}
 
+/// `## Counts`.
+fn write_counts(out: &mut String, entries: &[LedgerEntry]) {
     let counts = count(entries);
     let _ = writeln!(out, "## Counts\n");
     let _ = writeln!(
@@ -433,12 +451,17 @@ pub fn render_report(input: ReportInput<'_>) -> String {
         counts.reverts,
         counts.active_changes
     );
+}
 
-    write_last_run(&mut out, input.model, input.apply_log);
-
+/// `## Changes by section`: a table of the changes (reverts aside) per
+/// section of the current document.
+fn write_changes_by_section(
+    out: &mut String,
+    entries: &[LedgerEntry],
+    lookup: &SectionLookup<'_>,
+    status: &[String],
+) {
     let _ = writeln!(out, "## Changes by section\n");
-    let lookup = SectionLookup::new(input.sections);
-    let status = statuses(entries);
     let lines = current_lines(entries);
     let mut grouped = Grouped::new();
     for (index, entry) in entries.iter().enumerate() {
@@ -487,142 +510,151 @@ pub fn render_report(input: ReportInput<'_>) -> String {
         }
         out.push('\n');
     }
+}
 
+/// `## Ledger (chronological)`: every entry, in order.
+fn write_ledger(out: &mut String, entries: &[LedgerEntry], status: &[String]) {
     let _ = writeln!(out, "## Ledger (chronological)\n");
     if entries.is_empty() {
         let _ = writeln!(out, "The ledger is empty.\n");
-    } else {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "| # | ID | Time | Action | Kind | Severity | Silent | Applied at | Summary | Status |\n|---:|---|---|---|---|---|---|---|---|---|"
+    );
+    for (index, e) in entries.iter().enumerate() {
         let _ = writeln!(
             out,
-            "| # | ID | Time | Action | Kind | Severity | Silent | Applied at | Summary | Status |\n|---:|---|---|---|---|---|---|---|---|---|"
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            index + 1,
+            e.id,
+            e.timestamp,
+            e.action,
+            cell(&e.kind),
+            cell(&e.severity),
+            if e.silent { "yes" } else { "no" },
+            lines_cell(e),
+            cell(&e.summary),
+            status[index]
         );
-        for (index, e) in entries.iter().enumerate() {
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-                index + 1,
-                e.id,
-                e.timestamp,
-                e.action,
-                cell(&e.kind),
-                cell(&e.severity),
-                if e.silent { "yes" } else { "no" },
-                lines_cell(e),
-                cell(&e.summary),
-                status[index]
-            );
-        }
-        out.push('\n');
     }
+    out.push('\n');
+}
 
+/// A finding's lines: `12`, or `12–14`.
+fn finding_lines(f: &Finding) -> String {
+    if f.line_end > f.line {
+        format!("{}–{}", f.line, f.line_end)
+    } else {
+        f.line.to_string()
+    }
+}
+
+/// `## Deterministic findings`: the current document's findings, by
+/// section.
+fn write_findings(out: &mut String, findings: &[Finding], lookup: &SectionLookup<'_>) {
     let _ = writeln!(
         out,
         "## Deterministic findings (Stage 2, current document)\n"
     );
-    if input.findings.is_empty() {
+    if findings.is_empty() {
         let _ = writeln!(out, "No findings.\n");
-    } else {
-        let mut grouped = Grouped::new();
-        for finding in input.findings {
-            grouped.push(lookup.get(finding.line as usize), finding);
-        }
-        for (section, mut list) in grouped.sorted() {
-            list.sort_by_key(|f| (f.line, f.line_end));
-            match section {
-                Some(s) => {
-                    let _ = writeln!(out, "### {} {}\n", s.id, cell(&s.title));
-                }
-                None => {
-                    let _ = writeln!(out, "### (outside any section)\n");
-                }
-            }
-            let _ = writeln!(
-                out,
-                "| Lines | Kind | Severity | Message |\n|---|---|---|---|"
-            );
-            for f in list {
-                let lines = if f.line_end > f.line {
-                    format!("{}–{}", f.line, f.line_end)
-                } else {
-                    f.line.to_string()
-                };
-                let _ = writeln!(
-                    out,
-                    "| {} | {} | {} | {} |",
-                    lines,
-                    f.kind.as_str(),
-                    f.severity.review_severity(),
-                    cell(&f.message)
-                );
-            }
-            out.push('\n');
-        }
+        return;
     }
-
-    let resolved = resolved_findings(entries, input.earlier_findings, input.findings);
-    if !resolved.is_empty() {
-        let external: std::collections::HashSet<EntryId> = entries
-            .iter()
-            .filter(|e| e.kind == "external")
-            .map(|e| e.id)
-            .collect();
-        let _ = writeln!(out, "## Resolved findings\n");
+    let mut grouped = Grouped::new();
+    for finding in findings {
+        grouped.push(lookup.get(finding.line as usize), finding);
+    }
+    for (section, mut list) in grouped.sorted() {
+        list.sort_by_key(|f| (f.line, f.line_end));
+        match section {
+            Some(s) => {
+                let _ = writeln!(out, "### {} {}\n", s.id, cell(&s.title));
+            }
+            None => {
+                let _ = writeln!(out, "### (outside any section)\n");
+            }
+        }
         let _ = writeln!(
             out,
-            "Findings of the original document that the current document no longer has.\n"
+            "| Lines | Kind | Severity | Message |\n|---|---|---|---|"
         );
-        let _ = writeln!(
-            out,
-            "| Original lines | Kind | Severity | Message | Resolved by |\n|---|---|---|---|---|"
-        );
-        for r in &resolved {
-            let f = r.finding;
-            let lines = if f.line_end > f.line {
-                format!("{}–{}", f.line, f.line_end)
-            } else {
-                f.line.to_string()
-            };
-            let by = match r.by {
-                Some(id) if external.contains(&id) => format!("{id} (edited outside koas)"),
-                Some(id) => id.to_string(),
-                None => "a change elsewhere (none edited its lines)".to_owned(),
-            };
+        for f in list {
             let _ = writeln!(
                 out,
-                "| {} | {} | {} | {} | {} |",
-                lines,
+                "| {} | {} | {} | {} |",
+                finding_lines(f),
                 f.kind.as_str(),
                 f.severity.review_severity(),
-                cell(&f.message),
-                by
+                cell(&f.message)
             );
         }
         out.push('\n');
     }
+}
 
-    let rejected: Vec<&ApplyLogRecord> = input
-        .apply_log
-        .iter()
-        .filter(|r| r.reject.is_some())
-        .collect();
-    if !rejected.is_empty() {
-        let _ = writeln!(out, "## Rejected ops (last run)\n");
-        // A rejected op has no change ID: it is named by its position in
-        // the ops input.
-        let _ = writeln!(out, "| Op | Class | Reason |\n|---:|---|---|");
-        for r in rejected {
-            let class = r.reject.map(|c| c.as_str()).unwrap_or("");
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} |",
-                r.op_index,
-                class,
-                cell(r.reason.as_deref().unwrap_or(""))
-            );
-        }
-        out.push('\n');
+/// `## Resolved findings`, when the original had findings the current
+/// document no longer has: each with the change that resolved it.
+fn write_resolved(out: &mut String, entries: &[LedgerEntry], resolved: &[Resolved<'_>]) {
+    if resolved.is_empty() {
+        return;
     }
-    out
+    let external: std::collections::HashSet<EntryId> = entries
+        .iter()
+        .filter(|e| e.kind == "external")
+        .map(|e| e.id)
+        .collect();
+    let _ = writeln!(out, "## Resolved findings\n");
+    let _ = writeln!(
+        out,
+        "Findings of the original document that the current document no longer has.\n"
+    );
+    let _ = writeln!(
+        out,
+        "| Original lines | Kind | Severity | Message | Resolved by |\n|---|---|---|---|---|"
+    );
+    for r in resolved {
+        let f = r.finding;
+        let by = match r.by {
+            Some(id) if external.contains(&id) => format!("{id} (edited outside koas)"),
+            Some(id) => id.to_string(),
+            None => "a change elsewhere (none edited its lines)".to_owned(),
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} |",
+            finding_lines(f),
+            f.kind.as_str(),
+            f.severity.review_severity(),
+            cell(&f.message),
+            by
+        );
+    }
+    out.push('\n');
+}
+
+/// `## Rejected ops (last run)`, when the last run refused any.
+fn write_rejected(out: &mut String, apply_log: &[ApplyLogRecord]) {
+    let rejected: Vec<&ApplyLogRecord> = apply_log.iter().filter(|r| r.reject.is_some()).collect();
+    if rejected.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "## Rejected ops (last run)\n");
+    // A rejected op has no change ID: it is named by its position in
+    // the ops input.
+    let _ = writeln!(out, "| Op | Class | Reason |\n|---:|---|---|");
+    for r in rejected {
+        let class = r.reject.map(|c| c.as_str()).unwrap_or("");
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} |",
+            r.op_index,
+            class,
+            cell(r.reason.as_deref().unwrap_or(""))
+        );
+    }
+    out.push('\n');
 }
 
 #[cfg(test)]

@@ -221,62 +221,12 @@ pub fn validate(
         target.as_str()
     };
     check_text_fields(op, index, replaced)?;
-
-    // 1. ID format — the op's own ID is engine-allocated; the note must name it.
-    if let Some(note) = &op.review_note {
-        let text = note.text.trim_start();
-        if text.starts_with("REVIEWER:") && !note_names_id(text, op) {
-            return Err(Rejection::new(
-                RejectClass::SchemaId,
-                format!("{label}: the review note must name this change as 'REVIEWER: {} — …' but reads '{}'; fix the note (NOTE_ID_FIX does this when enabled)", op.id, excerpt(text)),
-            ));
-        }
-    }
-
-    // 2. ID uniqueness.
-    if ledger_ids.contains(&op.id) {
-        return Err(Rejection::new(
-            RejectClass::Ledger,
-            format!("{label}: {} is already in the ledger; the ledger or the ID allocator is out of step — run `koas status` and check the workspace", op.id),
-        ));
-    }
-
-    // 3. Content hash.
+    check_note_id(op, &label)?;
+    check_id_unused(op, &label, ledger_ids)?;
     let matched = match_before_text(&target, op.before_text.as_deref());
     if op.action != Action::FlagOnly {
-        match matched {
-            TextMatch::Missing => {
-                return Err(Rejection::new(
-                    RejectClass::Hash,
-                    format!("{label}: before_text '{}' is not at {lines}, which read '{}'; {}", excerpt(op.before_text.as_deref().unwrap_or("")), excerpt(&target), where_is(doc, op.before_text.as_deref().unwrap_or(""))),
-                ))
-            }
-            TextMatch::Ambiguous(count) => {
-                return Err(Rejection::new(
-                    RejectClass::Hash,
-                    format!("{label}: before_text '{}' occurs {count} times in {lines}; give a longer before_text or narrow the lines", excerpt(op.before_text.as_deref().unwrap_or(""))),
-                ))
-            }
-            _ => {}
-        }
-        let actual = sha256(&target);
-        match op.before_hash.as_deref() {
-            None => {
-                return Err(Rejection::new(
-                    RejectClass::Hash,
-                    format!("{label}: the op has no before_hash for {lines}; add it (sha256 of the target text) or enable HASH_RECOMPUTE"),
-                ))
-            }
-            Some(h) if !same_hash(h, &actual) => {
-                return Err(Rejection::new(
-                    RejectClass::Hash,
-                    format!("{label}: before_hash {h} does not match {lines} ({actual}), which read '{}'; the op was planned on another version of the document — re-plan it, or give before_text so the hash can be recomputed", excerpt(&target)),
-                ))
-            }
-            Some(_) => {}
-        }
+        check_content_hash(op, &label, &lines, doc, &target, &matched)?;
     }
-
     // The change itself (needed for protection and the no-op check).
     let planned = plan_change(op, doc, &matched).map_err(|problem| match problem {
         PlanProblem::EmptyAfterText => Rejection::new(
@@ -288,88 +238,176 @@ pub fn validate(
             format!("{label}: after_text is identical to the text at {lines}, so the op changes nothing; drop it or make it flag_only"),
         ),
     })?;
+    let touches_protected = match &planned {
+        Some(planned) => check_protection(op, &label, &lines, planned, protection)?,
+        None => Vec::new(),
+    };
+    check_deletion_policy(op, &label)?;
+    check_attention_policy(op, &label)?;
+    Ok(ValidOp {
+        planned,
+        touches_protected,
+    })
+}
 
-    // 4. Protected regions.
-    let mut touches_protected = Vec::new();
-    if let Some(planned) = &planned {
-        let target_lines = match op.action {
-            Action::Insert => None,
-            _ => Some((start, end)),
-        };
-        let insert_after = (op.action == Action::Insert).then_some(end);
-        let changed_lines = (!planned.change.old.is_empty()).then(|| {
-            (
-                planned.change.start + 1,
-                planned.change.start + planned.change.old.len(),
-            )
-        });
-        let mut touched = touched_by(
-            protection.regions,
-            target_lines,
-            insert_after,
-            planned.bytes,
-        );
-        if let Some((s, e)) = changed_lines {
-            for extra in touched_by(protection.regions, Some((s, e)), None, (0, 0)) {
-                if !touched.contains(&extra) {
-                    touched.push(extra);
-                }
-            }
-        }
-        if let Some(first) = touched.first() {
-            let verb = if start == end { "touches" } else { "touch" };
-            let what = format!("{label}: {lines} {verb} {} (protected)", first.describe());
-            if protection.origin == OpOrigin::Model {
-                return Err(Rejection::new(
-                    RejectClass::Protected,
-                    format!("{what}; an op proposed by a model never changes a protected region (code, tables, math, HTML, front matter, inline code…) — only a person's ops file may, flagged needs_attention with a review note"),
-                ));
-            }
-            if protection.strict {
-                return Err(Rejection::new(
-                    RejectClass::Protected,
-                    format!("{what}; --strict refuses any edit of a protected region — re-target the op outside it, or run without --strict and mark it needs_attention with a review note"),
-                ));
-            }
-            let has_note = op.review_note.is_some();
-            if !op.needs_attention || !has_note {
-                return Err(Rejection::new(
-                    RejectClass::Protected,
-                    format!(
-                        "{what}; re-target the op, or mark it needs_attention with a review note"
-                    ),
-                ));
-            }
-            touches_protected = touched.iter().map(|t| t.describe()).collect();
+/// Invariant 1, ID format: the op's own ID is engine-allocated; its note
+/// must name it.
+fn check_note_id(op: &EditOp, label: &str) -> Result<(), Rejection> {
+    if let Some(note) = &op.review_note {
+        let text = note.text.trim_start();
+        if text.starts_with("REVIEWER:") && !note_names_id(text, op) {
+            return Err(Rejection::new(
+                RejectClass::SchemaId,
+                format!("{label}: the review note must name this change as 'REVIEWER: {} — …' but reads '{}'; fix the note (NOTE_ID_FIX does this when enabled)", op.id, excerpt(text)),
+            ));
         }
     }
+    Ok(())
+}
 
-    // 5. Deletion policy.
-    if op.action == Action::Delete {
-        match &op.review_note {
-            None => {
-                return Err(Rejection::new(
-                    RejectClass::SchemaNote,
-                    format!("{label}: a delete must carry a review note (alert CAUTION, text 'REVIEWER: {} — why'); add one or enable NOTE_INJECT", op.id),
-                ))
+/// Invariant 2, ID uniqueness: the op's ID is not in the ledger yet.
+fn check_id_unused(
+    op: &EditOp,
+    label: &str,
+    ledger_ids: &BTreeSet<ChangeId>,
+) -> Result<(), Rejection> {
+    if ledger_ids.contains(&op.id) {
+        return Err(Rejection::new(
+            RejectClass::Ledger,
+            format!("{label}: {} is already in the ledger; the ledger or the ID allocator is out of step — run `koas status` and check the workspace", op.id),
+        ));
+    }
+    Ok(())
+}
+
+/// Invariant 3, content hash: the op's `before_text` is in its target
+/// exactly once, and its `before_hash` is the target's.
+fn check_content_hash(
+    op: &EditOp,
+    label: &str,
+    lines: &str,
+    doc: &LineBuf,
+    target: &str,
+    matched: &TextMatch,
+) -> Result<(), Rejection> {
+    match matched {
+        TextMatch::Missing => {
+            return Err(Rejection::new(
+                RejectClass::Hash,
+                format!("{label}: before_text '{}' is not at {lines}, which read '{}'; {}", excerpt(op.before_text.as_deref().unwrap_or("")), excerpt(target), where_is(doc, op.before_text.as_deref().unwrap_or(""))),
+            ))
+        }
+        TextMatch::Ambiguous(count) => {
+            return Err(Rejection::new(
+                RejectClass::Hash,
+                format!("{label}: before_text '{}' occurs {count} times in {lines}; give a longer before_text or narrow the lines", excerpt(op.before_text.as_deref().unwrap_or(""))),
+            ))
+        }
+        _ => {}
+    }
+    let actual = sha256(target);
+    match op.before_hash.as_deref() {
+        None => Err(Rejection::new(
+            RejectClass::Hash,
+            format!("{label}: the op has no before_hash for {lines}; add it (sha256 of the target text) or enable HASH_RECOMPUTE"),
+        )),
+        Some(h) if !same_hash(h, &actual) => Err(Rejection::new(
+            RejectClass::Hash,
+            format!("{label}: before_hash {h} does not match {lines} ({actual}), which read '{}'; the op was planned on another version of the document — re-plan it, or give before_text so the hash can be recomputed", excerpt(target)),
+        )),
+        Some(_) => Ok(()),
+    }
+}
+
+/// Invariant 4, protected regions: the regions the planned change
+/// touches, described for the log. A model's op may touch none, nor may
+/// any op under `--strict`; a person's op that does needs attention and a
+/// note.
+fn check_protection(
+    op: &EditOp,
+    label: &str,
+    lines: &str,
+    planned: &PlannedChange,
+    protection: ProtectionPolicy<'_>,
+) -> Result<Vec<String>, Rejection> {
+    let (start, end) = (op.target.line_start, op.target.line_end);
+    let target_lines = match op.action {
+        Action::Insert => None,
+        _ => Some((start, end)),
+    };
+    let insert_after = (op.action == Action::Insert).then_some(end);
+    let changed_lines = (!planned.change.old.is_empty()).then(|| {
+        (
+            planned.change.start + 1,
+            planned.change.start + planned.change.old.len(),
+        )
+    });
+    let mut touched = touched_by(
+        protection.regions,
+        target_lines,
+        insert_after,
+        planned.bytes,
+    );
+    if let Some((s, e)) = changed_lines {
+        for extra in touched_by(protection.regions, Some((s, e)), None, (0, 0)) {
+            if !touched.contains(&extra) {
+                touched.push(extra);
             }
-            Some(note) if note.alert != Alert::Caution => {
-                return Err(Rejection::new(
-                    RejectClass::SchemaNote,
-                    format!("{label}: a delete's review note must use alert CAUTION, not {}; change the alert", note.alert),
-                ))
-            }
-            Some(_) if !op.needs_attention => {
-                return Err(Rejection::new(
-                    RejectClass::SchemaNote,
-                    format!("{label}: a delete always needs attention; set needs_attention to true"),
-                ))
-            }
-            Some(_) => {}
         }
     }
+    let Some(first) = touched.first() else {
+        return Ok(Vec::new());
+    };
+    let verb = if start == end { "touches" } else { "touch" };
+    let what = format!("{label}: {lines} {verb} {} (protected)", first.describe());
+    if protection.origin == OpOrigin::Model {
+        return Err(Rejection::new(
+            RejectClass::Protected,
+            format!("{what}; an op proposed by a model never changes a protected region (code, tables, math, HTML, front matter, inline code…) — only a person's ops file may, flagged needs_attention with a review note"),
+        ));
+    }
+    if protection.strict {
+        return Err(Rejection::new(
+            RejectClass::Protected,
+            format!("{what}; --strict refuses any edit of a protected region — re-target the op outside it, or run without --strict and mark it needs_attention with a review note"),
+        ));
+    }
+    let has_note = op.review_note.is_some();
+    if !op.needs_attention || !has_note {
+        return Err(Rejection::new(
+            RejectClass::Protected,
+            format!("{what}; re-target the op, or mark it needs_attention with a review note"),
+        ));
+    }
+    Ok(touched.iter().map(|t| t.describe()).collect())
+}
 
-    // 6. Attention policy.
+/// Invariant 5, deletion policy: a delete needs attention and a CAUTION
+/// note.
+fn check_deletion_policy(op: &EditOp, label: &str) -> Result<(), Rejection> {
+    if op.action != Action::Delete {
+        return Ok(());
+    }
+    match &op.review_note {
+        None => Err(Rejection::new(
+            RejectClass::SchemaNote,
+            format!("{label}: a delete must carry a review note (alert CAUTION, text 'REVIEWER: {} — why'); add one or enable NOTE_INJECT", op.id),
+        )),
+        Some(note) if note.alert != Alert::Caution => Err(Rejection::new(
+            RejectClass::SchemaNote,
+            format!("{label}: a delete's review note must use alert CAUTION, not {}; change the alert", note.alert),
+        )),
+        Some(_) if !op.needs_attention => Err(Rejection::new(
+            RejectClass::SchemaNote,
+            format!("{label}: a delete always needs attention; set needs_attention to true"),
+        )),
+        Some(_) => Ok(()),
+    }
+}
+
+/// Invariant 6, attention policy: an op needing attention has a note, and
+/// every note starts `REVIEWER:`.
+fn check_attention_policy(op: &EditOp, label: &str) -> Result<(), Rejection> {
     if op.needs_attention && op.review_note.is_none() {
         return Err(Rejection::new(
             RejectClass::SchemaNote,
@@ -384,11 +422,7 @@ pub fn validate(
             ));
         }
     }
-
-    Ok(ValidOp {
-        planned,
-        touches_protected,
-    })
+    Ok(())
 }
 
 #[cfg(test)]

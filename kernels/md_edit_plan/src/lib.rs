@@ -17,7 +17,7 @@
 //! - without a model (`skip = true`, or no LLM configured) the plan is
 //!   written empty and marked `skipped`: the run goes on.
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::time::Instant;
 
 use koas_kernel_api::prelude::*;
@@ -261,14 +261,7 @@ impl Kernel for MdEditPlan {
         let text = inputs.source_text(names::DOC_RAW)?;
         let chunks: ChunkPlan = inputs.parse(names::CHUNKS)?;
         let doc_hash = chunks.doc_hash.clone();
-        let language = match config.language.as_str() {
-            "auto" | "" => lang::detect(text),
-            code => Language::parse(code).ok_or_else(|| {
-                KernelError::invalid_config(format!(
-                    "language {code:?} is not one koas writes: use auto, fr or en"
-                ))
-            })?,
-        };
+        let language = language_of(&config, text)?;
         if config.skip {
             let reason = if config.skip_reason.is_empty() {
                 "skipped by configuration"
@@ -290,15 +283,7 @@ impl Kernel for MdEditPlan {
         if inputs.get(koas_kernel_api::LLM_INPUT).is_none() {
             return Ok(skipped(&doc_hash, "no LLM configured", language));
         }
-        let spans: Option<ProtectedSpans> = inputs.parse_optional(names::PROTECTED_SPANS)?;
-        let pyramid: Option<Pyramid> = inputs.parse_optional(names::PYRAMID)?;
-        let glossary: Option<Glossary> = inputs.parse_optional(names::GLOSSARY)?;
-        let fingerprints: Option<ChunkFingerprints> =
-            inputs.parse_optional(names::CHUNK_FINGERPRINTS)?;
-        let ledger: Vec<LedgerEntry> = inputs.parse_optional(names::LEDGER)?.unwrap_or_default();
-        let used: Vec<ChangeId> = ledger.iter().map(|e| e.id.change()).collect();
-        let findings = findings(inputs)?;
-        let previous: Option<EditPlan> = inputs.previous(names::EDIT_PLAN);
+        let read = ReadInputs::read(inputs)?;
         let templates = PlanTemplates {
             review: template(inputs, "review")?,
             review_plain: template(inputs, "review_plain")?,
@@ -311,112 +296,200 @@ impl Kernel for MdEditPlan {
             .get(koas_kernel_api::LLM_INPUT)
             .map(koas_kernel_api::hash::canonical_json)
             .unwrap_or_default();
-        let mut options = PlanOptions::new(language, &model, templates);
-        options.tutor_model = Some(config.tutor_model.clone()).filter(|t| !t.is_empty());
-        options.max_edit_chunk_tokens = config.max_edit_chunk_tokens;
-        options.target_request_tokens = config.target_request_tokens;
-        options.context_budget = config.context_budget;
-        options.default_tier = Tier::from_number(config.default_tier);
-        options.max_tokens = config.max_tokens;
-        options.empty_retries = config.empty_retries;
-        options.batch_size = config.batch_size.max(1);
-        options.breaker_window = config.breaker_window;
-        options.breaker_threshold = config.breaker_threshold;
-        options.recipes = config.content_recipes.clone();
-        options.md_strip = config.md_strip;
-        options.rebuild = config.rebuild;
+        let options = plan_options(&config, language, &model, templates);
         let input = PlanInput {
             doc: text,
             doc_hash: &doc_hash,
             chunks: &chunks,
-            spans: spans.as_ref(),
-            findings: &findings,
-            pyramid: pyramid.as_ref(),
-            glossary: glossary.as_ref().map_or(&[], |g| g.terms.as_slice()),
-            fingerprints: fingerprints.as_ref(),
-            used_ids: &used,
-            previous: previous.as_ref(),
+            spans: read.spans.as_ref(),
+            findings: &read.findings,
+            pyramid: read.pyramid.as_ref(),
+            glossary: read.glossary.as_ref().map_or(&[], |g| g.terms.as_slice()),
+            fingerprints: read.fingerprints.as_ref(),
+            used_ids: &read.used,
+            previous: read.previous.as_ref(),
         };
         let model = HostModel {
             ctx,
             no_backend: Cell::new(false),
         };
-        let write_error: RefCell<Option<KernelError>> = RefCell::new(None);
-        let mut done_count = 0u64;
-        let mut last_parent: Option<String> = None;
-        let total = chunks.chunks.len() as u64;
-        let mut on_chunk = |done: &ChunkDone| {
-            // No model behind the host: nothing to record.
-            if model.no_backend.get() {
-                return;
-            }
-            if write_error.borrow().is_none() {
-                if let Err(e) = write_chunk(ctx, done) {
-                    *write_error.borrow_mut() = Some(e);
-                }
-            }
-            // Progress in chunks of the plan (sub-chunks come in order; a
-            // request over several chunks counts them all).
-            if last_parent.as_deref() != Some(done.status.parent_chunk_id.as_str()) {
-                last_parent = Some(done.status.parent_chunk_id.clone());
-                done_count += done.status.members.len().max(1) as u64;
-                ctx.progress(done_count.min(total), total);
-            }
+        let mut recorder = ChunkRecorder {
+            ctx,
+            model: &model,
+            write_error: None,
+            done_count: 0,
+            last_parent: None,
+            total: chunks.chunks.len() as u64,
         };
-        let planned = edit_plan::plan(&input, &options, &model, &mut on_chunk)
-            .map_err(|e| KernelError::invalid_input(e.to_string()))?;
+        let planned = edit_plan::plan(&input, &options, &model, &mut |done: &ChunkDone| {
+            recorder.chunk_done(done)
+        })
+        .map_err(|e| KernelError::invalid_input(e.to_string()))?;
         if model.no_backend.get() {
             return Ok(skipped(&doc_hash, "no LLM configured", language));
         }
         ctx.check_cancelled()?;
-        if let Some(e) = write_error.into_inner() {
+        if let Some(e) = recorder.write_error {
             return Err(e);
         }
-        let s = &planned.plan.stats;
-        let methods: Vec<String> = s.methods.iter().map(|(m, n)| format!("{m} {n}")).collect();
-        let mut summary = format!(
-            "{} chunks{} ({} reused): {} worker and {} tutor calls, {} ops proposed, {} in the plan ({} flagged for want of a place), {} dropped; methods: {}",
-            s.chunks,
-            if s.requests < s.chunks {
-                let plural = if s.requests == 1 { "" } else { "s" };
-                format!(" in {} request{plural}", s.requests)
-            } else {
-                String::new()
-            },
-            s.reused,
-            s.worker_calls,
-            s.tutor_calls,
-            s.ops_proposed,
-            s.ops,
-            s.downgraded,
-            s.dropped,
-            methods.join(", ")
-        );
-        if let Some(reason) = &planned.plan.reason {
-            summary.push_str(&format!("; stopped: {reason}"));
-        }
-        let mut out = KernelOutput::new()
-            .artifact(names::EDIT_PLAN, &planned.plan)
-            .summary(summary);
-        for w in planned.warnings {
-            out = out.warning(w);
-        }
-        // Chunks the model could not be asked about (server gone, budget
-        // spent, a failed request) are asked on the next run: the cache must
-        // not answer it with this plan.
-        let unasked = planned
-            .plan
-            .chunks
-            .iter()
-            .filter(|c| c.verdict == ChunkVerdict::Skipped || c.error.is_some())
-            .count();
-        if unasked > 0 {
-            out = out.incomplete(format!(
-                "{unasked} chunk(s) could not be asked of the model; the next run asks them again"
-            ));
-        }
-        Ok(out)
+        Ok(plan_output(planned))
     }
+}
+
+/// The language the plan is written in: the configured one, or the
+/// document's (`auto`).
+fn language_of(config: &EditPlanConfig, text: &str) -> Result<Language, KernelError> {
+    match config.language.as_str() {
+        "auto" | "" => Ok(lang::detect(text)),
+        code => Language::parse(code).ok_or_else(|| {
+            KernelError::invalid_config(format!(
+                "language {code:?} is not one koas writes: use auto, fr or en"
+            ))
+        }),
+    }
+}
+
+/// The optional inputs a plan is made with.
+struct ReadInputs {
+    spans: Option<ProtectedSpans>,
+    pyramid: Option<Pyramid>,
+    glossary: Option<Glossary>,
+    fingerprints: Option<ChunkFingerprints>,
+    /// The change IDs the ledger already holds.
+    used: Vec<ChangeId>,
+    findings: Vec<Finding>,
+    previous: Option<EditPlan>,
+}
+
+impl ReadInputs {
+    fn read(inputs: &Inputs) -> Result<ReadInputs, KernelError> {
+        let spans: Option<ProtectedSpans> = inputs.parse_optional(names::PROTECTED_SPANS)?;
+        let pyramid: Option<Pyramid> = inputs.parse_optional(names::PYRAMID)?;
+        let glossary: Option<Glossary> = inputs.parse_optional(names::GLOSSARY)?;
+        let fingerprints: Option<ChunkFingerprints> =
+            inputs.parse_optional(names::CHUNK_FINGERPRINTS)?;
+        let ledger: Vec<LedgerEntry> = inputs.parse_optional(names::LEDGER)?.unwrap_or_default();
+        let used: Vec<ChangeId> = ledger.iter().map(|e| e.id.change()).collect();
+        let findings = findings(inputs)?;
+        let previous: Option<EditPlan> = inputs.previous(names::EDIT_PLAN);
+        Ok(ReadInputs {
+            spans,
+            pyramid,
+            glossary,
+            fingerprints,
+            used,
+            findings,
+            previous,
+        })
+    }
+}
+
+/// The planning options from the kernel's config.
+fn plan_options(
+    config: &EditPlanConfig,
+    language: Language,
+    model: &str,
+    templates: PlanTemplates,
+) -> PlanOptions {
+    let mut options = PlanOptions::new(language, model, templates);
+    options.tutor_model = Some(config.tutor_model.clone()).filter(|t| !t.is_empty());
+    options.max_edit_chunk_tokens = config.max_edit_chunk_tokens;
+    options.target_request_tokens = config.target_request_tokens;
+    options.context_budget = config.context_budget;
+    options.default_tier = Tier::from_number(config.default_tier);
+    options.max_tokens = config.max_tokens;
+    options.empty_retries = config.empty_retries;
+    options.batch_size = config.batch_size.max(1);
+    options.breaker_window = config.breaker_window;
+    options.breaker_threshold = config.breaker_threshold;
+    options.recipes = config.content_recipes.clone();
+    options.md_strip = config.md_strip;
+    options.rebuild = config.rebuild;
+    options
+}
+
+/// Records each chunk as the plan finishes it: its files, and the run's
+/// progress.
+struct ChunkRecorder<'a> {
+    ctx: &'a Context<'a>,
+    model: &'a HostModel<'a>,
+    /// The first write that failed: planning goes on, the kernel fails
+    /// once it is done.
+    write_error: Option<KernelError>,
+    done_count: u64,
+    last_parent: Option<String>,
+    total: u64,
+}
+
+impl ChunkRecorder<'_> {
+    fn chunk_done(&mut self, done: &ChunkDone) {
+        // No model behind the host: nothing to record.
+        if self.model.no_backend.get() {
+            return;
+        }
+        if self.write_error.is_none() {
+            if let Err(e) = write_chunk(self.ctx, done) {
+                self.write_error = Some(e);
+            }
+        }
+        // Progress in chunks of the plan (sub-chunks come in order; a
+        // request over several chunks counts them all).
+        if self.last_parent.as_deref() != Some(done.status.parent_chunk_id.as_str()) {
+            self.last_parent = Some(done.status.parent_chunk_id.clone());
+            self.done_count += done.status.members.len().max(1) as u64;
+            self.ctx
+                .progress(self.done_count.min(self.total), self.total);
+        }
+    }
+}
+
+/// The kernel's output: the plan, a one-line summary of it, the planner's
+/// warnings.
+fn plan_output(planned: edit_plan::Planned) -> KernelOutput {
+    let s = &planned.plan.stats;
+    let methods: Vec<String> = s.methods.iter().map(|(m, n)| format!("{m} {n}")).collect();
+    let mut summary = format!(
+        "{} chunks{} ({} reused): {} worker and {} tutor calls, {} ops proposed, {} in the plan ({} flagged for want of a place), {} dropped; methods: {}",
+        s.chunks,
+        if s.requests < s.chunks {
+            let plural = if s.requests == 1 { "" } else { "s" };
+            format!(" in {} request{plural}", s.requests)
+        } else {
+            String::new()
+        },
+        s.reused,
+        s.worker_calls,
+        s.tutor_calls,
+        s.ops_proposed,
+        s.ops,
+        s.downgraded,
+        s.dropped,
+        methods.join(", ")
+    );
+    if let Some(reason) = &planned.plan.reason {
+        summary.push_str(&format!("; stopped: {reason}"));
+    }
+    let mut out = KernelOutput::new()
+        .artifact(names::EDIT_PLAN, &planned.plan)
+        .summary(summary);
+    for w in planned.warnings {
+        out = out.warning(w);
+    }
+    // Chunks the model could not be asked about (server gone, budget
+    // spent, a failed request) are asked on the next run: the cache must
+    // not answer it with this plan.
+    let unasked = planned
+        .plan
+        .chunks
+        .iter()
+        .filter(|c| c.verdict == ChunkVerdict::Skipped || c.error.is_some())
+        .count();
+    if unasked > 0 {
+        out = out.incomplete(format!(
+            "{unasked} chunk(s) could not be asked of the model; the next run asks them again"
+        ));
+    }
+    out
 }
 
 koas_kernel_api::export_kernel!(MdEditPlan);

@@ -5,12 +5,13 @@
 use crate::embed::ExitStatus;
 use crate::embed::{discover_and_warn, HostOptions};
 use crate::engine::{self, RunOptions, RunTarget};
+use crate::host::SharedLlm;
 use crate::llm_host::ServiceHandler;
 use crate::outln;
 use crate::pipeline::Pipeline;
 use crate::prepare::prepare;
 use crate::report::Reporter;
-use crate::run_record::{KernelStatus, RunRecord, RUN_RECORD_FILE};
+use crate::run_record::{KernelRecord, KernelStatus, RunPlan, RunRecord, RUN_RECORD_FILE};
 use anyhow::{bail, Context as _};
 use clap::Args;
 use std::collections::BTreeMap;
@@ -54,7 +55,84 @@ pub fn execute(global: &HostOptions, args: ReplayArgs) -> anyhow::Result<ExitSta
             .as_deref()
             .unwrap_or(std::path::Path::new(RUN_RECORD_FILE)),
     );
-    let bytes = std::fs::read(&record_path)
+    let (original, plan) = read_record(&record_path)?;
+    let scratch = args.workspace.join(".koas").join("replay");
+    if scratch.exists() {
+        std::fs::remove_dir_all(&scratch)
+            .with_context(|| format!("cannot clear {}", scratch.display()))?;
+    }
+    let pipeline = replay_pipeline(&original, &plan, &scratch);
+    let discovery = discover_and_warn(global, &pipeline);
+    let prepared = prepare(&pipeline, &discovery)?;
+    let mut opts = RunOptions::new(original.jobs);
+    opts.use_cache = false;
+    opts.isolation = global.isolation(Some(&pipeline));
+    opts.limits = global.limits(&pipeline);
+    hand_recorded_values(&mut opts, &args.workspace, &plan)?;
+    opts.target = match &original.target {
+        Some(t) => RunTarget::Until(t.clone()),
+        None => RunTarget::All,
+    };
+    let uses_llm = prepared.kernels.values().any(|k| k.spec.uses_llm);
+    if let Some(llm) = &plan.llm {
+        let config = koas_llm::LlmConfig::from_json(llm.clone())
+            .with_context(|| format!("the [llm] table recorded in {}", record_path.display()))?;
+        opts.llm_identity = Some(crate::llm_host::identity(&config));
+        opts.llm_config = Some(llm.clone());
+        if uses_llm {
+            opts.llm = Some(replay_service(config, &args.workspace, &scratch)?);
+        }
+    }
+    let reporter = Arc::new(if global.quiet || args.json {
+        Reporter::quiet()
+    } else {
+        global.reporter(prepared.dag.order.len() as u64)
+    });
+    let replayed = engine::run(&prepared, &opts, reporter.clone())?;
+    reporter.finish();
+
+    let (differences, compared) = compare_runs(&original, &replayed.record);
+    let pass = differences.is_empty();
+    if args.json {
+        outln!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "verdict": if pass { "pass" } else { "fail" },
+                "artifacts_compared": compared,
+                "differences": differences,
+                "replay_workspace": scratch,
+                "llm_session": replayed.record.llm_session,
+            }))?
+        )?;
+    } else {
+        let network_calls = replayed
+            .record
+            .llm_session
+            .as_ref()
+            .and_then(|s| s["calls"]["backend"].as_u64())
+            .unwrap_or(0);
+        for d in &differences {
+            eprintln!("replay: {}: {}", d.kernel, d.what);
+        }
+        eprintln!(
+            "replay: {} — {compared} artifacts of {} kernels compared, {} difference(s), {network_calls} network LLM call(s); replay workspace {}",
+            if pass { "PASS" } else { "FAIL" },
+            original.kernels.iter().filter(|k| k.status == KernelStatus::Ok).count(),
+            differences.len(),
+            scratch.display()
+        );
+    }
+    Ok(if pass {
+        ExitStatus::Success
+    } else {
+        ExitStatus::Failure
+    })
+}
+
+/// The run record to replay, and the plan it recorded (a record written
+/// before koas recorded plans cannot be replayed).
+fn read_record(record_path: &std::path::Path) -> anyhow::Result<(RunRecord, RunPlan)> {
+    let bytes = std::fs::read(record_path)
         .with_context(|| format!("cannot read {}", record_path.display()))?;
     let original: RunRecord = serde_json::from_slice(&bytes)
         .with_context(|| format!("{} is not a koas run record", record_path.display()))?;
@@ -64,18 +142,18 @@ pub fn execute(global: &HostOptions, args: ReplayArgs) -> anyhow::Result<ExitSta
             record_path.display()
         );
     };
-    let scratch = args.workspace.join(".koas").join("replay");
-    if scratch.exists() {
-        std::fs::remove_dir_all(&scratch)
-            .with_context(|| format!("cannot clear {}", scratch.display()))?;
-    }
-    let pipeline = Pipeline {
+    Ok((original, plan))
+}
+
+/// The pipeline of the original run, run in `scratch`.
+fn replay_pipeline(original: &RunRecord, plan: &RunPlan, scratch: &std::path::Path) -> Pipeline {
+    Pipeline {
         file: original.pipeline_file.clone(),
         name: original.pipeline.clone(),
         description: String::new(),
         kernels: plan.kernels.clone(),
-        kernel_paths: recorded_search_path(&plan),
-        workspace: scratch.clone(),
+        kernel_paths: recorded_search_path(plan),
+        workspace: scratch.to_path_buf(),
         jobs: original.jobs,
         inputs: plan.inputs.clone(),
         config: plan.configs.clone(),
@@ -84,19 +162,24 @@ pub fn execute(global: &HostOptions, args: ReplayArgs) -> anyhow::Result<ExitSta
         limits: Default::default(),
         prompts: plan.prompts.clone(),
         config_origins: Default::default(),
-    };
-    let discovery = discover_and_warn(global, &pipeline);
-    let prepared = prepare(&pipeline, &discovery)?;
-    let mut opts = RunOptions::new(original.jobs);
-    opts.use_cache = false;
-    opts.isolation = global.isolation(Some(&pipeline));
-    opts.limits = global.limits(&pipeline);
-    let original_cache = crate::cache::Cache::open(&args.workspace);
+    }
+}
+
+/// Hands the replay what the host gave the original run: the artifacts it
+/// provided in memory and the previous outputs of incremental kernels,
+/// both read back from the original workspace's cache, the outputs it
+/// wrote itself and its prompt folder.
+fn hand_recorded_values(
+    opts: &mut RunOptions,
+    workspace: &std::path::Path,
+    plan: &RunPlan,
+) -> anyhow::Result<()> {
+    let original_cache = crate::cache::Cache::open(workspace);
     for (name, hash) in &plan.provided {
         let value = original_cache.get_value(hash).with_context(|| {
             format!(
                 "artifact `{name}` that the host provided to the original run is not in {}'s cache",
-                args.workspace.display()
+                workspace.display()
             )
         })?;
         opts.provided.insert(name.clone(), value.into());
@@ -110,7 +193,7 @@ pub fn execute(global: &HostOptions, args: ReplayArgs) -> anyhow::Result<ExitSta
             let value = original_cache.get_value(hash).with_context(|| {
                 format!(
                     "the previous `{artifact}` handed to kernel `{kernel}` in the original run is not in {}'s cache",
-                    args.workspace.display()
+                    workspace.display()
                 )
             })?;
             values.insert(artifact.clone(), value);
@@ -118,34 +201,28 @@ pub fn execute(global: &HostOptions, args: ReplayArgs) -> anyhow::Result<ExitSta
         previous.insert(kernel.clone(), values);
     }
     opts.previous = Some(previous);
-    opts.target = match &original.target {
-        Some(t) => RunTarget::Until(t.clone()),
-        None => RunTarget::All,
-    };
-    let uses_llm = prepared.kernels.values().any(|k| k.spec.uses_llm);
-    if let Some(llm) = &plan.llm {
-        let config = koas_llm::LlmConfig::from_json(llm.clone())
-            .with_context(|| format!("the [llm] table recorded in {}", record_path.display()))?;
-        opts.llm_identity = Some(crate::llm_host::identity(&config));
-        opts.llm_config = Some(llm.clone());
-        if uses_llm {
-            let log = args.workspace.join(koas_llm::EXCHANGE_LOG);
-            let source = koas_llm::ReplaySource::from_exchange_log(&log)
-                .with_context(|| format!("cannot read the exchange log {}", log.display()))?;
-            std::fs::create_dir_all(&scratch)
-                .with_context(|| format!("cannot create {}", scratch.display()))?;
-            let service = koas_llm::LlmService::replay(config, &scratch, source)?;
-            opts.llm = Some(Arc::new(ServiceHandler::new(service)));
-        }
-    }
-    let reporter = Arc::new(if global.quiet || args.json {
-        Reporter::quiet()
-    } else {
-        global.reporter(prepared.dag.order.len() as u64)
-    });
-    let replayed = engine::run(&prepared, &opts, reporter.clone())?;
-    reporter.finish();
+    Ok(())
+}
 
+/// The LLM service of the replay: the original run's exchange log answers
+/// every request, with no network.
+fn replay_service(
+    config: koas_llm::LlmConfig,
+    workspace: &std::path::Path,
+    scratch: &std::path::Path,
+) -> anyhow::Result<SharedLlm> {
+    let log = workspace.join(koas_llm::EXCHANGE_LOG);
+    let source = koas_llm::ReplaySource::from_exchange_log(&log)
+        .with_context(|| format!("cannot read the exchange log {}", log.display()))?;
+    std::fs::create_dir_all(scratch)
+        .with_context(|| format!("cannot create {}", scratch.display()))?;
+    let service = koas_llm::LlmService::replay(config, scratch, source)?;
+    Ok(Arc::new(ServiceHandler::new(service)))
+}
+
+/// What differs between the original run and the replay, for every kernel
+/// that succeeded in the original, and how many artifacts were compared.
+fn compare_runs(original: &RunRecord, replayed: &RunRecord) -> (Vec<Difference>, usize) {
     let mut differences = Vec::new();
     let mut compared = 0usize;
     for k in original
@@ -153,7 +230,7 @@ pub fn execute(global: &HostOptions, args: ReplayArgs) -> anyhow::Result<ExitSta
         .iter()
         .filter(|k| k.status == KernelStatus::Ok)
     {
-        let Some(r) = replayed.record.kernel(&k.name) else {
+        let Some(r) = replayed.kernel(&k.name) else {
             differences.push(Difference {
                 kernel: k.name.clone(),
                 what: "was not run by the replay".into(),
@@ -173,88 +250,59 @@ pub fn execute(global: &HostOptions, args: ReplayArgs) -> anyhow::Result<ExitSta
             });
             continue;
         }
-        for (input, hash) in &k.input_hashes {
-            if r.input_hashes.get(input) != Some(hash)
-                && !original
-                    .kernels
-                    .iter()
-                    .any(|o| o.output_hashes.contains_key(input))
-            {
-                differences.push(Difference {
-                    kernel: k.name.clone(),
-                    what: format!("source input `{input}` changed since the original run"),
-                });
-            }
-        }
-        if r.plugin_hash != k.plugin_hash {
-            differences.push(Difference {
-                kernel: k.name.clone(),
-                what: format!(
-                    "plugin {} is not the binary of the original run",
-                    r.plugin.display()
-                ),
-            });
-        }
-        for (artifact, hash) in &k.output_hashes {
-            compared += 1;
-            match r.output_hashes.get(artifact) {
-                Some(h) if h == hash => {}
-                Some(h) => differences.push(Difference {
-                    kernel: k.name.clone(),
-                    what: format!(
-                        "artifact `{artifact}` differs: {} (original) vs {} (replay)",
-                        short(hash),
-                        short(h)
-                    ),
-                }),
-                None => differences.push(Difference {
-                    kernel: k.name.clone(),
-                    what: format!("artifact `{artifact}` was not produced"),
-                }),
-            }
+        compared += k.output_hashes.len();
+        differences.extend(kernel_differences(original, k, r));
+    }
+    (differences, compared)
+}
+
+/// What differs in one kernel that ran in both: a source input changed
+/// since the original run, another plugin binary, an artifact that
+/// differs or was not produced.
+fn kernel_differences(original: &RunRecord, k: &KernelRecord, r: &KernelRecord) -> Vec<Difference> {
+    let mut differences = Vec::new();
+    let mut differs = |what: String| {
+        differences.push(Difference {
+            kernel: k.name.clone(),
+            what,
+        })
+    };
+    for (input, hash) in &k.input_hashes {
+        if r.input_hashes.get(input) != Some(hash)
+            && !original
+                .kernels
+                .iter()
+                .any(|o| o.output_hashes.contains_key(input))
+        {
+            differs(format!(
+                "source input `{input}` changed since the original run"
+            ));
         }
     }
-    let network_calls = replayed
-        .record
-        .llm_session
-        .as_ref()
-        .and_then(|s| s["calls"]["backend"].as_u64())
-        .unwrap_or(0);
-    let pass = differences.is_empty();
-    if args.json {
-        outln!(
-            "{}",
-            serde_json::to_string_pretty(&serde_json::json!({
-                "verdict": if pass { "pass" } else { "fail" },
-                "artifacts_compared": compared,
-                "differences": differences,
-                "replay_workspace": scratch,
-                "llm_session": replayed.record.llm_session,
-            }))?
-        )?;
-    } else {
-        for d in &differences {
-            eprintln!("replay: {}: {}", d.kernel, d.what);
-        }
-        eprintln!(
-            "replay: {} — {compared} artifacts of {} kernels compared, {} difference(s), {network_calls} network LLM call(s); replay workspace {}",
-            if pass { "PASS" } else { "FAIL" },
-            original.kernels.iter().filter(|k| k.status == KernelStatus::Ok).count(),
-            differences.len(),
-            scratch.display()
-        );
+    if r.plugin_hash != k.plugin_hash {
+        differs(format!(
+            "plugin {} is not the binary of the original run",
+            r.plugin.display()
+        ));
     }
-    Ok(if pass {
-        ExitStatus::Success
-    } else {
-        ExitStatus::Failure
-    })
+    for (artifact, hash) in &k.output_hashes {
+        match r.output_hashes.get(artifact) {
+            Some(h) if h == hash => {}
+            Some(h) => differs(format!(
+                "artifact `{artifact}` differs: {} (original) vs {} (replay)",
+                short(hash),
+                short(h)
+            )),
+            None => differs(format!("artifact `{artifact}` was not produced")),
+        }
+    }
+    differences
 }
 
 /// Where the replay looks for kernels after `--kernel-path` and
 /// `KOAS_KERNEL_PATH` (which still come first, to override): the plugin
 /// files the original run loaded, then its pipeline's `kernel_paths`.
-fn recorded_search_path(plan: &crate::run_record::RunPlan) -> Vec<PathBuf> {
+fn recorded_search_path(plan: &RunPlan) -> Vec<PathBuf> {
     let mut paths: Vec<PathBuf> = Vec::new();
     for p in plan.plugins.values().chain(&plan.kernel_paths) {
         if !paths.contains(p) {

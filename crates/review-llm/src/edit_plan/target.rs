@@ -248,10 +248,9 @@ pub fn place(
     spans: Option<&ProtectedSpans>,
     policy: &ReviewPolicy,
 ) -> Placement {
-    let before_masked = raw.before_text.clone().unwrap_or_default();
-    let after_masked = raw.after_text.clone().unwrap_or_default();
-    let drop = |reason: &str, detail: String| {
-        Placement::Dropped(DroppedProposal {
+    match place_op(raw, masked, piece, doc, doc_text_index, spans, policy) {
+        Ok(placed) => Placement::Op(Box::new(placed)),
+        Err(dropping) => Placement::Dropped(DroppedProposal {
             chunk_id: piece.id.to_owned(),
             action: raw.action.as_str().to_owned(),
             before_text: raw
@@ -259,31 +258,37 @@ pub fn place(
                 .as_ref()
                 .map(|b| masked.unmask(b))
                 .filter(|b| !b.is_empty()),
-            reason: reason.to_owned(),
-            detail,
-        })
-    };
-    // The model must keep what was masked: a placeholder in its before
-    // text missing from its after text would delete math, a table, code.
-    if matches!(raw.action, EditAction::Replace) {
-        if let Some(lost) = masked
-            .placeholders_in(&before_masked)
-            .find(|p| !after_masked.contains(p))
-        {
-            return drop(
-                "masked_content_lost",
-                format!("the proposal removes {lost}, masked content it never saw"),
-            );
-        }
+            reason: dropping.reason.to_owned(),
+            detail: dropping.detail,
+        }),
     }
-    let before = masked.unmask(&before_masked);
-    let after = masked.unmask(&after_masked);
-    if has_placeholder_shape(&after) && !has_placeholder_shape(&before) {
-        return drop(
-            "masked_content_lost",
-            "the proposed text holds a placeholder that stands for nothing".to_owned(),
-        );
+}
+
+/// Why a proposal is dropped: the reason recorded in the plan, and a
+/// detail for people.
+struct Dropping {
+    reason: &'static str,
+    detail: String,
+}
+
+fn dropping(reason: &'static str, detail: impl Into<String>) -> Dropping {
+    Dropping {
+        reason,
+        detail: detail.into(),
     }
+}
+
+/// [`place`], a dropped proposal as an error.
+fn place_op(
+    raw: &RawEditOp,
+    masked: &Masked,
+    piece: &PieceView<'_>,
+    doc: &DocLines<'_>,
+    doc_text_index: &[(u32, u32, &str)],
+    spans: Option<&ProtectedSpans>,
+    policy: &ReviewPolicy,
+) -> Result<Placed, Dropping> {
+    let (before, after) = unmasked_texts(raw, masked)?;
     let rationale = raw.rationale.clone().unwrap_or_default();
     let worth_flag = rationale.trim().chars().count() >= MIN_FLAG_RATIONALE;
     let action = match raw.action {
@@ -293,165 +298,42 @@ pub fn place(
         EditAction::FlagOnly => Action::FlagOnly,
     };
     if action == Action::Replace && before.trim() == after.trim() && !before.trim().is_empty() {
-        return drop("no_change", "after_text equals before_text".to_owned());
+        return Err(dropping("no_change", "after_text equals before_text"));
     }
-    // Where is the before text?
-    let mut projected = false;
-    let mut found = if before.trim().is_empty() {
-        None
-    } else {
-        Some(find(piece.text, &before))
-    };
-    if matches!(found, Some(Occurrence::Absent)) {
-        if let Some(projection) = piece.projection {
-            if let Occurrence::Unique(a, b) = find(projection, &before) {
-                let (first, last) = piece.lines_of(projection, a, b);
-                projected = true;
-                found = Some(Occurrence::Unique(
-                    line_offset(piece.text, first - piece.line_start),
-                    line_end_offset(piece.text, last - piece.line_start),
-                ));
-            }
-        }
+    let found = Found::locate(piece, &before);
+    if found.located.is_none() && action != Action::FlagOnly {
+        check_unplaced(
+            &found,
+            action,
+            worth_flag,
+            piece,
+            doc,
+            doc_text_index,
+            &before,
+        )?;
     }
-    let located: Option<(u32, u32, String)> = match found {
-        Some(Occurrence::Unique(a, b)) => {
-            let (first, last) = piece.lines_of(piece.text, a, b);
-            Some((first, last, piece.text[a..b].to_owned()))
-        }
-        _ => None,
-    };
-    let why_not = match found {
-        None => "no_anchor",
-        Some(Occurrence::Ambiguous(_)) => "ambiguous",
-        _ => "not_found",
-    };
-    if located.is_none() && action != Action::FlagOnly {
-        // Text of another chunk: that chunk owns it.
-        if why_not == "not_found" {
-            if let Some((start, _, id)) = doc_text_index.iter().find(|(s, e, id)| {
-                *id != piece.id
-                    && matches!(find(&doc.text(*s, *e), &before), Occurrence::Unique(..))
-            }) {
-                return drop(
-                    "other_chunk",
-                    format!("the text is in chunk {id} (from line {start}), not in this one"),
-                );
-            }
-        }
-        if !worth_flag {
-            let detail = match found {
-                None => format!("a {} needs a before_text to anchor it", action.as_str()),
-                Some(Occurrence::Ambiguous(n)) => {
-                    format!("before_text occurs {n} times in the chunk")
-                }
-                _ => "before_text is not in the chunk".to_owned(),
-            };
-            return drop(why_not, detail);
-        }
-    }
-    // A flag_only, or a change downgraded to one, may sit on the chunk's
-    // first line when its text is not found.
-    let (action, line_start, line_end, before_text, downgraded) = match (&located, action) {
-        (Some((a, b, text)), act) if !projected || act == Action::FlagOnly => {
-            (act, *a, *b, Some(text.clone()), false)
-        }
-        (Some((a, b, text)), _) => (Action::FlagOnly, *a, *b, Some(text.clone()), true),
-        (None, Action::FlagOnly) => (
-            Action::FlagOnly,
-            piece.line_start,
-            piece.line_start,
-            None,
-            false,
-        ),
-        (None, _) => (
-            Action::FlagOnly,
-            piece.line_start,
-            piece.line_start,
-            None,
-            true,
-        ),
-    };
+    let settled = Settled::of(&found, action, piece);
+    let action = settled.action;
     if action == Action::FlagOnly {
-        // The model saw the masked text (placeholders for code, math) or
-        // the plain-text projection: it may copy any of them back.
-        let seen = [
-            Some(piece.text),
-            Some(masked.text.as_str()),
-            piece.projection,
-        ];
-        if seen
-            .into_iter()
-            .flatten()
-            .any(|text| echoes_the_chunk(&rationale, text))
-        {
-            return drop(
-                "echo",
-                "the note repeats the chunk's own text instead of saying what is wrong".to_owned(),
-            );
-        }
-        if let Some(sentence) = repeated_sentence(&rationale) {
-            return drop(
-                "repetitive",
-                format!(
-                    "the note repeats one sentence again and again: {}",
-                    clip(&sentence, 80)
-                ),
-            );
-        }
+        check_flag_note(&rationale, piece, masked)?;
     }
+    let (line_start, line_end) = (settled.line_start, settled.line_end);
     if spans.is_some_and(|s| s.overlaps_lines(line_start, line_end)) && action != Action::FlagOnly {
-        return drop(
+        return Err(dropping(
             "protected",
             format!("lines {line_start}–{line_end} are protected"),
-        );
+        ));
     }
-    let kind = raw
-        .kind
-        .as_deref()
-        .map(|k| k.trim().to_ascii_lowercase())
-        .filter(|k| !k.is_empty())
-        .unwrap_or_else(|| "style".to_owned());
-    let mut severity = severity_of(raw.severity.as_deref()).to_owned();
-    if action == Action::Delete {
-        severity = "deletion".to_owned();
-    }
-    let needs_attention =
-        matches!(action, Action::Delete | Action::FlagOnly) || severity != "minor";
-    let alert = match action {
-        Action::Delete => Alert::Caution,
-        _ if downgraded => Alert::Warning,
-        _ => policy.alert_for(&severity).unwrap_or(Alert::Note),
-    };
-    let note = needs_attention.then(|| {
-        let base = if rationale.trim().is_empty() {
-            format!("{} proposed by the model", action.as_str())
-        } else {
-            clip(rationale.trim(), 300)
-        };
-        match (action, downgraded) {
-            (Action::Delete, _) => format!("deletion proposed: {base}"),
-            (_, true) => format!(
-                "a {} was proposed but could not be placed safely ({}): {base}",
-                raw.action.as_str(),
-                if projected {
-                    "made on a plain-text projection"
-                } else {
-                    why_not
-                }
-            ),
-            _ => base,
-        }
-    });
+    let review = Review::of(raw, &settled, &found, &rationale, policy);
     let after_text = match action {
         Action::Replace | Action::Insert => after.trim_end_matches('\n').to_owned(),
         _ => String::new(),
     };
     if matches!(action, Action::Replace | Action::Insert) && after_text.trim().is_empty() {
-        return drop(
+        return Err(dropping(
             "no_change",
             format!("a {} with no after_text", action.as_str()),
-        );
+        ));
     }
     let target_text = doc.text(line_start, line_end);
     let op = EditOp {
@@ -467,26 +349,293 @@ pub fn place(
         },
         before_hash: Some(sha256(&target_text)),
         before_text: match action {
-            Action::FlagOnly => before_text,
-            _ => before_text.or(Some(target_text)),
+            Action::FlagOnly => settled.before_text,
+            _ => settled.before_text.or(Some(target_text)),
         },
         after_text,
-        needs_attention,
-        silent: !needs_attention && policy.is_silent_kind(&kind),
-        kind,
-        severity,
-        review_note: note.as_ref().map(|_| ReviewNote {
-            alert,
+        needs_attention: review.needs_attention,
+        silent: !review.needs_attention && policy.is_silent_kind(&review.kind),
+        kind: review.kind,
+        severity: review.severity,
+        review_note: review.note.as_ref().map(|_| ReviewNote {
+            alert: review.alert,
             text: String::new(),
         }),
         rationale,
         summary: None,
     };
-    Placement::Op(Box::new(Placed {
+    Ok(Placed {
         op,
-        note,
-        downgraded,
-    }))
+        note: review.note,
+        downgraded: settled.downgraded,
+    })
+}
+
+/// The proposal's before and after texts, unmasked. The model must keep
+/// what was masked: a placeholder in its before text missing from its
+/// after text would delete math, a table, code; and a placeholder it made
+/// up stands for nothing.
+fn unmasked_texts(raw: &RawEditOp, masked: &Masked) -> Result<(String, String), Dropping> {
+    let before_masked = raw.before_text.clone().unwrap_or_default();
+    let after_masked = raw.after_text.clone().unwrap_or_default();
+    if matches!(raw.action, EditAction::Replace) {
+        if let Some(lost) = masked
+            .placeholders_in(&before_masked)
+            .find(|p| !after_masked.contains(p))
+        {
+            return Err(dropping(
+                "masked_content_lost",
+                format!("the proposal removes {lost}, masked content it never saw"),
+            ));
+        }
+    }
+    let before = masked.unmask(&before_masked);
+    let after = masked.unmask(&after_masked);
+    if has_placeholder_shape(&after) && !has_placeholder_shape(&before) {
+        return Err(dropping(
+            "masked_content_lost",
+            "the proposed text holds a placeholder that stands for nothing",
+        ));
+    }
+    Ok((before, after))
+}
+
+/// Where a proposal's before text is in the piece.
+struct Found {
+    /// How often it occurs in the piece's text (`None`: it has no before
+    /// text).
+    occurrence: Option<Occurrence>,
+    /// It was found only in the plain-text projection the model saw.
+    projected: bool,
+    /// Its lines and the piece's text there, when it occurs once.
+    located: Option<(u32, u32, String)>,
+}
+
+impl Found {
+    /// Looks for `before` in the piece's text, then in its projection.
+    fn locate(piece: &PieceView<'_>, before: &str) -> Found {
+        let mut projected = false;
+        let mut occurrence = if before.trim().is_empty() {
+            None
+        } else {
+            Some(find(piece.text, before))
+        };
+        if matches!(occurrence, Some(Occurrence::Absent)) {
+            if let Some(projection) = piece.projection {
+                if let Occurrence::Unique(a, b) = find(projection, before) {
+                    let (first, last) = piece.lines_of(projection, a, b);
+                    projected = true;
+                    occurrence = Some(Occurrence::Unique(
+                        line_offset(piece.text, first - piece.line_start),
+                        line_end_offset(piece.text, last - piece.line_start),
+                    ));
+                }
+            }
+        }
+        let located = match occurrence {
+            Some(Occurrence::Unique(a, b)) => {
+                let (first, last) = piece.lines_of(piece.text, a, b);
+                Some((first, last, piece.text[a..b].to_owned()))
+            }
+            _ => None,
+        };
+        Found {
+            occurrence,
+            projected,
+            located,
+        }
+    }
+
+    /// The reason a proposal that could not be placed would be dropped.
+    fn why_not(&self) -> &'static str {
+        match self.occurrence {
+            None => "no_anchor",
+            Some(Occurrence::Ambiguous(_)) => "ambiguous",
+            _ => "not_found",
+        }
+    }
+}
+
+/// A change whose text was not placed is dropped when the text belongs to
+/// another chunk (that chunk owns it), or when its rationale is too short
+/// to be worth a flag.
+fn check_unplaced(
+    found: &Found,
+    action: Action,
+    worth_flag: bool,
+    piece: &PieceView<'_>,
+    doc: &DocLines<'_>,
+    doc_text_index: &[(u32, u32, &str)],
+    before: &str,
+) -> Result<(), Dropping> {
+    let why_not = found.why_not();
+    if why_not == "not_found" {
+        if let Some((start, _, id)) = doc_text_index.iter().find(|(s, e, id)| {
+            *id != piece.id && matches!(find(&doc.text(*s, *e), before), Occurrence::Unique(..))
+        }) {
+            return Err(dropping(
+                "other_chunk",
+                format!("the text is in chunk {id} (from line {start}), not in this one"),
+            ));
+        }
+    }
+    if worth_flag {
+        return Ok(());
+    }
+    let detail = match found.occurrence {
+        None => format!("a {} needs a before_text to anchor it", action.as_str()),
+        Some(Occurrence::Ambiguous(n)) => format!("before_text occurs {n} times in the chunk"),
+        _ => "before_text is not in the chunk".to_owned(),
+    };
+    Err(dropping(why_not, detail))
+}
+
+/// Where the op lands and what it does. A flag_only, or a change
+/// downgraded to one, may sit on the chunk's first line when its text is
+/// not found; a change found only in the projection becomes a flag.
+struct Settled {
+    action: Action,
+    line_start: u32,
+    line_end: u32,
+    before_text: Option<String>,
+    /// A change turned into a flag_only.
+    downgraded: bool,
+}
+
+impl Settled {
+    fn of(found: &Found, action: Action, piece: &PieceView<'_>) -> Settled {
+        let (action, line_start, line_end, before_text, downgraded) = match (&found.located, action)
+        {
+            (Some((a, b, text)), act) if !found.projected || act == Action::FlagOnly => {
+                (act, *a, *b, Some(text.clone()), false)
+            }
+            (Some((a, b, text)), _) => (Action::FlagOnly, *a, *b, Some(text.clone()), true),
+            (None, Action::FlagOnly) => (
+                Action::FlagOnly,
+                piece.line_start,
+                piece.line_start,
+                None,
+                false,
+            ),
+            (None, _) => (
+                Action::FlagOnly,
+                piece.line_start,
+                piece.line_start,
+                None,
+                true,
+            ),
+        };
+        Settled {
+            action,
+            line_start,
+            line_end,
+            before_text,
+            downgraded,
+        }
+    }
+}
+
+/// A flag's note must say what is wrong: one that copies the chunk back,
+/// or says one sentence over and over, is dropped.
+fn check_flag_note(
+    rationale: &str,
+    piece: &PieceView<'_>,
+    masked: &Masked,
+) -> Result<(), Dropping> {
+    // The model saw the masked text (placeholders for code, math) or
+    // the plain-text projection: it may copy any of them back.
+    let seen = [
+        Some(piece.text),
+        Some(masked.text.as_str()),
+        piece.projection,
+    ];
+    if seen
+        .into_iter()
+        .flatten()
+        .any(|text| echoes_the_chunk(rationale, text))
+    {
+        return Err(dropping(
+            "echo",
+            "the note repeats the chunk's own text instead of saying what is wrong",
+        ));
+    }
+    if let Some(sentence) = repeated_sentence(rationale) {
+        return Err(dropping(
+            "repetitive",
+            format!(
+                "the note repeats one sentence again and again: {}",
+                clip(&sentence, 80)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// How a placed op is reviewed: its kind and severity, whether it needs
+/// attention, and its note's alert and message.
+struct Review {
+    kind: String,
+    severity: String,
+    needs_attention: bool,
+    alert: Alert,
+    /// The note's message, for an op that needs attention.
+    note: Option<String>,
+}
+
+impl Review {
+    fn of(
+        raw: &RawEditOp,
+        settled: &Settled,
+        found: &Found,
+        rationale: &str,
+        policy: &ReviewPolicy,
+    ) -> Review {
+        let (action, downgraded) = (settled.action, settled.downgraded);
+        let kind = raw
+            .kind
+            .as_deref()
+            .map(|k| k.trim().to_ascii_lowercase())
+            .filter(|k| !k.is_empty())
+            .unwrap_or_else(|| "style".to_owned());
+        let mut severity = severity_of(raw.severity.as_deref()).to_owned();
+        if action == Action::Delete {
+            severity = "deletion".to_owned();
+        }
+        let needs_attention =
+            matches!(action, Action::Delete | Action::FlagOnly) || severity != "minor";
+        let alert = match action {
+            Action::Delete => Alert::Caution,
+            _ if downgraded => Alert::Warning,
+            _ => policy.alert_for(&severity).unwrap_or(Alert::Note),
+        };
+        let note = needs_attention.then(|| {
+            let base = if rationale.trim().is_empty() {
+                format!("{} proposed by the model", action.as_str())
+            } else {
+                clip(rationale.trim(), 300)
+            };
+            match (action, downgraded) {
+                (Action::Delete, _) => format!("deletion proposed: {base}"),
+                (_, true) => format!(
+                    "a {} was proposed but could not be placed safely ({}): {base}",
+                    raw.action.as_str(),
+                    if found.projected {
+                        "made on a plain-text projection"
+                    } else {
+                        found.why_not()
+                    }
+                ),
+                _ => base,
+            }
+        });
+        Review {
+            kind,
+            severity,
+            needs_attention,
+            alert,
+            note,
+        }
+    }
 }
 
 fn line_offset(text: &str, line: u32) -> usize {

@@ -203,37 +203,10 @@ pub fn build(
     summarizer: &dyn Summarizer,
     progress: &mut dyn FnMut(u32, u32),
 ) -> Result<Built, BuildError> {
-    let mut known: HashMap<String, Made> = HashMap::new();
-    if let Some(previous) = previous.filter(|_| !options.rebuild) {
-        // A summary the model could not be asked for (server down, budget
-        // spent) is asked again; one it answered badly is not.
-        for node in &previous.nodes {
-            if !node.unanswered {
-                known.insert(
-                    node.input_hash.clone(),
-                    Made {
-                        summary: node.summary.clone(),
-                        fallback: node.fallback,
-                        unanswered: false,
-                    },
-                );
-            }
-            for part in node.parts.iter().filter(|p| !p.unanswered) {
-                known.insert(
-                    part.input_hash.clone(),
-                    Made {
-                        summary: part.summary.clone(),
-                        fallback: part.fallback,
-                        unanswered: false,
-                    },
-                );
-            }
-        }
-    }
     let mut state = State {
         options,
         summarizer,
-        known,
+        known: reusable_summaries(previous.filter(|_| !options.rebuild)),
         stats: PyramidStats::default(),
         warnings: Vec::new(),
         stopped: None,
@@ -248,118 +221,21 @@ pub fn build(
             })
             .sum(),
     };
-    let mut summaries: HashMap<String, Made> = HashMap::new();
-    let mut parts_of: HashMap<String, Vec<SummaryPart>> = HashMap::new();
-    let mut nodes: Vec<PyramidNode> = Vec::new();
+    let mut tree = Tree {
+        plan,
+        summaries: HashMap::new(),
+        parts_of: HashMap::new(),
+        nodes: Vec::new(),
+    };
     let mut levels: Vec<u8> = plan.iter().map(|n| n.level).collect();
     levels.dedup();
     for level in levels {
         let at_level: Vec<&PlanNode> = plan.iter().filter(|n| n.level == level).collect();
         // Parts of this level's long leaves first.
-        let mut part_jobs = Vec::new();
-        for node in &at_level {
-            if let Source::Parts(parts) = &node.source {
-                for (i, part) in parts.iter().enumerate() {
-                    part_jobs.push(state.job(
-                        &format!("{}#{}", node.node_id, part.chunk_id),
-                        node,
-                        RequestKind::Leaf,
-                        &part.text,
-                        "",
-                        Vec::new(),
-                        Some((i + 1, parts.len())),
-                    )?);
-                }
-            }
-        }
-        let part_results = state.run(part_jobs, progress);
-        for (key, hash, made) in part_results {
-            if let Some((node_id, chunk_id)) = key.split_once('#') {
-                parts_of
-                    .entry(node_id.to_owned())
-                    .or_default()
-                    .push(SummaryPart {
-                        chunk_id: chunk_id.to_owned(),
-                        input_hash: hash,
-                        summary: made.summary,
-                        fallback: made.fallback,
-                        unanswered: made.unanswered,
-                    });
-            }
-        }
-        // Then the nodes of this level.
-        let mut jobs = Vec::new();
-        for node in &at_level {
-            let kind = if node.node_id == ABSTRACT_NODE_ID
-                && !matches!(node.source, Source::Text(_) | Source::Parts(_))
-            {
-                RequestKind::Abstract
-            } else {
-                match node.source {
-                    Source::Text(_) => RequestKind::Leaf,
-                    Source::Parts(_) | Source::Children { .. } => RequestKind::Parent,
-                }
-            };
-            let job = match &node.source {
-                Source::Text(text) => {
-                    state.job(&node.node_id, node, kind, text, "", Vec::new(), None)?
-                }
-                Source::Parts(_) => {
-                    let parts = parts_of.get(&node.node_id).cloned().unwrap_or_default();
-                    let children: Vec<(String, String)> = parts
-                        .iter()
-                        .enumerate()
-                        .map(|(i, p)| {
-                            (
-                                format!("{} ({}/{})", node.heading, i + 1, parts.len()),
-                                p.summary.clone(),
-                            )
-                        })
-                        .collect();
-                    state.job(&node.node_id, node, kind, "", "", children, None)?
-                }
-                Source::Children { intro } => {
-                    let children: Vec<(String, String)> = node
-                        .children
-                        .iter()
-                        .filter_map(|id| {
-                            let made = summaries.get(id)?;
-                            let heading = plan
-                                .iter()
-                                .find(|n| &n.node_id == id)
-                                .map_or(id.as_str(), |n| n.heading.as_str());
-                            Some((heading.to_owned(), made.summary.clone()))
-                        })
-                        .collect();
-                    state.job(&node.node_id, node, kind, "", intro, children, None)?
-                }
-            };
-            jobs.push(job);
-        }
-        let results = state.run(jobs, progress);
-        for (key, hash, made) in results {
-            let Some(node) = at_level.iter().find(|n| n.node_id == key) else {
-                continue;
-            };
-            nodes.push(PyramidNode {
-                node_id: node.node_id.clone(),
-                level: node.level,
-                heading: node.heading.clone(),
-                anchor: node.anchor.clone(),
-                content_hash: node.content_hash.clone(),
-                input_hash: hash,
-                summary: made.summary.clone(),
-                children: node.children.clone(),
-                token_count: estimate_tokens(&made.summary),
-                line_start: node.line_start,
-                line_end: node.line_end,
-                fallback: made.fallback,
-                unanswered: made.unanswered,
-                parts: parts_of.remove(&node.node_id).unwrap_or_default(),
-            });
-            summaries.insert(key, made);
-        }
+        tree.summarize_parts(&mut state, &at_level, progress)?;
+        tree.summarize_nodes(&mut state, &at_level, progress)?;
     }
+    let mut nodes = tree.nodes;
     nodes.sort_by(|a, b| {
         a.level
             .cmp(&b.level)
@@ -386,6 +262,184 @@ pub fn build(
         },
         warnings: state.warnings,
     })
+}
+
+/// The summaries of `previous` that may be reused, by input hash. A
+/// summary the model could not be asked for (server down, budget spent)
+/// is asked again; one it answered badly is not.
+fn reusable_summaries(previous: Option<&Pyramid>) -> HashMap<String, Made> {
+    let mut known: HashMap<String, Made> = HashMap::new();
+    let Some(previous) = previous else {
+        return known;
+    };
+    for node in &previous.nodes {
+        if !node.unanswered {
+            known.insert(
+                node.input_hash.clone(),
+                Made {
+                    summary: node.summary.clone(),
+                    fallback: node.fallback,
+                    unanswered: false,
+                },
+            );
+        }
+        for part in node.parts.iter().filter(|p| !p.unanswered) {
+            known.insert(
+                part.input_hash.clone(),
+                Made {
+                    summary: part.summary.clone(),
+                    fallback: part.fallback,
+                    unanswered: false,
+                },
+            );
+        }
+    }
+    known
+}
+
+/// The pyramid as it is built, level by level.
+struct Tree<'p> {
+    plan: &'p [PlanNode],
+    /// The summaries of the nodes built so far, by node ID: a parent's
+    /// prompt holds its children's.
+    summaries: HashMap<String, Made>,
+    /// The parts of this level's long leaves, by node ID, until their node
+    /// is built.
+    parts_of: HashMap<String, Vec<SummaryPart>>,
+    nodes: Vec<PyramidNode>,
+}
+
+impl Tree<'_> {
+    /// Summarizes the parts of the long leaves of one level.
+    fn summarize_parts(
+        &mut self,
+        state: &mut State<'_>,
+        at_level: &[&PlanNode],
+        progress: &mut dyn FnMut(u32, u32),
+    ) -> Result<(), BuildError> {
+        let mut part_jobs = Vec::new();
+        for node in at_level {
+            if let Source::Parts(parts) = &node.source {
+                for (i, part) in parts.iter().enumerate() {
+                    part_jobs.push(state.job(
+                        &format!("{}#{}", node.node_id, part.chunk_id),
+                        node,
+                        RequestKind::Leaf,
+                        &part.text,
+                        "",
+                        Vec::new(),
+                        Some((i + 1, parts.len())),
+                    )?);
+                }
+            }
+        }
+        let part_results = state.run(part_jobs, progress);
+        for (key, hash, made) in part_results {
+            if let Some((node_id, chunk_id)) = key.split_once('#') {
+                self.parts_of
+                    .entry(node_id.to_owned())
+                    .or_default()
+                    .push(SummaryPart {
+                        chunk_id: chunk_id.to_owned(),
+                        input_hash: hash,
+                        summary: made.summary,
+                        fallback: made.fallback,
+                        unanswered: made.unanswered,
+                    });
+            }
+        }
+        Ok(())
+    }
+
+    /// Summarizes the nodes of one level, once its long leaves' parts are
+    /// summarized and the level below it is built.
+    fn summarize_nodes(
+        &mut self,
+        state: &mut State<'_>,
+        at_level: &[&PlanNode],
+        progress: &mut dyn FnMut(u32, u32),
+    ) -> Result<(), BuildError> {
+        let mut jobs = Vec::new();
+        for node in at_level {
+            jobs.push(self.node_job(state, node)?);
+        }
+        let results = state.run(jobs, progress);
+        for (key, hash, made) in results {
+            let Some(node) = at_level.iter().find(|n| n.node_id == key) else {
+                continue;
+            };
+            self.nodes.push(PyramidNode {
+                node_id: node.node_id.clone(),
+                level: node.level,
+                heading: node.heading.clone(),
+                anchor: node.anchor.clone(),
+                content_hash: node.content_hash.clone(),
+                input_hash: hash,
+                summary: made.summary.clone(),
+                children: node.children.clone(),
+                token_count: estimate_tokens(&made.summary),
+                line_start: node.line_start,
+                line_end: node.line_end,
+                fallback: made.fallback,
+                unanswered: made.unanswered,
+                parts: self.parts_of.remove(&node.node_id).unwrap_or_default(),
+            });
+            self.summaries.insert(key, made);
+        }
+        Ok(())
+    }
+
+    /// The job of a node: from its text, from its parts' summaries, or
+    /// from its children's (the abstract from the top sections').
+    fn node_job(&self, state: &State<'_>, node: &PlanNode) -> Result<Job, BuildError> {
+        let kind = if node.node_id == ABSTRACT_NODE_ID
+            && !matches!(node.source, Source::Text(_) | Source::Parts(_))
+        {
+            RequestKind::Abstract
+        } else {
+            match node.source {
+                Source::Text(_) => RequestKind::Leaf,
+                Source::Parts(_) | Source::Children { .. } => RequestKind::Parent,
+            }
+        };
+        match &node.source {
+            Source::Text(text) => state.job(&node.node_id, node, kind, text, "", Vec::new(), None),
+            Source::Parts(_) => {
+                let parts = self
+                    .parts_of
+                    .get(&node.node_id)
+                    .cloned()
+                    .unwrap_or_default();
+                let children: Vec<(String, String)> = parts
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| {
+                        (
+                            format!("{} ({}/{})", node.heading, i + 1, parts.len()),
+                            p.summary.clone(),
+                        )
+                    })
+                    .collect();
+                state.job(&node.node_id, node, kind, "", "", children, None)
+            }
+            Source::Children { intro } => {
+                let children: Vec<(String, String)> = node
+                    .children
+                    .iter()
+                    .filter_map(|id| {
+                        let made = self.summaries.get(id)?;
+                        let heading = self
+                            .plan
+                            .iter()
+                            .find(|n| &n.node_id == id)
+                            .map_or(id.as_str(), |n| n.heading.as_str());
+                        Some((heading.to_owned(), made.summary.clone()))
+                    })
+                    .collect();
+                state.job(&node.node_id, node, kind, "", intro, children, None)
+            }
+        }
+    }
 }
 
 struct State<'a> {
