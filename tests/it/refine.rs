@@ -500,18 +500,157 @@ fn semi_auto_escalates_and_a_budget_stops_the_run() {
         "{report}"
     );
 
+    // A budget that cannot cover one assessment stops the run before
+    // anything is asked, and says what would.
     let s = Scratch::new();
     s.write("doc.md", DOC);
+    let asked = m.requests().len();
     let (out, v) = refine(&s, &m, &["--max-tokens", "10"]);
-    assert_code(&out, 0, "budget stop");
-    assert_eq!(v["status"], "best_effort", "{v}");
+    assert_code(&out, 1, "budget refused");
+    assert_eq!(v["status"], "refused", "{v}");
+    let error = v["error"].as_str().unwrap_or_default();
     assert!(
-        v["stop_reason"]
-            .as_str()
-            .is_some_and(|r| r.contains("token budget")),
+        error.contains("cannot cover one assessment") && error.contains("nothing was asked"),
         "{v}"
     );
+    assert!(
+        stderr(&out).contains("give --max-tokens") || stderr(&out).contains("Give --max-tokens"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(m.requests().len(), asked, "nothing was asked");
     assert!(ledger(&s).is_empty());
+}
+
+#[test]
+fn regression_refine_with_its_defaults_fixes_both_issues_of_a_thirty_section_document() {
+    // The bug: judging a 26-section document took more than the fixed
+    // default budget (15,000 tokens), and the run stopped with nothing
+    // fixed.
+    let mut doc = String::from(
+        "# Retention policy\n\nRecords are kept for seven years after the end of the contract.\n\n",
+    );
+    for n in 1..=30 {
+        doc.push_str(&format!("## Part {n}\n\n"));
+        let line = match n {
+            7 => "The policy covers every payment record. Records are kept for ten years in the archive.".to_owned(),
+            23 => "The policy covers every card record. Records are kept for ten years in the vault.".to_owned(),
+            _ => format!(
+                "Part {n} describes how the records of that kind are filed, signed by the operator on duty and checked by the archive team every quarter."
+            ),
+        };
+        doc.push_str(&format!("{line}\n\n"));
+    }
+    let s = Scratch::new();
+    s.write("doc.md", &doc);
+    // Plain sections score 0.8 (under the target); the two planted issues
+    // are critical until fixed.
+    let m = ScriptedModel::start(|r: &ModelRequest| {
+        if is_judge(r) {
+            let text = judged(&r.prompt);
+            let critical = |quote: &str, what: &str| {
+                format!(
+                    r#"{{"scores": {{{}, "consistency": 0.2}}, "issues": [{{"criterion": "consistency", "severity": "critical", "fix_action": "SURGICAL_EDIT", "start_quote": "{quote}", "description": "{what}", "fix_instructions": "Fix it"}}]}}"#,
+                    scores(0.5)
+                )
+            };
+            if text.contains("ten years") {
+                return ModelAnswer::text(critical("ten years", "contradicts the seven years"));
+            }
+            ModelAnswer::text(format!(
+                r#"{{"scores": {{{}}}, "issues": []}}"#,
+                scores(0.8)
+            ))
+        } else if is_fix(r) {
+            ModelAnswer::text(fixture_fix(&r.prompt))
+        } else {
+            ModelAnswer::text("YES, the issue is addressed.")
+        }
+    });
+    let (out, v) = refine(&s, &m, &[]);
+    assert_code(&out, 0, "refine with its defaults");
+    assert!(
+        v["status"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("accepted")),
+        "{v}\n{}",
+        stderr(&out)
+    );
+    let now = edited(&s);
+    assert!(!now.contains("ten years"), "both places fixed: {now}");
+    // Only these two places changed.
+    let expected = doc.replace("ten years", "seven years");
+    assert_eq!(now, expected);
+    // Without -q the budget is said before anything is asked.
+    let mut args: Vec<String> = vec!["refine".into(), "doc.md".into()];
+    args.extend(flags(&m));
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let again = s.koas(&refs);
+    let first = stderr(&again).lines().next().unwrap_or_default().to_owned();
+    assert!(
+        first.starts_with("koas refine: budget ")
+            && first.contains("(the default for this document); one assessment ≈")
+            && first.contains("(31 sections × 1 judge(s))"),
+        "the budget is said up front: {}",
+        stderr(&again)
+    );
+}
+
+#[test]
+fn refine_lists_only_its_own_changes_and_no_edited_file_it_did_not_write() {
+    let s = Scratch::new();
+    s.write("doc.md", DOC);
+    // An earlier review's change.
+    s.write(
+        "ops.json",
+        r#"[{"action": "replace", "target": {"line_start": 3}, "before_text": "seven years", "after_text": "7 years", "kind": "style"}]"#,
+    );
+    assert_code(
+        &s.koas(&["-q", "review", "doc.md", "--ops", "ops.json"]),
+        0,
+        "review",
+    );
+    let m = ScriptedModel::start(|r: &ModelRequest| {
+        if is_judge(r) {
+            ModelAnswer::text(fixture_judge(&judged(&r.prompt)))
+        } else if is_fix(r) {
+            ModelAnswer::text(fixture_fix(&r.prompt))
+        } else {
+            ModelAnswer::text("YES, the issue is addressed.")
+        }
+    });
+    let (out, v) = refine(&s, &m, &[]);
+    assert_code(&out, 0, "refine");
+    let changes: Vec<&str> = v["changes"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    assert!(!changes.is_empty(), "{v}");
+    assert!(
+        !changes.contains(&"RVW-0001"),
+        "the review's change is not refine's: {v}"
+    );
+
+    // A model that never answers in JSON: no score, a hint, no edited file.
+    let s = Scratch::new();
+    s.write("doc.md", DOC);
+    let m = ScriptedModel::start(|_r: &ModelRequest| {
+        ModelAnswer::text("I think the document is fine.")
+    });
+    let mut args: Vec<String> = vec!["refine".into(), "doc.md".into()];
+    args.extend(flags(&m));
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = s.koas(&refs);
+    let text = crate::review_common::stdout(&out);
+    assert!(text.contains("no_assessment"), "{text}");
+    assert!(text.contains("no score, nothing was changed"), "{text}");
+    assert!(!text.contains("score 0.000"), "{text}");
+    assert!(!text.contains("to rewrite the whole document"), "{text}");
+    assert!(
+        text.contains("hint: the judges' answers held no usable JSON verdict"),
+        "{text}"
+    );
+    assert!(!text.contains("edited:"), "{text}");
 }
 
 #[test]

@@ -266,8 +266,98 @@ pub fn full_rewrite_tokens(document: &str, issues: &[TargetedIssue], instruction
     prompt + crate::estimate(document)
 }
 
+/// What a run is expected to cost, before anything is asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Estimate {
+    /// Sections the judges score.
+    pub sections: usize,
+    /// Judges (each scores every section).
+    pub judges: usize,
+    /// Tokens of one assessment of the whole document.
+    pub assessment: u64,
+    /// The default budget: one assessment, then for each round of fixes
+    /// the fixes of a few sections, their verification and the judges'
+    /// second look at them (unchanged sections are answered from the
+    /// cache, which costs nothing).
+    pub default_budget: u64,
+}
+
+/// A judge's typical answer, in tokens (its cap is far higher; a budget
+/// planned on the cap would be several times what a run spends).
+const JUDGE_ANSWER_TOKENS: u64 = 250;
+/// What a judge's prompt shows of the neighbouring sections, in
+/// characters (three sentences either side).
+const NEIGHBOUR_CHARS: usize = 600;
+/// Sections fixed per round that the default budget plans for.
+const SECTIONS_FIXED_PER_ROUND: u64 = 4;
+/// A fix's answer and its verification, in tokens, besides re-reading
+/// the section.
+const FIX_TOKENS: u64 = 1_500;
+/// The least default budget (a small document's run).
+const LEAST_BUDGET: u64 = 15_000;
+
+/// The cost of refining `text` with `judges` judges whose prompt template
+/// has `template_chars` characters, in at most `max_iterations` rounds.
+pub fn estimate(text: &str, judges: usize, template_chars: usize, max_iterations: u32) -> Estimate {
+    let sections = crate::sections::sections_of(text);
+    let lines = crate::sections::doc_lines(text);
+    let outline: usize = sections
+        .iter()
+        .map(|s| s.id.len() + s.title.len() + 2)
+        .sum();
+    let per_section: Vec<u64> = sections
+        .iter()
+        .map(|s| {
+            let chars = template_chars + outline + s.body_text(&lines).len() + NEIGHBOUR_CHARS;
+            chars as u64 / 4 + JUDGE_ANSWER_TOKENS
+        })
+        .collect();
+    let judges_n = judges.max(1) as u64;
+    let assessment = per_section.iter().sum::<u64>() * judges_n;
+    let mean = per_section.iter().sum::<u64>() / per_section.len().max(1) as u64;
+    let fixed = SECTIONS_FIXED_PER_ROUND.min(sections.len() as u64);
+    let round = fixed * (mean * judges_n + mean + FIX_TOKENS);
+    Estimate {
+        sections: sections.len(),
+        judges: judges.max(1),
+        assessment,
+        default_budget: (assessment + u64::from(max_iterations) * round).max(LEAST_BUDGET),
+    }
+}
+
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn the_default_budget_covers_judging_and_fixing_a_thirty_section_document() {
+        let mut doc = String::from("# Spec\n\nIntro text of the specification.\n\n");
+        for n in 1..=30 {
+            doc.push_str(&format!("## Part {n}\n\n"));
+            for _ in 0..6 {
+                doc.push_str("The server must answer every request within the stated time limit. ");
+            }
+            doc.push_str("\n\n");
+        }
+        let one = estimate(&doc, 1, 1545, 3);
+        assert_eq!(one.sections, 31, "{one:?}");
+        // Each section's prompt holds the template, the outline and the
+        // section: hundreds of tokens each.
+        assert!(
+            one.assessment > 31 * 500 && one.assessment < 31 * 1500,
+            "{one:?}"
+        );
+        assert!(one.default_budget > one.assessment * 2, "{one:?}");
+        // The old fixed default could not cover one assessment.
+        assert!(one.assessment > 15_000, "{one:?}");
+        let two = estimate(&doc, 2, 1545, 3);
+        assert_eq!(two.assessment, one.assessment * 2);
+        // A tiny document keeps the least budget.
+        assert_eq!(
+            estimate("# A\n\nx\n", 1, 1545, 3).default_budget,
+            LEAST_BUDGET
+        );
+    }
+
     use super::*;
 
     fn at(iteration: u32, history: &[f64]) -> Standing<'_> {

@@ -28,6 +28,10 @@ impl<'a> HostModel<'a> {
 }
 
 impl RefineModel for HostModel<'_> {
+    fn progress(&self, done: usize, total: usize) {
+        self.ctx.progress(done as u64, total as u64);
+    }
+
     fn complete(&self, asks: &[Ask]) -> Vec<Result<Reply, String>> {
         if self.ctx.is_cancelled() {
             return asks.iter().map(|_| Err("cancelled".to_owned())).collect();

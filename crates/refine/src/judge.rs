@@ -221,7 +221,10 @@ pub fn parse_judge_answer(
     ))
 }
 
-/// Asks every judge about every section (one batch) and reads the
+/// Judge prompts asked at once before the assessment's progress is told.
+const PROGRESS_GROUP: usize = 16;
+
+/// Asks every judge about every section (in groups) and reads the
 /// answers; an answer that cannot be used (no JSON, a score outside 0–1)
 /// is asked once more, saying why, and stays a named failure of that judge
 /// on that section when the second answer cannot be used either.
@@ -279,10 +282,23 @@ pub fn judge_document(
         }
     };
     let mut retries = Vec::new();
-    for ((n, section), answer) in keys.into_iter().zip(model.complete(&asks)) {
-        if let Some(why) = read(&mut verdicts, n, &section.id, answer) {
-            retries.push((n, section, why));
+    // Asked a group at a time, so that a long assessment shows how far it
+    // is (a group keeps every slot of a server busy).
+    let asked = asks.len();
+    let mut keys = keys.into_iter();
+    for (group, at) in asks
+        .chunks(PROGRESS_GROUP)
+        .zip((0..).step_by(PROGRESS_GROUP))
+    {
+        // Answers first: a zip stops on its first side's end, and the
+        // keys of the next group must not be pulled.
+        let answers = model.complete(group);
+        for (answer, (n, section)) in answers.into_iter().zip(keys.by_ref()) {
+            if let Some(why) = read(&mut verdicts, n, &section.id, answer) {
+                retries.push((n, section, why));
+            }
         }
+        model.progress((at + group.len()).min(asked), asked);
     }
     if !retries.is_empty() {
         let asks = retries

@@ -69,6 +69,10 @@ pub struct Reply {
 pub trait RefineModel {
     /// Answers `asks` (concurrently when the host can).
     fn complete(&self, asks: &[Ask]) -> Vec<Result<Reply, String>>;
+
+    /// `done` of `total` steps of a long ask are answered (shown as the
+    /// kernel's progress). Nothing by default.
+    fn progress(&self, _done: usize, _total: usize) {}
 }
 
 /// Adds one answer to a token count.

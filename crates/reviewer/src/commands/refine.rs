@@ -414,6 +414,9 @@ struct Host<'g> {
     records: PassRecords,
     events: Events,
     started: Instant,
+    /// The changes active before this run (an earlier review's): not
+    /// refine's, not listed as its changes.
+    earlier: BTreeSet<ChangeId>,
 }
 
 impl Host<'_> {
@@ -543,12 +546,24 @@ fn refine(
         .with_context(|| format!("review workspace {}", workspace.root().display()))?;
     let passes = passes_of(global, args, target)?;
     let pending = decision_of(args, target, &run)?;
+    let mut settings = settings;
+    if let ControlFlow::Break(exit) = budget(
+        args,
+        &passes,
+        run.current_text(),
+        &mut settings,
+        global.quiet,
+        pending.is_some(),
+    )? {
+        return Ok(exit);
+    }
     let mut host = Host {
         global,
         passes,
         events: Events::open(workspace.root(), global.quiet)?,
         records: PassRecords::new(workspace.root())?,
         started: Instant::now(),
+        earlier: active_changes(&run),
     };
     let mut machine = LoopState::new(settings);
     let stop = match refine_loop(&mut host, &mut run, &mut machine, pending)? {
@@ -556,6 +571,65 @@ fn refine(
         ControlFlow::Break(exit) => return Ok(exit),
     };
     finish(&mut host, args, target, run, &mut machine, stop)
+}
+
+/// The run's token budget, said before anything is asked: `--max-tokens`,
+/// else one that follows the document (see [`koas_refine::control::estimate`]).
+/// A budget that cannot cover one assessment stops the run here, with
+/// nothing asked (unless a decided plan is fixed without judging first).
+fn budget(
+    args: &RefineArgs,
+    passes: &Passes,
+    text: &str,
+    settings: &mut Settings,
+    quiet: bool,
+    decided: bool,
+) -> anyhow::Result<ControlFlow<ExitStatus>> {
+    let judges = passes
+        .whole
+        .config
+        .get(JUDGE)
+        .and_then(|c| c.get("judges"))
+        .and_then(Value::as_array)
+        .map_or(1, Vec::len);
+    let template = koas_orchestrator::embed::prompts_folder(passes.whole.prompts.as_deref())
+        .ok()
+        .and_then(|p| p.load("refine_judge").ok())
+        .map_or(1_500, |t| t.text().len());
+    let estimate =
+        koas_refine::control::estimate(text, judges, template, settings.limits.max_iterations);
+    let given = args.max_tokens.is_some();
+    if !given {
+        settings.limits.max_tokens = estimate.default_budget;
+    }
+    let budget = settings.limits.max_tokens;
+    let assessment = format!(
+        "one assessment ≈ {} tokens ({} sections × {} judge(s))",
+        estimate.assessment, estimate.sections, estimate.judges
+    );
+    if budget < estimate.assessment && !decided {
+        let message = format!(
+            "the token budget ({budget}, --max-tokens) cannot cover one assessment of the document: {assessment}; nothing was asked. Give --max-tokens {} or more (or leave it out: the default follows the document)",
+            estimate.default_budget.max(estimate.assessment)
+        );
+        eprintln!("error: {message}");
+        if args.target.json {
+            print_json(&json!({"status": "refused", "error": message}))?;
+        }
+        return Ok(ControlFlow::Break(REFUSED));
+    }
+    if !quiet {
+        let origin = if given {
+            "--max-tokens"
+        } else {
+            "the default for this document"
+        };
+        eprintln!(
+            "koas refine: budget {budget} tokens ({origin}); {assessment}; at most {} round(s) of fixes",
+            settings.limits.max_iterations
+        );
+    }
+    Ok(ControlFlow::Continue(()))
 }
 
 /// The loop: rounds of assess, decide, fix, verify until the machine
@@ -811,7 +885,10 @@ fn finish(
     let ending = machine.choose_best(stop.status, &now, &current);
     revert(&mut run, &ending.revert, "koas refine: best iteration")?;
     host.emit(machine);
-    let changes = active_changes(&run).iter().map(|i| i.to_string()).collect();
+    let changes = active_changes(&run)
+        .difference(&host.earlier)
+        .map(|i| i.to_string())
+        .collect();
     let summary = machine.summary(&stop, ending.best, changes);
     host.emit(machine);
     write_outcome(target.root(), &summary, machine.plan_of(ending.best))?;
@@ -1078,26 +1155,41 @@ fn print_summary(
         let mut value = serde_json::to_value(s)?;
         if let Some(map) = value.as_object_mut() {
             map.insert("workspace".into(), json!(ws));
-            map.insert("edited".into(), json!(ws.join(paths::EDITED_DOC)));
+            let edited = ws.join(paths::EDITED_DOC);
+            map.insert("edited".into(), json!(edited.is_file().then_some(edited)));
             map.insert("saving_percent".into(), json!(saving(s)));
             map.insert("report".into(), json!(report));
             map.insert("annotated".into(), json!(ws.join(paths::REVIEWED_DOC)));
         }
         return print_json(&value);
     }
-    outln!(
-        "koas refine: {}: {} ({}), score {:.3} at iteration {}, {}",
-        target.doc_name,
-        s.status.as_str(),
-        s.stop_reason,
-        s.best_score,
-        s.best_iteration,
-        match s.quality_status {
-            koas_review_schema::refine::QualityStatus::Good => "good",
-            koas_review_schema::refine::QualityStatus::Acceptable => "acceptable",
-            koas_review_schema::refine::QualityStatus::BelowStandard => "below standard",
-        }
-    )?;
+    if s.status == RefineStatus::NoAssessment {
+        // No judge answered usably: there is no score to show.
+        outln!(
+            "koas refine: {}: {} ({}): no score, nothing was changed",
+            target.doc_name,
+            s.status.as_str(),
+            s.stop_reason
+        )?;
+        outln!(
+            "  hint: the judges' answers held no usable JSON verdict (they are in {}); a larger instruction model, or `koas llm calibrate`, tells whether the model can answer in JSON",
+            ws.join("llm/exchanges.jsonl").display()
+        )?;
+    } else {
+        outln!(
+            "koas refine: {}: {} ({}), score {:.3} at iteration {}, {}",
+            target.doc_name,
+            s.status.as_str(),
+            s.stop_reason,
+            s.best_score,
+            s.best_iteration,
+            match s.quality_status {
+                koas_review_schema::refine::QualityStatus::Good => "good",
+                koas_review_schema::refine::QualityStatus::Acceptable => "acceptable",
+                koas_review_schema::refine::QualityStatus::BelowStandard => "below standard",
+            }
+        )?;
+    }
     for i in &s.iterations {
         outln!(
             "  iteration {}: score {:.3}, {} issues, {} changes ({} reverted), tokens: judges {}, fixes {}, delta judge {}",
@@ -1111,15 +1203,24 @@ fn print_summary(
             i.verify_tokens.total()
         )?;
     }
-    outln!(
-        "  tokens: {} in all ({} calls, {} from the cache); fixes and verification {} vs ~{} to rewrite the whole document{}",
-        s.tokens.total(),
-        s.tokens.calls,
-        s.tokens.cached_calls,
-        s.fix_side_tokens,
-        s.full_rewrite_tokens,
-        saving(s).map_or(String::new(), |p| format!(" ({p:.0}% saved)"))
-    )?;
+    if s.full_rewrite_tokens > 0 {
+        outln!(
+            "  tokens: {} in all ({} calls, {} from the cache); fixes and verification {} vs ~{} to rewrite the whole document{}",
+            s.tokens.total(),
+            s.tokens.calls,
+            s.tokens.cached_calls,
+            s.fix_side_tokens,
+            s.full_rewrite_tokens,
+            saving(s).map_or(String::new(), |p| format!(" ({p:.0}% saved)"))
+        )?;
+    } else {
+        outln!(
+            "  tokens: {} in all ({} calls, {} from the cache); nothing was fixed",
+            s.tokens.total(),
+            s.tokens.calls,
+            s.tokens.cached_calls
+        )?;
+    }
     if !s.changes.is_empty() {
         outln!("  changes kept: {}", s.changes.join(", "))?;
     }
@@ -1133,7 +1234,11 @@ fn print_summary(
     if let Some(report) = report {
         outln!("report:    {}", report.display())?;
     }
-    outln!("edited:    {}", ws.join(paths::EDITED_DOC).display())?;
+    // The workspace's copy exists once a change was recorded.
+    let edited = ws.join(paths::EDITED_DOC);
+    if edited.is_file() {
+        outln!("edited:    {}", edited.display())?;
+    }
     if s.status == RefineStatus::Escalated {
         outln!("escalated: {}", ws.join("refine/ESCALATION.md").display())?;
     }
