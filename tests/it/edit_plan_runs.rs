@@ -198,11 +198,14 @@ fn the_report_names_the_model_and_counts_every_guard_firing() {
             "{name} {n} not in the report:\n{report}"
         );
     }
+    // The one wording of the requests: the same in the summary.
+    let requests = format!(
+        "{} requests: {} sent to the server, 0 answered from the cache",
+        m.calls(),
+        m.calls()
+    );
     assert!(
-        report.contains(&format!(
-            "| Calls | {} sent to the server, 0 answered from the cache |",
-            m.calls()
-        )),
+        report.contains(&format!("| Requests | {requests} |")),
         "{report}"
     );
     let workspace = s.workspace().display().to_string();
@@ -217,6 +220,12 @@ fn the_report_names_the_model_and_counts_every_guard_firing() {
     assert_code(&out, 0, "review (text)");
     let text = stdout(&out);
     assert!(text.contains("model:     scripted (openai): "), "{text}");
+    assert!(
+        text.contains("requests: ")
+            && text.contains(" sent to the server, ")
+            && text.contains(" answered from the cache, "),
+        "{text}"
+    );
     assert!(text.contains("DELETION_CAUTION 1"), "{text}");
 }
 

@@ -384,6 +384,21 @@ mod tests {
         }
     }
 
+    #[test]
+    fn docs_llm_md_shows_the_same_key_table() {
+        let docs = include_str!("../../../docs/llm.md");
+        let shown = docs
+            .split("<!-- keys:begin -->\n")
+            .nth(1)
+            .and_then(|rest| rest.split("<!-- keys:end -->").next())
+            .expect("docs/llm.md marks its key table");
+        assert_eq!(
+            shown,
+            include_str!("keys.md"),
+            "docs/llm.md's key table differs from crates/llm/src/keys.md: copy the file between the markers"
+        );
+    }
+
     /// Names the table shows as aliases.
     const ALIASES: &[&str] = &["num_predict", "timeout", "chunk_timeout"];
 

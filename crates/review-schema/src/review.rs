@@ -121,6 +121,20 @@ pub struct ReviewModelRun {
     pub chunks_not_reviewed: u64,
 }
 
+impl ReviewModelRun {
+    /// The requests of the run in the one wording the summary, the report
+    /// and the HTML page share: `22 requests: 20 sent to the server, 2
+    /// answered from the cache`.
+    pub fn requests_phrase(&self) -> String {
+        format!(
+            "{} requests: {} sent to the server, {} answered from the cache",
+            self.calls + self.cached_calls,
+            self.calls,
+            self.cached_calls
+        )
+    }
+}
+
 /// Run metadata shown at the top.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReportMeta {

@@ -400,11 +400,10 @@ fn write_summary(out: &mut String, input: &HtmlInput<'_>, findings: usize, resol
             .collect();
         let _ = writeln!(
             out,
-            "<p>Model (last run): {} — {}; {} call(s) sent, {} from the cache, {} tokens.{}</p>",
+            "<p>Model (last run that asked it): {} — {}; {}; {} tokens.{}</p>",
             escape(&model.backend),
             models.join(", "),
-            model.calls,
-            model.cached_calls,
+            escape(&model.requests_phrase()),
             model.tokens,
             match &model.stopped {
                 Some(reason) => format!(

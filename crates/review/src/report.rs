@@ -92,17 +92,13 @@ pub fn guard_effect(name: &str) -> &'static str {
 /// whenever a model ran or one fired.
 fn write_last_run(out: &mut String, model: Option<&ReviewModelRun>, log: &[ApplyLogRecord]) {
     if let Some(m) = model {
-        let _ = writeln!(out, "## Model (last run)\n");
+        let _ = writeln!(out, "## Model (last run that asked it)\n");
         let _ = writeln!(out, "| Field | Value |\n|---|---|");
         let _ = writeln!(out, "| Backend | {} |", cell(&m.backend));
         for (role, name) in &m.models {
             let _ = writeln!(out, "| Model {} | {} |", code_cell(role), code_cell(name));
         }
-        let _ = writeln!(
-            out,
-            "| Calls | {} sent to the server, {} answered from the cache |",
-            m.calls, m.cached_calls
-        );
+        let _ = writeln!(out, "| Requests | {} |", m.requests_phrase());
         let _ = writeln!(out, "| Tokens | {} |", m.tokens);
         if let Some(p) = &m.pyramid {
             let _ = writeln!(out, "| Pyramid | {} |", cell(p));

@@ -173,7 +173,7 @@ fn in_a_workspace_the_host_metadata_and_ledger_are_shown() {
     );
     assert!(!text.contains("[!NOTE]"));
     for needle in [
-        "| Generated | 2026-05-01T10:00:00+00:00 |",
+        "| As of | 2026-05-01T10:00:00+00:00 |",
         "| Tool | koas 9.9.9 |",
         "| Kernel `md_apply_ops` | 0.1.0 |",
         "| Original hash | `sha256:original` |",

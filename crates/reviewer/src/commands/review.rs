@@ -866,11 +866,10 @@ fn model_lines(t: &mut String, model: &ModelReport) -> std::fmt::Result {
     names.dedup();
     writeln!(
         t,
-        "  model:     {} ({}): {} calls ({} answered from the cache), {} tokens, {:.1} s",
+        "  model:     {} ({}): {}, {} tokens, {:.1} s",
         names.join(", "),
         run.backend,
-        run.calls,
-        run.cached_calls,
+        run.requests_phrase(),
         run.tokens,
         model.seconds
     )?;
