@@ -235,6 +235,14 @@ struct Resolved {
     cache_key: String,
 }
 
+/// What the attempts of one call spent: the temperatures tried, the
+/// tokens and the transport retries.
+struct Spent {
+    temperatures: Vec<f64>,
+    tokens: u64,
+    retries: u32,
+}
+
 /// The answer of the last backend attempt, with its token accounting.
 struct Attempt {
     reply: BackendReply,
@@ -629,6 +637,34 @@ impl LlmService {
             }
         }
         let attempt = last.ok_or_else(|| LlmError::Io("no attempt was made".to_string()))?;
+        self.answered(
+            &r,
+            options,
+            started,
+            attempt,
+            Spent {
+                temperatures,
+                tokens: spent,
+                retries,
+            },
+        )
+    }
+
+    /// A backend's answer: logged, counted, kept in the response cache
+    /// and returned with the tokens the call spent in all.
+    fn answered(
+        &self,
+        r: &Resolved,
+        options: RunOptions,
+        started: Instant,
+        attempt: Attempt,
+        spent: Spent,
+    ) -> Result<(LlmResponse, u64), LlmError> {
+        let Spent {
+            temperatures,
+            tokens: spent,
+            retries,
+        } = spent;
         let text = redact(self.key.as_ref(), &attempt.reply.text);
         let empty = text.trim().is_empty();
         let outcome = if empty {
@@ -637,7 +673,7 @@ impl LlmService {
             ExchangeOutcome::Ok
         };
         let mut entry = Self::with_text(
-            self.entry(&r, options.purpose, ExchangeSource::Backend, outcome),
+            self.entry(r, options.purpose, ExchangeSource::Backend, outcome),
             &text,
         );
         entry.served_model = attempt.reply.model.clone().filter(|m| *m != r.model);

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use koas_review_schema::refine::{
     AgreementLevel, ConflictResolution, Criterion, FilteredIssue, FixAction, IssueSeverity,
-    RefinePlan, RefineState, RefineVerdicts, SectionTask, TargetedIssue,
+    JudgeVerdict, RefinePlan, RefineState, RefineVerdicts, SectionTask, TargetedIssue,
 };
 
 use crate::alpha::{krippendorff_alpha, Level};
@@ -113,8 +113,7 @@ pub fn consolidate(
     sections: &[DocSection],
     state: &RefineState,
 ) -> RefinePlan {
-    let known: BTreeSet<&str> = sections.iter().map(|s| s.id.as_str()).collect();
-    let usable: Vec<_> = verdicts
+    let usable: Vec<&JudgeVerdict> = verdicts
         .verdicts
         .iter()
         .filter(|v| v.sections.iter().any(|s| !s.scores.is_empty()))
@@ -132,7 +131,26 @@ pub fn consolidate(
         return plan;
     }
     plan.judges = usable.iter().map(|v| v.judge.clone()).collect();
-    // The matrix: judges × (section, criterion).
+    let level = agreement(&mut plan, &usable, sections);
+    scores(&mut plan, &usable, sections);
+    let kept = filter_issues(&mut plan, &usable, sections, level);
+    plan.has_critical = kept.iter().any(|i| i.severity == IssueSeverity::Critical);
+    let locked: BTreeSet<&str> = state.locked_sections.iter().map(String::as_str).collect();
+    for section in sections {
+        section_task(&mut plan, section, &kept, &locked);
+    }
+    plan.kept = kept;
+    plan
+}
+
+/// The judges' agreement: the matrix of judges × (section, criterion)
+/// scores (units nobody scored left out), Krippendorff's alpha over it
+/// when two judges or more answered, and the level it gives.
+fn agreement(
+    plan: &mut RefinePlan,
+    usable: &[&JudgeVerdict],
+    sections: &[DocSection],
+) -> AgreementLevel {
     let mut units = Vec::new();
     for s in sections {
         for c in Criterion::ALL {
@@ -140,7 +158,7 @@ pub fn consolidate(
         }
     }
     let mut matrix = Vec::new();
-    for v in &usable {
+    for v in usable {
         let by_section: BTreeMap<&str, &BTreeMap<Criterion, f64>> = v
             .sections
             .iter()
@@ -153,7 +171,6 @@ pub fn consolidate(
                 .collect::<Vec<_>>(),
         );
     }
-    // Units nobody scored are left out of the record.
     let scored: Vec<usize> = (0..units.len())
         .filter(|u| matrix.iter().any(|row| row[*u].is_some()))
         .collect();
@@ -173,7 +190,12 @@ pub fn consolidate(
     let level = agreement_level(plan.alpha, usable.len());
     plan.agreement = Some(level);
     plan.flagged_for_review = level == AgreementLevel::Low;
-    // Scores.
+    level
+}
+
+/// The judges' mean score of each section and criterion, of each
+/// criterion over the sections, and of the document.
+fn scores(plan: &mut RefinePlan, usable: &[&JudgeVerdict], sections: &[DocSection]) {
     for s in sections {
         let mut per = BTreeMap::new();
         for c in Criterion::ALL {
@@ -202,7 +224,18 @@ pub fn consolidate(
         }
     }
     plan.score = mean(plan.criteria_scores.values().copied()).unwrap_or(0.0);
-    // Issues: filtered by agreement.
+}
+
+/// The issues kept at this level of agreement; the others go to
+/// `plan.filtered` with the reason (an unknown section, one judge alone
+/// under moderate agreement, not critical under low agreement).
+fn filter_issues(
+    plan: &mut RefinePlan,
+    usable: &[&JudgeVerdict],
+    sections: &[DocSection],
+    level: AgreementLevel,
+) -> Vec<TargetedIssue> {
+    let known: BTreeSet<&str> = sections.iter().map(|s| s.id.as_str()).collect();
     let all: Vec<&TargetedIssue> = usable.iter().flat_map(|v| v.issues.iter()).collect();
     let mut raisers: BTreeMap<(String, Criterion), BTreeSet<String>> = BTreeMap::new();
     for i in &all {
@@ -245,86 +278,108 @@ pub fn consolidate(
             None => kept.push(issue.clone()),
         }
     }
-    plan.has_critical = kept.iter().any(|i| i.severity == IssueSeverity::Critical);
-    // Clusters per section: (criterion) → issues, most severe first.
-    let locked: BTreeSet<&str> = state.locked_sections.iter().map(String::as_str).collect();
-    for section in sections {
-        let mut clusters: BTreeMap<Criterion, Vec<TargetedIssue>> = BTreeMap::new();
-        for i in kept.iter().filter(|i| i.section_id == section.id) {
-            clusters.entry(i.criterion).or_default().push(i.clone());
-        }
-        if clusters.is_empty() {
-            continue;
-        }
-        if locked.contains(section.id.as_str()) {
-            plan.skipped_locked.push(section.id.clone());
-            continue;
-        }
-        // Representatives: the most severe issue of each cluster, in
-        // priority order (BTreeMap order is the hierarchy).
-        let mut reps: Vec<TargetedIssue> = clusters
-            .values()
-            .filter_map(|c| c.iter().min_by_key(|i| i.severity).cloned())
-            .collect();
-        let mut constraints = Vec::new();
-        let mut dropped: BTreeSet<String> = BTreeSet::new();
-        for a in 0..reps.len() {
-            for b in a + 1..reps.len() {
-                if dropped.contains(&reps[a].id) || dropped.contains(&reps[b].id) {
-                    continue;
-                }
-                if opposed(&reps[a], &reps[b]) {
-                    // `a` comes first in the hierarchy.
-                    let resolution = format!(
-                        "{}. CONSTRAINT: {} should not degrade",
-                        instruction_of(&reps[a]),
-                        reps[b].criterion
-                    );
-                    plan.conflicts.push(ConflictResolution {
-                        section_id: section.id.clone(),
-                        kept: reps[a].id.clone(),
-                        constrained: reps[b].id.clone(),
-                        resolution: resolution.clone(),
-                    });
-                    constraints.push(format!("{} should not degrade", reps[b].criterion));
-                    dropped.insert(reps[b].id.clone());
-                }
-            }
-        }
-        for id in &dropped {
-            if let Some(pos) = reps.iter().position(|r| &r.id == id) {
-                let issue = reps.remove(pos);
-                plan.filtered.push(FilteredIssue {
-                    issue,
-                    reason: "conflicts with a higher-priority issue of the section; kept as a constraint".to_owned(),
-                });
-            }
-        }
-        let Some(priority) = reps.iter().map(|i| i.severity).min() else {
-            continue;
-        };
-        let action = if reps
-            .iter()
-            .any(|i| i.fix_action == FixAction::RegenerateSection)
-        {
-            FixAction::RegenerateSection
-        } else {
-            FixAction::SurgicalEdit
-        };
-        plan.tasks.push(SectionTask {
-            section_id: section.id.clone(),
-            section_title: section.title.clone(),
-            index: section.index,
-            action,
-            instructions: task_instructions(&reps),
-            constraints,
-            priority,
-            issues: reps,
-            consistency_check: false,
-        });
+    kept
+}
+
+/// The task of one section: its kept issues clustered by criterion, the
+/// most severe of each cluster as its representative, opposed
+/// representatives resolved in priority order (the lower one becomes a
+/// constraint). Nothing for a section without issues; a locked section's
+/// issues are named in `plan.skipped_locked`.
+fn section_task(
+    plan: &mut RefinePlan,
+    section: &DocSection,
+    kept: &[TargetedIssue],
+    locked: &BTreeSet<&str>,
+) {
+    let mut clusters: BTreeMap<Criterion, Vec<TargetedIssue>> = BTreeMap::new();
+    for i in kept.iter().filter(|i| i.section_id == section.id) {
+        clusters.entry(i.criterion).or_default().push(i.clone());
     }
-    plan.kept = kept;
-    plan
+    if clusters.is_empty() {
+        return;
+    }
+    if locked.contains(section.id.as_str()) {
+        plan.skipped_locked.push(section.id.clone());
+        return;
+    }
+    // Representatives: the most severe issue of each cluster, in
+    // priority order (BTreeMap order is the hierarchy).
+    let mut reps: Vec<TargetedIssue> = clusters
+        .values()
+        .filter_map(|c| c.iter().min_by_key(|i| i.severity).cloned())
+        .collect();
+    let constraints = resolve_conflicts(plan, section, &mut reps);
+    let Some(priority) = reps.iter().map(|i| i.severity).min() else {
+        return;
+    };
+    let action = if reps
+        .iter()
+        .any(|i| i.fix_action == FixAction::RegenerateSection)
+    {
+        FixAction::RegenerateSection
+    } else {
+        FixAction::SurgicalEdit
+    };
+    plan.tasks.push(SectionTask {
+        section_id: section.id.clone(),
+        section_title: section.title.clone(),
+        index: section.index,
+        action,
+        instructions: task_instructions(&reps),
+        constraints,
+        priority,
+        issues: reps,
+        consistency_check: false,
+    });
+}
+
+/// Of two opposed representatives the one first in the hierarchy is
+/// kept and the other becomes a constraint ("X should not degrade"):
+/// recorded in `plan.conflicts`, moved to `plan.filtered`. Returns the
+/// constraints.
+fn resolve_conflicts(
+    plan: &mut RefinePlan,
+    section: &DocSection,
+    reps: &mut Vec<TargetedIssue>,
+) -> Vec<String> {
+    let mut constraints = Vec::new();
+    let mut dropped: BTreeSet<String> = BTreeSet::new();
+    for a in 0..reps.len() {
+        for b in a + 1..reps.len() {
+            if dropped.contains(&reps[a].id) || dropped.contains(&reps[b].id) {
+                continue;
+            }
+            if opposed(&reps[a], &reps[b]) {
+                // `a` comes first in the hierarchy.
+                let resolution = format!(
+                    "{}. CONSTRAINT: {} should not degrade",
+                    instruction_of(&reps[a]),
+                    reps[b].criterion
+                );
+                plan.conflicts.push(ConflictResolution {
+                    section_id: section.id.clone(),
+                    kept: reps[a].id.clone(),
+                    constrained: reps[b].id.clone(),
+                    resolution,
+                });
+                constraints.push(format!("{} should not degrade", reps[b].criterion));
+                dropped.insert(reps[b].id.clone());
+            }
+        }
+    }
+    for id in &dropped {
+        if let Some(pos) = reps.iter().position(|r| &r.id == id) {
+            let issue = reps.remove(pos);
+            plan.filtered.push(FilteredIssue {
+                issue,
+                reason:
+                    "conflicts with a higher-priority issue of the section; kept as a constraint"
+                        .to_owned(),
+            });
+        }
+    }
+    constraints
 }
 
 #[cfg(test)]
