@@ -822,34 +822,6 @@ impl LlmService {
             retries,
             deadline_hit,
         } = failed;
-        // A call cut by a cancel did not fail at the server: it is logged
-        // as cancelled, and the session stops for that reason alone.
-        if self.cancelled() {
-            self.set_abort(AbortReason::Cancelled);
-            let partial = redact(
-                self.key.as_ref(),
-                error.partial_text.as_deref().unwrap_or(""),
-            );
-            let mut entry = Self::with_text(
-                self.entry(
-                    r,
-                    options.purpose,
-                    ExchangeSource::Backend,
-                    ExchangeOutcome::Cancelled,
-                ),
-                &partial,
-            );
-            entry.temperatures = temperatures;
-            entry.retries = retries;
-            let failure = LlmError::SessionAborted {
-                reason: AbortReason::Cancelled,
-            };
-            entry.error = Some(failure.to_string());
-            return match self.write(entry, started) {
-                Ok(()) => failure,
-                Err(e) => e,
-            };
-        }
         let last_error = redact(self.key.as_ref(), &error.message);
         // A client error the request itself caused (too long for the
         // server's context, say) is this request's failure, not the
@@ -860,7 +832,15 @@ impl LlmService {
             }
             _ => None,
         };
-        let failure = if error.kind == TransportErrorKind::Sovereignty {
+        // A call cut by a cancel did not fail at the server: it is logged
+        // as cancelled, and the session stops for that reason alone.
+        let cancelled = self.cancelled();
+        let failure = if cancelled {
+            self.set_abort(AbortReason::Cancelled);
+            LlmError::SessionAborted {
+                reason: AbortReason::Cancelled,
+            }
+        } else if error.kind == TransportErrorKind::Sovereignty {
             self.set_abort(AbortReason::Sovereignty);
             LlmError::Sovereignty(last_error)
         } else if let Some(status) = rejected {
@@ -898,14 +878,19 @@ impl LlmService {
                 r,
                 options.purpose,
                 ExchangeSource::Backend,
-                ExchangeOutcome::TransportFailure,
+                match cancelled {
+                    true => ExchangeOutcome::Cancelled,
+                    false => ExchangeOutcome::TransportFailure,
+                },
             ),
             &partial,
         );
         entry.temperatures = temperatures;
         entry.retries = retries;
         entry.error = Some(failure.to_string());
-        self.count(|c| c.transport_failures += 1);
+        if !cancelled {
+            self.count(|c| c.transport_failures += 1);
+        }
         match self.write(entry, started) {
             Ok(()) => failure,
             Err(e) => e,

@@ -275,6 +275,21 @@ impl<'w> PreparedRun<'w> {
         self.ledger.change_ids()
     }
 
+    /// The review state a planning pass is given: the document's name and
+    /// original, the IDs in the ledger and the next one; no ledger effects
+    /// (a review adds what it knows of them).
+    pub fn review_state(&self) -> koas_review_schema::review::ReviewState {
+        koas_review_schema::review::ReviewState {
+            doc_name: self.meta.doc_name.clone(),
+            next_id: self.next_id,
+            ledger_ids: self.ledger_ids(),
+            original_hash: self.meta.original_hash.clone(),
+            reverted: Vec::new(),
+            applied: Vec::new(),
+            flags: Vec::new(),
+        }
+    }
+
     /// The first change ID a batch planned now must allocate.
     pub fn next_id(&self) -> ChangeId {
         self.next_id

@@ -48,7 +48,7 @@ use koas_review_schema::refine::{
     RefineEvent, RefineOps, RefinePlan, RefineRouting, RefineStatus, RefineSummary, RefineVerdicts,
     RefineVerification,
 };
-use koas_review_schema::review::{ReviewModelRun, ReviewState};
+use koas_review_schema::review::ReviewModelRun;
 use koas_review_workspace::{paths, BeginRequest, CommitContext, PreparedRun, RunKind};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
@@ -753,15 +753,7 @@ fn fix(
             Provided::from(serde_json::to_value(machine.refine_state())?),
         );
     }
-    let review_state = ReviewState {
-        doc_name: run.meta().doc_name.clone(),
-        next_id: run.next_id(),
-        ledger_ids: run.ledger_ids(),
-        original_hash: run.meta().original_hash.clone(),
-        reverted: Vec::new(),
-        applied: Vec::new(),
-        flags: Vec::new(),
-    };
+    let review_state = run.review_state();
     inputs.provided.insert(
         names::REVIEW_STATE.to_owned(),
         Provided::from(serde_json::to_value(&review_state)?),

@@ -20,7 +20,6 @@ use koas_orchestrator::pipeline::Pipeline;
 use koas_review_schema::apply::ApplyOptions;
 use koas_review_schema::names;
 use koas_review_schema::revert::RevertOutcome;
-use koas_review_schema::review::ReviewState;
 use koas_review_workspace::{paths, CommitContext, PreparedRun, RunKind};
 use serde_json::{json, Value};
 use std::fmt::Write as _;
@@ -209,15 +208,7 @@ fn plan(
     run: &PreparedRun<'_>,
 ) -> anyhow::Result<Result<RevertOutcome, RunFailure>> {
     let planning = pipeline.subset(|k| k == REVERT);
-    let state = ReviewState {
-        doc_name: run.meta().doc_name.clone(),
-        next_id: run.next_id(),
-        ledger_ids: run.ledger_ids(),
-        original_hash: run.meta().original_hash.clone(),
-        reverted: Vec::new(),
-        applied: Vec::new(),
-        flags: Vec::new(),
-    };
+    let state = run.review_state();
     let mut pass = RunInputs::default();
     pass.provided.insert(
         names::REVIEW_DOC.to_owned(),

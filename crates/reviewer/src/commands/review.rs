@@ -490,13 +490,10 @@ fn plan(
         std::fs::read_to_string(workspace.path(path)).ok()
     });
     let mut state = ReviewState {
-        doc_name: run.meta().doc_name.clone(),
-        next_id: run.next_id(),
-        ledger_ids: run.ledger_ids(),
-        original_hash: run.meta().original_hash.clone(),
         reverted: effects.reverted,
         applied: effects.applied,
         flags: effects.flags,
+        ..run.review_state()
     };
     let mut fixes: Option<ApplyOutcome> = None;
     let mut text = run.current_text().to_owned();
