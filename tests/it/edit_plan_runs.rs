@@ -648,3 +648,35 @@ fn regression_an_unchanged_rerun_is_answered_from_the_cache_at_once() {
     assert_eq!(ran, Vec::<String>::new(), "{}", stderr(&second));
     assert_eq!(m.requests().len(), asked, "the model was asked again");
 }
+
+#[test]
+fn a_model_that_proposes_nothing_and_no_model_at_all_each_get_a_hint() {
+    // The bug: 0 ops after minutes of a small model, and "deterministic
+    // stages only, 0 changes" without a model, and nothing said of what to do.
+    let m = ScriptedModel::start(|r| {
+        if is_edit(r) {
+            ModelAnswer::text(NO_OPS)
+        } else {
+            ModelAnswer::text(summary_of(&r.prompt))
+        }
+    });
+    let s = Scratch::new();
+    s.write("doc.md", &manual());
+    s.write("koas.toml", &koas_toml(&m.url(), ""));
+    let out = s.koas(&["-q", "review", "doc.md"]);
+    assert_code(&out, 0, "review");
+    let text = stdout(&out);
+    assert!(
+        text.contains("  hint:      the model proposed no change in 9 chunk(s): the document may need none, or the model is too small to follow the edit prompt (its answers are in "),
+        "{text}"
+    );
+    let s = Scratch::new();
+    s.write("doc.md", &manual());
+    let out = s.koas(&["-q", "review", "doc.md"]);
+    assert_code(&out, 0, "review without a model");
+    let text = stdout(&out);
+    assert!(
+        text.contains("  hint:      no model is configured: add an [llm] table to koas.toml next to the document"),
+        "{text}"
+    );
+}

@@ -831,11 +831,7 @@ fn answer(
             "  hint:      no model is configured: add an [llm] table to koas.toml next to the document (backend, endpoint, model; README \"Review with a local model\"), check it with `koas llm ping`, or give your own edit ops with --ops FILE"
         )?;
     } else if let Some(model) = model.as_ref().filter(|m| {
-        m.run.stopped.is_none()
-            && m.run.calls + m.run.cached_calls > 0
-            && out.batch.applied.is_empty()
-            && out.batch.rejected.is_empty()
-            && out.batch.known.is_empty()
+        m.run.stopped.is_none() && m.run.calls + m.run.cached_calls > 0 && m.proposed == 0
     }) {
         writeln!(
             t,
@@ -952,6 +948,10 @@ struct ModelReport {
     /// Chunks of the plan.
     #[serde(skip)]
     chunks: usize,
+    /// Ops the model's plan holds, dropped proposals included (0: the
+    /// model proposed nothing).
+    #[serde(skip)]
+    proposed: usize,
 }
 
 impl ModelReport {
@@ -1017,6 +1017,7 @@ impl ModelReport {
             endpoint,
             plan_reason,
             chunks: plan.as_ref().map_or(0, |p| p.chunks.len()),
+            proposed: plan.as_ref().map_or(0, |p| p.ops.len() + p.dropped.len()),
         }
     }
 
