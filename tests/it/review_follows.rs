@@ -256,6 +256,18 @@ fn the_report_lists_the_current_findings_and_what_resolved_the_others() {
     assert!(!resolved.contains("ai_leftover"), "{report}");
 }
 
+/// A review without --in-place that records a change (on the last line):
+/// the review stops writing DOC.
+fn stop_writing(s: &Scratch) {
+    s.write(
+        "more.json",
+        r#"[{"action": "replace", "target": {"line_start": 15}, "before_text": "repeated here", "after_text": "repeated there", "kind": "style", "rationale": "wording"}]"#,
+    );
+    let (out, v) = s.koas_json(&["review", "doc.md", "--ops", "more.json"]);
+    assert_code(&out, 0, "a review without --in-place");
+    assert_eq!(v["total_changes"], 1, "{v}");
+}
+
 /// The text of a file of the scratch folder.
 fn text_of(s: &Scratch, name: &str) -> String {
     String::from_utf8(s.read(name)).expect("utf-8")
@@ -316,8 +328,9 @@ fn a_review_without_in_place_keeps_the_file_and_status_says_so() {
     assert_code(&out, 0, "revert");
     assert_eq!(summary["in_place"], false, "{summary}");
     assert_eq!(text_of(&s, "doc.md"), DOC);
-    // An --in-place review, then one without: the review stops writing
-    // DOC, and a revert leaves it alone.
+    // An --in-place review, then one without that records nothing: the
+    // review still writes DOC (seen on a writer's walk: a plain re-run
+    // switched the mode off without a word).
     assert_code(
         &s.koas(&["-q", "review", "doc.md", "--no-llm", "--in-place"]),
         0,
@@ -326,8 +339,13 @@ fn a_review_without_in_place_keeps_the_file_and_status_says_so() {
     assert_code(
         &s.koas(&["-q", "review", "doc.md", "--no-llm"]),
         0,
-        "not in place",
+        "unchanged re-run",
     );
+    let (_, status) = s.koas_json(&["status", "doc.md"]);
+    assert_eq!(status["writes_document"], true, "{status}");
+    // One without --in-place that records a change: the change stays in
+    // the workspace, the review stops writing DOC, a revert leaves it alone.
+    stop_writing(&s);
     let before = text_of(&s, "doc.md");
     assert_code(
         &s.koas(&["-q", "revert", "doc.md", "RVW-0002"]),
@@ -345,11 +363,7 @@ fn a_rebase_does_not_bring_back_a_change_reverted_in_the_workspace() {
     // The bug: a change reverted without writing DOC came back as a hand
     // edit (kind external, attributed to the writer) at the next rebase.
     let s = reviewed(true);
-    assert_code(
-        &s.koas(&["-q", "review", "doc.md", "--no-llm"]),
-        0,
-        "a review that stops writing DOC",
-    );
+    stop_writing(&s);
     assert_code(
         &s.koas(&["-q", "revert", "doc.md", "RVW-0001"]),
         0,
@@ -399,11 +413,7 @@ fn a_rebase_does_not_bring_back_a_change_reverted_in_the_workspace() {
 #[test]
 fn a_hand_edit_of_a_line_the_review_reverted_since_is_recorded_and_said() {
     let s = reviewed(true);
-    assert_code(
-        &s.koas(&["-q", "review", "doc.md", "--no-llm"]),
-        0,
-        "stop writing",
-    );
+    stop_writing(&s);
     assert_code(
         &s.koas(&["-q", "revert", "doc.md", "RVW-0001"]),
         0,

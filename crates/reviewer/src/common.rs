@@ -359,7 +359,7 @@ impl ReviewTarget {
     pub fn explain(&self, error: WorkspaceError) -> anyhow::Error {
         match error {
             WorkspaceError::DocumentMismatch { .. } => anyhow::anyhow!(
-                "{error}\n  to continue the review on the new text, keeping the ledger:\n      {}\n  (each run of lines that differs from the review's current document, {}, becomes a change of kind `external`; a change whose lines were edited can then no longer be reverted on its own)",
+                "{error}\n  to continue the review on the new text, keeping the ledger:\n      {}\n  (each run of lines changed since koas last saw the file becomes a change of kind `external`, carried onto the review's current document, {}; a change whose lines were edited can then no longer be reverted on its own)",
                 self.rebase_command(),
                 self.workspace
                     .path(koas_review_workspace::paths::EDITED_DOC)

@@ -571,14 +571,10 @@ fn commit(
     // anything: killed or refused by a full disk after the ledger is
     // saved, `koas status` can tell the document is behind by that.
     // A run that does not write DOC clears an old mark.
-    // A review without --in-place keeps its changes in the workspace: a
-    // later revert no longer writes DOC either.
     let marked = if args.in_place {
         workspace.begin_in_place(&target.doc_path, clock())
     } else {
-        workspace
-            .end_in_place()
-            .and_then(|()| workspace.stop_writing_doc())
+        workspace.end_in_place()
     };
     marked.with_context(|| format!("review workspace {}", workspace.root().display()))?;
     let options = outcome.options.clone();
@@ -601,10 +597,19 @@ fn commit(
     let committed = run
         .commit_review(outcome.batch, outcome.protected, &context)
         .with_context(recording)?;
-    Ok(match fixed {
+    let committed = match fixed {
         Some(fixed) => fixed.then(committed),
         None => committed,
-    })
+    };
+    // A review without --in-place that recorded changes keeps them in the
+    // workspace: DOC falls behind, and a later revert no longer writes it
+    // either. One that recorded nothing leaves DOC as it was.
+    if !args.in_place && !committed.entries.is_empty() {
+        workspace
+            .stop_writing_doc()
+            .with_context(|| format!("review workspace {}", workspace.root().display()))?;
+    }
+    Ok(committed)
 }
 
 /// What a planning pass is given: the text the ops address, as the
