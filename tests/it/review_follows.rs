@@ -356,6 +356,12 @@ fn a_review_without_in_place_keeps_the_file_and_status_says_so() {
     let (_, status) = s.koas_json(&["status", "doc.md"]);
     assert_eq!(status["writes_document"], false, "{status}");
     assert_eq!(status["document_file"], "behind", "{status}");
+    let out = s.koas(&["status", "doc.md"]);
+    assert!(
+        stdout(&out).contains("file:      doc.md is 2 change(s) behind its review"),
+        "{}",
+        stdout(&out)
+    );
 }
 
 #[test]
@@ -373,6 +379,14 @@ fn a_rebase_does_not_bring_back_a_change_reverted_in_the_workspace() {
     assert!(doc.contains("bandwidth"), "DOC still has the fix: {doc}");
     // The writer edits the file by hand: a closing line.
     s.write("doc.md", &format!("{doc}\nThe end.\n"));
+    let out = s.koas(&["status", "doc.md"]);
+    assert!(
+        stdout(&out).contains(
+            "file:      doc.md was edited outside koas since the review last saw it; `koas review doc.md --rebase` records the edits and continues"
+        ),
+        "{}",
+        stdout(&out)
+    );
     let (out, summary) = s.koas_json(&["review", "doc.md", "--rebase", "--no-llm"]);
     assert_code(&out, 0, "rebase");
     let entries = ledger(&s);
@@ -408,6 +422,12 @@ fn a_rebase_does_not_bring_back_a_change_reverted_in_the_workspace() {
     let (_, status) = s.koas_json(&["status", "doc.md"]);
     assert_eq!(status["document_changed_outside"], false, "{status}");
     assert_eq!(status["document_file"], "behind", "{status}");
+    let out = s.koas(&["status", "doc.md"]);
+    assert!(
+        stdout(&out).contains("file:      doc.md lacks changes the review recorded since it was last written; `koas review doc.md --in-place` writes them into it"),
+        "{}",
+        stdout(&out)
+    );
 }
 
 #[test]

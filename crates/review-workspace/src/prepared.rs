@@ -175,6 +175,9 @@ impl Workspace {
         self.restore_patch_files(ledger.entries())?;
         let (current, recovery) = self.current_document(ledger.entries(), true)?;
         let mut external = None;
+        // Read once: the known versions, the base of a rebase, and whether
+        // the file's content must be remembered anew.
+        let seen = request.document.and_then(|_| self.doc_seen());
         if let Some(document) = request.document {
             let given = sha256(document);
             // The file as koas last saw it is known too: after a rebase
@@ -186,9 +189,9 @@ impl Workspace {
                     .entries()
                     .iter()
                     .any(|e| same_hash(&e.doc_hash_after, &given))
-                || self
-                    .doc_seen()
-                    .is_some_and(|seen| same_hash(&sha256(&seen), &given));
+                || seen
+                    .as_deref()
+                    .is_some_and(|seen| same_hash(&sha256(seen), &given));
             // Another document's review is not continued by accident:
             // only `--rebase` says a renamed and edited file is this one.
             if !known && meta.doc_name != request.doc_name && !follow.is_some_and(|f| f.rebase) {
@@ -240,9 +243,9 @@ impl Workspace {
             rebase_overlaps: Vec::new(),
         };
         if let Some((document, follow)) = external {
-            run.record_external(document, follow, request.clock)?;
+            run.record_external(document, seen.as_deref(), follow, request.clock)?;
         }
-        if let Some(document) = request.document {
+        if let Some(document) = request.document.filter(|d| seen.as_deref() != Some(*d)) {
             self.see_doc(document)?;
         }
         Ok(run)
@@ -319,17 +322,15 @@ impl<'w> PreparedRun<'w> {
     fn record_external(
         &mut self,
         edited: &str,
+        seen: Option<&str>,
         follow: &Follow<'_>,
         clock: &dyn Clock,
     ) -> Result<(), WorkspaceError> {
-        // The hand edits are what changed since koas last saw the file:
-        // changes the review made or reverted since without writing the
-        // file are not the writer's and stay as they are.
-        let base = self
-            .workspace
-            .doc_seen()
-            .unwrap_or_else(|| self.current.clone());
-        let carried = match crate::carry_edits(&base, &self.current, edited) {
+        // The hand edits are what changed since koas last saw the file
+        // (`seen`): changes the review made or reverted since without
+        // writing the file are not the writer's and stay as they are.
+        let base = seen.unwrap_or(&self.current);
+        let carried = match crate::carry_edits(base, &self.current, edited) {
             Ok(carried) => carried,
             Err(overlaps) => {
                 let lines: Vec<String> = overlaps

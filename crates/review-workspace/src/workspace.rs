@@ -247,9 +247,6 @@ impl Workspace {
 
     /// Remembers `text` as the document file's content now.
     pub(crate) fn see_doc(&self, text: &str) -> Result<(), WorkspaceError> {
-        if self.doc_seen().is_some_and(|seen| seen == text) {
-            return Ok(());
-        }
         atomic_write(&self.path(paths::DOC_SEEN), text.as_bytes())?;
         Ok(())
     }

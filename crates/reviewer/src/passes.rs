@@ -203,16 +203,8 @@ pub fn run_views_with_model(
     notice: Option<String>,
     model: Option<koas_review_schema::review::ReviewModelRun>,
 ) -> Result<Views, RunFailure> {
-    views_pass(global, control, pipeline, discovery, run, notice, model).unwrap_or_else(|e| {
-        let mut message = e.to_string();
-        for cause in e.chain().skip(1) {
-            let cause = cause.to_string();
-            if !message.contains(&cause) {
-                message.push_str(&format!(": {cause}"));
-            }
-        }
-        Err(RunFailure::Kernel(message))
-    })
+    views_pass(global, control, pipeline, discovery, run, notice, model)
+        .unwrap_or_else(|e| Err(RunFailure::Kernel(embed::error_chain(&e, ": "))))
 }
 
 /// The Stage 2 findings of the workspace's original document, for the

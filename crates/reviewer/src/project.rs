@@ -94,16 +94,15 @@ impl ProjectFile {
                 serde_json::to_value(&self.config.fingerprint)?,
             ),
         ];
-        for (kernel, mut settings) in tables {
-            if !pipeline.kernels.iter().any(|k| k == kernel) {
-                continue;
+        for (kernel, settings) in tables {
+            // The project's settings are defaults under the pipeline's own.
+            match settings {
+                Value::Object(map) => pipeline.config_defaults(kernel, map),
+                other if pipeline.has(kernel) => {
+                    pipeline.config.insert(kernel.to_owned(), other);
+                }
+                _ => {}
             }
-            if let (Some(map), Some(Value::Object(own))) =
-                (settings.as_object_mut(), pipeline.config.get(kernel))
-            {
-                map.extend(own.clone());
-            }
-            pipeline.config.insert(kernel.to_owned(), settings);
         }
         if let Some(limits) = &self.limits {
             if pipeline.limits == Limits::default() {

@@ -105,7 +105,10 @@ pub struct RefineArgs {
     #[arg(long, value_name = "N")]
     pub max_iterations: Option<u32>,
 
-    /// Model tokens (prompt and completion) at most for the run.
+    /// Model tokens (prompt and completion) at most for the run. Default:
+    /// one that follows the document (one assessment by the judges, then
+    /// rounds of fixes), printed before anything is asked; a budget under
+    /// one assessment stops the run before judging.
     #[arg(long, value_name = "N")]
     pub max_tokens: Option<u64>,
 

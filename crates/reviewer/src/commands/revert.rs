@@ -38,6 +38,10 @@ instead). If a later change touched the same lines, revert that one first; if
 the document no longer holds what the change wrote, the revert is refused and
 nothing is touched.
 
+After an --in-place review the review writes DOC: a revert replaces DOC too
+(while DOC is the review's current version), as with --in-place. A review
+without --in-place that records a change ends that.
+
 ", review_exit_codes!()))]
 pub struct RevertArgs {
     #[command(flatten)]

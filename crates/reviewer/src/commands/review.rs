@@ -204,7 +204,6 @@ fn review(
     // commit dropped: on a large review its batch, ledger entries and log
     // records are hundreds of MB that the views pass does not need.
     let no_ops = args.ops.is_none() && setup.llm.is_none();
-    let rebased = run.rebased().to_vec();
     // The report's model section is the work behind the review: a run
     // the cache answered whole (no request at all) shows the last run
     // that asked the model, so an unchanged re-run keeps its report.
@@ -227,16 +226,19 @@ fn review(
             }
         }
     });
-    let mut answered = answer(
+    let rebase = Rebase {
+        ids: run.rebased(),
+        overlaps: run.rebase_overlaps(),
+    };
+    let answered = answer(
         args,
         target,
         &committed,
         no_ops,
         planned.model,
-        &rebased,
+        rebase,
         wanted,
     )?;
-    answered.overlaps(target, run.rebase_overlaps());
     drop(committed);
 
     let notice = no_ops.then(|| {
@@ -698,25 +700,6 @@ struct Answer {
 }
 
 impl Answer {
-    /// The lines of DOC whose hand edits a rebase could not carry over
-    /// (they touched lines the review changed since DOC was written).
-    fn overlaps(&mut self, target: &ReviewTarget, lines: &[String]) {
-        if lines.is_empty() {
-            return;
-        }
-        if let Some(map) = self.value.as_object_mut() {
-            map.insert("rebase_overlaps".into(), json!(lines));
-        }
-        let line = format!(
-            "  overlap:   {name} lines {}: the hand edits there touch lines the review changed or reverted since {name} was last written; they are recorded as {name} has them\n",
-            lines.join(", "),
-            name = target.doc_name,
-        );
-        // Before the closing `workspace:` line.
-        let at = self.text.rfind("workspace: ").unwrap_or(self.text.len());
-        self.text.insert_str(at, &line);
-    }
-
     /// The reply, with the report the views pass wrote (if any) and the
     /// files the review left.
     fn with_report(
@@ -742,15 +725,25 @@ impl Answer {
     }
 }
 
+/// What a `--rebase` recorded before the review: the changes of kind
+/// external, and the lines of DOC whose hand edits could not be carried
+/// over (they touched lines the review changed since DOC was written).
+#[derive(Clone, Copy)]
+struct Rebase<'a> {
+    ids: &'a [ChangeId],
+    overlaps: &'a [String],
+}
+
 fn answer(
     args: &ReviewArgs,
     target: &ReviewTarget,
     out: &ReviewOutcome,
     no_ops: bool,
     model: Option<ModelReport>,
-    rebased: &[ChangeId],
+    rebase: Rebase<'_>,
     wanted: Wanted,
 ) -> anyhow::Result<Answer> {
+    let rebased = rebase.ids;
     let ws = target.root();
     let applied: Vec<String> = out
         .batch
@@ -797,6 +790,9 @@ fn answer(
                 "rebased".into(),
                 json!(rebased.iter().map(|i| i.to_string()).collect::<Vec<_>>()),
             );
+            if !rebase.overlaps.is_empty() {
+                map.insert("rebase_overlaps".into(), json!(rebase.overlaps));
+            }
             if let Some(model) = &model {
                 map.insert("model".into(), serde_json::to_value(model)?);
             }
@@ -815,6 +811,14 @@ fn answer(
             t,
             "  rebased:   {} changed outside koas since the last review; the hand edits are recorded as {ids} (kind external) and the review continued on the new text",
             target.doc_name
+        )?;
+    }
+    if !rebase.overlaps.is_empty() {
+        writeln!(
+            t,
+            "  overlap:   {name} lines {}: the hand edits there touch lines the review changed or reverted since {name} was last written; they are recorded as {name} has them",
+            rebase.overlaps.join(", "),
+            name = target.doc_name,
         )?;
     }
     if !guards.is_empty() {

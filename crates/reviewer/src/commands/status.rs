@@ -80,26 +80,26 @@ fn status(args: &StatusArgs, target: &ReviewTarget) -> anyhow::Result<Reply> {
     // DOC against its review: the changes recorded that DOC does not have
     // (a review without --in-place keeps them in the workspace; an
     // interrupted --in-place write did not deliver them).
+    let hash = koas_kernel_api::hash::sha256(&target.text);
     let behind = workspace
-        .changes_missing_from(&koas_kernel_api::hash::sha256(&target.text))
+        .changes_missing_from(&hash)
         .with_context(|| format!("review workspace {}", workspace.root().display()))?;
-    let is_current = status.current_hash.as_deref().is_some_and(|h| {
-        koas_kernel_api::hash::same_hash(h, &koas_kernel_api::hash::sha256(&target.text))
-    });
-    let is_original = status.original_hash.as_deref().is_some_and(|h| {
-        koas_kernel_api::hash::same_hash(h, &koas_kernel_api::hash::sha256(&target.text))
-    });
+    let is = |known: &Option<String>| {
+        known
+            .as_deref()
+            .is_some_and(|h| koas_kernel_api::hash::same_hash(h, &hash))
+    };
     let doc = DocState {
         behind_by: behind.unwrap_or(0),
         interrupted: status.in_place_pending && behind.is_some_and(|n| n > 0),
-        file: if is_current {
-            "current"
+        file: if is(&status.current_hash) {
+            FileState::Current
         } else if changed_outside {
-            "edited"
-        } else if is_original {
-            "original"
+            FileState::Edited
+        } else if is(&status.original_hash) {
+            FileState::Original
         } else {
-            "behind"
+            FileState::Behind
         },
         writes_doc: workspace.writes_doc(),
     };
@@ -109,7 +109,7 @@ fn status(args: &StatusArgs, target: &ReviewTarget) -> anyhow::Result<Reply> {
         map.insert("document_behind_by".into(), json!(behind));
         map.insert("in_place_interrupted".into(), json!(doc.interrupted));
         map.insert("document_changed_outside".into(), json!(changed_outside));
-        map.insert("document_file".into(), json!(doc.file));
+        map.insert("document_file".into(), json!(doc.file.as_str()));
         map.insert("writes_document".into(), json!(doc.writes_doc));
         map.insert("other_workspaces".into(), json!(target.others));
         map.insert("summary".into(), json!(summary(&status, &doc)));
@@ -140,11 +140,8 @@ struct DocState {
     behind_by: usize,
     /// An `--in-place` review recorded them and did not write DOC.
     interrupted: bool,
-    /// What DOC is to its review: `current` (the review's current
-    /// version), `original` (before any change), `behind` (lacking
-    /// changes recorded since it was last written), `edited` (edited
-    /// outside koas since the review last saw it).
-    file: &'static str,
+    /// What DOC is to its review.
+    file: FileState,
     /// The review writes DOC (its last review was `--in-place`).
     writes_doc: bool,
 }
@@ -330,6 +327,31 @@ fn print_human(
     }
 }
 
+/// What DOC is to its review.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum FileState {
+    /// The review's current version.
+    Current,
+    /// The original, before any change.
+    Original,
+    /// A version lacking changes recorded since it was last written.
+    Behind,
+    /// Edited outside koas since the review last saw it.
+    Edited,
+}
+
+impl FileState {
+    /// The name in JSON (`document_file`).
+    fn as_str(self) -> &'static str {
+        match self {
+            FileState::Current => "current",
+            FileState::Original => "original",
+            FileState::Behind => "behind",
+            FileState::Edited => "edited",
+        }
+    }
+}
+
 /// What DOC is to its review, and the command that brings them together.
 fn file_line(t: &mut String, target: &ReviewTarget, doc: &DocState) -> std::fmt::Result {
     let shown = target.doc_path.display();
@@ -339,23 +361,25 @@ fn file_line(t: &mut String, target: &ReviewTarget, doc: &DocState) -> std::fmt:
         ""
     };
     match doc.file {
-        "current" => writeln!(t, "file:      {shown} is the review's current version{writes}"),
-        "edited" => writeln!(
+        FileState::Current => {
+            writeln!(t, "file:      {shown} is the review's current version{writes}")
+        }
+        FileState::Edited => writeln!(
             t,
             "file:      {shown} was edited outside koas since the review last saw it; `{}` records the edits and continues",
             target.rebase_command()
         ),
-        "original" => writeln!(
+        FileState::Original => writeln!(
             t,
             "file:      {shown} is the original, {} change(s) behind its review",
             doc.behind_by
         ),
-        _ if doc.behind_by > 0 => writeln!(
+        FileState::Behind if doc.behind_by > 0 => writeln!(
             t,
             "file:      {shown} is {} change(s) behind its review",
             doc.behind_by
         ),
-        _ => writeln!(
+        FileState::Behind => writeln!(
             t,
             "file:      {shown} lacks changes the review recorded since it was last written; `koas review {shown} --in-place` writes them into it"
         ),
