@@ -3,6 +3,8 @@
 use crate::{KernelError, LlmRequest, LlmResponse};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use std::collections::{BTreeSet, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Severity of a log line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -180,20 +182,164 @@ impl<'a> Context<'a> {
         };
         let items = answer.as_array().cloned().unwrap_or_default();
         (0..requests.len())
-            .map(|i| {
-                let item = items.get(i).cloned().unwrap_or(Value::Null);
-                if let Some(message) = item.get("error").and_then(Value::as_str) {
-                    return Err(KernelError::new(crate::ErrorKind::Host, message));
-                }
-                serde_json::from_value(item.get("ok").cloned().unwrap_or(Value::Null)).map_err(
-                    |e| {
-                        KernelError::new(
-                            crate::ErrorKind::Host,
-                            format!("the host's LLM answer {i} has an unexpected shape: {e}"),
-                        )
-                    },
-                )
-            })
+            .map(|i| parse_item(items.get(i).unwrap_or(&Value::Null), i as u64))
             .collect()
     }
+
+    /// A stream of LLM requests: [`LlmStream::submit`] hands a request to
+    /// the host at once and [`LlmStream::next`] waits for whichever answer
+    /// completes first, so a kernel can send a follow-up (a retry, a
+    /// second opinion, a parent's summary) as soon as the answer it
+    /// depends on is in, while its other requests are still being
+    /// answered. The host applies the same cache, budgets, exchange log
+    /// and replay as [`Context::llm_complete`].
+    pub fn llm_stream(&self) -> LlmStream<'_> {
+        LlmStream {
+            ctx: self,
+            id: NEXT_STREAM.fetch_add(1, Ordering::SeqCst),
+            local: VecDeque::new(),
+            next_local: 0,
+            host_streams: true,
+            pending: BTreeSet::new(),
+            broken: None,
+        }
+    }
+}
+
+/// Stream IDs, unique within the process that runs the kernel: a kernel
+/// may hold several streams, and the host keeps their answers apart.
+static NEXT_STREAM: AtomicU64 = AtomicU64::new(1);
+
+/// A request handed to the host by [`LlmStream::submit`]; its answer comes
+/// back from [`LlmStream::next`] with the same ticket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Ticket(pub u64);
+
+/// Requests in flight at the host, answered as they complete; see
+/// [`Context::llm_stream`].
+///
+/// How many requests a kernel keeps outstanding is its choice: the host
+/// sends at most its in-flight bound to the model servers and queues the
+/// rest. Requests still outstanding when the stream is dropped are
+/// answered and logged by the host, and their answers dropped.
+pub struct LlmStream<'c> {
+    ctx: &'c Context<'c>,
+    id: u64,
+    /// Requests kept here when the host does not stream (an older koas),
+    /// each asked, one by one, when [`LlmStream::next`] is called; and the
+    /// host's refusals, answered there.
+    local: VecDeque<(Ticket, Result<LlmRequest, String>)>,
+    next_local: u64,
+    host_streams: bool,
+    /// The host's tickets not yet answered.
+    pending: BTreeSet<u64>,
+    /// Why the host stopped answering, if it did.
+    broken: Option<String>,
+}
+
+impl LlmStream<'_> {
+    /// Hands `request` to the host and returns its ticket. Every
+    /// submitted request gets exactly one answer from [`LlmStream::next`]:
+    /// a request the host refuses (no model configured, a malformed
+    /// request) is answered there with the host's error.
+    pub fn submit(&mut self, request: &LlmRequest) -> Ticket {
+        if self.host_streams {
+            let header = json!({ "method": "llm_submit", "stream": self.id, "request": request });
+            match self.ctx.host.call(&header, &[]) {
+                Ok(answer) => {
+                    if let Some(ticket) = answer.get("ticket").and_then(Value::as_u64) {
+                        self.pending.insert(ticket);
+                        return Ticket(ticket);
+                    }
+                    let message =
+                        format!("the host's answer to llm_submit has no ticket: {answer}");
+                    return self.refused(message);
+                }
+                Err(e) if e.starts_with("unknown host method") => self.host_streams = false,
+                Err(e) => return self.refused(e),
+            }
+        }
+        let ticket = self.local_ticket();
+        self.local.push_back((ticket, Ok(request.clone())));
+        ticket
+    }
+
+    /// A ticket of this stream's own, above the host's (which count up
+    /// from 0), so the two never meet.
+    fn local_ticket(&mut self) -> Ticket {
+        self.next_local += 1;
+        Ticket(u64::MAX - self.next_local)
+    }
+
+    fn refused(&mut self, message: String) -> Ticket {
+        let ticket = self.local_ticket();
+        self.local.push_back((ticket, Err(message)));
+        ticket
+    }
+
+    /// Waits for the next answer to complete and returns it with its
+    /// ticket; `None` when no request is outstanding. Answers come in the
+    /// order they complete, not the order they were submitted.
+    ///
+    /// When the host stops answering (the run was cancelled), every
+    /// request still outstanding is answered with that error, one per
+    /// call.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> Option<(Ticket, Result<LlmResponse, KernelError>)> {
+        let failed = |message: &str| KernelError::new(crate::ErrorKind::Host, message);
+        if let Some((ticket, request)) = self.local.pop_front() {
+            let answer = match request {
+                Ok(request) => self.ctx.llm_complete(&request),
+                Err(message) => Err(failed(&message)),
+            };
+            return Some((ticket, answer));
+        }
+        if let Some(why) = &self.broken {
+            let ticket = self.pending.pop_first()?;
+            return Some((Ticket(ticket), Err(failed(why))));
+        }
+        if self.pending.is_empty() {
+            return None;
+        }
+        let header = json!({ "method": "llm_next", "stream": self.id });
+        let answer = self.ctx.host.call(&header, &[]);
+        let ticket = match &answer {
+            Ok(answer) => answer.get("ticket").and_then(Value::as_u64),
+            Err(_) => None,
+        };
+        match ticket.filter(|t| self.pending.remove(t)) {
+            Some(ticket) => Some((
+                Ticket(ticket),
+                parse_item(answer.as_ref().unwrap_or(&Value::Null), ticket),
+            )),
+            None => {
+                self.broken = Some(match answer {
+                    Err(e) => e,
+                    Ok(answer) => format!(
+                        "the host's answer to llm_next names no outstanding request: {answer}"
+                    ),
+                });
+                self.next()
+            }
+        }
+    }
+
+    /// Requests submitted and not yet returned by [`LlmStream::next`].
+    pub fn outstanding(&self) -> usize {
+        self.local.len() + self.pending.len()
+    }
+}
+
+/// One answer of a batch or a stream: `{"ok": response}` or
+/// `{"error": message}`.
+fn parse_item(item: &Value, i: u64) -> Result<LlmResponse, KernelError> {
+    if let Some(message) = item.get("error").and_then(Value::as_str) {
+        return Err(KernelError::new(crate::ErrorKind::Host, message));
+    }
+    serde_json::from_value(item.get("ok").cloned().unwrap_or(Value::Null)).map_err(|e| {
+        KernelError::new(
+            crate::ErrorKind::Host,
+            format!("the host's LLM answer {i} has an unexpected shape: {e}"),
+        )
+    })
 }

@@ -115,7 +115,7 @@ mod spec;
 pub mod suggest;
 pub mod testing;
 
-pub use context::{Context, Host, LogLevel};
+pub use context::{Context, Host, LlmStream, LogLevel, Ticket};
 pub use error::{ErrorKind, KernelError};
 pub use inputs::{Inputs, KernelConfig, PromptTemplate, SourceFile};
 pub use llm::{LlmRequest, LlmResponse, NO_BACKEND};

@@ -26,8 +26,8 @@ use crate::context::{Host, LogLevel};
 use crate::protocol::{RunRequest, RunResponse, WireRunRequest};
 use crate::{Kernel, KernelError, KernelOutput, LlmRequest};
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 type LlmFn = dyn Fn(&LlmRequest) -> Result<String, String> + Send + Sync;
@@ -46,6 +46,11 @@ struct HarnessHost {
     files: Mutex<BTreeMap<String, Vec<u8>>>,
     cancelled: AtomicBool,
     llm: Mutex<Option<Arc<LlmFn>>>,
+    /// Requests submitted to each stream and not yet answered.
+    streams: Mutex<HashMap<u64, VecDeque<(u64, LlmRequest)>>>,
+    next_ticket: AtomicU64,
+    /// Streamed requests are answered last submitted first.
+    last_first: AtomicBool,
 }
 
 impl Default for TestHarness {
@@ -153,6 +158,14 @@ impl TestHarness {
                     "models": { "default": "test-harness" },
                 })
             });
+        self
+    }
+
+    /// Answers streamed requests ([`crate::Context::llm_stream`]) last
+    /// submitted first, the opposite of the order they were sent in: a
+    /// kernel whose result depends on the order answers complete shows it.
+    pub fn llm_last_first(self) -> Self {
+        self.state.last_first.store(true, Ordering::SeqCst);
         self
     }
 
@@ -302,6 +315,36 @@ impl Host for HarnessHost {
                         .collect(),
                 ))
             }
+            "llm_submit" => {
+                let request: LlmRequest =
+                    serde_json::from_value(header.get("request").cloned().unwrap_or(Value::Null))
+                        .map_err(|e| format!("malformed LLM request: {e}"))?;
+                let stream = header.get("stream").and_then(Value::as_u64).unwrap_or(0);
+                let ticket = self.next_ticket.fetch_add(1, Ordering::SeqCst);
+                let mut streams = self.streams.lock().map_err(|_| "poisoned".to_string())?;
+                streams
+                    .entry(stream)
+                    .or_default()
+                    .push_back((ticket, request));
+                Ok(json!({ "ticket": ticket }))
+            }
+            "llm_next" => {
+                let stream = header.get("stream").and_then(Value::as_u64).unwrap_or(0);
+                let next = {
+                    let mut streams = self.streams.lock().map_err(|_| "poisoned".to_string())?;
+                    let queue = streams.entry(stream).or_default();
+                    if self.last_first.load(Ordering::SeqCst) {
+                        queue.pop_back()
+                    } else {
+                        queue.pop_front()
+                    }
+                };
+                let (ticket, request) = next.ok_or("llm_next: no request is outstanding")?;
+                Ok(match self.answer(&request) {
+                    Ok(v) => json!({ "ticket": ticket, "ok": v }),
+                    Err(e) => json!({ "ticket": ticket, "error": e }),
+                })
+            }
             other => Err(format!("unknown host method {other:?}")),
         }
     }
@@ -335,6 +378,73 @@ mod tests {
                 .collect();
             Ok(KernelOutput::new().artifact("answers", answers))
         }
+    }
+
+    /// Streams "a", "fail", "c"; the answer to "a" gets a follow-up "a2".
+    struct Streamer;
+
+    impl crate::Kernel for Streamer {
+        fn spec(&self) -> KernelSpec {
+            KernelSpec::new("streamer", "1.0.0")
+                .output("answers")
+                .output("order")
+                .uses_llm()
+        }
+        fn run(&self, ctx: &Context, _config: &KernelConfig, _inputs: &Inputs) -> KernelResult {
+            let mut stream = ctx.llm_stream();
+            let mut asked = std::collections::BTreeMap::new();
+            for p in ["a", "fail", "c"] {
+                asked.insert(stream.submit(&LlmRequest::new("edit", p)), p.to_owned());
+            }
+            let mut answers = std::collections::BTreeMap::new();
+            let mut order = Vec::new();
+            while let Some((ticket, answer)) = stream.next() {
+                let prompt = asked.get(&ticket).cloned().unwrap_or_default();
+                order.push(prompt.clone());
+                if prompt == "a" {
+                    asked.insert(stream.submit(&LlmRequest::new("edit", "a2")), "a2".into());
+                }
+                let text = answer
+                    .map(|r| r.text)
+                    .unwrap_or_else(|e| format!("error: {}", e.message));
+                answers.insert(prompt, text);
+            }
+            assert_eq!(stream.outstanding(), 0);
+            Ok(KernelOutput::new()
+                .artifact("answers", answers)
+                .artifact("order", order))
+        }
+    }
+
+    #[test]
+    fn a_stream_answers_every_request_once_with_follow_ups() {
+        let upper = |r: &LlmRequest| {
+            if r.prompt == "fail" {
+                Err("the model refused".to_string())
+            } else {
+                Ok(r.prompt.to_uppercase())
+            }
+        };
+        let expected = json!({"a": "A", "a2": "A2", "c": "C", "fail": "error: the model refused"});
+        let out = TestHarness::new().llm(upper).run(&Streamer).expect("runs");
+        assert_eq!(out.value("answers"), expected);
+        assert_eq!(out.value("order"), json!(["a", "fail", "c", "a2"]));
+        let out = TestHarness::new()
+            .llm(upper)
+            .llm_last_first()
+            .run(&Streamer)
+            .expect("runs");
+        assert_eq!(out.value("answers"), expected);
+        assert_eq!(out.value("order"), json!(["c", "fail", "a", "a2"]));
+        // Without a model every request is answered with the host's error.
+        let out = TestHarness::new().run(&Streamer).expect("runs");
+        let answers = out.value("answers");
+        assert!(
+            answers["c"]
+                .as_str()
+                .is_some_and(|a| a.contains("no LLM backend")),
+            "{answers}"
+        );
     }
 
     struct Sloppy(&'static str);

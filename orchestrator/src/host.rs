@@ -7,8 +7,10 @@ use crate::report::Reporter;
 use crate::workspace::{resolve_inside, WriteRules};
 use koas_kernel_api::{Host, LlmRequest, LogLevel};
 use serde_json::Value;
+use std::collections::HashMap;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, Sender};
 use std::sync::{Arc, Mutex};
 
 /// The most log lines kept per kernel in the run record.
@@ -57,6 +59,26 @@ pub struct RunHost<'a> {
     pub files: Mutex<Vec<String>>,
     /// Log lines received, printed or not.
     log_count: AtomicUsize,
+    /// The kernel's LLM streams, by the ID the kernel gave them.
+    streams: Mutex<HashMap<u64, Arc<Stream>>>,
+    /// Tickets of streamed requests, unique in the run.
+    next_ticket: AtomicU64,
+    /// Streamed requests submitted and not yet taken by `llm_next`.
+    outstanding: Arc<AtomicUsize>,
+}
+
+/// The most streamed requests a kernel may have outstanding: each waits on
+/// a thread of its own, so a kernel submitting without bound would
+/// exhaust the host.
+pub const MAX_OUTSTANDING_LLM_REQUESTS: usize = 4096;
+
+/// One LLM stream of a kernel: answers arrive on the channel as they
+/// complete.
+struct Stream {
+    tx: Mutex<Sender<(u64, Result<Value, String>)>>,
+    rx: Mutex<Receiver<(u64, Result<Value, String>)>>,
+    /// Submitted and not yet taken.
+    outstanding: AtomicUsize,
 }
 
 /// How often a host call waiting for the model looks at the cancel flag.
@@ -119,6 +141,107 @@ impl<'a> RunHost<'a> {
             logs: Mutex::new(Vec::new()),
             files: Mutex::new(Vec::new()),
             log_count: AtomicUsize::new(0),
+            streams: Mutex::new(HashMap::new()),
+            next_ticket: AtomicU64::new(0),
+            outstanding: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
+    fn stream(&self, header: &Value) -> Result<Arc<Stream>, String> {
+        let id = header.get("stream").and_then(Value::as_u64).unwrap_or(0);
+        let mut streams = self
+            .streams
+            .lock()
+            .map_err(|_| "the host's streams are poisoned")?;
+        Ok(streams
+            .entry(id)
+            .or_insert_with(|| {
+                let (tx, rx) = std::sync::mpsc::channel();
+                Arc::new(Stream {
+                    tx: Mutex::new(tx),
+                    rx: Mutex::new(rx),
+                    outstanding: AtomicUsize::new(0),
+                })
+            })
+            .clone())
+    }
+
+    /// `llm_submit`: the request starts on a thread of its own (it waits
+    /// there for a free slot of the LLM service) and its answer goes to
+    /// the stream's channel.
+    fn llm_submit(&self, header: &Value) -> Result<Value, String> {
+        let request: LlmRequest =
+            serde_json::from_value(header.get("request").cloned().unwrap_or(Value::Null))
+                .map_err(|e| format!("malformed LLM request: {e}"))?;
+        let Some(llm) = self.llm.clone() else {
+            return Err(koas_kernel_api::NO_BACKEND.to_string());
+        };
+        if self.is_cancelled() {
+            return Err("the run was cancelled".to_owned());
+        }
+        if self.outstanding.load(Ordering::SeqCst) >= MAX_OUTSTANDING_LLM_REQUESTS {
+            return Err(format!(
+                "kernel `{}` has {MAX_OUTSTANDING_LLM_REQUESTS} LLM requests outstanding, the most a kernel may: take answers with llm_next before submitting more",
+                self.kernel
+            ));
+        }
+        let stream = self.stream(header)?;
+        let ticket = self.next_ticket.fetch_add(1, Ordering::SeqCst);
+        let tx = stream
+            .tx
+            .lock()
+            .map_err(|_| "the host's stream is poisoned")?
+            .clone();
+        let kernel = self.kernel.to_owned();
+        stream.outstanding.fetch_add(1, Ordering::SeqCst);
+        self.outstanding.fetch_add(1, Ordering::SeqCst);
+        let outstanding = self.outstanding.clone();
+        let spawned = std::thread::Builder::new()
+            .name(format!("koas-llm-{kernel}"))
+            .spawn(move || {
+                let answer = llm.complete(&kernel, &request);
+                outstanding.fetch_sub(1, Ordering::SeqCst);
+                let _ = tx.send((ticket, answer));
+            });
+        if let Err(e) = spawned {
+            stream.outstanding.fetch_sub(1, Ordering::SeqCst);
+            self.outstanding.fetch_sub(1, Ordering::SeqCst);
+            return Err(format!("cannot start the model call: {e}"));
+        }
+        Ok(serde_json::json!({ "ticket": ticket }))
+    }
+
+    /// `llm_next`: the next answer of the stream to complete, waited for
+    /// unless the run is cancelled.
+    fn llm_next(&self, header: &Value) -> Result<Value, String> {
+        let stream = self.stream(header)?;
+        if stream.outstanding.load(Ordering::SeqCst) == 0 {
+            return Err("llm_next: no request of this stream is outstanding".to_owned());
+        }
+        let rx = stream
+            .rx
+            .lock()
+            .map_err(|_| "the host's stream is poisoned")?;
+        loop {
+            match rx.recv_timeout(CANCEL_POLL) {
+                Ok((ticket, answer)) => {
+                    stream.outstanding.fetch_sub(1, Ordering::SeqCst);
+                    return Ok(match answer {
+                        Ok(v) => serde_json::json!({ "ticket": ticket, "ok": v }),
+                        Err(e) => serde_json::json!({ "ticket": ticket, "error": e }),
+                    });
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    if self.is_cancelled() {
+                        return Err(
+                            "the run was cancelled while the model was answering".to_owned()
+                        );
+                    }
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err("the model calls ended without an answer".to_owned())
+                }
+            }
         }
     }
 
@@ -226,8 +349,10 @@ impl Host for RunHost<'_> {
                         .collect(),
                 ))
             }
+            "llm_submit" => self.llm_submit(header),
+            "llm_next" => self.llm_next(header),
             other => Err(format!(
-                "unknown host method {other:?} (this koas knows write_file, append_file, llm_complete, llm_complete_many)"
+                "unknown host method {other:?} (this koas knows write_file, append_file, llm_complete, llm_complete_many, llm_submit, llm_next)"
             )),
         }
     }
@@ -279,6 +404,88 @@ mod tests {
         let err = host.call(&many, b"").expect_err("cancelled before");
         assert!(err.contains("cancelled"), "{err}");
         setter.join().expect("setter");
+    }
+
+    /// A model whose answer to prompt `"N"` takes N × 10 ms.
+    struct Timed;
+
+    impl LlmHandler for Timed {
+        fn complete(&self, _kernel: &str, request: &LlmRequest) -> Result<Value, String> {
+            let n: u64 = request.prompt.parse().map_err(|_| "not a number")?;
+            std::thread::sleep(std::time::Duration::from_millis(n * 10));
+            Ok(json!({"text": request.prompt}))
+        }
+    }
+
+    #[test]
+    fn streamed_requests_are_answered_as_they_complete() {
+        let ws = tempfile::tempdir().expect("tmp");
+        let cancel = AtomicBool::new(false);
+        let reporter = Reporter::quiet();
+        let spec = koas_kernel_api::KernelSpec::new("k", "1.0.0");
+        let rules = WriteRules::new([&spec], Vec::new());
+        let host = RunHost::new(
+            "k",
+            ws.path(),
+            &rules,
+            &cancel,
+            &reporter,
+            Some(Arc::new(Timed)),
+        );
+        let submit = |prompt: &str, stream: u64| {
+            host.call(
+                &json!({"method": "llm_submit", "stream": stream, "request": {"prompt": prompt}}),
+                b"",
+            )
+            .expect("submitted")["ticket"]
+                .as_u64()
+                .expect("a ticket")
+        };
+        let slow = submit("30", 1);
+        let fast = submit("1", 1);
+        let bad = submit("x", 1);
+        let other = submit("2", 2);
+        let next = |stream: u64| host.call(&json!({"method": "llm_next", "stream": stream}), b"");
+        // Stream 1's answers in the order they complete, each once.
+        let mut got = Vec::new();
+        for _ in 0..3 {
+            let a = next(1).expect("an answer");
+            got.push((a["ticket"].as_u64().expect("ticket"), a));
+        }
+        let order: Vec<u64> = got.iter().map(|(t, _)| *t).collect();
+        assert_eq!(order[2], slow, "{got:?}");
+        assert!(order[..2].contains(&fast) && order[..2].contains(&bad));
+        assert_eq!(got[2].1["ok"]["text"], "30");
+        let failed = got.iter().find(|(t, _)| *t == bad).expect("bad");
+        assert_eq!(failed.1["error"], "not a number");
+        // Nothing is left on stream 1; stream 2 kept its own answer.
+        let err = next(1).expect_err("nothing out");
+        assert!(
+            err.contains("no request of this stream is outstanding"),
+            "{err}"
+        );
+        assert_eq!(next(2).expect("answer")["ticket"].as_u64(), Some(other));
+        // Cancelled: a wait ends at once with an error, and nothing more
+        // is accepted.
+        let forever = Arc::new(Slow(std::time::Duration::from_secs(3600)));
+        let host = RunHost::new("k", ws.path(), &rules, &cancel, &reporter, Some(forever));
+        host.call(
+            &json!({"method": "llm_submit", "stream": 1, "request": {"prompt": "p"}}),
+            b"",
+        )
+        .expect("submitted");
+        cancel.store(true, Ordering::SeqCst);
+        let err = host
+            .call(&json!({"method": "llm_next", "stream": 1}), b"")
+            .expect_err("cancelled");
+        assert!(err.contains("cancelled"), "{err}");
+        let err = host
+            .call(
+                &json!({"method": "llm_submit", "stream": 1, "request": {"prompt": "p"}}),
+                b"",
+            )
+            .expect_err("cancelled");
+        assert!(err.contains("cancelled"), "{err}");
     }
 
     #[test]
@@ -335,6 +542,13 @@ mod tests {
         let err = host
             .call(
                 &json!({"method": "llm_complete_many", "requests": [{"prompt": "p"}]}),
+                b"",
+            )
+            .expect_err("no backend");
+        assert!(err.contains("no LLM backend configured"));
+        let err = host
+            .call(
+                &json!({"method": "llm_submit", "stream": 1, "request": {"prompt": "p"}}),
                 b"",
             )
             .expect_err("no backend");

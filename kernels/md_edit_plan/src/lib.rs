@@ -6,9 +6,10 @@
 //! its `RVW-NNNN` ID once every chunk is done. The logic is
 //! `koas_review_llm::edit_plan`; this crate is the glue:
 //!
-//! - chunks go to the host's LLM service in batches (`llm_complete_many`,
-//!   run concurrently up to the host's in-flight bound);
-//! - as each batch finishes, every chunk's raw answers are written to
+//! - requests go to the host's LLM service as a stream (`llm_stream`):
+//!   `in_flight` of them are kept out for the whole run, and a chunk's
+//!   follow-up goes out as soon as its answer is read;
+//! - as each chunk finishes (in chunk order), its raw answers are written to
 //!   `stage2/ops/{chunk_id}.raw.txt` and its status appended to
 //!   `stage2/ops/status.jsonl`; masks go to `stage2/masks/`, chunks that
 //!   stayed degenerate to `stage2/exemplars/`;
@@ -17,11 +18,12 @@
 //! - without a model (`skip = true`, or no LLM configured) the plan is
 //!   written empty and marked `skipped`: the run goes on.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 use std::time::Instant;
 
 use koas_kernel_api::prelude::*;
-use koas_kernel_api::{LlmRequest, NO_BACKEND};
+use koas_kernel_api::{LlmRequest, LlmStream, NO_BACKEND};
 use koas_review_llm::context::Tier;
 use koas_review_llm::edit_plan::{
     self, ChunkDone, EditModel, ModelAnswer, ModelError, ModelRequest, ModelRole, PlanInput,
@@ -64,8 +66,8 @@ struct EditPlanConfig {
     max_tokens: u32,
     /// Empty answers asked again, warmer.
     empty_retries: u32,
-    /// Chunks per batch; set it to the host's `max_in_flight`.
-    batch_size: usize,
+    /// Requests kept at the model at once; set it to the host's slots.
+    in_flight: usize,
     /// Chunks the circuit breaker looks back on.
     breaker_window: usize,
     /// Failure share that trips it.
@@ -94,72 +96,79 @@ const FATAL: &[&str] = &[
 /// The prompts the kernel declares.
 const PROMPTS: [&str; 4] = ["review", "review_plain", "regenerate", "tutor_validate"];
 
-/// The host's LLM service, batch by batch.
+/// The host's LLM service, as a stream: requests go out one by one and
+/// answers come back as they complete.
 struct HostModel<'a> {
-    ctx: &'a Context<'a>,
-    /// Set once every answer of a batch was "no backend".
+    stream: RefCell<LlmStream<'a>>,
+    /// When each request out was sent, by ticket.
+    sent_at: RefCell<HashMap<u64, Instant>>,
+    /// Set once an answer was "no backend".
     no_backend: Cell<bool>,
 }
 
+impl<'a> HostModel<'a> {
+    fn new(ctx: &'a Context<'a>) -> Self {
+        HostModel {
+            stream: RefCell::new(ctx.llm_stream()),
+            sent_at: RefCell::new(HashMap::new()),
+            no_backend: Cell::new(false),
+        }
+    }
+}
+
+fn llm_request(r: &ModelRequest) -> LlmRequest {
+    let role = match r.role {
+        ModelRole::Worker => "edit",
+        ModelRole::Tutor => "tutor",
+    };
+    let mut request = LlmRequest::new(role, r.prompt.clone()).max_tokens(r.max_tokens);
+    if let Some(t) = r.temperature {
+        request = request.temperature(t);
+    }
+    if let Some(marker) = &r.stop_marker {
+        request = request.stop_marker(marker.clone());
+    }
+    if let Some(marker) = &r.complete_after {
+        request = request.complete_json_after(marker.clone());
+    }
+    request
+}
+
+fn model_error(message: String) -> ModelError {
+    ModelError {
+        fatal: FATAL.iter().any(|f| message.contains(f)),
+        message,
+    }
+}
+
 impl EditModel for HostModel<'_> {
-    fn complete(&self, requests: &[ModelRequest]) -> Vec<Result<ModelAnswer, ModelError>> {
-        if self.ctx.is_cancelled() {
-            return requests
-                .iter()
-                .map(|_| {
-                    Err(ModelError {
-                        message: "cancelled".into(),
-                        fatal: true,
-                    })
-                })
-                .collect();
-        }
-        let llm: Vec<LlmRequest> = requests
-            .iter()
-            .map(|r| {
-                let role = match r.role {
-                    ModelRole::Worker => "edit",
-                    ModelRole::Tutor => "tutor",
-                };
-                let mut request = LlmRequest::new(role, r.prompt.clone()).max_tokens(r.max_tokens);
-                if let Some(t) = r.temperature {
-                    request = request.temperature(t);
-                }
-                if let Some(marker) = &r.stop_marker {
-                    request = request.stop_marker(marker.clone());
-                }
-                if let Some(marker) = &r.complete_after {
-                    request = request.complete_json_after(marker.clone());
-                }
-                request
+    fn submit(&self, request: ModelRequest) -> u64 {
+        let ticket = self.stream.borrow_mut().submit(&llm_request(&request)).0;
+        self.sent_at.borrow_mut().insert(ticket, Instant::now());
+        ticket
+    }
+
+    fn next(&self) -> Option<(u64, Result<ModelAnswer, ModelError>)> {
+        let (ticket, answer) = self.stream.borrow_mut().next()?;
+        let ticket = ticket.0;
+        let started = self.sent_at.borrow_mut().remove(&ticket);
+        let elapsed_ms = started.map_or(0, |t| {
+            u64::try_from(t.elapsed().as_millis()).unwrap_or(u64::MAX)
+        });
+        let answer = answer
+            .map(|r| ModelAnswer {
+                completion_tokens: r.completion_tokens,
+                stopped_at_marker: r.stopped_at_marker,
+                text: r.text,
+                elapsed_ms,
             })
-            .collect();
-        let started = Instant::now();
-        let answers = self.ctx.llm_complete_many(&llm);
-        let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        if !answers.is_empty()
-            && answers
-                .iter()
-                .all(|a| a.as_ref().is_err_and(|e| e.message.contains(NO_BACKEND)))
-        {
-            self.no_backend.set(true);
-        }
-        answers
-            .into_iter()
-            .map(|answer| {
-                answer
-                    .map(|r| ModelAnswer {
-                        completion_tokens: r.completion_tokens,
-                        stopped_at_marker: r.stopped_at_marker,
-                        text: r.text,
-                        elapsed_ms,
-                    })
-                    .map_err(|e| ModelError {
-                        fatal: FATAL.iter().any(|f| e.message.contains(f)),
-                        message: e.message,
-                    })
-            })
-            .collect()
+            .map_err(|e| {
+                if e.message.contains(NO_BACKEND) {
+                    self.no_backend.set(true);
+                }
+                model_error(e.message)
+            });
+        Some((ticket, answer))
     }
 }
 
@@ -247,7 +256,7 @@ impl Kernel for MdEditPlan {
             "default_tier": 1,
             "max_tokens": 1024,
             "empty_retries": 2,
-            "batch_size": 8,
+            "in_flight": 8,
             "breaker_window": 20,
             "breaker_threshold": 0.6,
             "content_recipes": serde_json::to_value(RecipeOptions::default()).unwrap_or_default(),
@@ -309,10 +318,7 @@ impl Kernel for MdEditPlan {
             used_ids: &read.used,
             previous: read.previous.as_ref(),
         };
-        let model = HostModel {
-            ctx,
-            no_backend: Cell::new(false),
-        };
+        let model = HostModel::new(ctx);
         let mut recorder = ChunkRecorder {
             ctx,
             model: &model,
@@ -399,7 +405,7 @@ fn plan_options(
     options.default_tier = Tier::from_number(config.default_tier);
     options.max_tokens = config.max_tokens;
     options.empty_retries = config.empty_retries;
-    options.batch_size = config.batch_size.max(1);
+    options.in_flight = config.in_flight.max(1);
     options.breaker_window = config.breaker_window;
     options.breaker_threshold = config.breaker_threshold;
     options.recipes = config.content_recipes.clone();

@@ -229,7 +229,7 @@ fn without_a_model_the_plan_is_skipped_not_failed() {
 #[test]
 fn a_spent_budget_gives_a_partial_plan() {
     let out = harness(DOC)
-        .config(json!({"batch_size": 1}))
+        .config(json!({"in_flight": 1}))
         .llm(|r| {
             if r.prompt.contains("décrit les controles") {
                 worker(Arc::new(AtomicUsize::new(0)))(r)

@@ -7,15 +7,18 @@
 //!
 //! The kernel is incremental: the host hands it its last pyramid, and a
 //! summary whose input (text or children's summaries, prompt, model) is
-//! unchanged is taken from it without a call. The summaries of one level
-//! are asked for in one batch, which the host runs concurrently.
+//! unchanged is taken from it without a call. A summary is asked for as
+//! soon as what it is made from is summarized (a parent when its own
+//! children are), `in_flight` requests at a time.
 //!
 //! Without a model (`skip = true`, or no LLM configured) the pyramid is
 //! written empty and marked `skipped` with the reason: the run goes on.
 //! The logic is `koas_review_llm::pyramid`; this crate is the glue.
 
+use std::cell::RefCell;
+
 use koas_kernel_api::prelude::*;
-use koas_kernel_api::{LlmRequest, NO_BACKEND};
+use koas_kernel_api::{LlmRequest, LlmStream, NO_BACKEND};
 use koas_review_llm::lang::{self, Language};
 use koas_review_llm::pyramid::{
     self, BuildOptions, PlanOptions, Summarizer, SummaryError, SummaryRequest, Template, Templates,
@@ -45,6 +48,8 @@ struct PyramidConfig {
     max_input_tokens: u32,
     /// Ask for every summary again, ignoring the previous pyramid.
     rebuild: bool,
+    /// Requests kept at the model at once; set it to the host's slots.
+    in_flight: usize,
     /// The document's name, the root's heading when the document has no
     /// single top-level title; empty: the file name of the text read. The
     /// review sets it: after a first review it reads the workspace's copy
@@ -62,6 +67,7 @@ impl Default for PyramidConfig {
             language: "auto".to_owned(),
             max_input_tokens: 3_000,
             rebuild: false,
+            in_flight: 8,
             title: String::new(),
         }
     }
@@ -79,41 +85,38 @@ const FATAL: &[&str] = &[
     "SESSION_BUDGET_EXHAUSTED",
     "TRANSPORT_FAILURE",
     "SOVEREIGNTY",
+    "cancelled",
     "no LLM backend configured",
 ];
 
-/// The host's LLM service, batch by batch.
+/// The host's LLM service, as a stream: summaries are asked as soon as
+/// they can be, answers read as they complete.
 struct HostSummarizer<'a> {
-    ctx: &'a Context<'a>,
+    stream: RefCell<LlmStream<'a>>,
     max_tokens: u32,
 }
 
 impl Summarizer for HostSummarizer<'_> {
-    fn summarize(&self, requests: &[SummaryRequest]) -> Vec<Result<String, SummaryError>> {
-        let llm_requests: Vec<LlmRequest> = requests
-            .iter()
-            .map(|r| {
-                let request = LlmRequest::new(ROLE, r.prompt.clone())
-                    // Room for the summary and a little chatter to cut.
-                    .max_tokens(self.max_tokens.saturating_mul(2).max(64));
-                if r.retry {
-                    // A nudge away from the boilerplate of the first answer.
-                    request.temperature(0.3)
-                } else {
-                    request
-                }
-            })
-            .collect();
-        self.ctx
-            .llm_complete_many(&llm_requests)
-            .into_iter()
-            .map(|answer| {
-                answer.map(|r| r.text).map_err(|e| SummaryError {
-                    fatal: FATAL.iter().any(|f| e.message.contains(f)),
-                    message: e.message,
-                })
-            })
-            .collect()
+    fn submit(&self, r: SummaryRequest) -> u64 {
+        let request = LlmRequest::new(ROLE, r.prompt)
+            // Room for the summary and a little chatter to cut.
+            .max_tokens(self.max_tokens.saturating_mul(2).max(64));
+        // A retry is nudged away from the boilerplate of the first answer.
+        let request = if r.retry {
+            request.temperature(0.3)
+        } else {
+            request
+        };
+        self.stream.borrow_mut().submit(&request).0
+    }
+
+    fn next(&self) -> Option<(u64, Result<String, SummaryError>)> {
+        let (ticket, answer) = self.stream.borrow_mut().next()?;
+        let answer = answer.map(|r| r.text).map_err(|e| SummaryError {
+            fatal: FATAL.iter().any(|f| e.message.contains(f)),
+            message: e.message,
+        });
+        Some((ticket.0, answer))
     }
 }
 
@@ -175,6 +178,7 @@ impl Kernel for MdPyramid {
                 "language": "auto",
                 "max_input_tokens": 3000,
                 "rebuild": false,
+                "in_flight": 8,
                 "title": "",
             }))
     }
@@ -264,9 +268,10 @@ impl Kernel for MdPyramid {
             model,
             templates,
             rebuild: config.rebuild,
+            in_flight: config.in_flight.max(1),
         };
         let summarizer = HostSummarizer {
-            ctx,
+            stream: RefCell::new(ctx.llm_stream()),
             max_tokens: config.summary_max_tokens,
         };
         let mut progress = |done: u32, total: u32| ctx.progress(u64::from(done), u64::from(total));

@@ -124,7 +124,14 @@ struct Job<'a> {
 }
 
 /// Plans the document. `on_chunk` is called for every finished chunk in
-/// chunk order, batch by batch, before the next batch is asked.
+/// chunk order, as soon as it and every chunk before it are done.
+///
+/// Up to `options.in_flight` requests are kept at the model for the whole
+/// run: a chunk's follow-up (a retry, the tutor, a regeneration) is sent
+/// as soon as its answer is read, and the next chunk as soon as a request
+/// ends. Which prompt a chunk gets depends on the circuit breaker over
+/// the chunks at least `in_flight` places before it, never on which
+/// answers happened to arrive first (see [`Lagged`]).
 pub fn plan(
     input: &PlanInput<'_>,
     options: &PlanOptions,
@@ -141,7 +148,6 @@ pub fn plan(
         .iter()
         .map(|(a, b, id)| (*a, *b, id.as_str()))
         .collect();
-    let previous = input.previous.filter(|_| !options.rebuild);
     let ctx = Wave {
         input,
         options,
@@ -149,15 +155,107 @@ pub fn plan(
         doc: &doc,
         index: &index_ref,
     };
-    let mut asking = Asking::new(options);
-    let batch = options.batch_size.max(1);
-    let mut next = 0;
-    while next < jobs.len() {
-        let wave = next_wave(&mut jobs, next, batch, previous, &asking.breaker);
-        next = wave.end;
-        ask_wave(&mut jobs[wave.clone()], &ctx, &mut asking)?;
-        for job in &mut jobs[wave] {
-            asking.record(job);
+    let mut flow = Flow {
+        previous: input.previous.filter(|_| !options.rebuild),
+        window: options.in_flight.max(1),
+        next: 0,
+        recorded: 0,
+        sent: std::collections::HashMap::new(),
+        asking: Asking::new(options),
+        lagged: Lagged::new(options),
+    };
+    loop {
+        flow.start_chunks(&mut jobs, &ctx)?;
+        flow.record_done(&mut jobs, on_chunk);
+        if flow.sent.is_empty() {
+            if flow.next >= jobs.len() {
+                break;
+            }
+            if let Some(reason) = flow.asking.fatal.clone() {
+                // Nothing is in flight and nothing more will be asked.
+                for job in &mut jobs[flow.next..] {
+                    if job.step != Step::Done {
+                        skip(job, &reason);
+                    }
+                }
+                flow.next = jobs.len();
+                flow.record_done(&mut jobs, on_chunk);
+                break;
+            }
+            continue;
+        }
+        flow.take_answer(&mut jobs, &ctx)?;
+    }
+    finish_plan(jobs, input, options, flow.asking)
+}
+
+/// The planner's traffic: which chunk is next, which requests are out.
+struct Flow<'p> {
+    previous: Option<&'p EditPlan>,
+    /// The most requests kept at the model.
+    window: usize,
+    /// The first chunk not yet started.
+    next: usize,
+    /// The chunks before this one are recorded and handed to `on_chunk`.
+    recorded: usize,
+    /// Requests out, by ticket: the chunk each is for.
+    sent: std::collections::HashMap<u64, usize>,
+    asking: Asking,
+    lagged: Lagged,
+}
+
+impl Flow<'_> {
+    /// Starts chunks while there is room and their prompt is decided.
+    fn start_chunks(&mut self, jobs: &mut [Job<'_>], ctx: &Wave<'_, '_>) -> Result<(), PlanError> {
+        while self.sent.len() < self.window && self.next < jobs.len() {
+            if self.asking.fatal.is_some() {
+                return Ok(());
+            }
+            let i = self.next;
+            if reuse(&mut jobs[i], self.previous) {
+                self.next += 1;
+                continue;
+            }
+            let horizon = (i + 1).saturating_sub(self.window);
+            let Some(decision) = self.lagged.decide(jobs, horizon) else {
+                // An answer still out could change this chunk's prompt.
+                return Ok(());
+            };
+            self.next += 1;
+            let job = &mut jobs[i];
+            if decision.give_up {
+                skip(job, GAVE_UP);
+                continue;
+            }
+            job.plain = decision.plain;
+            if job.plain {
+                job.status.prompt = "review_plain".to_owned();
+            }
+            self.send(jobs, i, ctx)?;
+        }
+        Ok(())
+    }
+
+    /// Sends chunk `i`'s next request.
+    fn send(
+        &mut self,
+        jobs: &mut [Job<'_>],
+        i: usize,
+        ctx: &Wave<'_, '_>,
+    ) -> Result<(), PlanError> {
+        let job = &mut jobs[i];
+        let mut next = request(job, ctx.input, ctx.options)?;
+        differ_from_earlier(job, &mut next);
+        let ticket = ctx.model.submit(next);
+        self.sent.insert(ticket, i);
+        Ok(())
+    }
+
+    /// Records, in chunk order, every chunk done with all before it done.
+    fn record_done(&mut self, jobs: &mut [Job<'_>], on_chunk: &mut dyn FnMut(&ChunkDone)) {
+        while self.recorded < self.next && jobs[self.recorded].step == Step::Done {
+            let job = &mut jobs[self.recorded];
+            self.asking.record(job);
             job.status.ops = u32::try_from(job.result.len()).unwrap_or(u32::MAX);
             job.status.ops_dropped = u32::try_from(job.dropped.len()).unwrap_or(u32::MAX);
             on_chunk(&ChunkDone {
@@ -166,9 +264,125 @@ pub fn plan(
                 masks: std::mem::take(&mut job.masks),
                 exemplar: job.exemplar.take(),
             });
+            self.recorded += 1;
         }
     }
-    finish_plan(jobs, input, options, asking)
+
+    /// Waits for one answer, reads it and sends the chunk's follow-up.
+    fn take_answer(&mut self, jobs: &mut [Job<'_>], ctx: &Wave<'_, '_>) -> Result<(), PlanError> {
+        let Some((ticket, answer)) = ctx.model.next() else {
+            // The model lost track of the requests: none will be answered.
+            let lost: Vec<usize> = self.sent.drain().map(|(_, i)| i).collect();
+            for i in lost {
+                skip(&mut jobs[i], "the model service lost the request");
+            }
+            return Ok(());
+        };
+        let Some(i) = self.sent.remove(&ticket) else {
+            return Ok(());
+        };
+        let job = &mut jobs[i];
+        if let Ok(a) = &answer {
+            job.status.latency_ms += a.elapsed_ms;
+        }
+        self.asking.stop_on_fatal(&answer);
+        advance(job, answer, ctx.input, ctx.options, ctx.doc, ctx.index)?;
+        if job.step == Step::Done {
+            return Ok(());
+        }
+        match self.asking.fatal.clone() {
+            Some(reason) => skip(job, &reason),
+            None => self.send(jobs, i, ctx)?,
+        }
+        Ok(())
+    }
+}
+
+/// The circuit breakers as they stood after the chunks before a horizon,
+/// which decide the prompt of a chunk `in_flight` places later. While some
+/// of those chunks are still being answered, the decision is taken if
+/// their answers cannot change it (every one read or every one unreadable
+/// gives the same), else the chunk waits: so the prompts, and the plan,
+/// never depend on the order in which answers arrive.
+struct Lagged {
+    breaker: CircuitBreaker,
+    give_up: CircuitBreaker,
+    /// The chunks before this one are recorded.
+    upto: usize,
+}
+
+/// The prompt a chunk gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Decision {
+    plain: bool,
+    give_up: bool,
+}
+
+impl Lagged {
+    fn new(options: &PlanOptions) -> Lagged {
+        Lagged {
+            breaker: CircuitBreaker::new(options.breaker_window, options.breaker_threshold),
+            give_up: CircuitBreaker::new(options.breaker_window, options.breaker_threshold),
+            upto: 0,
+        }
+    }
+
+    /// Records one chunk's outcome (`None`: it gave no record).
+    fn record(
+        breaker: &mut CircuitBreaker,
+        give_up: &mut CircuitBreaker,
+        outcome: Option<(bool, bool)>,
+    ) {
+        if let Some((plain, parsed)) = outcome {
+            if plain {
+                give_up.record(parsed);
+            } else {
+                breaker.record(parsed);
+            }
+        }
+    }
+
+    /// The decision after the chunks before `horizon`, if their answers
+    /// so far settle it.
+    fn decide(&mut self, jobs: &[Job<'_>], horizon: usize) -> Option<Decision> {
+        while self.upto < horizon && jobs[self.upto].step == Step::Done {
+            Self::record(
+                &mut self.breaker,
+                &mut self.give_up,
+                outcome(&jobs[self.upto]),
+            );
+            self.upto += 1;
+        }
+        let settled = |breaker: &CircuitBreaker, give_up: &CircuitBreaker| Decision {
+            plain: breaker.tripped(),
+            give_up: give_up.tripped(),
+        };
+        if self.upto >= horizon {
+            return Some(settled(&self.breaker, &self.give_up));
+        }
+        let [best, worst] = [true, false].map(|parsed| {
+            let (mut breaker, mut give_up) = (self.breaker.clone(), self.give_up.clone());
+            for job in &jobs[self.upto..horizon] {
+                let known = (job.step == Step::Done).then(|| outcome(job));
+                let unknown = Some((job.plain, parsed));
+                Self::record(&mut breaker, &mut give_up, known.unwrap_or(unknown));
+            }
+            settled(&breaker, &give_up)
+        });
+        (best == worst).then_some(best)
+    }
+}
+
+/// What a finished chunk tells the breakers: its prompt and whether its
+/// answer was read; `None` for a chunk reused or skipped.
+fn outcome(job: &Job<'_>) -> Option<(bool, bool)> {
+    if job.status.reused || job.status.verdict == ChunkVerdict::Skipped {
+        return None;
+    }
+    Some((
+        job.plain,
+        job.status.parse_success && !job.status.degenerate,
+    ))
 }
 
 /// Every request to make, in document order: the pieces of the chunks,
@@ -342,9 +556,17 @@ struct Asking {
     /// chunk to the end of the budget.
     give_up: CircuitBreaker,
     warnings: Vec<String>,
-    /// Why the model is no longer asked, if so.
+    /// The service error after which asking again is pointless, if any.
+    fatal: Option<String>,
+    /// Why the model is no longer asked, if so (that error, or the model
+    /// giving no usable answer with either prompt).
     stopped: Option<String>,
 }
+
+/// Why a chunk is not asked once the model gave no usable answer to most
+/// chunks with either prompt.
+const GAVE_UP: &str =
+    "the model gave no usable answer to most chunks with either prompt, so the review stopped asking it";
 
 impl Asking {
     fn new(options: &PlanOptions) -> Asking {
@@ -352,6 +574,7 @@ impl Asking {
             breaker: CircuitBreaker::new(options.breaker_window, options.breaker_threshold),
             give_up: CircuitBreaker::new(options.breaker_window, options.breaker_threshold),
             warnings: Vec::new(),
+            fatal: None,
             stopped: None,
         }
     }
@@ -359,11 +582,12 @@ impl Asking {
     /// A fatal answer stops every request after it.
     fn stop_on_fatal(&mut self, answer: &Result<ModelAnswer, ModelError>) {
         if let Err(e) = answer {
-            if e.fatal && self.stopped.is_none() {
+            if e.fatal && self.fatal.is_none() {
                 self.warnings.push(format!(
                     "stopped asking the model ({}); the chunks not reviewed are recorded as skipped and asked again next run",
                     e.message
                 ));
+                self.fatal = Some(e.message.clone());
                 self.stopped = Some(e.message.clone());
             }
         }
@@ -371,11 +595,10 @@ impl Asking {
 
     /// Records a finished chunk's answer in the breaker of its prompt.
     fn record(&mut self, job: &Job<'_>) {
-        if job.status.reused || job.status.verdict == ChunkVerdict::Skipped {
+        let Some((plain, parsed)) = outcome(job) else {
             return;
-        }
-        let parsed = job.status.parse_success && !job.status.degenerate;
-        if job.plain {
+        };
+        if plain {
             if self.give_up.record(parsed) && self.stopped.is_none() {
                 let why = format!(
                     "the model gave no usable answer to most chunks with either prompt, the plain-text one too (up to chunk {}), so the review stopped asking it",
@@ -395,90 +618,13 @@ impl Asking {
     }
 }
 
-/// The next batch from `start`: `batch` chunks to ask, and the reused
-/// ones among them. A chunk asked after the breaker tripped gets the
-/// plain-text prompt.
-fn next_wave(
-    jobs: &mut [Job<'_>],
-    start: usize,
-    batch: usize,
-    previous: Option<&EditPlan>,
-    breaker: &CircuitBreaker,
-) -> std::ops::Range<usize> {
-    let mut next = start;
-    let mut asked = 0;
-    while next < jobs.len() && asked < batch {
-        let job = &mut jobs[next];
-        if !reuse(job, previous) {
-            asked += 1;
-            job.plain = breaker.tripped();
-            if job.plain {
-                job.status.prompt = "review_plain".to_owned();
-            }
-        }
-        next += 1;
-    }
-    start..next
-}
-
-/// What every round of a batch needs.
+/// What reading and sending requests needs.
 struct Wave<'w, 'a> {
     input: &'w PlanInput<'a>,
     options: &'w PlanOptions,
     model: &'w dyn EditModel,
     doc: &'w DocLines<'w>,
     index: &'w [(u32, u32, &'w str)],
-}
-
-/// Asks about a batch's chunks, one request each per round, until every
-/// one is done (or the model was stopped: the rest are skipped).
-fn ask_wave(
-    jobs: &mut [Job<'_>],
-    ctx: &Wave<'_, '_>,
-    asking: &mut Asking,
-) -> Result<(), PlanError> {
-    loop {
-        if let Some(reason) = &asking.stopped {
-            for job in jobs.iter_mut() {
-                if job.step != Step::Done {
-                    skip(job, reason);
-                }
-            }
-            return Ok(());
-        }
-        let mut requests = Vec::new();
-        let mut owners = Vec::new();
-        for (i, job) in jobs.iter_mut().enumerate() {
-            if job.step == Step::Done {
-                continue;
-            }
-            let mut next = request(job, ctx.input, ctx.options)?;
-            differ_from_earlier(job, &mut next);
-            requests.push(next);
-            owners.push(i);
-        }
-        if requests.is_empty() {
-            return Ok(());
-        }
-        let answers = ctx.model.complete(&requests);
-        let round_ms = answers
-            .iter()
-            .filter_map(|a| a.as_ref().ok().map(|a| a.elapsed_ms))
-            .max()
-            .unwrap_or(0);
-        for (k, &i) in owners.iter().enumerate() {
-            let answer = answers.get(k).cloned().unwrap_or_else(|| {
-                Err(ModelError {
-                    message: "the model service gave no answer for this request".into(),
-                    fatal: false,
-                })
-            });
-            let job = &mut jobs[i];
-            job.status.latency_ms += round_ms;
-            asking.stop_on_fatal(&answer);
-            advance(job, answer, ctx.input, ctx.options, ctx.doc, ctx.index)?;
-        }
-    }
 }
 
 /// The plan once every chunk is done: IDs in chunk order, duplicates

@@ -23,12 +23,12 @@
 //!    rejects them;
 //! 6. after every chunk, IDs are allocated in chunk order.
 //!
-//! Chunks are asked in batches (the host runs a batch concurrently): one
-//! request per active chunk per round, so a chunk's retries go with the
-//! next round. The result depends on the answers and the batch size, never
-//! on the order in which the answers arrived. A chunk whose text, context,
-//! model and prompts are unchanged since the previous plan is reused
-//! without a call.
+//! Requests stream: up to `in_flight` are at the model at once, and a
+//! chunk's follow-up (retry, tutor, regeneration) goes out as soon as its
+//! answer is read, while the other chunks are still being answered. The
+//! result depends on the answers and `in_flight`, never on the order in
+//! which the answers arrived. A chunk whose text, context, model and
+//! prompts are unchanged since the previous plan is reused without a call.
 
 pub mod breaker;
 mod engine;
@@ -101,8 +101,9 @@ pub struct PlanOptions {
     pub max_tokens: u32,
     /// Empty answers asked again (warmer each time).
     pub empty_retries: u32,
-    /// Chunks asked per batch (the host's in-flight bound is a good value).
-    pub batch_size: usize,
+    /// Requests kept at the model at once (the host's in-flight bound,
+    /// summed over its endpoints, is a good value).
+    pub in_flight: usize,
     /// Chunks the circuit breaker looks back on.
     pub breaker_window: usize,
     /// Failure share (0–1) that trips it.
@@ -120,7 +121,7 @@ pub struct PlanOptions {
 impl PlanOptions {
     /// The defaults: 900-token sub-chunks, requests of small chunks joined
     /// up to 400 tokens, a 6,000-token budget, section
-    /// tier, 1,024-token answers, two empty retries, batches of 8, a
+    /// tier, 1,024-token answers, two empty retries, 8 requests in flight, a
     /// breaker over 20 chunks at 60 %, recipes and the strip on.
     pub fn new(language: Language, model: &str, templates: PlanTemplates) -> PlanOptions {
         PlanOptions {
@@ -134,7 +135,7 @@ impl PlanOptions {
             default_tier: Tier::Section,
             max_tokens: 1_024,
             empty_retries: 2,
-            batch_size: 8,
+            in_flight: 8,
             breaker_window: 20,
             breaker_threshold: 0.6,
             recipes: RecipeOptions::default(),
@@ -184,7 +185,7 @@ pub struct ModelAnswer {
     pub completion_tokens: u64,
     /// `true` when generation stopped at the stop marker.
     pub stopped_at_marker: bool,
-    /// Time the request took (for a batch, the batch's wall time), ms.
+    /// Time the request took, ms.
     pub elapsed_ms: u64,
 }
 
@@ -198,12 +199,16 @@ pub struct ModelError {
     pub fatal: bool,
 }
 
-/// Asks a model. The kernel implements it with the host's LLM service
-/// (which runs a batch concurrently, up to its in-flight bound); tests
-/// with scripts.
+/// Asks a model, a request at a time, answers as they complete. The
+/// kernel implements it with the host's LLM stream; tests with scripts.
 pub trait EditModel {
-    /// One answer per request, in the same order.
-    fn complete(&self, requests: &[ModelRequest]) -> Vec<Result<ModelAnswer, ModelError>>;
+    /// Sends `request` and returns its ticket; its answer comes from
+    /// [`EditModel::next`].
+    fn submit(&self, request: ModelRequest) -> u64;
+    /// Waits for the next answer to complete: its ticket and the answer.
+    /// Every submitted request is answered exactly once; `None` when none
+    /// is outstanding.
+    fn next(&self) -> Option<(u64, Result<ModelAnswer, ModelError>)>;
 }
 
 /// What the planner reads.

@@ -39,47 +39,74 @@ fn options() -> PlanOptions {
 type Answer = Result<ModelAnswer, ModelError>;
 
 /// Answers each request with `f(request, n)` where `n` counts the earlier
-/// requests of the same chunk and role; records every request.
+/// requests of the same chunk and role; records every request. Answers
+/// complete in the order requests were sent, or last sent first
+/// (`reverse`).
 struct Script<F: Fn(&ModelRequest, usize) -> Answer> {
     f: F,
     calls: RefCell<Vec<ModelRequest>>,
-    batches: RefCell<Vec<usize>>,
+    /// Requests sent and not yet answered, with their tickets.
+    out: RefCell<std::collections::VecDeque<(u64, ModelRequest)>>,
+    tickets: std::cell::Cell<u64>,
+    /// The most requests out at once.
+    peak: std::cell::Cell<usize>,
     reverse: bool,
+    /// Answers a request out drawn at random (this seed) instead.
+    shuffle: std::cell::Cell<Option<u64>>,
+    /// Every request as sent, in the order sent.
+    sent: RefCell<Vec<ModelRequest>>,
 }
 
 fn script<F: Fn(&ModelRequest, usize) -> Answer>(f: F) -> Script<F> {
     Script {
         f,
         calls: RefCell::new(Vec::new()),
-        batches: RefCell::new(Vec::new()),
+        out: RefCell::new(std::collections::VecDeque::new()),
+        tickets: std::cell::Cell::new(0),
+        peak: std::cell::Cell::new(0),
         reverse: false,
+        shuffle: std::cell::Cell::new(None),
+        sent: RefCell::new(Vec::new()),
     }
 }
 
 impl<F: Fn(&ModelRequest, usize) -> Answer> EditModel for Script<F> {
-    fn complete(&self, requests: &[ModelRequest]) -> Vec<Answer> {
-        self.batches.borrow_mut().push(requests.len());
-        let mut order: Vec<usize> = (0..requests.len()).collect();
-        if self.reverse {
-            // Answers computed (completed) last to first, handed back in
-            // request order, as the host does.
-            order.reverse();
-        }
-        let mut out: Vec<Option<Answer>> = vec![None; requests.len()];
-        for i in order {
-            let r = &requests[i];
-            let n = self
-                .calls
-                .borrow()
-                .iter()
-                .filter(|c| c.chunk_id == r.chunk_id && c.role == r.role)
-                .count();
-            self.calls.borrow_mut().push(r.clone());
-            out[i] = Some((self.f)(r, n));
-        }
-        out.into_iter()
-            .map(|a| a.unwrap_or_else(|| Err(err("lost", false))))
-            .collect()
+    fn submit(&self, request: ModelRequest) -> u64 {
+        let ticket = self.tickets.get();
+        self.tickets.set(ticket + 1);
+        self.sent.borrow_mut().push(request.clone());
+        let mut out = self.out.borrow_mut();
+        out.push_back((ticket, request));
+        self.peak.set(self.peak.get().max(out.len()));
+        ticket
+    }
+
+    fn next(&self) -> Option<(u64, Answer)> {
+        let (ticket, r) = if let Some(seed) = self.shuffle.get() {
+            // A small LCG: reproducible, and enough to mix the order.
+            let next = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            self.shuffle.set(Some(next));
+            let mut out = self.out.borrow_mut();
+            let len = out.len();
+            if len == 0 {
+                return None;
+            }
+            out.remove((next >> 33) as usize % len)?
+        } else if self.reverse {
+            self.out.borrow_mut().pop_back()?
+        } else {
+            self.out.borrow_mut().pop_front()?
+        };
+        let n = self
+            .calls
+            .borrow()
+            .iter()
+            .filter(|c| c.chunk_id == r.chunk_id && c.role == r.role)
+            .count();
+        self.calls.borrow_mut().push(r.clone());
+        Some((ticket, (self.f)(&r, n)))
     }
 }
 
@@ -540,7 +567,7 @@ fn the_circuit_breaker_switches_to_the_plain_prompt() {
     let f = fixture(&many_sections(8));
     let mut o = options();
     o.breaker_window = 4;
-    o.batch_size = 1;
+    o.in_flight = 1;
     let model = script(|r, _| {
         if r.prompt.contains("[RVW] action=replace") {
             ok("[RVW] action=replace / lines=3-3 / before=\"bandwith\" / after=\"bandwidth\"")
@@ -585,12 +612,100 @@ fn results_do_not_depend_on_completion_order_and_ids_skip_used_ones() {
     assert_eq!(a.plan, b.plan);
     assert_eq!(a.plan.ops[0].id.to_string(), "RVW-0006");
     assert_eq!(a.plan.ops.len(), 10);
-    // Batches follow the configured size.
-    assert_eq!(*in_order.batches.borrow(), [8, 2]);
+    // The configured number of requests is kept out, never more.
+    assert_eq!(in_order.peak.get(), 8);
+    assert_eq!(reversed.peak.get(), 8);
     let mut one = options();
-    one.batch_size = 1;
+    one.in_flight = 1;
     let (c, _) = run(&f.input(None, &used), &one, &script(fixer));
     assert_eq!(c.plan.ops, a.plan.ops);
+}
+
+/// A model that cannot write the structured answer for the first dozen
+/// chunks, then can: the breaker trips on some chunks, and which ones must
+/// not depend on which answers came first.
+fn stumbling(r: &ModelRequest, _: usize) -> Answer {
+    let part: usize = r
+        .prompt
+        .split("The bandwith number ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    if r.prompt.contains("[RVW] action=replace") {
+        if part % 3 == 0 {
+            return ok("nothing to say");
+        }
+        return ok("[RVW] action=replace / lines=3-3 / before=\"bandwith\" / after=\"bandwidth\"");
+    }
+    if part < 12 {
+        return ok("}}} {{{ 123");
+    }
+    fixer(r, 0)
+}
+
+#[test]
+fn regression_the_breaker_picks_the_same_prompts_whatever_order_answers_arrive_in() {
+    let f = fixture(&many_sections(40));
+    let mut o = options();
+    o.in_flight = 6;
+    o.breaker_window = 6;
+    let first = script(stumbling);
+    let (a, done_a) = run(&f.input(None, &[]), &o, &first);
+    assert!(a.plan.stats.circuit_breaker_tripped, "{:?}", a.warnings);
+    let prompts =
+        |p: &Planned| -> Vec<String> { p.plan.chunks.iter().map(|c| c.prompt.clone()).collect() };
+    let plain = prompts(&a).iter().filter(|p| *p == "review_plain").count();
+    assert!(plain > 0 && plain < 40, "{:?}", prompts(&a));
+    let mut orders = vec![script(stumbling), script(stumbling)];
+    orders[0].reverse = true;
+    for seed in [1u64, 7, 42, 1234] {
+        let s = script(stumbling);
+        s.shuffle.set(Some(seed));
+        orders.push(s);
+    }
+    for model in &orders {
+        let (b, done_b) = run(&f.input(None, &[]), &o, model);
+        assert_eq!(prompts(&a), prompts(&b));
+        assert_eq!(a.plan, b.plan);
+        assert_eq!(a.warnings, b.warnings);
+        // Chunks are handed over in chunk order, whatever the order.
+        let ids = |d: &[ChunkDone]| {
+            d.iter()
+                .map(|c| c.status.chunk_id.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(ids(&done_a), ids(&done_b));
+        assert!(model.peak.get() <= 6);
+    }
+}
+
+#[test]
+fn a_chunks_retry_goes_out_as_soon_as_its_answer_is_read() {
+    let f = fixture(&many_sections(6));
+    let mut o = options();
+    o.in_flight = 2;
+    // Part 0's first answer is empty: it is asked again, warmer.
+    let model = script(|r, n| {
+        if r.prompt.contains("number 0 ") && n == 0 {
+            ok("")
+        } else {
+            fixer(r, n)
+        }
+    });
+    let (planned, _) = run(&f.input(None, &[]), &o, &model);
+    assert_eq!(planned.plan.ops.len(), 6);
+    let sent: Vec<String> = model
+        .sent
+        .borrow()
+        .iter()
+        .map(|r| r.chunk_id.clone())
+        .collect();
+    // Two out at first; part 0's answer comes first and its retry takes
+    // the freed place at once, before part 2 is sent.
+    assert_eq!(sent[0], sent[2], "{sent:?}");
+    assert_ne!(sent[1], sent[2], "{sent:?}");
+    assert_eq!(model.peak.get(), 2);
 }
 
 #[test]
@@ -646,7 +761,7 @@ fn an_unchanged_chunk_is_reused_and_an_edited_one_asked_again() {
 fn a_spent_budget_stops_asking_and_keeps_what_was_done() {
     let f = fixture(&many_sections(6));
     let mut o = options();
-    o.batch_size = 2;
+    o.in_flight = 2;
     let model = script(|r, _| {
         if r.chunk_id.starts_with("part-2") {
             Err(err("SESSION_BUDGET_EXHAUSTED: B2 reached", true))
@@ -785,7 +900,7 @@ fn a_model_that_answers_neither_prompt_is_stopped_early_and_the_plan_says_so() {
     let f = fixture(&many_sections(40));
     let mut o = options();
     o.breaker_window = 4;
-    o.batch_size = 1;
+    o.in_flight = 1;
     let model = script(|_, _| ok("}}} {{{ 123"));
     let (planned, _) = run(&f.input(None, &[]), &o, &model);
     let p = &planned.plan;

@@ -9,9 +9,10 @@
 //! leaf costs the calls on its path to the root: the leaf's summary
 //! changes, so its parent's prompt changes, up to the abstract.
 //!
-//! Levels are built deepest first; the summaries of one level (and the
-//! parts of its long leaves) are asked for together, so the host can run
-//! them concurrently.
+//! A summary is asked for as soon as what it is made from is summarized:
+//! a leaf at once, a long leaf's parts at once and the leaf when its parts
+//! are in, a parent when its own children are in (not when its whole level
+//! is). Up to `in_flight` requests are out at once, the deepest first.
 
 use std::collections::HashMap;
 
@@ -110,12 +111,17 @@ pub struct SummaryError {
     pub fatal: bool,
 }
 
-/// Asks a model for summaries. The kernel implements it with the host's
-/// LLM service (which runs a batch concurrently, up to its in-flight
-/// bound); tests implement it with a script.
+/// Asks a model for summaries, a request at a time, answers as they
+/// complete. The kernel implements it with the host's LLM stream; tests
+/// with a script.
 pub trait Summarizer {
-    /// One answer per request, in the same order.
-    fn summarize(&self, requests: &[SummaryRequest]) -> Vec<Result<String, SummaryError>>;
+    /// Sends `request` and returns its ticket; its answer comes from
+    /// [`Summarizer::next`].
+    fn submit(&self, request: SummaryRequest) -> u64;
+    /// Waits for the next answer to complete: its ticket and the answer.
+    /// Every submitted request is answered exactly once; `None` when none
+    /// is outstanding.
+    fn next(&self) -> Option<(u64, Result<String, SummaryError>)>;
 }
 
 /// How to build.
@@ -133,6 +139,8 @@ pub struct BuildOptions {
     pub templates: Templates,
     /// Ignore the previous pyramid: ask for every summary again.
     pub rebuild: bool,
+    /// Requests kept at the model at once.
+    pub in_flight: usize,
 }
 
 /// What went wrong while building, besides nodes that fell back.
@@ -194,7 +202,7 @@ struct Job {
 }
 
 /// Builds the pyramid of `plan`, reusing `previous` where inputs are
-/// unchanged. `progress(done, total)` is called after each batch.
+/// unchanged. `progress(done, total)` is called as summaries are made.
 pub fn build(
     plan: &[PlanNode],
     doc_hash: &str,
@@ -203,6 +211,7 @@ pub fn build(
     summarizer: &dyn Summarizer,
     progress: &mut dyn FnMut(u32, u32),
 ) -> Result<Built, BuildError> {
+    let tasks = tasks_of(plan);
     let mut state = State {
         options,
         summarizer,
@@ -211,30 +220,25 @@ pub fn build(
         warnings: Vec::new(),
         stopped: None,
         done: 0,
-        total: plan
-            .iter()
-            .map(|n| {
-                1 + match &n.source {
-                    Source::Parts(p) => u32::try_from(p.len()).unwrap_or(u32::MAX),
-                    _ => 0,
-                }
-            })
-            .sum(),
+        total: u32::try_from(tasks.len()).unwrap_or(u32::MAX),
     };
     let mut tree = Tree {
         plan,
         summaries: HashMap::new(),
-        parts_of: HashMap::new(),
         nodes: Vec::new(),
+        tasks,
+        ready: std::collections::BTreeSet::new(),
+        out: HashMap::new(),
+        failed: std::collections::BTreeMap::new(),
     };
-    let mut levels: Vec<u8> = plan.iter().map(|n| n.level).collect();
-    levels.dedup();
-    for level in levels {
-        let at_level: Vec<&PlanNode> = plan.iter().filter(|n| n.level == level).collect();
-        // Parts of this level's long leaves first.
-        tree.summarize_parts(&mut state, &at_level, progress)?;
-        tree.summarize_nodes(&mut state, &at_level, progress)?;
-    }
+    tree.ready = (0..tree.tasks.len())
+        .filter(|&t| tree.tasks[t].waiting_on == 0)
+        .map(|t| tree.order(t))
+        .collect();
+    tree.run(&mut state, progress)?;
+    state
+        .warnings
+        .extend(std::mem::take(&mut tree.failed).into_values());
     let mut nodes = tree.nodes;
     nodes.sort_by(|a, b| {
         a.level
@@ -262,6 +266,65 @@ pub fn build(
         },
         warnings: state.warnings,
     })
+}
+
+/// One summary to make: a part of a long leaf, or a node.
+struct Task {
+    /// The node (index in the plan).
+    node: usize,
+    /// The part of the node's text (index in its parts), for a part.
+    part: Option<usize>,
+    /// Summaries still to make before this one can be asked for.
+    waiting_on: usize,
+    /// The tasks waiting on this one.
+    dependents: Vec<usize>,
+    /// The request, once rendered.
+    job: Option<Job>,
+    /// The summary, once made.
+    made: Option<(String, Made)>,
+    /// The request out is the second one (the first had no summary).
+    retry: bool,
+}
+
+/// Every summary of the plan, parts before their node, each with what it
+/// waits on: a long leaf on its parts, a parent on its children.
+fn tasks_of(plan: &[PlanNode]) -> Vec<Task> {
+    let task = |node, part| Task {
+        node,
+        part,
+        waiting_on: 0,
+        dependents: Vec::new(),
+        job: None,
+        made: None,
+        retry: false,
+    };
+    let mut tasks = Vec::new();
+    let mut of_node = HashMap::new();
+    for (n, node) in plan.iter().enumerate() {
+        if let Source::Parts(parts) = &node.source {
+            tasks.extend((0..parts.len()).map(|i| task(n, Some(i))));
+        }
+        of_node.insert(node.node_id.as_str(), tasks.len());
+        tasks.push(task(n, None));
+    }
+    for t in 0..tasks.len() {
+        let node = &plan[tasks[t].node];
+        let waits_on: Vec<usize> = match (&node.source, tasks[t].part) {
+            (Source::Parts(parts), None) => (t - parts.len()..t).collect(),
+            (Source::Children { .. }, None) => node
+                .children
+                .iter()
+                .filter_map(|id| of_node.get(id.as_str()).copied())
+                .filter(|&c| c != t)
+                .collect(),
+            _ => Vec::new(),
+        };
+        tasks[t].waiting_on = waits_on.len();
+        for w in waits_on {
+            tasks[w].dependents.push(t);
+        }
+    }
+    tasks
 }
 
 /// The summaries of `previous` that may be reused, by input hash. A
@@ -297,84 +360,167 @@ fn reusable_summaries(previous: Option<&Pyramid>) -> HashMap<String, Made> {
     known
 }
 
-/// The pyramid as it is built, level by level.
+/// The pyramid as it is built: what is ready to ask, what is out.
 struct Tree<'p> {
     plan: &'p [PlanNode],
-    /// The summaries of the nodes built so far, by node ID: a parent's
+    /// The summaries of the nodes made so far, by node ID: a parent's
     /// prompt holds its children's.
     summaries: HashMap<String, Made>,
-    /// The parts of this level's long leaves, by node ID, until their node
-    /// is built.
-    parts_of: HashMap<String, Vec<SummaryPart>>,
     nodes: Vec<PyramidNode>,
+    tasks: Vec<Task>,
+    /// Tasks whose inputs are made, deepest level first, then in plan
+    /// order: a parent is reached as soon as it can be.
+    ready: std::collections::BTreeSet<(std::cmp::Reverse<u8>, usize)>,
+    /// Requests out, by ticket.
+    out: HashMap<u64, usize>,
+    /// Warnings about single summaries, in task order whatever the order
+    /// their answers came in.
+    failed: std::collections::BTreeMap<usize, String>,
 }
 
 impl Tree<'_> {
-    /// Summarizes the parts of the long leaves of one level.
-    fn summarize_parts(
+    fn order(&self, t: usize) -> (std::cmp::Reverse<u8>, usize) {
+        (std::cmp::Reverse(self.plan[self.tasks[t].node].level), t)
+    }
+
+    /// Asks, reuses or falls back until every summary is made.
+    fn run(
         &mut self,
         state: &mut State<'_>,
-        at_level: &[&PlanNode],
         progress: &mut dyn FnMut(u32, u32),
     ) -> Result<(), BuildError> {
-        let mut part_jobs = Vec::new();
-        for node in at_level {
-            if let Source::Parts(parts) = &node.source {
-                for (i, part) in parts.iter().enumerate() {
-                    part_jobs.push(state.job(
-                        &format!("{}#{}", node.node_id, part.chunk_id),
-                        node,
-                        RequestKind::Leaf,
-                        &part.text,
-                        "",
-                        Vec::new(),
-                        Some((i + 1, parts.len())),
-                    )?);
+        let window = state.options.in_flight.max(1);
+        loop {
+            while self.out.len() < window {
+                let Some(first) = self.ready.pop_first() else {
+                    break;
+                };
+                self.start(state, first.1, progress)?;
+            }
+            if self.out.is_empty() {
+                if self.ready.is_empty() {
+                    return Ok(());
                 }
+                continue;
             }
+            let Some((ticket, answer)) = state.summarizer.next() else {
+                // The model lost track of the requests out.
+                let lost: Vec<usize> = self.out.drain().map(|(_, t)| t).collect();
+                for t in lost {
+                    let made = state.fallback(self.job(t), Some("no answer"));
+                    self.finish(state, t, made, progress);
+                }
+                continue;
+            };
+            let Some(t) = self.out.remove(&ticket) else {
+                continue;
+            };
+            self.answered(state, t, answer, progress);
         }
-        let part_results = state.run(part_jobs, progress);
-        for (key, hash, made) in part_results {
-            if let Some((node_id, chunk_id)) = key.split_once('#') {
-                self.parts_of
-                    .entry(node_id.to_owned())
-                    .or_default()
-                    .push(SummaryPart {
-                        chunk_id: chunk_id.to_owned(),
-                        input_hash: hash,
-                        summary: made.summary,
-                        fallback: made.fallback,
-                        unanswered: made.unanswered,
-                    });
-            }
+    }
+
+    fn job(&self, t: usize) -> &Job {
+        // A task out has its job: `start` renders it before sending.
+        self.tasks[t].job.as_ref().unwrap_or(&NO_JOB)
+    }
+
+    /// Renders task `t`'s request, then reuses its summary, falls back
+    /// (the model was stopped) or sends it.
+    fn start(
+        &mut self,
+        state: &mut State<'_>,
+        t: usize,
+        progress: &mut dyn FnMut(u32, u32),
+    ) -> Result<(), BuildError> {
+        let job = self.task_job(state, t)?;
+        if let Some(made) = state.known.get(&job.input_hash).cloned() {
+            state.stats.reused += 1;
+            self.tasks[t].job = Some(job);
+            self.finish(state, t, made, progress);
+            return Ok(());
         }
+        if let Some(reason) = state.stopped.clone() {
+            let made = state.fallback(&job, Some(&reason));
+            self.tasks[t].job = Some(job);
+            self.finish(state, t, made, progress);
+            return Ok(());
+        }
+        state.stats.requested += 1;
+        let ticket = state.summarizer.submit(job.request(false));
+        self.tasks[t].job = Some(job);
+        self.out.insert(ticket, t);
         Ok(())
     }
 
-    /// Summarizes the nodes of one level, once its long leaves' parts are
-    /// summarized and the level below it is built.
-    fn summarize_nodes(
+    /// Reads an answer: a summary, a second request, or a fallback.
+    fn answered(
         &mut self,
         state: &mut State<'_>,
-        at_level: &[&PlanNode],
+        t: usize,
+        answer: Result<String, SummaryError>,
         progress: &mut dyn FnMut(u32, u32),
-    ) -> Result<(), BuildError> {
-        let mut jobs = Vec::new();
-        for node in at_level {
-            jobs.push(self.node_job(state, node)?);
-        }
-        let results = state.run(jobs, progress);
-        for (key, hash, made) in results {
-            let Some(node) = at_level.iter().find(|n| n.node_id == key) else {
-                continue;
-            };
+    ) {
+        let made = match answer {
+            Ok(answer) => match clean_summary(&answer, state.options.summary_max_tokens) {
+                Some(summary) => Made {
+                    summary,
+                    fallback: false,
+                    unanswered: false,
+                },
+                None if self.tasks[t].retry => state.fallback(self.job(t), None),
+                // Asked again next run: the model was not asked twice.
+                None if state.stopped.is_some() => {
+                    let reason = state.stopped.clone();
+                    state.fallback(self.job(t), reason.as_deref())
+                }
+                None => {
+                    self.tasks[t].retry = true;
+                    let ticket = state.summarizer.submit(self.job(t).request(true));
+                    self.out.insert(ticket, t);
+                    return;
+                }
+            },
+            Err(e) => {
+                if e.fatal && state.stopped.is_none() {
+                    state.warnings.push(format!(
+                        "stopped asking the model ({}); the remaining summaries are first-sentence fallbacks",
+                        e.message
+                    ));
+                    state.stopped = Some(e.message.clone());
+                } else if !e.fatal {
+                    self.failed
+                        .insert(t, format!("summary of {}: {}", self.job(t).key, e.message));
+                }
+                state.fallback(self.job(t), Some(&e.message))
+            }
+        };
+        self.finish(state, t, made, progress);
+    }
+
+    /// Keeps task `t`'s summary and readies what waited on it.
+    fn finish(
+        &mut self,
+        state: &mut State<'_>,
+        t: usize,
+        made: Made,
+        progress: &mut dyn FnMut(u32, u32),
+    ) {
+        let hash = self.job(t).input_hash.clone();
+        state.known.insert(hash.clone(), made.clone());
+        self.tasks[t].made = Some((hash, made.clone()));
+        if self.tasks[t].part.is_none() {
+            let node = &self.plan[self.tasks[t].node];
             self.nodes.push(PyramidNode {
                 node_id: node.node_id.clone(),
                 level: node.level,
                 heading: node.heading.clone(),
                 anchor: node.anchor.clone(),
                 content_hash: node.content_hash.clone(),
-                input_hash: hash,
+                input_hash: self.tasks[t]
+                    .made
+                    .as_ref()
+                    .map(|m| m.0.clone())
+                    .unwrap_or_default(),
                 summary: made.summary.clone(),
                 children: node.children.clone(),
                 token_count: estimate_tokens(&made.summary),
@@ -382,16 +528,60 @@ impl Tree<'_> {
                 line_end: node.line_end,
                 fallback: made.fallback,
                 unanswered: made.unanswered,
-                parts: self.parts_of.remove(&node.node_id).unwrap_or_default(),
+                parts: self.parts(t),
             });
-            self.summaries.insert(key, made);
+            self.summaries.insert(node.node_id.clone(), made);
         }
-        Ok(())
+        state.done += 1;
+        progress(state.done, state.total);
+        for d in std::mem::take(&mut self.tasks[t].dependents) {
+            self.tasks[d].waiting_on -= 1;
+            if self.tasks[d].waiting_on == 0 {
+                let order = self.order(d);
+                self.ready.insert(order);
+            }
+        }
     }
 
-    /// The job of a node: from its text, from its parts' summaries, or
-    /// from its children's (the abstract from the top sections').
-    fn node_job(&self, state: &State<'_>, node: &PlanNode) -> Result<Job, BuildError> {
+    /// The summaries of node task `t`'s parts, in their order.
+    fn parts(&self, t: usize) -> Vec<SummaryPart> {
+        let node = &self.plan[self.tasks[t].node];
+        let Source::Parts(parts) = &node.source else {
+            return Vec::new();
+        };
+        parts
+            .iter()
+            .enumerate()
+            .filter_map(|(i, part)| {
+                let (hash, made) = self.tasks[t - parts.len() + i].made.clone()?;
+                Some(SummaryPart {
+                    chunk_id: part.chunk_id.clone(),
+                    input_hash: hash,
+                    summary: made.summary,
+                    fallback: made.fallback,
+                    unanswered: made.unanswered,
+                })
+            })
+            .collect()
+    }
+
+    /// The request of task `t`: a part from its text, a node from its
+    /// text, its parts' summaries or its children's (the abstract from the
+    /// top sections').
+    fn task_job(&self, state: &State<'_>, t: usize) -> Result<Job, BuildError> {
+        let node = &self.plan[self.tasks[t].node];
+        if let (Some(i), Source::Parts(parts)) = (self.tasks[t].part, &node.source) {
+            let part = &parts[i];
+            return state.job(
+                &format!("{}#{}", node.node_id, part.chunk_id),
+                node,
+                RequestKind::Leaf,
+                &part.text,
+                "",
+                Vec::new(),
+                Some((i + 1, parts.len())),
+            );
+        }
         let kind = if node.node_id == ABSTRACT_NODE_ID
             && !matches!(node.source, Source::Text(_) | Source::Parts(_))
         {
@@ -405,11 +595,7 @@ impl Tree<'_> {
         match &node.source {
             Source::Text(text) => state.job(&node.node_id, node, kind, text, "", Vec::new(), None),
             Source::Parts(_) => {
-                let parts = self
-                    .parts_of
-                    .get(&node.node_id)
-                    .cloned()
-                    .unwrap_or_default();
+                let parts = self.parts(t);
                 let children: Vec<(String, String)> = parts
                     .iter()
                     .enumerate()
@@ -438,6 +624,29 @@ impl Tree<'_> {
                     .collect();
                 state.job(&node.node_id, node, kind, "", intro, children, None)
             }
+        }
+    }
+}
+
+/// Stands in for a job a task does not have yet (never read: a task is
+/// only looked at once `start` has rendered its job).
+static NO_JOB: Job = Job {
+    key: String::new(),
+    level: 0,
+    kind: RequestKind::Leaf,
+    prompt: String::new(),
+    input_hash: String::new(),
+    fallback_source: String::new(),
+};
+
+impl Job {
+    fn request(&self, retry: bool) -> SummaryRequest {
+        SummaryRequest {
+            key: self.key.clone(),
+            level: self.level,
+            kind: self.kind,
+            prompt: self.prompt.clone(),
+            retry,
         }
     }
 }
@@ -518,104 +727,6 @@ impl State<'_> {
         })
     }
 
-    /// Reuses or asks for every job; returns (key, input hash, summary).
-    fn run(
-        &mut self,
-        jobs: Vec<Job>,
-        progress: &mut dyn FnMut(u32, u32),
-    ) -> Vec<(String, String, Made)> {
-        let mut out: Vec<Option<Made>> = vec![None; jobs.len()];
-        let mut ask: Vec<usize> = Vec::new();
-        for (i, job) in jobs.iter().enumerate() {
-            match self.known.get(&job.input_hash) {
-                Some(made) => {
-                    out[i] = Some(made.clone());
-                    self.stats.reused += 1;
-                }
-                None => ask.push(i),
-            }
-        }
-        for retry in [false, true] {
-            if ask.is_empty() {
-                break;
-            }
-            if let Some(reason) = &self.stopped {
-                let reason = reason.clone();
-                for &i in &ask {
-                    out[i] = Some(self.fallback(&jobs[i], Some(&reason)));
-                }
-                ask.clear();
-                break;
-            }
-            let requests: Vec<SummaryRequest> = ask
-                .iter()
-                .map(|&i| SummaryRequest {
-                    key: jobs[i].key.clone(),
-                    level: jobs[i].level,
-                    kind: jobs[i].kind,
-                    prompt: jobs[i].prompt.clone(),
-                    retry,
-                })
-                .collect();
-            self.stats.requested += u32::try_from(requests.len()).unwrap_or(u32::MAX);
-            let answers = self.summarizer.summarize(&requests);
-            let mut again = Vec::new();
-            for (k, &i) in ask.iter().enumerate() {
-                match answers.get(k) {
-                    Some(Ok(answer)) => {
-                        match clean_summary(answer, self.options.summary_max_tokens) {
-                            Some(summary) => {
-                                out[i] = Some(Made {
-                                    summary,
-                                    fallback: false,
-                                    unanswered: false,
-                                })
-                            }
-                            None if !retry => again.push(i),
-                            None => out[i] = Some(self.fallback(&jobs[i], None)),
-                        }
-                    }
-                    Some(Err(e)) => {
-                        if e.fatal && self.stopped.is_none() {
-                            self.warnings.push(format!(
-                                "stopped asking the model ({}); the remaining summaries are first-sentence fallbacks",
-                                e.message
-                            ));
-                            self.stopped = Some(e.message.clone());
-                        } else if !e.fatal {
-                            self.warnings
-                                .push(format!("summary of {}: {}", jobs[i].key, e.message));
-                        }
-                        out[i] = Some(self.fallback(&jobs[i], Some(&e.message)));
-                    }
-                    None => out[i] = Some(self.fallback(&jobs[i], Some("no answer"))),
-                }
-            }
-            // A retried request counts once in `requested`.
-            if retry {
-                self.stats.requested = self
-                    .stats
-                    .requested
-                    .saturating_sub(u32::try_from(ask.len()).unwrap_or(0));
-            }
-            ask = again;
-        }
-        self.done += u32::try_from(jobs.len()).unwrap_or(u32::MAX);
-        progress(self.done, self.total);
-        jobs.into_iter()
-            .zip(out)
-            .map(|(job, made)| {
-                let made = made.unwrap_or(Made {
-                    summary: String::new(),
-                    fallback: true,
-                    unanswered: true,
-                });
-                self.known.insert(job.input_hash.clone(), made.clone());
-                (job.key, job.input_hash, made)
-            })
-            .collect()
-    }
-
     /// `why` is the service's reason when the model could not be asked;
     /// `None` when it answered with nothing usable.
     fn fallback(&mut self, job: &Job, why: Option<&str>) -> Made {
@@ -642,26 +753,51 @@ mod tests {
     struct Script {
         calls: RefCell<Vec<String>>,
         answers: HashMap<String, Vec<Result<String, SummaryError>>>,
+        /// Requests out, answered first sent first unless held.
+        out: RefCell<std::collections::VecDeque<(u64, SummaryRequest)>>,
+        tickets: std::cell::Cell<u64>,
+        /// Keys answered only when nothing else is out (a slow answer).
+        hold: Vec<String>,
+        /// `sent KEY` and `answered KEY`, in the order they happened.
+        events: RefCell<Vec<String>>,
+        peak: std::cell::Cell<usize>,
     }
 
     impl Summarizer for Script {
-        fn summarize(&self, requests: &[SummaryRequest]) -> Vec<Result<String, SummaryError>> {
-            requests
-                .iter()
-                .map(|r| {
-                    let n = self.calls.borrow().iter().filter(|k| **k == r.key).count();
-                    self.calls.borrow_mut().push(r.key.clone());
-                    match self.answers.get(&r.key).and_then(|a| a.get(n)) {
-                        Some(answer) => answer.clone(),
-                        // A different prompt gives a different summary.
-                        None => Ok(format!(
-                            "Summary of {} ({}).",
-                            r.key,
-                            &sha256(&r.prompt)[7..15]
-                        )),
-                    }
-                })
-                .collect()
+        fn submit(&self, request: SummaryRequest) -> u64 {
+            let ticket = self.tickets.get();
+            self.tickets.set(ticket + 1);
+            self.events
+                .borrow_mut()
+                .push(format!("sent {}", request.key));
+            let mut out = self.out.borrow_mut();
+            out.push_back((ticket, request));
+            self.peak.set(self.peak.get().max(out.len()));
+            ticket
+        }
+
+        fn next(&self) -> Option<(u64, Result<String, SummaryError>)> {
+            let (ticket, r) = {
+                let mut out = self.out.borrow_mut();
+                let at = out
+                    .iter()
+                    .position(|(_, r)| !self.hold.contains(&r.key))
+                    .unwrap_or(0);
+                out.remove(at)?
+            };
+            self.events.borrow_mut().push(format!("answered {}", r.key));
+            let n = self.calls.borrow().iter().filter(|k| **k == r.key).count();
+            self.calls.borrow_mut().push(r.key.clone());
+            let answer = match self.answers.get(&r.key).and_then(|a| a.get(n)) {
+                Some(answer) => answer.clone(),
+                // A different prompt gives a different summary.
+                None => Ok(format!(
+                    "Summary of {} ({}).",
+                    r.key,
+                    &sha256(&r.prompt)[7..15]
+                )),
+            };
+            Some((ticket, answer))
         }
     }
 
@@ -687,6 +823,7 @@ mod tests {
             model: "scripted".into(),
             templates: templates(leaf),
             rebuild: false,
+            in_flight: 1,
         }
     }
 
@@ -745,6 +882,37 @@ mod tests {
             .nodes
             .iter()
             .all(|n| !n.fallback && n.summary.starts_with("Summary of")));
+    }
+
+    #[test]
+    fn a_parent_is_asked_as_soon_as_its_own_children_are_summarized() {
+        // Appendix's leaf is slow; the guide's sections are not. With room
+        // for every request, "Use" is asked once "Logs" is in and the
+        // guide once its two sections are, all while the appendix's
+        // answer is still out; only the abstract waits for it.
+        let script = Script {
+            hold: vec!["S2".into()],
+            ..Script::default()
+        };
+        let mut wide = options(LEAF);
+        wide.in_flight = 8;
+        let built = build_doc(DOC, None, &script, &wide);
+        let events = script.events.borrow().clone();
+        let at = |e: &str| {
+            events
+                .iter()
+                .position(|x| x == e)
+                .unwrap_or_else(|| panic!("{e} not in {events:?}"))
+        };
+        assert!(at("sent S1.2") < at("answered S2"), "{events:?}");
+        assert!(at("sent S1") < at("answered S2"), "{events:?}");
+        assert!(at("answered S1.2.1") < at("sent S1.2"), "{events:?}");
+        assert!(at("answered S2") < at("sent DOC"), "{events:?}");
+        // The three leaves went out together at the start.
+        assert_eq!(script.peak.get(), 3);
+        // The same pyramid as asking one request at a time.
+        let one = build_doc(DOC, None, &Script::default(), &options(LEAF));
+        assert_eq!(built.pyramid, one.pyramid);
     }
 
     #[test]

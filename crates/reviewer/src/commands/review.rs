@@ -368,8 +368,10 @@ impl Setup {
             if let Some(tutor) = &llm.tutor_model {
                 pipeline.set_config(EDIT_PLAN, "tutor_model", json!(tutor));
             }
-            // One batch keeps every slot of the server busy.
-            pipeline.set_config(EDIT_PLAN, "batch_size", json!(llm.max_in_flight.max(8)));
+            // As many requests out as the server has slots: every slot
+            // stays busy, and none waits at koas for long.
+            pipeline.set_config(EDIT_PLAN, "in_flight", json!(llm.max_in_flight));
+            pipeline.set_config(PYRAMID, "in_flight", json!(llm.max_in_flight));
         }
         let discovery = discover_and_warn(global, &pipeline);
         Ok(Setup {
