@@ -19,8 +19,9 @@ pub const PROJECT_FILE: &str = "koas.toml";
 pub struct LlmOverrides {
     /// `--llm-backend`: replaces the table's `backend`; `None` keeps it.
     pub backend: Option<String>,
-    /// `--llm-endpoint`: replaces the table's `endpoint`; `None` keeps it.
-    pub endpoint: Option<String>,
+    /// `--llm-endpoint`, once per endpoint (`URL` or `URL#slots=N`):
+    /// replaces the table's `endpoint` and `endpoints`; empty keeps them.
+    pub endpoints: Vec<String>,
     /// `--llm-model`: replaces the table's `model`; `None` keeps it.
     pub model: Option<String>,
     /// `--no-strict-sovereign`: sets `strict_sovereign = false`, allowing
@@ -33,7 +34,7 @@ pub struct LlmOverrides {
 impl LlmOverrides {
     fn is_empty(&self) -> bool {
         self.backend.is_none()
-            && self.endpoint.is_none()
+            && self.endpoints.is_empty()
             && self.model.is_none()
             && !self.no_strict_sovereign
             && self.max_in_flight.is_none()
@@ -118,6 +119,18 @@ pub fn resolve_config(
             return Err(err("must be a table".into()));
         };
         serde_json::from_value::<LlmConfig>(layer.table.clone()).map_err(|e| err(e.to_string()))?;
+        let sets = |key: &str| m.get(key).is_some_and(|v| !v.is_null());
+        if sets("endpoint") && sets("endpoints") {
+            return Err(err(
+                "set either `endpoint` (one server) or `endpoints` (several), not both".into(),
+            ));
+        }
+        // A table that names its servers replaces the servers of the
+        // tables before it, in either form.
+        if sets("endpoint") || sets("endpoints") {
+            map.remove("endpoint");
+            map.remove("endpoints");
+        }
         map.extend(m.clone());
     }
     let origin = match (layers.last(), overrides.is_empty()) {
@@ -132,8 +145,29 @@ pub fn resolve_config(
     if let Some(b) = &overrides.backend {
         map.insert("backend".into(), json!(b));
     }
-    if let Some(e) = &overrides.endpoint {
-        map.insert("endpoint".into(), json!(e));
+    if !overrides.endpoints.is_empty() {
+        let specs = overrides
+            .endpoints
+            .iter()
+            .map(|flag| endpoint_flag(flag))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(&err)?;
+        map.remove("endpoint");
+        map.remove("endpoints");
+        match specs.as_slice() {
+            // One plain URL is the `endpoint` key, as before.
+            [(url, None)] => map.insert("endpoint".into(), json!(url)),
+            _ => map.insert(
+                "endpoints".into(),
+                specs
+                    .iter()
+                    .map(|(url, slots)| match slots {
+                        Some(n) => json!({"url": url, "max_in_flight": n}),
+                        None => json!(url),
+                    })
+                    .collect(),
+            ),
+        };
     }
     if let Some(m) = &overrides.model {
         map.insert("model".into(), json!(m));
@@ -147,6 +181,23 @@ pub fn resolve_config(
     let value = Value::Object(map);
     let config = LlmConfig::from_json(value.clone()).map_err(|e| err(e.to_string()))?;
     Ok(Some((value, config)))
+}
+
+/// One `--llm-endpoint` value: `URL`, or `URL#slots=N` for an endpoint
+/// with N requests in flight. A URL fragment is never sent to a server,
+/// so `#` cannot be part of an endpoint.
+fn endpoint_flag(flag: &str) -> Result<(String, Option<usize>), String> {
+    let Some((url, suffix)) = flag.rsplit_once('#') else {
+        return Ok((flag.to_string(), None));
+    };
+    let slots = suffix
+        .strip_prefix("slots=")
+        .and_then(|n| n.parse::<usize>().ok())
+        .filter(|n| *n >= 1)
+        .ok_or_else(|| {
+            format!("--llm-endpoint {flag:?}: expected URL or URL#slots=N with N at least 1")
+        })?;
+    Ok((url.to_string(), Some(slots)))
 }
 
 /// Model identity and sampling parameters: what can change an LLM
@@ -295,6 +346,73 @@ mod tests {
         std::fs::write(dir.path().join(PROJECT_FILE), "[llm\n").expect("write");
         let e = project_layer(&nested).expect_err("malformed");
         assert!(e.to_string().contains("koas.toml"), "{e}");
+    }
+
+    #[test]
+    fn repeated_endpoint_flags_replace_the_tables_servers() {
+        let table = json!({"backend": "openai", "endpoint": "http://127.0.0.1:1", "model": "m"});
+        let o = LlmOverrides {
+            endpoints: vec![
+                "http://127.0.0.1:2/v1".into(),
+                "http://127.0.0.1:3/v1#slots=5".into(),
+            ],
+            ..LlmOverrides::default()
+        };
+        let (value, config) = resolve_config(&[layer("p.toml", table.clone())], &o)
+            .expect("valid")
+            .expect("some");
+        assert!(value.get("endpoint").is_none(), "{value}");
+        let e = config.endpoints();
+        assert_eq!(e.len(), 2);
+        assert_eq!((e[0].slots, e[1].slots), (2, 5));
+        assert_eq!(config.total_slots(), 7);
+        // One plain URL stays the `endpoint` key.
+        let o = LlmOverrides {
+            endpoints: vec!["http://127.0.0.1:2".into()],
+            ..LlmOverrides::default()
+        };
+        let (value, _) = resolve_config(&[layer("p.toml", table.clone())], &o)
+            .expect("valid")
+            .expect("some");
+        assert_eq!(value["endpoint"], "http://127.0.0.1:2");
+        let bad = LlmOverrides {
+            endpoints: vec!["http://127.0.0.1:2#slots=0".into()],
+            ..LlmOverrides::default()
+        };
+        let e = resolve_config(&[layer("p.toml", table)], &bad).expect_err("bad slots");
+        assert!(e.to_string().contains("URL#slots=N"), "{e}");
+    }
+
+    #[test]
+    fn a_later_table_replaces_the_servers_and_one_table_may_not_set_both() {
+        let project = json!({"backend": "openai", "endpoint": "http://127.0.0.1:1", "model": "m"});
+        let pipeline = json!({"endpoints": ["http://127.0.0.1:2", "http://127.0.0.1:3"]});
+        let (_, config) = resolve_config(
+            &[layer("koas.toml", project), layer("p.toml", pipeline)],
+            &LlmOverrides::default(),
+        )
+        .expect("valid")
+        .expect("some");
+        assert_eq!(config.endpoints().len(), 2);
+        let both = json!({"endpoint": "http://127.0.0.1:1", "endpoints": ["http://127.0.0.1:2"]});
+        let e =
+            resolve_config(&[layer("p.toml", both)], &LlmOverrides::default()).expect_err("both");
+        assert!(
+            e.to_string().contains("p.toml") && e.to_string().contains("not both"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn identity_ignores_the_endpoints() {
+        let a = LlmConfig::new(koas_llm::BackendKind::Openai, "http://127.0.0.1:1", "m");
+        let mut b = a.clone();
+        b.endpoint = None;
+        b.endpoints = vec![
+            koas_llm::EndpointSpec::Url("http://127.0.0.1:2".into()),
+            koas_llm::EndpointSpec::Url("http://127.0.0.1:3".into()),
+        ];
+        assert_eq!(identity(&a), identity(&b));
     }
 
     #[test]

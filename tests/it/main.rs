@@ -19,6 +19,7 @@ mod closed_pipes;
 mod edit_plan;
 mod edit_plan_baseline;
 mod edit_plan_runs;
+mod endpoints;
 mod html_report;
 mod install;
 mod isolation;

@@ -61,6 +61,40 @@ impl fmt::Display for BackendKind {
     }
 }
 
+/// One entry of `endpoints`: a base URL, or a table with the URL and the
+/// endpoint's own slot count.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum EndpointSpec {
+    /// `"http://127.0.0.1:8081/v1"`: the global `max_in_flight` slots.
+    Url(String),
+    /// `{ url = "...", max_in_flight = 4 }`.
+    Table(EndpointTable),
+}
+
+/// The table form of an [`EndpointSpec`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EndpointTable {
+    /// Base URL.
+    pub url: String,
+    /// Requests in flight at once on this endpoint; `None`: the global
+    /// `max_in_flight`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_in_flight: Option<usize>,
+}
+
+/// One endpoint in effect: where requests go and how many may be in
+/// flight there at once.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct EndpointConfig {
+    /// Base URL, without a trailing `/`.
+    pub url: String,
+    /// Requests in flight at once on this endpoint (at least 1 once the
+    /// config is validated).
+    pub slots: usize,
+}
+
 /// The LLM configuration (`[llm]` in a pipeline file). See the module
 /// documentation for every key and its default.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -68,8 +102,12 @@ impl fmt::Display for BackendKind {
 pub struct LlmConfig {
     /// Wire protocol; also picks the default endpoint and API-key variable.
     pub backend: BackendKind,
-    /// Base URL; `None` uses [`BackendKind::default_endpoint`].
+    /// Base URL; `None` uses [`BackendKind::default_endpoint`] (unless
+    /// `endpoints` is set: the two are exclusive).
     pub endpoint: Option<String>,
+    /// Several endpoints serving the same model, as URLs or tables with
+    /// their own `max_in_flight`; empty: `endpoint` alone.
+    pub endpoints: Vec<EndpointSpec>,
     /// Model for roles without their own.
     pub model: Option<String>,
     /// Model of the `edit` role (worker).
@@ -119,7 +157,8 @@ pub struct LlmConfig {
     pub budget_per_call: u64,
     /// Per-run budget, tokens of the whole run; 0 disables.
     pub budget_per_run: u64,
-    /// Requests in flight per endpoint.
+    /// Requests in flight per endpoint (an endpoint's own `max_in_flight`
+    /// in `endpoints` replaces it for that endpoint).
     pub max_in_flight: usize,
     /// Stream answers, so generation can stop as soon as a stop marker
     /// appears.
@@ -145,6 +184,7 @@ impl Default for LlmConfig {
         LlmConfig {
             backend: BackendKind::Ollama,
             endpoint: None,
+            endpoints: Vec::new(),
             model: None,
             edit_model: None,
             pyramid_model: None,
@@ -202,13 +242,54 @@ impl LlmConfig {
         Ok(config)
     }
 
-    /// The endpoint in effect, without a trailing `/`.
+    /// The endpoint in effect, without a trailing `/`: the first of
+    /// [`LlmConfig::endpoints`] when there are several.
     pub fn endpoint(&self) -> String {
-        self.endpoint
-            .as_deref()
-            .unwrap_or(self.backend.default_endpoint())
-            .trim_end_matches('/')
-            .to_string()
+        match self.endpoints.first() {
+            Some(first) => first.url().trim_end_matches('/').to_string(),
+            None => self
+                .endpoint
+                .as_deref()
+                .unwrap_or(self.backend.default_endpoint())
+                .trim_end_matches('/')
+                .to_string(),
+        }
+    }
+
+    /// Every endpoint in effect, in config order: `endpoints` when set,
+    /// else the one `endpoint`. An endpoint without its own
+    /// `max_in_flight` gets the global one.
+    pub fn endpoints(&self) -> Vec<EndpointConfig> {
+        if self.endpoints.is_empty() {
+            return vec![EndpointConfig {
+                url: self.endpoint(),
+                slots: self.max_in_flight,
+            }];
+        }
+        self.endpoints
+            .iter()
+            .map(|spec| EndpointConfig {
+                url: spec.url().trim_end_matches('/').to_string(),
+                slots: spec.slots().unwrap_or(self.max_in_flight),
+            })
+            .collect()
+    }
+
+    /// Requests in flight at once over all endpoints: the sum of their
+    /// slots (a host keeps that many outstanding to keep every slot busy).
+    pub fn total_slots(&self) -> usize {
+        self.endpoints().iter().map(|e| e.slots).sum()
+    }
+
+    /// This config reduced to one of its endpoints (what a backend for
+    /// that endpoint is built from).
+    pub fn for_endpoint(&self, endpoint: &EndpointConfig) -> LlmConfig {
+        LlmConfig {
+            endpoint: Some(endpoint.url.clone()),
+            endpoints: Vec::new(),
+            max_in_flight: endpoint.slots,
+            ..self.clone()
+        }
     }
 
     /// The API-key variable in effect, if any.
@@ -303,13 +384,51 @@ impl LlmConfig {
         if !(0.0..=1.0).contains(&self.backoff_jitter) {
             return bad("backoff_jitter must be between 0 and 1");
         }
-        let endpoint = self.endpoint();
-        let url = url::Url::parse(&endpoint)
-            .map_err(|e| LlmError::Config(format!("endpoint {endpoint:?}: {e}")))?;
-        if !matches!(url.scheme(), "http" | "https") {
-            return bad("endpoint must be an http:// or https:// URL");
+        if self.endpoint.is_some() && !self.endpoints.is_empty() {
+            return bad("set either `endpoint` (one server) or `endpoints` (several), not both");
+        }
+        let endpoints = self.endpoints();
+        for (i, e) in endpoints.iter().enumerate() {
+            let endpoint = &e.url;
+            let url = url::Url::parse(endpoint)
+                .map_err(|err| LlmError::Config(format!("endpoint {endpoint:?}: {err}")))?;
+            if !matches!(url.scheme(), "http" | "https") {
+                return Err(LlmError::Config(format!(
+                    "endpoint {endpoint:?} must be an http:// or https:// URL"
+                )));
+            }
+            if e.slots == 0 {
+                return Err(LlmError::Config(format!(
+                    "endpoint {endpoint}: max_in_flight must be at least 1"
+                )));
+            }
+            // The same server twice would get twice its slots and look
+            // like two healthy endpoints when it is down.
+            if endpoints[..i].iter().any(|earlier| earlier.url == e.url) {
+                return Err(LlmError::Config(format!(
+                    "endpoint {endpoint} is listed twice in `endpoints`"
+                )));
+            }
         }
         Ok(())
+    }
+}
+
+impl EndpointSpec {
+    /// The base URL as written.
+    pub fn url(&self) -> &str {
+        match self {
+            EndpointSpec::Url(url) => url,
+            EndpointSpec::Table(t) => &t.url,
+        }
+    }
+
+    /// The endpoint's own slot count, if it sets one.
+    pub fn slots(&self) -> Option<usize> {
+        match self {
+            EndpointSpec::Url(_) => None,
+            EndpointSpec::Table(t) => t.max_in_flight,
+        }
     }
 }
 
@@ -462,5 +581,68 @@ mod tests {
         assert_eq!(c.endpoint(), "http://127.0.0.1:1");
         c.model = None;
         assert!(matches!(c.model_for("edit"), Err(LlmError::UnknownRole(_))));
+    }
+
+    #[test]
+    fn endpoints_come_as_urls_or_tables_with_their_own_slots() {
+        let c = LlmConfig::from_json(json!({
+            "max_in_flight": 3,
+            "endpoints": ["http://127.0.0.1:8081/v1/", {"url": "http://127.0.0.1:8082/v1", "max_in_flight": 5}]
+        }))
+        .unwrap();
+        assert_eq!(
+            c.endpoints(),
+            vec![
+                EndpointConfig {
+                    url: "http://127.0.0.1:8081/v1".into(),
+                    slots: 3
+                },
+                EndpointConfig {
+                    url: "http://127.0.0.1:8082/v1".into(),
+                    slots: 5
+                },
+            ]
+        );
+        assert_eq!(c.total_slots(), 8);
+        assert_eq!(c.endpoint(), "http://127.0.0.1:8081/v1");
+        // One `endpoint` is one endpoint with the global slots.
+        let one =
+            LlmConfig::from_json(json!({"endpoint": "http://127.0.0.1:9/", "max_in_flight": 4}))
+                .unwrap();
+        assert_eq!(
+            one.endpoints(),
+            vec![EndpointConfig {
+                url: "http://127.0.0.1:9".into(),
+                slots: 4
+            }]
+        );
+        assert_eq!(one.total_slots(), 4);
+        assert_eq!(LlmConfig::default().endpoints().len(), 1);
+    }
+
+    #[test]
+    fn endpoint_and_endpoints_together_or_bad_entries_are_refused() {
+        let e = LlmConfig::from_json(json!({
+            "endpoint": "http://127.0.0.1:1", "endpoints": ["http://127.0.0.1:2"]
+        }))
+        .unwrap_err();
+        assert!(e.to_string().contains("either `endpoint`"), "{e}");
+        let e = LlmConfig::from_json(json!({"endpoints": ["http://127.0.0.1:2", "ftp://x"]}))
+            .unwrap_err();
+        assert!(e.to_string().contains("ftp://x"), "{e}");
+        let e = LlmConfig::from_json(
+            json!({"endpoints": [{"url": "http://127.0.0.1:2", "max_in_flight": 0}]}),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("at least 1"), "{e}");
+        let e = LlmConfig::from_json(
+            json!({"endpoints": ["http://127.0.0.1:2", "http://127.0.0.1:2/"]}),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("twice"), "{e}");
+        assert!(LlmConfig::from_json(
+            json!({"endpoints": [{"url": "http://127.0.0.1:2", "slots": 2}]})
+        )
+        .is_err());
     }
 }

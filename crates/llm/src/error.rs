@@ -104,6 +104,9 @@ pub enum AbortReason {
     /// The person running koas pressed Ctrl-C (or the run was cancelled):
     /// no new request starts and the ones in flight are cut.
     Cancelled,
+    /// The configured endpoints do not serve the same model: answers
+    /// would depend on which endpoint happened to take a request.
+    ModelMismatch,
 }
 
 impl fmt::Display for AbortReason {
@@ -113,6 +116,7 @@ impl fmt::Display for AbortReason {
             AbortReason::TransportFailure => "TRANSPORT_FAILURE",
             AbortReason::Sovereignty => "SOVEREIGNTY",
             AbortReason::Cancelled => "CANCELLED",
+            AbortReason::ModelMismatch => "MODEL_MISMATCH",
         })
     }
 }
@@ -222,6 +226,10 @@ pub enum LlmError {
     /// Calibration found drifting or unextractable answers.
     #[error("CALIBRATION_FAILED: {0}")]
     CalibrationFailed(String),
+    /// The endpoints do not serve the same model (checked before the first
+    /// request is sent); fatal for the session.
+    #[error("MODEL_MISMATCH: the endpoints do not serve the same model: {0}")]
+    ModelMismatch(String),
     /// A request names a role with no configured model.
     #[error("no model is configured for the LLM role {0:?}")]
     UnknownRole(String),
@@ -246,6 +254,7 @@ impl LlmError {
             LlmError::ReplayMiss { .. } => "REPLAY_MISS",
             LlmError::ReplayLog(_) => "REPLAY_LOG",
             LlmError::CalibrationFailed(_) => "CALIBRATION_FAILED",
+            LlmError::ModelMismatch(_) => "MODEL_MISMATCH",
             LlmError::UnknownRole(_) => "UNKNOWN_ROLE",
             LlmError::Io(_) => "IO",
         }

@@ -91,6 +91,7 @@ pub mod keys;
 pub mod limiter;
 mod metadata;
 mod ping;
+mod pool;
 pub mod progress;
 pub mod prompts;
 pub mod replay;
@@ -104,11 +105,12 @@ pub use calibrate::{
     calibrate, calibrate_role, CalibrationReport, CalibrationRun, CALIBRATION_RUNS,
     CALIBRATION_TEMPLATES,
 };
-pub use config::{BackendKind, LlmConfig};
+pub use config::{BackendKind, EndpointConfig, EndpointSpec, EndpointTable, LlmConfig};
 pub use error::{AbortReason, LlmError, TransportError, TransportErrorKind};
 pub use exchange::{read_exchanges, Exchange, ExchangeOutcome, ExchangeSource};
 pub use metadata::{CallCounts, CanonicalizerIdentity, SessionMetadata};
-pub use ping::{ping, PingReport};
+pub use ping::{ping, ping_endpoints, EndpointPing, PingAll, PingReport};
+pub use pool::{model_disagreement, EndpointPool};
 pub use progress::{auto_progress, LogLinesProgress, NoProgress, ProgressSink, TerminalProgress};
 pub use prompts::{Prompts, Template, TemplateSource};
 pub use replay::ReplaySource;

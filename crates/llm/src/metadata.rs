@@ -46,8 +46,11 @@ pub struct SessionMetadata {
     pub mode: String,
     /// Wire protocol of the backend (`ollama`, `openai`, `anthropic`).
     pub backend: BackendKind,
-    /// Endpoint base URL.
+    /// Endpoint base URL (the first, when there are several).
     pub endpoint: String,
+    /// Every endpoint with its slots, in config order.
+    #[serde(default)]
+    pub endpoints: Vec<crate::config::EndpointConfig>,
     /// Exact model id per role.
     pub models: BTreeMap<String, String>,
     /// The model's advertised context window in tokens, as configured (a

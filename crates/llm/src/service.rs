@@ -1,15 +1,15 @@
 //! The LLM host service: what the runtime calls when a kernel calls
 //! `ctx.llm_complete(&LlmRequest)`.
 
-use crate::backend::{build_backend, Backend, BackendCall, BackendReply, CancelFlag};
+use crate::backend::{Backend, BackendCall, BackendReply, CancelFlag};
 use crate::budget::Budget;
 use crate::cache::{CachedAnswer, ResponseCache};
 use crate::config::LlmConfig;
 use crate::error::{AbortReason, LlmError, TransportError, TransportErrorKind};
 use crate::exchange::{Exchange, ExchangeLog, ExchangeOutcome, ExchangeSource, Extraction};
 use crate::keys::{cache_key, input_hash, Params};
-use crate::limiter::EndpointLimiter;
 use crate::metadata::{CallCounts, CanonicalizerIdentity, SessionMetadata};
+use crate::pool::{AcquireError, EndpointPool};
 use crate::progress::{NoProgress, ProgressSink};
 use crate::replay::ReplaySource;
 use crate::retry::{wait_in, Backoff};
@@ -62,22 +62,41 @@ impl Deadline {
 }
 
 /// How a logical call failed: the last attempt's error, the retries made,
-/// and whether the overall deadline ended it.
+/// whether the overall deadline ended it, and the endpoint last tried.
 struct Failed {
     error: TransportError,
     retries: u32,
     deadline_hit: bool,
+    endpoint: String,
+}
+
+/// Why a logical call ended without an answer.
+enum CallError {
+    /// Its attempts failed.
+    Transport(Failed),
+    /// It was refused before any attempt (the endpoints disagree on the
+    /// model).
+    Refused(LlmError),
+}
+
+/// A logical call's answer: the reply, the transport retries it took and
+/// the endpoint that answered.
+struct Answered {
+    reply: BackendReply,
+    retries: u32,
+    endpoint: String,
 }
 
 /// The LLM host service. Thread-safe: share it (`&LlmService` or `Arc`)
-/// between the threads of all kernels; the per-endpoint bound makes
-/// callers wait for a free slot.
+/// between the threads of all kernels; the endpoint pool's slots make
+/// callers wait for a free one.
 pub struct LlmService {
     config: LlmConfig,
-    backend: Option<Arc<dyn Backend>>,
+    pool: Option<Arc<EndpointPool>>,
+    /// The configured models, which every endpoint must serve.
+    wanted_models: Vec<String>,
     replay: Option<ReplaySource>,
     key: Option<ApiKey>,
-    limiter: EndpointLimiter,
     budget: Budget,
     log: ExchangeLog,
     cache: Option<ResponseCache>,
@@ -98,6 +117,7 @@ pub struct LlmServiceBuilder {
     cache_dir: Option<Option<PathBuf>>,
     replay: Option<ReplaySource>,
     backend: Option<Arc<dyn Backend>>,
+    pool: Option<Arc<EndpointPool>>,
     progress: Option<Box<dyn ProgressSink>>,
     session_id: Option<String>,
     cancel: Option<CancelFlag>,
@@ -125,10 +145,22 @@ impl LlmServiceBuilder {
         self
     }
 
-    /// Uses this backend instead of the one the config names (the
+    /// Uses this backend instead of the one the config names: a pool of
+    /// one endpoint with the config's `max_in_flight` slots (the
     /// sovereignty check still applies to the config).
     pub fn backend(mut self, backend: Arc<dyn Backend>) -> Self {
         self.backend = Some(backend);
+        self
+    }
+
+    /// Sends requests through `pool`, shared with other services (one per
+    /// workspace, say) that drive the same servers: their requests share
+    /// its slots, and an endpoint one of them finds down is out of
+    /// rotation for all. Without it (and without [`Self::backend`]) the
+    /// service builds its own pool from the config's endpoints. The
+    /// sovereignty check still applies to the config.
+    pub fn pool(mut self, pool: Arc<EndpointPool>) -> Self {
+        self.pool = Some(pool);
         self
     }
 
@@ -161,17 +193,23 @@ impl LlmServiceBuilder {
         let report = koas_extract::self_test()
             .map_err(|e| LlmError::Config(format!("canonicalizer self-test failed: {e}")))?;
         let replaying = self.replay.is_some();
-        let (backend, key) = if replaying {
+        let (pool, key) = if replaying {
             (None, None)
         } else {
             check_sovereignty(&config)?;
-            let backend = match self.backend {
-                Some(b) => b,
-                None => build_backend(&config)?,
+            let pool = match (self.pool, self.backend) {
+                (Some(pool), _) => pool,
+                (None, Some(b)) => {
+                    Arc::new(EndpointPool::from_backends(vec![(b, config.max_in_flight)]))
+                }
+                (None, None) => Arc::new(EndpointPool::from_config(&config)?),
             };
             let key = config.api_key_env().and_then(|v| ApiKey::from_env(&v));
-            (Some(backend), key)
+            (Some(pool), key)
         };
+        let mut wanted_models: Vec<String> = config.role_models().into_values().collect();
+        wanted_models.sort();
+        wanted_models.dedup();
         let default_log = if replaying {
             REPLAY_EXCHANGE_LOG
         } else {
@@ -186,7 +224,7 @@ impl LlmServiceBuilder {
             None => Some(ResponseCache::new(self.workspace.join(CACHE_DIR))),
         };
         Ok(LlmService {
-            limiter: EndpointLimiter::new(config.max_in_flight),
+            wanted_models,
             budget: Budget::new(config.budget_per_call, config.budget_per_run),
             log: ExchangeLog::open(&log_path)?,
             cache,
@@ -200,7 +238,7 @@ impl LlmServiceBuilder {
             abort: Mutex::new(None),
             cancel: self.cancel,
             rng: Mutex::new(fastrand::Rng::new()),
-            backend,
+            pool,
             replay: self.replay,
             key,
             config,
@@ -241,6 +279,8 @@ struct Spent {
     temperatures: Vec<f64>,
     tokens: u64,
     retries: u32,
+    /// The endpoint that gave the answer used.
+    endpoint: String,
 }
 
 /// The answer of the last backend attempt, with its token accounting.
@@ -276,6 +316,7 @@ impl LlmService {
             cache_dir: None,
             replay: None,
             backend: None,
+            pool: None,
             progress: None,
             session_id: None,
             cancel: None,
@@ -316,13 +357,14 @@ impl LlmService {
         )
     }
 
-    /// Completes many requests at once, keeping up to `max_in_flight` of
-    /// them in flight; results are in request order.
+    /// Completes many requests at once, keeping every slot of every
+    /// endpoint busy (the pool's total slots); results are in request
+    /// order.
     pub fn complete_many(&self, requests: &[LlmRequest]) -> Vec<Result<LlmResponse, LlmError>> {
         let slots: Vec<Mutex<Option<Result<LlmResponse, LlmError>>>> =
             requests.iter().map(|_| Mutex::new(None)).collect();
         let next = AtomicUsize::new(0);
-        let workers = self.config.max_in_flight.min(requests.len()).max(1);
+        let workers = self.total_slots().min(requests.len()).max(1);
         std::thread::scope(|scope| {
             for _ in 0..workers {
                 scope.spawn(|| loop {
@@ -348,6 +390,29 @@ impl LlmService {
             .collect()
     }
 
+    /// Requests the service keeps in flight at most: the slots of all its
+    /// endpoints (of the shared pool when it has one).
+    pub fn total_slots(&self) -> usize {
+        match &self.pool {
+            Some(pool) => pool.total_slots(),
+            None => self.config.total_slots(),
+        }
+    }
+
+    /// The endpoints requests go to, with their slots.
+    pub fn endpoints(&self) -> Vec<crate::config::EndpointConfig> {
+        match &self.pool {
+            Some(pool) => pool.endpoints(),
+            None => self.config.endpoints(),
+        }
+    }
+
+    /// The pool the service sends requests through (`None` when
+    /// replaying), to share with other services.
+    pub fn endpoint_pool(&self) -> Option<&Arc<EndpointPool>> {
+        self.pool.as_ref()
+    }
+
     /// The session metadata for the run record.
     pub fn session_metadata(&self) -> SessionMetadata {
         SessionMetadata {
@@ -359,7 +424,12 @@ impl LlmService {
             }
             .to_string(),
             backend: self.config.backend,
-            endpoint: self.config.endpoint(),
+            endpoint: self
+                .endpoints()
+                .first()
+                .map(|e| e.url.clone())
+                .unwrap_or_else(|| self.config.endpoint()),
+            endpoints: self.endpoints(),
             models: self.config.role_models(),
             context_window: self.config.context_window,
             max_tokens: self.config.max_tokens,
@@ -498,7 +568,7 @@ impl LlmService {
             input_hash: r.input_hash.clone(),
             cache_key: r.cache_key.clone(),
             backend: self.config.backend,
-            endpoint: self.config.endpoint(),
+            endpoint: self.endpoint_of_record(),
             model: r.model.clone(),
             served_model: None,
             params: r.params.clone(),
@@ -519,6 +589,15 @@ impl LlmService {
             finish_reason: None,
             ended_by: None,
             error: None,
+        }
+    }
+
+    /// The endpoint a line names when no endpoint answered (a cache hit,
+    /// a replay, a refusal): the first one.
+    fn endpoint_of_record(&self) -> String {
+        match &self.pool {
+            Some(pool) => pool.first_url().to_string(),
+            None => self.config.endpoint(),
         }
     }
 
@@ -560,14 +639,15 @@ impl LlmService {
         if let Err(e) = self.budget.check_call(estimated_prompt) {
             return Err(self.refuse(&r, options, started, e));
         }
-        let backend = self
-            .backend
+        let pool = self
+            .pool
             .as_ref()
             .ok_or_else(|| LlmError::Config("no backend is configured".to_string()))?;
         let mut temperatures = Vec::new();
         let mut spent = 0;
         let mut retries = 0;
         let mut last: Option<Attempt> = None;
+        let mut answered_by = String::new();
         for nudge in 0..=options.empty_retries {
             if nudge > 0 {
                 let wait = {
@@ -606,9 +686,14 @@ impl LlmService {
                 deadline: options.deadline.map(|d| d.at),
                 cancel: self.cancel.clone(),
             };
-            match self.call_with_retries(backend, &call, options.deadline.as_ref()) {
-                Ok((reply, n)) => {
+            match self.call_with_retries(pool, &call, options.deadline.as_ref()) {
+                Ok(Answered {
+                    reply,
+                    retries: n,
+                    endpoint,
+                }) => {
                     retries += n;
+                    answered_by = endpoint;
                     let prompt_tokens = reply.prompt_tokens.unwrap_or(estimated_prompt);
                     let completion_tokens = reply
                         .completion_tokens
@@ -629,10 +714,15 @@ impl LlmService {
                         break;
                     }
                 }
-                Err(mut failed) => {
+                Err(CallError::Transport(mut failed)) => {
                     failed.retries += retries;
                     self.budget.release(reservation);
                     return Err(self.transport_failure(&r, options, started, failed, temperatures));
+                }
+                Err(CallError::Refused(e)) => {
+                    self.budget.release(reservation);
+                    self.set_abort(AbortReason::ModelMismatch);
+                    return Err(e);
                 }
             }
         }
@@ -646,6 +736,7 @@ impl LlmService {
                 temperatures,
                 tokens: spent,
                 retries,
+                endpoint: answered_by,
             },
         )
     }
@@ -664,6 +755,7 @@ impl LlmService {
             temperatures,
             tokens: spent,
             retries,
+            endpoint,
         } = spent;
         let text = redact(self.key.as_ref(), &attempt.reply.text);
         let empty = text.trim().is_empty();
@@ -676,6 +768,7 @@ impl LlmService {
             self.entry(r, options.purpose, ExchangeSource::Backend, outcome),
             &text,
         );
+        entry.endpoint = endpoint;
         entry.served_model = attempt.reply.model.clone().filter(|m| *m != r.model);
         entry.temperatures = temperatures;
         entry.prompt_tokens = attempt.prompt_tokens;
@@ -729,80 +822,135 @@ impl LlmService {
 
     /// One logical call: attempts until success, a non-retryable error,
     /// `max_retries` retries or the overall deadline, with backoff between
-    /// attempts. Each attempt holds an in-flight slot of the endpoint.
+    /// attempts. Each attempt holds a slot of the endpoint the pool picks.
+    /// An attempt that fails at its endpoint (connection, timeout, 5xx, a
+    /// broken answer) takes that endpoint out of rotation and moves at once
+    /// to another endpoint in rotation, without spending a retry; only
+    /// when every endpoint was tried or is out does a failure spend a retry
+    /// and its backoff, as with one endpoint.
     fn call_with_retries(
         &self,
-        backend: &Arc<dyn Backend>,
+        pool: &EndpointPool,
         call: &BackendCall,
         deadline: Option<&Deadline>,
-    ) -> Result<(BackendReply, u32), Failed> {
-        let semaphore = self.limiter.semaphore(backend.endpoint());
+    ) -> Result<Answered, CallError> {
         let backoff = Backoff::from_config(&self.config);
         let mut retry = 0;
+        // Endpoints that failed this request since the last retry spent:
+        // each gets one attempt per round, so a round always ends.
+        let mut tried: Vec<usize> = Vec::new();
+        let failed = |error, retries, deadline_hit, endpoint: &str| {
+            CallError::Transport(Failed {
+                error,
+                retries,
+                deadline_hit,
+                endpoint: endpoint.to_string(),
+            })
+        };
         loop {
-            let result = {
-                let _slot = semaphore.acquire();
-                if self.cancelled() {
-                    return Err(Failed {
-                        error: TransportError::new(
-                            TransportErrorKind::Io,
-                            "cancelled (interrupted) before the attempt started",
-                        )
-                        .fatal(),
+            // Before anything is sent (and again when an endpoint not yet
+            // listed comes into rotation).
+            pool.check_models(&self.wanted_models)
+                .map_err(CallError::Refused)?;
+            let lease = match pool.acquire(&tried, self.cancel.as_ref()) {
+                Ok(lease) => Some(lease),
+                Err(AcquireError::Cancelled) => None,
+                Err(AcquireError::Unlisted(e)) => {
+                    // Nobody could be listed: a failed attempt, under the
+                    // usual retry rules.
+                    if e.retryable && retry < self.config.max_retries && !self.cancelled() {
+                        self.sleep_backoff(&backoff, retry, deadline, pool.first_url(), &e)
+                            .map_err(|e| failed(e, retry, true, pool.first_url()))?;
+                        retry += 1;
+                        continue;
+                    }
+                    return Err(failed(e, retry, false, pool.first_url()));
+                }
+            };
+            let Some(lease) = lease.filter(|_| !self.cancelled()) else {
+                return Err(failed(
+                    TransportError::new(
+                        TransportErrorKind::Io,
+                        "cancelled (interrupted) before the attempt started",
+                    )
+                    .fatal(),
+                    retry,
+                    false,
+                    pool.first_url(),
+                ));
+            };
+            let url = lease.url().to_string();
+            let result = self.attempt(lease.backend(), call);
+            let e = match result {
+                Ok(reply) => {
+                    pool.succeeded(lease.index());
+                    return Ok(Answered {
+                        reply,
                         retries: retry,
-                        deadline_hit: false,
+                        endpoint: url,
                     });
                 }
-                self.attempt(backend, call).map_err(|e| {
-                    // A timeout at (or a hair before: socket timers round)
-                    // the overall deadline is the deadline's doing.
-                    let deadline_hit = e.kind == TransportErrorKind::Timeout
-                        && deadline.is_some_and(|d| d.crossed_by(Duration::from_millis(250)));
-                    (e, deadline_hit)
-                })
+                Err(e) => e,
             };
-            match result {
-                Ok(reply) => return Ok((reply, retry)),
-                Err((error, true)) => {
-                    return Err(Failed {
-                        error,
-                        retries: retry,
-                        deadline_hit: true,
-                    })
-                }
-                Err((e, false))
-                    if e.retryable && retry < self.config.max_retries && !self.cancelled() =>
-                {
-                    let delay = {
-                        let mut rng = self.rng.lock().unwrap_or_else(|p| p.into_inner());
-                        backoff.delay(retry, &mut rng)
-                    };
-                    if deadline.is_some_and(|d| d.crossed_by(delay)) {
-                        return Err(Failed {
-                            error: e,
-                            retries: retry,
-                            deadline_hit: true,
-                        });
-                    }
+            // A timeout at (or a hair before: socket timers round) the
+            // overall deadline is the deadline's doing, not the endpoint's.
+            if e.kind == TransportErrorKind::Timeout
+                && deadline.is_some_and(|d| d.crossed_by(Duration::from_millis(250)))
+            {
+                return Err(failed(e, retry, true, &url));
+            }
+            // Retryable errors are the endpoint's (it refused, timed out,
+            // failed inside or broke its answer); a request the server
+            // rejected (400/413/422), a refusal or a cancel are not.
+            if e.retryable && !self.cancelled() {
+                pool.failed(lease.index(), &e);
+                tried.push(lease.index());
+                drop(lease);
+                if pool.healthy_except(&tried) {
                     self.progress.note(&format!(
-                        "attempt {} on {} failed ({}); retrying in {} ms",
-                        retry + 1,
-                        backend.endpoint(),
+                        "attempt on {url} failed ({}); {url} is out of rotation for a while, \
+                         asking another endpoint",
                         redact(self.key.as_ref(), &e.message),
-                        delay.as_millis()
                     ));
-                    std::thread::sleep(delay);
-                    retry += 1;
-                }
-                Err((error, false)) => {
-                    return Err(Failed {
-                        error,
-                        retries: retry,
-                        deadline_hit: false,
-                    })
+                    continue;
                 }
             }
+            tried.clear();
+            if e.retryable && retry < self.config.max_retries && !self.cancelled() {
+                self.sleep_backoff(&backoff, retry, deadline, &url, &e)
+                    .map_err(|e| failed(e, retry, true, &url))?;
+                retry += 1;
+            } else {
+                return Err(failed(e, retry, false, &url));
+            }
         }
+    }
+
+    /// Waits the backoff before retry `retry` after `error` on `url`; the
+    /// error back when the overall deadline would pass first.
+    fn sleep_backoff(
+        &self,
+        backoff: &Backoff,
+        retry: u32,
+        deadline: Option<&Deadline>,
+        url: &str,
+        error: &TransportError,
+    ) -> Result<(), TransportError> {
+        let delay = {
+            let mut rng = self.rng.lock().unwrap_or_else(|p| p.into_inner());
+            backoff.delay(retry, &mut rng)
+        };
+        if deadline.is_some_and(|d| d.crossed_by(delay)) {
+            return Err(error.clone());
+        }
+        self.progress.note(&format!(
+            "attempt {} on {url} failed ({}); retrying in {} ms",
+            retry + 1,
+            redact(self.key.as_ref(), &error.message),
+            delay.as_millis()
+        ));
+        std::thread::sleep(delay);
+        Ok(())
     }
 
     /// Logs a failed call and returns its error: `SOVEREIGNTY` when the
@@ -821,6 +969,7 @@ impl LlmService {
             error,
             retries,
             deadline_hit,
+            endpoint,
         } = failed;
         let last_error = redact(self.key.as_ref(), &error.message);
         // A client error the request itself caused (too long for the
@@ -845,7 +994,7 @@ impl LlmService {
             LlmError::Sovereignty(last_error)
         } else if let Some(status) = rejected {
             LlmError::RequestRejected {
-                endpoint: self.config.endpoint(),
+                endpoint: endpoint.clone(),
                 status,
                 last_error,
             }
@@ -855,7 +1004,7 @@ impl LlmService {
             }
             match options.deadline.filter(|_| deadline_hit) {
                 Some(d) => LlmError::DeadlineExceeded {
-                    endpoint: self.config.endpoint(),
+                    endpoint: endpoint.clone(),
                     what: d.what.to_string(),
                     secs: d.secs,
                     setting: d.setting.to_string(),
@@ -863,7 +1012,7 @@ impl LlmService {
                     last_error,
                 },
                 None => LlmError::TransportFailure {
-                    endpoint: self.config.endpoint(),
+                    endpoint: endpoint.clone(),
                     attempts: retries + 1,
                     last_error,
                 },
@@ -885,6 +1034,7 @@ impl LlmService {
             ),
             &partial,
         );
+        entry.endpoint = endpoint;
         entry.temperatures = temperatures;
         entry.retries = retries;
         entry.error = Some(failure.to_string());

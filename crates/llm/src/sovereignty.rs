@@ -47,21 +47,24 @@ pub fn check_sovereignty(config: &LlmConfig) -> Result<(), LlmError> {
                 .to_string(),
         ));
     }
-    let endpoint = config.endpoint();
-    let url = Url::parse(&endpoint)
-        .map_err(|e| LlmError::Config(format!("endpoint {endpoint:?}: {e}")))?;
-    let host = url
-        .host()
-        .ok_or_else(|| LlmError::Config(format!("endpoint {endpoint:?} has no host")))?;
-    if is_local(&host, &config.local_hosts) {
-        Ok(())
-    } else {
-        Err(LlmError::Sovereignty(format!(
-            "endpoint {endpoint} is not on this machine (host {host} is neither loopback nor \
-             listed in local_hosts); strict sovereignty refuses it (use --no-strict-sovereign, \
-             strict_sovereign = false, or add the host to local_hosts)"
-        )))
+    // Every endpoint: one remote server among local ones would still
+    // receive documents.
+    for endpoint in config.endpoints() {
+        let endpoint = endpoint.url;
+        let url = Url::parse(&endpoint)
+            .map_err(|e| LlmError::Config(format!("endpoint {endpoint:?}: {e}")))?;
+        let host = url
+            .host()
+            .ok_or_else(|| LlmError::Config(format!("endpoint {endpoint:?} has no host")))?;
+        if !is_local(&host, &config.local_hosts) {
+            return Err(LlmError::Sovereignty(format!(
+                "endpoint {endpoint} is not on this machine (host {host} is neither loopback nor \
+                 listed in local_hosts); strict sovereignty refuses it (use --no-strict-sovereign, \
+                 strict_sovereign = false, or add the host to local_hosts)"
+            )));
+        }
     }
+    Ok(())
 }
 
 /// `true` when `host` is loopback or declared local. This checks the
@@ -260,6 +263,20 @@ mod tests {
 
     fn config(backend: BackendKind, endpoint: &str) -> LlmConfig {
         LlmConfig::new(backend, endpoint, "m")
+    }
+
+    #[test]
+    fn one_remote_endpoint_among_local_ones_refuses_the_config_naming_it() {
+        let mut c = LlmConfig::new(BackendKind::Openai, "http://127.0.0.1:1", "m");
+        c.endpoint = None;
+        c.endpoints = vec![
+            crate::EndpointSpec::Url("http://127.0.0.1:1".into()),
+            crate::EndpointSpec::Url("http://llm.example.com:8080".into()),
+        ];
+        let e = check_sovereignty(&c).unwrap_err().to_string();
+        assert!(e.contains("http://llm.example.com:8080"), "{e}");
+        c.strict_sovereign = false;
+        assert!(check_sovereignty(&c).is_ok());
     }
 
     #[test]

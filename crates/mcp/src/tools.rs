@@ -448,7 +448,7 @@ fn review_md_run(ctx: &Ctx, arguments: Value, control: &Control) -> Answer {
     args.no_check_fixes = p.no_check_fixes;
     args.tutor_model = p.tutor_model;
     args.llm.backend = p.backend;
-    args.llm.endpoint = p.endpoint;
+    args.llm.endpoints = p.endpoint.into_iter().collect();
     args.llm.model = p.model;
     // Sovereignty is the server's: an argument cannot lift it.
     args.llm.no_strict_sovereign = ctx.no_strict_sovereign;

@@ -7,14 +7,21 @@
 //! Tests of LLM kernels and of `koas review` with a model use it instead
 //! of a real server: they can script a model that answers well, one that
 //! degenerates, one that is slow, and check what koas sent.
+//!
+//! [`ScriptedModel::start_with`] also makes a server that lists and
+//! answers as another model id, and one with a fixed number of slots that
+//! queues the requests beyond them like llama-server does;
+//! [`ScriptedModel::timeline`] says when each chat request arrived, got a
+//! slot and ended; [`ScriptedModel::kill`] is a server dying mid-run.
 
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Condvar;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The model id the server answers as and lists.
 pub const MODEL: &str = "scripted";
@@ -86,12 +93,64 @@ impl ModelAnswer {
 
 type Script = dyn Fn(&ModelRequest) -> ModelAnswer + Send + Sync;
 
+/// How a scripted server presents itself.
+#[derive(Debug, Clone)]
+pub struct ModelOptions {
+    /// The model id it lists and answers as (default [`MODEL`]).
+    pub model: String,
+    /// Requests answered at once; the others wait in a queue, in arrival
+    /// order as far as the scheduler allows. `None`: no limit.
+    pub slots: Option<usize>,
+}
+
+impl Default for ModelOptions {
+    fn default() -> Self {
+        ModelOptions {
+            model: MODEL.to_string(),
+            slots: None,
+        }
+    }
+}
+
+/// When one chat request arrived, got a slot and ended, measured from
+/// the server's start.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestTimes {
+    /// When the request was read.
+    pub arrival: Duration,
+    /// When it got a slot (its answer began); `None` while queued, or if
+    /// the server was killed first.
+    pub start: Option<Duration>,
+    /// When its answer ended or was cut; `None` while being answered.
+    pub end: Option<Duration>,
+    /// Whether the whole answer was written (not cut by [`kill`]).
+    ///
+    /// [`kill`]: ScriptedModel::kill
+    pub answered: bool,
+}
+
+impl RequestTimes {
+    /// Whether the request was being answered (had a slot) at `t`.
+    pub fn answering_at(&self, t: Duration) -> bool {
+        self.start.is_some_and(|s| s <= t) && self.end.map_or(true, |e| t < e)
+    }
+}
+
 struct State {
     script: Box<Script>,
+    model: String,
     requests: Mutex<Vec<ModelRequest>>,
     in_flight: AtomicUsize,
     peak: AtomicUsize,
     stop: AtomicBool,
+    killed: AtomicBool,
+    started: Instant,
+    timeline: Mutex<Vec<RequestTimes>>,
+    /// Free slots, when the server has a limit.
+    free: Option<Mutex<usize>>,
+    freed: Condvar,
+    /// The connections being answered or queued, so `kill` can cut them.
+    live: Mutex<Vec<(usize, TcpStream)>>,
 }
 
 /// The scripted model server; stops when dropped (or on [`stop`]).
@@ -108,14 +167,41 @@ impl ScriptedModel {
     pub fn start(
         script: impl Fn(&ModelRequest) -> ModelAnswer + Send + Sync + 'static,
     ) -> ScriptedModel {
+        Self::start_with(ModelOptions::default(), script)
+    }
+
+    /// Starts a model that lists and answers as `model`.
+    pub fn start_as(
+        model: &str,
+        script: impl Fn(&ModelRequest) -> ModelAnswer + Send + Sync + 'static,
+    ) -> ScriptedModel {
+        let options = ModelOptions {
+            model: model.to_string(),
+            ..ModelOptions::default()
+        };
+        Self::start_with(options, script)
+    }
+
+    /// Starts a model presenting itself as `options` say.
+    pub fn start_with(
+        options: ModelOptions,
+        script: impl Fn(&ModelRequest) -> ModelAnswer + Send + Sync + 'static,
+    ) -> ScriptedModel {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
         let addr = listener.local_addr().expect("local address");
         let state = Arc::new(State {
             script: Box::new(script),
+            model: options.model,
             requests: Mutex::new(Vec::new()),
             in_flight: AtomicUsize::new(0),
             peak: AtomicUsize::new(0),
             stop: AtomicBool::new(false),
+            killed: AtomicBool::new(false),
+            started: Instant::now(),
+            timeline: Mutex::new(Vec::new()),
+            free: options.slots.map(|n| Mutex::new(n.max(1))),
+            freed: Condvar::new(),
+            live: Mutex::new(Vec::new()),
         });
         let s = state.clone();
         let accept = std::thread::spawn(move || {
@@ -155,9 +241,43 @@ impl ScriptedModel {
         self.state.requests.lock().map(|r| r.len()).unwrap_or(0)
     }
 
-    /// The most chat requests that were being answered at the same time.
+    /// The most chat requests that were being answered at the same time
+    /// (queued ones not counted).
     pub fn peak_in_flight(&self) -> usize {
         self.state.peak.load(Ordering::SeqCst)
+    }
+
+    /// Each chat request's arrival, start and end, in arrival order.
+    pub fn timeline(&self) -> Vec<RequestTimes> {
+        self.state
+            .timeline
+            .lock()
+            .map(|t| t.clone())
+            .unwrap_or_default()
+    }
+
+    /// How many chat requests got their whole answer.
+    pub fn answered(&self) -> usize {
+        self.timeline().iter().filter(|t| t.answered).count()
+    }
+
+    /// The model id the server lists and answers as.
+    pub fn model(&self) -> &str {
+        &self.state.model
+    }
+
+    /// Kills the server: it stops accepting connections, and the requests
+    /// being answered or queued lose their connection at once (a server
+    /// that died mid-run).
+    pub fn kill(&mut self) {
+        self.state.killed.store(true, Ordering::SeqCst);
+        if let Ok(live) = self.state.live.lock() {
+            for (_, stream) in live.iter() {
+                let _ = stream.shutdown(std::net::Shutdown::Both);
+            }
+        }
+        self.state.freed.notify_all();
+        self.stop();
     }
 
     /// Stops accepting connections (a server that died); requests already
@@ -210,13 +330,15 @@ fn read_request(stream: &TcpStream) -> Option<Raw> {
     Some(Raw { method, path, body })
 }
 
-fn respond(stream: &mut TcpStream, status: u16, content_type: &str, body: &str) {
-    let _ = write!(
+/// Writes a whole answer; `false` when the connection is gone.
+fn respond(stream: &mut TcpStream, status: u16, content_type: &str, body: &str) -> bool {
+    write!(
         stream,
         "HTTP/1.1 {status} X\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
-    );
-    let _ = stream.flush();
+    )
+    .and_then(|()| stream.flush())
+    .is_ok()
 }
 
 fn chat_request(body: &Value) -> ModelRequest {
@@ -243,7 +365,7 @@ fn serve(mut stream: TcpStream, state: &State) {
         return;
     };
     if raw.method == "GET" && raw.path.ends_with("/models") {
-        let body = json!({"object": "list", "data": [{"id": MODEL, "object": "model"}]});
+        let body = json!({"object": "list", "data": [{"id": state.model, "object": "model"}]});
         respond(&mut stream, 200, "application/json", &body.to_string());
         return;
     }
@@ -256,9 +378,92 @@ fn serve(mut stream: TcpStream, state: &State) {
     if let Ok(mut r) = state.requests.lock() {
         r.push(request.clone());
     }
+    let id = state
+        .timeline
+        .lock()
+        .map(|mut t| {
+            t.push(RequestTimes {
+                arrival: state.started.elapsed(),
+                start: None,
+                end: None,
+                answered: false,
+            });
+            t.len() - 1
+        })
+        .unwrap_or(usize::MAX);
+    if let (Ok(mut live), Ok(clone)) = (state.live.lock(), stream.try_clone()) {
+        live.push((id, clone));
+    }
+    if state.killed.load(Ordering::SeqCst) || !take_slot(state) {
+        let _ = stream.shutdown(std::net::Shutdown::Both);
+        finish(state, id, false);
+        return;
+    }
+    set_time(state, id, |t, now| t.start = Some(now));
     let now = state.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
     state.peak.fetch_max(now, Ordering::SeqCst);
-    let answer = (state.script)(&request);
+    let answered = answer(&mut stream, state, &request);
+    state.in_flight.fetch_sub(1, Ordering::SeqCst);
+    // Ended before the slot is given back, so the next request's start
+    // never comes before this end.
+    finish(state, id, answered && !state.killed.load(Ordering::SeqCst));
+    if let Some(free) = &state.free {
+        if let Ok(mut n) = free.lock() {
+            *n += 1;
+        }
+        state.freed.notify_all();
+    }
+}
+
+/// Waits for a free slot (at once without a limit); `false` when the
+/// server was killed while waiting.
+fn take_slot(state: &State) -> bool {
+    let Some(free) = &state.free else {
+        return true;
+    };
+    let mut n = free.lock().unwrap_or_else(|p| p.into_inner());
+    loop {
+        if state.killed.load(Ordering::SeqCst) {
+            return false;
+        }
+        if *n > 0 {
+            *n -= 1;
+            return true;
+        }
+        n = state
+            .freed
+            .wait_timeout(n, Duration::from_millis(50))
+            .map(|(g, _)| g)
+            .unwrap_or_else(|p| p.into_inner().0);
+    }
+}
+
+fn set_time(state: &State, id: usize, f: impl FnOnce(&mut RequestTimes, Duration)) {
+    let now = state.started.elapsed();
+    if let Ok(mut t) = state.timeline.lock() {
+        if let Some(entry) = t.get_mut(id) {
+            f(entry, now);
+        }
+    }
+}
+
+/// Records the end of request `id` and forgets its connection.
+fn finish(state: &State, id: usize, answered: bool) {
+    set_time(state, id, |t, now| {
+        t.end = Some(now);
+        t.answered = answered;
+    });
+    if let Ok(mut live) = state.live.lock() {
+        live.retain(|(i, _)| *i != id);
+    }
+}
+
+/// Answers one chat request as the script says; `true` when the whole
+/// answer was written.
+fn answer(stream: &mut TcpStream, state: &State, request: &ModelRequest) -> bool {
+    let model = state.model.as_str();
+    let answer = (state.script)(request);
+    let request = request.clone();
     match answer {
         ModelAnswer::Text { text, delay } => {
             std::thread::sleep(delay);
@@ -267,28 +472,27 @@ fn serve(mut stream: TcpStream, state: &State) {
             if request.stream {
                 let mut out = String::new();
                 for piece in split_pieces(&text) {
-                    let event = json!({"id": "s", "object": "chat.completion.chunk", "model": MODEL,
+                    let event = json!({"id": "s", "object": "chat.completion.chunk", "model": model,
                         "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": null}]});
                     out.push_str(&format!("data: {event}\n\n"));
                 }
-                let last = json!({"id": "s", "object": "chat.completion.chunk", "model": MODEL,
+                let last = json!({"id": "s", "object": "chat.completion.chunk", "model": model,
                     "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
                     "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}});
                 out.push_str(&format!("data: {last}\n\ndata: [DONE]\n\n"));
-                respond(&mut stream, 200, "text/event-stream", &out);
+                respond(stream, 200, "text/event-stream", &out)
             } else {
-                let body = json!({"id": "s", "object": "chat.completion", "model": MODEL,
+                let body = json!({"id": "s", "object": "chat.completion", "model": model,
                     "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
                     "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}});
-                respond(&mut stream, 200, "application/json", &body.to_string());
+                respond(stream, 200, "application/json", &body.to_string())
             }
         }
-        ModelAnswer::Status(status, body) => {
-            respond(&mut stream, status, "application/json", &body)
-        }
+        ModelAnswer::Status(status, body) => respond(stream, status, "application/json", &body),
         ModelAnswer::Drop(delay) => {
             std::thread::sleep(delay);
             let _ = stream.shutdown(std::net::Shutdown::Both);
+            false
         }
         ModelAnswer::Looping {
             text,
@@ -303,41 +507,47 @@ fn serve(mut stream: TcpStream, state: &State) {
                 .or_else(|| request.body.get("max_completion_tokens"))
                 .and_then(Value::as_u64)
                 .unwrap_or(u64::MAX);
-            stream_looping(&mut stream, &text, &repeat, every, cap)
+            stream_looping(stream, model, &text, &repeat, every, cap)
         }
         ModelAnswer::Looping { text, repeat, .. } => {
             let content = format!("{text}{}", repeat.repeat(50));
-            let body = json!({"id": "s", "object": "chat.completion", "model": MODEL,
+            let body = json!({"id": "s", "object": "chat.completion", "model": model,
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "length"}]});
-            respond(&mut stream, 200, "application/json", &body.to_string());
+            respond(stream, 200, "application/json", &body.to_string())
         }
     }
-    state.in_flight.fetch_sub(1, Ordering::SeqCst);
 }
 
 /// Streams `text` then `repeat` until `cap` tokens (characters / 4) are
 /// sent, a write fails (the client left) or five minutes have passed.
-fn stream_looping(stream: &mut TcpStream, text: &str, repeat: &str, every: Duration, cap: u64) {
+fn stream_looping(
+    stream: &mut TcpStream,
+    model: &str,
+    text: &str,
+    repeat: &str,
+    every: Duration,
+    cap: u64,
+) -> bool {
     let event = |piece: &str, finish: Option<&str>| {
-        let chunk = json!({"id": "s", "object": "chat.completion.chunk", "model": MODEL,
+        let chunk = json!({"id": "s", "object": "chat.completion.chunk", "model": model,
             "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": finish}]});
         format!("data: {chunk}\n\n")
     };
     let tokens = |s: &str| (s.chars().count() as u64).div_ceil(4);
     let head = "HTTP/1.1 200 X\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n";
     if write!(stream, "{head}{}", event(text, None)).is_err() || stream.flush().is_err() {
-        return;
+        return false;
     }
     let mut sent = tokens(text);
     let until = std::time::Instant::now() + Duration::from_secs(300);
     while std::time::Instant::now() < until && sent < cap {
         std::thread::sleep(every);
         if write!(stream, "{}", event(repeat, None)).is_err() || stream.flush().is_err() {
-            return;
+            return false;
         }
         sent += tokens(repeat).max(1);
     }
-    let _ = write!(stream, "{}data: [DONE]\n\n", event("", Some("length")));
+    write!(stream, "{}data: [DONE]\n\n", event("", Some("length"))).is_ok()
 }
 
 /// The answer in a few pieces, as a streaming server sends it.
@@ -401,5 +611,74 @@ mod tests {
         assert_eq!(requests[0].system.as_deref(), Some("s"));
         assert!(requests[1].stream);
         assert_eq!(model.peak_in_flight(), 1);
+        assert_eq!(model.answered(), 2);
+    }
+
+    fn models(url: &str) -> String {
+        let mut stream = TcpStream::connect(url.trim_start_matches("http://")).expect("connect");
+        write!(stream, "GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n").expect("write");
+        let mut out = String::new();
+        stream.read_to_string(&mut out).expect("read");
+        out
+    }
+
+    #[test]
+    fn another_model_id_is_listed_and_answered_as() {
+        let model = ScriptedModel::start_as("other-model", |_| ModelAnswer::text("hi"));
+        assert!(models(&model.url()).contains("\"id\":\"other-model\""));
+        let out = post(&model.url(), &json!({"model": "x", "messages": []}));
+        assert!(out.contains("\"model\":\"other-model\""), "{out}");
+    }
+
+    #[test]
+    fn slots_queue_the_rest_and_the_queue_wait_is_not_answering() {
+        let options = ModelOptions {
+            slots: Some(2),
+            ..ModelOptions::default()
+        };
+        let model = ScriptedModel::start_with(options, |_| {
+            ModelAnswer::after(Duration::from_millis(100), "ok")
+        });
+        let url = model.url();
+        std::thread::scope(|s| {
+            for _ in 0..5 {
+                s.spawn(|| post(&url, &json!({"messages": []})));
+            }
+        });
+        assert_eq!(model.peak_in_flight(), 2);
+        let timeline = model.timeline();
+        assert_eq!(timeline.len(), 5);
+        assert!(timeline.iter().all(|t| t.answered));
+        let waited = timeline
+            .iter()
+            .filter(|t| t.start.unwrap() - t.arrival >= Duration::from_millis(80))
+            .count();
+        assert!(waited >= 3, "{timeline:?}");
+        // Never more than two answering at any start instant.
+        for t in &timeline {
+            let at = t.start.unwrap();
+            assert!(timeline.iter().filter(|o| o.answering_at(at)).count() <= 2);
+        }
+    }
+
+    #[test]
+    fn kill_drops_the_connections_being_answered_and_refuses_new_ones() {
+        let mut model =
+            ScriptedModel::start(|_| ModelAnswer::after(Duration::from_secs(5), "late"));
+        let url = model.url();
+        let started = std::time::Instant::now();
+        std::thread::scope(|s| {
+            let cut = s.spawn(|| post(&url, &json!({"messages": []})));
+            while model.timeline().is_empty() {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            model.kill();
+            assert!(!cut.join().unwrap().contains("late"));
+        });
+        assert!(started.elapsed() < Duration::from_secs(3));
+        assert!(TcpStream::connect(url.trim_start_matches("http://")).is_err());
+        let timeline = model.timeline();
+        assert_eq!(timeline.len(), 1);
+        assert!(!timeline[0].answered);
     }
 }

@@ -13,7 +13,9 @@ use std::path::{Path, PathBuf};
 /// `koas llm …`.
 #[derive(Debug, Subcommand)]
 pub enum LlmCommand {
-    /// Check that the endpoint answers and list its models.
+    /// Check that the endpoint answers and list its models; with several
+    /// endpoints, each of them, and whether they serve the same models
+    /// (exit 1 when one is down or they disagree).
     Ping(LlmArgs),
     /// Send the fixed calibration prompt three times at temperature 0 and
     /// require identical canonical answers (exit 1 when they drift).
@@ -83,12 +85,66 @@ fn deadline(args: &LlmArgs, key: &mut f64) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `koas llm ping` with several endpoints: one block per endpoint, then
+/// whether they agree. Failure when one is down or they disagree: a run
+/// would refuse them, or lose that endpoint's slots.
+fn ping_all(config: &koas_llm::LlmConfig, json: bool) -> anyhow::Result<ExitStatus> {
+    let all = koas_llm::ping_endpoints(config)?;
+    if json {
+        outln!("{}", serde_json::to_string_pretty(&all)?)?;
+    } else {
+        for e in &all.endpoints {
+            match (&e.report, &e.error) {
+                (Some(report), _) => {
+                    outln!(
+                        "{} ({}) answered in {} ms; {} model(s):",
+                        report.endpoint,
+                        report.backend.as_str(),
+                        report.latency_ms,
+                        report.models.len()
+                    )?;
+                    for m in &report.models {
+                        outln!("  {m}")?;
+                    }
+                }
+                (None, error) => {
+                    outln!(
+                        "{} is down: {}",
+                        e.endpoint,
+                        error.as_deref().unwrap_or("no answer")
+                    )?;
+                }
+            }
+        }
+        let down = all.endpoints.iter().filter(|e| e.report.is_none()).count();
+        match (&all.disagreement, down) {
+            (Some(why), _) => outln!("endpoints disagree: {why}")?,
+            (None, 0) => outln!(
+                "endpoints agree: all {} serve the same models",
+                all.endpoints.len()
+            )?,
+            (None, n) => outln!(
+                "endpoints that answered agree; {n} of {} did not answer",
+                all.endpoints.len()
+            )?,
+        }
+    }
+    Ok(if all.agree && all.all_up {
+        ExitStatus::Success
+    } else {
+        ExitStatus::Failure
+    })
+}
+
 /// Runs `koas llm …`.
 pub fn execute(global: &HostOptions, cmd: LlmCommand) -> anyhow::Result<ExitStatus> {
     match cmd {
         LlmCommand::Ping(args) => {
             let (mut config, _) = config(&args)?;
             deadline(&args, &mut config.ping_timeout_secs)?;
+            if config.endpoints().len() > 1 {
+                return ping_all(&config, args.json);
+            }
             let report = koas_llm::ping(&config)?;
             if args.json {
                 outln!("{}", serde_json::to_string_pretty(&report)?)?;

@@ -14,9 +14,13 @@ pub struct LlmFlags {
     /// anthropic.
     #[arg(long = "llm-backend", value_name = "BACKEND")]
     pub backend: Option<String>,
-    /// LLM endpoint base URL, e.g. http://127.0.0.1:11434.
-    #[arg(long = "llm-endpoint", value_name = "URL")]
-    pub endpoint: Option<String>,
+    /// LLM endpoint base URL, e.g. http://127.0.0.1:11434. Repeat it for
+    /// several servers of the same model (requests go to the least loaded
+    /// and fail over between them); `URL#slots=N` gives that endpoint N
+    /// requests in flight instead of --llm-max-in-flight. Replaces the
+    /// config's `endpoint`/`endpoints`.
+    #[arg(long = "llm-endpoint", value_name = "URL[#slots=N]")]
+    pub endpoints: Vec<String>,
     /// Model for every role that has no model of its own.
     #[arg(long = "llm-model", value_name = "MODEL")]
     pub model: Option<String>,
@@ -35,7 +39,7 @@ impl LlmFlags {
     pub fn overrides(&self) -> LlmOverrides {
         LlmOverrides {
             backend: self.backend.clone(),
-            endpoint: self.endpoint.clone(),
+            endpoints: self.endpoints.clone(),
             model: self.model.clone(),
             no_strict_sovereign: self.no_strict_sovereign,
             max_in_flight: self.max_in_flight,

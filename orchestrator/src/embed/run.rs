@@ -171,9 +171,10 @@ pub struct HostLlm {
     config: Value,
     /// The tutor model, when one is configured.
     pub tutor_model: Option<String>,
-    /// Requests in flight at once.
+    /// Requests in flight at once: the slots of every endpoint together.
     pub max_in_flight: usize,
-    /// The server's base URL, for messages.
+    /// The servers' base URLs (comma-separated when several), for
+    /// messages.
     pub endpoint: String,
 }
 
@@ -203,8 +204,13 @@ impl HostLlm {
         };
         let identity = identity(&config);
         let tutor_model = config.tutor_model.clone();
-        let max_in_flight = config.max_in_flight;
-        let endpoint = config.endpoint();
+        let max_in_flight = config.total_slots();
+        let endpoint = config
+            .endpoints()
+            .into_iter()
+            .map(|e| e.url)
+            .collect::<Vec<_>>()
+            .join(", ");
         let origin = layers
             .last()
             .map(|l| l.origin.clone())
