@@ -25,6 +25,7 @@ mod install;
 mod isolation;
 mod kernel_authors;
 mod llm_host;
+mod llm_stage;
 mod mcp;
 mod pyramid;
 mod refine;

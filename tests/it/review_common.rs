@@ -45,9 +45,14 @@ impl Scratch {
             .unwrap_or_else(|e| panic!("copy {}: {e}", from.display()));
     }
 
-    /// Writes `text` to `name` inside the folder, replacing it.
+    /// Writes `text` to `name` inside the folder, replacing it (and
+    /// making its parent folders).
     pub fn write(&self, name: &str, text: &str) {
-        std::fs::write(self.path(name), text).expect("write");
+        let path = self.path(name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).expect("parent folder");
+        }
+        std::fs::write(path, text).expect("write");
     }
 
     /// A path inside the folder.

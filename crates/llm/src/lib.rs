@@ -23,7 +23,8 @@
 //! * **tokens and budgets** ([`budget`]): usage from the API, estimated
 //!   (and flagged) only when absent; a token budget per call and one per
 //!   run (exhausting it ends the session with `SESSION_BUDGET_EXHAUSTED`);
-//!   a bound on requests in flight per endpoint ([`limiter`]);
+//!   several endpoints of one model, dispatched by load with failover
+//!   ([`EndpointPool`]);
 //! * **exchange log** ([`exchange`]) `llm/exchanges.jsonl`, append-only and
 //!   fsynced; **response cache** ([`cache`]) keyed by input hash + model +
 //!   parameters; **replay** ([`replay`]) from the log with no network;
@@ -88,7 +89,6 @@ pub mod config;
 mod error;
 pub mod exchange;
 pub mod keys;
-pub mod limiter;
 mod metadata;
 mod ping;
 mod pool;
@@ -110,7 +110,7 @@ pub use error::{AbortReason, LlmError, TransportError, TransportErrorKind};
 pub use exchange::{read_exchanges, Exchange, ExchangeOutcome, ExchangeSource};
 pub use metadata::{CallCounts, CanonicalizerIdentity, SessionMetadata};
 pub use ping::{ping, ping_endpoints, EndpointPing, PingAll, PingReport};
-pub use pool::{model_disagreement, EndpointPool};
+pub use pool::{model_disagreement, EndpointLoad, EndpointPool};
 pub use progress::{auto_progress, LogLinesProgress, NoProgress, ProgressSink, TerminalProgress};
 pub use prompts::{Prompts, Template, TemplateSource};
 pub use replay::ReplaySource;

@@ -51,6 +51,23 @@ struct Health {
     /// The models it lists, once read (always "read" with one endpoint).
     models: Option<Vec<String>>,
     last_error: Option<String>,
+    /// Attempts it answered.
+    answered: u64,
+}
+
+/// One endpoint's load as it is now, for a progress display.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct EndpointLoad {
+    /// Its base URL.
+    pub url: String,
+    /// Its slots.
+    pub slots: usize,
+    /// Requests it is answering.
+    pub in_flight: usize,
+    /// Attempts it answered so far.
+    pub answered: u64,
+    /// In rotation (not in a back-off after a failure).
+    pub up: bool,
 }
 
 impl Health {
@@ -363,6 +380,7 @@ impl EndpointPool {
         let mut state = self.lock();
         if let Some(h) = state.get_mut(index) {
             let was_down = h.down_until.is_some();
+            h.answered += 1;
             h.failures = 0;
             h.down_until = None;
             if was_down {
@@ -380,6 +398,23 @@ impl EndpointPool {
             .iter()
             .enumerate()
             .any(|(i, h)| !tried.contains(&i) && h.models.is_some() && h.up(now))
+    }
+
+    /// Every endpoint's load now, in config order.
+    pub fn load(&self) -> Vec<EndpointLoad> {
+        let now = Instant::now();
+        let state = self.lock();
+        self.members
+            .iter()
+            .zip(state.iter())
+            .map(|(m, h)| EndpointLoad {
+                url: m.url.clone(),
+                slots: m.slots,
+                in_flight: h.outstanding,
+                answered: h.answered,
+                up: h.up(now),
+            })
+            .collect()
     }
 
     /// The first endpoint's URL (named when no attempt was made).

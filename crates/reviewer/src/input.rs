@@ -10,7 +10,7 @@
 
 use anyhow::{bail, Context as _};
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The default document size limit: 256 MiB, five times the largest
 /// document the Stage 1 benchmark handles.
@@ -160,6 +160,50 @@ pub fn read_document_bytes(
         return Err(too_large(shown, None, limit));
     }
     Ok(buf)
+}
+
+/// `true` for the file names a folder argument contributes.
+fn is_markdown(path: &Path) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case("md") || e.eq_ignore_ascii_case("markdown"))
+}
+
+/// The Markdown files under `dir`, sorted, hidden entries skipped.
+fn markdown_files(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| !n.starts_with('.'))
+        })
+        .collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            markdown_files(&p, out)?;
+        } else if is_markdown(&p) {
+            out.push(p);
+        }
+    }
+    Ok(())
+}
+
+/// The documents the arguments name: folders expanded, `-` kept.
+pub(crate) fn expand_documents(docs: &[PathBuf]) -> (Vec<PathBuf>, Vec<String>) {
+    let mut files = Vec::new();
+    let mut errors = Vec::new();
+    for d in docs {
+        if d.is_dir() {
+            if let Err(e) = markdown_files(d, &mut files) {
+                errors.push(format!("cannot read folder {}: {e}", d.display()));
+            }
+        } else {
+            files.push(d.clone());
+        }
+    }
+    (files, errors)
 }
 
 #[cfg(test)]

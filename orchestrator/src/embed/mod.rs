@@ -32,8 +32,9 @@ use crate::host::SharedLlm;
 use crate::limits::{Isolation, LimitOverrides, Limits};
 use crate::llm_host::ServiceHandler;
 use crate::pipeline::Pipeline;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 /// Why a host could not set a run up.
 #[derive(Debug, thiserror::Error)]
@@ -243,17 +244,64 @@ pub fn llm_service(
     } else {
         koas_llm::auto_progress()
     };
+    let failed = |source| HostError::LlmService {
+        origin: origin.to_path_buf(),
+        source: Box::new(source),
+    };
+    let pool = shared_pool(&config).map_err(failed)?;
     // The process's Ctrl-C flag: an interrupt cuts the model's answers in
     // flight instead of waiting minutes for a slow local model.
     let service = koas_llm::LlmService::builder(config, workspace)
         .progress(progress)
         .cancel_flag(interrupt::install())
+        .pool(pool)
         .build()
-        .map_err(|source| HostError::LlmService {
-            origin: origin.to_path_buf(),
-            source: Box::new(source),
-        })?;
+        .map_err(failed)?;
     Ok(Arc::new(ServiceHandler::new(service)))
+}
+
+/// The load of every endpoint pool in use in the process, for a progress
+/// display over several runs.
+pub fn pool_loads() -> Vec<koas_llm::EndpointLoad> {
+    let Some(pools) = POOLS.get() else {
+        return Vec::new();
+    };
+    let pools = pools.lock().unwrap_or_else(|p| p.into_inner());
+    pools
+        .values()
+        .filter_map(Weak::upgrade)
+        .flat_map(|pool| pool.load())
+        .collect()
+}
+
+type Pools = Mutex<HashMap<String, Weak<koas_llm::EndpointPool>>>;
+
+/// The live endpoint pools, by the configuration they were built from.
+static POOLS: OnceLock<Pools> = OnceLock::new();
+
+/// The endpoint pool of `config`, shared by every LLM service of the
+/// process built from the same configuration while one of them lives: the
+/// runs of one command (the documents of a folder review, a review's
+/// passes, an MCP server's concurrent calls) then share the servers' slots
+/// instead of each taking them all.
+pub fn shared_pool(
+    config: &koas_llm::LlmConfig,
+) -> Result<Arc<koas_llm::EndpointPool>, koas_llm::LlmError> {
+    // The whole configuration is the key: a pool's backends are built
+    // from it (timeouts, keys, context window), not only from its URLs.
+    let key = serde_json::to_string(config)
+        .map_err(|e| koas_llm::LlmError::Config(format!("cannot key the endpoint pool: {e}")))?;
+    let mut pools = POOLS
+        .get_or_init(Pools::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    pools.retain(|_, pool| pool.strong_count() > 0);
+    if let Some(pool) = pools.get(&key).and_then(Weak::upgrade) {
+        return Ok(pool);
+    }
+    let pool = Arc::new(koas_llm::EndpointPool::from_config(config)?);
+    pools.insert(key, Arc::downgrade(&pool));
+    Ok(pool)
 }
 
 /// The prompt templates of a run: `dir` when given (it must exist: a

@@ -275,50 +275,6 @@ impl Configs {
     }
 }
 
-/// `true` for the file names a folder argument contributes.
-fn is_markdown(path: &Path) -> bool {
-    path.extension()
-        .and_then(|e| e.to_str())
-        .is_some_and(|e| e.eq_ignore_ascii_case("md") || e.eq_ignore_ascii_case("markdown"))
-}
-
-/// The Markdown files under `dir`, sorted, hidden entries skipped.
-fn markdown_files(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| !n.starts_with('.'))
-        })
-        .collect();
-    entries.sort();
-    for p in entries {
-        if p.is_dir() {
-            markdown_files(&p, out)?;
-        } else if is_markdown(&p) {
-            out.push(p);
-        }
-    }
-    Ok(())
-}
-
-/// The documents the arguments name: folders expanded, `-` kept.
-fn expand(docs: &[PathBuf]) -> (Vec<PathBuf>, Vec<String>) {
-    let mut files = Vec::new();
-    let mut errors = Vec::new();
-    for d in docs {
-        if d.is_dir() {
-            if let Err(e) = markdown_files(d, &mut files) {
-                errors.push(format!("cannot read folder {}: {e}", d.display()));
-            }
-        } else {
-            files.push(d.clone());
-        }
-    }
-    (files, errors)
-}
-
 /// Reads a document (`-` is standard input) as UTF-8 text, refusing
 /// binary content, anything that is not a regular file, and more than
 /// `limit` bytes. `shown` names it in errors.
@@ -378,7 +334,7 @@ pub fn default_fail_on(doc: &Path) -> anyhow::Result<Severity> {
 }
 
 pub fn execute(global: &HostOptions, args: CheckArgs) -> anyhow::Result<ExitStatus> {
-    let (docs, folder_errors) = expand(&args.docs);
+    let (docs, folder_errors) = crate::input::expand_documents(&args.docs);
     for e in &folder_errors {
         eprintln!("error: {e}");
     }

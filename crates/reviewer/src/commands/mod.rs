@@ -8,6 +8,7 @@ pub mod refine;
 pub mod report;
 pub mod revert;
 pub mod review;
+mod review_set;
 pub mod show;
 pub mod status;
 

@@ -37,7 +37,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 #[command(after_help = concat!("\
 Examples:
   koas review spec.md                       # with the model of koas.toml's [llm]; else findings only
@@ -80,6 +80,17 @@ review/REVIEW_<stem>.md.
 pub struct ReviewArgs {
     #[command(flatten)]
     pub target: WorkspaceArgs,
+
+    /// More documents (or folders) to review in the same command: each in
+    /// its own workspace, all sharing the model servers' slots.
+    #[arg(value_name = "DOC", num_args = 0..)]
+    pub more: Vec<PathBuf>,
+
+    /// With several documents (or a folder), review at most N of them at
+    /// once [default: 4]; their model requests share one pool, which is
+    /// what keeps the servers busy.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(usize))]
+    pub jobs: Option<usize>,
 
     /// Edit ops to apply (JSON: an array of edit ops, or an object with an "ops" array; the fields are in docs/artifacts.md).
     #[arg(long, value_name = "FILE")]
@@ -152,11 +163,17 @@ impl ReviewArgs {
             no_check_fixes: false,
             tutor_model: None,
             rebase: false,
+            more: Vec::new(),
+            jobs: None,
         }
     }
 }
 
 pub fn execute(global: &HostOptions, args: ReviewArgs) -> anyhow::Result<ExitStatus> {
+    if super::review_set::is_set(&args) {
+        let json = args.target.json;
+        return crate::common::json_errors(json, None, super::review_set::execute(global, args));
+    }
     on_workspace(&args.target, |target| {
         let answer = Wanted {
             whole_json: args.target.json,
@@ -171,6 +188,17 @@ pub fn execute(global: &HostOptions, args: ReviewArgs) -> anyhow::Result<ExitSta
 pub fn run(global: &HostOptions, control: &Control, args: &ReviewArgs) -> anyhow::Result<Reply> {
     let target = ReviewTarget::locate(&args.target)?;
     review(global, control, args, &target, Wanted { whole_json: true })
+}
+
+/// One document of a set (`koas review DOC DOC…`): reviewed as `koas
+/// review DOC` would, the answer returned with counts, not every op.
+pub(crate) fn review_one(
+    global: &HostOptions,
+    control: &Control,
+    args: &ReviewArgs,
+) -> anyhow::Result<Reply> {
+    let target = ReviewTarget::locate(&args.target)?;
+    review(global, control, args, &target, Wanted { whole_json: false })
 }
 
 /// What the caller will read of the answer.
@@ -368,10 +396,12 @@ impl Setup {
             if let Some(tutor) = &llm.tutor_model {
                 pipeline.set_config(EDIT_PLAN, "tutor_model", json!(tutor));
             }
-            // As many requests out as the server has slots: every slot
-            // stays busy, and none waits at koas for long.
-            pipeline.set_config(EDIT_PLAN, "in_flight", json!(llm.max_in_flight));
-            pipeline.set_config(PYRAMID, "in_flight", json!(llm.max_in_flight));
+            // Half as many requests again as the servers have slots: the
+            // extra ones wait at koas, rendered, and take a slot the
+            // moment it frees, while the answer that freed it is read.
+            let in_flight = llm.max_in_flight + llm.max_in_flight.div_ceil(2);
+            pipeline.set_config(EDIT_PLAN, "in_flight", json!(in_flight));
+            pipeline.set_config(PYRAMID, "in_flight", json!(in_flight));
         }
         let discovery = discover_and_warn(global, &pipeline);
         Ok(Setup {
@@ -776,7 +806,13 @@ fn answer(
     let mut value = if wanted.whole_json {
         out.summary_json()
     } else {
-        json!({"status": "completed", "run_id": out.run_id})
+        json!({
+            "status": "completed",
+            "run_id": out.run_id,
+            "total_changes": applied.len(),
+            "flags": flagged,
+            "rejected": rejected,
+        })
     };
     {
         if let Some(map) = value.as_object_mut() {
@@ -797,6 +833,7 @@ fn answer(
             }
             if let Some(model) = &model {
                 map.insert("model".into(), serde_json::to_value(model)?);
+                map.insert("chunks".into(), json!(model.chunks));
             }
         }
     }
@@ -1038,9 +1075,14 @@ impl ModelReport {
     fn unreachable(&self) -> Option<String> {
         let stopped = self.run.stopped.as_deref()?;
         let reason = self.plan_reason.as_deref().unwrap_or(stopped);
-        let failed = ["TRANSPORT_FAILURE", "SOVEREIGNTY", "DEADLINE_EXCEEDED"]
-            .iter()
-            .any(|code| stopped.contains(code) || reason.contains(code));
+        let failed = [
+            "TRANSPORT_FAILURE",
+            "SOVEREIGNTY",
+            "DEADLINE_EXCEEDED",
+            "MODEL_MISMATCH",
+        ]
+        .iter()
+        .any(|code| stopped.contains(code) || reason.contains(code));
         if !failed {
             return None;
         }

@@ -1,0 +1,366 @@
+//! `koas review DOC DOC… | DIR`: every document reviewed in its own
+//! workspace, `--jobs` at a time, all of them drawing on one pool of model
+//! requests (the LLM services of one process share the servers' slots), so
+//! that a small document's idle tail is filled with another's chunks. One
+//! progress line for the set, a table at the end, the worst exit status.
+
+use std::collections::VecDeque;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use koas_orchestrator::embed::{ExitStatus, HostOptions};
+use serde_json::{json, Value};
+
+use super::review::{review_one, ReviewArgs};
+use crate::common::{first_line, Reply};
+use crate::passes::Control;
+
+/// The documents a set names: files as given, folders expanded to the
+/// Markdown files under them (hidden entries skipped, as `koas check`
+/// does), each once.
+pub(crate) fn documents(args: &ReviewArgs) -> (Vec<PathBuf>, Vec<String>) {
+    let mut named = vec![args.target.doc.clone()];
+    named.extend(args.more.iter().cloned());
+    let (mut files, errors) = crate::input::expand_documents(&named);
+    let mut seen = std::collections::HashSet::new();
+    files.retain(|f| seen.insert(std::fs::canonicalize(f).unwrap_or_else(|_| f.clone())));
+    (files, errors)
+}
+
+/// `true` when the arguments name a set rather than one document.
+pub(crate) fn is_set(args: &ReviewArgs) -> bool {
+    !args.more.is_empty() || args.target.doc.is_dir()
+}
+
+/// One document's review, as the table and `--json` show it.
+struct Done {
+    doc: PathBuf,
+    status: ExitStatus,
+    json: Value,
+    seconds: f64,
+}
+
+impl Done {
+    fn number(&self, pointer: &str) -> u64 {
+        self.json
+            .pointer(pointer)
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
+    }
+
+    fn state(&self) -> &'static str {
+        match self.status {
+            ExitStatus::Success => "reviewed",
+            ExitStatus::Failure => "failed",
+            ExitStatus::Error => "error",
+            ExitStatus::Interrupted => "interrupted",
+        }
+    }
+
+    /// The JSON line of the document in the set's answer.
+    fn entry(&self) -> Value {
+        json!({
+            "document": self.doc,
+            "status": self.state(),
+            "exit_code": self.status.code(),
+            "chunks": self.number("/chunks"),
+            "applied": self.number("/total_changes"),
+            "flagged": self.number("/flags"),
+            "rejected": self.number("/rejected"),
+            "calls": self.number("/model/calls"),
+            "cached_calls": self.number("/model/cached_calls"),
+            "tokens": self.number("/model/tokens"),
+            "seconds": (self.seconds * 10.0).round() / 10.0,
+            "summary": self.json.get("summary").cloned().unwrap_or(Value::Null),
+            "error": self.json.get("error").cloned().unwrap_or(Value::Null),
+            "workspace": self.json.get("workspace").cloned().unwrap_or(Value::Null),
+        })
+    }
+}
+
+/// How bad an exit status is: the set exits with its documents' worst.
+fn severity(status: ExitStatus) -> u8 {
+    match status {
+        ExitStatus::Success => 0,
+        ExitStatus::Failure => 1,
+        ExitStatus::Error => 2,
+        ExitStatus::Interrupted => 3,
+    }
+}
+
+/// Reviews the set and prints its table (or JSON).
+pub(crate) fn execute(global: &HostOptions, args: ReviewArgs) -> anyhow::Result<ExitStatus> {
+    if args.target.workspace.is_some() || args.ops.is_some() {
+        anyhow::bail!(
+            "--workspace and --ops name one document's review: with several documents (or a folder) each document gets its own workspace next to it; review them one by one to use these flags"
+        );
+    }
+    let (docs, unreadable) = documents(&args);
+    if docs.is_empty() && unreadable.is_empty() {
+        anyhow::bail!(
+            "no Markdown document (*.md, *.markdown) under {}",
+            args.target.doc.display()
+        );
+    }
+    let started = Instant::now();
+    let jobs = args.jobs.unwrap_or(4).clamp(1, docs.len().max(1));
+    let results = run_set(global, &args, &docs, jobs);
+    let mut done: Vec<Done> = unreadable
+        .iter()
+        .map(|message| Done {
+            doc: PathBuf::new(),
+            status: ExitStatus::Error,
+            json: json!({"status": "error", "error": message}),
+            seconds: 0.0,
+        })
+        .collect();
+    done.extend(results);
+    let status = done
+        .iter()
+        .map(|d| d.status)
+        .max_by_key(|s| severity(*s))
+        .unwrap_or(ExitStatus::Success);
+    let reviewed = done
+        .iter()
+        .filter(|d| d.status == ExitStatus::Success)
+        .count();
+    let summary = format!(
+        "{reviewed} of {} documents reviewed in {:.1} s ({} jobs)",
+        done.len(),
+        started.elapsed().as_secs_f64(),
+        jobs
+    );
+    let value = json!({
+        "status": if status == ExitStatus::Success { "completed" } else { "failed" },
+        "summary": summary,
+        "documents": done.iter().map(Done::entry).collect::<Vec<_>>(),
+        "endpoints": koas_orchestrator::embed::pool_loads(),
+    });
+    Reply::new(status, value, table(&done, &summary)).print(args.target.json)
+}
+
+/// Reviews `docs`, `jobs` at a time, with one progress line.
+fn run_set(global: &HostOptions, args: &ReviewArgs, docs: &[PathBuf], jobs: usize) -> Vec<Done> {
+    // Each document's own messages would interleave: the set prints one
+    // progress line and the table; each workspace's report has the rest.
+    let quiet = HostOptions {
+        quiet: true,
+        ..global.clone()
+    };
+    let control = Control::ctrl_c();
+    let queue: Mutex<VecDeque<(usize, &PathBuf)>> = Mutex::new(docs.iter().enumerate().collect());
+    let results: Mutex<Vec<(usize, Done)>> = Mutex::new(Vec::new());
+    let running = AtomicUsize::new(0);
+    let finished = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let progress = (!global.quiet)
+            .then(|| scope.spawn(|| show_progress(docs.len(), &results, &running, &finished)));
+        let workers: Vec<_> = (0..jobs)
+            .map(|_| {
+                scope.spawn(|| loop {
+                    let next = queue.lock().ok().and_then(|mut q| q.pop_front());
+                    let Some((i, doc)) = next else { break };
+                    if control.interrupted() {
+                        let done = interrupted(doc);
+                        if let Ok(mut r) = results.lock() {
+                            r.push((i, done));
+                        }
+                        continue;
+                    }
+                    running.fetch_add(1, Ordering::SeqCst);
+                    let done = review_doc(&quiet, &control, args, doc);
+                    running.fetch_sub(1, Ordering::SeqCst);
+                    if let Ok(mut r) = results.lock() {
+                        r.push((i, done));
+                    }
+                })
+            })
+            .collect();
+        for w in workers {
+            let _ = w.join();
+        }
+        finished.store(true, Ordering::SeqCst);
+        if let Some(p) = progress {
+            let _ = p.join();
+        }
+    });
+    let mut results = results.into_inner().unwrap_or_default();
+    results.sort_by_key(|(i, _)| *i);
+    results.into_iter().map(|(_, d)| d).collect()
+}
+
+fn interrupted(doc: &Path) -> Done {
+    Done {
+        doc: doc.to_path_buf(),
+        status: ExitStatus::Interrupted,
+        json: json!({"status": "interrupted", "error": "interrupted before its review started"}),
+        seconds: 0.0,
+    }
+}
+
+/// One document, reviewed like `koas review DOC` with the set's flags.
+fn review_doc(global: &HostOptions, control: &Control, args: &ReviewArgs, doc: &Path) -> Done {
+    let mut one = args.clone();
+    one.target.doc = doc.to_path_buf();
+    one.more.clear();
+    let started = Instant::now();
+    let reply = review_one(global, control, &one).unwrap_or_else(|e| {
+        let message = koas_orchestrator::embed::error_chain(&e, ": ");
+        Reply::new(
+            ExitStatus::Error,
+            json!({"status": "error", "error": message}),
+            String::new(),
+        )
+    });
+    Done {
+        doc: doc.to_path_buf(),
+        status: reply.status,
+        json: reply.json,
+        seconds: started.elapsed().as_secs_f64(),
+    }
+}
+
+/// The set's progress on stderr: redrawn on a terminal, a line every ten
+/// seconds otherwise, until `finished`.
+fn show_progress(
+    total: usize,
+    results: &Mutex<Vec<(usize, Done)>>,
+    running: &AtomicUsize,
+    finished: &AtomicBool,
+) {
+    let tty = std::io::stderr().is_terminal();
+    let every = if tty {
+        Duration::from_millis(500)
+    } else {
+        Duration::from_secs(10)
+    };
+    let started = Instant::now();
+    let mut last = Instant::now();
+    while !finished.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(100));
+        if last.elapsed() < every {
+            continue;
+        }
+        last = Instant::now();
+        let (done, tokens) = results.lock().map_or((0, 0), |r| {
+            (
+                r.len(),
+                r.iter()
+                    .map(|(_, d)| d.number("/model/tokens"))
+                    .sum::<u64>(),
+            )
+        });
+        let line = progress_line(
+            total,
+            done,
+            running.load(Ordering::SeqCst),
+            tokens,
+            started.elapsed(),
+        );
+        let mut err = std::io::stderr().lock();
+        if tty {
+            let _ = write!(err, "\r\x1b[2K{line}");
+        } else {
+            let _ = writeln!(err, "{line}");
+        }
+        let _ = err.flush();
+    }
+    if tty {
+        let _ = write!(std::io::stderr().lock(), "\r\x1b[2K");
+    }
+}
+
+/// `koas review: 3/20 documents done, 2 in progress · http://a: 4/4 in
+/// flight, 37 answered · 12,000 tokens · about 40 s left`.
+fn progress_line(
+    total: usize,
+    done: usize,
+    running: usize,
+    tokens: u64,
+    elapsed: Duration,
+) -> String {
+    let mut line = format!("koas review: {done}/{total} documents done, {running} in progress");
+    for e in koas_orchestrator::embed::pool_loads() {
+        line.push_str(&format!(
+            " · {}: {}/{} in flight, {} answered{}",
+            e.url,
+            e.in_flight,
+            e.slots,
+            e.answered,
+            if e.up { "" } else { " (down, retried later)" }
+        ));
+    }
+    if tokens > 0 {
+        line.push_str(&format!(" · {tokens} tokens (documents done)"));
+    }
+    if done > 0 && done < total {
+        let left = elapsed.as_secs_f64() * (total - done) as f64 / done as f64;
+        line.push_str(&format!(" · about {left:.0} s left"));
+    }
+    line
+}
+
+/// The table the set prints: a line per document, then the summary.
+fn table(done: &[Done], summary: &str) -> String {
+    let mut t = String::new();
+    let name = |d: &Done| {
+        if d.doc.as_os_str().is_empty() {
+            "(folder)".to_owned()
+        } else {
+            d.doc.display().to_string()
+        }
+    };
+    let width = done.iter().map(|d| name(d).len()).max().unwrap_or(8).max(8);
+    t.push_str(&format!(
+        "{:<width$}  {:>6}  {:>7}  {:>7}  {:>8}  {:>5}  {:>8}  {:>7}  status\n",
+        "document", "chunks", "applied", "flagged", "rejected", "calls", "tokens", "seconds"
+    ));
+    for d in done {
+        t.push_str(&format!(
+            "{:<width$}  {:>6}  {:>7}  {:>7}  {:>8}  {:>5}  {:>8}  {:>7.1}  {}",
+            name(d),
+            d.number("/chunks"),
+            d.number("/total_changes"),
+            d.number("/flags"),
+            d.number("/rejected"),
+            d.number("/model/calls"),
+            d.number("/model/tokens"),
+            d.seconds,
+            d.state()
+        ));
+        if let Some(error) = d.json.get("error").and_then(Value::as_str) {
+            t.push_str(&format!(": {}", first_line(error)));
+        }
+        t.push('\n');
+    }
+    t.push_str(&format!("koas review: {summary}\n"));
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_worst_status_wins() {
+        let worst = [ExitStatus::Success, ExitStatus::Error, ExitStatus::Failure]
+            .into_iter()
+            .max_by_key(|s| severity(*s));
+        assert_eq!(worst, Some(ExitStatus::Error));
+    }
+
+    #[test]
+    fn the_progress_line_counts_documents_and_estimates_what_is_left() {
+        let line = progress_line(20, 5, 2, 1200, Duration::from_secs(10));
+        assert!(
+            line.starts_with("koas review: 5/20 documents done, 2 in progress"),
+            "{line}"
+        );
+        assert!(line.contains("1200 tokens (documents done)"), "{line}");
+        assert!(line.ends_with("about 30 s left"), "{line}");
+        assert!(!progress_line(2, 0, 2, 0, Duration::from_secs(1)).contains("left"));
+    }
+}
