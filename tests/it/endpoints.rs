@@ -14,17 +14,21 @@ fn doc() -> String {
     let mut d = String::from("# Handbook\n\n");
     for i in 0..6 {
         d.push_str(&format!(
-            "## Part {i}\n\nThis part number {i} explains how the service handles its work.\n\n"
+            "## Part {i}\n\nThis part number {i} explains how teh service handles its work.\n\n"
         ));
     }
     d
 }
 
-/// Empty edit plans and a short summary: enough requests to spread.
+/// A typo fixed in each part, and a short summary: enough requests to
+/// spread, and changes to compare.
 fn script(delay: Duration) -> impl Fn(&ModelRequest) -> ModelAnswer + Send + Sync + 'static {
     move |r: &ModelRequest| {
         if r.prompt.contains("BEGIN_EDIT_OPS") {
-            ModelAnswer::after(delay, "BEGIN_EDIT_OPS\n[]\nEND_EDIT_OPS")
+            ModelAnswer::after(
+                delay,
+                "BEGIN_EDIT_OPS\n[{\"action\": \"replace\", \"line\": 3, \"before_text\": \"teh service\", \"after_text\": \"the service\", \"kind\": \"typo\"}]\nEND_EDIT_OPS",
+            )
         } else {
             ModelAnswer::after(delay, "The part describes an operation.")
         }
@@ -136,6 +140,25 @@ fn an_endpoint_killed_mid_run_is_failed_over_and_nothing_is_asked_twice() {
             "a cut request was not asked of b"
         );
     }
+    // The same review as with one endpoint that never failed.
+    let one = ScriptedModel::start(script(Duration::ZERO));
+    let s1 = scratch();
+    let out = review(&s1, &[one.url()]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let edited = |s: &Scratch| {
+        std::fs::read_to_string(s.workspace().join("stage3/doc.edited.md")).expect("edited")
+    };
+    assert_eq!(edited(&s), edited(&s1));
+    assert_eq!(edited(&s).matches("the service").count(), 6);
+    let changes = |s: &Scratch| -> Vec<(String, String)> {
+        std::fs::read_to_string(s.workspace().join("review/ledger.jsonl"))
+            .expect("ledger")
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .map(|e| (e["id"].to_string(), e["patch_forward"].to_string()))
+            .collect()
+    };
+    assert_eq!(changes(&s), changes(&s1));
 }
 
 #[test]

@@ -131,7 +131,7 @@ fn no_slot_of_either_endpoint_idles_while_requests_remain() {
             .expect("ledger")
             .lines()
             .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .map(|e| (e["id"].to_string(), e["after"].to_string()))
+            .map(|e| (e["id"].to_string(), e["patch_forward"].to_string()))
             .collect()
     };
     assert_eq!(changes(&s), changes(&s1));
@@ -188,6 +188,15 @@ fn a_folder_review_reviews_every_readable_document_and_reports_the_others() {
             .map(|s| s.starts_with("2 of 3 documents reviewed")),
         Some(true)
     );
+    // The endpoint's load over the whole set: every request it answered.
+    let endpoints = v["endpoints"].as_array().expect("endpoints");
+    assert_eq!(endpoints.len(), 1, "{v}");
+    assert_eq!(
+        endpoints[0]["answered"].as_u64(),
+        Some(model.calls() as u64),
+        "{v}"
+    );
+    assert_eq!(endpoints[0]["in_flight"], 0, "{v}");
     // The hidden folder and the text file were not reviewed.
     assert!(!s.path(".hidden/.review").exists());
 
@@ -238,4 +247,32 @@ fn a_folder_review_refuses_flags_that_name_one_document() {
         "{}",
         stderr(&out)
     );
+}
+
+#[test]
+fn regression_a_document_that_ends_first_does_not_collect_the_caches_of_the_others() {
+    // Seen on 20 documents: a document's end of run collected the caches
+    // of every workspace of the command, those of documents still
+    // running included, whose report then could not be read back.
+    let model = ScriptedModel::start(fixer);
+    let s = Scratch::new();
+    for i in 0..8 {
+        s.write(&format!("docs/d{i}.md"), &parts(1 + i % 4));
+    }
+    let mut args = vec!["review", "docs", "--json", "--jobs", "4"];
+    let flags = llm_flags(&model, 4);
+    args.extend(flags.iter().map(String::as_str));
+    for round in 0..2 {
+        let out = s.koas(&args);
+        let v: Value = serde_json::from_str(&stdout(&out)).expect("json");
+        assert_eq!(code(&out), 0, "round {round}: {v}\n{}", stderr(&out));
+        for d in v["documents"].as_array().expect("documents") {
+            assert_eq!(d["status"], "reviewed", "{d}");
+            let ws = s.path(d["workspace"].as_str().expect("workspace"));
+            assert!(ws
+                .join("review")
+                .read_dir()
+                .is_ok_and(|mut r| r.next().is_some()));
+        }
+    }
 }

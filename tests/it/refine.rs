@@ -1113,3 +1113,67 @@ fn regression_a_judge_score_outside_0_1_is_asked_again_then_named_not_rescaled()
     assert_eq!(v["status"], "no_assessment", "{v}");
     assert!(ledger(&s).is_empty());
 }
+
+#[test]
+fn a_folder_is_refined_document_by_document_with_one_table() {
+    let s = Scratch::new();
+    s.write("docs/one.md", DOC);
+    s.write("docs/two/two.md", DOC);
+    s.write("docs/empty.md", "");
+    let m = ScriptedModel::start(|r: &ModelRequest| {
+        if is_judge(r) {
+            ModelAnswer::text(fixture_judge(&judged(&r.prompt)))
+        } else if is_fix(r) {
+            ModelAnswer::text(fixture_fix(&r.prompt))
+        } else if is_delta(r) {
+            ModelAnswer::text("YES, the issue is addressed.")
+        } else {
+            ModelAnswer::text("?")
+        }
+    });
+    let mut args: Vec<String> = ["refine", "docs", "--jobs", "2"]
+        .map(str::to_owned)
+        .to_vec();
+    args.extend(flags(&m));
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (out, v) = s.koas_json(&refs);
+    let docs = v["documents"].as_array().expect("documents");
+    let names: Vec<&str> = docs
+        .iter()
+        .map(|d| d["document"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(
+        names,
+        ["docs/empty.md", "docs/one.md", "docs/two/two.md"],
+        "{v}"
+    );
+    // Both copies of the fixture are refined as `koas refine doc.md` is:
+    // the three issues fixed, each change in its own workspace's ledger.
+    for d in &docs[1..] {
+        assert_eq!(d["status"], "refined", "{d}");
+        let ws = s.path(d["workspace"].as_str().expect("workspace"));
+        let edited = std::fs::read_to_string(ws.join("stage3/doc.edited.md")).expect("edited");
+        assert!(
+            edited.contains("kept for seven years in the archive"),
+            "{edited}"
+        );
+        assert!(!edited.contains("basically"), "{edited}");
+        let ledger = std::fs::read_to_string(ws.join("review/ledger.jsonl")).expect("ledger");
+        assert_eq!(
+            d["changes"].as_u64(),
+            Some(ledger.lines().count() as u64),
+            "{d}"
+        );
+        assert!(d["calls"].as_u64().is_some_and(|c| c > 0), "{d}");
+    }
+    // An empty document cannot be refined: reported, and the exit code is
+    // the worst of the three.
+    assert_ne!(docs[0]["status"], "refined", "{}", docs[0]);
+    assert_eq!(
+        code(&out),
+        docs[0]["exit_code"].as_i64().unwrap_or(-1) as i32,
+        "{}",
+        stderr(&out)
+    );
+    assert!(code(&out) != 0);
+}

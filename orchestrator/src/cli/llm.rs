@@ -85,6 +85,21 @@ fn deadline(args: &LlmArgs, key: &mut f64) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// One endpoint's answer to a ping: its latency and the models it lists.
+fn print_ping(report: &koas_llm::PingReport) -> anyhow::Result<()> {
+    outln!(
+        "{} ({}) answered in {} ms; {} model(s):",
+        report.endpoint,
+        report.backend.as_str(),
+        report.latency_ms,
+        report.models.len()
+    )?;
+    for m in &report.models {
+        outln!("  {m}")?;
+    }
+    Ok(())
+}
+
 /// `koas llm ping` with several endpoints: one block per endpoint, then
 /// whether they agree. Failure when one is down or they disagree: a run
 /// would refuse them, or lose that endpoint's slots.
@@ -95,18 +110,7 @@ fn ping_all(config: &koas_llm::LlmConfig, json: bool) -> anyhow::Result<ExitStat
     } else {
         for e in &all.endpoints {
             match (&e.report, &e.error) {
-                (Some(report), _) => {
-                    outln!(
-                        "{} ({}) answered in {} ms; {} model(s):",
-                        report.endpoint,
-                        report.backend.as_str(),
-                        report.latency_ms,
-                        report.models.len()
-                    )?;
-                    for m in &report.models {
-                        outln!("  {m}")?;
-                    }
-                }
+                (Some(report), _) => print_ping(report)?,
                 (None, error) => {
                     outln!(
                         "{} is down: {}",
@@ -149,16 +153,7 @@ pub fn execute(global: &HostOptions, cmd: LlmCommand) -> anyhow::Result<ExitStat
             if args.json {
                 outln!("{}", serde_json::to_string_pretty(&report)?)?;
             } else {
-                outln!(
-                    "{} ({}) answered in {} ms; {} model(s):",
-                    report.endpoint,
-                    report.backend.as_str(),
-                    report.latency_ms,
-                    report.models.len()
-                )?;
-                for m in &report.models {
-                    outln!("  {m}")?;
-                }
+                print_ping(&report)?;
             }
             Ok(ExitStatus::Success)
         }

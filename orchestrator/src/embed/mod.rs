@@ -301,7 +301,35 @@ pub fn shared_pool(
     }
     let pool = Arc::new(koas_llm::EndpointPool::from_config(config)?);
     pools.insert(key, Arc::downgrade(&pool));
+    if let Some(held) = HELD.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+        held.push(pool.clone());
+    }
     Ok(pool)
+}
+
+/// Pools kept alive while a [`PoolHold`] lives, though no service uses
+/// them for a while.
+static HELD: Mutex<Option<Vec<Arc<koas_llm::EndpointPool>>>> = Mutex::new(None);
+
+/// Keeps every endpoint pool made while it lives, until it drops: the
+/// runs of a command that come one after the other (the documents of a
+/// folder) then share one pool, its endpoints' health and its counts,
+/// instead of each building its own.
+pub struct PoolHold(());
+
+/// Holds the pools made from now until the returned guard drops.
+pub fn hold_pools() -> PoolHold {
+    let mut held = HELD.lock().unwrap_or_else(|p| p.into_inner());
+    if held.is_none() {
+        *held = Some(Vec::new());
+    }
+    PoolHold(())
+}
+
+impl Drop for PoolHold {
+    fn drop(&mut self) {
+        *HELD.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
 }
 
 /// The prompt templates of a run: `dir` when given (it must exist: a

@@ -8,7 +8,7 @@ pub mod refine;
 pub mod report;
 pub mod revert;
 pub mod review;
-mod review_set;
+mod set;
 pub mod show;
 pub mod status;
 

@@ -71,10 +71,11 @@ const ROUTER: &str = "refine_router";
 const FIX: &str = "refine_fix";
 const VERIFY: &str = "refine_verify";
 
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 #[command(after_help = concat!("\
 Examples:
   koas refine spec.md                          # full-auto with the model of koas.toml's [llm]
+  koas refine docs/ --jobs 4                   # every Markdown file under docs/, a table at the end
   koas refine spec.md --mode semi-auto         # stops with `escalated` when the target is not met
   koas refine spec.md --plan-only              # judges, arbiter and router only: writes refine/plan.json
   koas refine spec.md --judges a,b,c --max-iterations 2 --max-tokens 8000
@@ -96,6 +97,21 @@ refine/events.jsonl, refine/summary.json, refine/plan.json, refine/ESCALATION.md
 pub struct RefineArgs {
     #[command(flatten)]
     pub target: WorkspaceArgs,
+
+    /// More documents (or folders) to refine in the same command: each in
+    /// its own workspace, all sharing the model servers' slots.
+    #[arg(value_name = "DOC", num_args = 0..)]
+    pub more: Vec<PathBuf>,
+
+    /// With several documents (or a folder), refine at most N of them at
+    /// once [default: 4].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(usize))]
+    pub jobs: Option<usize>,
+
+    /// Print nothing at the end (a document of a set: the set prints one
+    /// table).
+    #[arg(skip)]
+    pub silent: bool,
 
     /// `full-auto` (best effort) or `semi-auto` (escalates to a person).
     #[arg(long, default_value = "full-auto", value_name = "MODE")]
@@ -160,7 +176,65 @@ pub struct RefineArgs {
 }
 
 pub fn execute(global: &HostOptions, args: RefineArgs) -> anyhow::Result<ExitStatus> {
+    if super::set::is_set(&args.target, &args.more) {
+        let result = refine_set(global, &args);
+        return crate::common::json_errors(args.target.json, None, result);
+    }
     on_workspace(&args.target, |target| refine(global, &args, target))
+}
+
+/// `koas refine DOC DOC… | DIR`: each document refined as `koas refine
+/// DOC` would; the table shows what its `refine/summary.json` says.
+fn refine_set(global: &HostOptions, args: &RefineArgs) -> anyhow::Result<ExitStatus> {
+    if args.target.workspace.is_some() {
+        anyhow::bail!(
+            "--workspace names one document's workspace: with several documents (or a folder) each document gets its own next to it"
+        );
+    }
+    let one = |global: &HostOptions, _control: &crate::passes::Control, doc: &Path| {
+        let mut one = args.clone();
+        one.target.doc = doc.to_path_buf();
+        one.more.clear();
+        one.silent = true;
+        let target = ReviewTarget::locate(&one.target)?;
+        let status = refine(global, &one, &target)?;
+        let ws = target.root();
+        let summary = std::fs::read(ws.join("refine/summary.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
+        let mut value = match summary {
+            Some(s) => {
+                let line = format!(
+                    "{}, best score {:.2}",
+                    s["status"].as_str().unwrap_or("?"),
+                    s["best_score"].as_f64().unwrap_or(0.0)
+                );
+                let mut s = s;
+                if let Some(map) = s.as_object_mut() {
+                    map.insert("summary".into(), json!(line));
+                }
+                s
+            }
+            None => json!({"error": "the refinement wrote no refine/summary.json"}),
+        };
+        if let Some(map) = value.as_object_mut() {
+            map.insert("workspace".into(), json!(ws));
+        }
+        Ok((status, value))
+    };
+    let command = super::set::SetCommand {
+        name: "refine",
+        done: "refined",
+        columns: &[
+            ("rounds", "/iterations"),
+            ("changes", "/changes"),
+            ("calls", "/tokens/calls"),
+            ("prompt", "/tokens/prompt_tokens"),
+            ("answer", "/tokens/completion_tokens"),
+        ],
+        one: &one,
+    };
+    super::set::execute(global, &args.target, &args.more, args.jobs, &command)
 }
 
 /// Appends events to `refine/events.jsonl` as they happen.
@@ -1145,6 +1219,9 @@ fn print_summary(
     s: &RefineSummary,
     report: Option<&Path>,
 ) -> anyhow::Result<()> {
+    if args.silent {
+        return Ok(());
+    }
     let ws = target.root();
     if args.target.json {
         let mut value = serde_json::to_value(s)?;

@@ -170,9 +170,9 @@ impl ReviewArgs {
 }
 
 pub fn execute(global: &HostOptions, args: ReviewArgs) -> anyhow::Result<ExitStatus> {
-    if super::review_set::is_set(&args) {
-        let json = args.target.json;
-        return crate::common::json_errors(json, None, super::review_set::execute(global, args));
+    if super::set::is_set(&args.target, &args.more) {
+        let result = review_set(global, &args);
+        return crate::common::json_errors(args.target.json, None, result);
     }
     on_workspace(&args.target, |target| {
         let answer = Wanted {
@@ -190,15 +190,36 @@ pub fn run(global: &HostOptions, control: &Control, args: &ReviewArgs) -> anyhow
     review(global, control, args, &target, Wanted { whole_json: true })
 }
 
-/// One document of a set (`koas review DOC DOC…`): reviewed as `koas
-/// review DOC` would, the answer returned with counts, not every op.
-pub(crate) fn review_one(
-    global: &HostOptions,
-    control: &Control,
-    args: &ReviewArgs,
-) -> anyhow::Result<Reply> {
-    let target = ReviewTarget::locate(&args.target)?;
-    review(global, control, args, &target, Wanted { whole_json: false })
+/// `koas review DOC DOC… | DIR`: each document reviewed as `koas review
+/// DOC` would, its answer kept with counts, not every op.
+fn review_set(global: &HostOptions, args: &ReviewArgs) -> anyhow::Result<ExitStatus> {
+    if args.target.workspace.is_some() || args.ops.is_some() {
+        anyhow::bail!(
+            "--workspace and --ops name one document's review: with several documents (or a folder) each document gets its own workspace next to it; review them one by one to use these flags"
+        );
+    }
+    let one = |global: &HostOptions, control: &Control, doc: &Path| {
+        let mut one = args.clone();
+        one.target.doc = doc.to_path_buf();
+        one.more.clear();
+        let target = ReviewTarget::locate(&one.target)?;
+        let reply = review(global, control, &one, &target, Wanted { whole_json: false })?;
+        Ok((reply.status, reply.json))
+    };
+    let command = super::set::SetCommand {
+        name: "review",
+        done: "reviewed",
+        columns: &[
+            ("chunks", "/chunks"),
+            ("applied", "/total_changes"),
+            ("flagged", "/flags"),
+            ("rejected", "/rejected"),
+            ("calls", "/model/calls"),
+            ("tokens", "/model/tokens"),
+        ],
+        one: &one,
+    };
+    super::set::execute(global, &args.target, &args.more, args.jobs, &command)
 }
 
 /// What the caller will read of the answer.

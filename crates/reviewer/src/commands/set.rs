@@ -1,8 +1,9 @@
-//! `koas review DOC DOC… | DIR`: every document reviewed in its own
-//! workspace, `--jobs` at a time, all of them drawing on one pool of model
-//! requests (the LLM services of one process share the servers' slots), so
-//! that a small document's idle tail is filled with another's chunks. One
-//! progress line for the set, a table at the end, the worst exit status.
+//! `koas review DOC DOC… | DIR` and `koas refine DOC DOC… | DIR`: every
+//! document in its own workspace, `--jobs` at a time, all of them drawing
+//! on one pool of model requests (the LLM services of one process share the
+//! servers' slots), so that a small document's idle tail is filled with
+//! another's requests. One progress line for the set, a table at the end,
+//! the worst exit status.
 
 use std::collections::VecDeque;
 use std::io::{IsTerminal, Write};
@@ -14,16 +15,32 @@ use std::time::{Duration, Instant};
 use koas_orchestrator::embed::{ExitStatus, HostOptions};
 use serde_json::{json, Value};
 
-use super::review::{review_one, ReviewArgs};
-use crate::common::{first_line, Reply};
+use crate::common::{first_line, Reply, WorkspaceArgs};
 use crate::passes::Control;
+
+/// What a command does with each document of a set, and what its table
+/// shows.
+pub(crate) struct SetCommand<'a> {
+    /// `review` or `refine`.
+    pub name: &'static str,
+    /// The past participle of a document that went well (`reviewed`).
+    pub done: &'static str,
+    /// The table's columns after the document: header and the JSON
+    /// pointer of a whole number in the document's answer.
+    pub columns: &'a [(&'static str, &'static str)],
+    /// One document's run: its exit status and JSON answer (with
+    /// `workspace`, `error` when it failed).
+    #[allow(clippy::type_complexity)]
+    pub one:
+        &'a (dyn Fn(&HostOptions, &Control, &Path) -> anyhow::Result<(ExitStatus, Value)> + Sync),
+}
 
 /// The documents a set names: files as given, folders expanded to the
 /// Markdown files under them (hidden entries skipped, as `koas check`
 /// does), each once.
-pub(crate) fn documents(args: &ReviewArgs) -> (Vec<PathBuf>, Vec<String>) {
-    let mut named = vec![args.target.doc.clone()];
-    named.extend(args.more.iter().cloned());
+fn documents(target: &WorkspaceArgs, more: &[PathBuf]) -> (Vec<PathBuf>, Vec<String>) {
+    let mut named = vec![target.doc.clone()];
+    named.extend(more.iter().cloned());
     let (mut files, errors) = crate::input::expand_documents(&named);
     let mut seen = std::collections::HashSet::new();
     files.retain(|f| seen.insert(std::fs::canonicalize(f).unwrap_or_else(|_| f.clone())));
@@ -31,8 +48,8 @@ pub(crate) fn documents(args: &ReviewArgs) -> (Vec<PathBuf>, Vec<String>) {
 }
 
 /// `true` when the arguments name a set rather than one document.
-pub(crate) fn is_set(args: &ReviewArgs) -> bool {
-    !args.more.is_empty() || args.target.doc.is_dir()
+pub(crate) fn is_set(target: &WorkspaceArgs, more: &[PathBuf]) -> bool {
+    !more.is_empty() || target.doc.is_dir()
 }
 
 /// One document's review, as the table and `--json` show it.
@@ -44,16 +61,18 @@ struct Done {
 }
 
 impl Done {
+    /// A whole number of the answer (an array counts its items).
     fn number(&self, pointer: &str) -> u64 {
-        self.json
-            .pointer(pointer)
-            .and_then(Value::as_u64)
-            .unwrap_or(0)
+        match self.json.pointer(pointer) {
+            Some(Value::Array(items)) => items.len() as u64,
+            Some(v) => v.as_u64().unwrap_or(0),
+            None => 0,
+        }
     }
 
-    fn state(&self) -> &'static str {
+    fn state(&self, done: &'static str) -> &'static str {
         match self.status {
-            ExitStatus::Success => "reviewed",
+            ExitStatus::Success => done,
             ExitStatus::Failure => "failed",
             ExitStatus::Error => "error",
             ExitStatus::Interrupted => "interrupted",
@@ -61,23 +80,22 @@ impl Done {
     }
 
     /// The JSON line of the document in the set's answer.
-    fn entry(&self) -> Value {
-        json!({
+    fn entry(&self, command: &SetCommand<'_>) -> Value {
+        let mut entry = json!({
             "document": self.doc,
-            "status": self.state(),
+            "status": self.state(command.done),
             "exit_code": self.status.code(),
-            "chunks": self.number("/chunks"),
-            "applied": self.number("/total_changes"),
-            "flagged": self.number("/flags"),
-            "rejected": self.number("/rejected"),
-            "calls": self.number("/model/calls"),
-            "cached_calls": self.number("/model/cached_calls"),
-            "tokens": self.number("/model/tokens"),
             "seconds": (self.seconds * 10.0).round() / 10.0,
             "summary": self.json.get("summary").cloned().unwrap_or(Value::Null),
             "error": self.json.get("error").cloned().unwrap_or(Value::Null),
             "workspace": self.json.get("workspace").cloned().unwrap_or(Value::Null),
-        })
+        });
+        if let Some(map) = entry.as_object_mut() {
+            for (name, pointer) in command.columns {
+                map.insert((*name).to_owned(), json!(self.number(pointer)));
+            }
+        }
+        entry
     }
 }
 
@@ -91,23 +109,28 @@ fn severity(status: ExitStatus) -> u8 {
     }
 }
 
-/// Reviews the set and prints its table (or JSON).
-pub(crate) fn execute(global: &HostOptions, args: ReviewArgs) -> anyhow::Result<ExitStatus> {
-    if args.target.workspace.is_some() || args.ops.is_some() {
-        anyhow::bail!(
-            "--workspace and --ops name one document's review: with several documents (or a folder) each document gets its own workspace next to it; review them one by one to use these flags"
-        );
-    }
-    let (docs, unreadable) = documents(&args);
+/// Runs `command` on every document of the set and prints its table (or
+/// JSON, with `--json`).
+pub(crate) fn execute(
+    global: &HostOptions,
+    target: &WorkspaceArgs,
+    more: &[PathBuf],
+    jobs: Option<usize>,
+    command: &SetCommand<'_>,
+) -> anyhow::Result<ExitStatus> {
+    let (docs, unreadable) = documents(target, more);
     if docs.is_empty() && unreadable.is_empty() {
         anyhow::bail!(
             "no Markdown document (*.md, *.markdown) under {}",
-            args.target.doc.display()
+            target.doc.display()
         );
     }
     let started = Instant::now();
-    let jobs = args.jobs.unwrap_or(4).clamp(1, docs.len().max(1));
-    let results = run_set(global, &args, &docs, jobs);
+    // One pool for the whole set: its endpoints' health carries from one
+    // document to the next, and its counts cover the set.
+    let _hold = koas_orchestrator::embed::hold_pools();
+    let jobs = jobs.unwrap_or(4).clamp(1, docs.len().max(1));
+    let results = run_set(global, &docs, jobs, command);
     let mut done: Vec<Done> = unreadable
         .iter()
         .map(|message| Done {
@@ -123,41 +146,51 @@ pub(crate) fn execute(global: &HostOptions, args: ReviewArgs) -> anyhow::Result<
         .map(|d| d.status)
         .max_by_key(|s| severity(*s))
         .unwrap_or(ExitStatus::Success);
-    let reviewed = done
+    let succeeded = done
         .iter()
         .filter(|d| d.status == ExitStatus::Success)
         .count();
     let summary = format!(
-        "{reviewed} of {} documents reviewed in {:.1} s ({} jobs)",
+        "{succeeded} of {} documents {} in {:.1} s ({} jobs)",
         done.len(),
+        command.done,
         started.elapsed().as_secs_f64(),
         jobs
     );
     let value = json!({
         "status": if status == ExitStatus::Success { "completed" } else { "failed" },
         "summary": summary,
-        "documents": done.iter().map(Done::entry).collect::<Vec<_>>(),
+        "documents": done.iter().map(|d| d.entry(command)).collect::<Vec<_>>(),
         "endpoints": koas_orchestrator::embed::pool_loads(),
     });
-    Reply::new(status, value, table(&done, &summary)).print(args.target.json)
+    Reply::new(status, value, table(&done, &summary, command)).print(target.json)
 }
 
 /// Reviews `docs`, `jobs` at a time, with one progress line.
-fn run_set(global: &HostOptions, args: &ReviewArgs, docs: &[PathBuf], jobs: usize) -> Vec<Done> {
+fn run_set(
+    global: &HostOptions,
+    docs: &[PathBuf],
+    jobs: usize,
+    command: &SetCommand<'_>,
+) -> Vec<Done> {
     // Each document's own messages would interleave: the set prints one
     // progress line and the table; each workspace's report has the rest.
     let quiet = HostOptions {
         quiet: true,
         ..global.clone()
     };
+    // Ctrl-C stops every document; each gets a control of its own, whose
+    // cache collection at its end knows only its own workspace (a shared
+    // one collected the workspaces of documents still running).
     let control = Control::ctrl_c();
     let queue: Mutex<VecDeque<(usize, &PathBuf)>> = Mutex::new(docs.iter().enumerate().collect());
     let results: Mutex<Vec<(usize, Done)>> = Mutex::new(Vec::new());
     let running = AtomicUsize::new(0);
     let finished = AtomicBool::new(false);
     std::thread::scope(|scope| {
-        let progress = (!global.quiet)
-            .then(|| scope.spawn(|| show_progress(docs.len(), &results, &running, &finished)));
+        let progress = (!global.quiet).then(|| {
+            scope.spawn(|| show_progress(command.name, docs.len(), &results, &running, &finished))
+        });
         let workers: Vec<_> = (0..jobs)
             .map(|_| {
                 scope.spawn(|| loop {
@@ -171,7 +204,7 @@ fn run_set(global: &HostOptions, args: &ReviewArgs, docs: &[PathBuf], jobs: usiz
                         continue;
                     }
                     running.fetch_add(1, Ordering::SeqCst);
-                    let done = review_doc(&quiet, &control, args, doc);
+                    let done = one_doc(&quiet, &Control::ctrl_c(), command, doc);
                     running.fetch_sub(1, Ordering::SeqCst);
                     if let Ok(mut r) = results.lock() {
                         r.push((i, done));
@@ -201,24 +234,20 @@ fn interrupted(doc: &Path) -> Done {
     }
 }
 
-/// One document, reviewed like `koas review DOC` with the set's flags.
-fn review_doc(global: &HostOptions, control: &Control, args: &ReviewArgs, doc: &Path) -> Done {
-    let mut one = args.clone();
-    one.target.doc = doc.to_path_buf();
-    one.more.clear();
+/// One document, run like `koas <command> DOC` with the set's flags.
+fn one_doc(global: &HostOptions, control: &Control, command: &SetCommand<'_>, doc: &Path) -> Done {
     let started = Instant::now();
-    let reply = review_one(global, control, &one).unwrap_or_else(|e| {
+    let (status, json) = (command.one)(global, control, doc).unwrap_or_else(|e| {
         let message = koas_orchestrator::embed::error_chain(&e, ": ");
-        Reply::new(
+        (
             ExitStatus::Error,
             json!({"status": "error", "error": message}),
-            String::new(),
         )
     });
     Done {
         doc: doc.to_path_buf(),
-        status: reply.status,
-        json: reply.json,
+        status,
+        json,
         seconds: started.elapsed().as_secs_f64(),
     }
 }
@@ -226,6 +255,7 @@ fn review_doc(global: &HostOptions, control: &Control, args: &ReviewArgs, doc: &
 /// The set's progress on stderr: redrawn on a terminal, a line every ten
 /// seconds otherwise, until `finished`.
 fn show_progress(
+    name: &str,
     total: usize,
     results: &Mutex<Vec<(usize, Done)>>,
     running: &AtomicUsize,
@@ -254,6 +284,7 @@ fn show_progress(
             )
         });
         let line = progress_line(
+            name,
             total,
             done,
             running.load(Ordering::SeqCst),
@@ -276,13 +307,14 @@ fn show_progress(
 /// `koas review: 3/20 documents done, 2 in progress · http://a: 4/4 in
 /// flight, 37 answered · 12,000 tokens · about 40 s left`.
 fn progress_line(
+    name: &str,
     total: usize,
     done: usize,
     running: usize,
     tokens: u64,
     elapsed: Duration,
 ) -> String {
-    let mut line = format!("koas review: {done}/{total} documents done, {running} in progress");
+    let mut line = format!("koas {name}: {done}/{total} documents done, {running} in progress");
     for e in koas_orchestrator::embed::pool_loads() {
         line.push_str(&format!(
             " · {}: {}/{} in flight, {} answered{}",
@@ -304,8 +336,7 @@ fn progress_line(
 }
 
 /// The table the set prints: a line per document, then the summary.
-fn table(done: &[Done], summary: &str) -> String {
-    let mut t = String::new();
+fn table(done: &[Done], summary: &str, command: &SetCommand<'_>) -> String {
     let name = |d: &Done| {
         if d.doc.as_os_str().is_empty() {
             "(folder)".to_owned()
@@ -314,29 +345,23 @@ fn table(done: &[Done], summary: &str) -> String {
         }
     };
     let width = done.iter().map(|d| name(d).len()).max().unwrap_or(8).max(8);
-    t.push_str(&format!(
-        "{:<width$}  {:>6}  {:>7}  {:>7}  {:>8}  {:>5}  {:>8}  {:>7}  status\n",
-        "document", "chunks", "applied", "flagged", "rejected", "calls", "tokens", "seconds"
-    ));
+    let mut t = format!("{:<width$}", "document");
+    for (header, _) in command.columns {
+        t.push_str(&format!("  {header:>8}"));
+    }
+    t.push_str(&format!("  {:>7}  status\n", "seconds"));
     for d in done {
-        t.push_str(&format!(
-            "{:<width$}  {:>6}  {:>7}  {:>7}  {:>8}  {:>5}  {:>8}  {:>7.1}  {}",
-            name(d),
-            d.number("/chunks"),
-            d.number("/total_changes"),
-            d.number("/flags"),
-            d.number("/rejected"),
-            d.number("/model/calls"),
-            d.number("/model/tokens"),
-            d.seconds,
-            d.state()
-        ));
+        t.push_str(&format!("{:<width$}", name(d)));
+        for (_, pointer) in command.columns {
+            t.push_str(&format!("  {:>8}", d.number(pointer)));
+        }
+        t.push_str(&format!("  {:>7.1}  {}", d.seconds, d.state(command.done)));
         if let Some(error) = d.json.get("error").and_then(Value::as_str) {
             t.push_str(&format!(": {}", first_line(error)));
         }
         t.push('\n');
     }
-    t.push_str(&format!("koas review: {summary}\n"));
+    t.push_str(&format!("koas {}: {summary}\n", command.name));
     t
 }
 
@@ -354,13 +379,13 @@ mod tests {
 
     #[test]
     fn the_progress_line_counts_documents_and_estimates_what_is_left() {
-        let line = progress_line(20, 5, 2, 1200, Duration::from_secs(10));
+        let line = progress_line("review", 20, 5, 2, 1200, Duration::from_secs(10));
         assert!(
             line.starts_with("koas review: 5/20 documents done, 2 in progress"),
             "{line}"
         );
         assert!(line.contains("1200 tokens (documents done)"), "{line}");
         assert!(line.ends_with("about 30 s left"), "{line}");
-        assert!(!progress_line(2, 0, 2, 0, Duration::from_secs(1)).contains("left"));
+        assert!(!progress_line("refine", 2, 0, 2, 0, Duration::from_secs(1)).contains("left"));
     }
 }
