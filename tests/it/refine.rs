@@ -80,6 +80,21 @@ fn fixture_fix(prompt: &str) -> String {
         .replace(", basically.", ".")
 }
 
+/// The judges, fixers and delta judge of the main fixture.
+fn fixture_model() -> ScriptedModel {
+    ScriptedModel::start(|r: &ModelRequest| {
+        if is_judge(r) {
+            ModelAnswer::text(fixture_judge(&judged(&r.prompt)))
+        } else if is_fix(r) {
+            ModelAnswer::text(fixture_fix(&r.prompt))
+        } else if is_delta(r) {
+            ModelAnswer::text("YES, the issue is addressed.")
+        } else {
+            ModelAnswer::text("?")
+        }
+    })
+}
+
 fn flags(model: &ScriptedModel) -> Vec<String> {
     llm_flags(model, 4)
 }
@@ -123,17 +138,7 @@ fn ledger(s: &Scratch) -> Vec<Value> {
 fn refine_fixes_only_the_affected_sections_and_every_change_reverts() {
     let s = Scratch::new();
     s.write("doc.md", DOC);
-    let m = ScriptedModel::start(|r: &ModelRequest| {
-        if is_judge(r) {
-            ModelAnswer::text(fixture_judge(&judged(&r.prompt)))
-        } else if is_fix(r) {
-            ModelAnswer::text(fixture_fix(&r.prompt))
-        } else if is_delta(r) {
-            ModelAnswer::text("YES, the issue is addressed.")
-        } else {
-            ModelAnswer::text("?")
-        }
-    });
+    let m = fixture_model();
     let (out, v) = refine(&s, &m, &[]);
     assert_code(&out, 0, "refine");
     assert_eq!(v["status"], "accepted", "{v}\n{}", stderr(&out));
@@ -1120,17 +1125,7 @@ fn a_folder_is_refined_document_by_document_with_one_table() {
     s.write("docs/one.md", DOC);
     s.write("docs/two/two.md", DOC);
     s.write("docs/empty.md", "");
-    let m = ScriptedModel::start(|r: &ModelRequest| {
-        if is_judge(r) {
-            ModelAnswer::text(fixture_judge(&judged(&r.prompt)))
-        } else if is_fix(r) {
-            ModelAnswer::text(fixture_fix(&r.prompt))
-        } else if is_delta(r) {
-            ModelAnswer::text("YES, the issue is addressed.")
-        } else {
-            ModelAnswer::text("?")
-        }
-    });
+    let m = fixture_model();
     let mut args: Vec<String> = ["refine", "docs", "--jobs", "2"]
         .map(str::to_owned)
         .to_vec();

@@ -281,9 +281,9 @@ static POOLS: OnceLock<Pools> = OnceLock::new();
 
 /// The endpoint pool of `config`, shared by every LLM service of the
 /// process built from the same configuration while one of them lives: the
-/// runs of one command (the documents of a folder review, a review's
-/// passes, an MCP server's concurrent calls) then share the servers' slots
-/// instead of each taking them all.
+/// runs of one command (one per input file, or several passes over one
+/// file, or an MCP server's concurrent calls) then share the servers'
+/// slots instead of each taking them all.
 pub fn shared_pool(
     config: &koas_llm::LlmConfig,
 ) -> Result<Arc<koas_llm::EndpointPool>, koas_llm::LlmError> {
