@@ -32,14 +32,34 @@ impl RefineModel for HostModel<'_> {
         self.ctx.progress(done as u64, total as u64);
     }
 
+    fn complete_each(&self, asks: Vec<Ask>, on_answer: &mut crate::OnAnswer<'_>) {
+        let mut stream = self.ctx.llm_stream();
+        let mut index = std::collections::HashMap::new();
+        let (mut answered, mut refused) = (0usize, 0usize);
+        for (i, ask) in asks.iter().enumerate() {
+            index.insert(stream.submit(&request(ask)), i);
+        }
+        while let Some((ticket, answer)) = stream.next() {
+            let Some(i) = index.remove(&ticket) else {
+                continue;
+            };
+            let answer = reply(answer);
+            answered += 1;
+            refused += usize::from(answer.as_ref().is_err_and(|e| e.contains(NO_BACKEND)));
+            if let Some(again) = on_answer(i, answer) {
+                index.insert(stream.submit(&request(&again)), i);
+            }
+        }
+        if answered > 0 && refused == answered {
+            self.no_backend.set(true);
+        }
+    }
+
     fn complete(&self, asks: &[Ask]) -> Vec<Result<Reply, String>> {
         if self.ctx.is_cancelled() {
             return asks.iter().map(|_| Err("cancelled".to_owned())).collect();
         }
-        let requests: Vec<LlmRequest> = asks
-            .iter()
-            .map(|a| LlmRequest::new(a.role.clone(), a.prompt.clone()).max_tokens(a.max_tokens))
-            .collect();
+        let requests: Vec<LlmRequest> = asks.iter().map(request).collect();
         let answers = self.ctx.llm_complete_many(&requests);
         if !answers.is_empty()
             && answers
@@ -48,19 +68,25 @@ impl RefineModel for HostModel<'_> {
         {
             self.no_backend.set(true);
         }
-        answers
-            .into_iter()
-            .map(|a| {
-                a.map(|r| Reply {
-                    text: r.text,
-                    prompt_tokens: r.prompt_tokens,
-                    completion_tokens: r.completion_tokens,
-                    cached: r.cached,
-                })
-                .map_err(|e| e.message)
-            })
-            .collect()
+        answers.into_iter().map(reply).collect()
     }
+}
+
+fn request(ask: &Ask) -> LlmRequest {
+    LlmRequest::new(ask.role.clone(), ask.prompt.clone()).max_tokens(ask.max_tokens)
+}
+
+fn reply(
+    answer: Result<koas_kernel_api::LlmResponse, koas_kernel_api::KernelError>,
+) -> Result<Reply, String> {
+    answer
+        .map(|r| Reply {
+            text: r.text,
+            prompt_tokens: r.prompt_tokens,
+            completion_tokens: r.completion_tokens,
+            cached: r.cached,
+        })
+        .map_err(|e| e.message)
 }
 
 /// The document the kernels work on: the host's current document

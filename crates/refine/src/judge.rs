@@ -221,13 +221,12 @@ pub fn parse_judge_answer(
     ))
 }
 
-/// Judge prompts asked at once before the assessment's progress is told.
-const PROGRESS_GROUP: usize = 16;
-
-/// Asks every judge about every section (in groups) and reads the
-/// answers; an answer that cannot be used (no JSON, a score outside 0–1)
-/// is asked once more, saying why, and stays a named failure of that judge
-/// on that section when the second answer cannot be used either.
+/// Asks every judge about every section and reads the answers; an answer
+/// that cannot be used (no JSON, a score outside 0–1) is asked once more,
+/// saying why, as soon as it is read, and stays a named failure of that
+/// judge on that section when the second answer cannot be used either.
+/// The answers are read in the order of the asks whatever the order they
+/// arrived in, so the verdicts do not depend on it.
 pub fn judge_document(
     model: &dyn RefineModel,
     input: &JudgeInput<'_>,
@@ -281,43 +280,64 @@ pub fn judge_document(
             }
         }
     };
-    let mut retries = Vec::new();
-    // Asked a group at a time, so that a long assessment shows how far it
-    // is (a group keeps every slot of a server busy).
+    // Every ask goes out at once (the host keeps its servers' slots busy
+    // and queues the rest); an unusable answer is asked again at once.
     let asked = asks.len();
-    let mut keys = keys.into_iter();
-    for (group, at) in asks
-        .chunks(PROGRESS_GROUP)
-        .zip((0..).step_by(PROGRESS_GROUP))
-    {
-        // Answers first: a zip stops on its first side's end, and the
-        // keys of the next group must not be pulled.
-        let answers = model.complete(group);
-        for (answer, (n, section)) in answers.into_iter().zip(keys.by_ref()) {
-            if let Some(why) = read(&mut verdicts, n, &section.id, answer) {
-                retries.push((n, section, why));
+    let mut first: Vec<Option<Result<crate::Reply, String>>> = vec![None; asked];
+    let mut second: Vec<Option<Result<crate::Reply, String>>> = vec![None; asked];
+    let mut rendered: Option<koas_review_llm::prompt::RenderError> = None;
+    let mut done = 0;
+    model.complete_each(asks, &mut |i, answer| {
+        if first[i].is_some() {
+            second[i] = Some(answer);
+            return None;
+        }
+        done += 1;
+        model.progress(done, asked);
+        let (n, section) = keys[i];
+        let why = match &answer {
+            Ok(reply) => {
+                parse_judge_answer(&input.judges[n], n + 1, &section.id, &reply.text).err()
+            }
+            Err(_) => None,
+        };
+        first[i] = Some(answer);
+        let why = why?;
+        match judge_prompt(input, n, section, Some(&why)) {
+            Ok(prompt) => Some(Ask {
+                role: input.judges[n].clone(),
+                prompt,
+                max_tokens: input.max_tokens,
+            }),
+            Err(e) => {
+                rendered.get_or_insert(e);
+                None
             }
         }
-        model.progress((at + group.len()).min(asked), asked);
+    });
+    if let Some(e) = rendered {
+        return Err(e);
     }
-    if !retries.is_empty() {
-        let asks = retries
-            .iter()
-            .map(|(n, section, why)| {
-                Ok(Ask {
-                    role: input.judges[*n].clone(),
-                    prompt: judge_prompt(input, *n, section, Some(why))?,
-                    max_tokens: input.max_tokens,
-                })
-            })
-            .collect::<Result<Vec<_>, koas_review_llm::prompt::RenderError>>()?;
-        for ((n, section, first), answer) in retries.into_iter().zip(model.complete(&asks)) {
-            if let Some(why) = read(&mut verdicts, n, &section.id, answer) {
-                verdicts[n].unreadable.push((
-                    section.id.clone(),
-                    format!("asked twice: {first}; then: {why}"),
-                ));
-            }
+    // Read as a batch then its retries would have been: first answers in
+    // the asks' order, then the second answers.
+    let mut retries = Vec::new();
+    for (i, answer) in first.into_iter().enumerate() {
+        let (n, section) = keys[i];
+        let answer = answer.unwrap_or_else(|| Err("the model service gave no answer".to_owned()));
+        if let Some(why) = read(&mut verdicts, n, &section.id, answer) {
+            retries.push((i, why));
+        }
+    }
+    for (i, first) in retries {
+        let (n, section) = keys[i];
+        let answer = second[i]
+            .take()
+            .unwrap_or_else(|| Err("the model service gave no answer".to_owned()));
+        if let Some(why) = read(&mut verdicts, n, &section.id, answer) {
+            verdicts[n].unreadable.push((
+                section.id.clone(),
+                format!("asked twice: {first}; then: {why}"),
+            ));
         }
     }
     Ok(RefineVerdicts {
@@ -450,5 +470,128 @@ mod tests {
         let (section, why) = &judge.unreadable[0];
         assert_eq!(section, &v.verdicts[0].unreadable[0].0);
         assert!(why.starts_with("asked twice: the score of clarity is invalid: 2 is outside 0–1; then: the score of tone is invalid: 7"), "{why}");
+    }
+
+    /// Answers like a streaming host, last asked first: an answer is
+    /// handed over while the asks after it are still out, and a follow-up
+    /// is asked at once. The text comes from `answer(prompt, nth ask of
+    /// that prompt)`.
+    struct Streaming {
+        answer: fn(&str, usize) -> String,
+        /// `ask N` and `answer N` (N: the ask's index), in order.
+        events: std::sync::Mutex<Vec<String>>,
+    }
+
+    impl RefineModel for Streaming {
+        fn complete(&self, _asks: &[Ask]) -> Vec<Result<crate::Reply, String>> {
+            unreachable!("a streaming host answers each ask")
+        }
+
+        fn complete_each(&self, asks: Vec<Ask>, on_answer: &mut crate::OnAnswer<'_>) {
+            let mut out: Vec<(usize, Ask, usize)> = asks
+                .into_iter()
+                .enumerate()
+                .map(|(i, a)| (i, a, 0))
+                .collect();
+            let log = |e: String| self.events.lock().expect("lock").push(e);
+            for (i, _, _) in &out {
+                log(format!("ask {i}"));
+            }
+            while let Some((i, ask, nth)) = out.pop() {
+                log(format!("answer {i}"));
+                let text = (self.answer)(&ask.prompt, nth);
+                let reply = crate::Reply {
+                    text,
+                    ..Default::default()
+                };
+                if let Some(again) = on_answer(i, Ok(reply)) {
+                    log(format!("ask {i}"));
+                    out.push((i, again, nth + 1));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_judge_answer_is_asked_again_at_once_and_the_verdicts_ignore_the_order() {
+        let text = "# Title\n\nOne.\n\n## Two\n\nTwo.\n\n## Three\n\nThree.\n";
+        let sections = crate::sections::sections_of(text);
+        assert_eq!(sections.len(), 3);
+        let template = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../prompts/refine_judge.tera"),
+        )
+        .expect("template");
+        let judges = vec!["a".to_owned(), "b".to_owned()];
+        let findings = BTreeMap::new();
+        let input = JudgeInput {
+            text,
+            sections: &sections,
+            judges: &judges,
+            findings: &findings,
+            template: ("refine_judge", &template),
+            language: "en",
+            max_tokens: 100,
+        };
+        // Section "Two" gets prose first, then a verdict; the others a
+        // verdict at once.
+        fn answer(prompt: &str, nth: usize) -> String {
+            // The section judged (the prompt shows the others as context).
+            let judged = prompt.split("\nSECTION ").nth(1).unwrap_or("");
+            if judged.contains("Two.") && nth == 0 {
+                return "I think it reads well.".to_owned();
+            }
+            let score = if judged.contains("Three.") { 0.5 } else { 0.9 };
+            format!(r#"{{"scores": {{"clarity": {score}, "tone": 0.8}}, "issues": []}}"#)
+        }
+        let streaming = Streaming {
+            answer,
+            events: std::sync::Mutex::new(Vec::new()),
+        };
+        let streamed = judge_document(&streaming, &input).expect("judged");
+        let events = streaming.events.lock().expect("lock").clone();
+        // Six asks out; judge b's "Two" (ask 4) is asked again right after
+        // its answer, before the answers to asks 0–3 are in.
+        assert_eq!(
+            events[..7],
+            ["ask 0", "ask 1", "ask 2", "ask 3", "ask 4", "ask 5", "answer 5"]
+        );
+        assert_eq!(events[7..10], ["answer 4", "ask 4", "answer 4"]);
+        // Both judges asked twice about "Two": 8 asks, 8 answers.
+        assert_eq!(events.len(), 16);
+        // The same verdicts as a host that answers a batch, then its
+        // retries.
+        struct Batch;
+        impl RefineModel for Batch {
+            fn complete(&self, asks: &[Ask]) -> Vec<Result<crate::Reply, String>> {
+                asks.iter()
+                    .map(|a| {
+                        let nth = usize::from(
+                            a.prompt.contains("could not be used")
+                                || a.prompt.contains("previous answer"),
+                        );
+                        Ok(crate::Reply {
+                            text: answer(&a.prompt, nth),
+                            ..Default::default()
+                        })
+                    })
+                    .collect()
+            }
+        }
+        let batched = judge_document(&Batch, &input).expect("judged");
+        assert_eq!(streamed, batched);
+        for v in &streamed.verdicts {
+            assert_eq!(v.sections.len(), 3, "{v:?}");
+            assert!(v.unreadable.is_empty(), "{v:?}");
+            let ids: Vec<&str> = v.sections.iter().map(|s| s.section_id.as_str()).collect();
+            assert_eq!(
+                ids,
+                [
+                    sections[0].id.as_str(),
+                    sections[2].id.as_str(),
+                    sections[1].id.as_str()
+                ]
+            );
+        }
     }
 }

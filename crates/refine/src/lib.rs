@@ -65,10 +65,34 @@ pub struct Reply {
     pub cached: bool,
 }
 
-/// The model, batch by batch: one answer per request, in order.
+/// The follow-up, if any, to an answer of [`RefineModel::complete_each`]:
+/// `on_answer(index, answer)` may ask again for the same index.
+pub type OnAnswer<'a> = dyn FnMut(usize, Result<Reply, String>) -> Option<Ask> + 'a;
+
+/// The model: a batch at a time, or each answer as it completes.
 pub trait RefineModel {
     /// Answers `asks` (concurrently when the host can).
     fn complete(&self, asks: &[Ask]) -> Vec<Result<Reply, String>>;
+
+    /// Answers `asks`, handing each answer to `on_answer` with its index
+    /// as soon as it is in; a follow-up `on_answer` returns is asked for
+    /// the same index, and its answer comes the same way. The default
+    /// asks the batch, then the follow-ups as a second batch; a host that
+    /// streams sends a follow-up while the other asks are still answered.
+    fn complete_each(&self, asks: Vec<Ask>, on_answer: &mut OnAnswer<'_>) {
+        let mut pending: Vec<(usize, Ask)> = asks.into_iter().enumerate().collect();
+        while !pending.is_empty() {
+            let batch: Vec<Ask> = pending.iter().map(|(_, a)| a.clone()).collect();
+            let answers = self.complete(&batch);
+            let mut next = Vec::new();
+            for ((i, _), answer) in pending.iter().zip(answers) {
+                if let Some(again) = on_answer(*i, answer) {
+                    next.push((*i, again));
+                }
+            }
+            pending = next;
+        }
+    }
 
     /// `done` of `total` steps of a long ask are answered (shown as the
     /// kernel's progress). Nothing by default.
