@@ -6,6 +6,11 @@ use koas_kernel_api::{Context, LlmRequest, NO_BACKEND};
 
 use crate::{Ask, RefineModel, Reply};
 
+/// The most asks out at the host at once: far more than any server has
+/// slots (the host queues the rest), far fewer than the host allows a
+/// kernel, whatever the document's size.
+const MAX_OUT: usize = 256;
+
 /// The host's LLM service as a [`RefineModel`].
 pub struct HostModel<'a> {
     ctx: &'a Context<'a>,
@@ -36,10 +41,20 @@ impl RefineModel for HostModel<'_> {
         let mut stream = self.ctx.llm_stream();
         let mut index = std::collections::HashMap::new();
         let (mut answered, mut refused) = (0usize, 0usize);
-        for (i, ask) in asks.iter().enumerate() {
-            index.insert(stream.submit(&request(ask)), i);
-        }
-        while let Some((ticket, answer)) = stream.next() {
+        let mut waiting: std::collections::VecDeque<(usize, Ask)> =
+            asks.into_iter().enumerate().collect();
+        loop {
+            // Follow-ups first (they were pushed to the front), then the
+            // asks in order, up to the bound.
+            while index.len() < MAX_OUT {
+                let Some((i, ask)) = waiting.pop_front() else {
+                    break;
+                };
+                index.insert(stream.submit(&request(&ask)), i);
+            }
+            let Some((ticket, answer)) = stream.next() else {
+                break;
+            };
             let Some(i) = index.remove(&ticket) else {
                 continue;
             };
@@ -47,7 +62,7 @@ impl RefineModel for HostModel<'_> {
             answered += 1;
             refused += usize::from(answer.as_ref().is_err_and(|e| e.contains(NO_BACKEND)));
             if let Some(again) = on_answer(i, answer) {
-                index.insert(stream.submit(&request(&again)), i);
+                waiting.push_front((i, again));
             }
         }
         if answered > 0 && refused == answered {
