@@ -86,7 +86,18 @@ fn a_plugin_built_for_another_abi_is_refused_and_every_problem_is_reported() {
     let out = run(koas()
         .args(["kernels", "--json", "--kernel-path"])
         .arg(folder.path()));
-    assert_eq!(out.status.code(), Some(0));
+    // A skipped plugin fails the listing, and its last line says so; the
+    // JSON still lists what loaded and every problem.
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out).lines().last(),
+        Some("koas kernels: 5 plugin(s) skipped, exit 1 (--allow-skipped accepts them)")
+    );
+    let allowed = run(koas()
+        .args(["kernels", "--json", "--allow-skipped", "--kernel-path"])
+        .arg(folder.path()));
+    assert_eq!(allowed.status.code(), Some(0), "{}", stderr(&allowed));
+    assert!(!stderr(&allowed).contains("skipped, exit 1"));
     let v: Value = serde_json::from_str(&stdout(&out)).expect("json");
     let problems = v["problems"].as_array().expect("problems");
     let abi = problems
@@ -131,8 +142,14 @@ fn a_plugin_built_for_another_abi_is_refused_and_every_problem_is_reported() {
         .arg("--kernel-path")
         .arg(folder.path()));
     let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("5 plugin problem(s)"), "{err}");
     assert!(err.contains("built for koas ABI version 999"), "{err}");
+    assert!(
+        err.trim_end()
+            .ends_with("5 plugin(s) skipped, exit 1 (--allow-skipped accepts them)"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -16,6 +16,12 @@ pub struct KernelsArgs {
     /// Print JSON for scripts.
     #[arg(long)]
     pub json: bool,
+
+    /// Exit 0 even when a plugin was skipped (a wrong ABI, a failing
+    /// describe, a duplicate name); without it such a problem exits 1, so
+    /// that a script installing kernels sees it.
+    #[arg(long)]
+    pub allow_skipped: bool,
 }
 
 /// Runs `koas kernels`.
@@ -65,7 +71,7 @@ pub fn execute(global: &HostOptions, args: KernelsArgs) -> anyhow::Result<ExitSt
                 "ignored": d.ignored,
             }))?
         )?;
-        return Ok(if d.kernels.is_empty() {
+        return Ok(if d.kernels.is_empty() || skipped(&d, &args) {
             ExitStatus::Failure
         } else {
             ExitStatus::Success
@@ -164,7 +170,23 @@ pub fn execute(global: &HostOptions, args: KernelsArgs) -> anyhow::Result<ExitSt
         eprintln!("{}", not_found_message(&d));
         return Ok(ExitStatus::Failure);
     }
+    if skipped(&d, &args) {
+        return Ok(ExitStatus::Failure);
+    }
     Ok(ExitStatus::Success)
+}
+
+/// Whether a plugin was skipped and that fails the command: then the last
+/// line says so (on stderr, under the listing or the JSON).
+fn skipped(d: &crate::discovery::Discovery, args: &KernelsArgs) -> bool {
+    if d.problems.is_empty() || args.allow_skipped {
+        return false;
+    }
+    eprintln!(
+        "koas kernels: {} plugin(s) skipped, exit 1 (--allow-skipped accepts them)",
+        d.problems.len()
+    );
+    true
 }
 
 /// Where discovery looked (each folder with its origin, in search order)
