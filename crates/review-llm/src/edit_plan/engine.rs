@@ -305,8 +305,7 @@ impl Flow<'_> {
 /// gives the same), else the chunk waits: so the prompts, and the plan,
 /// never depend on the order in which answers arrive.
 struct Lagged {
-    breaker: CircuitBreaker,
-    give_up: CircuitBreaker,
+    breakers: Breakers,
     /// The chunks before this one are recorded.
     upto: usize,
 }
@@ -318,27 +317,54 @@ struct Decision {
     give_up: bool,
 }
 
-impl Lagged {
-    fn new(options: &PlanOptions) -> Lagged {
-        Lagged {
+/// The two judgements of the answers: unreadable answers to the review
+/// prompt (the chunks after get the plain-text prompt), and to the
+/// plain-text one too (the model is no longer asked).
+#[derive(Clone)]
+struct Breakers {
+    breaker: CircuitBreaker,
+    give_up: CircuitBreaker,
+}
+
+/// Which breaker a record tripped, if one did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tripped {
+    Neither,
+    Breaker,
+    GiveUp,
+}
+
+impl Breakers {
+    fn new(options: &PlanOptions) -> Breakers {
+        Breakers {
             breaker: CircuitBreaker::new(options.breaker_window, options.breaker_threshold),
             give_up: CircuitBreaker::new(options.breaker_window, options.breaker_threshold),
-            upto: 0,
         }
     }
 
-    /// Records one chunk's outcome (`None`: it gave no record).
-    fn record(
-        breaker: &mut CircuitBreaker,
-        give_up: &mut CircuitBreaker,
-        outcome: Option<(bool, bool)>,
-    ) {
-        if let Some((plain, parsed)) = outcome {
-            if plain {
-                give_up.record(parsed);
-            } else {
-                breaker.record(parsed);
-            }
+    /// Records one chunk's outcome in the breaker of its prompt (`None`:
+    /// it gave no record).
+    fn record(&mut self, outcome: Option<(bool, bool)>) -> Tripped {
+        match outcome {
+            Some((true, parsed)) if self.give_up.record(parsed) => Tripped::GiveUp,
+            Some((false, parsed)) if self.breaker.record(parsed) => Tripped::Breaker,
+            _ => Tripped::Neither,
+        }
+    }
+
+    fn decision(&self) -> Decision {
+        Decision {
+            plain: self.breaker.tripped(),
+            give_up: self.give_up.tripped(),
+        }
+    }
+}
+
+impl Lagged {
+    fn new(options: &PlanOptions) -> Lagged {
+        Lagged {
+            breakers: Breakers::new(options),
+            upto: 0,
         }
     }
 
@@ -346,28 +372,19 @@ impl Lagged {
     /// so far settle it.
     fn decide(&mut self, jobs: &[Job<'_>], horizon: usize) -> Option<Decision> {
         while self.upto < horizon && jobs[self.upto].step == Step::Done {
-            Self::record(
-                &mut self.breaker,
-                &mut self.give_up,
-                outcome(&jobs[self.upto]),
-            );
+            self.breakers.record(outcome(&jobs[self.upto]));
             self.upto += 1;
         }
-        let settled = |breaker: &CircuitBreaker, give_up: &CircuitBreaker| Decision {
-            plain: breaker.tripped(),
-            give_up: give_up.tripped(),
-        };
         if self.upto >= horizon {
-            return Some(settled(&self.breaker, &self.give_up));
+            return Some(self.breakers.decision());
         }
         let [best, worst] = [true, false].map(|parsed| {
-            let (mut breaker, mut give_up) = (self.breaker.clone(), self.give_up.clone());
+            let mut breakers = self.breakers.clone();
             for job in &jobs[self.upto..horizon] {
                 let known = (job.step == Step::Done).then(|| outcome(job));
-                let unknown = Some((job.plain, parsed));
-                Self::record(&mut breaker, &mut give_up, known.unwrap_or(unknown));
+                breakers.record(known.unwrap_or(Some((job.plain, parsed))));
             }
-            settled(&breaker, &give_up)
+            breakers.decision()
         });
         (best == worst).then_some(best)
     }
@@ -548,13 +565,10 @@ fn job_of<'a>(
 
 /// What the batches learn about the model as they go.
 struct Asking {
-    /// Unreadable answers to the review prompt: the remaining chunks get
-    /// the plain-text prompt.
-    breaker: CircuitBreaker,
-    /// The same judgement over the plain-prompt chunks: a model that
-    /// cannot answer either prompt is stopped early, not asked every
-    /// chunk to the end of the budget.
-    give_up: CircuitBreaker,
+    /// The breakers over every chunk recorded so far: their trips are
+    /// warned about (a model that cannot answer either prompt is stopped
+    /// early, not asked every chunk to the end of the budget).
+    breakers: Breakers,
     warnings: Vec<String>,
     /// The service error after which asking again is pointless, if any.
     fatal: Option<String>,
@@ -571,8 +585,7 @@ const GAVE_UP: &str =
 impl Asking {
     fn new(options: &PlanOptions) -> Asking {
         Asking {
-            breaker: CircuitBreaker::new(options.breaker_window, options.breaker_threshold),
-            give_up: CircuitBreaker::new(options.breaker_window, options.breaker_threshold),
+            breakers: Breakers::new(options),
             warnings: Vec::new(),
             fatal: None,
             stopped: None,
@@ -595,11 +608,8 @@ impl Asking {
 
     /// Records a finished chunk's answer in the breaker of its prompt.
     fn record(&mut self, job: &Job<'_>) {
-        let Some((plain, parsed)) = outcome(job) else {
-            return;
-        };
-        if plain {
-            if self.give_up.record(parsed) && self.stopped.is_none() {
+        match self.breakers.record(outcome(job)) {
+            Tripped::GiveUp if self.stopped.is_none() => {
                 let why = format!(
                     "the model gave no usable answer to most chunks with either prompt, the plain-text one too (up to chunk {}), so the review stopped asking it",
                     job.piece.id
@@ -609,11 +619,11 @@ impl Asking {
                 ));
                 self.stopped = Some(why);
             }
-        } else if self.breaker.record(parsed) {
-            self.warnings.push(format!(
+            Tripped::Breaker => self.warnings.push(format!(
                 "circuit breaker tripped after chunk {}: most recent answers were unreadable, the remaining chunks get the plain-text prompt",
                 job.piece.id
-            ));
+            )),
+            _ => {}
         }
     }
 }
@@ -640,7 +650,7 @@ fn finish_plan(
     let mut dropped = Vec::new();
     let mut seen: HashSet<(Action, usize, usize, Option<String>, String)> = HashSet::new();
     let mut stats = EditPlanStats {
-        circuit_breaker_tripped: asking.breaker.tripped(),
+        circuit_breaker_tripped: asking.breakers.breaker.tripped(),
         ..EditPlanStats::default()
     };
     let mut chunks = Vec::new();
