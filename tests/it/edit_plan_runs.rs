@@ -37,6 +37,15 @@ fn summary_of(prompt: &str) -> String {
     format!("The section describes one step ({h:x}).")
 }
 
+/// A model that summarizes and proposes no change.
+fn proposes_nothing(r: &ModelRequest) -> ModelAnswer {
+    if is_edit(r) {
+        ModelAnswer::text(NO_OPS)
+    } else {
+        ModelAnswer::text(summary_of(&r.prompt))
+    }
+}
+
 const NO_OPS: &str = "BEGIN_EDIT_OPS\n[]\nEND_EDIT_OPS";
 
 /// `koas.toml` with the model at `url`: one request at a time, no
@@ -278,13 +287,7 @@ END_EDIT_OPS"#,
 
 #[test]
 fn editing_one_section_asks_only_its_chunks_and_the_pyramids_path_to_the_root() {
-    let m = ScriptedModel::start(|r| {
-        if is_edit(r) {
-            ModelAnswer::text(NO_OPS)
-        } else {
-            ModelAnswer::text(summary_of(&r.prompt))
-        }
-    });
+    let m = ScriptedModel::start(proposes_nothing);
     let s = Scratch::new();
     let doc = manual();
     s.write("doc.md", &doc);
@@ -414,11 +417,7 @@ fn regression_a_server_down_for_two_runs_is_asked_everything_when_it_is_back() {
         if d.load(Ordering::SeqCst) {
             return ModelAnswer::Drop(Duration::ZERO);
         }
-        if is_edit(r) {
-            ModelAnswer::text(NO_OPS)
-        } else {
-            ModelAnswer::text(summary_of(&r.prompt))
-        }
+        proposes_nothing(r)
     });
     let s = Scratch::new();
     s.write("doc.md", &manual());
@@ -541,13 +540,7 @@ fn regression_small_model_noise_is_not_flagged_and_a_real_prose_finding_is() {
 #[test]
 fn regression_the_rerun_after_a_certain_fix_asks_the_model_nothing() {
     // A skipped heading level: a certain fix of the checks (#### → ###).
-    let m = ScriptedModel::start(|r| {
-        if is_edit(r) {
-            ModelAnswer::text(NO_OPS)
-        } else {
-            ModelAnswer::text(summary_of(&r.prompt))
-        }
-    });
+    let m = ScriptedModel::start(proposes_nothing);
     let s = Scratch::new();
     let doc = manual().replace("## Step 3\n", "#### Step 3\n");
     s.write("doc.md", &doc);
@@ -627,13 +620,7 @@ fn regression_an_unchanged_rerun_is_answered_from_the_cache_at_once() {
     // The bug: the second run on an unchanged document ran md_pyramid and
     // md_edit_plan again (their previous outputs joined their cache key);
     // only the third was fully cached.
-    let m = ScriptedModel::start(|r| {
-        if is_edit(r) {
-            ModelAnswer::text(NO_OPS)
-        } else {
-            ModelAnswer::text(summary_of(&r.prompt))
-        }
-    });
+    let m = ScriptedModel::start(proposes_nothing);
     let s = Scratch::new();
     s.write("doc.md", &manual());
     s.write("koas.toml", &koas_toml(&m.url(), ""));
@@ -653,13 +640,7 @@ fn regression_an_unchanged_rerun_is_answered_from_the_cache_at_once() {
 fn a_model_that_proposes_nothing_and_no_model_at_all_each_get_a_hint() {
     // The bug: 0 ops after minutes of a small model, and "deterministic
     // stages only, 0 changes" without a model, and nothing said of what to do.
-    let m = ScriptedModel::start(|r| {
-        if is_edit(r) {
-            ModelAnswer::text(NO_OPS)
-        } else {
-            ModelAnswer::text(summary_of(&r.prompt))
-        }
-    });
+    let m = ScriptedModel::start(proposes_nothing);
     let s = Scratch::new();
     s.write("doc.md", &manual());
     s.write("koas.toml", &koas_toml(&m.url(), ""));

@@ -615,15 +615,7 @@ fn refine_lists_only_its_own_changes_and_no_edited_file_it_did_not_write() {
         0,
         "review",
     );
-    let m = ScriptedModel::start(|r: &ModelRequest| {
-        if is_judge(r) {
-            ModelAnswer::text(fixture_judge(&judged(&r.prompt)))
-        } else if is_fix(r) {
-            ModelAnswer::text(fixture_fix(&r.prompt))
-        } else {
-            ModelAnswer::text("YES, the issue is addressed.")
-        }
-    });
+    let m = fixture_model();
     let (out, v) = refine(&s, &m, &[]);
     assert_code(&out, 0, "refine");
     let changes: Vec<&str> = v["changes"]
@@ -993,15 +985,7 @@ fn after_an_escalation_a_person_accepts_issues_and_the_run_goes_on() {
 fn every_pass_of_a_refinement_replays_without_the_model() {
     let s = Scratch::new();
     s.write("doc.md", DOC);
-    let mut m = ScriptedModel::start(|r: &ModelRequest| {
-        if is_judge(r) {
-            ModelAnswer::text(fixture_judge(&judged(&r.prompt)))
-        } else if is_fix(r) {
-            ModelAnswer::text(fixture_fix(&r.prompt))
-        } else {
-            ModelAnswer::text("YES, the issue is addressed.")
-        }
-    });
+    let mut m = fixture_model();
     let (out, v) = refine(&s, &m, &[]);
     assert_code(&out, 0, "refine");
     assert_eq!(v["status"], "accepted", "{v}");

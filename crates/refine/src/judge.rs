@@ -407,14 +407,19 @@ mod tests {
         }
     }
 
-    fn judge_once(answers: Vec<&'static str>) -> (RefineVerdicts, Vec<String>) {
-        let text = "# Title\n\nOne section of text.\n";
-        let sections = crate::sections::sections_of(text);
-        let template = std::fs::read_to_string(
+    /// The project's judge prompt.
+    fn judge_template() -> String {
+        std::fs::read_to_string(
             std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
                 .join("../../prompts/refine_judge.tera"),
         )
-        .expect("template");
+        .expect("template")
+    }
+
+    fn judge_once(answers: Vec<&'static str>) -> (RefineVerdicts, Vec<String>) {
+        let text = "# Title\n\nOne section of text.\n";
+        let sections = crate::sections::sections_of(text);
+        let template = judge_template();
         let judges = vec!["judge".to_owned()];
         let findings = BTreeMap::new();
         let input = JudgeInput {
@@ -517,11 +522,7 @@ mod tests {
         let text = "# Title\n\nOne.\n\n## Two\n\nTwo.\n\n## Three\n\nThree.\n";
         let sections = crate::sections::sections_of(text);
         assert_eq!(sections.len(), 3);
-        let template = std::fs::read_to_string(
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../../prompts/refine_judge.tera"),
-        )
-        .expect("template");
+        let template = judge_template();
         let judges = vec!["a".to_owned(), "b".to_owned()];
         let findings = BTreeMap::new();
         let input = JudgeInput {
