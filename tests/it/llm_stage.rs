@@ -223,7 +223,7 @@ fn a_folder_review_reviews_every_readable_document_and_reports_the_others() {
         lines[4].starts_with("koas review: 2 of 3 documents reviewed in "),
         "{text}"
     );
-    assert!(lines[4].ends_with("(3 jobs)"), "{text}");
+    assert!(lines[4].ends_with(", 3 at a time"), "{text}");
 }
 
 #[test]

@@ -1155,4 +1155,39 @@ fn a_folder_is_refined_document_by_document_with_one_table() {
         stderr(&out)
     );
     assert!(code(&out) != 0);
+    // The text answer: a row per document with what its summary says,
+    // then the summary line.
+    let mut args: Vec<String> = ["refine", "docs", "--jobs", "1"]
+        .map(str::to_owned)
+        .to_vec();
+    args.extend(flags(&m));
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = s.koas(&refs);
+    let text = crate::review_common::stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 5, "{text}");
+    assert!(
+        lines[0].starts_with("document") && lines[0].contains("changes"),
+        "{text}"
+    );
+    assert!(
+        lines[1].starts_with("docs/empty.md") && !lines[1].contains("refined"),
+        "{text}"
+    );
+    for (line, d) in lines[2..4].iter().zip(&docs[1..]) {
+        let name = d["document"].as_str().unwrap_or("");
+        assert!(
+            line.starts_with(name) && line.trim_end().ends_with("refined"),
+            "{text}"
+        );
+    }
+    assert!(
+        lines[4].starts_with("koas refine: 2 of 3 documents refined in "),
+        "{text}"
+    );
+    assert!(lines[4].ends_with(", 1 at a time"), "{text}");
+    assert_eq!(
+        code(&out),
+        docs[0]["exit_code"].as_i64().unwrap_or(-1) as i32
+    );
 }

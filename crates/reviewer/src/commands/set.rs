@@ -151,7 +151,7 @@ pub(crate) fn execute(
         .filter(|d| d.status == ExitStatus::Success)
         .count();
     let summary = format!(
-        "{succeeded} of {} documents {} in {:.1} s ({} jobs)",
+        "{succeeded} of {} documents {} in {:.1} s, {} at a time",
         done.len(),
         command.done,
         started.elapsed().as_secs_f64(),
