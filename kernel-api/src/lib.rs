@@ -106,6 +106,7 @@ mod context;
 mod error;
 #[doc(hidden)]
 pub mod export;
+pub mod findings;
 pub mod hash;
 mod inputs;
 mod llm;
@@ -120,13 +121,16 @@ pub use error::{ErrorKind, KernelError};
 pub use inputs::{Inputs, KernelConfig, PromptTemplate, SourceFile};
 pub use llm::{LlmRequest, LlmResponse, NO_BACKEND};
 pub use output::{ArtifactJson, KernelOutput, MAX_SUMMARY_CHARS};
-pub use spec::{InputSpec, KernelSpec, OutputSpec, LLM_INPUT, PREVIOUS_INPUT, PROMPTS_INPUT};
+pub use spec::{
+    FindingKindSpec, InputSpec, KernelSpec, OutputSpec, LLM_INPUT, PREVIOUS_INPUT, PROMPTS_INPUT,
+};
 
 /// The result a kernel's [`Kernel::run`] returns.
 pub type KernelResult = Result<KernelOutput, KernelError>;
 
 /// Everything a kernel author usually needs, in one import.
 pub mod prelude {
+    pub use crate::findings::{FindingsOutput, KernelFinding, Severity};
     pub use crate::{
         Context, ErrorKind, Inputs, Kernel, KernelConfig, KernelError, KernelOutput, KernelResult,
         KernelSpec, LlmRequest, LlmResponse, LogLevel,

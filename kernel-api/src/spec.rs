@@ -72,6 +72,22 @@ pub struct KernelSpec {
     /// incomplete: [`crate::KernelOutput::incomplete`]).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub incremental: bool,
+    /// The kinds of finding the kernel reports in its findings outputs
+    /// ([`OutputSpec::findings`]), each with a description for people.
+    /// Hosts accept these names wherever a user names a kind (to disable
+    /// it, change its severity) and refuse a finding of an undeclared kind.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub finding_kinds: Vec<FindingKindSpec>,
+}
+
+/// A kind of finding a kernel reports.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FindingKindSpec {
+    /// Its snake_case name (see [`crate::findings::check_kind_name`]).
+    pub kind: String,
+    /// One line saying what it means, shown in listings and reports.
+    #[serde(default)]
+    pub description: String,
 }
 
 /// The input through which the host hands a kernel its prompt templates.
@@ -120,6 +136,11 @@ pub struct OutputSpec {
     /// different content (an immutable snapshot).
     #[serde(default)]
     pub write_once: bool,
+    /// When `true`, the artifact is a findings output
+    /// ([`crate::findings::FindingsOutput`]): the host checks its shape
+    /// and kinds when the kernel returns, and shows its findings.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub findings: bool,
 }
 
 impl KernelSpec {
@@ -139,6 +160,7 @@ impl KernelSpec {
             writes: Vec::new(),
             prompts: Vec::new(),
             incremental: false,
+            finding_kinds: Vec::new(),
         }
     }
 
@@ -178,6 +200,7 @@ impl KernelSpec {
             artifact: artifact.into(),
             file: None,
             write_once: false,
+            findings: false,
         });
         self
     }
@@ -189,6 +212,7 @@ impl KernelSpec {
             artifact: artifact.into(),
             file: Some(file.into()),
             write_once: false,
+            findings: false,
         });
         self
     }
@@ -204,8 +228,73 @@ impl KernelSpec {
             artifact: artifact.into(),
             file: Some(file.into()),
             write_once: true,
+            findings: false,
         });
         self
+    }
+
+    /// Declares a findings output ([`crate::findings::FindingsOutput`])
+    /// kept in the host's store. The host checks it when the kernel
+    /// returns: a malformed one, or a finding of a kind the spec does not
+    /// declare with [`KernelSpec::finding_kind`], fails the kernel.
+    pub fn findings_output(mut self, artifact: impl Into<String>) -> Self {
+        self = self.output(artifact);
+        self.mark_last_findings();
+        self
+    }
+
+    /// Declares a findings output also written to `file` in the workspace.
+    pub fn findings_output_file(
+        mut self,
+        artifact: impl Into<String>,
+        file: impl Into<String>,
+    ) -> Self {
+        self = self.output_file(artifact, file);
+        self.mark_last_findings();
+        self
+    }
+
+    fn mark_last_findings(&mut self) {
+        if let Some(last) = self.outputs.last_mut() {
+            last.findings = true;
+        }
+    }
+
+    /// Declares a kind of finding the kernel reports, with one line saying
+    /// what it means.
+    pub fn finding_kind(mut self, kind: impl Into<String>, description: impl Into<String>) -> Self {
+        self.finding_kinds.push(FindingKindSpec {
+            kind: kind.into(),
+            description: description.into(),
+        });
+        self
+    }
+
+    /// The names of the declared finding kinds.
+    pub fn finding_kind_names(&self) -> Vec<&str> {
+        self.finding_kinds.iter().map(|k| k.kind.as_str()).collect()
+    }
+
+    /// Checks the findings outputs among `returned` (artifact name and
+    /// value), as the host does when the kernel returns: the error names
+    /// the output and the field.
+    pub fn check_findings(
+        &self,
+        returned: &std::collections::BTreeMap<String, crate::ArtifactJson>,
+    ) -> Result<(), String> {
+        let kinds = self.finding_kind_names();
+        for o in self.outputs.iter().filter(|o| o.findings) {
+            let Some(json) = returned.get(&o.artifact) else {
+                continue;
+            };
+            let name = &o.artifact;
+            let malformed =
+                |e: String| format!("returned a malformed findings output `{name}`: {e}");
+            let value: Value =
+                serde_json::from_str(json.text()).map_err(|e| malformed(e.to_string()))?;
+            crate::findings::check_artifact(&value, &kinds).map_err(malformed)?;
+        }
+        Ok(())
     }
 
     /// Declares a workspace path the kernel writes while it runs (see
@@ -364,6 +453,23 @@ impl KernelSpec {
                     self.name
                 ));
             }
+        }
+        let mut kinds = std::collections::BTreeSet::new();
+        for k in &self.finding_kinds {
+            crate::findings::check_kind_name(&k.kind)
+                .map_err(|e| format!("kernel {}: finding {e}", self.name))?;
+            if !kinds.insert(k.kind.as_str()) {
+                return Err(format!(
+                    "kernel {}: finding kind {:?} declared twice",
+                    self.name, k.kind
+                ));
+            }
+        }
+        if self.outputs.iter().any(|o| o.findings) && self.finding_kinds.is_empty() {
+            return Err(format!(
+                "kernel {}: it has a findings output but declares no finding kind (KernelSpec::finding_kind)",
+                self.name
+            ));
         }
         Ok(())
     }

@@ -195,6 +195,7 @@ impl TestHarness {
                 // The host's check and message: a test passes here only if
                 // the kernel passes there.
                 spec.check_returned(out.artifacts.keys())
+                    .and_then(|()| spec.check_findings(&out.artifacts))
                     .map_err(|e| KernelError::failed(format!("kernel `{}` {e}", spec.name)))?;
                 Ok(out)
             }

@@ -25,6 +25,28 @@ pub struct ScanOutput {
     pub findings: Vec<Finding>,
     /// Problems worth telling the user that are not findings.
     pub warnings: Vec<String>,
+    /// `(line, word)` of each suppression comment's word that is not a
+    /// built-in kind (each also has its warning).
+    pub unknown_kinds: Vec<(u32, String)>,
+}
+
+impl ScanOutput {
+    /// Drops the warnings about suppression comments that name one of
+    /// `known` (kinds other kernels of the run declare): not typos.
+    pub fn forget_kinds(&mut self, known: &[String]) {
+        let (known_here, unknown): (Vec<_>, Vec<_>) = std::mem::take(&mut self.unknown_kinds)
+            .into_iter()
+            .partition(|(_, w)| known.contains(w));
+        for (line, word) in &known_here {
+            let text = unknown_kind_warning(*line, word);
+            self.warnings.retain(|w| *w != text);
+        }
+        self.unknown_kinds = unknown;
+    }
+}
+
+fn unknown_kind_warning(line: u32, word: &str) -> String {
+    format!("line {line}: suppression comment names unknown kind {word:?}; it silences nothing")
 }
 
 /// What the numbering checks return once finished.
@@ -40,11 +62,7 @@ pub struct NumberingOutput {
 fn suppression_warnings(s: &Suppressions) -> Vec<String> {
     s.unknown_kinds
         .iter()
-        .map(|(line, word)| {
-            format!(
-                "line {line}: suppression comment names unknown kind {word:?}; it silences nothing"
-            )
-        })
+        .map(|(line, word)| unknown_kind_warning(*line, word))
         .collect()
 }
 
@@ -92,6 +110,7 @@ pub fn consistency_scan(
     Ok(ScanOutput {
         findings: consistency_on(&doc, &scan, &suppressions),
         warnings: suppression_warnings(&suppressions),
+        unknown_kinds: suppressions.unknown_kinds.clone(),
     })
 }
 
@@ -109,6 +128,7 @@ pub fn numbering_control(
         output: ScanOutput {
             findings,
             warnings: suppression_warnings(&suppressions),
+            unknown_kinds: suppressions.unknown_kinds.clone(),
         },
         renumber_ops,
     })
@@ -155,6 +175,7 @@ impl Checker {
         Ok(ScanOutput {
             findings,
             warnings: suppression_warnings(&suppressions),
+            unknown_kinds: suppressions.unknown_kinds.clone(),
         })
     }
 }

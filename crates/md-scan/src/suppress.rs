@@ -20,8 +20,8 @@ static DIRECTIVE: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(r"<!--\s*koas-(disable-next-line|disable|enable)\b([^>]*?)\s*-->").ok()
 });
 
-/// Which kinds a directive names: `None` for all.
-type Kinds = Option<Vec<FindingKind>>;
+/// Which kinds a directive names (bare or `kernel/kind`): `None` for all.
+type Kinds = Option<Vec<String>>;
 
 #[derive(Debug, Clone, PartialEq)]
 enum Directive {
@@ -35,14 +35,15 @@ enum Directive {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Suppressions {
     directives: Vec<Directive>,
-    /// `(line, word)` for each kind name that is not a finding kind.
+    /// `(line, word)` for each kind name that is not a built-in kind: a
+    /// typo, or a kind another kernel declares (the caller knows which).
     pub unknown_kinds: Vec<(u32, String)>,
 }
 
-fn covers(kinds: &Kinds, kind: FindingKind) -> bool {
+fn covers(kinds: &Kinds, kernel: &str, kind: &str) -> bool {
     match kinds {
         None => true,
-        Some(k) => k.contains(&kind),
+        Some(k) => k.iter().any(|n| crate::kinds::names(n, kernel, kind)),
     }
 }
 
@@ -80,10 +81,10 @@ impl Suppressions {
                     .collect();
                 let mut kinds = Vec::new();
                 for w in &words {
-                    match w.parse::<FindingKind>() {
-                        Ok(k) => kinds.push(k),
-                        Err(_) => out.unknown_kinds.push((line, w.to_string())),
+                    if crate::kinds::builtin_named(w).is_none() {
+                        out.unknown_kinds.push((line, w.to_string()));
                     }
+                    kinds.push(w.to_string());
                 }
                 let kinds = if words.is_empty() { None } else { Some(kinds) };
                 match caps.get(1).map(|m| m.as_str()) {
@@ -102,21 +103,35 @@ impl Suppressions {
         out
     }
 
+    /// The directives of a document given as text (its Stage 1 computed
+    /// here); `None` when the text cannot be read as a document.
+    pub fn of_text(text: &str) -> Option<Suppressions> {
+        if !text.contains("koas-") {
+            return Some(Suppressions::default());
+        }
+        let stage1 = crate::stage1::Stage1Artifacts::compute(text);
+        let doc = Document::new(stage1.view(text)).ok()?;
+        Some(Suppressions::parse(&doc))
+    }
+
     /// `true` when a finding of `kind` whose first line is `line` is
     /// silenced.
     pub fn is_suppressed(&self, kind: FindingKind, line: u32) -> bool {
+        self.is_suppressed_as(crate::kinds::builtin_kernel(kind), kind.as_str(), line)
+    }
+
+    /// `true` when a finding of `kind` from `kernel` whose first line is
+    /// `line` is silenced (by its bare or its `kernel/kind` name).
+    pub fn is_suppressed_as(&self, kernel: &str, kind: &str, line: u32) -> bool {
+        let covers = |kinds: &Kinds| covers(kinds, kernel, kind);
         let mut disabled = false;
         for d in &self.directives {
             match d {
-                Directive::NextLine(target, kinds) if *target == line && covers(kinds, kind) => {
+                Directive::NextLine(target, kinds) if *target == line && covers(kinds) => {
                     return true;
                 }
-                Directive::Disable(at, kinds) if *at < line && covers(kinds, kind) => {
-                    disabled = true
-                }
-                Directive::Enable(at, kinds) if *at < line && covers(kinds, kind) => {
-                    disabled = false
-                }
+                Directive::Disable(at, kinds) if *at < line && covers(kinds) => disabled = true,
+                Directive::Enable(at, kinds) if *at < line && covers(kinds) => disabled = false,
                 _ => {}
             }
         }
@@ -167,10 +182,24 @@ mod tests {
     }
 
     #[test]
+    fn a_qualified_name_silences_only_that_kernels_kind() {
+        let s =
+            parse("# T\n\n<!-- koas-disable team/long md_consistency_scan/ai_leftover -->\nx\n");
+        assert!(s.is_suppressed_as("team", "long", 4));
+        assert!(!s.is_suppressed_as("other", "long", 4));
+        assert!(s.is_suppressed(FindingKind::AiLeftover, 4));
+        assert_eq!(s.unknown_kinds, [(3, "team/long".to_string())]);
+    }
+
+    #[test]
     fn directives_in_code_are_text_and_unknown_kinds_are_listed() {
         let s = parse("# T\n\n```\n<!-- koas-disable -->\n```\n\nx\n\n<!-- koas-disable-next-line ai_leftovers -->\ny\n");
         assert!(!s.is_suppressed(FindingKind::AiLeftover, 7));
         assert_eq!(s.unknown_kinds, [(9, "ai_leftovers".to_string())]);
+        assert!(
+            s.is_suppressed_as("team", "ai_leftovers", 10),
+            "another kernel's kind"
+        );
         assert!(
             !s.is_suppressed(FindingKind::AiLeftover, 10),
             "an unknown kind silences nothing"

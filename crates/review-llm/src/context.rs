@@ -23,6 +23,7 @@
 //! 0: chunk and instructions) to the full context (tier 3).
 
 use koas_review_schema::findings::Finding;
+use koas_review_schema::findings::ReviewSeverity;
 use koas_review_schema::pyramid::{GlossaryTerm, Pyramid, PyramidStatus};
 use koas_review_schema::stage1::PREAMBLE_SECTION_ID;
 use serde::Serialize;

@@ -5,7 +5,8 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
-/// How serious a finding is. Ordered: `Info < Warning < Error`.
+/// How serious a finding is: the findings contract's severity, shared by
+/// every kernel. `Info < Warning < Error`.
 ///
 /// `koas check --fail-on SEVERITY` fails when a finding is at or above the
 /// given level. The review's severities (of edit ops and ledger entries)
@@ -17,71 +18,22 @@ use std::str::FromStr;
 /// | `info` | `minor` |
 /// | `warning` | `attention` (and `deletion`, a removal) |
 /// | `error` | `critical` |
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Severity {
-    /// Worth a look; often a matter of style.
-    #[serde(alias = "minor")]
-    Info,
-    /// Probably wrong; a reader may be misled.
-    #[serde(alias = "attention")]
-    Warning,
-    /// Certainly wrong: a dangling reference, a broken table, a leftover.
-    #[serde(alias = "critical")]
-    Error,
-}
+pub use koas_kernel_api::findings::Severity;
 
-impl Severity {
-    /// Every severity, lowest first.
-    pub const ALL: [Severity; 3] = [Severity::Info, Severity::Warning, Severity::Error];
-
-    /// The lowercase name used in JSON, config files and on the command line.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Severity::Info => "info",
-            Severity::Warning => "warning",
-            Severity::Error => "error",
-        }
-    }
-
+/// The review's name of a [`Severity`].
+pub trait ReviewSeverity {
     /// The edit-op severity (`minor`, `attention`, `critical`) used when a
     /// finding becomes a review note.
-    pub fn review_severity(self) -> &'static str {
+    fn review_severity(self) -> &'static str;
+}
+
+impl ReviewSeverity for Severity {
+    fn review_severity(self) -> &'static str {
         match self {
             Severity::Info => "minor",
             Severity::Warning => "attention",
             Severity::Error => "critical",
         }
-    }
-
-    /// The level of a review severity (`minor`, `attention`, `deletion`,
-    /// `critical`) or of a finding severity (`info`, `warning`, `error`),
-    /// ignoring case; `None` for any other word.
-    pub fn parse_any(text: &str) -> Option<Severity> {
-        match text.trim().to_ascii_lowercase().as_str() {
-            "info" | "minor" => Some(Severity::Info),
-            "warning" | "attention" | "deletion" => Some(Severity::Warning),
-            "error" | "critical" => Some(Severity::Error),
-            _ => None,
-        }
-    }
-}
-
-impl fmt::Display for Severity {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Severity {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Severity::parse_any(s).ok_or_else(|| {
-            format!(
-                "unknown severity {s:?} (expected info, warning or error; or minor, attention, critical)"
-            )
-        })
     }
 }
 
@@ -476,33 +428,12 @@ mod tests {
     }
 }
 
-/// A finding as any kernel may report it: the shape of [`Finding`] with a
-/// free `kind` (a third-party kernel has its own kinds) and only `kind`,
-/// `line`, `severity` and `message` required. A kernel whose output
-/// artifact has the findings artifact shape (see [`read_findings_artifact`])
-/// has its findings shown by `koas check --pipeline` and in the review
-/// report, named by kernel.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct KernelFinding {
-    /// What the problem is, in the kernel's own snake_case words.
-    pub kind: String,
-    /// First line of the problem (1-based).
-    pub line: u32,
-    /// Column where it starts (1-based, in characters); 1 for the line.
-    #[serde(default = "first_column")]
-    pub column: u32,
-    /// Last line (inclusive); `line` when absent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub line_end: Option<u32>,
-    /// How serious it is (`info`/`warning`/`error`, or the review words
-    /// `minor`/`attention`/`critical`).
-    pub severity: Severity,
-    /// What is wrong, in words a person can act on.
-    pub message: String,
-    /// The text that shows the problem.
-    #[serde(default)]
-    pub evidence: String,
-}
+/// A finding as any kernel may report it: the findings contract of the
+/// kernel API, with a free `kind` (a third-party kernel has its own kinds).
+/// A kernel declares the output that carries them
+/// (`KernelSpec::findings_output`); `koas check` and the review report show
+/// them, named by kernel.
+pub use koas_kernel_api::findings::KernelFinding;
 
 /// The findings one kernel of a pipeline reported in one output artifact.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -524,18 +455,12 @@ pub fn read_findings_artifact(
     value: &serde_json::Value,
 ) -> Option<Result<Vec<KernelFinding>, String>> {
     let object = value.as_object()?;
-    let list = object.get("findings")?.as_array()?;
+    object.get("findings")?.as_array()?;
     object.get("kernel")?.as_str()?;
-    let mut out = Vec::with_capacity(list.len());
-    for (i, item) in list.iter().enumerate() {
-        match serde_json::from_value::<KernelFinding>(item.clone()) {
-            Ok(f) if f.line == 0 => {
-                return Some(Err(format!("finding {i}: `line` is 1-based, got 0")))
-            }
-            Ok(f) => out.push(f),
-            Err(e) => return Some(Err(format!("finding {i}: {e}"))),
-        }
-    }
+    let mut out = match koas_kernel_api::findings::check_shape(value) {
+        Ok(artifact) => artifact.findings,
+        Err(e) => return Some(Err(e)),
+    };
     out.sort_by(|a, b| {
         (a.line, a.column, &a.kind, &a.message).cmp(&(b.line, b.column, &b.kind, &b.message))
     });
@@ -582,7 +507,7 @@ mod kernel_findings_tests {
             .expect("recognised")
             .expect_err("invalid");
         assert!(
-            err.starts_with("finding 0:") && err.contains("fatal"),
+            err.starts_with("findings[0].severity:") && err.contains("fatal"),
             "{err}"
         );
         let v = json!({"kernel": "k", "findings": [{"kind": "a", "line": 0, "severity": "info", "message": "m"}]});

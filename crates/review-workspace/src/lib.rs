@@ -122,6 +122,9 @@ pub mod paths {
     pub const MODEL_RUN: &str = "review/model-run.json";
     /// The change IDs of removed orphan patch files: never given again.
     pub const RETIRED_IDS: &str = "review/retired-ids.txt";
+    /// The pipeline file the review was made with (`--pipeline`), as an
+    /// absolute path: later commands on the workspace use it too.
+    pub const PIPELINE: &str = "review/pipeline.txt";
 
     /// The files of this layout that only the review commands write, with
     /// what they are: no kernel may write them (the runtime refuses) or
@@ -138,6 +141,7 @@ pub mod paths {
         (WRITES_DOC, "the review's in-place mode"),
         (MODEL_RUN, "the review's last model run"),
         (RETIRED_IDS, "the review's retired change IDs"),
+        (PIPELINE, "the review's pipeline file"),
     ];
 }
 

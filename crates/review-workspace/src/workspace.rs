@@ -238,6 +238,33 @@ impl Workspace {
         }
     }
 
+    /// The pipeline file the review was made with ([`paths::PIPELINE`]);
+    /// `None` for the built-in pipeline.
+    pub fn recorded_pipeline(&self) -> Option<std::path::PathBuf> {
+        let text = fs::read_to_string(self.path(paths::PIPELINE)).ok()?;
+        let line = text.lines().next()?.trim();
+        (!line.is_empty()).then(|| std::path::PathBuf::from(line))
+    }
+
+    /// Records the pipeline file later commands use (`None`: the built-in
+    /// one).
+    pub fn remember_pipeline(&self, file: Option<&Path>) -> Result<(), WorkspaceError> {
+        let path = self.path(paths::PIPELINE);
+        match file {
+            Some(file) => {
+                let text = format!("{}\n", file.display());
+                atomic_write(&path, text.as_bytes())?;
+            }
+            None => match fs::remove_file(&path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(FsError::new("remove", &path, e).into())
+                }
+                _ => {}
+            },
+        }
+        Ok(())
+    }
+
     /// The document file as koas last read or wrote it
     /// ([`paths::DOC_SEEN`]); `None` in a workspace from before it was
     /// kept.

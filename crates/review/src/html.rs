@@ -27,6 +27,7 @@
 //! [`HtmlLimits::max_findings`] rows. The page says when anything was cut
 //! and which command shows the rest.
 
+use koas_review_schema::findings::ReviewSeverity;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
 

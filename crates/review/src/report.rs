@@ -11,6 +11,7 @@
 //! 1 and 2 run on it); each ledger entry is followed forward through the
 //! entries after it to find its section now.
 
+use koas_review_schema::findings::ReviewSeverity;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 

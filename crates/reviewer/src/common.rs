@@ -138,6 +138,10 @@ pub fn workspace_of(args: &WorkspaceArgs) -> anyhow::Result<PathBuf> {
     Ok(ReviewTarget::locate(args)?.root().to_path_buf())
 }
 
+/// The `--pipeline` value that means the built-in reviewer pipeline (and
+/// makes a review forget the pipeline it was made with).
+pub const BUILT_IN_PIPELINE: &str = "built-in";
+
 /// A document and its review workspace.
 pub struct ReviewTarget {
     /// The document as given.
@@ -339,6 +343,25 @@ impl ReviewTarget {
     /// Starts a run of `kind` on the workspace, under its lock, for a
     /// command that writes: the output folders checked first, a refusal
     /// explained.
+    /// The pipeline file a command on this workspace runs: `given`
+    /// (`--pipeline`; `built-in` for the built-in one), else the one the
+    /// review was made with, else the built-in one (`None`). A recorded
+    /// file that is gone is an error: the report would silently lose its
+    /// kernels' findings.
+    pub fn pipeline_file(&self, given: Option<&Path>) -> anyhow::Result<Option<PathBuf>> {
+        if let Some(given) = given {
+            return Ok((given != Path::new(BUILT_IN_PIPELINE)).then(|| given.to_path_buf()));
+        }
+        match self.workspace.recorded_pipeline() {
+            Some(file) if !file.is_file() => anyhow::bail!(
+                "{}: the review was made with the pipeline {}, which is no longer there; pass --pipeline FILE (or --pipeline {BUILT_IN_PIPELINE})",
+                self.doc_path.display(),
+                file.display()
+            ),
+            recorded => Ok(recorded),
+        }
+    }
+
     pub fn begin_run(&self, kind: RunKind) -> anyhow::Result<PreparedRun<'_>> {
         self.prepare_writes()?;
         let command = command_line();

@@ -4,7 +4,10 @@
 //! check` and the report already show), read back from a finished run and
 //! named by kernel.
 
+use koas_md_scan::kinds::KindPolicy;
+use koas_md_scan::suppress::Suppressions;
 use koas_orchestrator::run_record::{KernelStatus, RunRecord};
+use koas_review_schema::findings::ReviewSeverity;
 use koas_review_schema::findings::{read_findings_artifact, KernelFindings};
 use koas_review_schema::names;
 
@@ -41,6 +44,29 @@ pub fn collect(record: &RunRecord) -> (Vec<KernelFindings>, Vec<String>) {
         }
     }
     (found, errors)
+}
+
+/// Applies the project's `[check]` to other kernels' findings: a disabled
+/// kind is dropped, a configured severity replaces the kernel's, and a
+/// `koas-disable` comment of `text` (the document they were made on)
+/// silences what it covers. A kernel whose findings all go stays listed,
+/// with none.
+pub fn apply_policy(found: &mut [KernelFindings], policy: &KindPolicy, text: &str) {
+    let suppressions = Suppressions::of_text(text);
+    for k in found.iter_mut() {
+        let kernel = k.kernel.as_str();
+        k.findings.retain(|f| {
+            !policy.is_disabled(kernel, &f.kind)
+                && !suppressions
+                    .as_ref()
+                    .is_some_and(|s| s.is_suppressed_as(kernel, &f.kind, f.line))
+        });
+        for f in &mut k.findings {
+            if let Some(severity) = policy.severity(kernel, &f.kind) {
+                f.severity = severity;
+            }
+        }
+    }
 }
 
 /// The report section listing `found` (and the `errors` of artifacts that
@@ -98,6 +124,7 @@ mod tests {
                 severity: Severity::Warning,
                 message: "`a|b`\nsplit".into(),
                 evidence: String::new(),
+                fix: None,
             }],
         }];
         let text = report_section(&found, &["kernel `x`: bad".to_owned()]);

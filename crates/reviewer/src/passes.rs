@@ -188,12 +188,16 @@ pub fn run_views(
     discovery: &Discovery,
     run: &koas_review_workspace::PreparedRun<'_>,
     notice: Option<String>,
+    project: &crate::project::ProjectFile,
 ) -> Result<Views, RunFailure> {
-    run_views_with_model(global, control, pipeline, discovery, run, notice, None)
+    run_views_with_model(
+        global, control, pipeline, discovery, run, notice, None, project,
+    )
 }
 
 /// [`run_views`] after a run that asked a model: the report says which
 /// model, how many calls, and whether the service stopped early.
+#[allow(clippy::too_many_arguments)] // as views_pass
 pub fn run_views_with_model(
     global: &HostOptions,
     control: &Control,
@@ -202,9 +206,12 @@ pub fn run_views_with_model(
     run: &koas_review_workspace::PreparedRun<'_>,
     notice: Option<String>,
     model: Option<koas_review_schema::review::ReviewModelRun>,
+    project: &crate::project::ProjectFile,
 ) -> Result<Views, RunFailure> {
-    views_pass(global, control, pipeline, discovery, run, notice, model)
-        .unwrap_or_else(|e| Err(RunFailure::Kernel(embed::error_chain(&e, ": "))))
+    views_pass(
+        global, control, pipeline, discovery, run, notice, model, project,
+    )
+    .unwrap_or_else(|e| Err(RunFailure::Kernel(embed::error_chain(&e, ": "))))
 }
 
 /// The Stage 2 findings of the workspace's original document, for the
@@ -330,6 +337,9 @@ struct KeptFindings {
     findings: Vec<koas_review_schema::findings::Finding>,
 }
 
+// One argument per thing the views are made of; a struct of them would
+// only move the list.
+#[allow(clippy::too_many_arguments)]
 fn views_pass(
     global: &HostOptions,
     control: &Control,
@@ -338,6 +348,7 @@ fn views_pass(
     run: &koas_review_workspace::PreparedRun<'_>,
     notice: Option<String>,
     model: Option<koas_review_schema::review::ReviewModelRun>,
+    project: &crate::project::ProjectFile,
 ) -> anyhow::Result<Result<Views, RunFailure>> {
     use koas_review_schema::names;
     use koas_review_schema::review::ReportContext;
@@ -431,7 +442,8 @@ fn views_pass(
         .context("the report kernel returned a report that is not text")?;
     // Findings of the pipeline's other kernels (a third party's checks),
     // computed in this pass on the current document, named by kernel.
-    let (found, errors) = crate::kernel_findings::collect(&outcome.record);
+    let (mut found, errors) = crate::kernel_findings::collect(&outcome.record);
+    crate::kernel_findings::apply_policy(&mut found, &project.kind_policy(), run.current_text());
     for e in &errors {
         eprintln!("warning: {e}");
     }

@@ -9,7 +9,9 @@
 
 use anyhow::Context as _;
 use koas_md_scan::config::{find_project_config, ProjectConfig};
+use koas_md_scan::kinds::{KindCatalog, KindPolicy};
 use koas_md_scan::{CONSISTENCY_KERNEL, FINGERPRINT_KERNEL, NUMBERING_KERNEL};
+use koas_orchestrator::discovery::Discovery;
 use koas_orchestrator::limits::Limits;
 use koas_orchestrator::pipeline::Pipeline;
 use serde_json::Value;
@@ -109,6 +111,95 @@ impl ProjectFile {
                 pipeline.limits = limits.clone();
             }
         }
+        self.add_kernels(pipeline)
+    }
+
+    /// Adds the kernels of `[kernels] run` to `pipeline` (after its own),
+    /// their search folders and their config (under the pipeline's own).
+    pub fn add_kernels(&self, pipeline: &mut Pipeline) -> anyhow::Result<()> {
+        let Some(path) = &self.path else {
+            return Ok(());
+        };
+        let section = &self.config.kernels;
+        let base = path.parent().unwrap_or(Path::new("."));
+        for folder in &section.paths {
+            let folder = base.join(folder);
+            if !pipeline.kernel_paths.contains(&folder) {
+                pipeline.kernel_paths.push(folder);
+            }
+        }
+        for kernel in &section.run {
+            if !pipeline.has(kernel) {
+                pipeline.kernels.push(kernel.clone());
+            }
+        }
+        for (kernel, table) in &section.config {
+            if !section.run.contains(kernel) && !pipeline.has(kernel) {
+                anyhow::bail!(
+                    "project config {}: [kernels.config.{kernel}] configures a kernel that `[kernels] run` does not name",
+                    path.display()
+                );
+            }
+            // A TOML table is always a JSON object.
+            if let Value::Object(map) = serde_json::to_value(table)? {
+                pipeline.config_defaults(kernel, map);
+            }
+        }
         Ok(())
     }
+
+    /// The finding kinds the kernels of `pipeline` declare (found in
+    /// `discovery`), with the built-in ones; the `[check]` names of the
+    /// project file are checked against them.
+    pub fn catalog(
+        &self,
+        pipeline: &Pipeline,
+        discovery: &Discovery,
+    ) -> anyhow::Result<KindCatalog> {
+        let mut catalog = KindCatalog::builtin();
+        for kernel in &pipeline.kernels {
+            if let Some(loaded) = discovery.kernels.get(kernel) {
+                catalog.add_kernel(
+                    kernel,
+                    loaded
+                        .spec
+                        .finding_kinds
+                        .iter()
+                        .map(|k| (k.kind.as_str(), k.description.as_str())),
+                );
+            }
+        }
+        if let Some(path) = &self.path {
+            catalog
+                .check_section(&self.config.check)
+                .map_err(|e| anyhow::anyhow!("project config {}: {e}", path.display()))?;
+        }
+        Ok(catalog)
+    }
+
+    /// How `[check]` applies to the findings of kernels other than the
+    /// built-in checks.
+    pub fn kind_policy(&self) -> KindPolicy {
+        KindPolicy::of(&self.config.check)
+    }
+}
+
+/// Finds the kernels of `pipeline`, checks the project's kind names
+/// against the kinds they declare, and tells the built-in checks which
+/// kinds other kernels declare (a suppression comment naming one is then
+/// no typo). Warns, like every command, about plugins it skipped.
+pub fn discover(
+    global: &koas_orchestrator::embed::HostOptions,
+    pipeline: &mut Pipeline,
+    project: &ProjectFile,
+) -> anyhow::Result<(Discovery, KindCatalog)> {
+    let discovery = koas_orchestrator::embed::discover_and_warn(global, pipeline);
+    let catalog = project.catalog(pipeline, &discovery)?;
+    let others = catalog.other_names();
+    if !others.is_empty() {
+        for kernel in [CONSISTENCY_KERNEL, NUMBERING_KERNEL] {
+            pipeline.set_config(kernel, "other_kinds", serde_json::json!(others));
+        }
+    }
+    Ok((discovery, catalog))
 }

@@ -24,7 +24,7 @@ pub struct MdConsistencyScan;
 // Maps a scan error to the kernel error kind that says whose fault it is.
 impl Kernel for MdConsistencyScan {
     fn spec(&self) -> KernelSpec {
-        KernelSpec::new(CONSISTENCY_KERNEL, "0.1.0")
+        let spec = KernelSpec::new(CONSISTENCY_KERNEL, "0.1.0")
             .stage("S2")
             .description("Consistency scan: AI leftovers, duplicates, broken refs (EN/FR), numeric contradictions, tables, percentages, terminology, link anchors")
             .input(names::DOC_RAW)
@@ -32,10 +32,11 @@ impl Kernel for MdConsistencyScan {
             .input(names::ANCHOR_MAP)
             .input(names::PROTECTED_SPANS)
             .optional_input(names::CHUNKS)
-            .output_file(names::ISSUES, "stage2/coherence_issues.json")
+            .findings_output_file(names::ISSUES, "stage2/coherence_issues.json")
             .default_config(FindingsPolicy::default_kernel_config(
                 serde_json::to_value(ScanConfig::default()).unwrap_or_default(),
-            ))
+            ));
+        koas_md_scan::kinds::declare_builtin(spec, CONSISTENCY_KERNEL)
     }
 
     fn run(&self, ctx: &Context, config: &KernelConfig, inputs: &Inputs) -> KernelResult {
@@ -58,6 +59,7 @@ impl Kernel for MdConsistencyScan {
         };
         let mut output = consistency_scan(view, &config)?;
         policy.apply(&mut output.findings);
+        output.forget_kinds(&policy.other_kinds);
         let artifact =
             FindingsArtifact::new(&protected.doc_hash, CONSISTENCY_KERNEL, output.findings);
         let mut out = KernelOutput::new().summary(artifact.summary());

@@ -24,18 +24,19 @@ pub struct MdNumberingControl;
 
 impl Kernel for MdNumberingControl {
     fn spec(&self) -> KernelSpec {
-        KernelSpec::new(NUMBERING_KERNEL, "0.1.0")
+        let spec = KernelSpec::new(NUMBERING_KERNEL, "0.1.0")
             .stage("S2")
             .description("Numbering control: heading level skips, figure/table/equation gaps and duplicates, missing targets")
             .input(names::DOC_RAW)
             .input(names::SECTION_INDEX)
             .input(names::PROTECTED_SPANS)
             .optional_input(names::CHUNKS)
-            .output_file(names::NUMBERING_FINDINGS, "stage2/numbering_findings.json")
+            .findings_output_file(names::NUMBERING_FINDINGS, "stage2/numbering_findings.json")
             .output_file(names::RENUMBER_OPS, "stage2/renumber_ops.json")
             .default_config(FindingsPolicy::default_kernel_config(
                 serde_json::to_value(NumberingConfig::default()).unwrap_or_default(),
-            ))
+            ));
+        koas_md_scan::kinds::declare_builtin(spec, NUMBERING_KERNEL)
     }
 
     fn run(&self, ctx: &Context, config: &KernelConfig, inputs: &Inputs) -> KernelResult {
@@ -59,6 +60,7 @@ impl Kernel for MdNumberingControl {
         };
         let mut result = numbering_control(view, &config)?;
         policy.apply(&mut result.output.findings);
+        result.output.forget_kinds(&policy.other_kinds);
         let artifact = FindingsArtifact::new(
             &protected.doc_hash,
             NUMBERING_KERNEL,

@@ -50,6 +50,7 @@ pub(super) fn store_outputs(
 ) -> Result<Produced, String> {
     let spec = &kernel.spec;
     spec.check_returned(out.artifacts.keys())?;
+    spec.check_findings(&out.artifacts)?;
     let mut artifacts = out.artifacts;
     let mut outputs = BTreeMap::new();
     for o in &spec.outputs {

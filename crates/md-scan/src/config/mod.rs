@@ -9,6 +9,7 @@ mod scan;
 pub use koas_review_schema::fingerprint::FingerprintConfig;
 pub use numbering::NumberingConfig;
 pub use project::{
-    find_project_config, CheckSection, FindingsPolicy, ProjectConfig, PROJECT_CONFIG_FILE,
+    find_project_config, CheckSection, FindingsPolicy, KernelsSection, ProjectConfig,
+    PROJECT_CONFIG_FILE,
 };
 pub use scan::{ScanConfig, DEFAULT_AI_LEFTOVER_PATTERNS};

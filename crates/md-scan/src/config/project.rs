@@ -54,28 +54,114 @@ pub struct ProjectConfig {
     /// review commands), checked by the runtime.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub limits: Option<toml::Table>,
+    /// The `[kernels]` table: other kernels every command runs after the
+    /// built-in checks.
+    pub kernels: KernelsSection,
+}
+
+/// The `[kernels]` table: kernels of other teams that `koas check`,
+/// `review`, `report` and `mcp` run after the built-in Stage 1 and 2, so
+/// that their findings appear without a flag.
+///
+/// ```toml
+/// [kernels]
+/// run = ["heading_length"]
+/// paths = ["../team-kernels"]     # extra search folders, relative to koas.toml
+/// [kernels.config.heading_length]
+/// max = 60
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct KernelsSection {
+    /// The kernels to run, by name (found like any kernel: `koas kernels`
+    /// lists them).
+    pub run: Vec<String>,
+    /// Extra folders to search for them, relative to the `koas.toml`.
+    pub paths: Vec<PathBuf>,
+    /// Their config, by kernel (merged over each kernel's defaults and
+    /// checked against them like a pipeline's `[config.KERNEL]`).
+    pub config: BTreeMap<String, toml::Table>,
 }
 
 /// The `[check]` table: what `koas check` reports and when it fails.
+///
+/// Kinds are named bare (`ai_leftover`) or with the kernel that declares
+/// them (`md_consistency_scan/ai_leftover`): a built-in kind, or a kind
+/// declared by a kernel of `[kernels] run` (checked once that kernel is
+/// found, see [`crate::kinds::KindCatalog`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct CheckSection {
     /// Finding kinds never reported, wherever they occur.
-    pub disable: Vec<FindingKind>,
+    pub disable: Vec<String>,
     /// The `--fail-on` level used when the command line does not give one.
     pub fail_on: Option<Severity>,
     /// Severity per kind, replacing the kind's default.
-    pub severity: BTreeMap<FindingKind, Severity>,
+    pub severity: BTreeMap<String, Severity>,
 }
 
 impl CheckSection {
-    /// The part of the section that decides which findings are reported
-    /// and how (what the Stage 2 kernels of a review apply too).
+    /// The part of the section that decides which built-in findings are
+    /// reported and how (what the Stage 2 kernels of a review apply too).
     pub fn policy(&self) -> FindingsPolicy {
+        let builtin = |n: &String| crate::kinds::builtin_named(n);
         FindingsPolicy {
-            disable: self.disable.clone(),
-            severity: self.severity.clone(),
+            disable: self.disable.iter().filter_map(builtin).collect(),
+            // A qualified name wins over a bare one: it is applied last.
+            severity: self
+                .severity
+                .iter()
+                .filter(|(n, _)| !n.contains('/'))
+                .chain(self.severity.iter().filter(|(n, _)| n.contains('/')))
+                .filter_map(|(n, s)| builtin(n).map(|k| (k, *s)))
+                .collect(),
+            other_kinds: Vec::new(),
         }
+    }
+
+    /// The names that are not built-in kinds (kinds of other kernels, or
+    /// typos until such a kernel declares them).
+    pub fn other_names(&self) -> Vec<&str> {
+        self.disable
+            .iter()
+            .chain(self.severity.keys())
+            .filter(|n| crate::kinds::builtin_named(n).is_none())
+            .map(String::as_str)
+            .collect()
+    }
+
+    /// Checks that every name is a well-formed kind name, bare or
+    /// `kernel/kind`; and, when no other kernel is run (`others` false),
+    /// that it is a built-in kind.
+    fn check_names(&self, others: bool) -> Result<(), String> {
+        let builtin = crate::kinds::KindCatalog::builtin();
+        for (table, name) in self
+            .disable
+            .iter()
+            .map(|n| ("[check] disable", n))
+            .chain(self.severity.keys().map(|n| ("[check.severity]", n)))
+        {
+            let (kernel, kind) = match name.split_once('/') {
+                Some((k, kind)) => (Some(k), kind),
+                None => (None, name.as_str()),
+            };
+            koas_kernel_api::findings::check_kind_name(kind)
+                .map_err(|e| format!("{table}: {e}"))?;
+            if kernel.is_some_and(|k| {
+                k.is_empty()
+                    || !k
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            }) {
+                return Err(format!("{table}: {name:?} is not `kind` or `kernel/kind`"));
+            }
+            if !others {
+                builtin
+                    .check_name(name)
+                    .map_err(|e| format!("{table}: {e}"))?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -91,10 +177,13 @@ pub struct FindingsPolicy {
     pub disable: Vec<FindingKind>,
     /// Severity per kind, replacing the kind's default.
     pub severity: BTreeMap<FindingKind, Severity>,
+    /// The kinds other kernels of the run declare (bare and
+    /// `kernel/kind`): a suppression comment naming one is not a typo.
+    pub other_kinds: Vec<String>,
 }
 
 /// The config keys a Stage 2 kernel takes besides its own settings.
-const POLICY_KEYS: [&str; 2] = ["disable", "severity"];
+const POLICY_KEYS: [&str; 3] = ["disable", "severity", "other_kinds"];
 
 impl FindingsPolicy {
     /// Drops the disabled kinds and sets the configured severities.
@@ -114,6 +203,7 @@ impl FindingsPolicy {
         if let Some(map) = value.as_object_mut() {
             map.insert("disable".into(), serde_json::json!([]));
             map.insert("severity".into(), serde_json::json!({}));
+            map.insert("other_kinds".into(), serde_json::json!([]));
         }
         value
     }
@@ -147,6 +237,7 @@ impl FindingsPolicy {
         let mut map = serde_json::Map::new();
         map.insert("disable".into(), serde_json::json!(self.disable));
         map.insert("severity".into(), serde_json::json!(self.severity));
+        map.insert("other_kinds".into(), serde_json::json!(self.other_kinds));
         map
     }
 }
@@ -154,10 +245,17 @@ impl FindingsPolicy {
 impl ProjectConfig {
     /// Parses the text of a `koas.toml`; `path` names it in errors.
     pub fn from_toml_str(text: &str, path: &Path) -> Result<ProjectConfig, ScanError> {
-        toml::from_str(text).map_err(|e| ScanError::ProjectConfig {
+        let error = |reason: String| ScanError::ProjectConfig {
             path: path.display().to_string(),
-            reason: e.to_string().trim().to_string(),
-        })
+            reason,
+        };
+        let config: ProjectConfig =
+            toml::from_str(text).map_err(|e| error(e.to_string().trim().to_string()))?;
+        config
+            .check
+            .check_names(!config.kernels.run.is_empty())
+            .map_err(error)?;
+        Ok(config)
     }
 
     /// Reads and parses a `koas.toml`.
@@ -171,12 +269,13 @@ impl ProjectConfig {
 
     /// `true` when findings of `kind` are reported.
     pub fn is_enabled(&self, kind: FindingKind) -> bool {
-        !self.check.disable.contains(&kind)
+        !self.check.policy().disable.contains(&kind)
     }
 
     /// The severity findings of `kind` get.
     pub fn severity_of(&self, kind: FindingKind) -> Severity {
         self.check
+            .policy()
             .severity
             .get(&kind)
             .copied()
@@ -249,6 +348,7 @@ mod tests {
         let policy = FindingsPolicy {
             disable: vec![FindingKind::TerminologyDrift],
             severity: [(FindingKind::AiLeftover, Severity::Error)].into(),
+            other_kinds: vec!["team/long".into()],
         };
         let mut config = FindingsPolicy::default_kernel_config(serde_json::json!({"a": 1}));
         if let Some(map) = config.as_object_mut() {
@@ -267,11 +367,33 @@ mod tests {
             "[scan]\npercent_mni = 1",
             "[check]\nfail_on = \"fatal\"",
             "[chek]\ndisable = []",
+            "[check]\ndisable = [\"team/heading_too_long\"]",
+            "[kernels]\nrun = [\"team\"]\n[check]\ndisable = [\"Team Kind\"]",
+            "[kernels]\nrun = [\"team\"]\n[check.severity]\n\"a b/kind\" = \"info\"",
+            "[kernels]\nrun = [\"team\"]\nfolders = []",
         ] {
             let e =
                 ProjectConfig::from_toml_str(bad, Path::new("/p/koas.toml")).expect_err("refused");
             assert!(e.to_string().contains("/p/koas.toml"), "{e}");
         }
+    }
+
+    #[test]
+    fn other_kernels_kinds_are_accepted_when_they_run() {
+        let text = "[kernels]\nrun = [\"team\"]\npaths = [\"k\"]\n[kernels.config.team]\nmax = 3\n[check]\ndisable = [\"team/heading_too_long\", \"md_consistency_scan/ai_leftover\"]\n[check.severity]\nempty_title = \"error\"\nduplicate_paragraph = \"info\"\n\"md_consistency_scan/duplicate_paragraph\" = \"error\"\n";
+        let c = ProjectConfig::from_toml_str(text, Path::new("koas.toml")).expect("valid");
+        assert_eq!(c.kernels.run, ["team"]);
+        assert_eq!(c.kernels.config["team"]["max"].as_integer(), Some(3));
+        assert_eq!(
+            c.check.other_names(),
+            ["team/heading_too_long", "empty_title"]
+        );
+        assert!(!c.is_enabled(FindingKind::AiLeftover));
+        // The qualified name wins over the bare one.
+        assert_eq!(
+            c.severity_of(FindingKind::DuplicateParagraph),
+            Severity::Error
+        );
     }
 
     #[test]

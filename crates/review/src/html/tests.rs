@@ -335,6 +335,7 @@ fn findings_of_other_kernels_have_their_section_and_their_words_are_escaped() {
             severity: Severity::Warning,
             message: HOSTILE_SCRIPT.into(),
             evidence: String::new(),
+            fix: None,
         }],
     }];
     let input = |kernel_findings| {

@@ -141,8 +141,10 @@ struct Checked {
     path: String,
     findings: Vec<Finding>,
     fail_on: Option<Severity>,
-    /// Findings of the `--pipeline` kernels.
+    /// Findings of the `--pipeline` or `[kernels] run` kernels.
     kernels: Vec<koas_review_schema::findings::KernelFindings>,
+    /// The SARIF rules of those kernels' kinds.
+    rules: Vec<serde_json::Value>,
 }
 
 /// A checked document with `--fix`: the fixes applied and the findings
@@ -236,14 +238,14 @@ struct Job {
 /// The project configs in use, each loaded and compiled once; index 0
 /// holds the built-in defaults.
 struct Configs {
-    list: Vec<(ProjectConfig, Checker)>,
+    list: Vec<(crate::project::ProjectFile, Checker)>,
     by_path: HashMap<PathBuf, usize>,
 }
 
 impl Configs {
     fn new() -> anyhow::Result<Self> {
-        let default = ProjectConfig::default();
-        let checker = Checker::new(&default)?;
+        let default = crate::project::ProjectFile::default();
+        let checker = Checker::new(&default.config)?;
         Ok(Configs {
             list: vec![(default, checker)],
             by_path: HashMap::new(),
@@ -265,10 +267,10 @@ impl Configs {
         if let Some(&i) = self.by_path.get(&path) {
             return Ok(i);
         }
-        let config = crate::project::ProjectFile::load(&path)?.config;
-        let checker =
-            Checker::new(&config).with_context(|| format!("project config {}", path.display()))?;
-        self.list.push((config, checker));
+        let project = crate::project::ProjectFile::load(&path)?;
+        let checker = Checker::new(&project.config)
+            .with_context(|| format!("project config {}", path.display()))?;
+        self.list.push((project, checker));
         let i = self.list.len() - 1;
         self.by_path.insert(path, i);
         Ok(i)
@@ -386,43 +388,53 @@ pub fn execute(global: &HostOptions, args: CheckArgs) -> anyhow::Result<ExitStat
                 continue;
             }
         };
+        let project = &configs.list[job.config].0;
+        let fail_on = match args.fail_on {
+            Some(f) => f.threshold(),
+            None => Some(project.config.check.fail_on.unwrap_or(Severity::Warning)),
+        };
+        let others = match &args.pipeline {
+            Some(file) => Some(super::check_pipeline::findings_for(
+                global,
+                file,
+                &job.source,
+                project,
+            )),
+            None if !project.config.kernels.run.is_empty() => Some(
+                super::check_pipeline::project_findings(global, &job.source, project),
+            ),
+            None => None,
+        };
+        let mut output = output;
+        let (kernels, rules) = match others {
+            None => (Vec::new(), Vec::new()),
+            Some(Ok(others)) => {
+                for e in &others.errors {
+                    eprintln!("error: {}: {e}", job.path);
+                }
+                unreadable += others.errors.len();
+                // A comment naming one of their kinds is no typo.
+                output.forget_kinds(&others.catalog.other_names());
+                let rules = super::check_pipeline::sarif_rules(&others.catalog);
+                (others.found, rules)
+            }
+            Some(Err(e)) => {
+                eprintln!("error: {e:#}");
+                unreadable += 1;
+                (Vec::new(), Vec::new())
+            }
+        };
         if !global.quiet {
             for w in &output.warnings {
                 eprintln!("warning: {}: {w}", job.path);
             }
         }
-        let fail_on = match args.fail_on {
-            Some(f) => f.threshold(),
-            None => Some(
-                configs.list[job.config]
-                    .0
-                    .check
-                    .fail_on
-                    .unwrap_or(Severity::Warning),
-            ),
-        };
-        let kernels = match &args.pipeline {
-            None => Vec::new(),
-            Some(file) => match super::check_pipeline::findings_for(global, file, &job.source) {
-                Ok((found, errors)) => {
-                    for e in &errors {
-                        eprintln!("error: {}: {e}", job.path);
-                    }
-                    unreadable += errors.len();
-                    found
-                }
-                Err(e) => {
-                    eprintln!("error: {e:#}");
-                    unreadable += 1;
-                    Vec::new()
-                }
-            },
-        };
         checked.push(Checked {
             path: job.path.clone(),
             findings: output.findings,
             fail_on,
             kernels,
+            rules,
         });
     }
     let files: Vec<FileFindings<'_>> = checked
@@ -440,7 +452,10 @@ pub fn execute(global: &HostOptions, args: CheckArgs) -> anyhow::Result<ExitStat
         CheckFormat::Sarif => render_sarif(&files, env!("CARGO_PKG_VERSION")),
         CheckFormat::Github => render_github(&files),
     };
-    if checked.iter().any(|c| !c.kernels.is_empty()) {
+    let other_kernels = checked
+        .iter()
+        .any(|c| !c.kernels.is_empty() || !c.rules.is_empty());
+    if other_kernels {
         text = with_kernel_findings(args.format, text, &checked);
     }
     // A reader that stops early (`koas check … | head`) still gets the
@@ -463,7 +478,7 @@ pub fn execute(global: &HostOptions, args: CheckArgs) -> anyhow::Result<ExitStat
         );
     }
     if args.format == CheckFormat::Human && !args.dry_run && !global.quiet && !closed {
-        if args.pipeline.is_some() {
+        if args.pipeline.is_some() || other_kernels {
             eprintln!("{}", pipeline_summary(&checked));
         } else {
             eprintln!("{}", summary_line(&files));
@@ -516,6 +531,19 @@ fn with_kernel_findings(format: CheckFormat, text: String, checked: &[Checked]) 
             let Ok(mut log) = serde_json::from_str::<serde_json::Value>(&text) else {
                 return text;
             };
+            if let Some(rules) = log
+                .pointer_mut("/runs/0/tool/driver/rules")
+                .and_then(serde_json::Value::as_array_mut)
+            {
+                let mut seen = std::collections::BTreeSet::new();
+                for c in checked {
+                    for rule in &c.rules {
+                        if seen.insert(rule["id"].to_string()) {
+                            rules.push(rule.clone());
+                        }
+                    }
+                }
+            }
             if let Some(results) = log
                 .pointer_mut("/runs/0/results")
                 .and_then(serde_json::Value::as_array_mut)

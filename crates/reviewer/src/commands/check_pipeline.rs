@@ -1,14 +1,28 @@
-//! `koas check --pipeline FILE`: the findings of every kernel of a
-//! pipeline that produces a findings artifact (a third party's checks),
-//! next to the built-in checks, named by kernel.
+//! The findings of kernels other than the built-in checks, next to theirs,
+//! named by kernel: the kernels of a `--pipeline FILE`, or the built-in
+//! Stage 1 and 2 followed by the `[kernels] run` of the project's
+//! `koas.toml`.
 
 use crate::kernel_findings;
 use crate::passes::{self, Control, RunFailure, RunInputs};
+use crate::project::ProjectFile;
+use koas_md_scan::kinds::KindCatalog;
 use koas_orchestrator::embed::HostOptions;
-use koas_orchestrator::pipeline::{self, Overrides};
+use koas_orchestrator::pipeline::{self, Overrides, Pipeline};
 use koas_review_schema::findings::{KernelFindings, Severity};
 use serde_json::{json, Value};
 use std::path::Path;
+
+/// What the other kernels reported on one document.
+pub struct OtherFindings {
+    /// Their findings, the project's `[check]` and the document's
+    /// `koas-disable` comments applied.
+    pub found: Vec<KernelFindings>,
+    /// Findings outputs that could not be read (naming kernel and output).
+    pub errors: Vec<String>,
+    /// Every kind the run knows, for the SARIF rules.
+    pub catalog: KindCatalog,
+}
 
 /// Runs the pipeline in `file` on `doc` (as its `doc` input, in the
 /// pipeline's workspace, cached like `koas run`) and reads back the
@@ -17,7 +31,8 @@ pub fn findings_for(
     global: &HostOptions,
     file: &Path,
     doc: &Path,
-) -> anyhow::Result<(Vec<KernelFindings>, Vec<String>)> {
+    project: &ProjectFile,
+) -> anyhow::Result<OtherFindings> {
     if doc == Path::new("-") {
         anyhow::bail!("--pipeline runs kernels on a file: save standard input to a file first");
     }
@@ -27,8 +42,82 @@ pub fn findings_for(
         inputs: vec![("doc".to_owned(), doc.to_path_buf())],
         sets: Vec::new(),
     };
-    let pipeline = pipeline::load(file, &overrides)?;
-    let discovery = koas_orchestrator::embed::discover_and_warn(global, &pipeline);
+    let mut pipeline = pipeline::load(file, &overrides)?;
+    project.add_kernels(&mut pipeline)?;
+    run_and_collect(global, pipeline, doc, project, &file.display().to_string())
+}
+
+/// The built-in Stage 1 and 2 then the project's `[kernels] run` on
+/// `doc`, in a workspace of its own under `.koas/check/` beside the
+/// `koas.toml` (cached: an unchanged document costs a cache lookup).
+pub fn project_findings(
+    global: &HostOptions,
+    doc: &Path,
+    project: &ProjectFile,
+) -> anyhow::Result<OtherFindings> {
+    let Some(config) = &project.path else {
+        anyhow::bail!("no koas.toml names other kernels");
+    };
+    if doc == Path::new("-") {
+        anyhow::bail!(
+            "the kernels of `[kernels] run` ({}) read a file: save standard input to a file first",
+            config.display()
+        );
+    }
+    let absolute = std::path::absolute(doc)?;
+    let stem = doc
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let hash = koas_kernel_api::hash::sha256(absolute.to_string_lossy().as_bytes());
+    let folder = format!(
+        "{}-{}",
+        stem.chars()
+            .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            })
+            .collect::<String>(),
+        koas_kernel_api::hash::hex_part(&hash)
+            .get(..12)
+            .unwrap_or_default()
+    );
+    let root = config.parent().unwrap_or(Path::new("."));
+    let workspace = root.join(".koas").join("check").join(folder);
+    let mut pipeline = passes::load(None, &workspace, vec![("doc".to_owned(), absolute)])?;
+    pipeline = stage_1_and_2(&pipeline);
+    project.apply(&mut pipeline)?;
+    run_and_collect(
+        global,
+        pipeline,
+        doc,
+        project,
+        &format!("[kernels] run of {}", config.display()),
+    )
+}
+
+/// The deterministic kernels of the built-in pipeline: Stage 1 and the
+/// Stage 2 checks, without the model's kernels and what applies, reports
+/// or reverts.
+fn stage_1_and_2(pipeline: &Pipeline) -> Pipeline {
+    let later = [
+        passes::PYRAMID,
+        passes::EDIT_PLAN,
+        passes::APPLY,
+        passes::REVERT,
+    ];
+    pipeline.subset(|k| !later.contains(&k) && !passes::VIEWS.contains(&k))
+}
+
+fn run_and_collect(
+    global: &HostOptions,
+    mut pipeline: Pipeline,
+    doc: &Path,
+    project: &ProjectFile,
+    origin: &str,
+) -> anyhow::Result<OtherFindings> {
+    let (discovery, catalog) = crate::project::discover(global, &mut pipeline, project)?;
     let control = Control::ctrl_c();
     let inputs = RunInputs {
         quiet: true,
@@ -36,18 +125,39 @@ pub fn findings_for(
     };
     let (_, result) = passes::run_pass(global, &control, &pipeline, &discovery, inputs)?;
     match result {
-        Ok(outcome) => Ok(kernel_findings::collect(&outcome.record)),
-        Err(RunFailure::Kernel(message)) => Err(anyhow::anyhow!(
-            "{}: pipeline {}: {message}",
-            doc.display(),
-            file.display()
-        )),
-        Err(RunFailure::Interrupted) => Err(anyhow::anyhow!(
-            "{}: pipeline {}: interrupted",
-            doc.display(),
-            file.display()
-        )),
+        Ok(outcome) => {
+            let (mut found, errors) = kernel_findings::collect(&outcome.record);
+            let text = std::fs::read_to_string(doc).unwrap_or_default();
+            kernel_findings::apply_policy(&mut found, &project.kind_policy(), &text);
+            Ok(OtherFindings {
+                found,
+                errors,
+                catalog,
+            })
+        }
+        Err(RunFailure::Kernel(message)) => {
+            Err(anyhow::anyhow!("{}: {origin}: {message}", doc.display()))
+        }
+        Err(RunFailure::Interrupted) => {
+            Err(anyhow::anyhow!("{}: {origin}: interrupted", doc.display()))
+        }
     }
+}
+
+/// The SARIF rules of the other kernels' kinds (`KERNEL/KIND`, with the
+/// description the kernel declares), for the kinds in `catalog`.
+pub fn sarif_rules(catalog: &KindCatalog) -> Vec<Value> {
+    catalog
+        .others()
+        .map(|e| {
+            json!({
+                "id": format!("{}/{}", e.kernel, e.kind),
+                "name": e.kind,
+                "shortDescription": { "text": e.description },
+                "properties": { "kernel": e.kernel },
+            })
+        })
+        .collect()
 }
 
 /// `true` when a kernel finding is at or above `threshold`.

@@ -45,6 +45,8 @@ pub struct DismissArgs {
 
     /// Use this pipeline file instead of the built-in reviewer pipeline
     /// (for the report refreshed afterwards).
+    /// Default: the pipeline the review was made with (`koas review
+    /// --pipeline`), else the built-in one; `built-in` forces the latter.
     #[arg(long, value_name = "FILE")]
     pub pipeline: Option<PathBuf>,
 }
@@ -111,10 +113,19 @@ fn dismiss(
         }
     };
     let doc_input = vec![("doc".to_owned(), workspace.path(paths::RAW_DOC))];
-    let mut pipeline = passes::load(args.pipeline.as_deref(), workspace.root(), doc_input)?;
+    let file = target.pipeline_file(args.pipeline.as_deref())?;
+    let mut pipeline = passes::load(file.as_deref(), workspace.root(), doc_input)?;
     target.project.apply(&mut pipeline)?;
-    let discovery = koas_orchestrator::embed::discover_and_warn(global, &pipeline);
-    let views = match passes::run_views(global, control, &pipeline, &discovery, &run, None) {
+    let (discovery, _) = crate::project::discover(global, &mut pipeline, &target.project)?;
+    let views = match passes::run_views(
+        global,
+        control,
+        &pipeline,
+        &discovery,
+        &run,
+        None,
+        &target.project,
+    ) {
         Ok(views) => views,
         Err(failure) => {
             let stale = "the dismissal is recorded, but the report and annotated document could not be refreshed";

@@ -591,8 +591,9 @@ fn passes_of(
     else {
         bail!("koas refine needs a model: an [llm] table in koas.toml, or --llm-backend/--llm-endpoint/--llm-model");
     };
+    let (discovery, _) = crate::project::discover(global, &mut pipeline, &target.project)?;
     Ok(Passes {
-        discovery: koas_orchestrator::embed::discover_and_warn(global, &pipeline),
+        discovery,
         llm,
         assess: pipeline.subset(|k| k != FIX && k != APPLY && k != VERIFY),
         fix: pipeline.subset(|k| k != VERIFY),
@@ -1049,14 +1050,28 @@ fn refresh_views(
     llm: &passes::HostLlm,
     summary: &RefineSummary,
 ) -> Result<passes::Views, RunFailure> {
-    let views = if pipeline.has(passes::REPORT) {
+    let mut views = if pipeline.has(passes::REPORT) {
         pipeline.clone()
     } else {
         let raw = target.workspace.path(paths::RAW_DOC);
-        passes::load(None, target.root(), vec![("doc".to_owned(), raw)])
-            .map_err(|e| RunFailure::Kernel(format!("{e:#}")))?
+        let file = target
+            .pipeline_file(None)
+            .map_err(|e| RunFailure::Kernel(format!("{e:#}")))?;
+        let mut views = passes::load(
+            file.as_deref(),
+            target.root(),
+            vec![("doc".to_owned(), raw)],
+        )
+        .map_err(|e| RunFailure::Kernel(format!("{e:#}")))?;
+        // The report keeps the project's other kernels' findings.
+        target
+            .project
+            .apply(&mut views)
+            .map_err(|e| RunFailure::Kernel(format!("{e:#}")))?;
+        views
     };
-    let discovery = koas_orchestrator::embed::discover_and_warn(global, &views);
+    let (discovery, _) = crate::project::discover(global, &mut views, &target.project)
+        .map_err(|e| RunFailure::Kernel(format!("{e:#}")))?;
     let (backend, models) = llm.models();
     let model = ReviewModelRun {
         backend,
@@ -1092,6 +1107,7 @@ fn refresh_views(
         run,
         Some(notice),
         Some(model),
+        &target.project,
     )
 }
 

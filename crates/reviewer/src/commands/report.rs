@@ -31,6 +31,8 @@ pub struct ReportArgs {
     pub print: bool,
 
     /// Use this pipeline file instead of the built-in reviewer pipeline.
+    /// Default: the pipeline the review was made with (`koas review
+    /// --pipeline`), else the built-in one; `built-in` forces the latter.
     #[arg(long, value_name = "FILE")]
     pub pipeline: Option<PathBuf>,
 
@@ -79,15 +81,24 @@ fn report(
     // Under the lock: the report shows one consistent state.
     let run = target.begin_run(RunKind::Review)?;
     let doc_input = workspace.path(paths::RAW_DOC);
+    let file = target.pipeline_file(args.pipeline.as_deref())?;
     let mut pipeline = passes::load(
-        args.pipeline.as_deref(),
+        file.as_deref(),
         workspace.root(),
         vec![("doc".to_owned(), doc_input)],
     )?;
     target.project.apply(&mut pipeline)?;
     pipeline.require(passes::REPORT, "renders the report")?;
-    let discovery = koas_orchestrator::embed::discover_and_warn(global, &pipeline);
-    let views = match passes::run_views(global, control, &pipeline, &discovery, &run, None) {
+    let (discovery, _) = crate::project::discover(global, &mut pipeline, &target.project)?;
+    let views = match passes::run_views(
+        global,
+        control,
+        &pipeline,
+        &discovery,
+        &run,
+        None,
+        &target.project,
+    ) {
         Ok(views) => views,
         Err(RunFailure::Kernel(message)) => {
             eprintln!("error: {message}");

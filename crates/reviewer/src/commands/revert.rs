@@ -69,6 +69,8 @@ pub struct RevertArgs {
     pub in_place: bool,
 
     /// Use this pipeline file instead of the built-in reviewer pipeline.
+    /// Default: the pipeline the review was made with (`koas review
+    /// --pipeline`), else the built-in one; `built-in` forces the latter.
     #[arg(long, value_name = "FILE")]
     pub pipeline: Option<PathBuf>,
 }
@@ -113,12 +115,13 @@ fn revert(
     let mut run = target.begin_run(RunKind::Revert)?;
     // The views' Stage 1 and 2 describe the original document.
     let doc_input = vec![("doc".to_owned(), workspace.path(paths::RAW_DOC))];
-    let mut pipeline = passes::load(args.pipeline.as_deref(), workspace.root(), doc_input)?;
+    let file = target.pipeline_file(args.pipeline.as_deref())?;
+    let mut pipeline = passes::load(file.as_deref(), workspace.root(), doc_input)?;
     target.project.apply(&mut pipeline)?;
     pipeline.require(REVERT, "plans reverts")?;
     pipeline.set_config(REVERT, "ids", json!(args.ids));
     pipeline.set_config(REVERT, "all", Value::Bool(args.all));
-    let discovery = koas_orchestrator::embed::discover_and_warn(global, &pipeline);
+    let (discovery, _) = crate::project::discover(global, &mut pipeline, &target.project)?;
 
     let outcome = match plan(global, control, &pipeline, &discovery, &run)? {
         Ok(outcome) => outcome,
@@ -184,7 +187,15 @@ fn revert(
             },
         )
         .with_context(|| format!("recording the reverts in {}", workspace.root().display()))?;
-    let views = match passes::run_views(global, control, &pipeline, &discovery, &run, None) {
+    let views = match passes::run_views(
+        global,
+        control,
+        &pipeline,
+        &discovery,
+        &run,
+        None,
+        &target.project,
+    ) {
         Ok(views) => views,
         Err(failure) => return Ok(views_failed(failure, target.root())),
     };

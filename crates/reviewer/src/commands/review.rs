@@ -17,7 +17,7 @@ use crate::passes::{
 use anyhow::Context as _;
 use clap::Args;
 use koas_orchestrator::discovery::Discovery;
-use koas_orchestrator::embed::{discover_and_warn, HostLlm};
+use koas_orchestrator::embed::HostLlm;
 use koas_orchestrator::embed::{ExitStatus, HostOptions};
 use koas_orchestrator::engine::Provided;
 use koas_orchestrator::pipeline::Pipeline;
@@ -118,7 +118,9 @@ pub struct ReviewArgs {
     pub rebase: bool,
 
     /// Use this pipeline file instead of the built-in reviewer pipeline
-    /// (configs/reviewer.toml); its [inputs] doc is replaced by DOC.
+    /// (configs/reviewer.toml); its [inputs] doc is replaced by DOC. The
+    /// review remembers it: later reviews, reports, reverts and dismissals
+    /// of DOC use it without the flag (`--pipeline built-in` goes back).
     #[arg(long, value_name = "FILE")]
     pub pipeline: Option<PathBuf>,
 
@@ -301,6 +303,7 @@ fn review(
         &run,
         notice,
         run_model,
+        &target.project,
     ) {
         Ok(views) => views,
         Err(failure) => {
@@ -399,7 +402,13 @@ impl Setup {
         };
         let settings = settings(args, target, skip_plan);
         let workspace = target.workspace.root();
-        let mut pipeline = passes::load(args.pipeline.as_deref(), workspace, inputs)?;
+        let file = target.pipeline_file(args.pipeline.as_deref())?;
+        let file = file.map(std::path::absolute).transpose()?;
+        if args.pipeline.is_some() {
+            // Later commands on this review use the same kernels.
+            target.workspace.remember_pipeline(file.as_deref())?;
+        }
+        let mut pipeline = passes::load(file.as_deref(), workspace, inputs)?;
         target.project.apply(&mut pipeline)?;
         pipeline.require(APPLY, "applies the ops")?;
         for (kernel, key, value) in settings {
@@ -424,7 +433,7 @@ impl Setup {
             pipeline.set_config(EDIT_PLAN, "in_flight", json!(in_flight));
             pipeline.set_config(PYRAMID, "in_flight", json!(in_flight));
         }
-        let discovery = discover_and_warn(global, &pipeline);
+        let (discovery, _) = crate::project::discover(global, &mut pipeline, &target.project)?;
         Ok(Setup {
             pipeline,
             llm,
