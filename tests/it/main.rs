@@ -27,6 +27,7 @@ mod kernel_authors;
 mod llm_host;
 mod llm_stage;
 mod mcp;
+mod project_kernels;
 mod pyramid;
 mod refine;
 mod review_cli;

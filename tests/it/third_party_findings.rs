@@ -130,7 +130,7 @@ fn a_findings_artifact_that_does_not_parse_names_the_kernel_and_the_artifact() {
     assert_code(&out, 2, "an unreadable findings artifact is an error");
     let err = stderr(&out);
     assert!(
-        err.contains("kernel `sloppy_findings`: output `sloppy` looks like a findings artifact but is not one: finding 0:")
+        err.contains("kernel `sloppy_findings`: output `sloppy` looks like a findings artifact but is not one: findings[0].severity:")
             && err.contains("fatal"),
         "{err}"
     );

@@ -219,7 +219,7 @@ impl ServerHandler for KoasServer {
             )
             .with_instructions(
                 "Traceable, reversible review of Markdown documents. Paths are relative to the \
-                 server's root. check_md lists problems without writing anything; review_md_run \
+                 server's root. check_md lists problems without touching the document; review_md_run \
                  records changes (from the `ops` you give, or a configured model) as RVW-NNNN \
                  ledger entries in the document's .review/ workspace, never touching the \
                  document itself; review_md_status, review_md_grep and review_md_show_change \

@@ -120,7 +120,7 @@ pub const TOOLS: &[Tool] = &[
     },
     Tool {
         name: "check_md",
-        description: "Check a Markdown document like `koas check` (structure, references, numbering, tables, terminology; no model, no workspace, nothing written): the findings as structured JSON (kind, line, column, severity, message, evidence, fix when certain), counts by severity, and `fails`: whether a finding reaches the project's fail_on severity.",
+        description: "Check a Markdown document like `koas check` (structure, references, numbering, tables, terminology; no model, no review workspace, the document untouched): the findings as structured JSON (kind, line, column, severity, message, evidence, fix when certain), `kernel_findings` from the other kernels the project's koas.toml runs ([kernels] run; each with its `kernel`), counts by severity, and `fails`: whether a finding reaches the project's fail_on severity.",
         schema: schema::<CheckParams>,
         writes: false,
         long: false,
@@ -574,13 +574,32 @@ fn check_md(ctx: &Ctx, arguments: Value, _control: &Control) -> Answer {
         Ok(s) => s,
         Err(e) => return error(&e, None),
     };
+    // The project's other kernels (`[kernels] run`), as `koas check` runs them.
+    let mut output = output;
+    let others = match check::other_kernels_file(&ctx.global, &path, p.no_config) {
+        Ok(Some((items, kinds))) => {
+            output.forget_kinds(&kinds);
+            items
+        }
+        Ok(None) => Vec::new(),
+        Err(e) => return error(&e, None),
+    };
+    let other_severity = |item: &Value| {
+        item.get("severity")
+            .and_then(Value::as_str)
+            .and_then(koas_review_schema::findings::Severity::parse_any)
+    };
     let mut counts = serde_json::Map::new();
     for severity in koas_review_schema::findings::Severity::ALL {
         let n = output
             .findings
             .iter()
             .filter(|f| f.severity == severity)
-            .count();
+            .count()
+            + others
+                .iter()
+                .filter(|i| other_severity(i) == Some(severity))
+                .count();
         counts.insert(
             serde_json::to_value(severity)
                 .ok()
@@ -589,7 +608,10 @@ fn check_md(ctx: &Ctx, arguments: Value, _control: &Control) -> Answer {
             json!(n),
         );
     }
-    let fails = output.findings.iter().any(|f| f.severity >= fail_on);
+    let fails = output.findings.iter().any(|f| f.severity >= fail_on)
+        || others
+            .iter()
+            .any(|i| other_severity(i).is_some_and(|s| s >= fail_on));
     let shown = path
         .strip_prefix(ctx.root.dir())
         .unwrap_or(&path)
@@ -597,14 +619,15 @@ fn check_md(ctx: &Ctx, arguments: Value, _control: &Control) -> Answer {
         .to_string();
     Answer::ok(json!({
         "status": "completed",
-        "summary": first_line(&format!("{shown}: {} findings", output.findings.len())),
+        "summary": first_line(&format!("{shown}: {} findings", output.findings.len() + others.len())),
         "workspace": Value::Null,
         "file": shown,
-        "total": output.findings.len(),
+        "total": output.findings.len() + others.len(),
         "counts": counts,
         "fail_on": fail_on,
         "fails": fails,
         "findings": output.findings,
+        "kernel_findings": others,
         "warnings": output.warnings,
     }))
 }

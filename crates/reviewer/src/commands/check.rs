@@ -325,6 +325,32 @@ pub fn check_file(
         .with_context(|| format!("checking {shown}"))
 }
 
+/// The findings of the other kernels `koas check DOC` runs for one file
+/// (the `[kernels] run` of its `koas.toml`), as a library call: `None`
+/// when its project names none (or `no_config`). Their findings come with
+/// the project's `[check]` and the document's suppression comments
+/// applied, in the JSON items of `koas check --format json`; with the
+/// names of the kinds they declare (for [`ScanOutput::forget_kinds`]).
+pub fn other_kernels_file(
+    global: &HostOptions,
+    doc: &Path,
+    no_config: bool,
+) -> anyhow::Result<Option<(Vec<serde_json::Value>, Vec<String>)>> {
+    let project = match find_project_config(doc) {
+        Some(path) if !no_config => crate::project::ProjectFile::load(&path)?,
+        _ => return Ok(None),
+    };
+    if project.config.kernels.run.is_empty() {
+        return Ok(None);
+    }
+    let others = super::check_pipeline::project_findings(global, doc, &project)?;
+    if let Some(e) = others.errors.first() {
+        anyhow::bail!("{}: {e}", doc.display());
+    }
+    let items = super::check_pipeline::json_items(&doc.display().to_string(), &others.found);
+    Ok(Some((items, others.catalog.other_names())))
+}
+
 /// The severity that fails `koas check` for `doc` by default (its
 /// `koas.toml`'s `check.fail_on`, else warning).
 pub fn default_fail_on(doc: &Path) -> anyhow::Result<Severity> {

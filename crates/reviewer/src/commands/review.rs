@@ -250,6 +250,10 @@ fn review(
         Err(failure) => return Ok(failure.reply(root, run.rebased())),
     };
     let committed = commit(args, target, &mut run, planned.fixes, planned.outcome)?;
+    if args.pipeline.is_some() {
+        // The review was made with it: later commands use the same kernels.
+        target.workspace.remember_pipeline(setup.file.as_deref())?;
+    }
 
     // What the command answers is taken from the commit now and the
     // commit dropped: on a large review its batch, ledger entries and log
@@ -370,6 +374,8 @@ fn begin<'w>(args: &ReviewArgs, target: &'w ReviewTarget) -> anyhow::Result<Prep
 /// What the flags decide before any kernel runs: the pipeline with the
 /// review's settings, the model, the kernels found.
 struct Setup {
+    /// The `--pipeline` file (absolute), `None` for the built-in one.
+    file: Option<std::path::PathBuf>,
     pipeline: Pipeline,
     llm: Option<HostLlm>,
     discovery: Discovery,
@@ -404,10 +410,6 @@ impl Setup {
         let workspace = target.workspace.root();
         let file = target.pipeline_file(args.pipeline.as_deref())?;
         let file = file.map(std::path::absolute).transpose()?;
-        if args.pipeline.is_some() {
-            // Later commands on this review use the same kernels.
-            target.workspace.remember_pipeline(file.as_deref())?;
-        }
         let mut pipeline = passes::load(file.as_deref(), workspace, inputs)?;
         target.project.apply(&mut pipeline)?;
         pipeline.require(APPLY, "applies the ops")?;
@@ -435,6 +437,7 @@ impl Setup {
         }
         let (discovery, _) = crate::project::discover(global, &mut pipeline, &target.project)?;
         Ok(Setup {
+            file,
             pipeline,
             llm,
             discovery,

@@ -1,6 +1,6 @@
 //! A third party's checks, as a team outside the repository would write
-//! them: findings artifacts in the documented JSON shape, built with
-//! `serde_json` only (no koas schema crate).
+//! them: findings outputs of the kernel API's findings contract (no koas
+//! schema crate), one built by hand in the documented JSON shape.
 
 use koas_kernel_api::prelude::*;
 use serde_json::json;
@@ -13,7 +13,8 @@ impl Kernel for SpellCheck {
             .stage("X1")
             .description("Reports `teh` (a third party's findings artifact)")
             .input("doc")
-            .output_file("spelling", "out/spelling.json")
+            .findings_output_file("spelling", "out/spelling.json")
+            .finding_kind("spelling", "A misspelt word")
     }
     fn run(&self, _ctx: &Context, _c: &KernelConfig, inputs: &Inputs) -> KernelResult {
         let text = inputs.source_text("doc")?;
@@ -60,4 +61,25 @@ impl Kernel for SloppyFindings {
     }
 }
 
-koas_kernel_api::export_kernel!(SpellCheck, SloppyFindings);
+/// `doc` → `bad_line_findings`: a declared findings output whose line is
+/// a word, to see the runtime fail this kernel, naming the field.
+struct BadLine;
+impl Kernel for BadLine {
+    fn spec(&self) -> KernelSpec {
+        KernelSpec::new("bad_line", "1.0.0")
+            .stage("X1")
+            .input("doc")
+            .findings_output("bad_line_findings")
+            .finding_kind("style", "A matter of style")
+    }
+    fn run(&self, _ctx: &Context, _c: &KernelConfig, _inputs: &Inputs) -> KernelResult {
+        Ok(KernelOutput::new().artifact(
+            "bad_line_findings",
+            json!({"kernel": "bad_line", "findings": [
+                {"kind": "style", "line": "seven", "severity": "info", "message": "m"}
+            ]}),
+        ))
+    }
+}
+
+koas_kernel_api::export_kernel!(SpellCheck, SloppyFindings, BadLine);
