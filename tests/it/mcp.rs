@@ -58,7 +58,15 @@ fn runtime() -> tokio::runtime::Runtime {
 
 /// Starts `koas mcp --root ROOT EXTRA...` and completes the handshake.
 async fn connect(root: &Path, extra: &[&str]) -> (Session, Client) {
+    connect_env(root, extra, &[]).await
+}
+
+/// [`connect`] with environment variables set for the server.
+async fn connect_env(root: &Path, extra: &[&str], env: &[(&str, &Path)]) -> (Session, Client) {
     let mut cmd = tokio::process::Command::new(koas_bin());
+    for (key, value) in env {
+        cmd.env(key, value);
+    }
     cmd.arg("mcp")
         .arg("--root")
         .arg(root)
@@ -766,4 +774,39 @@ fn regression_oversized_malformed_and_mistyped_requests_get_their_json_rpc_error
             "the log names what was dropped ({needle}): {log}"
         );
     }
+}
+
+#[test]
+fn check_md_answers_the_findings_of_the_projects_other_kernels() {
+    let s = Scratch::new();
+    let kernels = s.path("data/koas/kernels");
+    std::fs::create_dir_all(&kernels).expect("mkdir");
+    let lib = koas_test_support::test_plugin("findings");
+    std::fs::copy(&lib, kernels.join(lib.file_name().expect("a file name"))).expect("copy");
+    s.write("doc.md", "# Guide\n\nThis is teh guide.\n");
+    s.write("koas.toml", "[kernels]\nrun = [\"spell_check\"]\n");
+    let data = s.path("data");
+    runtime().block_on(async {
+        let (session, _) = connect_env(s.dir.path(), &[], &[("XDG_DATA_HOME", &data)]).await;
+        let (v, err) = call(&session, "check_md", json!({"doc_path": "doc.md"})).await;
+        assert!(!err, "{v}");
+        assert_convention("check_md", &v);
+        assert_eq!(v["total"], 1, "{v}");
+        assert_eq!(v["fails"], true, "{v}");
+        let theirs = &v["kernel_findings"][0];
+        assert_eq!(theirs["kernel"], "spell_check", "{v}");
+        assert_eq!(theirs["kind"], "spelling");
+        assert_eq!(theirs["line"], 3);
+        assert_eq!(v["counts"]["warning"], 1, "{v}");
+        // With no_config, the built-in checks only.
+        let (v, _) = call(
+            &session,
+            "check_md",
+            json!({"doc_path": "doc.md", "no_config": true}),
+        )
+        .await;
+        assert_eq!(v["total"], 0, "{v}");
+        assert_eq!(v["kernel_findings"], json!([]));
+        session.cancel().await.ok();
+    });
 }

@@ -55,6 +55,18 @@ fn a_plain_check_reports_an_installed_kernel_named_in_koas_toml() {
         "1 finding (0 errors, 1 warning, 0 info) in 1 file; 1 from spell_check\n"
     );
 
+    // A kernel koas cannot find is named, with where it looked.
+    p.s.write("koas.toml", "[kernels]\nrun = [\"spell_chek\"]\n");
+    let out = p.koas(&["check", "doc.md"]);
+    assert_code(&out, 2, "not found");
+    assert!(
+        stderr(&out).contains(
+            "koas.toml: [kernels] run names `spell_chek`, which koas did not find (searched: "
+        ) && stderr(&out).contains("data/koas/kernels"),
+        "{}",
+        stderr(&out)
+    );
+
     // Without the [kernels] table, the built-in checks only.
     p.s.write("koas.toml", "");
     let out = p.koas(&["check", "doc.md"]);

@@ -134,12 +134,6 @@ impl ProjectFile {
             }
         }
         for (kernel, table) in &section.config {
-            if !section.run.contains(kernel) && !pipeline.has(kernel) {
-                anyhow::bail!(
-                    "project config {}: [kernels.config.{kernel}] configures a kernel that `[kernels] run` does not name",
-                    path.display()
-                );
-            }
             // A TOML table is always a JSON object.
             if let Value::Object(map) = serde_json::to_value(table)? {
                 pipeline.config_defaults(kernel, map);
@@ -194,6 +188,22 @@ pub fn discover(
     project: &ProjectFile,
 ) -> anyhow::Result<(Discovery, KindCatalog)> {
     let discovery = koas_orchestrator::embed::discover_and_warn(global, pipeline);
+    if let Some(path) = &project.path {
+        for kernel in &project.config.kernels.run {
+            if !discovery.kernels.contains_key(kernel) {
+                let searched: Vec<String> = discovery
+                    .searched
+                    .iter()
+                    .map(|p| p.path.display().to_string())
+                    .collect();
+                anyhow::bail!(
+                    "project config {}: [kernels] run names `{kernel}`, which koas did not find (searched: {}). `koas kernels` lists what it finds and what it skipped",
+                    path.display(),
+                    searched.join(", ")
+                );
+            }
+        }
+    }
     let catalog = project.catalog(pipeline, &discovery)?;
     let others = catalog.other_names();
     if !others.is_empty() {

@@ -255,6 +255,16 @@ impl ProjectConfig {
             .check
             .check_names(!config.kernels.run.is_empty())
             .map_err(error)?;
+        if let Some(kernel) = config
+            .kernels
+            .config
+            .keys()
+            .find(|k| !config.kernels.run.contains(k))
+        {
+            return Err(error(format!(
+                "[kernels.config.{kernel}] configures a kernel that `[kernels] run` does not name"
+            )));
+        }
         Ok(config)
     }
 
@@ -371,6 +381,7 @@ mod tests {
             "[kernels]\nrun = [\"team\"]\n[check]\ndisable = [\"Team Kind\"]",
             "[kernels]\nrun = [\"team\"]\n[check.severity]\n\"a b/kind\" = \"info\"",
             "[kernels]\nrun = [\"team\"]\nfolders = []",
+            "[kernels]\nrun = [\"team\"]\n[kernels.config.other]\nx = 1",
         ] {
             let e =
                 ProjectConfig::from_toml_str(bad, Path::new("/p/koas.toml")).expect_err("refused");
