@@ -67,6 +67,28 @@ fn a_plain_check_reports_an_installed_kernel_named_in_koas_toml() {
         stderr(&out)
     );
 
+    // Standard input too (an editor's unsaved buffer), under its name.
+    p.s.write("koas.toml", RUN_SPELL);
+    let mut child =
+        p.s.command(&["check", "-", "--stdin-filename", "notes/draft.md"])
+            .env("XDG_DATA_HOME", p.s.path("data"))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn");
+    {
+        use std::io::Write;
+        let mut input = child.stdin.take().expect("stdin");
+        input.write_all(DOC.as_bytes()).expect("write");
+    }
+    let out = child.wait_with_output().expect("koas runs");
+    assert_code(&out, 1, "stdin");
+    assert_eq!(
+        stdout(&out),
+        "notes/draft.md:3:9: warning spelling [spell_check]: `teh`: did you mean `the`?\n"
+    );
+
     // Without the [kernels] table, the built-in checks only.
     p.s.write("koas.toml", "");
     let out = p.koas(&["check", "doc.md"]);

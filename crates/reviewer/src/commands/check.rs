@@ -343,7 +343,7 @@ pub fn other_kernels_file(
     if project.config.kernels.run.is_empty() {
         return Ok(None);
     }
-    let others = super::check_pipeline::project_findings(global, doc, &project)?;
+    let others = super::check_pipeline::project_findings(global, doc, None, &project)?;
     if let Some(e) = others.errors.first() {
         anyhow::bail!("{}: {e}", doc.display());
     }
@@ -385,19 +385,23 @@ pub fn execute(global: &HostOptions, args: CheckArgs) -> anyhow::Result<ExitStat
         })
         .collect::<anyhow::Result<_>>()?;
     // Documents are independent: check them in parallel, report in order.
-    let outcomes: Vec<Result<Fixed, anyhow::Error>> = jobs
+    // Standard input's text is kept for the project's other kernels.
+    let outcomes: Vec<Result<(Fixed, Option<String>), anyhow::Error>> = jobs
         .par_iter()
         .map(|job| {
             let text = read_document(&job.source, &job.path, limit)?;
-            check_and_fix(&args, &configs.list[job.config].1, job, &text)
+            let fixed = check_and_fix(&args, &configs.list[job.config].1, job, &text)?;
+            Ok((fixed, (job.source == Path::new("-")).then_some(text)))
         })
         .collect();
     let mut checked: Vec<Checked> = Vec::new();
     let mut diffs = String::new();
     let (mut fixes, mut fixed_files) = (0, 0);
     for (job, outcome) in jobs.iter().zip(outcomes) {
+        let mut stdin = None;
         let output = match outcome {
-            Ok(fixed) => {
+            Ok((fixed, text)) => {
+                stdin = text;
                 diffs.push_str(&fixed.diff);
                 fixes += fixed.applied;
                 fixed_files += usize::from(fixed.applied > 0);
@@ -426,9 +430,18 @@ pub fn execute(global: &HostOptions, args: CheckArgs) -> anyhow::Result<ExitStat
                 &job.source,
                 project,
             )),
-            None if !project.config.kernels.run.is_empty() => Some(
-                super::check_pipeline::project_findings(global, &job.source, project),
-            ),
+            None if !project.config.kernels.run.is_empty() => {
+                Some(super::check_pipeline::project_findings(
+                    global,
+                    if stdin.is_some() {
+                        Path::new(&job.path)
+                    } else {
+                        &job.source
+                    },
+                    stdin.as_deref(),
+                    project,
+                ))
+            }
             None => None,
         };
         let mut output = output;

@@ -49,49 +49,61 @@ pub fn findings_for(
 
 /// The built-in Stage 1 and 2 then the project's `[kernels] run` on
 /// `doc`, in a workspace of its own under `.koas/check/` beside the
-/// `koas.toml` (cached: an unchanged document costs a cache lookup).
+/// `koas.toml` (cached: an unchanged document costs a cache lookup). For
+/// standard input, `doc` is the name it is checked under and `stdin` its
+/// text, which the kernels read from a copy in that workspace.
 pub fn project_findings(
     global: &HostOptions,
     doc: &Path,
+    stdin: Option<&str>,
     project: &ProjectFile,
 ) -> anyhow::Result<OtherFindings> {
     let Some(config) = &project.path else {
         anyhow::bail!("no koas.toml names other kernels");
     };
-    if doc == Path::new("-") {
-        anyhow::bail!(
-            "the kernels of `[kernels] run` ({}) read a file: save standard input to a file first",
-            config.display()
-        );
-    }
     let absolute = std::path::absolute(doc)?;
-    let stem = doc
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    // Names made of the document's, safe on every file system.
+    let safe = |name: Option<&std::ffi::OsStr>| {
+        name.map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default()
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect::<String>()
+    };
     let hash = koas_kernel_api::hash::sha256(absolute.to_string_lossy().as_bytes());
     let folder = format!(
         "{}-{}",
-        stem.chars()
-            .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            })
-            .collect::<String>(),
+        safe(doc.file_stem()),
         koas_kernel_api::hash::hex_part(&hash)
             .get(..12)
             .unwrap_or_default()
     );
     let root = config.parent().unwrap_or(Path::new("."));
     let workspace = root.join(".koas").join("check").join(folder);
-    let mut pipeline = passes::load(None, &workspace, vec![("doc".to_owned(), absolute)])?;
+    let input = match stdin {
+        None => absolute,
+        Some(text) => {
+            let copy = workspace.join("stdin").join(safe(doc.file_name()));
+            if let Some(parent) = copy.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            std::fs::write(&copy, text)?;
+            copy
+        }
+    };
+    let mut pipeline = passes::load(None, &workspace, vec![("doc".to_owned(), input.clone())])?;
     pipeline = stage_1_and_2(&pipeline);
     project.apply(&mut pipeline)?;
     run_and_collect(
         global,
         pipeline,
-        doc,
+        &input,
         project,
         &format!("[kernels] run of {}", config.display()),
     )
