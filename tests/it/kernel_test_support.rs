@@ -156,7 +156,7 @@ fn the_plugin_harness_refuses_what_koas_run_refuses() {
         .run()
         .expect_err("wrong ABI");
     assert!(
-        matches!(&err, PluginError::Discovery(m) if m.contains("ABI version 999")),
+        matches!(&err, PluginError::Discovery(m) if m.contains("koas-kernel-api 7.0.0 (ABI 999)")),
         "{err}"
     );
 }
