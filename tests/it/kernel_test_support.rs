@@ -203,3 +203,17 @@ fn a_crash_fails_the_kernel_not_the_test() {
         "{text}"
     );
 }
+
+#[test]
+fn a_finding_of_an_undeclared_kind_fails_the_kernel_as_the_host_checks_it() {
+    let err = PluginHarness::new(test_plugin("undeclared-kind"))
+        .koas(koas_bin())
+        .kernel("undeclared_kind")
+        .source_text("doc", "text")
+        .run()
+        .expect_err("an undeclared kind");
+    let PluginError::Failed { message, .. } = &err else {
+        panic!("not a kernel failure: {err}");
+    };
+    assert!(message.contains("surprise"), "{message}");
+}
