@@ -20,6 +20,11 @@ extern "C" {
 
 #define KOAS_ABI_VERSION 1u
 #define KOAS_ENTRY_SYMBOL "koas_plugin_entry"
+/* Optional: `const char *koas_plugin_api_version(void)` returns a static
+ * NUL-terminated string, the koas-kernel-api version the plugin was built
+ * with (or the one it follows); a host names it in `koas kernels` and in
+ * an ABI mismatch. A plugin without it loads all the same. */
+#define KOAS_API_VERSION_SYMBOL "koas_plugin_api_version"
 #define KOAS_STATUS_OK 0
 #define KOAS_STATUS_ERROR 1
 
@@ -71,6 +76,7 @@ typedef struct KoasPluginTable {
 } KoasPluginTable;
 
 typedef const KoasPluginTable *(*KoasEntryFn)(void);
+typedef const char *(*KoasApiVersionFn)(void);
 
 #ifdef __cplusplus
 }

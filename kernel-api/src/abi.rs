@@ -32,6 +32,31 @@ pub const ABI_VERSION: u32 = 1;
 /// The name of the symbol every plugin library exports.
 pub const ENTRY_SYMBOL: &str = "koas_plugin_entry";
 
+/// The version of this crate, `koas-kernel-api`. [`crate::export_kernel!`]
+/// compiles it into every plugin: its describe answers carry it and the
+/// optional [`API_VERSION_SYMBOL`] returns it, so a host can name the
+/// kernel-api a plugin was built with, even one of another ABI version.
+pub const API_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// [`API_VERSION`] ending with a NUL byte, the C string
+/// [`API_VERSION_SYMBOL`] returns.
+#[doc(hidden)]
+pub const API_VERSION_NUL: &str = concat!(env!("CARGO_PKG_VERSION"), "\0");
+
+/// The name of an optional symbol of type [`ApiVersionFn`]: the
+/// `koas-kernel-api` version the plugin was built with. Plugins built
+/// before it existed, and plugins not written with this crate, may lack
+/// it; a host looks it up without requiring it.
+pub const API_VERSION_SYMBOL: &str = "koas_plugin_api_version";
+
+/// The type of [`API_VERSION_SYMBOL`]: a pointer to a static,
+/// NUL-terminated UTF-8 string (`"0.1.0"`), valid while the library is
+/// loaded.
+pub type ApiVersionFn = extern "C" fn() -> *const std::ffi::c_char;
+
+/// The longest version string a host reads from [`API_VERSION_SYMBOL`].
+pub const MAX_API_VERSION_LEN: usize = 64;
+
 /// Status returned by the ABI functions when the answer is a success.
 pub const STATUS_OK: i32 = 0;
 /// Status returned by the ABI functions when the answer is an error.
@@ -309,7 +334,10 @@ impl Registry {
     pub unsafe fn describe(&self, index: u32, out: *mut RawBuffer) -> i32 {
         let answer = catch_unwind(AssertUnwindSafe(|| {
             match self.kernels.get(index as usize) {
-                Some(k) => DescribeResponse::Ok { spec: k.spec() },
+                Some(k) => DescribeResponse::Ok {
+                    spec: k.spec(),
+                    api_version: Some(API_VERSION.to_owned()),
+                },
                 None => DescribeResponse::Error {
                     message: format!("no kernel at index {index}"),
                 },
@@ -452,6 +480,9 @@ pub enum PluginError {
         found: u32,
         /// The version this host implements.
         expected: u32,
+        /// The `koas-kernel-api` version the plugin was built with, when
+        /// it exports [`API_VERSION_SYMBOL`].
+        api_version: Option<String>,
     },
     /// Describe failed for one kernel.
     Describe {
@@ -467,9 +498,14 @@ impl std::fmt::Display for PluginError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             PluginError::NullTable => write!(f, "the entry symbol returned no table"),
-            PluginError::AbiMismatch { found, expected } => write!(
+            PluginError::AbiMismatch {
+                found,
+                expected,
+                api_version,
+            } => write!(
                 f,
-                "built for koas ABI version {found}, but this koas expects ABI version {expected}"
+                "{}",
+                abi_mismatch_text(*found, api_version.as_deref(), *expected)
             ),
             PluginError::Describe { index, message } => {
                 write!(f, "describe of kernel #{index} failed: {message}")
@@ -478,10 +514,24 @@ impl std::fmt::Display for PluginError {
     }
 }
 
+/// How a host says that a plugin is of another ABI version: both ABI
+/// versions and both `koas-kernel-api` versions, the plugin's when it says
+/// it (`api_version`).
+pub fn abi_mismatch_text(found: u32, api_version: Option<&str>, expected: u32) -> String {
+    let built = match api_version {
+        Some(v) => format!("koas-kernel-api {v}"),
+        None => "a koas-kernel-api that does not say its version".to_owned(),
+    };
+    format!(
+        "built with {built} (ABI {found}); this koas has koas-kernel-api {API_VERSION} (ABI {expected})"
+    )
+}
+
 /// A checked plugin table, usable from safe code on the host side.
 #[derive(Clone, Copy)]
 pub struct PluginHandle {
     table: &'static PluginTable,
+    api_version: Option<&'static str>,
 }
 
 impl std::fmt::Debug for PluginHandle {
@@ -489,8 +539,38 @@ impl std::fmt::Debug for PluginHandle {
         f.debug_struct("PluginHandle")
             .field("abi_version", &self.table.abi_version)
             .field("kernel_count", &self.table.kernel_count)
+            .field("api_version", &self.api_version)
             .finish()
     }
+}
+
+/// The version a plugin's [`API_VERSION_SYMBOL`] returns: `None` for a
+/// null pointer, a string longer than [`MAX_API_VERSION_LEN`] bytes or one
+/// that is not UTF-8.
+///
+/// # Safety
+/// `f` must be a plugin's [`API_VERSION_SYMBOL`], returning null or a
+/// pointer to a static NUL-terminated string of a library that stays
+/// loaded for the rest of the process.
+pub unsafe fn read_api_version(f: ApiVersionFn) -> Option<&'static str> {
+    let ptr = f();
+    if ptr.is_null() {
+        return None;
+    }
+    let mut len = 0;
+    // SAFETY: by the contract the string is NUL-terminated: every byte up
+    // to the NUL is readable; the scan stops there, or after
+    // MAX_API_VERSION_LEN bytes without reading further.
+    while len <= MAX_API_VERSION_LEN && unsafe { *ptr.add(len) } != 0 {
+        len += 1;
+    }
+    if len > MAX_API_VERSION_LEN {
+        return None;
+    }
+    // SAFETY: the `len` bytes before the NUL were just read; the string is
+    // a static of a library that is never unloaded, so `'static` holds.
+    let bytes: &'static [u8] = unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) };
+    std::str::from_utf8(bytes).ok()
 }
 
 impl PluginHandle {
@@ -501,6 +581,25 @@ impl PluginHandle {
     /// comes from must stay loaded for the rest of the process (the host
     /// never unloads plugins).
     pub unsafe fn from_entry(entry: EntryFn) -> Result<PluginHandle, PluginError> {
+        // SAFETY: the caller's guarantees are this function's.
+        unsafe { Self::from_symbols(entry, None) }
+    }
+
+    /// Checks a table returned by a plugin's entry symbol, with the
+    /// plugin's [`API_VERSION_SYMBOL`] when it exports one: its version is
+    /// read first, so that an ABI mismatch names it too.
+    ///
+    /// # Safety
+    /// As for [`PluginHandle::from_entry`]; `api_version`, when given, is
+    /// the same library's [`API_VERSION_SYMBOL`] (see
+    /// [`read_api_version`]).
+    pub unsafe fn from_symbols(
+        entry: EntryFn,
+        api_version: Option<ApiVersionFn>,
+    ) -> Result<PluginHandle, PluginError> {
+        // SAFETY: the caller guarantees the symbol is the library's and
+        // that the library stays loaded.
+        let api_version = api_version.and_then(|f| unsafe { read_api_version(f) });
         let ptr = entry();
         if ptr.is_null() {
             return Err(PluginError::NullTable);
@@ -513,12 +612,19 @@ impl PluginHandle {
             return Err(PluginError::AbiMismatch {
                 found,
                 expected: ABI_VERSION,
+                api_version: api_version.map(str::to_owned),
             });
         }
         // SAFETY: the version matches, so the table has this layout; it is
         // a static of a library that is never unloaded.
         let table: &'static PluginTable = unsafe { &*ptr };
-        Ok(PluginHandle { table })
+        Ok(PluginHandle { table, api_version })
+    }
+
+    /// The `koas-kernel-api` version the library's [`API_VERSION_SYMBOL`]
+    /// returned, when it exports one.
+    pub fn api_version(&self) -> Option<&'static str> {
+        self.api_version
     }
 
     /// The number of kernels the library exports.
@@ -541,11 +647,21 @@ impl PluginHandle {
 
     /// Calls describe for kernel `index`.
     pub fn describe(&self, index: u32) -> Result<KernelSpec, PluginError> {
+        self.describe_versioned(index).map(|(spec, _)| spec)
+    }
+
+    /// Calls describe for kernel `index`: its spec, and the
+    /// `koas-kernel-api` version the answer names (absent from the answers
+    /// of older plugins).
+    pub fn describe_versioned(
+        &self,
+        index: u32,
+    ) -> Result<(KernelSpec, Option<String>), PluginError> {
         let mut out = RawBuffer::empty();
         (self.table.describe)(index, &mut out);
         let bytes = self.take(out);
         match serde_json::from_slice::<DescribeResponse>(&bytes) {
-            Ok(DescribeResponse::Ok { spec }) => Ok(spec),
+            Ok(DescribeResponse::Ok { spec, api_version }) => Ok((spec, api_version)),
             Ok(DescribeResponse::Error { message }) => {
                 Err(PluginError::Describe { index, message })
             }
@@ -751,6 +867,122 @@ mod tests {
         // SAFETY: `run` filled `out` with a buffer from RawBuffer::from_vec.
         let bytes = unsafe { out.into_vec() };
         serde_json::from_slice(&bytes).expect("a JSON run response")
+    }
+
+    extern "C" fn version_ok() -> *const std::ffi::c_char {
+        c"1.2.3".as_ptr()
+    }
+    extern "C" fn version_null() -> *const std::ffi::c_char {
+        std::ptr::null()
+    }
+    static LONG: [u8; 101] = {
+        let mut bytes = [b'9'; 101];
+        bytes[100] = 0;
+        bytes
+    };
+    extern "C" fn version_long() -> *const std::ffi::c_char {
+        LONG.as_ptr().cast()
+    }
+    extern "C" fn version_not_utf8() -> *const std::ffi::c_char {
+        c"\xff\xfe".as_ptr()
+    }
+
+    /// A table of another ABI: only its first field, the version, exists.
+    static OTHER_ABI: [u32; 2] = [999, 0];
+    extern "C" fn other_entry() -> *const PluginTable {
+        OTHER_ABI.as_ptr().cast()
+    }
+
+    extern "C" fn describe_nothing(_: u32, _: *mut RawBuffer) -> i32 {
+        STATUS_ERROR
+    }
+    extern "C" fn run_nothing(
+        _: u32,
+        _: *const HostTable,
+        _: *const u8,
+        _: usize,
+        _: *mut RawBuffer,
+    ) -> i32 {
+        STATUS_ERROR
+    }
+    extern "C" fn free_nothing(_: RawBuffer) {}
+    static GOOD: PluginTable = PluginTable {
+        abi_version: ABI_VERSION,
+        kernel_count: 0,
+        describe: describe_nothing,
+        run: run_nothing,
+        free_buffer: free_nothing,
+    };
+    extern "C" fn good_entry() -> *const PluginTable {
+        &GOOD
+    }
+
+    #[test]
+    fn the_api_version_symbol_is_read_when_sound_and_named_by_an_abi_mismatch() {
+        // SAFETY: each function returns null or a static NUL-terminated
+        // string, as the symbol's contract says.
+        unsafe {
+            assert_eq!(read_api_version(version_ok), Some("1.2.3"));
+            assert_eq!(read_api_version(version_null), None);
+            assert_eq!(read_api_version(version_long), None);
+            assert_eq!(read_api_version(version_not_utf8), None);
+        }
+        // SAFETY: the entry functions return static tables, as a plugin's.
+        let err = unsafe { PluginHandle::from_symbols(other_entry, Some(version_ok)) }
+            .expect_err("another ABI");
+        assert_eq!(
+            err,
+            PluginError::AbiMismatch {
+                found: 999,
+                expected: ABI_VERSION,
+                api_version: Some("1.2.3".into())
+            }
+        );
+        assert_eq!(
+            err.to_string(),
+            format!("built with koas-kernel-api 1.2.3 (ABI 999); this koas has koas-kernel-api {API_VERSION} (ABI {ABI_VERSION})")
+        );
+        // SAFETY: as above.
+        let err = unsafe { PluginHandle::from_entry(other_entry) }.expect_err("another ABI");
+        assert!(
+            err.to_string().starts_with(
+                "built with a koas-kernel-api that does not say its version (ABI 999); this koas has koas-kernel-api"
+            ),
+            "{err}"
+        );
+        // SAFETY: as above.
+        let handle =
+            unsafe { PluginHandle::from_symbols(good_entry, Some(version_ok)) }.expect("this ABI");
+        assert_eq!(handle.api_version(), Some("1.2.3"));
+        // SAFETY: as above.
+        let handle = unsafe { PluginHandle::from_entry(good_entry) }.expect("this ABI");
+        assert_eq!(handle.api_version(), None);
+    }
+
+    #[test]
+    fn a_describe_answer_names_the_kernel_api_version() {
+        let registry = Registry::new(vec![Box::new(Echo)]);
+        let mut out = RawBuffer::empty();
+        // SAFETY: `out` is a writable slot, as a host passes it.
+        let status = unsafe { registry.describe(0, &mut out) };
+        assert_eq!(status, STATUS_OK);
+        // SAFETY: `describe` filled `out` with a buffer from RawBuffer::from_vec.
+        let bytes = unsafe { out.into_vec() };
+        let answer: serde_json::Value = serde_json::from_slice(&bytes).expect("JSON");
+        assert_eq!(answer["api_version"], API_VERSION);
+        assert_eq!(answer["spec"]["name"], "echo");
+        // An older plugin's answer, without it, still reads.
+        let old: DescribeResponse =
+            serde_json::from_str(r#"{"status":"ok","spec":{"name":"x","version":"1.0.0"}}"#)
+                .expect("an older answer");
+        assert!(matches!(
+            old,
+            DescribeResponse::Ok {
+                api_version: None,
+                ..
+            }
+        ));
+        assert_eq!(API_VERSION_NUL, format!("{API_VERSION}\0"));
     }
 
     #[test]

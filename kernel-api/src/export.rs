@@ -21,7 +21,9 @@ macro_rules! __koas_count {
 /// ```
 ///
 /// It generates the library's entry symbol ([`crate::abi::ENTRY_SYMBOL`])
-/// and the C functions behind it. Every call into a kernel runs under
+/// and the C functions behind it, and the symbol naming the
+/// `koas-kernel-api` version it was built with
+/// ([`crate::abi::API_VERSION_SYMBOL`]). Every call into a kernel runs under
 /// `catch_unwind`, so a panic reaches the host as an error result and never
 /// unwinds across the boundary. The kernels are built once, on first use.
 #[macro_export]
@@ -78,6 +80,14 @@ macro_rules! export_kernel {
         #[no_mangle]
         pub extern "C" fn koas_plugin_entry() -> *const $crate::abi::PluginTable {
             &__KOAS_TABLE
+        }
+
+        /// The `koas-kernel-api` version this plugin was built with, a
+        /// static NUL-terminated string (an optional symbol a host reads
+        /// even from a plugin of another ABI version).
+        #[no_mangle]
+        pub extern "C" fn koas_plugin_api_version() -> *const ::std::ffi::c_char {
+            $crate::abi::API_VERSION_NUL.as_ptr().cast()
         }
     };
 }

@@ -98,6 +98,11 @@ pub enum DescribeResponse {
     Ok {
         /// Its spec, not validated yet (the host validates it).
         spec: KernelSpec,
+        /// The `koas-kernel-api` version the plugin was built with
+        /// ([`crate::abi::API_VERSION`]); absent from older plugins'
+        /// answers and from plugins not written with this crate.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        api_version: Option<String>,
     },
     /// `spec()` panicked or the index is out of range.
     Error {

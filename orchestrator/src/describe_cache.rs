@@ -8,11 +8,13 @@
 //! canonical path and identity: size, modification time and, on Unix, the
 //! device, inode and change time — a replaced or rebuilt library (even one
 //! copied with its old modification time) is described again. Entries also
-//! carry the ABI version and the koas version. Only successful describes
+//! carry the ABI version, the koas version and the entry format, and the
+//! `koas-kernel-api` version the library names. Only successful describes
 //! are remembered: a library that fails is loaded again, so its problem is
 //! reported every time. Everything here is best effort: an unreadable or
 //! unwritable cache means describing as before.
 
+use crate::discovery::LibraryKernels;
 use koas_kernel_api::KernelSpec;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -20,6 +22,10 @@ use std::path::{Path, PathBuf};
 
 /// The file's name in the cache folder.
 const FILE: &str = "describe.json";
+
+/// The version of what an entry holds: entries of another (older ones
+/// lack the libraries' kernel-api version) are described again.
+const FORMAT: u32 = 2;
 
 /// What a library was when described.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -34,6 +40,8 @@ struct Identity {
     ino: u64,
     abi: u32,
     koas: String,
+    #[serde(default)]
+    format: u32,
 }
 
 impl Identity {
@@ -64,6 +72,7 @@ impl Identity {
             ino,
             abi: koas_kernel_api::abi::ABI_VERSION,
             koas: env!("CARGO_PKG_VERSION").to_owned(),
+            format: FORMAT,
         })
     }
 }
@@ -72,6 +81,10 @@ impl Identity {
 struct Entry {
     identity: Identity,
     kernels: Vec<KernelSpec>,
+    /// The `koas-kernel-api` version the library was built with, when it
+    /// says it.
+    #[serde(default)]
+    api_version: Option<String>,
 }
 
 /// The remembered describes, read once per process.
@@ -122,24 +135,38 @@ impl DescribeCache {
         }
     }
 
-    /// The kernels `library` described last time, if it is still the same
-    /// file.
-    pub fn get(&self, library: &Path) -> Option<Vec<KernelSpec>> {
+    /// What `library` described last time, if it is still the same file.
+    pub fn get(&self, library: &Path) -> Option<LibraryKernels> {
         let entry = self.entries.get(library)?;
-        (Identity::of(library)? == entry.identity).then(|| entry.kernels.clone())
+        (Identity::of(library)? == entry.identity).then(|| LibraryKernels {
+            kernels: entry.kernels.iter().cloned().map(Ok).collect(),
+            api_version: entry.api_version.clone(),
+        })
     }
 
     /// Remembers a successful describe of `library` (every kernel of it
     /// described; a partial failure is not remembered).
-    pub fn put(&mut self, library: &Path, kernels: &[Result<KernelSpec, String>]) {
+    pub fn put(&mut self, library: &Path, described: &LibraryKernels) {
         let Some(identity) = Identity::of(library) else {
             return;
         };
-        let Some(kernels) = kernels.iter().cloned().collect::<Result<Vec<_>, _>>().ok() else {
+        let Some(kernels) = described
+            .kernels
+            .iter()
+            .cloned()
+            .collect::<Result<Vec<_>, _>>()
+            .ok()
+        else {
             return;
         };
-        self.entries
-            .insert(library.to_path_buf(), Entry { identity, kernels });
+        self.entries.insert(
+            library.to_path_buf(),
+            Entry {
+                identity,
+                kernels,
+                api_version: described.api_version.clone(),
+            },
+        );
         self.dirty = true;
     }
 
@@ -174,10 +201,14 @@ mod tests {
         std::fs::write(&lib, b"version 1").expect("lib");
         let spec = KernelSpec::new("x", "1.0.0").output("o");
         let mut cache = DescribeCache::open_in(Some(dir.path().join("cache")));
-        cache.put(&lib, &[Ok(spec.clone())]);
+        let described = LibraryKernels {
+            kernels: vec![Ok(spec.clone())],
+            api_version: Some("0.1.0".into()),
+        };
+        cache.put(&lib, &described);
         cache.save();
         let again = DescribeCache::open_in(Some(dir.path().join("cache")));
-        assert_eq!(again.get(&lib), Some(vec![spec.clone()]));
+        assert_eq!(again.get(&lib), Some(described));
         // Replaced by another build (another inode, size and times).
         let tmp = dir.path().join("new.so");
         std::fs::write(&tmp, b"version 2, longer").expect("new");
@@ -185,7 +216,13 @@ mod tests {
         assert_eq!(again.get(&lib), None);
         // A failed describe is not remembered.
         let mut cache = DescribeCache::open_in(Some(dir.path().join("cache")));
-        cache.put(&lib, &[Ok(spec), Err("boom".into())]);
+        cache.put(
+            &lib,
+            &LibraryKernels {
+                kernels: vec![Ok(spec), Err("boom".into())],
+                api_version: None,
+            },
+        );
         assert_eq!(cache.get(&lib), None);
     }
 }

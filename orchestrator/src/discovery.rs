@@ -31,7 +31,9 @@ Only files named like libkoas_kernel_*.so (.dylib, or koas_kernel_*.dll) are loa
 use crate::limits::Isolation;
 use crate::loader::{load_plugin, LoadError};
 use crate::worker::pool::{DescribeProblem, WorkerPool};
-use koas_kernel_api::abi::{PluginError, PluginHandle, ABI_VERSION};
+use koas_kernel_api::abi::{
+    abi_mismatch_text, PluginError, PluginHandle, ABI_VERSION, API_VERSION,
+};
 use koas_kernel_api::KernelSpec;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -97,6 +99,10 @@ pub struct LoadedKernel {
     pub index: u32,
     /// The ABI version the library declares.
     pub abi_version: u32,
+    /// The `koas-kernel-api` version the library was built with, when it
+    /// says it (its version symbol, else its describe answers): `None` for
+    /// plugins older than that, or not written with `koas-kernel-api`.
+    pub api_version: Option<String>,
     /// The library's entry table (ABI version already checked), when the
     /// library was loaded into this process (in-process discovery); `None`
     /// when a worker described it, and the engine loads it on first
@@ -128,6 +134,9 @@ pub enum DiscoveryProblem {
         expected: u32,
         /// The version the library declares.
         found: u32,
+        /// The `koas-kernel-api` version the library was built with, when
+        /// it exports the symbol naming it.
+        api_version: Option<String>,
     },
     /// Describing a kernel failed, or its spec is invalid.
     DescribeFailed {
@@ -165,10 +174,12 @@ impl std::fmt::Display for DiscoveryProblem {
                 path,
                 expected,
                 found,
+                api_version,
             } => write!(
                 f,
-                "{}: skipped: built for koas ABI version {found}, this koas expects ABI version {expected}; rebuild the plugin against koas-kernel-api with ABI {expected}",
-                path.display()
+                "{}: skipped: {}; rebuild the plugin against koas-kernel-api {API_VERSION}",
+                path.display(),
+                abi_mismatch_text(*found, api_version.as_deref(), *expected)
             ),
             DiscoveryProblem::DescribeFailed {
                 path,
@@ -209,6 +220,59 @@ pub struct Discovery {
     /// Shared libraries in a search folder that were not loaded because of
     /// their file name (see [`ignored_files`]).
     pub ignored: Vec<IgnoredFile>,
+}
+
+/// A library built with a newer `koas-kernel-api` than this koas's, of
+/// the same ABI version: its kernels load (what that kernel-api added is
+/// unknown to this koas), and `koas kernels` says so.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct NewerApi {
+    /// The library.
+    pub path: PathBuf,
+    /// The `koas-kernel-api` version it was built with.
+    pub api_version: String,
+}
+
+impl std::fmt::Display for NewerApi {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: built with koas-kernel-api {}, newer than this koas's {API_VERSION} (the same ABI {ABI_VERSION}): it loads, but what that kernel-api added is unknown to this koas",
+            self.path.display(),
+            self.api_version
+        )
+    }
+}
+
+/// `true` when the version `a` is newer than `b`, both
+/// `MAJOR.MINOR.PATCH` (a pre-release suffix is ignored; a version that
+/// does not parse is never newer).
+pub fn newer_version(a: &str, b: &str) -> bool {
+    fn parse(v: &str) -> Option<(u64, u64, u64)> {
+        let core = v.split(['-', '+']).next()?;
+        let mut parts = core.split('.').map(|p| p.parse::<u64>().ok());
+        let version = (parts.next()??, parts.next()??, parts.next()??);
+        parts.next().is_none().then_some(version)
+    }
+    matches!((parse(a), parse(b)), (Some(a), Some(b)) if a > b)
+}
+
+impl Discovery {
+    /// The libraries of usable kernels built with a newer
+    /// `koas-kernel-api` than this koas's, each once.
+    pub fn newer_api(&self) -> Vec<NewerApi> {
+        let mut out: Vec<NewerApi> = Vec::new();
+        for k in self.kernels.values() {
+            let Some(v) = &k.api_version else { continue };
+            if newer_version(v, API_VERSION) && !out.iter().any(|n| n.path == k.library) {
+                out.push(NewerApi {
+                    path: k.library.clone(),
+                    api_version: v.clone(),
+                });
+            }
+        }
+        out
+    }
 }
 
 /// A shared library in a search folder that discovery did not load
@@ -343,21 +407,43 @@ fn library_files(search: &SearchPath) -> Vec<PathBuf> {
     files
 }
 
+/// What describing one library gave: each kernel's spec or describe
+/// error, and the `koas-kernel-api` version it was built with.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LibraryKernels {
+    /// Per kernel index, its spec or why describe failed.
+    pub kernels: Vec<Result<KernelSpec, String>>,
+    /// The library's version symbol, else the first describe answer that
+    /// names one; `None` when neither does.
+    pub api_version: Option<String>,
+}
+
+impl LibraryKernels {
+    /// Describes every kernel of a loaded library.
+    pub fn describe(handle: &PluginHandle) -> LibraryKernels {
+        let mut api_version = handle.api_version().map(str::to_owned);
+        let kernels = (0..handle.kernel_count())
+            .map(|index| match handle.describe_versioned(index) {
+                Ok((spec, named)) => {
+                    api_version = api_version.take().or(named);
+                    Ok(spec)
+                }
+                Err(PluginError::Describe { message, .. }) => Err(message),
+                Err(other) => Err(other.to_string()),
+            })
+            .collect();
+        LibraryKernels {
+            kernels,
+            api_version,
+        }
+    }
+}
+
 /// Loads every kernel library found in `search` into this process, in
 /// order. The first library to export a kernel name wins.
 pub fn discover(search: &[SearchPath]) -> Discovery {
     discover_with(search, |path| match load_plugin(path) {
-        Ok(handle) => Ok((
-            Some(handle),
-            (0..handle.kernel_count())
-                .map(|index| {
-                    handle.describe(index).map_err(|e| match e {
-                        PluginError::Describe { message, .. } => message,
-                        other => other.to_string(),
-                    })
-                })
-                .collect(),
-        )),
+        Ok(handle) => Ok((Some(handle), LibraryKernels::describe(&handle))),
         Err(e) => Err(problem_of(path, e)),
     })
 }
@@ -372,7 +458,7 @@ pub fn discover_in_workers(
     let mut remembered = crate::describe_cache::DescribeCache::open();
     let found = discover_with(search, |path| {
         if let Some(kernels) = remembered.get(path) {
-            return Ok((None, kernels.into_iter().map(Ok).collect()));
+            return Ok((None, kernels));
         }
         describe_in_worker(pool, path, memory_mb).inspect(|(_, kernels)| {
             remembered.put(path, kernels);
@@ -419,7 +505,7 @@ pub fn discover_isolated(
 
 /// A library's entry table (when loaded here) and what describe gave for
 /// each of its kernels.
-type Described = (Option<PluginHandle>, Vec<Result<KernelSpec, String>>);
+type Described = (Option<PluginHandle>, LibraryKernels);
 
 fn discover_with(
     search: &[SearchPath],
@@ -455,13 +541,16 @@ fn problem_of(path: &Path, e: LoadError) -> DiscoveryProblem {
         LoadError::MissingSymbol => DiscoveryProblem::MissingSymbol {
             path: path.to_path_buf(),
         },
-        LoadError::Plugin(PluginError::AbiMismatch { found, expected }) => {
-            DiscoveryProblem::AbiMismatch {
-                path: path.to_path_buf(),
-                expected,
-                found,
-            }
-        }
+        LoadError::Plugin(PluginError::AbiMismatch {
+            found,
+            expected,
+            api_version,
+        }) => DiscoveryProblem::AbiMismatch {
+            path: path.to_path_buf(),
+            expected,
+            found,
+            api_version,
+        },
         LoadError::Plugin(other) => DiscoveryProblem::LoadFailed {
             path: path.to_path_buf(),
             message: other.to_string(),
@@ -473,10 +562,11 @@ fn add_library(
     found: &mut Discovery,
     path: &Path,
     handle: Option<PluginHandle>,
-    specs: Vec<Result<KernelSpec, String>>,
+    library: LibraryKernels,
 ) {
     found.libraries.push(path.to_path_buf());
-    for (index, described) in (0u32..).zip(specs) {
+    let api_version = library.api_version;
+    for (index, described) in (0u32..).zip(library.kernels) {
         let spec = match described.and_then(|s| {
             s.validate()?;
             Ok(s)
@@ -506,6 +596,7 @@ fn add_library(
                 library: path.to_path_buf(),
                 index,
                 abi_version: ABI_VERSION,
+                api_version: api_version.clone(),
                 handle,
             },
         );
@@ -525,6 +616,59 @@ mod tests {
         assert!(!is_kernel_library_name(&format!("{p}other{s}")));
         assert!(!is_kernel_library_name(&format!("{p}koas_kernel_md.rlib")));
         assert!(!is_kernel_library_name("koas_kernel_md.txt"));
+    }
+
+    #[test]
+    fn versions_compare_by_their_numbers() {
+        assert!(newer_version("0.2.0", "0.1.9"));
+        assert!(newer_version("1.0.0", "0.99.99"));
+        assert!(newer_version("0.1.10", "0.1.9"));
+        assert!(!newer_version("0.1.0", "0.1.0"));
+        assert!(!newer_version("0.1.0-rc.1", "0.1.0"));
+        assert!(!newer_version("0.0.9", "0.1.0"));
+        assert!(!newer_version("banana", "0.1.0"));
+        assert!(!newer_version("1.2", "0.1.0"));
+    }
+
+    #[test]
+    fn an_abi_mismatch_names_both_abi_and_kernel_api_versions() {
+        let problem = DiscoveryProblem::AbiMismatch {
+            path: PathBuf::from("/k/libkoas_kernel_old.so"),
+            expected: ABI_VERSION,
+            found: 999,
+            api_version: Some("7.0.0".into()),
+        };
+        assert_eq!(
+            problem.to_string(),
+            format!("/k/libkoas_kernel_old.so: skipped: built with koas-kernel-api 7.0.0 (ABI 999); this koas has koas-kernel-api {API_VERSION} (ABI {ABI_VERSION}); rebuild the plugin against koas-kernel-api {API_VERSION}")
+        );
+    }
+
+    #[test]
+    fn a_library_of_a_newer_kernel_api_is_loaded_and_noted_once() {
+        let mut d = Discovery::default();
+        let library = LibraryKernels {
+            kernels: vec![
+                Ok(KernelSpec::new("a", "1.0.0").output("x")),
+                Ok(KernelSpec::new("b", "1.0.0").output("y")),
+            ],
+            api_version: Some("99.0.0".into()),
+        };
+        add_library(&mut d, Path::new("/k/libkoas_kernel_new.so"), None, library);
+        let same = LibraryKernels {
+            kernels: vec![Ok(KernelSpec::new("c", "1.0.0").output("z"))],
+            api_version: Some(API_VERSION.into()),
+        };
+        add_library(&mut d, Path::new("/k/libkoas_kernel_same.so"), None, same);
+        assert_eq!(d.kernels.len(), 3);
+        assert!(d.problems.is_empty());
+        assert_eq!(d.kernels["a"].api_version.as_deref(), Some("99.0.0"));
+        let newer = d.newer_api();
+        assert_eq!(newer.len(), 1, "{newer:?}");
+        assert_eq!(newer[0].path, PathBuf::from("/k/libkoas_kernel_new.so"));
+        assert!(newer[0]
+            .to_string()
+            .contains("built with koas-kernel-api 99.0.0, newer than this koas's"));
     }
 
     #[test]

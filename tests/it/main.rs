@@ -24,6 +24,8 @@ mod html_report;
 mod install;
 mod isolation;
 mod kernel_authors;
+mod kernel_scaffold;
+mod kernel_test_support;
 mod llm_host;
 mod llm_stage;
 mod mcp;

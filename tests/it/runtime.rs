@@ -34,6 +34,11 @@ fn discovery_lists_kernels_from_every_source() {
         .find(|k| k["name"] == "threshold")
         .expect("threshold");
     assert_eq!(k["abi_version"], 1);
+    // The kernel-api it was built with, from the symbol export_kernel!
+    // generates.
+    assert_eq!(k["api_version"], koas_kernel_api::abi::API_VERSION);
+    assert_eq!(v["api_version"], koas_kernel_api::abi::API_VERSION);
+    assert_eq!(v["notes"], serde_json::json!([]));
     assert_eq!(k["version"], "1.0.0");
     assert_eq!(k["default_config"]["threshold"], 10);
     assert!(k["library"]
@@ -112,9 +117,15 @@ fn a_plugin_built_for_another_abi_is_refused_and_every_problem_is_reported() {
             .and_then(|f| f.to_str())
             .expect("name")
     ));
+    // Both ABI versions and both kernel-api versions, the plugin's from its
+    // optional symbol.
+    assert_eq!(abi["api_version"], "7.0.0");
     let msg = abi["message"].as_str().expect("message");
+    let api = koas_kernel_api::abi::API_VERSION;
     assert!(
-        msg.contains("999") && msg.contains("ABI version 1"),
+        msg.ends_with(&format!(
+            ": skipped: built with koas-kernel-api 7.0.0 (ABI 999); this koas has koas-kernel-api {api} (ABI 1); rebuild the plugin against koas-kernel-api {api}"
+        )),
         "{msg}"
     );
     assert!(problems.iter().any(|p| p["problem"] == "missing_symbol"));
@@ -144,11 +155,85 @@ fn a_plugin_built_for_another_abi_is_refused_and_every_problem_is_reported() {
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("5 plugin problem(s)"), "{err}");
-    assert!(err.contains("built for koas ABI version 999"), "{err}");
+    assert!(
+        err.contains("built with koas-kernel-api 7.0.0 (ABI 999)"),
+        "{err}"
+    );
     assert!(
         err.trim_end()
             .ends_with("5 plugin(s) skipped, exit 1 (--allow-skipped accepts them)"),
         "{err}"
+    );
+}
+
+#[test]
+fn a_plugin_of_a_newer_kernel_api_loads_with_a_note() {
+    let folder = test_plugin_folder(&["newer-api", "testkit"]);
+    let out = run(koas()
+        .args(["kernels", "--json", "--kernel-path"])
+        .arg(folder.path()));
+    // A note, not a skip: exit 0, the kernel listed.
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: Value = serde_json::from_str(&stdout(&out)).expect("json");
+    let newer = v["kernels"]
+        .as_array()
+        .expect("kernels")
+        .iter()
+        .find(|k| k["name"] == "newer_api")
+        .expect("newer_api is listed");
+    // Its describe answer names the version (it has no version symbol).
+    assert_eq!(newer["api_version"], "99.0.0");
+    assert_eq!(v["problems"], serde_json::json!([]));
+    let notes = v["notes"].as_array().expect("notes");
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert_eq!(notes[0]["note"], "newer_kernel_api");
+    assert_eq!(notes[0]["api_version"], "99.0.0");
+    let api = koas_kernel_api::abi::API_VERSION;
+    let expected = format!(
+        "built with koas-kernel-api 99.0.0, newer than this koas's {api} (the same ABI 1): it loads, but what that kernel-api added is unknown to this koas"
+    );
+    assert!(
+        notes[0]["message"]
+            .as_str()
+            .is_some_and(|m| m.ends_with(&expected)),
+        "{notes:?}"
+    );
+    assert_eq!(
+        stderr(&out).lines().last().map(|l| l.ends_with(&expected)),
+        Some(true),
+        "{}",
+        stderr(&out)
+    );
+    // The listing shows each kernel's kernel-api and the same note.
+    let out = run(koas()
+        .arg("kernels")
+        .arg("--kernel-path")
+        .arg(folder.path()));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let listing = stdout(&out);
+    assert!(
+        listing
+            .lines()
+            .next()
+            .is_some_and(|h| h.ends_with("ABI  KERNEL-API")),
+        "{listing}"
+    );
+    let row = listing
+        .lines()
+        .find(|l| l.starts_with("newer_api "))
+        .expect("newer_api row");
+    assert!(row.ends_with("1    99.0.0"), "{row}");
+    let row = listing
+        .lines()
+        .find(|l| l.starts_with("threshold "))
+        .expect("threshold row");
+    assert!(row.ends_with(&format!("1    {api}")), "{row}");
+    assert!(
+        stderr(&out)
+            .lines()
+            .any(|l| l.starts_with("note: ") && l.ends_with(&expected)),
+        "{}",
+        stderr(&out)
     );
 }
 

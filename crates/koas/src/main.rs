@@ -119,6 +119,10 @@ pub enum Command {
     /// Serve the reviewer's commands as MCP tools on stdio (for Claude
     /// Desktop, Claude Code, editors and agents).
     Mcp(koas_mcp::McpArgs),
+    /// Create a new kernel crate (`koas new kernel NAME`): a findings check
+    /// with its tests, a pipeline and a README, ready to build and install.
+    #[command(subcommand)]
+    New(reviewer::new::NewCommand),
 }
 
 fn main() -> ExitCode {
@@ -174,6 +178,7 @@ fn main() -> ExitCode {
         Command::Grep(args) => reviewer::grep::execute(&global, args),
         Command::Status(args) => reviewer::status::execute(&global, args),
         Command::Mcp(args) => koas_mcp::execute(&global, args),
+        Command::New(command) => reviewer::new::execute(&global, command),
     };
     match result {
         Ok(status) => status.into(),

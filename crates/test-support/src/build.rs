@@ -92,6 +92,25 @@ fn cargo() -> Command {
     Command::new(std::env::var_os("CARGO").unwrap_or_else(|| env!("CARGO").into()))
 }
 
+/// The cargo running the tests, for a test that runs cargo on a project
+/// of its own (`RUSTFLAGS` of the outer build left out, as for
+/// [`build_standalone`]).
+pub fn cargo_command() -> Command {
+    let mut cmd = cargo();
+    cmd.env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS");
+    cmd
+}
+
+/// The cargo target directory of the running test (`target/`, or
+/// `$CARGO_TARGET_DIR`): a project a test builds puts its own target
+/// folder below it, so that later runs reuse what it compiled.
+pub fn target_dir() -> PathBuf {
+    Layout::current()
+        .map(|l| l.target_dir)
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
 /// Runs a quiet, offline `cargo build` with `args`; cargo's stderr on
 /// failure.
 fn cargo_build(mut cmd: Command, args: &[String], what: &str) -> Result<(), String> {

@@ -28,7 +28,10 @@ pub mod git;
 pub mod model;
 pub mod workload;
 
-pub use build::{build_standalone, koas_bin, test_plugin, test_plugin_folder, test_plugins_dir};
+pub use build::{
+    build_standalone, cargo_command, koas_bin, target_dir, test_plugin, test_plugin_folder,
+    test_plugins_dir,
+};
 pub use corpus::{
     find_shared, repo_root, shared_dir, shared_documents, shared_files, shared_location,
     shared_seed_000,

@@ -31,6 +31,9 @@ pub fn execute(global: &HostOptions, args: KernelsArgs) -> anyhow::Result<ExitSt
         None => None,
     };
     let d = global.discover(pipeline.as_ref());
+    // Loaded, but the user should know: a plugin of a newer kernel-api may
+    // count on what this koas does not have.
+    let newer = d.newer_api();
     if args.json {
         let kernels: Vec<serde_json::Value> = d
             .kernels
@@ -48,6 +51,7 @@ pub fn execute(global: &HostOptions, args: KernelsArgs) -> anyhow::Result<ExitSt
                     "default_config": k.spec.default_config,
                     "library": k.library,
                     "abi_version": k.abi_version,
+                    "api_version": k.api_version,
                 })
             })
             .collect();
@@ -62,22 +66,37 @@ pub fn execute(global: &HostOptions, args: KernelsArgs) -> anyhow::Result<ExitSt
                 v
             })
             .collect();
+        let notes: Vec<serde_json::Value> = newer
+            .iter()
+            .map(|n| {
+                serde_json::json!({
+                    "note": "newer_kernel_api",
+                    "path": n.path,
+                    "api_version": n.api_version,
+                    "message": n.to_string(),
+                })
+            })
+            .collect();
         outln!(
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({
                 "kernels": kernels,
                 "problems": problems,
+                "notes": notes,
                 "searched": d.searched,
                 "ignored": d.ignored,
+                "api_version": koas_kernel_api::abi::API_VERSION,
+                "abi_version": koas_kernel_api::abi::ABI_VERSION,
             }))?
         )?;
+        print_notes(&newer);
         return Ok(if d.kernels.is_empty() || skipped(&d, &args) {
             ExitStatus::Failure
         } else {
             ExitStatus::Success
         });
     }
-    let rows: Vec<[String; 7]> = d
+    let rows: Vec<[String; 8]> = d
         .kernels
         .values()
         .map(|k| {
@@ -120,11 +139,19 @@ pub fn execute(global: &HostOptions, args: KernelsArgs) -> anyhow::Result<ExitSt
                     .map(|f| f.to_string_lossy().into_owned())
                     .unwrap_or_default(),
                 k.abi_version.to_string(),
+                k.api_version.clone().unwrap_or_else(|| "-".into()),
             ]
         })
         .collect();
     let header = [
-        "NAME", "VERSION", "STAGE", "INPUTS", "OUTPUTS", "LIBRARY", "ABI",
+        "NAME",
+        "VERSION",
+        "STAGE",
+        "INPUTS",
+        "OUTPUTS",
+        "LIBRARY",
+        "ABI",
+        "KERNEL-API",
     ];
     let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
     for r in &rows {
@@ -164,6 +191,7 @@ pub fn execute(global: &HostOptions, args: KernelsArgs) -> anyhow::Result<ExitSt
             eprintln!("  - {i}");
         }
     }
+    print_notes(&newer);
     if rows.is_empty() {
         // A koas without kernels can do nothing: say where it looked and
         // how to fix it, and let scripts see it in the exit code.
@@ -174,6 +202,14 @@ pub fn execute(global: &HostOptions, args: KernelsArgs) -> anyhow::Result<ExitSt
         return Ok(ExitStatus::Failure);
     }
     Ok(ExitStatus::Success)
+}
+
+/// Says which libraries were built with a newer kernel-api (on stderr;
+/// they are loaded, the exit status does not change).
+fn print_notes(newer: &[crate::discovery::NewerApi]) {
+    for n in newer {
+        eprintln!("note: {n}");
+    }
 }
 
 /// Whether a plugin was skipped and that fails the command: then the last

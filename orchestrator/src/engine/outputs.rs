@@ -200,6 +200,7 @@ mod tests {
             library: ws.path().join("libk.so"),
             index: 0,
             abi_version: koas_kernel_api::abi::ABI_VERSION,
+            api_version: None,
             handle: None,
         };
         let wire = br#"{"status": "ok", "artifacts": {

@@ -93,10 +93,19 @@ pub(crate) enum ToWorker {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub(crate) enum WireLoadError {
-    Open { message: String },
+    Open {
+        message: String,
+    },
     MissingSymbol,
-    AbiMismatch { found: u32, expected: u32 },
-    Other { message: String },
+    AbiMismatch {
+        found: u32,
+        expected: u32,
+        #[serde(default)]
+        api_version: Option<String>,
+    },
+    Other {
+        message: String,
+    },
 }
 
 /// What the worker sends.
@@ -111,6 +120,10 @@ pub(crate) enum FromWorker {
     /// A library's kernels: each a spec or the describe error.
     Described {
         result: Result<Vec<Result<KernelSpec, String>>, WireLoadError>,
+        /// The `koas-kernel-api` version the library was built with, when
+        /// it says it.
+        #[serde(default)]
+        api_version: Option<String>,
         /// The threads loading and describing the library left running
         /// (`None` where the system does not say).
         left_threads: Option<u32>,

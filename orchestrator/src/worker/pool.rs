@@ -4,11 +4,12 @@ use super::{
     group, read_frame_with, write_frame, write_frame_body, Body, FrameError, FromWorker, ToWorker,
     WireLoadError, PROTOCOL_VERSION, WORKER_ARG,
 };
+use crate::discovery::LibraryKernels;
 use crate::host::RunHost;
 use crate::limits::{KernelLimits, CANCEL_GRACE, DESCRIBE_TIMEOUT};
 use koas_kernel_api::abi::ABI_VERSION;
 use koas_kernel_api::protocol::HostCallResponse;
-use koas_kernel_api::{Host, KernelSpec, LogLevel};
+use koas_kernel_api::{Host, LogLevel};
 use std::collections::VecDeque;
 use std::io::{BufReader, BufWriter, Read};
 use std::path::{Path, PathBuf};
@@ -846,7 +847,7 @@ impl Watchdog<'_> {
 }
 
 /// What a library's describe gave, from a worker.
-pub type Described = Result<Vec<Result<KernelSpec, String>>, DescribeProblem>;
+pub type Described = Result<LibraryKernels, DescribeProblem>;
 
 /// Why a library could not be described in a worker.
 #[derive(Debug, Clone)]
@@ -1010,12 +1011,13 @@ impl WorkerPool {
         let answer = worker.exchange(&request, &&[][..], 0, watch, |frame, _| match frame {
             FromWorker::Described {
                 result,
+                api_version,
                 left_threads,
-            } => Some((result, left_threads)),
+            } => Some((result, api_version, left_threads)),
             _ => None,
         });
-        let result = match answer {
-            Ok((result, left_threads)) => {
+        let (result, api_version) = match answer {
+            Ok((result, api_version, left_threads)) => {
                 worker.served(
                     Job::Describe {
                         library: library.to_path_buf(),
@@ -1023,7 +1025,7 @@ impl WorkerPool {
                     left_threads,
                 );
                 self.give_back(worker, late);
-                result
+                (result, api_version)
             }
             Err(EndCause::Died) if first_try && worker.suspect.is_some() => {
                 // Maybe a thread an earlier library or kernel left running
@@ -1041,16 +1043,29 @@ impl WorkerPool {
             }
             Err(cause) => return Err(DescribeProblem::Worker(worker.end(cause))),
         };
-        result.map_err(|e| {
-            DescribeProblem::Load(match e {
-                WireLoadError::Open { message } => crate::loader::LoadError::Open(message),
-                WireLoadError::MissingSymbol => crate::loader::LoadError::MissingSymbol,
-                WireLoadError::AbiMismatch { found, expected } => crate::loader::LoadError::Plugin(
-                    koas_kernel_api::abi::PluginError::AbiMismatch { found, expected },
-                ),
-                WireLoadError::Other { message } => crate::loader::LoadError::Open(message),
+        result
+            .map(|kernels| LibraryKernels {
+                kernels,
+                api_version,
             })
-        })
+            .map_err(|e| {
+                DescribeProblem::Load(match e {
+                    WireLoadError::Open { message } => crate::loader::LoadError::Open(message),
+                    WireLoadError::MissingSymbol => crate::loader::LoadError::MissingSymbol,
+                    WireLoadError::AbiMismatch {
+                        found,
+                        expected,
+                        api_version,
+                    } => crate::loader::LoadError::Plugin(
+                        koas_kernel_api::abi::PluginError::AbiMismatch {
+                            found,
+                            expected,
+                            api_version,
+                        },
+                    ),
+                    WireLoadError::Other { message } => crate::loader::LoadError::Open(message),
+                })
+            })
     }
 
     /// Runs one kernel in a worker: the plugin's answer or how the worker

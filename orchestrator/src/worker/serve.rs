@@ -4,6 +4,7 @@
 use super::{
     read_frame, write_frame, FrameError, FromWorker, ToWorker, WireLoadError, PROTOCOL_VERSION,
 };
+use crate::discovery::LibraryKernels;
 use crate::limits::{output_limit_message, MAX_LOG_LINE_CHARS};
 use crate::loader::{load_plugin, LoadError};
 use koas_kernel_api::abi::{PluginError, PluginHandle, ABI_VERSION};
@@ -79,12 +80,16 @@ fn serve_until_eof() -> io::Result<()> {
             ToWorker::Describe { library, memory_mb } => {
                 set_memory_limit(describe_limit(memory_mb));
                 let before = thread_count();
-                let result = describe(&mut libraries, &library);
+                let (result, api_version) = match describe(&mut libraries, &library) {
+                    Ok(described) => (Ok(described.kernels), described.api_version),
+                    Err(e) => (Err(e), None),
+                };
                 let left_threads = threads_left(before);
                 set_memory_limit(None);
                 shared.send(
                     &FromWorker::Described {
                         result,
+                        api_version,
                         left_threads,
                     },
                     &[],
@@ -205,25 +210,24 @@ fn load<'a>(
 fn describe(
     libraries: &mut HashMap<PathBuf, PluginHandle>,
     library: &Path,
-) -> Result<Vec<Result<koas_kernel_api::KernelSpec, String>>, WireLoadError> {
+) -> Result<LibraryKernels, WireLoadError> {
     let handle = load(libraries, library).map_err(|e| match e {
         LoadError::Open(message) => WireLoadError::Open { message },
         LoadError::MissingSymbol => WireLoadError::MissingSymbol,
-        LoadError::Plugin(PluginError::AbiMismatch { found, expected }) => {
-            WireLoadError::AbiMismatch { found, expected }
-        }
+        LoadError::Plugin(PluginError::AbiMismatch {
+            found,
+            expected,
+            api_version,
+        }) => WireLoadError::AbiMismatch {
+            found,
+            expected,
+            api_version,
+        },
         LoadError::Plugin(other) => WireLoadError::Other {
             message: other.to_string(),
         },
     })?;
-    Ok((0..handle.kernel_count())
-        .map(|index| {
-            handle.describe(index).map_err(|e| match e {
-                PluginError::Describe { message, .. } => message,
-                other => other.to_string(),
-            })
-        })
-        .collect())
+    Ok(LibraryKernels::describe(handle))
 }
 
 // One call site; a struct for these would only rename them.

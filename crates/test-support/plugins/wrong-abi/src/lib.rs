@@ -1,5 +1,6 @@
 //! A plugin that really declares another ABI version: the host must refuse
-//! it by reading only the version field.
+//! it by reading only the version field, and name the koas-kernel-api
+//! version its optional symbol gives (7.0.0 here).
 
 use koas_kernel_api::abi::{HostTable, PluginTable, RawBuffer};
 
@@ -31,4 +32,10 @@ static TABLE: PluginTable = PluginTable {
 #[no_mangle]
 pub extern "C" fn koas_plugin_entry() -> *const PluginTable {
     &TABLE
+}
+
+/// The optional symbol naming the koas-kernel-api it was "built with".
+#[no_mangle]
+pub extern "C" fn koas_plugin_api_version() -> *const std::ffi::c_char {
+    b"7.0.0\0".as_ptr().cast()
 }
