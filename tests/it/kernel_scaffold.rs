@@ -155,3 +155,148 @@ fn new_kernel_refuses_with_exit_2() {
     assert_eq!(help.status.code(), Some(0));
     assert!(stdout(&help).contains("Exit codes:"), "{}", stdout(&help));
 }
+
+/// The kernel `koas new kernel` wrote, built outside the workspace,
+/// installed in an XDG kernels folder and named in a project's koas.toml,
+/// is a first-class check: a plain `koas check` reports it, `[check]` and a
+/// `koas-disable` comment configure it, SARIF lists its rule, a review and
+/// a later report keep its section; and when its findings output is
+/// malformed, it is the kernel that fails, naming the field.
+#[test]
+fn a_kernel_from_koas_new_kernel_installed_in_xdg_is_a_first_class_check() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let out = new_kernel(tmp.path(), &["heading_length"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let crate_dir = tmp.path().join("heading_length");
+    let target = target_dir().join("scaffold-test");
+    let data = tmp.path().join("data");
+    let kernels = data.join("koas/kernels");
+    std::fs::create_dir_all(&kernels).expect("mkdir");
+    let library = format!(
+        "{}koas_kernel_heading_length{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    );
+    let build_and_install = || {
+        let out = cargo_command()
+            .args(["build", "--offline", "--quiet"])
+            .current_dir(&crate_dir)
+            .env("CARGO_TARGET_DIR", &target)
+            .output()
+            .expect("cargo runs");
+        assert!(out.status.success(), "{}", stderr(&out));
+        std::fs::copy(target.join("debug").join(&library), kernels.join(&library))
+            .expect("install");
+    };
+    build_and_install();
+
+    let project = tmp.path().join("project");
+    std::fs::create_dir_all(&project).expect("mkdir");
+    let heading = "Retention of the records of the audit committee";
+    let doc = format!("# Policy\n\nSome text.\n\n## {heading}\n\nMore text.\n");
+    std::fs::write(project.join("doc.md"), &doc).expect("doc");
+    let kernels_table =
+        "[kernels]\nrun = [\"heading_length\"]\n[kernels.config.heading_length]\nmax = 30\n";
+    let set_toml = |extra: &str| {
+        std::fs::write(project.join("koas.toml"), format!("{kernels_table}{extra}")).expect("toml")
+    };
+    let koas_in = |args: &[&str]| {
+        run(koas()
+            .args(args)
+            .current_dir(&project)
+            .env("XDG_DATA_HOME", &data)
+            .env_remove("KOAS_KERNEL_PATH"))
+    };
+    let line = format!(
+        "doc.md:5:1: warning heading_too_long [heading_length]: heading of {} characters (the limit is 30)\n",
+        heading.chars().count()
+    );
+
+    set_toml("");
+    let out = koas_in(&["check", "doc.md"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(stdout(&out), line);
+
+    // SARIF lists its rule with the description its spec declares.
+    let out = koas_in(&["check", "doc.md", "--format", "sarif"]);
+    let log: serde_json::Value = serde_json::from_slice(&out.stdout).expect("sarif");
+    let rules = log["runs"][0]["tool"]["driver"]["rules"]
+        .as_array()
+        .expect("rules");
+    let rule = rules
+        .iter()
+        .find(|r| r["id"] == "heading_length/heading_too_long")
+        .unwrap_or_else(|| panic!("{log}"));
+    assert_eq!(
+        rule["shortDescription"]["text"],
+        "A heading longer than `max` characters"
+    );
+
+    // koas.toml disables it, then changes its severity.
+    set_toml("[check]\ndisable = [\"heading_too_long\"]\n");
+    let out = koas_in(&["check", "doc.md"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "");
+    set_toml("[check.severity]\n\"heading_length/heading_too_long\" = \"error\"\n");
+    let out = koas_in(&["check", "doc.md"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(stdout(&out), line.replace("warning", "error"));
+
+    // A koas-disable comment silences it, with no "unknown kind" warning.
+    set_toml("");
+    let silenced = doc.replace(
+        "## Retention",
+        "<!-- koas-disable-next-line heading_too_long -->\n## Retention",
+    );
+    std::fs::write(project.join("doc.md"), &silenced).expect("doc");
+    let out = koas_in(&["check", "doc.md"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("unknown kind"), "{}", stderr(&out));
+    std::fs::write(project.join("doc.md"), &doc).expect("doc");
+
+    // A review and a later report keep its section.
+    let out = koas_in(&["review", "doc.md", "--no-llm"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let workspace = std::fs::read_dir(project.join(".review"))
+        .expect(".review")
+        .flatten()
+        .next()
+        .expect("the review workspace")
+        .path();
+    let report = workspace.join("review/REVIEW_doc.md");
+    let row = format!(
+        "| `heading_length` | 5 | attention | heading_too_long | heading of {} characters (the limit is 30) |",
+        heading.chars().count()
+    );
+    let text = std::fs::read_to_string(&report).expect("report");
+    assert!(text.contains(&row), "{text}");
+    std::fs::remove_file(&report).expect("rm");
+    let out = koas_in(&["report", "doc.md"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = std::fs::read_to_string(&report).expect("report");
+    assert!(text.contains(&row), "{text}");
+
+    // A findings output that breaks the contract fails the kernel itself.
+    let lib_rs = crate_dir.join("src/lib.rs");
+    let source = std::fs::read_to_string(&lib_rs).expect("lib.rs");
+    let broken = source.replacen(
+        "KernelFinding::new(TOO_LONG, section.line_start,",
+        "KernelFinding::new(TOO_LONG, 0,",
+        1,
+    );
+    assert_ne!(
+        broken, source,
+        "the generated kernel builds its findings as documented"
+    );
+    std::fs::write(&lib_rs, broken).expect("lib.rs");
+    build_and_install();
+    let out = koas_in(&["check", "doc.md"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("kernel `heading_length` (")
+            && stderr(&out).contains("libkoas_kernel_heading_length")
+            && stderr(&out).contains(") failed: returned a malformed findings output `heading_length_findings`: findings[0].line: expected a whole number ≥ 1, got 0"),
+        "{}",
+        stderr(&out)
+    );
+}

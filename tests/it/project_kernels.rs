@@ -205,6 +205,17 @@ fn sarif_lists_its_rule_with_the_kernels_description() {
     assert!(results
         .iter()
         .any(|r| r["ruleId"] == "spell_check/spelling"));
+    // `koas kernels --json` shows the kinds a kernel declares.
+    let out = p.koas(&["kernels", "--json", "--allow-skipped"]);
+    let listing: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let spell = listing["kernels"]
+        .as_array()
+        .and_then(|k| k.iter().find(|k| k["name"] == "spell_check"))
+        .unwrap_or_else(|| panic!("{listing}"));
+    assert_eq!(
+        spell["finding_kinds"],
+        serde_json::json!([{"kind": "spelling", "description": "A misspelt word"}])
+    );
 }
 
 #[test]

@@ -49,6 +49,7 @@ pub fn execute(global: &HostOptions, args: KernelsArgs) -> anyhow::Result<ExitSt
                     "deterministic": k.spec.deterministic,
                     "uses_llm": k.spec.uses_llm,
                     "default_config": k.spec.default_config,
+                    "finding_kinds": k.spec.finding_kinds,
                     "library": k.library,
                     "abi_version": k.abi_version,
                     "api_version": k.api_version,

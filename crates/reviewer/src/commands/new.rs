@@ -407,7 +407,8 @@ pub fn report(args: &NewKernelArgs, created: &Created) -> String {
         "koas-kernel-api: {}\n\
          Next:\n  cd {dir}\n  cargo test\n  cargo build --release\n  \
          mkdir -p {kernels} && cp target/release/{so} {kernels}/\n  \
-         koas kernels",
+         koas kernels\n\
+         Then, in a project's koas.toml: [kernels] run = [\"{name}\"]",
         created.sources.kernel_api.display()
     ));
     text
