@@ -402,8 +402,9 @@ fn serve(mut stream: TcpStream, state: &State) {
     set_time(state, id, |t, now| t.start = Some(now));
     let now = state.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
     state.peak.fetch_max(now, Ordering::SeqCst);
-    let answered = answer(&mut stream, state, &request);
-    state.in_flight.fetch_sub(1, Ordering::SeqCst);
+    let counted = AtomicBool::new(true);
+    let answered = answer(&mut stream, state, &request, &counted);
+    release(state, &counted);
     // Ended before the slot is given back, so the next request's start
     // never comes before this end.
     finish(state, id, answered && !state.killed.load(Ordering::SeqCst));
@@ -460,7 +461,22 @@ fn finish(state: &State, id: usize, answered: bool) {
 
 /// Answers one chat request as the script says; `true` when the whole
 /// answer was written.
-fn answer(stream: &mut TcpStream, state: &State, request: &ModelRequest) -> bool {
+/// Stops counting a request as in flight, once. A whole answer is
+/// released just before it is written: the client may send its next
+/// request the moment it has read this one, and that request must not
+/// find this one still counted (a peak one too high).
+fn release(state: &State, counted: &AtomicBool) {
+    if counted.swap(false, Ordering::SeqCst) {
+        state.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+fn answer(
+    stream: &mut TcpStream,
+    state: &State,
+    request: &ModelRequest,
+    counted: &AtomicBool,
+) -> bool {
     let model = state.model.as_str();
     let answer = (state.script)(request);
     let request = request.clone();
@@ -480,15 +496,20 @@ fn answer(stream: &mut TcpStream, state: &State, request: &ModelRequest) -> bool
                     "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
                     "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}});
                 out.push_str(&format!("data: {last}\n\ndata: [DONE]\n\n"));
+                release(state, counted);
                 respond(stream, 200, "text/event-stream", &out)
             } else {
                 let body = json!({"id": "s", "object": "chat.completion", "model": model,
                     "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
                     "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}});
+                release(state, counted);
                 respond(stream, 200, "application/json", &body.to_string())
             }
         }
-        ModelAnswer::Status(status, body) => respond(stream, status, "application/json", &body),
+        ModelAnswer::Status(status, body) => {
+            release(state, counted);
+            respond(stream, status, "application/json", &body)
+        }
         ModelAnswer::Drop(delay) => {
             std::thread::sleep(delay);
             let _ = stream.shutdown(std::net::Shutdown::Both);
