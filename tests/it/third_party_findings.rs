@@ -12,11 +12,24 @@ const DOC: &str = "# Guide\n\nThis is teh guide.\n\nAll is fine here.\n";
 /// A pipeline of the reviewer's kernels plus the third party's
 /// `spell_check` (and `extra` more kernels), its plugins in `folder`.
 fn pipeline(s: &Scratch, folder: &std::path::Path, extra: &str) {
+    s.write(
+        "p.toml",
+        &format!(
+            "name = \"checks\"\n{}\nkernel_paths = [\"{}\"]\n",
+            reviewer_kernels_with(extra),
+            folder.display()
+        ),
+    );
+}
+
+/// The `kernels = [...]` line of configs/reviewer.toml with
+/// `spell_check` (and `extra`) added at the end.
+pub(crate) fn reviewer_kernels_with(extra: &str) -> String {
     let reviewer = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs/reviewer.toml"),
     )
     .expect("configs/reviewer.toml");
-    let kernels = reviewer
+    reviewer
         .lines()
         .skip_while(|l| !l.starts_with("kernels"))
         .take_while(|l| !l.trim().is_empty())
@@ -25,14 +38,7 @@ fn pipeline(s: &Scratch, folder: &std::path::Path, extra: &str) {
         .replace(
             "\"md_revert\"]",
             &format!("\"md_revert\", \"spell_check\"{extra}]"),
-        );
-    s.write(
-        "p.toml",
-        &format!(
-            "name = \"checks\"\n{kernels}\nkernel_paths = [\"{}\"]\n",
-            folder.display()
-        ),
-    );
+        )
 }
 
 #[test]

@@ -101,6 +101,26 @@ pub const REFINE_STATE: &str = "refine_state";
 /// Host (`koas refine`): a JSON array of [`crate::refine::RefineChange`].
 pub const REFINE_CHANGES: &str = "refine_changes";
 
+/// The document source and every artifact of the built-in Stage 1 and the
+/// deterministic Stage 2 kernels: what any kernel run after them may read,
+/// and what the test fixtures of `koas-kernel-test` give.
+pub const STAGE_1_AND_2: &[&str] = &[
+    DOC,
+    DOC_RAW,
+    DOC_HASH,
+    FILE_STATS,
+    HEADING_TREE,
+    SECTION_INDEX,
+    ANCHOR_MAP,
+    PROTECTED_SPANS,
+    PROTECTED_SUMMARY,
+    CHUNKS,
+    ISSUES,
+    NUMBERING_FINDINGS,
+    RENUMBER_OPS,
+    CHUNK_FINGERPRINTS,
+];
+
 /// Every name above, for checks that a kernel spec or a pipeline names a
 /// known artifact.
 pub const ALL: &[&str] = &[

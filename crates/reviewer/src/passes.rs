@@ -62,6 +62,27 @@ pub fn load(
     load_built_in(file, BUILT_IN, BUILT_IN_NAME, workspace, inputs)
 }
 
+/// The reviewer pipeline of a command on `target`'s workspace: the
+/// `given` pipeline file, else the one the review was made with, else the
+/// built-in one, on the workspace's original document, with the project
+/// file applied and its kernels found.
+pub fn workspace_pipeline(
+    global: &HostOptions,
+    target: &crate::common::ReviewTarget,
+    given: Option<&Path>,
+) -> anyhow::Result<(Pipeline, Discovery)> {
+    let file = target.pipeline_file(given)?;
+    let raw = target.workspace.path(koas_review_workspace::paths::RAW_DOC);
+    let mut pipeline = load(
+        file.as_deref(),
+        target.root(),
+        vec![("doc".to_owned(), raw)],
+    )?;
+    target.project.apply(&mut pipeline)?;
+    let (discovery, _) = crate::project::discover(global, &mut pipeline, &target.project)?;
+    Ok((pipeline, discovery))
+}
+
 /// The model of a review of `document`: the `[llm]` table of the
 /// project's `koas.toml` (found upward from the document), then the
 /// pipeline's, then `--tutor-model`, then the flags. `None` with

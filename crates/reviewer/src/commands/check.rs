@@ -517,11 +517,17 @@ pub fn execute(global: &HostOptions, args: CheckArgs) -> anyhow::Result<ExitStat
         );
     }
     if args.format == CheckFormat::Human && !args.dry_run && !global.quiet && !closed {
-        if args.pipeline.is_some() || other_kernels {
-            eprintln!("{}", pipeline_summary(&checked));
+        let mut line = if args.pipeline.is_some() || other_kernels {
+            pipeline_summary(&checked)
         } else {
-            eprintln!("{}", summary_line(&files));
+            summary_line(&files)
+        };
+        // The counts cover what was checked; say that something was not.
+        if unreadable > 0 {
+            let s = if unreadable == 1 { "" } else { "s" };
+            line.push_str(&format!("; {unreadable} error{s} above"));
         }
+        eprintln!("{line}");
     }
     if unreadable > 0 {
         return Ok(ExitStatus::Error);

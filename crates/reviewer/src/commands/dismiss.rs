@@ -16,7 +16,7 @@ use clap::Args;
 use koas_orchestrator::embed::{ExitStatus, HostOptions};
 use koas_review_schema::apply::ApplyOptions;
 use koas_review_schema::change_id::ChangeId;
-use koas_review_workspace::{paths, BeginRequest, CommitContext, RunKind};
+use koas_review_workspace::{BeginRequest, CommitContext, RunKind};
 use serde_json::json;
 use std::path::PathBuf;
 
@@ -112,11 +112,8 @@ fn dismiss(
             })
         }
     };
-    let doc_input = vec![("doc".to_owned(), workspace.path(paths::RAW_DOC))];
-    let file = target.pipeline_file(args.pipeline.as_deref())?;
-    let mut pipeline = passes::load(file.as_deref(), workspace.root(), doc_input)?;
-    target.project.apply(&mut pipeline)?;
-    let (discovery, _) = crate::project::discover(global, &mut pipeline, &target.project)?;
+    let (pipeline, discovery) =
+        passes::workspace_pipeline(global, target, args.pipeline.as_deref())?;
     let views = match passes::run_views(
         global,
         control,

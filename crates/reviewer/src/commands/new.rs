@@ -67,22 +67,7 @@ pub struct NewKernelArgs {
 
 /// The artifacts `--reads` accepts: those `koas_kernel_test::Document`
 /// computes for a document, so the generated tests can give them.
-pub const READABLE: &[&str] = &[
-    names::DOC,
-    names::DOC_RAW,
-    names::DOC_HASH,
-    names::FILE_STATS,
-    names::HEADING_TREE,
-    names::SECTION_INDEX,
-    names::ANCHOR_MAP,
-    names::PROTECTED_SPANS,
-    names::PROTECTED_SUMMARY,
-    names::CHUNKS,
-    names::ISSUES,
-    names::NUMBERING_FINDINGS,
-    names::RENUMBER_OPS,
-    names::CHUNK_FINGERPRINTS,
-];
+pub const READABLE: &[&str] = names::STAGE_1_AND_2;
 
 /// The longest kernel name accepted, in bytes.
 const MAX_NAME_LEN: usize = 64;

@@ -77,19 +77,11 @@ fn report(
     target: &ReviewTarget,
 ) -> anyhow::Result<Reply> {
     target.require_workspace()?;
-    let workspace = &target.workspace;
     // Under the lock: the report shows one consistent state.
     let run = target.begin_run(RunKind::Review)?;
-    let doc_input = workspace.path(paths::RAW_DOC);
-    let file = target.pipeline_file(args.pipeline.as_deref())?;
-    let mut pipeline = passes::load(
-        file.as_deref(),
-        workspace.root(),
-        vec![("doc".to_owned(), doc_input)],
-    )?;
-    target.project.apply(&mut pipeline)?;
+    let (pipeline, discovery) =
+        passes::workspace_pipeline(global, target, args.pipeline.as_deref())?;
     pipeline.require(passes::REPORT, "renders the report")?;
-    let (discovery, _) = crate::project::discover(global, &mut pipeline, &target.project)?;
     let views = match passes::run_views(
         global,
         control,

@@ -20,7 +20,7 @@ use koas_orchestrator::pipeline::Pipeline;
 use koas_review_schema::apply::ApplyOptions;
 use koas_review_schema::names;
 use koas_review_schema::revert::RevertOutcome;
-use koas_review_workspace::{paths, CommitContext, PreparedRun, RunKind};
+use koas_review_workspace::{CommitContext, PreparedRun, RunKind};
 use serde_json::{json, Value};
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -114,14 +114,11 @@ fn revert(
     let workspace = &target.workspace;
     let mut run = target.begin_run(RunKind::Revert)?;
     // The views' Stage 1 and 2 describe the original document.
-    let doc_input = vec![("doc".to_owned(), workspace.path(paths::RAW_DOC))];
-    let file = target.pipeline_file(args.pipeline.as_deref())?;
-    let mut pipeline = passes::load(file.as_deref(), workspace.root(), doc_input)?;
-    target.project.apply(&mut pipeline)?;
+    let (mut pipeline, discovery) =
+        passes::workspace_pipeline(global, target, args.pipeline.as_deref())?;
     pipeline.require(REVERT, "plans reverts")?;
     pipeline.set_config(REVERT, "ids", json!(args.ids));
     pipeline.set_config(REVERT, "all", Value::Bool(args.all));
-    let (discovery, _) = crate::project::discover(global, &mut pipeline, &target.project)?;
 
     let outcome = match plan(global, control, &pipeline, &discovery, &run)? {
         Ok(outcome) => outcome,
