@@ -89,6 +89,32 @@ pub fn heading_id(text: &str) -> Option<&str> {
         .map(|m| m.as_str())
 }
 
+/// An ID set by an attribute list anywhere in the text: `{#id}`,
+/// `{: #id .class}` (kramdown's IAL, also on the line under a heading or
+/// a paragraph), `{ id=id }` / `{ id="id" }` (MkDocs attr_list, Pandoc),
+/// after a heading, a paragraph, an image or a bracketed span. Each names
+/// an anchor the rendered page has, though no heading text makes it.
+static ATTR_ID: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(
+        r#"\{:?\s*(?:[^{}%]*?\s)?(?:#([A-Za-z][\w\-.:]*)|id\s*=\s*["']?([A-Za-z][\w\-.:]*))[^{}]*\}"#,
+    )
+    .ok()
+});
+
+/// The IDs the attribute lists of `line` set.
+pub fn attribute_ids(line: &str) -> Vec<&str> {
+    if !line.contains('{') {
+        return Vec::new();
+    }
+    let Some(re) = ATTR_ID.as_ref() else {
+        return Vec::new();
+    };
+    re.captures_iter(line)
+        .filter_map(|c| c.get(1).or_else(|| c.get(2)))
+        .map(|m| m.as_str())
+        .collect()
+}
+
 static HTML_ID: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new(r#"(?i)\b(?:id|name)\s*=\s*["']([^"']+)["']"#).ok());
 
@@ -126,6 +152,25 @@ pub fn collect(doc: &Document<'_>) -> MarkdownFacts {
     for section in &doc.stage1.sections.sections {
         if let Some(id) = heading_id(doc.line(section.line_start)) {
             facts.extra_anchors.insert(id.to_string());
+        }
+    }
+    // Attribute lists outside code, math and front matter: IDs of
+    // headings, paragraphs, images and spans.
+    for line in 1..=doc.line_count() {
+        let hidden = matches!(
+            doc.block_kind(line),
+            Some(
+                BlockKind::CodeFence
+                    | BlockKind::IndentedCode
+                    | BlockKind::MathBlock
+                    | BlockKind::YamlFrontMatter
+                    | BlockKind::TomlFrontMatter
+            )
+        );
+        if !hidden {
+            for id in attribute_ids(doc.line(line)) {
+                facts.extra_anchors.insert(id.to_string());
+            }
         }
     }
     for (event, range) in Parser::new_ext(body, options()).into_offset_iter() {
@@ -237,6 +282,33 @@ pub fn collect(doc: &Document<'_>) -> MarkdownFacts {
 mod tests {
     use super::*;
     use crate::document::test_support::stage1;
+
+    #[test]
+    fn attribute_lists_set_ids() {
+        for (line, ids) in [
+            ("### Title { id=custom-id }", vec!["custom-id"]),
+            ("### Title { id=\"quoted-id\" .wide }", vec!["quoted-id"]),
+            ("## Title {#kram}", vec!["kram"]),
+            ("{: #next-line-ial .note}", vec!["next-line-ial"]),
+            ("{: .note #after-class}", vec!["after-class"]),
+            ("![Plan](plan.png){ #fig-plan width=50% }", vec!["fig-plan"]),
+            (
+                "A [span]{#span-id} and [other]{ #two }.",
+                vec!["span-id", "two"],
+            ),
+        ] {
+            assert_eq!(attribute_ids(line), ids, "{line}");
+        }
+        for line in [
+            "{% include note.html id=\"x\" %}",
+            "{{ page.title }}",
+            "a set {#1, #2}",
+            "C# is {x#y}",
+            "no braces #here",
+        ] {
+            assert!(attribute_ids(line).is_empty(), "{line}");
+        }
+    }
 
     #[test]
     fn collects_paragraphs_links_and_extra_anchors() {

@@ -246,6 +246,27 @@ mod tests {
         assert!(found[0].message.contains("#nowhere"));
     }
 
+    /// Regression (issue 31, false pattern 2): anchors set by attribute
+    /// lists (MkDocs attr_list `{ id=x }`, kramdown's IAL on the line under
+    /// a heading or a paragraph, Pandoc spans) exist, though no heading
+    /// text makes them; an ID inside code does not.
+    #[test]
+    fn attribute_list_ids_are_anchors_but_not_inside_code() {
+        let text = "# Guide\n\n### Retention { id=keep-records }\n\n## Scope\n{: #perimetre}\n\nA rule.\n{: #rule-7 .note}\n\nSee [a](#keep-records), [b](#perimetre), [c](#rule-7), [d](#fig-1), [e](#in-code).\n\n![Plan](plan.png){ #fig-1 }\n\n```\n## Code {#in-code}\n```\n";
+        let found = scan(text);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(
+            found[0].message.contains("#in-code"),
+            "{}",
+            found[0].message
+        );
+        // In French too: the same forms, accented titles.
+        let text = "# Guide\n\n## Périmètre { #perimetre }\n\nVoir [le périmètre](#perimetre) et [l'absent](#absent).\n";
+        let found = scan(text);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].message.contains("#absent"));
+    }
+
     #[test]
     fn declared_anchors_exist_elsewhere() {
         let text = "# T\n\nSee [x](#api-intro), [y](#Top) and [z](#other).\n";
