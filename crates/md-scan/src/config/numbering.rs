@@ -8,6 +8,10 @@ use serde::{Deserialize, Serialize};
 pub struct NumberingConfig {
     /// Report a heading more than one level below the previous one.
     pub check_heading_levels: bool,
+    /// Level skips the project's documents make on purpose, as
+    /// `"FROM-TO"` (`"3-6"`: a level-6 heading right under a level-3 one,
+    /// as a template prescribes): never reported.
+    pub accept_level_skips: Vec<String>,
     /// Report references to a missing figure, table or equation only for
     /// kinds the document captions at least once (a document that never
     /// numbers its tables is not asked to).
@@ -25,6 +29,7 @@ impl Default for NumberingConfig {
         let strings = |items: &[&str]| items.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         NumberingConfig {
             check_heading_levels: true,
+            accept_level_skips: Vec::new(),
             missing_target_needs_captions: true,
             figure_words: strings(&["Figure", "Fig."]),
             table_words: strings(&["Table", "Tableau"]),

@@ -49,26 +49,94 @@ fn with_level(line: &str, level: u8) -> Option<String> {
     ))
 }
 
-/// Reports level skips and empty headings.
-pub fn detect(doc: &Document<'_>, check_levels: bool, out: &mut Vec<Finding>) {
-    let sections = &doc.stage1.sections.sections;
-    for s in sections {
+/// How many times one document makes the same level skip (level 3 to 6,
+/// say) before it is taken for its convention rather than a slip: a
+/// template that puts its questions at level 6 under level-3 headings.
+pub const CONVENTION_REPEATS: usize = 3;
+
+/// Parses `accept_level_skips` entries (`"3-6"`): the (from, to) level
+/// pairs never reported. The error names the entry.
+pub fn accepted_skips(entries: &[String]) -> Result<Vec<(u8, u8)>, String> {
+    entries
+        .iter()
+        .map(|e| {
+            let pair = e.split_once('-').and_then(|(a, b)| {
+                let (a, b) = (a.trim().parse::<u8>().ok()?, b.trim().parse::<u8>().ok()?);
+                ((1..=6).contains(&a) && (1..=6).contains(&b) && b > a + 1).then_some((a, b))
+            });
+            pair.ok_or_else(|| {
+                format!("{e:?} is not a level skip: write \"FROM-TO\" with levels 1 to 6, TO at least FROM + 2 (\"3-6\")")
+            })
+        })
+        .collect()
+}
+
+/// Reports empty headings only (level checks turned off).
+pub fn detect_empty(doc: &Document<'_>, out: &mut Vec<Finding>) {
+    for s in &doc.stage1.sections.sections {
         if s.style == HeadingStyle::Atx && s.title.trim().is_empty() {
             out.push(empty_heading(doc, s));
         }
     }
-    if !check_levels {
-        return;
-    }
+}
+
+/// Reports level skips and empty headings. A skip of a level pair in
+/// `accepted` is never reported; a pair the document skips
+/// [`CONVENTION_REPEATS`] times or more is its convention: said once, as
+/// info, with the count and the lines, and never fixed.
+pub fn detect(doc: &Document<'_>, accepted: &[(u8, u8)], out: &mut Vec<Finding>) {
+    detect_empty(doc, out);
+    let sections = &doc.stage1.sections.sections;
     let levels = outline_levels(sections);
-    let mut skips: Vec<Finding> = Vec::new();
+    let pair_of = |i: usize| (sections[i - 1].level, sections[i].level);
+    let mut repeats: std::collections::BTreeMap<(u8, u8), Vec<u32>> = Default::default();
+    for i in 1..sections.len() {
+        let (prev, cur) = pair_of(i);
+        if cur > prev + 1 && !accepted.contains(&(prev, cur)) {
+            repeats
+                .entry((prev, cur))
+                .or_default()
+                .push(sections[i].line_start);
+        }
+    }
+    let convention = |pair: &(u8, u8)| {
+        repeats
+            .get(pair)
+            .is_some_and(|l| l.len() >= CONVENTION_REPEATS)
+    };
+    for (&(prev, cur), lines) in repeats.iter().filter(|(p, _)| convention(p)) {
+        let Some(first) = sections.iter().find(|s| s.line_start == lines[0]) else {
+            continue;
+        };
+        let shown: Vec<String> = lines.iter().take(12).map(u32::to_string).collect();
+        let more = if lines.len() > 12 { ", …" } else { "" };
+        let mut finding = Finding::new(
+            FindingKind::HeadingLevelSkip,
+            KERNEL,
+            first.line_start,
+            first.heading_line_end,
+            format!(
+                "Level-{cur} headings follow level-{prev} headings {} times (lines {}{more}): level {} is skipped each time, which reads as the document's convention. If it is, accept it in koas.toml: [numbering] accept_level_skips = [\"{prev}-{cur}\"]",
+                lines.len(),
+                shown.join(", "),
+                prev + 1
+            ),
+            &format!("{} {}", "#".repeat(usize::from(cur)), first.title),
+        );
+        finding.severity = koas_review_schema::findings::Severity::Info;
+        out.push(finding);
+    }
+    // One entry per skip: its finding (`None` for a deliberate one, whose
+    // sub-headings then move with nothing) and the lines its fix moves.
+    let mut skips: Vec<Option<Finding>> = Vec::new();
     let mut edits: Vec<Vec<FixEdit>> = Vec::new();
     for (i, cur) in sections.iter().enumerate() {
         let skipped = i > 0 && cur.level > sections[i - 1].level + 1;
-        if skipped {
+        let reported = skipped && !accepted.contains(&pair_of(i)) && !convention(&pair_of(i));
+        if reported {
             let prev = &sections[i - 1];
             let hashes = "#".repeat(usize::from(cur.level));
-            skips.push(
+            skips.push(Some(
                 Finding::new(
                     FindingKind::HeadingLevelSkip,
                     KERNEL,
@@ -83,7 +151,10 @@ pub fn detect(doc: &Document<'_>, check_levels: bool, out: &mut Vec<Finding>) {
                     ),
                     &format!("{hashes} {}", cur.title),
                 ),
-            );
+            ));
+            edits.push(Vec::new());
+        } else if skipped {
+            skips.push(None);
             edits.push(Vec::new());
         }
         // A heading whose level moves belongs to the last skip before it:
@@ -100,6 +171,9 @@ pub fn detect(doc: &Document<'_>, check_levels: bool, out: &mut Vec<Finding>) {
         }
     }
     for (finding, edits) in skips.into_iter().zip(edits) {
+        let Some(finding) = finding else {
+            continue;
+        };
         let fixes_itself = edits.first().is_some_and(|e| e.line == finding.line);
         out.push(if fixes_itself {
             let moved = edits.len() - 1;
@@ -152,11 +226,82 @@ mod tests {
     use crate::document::test_support::stage1;
 
     fn scan(text: &str) -> Vec<Finding> {
+        scan_accepting(text, &[])
+    }
+
+    fn scan_accepting(text: &str, accepted: &[(u8, u8)]) -> Vec<Finding> {
         let s1 = stage1(text);
         let doc = Document::new(s1.view(text)).expect("doc");
         let mut out = Vec::new();
-        detect(&doc, true, &mut out);
+        detect(&doc, accepted, &mut out);
         out
+    }
+
+    /// A design-proposal template: questions at level 6 under level-3
+    /// headings, `n` times, and one accidental 2 → 4 skip.
+    fn template(n: usize) -> String {
+        let mut text = String::from("# Proposal\n\n## Design\n\n#### Slip\n\n");
+        for i in 1..=n {
+            text.push_str(&format!(
+                "### Part {i}\n\n###### Question {i}?\n\nAnswer.\n\n"
+            ));
+        }
+        text
+    }
+
+    /// Regression (issue 31, false pattern 4): a level pair skipped again
+    /// and again is the document's convention: said once, as info, with
+    /// the count and the lines, and never fixed; an isolated skip in the
+    /// same document stays a warning with its fix.
+    #[test]
+    fn a_skip_repeated_by_a_template_is_said_once_and_never_fixed() {
+        let out = scan(&template(5));
+        assert_eq!(out.len(), 2, "{out:?}");
+        let convention = out
+            .iter()
+            .find(|f| f.message.contains("times"))
+            .expect("the convention finding");
+        assert_eq!(
+            convention.severity,
+            koas_review_schema::findings::Severity::Info
+        );
+        assert!(convention.fix.is_none());
+        assert!(
+            convention.message.starts_with(
+                "Level-6 headings follow level-3 headings 5 times (lines 9, 15, 21, 27, 33): level 4 is skipped each time"
+            ) && convention.message.contains("accept_level_skips = [\"3-6\"]"),
+            "{}",
+            convention.message
+        );
+        let slip = out.iter().find(|f| f.line == 5).expect("the slip");
+        assert_eq!(
+            slip.severity,
+            koas_review_schema::findings::Severity::Warning
+        );
+        let fix = slip.fix.as_ref().expect("the slip is fixed");
+        assert_eq!(fix.edits.len(), 1, "the template's headings do not move");
+        // Twice is not yet a convention: each is its own warning.
+        let out = scan(&template(2));
+        assert_eq!(out.len(), 3, "{out:?}");
+        assert!(out
+            .iter()
+            .all(|f| f.severity == koas_review_schema::findings::Severity::Warning));
+        // Accepted in koas.toml: nothing is said of that pair.
+        let out = scan_accepting(&template(5), &[(3, 6)]);
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert_eq!(out[0].line, 5);
+    }
+
+    #[test]
+    fn accepted_skips_parse_and_name_a_bad_entry() {
+        assert_eq!(
+            accepted_skips(&["3-6".into(), " 1 - 3 ".into()]),
+            Ok(vec![(3, 6), (1, 3)])
+        );
+        for bad in ["3-4", "6-3", "0-2", "3to6", "3-9"] {
+            let e = accepted_skips(&[bad.to_owned()]).expect_err(bad);
+            assert!(e.contains(bad), "{e}");
+        }
     }
 
     #[test]

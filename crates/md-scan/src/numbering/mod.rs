@@ -33,21 +33,35 @@ pub struct NumberingReport {
 pub struct NumberingControl {
     config: NumberingConfig,
     captions: CaptionScan,
+    /// `accept_level_skips`, parsed.
+    accepted_skips: Vec<(u8, u8)>,
 }
 
 impl NumberingControl {
     /// Compiles a configuration.
     pub fn new(config: &NumberingConfig) -> Result<Self, ScanError> {
+        let accepted_skips =
+            heading_levels::accepted_skips(&config.accept_level_skips).map_err(|reason| {
+                ScanError::InvalidConfig {
+                    key: "accept_level_skips".into(),
+                    reason,
+                }
+            })?;
         Ok(NumberingControl {
             config: config.clone(),
             captions: CaptionScan::new(config)?,
+            accepted_skips,
         })
     }
 
     /// Runs every numbering check the config enables.
     pub fn run(&self, doc: &Document<'_>) -> NumberingReport {
         let mut report = NumberingReport::default();
-        heading_levels::detect(doc, self.config.check_heading_levels, &mut report.findings);
+        if self.config.check_heading_levels {
+            heading_levels::detect(doc, &self.accepted_skips, &mut report.findings);
+        } else {
+            heading_levels::detect_empty(doc, &mut report.findings);
+        }
         let (captions, refs) = self.captions.collect(doc);
         let captions = captions::merge_alt_captions(doc, captions, &mut report.findings);
         for c in &captions {
