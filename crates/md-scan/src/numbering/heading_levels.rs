@@ -90,13 +90,13 @@ pub fn detect(doc: &Document<'_>, accepted: &[(u8, u8)], out: &mut Vec<Finding>)
     let levels = outline_levels(sections);
     let pair_of = |i: usize| (sections[i - 1].level, sections[i].level);
     let mut repeats: std::collections::BTreeMap<(u8, u8), Vec<u32>> = Default::default();
-    for i in 1..sections.len() {
-        let (prev, cur) = pair_of(i);
+    for pair in sections.windows(2) {
+        let (prev, cur) = (pair[0].level, pair[1].level);
         if cur > prev + 1 && !accepted.contains(&(prev, cur)) {
             repeats
                 .entry((prev, cur))
                 .or_default()
-                .push(sections[i].line_start);
+                .push(pair[1].line_start);
         }
     }
     let convention = |pair: &(u8, u8)| {
