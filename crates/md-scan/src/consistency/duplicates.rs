@@ -15,8 +15,11 @@
 //! "Status", "Remarque" …). And anywhere: a lead-in ending with `:` whose
 //! lists, tables or code differ (an erratum layout repeats "… est
 //! remplacée par :" before each new text).
-//! A repeat inside one section, or of a longer paragraph anywhere, is a
-//! copy-paste slip and is reported.
+//! A repeat inside one section, next to its twin, or within a block of
+//! paragraphs repeated together, is a copy-paste slip: a warning. A longer
+//! paragraph repeated alone in another section is often deliberate (a
+//! specification restates a requirement a thousand lines later; revision
+//! notes list one change under two criteria): it is reported as info.
 
 use super::KERNEL;
 use crate::config::ScanConfig;
@@ -101,12 +104,16 @@ pub fn detect(
     let section_of = |line: u32| doc.section_at(line).map(|s| s.id.as_str());
     let mut first_seen: HashMap<&str, u32> = HashMap::new();
     let mut first_end: HashMap<&str, u32> = HashMap::new();
-    for c in &candidates {
+    let mut first_index: HashMap<&str, usize> = HashMap::new();
+    let key_at = |i: usize| candidates.get(i).map(|c| c.key.as_str());
+    for (j, c) in candidates.iter().enumerate() {
         let Some(&first) = first_seen.get(c.key.as_str()) else {
             first_seen.insert(&c.key, c.line_start);
             first_end.insert(&c.key, c.line_end);
+            first_index.insert(&c.key, j);
             continue;
         };
+        let i = first_index.get(c.key.as_str()).copied().unwrap_or(j);
         let repeats = occurrences.get(c.key.as_str()).copied().unwrap_or(0);
         let boilerplate = config.duplicate_boilerplate_repeats > 0
             && repeats >= config.duplicate_boilerplate_repeats;
@@ -128,16 +135,32 @@ pub fn detect(
         if boilerplate || short_elsewhere || normative || note || lead_in {
             continue;
         }
-        out.push(Finding::new(
+        // What a slip looks like: the twin is close, or its neighbours
+        // were copied with it.
+        let adjacent = j - i <= 2;
+        let in_block = (i > 0 && j - 1 != i && key_at(j - 1) == key_at(i - 1))
+            || (i + 1 != j && key_at(j + 1).is_some() && key_at(j + 1) == key_at(i + 1));
+        let slip = !elsewhere || adjacent || in_block;
+        let mut finding = Finding::new(
             FindingKind::DuplicateParagraph,
             KERNEL,
             c.line_start,
             c.line_end,
-            format!(
-                "This paragraph repeats the paragraph at line {first} word for word; keep one of them"
-            ),
+            if slip {
+                format!(
+                    "This paragraph repeats the paragraph at line {first} word for word; keep one of them"
+                )
+            } else {
+                format!(
+                    "This paragraph repeats the paragraph at line {first}, in another section, word for word; if the restatement is deliberate leave it, else keep one of them"
+                )
+            },
             &c.key,
-        ));
+        );
+        if !slip {
+            finding.severity = koas_review_schema::findings::Severity::Info;
+        }
+        out.push(finding);
     }
 }
 
@@ -165,6 +188,62 @@ mod tests {
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!((found[0].line, found[0].line_end), (5, 6));
         assert!(found[0].message.contains("line 3"));
+    }
+
+    /// Regression (issue 31, false pattern 1): a paragraph restated alone
+    /// in a distant section is info; next to its twin, in its section, or
+    /// with its neighbours copied too, it stays a warning.
+    #[test]
+    fn a_distant_lone_restatement_is_info_and_a_copied_block_is_a_warning() {
+        use koas_review_schema::findings::Severity;
+        let req = "The operator keeps the audit records of every payment service for ten years and gives them to the regulator on request.";
+        let filler = |from: usize, n: usize| {
+            (from..from + n)
+                .map(|k| format!("Filler paragraph number {k} about another subject entirely.\n\n"))
+                .collect::<String>()
+        };
+        let text = format!(
+            "# Spec\n\n## Retention\n\n{req}\n\n{}## Audits\n\n{}{req}\n\n{}",
+            filler(0, 3),
+            filler(10, 4),
+            filler(20, 2)
+        );
+        let found = scan(&text);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].severity, Severity::Info);
+        assert!(
+            found[0].message.contains("in another section"),
+            "{}",
+            found[0].message
+        );
+        // The same restatement in French.
+        let exig = "L'opérateur conserve les journaux d'audit de chaque service de paiement pendant dix ans et les remet au régulateur sur demande.";
+        let text = format!(
+            "# Spéc\n\n## Conservation\n\n{exig}\n\n{}## Audits\n\n{}{exig}\n",
+            filler(0, 3),
+            filler(10, 4)
+        );
+        let found = scan(&text);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].severity, Severity::Info);
+        // Two paragraphs copied together: a slip.
+        let second = "Each record carries the identity of the person who made the change, the time of the change and the reason given for it.";
+        let text = format!(
+            "# Spec\n\n## Retention\n\n{req}\n\n{second}\n\n{}## Audits\n\n{}{req}\n\n{second}\n",
+            filler(0, 3),
+            filler(10, 3)
+        );
+        let found = scan(&text);
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert!(
+            found.iter().all(|f| f.severity == Severity::Warning),
+            "{found:?}"
+        );
+        // Right after its twin, across a heading: a slip.
+        let text = format!("# Spec\n\n## Retention\n\n{req}\n\n## Audits\n\n{req}\n");
+        let found = scan(&text);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].severity, Severity::Warning);
     }
 
     #[test]
