@@ -14,7 +14,8 @@
 //!   table of at least three rows where at most one row in five is short,
 //!   missing cells that are filled in at least four rows in five of the
 //!   full ones (a forgotten cell shifts the values under the wrong
-//!   headers).
+//!   headers). A small table (three or four rows) may have that one short
+//!   row, when every other row fills the cells it lacks.
 //!
 //! Lines a renderer extension reads as markup (`{: .table }`, `Table:`
 //! captions, comments) are not rows ([`crate::tables`]).
@@ -55,7 +56,15 @@ fn without_extra_empty_cells(line: &str, keep: usize) -> Option<String> {
 /// documentation).
 fn short_row_stands_out(row: &Row, table: &Table, header: usize, short_rows: usize) -> bool {
     let body = table.rows.len();
-    if row.cells.len() < 2 || body < 3 || short_rows * 5 > body {
+    // A table under five rows may have one short row: then every full row
+    // must fill what it lacks.
+    let small = body < 5;
+    let too_many = if small {
+        short_rows > 1
+    } else {
+        short_rows * 5 > body
+    };
+    if row.cells.len() < 2 || body < 3 || too_many {
         return false;
     }
     let full: Vec<&Row> = table
@@ -68,7 +77,11 @@ fn short_row_stands_out(row: &Row, table: &Table, header: usize, short_rows: usi
     }
     (row.cells.len()..header).all(|col| {
         let filled = full.iter().filter(|r| !r.cells[col].is_empty()).count();
-        filled * 5 >= full.len() * 4
+        if small {
+            full.len() >= 2 && filled == full.len()
+        } else {
+            filled * 5 >= full.len() * 4
+        }
     })
 }
 
@@ -253,6 +266,26 @@ mod tests {
         let blank_last_column = "name | id | comment\n:--- | :--- | :---\nsecio | /secio |\nTLS | /tls | not done\nyamux | /yamux |\nping | /ping |\n";
         let many_short = "| a | b | c |\n|---|---|---|\n| 1 | 2 |\n| 1 | 2 |\n| 1 | 2 | 3 |\n";
         for table in [group_rows, blank_last_column, many_short] {
+            let found = scan(&format!("# T\n\n{table}"));
+            assert!(found.is_empty(), "{table}\n{found:?}");
+        }
+    }
+
+    /// Regression (issue 31, a miss): a forgotten cell in a table of three
+    /// rows, every other row filling that column (markdownlint's MD056
+    /// reports it); a small table whose column is not always filled, or
+    /// with two short rows, stays silent.
+    #[test]
+    fn a_forgotten_cell_in_a_small_table_is_reported() {
+        let forgotten = "| Service | Port | Protocole |\n|---|---|---|\n| api | 443 | HTTPS |\n| base | 5432 |\n| cache | 6379 | TCP |\n";
+        let found = scan(&format!("# T\n\n{forgotten}"));
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].line, 6);
+        assert_eq!(found[0].severity, Severity::Warning);
+        let optional = "| Service | Port | Note |\n|---|---|---|\n| api | 443 | public |\n| base | 5432 |\n| cache | 6379 | |\n";
+        let two_short =
+            "| a | b | c |\n|---|---|---|\n| 1 | 2 |\n| 1 | 2 |\n| 1 | 2 | 3 |\n| 4 | 5 | 6 |\n";
+        for table in [optional, two_short] {
             let found = scan(&format!("# T\n\n{table}"));
             assert!(found.is_empty(), "{table}\n{found:?}");
         }
