@@ -146,7 +146,9 @@ impl FindingKind {
             FindingKind::AiLeftover => "Text left behind by an AI assistant",
             FindingKind::DuplicateParagraph => "Paragraph repeated word for word",
             FindingKind::BrokenReference => "Cross-reference to a section that does not exist",
-            FindingKind::NumericContradiction => "Count in the text contradicted by the next table",
+            FindingKind::NumericContradiction => {
+                "Count in the text contradicted by the table, list or enumeration it announces"
+            }
             FindingKind::TableStructure => "Table rows with different numbers of cells",
             FindingKind::TablePercentage => "Percentage column that does not add up to 100 %",
             FindingKind::TerminologyDrift => {
@@ -154,10 +156,12 @@ impl FindingKind {
             }
             FindingKind::BrokenLinkAnchor => "Link to an anchor that no heading defines",
             FindingKind::HeadingLevelSkip => "Heading level skipped",
-            FindingKind::NumberingGap => "Figure, table or equation number skipped",
-            FindingKind::NumberingDuplicate => "Figure, table or equation number used twice",
+            FindingKind::NumberingGap => "Figure, table, equation or heading number skipped",
+            FindingKind::NumberingDuplicate => {
+                "Figure, table, equation or heading number used twice"
+            }
             FindingKind::MissingTarget => {
-                "Reference to a figure, table or equation that does not exist"
+                "Reference to a figure, table, equation or numbered heading that does not exist"
             }
             FindingKind::EmptyHeading => "Heading without text",
             FindingKind::GluedHeading => "Heading that lost its # marks and joined a paragraph",

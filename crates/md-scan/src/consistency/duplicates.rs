@@ -62,6 +62,29 @@ fn next_block<'a>(doc: &Document<'a>, line_end: u32) -> Vec<&'a str> {
     block
 }
 
+/// The raw lines of the block before `line_start` (from the previous
+/// non-blank line back to the blank line before it), trimmed.
+fn previous_block<'a>(doc: &Document<'a>, line_start: u32) -> Vec<&'a str> {
+    let mut l = line_start.saturating_sub(1);
+    while l >= 1 && doc.index.is_blank(l) {
+        l -= 1;
+    }
+    let mut block = Vec::new();
+    while l >= 1 && !doc.index.is_blank(l) && block.len() < 200 {
+        block.push(doc.line(l).trim());
+        l -= 1;
+    }
+    block
+}
+
+/// The label a paragraph opens with, as a field of a repeated entry does
+/// ("Blocking layer recommendation: …"): up to five words before a colon.
+fn field_label(text: &str) -> Option<&str> {
+    let (label, _) = text.split_once(':')?;
+    let words = label.split_whitespace().count();
+    ((1..=5).contains(&words) && !label.contains(['.', '(', '`'])).then_some(label.trim())
+}
+
 /// Collapses every run of whitespace to one space and trims.
 pub fn normalize_whitespace(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
@@ -101,7 +124,14 @@ pub fn detect(
     for c in &candidates {
         *occurrences.entry(c.key.as_str()).or_insert(0) += 1;
     }
+    let mut labels: HashMap<&str, usize> = HashMap::new();
+    for c in &candidates {
+        if let Some(label) = field_label(&c.key) {
+            *labels.entry(label).or_insert(0) += 1;
+        }
+    }
     let section_of = |line: u32| doc.section_at(line).map(|s| s.id.as_str());
+    let title_of = |line: u32| doc.section_at(line).map(|s| s.title.trim().to_lowercase());
     let mut first_seen: HashMap<&str, u32> = HashMap::new();
     let mut first_end: HashMap<&str, u32> = HashMap::new();
     let mut first_index: HashMap<&str, usize> = HashMap::new();
@@ -140,7 +170,22 @@ pub fn detect(
         let adjacent = j - i <= 2;
         let in_block = (i > 0 && j - 1 != i && key_at(j - 1) == key_at(i - 1))
             || (i + 1 != j && key_at(j + 1).is_some() && key_at(j + 1) == key_at(i + 1));
-        let slip = !elsewhere || adjacent || in_block;
+        // Parallel structure, written so on purpose: sections of the same
+        // name under different parents (a specification's "Common Fixed
+        // Fields" for two objects), a field every entry has ("Blocking
+        // layer recommendation: …" in three rules or more), or a short
+        // closing sentence after different steps ("Il démarrera alors le
+        // serveur…" after the VS Code steps and after the PyCharm ones).
+        let parallel = (elsewhere && title_of(first) == title_of(c.line_start))
+            || field_label(&c.key).is_some_and(|l| labels.get(l).copied().unwrap_or(0) >= 3)
+            || (c.key.chars().count() < config.duplicate_short_chars
+                && !previous_block(doc, first).is_empty()
+                && (first..c.line_start)
+                    .rev()
+                    .find(|&l| !doc.index.is_blank(l))
+                    .is_some_and(|l| Some(&l) != first_end.get(c.key.as_str()))
+                && previous_block(doc, first) != previous_block(doc, c.line_start));
+        let slip = !parallel && (!elsewhere || adjacent || in_block);
         let mut finding = Finding::new(
             FindingKind::DuplicateParagraph,
             KERNEL,
@@ -149,6 +194,10 @@ pub fn detect(
             if slip {
                 format!(
                     "This paragraph repeats the paragraph at line {first} word for word; keep one of them"
+                )
+            } else if parallel {
+                format!(
+                    "This paragraph repeats the paragraph at line {first} word for word, in a parallel place (a section of the same name, a field every entry has, or the same closing sentence after different steps); if the repetition is deliberate leave it, else keep one of them"
                 )
             } else {
                 format!(
@@ -242,6 +291,46 @@ mod tests {
         // Right after its twin, across a heading: a slip.
         let text = format!("# Spec\n\n## Retention\n\n{req}\n\n## Audits\n\n{req}\n");
         let found = scan(&text);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].severity, Severity::Warning);
+    }
+
+    /// Regression (issue 31, held-out documents): repetitions in parallel
+    /// places were warnings: a section of the same name for two objects
+    /// of a specification, a field every rule has, the same closing
+    /// sentence after the steps for two editors.
+    #[test]
+    fn repeats_in_parallel_places_are_info() {
+        use koas_review_schema::findings::Severity;
+        let lead =
+            "These fields may be used with either the content or the schema of the parameter.";
+        let rule = "The example and examples fields are mutually exclusive; see the section on examples for the validation requirements.";
+        let spec = format!(
+            "# Spec\n\n## Parameter\n\n### Common Fixed Fields\n\n{lead}\n\n{rule}\n\n## Header\n\n### Common Fixed Fields\n\n{lead}\n\n{rule}\n"
+        );
+        // The short lead-in is not reported at all (short, under another
+        // heading); the longer rule copied with it is info.
+        let found = scan(&spec);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].severity, Severity::Info);
+        let field = "Blocking layer recommendation: there is no good place to implement this rule as the name system only handles names.";
+        let rules = format!(
+            "# Rules\n\n## A\n\nBlocking layer recommendation: the block service.\n\n## B\n\n{field}\n\n## C\n\n{field}\n"
+        );
+        let found = scan(&rules);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].severity, Severity::Info);
+        let close =
+            "Il démarrera alors le serveur avec votre code, s'arrêtera à vos points d'arrêt, etc.";
+        let steps = format!(
+            "# Débogage\n\nSi vous utilisez VS Code :\n\n- Ouvrez le panneau.\n- Lancez.\n\n{close}\n\nSi vous utilisez PyCharm :\n\n- Ouvrez le menu.\n- Choisissez Debug.\n\n{close}\n"
+        );
+        let found = scan(&steps);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].severity, Severity::Info);
+        // The same short sentence twice in a row is still a slip.
+        let twice = format!("# T\n\nIntro text of the section.\n\n{close}\n\n{close}\n");
+        let found = scan(&twice);
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!(found[0].severity, Severity::Warning);
     }

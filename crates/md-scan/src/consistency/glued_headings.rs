@@ -137,9 +137,16 @@ pub fn detect(doc: &Document<'_>, facts: &MarkdownFacts) -> Glued {
                     .collect::<Vec<_>>()
                     .join(" ")
             } else {
+                // The next paragraph only follows the lost heading when no
+                // heading stands between them; after a heading it opens
+                // that heading's section, which it trivially "repeats".
                 facts
                     .paragraphs
                     .get(i + 1)
+                    .filter(|n| {
+                        doc.section_at(n.line_start).map(|s| s.line_start)
+                            == doc.section_at(line).map(|s| s.line_start)
+                    })
                     .map(|n| n.text.clone())
                     .unwrap_or_default()
             };
@@ -216,6 +223,16 @@ mod tests {
         let g = scan(text);
         assert_eq!(g.findings.len(), 1, "{:?}", g.findings);
         assert_eq!(g.findings[0].line, 6);
+    }
+
+    /// Regression (issue 31, held-out documents): an answer ("No") ending
+    /// a paragraph before the next heading was taken for a lost heading,
+    /// because the paragraph after that heading opens its own section.
+    #[test]
+    fn the_opener_after_a_real_heading_is_not_a_repeat() {
+        let text = "# KEP\n\n## Rollout\n\nIs the rollout accompanied by any deprecations?\nNo\n\n### Monitoring\n\nMetrics are provided by the state metrics exporter unless noted.\n";
+        let found = scan(text);
+        assert!(found.findings.is_empty(), "{:?}", found.findings);
     }
 
     #[test]

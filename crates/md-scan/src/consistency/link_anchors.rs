@@ -16,6 +16,7 @@ use crate::ScanError;
 use koas_review_schema::findings::{Finding, FindingKind, Fix, FixEdit};
 use koas_review_schema::stage1::BlockKind;
 use regex::Regex;
+use std::sync::LazyLock;
 
 /// Decodes `%XX` escapes (invalid ones are kept as written).
 fn percent_decode(s: &str) -> String {
@@ -119,6 +120,97 @@ impl ExtraAnchors {
 
 /// Links in these blocks are not links (code, math, HTML, front matter):
 /// only tables hold checkable links.
+/// A text directive (`:dfn[label]`, `:abbr[label]{title=…}`) of
+/// generic-directive Markdown renders as its label.
+static TEXT_DIRECTIVE: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r":[A-Za-z][\w-]*\[([^\]]*)\](?:\{[^}]*\})?").ok());
+
+/// A content tab of MkDocs' pymdownx.tabbed: `=== "Label"`.
+static CONTENT_TAB: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r#"^\s*===[+!]?\s+"([^"]*)""#).ok());
+
+/// The slug most site generators other than GitHub write: lower case,
+/// every run of other characters than letters and digits one hyphen,
+/// none at either end ("Bitswap 1.2.0" → `bitswap-1-2-0`, "HEAD
+/// /ipfs/{cid}" → `head-ipfs-cid`).
+fn hyphen_slug(text: &str) -> String {
+    let mut slug = String::with_capacity(text.len());
+    let mut gap = false;
+    for c in text.chars().flat_map(char::to_lowercase) {
+        if c.is_alphanumeric() {
+            if gap && !slug.is_empty() {
+                slug.push('-');
+            }
+            gap = false;
+            slug.push(c);
+        } else {
+            gap = true;
+        }
+    }
+    slug
+}
+
+/// Anchors a site generator makes that GitHub does not, each with what
+/// makes it: headings slugged with punctuation as hyphens or with their
+/// text directives rendered (`(anchor, heading title)`), and content
+/// tabs (`section-anchor--tab-label`, which MkDocs writes silently).
+struct GeneratorAnchors {
+    slugged: std::collections::HashMap<String, String>,
+    tabs: std::collections::HashSet<String>,
+    /// HTML comment lines: a macro there (`<!-- md:option type:abstract
+    /// -->`) may make the anchor its argument names.
+    comments: Vec<(u32, String)>,
+}
+
+impl GeneratorAnchors {
+    fn collect(doc: &Document<'_>) -> Self {
+        let mut slugged = std::collections::HashMap::new();
+        for s in &doc.stage1.sections.sections {
+            let rendered = TEXT_DIRECTIVE.as_ref().map_or(s.title.clone(), |re| {
+                re.replace_all(&s.title, "$1").into_owned()
+            });
+            for anchor in [
+                hyphen_slug(&s.title),
+                hyphen_slug(&rendered),
+                koas_md::slug::github_slug(&rendered),
+            ] {
+                if !anchor.is_empty() {
+                    slugged.entry(anchor).or_insert_with(|| s.title.clone());
+                }
+            }
+        }
+        let mut tabs = std::collections::HashSet::new();
+        let mut comments = Vec::new();
+        for line in 1..=doc.line_count() {
+            let text = doc.line(line);
+            if text.trim_start().starts_with("<!--") {
+                comments.push((line, text.to_lowercase()));
+                continue;
+            }
+            if doc.block_kind(line).is_some() {
+                continue;
+            }
+            let Some(label) = CONTENT_TAB
+                .as_ref()
+                .and_then(|re| re.captures(text))
+                .and_then(|c| c.get(1))
+            else {
+                continue;
+            };
+            let tab = hyphen_slug(label.as_str());
+            if let Some(section) = doc.section_at(line) {
+                tabs.insert(format!("{}--{tab}", section.anchor.to_lowercase()));
+            }
+            tabs.insert(tab);
+        }
+        GeneratorAnchors {
+            slugged,
+            tabs,
+            comments,
+        }
+    }
+}
+
 fn hides_links(kind: Option<BlockKind>) -> bool {
     kind.is_some_and(|k| k != BlockKind::Table)
 }
@@ -136,6 +228,7 @@ pub fn detect(
         .chain(facts.extra_anchors.iter())
         .map(|a| a.to_lowercase())
         .collect();
+    let generated = GeneratorAnchors::collect(doc);
     for link in &facts.fragment_links {
         if link.fragment.is_empty()
             || (link.line..=link.line_end).any(|l| hides_links(doc.block_kind(l)))
@@ -143,7 +236,42 @@ pub fn detect(
             continue;
         }
         let decoded = percent_decode(&link.fragment).to_lowercase();
-        if known_lower.contains(&decoded) || extra.contains(&decoded) {
+        if known_lower.contains(&decoded)
+            || extra.contains(&decoded)
+            || generated.tabs.contains(&decoded)
+        {
+            continue;
+        }
+        // Anchors that exist on a site its generator builds, not on
+        // GitHub: said as info, with what makes them.
+        let core = decoded.trim_start_matches(['+', '-', '_']);
+        let made_by = generated
+            .slugged
+            .get(&decoded)
+            .map(|title| format!("from the heading “{title}”, slugged as site generators that write punctuation as hyphens do"))
+            .or_else(|| {
+                (core.chars().count() >= 4)
+                    .then(|| generated.comments.iter().find(|(_, c)| c.contains(core)))
+                    .flatten()
+                    .map(|(line, _)| format!("by the site macro in the comment at line {line}"))
+            });
+        if let Some(made_by) = made_by {
+            let text = doc.line(link.line);
+            let at = text.find(&link.source).unwrap_or(0);
+            let mut finding = Finding::new(
+                FindingKind::BrokenLinkAnchor,
+                KERNEL,
+                link.line,
+                link.line_end,
+                format!(
+                    "The link points to #{}, which no heading has on GitHub; it may exist on the published site (made {made_by})",
+                    link.fragment
+                ),
+                &link.source,
+            )
+            .at_column(doc.column(link.line, at));
+            finding.severity = koas_review_schema::findings::Severity::Info;
+            out.push(finding);
             continue;
         }
         let mut close: Vec<&String> = anchors.keys().filter(|a| similar(a, &decoded)).collect();
@@ -294,6 +422,38 @@ mod tests {
         let found = scan(text);
         assert_eq!(found.len(), 1, "{found:?}");
         assert!(found[0].message.contains("#Ete-X"));
+    }
+
+    /// Regression (issue 31, false pattern 2, on held-out documents):
+    /// anchors a site generator makes were errors: headings slugged with
+    /// punctuation as hyphens or with a text directive rendered, MkDocs
+    /// content tabs, an anchor made by a macro in a comment.
+    #[test]
+    fn anchors_a_site_generator_makes_are_info_or_resolve() {
+        use koas_review_schema::findings::Severity;
+        let text = "# Spec\n\n## Bitswap 1.2.0\n\n## HEAD /ipfs/{cid}[/{path}]\n\n### :dfn[`format`] (request query parameter)\n\nSee [v](#bitswap-1-2-0), [h](#head-ipfs-cid-path) and [f](#format-request-query-parameter).\n";
+        let found = scan(text);
+        assert_eq!(found.len(), 3, "{found:?}");
+        assert!(
+            found.iter().all(|f| f.severity == Severity::Info),
+            "{found:?}"
+        );
+        assert!(
+            found[0].message.contains("“Bitswap 1.2.0”"),
+            "{}",
+            found[0].message
+        );
+        let tabs = "# T\n\n## Anchor links\n\n=== \"First\"\n\n=== \"... or even me\"\n\nJump to [it](#anchor-links--or-even-me).\n";
+        assert!(scan(tabs).is_empty(), "{:?}", scan(tabs));
+        let macro_ = "# T\n\nRender an [`abstract`](#+type:abstract) admonition.\n\n<!-- md:option type:abstract -->\n";
+        let found = scan(macro_);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].severity, Severity::Info);
+        // A hand-written anchor that no generator makes stays an error.
+        let kep = "# KEP\n\n## Upgrade / Downgrade Strategy\n\nSee [it](#upgrade-/-downgrade-strategy).\n";
+        let found = scan(kep);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].severity, Severity::Error);
     }
 
     #[test]

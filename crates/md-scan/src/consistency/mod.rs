@@ -76,6 +76,8 @@ impl ConsistencyScan {
         references::detect(doc, &self.config, &mut out);
         numeric_claims::detect(doc, tables, &self.config, &mut out);
         numeric_claims::detect_lists(doc, facts, &self.config, &mut out);
+        numeric_claims::detect_prose(doc, &self.config, &mut out);
+        numeric_claims::detect_sections(doc, &self.config, &mut out);
         table_structure::detect(doc, tables, &mut out);
         percentages::detect(tables, &self.config, &mut out);
         if self.config.terminology_drift {

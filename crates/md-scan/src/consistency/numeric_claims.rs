@@ -31,6 +31,7 @@ use crate::markdown::MarkdownFacts;
 use crate::numbers::number_word;
 use crate::tables::Table;
 use koas_review_schema::findings::{Finding, FindingKind};
+use koas_review_schema::stage1::SectionEntry;
 use regex::Regex;
 use std::sync::LazyLock;
 
@@ -170,6 +171,68 @@ fn names_header(claim: &Claim, table: &Table) -> bool {
             .filter(|w| w.chars().count() >= 4)
             .any(|w| claim.stems.contains(&stem(w)))
     })
+}
+
+/// How many header cells of `table` name one of the claim's words.
+fn header_cells_naming(claim: &Claim, table: &Table) -> u32 {
+    table
+        .header
+        .cells
+        .iter()
+        .filter(|cell| {
+            cell.split(|c: char| !c.is_alphanumeric())
+                .filter(|w| w.chars().count() >= 4)
+                .any(|w| claim.stems.contains(&stem(w)))
+        })
+        .count() as u32
+}
+
+/// `true` when byte `at` of `text` lies inside parentheses.
+fn in_parentheses(text: &str, at: usize) -> bool {
+    let before = &text[..at];
+    before.matches('(').count() > before.matches(')').count()
+}
+
+/// `true` when the claim is what its line announces before a colon: it is
+/// in the last sentence, is not a bound ("at least two"), and its noun
+/// phrase ends that sentence, followed only by filler ("below", "as
+/// follows", "suivantes", "exist") or one plural adjective ("deux approches
+/// complémentaires :"). Another verb after it makes the noun a subject
+/// whose object is what follows ("the two services share:").
+fn announces(prose: &str, claim: &Claim) -> bool {
+    let trimmed = prose.trim_end_matches(|c: char| c.is_whitespace() || c == '*' || c == '_');
+    let Some(body) = trimmed.strip_suffix(':') else {
+        return false;
+    };
+    if claim.end > body.len() {
+        return false;
+    }
+    let sentence_start = body
+        .rfind(". ")
+        .or_else(|| body.rfind("! "))
+        .or_else(|| body.rfind("? "))
+        .map_or(0, |i| i + 2);
+    if claim.start < sentence_start || in_parentheses(body, claim.start) {
+        return false;
+    }
+    if BOUNDS.contains(&previous_word(&prose[..claim.start]).as_str()) {
+        return false;
+    }
+    let mut between: Vec<String> = body[claim.end..]
+        .split(|ch: char| ch.is_whitespace() || ch == ',')
+        .filter(|w| !w.is_empty())
+        .map(|w| w.to_lowercase())
+        .collect();
+    // A complement of the noun ("deux nœuds de calcul", "two kinds of
+    // nodes") belongs to the noun phrase.
+    if between.len() >= 2 && matches!(between[0].as_str(), "de" | "du" | "des" | "of") {
+        between.drain(..2);
+    }
+    match between.as_slice() {
+        [] => true,
+        [one] if one.ends_with('s') || one.ends_with('x') => true,
+        words => words.iter().all(|w| LIST_FILLER.contains(&w.as_str())),
+    }
 }
 
 fn previous_word(text: &str) -> String {
@@ -316,16 +379,34 @@ pub fn detect(doc: &Document<'_>, tables: &[Table], config: &ScanConfig, out: &m
                         .ends_with(':')
                 })
             });
+        // A claim in parentheses is an aside about something else
+        // ("Examples (a server with 8 memory nodes):"); a claim on the
+        // intro line must be what that line announces, not the subject of
+        // another verb ("les deux services partagent :").
         claims.retain(|c| Some(c.line) == intro || names_header(c, table));
-        if claims.is_empty() {
-            continue;
-        }
         let rows = table.rows.len() as u32;
         let columns = table.header.cells.len() as u32;
         let expected = |c: &Claim| if c.counts_columns { columns } else { rows };
-        if claims.iter().any(|c| c.value == expected(c)) {
+        // "Les deux services" over `| | Service A | Service B |` counts the
+        // header cells that name the noun, not the rows.
+        let named_cells = |c: &Claim| header_cells_naming(c, table);
+        if claims
+            .iter()
+            .any(|c| c.value == expected(c) || (named_cells(c) >= 2 && c.value == named_cells(c)))
+        {
             continue;
         }
+        // Only a claim about the table is reported: one in parentheses is
+        // an aside about something else ("Examples (a server with 8 memory
+        // nodes):"), and one on the intro line must be what that line
+        // announces, not the subject of another verb ("les deux services
+        // partagent :").
+        claims.retain(|c| {
+            let Some(prose) = doc.prose(c.line) else {
+                return false;
+            };
+            !in_parentheses(prose, c.start) && (names_header(c, table) || announces(prose, c))
+        });
         let Some(claim) = claims.last() else { continue };
         let (what, actual) = if claim.counts_columns {
             ("columns", columns)
@@ -358,6 +439,22 @@ const LIST_FILLER: &[&str] = &[
     "shown",
     "are",
     "is",
+    "exist",
+    "apply",
+    "follow",
+    "remain",
+    "available",
+    "supported",
+    "defined",
+    "used",
+    "possible",
+    "required",
+    "existent",
+    "suivent",
+    "restent",
+    "possibles",
+    "disponibles",
+    "requis",
     "suivants",
     "suivantes",
     "ci-dessous",
@@ -415,35 +512,9 @@ pub fn detect_lists(
         let Some(prose) = doc.prose(intro) else {
             continue;
         };
-        let trimmed = prose.trim_end_matches(|c: char| c.is_whitespace() || c == '*' || c == '_');
-        let Some(body) = trimmed.strip_suffix(':') else {
-            continue;
-        };
-        let sentence_start = body
-            .rfind(". ")
-            .or_else(|| body.rfind("! "))
-            .or_else(|| body.rfind("? "))
-            .map_or(0, |i| i + 2);
         let claims: Vec<Claim> = claims_in(intro, prose, config)
             .into_iter()
-            .filter(|c| c.start >= sentence_start && c.end <= body.len())
-            .filter(|c| !c.counts_columns)
-            // A count in parentheses is an aside, not the announcement.
-            .filter(|c| {
-                body[..c.start].matches('(').count() <= body[..c.start].matches(')').count()
-            })
-            .filter(|c| {
-                let before = previous_word(&prose[..c.start]);
-                !BOUNDS.contains(&before.as_str())
-            })
-            .filter(|c| {
-                let between: Vec<String> = body[c.end..]
-                    .split(|ch: char| ch.is_whitespace() || ch == ',')
-                    .filter(|w| !w.is_empty())
-                    .map(|w| w.to_lowercase())
-                    .collect();
-                between.len() <= 1 || between.iter().all(|w| LIST_FILLER.contains(&w.as_str()))
-            })
+            .filter(|c| !c.counts_columns && announces(prose, c))
             .collect();
         let items = list.items as u32;
         if claims.is_empty() || claims.iter().any(|c| c.value == items) {
@@ -468,6 +539,337 @@ pub fn detect_lists(
             )
             .at_column(doc.column(claim.line, claim.start)),
         );
+    }
+}
+
+/// Words that make an enumeration a sample, not the whole count.
+const NOT_EXHAUSTIVE: &[&str] = &[
+    "e.g",
+    "eg",
+    "ex",
+    "such",
+    "like",
+    "including",
+    "incl",
+    "notamment",
+    "dont",
+    "comme",
+    "par",
+    "see",
+    "voir",
+    "cf",
+    "etc",
+    "among",
+    "parmi",
+    "which",
+    "who",
+    "that",
+    "where",
+    "qui",
+    "que",
+    "où",
+    "each",
+    "chacun",
+    "chacune",
+    "both",
+    "all",
+    "tous",
+    "toutes",
+    // A clause, not a name: "two reasons: first, … and second, …".
+    "first",
+    "second",
+    "then",
+    "finally",
+    "also",
+    "but",
+    "premièrement",
+    "ensuite",
+    "puis",
+    "enfin",
+    "aussi",
+    "mais",
+];
+
+/// The items of an enumeration that follows a noun phrase on its line:
+/// `(a, b, c)` right after it, or `: a, b and c.` to the end of the
+/// sentence. Separators are read in the masked prose (a comma inside code
+/// does not split); an enumeration that says it is a sample ("e.g.",
+/// "notamment", "etc."), holds a clause rather than names (an item of more
+/// than four words) or nests parentheses is not counted. `None` when there
+/// is no such enumeration or fewer than two items.
+fn enumeration_after(rest: &str) -> Option<(u32, usize)> {
+    let lead = rest.len() - rest.trim_start().len();
+    let after = &rest[lead..];
+    let in_parens = after.starts_with('(');
+    let (inner, consumed) = if let Some(open) = after.strip_prefix('(') {
+        let close = open.find(')')?;
+        let inner = &open[..close];
+        if inner.contains('(') {
+            return None;
+        }
+        (inner, lead + 1 + close + 1)
+    } else if let Some(colon) = after.strip_prefix(':') {
+        let end = [". ", "; ", "! ", "? "]
+            .iter()
+            .filter_map(|p| colon.find(p))
+            .min()
+            .unwrap_or(colon.len());
+        let inner = colon[..end].trim_end().trim_end_matches(['.', '!', '?']);
+        if inner.contains(['(', ')', '[', ']', ':']) {
+            return None;
+        }
+        (inner, lead + 1 + end)
+    } else {
+        return None;
+    };
+    if inner.contains('…') || inner.contains("...") {
+        return None;
+    }
+    let mut items: Vec<&str> = inner.split([',', ';']).collect();
+    if let Some(last) = items.pop() {
+        let last_trim = last.trim_start();
+        let mut split = None;
+        for conj in [" and ", " et ", " or ", " ou ", " & "] {
+            if let Some(i) = last.find(conj) {
+                split = Some((i, conj.len()));
+                break;
+            }
+        }
+        match split {
+            Some((i, len)) => {
+                items.push(&last[..i]);
+                items.push(&last[i + len..]);
+            }
+            None => {
+                // Oxford comma: "a, b, and c".
+                let stripped = ["and ", "et ", "or ", "ou "]
+                    .iter()
+                    .find_map(|c| last_trim.strip_prefix(c))
+                    .unwrap_or(last);
+                items.push(stripped);
+            }
+        }
+    }
+    if items.len() < 2 {
+        return None;
+    }
+    // Words in parentheses after a count often say what the things hold
+    // ("all 3 test fixtures (code fences, YAML, tables, math)"); only
+    // names are counted there: code, links, quoted strings.
+    if in_parens
+        && !items.iter().all(|item| {
+            let t = item.trim();
+            t.is_empty() || t.starts_with(['[', '"', '“', '«', '\''])
+        })
+    {
+        return None;
+    }
+    for item in &items {
+        let words: Vec<String> = item
+            .split_whitespace()
+            .map(|w| {
+                w.trim_matches(|c: char| !c.is_alphanumeric())
+                    .to_lowercase()
+            })
+            .collect();
+        if words.len() > 4 || words.iter().any(|w| NOT_EXHAUSTIVE.contains(&w.as_str())) {
+            return None;
+        }
+        // An empty item that is not masked code is a stray separator.
+        if item.is_empty() {
+            return None;
+        }
+    }
+    Some((items.len() as u32, consumed))
+}
+
+/// Reports a count that the enumeration right after it on its line
+/// contradicts: "five folders (`src`, `docs`, `tests`)", "trois modes :
+/// lecture, écriture, administration et audit."
+pub fn detect_prose(doc: &Document<'_>, config: &ScanConfig, out: &mut Vec<Finding>) {
+    for line in 1..=doc.line_count() {
+        if doc.is_heading(line) {
+            continue;
+        }
+        let Some(prose) = doc.prose(line) else {
+            continue;
+        };
+        if !prose.contains(['(', ':']) {
+            continue;
+        }
+        for claim in claims_in(line, prose, config) {
+            if claim.counts_columns
+                || in_parentheses(prose, claim.start)
+                || BOUNDS.contains(&previous_word(&prose[..claim.start]).as_str())
+            {
+                continue;
+            }
+            // "Three modes are supported: …": filler between the noun and
+            // the colon.
+            let mut from = claim.end;
+            for _ in 0..3 {
+                let rest = &prose[from..];
+                let word_len = rest
+                    .trim_start()
+                    .find(|c: char| !c.is_alphabetic() && c != '-')
+                    .unwrap_or(rest.trim_start().len());
+                let lead = rest.len() - rest.trim_start().len();
+                let word = rest[lead..lead + word_len].to_lowercase();
+                if word.is_empty() || !LIST_FILLER.contains(&word.as_str()) {
+                    break;
+                }
+                from += lead + word_len;
+            }
+            if from > claim.end && !prose[from..].trim_start().starts_with(':') {
+                from = claim.end;
+            }
+            let Some((items, consumed)) = enumeration_after(&prose[from..]) else {
+                continue;
+            };
+            let consumed = consumed + (from - claim.end);
+            if items == claim.value {
+                continue;
+            }
+            let end = claim.end + consumed;
+            out.push(
+                Finding::new(
+                    FindingKind::NumericContradiction,
+                    KERNEL,
+                    line,
+                    line,
+                    format!(
+                        "The text announces {} (“{}”), but the enumeration right after it names {}",
+                        claim.value, claim.phrase, items
+                    ),
+                    &around(doc.line(line), claim.start, end.min(prose.len())),
+                )
+                .at_column(doc.column(line, claim.start)),
+            );
+        }
+    }
+}
+
+/// Nouns that count the sub-sections of the section they stand in.
+const PART_NOUNS: &[&str] = &[
+    "sections",
+    "subsections",
+    "sub-sections",
+    "parts",
+    "chapters",
+    "parties",
+    "sous-parties",
+    "sous-sections",
+    "chapitres",
+];
+
+/// Words that tie a count to the text around it ("this document has three
+/// parts", "les quatre parties suivantes") rather than to another document.
+const HERE_MARKERS: &[&str] = &[
+    "this document",
+    "this section",
+    "this chapter",
+    "this guide",
+    "this page",
+    "this part",
+    "this article",
+    "this specification",
+    "ce document",
+    "cette section",
+    "ce chapitre",
+    "ce guide",
+    "cette page",
+    "cette partie",
+    "cet article",
+    "ce texte",
+];
+
+/// Words right next to a count that point at what follows ("the following
+/// four parts", "quatre parties suivantes").
+const NEXT_TO: &[&str] = &[
+    "following",
+    "below",
+    "suivants",
+    "suivantes",
+    "ci-dessous",
+    "ci-après",
+];
+
+/// Reports a section whose text announces a number of parts ("ce guide
+/// comprend quatre parties", "this section has three sub-sections below")
+/// that its sub-headings contradict.
+pub fn detect_sections(doc: &Document<'_>, config: &ScanConfig, out: &mut Vec<Finding>) {
+    let sections = &doc.stage1.sections.sections;
+    let top_level: Vec<&SectionEntry> = sections.iter().filter(|s| s.parent.is_none()).collect();
+    let mut scopes: Vec<(u32, u32, Vec<u32>)> = Vec::new();
+    if let Some(first) = sections.first() {
+        if first.line_start > 1 && top_level.len() >= 2 {
+            let lines = top_level.iter().map(|s| s.line_start).collect();
+            scopes.push((1, first.line_start - 1, lines));
+        }
+    }
+    for s in sections {
+        if s.children.len() < 2 {
+            continue;
+        }
+        let lines = sections
+            .iter()
+            .filter(|c| c.parent.as_deref() == Some(s.id.as_str()))
+            .map(|c| c.line_start)
+            .collect();
+        scopes.push((s.heading_line_end + 1, s.body_line_end, lines));
+    }
+    for (from, to, children) in scopes {
+        let count = children.len() as u32;
+        for line in from..=to {
+            let Some(prose) = doc.prose(line) else {
+                continue;
+            };
+            let lower = prose.to_lowercase();
+            let here = HERE_MARKERS.iter().any(|m| lower.contains(m));
+            for claim in claims_in(line, prose, config) {
+                let next_word = prose[claim.end..]
+                    .split(|c: char| c.is_whitespace() || c == ',' || c == '.' || c == ':')
+                    .find(|w| !w.is_empty())
+                    .unwrap_or("")
+                    .to_lowercase();
+                let pointed = NEXT_TO.contains(&previous_word(&prose[..claim.start]).as_str())
+                    || NEXT_TO.contains(&next_word.as_str());
+                if !here && !pointed {
+                    continue;
+                }
+                let noun = claim
+                    .phrase
+                    .split_whitespace()
+                    .last()
+                    .unwrap_or("")
+                    .to_lowercase();
+                if !PART_NOUNS.contains(&noun.as_str())
+                    || claim.value == count
+                    || in_parentheses(prose, claim.start)
+                    || BOUNDS.contains(&previous_word(&prose[..claim.start]).as_str())
+                {
+                    continue;
+                }
+                let lines: Vec<String> = children.iter().map(u32::to_string).collect();
+                out.push(
+                    Finding::new(
+                        FindingKind::NumericContradiction,
+                        KERNEL,
+                        line,
+                        to,
+                        format!(
+                            "The text announces {} (“{}”), but {} sub-headings follow (lines {})",
+                            claim.value,
+                            claim.phrase,
+                            count,
+                            lines.join(", ")
+                        ),
+                        &around(doc.line(line), claim.start, claim.end),
+                    )
+                    .at_column(doc.column(line, claim.start)),
+                );
+            }
+        }
     }
 }
 
@@ -589,6 +991,133 @@ mod tests {
             "# T\n\nThe gateway exposes two ingestion protocols, listed below.\n\n{header}"
         );
         assert_eq!(scan(&by_header).len(), 1);
+    }
+
+    /// Regression (issue 31, false pattern 3): a count about another noun
+    /// than the table's rows was compared with them.
+    #[test]
+    fn counts_about_something_else_are_not_compared() {
+        let four = "| Node | CPUs |\n|---|---|\n| 0 | 8 |\n| 1 | 8 |\n| 2 | 8 |\n| 3 | 8 |\n";
+        for intro in [
+            "Examples (a 64-core server with 8 memory nodes):",
+            "Les deux services partagent :",
+            "The two services share:",
+        ] {
+            let text = format!("# T\n\n{intro}\n\n{four}");
+            assert!(scan(&text).is_empty(), "{intro}: {:?}", scan(&text));
+        }
+        // Two services named by two header cells: the count is of columns.
+        let shared = "| Élément | Service A | Service B |\n|---|---|---|\n| base | oui | oui |\n| cache | oui | non |\n| file | non | oui |\n";
+        let text = format!("# T\n\nLes deux services partagent :\n\n{shared}");
+        assert!(scan(&text).is_empty(), "{:?}", scan(&text));
+        // The true cases stay: the count is what the line announces.
+        for intro in [
+            "The cluster has two memory nodes:",
+            "Le cluster compte deux nœuds de calcul suivants :",
+            "Two options exist:",
+        ] {
+            let text = format!("# T\n\n{intro}\n\n{four}");
+            assert_eq!(scan(&text).len(), 1, "{intro}");
+        }
+    }
+
+    fn scan_prose(text: &str) -> Vec<Finding> {
+        let s1 = stage1(text);
+        let doc = Document::new(s1.view(text)).expect("doc");
+        let mut out = Vec::new();
+        detect_prose(&doc, &ScanConfig::default(), &mut out);
+        out
+    }
+
+    /// Regression (issue 31): a count announced in prose and enumerated
+    /// right after it on the line was not compared.
+    #[test]
+    fn prose_enumerations_are_counted() {
+        for (line, items) in [
+            ("The repository holds five folders (`src`, `docs`, `tests`).", 3),
+            ("Le guide comprend quatre parties : installation, configuration, usage, dépannage, annexes et glossaire.", 6),
+            ("Three modes are supported: read, write, admin and audit.", 4),
+            ("Il existe deux profils (`lecteur`, `rédacteur`, `administrateur`).", 3),
+        ] {
+            let found = scan_prose(&format!("# T\n\n{line}\n"));
+            assert_eq!(found.len(), 1, "{line}: {found:?}");
+            assert!(
+                found[0].message.ends_with(&format!("names {items}")),
+                "{}",
+                found[0].message
+            );
+        }
+    }
+
+    #[test]
+    fn prose_enumerations_that_match_or_are_samples_are_quiet() {
+        for line in [
+            "The repository holds three folders (`src`, `docs`, `tests`).",
+            "Three modes: read, write, and admin.",
+            "Two ports (80 and 443) are open.",
+            "Five formats (e.g. JSON, YAML) are accepted.",
+            "Quatre parties, notamment : installation, usage.",
+            "Six regions (us-east, eu-west, etc.) are served.",
+            "There are two reasons: first, it is slow, and second, it leaks.",
+            "At least two options (a, b, c) must be set.",
+            "Three modes (each of them, with a flag and its own default value) exist.",
+            "Version 2 (2023, 2024) is current.",
+            "We ran 3 times (Monday, Tuesday).",
+            "Two services (see the table) run here.",
+            "The parser handles all 3 test fixtures (code fences, YAML, tables, math).",
+        ] {
+            let found = scan_prose(&format!("# T\n\n{line}\n"));
+            assert!(found.is_empty(), "{line}: {found:?}");
+        }
+    }
+
+    fn scan_sections(text: &str) -> Vec<Finding> {
+        let s1 = stage1(text);
+        let doc = Document::new(s1.view(text)).expect("doc");
+        let mut out = Vec::new();
+        detect_sections(&doc, &ScanConfig::default(), &mut out);
+        out
+    }
+
+    /// Regression (issue 31): "quatre sous-parties" announced, six
+    /// following, was missed (only the next table or list was compared).
+    #[test]
+    fn announced_parts_are_compared_with_the_sub_headings() {
+        let subs: String = (1..=6)
+            .map(|i| format!("### Partie {i}\n\nTexte.\n\n"))
+            .collect();
+        let fr = format!(
+            "# Guide\n\n## Organisation\n\nCette section comprend quatre sous-parties.\n\n{subs}"
+        );
+        let found = scan_sections(&fr);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(
+            found[0].message.contains("6 sub-headings"),
+            "{}",
+            found[0].message
+        );
+        let en = "Intro: this document has three parts.\n\n## A\n\n## B\n";
+        assert_eq!(scan_sections(en).len(), 1);
+    }
+
+    #[test]
+    fn announced_parts_that_match_or_are_elsewhere_are_quiet() {
+        for body in [
+            "Cette section comprend trois parties.",
+            "RFC 9110 has twelve sections.",
+            "This section has at least two parts.",
+            "This guide covers three topics.",
+            "The spec has five parts (see below).",
+            "RFC 9110, cited below, has twelve sections.",
+            "Les quatre parties de la norme sont citées.",
+        ] {
+            let text = format!("# T\n\n## S\n\n{body}\n\n### a\n\n### b\n\n### c\n");
+            assert!(
+                scan_sections(&text).is_empty(),
+                "{body}: {:?}",
+                scan_sections(&text)
+            );
+        }
     }
 
     #[test]

@@ -42,6 +42,54 @@ fn is_total_row(first_cell: &str) -> bool {
     .any(|w| c == *w || c.starts_with(&format!("{w} ")) || c.starts_with(&format!("{w}:")))
 }
 
+/// A plain number in a cell (`184`, `1 250`, `3.5`), if it is one.
+fn plain_number(cell: &str) -> Option<f64> {
+    let t: String = cell
+        .trim()
+        .chars()
+        .filter(|c| !matches!(c, ' ' | '\u{a0}' | '\u{202f}' | '*' | '_'))
+        .collect();
+    if t.is_empty() || !t.chars().all(|c| c.is_ascii_digit() || c == '.') {
+        return None;
+    }
+    t.parse().ok()
+}
+
+/// `true` when, in every row with a value, the percentage of column `col`
+/// is the ratio of two number cells of the same row (a / b or a / (a + b),
+/// to the nearest point): a rate computed per row ("184 stopped, 362
+/// continued: 34 %"), which has no reason to add up to 100 %.
+fn computed_per_row(t: &Table, col: usize) -> bool {
+    let mut rows = 0;
+    for row in &t.rows {
+        let Some(pct) = row
+            .cells
+            .get(col)
+            .and_then(|c| parse_percent_cell(c.trim()))
+        else {
+            continue;
+        };
+        let numbers: Vec<f64> = row
+            .cells
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| i != col)
+            .filter_map(|(_, c)| plain_number(c))
+            .collect();
+        let close = |v: f64| (v * 100.0 - pct).abs() <= 1.0;
+        let found = numbers.iter().enumerate().any(|(i, &a)| {
+            numbers.iter().enumerate().any(|(j, &b)| {
+                i != j && ((b > 0.0 && close(a / b)) || (a + b > 0.0 && close(a / (a + b))))
+            })
+        });
+        if !found {
+            return false;
+        }
+        rows += 1;
+    }
+    rows >= 2
+}
+
 /// Reports share columns whose total is outside `percent_min..=percent_max`.
 pub fn detect(tables: &[Table], config: &ScanConfig, out: &mut Vec<Finding>) {
     for t in tables {
@@ -82,7 +130,10 @@ pub fn detect(tables: &[Table], config: &ScanConfig, out: &mut Vec<Finding>) {
             } else {
                 (NEUTRAL_BAND.0..=NEUTRAL_BAND.1).contains(&sum)
             };
-            if !checked || (config.percent_min..=config.percent_max).contains(&sum) {
+            if !checked
+                || (config.percent_min..=config.percent_max).contains(&sum)
+                || computed_per_row(t, col)
+            {
                 continue;
             }
             let shown: Vec<String> = values.iter().map(|v| format_percent(*v)).collect();
@@ -128,6 +179,17 @@ mod tests {
         let found = scan("# T\n\n| Tier | Share of traffic |\n|---|---|\n| Hot | 40% |\n| Warm | 30% |\n| Cold | 20% |\n");
         assert_eq!(found.len(), 1);
         assert!(found[0].message.contains("90 %"));
+    }
+
+    /// Regression (issue 31, held-out documents): a rate computed in each
+    /// row from the row's counts was added up like a share.
+    #[test]
+    fn rates_computed_per_row_are_not_shares() {
+        let rates = "# T\n\n| Phase | Stop | Go | Pourcentage de produits arrêtés |\n|---|---|---|---|\n| Investigation | 184 | 362 | 34 % |\n| Construction | 88 | 305 | 22 % |\n| Accélération | 22 | 144 | 13 % |\n| Transfert | 12 | 57 | 17 % |\n";
+        assert!(scan(rates).is_empty(), "{:?}", scan(rates));
+        // A share column next to counts that do not give it is still checked.
+        let shares = "# T\n\n| Phase | Produits | Part |\n|---|---|---|\n| A | 184 | 34 % |\n| B | 88 | 22 % |\n| C | 22 | 13 % |\n| D | 12 | 17 % |\n";
+        assert_eq!(scan(shares).len(), 1);
     }
 
     #[test]

@@ -54,6 +54,10 @@ fn with_level(line: &str, level: u8) -> Option<String> {
 /// template that puts its questions at level 6 under level-3 headings.
 pub const CONVENTION_REPEATS: usize = 3;
 
+/// How many headings of one title at one level make it a recurring slot
+/// of the document's layout ("Further information" after each answer).
+const RECURRING_TITLES: usize = 2;
+
 /// Parses `accept_level_skips` entries (`"3-6"`): the (from, to) level
 /// pairs never reported. The error names the entry.
 pub fn accepted_skips(entries: &[String]) -> Result<Vec<(u8, u8)>, String> {
@@ -126,6 +130,44 @@ pub fn detect(doc: &Document<'_>, accepted: &[(u8, u8)], out: &mut Vec<Finding>)
         finding.severity = koas_review_schema::findings::Severity::Info;
         out.push(finding);
     }
+    // A skip that is not a repeated pair may still follow the document's
+    // convention: it starts from, or lands on, a level a repeated pair
+    // uses (a design template's level-5 "Prerequisite testing updates"
+    // under level 3, beside its level-6 questions), or it lands on a
+    // recurring sub-heading (the same title at the same level twice or
+    // more: an FAQ's "Further information" after every answer). Said as
+    // info, never fixed.
+    let mut recurring: std::collections::HashMap<(u8, String), usize> = Default::default();
+    for s in sections {
+        *recurring
+            .entry((s.level, s.title.trim().to_lowercase()))
+            .or_default() += 1;
+    }
+    let convention_pairs: Vec<(u8, u8)> = repeats
+        .iter()
+        .filter(|(p, _)| convention(p))
+        .map(|(p, _)| *p)
+        .collect();
+    let follows_convention = |i: usize| -> Option<String> {
+        let (prev, cur) = pair_of(i);
+        if let Some(&(a, b)) = convention_pairs
+            .iter()
+            .find(|&&(a, b)| a == prev || b == cur)
+        {
+            return Some(format!(
+                "the document skips from level {a} to level {b} {} times",
+                repeats.get(&(a, b)).map_or(0, Vec::len)
+            ));
+        }
+        let title = sections[i].title.trim().to_lowercase();
+        let times = recurring.get(&(cur, title)).copied().unwrap_or(0);
+        (times >= RECURRING_TITLES).then(|| {
+            format!(
+                "“{}” is a level-{cur} heading {times} times in the document",
+                sections[i].title.trim()
+            )
+        })
+    };
     // One entry per skip: its finding (`None` for a deliberate one, whose
     // sub-headings then move with nothing) and the lines its fix moves.
     let mut skips: Vec<Option<Finding>> = Vec::new();
@@ -133,7 +175,32 @@ pub fn detect(doc: &Document<'_>, accepted: &[(u8, u8)], out: &mut Vec<Finding>)
     for (i, cur) in sections.iter().enumerate() {
         let skipped = i > 0 && cur.level > sections[i - 1].level + 1;
         let reported = skipped && !accepted.contains(&pair_of(i)) && !convention(&pair_of(i));
-        if reported {
+        let deliberate = if reported {
+            follows_convention(i)
+        } else {
+            None
+        };
+        if let Some(reason) = deliberate {
+            let prev = &sections[i - 1];
+            let mut finding = Finding::new(
+                FindingKind::HeadingLevelSkip,
+                KERNEL,
+                cur.line_start,
+                cur.heading_line_end,
+                format!(
+                    "This level-{} heading follows a level-{} heading (line {}): level {} is skipped, as the document's convention seems to be ({reason}); not fixed",
+                    cur.level,
+                    prev.level,
+                    prev.line_start,
+                    prev.level + 1
+                ),
+                &format!("{} {}", "#".repeat(usize::from(cur.level)), cur.title),
+            );
+            finding.severity = koas_review_schema::findings::Severity::Info;
+            out.push(finding);
+            skips.push(None);
+            edits.push(Vec::new());
+        } else if reported {
             let prev = &sections[i - 1];
             let hashes = "#".repeat(usize::from(cur.level));
             skips.push(Some(
@@ -290,6 +357,52 @@ mod tests {
         let out = scan_accepting(&template(5), &[(3, 6)]);
         assert_eq!(out.len(), 1, "{out:?}");
         assert_eq!(out[0].line, 5);
+    }
+
+    /// Regression (issue 31, false pattern 4, on held-out documents): a
+    /// design template's single level-5 slot under level 3, next to its
+    /// level-6 questions, and an FAQ's recurring "Further information"
+    /// were warnings each.
+    #[test]
+    fn skips_that_follow_the_documents_convention_are_info() {
+        let mut kep = template(4);
+        kep.push_str("### Test Plan\n\n##### Prerequisite testing updates\n\nNone.\n");
+        let out = scan(&kep);
+        let slot = out
+            .iter()
+            .find(|f| f.message.contains("level-5"))
+            .expect("the slot");
+        assert_eq!(slot.severity, koas_review_schema::findings::Severity::Info);
+        assert!(slot.fix.is_none());
+        assert!(
+            slot.message.contains("from level 3 to level 6 4 times"),
+            "{}",
+            slot.message
+        );
+        // The unrelated 2 → 4 slip stays a warning.
+        assert!(out
+            .iter()
+            .any(|f| f.line == 5 && f.severity == koas_review_schema::findings::Severity::Warning));
+        let faq = "# FAQ\n\n## Why?\n\n#### Further information\n\n## How?\n\n### Detail\n\n#### Further information\n\n## When?\n\n#### Further information\n";
+        let out = scan(faq);
+        assert_eq!(out.len(), 2, "{out:?}");
+        assert!(out.iter().all(
+            |f| f.severity == koas_review_schema::findings::Severity::Info
+                && f.message
+                    .contains("“Further information” is a level-4 heading 3 times")
+        ));
+        let twice =
+            "# FAQ\n\n## Why?\n\n#### Further information\n\n## How?\n\n#### Further information\n";
+        assert!(scan(twice)
+            .iter()
+            .all(|f| f.severity == koas_review_schema::findings::Severity::Info));
+        let distinct = "# API\n\n## Examples\n\n#### Example: logger\n\n#### Example: thunk\n";
+        let out = scan(distinct);
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert_eq!(
+            out[0].severity,
+            koas_review_schema::findings::Severity::Warning
+        );
     }
 
     #[test]

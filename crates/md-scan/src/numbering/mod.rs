@@ -1,9 +1,12 @@
-//! `md_numbering_control`: heading level continuity, figure/table/equation
-//! numbering (gaps, duplicates) and references to figures, tables and
-//! equations that do not exist. Also proposes renumbering operations.
+//! `md_numbering_control`: heading level continuity, numbered headings
+//! (gaps, duplicates, references to labelled numbers no heading carries),
+//! figure/table/equation numbering (gaps, duplicates) and references to
+//! figures, tables and equations that do not exist. Also proposes
+//! renumbering operations.
 
 mod captions;
 mod heading_levels;
+mod heading_numbers;
 mod renumber;
 
 pub(crate) use captions::CaptionScan;
@@ -62,6 +65,7 @@ impl NumberingControl {
         } else {
             heading_levels::detect_empty(doc, &mut report.findings);
         }
+        heading_numbers::detect(doc, &mut report.findings);
         let (captions, refs) = self.captions.collect(doc);
         let captions = captions::merge_alt_captions(doc, captions, &mut report.findings);
         for c in &captions {
