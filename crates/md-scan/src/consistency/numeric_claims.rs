@@ -614,6 +614,12 @@ fn enumeration_after(rest: &str) -> Option<(u32, usize)> {
             .filter_map(|p| colon.find(p))
             .min()
             .unwrap_or(colon.len());
+        // An enumeration that runs past the end of the line without
+        // closing its sentence goes on on the next line: not counted.
+        let tail = colon.trim_end();
+        if end == colon.len() && !tail.ends_with(['.', '!', '?', ';']) {
+            return None;
+        }
         let inner = colon[..end].trim_end().trim_end_matches(['.', '!', '?']);
         if inner.contains(['(', ')', '[', ']', ':']) {
             return None;
@@ -1037,6 +1043,7 @@ mod tests {
             ("The repository holds five folders (`src`, `docs`, `tests`).", 3),
             ("Le guide comprend quatre parties : installation, configuration, usage, dépannage, annexes et glossaire.", 6),
             ("Three modes are supported: read, write, admin and audit.", 4),
+            ("For three components: external-provisioner, external-resizer, kube-apiserver, kube-controller-manager.", 4),
             ("Il existe deux profils (`lecteur`, `rédacteur`, `administrateur`).", 3),
         ] {
             let found = scan_prose(&format!("# T\n\n{line}\n"));
@@ -1065,6 +1072,7 @@ mod tests {
             "We ran 3 times (Monday, Tuesday).",
             "Two services (see the table) run here.",
             "The parser handles all 3 test fixtures (code fences, YAML, tables, math).",
+            "Sorting functions come in three flavours: *raw*, `_by` and",
         ] {
             let found = scan_prose(&format!("# T\n\n{line}\n"));
             assert!(found.is_empty(), "{line}: {found:?}");

@@ -26,7 +26,8 @@ use std::sync::LazyLock;
 
 /// A heading's label word and number: `Step 3: Deploy`, `Étape 2 —`.
 static LABELLED: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(r"^\s*[*_]*(\p{L}[\p{L}'’-]{2,})\s+(\d{1,3})(?:[*_]*\s*[:.)\-–—]|[*_]*\s*$|\s)").ok()
+    Regex::new(r"^\s*[*_]*(\p{L}[\p{L}'’-]{2,})\s+(\d{1,3})(?:[*_]*\s*[:.)(\-–—]|[*_]*\s*$|\s)")
+        .ok()
 });
 
 /// A title that starts with a bare number and a capitalised word
@@ -107,9 +108,10 @@ fn labelled(title: &str) -> Option<(String, u32, String)> {
     let word = caps.get(1)?.as_str();
     let number_match = caps.get(2)?;
     let number = number_match.as_str();
-    // "Bitswap 1.2.0", "Python 3,12": a version, not a label.
+    // "Bitswap 1.2.0", "Python 3,12", "Scenario 1.a": a version or a
+    // sub-number, not a label.
     let after = &title[number_match.end()..];
-    if after.starts_with(['.', ',']) && after[1..].starts_with(|c: char| c.is_ascii_digit()) {
+    if after.starts_with(['.', ',']) && after[1..].starts_with(|c: char| c.is_alphanumeric()) {
         return None;
     }
     let lower = word.to_lowercase();
@@ -127,6 +129,28 @@ fn runs(sections: &[SectionEntry]) -> BTreeMap<RunKey, Vec<Numbered>> {
             let Some((&last, prefix)) = n.parts.split_last() else {
                 continue;
             };
+            // "### 1.18" alone is a release, not a section number.
+            if n.rest.trim().is_empty() {
+                continue;
+            }
+            // A lone I, V or X also reads as a letter ("H.", "I.", "J.").
+            if n.kind == NumberingKind::Roman && n.label.len() == 1 {
+                if let Some(c) = n.label.chars().next() {
+                    let letter = u32::from(c.to_ascii_uppercase()) - u32::from('A') + 1;
+                    runs.entry(RunKey::Numbered(
+                        s.level,
+                        kind_code(NumberingKind::Letter),
+                        Vec::new(),
+                        s.parent.clone(),
+                    ))
+                    .or_default()
+                    .push(Numbered {
+                        line: s.line_start,
+                        value: letter,
+                        label: n.raw.clone(),
+                    });
+                }
+            }
             let parent = (n.parts.len() == 1).then(|| s.parent.clone()).flatten();
             (
                 RunKey::Numbered(s.level, kind_code(n.kind), prefix.to_vec(), parent),
@@ -161,9 +185,44 @@ fn runs(sections: &[SectionEntry]) -> BTreeMap<RunKey, Vec<Numbered>> {
     runs
 }
 
+/// What a run numbers, whatever its level: the scheme and the prefix, or
+/// the label word.
+fn family(key: &RunKey) -> (u8, &str, &[u32]) {
+    match key {
+        RunKey::Numbered(_, kind, prefix, _) => (*kind, "", prefix),
+        RunKey::Bare(_, _) => (8, "", &[]),
+        RunKey::Labelled(word, _, _) => (9, word, &[]),
+    }
+}
+
+fn level_of(key: &RunKey) -> u8 {
+    match key {
+        RunKey::Numbered(level, ..) | RunKey::Bare(level, _) | RunKey::Labelled(_, level, _) => {
+            *level
+        }
+    }
+}
+
 /// Reports the one irregular step of each otherwise regular run.
 fn check_runs(doc: &Document<'_>, runs: &BTreeMap<RunKey, Vec<Numbered>>, out: &mut Vec<Finding>) {
-    for run in runs.values() {
+    // Where else each number stands: at another level, or as the prefix
+    // of deeper numbers ("4.1" and "4.2" without a "4.").
+    let mut placed: HashMap<(u8, &str, &[u32], u32), (u8, u32)> = HashMap::new();
+    let mut prefixes: HashSet<Vec<u32>> = HashSet::new();
+    for (key, run) in runs {
+        let (kind, word, prefix) = family(key);
+        for h in run {
+            placed
+                .entry((kind, word, prefix, h.value))
+                .or_insert((level_of(key), h.line));
+        }
+        if let RunKey::Numbered(_, _, prefix, _) = key {
+            for k in 0..prefix.len() {
+                prefixes.insert(prefix[..=k].to_vec());
+            }
+        }
+    }
+    for (key, run) in runs {
         let starts_low = run.first().is_some_and(|h| h.value <= 1);
         if run.len() < 3 && !(run.len() == 2 && starts_low) {
             continue;
@@ -189,7 +248,27 @@ fn check_runs(doc: &Document<'_>, runs: &BTreeMap<RunKey, Vec<Numbered>>, out: &
                 &around(title, 0, title.len()),
             )
         } else if here.value > before.value + 1 {
-            let missing = if here.value == before.value + 2 {
+            let (kind, word, prefix) = family(key);
+            let gap = before.value + 1..here.value;
+            let implied = gap.clone().all(|m| {
+                let mut number = prefix.to_vec();
+                number.push(m);
+                kind < 8 && prefixes.contains(&number)
+            });
+            if implied {
+                continue;
+            }
+            let moved: Vec<String> = gap
+                .clone()
+                .filter_map(|m| {
+                    placed.get(&(kind, word, prefix, m)).map(|(level, line)| {
+                        format!("{m} is a level-{level} heading (line {line})")
+                    })
+                })
+                .collect();
+            let missing = if !moved.is_empty() {
+                format!("{}, not level {}", moved.join(", "), level_of(key))
+            } else if here.value == before.value + 2 {
                 format!("{} is missing", before.value + 1)
             } else {
                 format!("{}–{} are missing", before.value + 1, here.value - 1)
@@ -344,9 +423,15 @@ fn check_labelled_references(
             &around(doc.line(line), start, end),
         )
         .at_column(doc.column(line, start));
-        // A heading may be planned but not written yet; a warning, not an
-        // error like a caption that does not exist.
-        finding.severity = Severity::Warning;
+        // A heading may be planned but not written yet ("a future Phase
+        // 3"): a number past the last one is info; one inside the range
+        // names a heading that should be there, a warning.
+        let past_the_end = numbers.iter().max().is_some_and(|&m| value > m);
+        finding.severity = if past_the_end {
+            Severity::Info
+        } else {
+            Severity::Warning
+        };
         out.push(finding);
     }
 }
@@ -418,6 +503,34 @@ mod tests {
         );
     }
 
+    /// Regression (issue 31, on held-out documents): a number at another
+    /// level is said as such; one implied by its sub-numbers ("4.1", "4.2"
+    /// without "4.") is not missing; release headings ("### 1.18"), a
+    /// sub-label ("Scenario 1.a") and a letter run through "I." are not
+    /// gaps or repeats.
+    #[test]
+    fn numbers_placed_elsewhere_or_implied_are_not_missing() {
+        let moved = "# A\n\n# 3. C\n\n# 4. D\n\n## 5. E\n\n# 6. F\n";
+        let found = scan(moved);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(
+            found[0]
+                .message
+                .contains("5 is a level-2 heading (line 7), not level 1"),
+            "{}",
+            found[0].message
+        );
+        for text in [
+            "# T\n\n##### 2. a\n\n##### 3. b\n\n##### 4.1. c\n\n##### 4.2 d\n\n##### 5. e\n",
+            "# History\n\n### 1.14\n\n### 1.16\n\n### 1.18\n",
+            "# T\n\n#### Scenario 1\n\n#### Scenario 1.a\n\n#### Scenario 2\n",
+            "# T\n\n### G. g\n\n### H. h\n\n### I. i\n\n### J. j\n",
+            "# T\n\n## Case 1: a\n\n## Case 2(b)\n\n- [Case 2(b)](#case-2b)\n",
+        ] {
+            assert!(scan(text).is_empty(), "{text}: {:?}", scan(text));
+        }
+    }
+
     #[test]
     fn restarts_versions_and_irregular_numbers_are_quiet() {
         for text in [
@@ -446,13 +559,22 @@ mod tests {
         let found = scan(en);
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!(found[0].kind, FindingKind::MissingTarget);
-        assert_eq!(found[0].severity, Severity::Warning);
         assert_eq!(found[0].line, 9);
         assert!(
             found[0].message.contains("step 1, 2, 3"),
             "{}",
             found[0].message
         );
+        // Past the last step it may be planned ("a future Phase 3"): info.
+        assert_eq!(found[0].severity, Severity::Info);
+        // Inside the range, a step that should be there: a warning.
+        let inside = "# Install\n\n## Step 1: a\n\nSee step 2.\n\n## Step 3: c\n";
+        let found = scan(inside);
+        let reference = found
+            .iter()
+            .find(|f| f.kind == FindingKind::MissingTarget)
+            .expect("the reference");
+        assert_eq!(reference.severity, Severity::Warning);
         let fr = "# Procédure\n\n## Étape 1 : préparer\n\n## Étape 2 : installer\n\nReprenez à l'étape 3 en cas d'échec.\n";
         assert_eq!(scan(fr).len(), 1);
     }
