@@ -255,7 +255,19 @@ fn check_runs(doc: &Document<'_>, runs: &BTreeMap<RunKey, Vec<Numbered>>, out: &
                 number.push(m);
                 kind < 8 && prefixes.contains(&number)
             });
-            if implied {
+            // The missing heading is often there, swallowed by a block
+            // left open above it (an HTML `<pre>` without its `</pre>`).
+            let hidden = (before.line + 1..here.line).find(|&l| {
+                doc.block_kind(l).is_some() && {
+                    let t = doc.line(l).trim_start();
+                    let hashes = t.len() - t.trim_start_matches('#').len();
+                    (1..=6).contains(&hashes)
+                        && t[hashes..]
+                            .trim_start()
+                            .starts_with(&(before.value + 1).to_string())
+                }
+            });
+            if implied && hidden.is_none() {
                 continue;
             }
             let moved: Vec<String> = gap
@@ -273,18 +285,6 @@ fn check_runs(doc: &Document<'_>, runs: &BTreeMap<RunKey, Vec<Numbered>>, out: &
             } else {
                 format!("{}–{} are missing", before.value + 1, here.value - 1)
             };
-            // The missing heading is often there, swallowed by a block
-            // left open above it (an HTML `<pre>` without its `</pre>`).
-            let hidden = (before.line + 1..here.line).find(|&l| {
-                doc.block_kind(l).is_some() && {
-                    let t = doc.line(l).trim_start();
-                    let hashes = t.len() - t.trim_start_matches('#').len();
-                    (1..=6).contains(&hashes)
-                        && t[hashes..]
-                            .trim_start()
-                            .starts_with(&(before.value + 1).to_string())
-                }
-            });
             let why = hidden.map_or(String::new(), |l| {
                 let start = (1..l)
                     .rev()
@@ -491,7 +491,7 @@ mod tests {
     #[test]
     fn a_heading_swallowed_by_an_open_block_is_named() {
         let text =
-            "# T\n\n## 1. A\n\n## 2. B\n\n<pre>\ndiagram\n\n## 3. C\n\ntext\n</pre>\n\n## 4. D\n";
+            "# T\n\n## 1. A\n\n## 2. B\n\n<pre>\ndiagram\n\n## 3. C\n\n### 3.1 c\n</pre>\n\n### 3.2 d\n\n## 4. D\n";
         let found = scan(text);
         assert_eq!(found.len(), 1, "{found:?}");
         assert!(
