@@ -123,11 +123,11 @@ impl ExtraAnchors {
 /// A text directive (`:dfn[label]`, `:abbr[label]{title=…}`) of
 /// generic-directive Markdown renders as its label.
 static TEXT_DIRECTIVE: LazyLock<Option<Regex>> =
-    LazyLock::new(|| Regex::new(r":[A-Za-z][\w-]*\[([^\]]*)\](?:\{[^}]*\})?").ok());
+    LazyLock::new(|| Regex::new(r":[A-Za-z][A-Za-z0-9_-]*\[([^\]]*)\](?:\{[^}]*\})?").ok());
 
 /// A content tab of MkDocs' pymdownx.tabbed: `=== "Label"`.
 static CONTENT_TAB: LazyLock<Option<Regex>> =
-    LazyLock::new(|| Regex::new(r#"^\s*===[+!]?\s+"([^"]*)""#).ok());
+    LazyLock::new(|| Regex::new(r#"^[ \t]*===[+!]?[ \t]+"([^"]*)""#).ok());
 
 /// The slug most site generators other than GitHub write: lower case,
 /// every run of other characters than letters and digits one hyphen,
@@ -166,9 +166,12 @@ impl GeneratorAnchors {
     fn collect(doc: &Document<'_>) -> Self {
         let mut slugged = std::collections::HashMap::new();
         for s in &doc.stage1.sections.sections {
-            let rendered = TEXT_DIRECTIVE.as_ref().map_or(s.title.clone(), |re| {
-                re.replace_all(&s.title, "$1").into_owned()
-            });
+            let rendered = match TEXT_DIRECTIVE.as_ref() {
+                Some(re) if s.title.contains(':') && s.title.contains('[') => {
+                    re.replace_all(&s.title, "$1").into_owned()
+                }
+                _ => s.title.clone(),
+            };
             for anchor in [
                 hyphen_slug(&s.title),
                 hyphen_slug(&rendered),
@@ -188,6 +191,9 @@ impl GeneratorAnchors {
                 continue;
             }
             if doc.block_kind(line).is_some() {
+                continue;
+            }
+            if !text.trim_start().starts_with("===") {
                 continue;
             }
             let Some(label) = CONTENT_TAB
@@ -228,7 +234,9 @@ pub fn detect(
         .chain(facts.extra_anchors.iter())
         .map(|a| a.to_lowercase())
         .collect();
-    let generated = GeneratorAnchors::collect(doc);
+    // Built at the first link no heading resolves: most documents have
+    // none, and this reads every line.
+    let mut generated: Option<GeneratorAnchors> = None;
     for link in &facts.fragment_links {
         if link.fragment.is_empty()
             || (link.line..=link.line_end).any(|l| hides_links(doc.block_kind(l)))
@@ -236,10 +244,11 @@ pub fn detect(
             continue;
         }
         let decoded = percent_decode(&link.fragment).to_lowercase();
-        if known_lower.contains(&decoded)
-            || extra.contains(&decoded)
-            || generated.tabs.contains(&decoded)
-        {
+        if known_lower.contains(&decoded) || extra.contains(&decoded) {
+            continue;
+        }
+        let generated = generated.get_or_insert_with(|| GeneratorAnchors::collect(doc));
+        if generated.tabs.contains(&decoded) {
             continue;
         }
         // Anchors that exist on a site its generator builds, not on

@@ -20,20 +20,30 @@ use crate::document::Document;
 use crate::evidence::around;
 use koas_review_schema::findings::{Finding, FindingKind, Severity};
 use koas_review_schema::stage1::{NumberingKind, SectionEntry};
-use regex::Regex;
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::LazyLock;
 
-/// A heading's label word and number: `Step 3: Deploy`, `Étape 2 —`.
-static LABELLED: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(r"^\s*[*_]*(\p{L}[\p{L}'’-]{2,})\s+(\d{1,3})(?:[*_]*\s*[:.)(\-–—]|[*_]*\s*$|\s)")
-        .ok()
-});
+/// The number (1 to 3 digits) at the start of `text`, and the rest.
+/// Parsed by hand: a Unicode regex costs more to compile than `koas
+/// check` spends on a small document.
+fn leading_digits(text: &str) -> Option<(u32, &str)> {
+    let end = text
+        .char_indices()
+        .find(|&(_, c)| !c.is_ascii_digit())
+        .map_or(text.len(), |(i, _)| i);
+    if end == 0 || end > 3 {
+        return None;
+    }
+    Some((text[..end].parse().ok()?, &text[end..]))
+}
 
 /// A title that starts with a bare number and a capitalised word
 /// (`5 Security Considerations`), which Stage 1 does not take for a number
 /// (`2024 Roadmap` would be one too; runs of them must step by 1).
-static BARE: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(r"^\s*(\d{1,3})\s+\p{Lu}").ok());
+fn bare_number(title: &str) -> Option<u32> {
+    let (value, rest) = leading_digits(title.trim_start())?;
+    let after = rest.trim_start();
+    (after.len() < rest.len() && after.starts_with(char::is_uppercase)).then_some(value)
+}
 
 /// Label words that name a version, a product or a caption, not a part of
 /// this document (captions have their own checks).
@@ -102,23 +112,42 @@ fn kind_code(kind: NumberingKind) -> u8 {
     }
 }
 
-/// The labelled form of a title: its word (lower case) and number.
+/// The labelled form of a title (`Step 3: Deploy`, `Étape 2 —`,
+/// `**Case 4**(…)`): its word (lower case), number and label as written.
 fn labelled(title: &str) -> Option<(String, u32, String)> {
-    let caps = LABELLED.as_ref()?.captures(title)?;
-    let word = caps.get(1)?.as_str();
-    let number_match = caps.get(2)?;
-    let number = number_match.as_str();
+    let start = title.trim_start().trim_start_matches(['*', '_']);
+    let word_end = start
+        .char_indices()
+        .find(|&(_, c)| !(c.is_alphabetic() || matches!(c, '\'' | '’' | '-')))
+        .map_or(start.len(), |(i, _)| i);
+    let word = &start[..word_end];
+    if word.chars().count() < 3 || !word.starts_with(char::is_alphabetic) {
+        return None;
+    }
+    let rest = &start[word_end..];
+    let gap = rest.trim_start();
+    if gap.len() == rest.len() {
+        return None;
+    }
+    let (value, after) = leading_digits(gap)?;
     // "Bitswap 1.2.0", "Python 3,12", "Scenario 1.a": a version or a
     // sub-number, not a label.
-    let after = &title[number_match.end()..];
     if after.starts_with(['.', ',']) && after[1..].starts_with(|c: char| c.is_alphanumeric()) {
         return None;
     }
+    let next = after.trim_start_matches(['*', '_']).trim_start();
+    let delimited = next.is_empty()
+        || after.starts_with(char::is_whitespace)
+        || next.starts_with([':', '.', ')', '(', '-', '–', '—']);
+    if !delimited {
+        return None;
+    }
+    let number = &gap[..gap.len() - after.len()];
     let lower = word.to_lowercase();
     if NOT_LABELS.contains(&lower.as_str()) {
         return None;
     }
-    Some((lower, number.parse().ok()?, format!("{word} {number}")))
+    Some((lower, value, format!("{word} {number}")))
 }
 
 /// Every heading's run key and number.
@@ -163,10 +192,7 @@ fn runs(sections: &[SectionEntry]) -> BTreeMap<RunKey, Vec<Numbered>> {
                 value,
                 label,
             )
-        } else if let Some(caps) = BARE.as_ref().and_then(|re| re.captures(&s.title)) {
-            let Some(value) = caps.get(1).and_then(|m| m.as_str().parse::<u32>().ok()) else {
-                continue;
-            };
+        } else if let Some(value) = bare_number(&s.title) {
             (
                 RunKey::Bare(s.level, s.parent.clone()),
                 value,
@@ -203,11 +229,15 @@ fn level_of(key: &RunKey) -> u8 {
     }
 }
 
+/// A number of a family ([`family`] and the number): where it stands is
+/// looked up by it.
+type Placement<'a> = (u8, &'a str, &'a [u32], u32);
+
 /// Reports the one irregular step of each otherwise regular run.
 fn check_runs(doc: &Document<'_>, runs: &BTreeMap<RunKey, Vec<Numbered>>, out: &mut Vec<Finding>) {
     // Where else each number stands: at another level, or as the prefix
     // of deeper numbers ("4.1" and "4.2" without a "4.").
-    let mut placed: HashMap<(u8, &str, &[u32], u32), (u8, u32)> = HashMap::new();
+    let mut placed: HashMap<Placement<'_>, (u8, u32)> = HashMap::new();
     let mut prefixes: HashSet<Vec<u32>> = HashSet::new();
     for (key, run) in runs {
         let (kind, word, prefix) = family(key);
@@ -314,6 +344,49 @@ fn check_runs(doc: &Document<'_>, runs: &BTreeMap<RunKey, Vec<Numbered>>, out: &
     }
 }
 
+/// The references in `prose` to a family's label: the word (whole, any
+/// case) then spaces then 1 to 3 digits ending the word: `(start, end,
+/// word in lower case, number)`. Scanned by hand, since the label words
+/// are only known per document and a Unicode-aware regex built for each
+/// one costs more than the scan.
+fn label_references<V>(
+    prose: &str,
+    families: &HashMap<&str, V>,
+) -> Vec<(usize, usize, String, u32)> {
+    let mut found = Vec::new();
+    let mut chars = prose.char_indices().peekable();
+    while let Some((start, c)) = chars.next() {
+        if !c.is_alphabetic() {
+            continue;
+        }
+        let mut end = start + c.len_utf8();
+        while let Some(&(i, c)) = chars.peek() {
+            if !(c.is_alphabetic() || c == '-') {
+                break;
+            }
+            end = i + c.len_utf8();
+            chars.next();
+        }
+        let word = prose[start..end].to_lowercase();
+        if !families.contains_key(word.as_str()) {
+            continue;
+        }
+        let rest = &prose[end..];
+        let digits = rest.trim_start();
+        if digits.len() == rest.len() {
+            continue;
+        }
+        let Some((value, after)) = leading_digits(digits) else {
+            continue;
+        };
+        if after.starts_with(char::is_alphanumeric) {
+            continue;
+        }
+        found.push((start, prose.len() - after.len(), word, value));
+    }
+    found
+}
+
 /// Reports references ("see step 5", "l'étape 5") to a number that no
 /// heading of a labelled family carries.
 fn check_labelled_references(
@@ -335,15 +408,6 @@ fn check_labelled_references(
     if families.is_empty() {
         return;
     }
-    let mut words: Vec<&str> = families.keys().copied().collect();
-    words.sort_unstable();
-    let alternatives: Vec<String> = words.iter().map(|w| regex::escape(w)).collect();
-    let Ok(reference) = Regex::new(&format!(
-        r"(?i)\b({})\s+(\d{{1,3}})\b",
-        alternatives.join("|")
-    )) else {
-        return;
-    };
     // A line that labels something itself ("Step 5: clean up" as a list
     // item) carries its number, even though no heading does.
     let mut carried: HashMap<String, HashSet<u32>> = HashMap::new();
@@ -355,22 +419,14 @@ fn check_labelled_references(
         let Some(prose) = doc.prose(line) else {
             continue;
         };
-        for caps in reference.captures_iter(prose) {
-            let (Some(whole), Some(word), Some(number)) = (caps.get(0), caps.get(1), caps.get(2))
-            else {
-                continue;
-            };
-            let Ok(value) = number.as_str().parse::<u32>() else {
-                continue;
-            };
-            let after = &prose[whole.end()..];
+        for (start, end, word, value) in label_references(prose, &families) {
+            let after = &prose[end..];
             // "Step 2.1", "étape 3,5": a sub-number or a decimal.
             if after.starts_with(['.', ',']) && after[1..].starts_with(|c: char| c.is_ascii_digit())
             {
                 continue;
             }
-            let word = word.as_str().to_lowercase();
-            let lead = prose[..whole.start()].trim_start_matches(|c: char| {
+            let lead = prose[..start].trim_start_matches(|c: char| {
                 c.is_whitespace() || "-*+>_#0123456789.)".contains(c)
             });
             let labels_line = lead.is_empty()
@@ -383,17 +439,12 @@ fn check_labelled_references(
                 continue;
             }
             // "step 3 of the install guide", "l'article 5 du règlement".
-            if after
-                .trim_start()
-                .split_whitespace()
-                .next()
-                .is_some_and(|w| {
-                    matches!(w, "of" | "de" | "du" | "des" | "in") || w.starts_with("d'")
-                })
-            {
+            if after.split_whitespace().next().is_some_and(|w| {
+                matches!(w, "of" | "de" | "du" | "des" | "in") || w.starts_with("d'")
+            }) {
                 continue;
             }
-            candidates.push((line, whole.start(), whole.end(), word, value));
+            candidates.push((line, start, end, word, value));
         }
     }
     let mut reported: HashSet<(u32, String, u32)> = HashSet::new();
