@@ -28,6 +28,7 @@ mod kernel_scaffold;
 mod kernel_test_support;
 mod llm_host;
 mod llm_stage;
+mod lsp;
 mod mcp;
 mod project_kernels;
 mod pyramid;

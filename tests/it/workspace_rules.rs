@@ -246,13 +246,14 @@ fn the_runtime_knows_nothing_of_the_reviewer() {
         "the kernel API must not depend on other koas crates"
     );
     // Only the binary names the reviewer's command family, and the MCP
-    // server that serves it as tools (the binary dispatches to it).
+    // and language servers that serve it to agents and editors (the
+    // binary dispatches to them).
     let users: BTreeSet<&str> = members
         .iter()
         .filter(|m| m.deps.contains("koas-reviewer"))
         .map(|m| m.name.as_str())
         .collect();
-    assert_eq!(users, BTreeSet::from(["koas", "koas-mcp"]));
+    assert_eq!(users, BTreeSet::from(["koas", "koas-lsp", "koas-mcp"]));
     let mcp = members
         .iter()
         .find(|m| m.name == "koas-mcp")
@@ -261,6 +262,15 @@ fn the_runtime_knows_nothing_of_the_reviewer() {
         !mcp.deps.iter().any(|d| d.starts_with("koas-kernel")),
         "the MCP server loads no plugin itself: {:?}",
         mcp.deps
+    );
+    let lsp = members
+        .iter()
+        .find(|m| m.name == "koas-lsp")
+        .expect("the language server member");
+    assert!(
+        !lsp.deps.iter().any(|d| d.starts_with("koas-kernel")),
+        "the language server loads no plugin itself: {:?}",
+        lsp.deps
     );
 }
 

@@ -119,6 +119,9 @@ pub enum Command {
     /// Serve the reviewer's commands as MCP tools on stdio (for Claude
     /// Desktop, Claude Code, editors and agents).
     Mcp(koas_mcp::McpArgs),
+    /// Serve `koas check` to editors: a Language Server on stdio
+    /// (diagnostics, fixes, review hovers, revert)
+    Lsp(koas_lsp::LspArgs),
     /// Create a new kernel crate (`koas new kernel NAME`): a findings check
     /// with its tests, a pipeline and a README, ready to build and install.
     #[command(subcommand)]
@@ -178,6 +181,7 @@ fn main() -> ExitCode {
         Command::Grep(args) => reviewer::grep::execute(&global, args),
         Command::Status(args) => reviewer::status::execute(&global, args),
         Command::Mcp(args) => koas_mcp::execute(&global, args),
+        Command::Lsp(args) => koas_lsp::execute(&global, args),
         Command::New(command) => reviewer::new::execute(&global, command),
     };
     match result {

@@ -19,6 +19,6 @@ mod kernel_findings;
 mod outputs;
 mod passes;
 
-pub use common::{first_line, workspace_of, LlmFlags, Reply, WorkspaceArgs};
+pub use common::{first_line, workspace_of, LlmFlags, Reply, ReviewTarget, WorkspaceArgs};
 pub use passes::Control;
 pub mod project;

@@ -136,9 +136,10 @@ fn labelled(title: &str) -> Option<(String, u32, String)> {
         return None;
     }
     let next = after.trim_start_matches(['*', '_']).trim_start();
-    let delimited = next.is_empty()
-        || after.starts_with(char::is_whitespace)
-        || next.starts_with([':', '.', ')', '(', '-', '–', '—']);
+    // The number must end the label: "Step 3: Deploy", "Étape 2 —",
+    // "Case 4(…)", "Step 3" alone; "Stage 3 edit engine" names a topic,
+    // which two sections may share.
+    let delimited = next.is_empty() || next.starts_with([':', '.', ')', '(', '-', '–', '—']);
     if !delimited {
         return None;
     }
@@ -265,7 +266,12 @@ fn check_runs(doc: &Document<'_>, runs: &BTreeMap<RunKey, Vec<Numbered>>, out: &
         };
         let (before, here) = (&run[i - 1], &run[*i]);
         let title = doc.line(here.line);
-        let finding = if here.value == before.value {
+        // Two labelled headings may share a number on purpose (two
+        // sections about "Phase 2"); a repeated section number may not.
+        let labelled_run = matches!(key, RunKey::Labelled(..));
+        let finding = if here.value == before.value && labelled_run {
+            continue;
+        } else if here.value == before.value {
             Finding::new(
                 FindingKind::NumberingDuplicate,
                 KERNEL,
@@ -594,6 +600,9 @@ mod tests {
             "# T\n\n## 2 GB\n\n## 4 GB\n\n## 8 GB\n",
             // Two numbers that do not start at 1.
             "# T\n\n## 3. a\n\n## 5. b\n",
+            // A topic, not a label; and a labelled number used twice.
+            "# Decisions\n\n## Stage 1 kernels\n\n## Stage 2 kernels\n\n## Stage 3 engine\n\n## Stage 3 commands\n",
+            "# Plan\n\n## Phase 1: a\n\n## Phase 2: b\n\n## Phase 2: c\n",
             // Versions are not labels.
             "# Bitswap\n\n## Bitswap 1.0.0\n\n## Bitswap 1.1.0\n\n## Bitswap 1.2.0\n",
             "# T\n\n## Vue 2\n\n## Vue 3\n\nMigrate from Vue 2 to Vue 4 later.\n",

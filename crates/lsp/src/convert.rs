@@ -1,0 +1,196 @@
+//! Findings as LSP diagnostics, fixes as text edits.
+
+use crate::text::Text;
+use koas_review_schema::findings::{Finding, Severity};
+use lsp_types::{
+    CodeDescription, Diagnostic, DiagnosticRelatedInformation, DiagnosticSeverity, Location,
+    NumberOrString, Position, Range, TextEdit, Uri,
+};
+
+/// The source every diagnostic carries.
+pub const SOURCE: &str = "koas";
+
+/// Where the kinds are explained: the table of `docs/check.md` (the
+/// diagnostic's code names the row).
+pub fn kind_doc_url(base: &str) -> String {
+    format!(
+        "{}/blob/main/docs/check.md#what-is-reported",
+        base.trim_end_matches('/')
+    )
+}
+
+/// The range a finding covers in `text`: from its column on its first
+/// line to the end of its last line (both clamped to the text).
+pub fn finding_range(text: &Text, finding: &Finding) -> Range {
+    let last_line = text.line_count().saturating_sub(1);
+    let first = (finding.line.max(1) as usize - 1).min(last_line);
+    let last = (finding.line_end.max(finding.line) as usize - 1).clamp(first, last_line);
+    let start = text.position_of_char(first, finding.column.max(1) as usize - 1);
+    Range::new(start, text.line_range(last).end)
+}
+
+/// The other lines a message names ("repeats the paragraph at line 94",
+/// "the table that follows at line 5"): related information.
+fn named_lines(message: &str, own: u32) -> Vec<u32> {
+    let mut lines = Vec::new();
+    let mut rest = message;
+    while let Some(i) = rest.find("line ") {
+        rest = &rest[i + 5..];
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        if let Ok(n) = digits.parse::<u32>() {
+            if n != own && n > 0 && !lines.contains(&n) {
+                lines.push(n);
+            }
+        }
+    }
+    lines
+}
+
+/// A finding as a diagnostic of the document at `uri`.
+pub fn diagnostic(text: &Text, uri: &Uri, finding: &Finding, docs_base: &str) -> Diagnostic {
+    let kind = finding.kind.as_str();
+    let code_description = kind_doc_url(docs_base)
+        .parse::<Uri>()
+        .ok()
+        .map(|href| CodeDescription { href });
+    let related: Vec<DiagnosticRelatedInformation> = named_lines(&finding.message, finding.line)
+        .into_iter()
+        .filter(|&n| (n as usize) <= text.line_count())
+        .map(|n| DiagnosticRelatedInformation {
+            location: Location {
+                uri: uri.clone(),
+                range: text.line_range(n as usize - 1),
+            },
+            message: format!("line {n}"),
+        })
+        .collect();
+    Diagnostic {
+        range: finding_range(text, finding),
+        severity: Some(match finding.severity {
+            Severity::Error => DiagnosticSeverity::ERROR,
+            Severity::Warning => DiagnosticSeverity::WARNING,
+            Severity::Info => DiagnosticSeverity::INFORMATION,
+        }),
+        code: Some(NumberOrString::String(kind.to_string())),
+        code_description,
+        source: Some(SOURCE.to_string()),
+        message: finding.message.clone(),
+        related_information: (!related.is_empty()).then_some(related),
+        tags: None,
+        data: None,
+    }
+}
+
+/// A finding's certain fix as text edits, when every line it changes
+/// still reads as the finding saw it.
+pub fn fix_edits(text: &Text, finding: &Finding) -> Option<Vec<TextEdit>> {
+    let fix = finding.fix.as_ref()?;
+    let mut edits = Vec::new();
+    for edit in &fix.edits {
+        let line = (edit.line as usize).checked_sub(1)?;
+        if line >= text.line_count() || text.line(line) != edit.before {
+            return None;
+        }
+        edits.push(match &edit.after {
+            Some(after) => TextEdit::new(text.line_range(line), after.clone()),
+            None if line + 1 < text.line_count() => TextEdit::new(
+                Range::new(
+                    Position::new(line as u32, 0),
+                    Position::new(line as u32 + 1, 0),
+                ),
+                String::new(),
+            ),
+            // The last line: remove it with the line ending before it.
+            None if line > 0 => TextEdit::new(
+                Range::new(text.line_range(line - 1).end, text.line_range(line).end),
+                String::new(),
+            ),
+            None => TextEdit::new(text.line_range(line), String::new()),
+        });
+    }
+    Some(edits)
+}
+
+/// The edit that inserts `<!-- koas-disable-next-line KIND -->` above the
+/// finding's first line, indented like it.
+pub fn disable_edit(text: &Text, finding: &Finding) -> TextEdit {
+    let line = (finding.line.max(1) as usize - 1).min(text.line_count().saturating_sub(1));
+    let content = text.line(line);
+    let indent: String = content
+        .chars()
+        .take_while(|c| *c == ' ' || *c == '\t')
+        .collect();
+    TextEdit::new(
+        Range::new(Position::new(line as u32, 0), Position::new(line as u32, 0)),
+        format!(
+            "{indent}<!-- koas-disable-next-line {} -->\n",
+            finding.kind.as_str()
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use koas_review_schema::findings::{FindingKind, Fix, FixEdit};
+
+    fn finding(line: u32, message: &str) -> Finding {
+        Finding::new(
+            FindingKind::DuplicateParagraph,
+            "k",
+            line,
+            line,
+            message.to_string(),
+            "e",
+        )
+    }
+
+    #[test]
+    fn ranges_related_lines_and_severity() {
+        let text = Text::new("# T\n\nSame.\n\nSame.\n".into());
+        let uri: Uri = "file:///tmp/d.md".parse().expect("uri");
+        let f = finding(
+            5,
+            "This paragraph repeats the paragraph at line 3 word for word",
+        );
+        let d = diagnostic(&text, &uri, &f, "https://example.invalid/koas");
+        assert_eq!(
+            d.range,
+            Range::new(Position::new(4, 0), Position::new(4, 5))
+        );
+        assert_eq!(
+            d.code,
+            Some(NumberOrString::String("duplicate_paragraph".into()))
+        );
+        assert_eq!(d.severity, Some(DiagnosticSeverity::WARNING));
+        let related = d.related_information.expect("the twin");
+        assert_eq!(related[0].location.range.start.line, 2);
+        assert!(d.code_description.is_some());
+    }
+
+    #[test]
+    fn fixes_apply_only_to_the_lines_they_saw() {
+        let text = Text::new("# T\n\n##\n\nx\n".into());
+        let mut f = finding(3, "empty");
+        f.fix = Some(Fix {
+            description: "remove".into(),
+            edits: vec![FixEdit {
+                line: 3,
+                before: "##".into(),
+                after: None,
+            }],
+        });
+        let edits = fix_edits(&text, &f).expect("applies");
+        assert_eq!(
+            edits[0].range,
+            Range::new(Position::new(2, 0), Position::new(3, 0))
+        );
+        let moved = Text::new("# T\n\nchanged\n".into());
+        assert!(fix_edits(&moved, &f).is_none());
+        let d = disable_edit(&Text::new("# T\n\n  - item\n".into()), &finding(3, "x"));
+        assert_eq!(
+            d.new_text,
+            "  <!-- koas-disable-next-line duplicate_paragraph -->\n"
+        );
+    }
+}

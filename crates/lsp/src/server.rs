@@ -1,0 +1,996 @@
+//! The server loop: one thread reads messages, one checks documents, the
+//! main thread answers and publishes; a `koas.review` runs on its own
+//! thread. Only the main thread writes to the client.
+
+use crate::convert::{diagnostic, disable_edit, fix_edits};
+use crate::review::{self, Placement};
+use crate::text::Text;
+use crate::transport::{self, codes, Incoming};
+use koas_md_scan::config::{find_project_config, ProjectConfig};
+use koas_md_scan::fix::apply_fixes;
+use koas_md_scan::Checker;
+use koas_orchestrator::embed::{Control, HostOptions};
+use koas_orchestrator::report::Progress;
+use koas_review_schema::findings::Finding;
+use koas_reviewer::commands::{revert as revert_cmd, review as review_cmd};
+use koas_reviewer::WorkspaceArgs;
+use lsp_types::{
+    CodeAction, CodeActionKind, CodeActionParams, CodeLens, CodeLensParams, Command,
+    DidChangeTextDocumentParams, DidCloseTextDocumentParams, DidOpenTextDocumentParams,
+    DidSaveTextDocumentParams, ExecuteCommandParams, Hover, HoverContents, HoverParams,
+    MarkupContent, MarkupKind, Position, Range, TextEdit, Uri, WorkspaceEdit,
+};
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, HashMap};
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+/// How long after the last keystroke a document is checked again.
+pub const DEBOUNCE: Duration = Duration::from_millis(150);
+
+/// The commands `workspace/executeCommand` accepts.
+pub const COMMANDS: [&str; 4] = ["koas.revert", "koas.review", "koas.fixAll", "koas.check"];
+
+/// Settings of one server.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The runtime options the reviewer's commands run with.
+    pub global: HostOptions,
+    /// Base URL of the documentation the diagnostics link to.
+    pub docs_base: String,
+    /// Debounce after `didChange`.
+    pub debounce: Duration,
+}
+
+/// What the main loop waits for.
+enum Event {
+    /// A message from the client, or the end of its input.
+    Incoming(Option<Incoming>),
+    /// A check finished.
+    Checked(Checked),
+    /// A review reported a step.
+    ReviewProgress { token: String, message: String },
+    /// A review finished: its request id and answer.
+    ReviewDone {
+        id: Value,
+        token: String,
+        uri: String,
+        result: Result<Value, String>,
+    },
+}
+
+/// The findings of one version of one document.
+struct Checked {
+    uri: String,
+    version: i32,
+    result: Result<Vec<Finding>, String>,
+    elapsed: Duration,
+}
+
+/// A check to run.
+struct Job {
+    uri: String,
+    version: i32,
+    text: String,
+    path: Option<PathBuf>,
+}
+
+/// An open document.
+struct Doc {
+    text: Text,
+    version: i32,
+    path: Option<PathBuf>,
+    /// The findings of `version`, once checked.
+    findings: Option<(i32, Vec<Finding>)>,
+    /// When a check is due (after typing stops).
+    due: Option<Instant>,
+}
+
+/// A running `koas.review`.
+struct RunningReview {
+    cancel: Arc<AtomicBool>,
+    request: Value,
+}
+
+struct Server<W: Write> {
+    out: W,
+    settings: Settings,
+    docs: HashMap<String, Doc>,
+    jobs: Sender<Job>,
+    events: Sender<Event>,
+    initialized: bool,
+    shutdown: bool,
+    work_done_progress: bool,
+    reviews: HashMap<String, RunningReview>,
+    next_request: u64,
+    /// Checks published, for `$/koas/checkTimes` (benchmarks, tests).
+    check_times: Vec<(String, i32, Duration)>,
+}
+
+/// Serves LSP on `input`/`output` until `exit` or the end of the input.
+/// `Ok(true)` when the client asked to shut down first (exit code 0).
+pub fn serve<R, W>(input: R, output: W, settings: Settings) -> anyhow::Result<bool>
+where
+    R: BufRead + Send + 'static,
+    W: Write,
+{
+    let (events_tx, events) = mpsc::channel::<Event>();
+    let (jobs_tx, jobs) = mpsc::channel::<Job>();
+    {
+        let events = events_tx.clone();
+        std::thread::Builder::new()
+            .name("koas-lsp-reader".into())
+            .spawn(move || read_loop(input, events))?;
+    }
+    {
+        let events = events_tx.clone();
+        std::thread::Builder::new()
+            .name("koas-lsp-checker".into())
+            .spawn(move || check_loop(jobs, events))?;
+    }
+    let mut server = Server {
+        out: output,
+        settings,
+        docs: HashMap::new(),
+        jobs: jobs_tx,
+        events: events_tx,
+        initialized: false,
+        shutdown: false,
+        work_done_progress: false,
+        reviews: HashMap::new(),
+        next_request: 1,
+        check_times: Vec::new(),
+    };
+    server.run(&events)
+}
+
+fn read_loop<R: BufRead>(mut input: R, events: Sender<Event>) {
+    loop {
+        let message = match transport::read_message(&mut input) {
+            Ok(m) => m,
+            Err(e) => {
+                eprintln!("koas lsp: reading the client's messages failed: {e}");
+                None
+            }
+        };
+        let end = message.is_none();
+        if events.send(Event::Incoming(message)).is_err() || end {
+            return;
+        }
+    }
+}
+
+/// Runs checks one at a time; of several queued for one document, only
+/// the newest is run (the others are stale already).
+fn check_loop(jobs: Receiver<Job>, events: Sender<Event>) {
+    let mut checkers: HashMap<Option<PathBuf>, (Option<SystemTime>, Arc<Checker>)> = HashMap::new();
+    while let Ok(first) = jobs.recv() {
+        let mut newest: BTreeMap<String, Job> = BTreeMap::new();
+        newest.insert(first.uri.clone(), first);
+        while let Ok(more) = jobs.try_recv() {
+            newest.insert(more.uri.clone(), more);
+        }
+        for (_, job) in newest {
+            let start = Instant::now();
+            let result = checker_for(&mut checkers, job.path.as_deref())
+                .and_then(|c| c.check(&job.text).map_err(|e| e.to_string()))
+                .map(|out| out.findings);
+            let checked = Checked {
+                uri: job.uri,
+                version: job.version,
+                result,
+                elapsed: start.elapsed(),
+            };
+            if events.send(Event::Checked(checked)).is_err() {
+                return;
+            }
+        }
+    }
+}
+
+/// The checker for a document: its `koas.toml` (found upward from it, as
+/// `koas check` finds it), compiled once and again when the file changes.
+fn checker_for(
+    cache: &mut HashMap<Option<PathBuf>, (Option<SystemTime>, Arc<Checker>)>,
+    doc: Option<&std::path::Path>,
+) -> Result<Arc<Checker>, String> {
+    let config = doc.and_then(find_project_config);
+    let modified = config
+        .as_ref()
+        .and_then(|p| std::fs::metadata(p).ok())
+        .and_then(|m| m.modified().ok());
+    if let Some((when, checker)) = cache.get(&config) {
+        if *when == modified {
+            return Ok(checker.clone());
+        }
+    }
+    let project = match &config {
+        Some(path) => ProjectConfig::load(path).map_err(|e| format!("{}: {e}", path.display()))?,
+        None => ProjectConfig::default(),
+    };
+    let checker = Arc::new(Checker::new(&project).map_err(|e| match &config {
+        Some(path) => format!("{}: {e}", path.display()),
+        None => e.to_string(),
+    })?);
+    cache.insert(config, (modified, checker.clone()));
+    Ok(checker)
+}
+
+/// A `file:` URI's path (percent-decoded); `None` for other schemes.
+pub fn uri_path(uri: &str) -> Option<PathBuf> {
+    let rest = uri.strip_prefix("file://")?;
+    // `file:///p` (empty authority) or `file://localhost/p`.
+    let rest = rest.strip_prefix("localhost").unwrap_or(rest);
+    if !rest.starts_with('/') {
+        return None;
+    }
+    let bytes = rest.as_bytes();
+    let hex = |b: u8| char::from(b).to_digit(16);
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            if let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    let path = String::from_utf8(out).ok()?;
+    Some(PathBuf::from(path))
+}
+
+fn parse<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, (i64, String)> {
+    serde_json::from_value(value)
+        .map_err(|e| (codes::INVALID_PARAMS, format!("invalid params: {e}")))
+}
+
+impl<W: Write> Server<W> {
+    fn send(&mut self, message: &Value) {
+        if let Err(e) = transport::write_message(&mut self.out, message) {
+            eprintln!("koas lsp: writing to the client failed: {e}");
+        }
+    }
+
+    fn run(&mut self, events: &Receiver<Event>) -> anyhow::Result<bool> {
+        loop {
+            let due = self.docs.values().filter_map(|d| d.due).min();
+            let event = match due {
+                Some(when) => {
+                    let wait = when.saturating_duration_since(Instant::now());
+                    match events.recv_timeout(wait) {
+                        Ok(e) => Some(e),
+                        Err(mpsc::RecvTimeoutError::Timeout) => None,
+                        Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(self.shutdown),
+                    }
+                }
+                None => match events.recv() {
+                    Ok(e) => Some(e),
+                    Err(_) => return Ok(self.shutdown),
+                },
+            };
+            match event {
+                None => self.start_due_checks(),
+                Some(Event::Incoming(None)) => return Ok(self.shutdown),
+                Some(Event::Incoming(Some(message))) => {
+                    if let Some(done) = self.handle(message) {
+                        return Ok(done);
+                    }
+                }
+                Some(Event::Checked(checked)) => self.publish(checked),
+                Some(Event::ReviewProgress { token, message }) => {
+                    self.progress(&token, json!({"kind": "report", "message": message}));
+                }
+                Some(Event::ReviewDone {
+                    id,
+                    token,
+                    uri,
+                    result,
+                }) => {
+                    self.reviews.remove(&token);
+                    self.progress(
+                        &token,
+                        json!({"kind": "end", "message": match &result {
+                            Ok(v) => v["summary"].as_str().unwrap_or("done").to_string(),
+                            Err(e) => e.clone(),
+                        }}),
+                    );
+                    let answer = match result {
+                        Ok(value) => {
+                            self.offer_workspace_text(&uri);
+                            transport::response(&id, value)
+                        }
+                        Err(message) => {
+                            transport::error_response(&id, codes::INTERNAL_ERROR, &message)
+                        }
+                    };
+                    self.send(&answer);
+                }
+            }
+        }
+    }
+
+    /// Handles one message; `Some(code_ok)` when the server must stop.
+    fn handle(&mut self, message: Incoming) -> Option<bool> {
+        match message {
+            Incoming::Malformed { id, code, message } => {
+                eprintln!("koas lsp: malformed message: {message}");
+                let answer = transport::error_response(&id, code, &message);
+                self.send(&answer);
+                None
+            }
+            Incoming::Response { .. } => None,
+            Incoming::Notification { method, params } => self.notification(&method, params),
+            Incoming::Request { id, method, params } => {
+                let answer = if !self.initialized && method != "initialize" {
+                    Err((
+                        codes::SERVER_NOT_INITIALIZED,
+                        format!("{method} before initialize"),
+                    ))
+                } else if self.shutdown {
+                    Err((codes::INVALID_REQUEST, format!("{method} after shutdown")))
+                } else {
+                    self.request(&id, &method, params)
+                };
+                match answer {
+                    Ok(Some(result)) => {
+                        let message = transport::response(&id, result);
+                        self.send(&message);
+                    }
+                    // Answered later (a review).
+                    Ok(None) => {}
+                    Err((code, text)) => {
+                        let message = transport::error_response(&id, code, &text);
+                        self.send(&message);
+                    }
+                }
+                None
+            }
+        }
+    }
+
+    fn notification(&mut self, method: &str, params: Value) -> Option<bool> {
+        match method {
+            "exit" => return Some(self.shutdown),
+            "initialized" => {}
+            "textDocument/didOpen" => {
+                if let Ok(p) = parse::<DidOpenTextDocumentParams>(params) {
+                    let uri = p.text_document.uri.as_str().to_string();
+                    let path = uri_path(&uri);
+                    self.docs.insert(
+                        uri.clone(),
+                        Doc {
+                            text: Text::new(p.text_document.text),
+                            version: p.text_document.version,
+                            path,
+                            findings: None,
+                            due: None,
+                        },
+                    );
+                    self.check_now(&uri);
+                }
+            }
+            "textDocument/didChange" => {
+                if let Ok(p) = parse::<DidChangeTextDocumentParams>(params) {
+                    let uri = p.text_document.uri.as_str().to_string();
+                    let debounce = self.settings.debounce;
+                    if let Some(doc) = self.docs.get_mut(&uri) {
+                        for change in &p.content_changes {
+                            doc.text.apply(change);
+                        }
+                        doc.version = p.text_document.version;
+                        doc.due = Some(Instant::now() + debounce);
+                    }
+                }
+            }
+            "textDocument/didSave" => {
+                if let Ok(p) = parse::<DidSaveTextDocumentParams>(params) {
+                    let uri = p.text_document.uri.as_str().to_string();
+                    if let (Some(text), Some(doc)) = (p.text, self.docs.get_mut(&uri)) {
+                        doc.text = Text::new(text);
+                    }
+                    self.check_now(&uri);
+                }
+            }
+            "textDocument/didClose" => {
+                if let Ok(p) = parse::<DidCloseTextDocumentParams>(params) {
+                    let uri = p.text_document.uri.as_str().to_string();
+                    self.docs.remove(&uri);
+                    let message = transport::notification(
+                        "textDocument/publishDiagnostics",
+                        json!({"uri": uri, "diagnostics": []}),
+                    );
+                    self.send(&message);
+                }
+            }
+            "window/workDoneProgress/cancel" => {
+                if let Some(token) = params.get("token").and_then(token_string) {
+                    if let Some(r) = self.reviews.get(&token) {
+                        r.cancel.store(true, Ordering::SeqCst);
+                    }
+                }
+            }
+            "$/cancelRequest" => {
+                let id = params.get("id").cloned().unwrap_or(Value::Null);
+                for r in self.reviews.values() {
+                    if r.request == id {
+                        r.cancel.store(true, Ordering::SeqCst);
+                    }
+                }
+            }
+            // Other notifications ($/setTrace, workspace/didChange…) need
+            // nothing from this server.
+            _ => {}
+        }
+        None
+    }
+
+    fn request(
+        &mut self,
+        id: &Value,
+        method: &str,
+        params: Value,
+    ) -> Result<Option<Value>, (i64, String)> {
+        match method {
+            "initialize" => {
+                if self.initialized {
+                    return Err((codes::INVALID_REQUEST, "initialize sent twice".into()));
+                }
+                self.initialized = true;
+                self.work_done_progress = params
+                    .pointer("/capabilities/window/workDoneProgress")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false);
+                if let Some(base) = params
+                    .pointer("/initializationOptions/docsBaseUrl")
+                    .and_then(Value::as_str)
+                {
+                    self.settings.docs_base = base.to_string();
+                }
+                Ok(Some(json!({
+                    "capabilities": {
+                        "positionEncoding": "utf-16",
+                        "textDocumentSync": {
+                            "openClose": true,
+                            "change": 2,
+                            "save": {"includeText": false}
+                        },
+                        "codeActionProvider": {
+                            "codeActionKinds": ["quickfix", "source.fixAll", "source.fixAll.koas"],
+                            "resolveProvider": false
+                        },
+                        "hoverProvider": true,
+                        "codeLensProvider": {"resolveProvider": false},
+                        "executeCommandProvider": {"commands": COMMANDS, "workDoneProgress": true}
+                    },
+                    "serverInfo": {"name": "koas", "version": env!("CARGO_PKG_VERSION")}
+                })))
+            }
+            "shutdown" => {
+                self.shutdown = true;
+                for r in self.reviews.values() {
+                    r.cancel.store(true, Ordering::SeqCst);
+                }
+                Ok(Some(Value::Null))
+            }
+            "textDocument/codeAction" => {
+                let p: CodeActionParams = parse(params)?;
+                Ok(Some(self.code_actions(&p)))
+            }
+            "textDocument/hover" => {
+                let p: HoverParams = parse(params)?;
+                self.hover(&p).map(Some)
+            }
+            "textDocument/codeLens" => {
+                let p: CodeLensParams = parse(params)?;
+                self.code_lenses(&p).map(Some)
+            }
+            "workspace/executeCommand" => {
+                let p: ExecuteCommandParams = parse(params)?;
+                self.execute_command(id, p)
+            }
+            // For benchmarks and tests: how long each published check took.
+            "$/koas/checkTimes" => Ok(Some(json!(self
+                .check_times
+                .iter()
+                .map(
+                    |(uri, v, d)| json!({"uri": uri, "version": v, "ms": d.as_secs_f64() * 1000.0})
+                )
+                .collect::<Vec<_>>()))),
+            _ => Err((codes::METHOD_NOT_FOUND, format!("unknown method {method}"))),
+        }
+    }
+
+    fn check_now(&mut self, uri: &str) {
+        if let Some(doc) = self.docs.get_mut(uri) {
+            doc.due = None;
+            let job = Job {
+                uri: uri.to_string(),
+                version: doc.version,
+                text: doc.text.as_str().to_string(),
+                path: doc.path.clone(),
+            };
+            let _ = self.jobs.send(job);
+        }
+    }
+
+    fn start_due_checks(&mut self) {
+        let now = Instant::now();
+        let due: Vec<String> = self
+            .docs
+            .iter()
+            .filter(|(_, d)| d.due.is_some_and(|t| t <= now))
+            .map(|(u, _)| u.clone())
+            .collect();
+        for uri in due {
+            self.check_now(&uri);
+        }
+    }
+
+    /// Publishes a check's diagnostics, unless the document changed since
+    /// (a newer check is on its way) or was closed.
+    fn publish(&mut self, checked: Checked) {
+        let Some(doc) = self.docs.get_mut(&checked.uri) else {
+            return;
+        };
+        if doc.version != checked.version || doc.due.is_some() {
+            return;
+        }
+        let Ok(uri) = checked.uri.parse::<Uri>() else {
+            return;
+        };
+        let diagnostics: Vec<Value> = match &checked.result {
+            Ok(findings) => findings
+                .iter()
+                .filter_map(|f| {
+                    serde_json::to_value(diagnostic(&doc.text, &uri, f, &self.settings.docs_base))
+                        .ok()
+                })
+                .collect(),
+            Err(message) => vec![json!({
+                "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
+                "severity": 1,
+                "source": "koas",
+                "message": format!("koas could not check this document: {message}"),
+            })],
+        };
+        if let Ok(findings) = checked.result {
+            doc.findings = Some((checked.version, findings));
+        }
+        self.check_times
+            .push((checked.uri.clone(), checked.version, checked.elapsed));
+        let message = transport::notification(
+            "textDocument/publishDiagnostics",
+            json!({"uri": checked.uri, "version": checked.version, "diagnostics": diagnostics}),
+        );
+        self.send(&message);
+    }
+
+    /// The findings of a document as it is now (checked again when the
+    /// stored ones are of an older version).
+    fn current_findings(&mut self, uri: &str) -> Option<Vec<Finding>> {
+        let doc = self.docs.get_mut(uri)?;
+        if let Some((version, findings)) = &doc.findings {
+            if *version == doc.version {
+                return Some(findings.clone());
+            }
+        }
+        let mut cache = HashMap::new();
+        let findings = checker_for(&mut cache, doc.path.as_deref())
+            .ok()?
+            .check(doc.text.as_str())
+            .ok()?
+            .findings;
+        doc.findings = Some((doc.version, findings.clone()));
+        Some(findings)
+    }
+
+    fn code_actions(&mut self, p: &CodeActionParams) -> Value {
+        let uri_text = p.text_document.uri.as_str().to_string();
+        let Some(findings) = self.current_findings(&uri_text) else {
+            return json!([]);
+        };
+        let Some(doc) = self.docs.get(&uri_text) else {
+            return json!([]);
+        };
+        let uri = p.text_document.uri.clone();
+        let only = p.context.only.clone();
+        let wanted = |kind: &CodeActionKind| {
+            only.as_ref().map_or(true, |o| {
+                o.iter().any(|k| kind.as_str().starts_with(k.as_str()))
+            })
+        };
+        let edit = |edits: Vec<TextEdit>| WorkspaceEdit {
+            changes: Some(std::collections::HashMap::from([(uri.clone(), edits)])),
+            ..WorkspaceEdit::default()
+        };
+        let mut actions: Vec<CodeAction> = Vec::new();
+        for f in &findings {
+            let range = crate::convert::finding_range(&doc.text, f);
+            if !overlaps(range, p.range) {
+                continue;
+            }
+            let diagnostic = diagnostic(&doc.text, &uri, f, &self.settings.docs_base);
+            if wanted(&CodeActionKind::QUICKFIX) {
+                if let (Some(fix), Some(edits)) = (&f.fix, fix_edits(&doc.text, f)) {
+                    actions.push(CodeAction {
+                        title: format!("koas: {}", fix.description),
+                        kind: Some(CodeActionKind::QUICKFIX),
+                        diagnostics: Some(vec![diagnostic.clone()]),
+                        edit: Some(edit(edits)),
+                        is_preferred: Some(true),
+                        ..CodeAction::default()
+                    });
+                }
+                actions.push(CodeAction {
+                    title: format!("koas: disable {} on the next line", f.kind.as_str()),
+                    kind: Some(CodeActionKind::QUICKFIX),
+                    diagnostics: Some(vec![diagnostic]),
+                    edit: Some(edit(vec![disable_edit(&doc.text, f)])),
+                    ..CodeAction::default()
+                });
+            }
+        }
+        let fixable = findings.iter().filter(|f| f.fix.is_some()).count();
+        let fix_all = CodeActionKind::new("source.fixAll.koas");
+        if fixable > 0 && (wanted(&fix_all) || wanted(&CodeActionKind::QUICKFIX)) {
+            let outcome = apply_fixes(doc.text.as_str(), &findings);
+            if !outcome.applied.is_empty() {
+                actions.push(CodeAction {
+                    title: format!(
+                        "koas: fix all in file ({} certain fix{})",
+                        outcome.applied.len(),
+                        if outcome.applied.len() == 1 { "" } else { "es" }
+                    ),
+                    kind: Some(fix_all),
+                    edit: Some(edit(vec![TextEdit::new(
+                        doc.text.full_range(),
+                        outcome.text,
+                    )])),
+                    ..CodeAction::default()
+                });
+            }
+        }
+        serde_json::to_value(actions).unwrap_or_else(|_| json!([]))
+    }
+
+    fn review_changes(
+        &self,
+        uri: &str,
+    ) -> Result<Option<(PathBuf, Placement, Vec<review::PlacedChange>)>, (i64, String)> {
+        let Some(doc) = self.docs.get(uri) else {
+            return Ok(None);
+        };
+        let Some(path) = doc.path.clone() else {
+            return Ok(None);
+        };
+        match review::changes(&path, doc.text.as_str()) {
+            Ok(Some((placement, changes))) => Ok(Some((path, placement, changes))),
+            Ok(None) => Ok(None),
+            Err(e) => Err((codes::INTERNAL_ERROR, format!("{e:#}"))),
+        }
+    }
+
+    fn hover(&self, p: &HoverParams) -> Result<Value, (i64, String)> {
+        let uri = p.text_document_position_params.text_document.uri.as_str();
+        let line = p.text_document_position_params.position.line as usize;
+        let Some((path, placement, changes)) = self.review_changes(uri)? else {
+            return Ok(Value::Null);
+        };
+        let on_line: Vec<&review::PlacedChange> = changes
+            .iter()
+            .filter(|c| c.first <= line && line <= c.last)
+            .collect();
+        if on_line.is_empty() {
+            return Ok(Value::Null);
+        }
+        let hover = Hover {
+            contents: HoverContents::Markup(MarkupContent {
+                kind: MarkupKind::Markdown,
+                value: review::hover_markdown(&path, placement, &on_line),
+            }),
+            range: None,
+        };
+        Ok(serde_json::to_value(hover).unwrap_or(Value::Null))
+    }
+
+    fn code_lenses(&self, p: &CodeLensParams) -> Result<Value, (i64, String)> {
+        let uri = p.text_document.uri.as_str();
+        let Some((_, placement, changes)) = self.review_changes(uri)? else {
+            return Ok(json!([]));
+        };
+        if placement == Placement::Moved {
+            return Ok(json!([]));
+        }
+        let lenses: Vec<CodeLens> = changes
+            .iter()
+            .filter(|c| !c.flag && placement == Placement::Current)
+            .map(|c| CodeLens {
+                range: Range::new(
+                    Position::new(c.first as u32, 0),
+                    Position::new(c.first as u32, 0),
+                ),
+                command: Some(Command {
+                    title: format!("revert {} ({})", c.id, c.kind),
+                    command: "koas.revert".into(),
+                    arguments: Some(vec![json!(uri), json!(c.id)]),
+                }),
+                data: None,
+            })
+            .collect();
+        Ok(serde_json::to_value(lenses).unwrap_or_else(|_| json!([])))
+    }
+
+    fn execute_command(
+        &mut self,
+        id: &Value,
+        p: ExecuteCommandParams,
+    ) -> Result<Option<Value>, (i64, String)> {
+        let uri = p
+            .arguments
+            .first()
+            .and_then(Value::as_str)
+            .ok_or((
+                codes::INVALID_PARAMS,
+                format!(
+                    "{}: the first argument must be the document's URI",
+                    p.command
+                ),
+            ))?
+            .to_string();
+        let doc = self
+            .docs
+            .get(&uri)
+            .ok_or((codes::INVALID_PARAMS, format!("{uri} is not open")))?;
+        let path = doc
+            .path
+            .clone()
+            .ok_or((codes::INVALID_PARAMS, format!("{uri} is not a file")))?;
+        let saved = std::fs::read_to_string(&path).unwrap_or_default();
+        match p.command.as_str() {
+            "koas.check" => {
+                self.check_now(&uri);
+                Ok(Some(Value::Null))
+            }
+            "koas.fixAll" => {
+                let findings = self.current_findings(&uri).unwrap_or_default();
+                let Some(doc) = self.docs.get(&uri) else {
+                    return Ok(Some(Value::Null));
+                };
+                let outcome = apply_fixes(doc.text.as_str(), &findings);
+                let applied = outcome.applied.len();
+                if applied > 0 {
+                    let edit = json!({"changes": {uri.clone(): [{"range": doc.text.full_range(), "newText": outcome.text}]}});
+                    self.apply_edit("koas: fix all", edit);
+                }
+                Ok(Some(json!({"applied": applied})))
+            }
+            "koas.revert" => {
+                if doc.text.as_str() != saved {
+                    return Err((codes::INVALID_REQUEST, "save the document before reverting a change: the review works on the saved file".into()));
+                }
+                let ids: Vec<String> = p.arguments[1..]
+                    .iter()
+                    .flat_map(|a| match a {
+                        Value::Array(items) => items
+                            .iter()
+                            .filter_map(Value::as_str)
+                            .map(str::to_string)
+                            .collect(),
+                        Value::String(s) => vec![s.clone()],
+                        _ => Vec::new(),
+                    })
+                    .collect();
+                if ids.is_empty() {
+                    return Err((
+                        codes::INVALID_PARAMS,
+                        "koas.revert: give the change IDs after the URI (\"RVW-0001\")".into(),
+                    ));
+                }
+                let mut args = revert_cmd::RevertArgs::new(WorkspaceArgs::for_doc(&path), ids);
+                args.in_place = true;
+                let reply = revert_cmd::run(
+                    &self.settings.global,
+                    &Control::new(Arc::default(), None),
+                    &args,
+                )
+                .map_err(|e| (codes::INTERNAL_ERROR, format!("{e:#}")))?;
+                if reply.status != koas_orchestrator::embed::ExitStatus::Success {
+                    let message = reply.json["error"]
+                        .as_str()
+                        .or(reply.json["summary"].as_str())
+                        .unwrap_or("the revert was refused")
+                        .to_string();
+                    return Err((codes::INTERNAL_ERROR, message));
+                }
+                self.offer_workspace_text(&uri);
+                Ok(Some(reply.json))
+            }
+            "koas.review" => {
+                if doc.text.as_str() != saved {
+                    return Err((
+                        codes::INVALID_REQUEST,
+                        "save the document before reviewing it: the review works on the saved file"
+                            .into(),
+                    ));
+                }
+                let options = p.arguments.get(1).cloned().unwrap_or(Value::Null);
+                let mut args = review_cmd::ReviewArgs::new(WorkspaceArgs::for_doc(&path));
+                args.in_place = true;
+                args.no_llm = options
+                    .get("noLlm")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false);
+                if let Some(model) = options.get("model").and_then(Value::as_str) {
+                    args.llm.model = Some(model.to_string());
+                }
+                if let Some(endpoint) = options.get("endpoint").and_then(Value::as_str) {
+                    args.llm.endpoints = vec![endpoint.to_string()];
+                }
+                let token = format!("koas-review-{}", self.next_request);
+                self.next_request += 1;
+                let cancel = Arc::new(AtomicBool::new(false));
+                self.reviews.insert(
+                    token.clone(),
+                    RunningReview {
+                        cancel: cancel.clone(),
+                        request: id.clone(),
+                    },
+                );
+                if self.work_done_progress {
+                    let request_id = json!(format!("koas-{}", self.next_request));
+                    self.next_request += 1;
+                    let create = transport::request(
+                        &request_id,
+                        "window/workDoneProgress/create",
+                        json!({"token": token}),
+                    );
+                    self.send(&create);
+                }
+                self.progress(&token, json!({"kind": "begin", "title": "koas review", "cancellable": true, "message": path.display().to_string()}));
+                let events = self.events.clone();
+                let global = self.settings.global.clone();
+                let request = id.clone();
+                let progress_events = self.events.clone();
+                let progress_token = token.clone();
+                let observer: koas_orchestrator::report::Observer =
+                    Arc::new(move |step: &Progress<'_>| {
+                        if let Some(message) = step_message(step) {
+                            let _ = progress_events.send(Event::ReviewProgress {
+                                token: progress_token.clone(),
+                                message,
+                            });
+                        }
+                    });
+                std::thread::Builder::new()
+                    .name("koas-lsp-review".into())
+                    .spawn(move || {
+                        let control = Control::new(cancel, Some(observer));
+                        let result = match review_cmd::run(&global, &control, &args) {
+                            Ok(reply)
+                                if reply.status
+                                    == koas_orchestrator::embed::ExitStatus::Success =>
+                            {
+                                Ok(reply.json)
+                            }
+                            Ok(reply) => Err(reply.json["error"]
+                                .as_str()
+                                .or(reply.json["summary"].as_str())
+                                .unwrap_or("the review did not finish")
+                                .to_string()),
+                            Err(e) => Err(format!("{e:#}")),
+                        };
+                        let _ = events.send(Event::ReviewDone {
+                            id: request,
+                            token,
+                            uri,
+                            result,
+                        });
+                    })
+                    .map_err(|e| (codes::INTERNAL_ERROR, e.to_string()))?;
+                Ok(None)
+            }
+            other => Err((
+                codes::INVALID_PARAMS,
+                format!("unknown command {other} (known: {})", COMMANDS.join(", ")),
+            )),
+        }
+    }
+
+    /// After a revert or a review rewrote the file: the editor is asked to
+    /// show the file as it is now (the buffer was the saved file).
+    fn offer_workspace_text(&mut self, uri: &str) {
+        let Some(doc) = self.docs.get(uri) else {
+            return;
+        };
+        let Some(path) = &doc.path else {
+            return;
+        };
+        let Ok(now) = std::fs::read_to_string(path) else {
+            return;
+        };
+        if now == doc.text.as_str() {
+            return;
+        }
+        let edit = json!({"changes": {uri: [{"range": doc.text.full_range(), "newText": now}]}});
+        self.apply_edit("koas: the document as the review left it", edit);
+    }
+
+    fn apply_edit(&mut self, label: &str, edit: Value) {
+        let id = json!(format!("koas-{}", self.next_request));
+        self.next_request += 1;
+        let message = transport::request(
+            &id,
+            "workspace/applyEdit",
+            json!({"label": label, "edit": edit}),
+        );
+        self.send(&message);
+    }
+
+    fn progress(&mut self, token: &str, value: Value) {
+        let message =
+            transport::notification("$/progress", json!({"token": token, "value": value}));
+        self.send(&message);
+    }
+}
+
+fn token_string(value: &Value) -> Option<String> {
+    match value {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+fn overlaps(a: Range, b: Range) -> bool {
+    let before = |x: Position, y: Position| (x.line, x.character) < (y.line, y.character);
+    !before(a.end, b.start) && !before(b.end, a.start)
+}
+
+fn step_message(step: &Progress<'_>) -> Option<String> {
+    use koas_orchestrator::report::Shown;
+    Some(match step {
+        Progress::Started { kernel } => format!("{kernel}: started"),
+        Progress::Step {
+            kernel,
+            done,
+            total,
+        } => format!("{kernel}: {done}/{total}"),
+        Progress::Finished { kernel, shown } => format!(
+            "{kernel}: {}",
+            match shown {
+                Shown::Ran => "done",
+                Shown::Cached => "cached",
+                Shown::Failed => "failed",
+                Shown::Skipped => "skipped",
+                Shown::Cancelled => "cancelled",
+            }
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_uris_become_paths() {
+        assert_eq!(
+            uri_path("file:///tmp/a%20b.md"),
+            Some(PathBuf::from("/tmp/a b.md"))
+        );
+        assert_eq!(
+            uri_path("file://localhost/x.md"),
+            Some(PathBuf::from("/x.md"))
+        );
+        assert_eq!(uri_path("untitled:Untitled-1"), None);
+        assert_eq!(uri_path("file:///tmp/%zz"), Some(PathBuf::from("/tmp/%zz")));
+    }
+}

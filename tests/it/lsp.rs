@@ -1,0 +1,472 @@
+//! `koas lsp`: the real binary as a language server on stdio, driven by a
+//! small LSP client: the handshake, diagnostics equal to `koas check`'s on
+//! open and on in-memory edits (the file on disk untouched), stale checks
+//! dropped, a code action applied and its finding gone, hover and code
+//! lenses on a reviewed document, `koas.revert`, malformed messages
+//! answered with JSON-RPC errors, and a clean shutdown.
+
+use crate::review_common::Scratch;
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Child, ChildStdin, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::time::{Duration, Instant};
+
+const WAIT: Duration = Duration::from_secs(60);
+
+/// A client of one `koas lsp` process.
+struct Client {
+    child: Child,
+    stdin: ChildStdin,
+    incoming: Receiver<Value>,
+    /// Messages received while waiting for something else.
+    seen: Vec<Value>,
+    next_id: u64,
+}
+
+fn read_frame(reader: &mut impl BufRead) -> Option<Value> {
+    let mut length = None;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).ok()? == 0 {
+            return None;
+        }
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some(v) = line.strip_prefix("Content-Length:") {
+            length = v.trim().parse::<usize>().ok();
+        }
+    }
+    let mut body = vec![0; length?];
+    reader.read_exact(&mut body).ok()?;
+    serde_json::from_slice(&body).ok()
+}
+
+impl Client {
+    fn start(s: &Scratch, extra: &[&str]) -> Client {
+        let mut args = vec!["lsp"];
+        args.extend_from_slice(extra);
+        let mut child = s
+            .command(&args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("koas lsp starts");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, incoming) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(stdout);
+            while let Some(message) = read_frame(&mut reader) {
+                if tx.send(message).is_err() {
+                    return;
+                }
+            }
+        });
+        Client {
+            child,
+            stdin,
+            incoming,
+            seen: Vec::new(),
+            next_id: 1,
+        }
+    }
+
+    fn send_raw(&mut self, body: &[u8]) {
+        write!(self.stdin, "Content-Length: {}\r\n\r\n", body.len()).expect("write");
+        self.stdin.write_all(body).expect("write");
+        self.stdin.flush().expect("flush");
+    }
+
+    fn send(&mut self, message: &Value) {
+        let body = serde_json::to_vec(message).expect("json");
+        self.send_raw(&body);
+    }
+
+    fn notify(&mut self, method: &str, params: Value) {
+        self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}));
+    }
+
+    /// Sends a request and waits for its response (answering the server's
+    /// own requests meanwhile: `workspace/applyEdit` is accepted).
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        self.wait_for(|m| m["id"] == json!(id) && m.get("method").is_none())
+    }
+
+    /// Waits for the first message (new or already seen) matching `wanted`.
+    fn wait_for(&mut self, wanted: impl Fn(&Value) -> bool) -> Value {
+        if let Some(i) = self.seen.iter().position(&wanted) {
+            return self.seen.remove(i);
+        }
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let message = self.incoming.recv_timeout(left).unwrap_or_else(|_| {
+                panic!("no matching message in {WAIT:?}; seen: {:#?}", self.seen)
+            });
+            // The server's requests get an answer at once.
+            if message.get("method").is_some() && message.get("id").is_some() {
+                let result = if message["method"] == "workspace/applyEdit" {
+                    json!({"applied": true})
+                } else {
+                    Value::Null
+                };
+                let id = message["id"].clone();
+                self.send(&json!({"jsonrpc": "2.0", "id": id, "result": result}));
+            }
+            if wanted(&message) {
+                return message;
+            }
+            self.seen.push(message);
+        }
+    }
+
+    /// The next diagnostics published for `uri` at `version`.
+    fn diagnostics(&mut self, uri: &str, version: i64) -> Vec<Value> {
+        let m = self.wait_for(|m| {
+            m["method"] == "textDocument/publishDiagnostics"
+                && m["params"]["uri"] == uri
+                && m["params"]["version"] == json!(version)
+        });
+        m["params"]["diagnostics"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    fn initialize(&mut self, root: &std::path::Path) {
+        let answer = self.request(
+            "initialize",
+            json!({
+                "processId": null,
+                "rootUri": format!("file://{}", root.display()),
+                "capabilities": {"window": {"workDoneProgress": true}}
+            }),
+        );
+        let caps = &answer["result"]["capabilities"];
+        assert_eq!(caps["textDocumentSync"]["change"], 2, "{answer}");
+        assert_eq!(caps["hoverProvider"], true);
+        assert!(caps["executeCommandProvider"]["commands"]
+            .as_array()
+            .is_some_and(|c| c.contains(&json!("koas.revert"))));
+        self.notify("initialized", json!({}));
+    }
+
+    fn shutdown(mut self) -> Option<i32> {
+        let answer = self.request("shutdown", Value::Null);
+        assert_eq!(answer["result"], Value::Null, "{answer}");
+        self.notify("exit", Value::Null);
+        let deadline = Instant::now() + WAIT;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                return status.code();
+            }
+            assert!(Instant::now() < deadline, "koas lsp did not exit");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+fn uri_of(s: &Scratch, name: &str) -> String {
+    let path = s.path(name).canonicalize().expect("canonical path");
+    format!("file://{}", path.display())
+}
+
+/// `(line, kind, message)` of diagnostics, as `koas check` would say them.
+fn diag_keys(diags: &[Value]) -> Vec<(u64, String, String)> {
+    let mut keys: Vec<_> = diags
+        .iter()
+        .map(|d| {
+            (
+                d["range"]["start"]["line"].as_u64().unwrap_or(0) + 1,
+                d["code"].as_str().unwrap_or("").to_owned(),
+                d["message"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect();
+    keys.sort();
+    keys
+}
+
+fn check_keys(s: &Scratch, doc: &str) -> Vec<(u64, String, String)> {
+    let out = s.koas(&["check", "--format", "json", "--fail-on", "never", doc]);
+    let items: Vec<Value> = serde_json::from_slice(&out.stdout).expect("check json");
+    let mut keys: Vec<_> = items
+        .iter()
+        .map(|f| {
+            (
+                f["line"].as_u64().unwrap_or(0),
+                f["kind"].as_str().unwrap_or("").to_owned(),
+                f["message"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect();
+    keys.sort();
+    keys
+}
+
+const DOC: &str = "\
+# Guide
+
+See [the setup](#setupp) first.
+
+##
+
+## Setup
+
+<!-- koas-disable-next-line ai_leftover -->
+As an AI language model, I cannot promise this.
+
+As an AI language model, I wrote this section.
+";
+
+#[test]
+fn diagnostics_follow_the_editor_text_and_a_fix_removes_its_finding() {
+    let s = Scratch::new();
+    s.write("guide.md", DOC);
+    // koas.toml applies: the AI leftover is an error here.
+    s.write("koas.toml", "[check.severity]\nai_leftover = \"error\"\n");
+    let uri = uri_of(&s, "guide.md");
+    let mut c = Client::start(&s, &["--debounce-ms", "300"]);
+    c.initialize(s.dir.path());
+    c.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri, "languageId": "markdown", "version": 1, "text": DOC}}),
+    );
+    let diags = c.diagnostics(&uri, 1);
+    assert_eq!(diag_keys(&diags), check_keys(&s, "guide.md"), "{diags:#?}");
+    let kinds: Vec<&str> = diags.iter().filter_map(|d| d["code"].as_str()).collect();
+    assert!(
+        kinds.contains(&"broken_link_anchor") && kinds.contains(&"empty_heading"),
+        "{kinds:?}"
+    );
+    // The suppression comment is honoured: one AI leftover, line 12, an error.
+    let ai: Vec<&Value> = diags
+        .iter()
+        .filter(|d| d["code"] == "ai_leftover")
+        .collect();
+    assert_eq!(ai.len(), 1, "{ai:?}");
+    assert_eq!(ai[0]["range"]["start"]["line"], 11);
+    assert_eq!(ai[0]["severity"], 1);
+    assert!(ai[0]["codeDescription"]["href"]
+        .as_str()
+        .is_some_and(|h| h.contains("check.md")));
+
+    // Two quick edits in memory: only the newest version is published.
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri, "version": 2},
+               "contentChanges": [{"range": {"start": {"line": 11, "character": 0}, "end": {"line": 11, "character": 0}}, "text": "Intro.\n\n"}]}),
+    );
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri, "version": 3},
+               "contentChanges": [{"range": {"start": {"line": 0, "character": 2}, "end": {"line": 0, "character": 7}}, "text": "Handbook"}]}),
+    );
+    let diags = c.diagnostics(&uri, 3);
+    let ai: Vec<&Value> = diags
+        .iter()
+        .filter(|d| d["code"] == "ai_leftover")
+        .collect();
+    assert_eq!(
+        ai[0]["range"]["start"]["line"], 13,
+        "the finding moved with the text"
+    );
+    assert!(
+        !c.seen.iter().any(|m| m["params"]["version"] == json!(2)),
+        "a stale check was published"
+    );
+    assert_eq!(
+        std::fs::read_to_string(s.path("guide.md")).expect("read"),
+        DOC,
+        "the file is untouched"
+    );
+
+    // The empty heading's fix, as a code action, applied by the client.
+    let empty = diags
+        .iter()
+        .find(|d| d["code"] == "empty_heading")
+        .cloned()
+        .expect("empty heading");
+    let actions = c.request(
+        "textDocument/codeAction",
+        json!({"textDocument": {"uri": uri}, "range": empty["range"], "context": {"diagnostics": [empty]}}),
+    );
+    let actions = actions["result"].as_array().cloned().expect("actions");
+    let titles: Vec<&str> = actions.iter().filter_map(|a| a["title"].as_str()).collect();
+    assert!(
+        titles.iter().any(|t| t.contains("disable empty_heading")),
+        "{titles:?}"
+    );
+    assert!(
+        titles
+            .iter()
+            .any(|t| t.starts_with("koas: fix all in file")),
+        "{titles:?}"
+    );
+    let fix = actions
+        .iter()
+        .find(|a| a["isPreferred"] == true)
+        .expect("the certain fix");
+    let edits = fix["edit"]["changes"][&uri]
+        .as_array()
+        .cloned()
+        .expect("edits");
+    let mut text: Vec<String> = {
+        let now = DOC.replacen("# Guide", "# Handbook", 1).replacen(
+            "As an AI language model, I wrote",
+            "Intro.\n\nAs an AI language model, I wrote",
+            1,
+        );
+        now.split_inclusive('\n').map(str::to_owned).collect()
+    };
+    // The fix removes whole lines: apply it line-wise, last first.
+    let mut spans: Vec<(usize, usize)> = edits
+        .iter()
+        .map(|e| {
+            assert_eq!(e["newText"], "");
+            (
+                e["range"]["start"]["line"].as_u64().expect("line") as usize,
+                e["range"]["end"]["line"].as_u64().expect("line") as usize,
+            )
+        })
+        .collect();
+    spans.sort_unstable_by(|a, b| b.cmp(a));
+    for (from, to) in spans {
+        text.drain(from..to);
+    }
+    let fixed: String = text.concat();
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri, "version": 4}, "contentChanges": [{"text": fixed}]}),
+    );
+    let diags = c.diagnostics(&uri, 4);
+    assert!(
+        !diags.iter().any(|d| d["code"] == "empty_heading"),
+        "{diags:#?}"
+    );
+    assert!(diags.iter().any(|d| d["code"] == "broken_link_anchor"));
+
+    // Malformed messages get JSON-RPC errors; the server stays up.
+    c.send_raw(b"{this is not json");
+    let e = c.wait_for(|m| m["error"]["code"] == -32700);
+    assert_eq!(e["id"], Value::Null);
+    c.send(&json!({"jsonrpc": "2.0", "id": 99, "params": {}}));
+    let e = c.wait_for(|m| m["id"] == 99);
+    assert_eq!(e["error"]["code"], -32600, "{e}");
+    let e = c.request("textDocument/nothingLikeThis", json!({}));
+    assert_eq!(e["error"]["code"], -32601, "{e}");
+    let e = c.request("textDocument/codeAction", json!({"textDocument": 7}));
+    assert_eq!(e["error"]["code"], -32602, "{e}");
+    let e = c.request(
+        "workspace/executeCommand",
+        json!({"command": "koas.nope", "arguments": [uri]}),
+    );
+    assert_eq!(e["error"]["code"], -32602, "{e}");
+    let hover = c.request(
+        "textDocument/hover",
+        json!({"textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}}),
+    );
+    assert_eq!(hover["result"], Value::Null, "no review: no hover");
+
+    assert_eq!(c.shutdown(), Some(0));
+}
+
+#[test]
+fn hover_lenses_and_revert_on_a_reviewed_document() {
+    let s = Scratch::with_fixture("retention_policy.md");
+    let doc = "retention_policy.md";
+    let out = s.koas(&[
+        "-q",
+        "review",
+        doc,
+        "--ops",
+        "retention_policy.ops.json",
+        "--no-llm",
+        "--in-place",
+    ]);
+    assert!(out.status.success(), "{}", crate::common::stderr(&out));
+    let text = std::fs::read_to_string(s.path(doc)).expect("read");
+    let uri = uri_of(&s, doc);
+    let mut c = Client::start(&s, &[]);
+    c.initialize(s.dir.path());
+    c.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri, "languageId": "markdown", "version": 1, "text": text}}),
+    );
+    c.diagnostics(&uri, 1);
+
+    let lenses = c.request(
+        "textDocument/codeLens",
+        json!({"textDocument": {"uri": uri}}),
+    );
+    let lenses = lenses["result"].as_array().cloned().expect("lenses");
+    assert!(!lenses.is_empty(), "a lens per applied change");
+    let first = &lenses[0];
+    assert_eq!(first["command"]["command"], "koas.revert");
+    let id = first["command"]["arguments"][1]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    assert!(id.starts_with("RVW-"), "{id}");
+    let line = first["range"]["start"]["line"].clone();
+
+    let hover = c.request(
+        "textDocument/hover",
+        json!({"textDocument": {"uri": uri}, "position": {"line": line, "character": 0}}),
+    );
+    let shown = hover["result"]["contents"]["value"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned();
+    assert!(shown.contains(&id), "{shown}");
+    assert!(
+        shown.contains("koas revert /") && shown.contains(&format!("/{doc} {id}`")),
+        "{shown}"
+    );
+
+    let answer = c.request(
+        "workspace/executeCommand",
+        json!({"command": "koas.revert", "arguments": [uri, id]}),
+    );
+    assert!(answer.get("error").is_none(), "{answer}");
+    // The editor is given the reverted text.
+    let edit = c.wait_for(|m| m["method"] == "workspace/applyEdit");
+    let new_text = edit["params"]["edit"]["changes"][&uri][0]["newText"]
+        .as_str()
+        .expect("new text")
+        .to_owned();
+    assert_eq!(
+        new_text,
+        std::fs::read_to_string(s.path(doc)).expect("read")
+    );
+    assert_ne!(new_text, text);
+    let shown = s.koas(&["show", doc, &format!("REVERT-{id}")]);
+    assert!(shown.status.success(), "{}", crate::common::stderr(&shown));
+
+    assert_eq!(c.shutdown(), Some(0));
+}
+
+#[test]
+fn exit_without_shutdown_and_requests_before_initialize() {
+    let s = Scratch::new();
+    let mut c = Client::start(&s, &[]);
+    let e = c.request("textDocument/hover", json!({}));
+    assert_eq!(e["error"]["code"], -32002, "{e}");
+    c.notify("exit", Value::Null);
+    let deadline = Instant::now() + WAIT;
+    let code = loop {
+        if let Some(status) = c.child.try_wait().expect("wait") {
+            break status.code();
+        }
+        assert!(Instant::now() < deadline, "koas lsp did not exit");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(code, Some(1));
+}
