@@ -454,6 +454,124 @@ fn hover_lenses_and_revert_on_a_reviewed_document() {
 }
 
 #[test]
+fn review_command_reports_progress_and_gives_the_editor_the_result() {
+    let s = Scratch::with_fixture("retention_policy.md");
+    let doc = "retention_policy.md";
+    let text = std::fs::read_to_string(s.path(doc)).expect("read");
+    let uri = uri_of(&s, doc);
+    let mut c = Client::start(&s, &[]);
+    c.initialize(s.dir.path());
+    c.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri, "languageId": "markdown", "version": 1, "text": text}}),
+    );
+    c.diagnostics(&uri, 1);
+    // An unsaved buffer is refused: the review reads the file.
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": format!("{text}\nmore\n")}]}),
+    );
+    let refused = c.request(
+        "workspace/executeCommand",
+        json!({"command": "koas.review", "arguments": [uri, {"noLlm": true}]}),
+    );
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    assert!(refused["error"]["message"]
+        .as_str()
+        .is_some_and(|m| m.contains("save")));
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri, "version": 3}, "contentChanges": [{"text": text}]}),
+    );
+    let answer = c.request(
+        "workspace/executeCommand",
+        json!({"command": "koas.review", "arguments": [uri, {"noLlm": true}]}),
+    );
+    assert!(answer.get("error").is_none(), "{answer}");
+    assert_eq!(answer["result"]["status"], "completed", "{answer}");
+    // Work-done progress: created, begun, reported, ended.
+    let create = c.wait_for(|m| m["method"] == "window/workDoneProgress/create");
+    let token = create["params"]["token"].clone();
+    let kinds: Vec<String> = c
+        .seen
+        .iter()
+        .filter(|m| m["method"] == "$/progress" && m["params"]["token"] == token)
+        .filter_map(|m| m["params"]["value"]["kind"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(
+        kinds.first().map(String::as_str),
+        Some("begin"),
+        "{kinds:?}"
+    );
+    assert_eq!(kinds.last().map(String::as_str), Some("end"), "{kinds:?}");
+    assert!(kinds.iter().any(|k| k == "report"), "{kinds:?}");
+    assert!(s.path(".review").is_dir(), "the review has its workspace");
+    assert_eq!(c.shutdown(), Some(0));
+}
+
+#[test]
+fn a_long_review_is_cancelled_from_the_editor() {
+    use koas_test_support::model::{ModelAnswer, ModelRequest, ScriptedModel};
+    let s = Scratch::new();
+    let mut doc = String::from("# Manual\n\nIntro.\n\n");
+    for i in 1..=6 {
+        doc.push_str(&format!(
+            "## Part {i}\n\nPart {i} is done by the operator.\n\n"
+        ));
+    }
+    s.write("doc.md", &doc);
+    // Every answer takes 30 s: the review would take minutes.
+    let model = ScriptedModel::start(|_: &ModelRequest| {
+        ModelAnswer::after(Duration::from_secs(30), "BEGIN_EDIT_OPS\n[]\nEND_EDIT_OPS")
+    });
+    let uri = uri_of(&s, "doc.md");
+    let mut c = Client::start(&s, &[]);
+    c.initialize(s.dir.path());
+    c.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri, "languageId": "markdown", "version": 1, "text": doc}}),
+    );
+    c.diagnostics(&uri, 1);
+    c.send(
+        &json!({"jsonrpc": "2.0", "id": 500, "method": "workspace/executeCommand", "params": {
+            "command": "koas.review",
+            "arguments": [uri, {"backend": "openai", "endpoint": model.url(), "model": "scripted"}]
+        }}),
+    );
+    let create = c.wait_for(|m| m["method"] == "window/workDoneProgress/create");
+    let token = create["params"]["token"].clone();
+    let started = Instant::now();
+    while model.calls() == 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "the model was never called"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // The server answers other requests while the review runs.
+    let hover = c.request(
+        "textDocument/hover",
+        json!({"textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}}),
+    );
+    assert!(hover.get("error").is_none(), "{hover}");
+    let cancelled_at = Instant::now();
+    c.notify("window/workDoneProgress/cancel", json!({"token": token}));
+    let answer = c.wait_for(|m| m["id"] == 500 && m.get("method").is_none());
+    assert!(
+        cancelled_at.elapsed() < Duration::from_secs(25),
+        "the review went on {:?} after the cancellation: {answer}",
+        cancelled_at.elapsed()
+    );
+    let end = c.wait_for(|m| {
+        m["method"] == "$/progress"
+            && m["params"]["token"] == token
+            && m["params"]["value"]["kind"] == "end"
+    });
+    assert!(end["params"]["value"]["message"].is_string());
+    assert_eq!(c.shutdown(), Some(0));
+}
+
+#[test]
 fn exit_without_shutdown_and_requests_before_initialize() {
     let s = Scratch::new();
     let mut c = Client::start(&s, &[]);

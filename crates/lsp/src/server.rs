@@ -831,6 +831,9 @@ impl<W: Write> Server<W> {
                 if let Some(model) = options.get("model").and_then(Value::as_str) {
                     args.llm.model = Some(model.to_string());
                 }
+                if let Some(backend) = options.get("backend").and_then(Value::as_str) {
+                    args.llm.backend = Some(backend.to_string());
+                }
                 if let Some(endpoint) = options.get("endpoint").and_then(Value::as_str) {
                     args.llm.endpoints = vec![endpoint.to_string()];
                 }
