@@ -362,6 +362,17 @@ fn diagnostics_follow_the_editor_text_and_a_fix_removes_its_finding() {
     assert_eq!(e["error"]["code"], -32600, "{e}");
     let e = c.request("textDocument/nothingLikeThis", json!({}));
     assert_eq!(e["error"]["code"], -32601, "{e}");
+    // Regression: Neovim 0.7 sends its copies of the diagnostics without
+    // their ranges; the actions are still given.
+    let lenient = c.request(
+        "textDocument/codeAction",
+        json!({"textDocument": {"uri": uri}, "range": {"start": {"line": 0, "character": 0}, "end": {"line": 9, "character": 0}},
+               "context": {"diagnostics": [{"message": "no range here"}]}}),
+    );
+    assert!(
+        lenient["result"].as_array().is_some_and(|a| !a.is_empty()),
+        "{lenient}"
+    );
     let e = c.request("textDocument/codeAction", json!({"textDocument": 7}));
     assert_eq!(e["error"]["code"], -32602, "{e}");
     let e = c.request(

@@ -168,6 +168,13 @@ fn read_loop<R: BufRead>(mut input: R, events: Sender<Event>) {
 /// the newest is run (the others are stale already).
 fn check_loop(jobs: Receiver<Job>, events: Sender<Event>) {
     let mut checkers: HashMap<Option<PathBuf>, (Option<SystemTime>, Arc<Checker>)> = HashMap::new();
+    // While the client initializes: compile the checks' patterns (built
+    // once per process), so the first document opened is not the one
+    // that pays for them.
+    if let Ok(checker) = checker_for(&mut checkers, None) {
+        let _ = checker
+            .check("# Warm-up\n\nSee [a](#b) and Table 1.\n\n| a | b |\n|---|---|\n| 1 | 2 |\n");
+    }
     while let Ok(first) = jobs.recv() {
         let mut newest: BTreeMap<String, Job> = BTreeMap::new();
         newest.insert(first.uri.clone(), first);
@@ -481,6 +488,14 @@ impl<W: Write> Server<W> {
                 Ok(Some(Value::Null))
             }
             "textDocument/codeAction" => {
+                // The diagnostics of the context are the client's copies of
+                // ours, which the server does not need; clients send them
+                // in shapes of their own (Neovim 0.7 drops their ranges),
+                // so they are not parsed.
+                let mut params = params;
+                if let Some(context) = params.get_mut("context").and_then(Value::as_object_mut) {
+                    context.insert("diagnostics".into(), json!([]));
+                }
                 let p: CodeActionParams = parse(params)?;
                 Ok(Some(self.code_actions(&p)))
             }
