@@ -90,6 +90,10 @@ struct Doc {
     due: Option<Instant>,
 }
 
+/// A reviewed document: its path, where the ledger's lines were placed,
+/// and its active changes.
+type ReviewedDoc = (PathBuf, Placement, Vec<review::PlacedChange>);
+
 /// A running `koas.review`.
 struct RunningReview {
     cancel: Arc<AtomicBool>,
@@ -676,10 +680,7 @@ impl<W: Write> Server<W> {
         serde_json::to_value(actions).unwrap_or_else(|_| json!([]))
     }
 
-    fn review_changes(
-        &self,
-        uri: &str,
-    ) -> Result<Option<(PathBuf, Placement, Vec<review::PlacedChange>)>, (i64, String)> {
+    fn review_changes(&self, uri: &str) -> Result<Option<ReviewedDoc>, (i64, String)> {
         let Some(doc) = self.docs.get(uri) else {
             return Ok(None);
         };
