@@ -26,6 +26,7 @@ mod isolation;
 mod kernel_authors;
 mod kernel_scaffold;
 mod kernel_test_support;
+mod llm_eval;
 mod llm_host;
 mod llm_stage;
 mod lsp;

@@ -10,6 +10,24 @@
 pub mod plant;
 pub mod score;
 
+use plant::Lang;
+
+/// The evaluation documents shipped with koas (written for the project,
+/// under its licence): technical prose in English and French with a
+/// table, code, math, lists and a link, and no defect.
+pub const BUNDLED: &[(&str, Lang, &str)] = &[
+    (
+        "log-pipeline.md",
+        Lang::En,
+        include_str!("../docs/en/log-pipeline.md"),
+    ),
+    (
+        "supervision.md",
+        Lang::Fr,
+        include_str!("../docs/fr/supervision.md"),
+    ),
+];
+
 #[cfg(test)]
 mod tests {
     use super::plant::{plant, DefectKind, Lang};
@@ -92,20 +110,32 @@ The audit trail itself is kept for seven years and is never deleted early.
                 first: free,
                 last: free,
                 guarded: Guarded::Refused,
+                change: true,
             },
             Proposal {
                 first: free,
                 last: free,
                 guarded: Guarded::Flagged,
+                change: true,
+            },
+            Proposal {
+                first: free,
+                last: free,
+                guarded: Guarded::Flagged,
+                change: false,
             },
             Proposal {
                 first: first.line,
                 last: first.line,
                 guarded: Guarded::Silent,
+                change: true,
             },
         ];
         let s = score(&doc, &doc.text, &proposals);
-        assert_eq!((s.harm(), s.silent_harm(), s.on_defects), (2, 0, 1));
+        assert_eq!(
+            (s.harm(), s.silent_harm(), s.on_defects, s.notes),
+            (2, 0, 1, 1)
+        );
     }
 
     #[test]

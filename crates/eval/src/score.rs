@@ -46,6 +46,9 @@ pub struct Proposal {
     pub last: usize,
     /// What the guards did with it.
     pub guarded: Guarded,
+    /// `false` for a note that changes nothing (a flag the model asked
+    /// for, or its prose answer kept as a note): neither a fix nor harm.
+    pub change: bool,
 }
 
 /// The score of one planted document.
@@ -57,6 +60,8 @@ pub struct DocScore {
     pub harmful: BTreeMap<String, usize>,
     /// Proposals that touched a planted line.
     pub on_defects: usize,
+    /// Notes: proposals that change nothing.
+    pub notes: usize,
 }
 
 impl DocScore {
@@ -126,6 +131,10 @@ pub fn score(doc: &PlantedDoc, result: &str, proposals: &[Proposal]) -> DocScore
         out.defects.insert(d.id.clone(), (d.kind, status));
     }
     for p in proposals {
+        if !p.change {
+            out.notes += 1;
+            continue;
+        }
         let on_defect = doc
             .defects
             .iter()

@@ -94,7 +94,7 @@ pub enum Command {
     Replay(runtime::replay::ReplayArgs),
     /// Check the configured LLM server: ping, calibrate.
     #[command(subcommand)]
-    Llm(runtime::llm::LlmCommand),
+    Llm(LlmCommand),
     /// Review a document: run the reviewer pipeline in its workspace and
     /// record the changes of --ops (IDs, patches, ledger, report).
     Review(reviewer::review::ReviewArgs),
@@ -126,6 +126,17 @@ pub enum Command {
     /// with its tests, a pipeline and a README, ready to build and install.
     #[command(subcommand)]
     New(reviewer::new::NewCommand),
+}
+
+/// `koas llm`: the runtime's server checks, and the reviewer's measure of
+/// a model (composed here, so the runtime's family names no reviewer).
+#[derive(Debug, Subcommand)]
+pub enum LlmCommand {
+    #[command(flatten)]
+    Runtime(runtime::llm::LlmCommand),
+    /// Measure models on documents with planted defects: fixes, misses
+    /// and harm, per model and language
+    Eval(reviewer::llm_eval::EvalArgs),
 }
 
 fn main() -> ExitCode {
@@ -170,7 +181,8 @@ fn main() -> ExitCode {
         Command::Graph(args) => runtime::graph::execute(&global, args),
         Command::Cache(cmd) => runtime::cache::execute(&global, cmd),
         Command::Replay(args) => runtime::replay::execute(&global, args),
-        Command::Llm(cmd) => runtime::llm::execute(&global, cmd),
+        Command::Llm(LlmCommand::Runtime(cmd)) => runtime::llm::execute(&global, cmd),
+        Command::Llm(LlmCommand::Eval(args)) => reviewer::llm_eval::execute(&global, args),
         Command::Check(args) => reviewer::check::execute(&global, args),
         Command::Review(args) => reviewer::review::execute(&global, args),
         Command::Refine(args) => reviewer::refine::execute(&global, args),

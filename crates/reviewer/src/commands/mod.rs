@@ -4,6 +4,7 @@ pub mod check;
 mod check_pipeline;
 pub mod dismiss;
 pub mod grep;
+pub mod llm_eval;
 pub mod new;
 pub mod refine;
 pub mod report;

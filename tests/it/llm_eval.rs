@@ -1,0 +1,198 @@
+//! `koas llm eval` through the real binary, with scripted models of known
+//! behaviour: a perfect fixer (every planted defect fixed, nothing else
+//! touched), a fixer with wrong line numbers, a careless model (changes
+//! meaning where nothing was planted: every change counted as harm, none
+//! silent) and a model that answers prose only.
+
+use crate::review_common::{llm_flags, stderr, Scratch};
+use koas_eval::plant::{plant, PlantedDoc};
+use koas_test_support::model::{ModelAnswer, ModelRequest, ScriptedModel};
+use serde_json::{json, Value};
+
+const SEED: u64 = 3;
+const SAMPLES: usize = 4;
+
+/// The planted copies `koas llm eval --seed 3 --samples 4` reviews.
+fn planted() -> Vec<PlantedDoc> {
+    koas_eval::BUNDLED
+        .iter()
+        .map(|(name, lang, text)| plant(name, text, *lang, SEED, SAMPLES))
+        .collect()
+}
+
+/// A model that answers each edit request with `ops_for(chunk)`, and
+/// summaries to the pyramid.
+fn model(ops_for: impl Fn(&str) -> Vec<Value> + Send + Sync + 'static) -> ScriptedModel {
+    ScriptedModel::start(move |r: &ModelRequest| {
+        if !r.prompt.contains("BEGIN_EDIT_OPS") {
+            return ModelAnswer::text("The section describes an operation.");
+        }
+        let chunk = r.prompt.split("Text to review").nth(1).unwrap_or("");
+        let chunk = chunk
+            .split("Answer with BEGIN_EDIT_OPS")
+            .next()
+            .unwrap_or("");
+        ModelAnswer::text(format!(
+            "BEGIN_EDIT_OPS\n{}\nEND_EDIT_OPS",
+            Value::Array(ops_for(chunk))
+        ))
+    })
+}
+
+/// The smallest fix a careful model writes: the words around what differs
+/// between the planted line and the truth (the whole line may hold math
+/// or code the prompt shows otherwise).
+fn span(planted: &str, truth: &str) -> (String, String) {
+    let (p, t): (Vec<char>, Vec<char>) = (planted.chars().collect(), truth.chars().collect());
+    let mut start = p.iter().zip(&t).take_while(|(a, b)| a == b).count();
+    let mut tail = p
+        .iter()
+        .rev()
+        .zip(t.iter().rev())
+        .take_while(|(a, b)| a == b)
+        .count();
+    tail = tail.min(p.len() - start).min(t.len() - start);
+    // Out to the word before and the word after.
+    let mut spaces = 0;
+    while start > 0 {
+        if p[start - 1] == ' ' {
+            spaces += 1;
+            if spaces == 2 {
+                break;
+            }
+        }
+        start -= 1;
+    }
+    let mut spaces = 0;
+    while tail > 0 {
+        if p[p.len() - tail] == ' ' {
+            spaces += 1;
+            if spaces == 2 {
+                break;
+            }
+        }
+        tail -= 1;
+    }
+    let before: String = p[start..p.len() - tail].iter().collect();
+    let after: String = t[start..t.len() - tail].iter().collect();
+    (before.trim().to_owned(), after.trim().to_owned())
+}
+
+fn op(line: usize, before: &str, after: &str, kind: &str) -> Value {
+    json!({"action": "replace", "line": line, "before_text": before, "after_text": after,
+           "kind": kind, "severity": "minor", "rationale": "fix"})
+}
+
+fn eval(s: &Scratch, m: &ScriptedModel) -> Value {
+    let mut args = vec!["llm".to_owned(), "eval".to_owned(), "--json".to_owned()];
+    args.extend(["--seed", "3", "--samples", "4"].map(str::to_owned));
+    args.extend(llm_flags(m, 2));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = s.koas(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("JSON: {e}\n{}", stderr(&out)))
+}
+
+fn total(v: &Value, key: &str) -> u64 {
+    v["rows"]
+        .as_array()
+        .map_or(0, |rows| rows.iter().filter_map(|r| r[key].as_u64()).sum())
+}
+
+#[test]
+fn a_perfect_fixer_fixes_everything_and_harms_nothing() {
+    let docs = planted();
+    let fixes: Vec<(String, String)> = docs
+        .iter()
+        .flat_map(|d| d.defects.iter().map(|x| span(&x.planted, &x.truth)))
+        .collect();
+    let defects = fixes.len() as u64;
+    assert!(defects >= 6, "{defects}");
+    let fixes_for_model = fixes.clone();
+    let m = model(move |chunk| {
+        fixes_for_model
+            .iter()
+            .filter(|(planted, _)| chunk.contains(planted.as_str()))
+            .map(|(planted, truth)| op(1, planted, truth, "typo"))
+            .collect()
+    });
+    let s = Scratch::new();
+    let v = eval(&s, &m);
+    assert_eq!(total(&v, "defects"), defects, "{v:#}");
+    assert_eq!(total(&v, "fixed"), defects, "{v:#}");
+    assert_eq!(total(&v, "harmful"), 0, "{v:#}");
+    assert_eq!(total(&v, "silent_harm"), 0);
+    // Both languages are scored, each with a recall of 1.
+    let rows = v["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 2, "{v:#}");
+    assert!(rows.iter().all(|r| r["recall"] == 1.0), "{v:#}");
+    // Run again: the reviews are reused, no model call.
+    let calls = m.calls();
+    let again = eval(&s, &m);
+    assert_eq!(m.calls(), calls, "a finished evaluation costs nothing");
+    assert_eq!(total(&again, "fixed"), defects);
+    assert_eq!(total(&again, "reused"), 2);
+}
+
+#[test]
+fn wrong_line_numbers_careless_changes_and_prose_only() {
+    let docs = planted();
+    let fixes: Vec<(String, String)> = docs
+        .iter()
+        .flat_map(|d| d.defects.iter().map(|x| span(&x.planted, &x.truth)))
+        .collect();
+    let defects = fixes.len() as u64;
+    // Right text, wrong line numbers: the ops still land.
+    let f = fixes.clone();
+    let lost = model(move |chunk| {
+        f.iter()
+            .filter(|(planted, _)| chunk.contains(planted.as_str()))
+            .map(|(planted, truth)| op(400, planted, truth, "typo"))
+            .collect()
+    });
+    let v = eval(&Scratch::new(), &lost);
+    assert!(total(&v, "fixed") >= defects - 1, "{v:#}");
+
+    // Careless: meaning changed where nothing was planted, called typos.
+    let careless = model(|chunk| {
+        let mut ops = Vec::new();
+        for (before, after) in [
+            (
+                "Only two people may run the job by hand",
+                "Anyone may run the job by hand",
+            ),
+            (
+                "Seules deux personnes peuvent lancer la tâche à la main",
+                "Tout le monde peut lancer la tâche à la main",
+            ),
+            (
+                "keeps the records on its\nlocal disk for at most one hour",
+                "keeps the records on its\nlocal disk for at most one day",
+            ),
+            ("pendant une heure au plus", "pendant une semaine au plus"),
+        ] {
+            if chunk.contains(before) {
+                ops.push(op(1, before, after, "typo"));
+            }
+        }
+        ops
+    });
+    let v = eval(&Scratch::new(), &careless);
+    assert!(total(&v, "harmful") >= 2, "{v:#}");
+    assert_eq!(
+        total(&v, "silent_harm"),
+        0,
+        "the guards let harm through silently: {v:#}"
+    );
+    assert_eq!(total(&v, "fixed"), 0);
+
+    // Prose only: nothing proposed, nothing fixed, no failure.
+    let prose =
+        ScriptedModel::start(|_: &ModelRequest| ModelAnswer::text("This section reads well."));
+    let v = eval(&Scratch::new(), &prose);
+    assert_eq!(total(&v, "fixed"), 0, "{v:#}");
+    assert_eq!(total(&v, "missed"), defects, "{v:#}");
+    // Its prose is kept as notes, which change nothing: not harm.
+    assert_eq!(total(&v, "proposals"), 0, "{v:#}");
+    assert_eq!(total(&v, "harmful"), 0, "{v:#}");
+}
