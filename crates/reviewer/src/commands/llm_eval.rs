@@ -361,29 +361,21 @@ fn table(rows: &[Row]) -> String {
     let mut t = String::new();
     let _ = writeln!(
         t,
-        "{:<24} {:<4} {:>7} {:>5} {:>7} {:>6} {:>6} {:>9} {:>9} {:>7} {:>6} {:>6} {:>8} {:>8}",
-        "model",
-        "lang",
-        "defects",
-        "fixed",
-        "partial",
-        "missed",
-        "recall",
-        "precision",
-        "proposals",
-        "harmful",
-        "silent",
-        "calls",
-        "tokens",
-        "seconds"
+        "{:<20} {:<4} {:>7} {:>5} {:>7} {:>6} {:>6} {:>9} {:>7} {:>7} {:>7} {:>6} {:>5} {:>6} {:>7} {:>7}",
+        "model", "lang", "defects", "fixed", "partial", "missed", "recall", "precision",
+        "changes", "harmful", "refused", "silent", "notes", "calls", "tokens", "seconds"
     );
     for r in rows {
         let _ = writeln!(
             t,
-            "{:<24} {:<4} {:>7} {:>5} {:>7} {:>6} {:>5.0}% {:>8.0}% {:>9} {:>7} {:>6} {:>6} {:>8} {:>8.1}",
-            r.model, r.lang, r.defects, r.fixed, r.partial, r.missed, r.recall * 100.0, r.precision * 100.0,
-            r.proposals, r.harmful, r.silent_harm, r.calls, r.tokens, r.seconds
+            "{:<20} {:<4} {:>7} {:>5} {:>7} {:>6} {:>5.0}% {:>8.0}% {:>7} {:>7} {:>7} {:>6} {:>5} {:>6} {:>7} {:>7.1}",
+            r.model, r.lang, r.defects, r.fixed, r.partial, r.missed, r.recall * 100.0,
+            r.precision * 100.0, r.proposals, r.harmful, r.refused, r.silent_harm, r.notes,
+            r.calls, r.tokens, r.seconds
         );
+    }
+    if rows.iter().any(|r| r.reused > 0) {
+        t.push_str("(reviews of an earlier run were reused: their calls, tokens and seconds are not counted again)\n");
     }
     t
 }
