@@ -126,6 +126,18 @@ fn a_perfect_fixer_fixes_everything_and_harms_nothing() {
     let rows = v["rows"].as_array().expect("rows");
     assert_eq!(rows.len(), 2, "{v:#}");
     assert!(rows.iter().all(|r| r["recall"] == 1.0), "{v:#}");
+    // Format compliance: every chunk's answer was read by a rung of the
+    // ladder, none degenerate.
+    for r in rows {
+        let read: u64 = r["ladder"]
+            .as_object()
+            .map_or(0, |m| m.values().filter_map(Value::as_u64).sum());
+        assert!(
+            r["chunks"].as_u64().is_some_and(|c| c > 0 && read == c),
+            "{r:#}"
+        );
+        assert_eq!(r["degenerate"], 0, "{r:#}");
+    }
     // Run again: the reviews are reused, no model call.
     let calls = m.calls();
     let again = eval(&s, &m);

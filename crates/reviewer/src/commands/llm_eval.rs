@@ -172,6 +172,11 @@ struct DocRun {
     score: DocScore,
     proposals: usize,
     notes: usize,
+    /// Ladder level → chunks whose answer it read; chunks degenerate after
+    /// every policy; chunks asked.
+    ladder: BTreeMap<String, u64>,
+    degenerate: u64,
+    chunks: u64,
     calls: u64,
     tokens: u64,
     seconds: f64,
@@ -278,7 +283,24 @@ fn review_one(
     let proposals = proposals(&target)?;
     let score = score(planted, &result, &proposals);
     let notes = score.notes;
+    // Format compliance: how the edit plan's answers were read.
+    let plan: Value = std::fs::read_to_string(target.root().join("stage2/edit_plan.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or(Value::Null);
+    let stats = &plan["stats"];
+    let ladder: BTreeMap<String, u64> = stats["methods"]
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| (k.clone(), v.as_u64().unwrap_or(0)))
+                .collect()
+        })
+        .unwrap_or_default();
     Ok(DocRun {
+        ladder,
+        degenerate: stats["degenerate"].as_u64().unwrap_or(0),
+        chunks: stats["chunks"].as_u64().unwrap_or(0),
         lang,
         score,
         proposals: proposals.len() - notes,
@@ -302,6 +324,9 @@ struct Row {
     missed: usize,
     proposals: usize,
     notes: usize,
+    chunks: u64,
+    ladder: BTreeMap<String, u64>,
+    degenerate: u64,
     harmful: usize,
     refused: usize,
     flagged: usize,
@@ -335,6 +360,11 @@ fn rows(model: &str, runs: &[DocRun]) -> Vec<Row> {
         row.missed += s.count(DefectStatus::Missed);
         row.proposals += run.proposals;
         row.notes += run.notes;
+        row.chunks += run.chunks;
+        row.degenerate += run.degenerate;
+        for (level, n) in &run.ladder {
+            *row.ladder.entry(level.clone()).or_default() += n;
+        }
         row.harmful += s.harm();
         row.refused += s.harmful.get("refused").copied().unwrap_or(0);
         row.flagged += s.harmful.get("flagged").copied().unwrap_or(0);
@@ -372,6 +402,22 @@ fn table(rows: &[Row]) -> String {
             r.model, r.lang, r.defects, r.fixed, r.partial, r.missed, r.recall * 100.0,
             r.precision * 100.0, r.proposals, r.harmful, r.refused, r.silent_harm, r.notes,
             r.calls, r.tokens, r.seconds
+        );
+    }
+    for r in rows {
+        let levels: Vec<String> = r.ladder.iter().map(|(l, n)| format!("{l} {n}")).collect();
+        let _ = writeln!(
+            t,
+            "{} {}: {} chunks read by {}; {} degenerate",
+            r.model,
+            r.lang,
+            r.chunks,
+            if levels.is_empty() {
+                "none".to_string()
+            } else {
+                levels.join(", ")
+            },
+            r.degenerate
         );
     }
     if rows.iter().any(|r| r.reused > 0) {
