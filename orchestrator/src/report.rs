@@ -66,6 +66,31 @@ pub enum Progress<'a> {
     },
 }
 
+impl Progress<'_> {
+    /// The step as one short line ("extract: 3/7", "extract: cached"),
+    /// what a host forwards to its client as a progress message.
+    pub fn message(&self) -> String {
+        match self {
+            Progress::Started { kernel } => format!("{kernel}: started"),
+            Progress::Step {
+                kernel,
+                done,
+                total,
+            } => format!("{kernel}: {done}/{total}"),
+            Progress::Finished { kernel, shown } => format!(
+                "{kernel}: {}",
+                match shown {
+                    Shown::Ran => "done",
+                    Shown::Cached => "cached",
+                    Shown::Failed => "failed",
+                    Shown::Skipped => "skipped",
+                    Shown::Cancelled => "cancelled",
+                }
+            ),
+        }
+    }
+}
+
 /// Receives every [`Progress`] step of a run, from the kernel threads
 /// (an embedding program, such as a protocol server, relays them).
 pub type Observer = std::sync::Arc<dyn Fn(&Progress<'_>) + Send + Sync>;

@@ -881,12 +881,10 @@ impl<W: Write> Server<W> {
                 let progress_token = token.clone();
                 let observer: koas_orchestrator::report::Observer =
                     Arc::new(move |step: &Progress<'_>| {
-                        if let Some(message) = step_message(step) {
-                            let _ = progress_events.send(Event::ReviewProgress {
-                                token: progress_token.clone(),
-                                message,
-                            });
-                        }
+                        let _ = progress_events.send(Event::ReviewProgress {
+                            token: progress_token.clone(),
+                            message: step.message(),
+                        });
                     });
                 std::thread::Builder::new()
                     .name("koas-lsp-review".into())
@@ -971,28 +969,6 @@ fn token_string(value: &Value) -> Option<String> {
 fn overlaps(a: Range, b: Range) -> bool {
     let before = |x: Position, y: Position| (x.line, x.character) < (y.line, y.character);
     !before(a.end, b.start) && !before(b.end, a.start)
-}
-
-fn step_message(step: &Progress<'_>) -> Option<String> {
-    use koas_orchestrator::report::Shown;
-    Some(match step {
-        Progress::Started { kernel } => format!("{kernel}: started"),
-        Progress::Step {
-            kernel,
-            done,
-            total,
-        } => format!("{kernel}: {done}/{total}"),
-        Progress::Finished { kernel, shown } => format!(
-            "{kernel}: {}",
-            match shown {
-                Shown::Ran => "done",
-                Shown::Cached => "cached",
-                Shown::Failed => "failed",
-                Shown::Skipped => "skipped",
-                Shown::Cancelled => "cancelled",
-            }
-        ),
-    })
 }
 
 #[cfg(test)]

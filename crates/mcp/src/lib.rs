@@ -27,7 +27,7 @@ pub mod tools;
 
 use clap::Args;
 use koas_orchestrator::embed::{ExitStatus, HostOptions};
-use koas_orchestrator::report::{Observer, Progress, Shown};
+use koas_orchestrator::report::{Observer, Progress};
 use koas_reviewer::Control;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
@@ -189,28 +189,6 @@ fn describe(tool: &tools::Tool) -> Tool {
     Tool::new(tool.name, tool.description, (tool.schema)()).with_annotations(annotations)
 }
 
-/// The progress message of one runtime step (`None`: not worth one).
-fn step_message(step: &Progress<'_>) -> Option<String> {
-    match step {
-        Progress::Started { kernel } => Some(format!("{kernel}: started")),
-        Progress::Step {
-            kernel,
-            done,
-            total,
-        } => Some(format!("{kernel}: {done}/{total}")),
-        Progress::Finished { kernel, shown } => Some(format!(
-            "{kernel}: {}",
-            match shown {
-                Shown::Ran => "done",
-                Shown::Cached => "cached",
-                Shown::Failed => "failed",
-                Shown::Skipped => "skipped",
-                Shown::Cancelled => "cancelled",
-            }
-        )),
-    }
-}
-
 impl ServerHandler for KoasServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
@@ -294,9 +272,7 @@ impl ServerHandler for KoasServer {
                 }));
                 let _ = tx.send(format!("{name}: started"));
                 Some(Arc::new(move |step: &Progress<'_>| {
-                    if let Some(message) = step_message(step) {
-                        let _ = tx.send(message);
-                    }
+                    let _ = tx.send(step.message());
                 }))
             }
             None => None,
