@@ -105,6 +105,10 @@ fn config() -> LlmConfig {
 }
 
 fn pool(fakes: &[&Arc<Fake>], slots: usize) -> Arc<EndpointPool> {
+    pool_with_backoff(fakes, slots, Duration::from_millis(150))
+}
+
+fn pool_with_backoff(fakes: &[&Arc<Fake>], slots: usize, down: Duration) -> Arc<EndpointPool> {
     Arc::new(
         EndpointPool::from_backends(
             fakes
@@ -112,7 +116,7 @@ fn pool(fakes: &[&Arc<Fake>], slots: usize) -> Arc<EndpointPool> {
                 .map(|f| ((*f).clone() as Arc<dyn Backend>, slots))
                 .collect(),
         )
-        .with_down_backoff(Duration::from_millis(150), Duration::from_secs(1)),
+        .with_down_backoff(down, Duration::from_secs(5)),
     )
 }
 
@@ -131,7 +135,10 @@ fn req(prompt: &str) -> LlmRequest {
 fn a_failing_endpoint_is_skipped_at_once_and_comes_back_after_its_backoff() {
     let (a, b) = (Fake::new(1, "m"), Fake::new(2, "m"));
     a.down.store(true, Ordering::SeqCst);
-    let pool = pool(&[&a, &b], 2);
+    // A back-off long enough that a loaded machine (the whole suite on two
+    // cores) cannot let it end between the first two requests.
+    let backoff = Duration::from_millis(1500);
+    let pool = pool_with_backoff(&[&a, &b], 2, backoff);
     let ws = tempfile::tempdir().unwrap();
     let s = service(&pool, ws.path());
     let answer = s.complete(&req("one")).expect("answered elsewhere");
@@ -145,7 +152,7 @@ fn a_failing_endpoint_is_skipped_at_once_and_comes_back_after_its_backoff() {
     a.down.store(false, Ordering::SeqCst);
     s.complete(&req("two")).unwrap();
     assert_eq!(a.calls(), 0);
-    std::thread::sleep(Duration::from_millis(200));
+    std::thread::sleep(backoff + Duration::from_millis(100));
     // Back in rotation: listed, then it takes the next request (it is
     // first in config order and both are idle).
     s.complete(&req("three")).unwrap();
