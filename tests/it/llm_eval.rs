@@ -144,6 +144,44 @@ fn a_perfect_fixer_fixes_everything_and_harms_nothing() {
     assert_eq!(m.calls(), calls, "a finished evaluation costs nothing");
     assert_eq!(total(&again, "fixed"), defects);
     assert_eq!(total(&again, "reused"), 2);
+
+    // The table and the HTML page, from the same reused reviews.
+    let mut args: Vec<String> = ["llm", "eval", "--seed", "3", "--samples", "4"]
+        .map(str::to_owned)
+        .to_vec();
+    args.extend(["--html".to_owned(), "out/eval.html".to_owned()]);
+    args.extend(llm_flags(&m, 2));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = s.koas(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(m.calls(), calls);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.contains("fixed by kind: "), "{table}");
+    assert!(
+        table.contains("reviews of an earlier run were reused"),
+        "{table}"
+    );
+    let err = stderr(&out);
+    let page_path = s.path("out/eval.html");
+    assert!(
+        err.trim_end()
+            .ends_with("koas llm eval: wrote out/eval.html"),
+        "{err}"
+    );
+    let page = std::fs::read_to_string(&page_path).expect("the page was written");
+    // Every planted defect is listed once, fixed.
+    assert_eq!(
+        page.matches("<td class=\"st-applied\">fixed</td>").count() as u64,
+        defects,
+        "{page}"
+    );
+    for d in docs.iter().flat_map(|d| &d.defects) {
+        assert!(
+            page.contains(&format!(">{}</td>", d.kind.as_str())),
+            "{page}"
+        );
+    }
+    assert!(page.contains("script-src 'none'"));
 }
 
 #[test]

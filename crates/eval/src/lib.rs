@@ -6,8 +6,11 @@
 //! truth; [`score::score`] compares what a model made of the copy with
 //! the truth: defects fixed, partly fixed or missed, and the changes made
 //! where nothing was planted, by what the guards did with them.
+//! [`report`] sums the scores per model and language, as a terminal table
+//! or an HTML page in the review report's style.
 
 pub mod plant;
+pub mod report;
 pub mod score;
 
 use plant::Lang;

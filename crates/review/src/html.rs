@@ -839,28 +839,44 @@ fn groups_by_section<'s>(
 }
 
 /// The page's head, its title and the notice.
-fn write_head(out: &mut String, input: &HtmlInput<'_>) {
-    let meta = &input.report.meta;
-    let title = format!("Review report — {}", meta.doc_name);
+/// The page's head and its `<h1>`: only the page's own style (and
+/// script, when it has one), by hash, can load or run, whatever the texts
+/// it shows hold.
+fn write_page_head(out: &mut String, title: &str, generator: &str, script: Option<&str>) {
     let _ = writeln!(
         out,
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">"
     );
-    // Only the page's own style and script, by hash: nothing else can load
-    // or run, whatever the document's text holds.
+    let script_src = script.map_or_else(|| "'none'".to_owned(), csp_hash);
     let _ = writeln!(
         out,
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src {}; script-src {}; img-src 'none'; base-uri 'none'; form-action 'none'\">",
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src {}; script-src {script_src}; img-src 'none'; base-uri 'none'; form-action 'none'\">",
         csp_hash(STYLE),
-        csp_hash(SCRIPT)
     );
     let _ = writeln!(
         out,
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<meta name=\"generator\" content=\"{}\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>",
-        escape(&meta.tool),
-        escape(&title)
+        escape(generator),
+        escape(title)
     );
-    let _ = writeln!(out, "<h1>{}</h1>", escape(&title));
+    let _ = writeln!(out, "<h1>{}</h1>", escape(title));
+}
+
+/// A self-contained page in this report's style around `body` (HTML the
+/// caller built, every outside text in it escaped with [`escape`]): the
+/// same head, style and content security policy, and no script.
+pub fn standalone_page(title: &str, generator: &str, body: &str) -> String {
+    let mut out = String::with_capacity(body.len() + STYLE.len() + 1024);
+    write_page_head(&mut out, title, generator, None);
+    out.push_str(body);
+    out.push_str("</body>\n</html>\n");
+    out
+}
+
+fn write_head(out: &mut String, input: &HtmlInput<'_>) {
+    let meta = &input.report.meta;
+    let title = format!("Review report — {}", meta.doc_name);
+    write_page_head(out, &title, &meta.tool, Some(SCRIPT));
     if let Some(notice) = &meta.notice {
         let _ = writeln!(out, "<p class=\"notice\">{}</p>", escape(notice));
     }

@@ -428,3 +428,13 @@ fn a_twenty_thousand_change_ledger_gives_a_bounded_page() {
     eprintln!("20,000 changes: {} bytes", page.len());
     assert!(page.len() < 20 * 1024 * 1024, "{} bytes", page.len());
 }
+
+#[test]
+fn a_standalone_page_has_the_style_and_runs_no_script() {
+    let page = super::standalone_page(HOSTILE_SCRIPT, HOSTILE_IMG, "<p>body</p>");
+    assert!(page.contains("script-src 'none'"), "{page}");
+    assert!(!page.contains("<script"), "{page}");
+    assert!(!page.contains("<img"), "{page}");
+    assert!(page.ends_with("<p>body</p></body>\n</html>\n"), "{page}");
+    assert!(page.contains(&format!("<style>{}</style>", super::STYLE)));
+}

@@ -9,14 +9,14 @@ use crate::passes::Control;
 use anyhow::{bail, Context as _};
 use clap::Args;
 use koas_eval::plant::{plant, Lang, PlantedDoc};
-use koas_eval::score::{score, DefectStatus, DocScore, Guarded, Proposal};
+use koas_eval::report::{self, DocRun, Evaluation, ModelRuns};
+use koas_eval::score::{score, Guarded, Proposal};
 use koas_orchestrator::embed::{ExitStatus, HostOptions, LlmFlags};
 use koas_review_schema::apply::{ApplyLogRecord, OpStatus};
 use koas_review_schema::change_id::EntryId;
 use koas_review_workspace::paths;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::path::PathBuf;
 
 /// `koas llm eval` options.
@@ -75,6 +75,12 @@ pub struct EvalArgs {
     /// Print the scores as JSON.
     #[arg(long)]
     pub json: bool,
+
+    /// Also write the scores, the defect kinds, the format compliance and
+    /// every planted defect with each model's result as an HTML page (the
+    /// review report's style, no script).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 /// One clean document to plant.
@@ -164,23 +170,6 @@ fn slug(model: &str) -> String {
             }
         })
         .collect()
-}
-
-/// What one review of one planted copy gave.
-struct DocRun {
-    lang: Lang,
-    score: DocScore,
-    proposals: usize,
-    notes: usize,
-    /// Ladder level → chunks whose answer it read; chunks degenerate after
-    /// every policy; chunks asked.
-    ladder: BTreeMap<String, u64>,
-    degenerate: u64,
-    chunks: u64,
-    calls: u64,
-    tokens: u64,
-    seconds: f64,
-    reused: bool,
 }
 
 /// The proposals of the review in `target`'s workspace, placed on the
@@ -298,10 +287,11 @@ fn review_one(
         })
         .unwrap_or_default();
     Ok(DocRun {
+        doc: planted.name.clone(),
         ladder,
         degenerate: stats["degenerate"].as_u64().unwrap_or(0),
         chunks: stats["chunks"].as_u64().unwrap_or(0),
-        lang,
+        lang: Some(lang),
         score,
         proposals: proposals.len() - notes,
         notes,
@@ -310,120 +300,6 @@ fn review_one(
         seconds: reply_model["seconds"].as_f64().unwrap_or(0.0),
         reused: reuse,
     })
-}
-
-/// The scores of one model in one language.
-#[derive(Debug, Default, serde::Serialize)]
-struct Row {
-    model: String,
-    lang: String,
-    documents: usize,
-    defects: usize,
-    fixed: usize,
-    partial: usize,
-    missed: usize,
-    proposals: usize,
-    notes: usize,
-    chunks: u64,
-    ladder: BTreeMap<String, u64>,
-    degenerate: u64,
-    harmful: usize,
-    refused: usize,
-    flagged: usize,
-    silent_harm: usize,
-    recall: f64,
-    precision: f64,
-    harmful_rate: f64,
-    calls: u64,
-    tokens: u64,
-    seconds: f64,
-    reused: usize,
-}
-
-fn rows(model: &str, runs: &[DocRun]) -> Vec<Row> {
-    let mut by_lang: BTreeMap<&str, Row> = BTreeMap::new();
-    for run in runs {
-        let lang = match run.lang {
-            Lang::En => "en",
-            Lang::Fr => "fr",
-        };
-        let row = by_lang.entry(lang).or_insert_with(|| Row {
-            model: model.to_string(),
-            lang: lang.to_string(),
-            ..Row::default()
-        });
-        let s = &run.score;
-        row.documents += 1;
-        row.defects += s.defects.len();
-        row.fixed += s.count(DefectStatus::Fixed);
-        row.partial += s.count(DefectStatus::Partial);
-        row.missed += s.count(DefectStatus::Missed);
-        row.proposals += run.proposals;
-        row.notes += run.notes;
-        row.chunks += run.chunks;
-        row.degenerate += run.degenerate;
-        for (level, n) in &run.ladder {
-            *row.ladder.entry(level.clone()).or_default() += n;
-        }
-        row.harmful += s.harm();
-        row.refused += s.harmful.get("refused").copied().unwrap_or(0);
-        row.flagged += s.harmful.get("flagged").copied().unwrap_or(0);
-        row.silent_harm += s.silent_harm();
-        row.calls += run.calls;
-        row.tokens += run.tokens;
-        row.seconds += run.seconds;
-        row.reused += usize::from(run.reused);
-    }
-    by_lang
-        .into_values()
-        .map(|mut r| {
-            let ratio = |a: usize, b: usize| if b == 0 { 0.0 } else { a as f64 / b as f64 };
-            r.recall = ratio(r.fixed, r.defects);
-            // Of what the model proposed, the share that fixed a defect.
-            r.precision = ratio(r.fixed, r.proposals);
-            r.harmful_rate = ratio(r.harmful, r.proposals);
-            r
-        })
-        .collect()
-}
-
-fn table(rows: &[Row]) -> String {
-    let mut t = String::new();
-    let _ = writeln!(
-        t,
-        "{:<20} {:<4} {:>7} {:>5} {:>7} {:>6} {:>6} {:>9} {:>7} {:>7} {:>7} {:>6} {:>5} {:>6} {:>7} {:>7}",
-        "model", "lang", "defects", "fixed", "partial", "missed", "recall", "precision",
-        "changes", "harmful", "refused", "silent", "notes", "calls", "tokens", "seconds"
-    );
-    for r in rows {
-        let _ = writeln!(
-            t,
-            "{:<20} {:<4} {:>7} {:>5} {:>7} {:>6} {:>5.0}% {:>8.0}% {:>7} {:>7} {:>7} {:>6} {:>5} {:>6} {:>7} {:>7.1}",
-            r.model, r.lang, r.defects, r.fixed, r.partial, r.missed, r.recall * 100.0,
-            r.precision * 100.0, r.proposals, r.harmful, r.refused, r.silent_harm, r.notes,
-            r.calls, r.tokens, r.seconds
-        );
-    }
-    for r in rows {
-        let levels: Vec<String> = r.ladder.iter().map(|(l, n)| format!("{l} {n}")).collect();
-        let _ = writeln!(
-            t,
-            "{} {}: {} chunks read by {}; {} degenerate",
-            r.model,
-            r.lang,
-            r.chunks,
-            if levels.is_empty() {
-                "none".to_string()
-            } else {
-                levels.join(", ")
-            },
-            r.degenerate
-        );
-    }
-    if rows.iter().any(|r| r.reused > 0) {
-        t.push_str("(reviews of an earlier run were reused: their calls, tokens and seconds are not counted again)\n");
-    }
-    t
 }
 
 /// `koas llm eval`.
@@ -448,7 +324,7 @@ pub fn execute(global: &HostOptions, args: EvalArgs) -> anyhow::Result<ExitStatu
     } else {
         args.models.iter().cloned().map(Some).collect()
     };
-    let mut all = Vec::new();
+    let mut measured = Vec::new();
     let mut failed = Vec::new();
     for model in &models {
         let name = model.clone().unwrap_or_else(|| "configured".into());
@@ -466,8 +342,9 @@ pub fn execute(global: &HostOptions, args: EvalArgs) -> anyhow::Result<ExitStatu
                 Err(e) => failed.push(format!("{name}: {e:#}")),
             }
         }
-        all.extend(rows(&name, &runs));
+        measured.push(ModelRuns { model: name, runs });
     }
+    let all: Vec<report::Row> = measured.iter().flat_map(report::rows).collect();
     if args.json {
         let value = json!({
             "seed": args.seed,
@@ -478,9 +355,25 @@ pub fn execute(global: &HostOptions, args: EvalArgs) -> anyhow::Result<ExitStatu
         });
         koas_orchestrator::out!("{}", serde_json::to_string_pretty(&value)?)?;
     } else {
-        koas_orchestrator::out!("{}", table(&all))?;
+        koas_orchestrator::out!("{}", report::table(&all))?;
         for f in &failed {
             eprintln!("koas llm eval: {f}");
+        }
+    }
+    // The page last: the scores are printed even if it cannot be written.
+    if let Some(path) = &args.html {
+        let documents: Vec<PlantedDoc> = planted.iter().map(|(d, _)| d.clone()).collect();
+        let page = report::html(&Evaluation {
+            seed: args.seed,
+            samples: args.samples,
+            documents: &documents,
+            models: &measured,
+            failed: &failed,
+            generator: concat!("koas ", env!("CARGO_PKG_VERSION")),
+        });
+        crate::html_report::write(path, &page)?;
+        if !global.quiet {
+            eprintln!("koas llm eval: wrote {}", path.display());
         }
     }
     Ok(if failed.is_empty() {
