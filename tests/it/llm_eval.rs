@@ -145,18 +145,27 @@ fn a_perfect_fixer_fixes_everything_and_harms_nothing() {
     assert_eq!(total(&again, "fixed"), defects);
     assert_eq!(total(&again, "reused"), 2);
 
-    // The table and the HTML page, from the same reused reviews.
+    // Two models side by side (the first one's reviews reused), as a
+    // table and an HTML page.
     let mut args: Vec<String> = ["llm", "eval", "--seed", "3", "--samples", "4"]
         .map(str::to_owned)
         .to_vec();
+    args.extend(["--model", "scripted", "--model", "other"].map(str::to_owned));
     args.extend(["--html".to_owned(), "out/eval.html".to_owned()]);
     args.extend(llm_flags(&m, 2));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let out = s.koas(&args);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert_eq!(m.calls(), calls);
+    assert!(m.calls() > calls, "the second model was asked");
     let table = String::from_utf8_lossy(&out.stdout);
-    assert!(table.contains("fixed by kind: "), "{table}");
+    for model in ["scripted", "other"] {
+        for lang in ["en", "fr"] {
+            assert!(
+                table.contains(&format!("{model} {lang}: fixed by kind: ")),
+                "{table}"
+            );
+        }
+    }
     assert!(
         table.contains("reviews of an earlier run were reused"),
         "{table}"
@@ -169,12 +178,13 @@ fn a_perfect_fixer_fixes_everything_and_harms_nothing() {
         "{err}"
     );
     let page = std::fs::read_to_string(&page_path).expect("the page was written");
-    // Every planted defect is listed once, fixed.
+    // Every planted defect is listed once, fixed by each model.
     assert_eq!(
         page.matches("<td class=\"st-applied\">fixed</td>").count() as u64,
-        defects,
+        2 * defects,
         "{page}"
     );
+    assert!(page.contains("<th>scripted</th><th>other</th>"), "{page}");
     for d in docs.iter().flat_map(|d| &d.defects) {
         assert!(
             page.contains(&format!(">{}</td>", d.kind.as_str())),
