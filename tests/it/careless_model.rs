@@ -8,31 +8,18 @@
 //! again records nothing twice: a dismissed flag and a reverted change
 //! stay so.
 
-use crate::review_common::{assert_code, llm_flags, stderr, stdout, Scratch};
-use koas_test_support::model::{ModelAnswer, ModelRequest, ScriptedModel};
+use crate::review_common::{assert_code, edit_model, llm_flags, stderr, stdout, Scratch};
+use koas_test_support::model::ScriptedModel;
 use serde_json::{json, Value};
 
 /// A model that answers each edit request with the ops of every needle
 /// found in the chunk it is shown, and summaries to the pyramid.
 fn model_with(ops: Vec<(&'static str, Value)>) -> ScriptedModel {
-    ScriptedModel::start(move |r: &ModelRequest| {
-        if !r.prompt.contains("BEGIN_EDIT_OPS") {
-            return ModelAnswer::text("The section describes an operation.");
-        }
-        let chunk = r.prompt.split("Text to review").nth(1).unwrap_or("");
-        let chunk = chunk
-            .split("Answer with BEGIN_EDIT_OPS")
-            .next()
-            .unwrap_or("");
-        let mine: Vec<Value> = ops
-            .iter()
+    edit_model(move |chunk| {
+        ops.iter()
             .filter(|(needle, _)| chunk.contains(needle))
             .map(|(_, op)| op.clone())
-            .collect();
-        ModelAnswer::text(format!(
-            "BEGIN_EDIT_OPS\n{}\nEND_EDIT_OPS",
-            Value::Array(mine)
-        ))
+            .collect()
     })
 }
 

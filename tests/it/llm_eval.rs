@@ -4,7 +4,7 @@
 //! meaning where nothing was planted: every change counted as harm, none
 //! silent) and a model that answers prose only.
 
-use crate::review_common::{llm_flags, stderr, Scratch};
+use crate::review_common::{edit_model, llm_flags, stderr, Scratch};
 use koas_eval::plant::{plant, PlantedDoc};
 use koas_test_support::model::{ModelAnswer, ModelRequest, ScriptedModel};
 use serde_json::{json, Value};
@@ -18,25 +18,6 @@ fn planted() -> Vec<PlantedDoc> {
         .iter()
         .map(|(name, lang, text)| plant(name, text, *lang, SEED, SAMPLES))
         .collect()
-}
-
-/// A model that answers each edit request with `ops_for(chunk)`, and
-/// summaries to the pyramid.
-fn model(ops_for: impl Fn(&str) -> Vec<Value> + Send + Sync + 'static) -> ScriptedModel {
-    ScriptedModel::start(move |r: &ModelRequest| {
-        if !r.prompt.contains("BEGIN_EDIT_OPS") {
-            return ModelAnswer::text("The section describes an operation.");
-        }
-        let chunk = r.prompt.split("Text to review").nth(1).unwrap_or("");
-        let chunk = chunk
-            .split("Answer with BEGIN_EDIT_OPS")
-            .next()
-            .unwrap_or("");
-        ModelAnswer::text(format!(
-            "BEGIN_EDIT_OPS\n{}\nEND_EDIT_OPS",
-            Value::Array(ops_for(chunk))
-        ))
-    })
 }
 
 /// The smallest fix a careful model writes: the words around what differs
@@ -109,7 +90,7 @@ fn a_perfect_fixer_fixes_everything_and_harms_nothing() {
     let defects = fixes.len() as u64;
     assert!(defects >= 6, "{defects}");
     let fixes_for_model = fixes.clone();
-    let m = model(move |chunk| {
+    let m = edit_model(move |chunk| {
         fixes_for_model
             .iter()
             .filter(|(planted, _)| chunk.contains(planted.as_str()))
@@ -204,7 +185,7 @@ fn wrong_line_numbers_careless_changes_and_prose_only() {
     let defects = fixes.len() as u64;
     // Right text, wrong line numbers: the ops still land.
     let f = fixes.clone();
-    let lost = model(move |chunk| {
+    let lost = edit_model(move |chunk| {
         f.iter()
             .filter(|(planted, _)| chunk.contains(planted.as_str()))
             .map(|(planted, truth)| op(400, planted, truth, "typo"))
@@ -214,7 +195,7 @@ fn wrong_line_numbers_careless_changes_and_prose_only() {
     assert!(total(&v, "fixed") >= defects - 1, "{v:#}");
 
     // Careless: meaning changed where nothing was planted, called typos.
-    let careless = model(|chunk| {
+    let careless = edit_model(|chunk| {
         let mut ops = Vec::new();
         for (before, after) in [
             (

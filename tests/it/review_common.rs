@@ -188,3 +188,26 @@ pub fn normalize(text: &str, scratch: &Path) -> String {
         })
         .into_owned()
 }
+
+/// A model that answers each edit request with `ops_for(chunk)` (the text
+/// it is shown to review) between the edit-ops tags, and every other
+/// request (the pyramid's summaries) with one plain sentence.
+pub fn edit_model(
+    ops_for: impl Fn(&str) -> Vec<serde_json::Value> + Send + Sync + 'static,
+) -> koas_test_support::ScriptedModel {
+    use koas_test_support::model::{ModelAnswer, ModelRequest};
+    koas_test_support::ScriptedModel::start(move |r: &ModelRequest| {
+        if !r.prompt.contains("BEGIN_EDIT_OPS") {
+            return ModelAnswer::text("The section describes an operation.");
+        }
+        let chunk = r.prompt.split("Text to review").nth(1).unwrap_or("");
+        let chunk = chunk
+            .split("Answer with BEGIN_EDIT_OPS")
+            .next()
+            .unwrap_or("");
+        ModelAnswer::text(format!(
+            "BEGIN_EDIT_OPS\n{}\nEND_EDIT_OPS",
+            serde_json::Value::Array(ops_for(chunk))
+        ))
+    })
+}
