@@ -7,7 +7,6 @@ use koas_review_schema::change_id::EntryId;
 use koas_review_schema::edit_op::Action;
 use koas_review_schema::ledger::LedgerEntry;
 use koas_reviewer::{ReviewTarget, WorkspaceArgs};
-use std::collections::HashSet;
 use std::path::Path;
 
 /// One change recorded for a document, placed on the buffer's lines.
@@ -67,13 +66,7 @@ pub fn changes(doc: &Path, buffer: &str) -> anyhow::Result<Option<(Placement, Ve
 
 /// The active (not reverted, not dismissed) changes with their lines.
 fn place(entries: &[LedgerEntry], lines: &[Option<usize>]) -> Vec<PlacedChange> {
-    let undone: HashSet<_> = entries
-        .iter()
-        .filter_map(|e| match e.id {
-            EntryId::Revert(id) => Some(id),
-            EntryId::Change(_) => None,
-        })
-        .collect();
+    let undone = koas_review::query::undone_ids(entries);
     entries
         .iter()
         .zip(lines)

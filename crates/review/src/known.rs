@@ -7,7 +7,7 @@
 //! them changes. A change is its removed and inserted lines (context
 //! trimmed); a flag is the hash of the lines it flags and its kind.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use crate::normalize::normalize_op_text;
 use crate::patch::parse_patch;
@@ -64,13 +64,7 @@ pub fn ledger_effects(
     read_patch: impl Fn(&str) -> Option<String>,
 ) -> LedgerEffects {
     // A change is reverted, a flag dismissed, by a REVERT- entry of its ID.
-    let undone: HashSet<ChangeId> = entries
-        .iter()
-        .filter_map(|e| match e.id {
-            EntryId::Revert(id) => Some(id),
-            EntryId::Change(_) => None,
-        })
-        .collect();
+    let undone = crate::query::undone_ids(entries);
     let mut out = LedgerEffects::default();
     for entry in entries {
         let EntryId::Change(id) = entry.id else {

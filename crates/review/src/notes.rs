@@ -22,12 +22,10 @@
 
 use koas_review_schema::notes::PlacedNote;
 
-use std::collections::HashSet;
-
 use crate::linemap::{LaterEdits, Region};
 use crate::protected::block_containing;
 use crate::text::{escape_markdown, is_blank, LineBuf};
-use koas_review_schema::change_id::{ChangeId, EntryId};
+use koas_review_schema::change_id::EntryId;
 use koas_review_schema::edit_op::{Action, Alert, ReviewPolicy};
 use koas_review_schema::ledger::LedgerEntry;
 use koas_review_schema::stage1::{ProtectedSpan, ProtectedSpans};
@@ -237,13 +235,7 @@ pub fn annotate(
     let doc = LineBuf::parse(edited);
     let place = Placement::new(protected, doc.len());
     let ends = paragraph_ends(&doc, &place);
-    let reverted: HashSet<ChangeId> = entries
-        .iter()
-        .filter_map(|e| match e.id {
-            EntryId::Revert(id) => Some(id),
-            EntryId::Change(_) => None,
-        })
-        .collect();
+    let reverted = crate::query::undone_ids(entries);
     let wanted = |index: usize| {
         let entry = &entries[index];
         matches!(entry.id, EntryId::Change(id) if !reverted.contains(&id))

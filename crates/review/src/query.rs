@@ -38,6 +38,18 @@ pub fn is_dismissal(entry: &LedgerEntry) -> bool {
     entry.is_revert && entry.action == Action::FlagOnly
 }
 
+/// The changes a ledger's `REVERT-` entries undo (reverted changes and
+/// dismissed flags alike).
+pub fn undone_ids(entries: &[LedgerEntry]) -> std::collections::HashSet<ChangeId> {
+    entries
+        .iter()
+        .filter_map(|e| match e.id {
+            EntryId::Revert(id) => Some(id),
+            EntryId::Change(_) => None,
+        })
+        .collect()
+}
+
 /// The flags a ledger dismisses.
 pub fn dismissed_ids(entries: &[LedgerEntry]) -> std::collections::BTreeSet<ChangeId> {
     entries
@@ -53,13 +65,7 @@ pub fn dismissed_ids(entries: &[LedgerEntry]) -> std::collections::BTreeSet<Chan
 /// Counts the entries of a ledger.
 pub fn count(entries: &[LedgerEntry]) -> Counts {
     let mut counts = Counts::default();
-    let reverted: std::collections::HashSet<_> = entries
-        .iter()
-        .filter_map(|e| match e.id {
-            EntryId::Revert(id) => Some(id),
-            EntryId::Change(_) => None,
-        })
-        .collect();
+    let reverted = undone_ids(entries);
     for entry in entries {
         match entry.id {
             EntryId::Revert(_) if is_dismissal(entry) => counts.dismissed += 1,

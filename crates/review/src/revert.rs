@@ -254,13 +254,7 @@ fn restored_lines_come_first(entries: &[LedgerEntry], x: usize, insertion: Entry
 /// the document and have no revert entry, in ledger order (`revert
 /// --all`).
 pub fn revertible_ids(entries: &[LedgerEntry]) -> Vec<ChangeId> {
-    let reverted: std::collections::BTreeSet<ChangeId> = entries
-        .iter()
-        .filter_map(|e| match e.id {
-            EntryId::Revert(id) => Some(id),
-            EntryId::Change(_) => None,
-        })
-        .collect();
+    let reverted = crate::query::undone_ids(entries);
     entries
         .iter()
         .filter(|e| e.action != Action::FlagOnly && crate::linemap::edit_of(e).is_some())
