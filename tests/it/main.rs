@@ -13,6 +13,7 @@ mod review_common;
 mod careless_model;
 mod check_agrees;
 mod check_cli;
+mod check_golden;
 mod cli_conventions;
 mod cli_snapshots;
 mod closed_pipes;

@@ -32,6 +32,7 @@ mod error;
 mod evidence;
 pub mod fingerprint;
 pub mod fix;
+mod gate;
 pub mod kinds;
 pub mod markdown;
 mod numbering;

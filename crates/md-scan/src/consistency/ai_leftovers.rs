@@ -26,6 +26,7 @@ use super::KERNEL;
 use crate::config::ScanConfig;
 use crate::document::Document;
 use crate::evidence::around;
+use crate::gate::{Gated, Needles};
 use crate::quotes::{is_quoted, quoted_ranges};
 use crate::ScanError;
 use koas_review_schema::findings::{Finding, FindingKind, Severity};
@@ -58,43 +59,92 @@ impl Reason {
 
 /// The built-in signals, English and French, each a case-insensitive
 /// regex. Word edges are spelled out only where a word could continue.
-static SIGNALS: LazyLock<Vec<(Reason, Regex)>> = LazyLock::new(|| {
-    let table: [(Reason, &str); 4] = [
+/// Each has a gate: words every match contains (see `crate::gate`).
+static SIGNALS: LazyLock<Vec<(Reason, Gated)>> = LazyLock::new(|| {
+    let table: [(Reason, &str, &[&str]); 4] = [
         (
             Reason::SelfReference,
             r"(?i)\bas an? (?:ai|artificial intelligence)(?: (?:language )?model| assistant| chatbot)?,? (?:i|i'm|i am)\b|\bas an? (?:large )?language model\b|\bi(?:'m|’m| am) (?:just |only )?an? (?:ai|artificial intelligence|(?:large )?language model)\b|\bmy (?:knowledge cutoff|training data)\b|\ben tant qu[e'’] ?(?:ia|intelligence artificielle|modèle de langage|assistant)\b|\bje suis une? (?:ia|intelligence artificielle|modèle de langage)\b",
+            &[
+                " a ai",
+                " an ai",
+                "artificial intelligence",
+                "language model",
+                "knowledge cutoff",
+                "training data",
+                "en tant qu",
+                "je suis un",
+            ],
         ),
         (
             Reason::Apology,
             r"(?i)\b(?:i apologi[sz]e|i(?:'m|’m| am) sorry|my apologies|apologies for (?:the|any) confusion|sorry for (?:the|any) confusion|je m['’]excuse|je suis désolée?|toutes mes excuses)\b",
+            &["apologi", "sorry", "excuse", "je suis d"],
         ),
         (
             Reason::Offer,
             r"(?i)\b(?:i hope (?:this|that|it) helps|hope (?:this|that) helps|let me know if (?:you(?:'d|’d| would)? (?:like|want|need|have any)|there(?:'s|’s| is) anything|anything|i can)|feel free to ask|(?:don't|don’t|do not) hesitate to (?:ask|reach out)|if you have any (?:other |more |further )?questions|i(?:'d|’d| would) be (?:happy|glad) to (?:help|assist|provide|expand|explain)|would you like me to|n['’]hésitez pas à (?:me )?(?:demander|poser|solliciter)|j['’]espère que (?:cela|ceci|ça) (?:vous )?(?:aide|sera utile)|si vous avez d['’]autres questions|voulez-vous que je|souhaitez-vous que je)",
+            &[
+                "helps",
+                "let me know if",
+                "feel free to ask",
+                "hesitate to",
+                "if you have any",
+                "be happy to",
+                "be glad to",
+                "would you like me to",
+                "sitez pas",
+                "j'esp",
+                "j’esp",
+                "si vous avez d",
+                "voulez-vous que je",
+                "souhaitez-vous que je",
+            ],
         ),
         (
             Reason::Request,
             r"(?i)\b(?:here(?: is|'s|’s) (?:the|a|an|your) (?:revised|rewritten|updated|corrected|improved|edited|polished|translated|reformulated|shortened|condensed|expanded|requested)\b|(?:as|like) you (?:asked|requested)\b|you asked (?:for|me)\b|voici (?:la|le|les|une|un|votre|vos) [^.!?]*?(?:révisée?s?|reformulée?s?|corrigée?s?|améliorée?s?|réécrite?s?|demandée?s?)\b|comme vous l['’]avez demandé\b)",
+            &[
+                "here is",
+                "here's",
+                "here’s",
+                "you asked",
+                "you requested",
+                "voici",
+                "avez demand",
+            ],
         ),
     ];
     table
         .iter()
-        .filter_map(|(r, p)| Regex::new(p).ok().map(|re| (*r, re)))
+        .map(|(r, p, n)| (*r, Gated::new(*p, Needles::new(n))))
         .collect()
 });
 
 /// A chat reply at the start of a paragraph; group `strong` marks the
 /// replies that are leftovers by themselves.
-static CHAT_REPLY: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(
+static CHAT_REPLY: LazyLock<Gated> = LazyLock::new(|| {
+    Gated::new(
         r"(?i)^(?:(?P<strong>certainly\s*!|(?:great|good|excellent) question\s*!|sure\s*[,!]\s*here(?:'s|’s| is)\b|excellente question\s*!|bonne question\s*!|certainement\s*!)|(?:absolutely|of course|sure|bien sûr|absolument|avec plaisir)\s*!)",
+        Needles::new(&[
+            "certain",
+            "question",
+            "sure",
+            "absolu",
+            "of course",
+            "bien s",
+            "avec plaisir",
+        ]),
     )
-    .ok()
 });
 
 /// Words that show a chat reply hands something over.
-static HANDS_OVER: LazyLock<Option<Regex>> =
-    LazyLock::new(|| Regex::new(r"(?i)\b(?:here(?: is|'s|’s| are)|below is|voici|voilà)\b").ok());
+static HANDS_OVER: LazyLock<Gated> = LazyLock::new(|| {
+    Gated::new(
+        r"(?i)\b(?:here(?: is|'s|’s| are)|below is|voici|voilà)\b",
+        Needles::new(&["here", "below is", "voici", "voil"]),
+    )
+});
 
 /// Where the text of a line starts after block-quote, list and emphasis
 /// markers.
@@ -128,8 +178,9 @@ fn content_start(line: &str) -> usize {
 
 /// The compiled configured patterns.
 pub struct AiLeftovers {
-    /// `ai_leftover_patterns`: reported alone only as `info`, on request.
-    phrases: Vec<Regex>,
+    /// `ai_leftover_patterns`: reported alone only as `info`, on request,
+    /// so compiled only then.
+    phrases: Vec<Gated>,
     /// `extra_ai_leftover_patterns`: always reported.
     project: Vec<Regex>,
     phrase_matches: bool,
@@ -151,8 +202,21 @@ fn compile(key: &str, patterns: &[String]) -> Result<Vec<Regex>, ScanError> {
 impl AiLeftovers {
     /// Compiles the configured patterns.
     pub fn new(config: &ScanConfig) -> Result<Self, ScanError> {
+        let phrases = config
+            .ai_leftover_patterns
+            .iter()
+            .map(|p| {
+                Gated::checked(p.as_str(), Needles::default()).map_err(|e| {
+                    ScanError::InvalidPattern {
+                        key: "ai_leftover_patterns".to_string(),
+                        pattern: p.to_string(),
+                        reason: e.to_string(),
+                    }
+                })
+            })
+            .collect::<Result<_, _>>()?;
         Ok(AiLeftovers {
-            phrases: compile("ai_leftover_patterns", &config.ai_leftover_patterns)?,
+            phrases,
             project: compile(
                 "extra_ai_leftover_patterns",
                 &config.extra_ai_leftover_patterns,
@@ -172,10 +236,15 @@ impl AiLeftovers {
 
     /// The signals of one prose line: `(start, end, reason)`, unquoted.
     fn judge(&self, doc: &Document<'_>, line: u32, prose: &str) -> Vec<(usize, usize, Reason)> {
-        let quoted = quoted_ranges(prose);
-        let free = |s: usize, e: usize| !is_quoted(&quoted, s, e);
+        // Quotes are found only for a line that has a candidate.
+        let quoted = std::cell::OnceCell::new();
+        let free =
+            |s: usize, e: usize| !is_quoted(quoted.get_or_init(|| quoted_ranges(prose)), s, e);
         let mut hits = Vec::new();
-        for (reason, re) in SIGNALS.iter() {
+        for (reason, gated) in SIGNALS.iter() {
+            let Some(re) = gated.for_text(prose) else {
+                continue;
+            };
             if let Some(m) = re.find_iter(prose).find(|m| free(m.start(), m.end())) {
                 hits.push((m.start(), m.end(), *reason));
             }
@@ -189,12 +258,13 @@ impl AiLeftovers {
             }
         }
         let start = content_start(prose);
-        if let (Some(reply), Some(hands)) = (CHAT_REPLY.as_ref(), HANDS_OVER.as_ref()) {
+        if let Some(reply) = CHAT_REPLY.for_text(&prose[start..]) {
             if let Some(c) = reply.captures(&prose[start..]) {
                 let whole = c.get(0).map_or(0..0, |m| m.range());
                 let strong = c.name("strong").is_some();
+                let rest = &prose[start + whole.end..];
                 if Self::opens_paragraph(doc, line)
-                    && (strong || hands.is_match(&prose[start + whole.end..]))
+                    && (strong || HANDS_OVER.for_text(rest).is_some_and(|h| h.is_match(rest)))
                 {
                     hits.push((start + whole.start, start + whole.end, Reason::ChatReply));
                 }
@@ -243,8 +313,10 @@ impl AiLeftovers {
                 continue;
             }
             let quoted = quoted_ranges(prose);
-            let Some(m) = self.phrases.iter().find_map(|re| {
-                re.find_iter(prose)
+            let Some(m) = self.phrases.iter().find_map(|gated| {
+                gated
+                    .for_text(prose)?
+                    .find_iter(prose)
                     .find(|m| !m.is_empty() && !is_quoted(&quoted, m.start(), m.end()))
             }) else {
                 continue;

@@ -24,20 +24,50 @@
 use super::KERNEL;
 use crate::config::ScanConfig;
 use crate::document::Document;
+use crate::gate::{Gated, Needles};
 use crate::markdown::MarkdownFacts;
 use koas_review_schema::findings::{Finding, FindingKind};
-use regex::Regex;
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
 /// A normative keyword (RFC 2119 words, French "doit").
-static NORMATIVE: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(r"(?i)\b(?:must|shall|should|required|recommended|may not|doit|doivent|devra|devront|obligatoire)\b").ok()
+static NORMATIVE: LazyLock<Gated> = LazyLock::new(|| {
+    Gated::new(
+        r"(?i)\b(?:must|shall|should|required|recommended|may not|doit|doivent|devra|devront|obligatoire)\b",
+        Needles::new(&[
+            "must",
+            "shall",
+            "should",
+            "required",
+            "recommended",
+            "may not",
+            "doi",
+            "devr",
+            "obligatoire",
+        ]),
+    )
 });
 
 /// A note label opening a paragraph.
-static NOTE: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(r"(?i)^[\s>*_]*(?:\[!\w+\]|note|nota|nb|n\.b\.|status|statut|warning|caution|important|attention|remarque|avertissement|tip|info)\b").ok()
+static NOTE: LazyLock<Gated> = LazyLock::new(|| {
+    Gated::new(
+        r"(?i)^[\s>*_]*(?:\[!\w+\]|note|nota|nb|n\.b\.|status|statut|warning|caution|important|attention|remarque|avertissement|tip|info)\b",
+        Needles::new(&[
+            "[!",
+            "not",
+            "nb",
+            "n.b.",
+            "stat",
+            "warning",
+            "caution",
+            "important",
+            "attention",
+            "remarque",
+            "avertissement",
+            "tip",
+            "info",
+        ]),
+    )
 });
 
 /// `true` for one sentence: no sentence end before its last character.
@@ -152,11 +182,13 @@ pub fn detect(
         let elsewhere = section_of(first) != section_of(c.line_start);
         let normative = elsewhere
             && one_sentence(&c.key)
-            && NORMATIVE.as_ref().is_some_and(|re| re.is_match(&c.key));
+            && NORMATIVE
+                .for_text(&c.key)
+                .is_some_and(|re| re.is_match(&c.key));
         let note = elsewhere
             && (doc.line(c.line_start).trim_start().starts_with('>')
                 || NOTE
-                    .as_ref()
+                    .for_text(doc.line(c.line_start))
                     .is_some_and(|re| re.is_match(doc.line(c.line_start))));
         let lead_in = c.key.trim_end().ends_with(':')
             && first_end

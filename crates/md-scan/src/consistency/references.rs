@@ -11,17 +11,20 @@ use super::KERNEL;
 use crate::config::ScanConfig;
 use crate::document::Document;
 use crate::evidence::around;
+use crate::gate::{Gated, Needles};
 use crate::quotes::{is_quoted, quoted_ranges};
 use koas_review_schema::findings::{Finding, FindingKind};
 use regex::Regex;
 use std::collections::HashSet;
 use std::sync::LazyLock;
 
-static REFERENCE: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(
+/// A reference to a section by number; every match holds one of the
+/// gate's words.
+static REFERENCE: LazyLock<Gated> = LazyLock::new(|| {
+    Gated::new(
         r"(?i)(?:\b(?:sections?|sect\.)\s+(\d+(?:\.\d+)*)|§\s?(\d+(?:\.\d+)*)|\b(?:voir|cf\.?)\s+(?:(?:la\s+|le\s+)?(?:section|§)\s*|au\s+|le\s+)?(\d+\.\d+(?:\.\d+)*))",
+        Needles::new(&["sect", "§", "voir", "cf"]),
     )
-    .ok()
 });
 
 static OTHER_DOCUMENT: LazyLock<Option<Regex>> =
@@ -93,9 +96,6 @@ fn in_link_elsewhere(links: &[(usize, usize)], start: usize, end: usize) -> bool
 
 /// Reports references to section numbers no heading carries.
 pub fn detect(doc: &Document<'_>, config: &ScanConfig, out: &mut Vec<Finding>) {
-    let (Some(re), Some(other_doc)) = (REFERENCE.as_ref(), OTHER_DOCUMENT.as_ref()) else {
-        return;
-    };
     let known = known_numbers(doc);
     if known.is_empty() && config.references_need_numbered_headings {
         return;
@@ -114,6 +114,9 @@ pub fn detect(doc: &Document<'_>, config: &ScanConfig, out: &mut Vec<Finding>) {
         {
             continue;
         }
+        let Some(re) = REFERENCE.for_text(prose) else {
+            continue;
+        };
         let quoted = quoted_ranges(prose);
         let links = links_elsewhere(prose);
         // A target quoted once on a line is being discussed there, not used.
@@ -139,7 +142,9 @@ pub fn detect(doc: &Document<'_>, config: &ScanConfig, out: &mut Vec<Finding>) {
                 continue;
             }
             if known.contains(number)
-                || other_doc.is_match(&prose[whole.end..])
+                || OTHER_DOCUMENT
+                    .as_ref()
+                    .is_some_and(|o| o.is_match(&prose[whole.end..]))
                 || names_another_document(&prose[..whole.start], config)
                 || in_link_elsewhere(&links, whole.start, whole.end)
             {

@@ -8,16 +8,16 @@ use super::KERNEL;
 use crate::config::ScanConfig;
 use crate::document::Document;
 use crate::evidence::around;
+use crate::gate::{Gated, Needles};
 use crate::quotes::{is_quoted, quoted_ranges};
 use crate::words::{at_word_boundaries, in_identifier, mask_markup};
 use crate::ScanError;
 use koas_review_schema::findings::{Finding, FindingKind};
-use regex::Regex;
 
 /// One term pair, compiled into one regex with a group per form.
 pub struct Terminology {
     pairs: Vec<(String, String)>,
-    regex: Option<Regex>,
+    regex: Option<Gated>,
     /// For each capture group (from 1), the form it matches: `2 * pair`
     /// for the French form, `2 * pair + 1` for the English one.
     group_form: Vec<usize>,
@@ -78,11 +78,16 @@ impl Terminology {
             .map(|(_, t)| format!("({})", form_pattern(t)))
             .collect();
         let pattern = format!("(?i){}", alternatives.join("|"));
-        let regex = Regex::new(&pattern).map_err(|e| ScanError::InvalidPattern {
-            key: "term_pairs".into(),
-            pattern,
-            reason: e.to_string(),
-        })?;
+        // Every match holds a form's longest ASCII word: lines without
+        // one are skipped, and the regex is compiled only if a line has one.
+        let needles =
+            Needles::from_words(pairs.iter().flat_map(|(fr, en)| [fr.as_str(), en.as_str()]));
+        let regex =
+            Gated::checked(pattern.clone(), needles).map_err(|e| ScanError::InvalidPattern {
+                key: "term_pairs".into(),
+                pattern,
+                reason: e.to_string(),
+            })?;
         Ok(Terminology {
             pairs,
             regex: Some(regex),
@@ -106,6 +111,9 @@ impl Terminology {
             let mut usage = vec![Usage::default(); self.pairs.len() * 2];
             for line in start..=end.min(doc.line_count()) {
                 let Some(prose) = doc.prose(line) else {
+                    continue;
+                };
+                let Some(re) = re.for_text(prose) else {
                     continue;
                 };
                 if !re.is_match(prose) {
@@ -214,7 +222,7 @@ mod tests {
 
     #[test]
     fn form_patterns_are_whole_words() {
-        let re = Regex::new(&format!("(?i){}", form_pattern("dead code"))).expect("valid");
+        let re = regex::Regex::new(&format!("(?i){}", form_pattern("dead code"))).expect("valid");
         let whole = |t: &str| {
             re.find_iter(t)
                 .any(|m| at_word_boundaries(t, m.start(), m.end()))
@@ -243,7 +251,8 @@ mod tests {
             .detect(&doc, &mut out);
         assert_eq!(out.len(), 1, "{out:?}");
         assert!(out[0].message.contains("base de données"));
-        let re = Regex::new(&format!("(?i){}", form_pattern("journal d'audit"))).expect("valid");
+        let re =
+            regex::Regex::new(&format!("(?i){}", form_pattern("journal d'audit"))).expect("valid");
         assert!(re.is_match("le journal d’audit"));
     }
 }

@@ -12,9 +12,9 @@ use super::KERNEL;
 use crate::config::NumberingConfig;
 use crate::document::Document;
 use crate::evidence::around;
+use crate::gate::{Gated, Needles};
 use crate::ScanError;
 use koas_review_schema::findings::{Finding, FindingKind};
-use regex::Regex;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// What a caption numbers.
@@ -94,8 +94,8 @@ pub struct TargetRef {
 
 /// The compiled caption and reference patterns.
 pub struct CaptionScan {
-    caption: Regex,
-    reference: Regex,
+    caption: Gated,
+    reference: Gated,
     words: HashMap<String, CaptionKind>,
 }
 
@@ -138,11 +138,16 @@ impl CaptionScan {
                 reason: "at least one caption word is needed".into(),
             });
         }
+        // Every match holds a caption word: lines without one are skipped
+        // and the patterns are compiled only if a line has one.
+        let needles = Needles::from_words(words.iter().map(|(w, _)| w.as_str()));
         let compile = |key: &str, pattern: String| {
-            Regex::new(&pattern).map_err(|e| ScanError::InvalidPattern {
-                key: key.to_string(),
-                pattern,
-                reason: e.to_string(),
+            Gated::checked(pattern.clone(), needles.clone()).map_err(|e| {
+                ScanError::InvalidPattern {
+                    key: key.to_string(),
+                    pattern,
+                    reason: e.to_string(),
+                }
             })
         };
         let caption = compile(
@@ -190,7 +195,10 @@ impl CaptionScan {
                 continue;
             };
             let mut caption_word_start = None;
-            if let Some(c) = self.caption.captures(prose) {
+            let Some(caption_re) = self.caption.for_text(prose) else {
+                continue;
+            };
+            if let Some(c) = caption_re.captures(prose) {
                 if let (Some(w), Some(n)) = (c.name("word"), c.name("num")) {
                     if let (Some(kind), Some(number)) =
                         (self.kind_of(w.as_str()), parse_number(n.as_str()))
@@ -208,7 +216,10 @@ impl CaptionScan {
                     }
                 }
             }
-            for c in self.reference.captures_iter(prose) {
+            let Some(reference_re) = self.reference.for_text(prose) else {
+                continue;
+            };
+            for c in reference_re.captures_iter(prose) {
                 let (Some(w), Some(n)) = (c.name("word"), c.name("num")) else {
                     continue;
                 };
