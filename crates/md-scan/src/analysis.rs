@@ -168,8 +168,12 @@ impl Checker {
         let stage1 = Stage1Artifacts::compute(text);
         let doc = Document::new(stage1.view(text))?;
         let suppressions = Suppressions::parse(&doc);
-        let mut findings = consistency_on(&doc, &self.scan, &suppressions);
-        findings.extend(numbering_on(&doc, &self.control, &suppressions).0);
+        // Both checks read the same document and nothing else: in parallel.
+        let (mut findings, numbering) = rayon::join(
+            || consistency_on(&doc, &self.scan, &suppressions),
+            || numbering_on(&doc, &self.control, &suppressions).0,
+        );
+        findings.extend(numbering);
         self.project.check.policy().apply(&mut findings);
         sort_findings(&mut findings);
         Ok(ScanOutput {

@@ -14,49 +14,37 @@
 //! case. A case-insensitive regex also matches `ſ` for `s` and the Kelvin
 //! sign for `k`: a line holding either always passes the gate.
 
+use aho_corasick::{AhoCorasick, AhoCorasickKind};
 use regex::Regex;
 use std::sync::OnceLock;
-
-/// `true` when `hay` contains `needle`, ASCII letters compared without
-/// case, every other byte exactly.
-pub fn contains_ignore_ascii_case(hay: &str, needle: &str) -> bool {
-    let (hay, needle) = (hay.as_bytes(), needle.as_bytes());
-    let Some((&first, rest)) = needle.split_first() else {
-        return true;
-    };
-    if hay.len() < needle.len() {
-        return false;
-    }
-    let last_start = hay.len() - needle.len();
-    let (lower, upper) = (first.to_ascii_lowercase(), first.to_ascii_uppercase());
-    let mut from = 0;
-    while from <= last_start {
-        let Some(i) = memchr::memchr2(lower, upper, &hay[from..=last_start]) else {
-            return false;
-        };
-        let at = from + i;
-        if hay[at + 1..at + needle.len()].eq_ignore_ascii_case(rest) {
-            return true;
-        }
-        from = at + 1;
-    }
-    false
-}
 
 /// `true` when `hay` holds a character a case-insensitive regex matches
 /// for an ASCII letter (`ſ` for `s`, the Kelvin sign for `k`).
 fn has_ascii_fold(hay: &str) -> bool {
-    !hay.is_ascii() && hay.contains(['\u{17F}', '\u{212A}'])
+    // `ſ` is C5 BF in UTF-8, the Kelvin sign E2 84 AA: look for their
+    // first bytes only (most lines have neither).
+    let bytes = hay.as_bytes();
+    memchr::memchr2_iter(0xC5, 0xE2, bytes).any(|i| {
+        let rest = &bytes[i..];
+        rest.starts_with(&[0xC5, 0xBF]) || rest.starts_with(&[0xE2, 0x84, 0xAA])
+    })
 }
 
 /// The gate itself: which needles, and whether a text may match.
 #[derive(Debug, Clone, Default)]
-pub struct Needles(Vec<String>);
+pub struct Needles {
+    needles: Vec<String>,
+    /// All of them in one automaton, ASCII letters without case, built on
+    /// first use: one pass over a line whatever their number.
+    searcher: OnceLock<Option<AhoCorasick>>,
+    /// The text must also hold an ASCII digit.
+    digit: bool,
+}
 
 impl Needles {
     /// Needles from a list (none: every text passes).
     pub fn new<S: AsRef<str>>(needles: &[S]) -> Needles {
-        Needles(
+        Needles::from_list(
             needles
                 .iter()
                 .map(|n| n.as_ref().to_owned())
@@ -65,11 +53,43 @@ impl Needles {
         )
     }
 
+    fn from_list(needles: Vec<String>) -> Needles {
+        Needles {
+            needles,
+            searcher: OnceLock::new(),
+            digit: false,
+        }
+    }
+
+    /// The same needles, and the text must also hold an ASCII digit (for a
+    /// regex whose matches are kept only when their number parses as one).
+    pub fn and_ascii_digit(mut self) -> Needles {
+        self.digit = true;
+        self
+    }
+
+    /// The needles themselves.
+    pub fn into_words(self) -> Vec<String> {
+        self.needles
+    }
+
     /// `false` only when no match of the gated regex can be in `hay`.
     pub fn may_match(&self, hay: &str) -> bool {
-        self.0.is_empty()
-            || self.0.iter().any(|n| contains_ignore_ascii_case(hay, n))
-            || has_ascii_fold(hay)
+        if self.digit && !hay.bytes().any(|b| b.is_ascii_digit()) {
+            return false;
+        }
+        if self.needles.is_empty() {
+            return true;
+        }
+        let searcher = self.searcher.get_or_init(|| {
+            AhoCorasick::builder()
+                .ascii_case_insensitive(true)
+                .kind(Some(AhoCorasickKind::DFA))
+                .build(&self.needles)
+                .ok()
+        });
+        // No automaton (it cannot fail on a few short needles): no gate.
+        searcher.as_ref().map_or(true, |s| s.is_match(hay)) || has_ascii_fold(hay)
     }
 
     /// The longest run of ASCII letters and digits of each term: every
@@ -90,14 +110,14 @@ impl Needles {
         }
         out.sort();
         out.dedup();
-        Needles(out)
+        Needles::from_list(out)
     }
 }
 
 /// A regex compiled on first use behind its [`Needles`].
 #[derive(Debug)]
 pub struct Gated {
-    pattern: String,
+    pub(crate) pattern: String,
     needles: Needles,
     regex: OnceLock<Option<Regex>>,
 }
@@ -146,14 +166,20 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    fn one(needle: &str) -> Needles {
+        Needles::new(&[needle])
+    }
+
     #[test]
     fn needles_are_found_without_ascii_case() {
-        assert!(contains_ignore_ascii_case("I Hope this HELPS", "helps"));
-        assert!(contains_ignore_ascii_case("j’espère", "j’esp"));
-        assert!(!contains_ignore_ascii_case("help", "helps"));
-        assert!(!contains_ignore_ascii_case("", "a"));
-        assert!(contains_ignore_ascii_case("abc", ""));
-        assert!(contains_ignore_ascii_case("xxab", "AB"));
+        assert!(one("helps").may_match("I Hope this HELPS"));
+        assert!(one("j’esp").may_match("j’espère"));
+        assert!(!one("helps").may_match("help"));
+        assert!(!one("a").may_match(""));
+        assert!(Needles::default().may_match("abc"));
+        assert!(one("AB").may_match("xxab"));
+        // Non-ASCII letters are compared exactly.
+        assert!(!one("é").may_match("É"));
     }
 
     #[test]
@@ -170,18 +196,277 @@ mod tests {
     }
 
     #[test]
+    fn a_digit_can_be_required_too() {
+        let n = one("table").and_ascii_digit();
+        assert!(n.may_match("see Table 3"));
+        assert!(!n.may_match("see the table"));
+        assert!(!n.may_match("Table ٣"));
+        assert!(Needles::default().and_ascii_digit().may_match("4"));
+    }
+
+    #[test]
     fn words_give_their_longest_ascii_runs() {
         let n = Needles::from_words(["Équation", "Fig.", "journal d'audit"]);
-        assert_eq!(n.0, vec!["fig", "journal", "quation"]);
+        assert_eq!(n.needles, vec!["fig", "journal", "quation"]);
         // A term of no ASCII letter: no gate.
-        assert!(Needles::from_words(["Équation", "é"]).0.is_empty());
+        assert!(Needles::from_words(["Équation", "é"]).needles.is_empty());
     }
 
     proptest! {
         #[test]
         fn agrees_with_lowercased_search(hay in "[a-dA-D ’é]{0,12}", needle in "[a-dA-D]{1,3}") {
             let expected = hay.to_ascii_lowercase().contains(&needle.to_ascii_lowercase());
-            prop_assert_eq!(contains_ignore_ascii_case(&hay, &needle), expected);
+            prop_assert_eq!(one(&needle).may_match(&hay), expected);
+        }
+    }
+}
+
+/// An alternation split into its alternatives, each behind its own
+/// needles. On a text, only the alternatives whose needles it holds can
+/// match; the regex of exactly those, in their order (so leftmost-first
+/// picks the same match as the whole alternation would), is compiled once
+/// per set of alternatives and kept. A big case-insensitive alternation
+/// costs milliseconds to compile; the two or three alternatives a real
+/// document needs cost a fraction of that.
+#[derive(Debug)]
+pub struct GatedAlternatives {
+    prefix: String,
+    suffix: String,
+    alternatives: Vec<(String, Needles)>,
+    /// Every alternative's needles in one automaton (pattern `i` is
+    /// `needle_masks[i].0`), so a line is scanned once whatever their
+    /// number; each needle lets through the alternatives in its mask.
+    needle_masks: Vec<(String, u64)>,
+    /// The alternatives without needles: always kept.
+    always: u64,
+    searcher: OnceLock<Option<AhoCorasick>>,
+    /// The regexes compiled so far, by set of alternatives (a handful).
+    compiled: std::sync::Mutex<Vec<(u64, Option<std::sync::Arc<Regex>>)>>,
+}
+
+impl GatedAlternatives {
+    /// `prefix (?:a1|a2|…) suffix`, each `ai` with the needles every match
+    /// of it contains (at most 64 alternatives).
+    pub fn new(prefix: &str, alternatives: &[(&str, &[&str])], suffix: &str) -> Self {
+        GatedAlternatives::from_parts(
+            prefix,
+            alternatives
+                .iter()
+                .map(|(a, n)| ((*a).to_owned(), Needles::new(n)))
+                .collect(),
+            suffix,
+        )
+    }
+
+    /// Like [`GatedAlternatives::new`], from built alternatives and needles
+    /// (an alternative with no needles is always kept). Past 64
+    /// alternatives there is no gate: they are all always kept.
+    pub fn from_parts(prefix: &str, alternatives: Vec<(String, Needles)>, suffix: &str) -> Self {
+        let alternatives = if alternatives.len() <= 64 {
+            alternatives
+        } else {
+            alternatives
+                .into_iter()
+                .map(|(a, _)| (a, Needles::default()))
+                .collect()
+        };
+        let mut needle_masks: Vec<(String, u64)> = Vec::new();
+        let mut always = 0;
+        for (i, (_, needles)) in alternatives.iter().enumerate().take(64) {
+            if needles.needles.is_empty() || needles.digit {
+                // (No alternative asks for a digit; if one did, it is kept.)
+                always |= 1 << i;
+                continue;
+            }
+            for n in &needles.needles {
+                match needle_masks.iter_mut().find(|(m, _)| m == n) {
+                    Some((_, mask)) => *mask |= 1 << i,
+                    None => needle_masks.push((n.clone(), 1 << i)),
+                }
+            }
+        }
+        GatedAlternatives {
+            prefix: prefix.to_owned(),
+            suffix: suffix.to_owned(),
+            alternatives,
+            needle_masks,
+            always,
+            searcher: OnceLock::new(),
+            compiled: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The pattern of the alternatives in `mask` (all of them: the whole
+    /// alternation).
+    fn pattern(&self, mask: u64) -> String {
+        let chosen: Vec<&str> = self
+            .alternatives
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| mask & (1 << i) != 0)
+            .map(|(_, (a, _))| a.as_str())
+            .collect();
+        format!("{}(?:{}){}", self.prefix, chosen.join("|"), self.suffix)
+    }
+
+    /// The whole alternation's pattern.
+    #[cfg(test)]
+    pub fn whole_pattern(&self) -> String {
+        self.all_pattern()
+    }
+
+    /// The regex of the alternatives that may match `hay`, or `None` when
+    /// none may.
+    pub fn for_text(&self, hay: &str) -> Option<std::sync::Arc<Regex>> {
+        self.for_text_with_mask(hay).map(|(re, _)| re)
+    }
+
+    /// Like [`GatedAlternatives::for_text`], with the set of alternatives
+    /// in the regex (bit `i`: alternative `i`; all bits past 64 of them),
+    /// so that a caller whose alternatives are capture groups can tell
+    /// which one matched: group `k` is the `k`-th alternative of the set.
+    pub fn for_text_with_mask(&self, hay: &str) -> Option<(std::sync::Arc<Regex>, u64)> {
+        let mask = if self.alternatives.len() > 64 {
+            u64::MAX
+        } else {
+            self.mask_for(hay)
+        };
+        if mask == 0 {
+            return None;
+        }
+        // A poisoned lock only means another thread panicked while holding
+        // it; the list is still a valid cache.
+        let mut compiled = self
+            .compiled
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let regex = match compiled.iter().find(|(m, _)| *m == mask) {
+            Some((_, regex)) => regex.clone(),
+            None => {
+                let pattern = if mask == u64::MAX {
+                    self.all_pattern()
+                } else {
+                    self.pattern(mask)
+                };
+                let regex = Regex::new(&pattern).ok().map(std::sync::Arc::new);
+                compiled.push((mask, regex.clone()));
+                regex
+            }
+        };
+        regex.map(|re| (re, mask))
+    }
+
+    /// The alternatives that may match `hay`.
+    fn mask_for(&self, hay: &str) -> u64 {
+        let all = if self.alternatives.len() >= 64 {
+            u64::MAX
+        } else {
+            (1u64 << self.alternatives.len()) - 1
+        };
+        if has_ascii_fold(hay) {
+            return all;
+        }
+        let searcher = self.searcher.get_or_init(|| {
+            AhoCorasick::builder()
+                .ascii_case_insensitive(true)
+                .kind(Some(AhoCorasickKind::DFA))
+                .build(self.needle_masks.iter().map(|(n, _)| n))
+                .ok()
+        });
+        let Some(searcher) = searcher else {
+            return all;
+        };
+        let mut mask = self.always;
+        // Most lines hold no needle: one quick search says so.
+        if !searcher.is_match(hay) {
+            return mask;
+        }
+        for m in searcher.find_overlapping_iter(hay) {
+            if let Some((_, bits)) = self.needle_masks.get(m.pattern().as_usize()) {
+                mask |= bits;
+            }
+            if mask == all {
+                break;
+            }
+        }
+        mask
+    }
+
+    /// Every needle of every alternative, as one gate; `None` when an
+    /// alternative has none (it may match anywhere).
+    pub fn union(&self) -> Option<Needles> {
+        (self.always == 0 && self.alternatives.len() <= 64).then(|| {
+            Needles::new(
+                &self
+                    .needle_masks
+                    .iter()
+                    .map(|(n, _)| n.as_str())
+                    .collect::<Vec<_>>(),
+            )
+        })
+    }
+
+    /// Every alternative's pattern, however many.
+    fn all_pattern(&self) -> String {
+        let all: Vec<&str> = self.alternatives.iter().map(|(a, _)| a.as_str()).collect();
+        format!("{}(?:{}){}", self.prefix, all.join("|"), self.suffix)
+    }
+}
+
+/// The indices of the alternatives in `mask` (of `count` in all), in
+/// order: entry `k` is the alternative behind capture group `k + 1` when
+/// each alternative is one group.
+pub fn alternatives_in(mask: u64, count: usize) -> Vec<usize> {
+    (0..count)
+        .filter(|&i| i >= 64 || mask & (1 << i) != 0)
+        .collect()
+}
+
+#[cfg(test)]
+mod alternatives_tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn offer() -> GatedAlternatives {
+        GatedAlternatives::new(
+            r"(?i)\b",
+            &[
+                (r"i hope (?:this|that) helps", &["hope th"]),
+                (r"hope (?:this|that) helps", &["hope th"]),
+                (r"let me know", &["let me know"]),
+                (r"know", &["know"]),
+            ],
+            r"\b",
+        )
+    }
+
+    /// Every match of the split alternation, as the whole one gives them.
+    fn same_matches(g: &GatedAlternatives, hay: &str) -> bool {
+        let whole = Regex::new(&g.whole_pattern()).expect("valid");
+        let expected: Vec<_> = whole.find_iter(hay).map(|m| m.range()).collect();
+        let got: Vec<_> = g
+            .for_text(hay)
+            .map(|r| r.find_iter(hay).map(|m| m.range()).collect())
+            .unwrap_or_default();
+        expected == got
+    }
+
+    #[test]
+    fn only_the_possible_alternatives_are_compiled() {
+        let g = offer();
+        assert!(g.for_text("nothing").is_none());
+        let r = g.for_text("I HOPE THIS HELPS").expect("two alternatives");
+        assert_eq!(
+            r.as_str(),
+            r"(?i)\b(?:i hope (?:this|that) helps|hope (?:this|that) helps)\b"
+        );
+        assert!(same_matches(&g, "Let me know: I hope that helps, you know"));
+    }
+
+    proptest! {
+        #[test]
+        fn split_matches_equal_the_whole(hay in "(I |hope |this |that |helps|let me |know|,| ){0,12}") {
+            prop_assert!(same_matches(&offer(), &hay));
         }
     }
 }

@@ -26,7 +26,7 @@ use super::KERNEL;
 use crate::config::ScanConfig;
 use crate::document::Document;
 use crate::evidence::around;
-use crate::gate::{Gated, Needles};
+use crate::gate::{Gated, GatedAlternatives, Needles};
 use crate::quotes::{is_quoted, quoted_ranges};
 use crate::ScanError;
 use koas_review_schema::findings::{Finding, FindingKind, Severity};
@@ -59,66 +59,142 @@ impl Reason {
 
 /// The built-in signals, English and French, each a case-insensitive
 /// regex. Word edges are spelled out only where a word could continue.
-/// Each has a gate: words every match contains (see `crate::gate`).
-static SIGNALS: LazyLock<Vec<(Reason, Gated)>> = LazyLock::new(|| {
-    let table: [(Reason, &str, &[&str]); 4] = [
+/// Each alternative has the words every match of it contains, so a line
+/// is searched only with the alternatives it may hold (see
+/// `crate::gate::GatedAlternatives`).
+static SIGNALS: LazyLock<Vec<(Reason, GatedAlternatives)>> = LazyLock::new(|| {
+    vec![
         (
             Reason::SelfReference,
-            r"(?i)\bas an? (?:ai|artificial intelligence)(?: (?:language )?model| assistant| chatbot)?,? (?:i|i'm|i am)\b|\bas an? (?:large )?language model\b|\bi(?:'m|’m| am) (?:just |only )?an? (?:ai|artificial intelligence|(?:large )?language model)\b|\bmy (?:knowledge cutoff|training data)\b|\ben tant qu[e'’] ?(?:ia|intelligence artificielle|modèle de langage|assistant)\b|\bje suis une? (?:ia|intelligence artificielle|modèle de langage)\b",
-            &[
-                " a ai",
-                " an ai",
-                "artificial intelligence",
-                "language model",
-                "knowledge cutoff",
-                "training data",
-                "en tant qu",
-                "je suis un",
-            ],
+            GatedAlternatives::new(
+                r"(?i)",
+                &[
+                    (
+                        r"\bas an? (?:ai|artificial intelligence)(?: (?:language )?model| assistant| chatbot)?,? (?:i|i'm|i am)\b",
+                        &[" a ai", " an ai", "artificial intelligence"],
+                    ),
+                    (r"\bas an? (?:large )?language model\b", &["language model"]),
+                    (
+                        r"\bi(?:'m|’m| am) (?:just |only )?an? (?:ai|artificial intelligence|(?:large )?language model)\b",
+                        &[
+                            " a ai",
+                            " an ai",
+                            "artificial intelligence",
+                            "language model",
+                        ],
+                    ),
+                    (
+                        r"\bmy (?:knowledge cutoff|training data)\b",
+                        &["knowledge cutoff", "training data"],
+                    ),
+                    (
+                        r"\ben tant qu[e'’] ?(?:ia|intelligence artificielle|modèle de langage|assistant)\b",
+                        &["en tant qu"],
+                    ),
+                    (
+                        r"\bje suis une? (?:ia|intelligence artificielle|modèle de langage)\b",
+                        &["je suis un"],
+                    ),
+                ],
+                r"",
+            ),
         ),
         (
             Reason::Apology,
-            r"(?i)\b(?:i apologi[sz]e|i(?:'m|’m| am) sorry|my apologies|apologies for (?:the|any) confusion|sorry for (?:the|any) confusion|je m['’]excuse|je suis désolée?|toutes mes excuses)\b",
-            &["apologi", "sorry", "excuse", "je suis d"],
+            GatedAlternatives::new(
+                r"(?i)\b",
+                &[
+                    (r"i apologi[sz]e", &["apologi"]),
+                    (r"i(?:'m|’m| am) sorry", &["sorry"]),
+                    (r"my apologies", &["apologies"]),
+                    (r"apologies for (?:the|any) confusion", &["apologies for"]),
+                    (r"sorry for (?:the|any) confusion", &["sorry for"]),
+                    (r"je m['’]excuse", &["excuse"]),
+                    (r"je suis désolée?", &["je suis d"]),
+                    (r"toutes mes excuses", &["toutes mes excuses"]),
+                ],
+                r"\b",
+            ),
         ),
         (
             Reason::Offer,
-            r"(?i)\b(?:i hope (?:this|that|it) helps|hope (?:this|that) helps|let me know if (?:you(?:'d|’d| would)? (?:like|want|need|have any)|there(?:'s|’s| is) anything|anything|i can)|feel free to ask|(?:don't|don’t|do not) hesitate to (?:ask|reach out)|if you have any (?:other |more |further )?questions|i(?:'d|’d| would) be (?:happy|glad) to (?:help|assist|provide|expand|explain)|would you like me to|n['’]hésitez pas à (?:me )?(?:demander|poser|solliciter)|j['’]espère que (?:cela|ceci|ça) (?:vous )?(?:aide|sera utile)|si vous avez d['’]autres questions|voulez-vous que je|souhaitez-vous que je)",
-            &[
-                "helps",
-                "let me know if",
-                "feel free to ask",
-                "hesitate to",
-                "if you have any",
-                "be happy to",
-                "be glad to",
-                "would you like me to",
-                "sitez pas",
-                "j'esp",
-                "j’esp",
-                "si vous avez d",
-                "voulez-vous que je",
-                "souhaitez-vous que je",
-            ],
+            GatedAlternatives::new(
+                r"(?i)\b",
+                &[
+                    (
+                        r"i hope (?:this|that|it) helps",
+                        &["hope this helps", "hope that helps", "hope it helps"],
+                    ),
+                    (
+                        r"hope (?:this|that) helps",
+                        &["hope this helps", "hope that helps"],
+                    ),
+                    (
+                        r"let me know if (?:you(?:'d|’d| would)? (?:like|want|need|have any)|there(?:'s|’s| is) anything|anything|i can)",
+                        &["let me know if"],
+                    ),
+                    (r"feel free to ask", &["feel free to ask"]),
+                    (
+                        r"(?:don't|don’t|do not) hesitate to (?:ask|reach out)",
+                        &["hesitate to"],
+                    ),
+                    (
+                        r"if you have any (?:other |more |further )?questions",
+                        &["if you have any"],
+                    ),
+                    (
+                        r"i(?:'d|’d| would) be (?:happy|glad) to (?:help|assist|provide|expand|explain)",
+                        &["be happy to", "be glad to"],
+                    ),
+                    (r"would you like me to", &["would you like me to"]),
+                    (
+                        r"n['’]hésitez pas à (?:me )?(?:demander|poser|solliciter)",
+                        &["sitez pas"],
+                    ),
+                    (
+                        r"j['’]espère que (?:cela|ceci|ça) (?:vous )?(?:aide|sera utile)",
+                        &["j'esp", "j’esp"],
+                    ),
+                    (r"si vous avez d['’]autres questions", &["si vous avez d"]),
+                    (r"voulez-vous que je", &["voulez-vous que je"]),
+                    (r"souhaitez-vous que je", &["souhaitez-vous que je"]),
+                ],
+                r"",
+            ),
         ),
         (
             Reason::Request,
-            r"(?i)\b(?:here(?: is|'s|’s) (?:the|a|an|your) (?:revised|rewritten|updated|corrected|improved|edited|polished|translated|reformulated|shortened|condensed|expanded|requested)\b|(?:as|like) you (?:asked|requested)\b|you asked (?:for|me)\b|voici (?:la|le|les|une|un|votre|vos) [^.!?]*?(?:révisée?s?|reformulée?s?|corrigée?s?|améliorée?s?|réécrite?s?|demandée?s?)\b|comme vous l['’]avez demandé\b)",
-            &[
-                "here is",
-                "here's",
-                "here’s",
-                "you asked",
-                "you requested",
-                "voici",
-                "avez demand",
-            ],
+            GatedAlternatives::new(
+                r"(?i)\b",
+                &[
+                    (
+                        r"here(?: is|'s|’s) (?:the|a|an|your) (?:revised|rewritten|updated|corrected|improved|edited|polished|translated|reformulated|shortened|condensed|expanded|requested)\b",
+                        &["here is", "here's", "here’s"],
+                    ),
+                    (
+                        r"(?:as|like) you (?:asked|requested)\b",
+                        &["you asked", "you requested"],
+                    ),
+                    (r"you asked (?:for|me)\b", &["you asked"]),
+                    (
+                        r"voici (?:la|le|les|une|un|votre|vos) [^.!?]*?(?:révisée?s?|reformulée?s?|corrigée?s?|améliorée?s?|réécrite?s?|demandée?s?)\b",
+                        &["voici"],
+                    ),
+                    (r"comme vous l['’]avez demandé\b", &["avez demand"]),
+                ],
+                r"",
+            ),
         ),
-    ];
-    table
-        .iter()
-        .map(|(r, p, n)| (*r, Gated::new(*p, Needles::new(n))))
-        .collect()
+    ]
+});
+
+/// The words of every signal, as one gate (`None`: no gate).
+static SIGNAL_WORDS: LazyLock<Option<Needles>> = LazyLock::new(|| {
+    let mut words = Vec::new();
+    for (_, alternatives) in SIGNALS.iter() {
+        words.extend(alternatives.union()?.into_words());
+    }
+    Some(Needles::new(&words))
 });
 
 /// A chat reply at the start of a paragraph; group `strong` marks the
@@ -137,6 +213,31 @@ static CHAT_REPLY: LazyLock<Gated> = LazyLock::new(|| {
         ]),
     )
 });
+
+/// `false` when `text` cannot start with a [`CHAT_REPLY`]: it starts with
+/// none of the replies' first words (ASCII letters without case; a text
+/// holding `ſ` or the Kelvin sign is always tried, as a case-insensitive
+/// regex folds them onto `s` and `k`).
+fn opens_like_a_reply(text: &str) -> bool {
+    const FIRST_WORDS: [&str; 11] = [
+        "certain",
+        "great",
+        "good",
+        "excellent",
+        "sure",
+        "bonne",
+        "absolu",
+        "of course",
+        "bien s",
+        "avec plaisir",
+        "excellente",
+    ];
+    FIRST_WORDS.iter().any(|w| {
+        text.as_bytes()
+            .get(..w.len())
+            .is_some_and(|head| head.eq_ignore_ascii_case(w.as_bytes()))
+    }) || text.contains(['\u{17F}', '\u{212A}'])
+}
 
 /// Words that show a chat reply hands something over.
 static HANDS_OVER: LazyLock<Gated> = LazyLock::new(|| {
@@ -206,6 +307,11 @@ impl AiLeftovers {
             .ai_leftover_patterns
             .iter()
             .map(|p| {
+                // The built-in patterns are valid (a test compiles them):
+                // only a project's own are parsed here.
+                if crate::config::DEFAULT_AI_LEFTOVER_PATTERNS.contains(&p.as_str()) {
+                    return Ok(Gated::new(p.as_str(), Needles::default()));
+                }
                 Gated::checked(p.as_str(), Needles::default()).map_err(|e| {
                     ScanError::InvalidPattern {
                         key: "ai_leftover_patterns".to_string(),
@@ -241,12 +347,18 @@ impl AiLeftovers {
         let free =
             |s: usize, e: usize| !is_quoted(quoted.get_or_init(|| quoted_ranges(prose)), s, e);
         let mut hits = Vec::new();
-        for (reason, gated) in SIGNALS.iter() {
-            let Some(re) = gated.for_text(prose) else {
+        // One scan for the words of every signal: most lines have none.
+        let any_signal = SIGNAL_WORDS.as_ref().map_or(true, |n| n.may_match(prose));
+        for (reason, alternatives) in SIGNALS.iter().filter(|_| any_signal) {
+            let Some(re) = alternatives.for_text(prose) else {
                 continue;
             };
-            if let Some(m) = re.find_iter(prose).find(|m| free(m.start(), m.end())) {
-                hits.push((m.start(), m.end(), *reason));
+            let found = re
+                .find_iter(prose)
+                .find(|m| free(m.start(), m.end()))
+                .map(|m| (m.start(), m.end()));
+            if let Some((start, end)) = found {
+                hits.push((start, end, *reason));
             }
         }
         for re in &self.project {
@@ -258,7 +370,11 @@ impl AiLeftovers {
             }
         }
         let start = content_start(prose);
-        if let Some(reply) = CHAT_REPLY.for_text(&prose[start..]) {
+        let opening = &prose[start..];
+        if let Some(reply) = opens_like_a_reply(opening)
+            .then(|| CHAT_REPLY.for_text(opening))
+            .flatten()
+        {
             if let Some(c) = reply.captures(&prose[start..]) {
                 let whole = c.get(0).map_or(0..0, |m| m.range());
                 let strong = c.name("strong").is_some();
@@ -359,6 +475,50 @@ mod tests {
             .iter()
             .map(|f| f.line)
             .collect()
+    }
+
+    #[test]
+    fn the_built_in_patterns_compile() {
+        for p in crate::config::DEFAULT_AI_LEFTOVER_PATTERNS {
+            assert!(Regex::new(p).is_ok(), "{p}");
+        }
+        for (_, alternatives) in SIGNALS.iter() {
+            assert!(Regex::new(&alternatives.whole_pattern()).is_ok());
+        }
+        assert!(Regex::new(&CHAT_REPLY.pattern).is_ok());
+        assert!(Regex::new(&HANDS_OVER.pattern).is_ok());
+    }
+
+    proptest::proptest! {
+        /// The signals split into gated alternatives find exactly what each
+        /// whole alternation finds.
+        #[test]
+        fn split_signals_match_like_the_whole(
+            words in proptest::collection::vec(
+                "(as|an|a|AI|i|I'm|am|language|model|sorry|my|apologies|for|the|confusion|je|suis|désolée|excuse|m’excuse|hope|this|helps|let|me|know|if|you|here|is|here’s|revised|asked|voici|la|version|reformulée|comme|vous|l'avez|demandé|,|!|\\.)",
+                0..14,
+            )
+        ) {
+            let hay = words.join(" ");
+            for (_, alternatives) in SIGNALS.iter() {
+                let whole = Regex::new(&alternatives.whole_pattern()).expect("valid");
+                let expected: Vec<_> = whole.find_iter(&hay).map(|m| m.range()).collect();
+                let got: Vec<_> = alternatives
+                    .for_text(&hay)
+                    .map(|r| r.find_iter(&hay).map(|m| m.range()).collect())
+                    .unwrap_or_default();
+                proptest::prop_assert_eq!(expected, got, "{}", hay);
+            }
+        }
+    }
+
+    #[test]
+    fn replies_are_tried_only_on_their_first_words() {
+        assert!(opens_like_a_reply("Certainly! Here"));
+        assert!(opens_like_a_reply("BIEN SÛR !"));
+        assert!(opens_like_a_reply("of course!"));
+        assert!(!opens_like_a_reply("The figures, certainly!"));
+        assert!(opens_like_a_reply("ſure!"));
     }
 
     #[test]

@@ -24,6 +24,7 @@ use crate::markdown::MarkdownFacts;
 use crate::tables::Table;
 use crate::ScanError;
 use koas_review_schema::findings::{Finding, FindingKind};
+use rayon::prelude::*;
 
 /// The kernel name findings of this scan carry.
 pub const KERNEL: &str = "md_consistency_scan";
@@ -70,23 +71,48 @@ impl ConsistencyScan {
 
     /// Runs every detector; findings are unsorted and not yet located.
     pub fn run(&self, doc: &Document<'_>, facts: &MarkdownFacts, tables: &[Table]) -> Vec<Finding> {
-        let mut out = Vec::new();
-        self.ai.detect(doc, &mut out);
-        duplicates::detect(doc, facts, &self.config, &mut out);
-        references::detect(doc, &self.config, &mut out);
-        numeric_claims::detect(doc, tables, &self.config, &mut out);
-        numeric_claims::detect_lists(doc, facts, &self.config, &mut out);
-        numeric_claims::detect_prose(doc, &self.config, &mut out);
-        numeric_claims::detect_sections(doc, &self.config, &mut out);
-        table_structure::detect(doc, tables, &mut out);
-        percentages::detect(tables, &self.config, &mut out);
-        if self.config.terminology_drift {
-            self.terms.detect(doc, &mut out);
-        }
-        link_anchors::detect(doc, facts, &self.anchors, &mut out);
+        // The detectors are independent: they run in parallel (on the
+        // threads the caller's work leaves free), and their findings are
+        // put together in this order whatever order they finish in.
+        type Detector<'d> = &'d (dyn Fn(&mut Vec<Finding>) + Sync);
+        let config = &self.config;
+        let detectors: [Detector<'_>; 7] = [
+            &|out| self.ai.detect(doc, out),
+            &|out| duplicates::detect(doc, facts, config, out),
+            &|out| references::detect(doc, config, out),
+            &|out| {
+                numeric_claims::detect(doc, tables, config, out);
+                numeric_claims::detect_lists(doc, facts, config, out);
+            },
+            &|out| {
+                numeric_claims::detect_prose(doc, config, out);
+                numeric_claims::detect_sections(doc, config, out);
+                table_structure::detect(doc, tables, out);
+                percentages::detect(tables, config, out);
+            },
+            &|out| {
+                if config.terminology_drift {
+                    self.terms.detect(doc, out);
+                }
+            },
+            &|out| link_anchors::detect(doc, facts, &self.anchors, out),
+        ];
+        let (found, glued) = rayon::join(
+            || {
+                detectors
+                    .par_iter()
+                    .map(|detect| {
+                        let mut out = Vec::new();
+                        detect(&mut out);
+                        out
+                    })
+                    .collect::<Vec<Vec<Finding>>>()
+            },
+            || glued_headings::detect(doc, facts),
+        );
+        let mut out: Vec<Finding> = found.into_iter().flatten().collect();
         // A paragraph repeated after a lost heading is that heading's
         // defect, reported once as such.
-        let glued = glued_headings::detect(doc, facts);
         out.retain(|f| {
             f.kind != FindingKind::DuplicateParagraph || !glued.followers.contains(&f.line)
         });

@@ -48,6 +48,37 @@ static NUMBER: LazyLock<Option<Regex>> = LazyLock::new(|| {
 static WORD: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new(r"^[\s*_]*([\p{L}][\p{L}'’-]*)").ok());
 
+/// What [`WORD`] matches at the start of `text`: the end of the whole
+/// match and the word. ASCII text is read by hand (compiling `\p{L}`
+/// costs more than checking a small document); the regex reads the rest.
+fn leading_word(text: &str) -> Option<(usize, &str)> {
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        match b {
+            b' ' | b'\t' | b'\n' | 0x0B | 0x0C | b'\r' | b'*' | b'_' => i += 1,
+            _ => break,
+        }
+    }
+    let start = i;
+    let mut ascii = true;
+    while let Some(&b) = bytes.get(i) {
+        if b.is_ascii_alphabetic() || (i > start && matches!(b, b'\'' | b'-')) {
+            i += 1;
+        } else if i > start && text[i..].starts_with('’') {
+            i += '’'.len_utf8();
+        } else {
+            ascii = b.is_ascii();
+            break;
+        }
+    }
+    if !ascii {
+        let c = WORD.as_ref()?.captures(text)?;
+        return Some((c.get(0)?.end(), c.get(1)?.as_str()));
+    }
+    (i > start).then(|| (i, &text[start..i]))
+}
+
 /// Words that, just before a number, make it a label rather than a count.
 const LABEL_WORDS: &[&str] = &[
     "section",
@@ -249,7 +280,7 @@ fn previous_word(text: &str) -> String {
 
 /// The claims of one prose line.
 fn claims_in(line: u32, prose: &str, config: &ScanConfig) -> Vec<Claim> {
-    let (Some(number), Some(word_re)) = (NUMBER.as_ref(), WORD.as_ref()) else {
+    let Some(number) = NUMBER.as_ref() else {
         return Vec::new();
     };
     let mut claims = Vec::new();
@@ -315,14 +346,11 @@ fn claims_in(line: u32, prose: &str, config: &ScanConfig) -> Vec<Claim> {
         let mut rest = after;
         let mut words: Vec<(String, usize)> = Vec::new();
         while words.len() < 3 {
-            let Some(c) = word_re.captures(rest) else {
+            let Some((end, w)) = leading_word(rest) else {
                 break;
             };
-            let (Some(all), Some(w)) = (c.get(0), c.get(1)) else {
-                break;
-            };
-            rest = &rest[all.end()..];
-            words.push((w.as_str().to_lowercase(), prose.len() - rest.len()));
+            rest = &rest[end..];
+            words.push((w.to_lowercase(), prose.len() - rest.len()));
         }
         let Some((first, _)) = words.first() else {
             continue;
@@ -1146,5 +1174,44 @@ mod tests {
             "{}",
             found[0].message
         );
+    }
+}
+
+#[cfg(test)]
+mod leading_word_tests {
+    use super::{leading_word, WORD};
+    use proptest::prelude::*;
+
+    fn by_regex(text: &str) -> Option<(usize, &str)> {
+        let c = WORD.as_ref()?.captures(text)?;
+        Some((c.get(0)?.end(), c.get(1)?.as_str()))
+    }
+
+    #[test]
+    fn reads_words_like_the_regex() {
+        for t in [
+            " *tables* of",
+            "_x",
+            "l’équipe",
+            "été",
+            "\u{a0}word",
+            "9 lives",
+            "",
+            "don't-stop now",
+            "a’b",
+            "’a",
+            "-a",
+            "naïve",
+            "Ünits",
+        ] {
+            assert_eq!(leading_word(t), by_regex(t), "{t:?}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn agrees_with_the_regex(t in "[ \t*_a-zA-Z'’\\-é\u{a0}0-9.]{0,10}") {
+            prop_assert_eq!(leading_word(&t), by_regex(&t));
+        }
     }
 }

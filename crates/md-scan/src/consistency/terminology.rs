@@ -8,7 +8,7 @@ use super::KERNEL;
 use crate::config::ScanConfig;
 use crate::document::Document;
 use crate::evidence::around;
-use crate::gate::{Gated, Needles};
+use crate::gate::{alternatives_in, GatedAlternatives, Needles};
 use crate::quotes::{is_quoted, quoted_ranges};
 use crate::words::{at_word_boundaries, in_identifier, mask_markup};
 use crate::ScanError;
@@ -17,7 +17,7 @@ use koas_review_schema::findings::{Finding, FindingKind};
 /// One term pair, compiled into one regex with a group per form.
 pub struct Terminology {
     pairs: Vec<(String, String)>,
-    regex: Option<Gated>,
+    regex: Option<GatedAlternatives>,
     /// For each capture group (from 1), the form it matches: `2 * pair`
     /// for the French form, `2 * pair + 1` for the English one.
     group_form: Vec<usize>,
@@ -73,21 +73,19 @@ impl Terminology {
             .collect();
         forms.sort_by_key(|(_, t)| std::cmp::Reverse(t.len()));
         let group_form: Vec<usize> = forms.iter().map(|(i, _)| *i).collect();
-        let alternatives: Vec<String> = forms
+        // Every match of a form holds its longest ASCII word: a line is
+        // searched only with the forms whose words it has. Every form is
+        // escaped: the pattern is valid whatever the terms.
+        let alternatives: Vec<(String, Needles)> = forms
             .iter()
-            .map(|(_, t)| format!("({})", form_pattern(t)))
+            .map(|(_, t)| {
+                (
+                    format!("({})", form_pattern(t)),
+                    Needles::from_words([t.as_str()]),
+                )
+            })
             .collect();
-        let pattern = format!("(?i){}", alternatives.join("|"));
-        // Every match holds a form's longest ASCII word: lines without
-        // one are skipped, and the regex is compiled only if a line has one.
-        let needles =
-            Needles::from_words(pairs.iter().flat_map(|(fr, en)| [fr.as_str(), en.as_str()]));
-        let regex =
-            Gated::checked(pattern.clone(), needles).map_err(|e| ScanError::InvalidPattern {
-                key: "term_pairs".into(),
-                pattern,
-                reason: e.to_string(),
-            })?;
+        let regex = GatedAlternatives::from_parts("(?i)", alternatives, "");
         Ok(Terminology {
             pairs,
             regex: Some(regex),
@@ -113,9 +111,11 @@ impl Terminology {
                 let Some(prose) = doc.prose(line) else {
                     continue;
                 };
-                let Some(re) = re.for_text(prose) else {
+                let Some((re, mask)) = re.for_text_with_mask(prose) else {
                     continue;
                 };
+                // Group k of this regex is the k-th form it was built from.
+                let in_regex = alternatives_in(mask, self.group_form.len());
                 if !re.is_match(prose) {
                     continue;
                 }
@@ -135,12 +135,12 @@ impl Terminology {
                     if is_quoted(q, whole.start(), whole.end()) {
                         continue;
                     }
-                    if let Some((i, m)) = caps
-                        .iter()
-                        .enumerate()
-                        .skip(1)
-                        .find_map(|(i, m)| m.map(|m| (self.group_form.get(i - 1).copied(), m)))
-                    {
+                    if let Some((i, m)) = caps.iter().enumerate().skip(1).find_map(|(i, m)| {
+                        m.map(|m| {
+                            let alternative = in_regex.get(i - 1).copied();
+                            (alternative.and_then(|a| self.group_form.get(a).copied()), m)
+                        })
+                    }) {
                         if let Some(u) = i.and_then(|i| usage.get_mut(i)) {
                             u.add(line, m.start(), m.end());
                         }

@@ -16,6 +16,7 @@ use crate::gate::{Gated, Needles};
 use crate::ScanError;
 use koas_review_schema::findings::{Finding, FindingKind};
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::LazyLock;
 
 /// What a caption numbers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -99,6 +100,70 @@ pub struct CaptionScan {
     words: HashMap<String, CaptionKind>,
 }
 
+/// `[\p{L}\p{N}_]` as ranges, read from the regex engine's own Unicode
+/// tables (parsed, not compiled into a regex).
+static WORD_CHARS: LazyLock<Vec<(char, char)>> = LazyLock::new(|| {
+    use regex_syntax::hir::{Class, HirKind};
+    match regex_syntax::Parser::new()
+        .parse(r"[\p{L}\p{N}_]")
+        .map(|h| h.into_kind())
+    {
+        Ok(HirKind::Class(Class::Unicode(class))) => class
+            .ranges()
+            .iter()
+            .map(|r| (r.start(), r.end()))
+            .collect(),
+        _ => Vec::new(),
+    }
+});
+
+/// `true` when the character before `at` in `text` is a letter, a digit
+/// (any script) or `_`.
+fn preceded_by_word_char(text: &str, at: usize) -> bool {
+    let Some(c) = text[..at].chars().next_back() else {
+        return false;
+    };
+    if WORD_CHARS.is_empty() {
+        // The tables could not be read (they always can): std's view.
+        return c.is_alphanumeric() || c == '_';
+    }
+    WORD_CHARS
+        .binary_search_by(|&(lo, hi)| {
+            if hi < c {
+                std::cmp::Ordering::Less
+            } else if lo > c {
+                std::cmp::Ordering::Greater
+            } else {
+                std::cmp::Ordering::Equal
+            }
+        })
+        .is_ok()
+}
+
+/// The (word, number) of each reference of `prose`: the matches of `re`
+/// whose word follows no letter, digit or `_`, found as a pattern that
+/// required that boundary would find them (a rejected word is searched
+/// again from its next character; an accepted one from its end).
+fn references_in<'t>(
+    re: &regex::Regex,
+    prose: &'t str,
+) -> Vec<(regex::Match<'t>, regex::Match<'t>)> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while let Some(c) = re.captures_at(prose, at) {
+        let (Some(w), Some(n)) = (c.name("word"), c.name("num")) else {
+            break;
+        };
+        if preceded_by_word_char(prose, w.start()) {
+            at = w.start() + prose[w.start()..].chars().next().map_or(1, char::len_utf8);
+            continue;
+        }
+        at = n.end().max(w.start() + 1);
+        out.push((w, n));
+    }
+    out
+}
+
 fn word_alternation(words: &[(String, CaptionKind)], plurals: bool) -> String {
     let mut sorted: Vec<&String> = words.iter().map(|(w, _)| w).collect();
     sorted.sort_by_key(|w| std::cmp::Reverse(w.chars().count()));
@@ -138,17 +203,13 @@ impl CaptionScan {
                 reason: "at least one caption word is needed".into(),
             });
         }
-        // Every match holds a caption word: lines without one are skipped
-        // and the patterns are compiled only if a line has one.
-        let needles = Needles::from_words(words.iter().map(|(w, _)| w.as_str()));
-        let compile = |key: &str, pattern: String| {
-            Gated::checked(pattern.clone(), needles.clone()).map_err(|e| {
-                ScanError::InvalidPattern {
-                    key: key.to_string(),
-                    pattern,
-                    reason: e.to_string(),
-                }
-            })
+        // Every match holds a caption word, and is kept only when its number
+        // parses, in ASCII digits: lines without both are skipped and the
+        // patterns are compiled only if a line has both.
+        let needles = Needles::from_words(words.iter().map(|(w, _)| w.as_str())).and_ascii_digit();
+        // The words are escaped: the patterns are valid whatever they are.
+        let compile = |_key: &str, pattern: String| -> Result<Gated, ScanError> {
+            Ok(Gated::new(pattern, needles.clone()))
         };
         let caption = compile(
             "figure_words",
@@ -159,8 +220,11 @@ impl CaptionScan {
         )?;
         let reference = compile(
             "figure_words",
+            // The word must not follow a letter, a digit or `_`: checked on
+            // each match (`preceded_by_word_char`), not by a class in the
+            // pattern, which would cost ten times more to compile and run.
             format!(
-                r"(?i)(?:^|[^\p{{L}}\p{{N}}_])(?P<word>{})\s*(?:n°\s*)?\(?(?P<num>\d{{1,3}}(?:\.\d{{1,3}})?)\b",
+                r"(?i)(?P<word>{})\s*(?:n°\s*)?\(?(?P<num>\d{{1,3}}(?:\.\d{{1,3}})?)\b",
                 word_alternation(&words, true)
             ),
         )?;
@@ -219,10 +283,7 @@ impl CaptionScan {
             let Some(reference_re) = self.reference.for_text(prose) else {
                 continue;
             };
-            for c in reference_re.captures_iter(prose) {
-                let (Some(w), Some(n)) = (c.name("word"), c.name("num")) else {
-                    continue;
-                };
+            for (w, n) in references_in(reference_re, prose) {
                 if Some(w.start()) == caption_word_start {
                     continue;
                 }
@@ -421,6 +482,80 @@ pub fn check_references(
             ),
             &around(doc.line(r.line), r.span.0, r.span.1),
         ));
+    }
+}
+
+#[cfg(test)]
+mod references_tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn words() -> Vec<(String, CaptionKind)> {
+        let c = NumberingConfig::default();
+        c.figure_words
+            .iter()
+            .map(|w| (w.clone(), CaptionKind::Figure))
+            .chain(
+                c.table_words
+                    .iter()
+                    .map(|w| (w.clone(), CaptionKind::Table)),
+            )
+            .chain(
+                c.equation_words
+                    .iter()
+                    .map(|w| (w.clone(), CaptionKind::Equation)),
+            )
+            .collect()
+    }
+
+    /// What the pattern with the boundary in it found.
+    fn with_class(prose: &str) -> Vec<(usize, usize)> {
+        let re = regex::Regex::new(&format!(
+            r"(?i)(?:^|[^\p{{L}}\p{{N}}_])(?P<word>{})\s*(?:n°\s*)?\(?(?P<num>\d{{1,3}}(?:\.\d{{1,3}})?)\b",
+            word_alternation(&words(), true)
+        ))
+        .expect("valid");
+        re.captures_iter(prose)
+            .filter_map(|c| Some((c.name("word")?.start(), c.name("num")?.end())))
+            .collect()
+    }
+
+    fn without_class(prose: &str) -> Vec<(usize, usize)> {
+        let re = regex::Regex::new(&format!(
+            r"(?i)(?P<word>{})\s*(?:n°\s*)?\(?(?P<num>\d{{1,3}}(?:\.\d{{1,3}})?)\b",
+            word_alternation(&words(), true)
+        ))
+        .expect("valid");
+        references_in(&re, prose)
+            .into_iter()
+            .map(|(w, n)| (w.start(), n.end()))
+            .collect()
+    }
+
+    #[test]
+    fn the_boundary_is_checked_like_the_class_did() {
+        for t in [
+            "see Figure 3 and table 4.2",
+            "xFigure 3, Figure 4",
+            "_Table 1 (Table 2)",
+            "éFigure 1 Figure 2",
+            "Figure 1Figure 2",
+            "Tableaux 3",
+            "figure n° 5",
+            "٣Figure 2",
+        ] {
+            assert_eq!(without_class(t), with_class(t), "{t}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn the_same_references_are_found(
+            parts in proptest::collection::vec("(Figure|Fig\\.|table|Tableaux|équation|ÉQ\\.|x|é|_|٣| |\\(|n°|1|23|4\\.5|,)", 0..12)
+        ) {
+            let t = parts.concat();
+            prop_assert_eq!(without_class(&t), with_class(&t), "{}", t);
+        }
     }
 }
 

@@ -373,10 +373,8 @@ fn label_references<V>(
             end = i + c.len_utf8();
             chars.next();
         }
-        let word = prose[start..end].to_lowercase();
-        if !families.contains_key(word.as_str()) {
-            continue;
-        }
+        // The number first: most words are not followed by one, and
+        // lowercasing every word of the document costs more.
         let rest = &prose[end..];
         let digits = rest.trim_start();
         if digits.len() == rest.len() {
@@ -386,6 +384,10 @@ fn label_references<V>(
             continue;
         };
         if after.starts_with(char::is_alphanumeric) {
+            continue;
+        }
+        let word = prose[start..end].to_lowercase();
+        if !families.contains_key(word.as_str()) {
             continue;
         }
         found.push((start, prose.len() - after.len(), word, value));
