@@ -322,7 +322,8 @@ impl GatedAlternatives {
     }
 
     /// Like [`GatedAlternatives::for_text`], with the set of alternatives
-    /// in the regex (bit `i`: alternative `i`; all bits past 64 of them),
+    /// in the regex, which may hold more than `hay` needs (bit `i`:
+    /// alternative `i`; all bits past 64 of them),
     /// so that a caller whose alternatives are capture groups can tell
     /// which one matched: group `k` is the `k`-th alternative of the set.
     pub fn for_text_with_mask(&self, hay: &str) -> Option<(std::sync::Arc<Regex>, u64)> {
@@ -340,19 +341,22 @@ impl GatedAlternatives {
             .compiled
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let regex = match compiled.iter().find(|(m, _)| *m == mask) {
-            Some((_, regex)) => regex.clone(),
-            None => {
-                let pattern = if mask == u64::MAX {
-                    self.all_pattern()
-                } else {
-                    self.pattern(mask)
-                };
-                let regex = Regex::new(&pattern).ok().map(std::sync::Arc::new);
-                compiled.push((mask, regex.clone()));
-                regex
-            }
+        // A regex of more alternatives serves too (the others cannot match
+        // this text). A new one takes every alternative needed so far, so
+        // lines needing different ones do not each compile their own.
+        // Each regex compiled holds every alternative of the ones before
+        // it: the newest is the one to try.
+        if let Some((m, regex)) = compiled.last().filter(|(m, _)| mask & !m == 0) {
+            return regex.clone().map(|re| (re, *m));
+        }
+        let mask = compiled.last().map_or(mask, |(m, _)| mask | m);
+        let pattern = if mask == u64::MAX {
+            self.all_pattern()
+        } else {
+            self.pattern(mask)
         };
+        let regex = Regex::new(&pattern).ok().map(std::sync::Arc::new);
+        compiled.push((mask, regex.clone()));
         regex.map(|re| (re, mask))
     }
 
@@ -460,6 +464,15 @@ mod alternatives_tests {
             r.as_str(),
             r"(?i)\b(?:i hope (?:this|that) helps|hope (?:this|that) helps)\b"
         );
+        // A text needing another alternative gets one regex of all needed
+        // so far, which then serves the first text too.
+        let r = g.for_text("you know").expect("one alternative");
+        assert_eq!(
+            r.as_str(),
+            r"(?i)\b(?:i hope (?:this|that) helps|hope (?:this|that) helps|know)\b"
+        );
+        let again = g.for_text("hope this helps").expect("served");
+        assert_eq!(again.as_str(), r.as_str());
         assert!(same_matches(&g, "Let me know: I hope that helps, you know"));
     }
 
