@@ -30,6 +30,20 @@ fn has_ascii_fold(hay: &str) -> bool {
     })
 }
 
+/// One automaton over `needles`, ASCII letters without case (`None` if it
+/// cannot be built, which a few short needles never cause: no gate then).
+fn automaton<I, P>(needles: I) -> Option<AhoCorasick>
+where
+    I: IntoIterator<Item = P>,
+    P: AsRef<[u8]>,
+{
+    AhoCorasick::builder()
+        .ascii_case_insensitive(true)
+        .kind(Some(AhoCorasickKind::DFA))
+        .build(needles)
+        .ok()
+}
+
 /// The gate itself: which needles, and whether a text may match.
 #[derive(Debug, Clone, Default)]
 pub struct Needles {
@@ -81,14 +95,7 @@ impl Needles {
         if self.needles.is_empty() {
             return true;
         }
-        let searcher = self.searcher.get_or_init(|| {
-            AhoCorasick::builder()
-                .ascii_case_insensitive(true)
-                .kind(Some(AhoCorasickKind::DFA))
-                .build(&self.needles)
-                .ok()
-        });
-        // No automaton (it cannot fail on a few short needles): no gate.
+        let searcher = self.searcher.get_or_init(|| automaton(&self.needles));
         searcher.as_ref().map_or(true, |s| s.is_match(hay)) || has_ascii_fold(hay)
     }
 
@@ -223,9 +230,9 @@ mod tests {
 
 /// An alternation split into its alternatives, each behind its own
 /// needles. On a text, only the alternatives whose needles it holds can
-/// match; the regex of exactly those, in their order (so leftmost-first
-/// picks the same match as the whole alternation would), is compiled once
-/// per set of alternatives and kept. A big case-insensitive alternation
+/// match; a regex of those, in their order (so leftmost-first picks the
+/// same match as the whole alternation would), is compiled and kept, and
+/// grows when a later text needs more. A big case-insensitive alternation
 /// costs milliseconds to compile; the two or three alternatives a real
 /// document needs cost a fraction of that.
 #[derive(Debug)]
@@ -240,8 +247,9 @@ pub struct GatedAlternatives {
     /// The alternatives without needles: always kept.
     always: u64,
     searcher: OnceLock<Option<AhoCorasick>>,
-    /// The regexes compiled so far, by set of alternatives (a handful).
-    compiled: std::sync::Mutex<Vec<(u64, Option<std::sync::Arc<Regex>>)>>,
+    /// The regex compiled so far and its alternatives: each new one holds
+    /// every alternative of the one it replaces.
+    compiled: std::sync::Mutex<Option<(u64, Option<std::sync::Arc<Regex>>)>>,
 }
 
 impl GatedAlternatives {
@@ -262,17 +270,14 @@ impl GatedAlternatives {
     /// (an alternative with no needles is always kept). Past 64
     /// alternatives there is no gate: they are all always kept.
     pub fn from_parts(prefix: &str, alternatives: Vec<(String, Needles)>, suffix: &str) -> Self {
-        let alternatives = if alternatives.len() <= 64 {
-            alternatives
-        } else {
-            alternatives
-                .into_iter()
-                .map(|(a, _)| (a, Needles::default()))
-                .collect()
-        };
         let mut needle_masks: Vec<(String, u64)> = Vec::new();
         let mut always = 0;
-        for (i, (_, needles)) in alternatives.iter().enumerate().take(64) {
+        let gated = if alternatives.len() <= 64 {
+            alternatives.as_slice()
+        } else {
+            &[]
+        };
+        for (i, (_, needles)) in gated.iter().enumerate() {
             if needles.needles.is_empty() || needles.digit {
                 // (No alternative asks for a digit; if one did, it is kept.)
                 always |= 1 << i;
@@ -292,19 +297,16 @@ impl GatedAlternatives {
             needle_masks,
             always,
             searcher: OnceLock::new(),
-            compiled: std::sync::Mutex::new(Vec::new()),
+            compiled: std::sync::Mutex::new(None),
         }
     }
 
-    /// The pattern of the alternatives in `mask` (all of them: the whole
-    /// alternation).
+    /// The pattern of the alternatives in `mask` (`u64::MAX`: the whole
+    /// alternation, however many).
     fn pattern(&self, mask: u64) -> String {
-        let chosen: Vec<&str> = self
-            .alternatives
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| mask & (1 << i) != 0)
-            .map(|(_, (a, _))| a.as_str())
+        let chosen: Vec<&str> = alternatives_in(mask, self.alternatives.len())
+            .into_iter()
+            .filter_map(|i| self.alternatives.get(i).map(|(a, _)| a.as_str()))
             .collect();
         format!("{}(?:{}){}", self.prefix, chosen.join("|"), self.suffix)
     }
@@ -312,7 +314,7 @@ impl GatedAlternatives {
     /// The whole alternation's pattern.
     #[cfg(test)]
     pub fn whole_pattern(&self) -> String {
-        self.all_pattern()
+        self.pattern(u64::MAX)
     }
 
     /// The regex of the alternatives that may match `hay`, or `None` when
@@ -344,19 +346,14 @@ impl GatedAlternatives {
         // A regex of more alternatives serves too (the others cannot match
         // this text). A new one takes every alternative needed so far, so
         // lines needing different ones do not each compile their own.
-        // Each regex compiled holds every alternative of the ones before
-        // it: the newest is the one to try.
-        if let Some((m, regex)) = compiled.last().filter(|(m, _)| mask & !m == 0) {
+        if let Some((m, regex)) = compiled.as_ref().filter(|(m, _)| mask & !m == 0) {
             return regex.clone().map(|re| (re, *m));
         }
-        let mask = compiled.last().map_or(mask, |(m, _)| mask | m);
-        let pattern = if mask == u64::MAX {
-            self.all_pattern()
-        } else {
-            self.pattern(mask)
-        };
-        let regex = Regex::new(&pattern).ok().map(std::sync::Arc::new);
-        compiled.push((mask, regex.clone()));
+        let mask = compiled.as_ref().map_or(mask, |(m, _)| mask | m);
+        let regex = Regex::new(&self.pattern(mask))
+            .ok()
+            .map(std::sync::Arc::new);
+        *compiled = Some((mask, regex.clone()));
         regex.map(|re| (re, mask))
     }
 
@@ -370,13 +367,9 @@ impl GatedAlternatives {
         if has_ascii_fold(hay) {
             return all;
         }
-        let searcher = self.searcher.get_or_init(|| {
-            AhoCorasick::builder()
-                .ascii_case_insensitive(true)
-                .kind(Some(AhoCorasickKind::DFA))
-                .build(self.needle_masks.iter().map(|(n, _)| n))
-                .ok()
-        });
+        let searcher = self
+            .searcher
+            .get_or_init(|| automaton(self.needle_masks.iter().map(|(n, _)| n)));
         let Some(searcher) = searcher else {
             return all;
         };
@@ -408,12 +401,6 @@ impl GatedAlternatives {
                     .collect::<Vec<_>>(),
             )
         })
-    }
-
-    /// Every alternative's pattern, however many.
-    fn all_pattern(&self) -> String {
-        let all: Vec<&str> = self.alternatives.iter().map(|(a, _)| a.as_str()).collect();
-        format!("{}(?:{}){}", self.prefix, all.join("|"), self.suffix)
     }
 }
 
