@@ -269,6 +269,8 @@ pub struct Evaluation<'a> {
     pub documents: &'a [PlantedDoc],
     /// Each model's reviews.
     pub models: &'a [ModelRuns],
+    /// Their scores ([`rows`] of each model, in model order).
+    pub rows: &'a [Row],
     /// Reviews that failed, as messages.
     pub failed: &'a [String],
     /// The page's generator (the tool and its version).
@@ -296,7 +298,7 @@ fn status_name(status: DefectStatus) -> &'static str {
 /// planted defect with what each model made of it. Every text that comes
 /// from a document, a model name or an error is escaped.
 pub fn html(eval: &Evaluation<'_>) -> String {
-    let rows: Vec<Row> = eval.models.iter().flat_map(rows).collect();
+    let rows = eval.rows;
     let mut b = String::new();
     let defects: usize = eval.documents.iter().map(|d| d.defects.len()).sum();
     let _ = writeln!(
@@ -322,7 +324,7 @@ pub fn html(eval: &Evaluation<'_>) -> String {
     b.push_str("<h2 id=\"scores\">Scores</h2>\n");
     b.push_str("<p>Recall: defects fixed of those planted. Precision: proposed changes that fixed a defect. Harmful: changes where nothing was planted, by what the guards did with them; <strong>silent</strong> harm (applied as a quiet fix) must be 0.</p>\n");
     b.push_str("<table><thead><tr><th>model</th><th>lang</th><th>defects</th><th>fixed</th><th>partly</th><th>missed</th><th>recall</th><th>precision</th><th>changes</th><th>harmful</th><th>refused</th><th>flagged</th><th>silent</th><th>notes</th><th>calls</th><th>tokens</th><th>seconds</th><th>tokens/s</th></tr></thead><tbody>\n");
-    for r in &rows {
+    for r in rows {
         let _ = write!(
             b,
             "<tr><td>{}</td><td>{}</td>",
@@ -359,7 +361,7 @@ pub fn html(eval: &Evaluation<'_>) -> String {
         let _ = write!(b, "<th>{}</th>", kind.as_str());
     }
     b.push_str("</tr></thead><tbody>\n");
-    for r in &rows {
+    for r in rows {
         let _ = write!(
             b,
             "<tr><td>{}</td><td>{}</td>",
@@ -389,7 +391,7 @@ pub fn html(eval: &Evaluation<'_>) -> String {
         let _ = write!(b, "<th>{}</th>", escape(l));
     }
     b.push_str("<th>degenerate</th></tr></thead><tbody>\n");
-    for r in &rows {
+    for r in rows {
         let _ = write!(
             b,
             "<tr><td>{}</td><td>{}</td>",
@@ -569,6 +571,7 @@ mod tests {
             samples: 4,
             documents: std::slice::from_ref(&doc),
             models: &models,
+            rows: &models.iter().flat_map(rows).collect::<Vec<_>>(),
             failed: &failed,
             generator: "koas test",
         });

@@ -368,6 +368,7 @@ pub fn execute(global: &HostOptions, args: EvalArgs) -> anyhow::Result<ExitStatu
             samples: args.samples,
             documents: &documents,
             models: &measured,
+            rows: &all,
             failed: &failed,
             generator: concat!("koas ", env!("CARGO_PKG_VERSION")),
         });
