@@ -64,13 +64,43 @@ fn op(line: usize, before: &str, after: &str, kind: &str) -> Value {
            "kind": kind, "severity": "minor", "rationale": "fix"})
 }
 
-fn eval(s: &Scratch, m: &ScriptedModel) -> Value {
-    let mut args = vec!["llm".to_owned(), "eval".to_owned(), "--json".to_owned()];
-    args.extend(["--seed", "3", "--samples", "4"].map(str::to_owned));
+/// The smallest fix of every planted defect: (planted words, true words).
+fn fixes() -> Vec<(String, String)> {
+    planted()
+        .iter()
+        .flat_map(|d| d.defects.iter().map(|x| span(&x.planted, &x.truth)))
+        .collect()
+}
+
+/// A model that fixes every planted defect it is shown, giving `line` as
+/// the line of each fix.
+fn fixer(line: usize) -> ScriptedModel {
+    let fixes = fixes();
+    edit_model(move |chunk| {
+        fixes
+            .iter()
+            .filter(|(planted, _)| chunk.contains(planted.as_str()))
+            .map(|(planted, truth)| op(line, planted, truth, "typo"))
+            .collect()
+    })
+}
+
+/// `koas llm eval --seed 3 --samples 4 EXTRA…` against `m`; it must succeed.
+fn run_eval(s: &Scratch, m: &ScriptedModel, extra: &[&str]) -> std::process::Output {
+    let mut args: Vec<String> = ["llm", "eval", "--seed", "3", "--samples", "4"]
+        .iter()
+        .chain(extra)
+        .map(|a| (*a).to_owned())
+        .collect();
     args.extend(llm_flags(m, 2));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let out = s.koas(&args);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    out
+}
+
+fn eval(s: &Scratch, m: &ScriptedModel) -> Value {
+    let out = run_eval(s, m, &["--json"]);
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("JSON: {e}\n{}", stderr(&out)))
 }
 
@@ -83,20 +113,9 @@ fn total(v: &Value, key: &str) -> u64 {
 #[test]
 fn a_perfect_fixer_fixes_everything_and_harms_nothing() {
     let docs = planted();
-    let fixes: Vec<(String, String)> = docs
-        .iter()
-        .flat_map(|d| d.defects.iter().map(|x| span(&x.planted, &x.truth)))
-        .collect();
-    let defects = fixes.len() as u64;
+    let defects = fixes().len() as u64;
     assert!(defects >= 6, "{defects}");
-    let fixes_for_model = fixes.clone();
-    let m = edit_model(move |chunk| {
-        fixes_for_model
-            .iter()
-            .filter(|(planted, _)| chunk.contains(planted.as_str()))
-            .map(|(planted, truth)| op(1, planted, truth, "typo"))
-            .collect()
-    });
+    let m = fixer(1);
     let s = Scratch::new();
     let v = eval(&s, &m);
     assert_eq!(total(&v, "defects"), defects, "{v:#}");
@@ -128,15 +147,18 @@ fn a_perfect_fixer_fixes_everything_and_harms_nothing() {
 
     // Two models side by side (the first one's reviews reused), as a
     // table and an HTML page.
-    let mut args: Vec<String> = ["llm", "eval", "--seed", "3", "--samples", "4"]
-        .map(str::to_owned)
-        .to_vec();
-    args.extend(["--model", "scripted", "--model", "other"].map(str::to_owned));
-    args.extend(["--html".to_owned(), "out/eval.html".to_owned()]);
-    args.extend(llm_flags(&m, 2));
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let out = s.koas(&args);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = run_eval(
+        &s,
+        &m,
+        &[
+            "--model",
+            "scripted",
+            "--model",
+            "other",
+            "--html",
+            "out/eval.html",
+        ],
+    );
     assert!(m.calls() > calls, "the second model was asked");
     let table = String::from_utf8_lossy(&out.stdout);
     for model in ["scripted", "other"] {
@@ -177,20 +199,9 @@ fn a_perfect_fixer_fixes_everything_and_harms_nothing() {
 
 #[test]
 fn wrong_line_numbers_careless_changes_and_prose_only() {
-    let docs = planted();
-    let fixes: Vec<(String, String)> = docs
-        .iter()
-        .flat_map(|d| d.defects.iter().map(|x| span(&x.planted, &x.truth)))
-        .collect();
-    let defects = fixes.len() as u64;
+    let defects = fixes().len() as u64;
     // Right text, wrong line numbers: the ops still land.
-    let f = fixes.clone();
-    let lost = edit_model(move |chunk| {
-        f.iter()
-            .filter(|(planted, _)| chunk.contains(planted.as_str()))
-            .map(|(planted, truth)| op(400, planted, truth, "typo"))
-            .collect()
-    });
+    let lost = fixer(400);
     let v = eval(&Scratch::new(), &lost);
     assert!(total(&v, "fixed") >= defects - 1, "{v:#}");
 
