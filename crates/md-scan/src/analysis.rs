@@ -16,6 +16,7 @@ use crate::ScanError;
 use koas_review_schema::findings::{sort_findings, Finding};
 use koas_review_schema::fingerprint::ChunkFingerprints;
 use koas_review_schema::numbering::RenumberOp;
+use rayon::prelude::*;
 
 /// Findings plus the warnings met while producing them (e.g. an unknown
 /// kind in a suppression comment).
@@ -165,7 +166,18 @@ impl Checker {
     /// Stage 1 and both Stage 2 checks on one document, in-process, then
     /// the project's disabled kinds and severities applied.
     pub fn check(&self, text: &str) -> Result<ScanOutput, ScanError> {
-        let stage1 = Stage1Artifacts::compute(text);
+        // The regexes this text may need are compiled while Stage 1 runs:
+        // on another core, and before the detectors ask for them (the
+        // costliest first). Compiling changes no result.
+        let mut warm = Vec::new();
+        self.scan.warm(text, &mut warm);
+        self.control.warm(text, &mut warm);
+        crate::words::warm(text, &mut warm);
+        crate::markdown::warm(text, &mut warm);
+        let (stage1, ()) = rayon::join(
+            || Stage1Artifacts::compute(text),
+            || warm.par_iter().for_each(|job| job()),
+        );
         let doc = Document::new(stage1.view(text))?;
         let suppressions = Suppressions::parse(&doc);
         // Both checks read the same document and nothing else: in parallel.

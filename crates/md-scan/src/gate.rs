@@ -161,6 +161,19 @@ impl Gated {
             .as_ref()
     }
 
+    /// Whether `text` holds one of the needles (the regex may match it).
+    pub fn may_match(&self, text: &str) -> bool {
+        self.needles.may_match(text)
+    }
+
+    /// Compiles the regex now if `text` (a whole document) may need it,
+    /// so that it is ready when the first line that does is read.
+    pub fn warm(&self, text: &str) {
+        if self.regex.get().is_none() && self.needles.may_match(text) {
+            self.regex.get_or_init(|| Regex::new(&self.pattern).ok());
+        }
+    }
+
     /// Whether the regex has been compiled (for tests).
     #[cfg(test)]
     pub fn compiled(&self) -> bool {
@@ -227,6 +240,11 @@ mod tests {
         }
     }
 }
+
+/// One piece of work that compiles, ahead of time, regexes a document
+/// will need (see [`crate::analysis::Checker::check`]): compiling changes
+/// no result, only when the time is spent.
+pub type Warm<'a> = Box<dyn Fn() + Send + Sync + 'a>;
 
 /// An alternation split into its alternatives, each behind its own
 /// needles. On a text, only the alternatives whose needles it holds can
@@ -329,11 +347,23 @@ impl GatedAlternatives {
     /// so that a caller whose alternatives are capture groups can tell
     /// which one matched: group `k` is the `k`-th alternative of the set.
     pub fn for_text_with_mask(&self, hay: &str) -> Option<(std::sync::Arc<Regex>, u64)> {
-        let mask = if self.alternatives.len() > 64 {
-            u64::MAX
-        } else {
-            self.mask_for(hay)
-        };
+        self.regex_for(self.mask_for(hay))
+    }
+
+    /// Compiles now the regex of every alternative `text` (a whole
+    /// document) may need: the lines then find it ready, and it is one
+    /// regex, not one more each time a line needs a new alternative.
+    pub fn warm(&self, text: &str) {
+        self.regex_for(self.mask_for(text));
+    }
+
+    /// The regex for the alternatives in `mask` (one already compiled for
+    /// more serves too), with the alternatives it holds, or `None` when
+    /// `mask` is empty. A caller that knows every alternative a document
+    /// needs ([`GatedAlternatives::mask_for`] of each line) compiles one
+    /// regex, instead of one more each time a line needs an alternative
+    /// the regex so far lacks (each costs about as much as the whole).
+    pub fn regex_for(&self, mask: u64) -> Option<(std::sync::Arc<Regex>, u64)> {
         if mask == 0 {
             return None;
         }
@@ -357,8 +387,12 @@ impl GatedAlternatives {
         regex.map(|re| (re, mask))
     }
 
-    /// The alternatives that may match `hay`.
-    fn mask_for(&self, hay: &str) -> u64 {
+    /// The alternatives that may match `hay` (bit `i`: alternative `i`;
+    /// all bits past 64 of them).
+    pub fn mask_for(&self, hay: &str) -> u64 {
+        if self.alternatives.len() > 64 {
+            return u64::MAX;
+        }
         let all = if self.alternatives.len() >= 64 {
             u64::MAX
         } else {

@@ -80,6 +80,18 @@ fn options() -> Options {
 static HEADING_ID: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new(r"\{[^{}]*#([^\s{}#]+)[^{}]*\}\s*#*\s*$").ok());
 
+/// Compiles ahead the ID regexes `text` may need.
+pub(crate) fn warm<'a>(text: &'a str, jobs: &mut Vec<crate::gate::Warm<'a>>) {
+    if text.contains('{') {
+        jobs.push(Box::new(|| {
+            LazyLock::force(&HEADING_ID);
+        }));
+        jobs.push(Box::new(|| {
+            LazyLock::force(&ATTR_ID);
+        }));
+    }
+}
+
 /// The explicit ID of a heading's text, if it has one.
 pub fn heading_id(text: &str) -> Option<&str> {
     HEADING_ID

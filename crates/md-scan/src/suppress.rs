@@ -51,15 +51,16 @@ impl Suppressions {
     /// Reads the directives of a document.
     pub fn parse(doc: &Document<'_>) -> Suppressions {
         let mut out = Suppressions::default();
-        let Some(re) = DIRECTIVE.as_ref() else {
-            return out;
-        };
         let n = doc.line_count();
         for line in 1..=n {
             let text = doc.line(line);
             if !text.contains("koas-") {
                 continue;
             }
+            // Compiled only for a document that has a directive.
+            let Some(re) = DIRECTIVE.as_ref() else {
+                return out;
+            };
             if matches!(
                 doc.block_kind(line),
                 Some(

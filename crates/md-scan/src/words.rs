@@ -18,6 +18,15 @@ static NOT_PROSE: LazyLock<Option<Regex>> = LazyLock::new(|| {
         .ok()
 });
 
+/// Compiles ahead the markup regex when `text` may need it.
+pub(crate) fn warm<'a>(text: &'a str, jobs: &mut Vec<crate::gate::Warm<'a>>) {
+    if text.contains(['(', '<', '{', '[', ':']) {
+        jobs.push(Box::new(|| {
+            LazyLock::force(&NOT_PROSE);
+        }));
+    }
+}
+
 /// `line` with the markup that is not prose blanked byte for byte
 /// (offsets and UTF-8 stay valid).
 pub fn mask_markup(line: &str) -> Cow<'_, str> {

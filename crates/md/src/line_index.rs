@@ -29,11 +29,9 @@ impl<'a> LineIndex<'a> {
         let mut starts = Vec::with_capacity(bytes.len() / 40 + 1);
         if bytes.len() > bom_len {
             starts.push(bom_len);
-            for (i, &b) in bytes.iter().enumerate().skip(bom_len) {
-                if b == b'\n' && i + 1 < bytes.len() {
-                    starts.push(i + 1);
-                }
-            }
+            // A newline that ends the text starts no line.
+            let body = &bytes[..bytes.len() - 1];
+            starts.extend(memchr::memchr_iter(b'\n', &body[bom_len..]).map(|i| bom_len + i + 1));
         }
         LineIndex {
             text,
@@ -217,6 +215,30 @@ impl ColumnCursor {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The line starts are those of a byte-by-byte reading: after the
+        /// BOM, then after every newline that does not end the text.
+        #[test]
+        fn line_starts_are_those_of_a_byte_by_byte_reading(
+            text in "(\u{feff})?[a\n\r é]{0,40}"
+        ) {
+            let idx = LineIndex::new(&text);
+            let bom = idx.bom_len();
+            let bytes = text.as_bytes();
+            let mut expected = Vec::new();
+            if bytes.len() > bom {
+                expected.push(bom);
+                for (i, &b) in bytes.iter().enumerate().skip(bom) {
+                    if b == b'\n' && i + 1 < bytes.len() {
+                        expected.push(i + 1);
+                    }
+                }
+            }
+            prop_assert_eq!(&idx.starts, &expected);
+        }
+    }
 
     #[test]
     fn counts_lines_with_and_without_final_newline() {

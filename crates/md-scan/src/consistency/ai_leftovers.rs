@@ -26,7 +26,7 @@ use super::KERNEL;
 use crate::config::ScanConfig;
 use crate::document::Document;
 use crate::evidence::around;
-use crate::gate::{Gated, GatedAlternatives, Needles};
+use crate::gate::{Gated, GatedAlternatives, Needles, Warm};
 use crate::quotes::{is_quoted, quoted_ranges};
 use crate::ScanError;
 use koas_review_schema::findings::{Finding, FindingKind, Severity};
@@ -274,6 +274,14 @@ fn content_start(line: &str) -> usize {
             }
             _ => return i,
         }
+    }
+}
+
+/// Compiles ahead the signal regexes `text` may need (one per signal,
+/// whatever the lines that need it).
+pub(crate) fn warm<'a>(text: &'a str, jobs: &mut Vec<Warm<'a>>) {
+    for (_, alternatives) in SIGNALS.iter() {
+        jobs.push(Box::new(move || alternatives.warm(text)));
     }
 }
 

@@ -20,6 +20,7 @@ mod terminology;
 
 use crate::config::ScanConfig;
 use crate::document::Document;
+use crate::gate::Warm;
 use crate::markdown::MarkdownFacts;
 use crate::tables::Table;
 use crate::ScanError;
@@ -70,6 +71,16 @@ impl ConsistencyScan {
     }
 
     /// Runs every detector; findings are unsorted and not yet located.
+    /// Compiles ahead, as pieces of work, the regexes `text` may need.
+    pub fn warm<'a>(&'a self, text: &'a str, jobs: &mut Vec<Warm<'a>>) {
+        if self.config.terminology_drift {
+            self.terms.warm(text, jobs);
+        }
+        numeric_claims::warm(text, jobs);
+        references::warm(text, jobs);
+        ai_leftovers::warm(text, jobs);
+    }
+
     pub fn run(&self, doc: &Document<'_>, facts: &MarkdownFacts, tables: &[Table]) -> Vec<Finding> {
         // The detectors are independent: they run in parallel (on the
         // threads the caller's work leaves free), and their findings are

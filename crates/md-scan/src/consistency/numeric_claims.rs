@@ -27,6 +27,7 @@ use super::KERNEL;
 use crate::config::ScanConfig;
 use crate::document::Document;
 use crate::evidence::around;
+use crate::gate::Warm;
 use crate::markdown::MarkdownFacts;
 use crate::numbers::number_word;
 use crate::tables::Table;
@@ -47,6 +48,22 @@ static NUMBER: LazyLock<Option<Regex>> = LazyLock::new(|| {
 
 static WORD: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new(r"^[\s*_]*([\p{L}][\p{L}'’-]*)").ok());
+
+/// Compiles ahead the number regex (any document with prose reads it)
+/// and, for text beyond ASCII, the word one.
+pub(crate) fn warm<'a>(text: &'a str, jobs: &mut Vec<Warm<'a>>) {
+    if text.is_empty() {
+        return;
+    }
+    jobs.push(Box::new(|| {
+        LazyLock::force(&NUMBER);
+    }));
+    if !text.is_ascii() {
+        jobs.push(Box::new(|| {
+            LazyLock::force(&WORD);
+        }));
+    }
+}
 
 /// What [`WORD`] matches at the start of `text`: the end of the whole
 /// match and the word. ASCII text is read by hand (compiling `\p{L}`

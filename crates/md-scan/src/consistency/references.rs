@@ -11,7 +11,7 @@ use super::KERNEL;
 use crate::config::ScanConfig;
 use crate::document::Document;
 use crate::evidence::around;
-use crate::gate::{Gated, Needles};
+use crate::gate::{Gated, Needles, Warm};
 use crate::quotes::{is_quoted, quoted_ranges};
 use koas_review_schema::findings::{Finding, FindingKind};
 use regex::Regex;
@@ -26,6 +26,19 @@ static REFERENCE: LazyLock<Gated> = LazyLock::new(|| {
         Needles::new(&["sect", "§", "voir", "cf"]),
     )
 });
+
+/// Compiles ahead what a document that may hold references needs.
+pub(crate) fn warm<'a>(text: &'a str, jobs: &mut Vec<Warm<'a>>) {
+    jobs.push(Box::new(move || REFERENCE.warm(text)));
+    if REFERENCE.may_match(text) {
+        jobs.push(Box::new(|| {
+            LazyLock::force(&LINK);
+        }));
+        jobs.push(Box::new(|| {
+            LazyLock::force(&OTHER_DOCUMENT);
+        }));
+    }
+}
 
 static OTHER_DOCUMENT: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new(r"^\s*(?:of|de|du|des|d['’])(?:\s|$)").ok());

@@ -8,7 +8,7 @@ use super::KERNEL;
 use crate::config::ScanConfig;
 use crate::document::Document;
 use crate::evidence::around;
-use crate::gate::{alternatives_in, GatedAlternatives, Needles};
+use crate::gate::{alternatives_in, GatedAlternatives, Needles, Warm};
 use crate::quotes::{is_quoted, quoted_ranges};
 use crate::words::{at_word_boundaries, in_identifier, mask_markup};
 use crate::ScanError;
@@ -93,6 +93,13 @@ impl Terminology {
         })
     }
 
+    /// Compiles ahead the regex of the forms `text` may hold.
+    pub(crate) fn warm<'a>(&'a self, text: &'a str, jobs: &mut Vec<Warm<'a>>) {
+        if let Some(re) = &self.regex {
+            jobs.push(Box::new(move || re.warm(text)));
+        }
+    }
+
     /// Reports every (section, pair) where both forms are used.
     pub fn detect(&self, doc: &Document<'_>, out: &mut Vec<Finding>) {
         let Some(re) = &self.regex else { return };
@@ -105,17 +112,28 @@ impl Terminology {
             ranges.push((1, first_heading - 1));
         }
         ranges.extend(sections.iter().map(|s| (s.line_start, s.body_line_end)));
-        for (start, end) in ranges {
+        // The lines that may hold a form, with the forms each may hold;
+        // one regex is compiled for them all.
+        let lines: Vec<Vec<(u32, &str, u64)>> = ranges
+            .iter()
+            .map(|&(start, end)| {
+                (start..=end.min(doc.line_count()))
+                    .filter_map(|line| {
+                        let prose = doc.prose(line)?;
+                        let mask = re.mask_for(prose);
+                        (mask != 0).then_some((line, prose, mask))
+                    })
+                    .collect()
+            })
+            .collect();
+        let Some((re, mask)) = re.regex_for(lines.iter().flatten().fold(0, |m, l| m | l.2)) else {
+            return;
+        };
+        // Group k of the regex is the k-th form it was built from.
+        let in_regex = alternatives_in(mask, self.group_form.len());
+        for range in lines {
             let mut usage = vec![Usage::default(); self.pairs.len() * 2];
-            for line in start..=end.min(doc.line_count()) {
-                let Some(prose) = doc.prose(line) else {
-                    continue;
-                };
-                let Some((re, mask)) = re.for_text_with_mask(prose) else {
-                    continue;
-                };
-                // Group k of this regex is the k-th form it was built from.
-                let in_regex = alternatives_in(mask, self.group_form.len());
+            for (line, prose, _) in range {
                 if !re.is_match(prose) {
                     continue;
                 }

@@ -12,7 +12,7 @@ use super::KERNEL;
 use crate::config::NumberingConfig;
 use crate::document::Document;
 use crate::evidence::around;
-use crate::gate::{Gated, Needles};
+use crate::gate::{Gated, Needles, Warm};
 use crate::ScanError;
 use koas_review_schema::findings::{Finding, FindingKind};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -237,6 +237,17 @@ impl CaptionScan {
             reference,
             words,
         })
+    }
+
+    /// Compiles ahead the caption and reference patterns `text` may need.
+    pub fn warm<'a>(&'a self, text: &'a str, jobs: &mut Vec<Warm<'a>>) {
+        jobs.push(Box::new(move || self.reference.warm(text)));
+        jobs.push(Box::new(move || self.caption.warm(text)));
+        if self.reference.may_match(text) {
+            jobs.push(Box::new(|| {
+                LazyLock::force(&WORD_CHARS);
+            }));
+        }
     }
 
     fn kind_of(&self, word: &str) -> Option<CaptionKind> {

@@ -58,6 +58,11 @@ impl NumberingControl {
     }
 
     /// Runs every numbering check the config enables.
+    /// Compiles ahead, as pieces of work, the regexes `text` may need.
+    pub fn warm<'a>(&'a self, text: &'a str, jobs: &mut Vec<crate::gate::Warm<'a>>) {
+        self.captions.warm(text, jobs);
+    }
+
     pub fn run(&self, doc: &Document<'_>) -> NumberingReport {
         let mut report = NumberingReport::default();
         if self.config.check_heading_levels {
