@@ -99,6 +99,33 @@ impl Needles {
         searcher.as_ref().map_or(true, |s| s.is_match(hay)) || has_ascii_fold(hay)
     }
 
+    /// The lines of `text` (a whole document) that hold a needle, each
+    /// once, in order: one pass over the text, however many needles.
+    /// `None` when every text passes (no needles, or no automaton).
+    pub fn lines_with_match<'t>(&self, text: &'t str) -> Option<Vec<&'t str>> {
+        if self.needles.is_empty() {
+            return None;
+        }
+        let searcher = self
+            .searcher
+            .get_or_init(|| automaton(&self.needles))
+            .as_ref()?;
+        let mut lines = Vec::new();
+        let mut next = 0;
+        for m in searcher.find_iter(text) {
+            if m.start() < next {
+                continue;
+            }
+            let start = text[..m.start()].rfind('\n').map_or(0, |i| i + 1);
+            let end = text[m.start()..]
+                .find('\n')
+                .map_or(text.len(), |i| m.start() + i);
+            lines.push(&text[start..end]);
+            next = end;
+        }
+        Some(lines)
+    }
+
     /// The longest run of ASCII letters and digits of each term: every
     /// match of a pattern built from the terms' words (kept literally,
     /// matched case-insensitively) contains one. A term with no such run
@@ -353,8 +380,60 @@ impl GatedAlternatives {
     /// Compiles now the regex of every alternative `text` (a whole
     /// document) may need: the lines then find it ready, and it is one
     /// regex, not one more each time a line needs a new alternative.
+    ///
+    /// The alternatives are those of the needles a plain search finds: on
+    /// a whole document, an overlapping search (which [`mask_for`] needs
+    /// on a line, where a needle inside another must count) reads every
+    /// byte and costs more than the compile it prepares. A needle it
+    /// misses only means a line compiles a larger regex later.
+    ///
+    /// [`mask_for`]: GatedAlternatives::mask_for
     pub fn warm(&self, text: &str) {
-        self.regex_for(self.mask_for(text));
+        // Once one is compiled (an earlier document of this run), the
+        // lines grow it as they need: a pass over every later document
+        // would cost more than it saves.
+        if self.compiled_any() {
+            return;
+        }
+        let all = self.all();
+        if self.alternatives.len() > 64 || has_ascii_fold(text) {
+            self.regex_for(all);
+            return;
+        }
+        let Some(searcher) = self
+            .searcher
+            .get_or_init(|| automaton(self.needle_masks.iter().map(|(n, _)| n)))
+        else {
+            self.regex_for(all);
+            return;
+        };
+        let mut mask = self.always;
+        for m in searcher.find_iter(text) {
+            if let Some((_, bits)) = self.needle_masks.get(m.pattern().as_usize()) {
+                mask |= bits;
+            }
+            if mask == all {
+                break;
+            }
+        }
+        self.regex_for(mask);
+    }
+
+    /// Whether a regex has been compiled (or failed to).
+    pub fn compiled_any(&self) -> bool {
+        self.compiled
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .is_some()
+    }
+
+    /// Every alternative (all bits past 64 of them).
+    fn all(&self) -> u64 {
+        if self.alternatives.len() >= 64 {
+            u64::MAX
+        } else {
+            (1u64 << self.alternatives.len()) - 1
+        }
     }
 
     /// The regex for the alternatives in `mask` (one already compiled for
@@ -393,11 +472,7 @@ impl GatedAlternatives {
         if self.alternatives.len() > 64 {
             return u64::MAX;
         }
-        let all = if self.alternatives.len() >= 64 {
-            u64::MAX
-        } else {
-            (1u64 << self.alternatives.len()) - 1
-        };
+        let all = self.all();
         if has_ascii_fold(hay) {
             return all;
         }
@@ -497,10 +572,55 @@ mod alternatives_tests {
         assert!(same_matches(&g, "Let me know: I hope that helps, you know"));
     }
 
+    #[test]
+    fn warming_compiles_once_what_the_text_needs() {
+        let g = offer();
+        g.warm("nothing here\nat all");
+        assert!(!g.compiled_any(), "no needle, nothing compiled");
+        g.warm("first line\nyou know\nlet me know");
+        let r = g.for_text("you know").expect("compiled");
+        assert_eq!(
+            r.as_str(),
+            r"(?i)\b(?:let me know|know)\b",
+            "the alternatives of the whole text"
+        );
+        // A later text does not scan again: its lines grow the regex.
+        g.warm("I hope this helps");
+        assert_eq!(g.for_text("know").expect("compiled").as_str(), r.as_str());
+        assert!(same_matches(&g, "I hope this helps, you know"));
+    }
+
+    #[test]
+    fn lines_with_a_needle_are_each_given_once() {
+        let n = Needles::new(&["know", "hope"]);
+        assert_eq!(
+            n.lines_with_match("a\nI hope you know\nb\nKNOW")
+                .expect("needles"),
+            vec!["I hope you know", "KNOW"]
+        );
+        assert_eq!(n.lines_with_match("").expect("needles"), Vec::<&str>::new());
+        assert_eq!(Needles::default().lines_with_match("x"), None);
+    }
+
     proptest! {
         #[test]
         fn split_matches_equal_the_whole(hay in "(I |hope |this |that |helps|let me |know|,| ){0,12}") {
             prop_assert!(same_matches(&offer(), &hay));
+        }
+
+        /// Whatever a document warmed, each of its lines finds what the
+        /// whole alternation finds.
+        #[test]
+        fn warmed_matches_equal_the_whole(
+            doc in "(I |hope |this |that |helps|let me |know|,| |\n){0,30}",
+            hay in "(I |hope |this |that |helps|let me |know|,| ){0,12}",
+        ) {
+            let g = offer();
+            g.warm(&doc);
+            for line in doc.lines() {
+                prop_assert!(same_matches(&g, line));
+            }
+            prop_assert!(same_matches(&g, &hay));
         }
     }
 }

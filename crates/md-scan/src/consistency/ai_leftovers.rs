@@ -30,6 +30,7 @@ use crate::gate::{Gated, GatedAlternatives, Needles, Warm};
 use crate::quotes::{is_quoted, quoted_ranges};
 use crate::ScanError;
 use koas_review_schema::findings::{Finding, FindingKind, Severity};
+use rayon::prelude::*;
 use regex::Regex;
 use std::sync::LazyLock;
 
@@ -279,10 +280,34 @@ fn content_start(line: &str) -> usize {
 
 /// Compiles ahead the signal regexes `text` may need (one per signal,
 /// whatever the lines that need it).
+///
+/// The alternatives come from the lines that hold a signal word, found in
+/// one pass over the text (a pass per signal over a large document costs
+/// more than the compiles it prepares). A line holding `ſ` or the Kelvin
+/// sign and no ASCII signal word is not among them: the line that needs
+/// it compiles a larger regex later.
 pub(crate) fn warm<'a>(text: &'a str, jobs: &mut Vec<Warm<'a>>) {
-    for (_, alternatives) in SIGNALS.iter() {
-        jobs.push(Box::new(move || alternatives.warm(text)));
+    // A later document of the run finds the regexes of the earlier ones.
+    if SIGNALS.iter().any(|(_, a)| a.compiled_any()) {
+        return;
     }
+    jobs.push(Box::new(move || {
+        let lines = SIGNAL_WORDS
+            .as_ref()
+            .and_then(|words| words.lines_with_match(text));
+        let Some(lines) = lines else {
+            SIGNALS
+                .par_iter()
+                .for_each(|(_, alternatives)| alternatives.warm(text));
+            return;
+        };
+        SIGNALS.par_iter().for_each(|(_, alternatives)| {
+            let mask = lines
+                .iter()
+                .fold(0, |m, line| m | alternatives.mask_for(line));
+            alternatives.regex_for(mask);
+        });
+    }));
 }
 
 /// The compiled configured patterns.
