@@ -82,8 +82,9 @@ fn consistency_on(
     doc: &Document<'_>,
     scan: &ConsistencyScan,
     suppressions: &Suppressions,
+    parsed: Option<markdown::ParsedFacts>,
 ) -> Vec<Finding> {
-    let facts = markdown::collect(doc);
+    let facts = markdown::collect_with(doc, parsed);
     let tables = find_tables(doc);
     finish(doc, suppressions, scan.run(doc, &facts, &tables))
 }
@@ -109,7 +110,7 @@ pub fn consistency_scan(
     let doc = Document::new(view)?;
     let suppressions = Suppressions::parse(&doc);
     Ok(ScanOutput {
-        findings: consistency_on(&doc, &scan, &suppressions),
+        findings: consistency_on(&doc, &scan, &suppressions, None),
         warnings: suppression_warnings(&suppressions),
         unknown_kinds: suppressions.unknown_kinds.clone(),
     })
@@ -166,23 +167,28 @@ impl Checker {
     /// Stage 1 and both Stage 2 checks on one document, in-process, then
     /// the project's disabled kinds and severities applied.
     pub fn check(&self, text: &str) -> Result<ScanOutput, ScanError> {
-        // The regexes this text may need are compiled while Stage 1 runs:
-        // on another core, and before the detectors ask for them (the
-        // costliest first). Compiling changes no result.
+        // While Stage 1 runs, the other core compiles the regexes this text
+        // may need (before the detectors ask for them; compiling changes
+        // no result) and reads what the parser alone tells of the text.
         let mut warm = Vec::new();
         self.scan.warm(text, &mut warm);
         self.control.warm(text, &mut warm);
         crate::words::warm(text, &mut warm);
         crate::markdown::warm(text, &mut warm);
-        let (stage1, ()) = rayon::join(
+        let (stage1, ((), parsed)) = rayon::join(
             || Stage1Artifacts::compute(text),
-            || warm.par_iter().for_each(|job| job()),
+            || {
+                rayon::join(
+                    || warm.par_iter().for_each(|job| job()),
+                    || markdown::parse_facts(text),
+                )
+            },
         );
         let doc = Document::new(stage1.view(text))?;
         let suppressions = Suppressions::parse(&doc);
         // Both checks read the same document and nothing else: in parallel.
         let (mut findings, numbering) = rayon::join(
-            || consistency_on(&doc, &self.scan, &suppressions),
+            || consistency_on(&doc, &self.scan, &suppressions, Some(parsed)),
             || numbering_on(&doc, &self.control, &suppressions).0,
         );
         findings.extend(numbering);

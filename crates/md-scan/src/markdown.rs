@@ -4,6 +4,7 @@
 //! attributes, headings nested in block quotes or lists).
 
 use crate::document::Document;
+use koas_md::LineIndex;
 use koas_review_schema::stage1::{BlockKind, LineNo};
 use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 use regex::Regex;
@@ -154,16 +155,38 @@ fn body_start(doc: &Document<'_>) -> usize {
 
 /// Collects paragraphs, fragment links and extra anchors.
 pub fn collect(doc: &Document<'_>) -> MarkdownFacts {
-    let text = doc.stage1.text;
+    collect_with(doc, None)
+}
+
+/// What the parser alone tells of a text (its paragraphs, fragment links,
+/// lists, and the anchors of its HTML and nested headings), with the
+/// offset where its body was taken to start. It needs no Stage 1, so it
+/// is read while Stage 1 runs.
+pub struct ParsedFacts {
+    base: usize,
+    facts: MarkdownFacts,
+}
+
+/// [`ParsedFacts`] of `text`, its body starting after the front matter
+/// that `koas-md` finds.
+pub fn parse_facts(text: &str) -> ParsedFacts {
+    let index = LineIndex::new(text);
+    let base = koas_md::front_matter::detect(&index).map_or(index.bom_len(), |f| f.body_start);
+    ParsedFacts {
+        base,
+        facts: event_facts(&index, base),
+    }
+}
+
+/// Like [`collect`], with the parser's part read ahead: used when its
+/// body starts where the document's does (else read again, so that the
+/// facts are always those of the document).
+pub fn collect_with(doc: &Document<'_>, parsed: Option<ParsedFacts>) -> MarkdownFacts {
     let base = body_start(doc);
-    let body = text.get(base..).unwrap_or("");
-    let mut facts = MarkdownFacts::default();
-    let mut containers = 0usize;
-    let mut list_depth = 0usize;
-    let mut paragraph: Option<(usize, String, usize)> = None;
-    let mut nested_heading: Option<String> = None;
-    let mut link: Option<(usize, String)> = None;
-    let mut lists: Vec<(usize, usize)> = Vec::new();
+    let mut facts = match parsed.filter(|p| p.base == base) {
+        Some(p) => p.facts,
+        None => event_facts(&doc.index, base),
+    };
     for section in &doc.stage1.sections.sections {
         if let Some(id) = heading_id(doc.line(section.line_start)) {
             facts.extra_anchors.insert(id.to_string());
@@ -188,6 +211,20 @@ pub fn collect(doc: &Document<'_>) -> MarkdownFacts {
             }
         }
     }
+    facts
+}
+
+/// The facts of the parser's events over the body starting at `base`.
+fn event_facts(index: &LineIndex<'_>, base: usize) -> MarkdownFacts {
+    let text = index.text();
+    let body = text.get(base..).unwrap_or("");
+    let mut facts = MarkdownFacts::default();
+    let mut containers = 0usize;
+    let mut list_depth = 0usize;
+    let mut paragraph: Option<(usize, String, usize)> = None;
+    let mut nested_heading: Option<String> = None;
+    let mut link: Option<(usize, String)> = None;
+    let mut lists: Vec<(usize, usize)> = Vec::new();
     for (event, range) in Parser::new_ext(body, options()).into_offset_iter() {
         let (start, end) = (base + range.start, base + range.end);
         match event {
@@ -199,8 +236,8 @@ pub fn collect(doc: &Document<'_>) -> MarkdownFacts {
             Event::End(TagEnd::List(_)) => {
                 if let Some((l_start, items)) = lists.pop() {
                     facts.lists.push(ListFact {
-                        line_start: doc.index.line_of(l_start),
-                        line_end: doc.index.last_line_of(l_start, end),
+                        line_start: index.line_of(l_start),
+                        line_end: index.last_line_of(l_start, end),
                         items,
                     });
                 }
@@ -216,8 +253,8 @@ pub fn collect(doc: &Document<'_>) -> MarkdownFacts {
             Event::End(TagEnd::Paragraph) => {
                 if let Some((p_start, p_text, code_chars)) = paragraph.take() {
                     facts.paragraphs.push(Paragraph {
-                        line_start: doc.index.line_of(p_start),
-                        line_end: doc.index.last_line_of(p_start, end),
+                        line_start: index.line_of(p_start),
+                        line_end: index.last_line_of(p_start, end),
                         text: p_text,
                         in_list: list_depth > 0,
                         code_chars,
@@ -245,8 +282,8 @@ pub fn collect(doc: &Document<'_>) -> MarkdownFacts {
             Event::End(TagEnd::Link) => {
                 if let Some((l_start, fragment)) = link.take() {
                     facts.fragment_links.push(FragmentLink {
-                        line: doc.index.line_of(l_start),
-                        line_end: doc.index.last_line_of(l_start, end),
+                        line: index.line_of(l_start),
+                        line_end: index.last_line_of(l_start, end),
                         fragment,
                         source: text.get(l_start..end).unwrap_or("").to_string(),
                     });

@@ -34,10 +34,16 @@ impl Stage1Artifacts {
     /// Runs Stage 1 on `text` with a chunk config.
     pub fn compute_with(text: &str, chunk_config: ChunkConfig) -> Self {
         let index = LineIndex::new(text);
-        let doc_hash = sha256(text.as_bytes());
-        let parsed = scan(&index, ScanOptions { inlines: true });
-        let built = structure::build(&index, &parsed, &doc_hash);
-        let spans = protected::detect(&index, &parsed, &doc_hash);
+        // The hash and the parse, then the structure and the protected
+        // regions, are independent: each pair on both cores.
+        let (doc_hash, parsed) = rayon::join(
+            || sha256(text.as_bytes()),
+            || scan(&index, ScanOptions { inlines: true }),
+        );
+        let (built, spans) = rayon::join(
+            || structure::build(&index, &parsed, &doc_hash),
+            || protected::detect(&index, &parsed, &doc_hash),
+        );
         let chunks = chunk::plan(
             &index,
             &built.sections.sections,

@@ -10,6 +10,45 @@ use regex::Regex;
 use std::borrow::Cow;
 use std::sync::LazyLock;
 
+/// A Unicode class as ranges read from the regex engine's own tables
+/// (parsed, not compiled into a regex: a class like `\p{L}` costs most of
+/// a millisecond to compile, a few microseconds to parse), so that code
+/// can test a character exactly as a pattern holding the class would.
+pub(crate) struct CharClass(Vec<(char, char)>);
+
+impl CharClass {
+    /// The class `pattern` (like `[\p{L}\p{N}_]`); `None` if it is not a
+    /// Unicode class.
+    pub(crate) fn parse(pattern: &str) -> Option<CharClass> {
+        use regex_syntax::hir::{Class, HirKind};
+        match regex_syntax::Parser::new().parse(pattern).ok()?.into_kind() {
+            HirKind::Class(Class::Unicode(class)) => Some(CharClass(
+                class
+                    .ranges()
+                    .iter()
+                    .map(|r| (r.start(), r.end()))
+                    .collect(),
+            )),
+            _ => None,
+        }
+    }
+
+    /// Whether `c` is in the class.
+    pub(crate) fn contains(&self, c: char) -> bool {
+        self.0
+            .binary_search_by(|&(lo, hi)| {
+                if hi < c {
+                    std::cmp::Ordering::Less
+                } else if lo > c {
+                    std::cmp::Ordering::Greater
+                } else {
+                    std::cmp::Ordering::Equal
+                }
+            })
+            .is_ok()
+    }
+}
+
 /// Markup that is not prose although Stage 1 leaves it in the line: link
 /// and image targets (`](/fr/admin/dataset/new/)`), HTML tags with their
 /// attributes, Liquid tags and bare URLs.

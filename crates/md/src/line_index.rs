@@ -96,8 +96,18 @@ impl<'a> LineIndex<'a> {
     /// The content of `line`, without its line ending (empty when out of
     /// range).
     pub fn line_text(&self, line: LineNo) -> &'a str {
-        let (s, e) = (self.line_start(line), self.line_content_end(line));
-        self.text.get(s..e).unwrap_or("")
+        // What `line_start..line_content_end` gives, in one lookup: the
+        // checks read every line many times.
+        let Some(i) = self.slot(line) else {
+            return "";
+        };
+        let start = self.starts[i];
+        let end = self.starts.get(i + 1).copied().unwrap_or(self.text.len());
+        let line = self.text.get(start..end).unwrap_or("");
+        match line.strip_suffix('\n') {
+            Some(content) => content.strip_suffix('\r').unwrap_or(content),
+            None => line,
+        }
     }
 
     /// The line ending of `line`: `"\n"`, `"\r\n"` or `""` for a last line
@@ -237,6 +247,10 @@ mod tests {
                 }
             }
             prop_assert_eq!(&idx.starts, &expected);
+            for line in 0..=idx.line_count() + 1 {
+                let (s, e) = (idx.line_start(line), idx.line_content_end(line));
+                prop_assert_eq!(idx.line_text(line), &text[s..e]);
+            }
         }
     }
 

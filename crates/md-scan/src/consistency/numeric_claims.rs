@@ -31,6 +31,7 @@ use crate::gate::Warm;
 use crate::markdown::MarkdownFacts;
 use crate::numbers::number_word;
 use crate::tables::Table;
+use crate::words::CharClass;
 use koas_review_schema::findings::{Finding, FindingKind};
 use koas_review_schema::stage1::SectionEntry;
 use regex::Regex;
@@ -46,11 +47,12 @@ static NUMBER: LazyLock<Option<Regex>> = LazyLock::new(|| {
     .ok()
 });
 
-static WORD: LazyLock<Option<Regex>> =
-    LazyLock::new(|| Regex::new(r"^[\s*_]*([\p{L}][\p{L}'’-]*)").ok());
+/// `\p{L}`, the letters of the word after a count, read from the regex
+/// engine's tables (see [`CharClass`]).
+static LETTERS: LazyLock<Option<CharClass>> = LazyLock::new(|| CharClass::parse(r"\p{L}"));
 
 /// Compiles ahead the number regex (any document with prose reads it)
-/// and, for text beyond ASCII, the word one.
+/// and, for text beyond ASCII, reads the letters' table.
 pub(crate) fn warm<'a>(text: &'a str, jobs: &mut Vec<Warm<'a>>) {
     if text.is_empty() {
         return;
@@ -60,40 +62,39 @@ pub(crate) fn warm<'a>(text: &'a str, jobs: &mut Vec<Warm<'a>>) {
     }));
     if !text.is_ascii() {
         jobs.push(Box::new(|| {
-            LazyLock::force(&WORD);
+            LazyLock::force(&LETTERS);
         }));
     }
 }
 
-/// What [`WORD`] matches at the start of `text`: the end of the whole
-/// match and the word. ASCII text is read by hand (compiling `\p{L}`
-/// costs more than checking a small document); the regex reads the rest.
+/// The word at the start of `text`, as `^[\s*_]*([\p{L}][\p{L}'’-]*)`
+/// would match it: the end of the whole match and the word. Read by hand
+/// (compiling `\p{L}` costs more than checking a small document). The
+/// two classes are disjoint, so reading greedily is what the regex does.
 fn leading_word(text: &str) -> Option<(usize, &str)> {
-    let bytes = text.as_bytes();
-    let mut i = 0;
-    while let Some(&b) = bytes.get(i) {
-        match b {
-            b' ' | b'\t' | b'\n' | 0x0B | 0x0C | b'\r' | b'*' | b'_' => i += 1,
-            _ => break,
-        }
-    }
-    let start = i;
-    let mut ascii = true;
-    while let Some(&b) = bytes.get(i) {
-        if b.is_ascii_alphabetic() || (i > start && matches!(b, b'\'' | b'-')) {
-            i += 1;
-        } else if i > start && text[i..].starts_with('’') {
-            i += '’'.len_utf8();
+    let is_letter = |c: char| {
+        if c.is_ascii() {
+            c.is_ascii_alphabetic()
         } else {
-            ascii = b.is_ascii();
+            LETTERS.as_ref().is_some_and(|l| l.contains(c))
+        }
+    };
+    // `\s` is Unicode's White_Space, which is what `char::is_whitespace` reads.
+    let rest = text.trim_start_matches(|c: char| c.is_whitespace() || c == '*' || c == '_');
+    let start = text.len() - rest.len();
+    let mut chars = rest.char_indices();
+    let (_, first) = chars.next()?;
+    if !is_letter(first) {
+        return None;
+    }
+    let mut end = start + first.len_utf8();
+    for (i, c) in chars {
+        if !(is_letter(c) || matches!(c, '\'' | '’' | '-')) {
             break;
         }
+        end = start + i + c.len_utf8();
     }
-    if !ascii {
-        let c = WORD.as_ref()?.captures(text)?;
-        return Some((c.get(0)?.end(), c.get(1)?.as_str()));
-    }
-    (i > start).then(|| (i, &text[start..i]))
+    Some((end, &text[start..end]))
 }
 
 /// Words that, just before a number, make it a label rather than a count.
@@ -1196,11 +1197,12 @@ mod tests {
 
 #[cfg(test)]
 mod leading_word_tests {
-    use super::{leading_word, WORD};
+    use super::leading_word;
     use proptest::prelude::*;
 
     fn by_regex(text: &str) -> Option<(usize, &str)> {
-        let c = WORD.as_ref()?.captures(text)?;
+        let word = regex::Regex::new(r"^[\s*_]*([\p{L}][\p{L}'’-]*)").ok()?;
+        let c = word.captures(text)?;
         Some((c.get(0)?.end(), c.get(1)?.as_str()))
     }
 
@@ -1227,7 +1229,7 @@ mod leading_word_tests {
 
     proptest! {
         #[test]
-        fn agrees_with_the_regex(t in "[ \t*_a-zA-Z'’\\-é\u{a0}0-9.]{0,10}") {
+        fn agrees_with_the_regex(t in "[ \t*_a-zA-Z'’\\-é\u{a0}\u{2028}ǅªⅫ٣0-9.]{0,10}") {
             prop_assert_eq!(leading_word(&t), by_regex(&t));
         }
     }

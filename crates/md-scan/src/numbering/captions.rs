@@ -13,6 +13,7 @@ use crate::config::NumberingConfig;
 use crate::document::Document;
 use crate::evidence::around;
 use crate::gate::{Gated, Needles, Warm};
+use crate::words::CharClass;
 use crate::ScanError;
 use koas_review_schema::findings::{Finding, FindingKind};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -102,20 +103,8 @@ pub struct CaptionScan {
 
 /// `[\p{L}\p{N}_]` as ranges, read from the regex engine's own Unicode
 /// tables (parsed, not compiled into a regex).
-static WORD_CHARS: LazyLock<Vec<(char, char)>> = LazyLock::new(|| {
-    use regex_syntax::hir::{Class, HirKind};
-    match regex_syntax::Parser::new()
-        .parse(r"[\p{L}\p{N}_]")
-        .map(|h| h.into_kind())
-    {
-        Ok(HirKind::Class(Class::Unicode(class))) => class
-            .ranges()
-            .iter()
-            .map(|r| (r.start(), r.end()))
-            .collect(),
-        _ => Vec::new(),
-    }
-});
+static WORD_CHARS: LazyLock<Option<CharClass>> =
+    LazyLock::new(|| CharClass::parse(r"[\p{L}\p{N}_]"));
 
 /// `true` when the character before `at` in `text` is a letter, a digit
 /// (any script) or `_`.
@@ -123,21 +112,11 @@ fn preceded_by_word_char(text: &str, at: usize) -> bool {
     let Some(c) = text[..at].chars().next_back() else {
         return false;
     };
-    if WORD_CHARS.is_empty() {
+    match WORD_CHARS.as_ref() {
+        Some(class) => class.contains(c),
         // The tables could not be read (they always can): std's view.
-        return c.is_alphanumeric() || c == '_';
+        None => c.is_alphanumeric() || c == '_',
     }
-    WORD_CHARS
-        .binary_search_by(|&(lo, hi)| {
-            if hi < c {
-                std::cmp::Ordering::Less
-            } else if lo > c {
-                std::cmp::Ordering::Greater
-            } else {
-                std::cmp::Ordering::Equal
-            }
-        })
-        .is_ok()
 }
 
 /// The (word, number) of each reference of `prose`: the matches of `re`
