@@ -171,10 +171,14 @@ impl Checker {
         // may need (before the detectors ask for them; compiling changes
         // no result) and reads what the parser alone tells of the text.
         let mut warm = Vec::new();
-        self.scan.warm(text, &mut warm);
-        self.control.warm(text, &mut warm);
-        crate::words::warm(text, &mut warm);
-        crate::markdown::warm(text, &mut warm);
+        // An empty text needs nothing (and its gates' automata would be
+        // built for nothing).
+        if !text.is_empty() {
+            self.scan.warm(text, &mut warm);
+            self.control.warm(text, &mut warm);
+            crate::words::warm(text, &mut warm);
+            crate::markdown::warm(text, &mut warm);
+        }
         let (stage1, ((), parsed)) = rayon::join(
             || Stage1Artifacts::compute(text),
             || {
