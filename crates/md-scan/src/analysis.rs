@@ -152,6 +152,8 @@ pub struct Checker {
     scan: ConsistencyScan,
     control: NumberingControl,
     project: ProjectConfig,
+    /// Whether a document has warmed the regexes (see [`Checker::check`]).
+    warmed: std::sync::atomic::AtomicBool,
 }
 
 impl Checker {
@@ -161,6 +163,7 @@ impl Checker {
             scan: ConsistencyScan::new(&project.scan)?,
             control: NumberingControl::new(&project.numbering)?,
             project: project.clone(),
+            warmed: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -171,9 +174,12 @@ impl Checker {
         // may need (before the detectors ask for them; compiling changes
         // no result) and reads what the parser alone tells of the text.
         let mut warm = Vec::new();
-        // An empty text needs nothing (and its gates' automata would be
-        // built for nothing).
-        if !text.is_empty() {
+        // Only the first document warms: later ones of the run find most
+        // of what they need compiled, and a pass over each one's text
+        // for the rest would cost a run of many documents more than it
+        // saves. An empty text needs nothing (and would build its gates'
+        // automata for nothing).
+        if !text.is_empty() && !self.warmed.swap(true, std::sync::atomic::Ordering::Relaxed) {
             self.scan.warm(text, &mut warm);
             self.control.warm(text, &mut warm);
             crate::words::warm(text, &mut warm);
