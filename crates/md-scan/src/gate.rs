@@ -188,17 +188,11 @@ impl Gated {
             .as_ref()
     }
 
-    /// Whether `text` holds one of the needles (the regex may match it).
-    pub fn may_match(&self, text: &str) -> bool {
-        self.needles.may_match(text)
-    }
-
     /// Compiles the regex now if `text` (a whole document) may need it,
-    /// so that it is ready when the first line that does is read.
-    pub fn warm(&self, text: &str) {
-        if self.regex.get().is_none() && self.needles.may_match(text) {
-            self.regex.get_or_init(|| Regex::new(&self.pattern).ok());
-        }
+    /// so that it is ready when the first line that does is read; `true`
+    /// when it may (what depends on its matches may be warmed too).
+    pub fn warm(&self, text: &str) -> bool {
+        self.for_text(text).is_some()
     }
 
     /// Whether the regex has been compiled (for tests).
@@ -400,10 +394,7 @@ impl GatedAlternatives {
             self.regex_for(all);
             return;
         }
-        let Some(searcher) = self
-            .searcher
-            .get_or_init(|| automaton(self.needle_masks.iter().map(|(n, _)| n)))
-        else {
+        let Some(searcher) = self.searcher() else {
             self.regex_for(all);
             return;
         };
@@ -425,6 +416,14 @@ impl GatedAlternatives {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .is_some()
+    }
+
+    /// Every alternative's needles in one automaton, built on first use
+    /// (`None` if it cannot be: every alternative is then kept).
+    fn searcher(&self) -> Option<&AhoCorasick> {
+        self.searcher
+            .get_or_init(|| automaton(self.needle_masks.iter().map(|(n, _)| n)))
+            .as_ref()
     }
 
     /// Every alternative (all bits past 64 of them).
@@ -476,10 +475,7 @@ impl GatedAlternatives {
         if has_ascii_fold(hay) {
             return all;
         }
-        let searcher = self
-            .searcher
-            .get_or_init(|| automaton(self.needle_masks.iter().map(|(n, _)| n)));
-        let Some(searcher) = searcher else {
+        let Some(searcher) = self.searcher() else {
             return all;
         };
         let mut mask = self.always;

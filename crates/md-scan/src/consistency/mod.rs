@@ -70,7 +70,6 @@ impl ConsistencyScan {
         })
     }
 
-    /// Runs every detector; findings are unsorted and not yet located.
     /// Compiles ahead, as pieces of work, the regexes `text` may need.
     pub fn warm<'a>(&'a self, text: &'a str, jobs: &mut Vec<Warm<'a>>) {
         if self.config.terminology_drift {
@@ -81,6 +80,7 @@ impl ConsistencyScan {
         ai_leftovers::warm(text, jobs);
     }
 
+    /// Runs every detector; findings are unsorted and not yet located.
     pub fn run(&self, doc: &Document<'_>, facts: &MarkdownFacts, tables: &[Table]) -> Vec<Finding> {
         // The detectors are independent: they run in parallel (on the
         // threads the caller's work leaves free), and their findings are

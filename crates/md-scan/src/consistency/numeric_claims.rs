@@ -54,9 +54,6 @@ static LETTERS: LazyLock<Option<CharClass>> = LazyLock::new(|| CharClass::parse(
 /// Compiles ahead the number regex (any document with prose reads it)
 /// and, for text beyond ASCII, reads the letters' table.
 pub(crate) fn warm<'a>(text: &'a str, jobs: &mut Vec<Warm<'a>>) {
-    if text.is_empty() {
-        return;
-    }
     jobs.push(Box::new(|| {
         LazyLock::force(&NUMBER);
     }));

@@ -29,15 +29,14 @@ static REFERENCE: LazyLock<Gated> = LazyLock::new(|| {
 
 /// Compiles ahead what a document that may hold references needs.
 pub(crate) fn warm<'a>(text: &'a str, jobs: &mut Vec<Warm<'a>>) {
-    jobs.push(Box::new(move || REFERENCE.warm(text)));
-    if REFERENCE.may_match(text) {
-        jobs.push(Box::new(|| {
-            LazyLock::force(&LINK);
-        }));
-        jobs.push(Box::new(|| {
-            LazyLock::force(&OTHER_DOCUMENT);
-        }));
-    }
+    jobs.push(Box::new(move || {
+        if REFERENCE.warm(text) {
+            rayon::join(
+                || LazyLock::force(&LINK),
+                || LazyLock::force(&OTHER_DOCUMENT),
+            );
+        }
+    }));
 }
 
 static OTHER_DOCUMENT: LazyLock<Option<Regex>> =

@@ -220,13 +220,14 @@ impl CaptionScan {
 
     /// Compiles ahead the caption and reference patterns `text` may need.
     pub fn warm<'a>(&'a self, text: &'a str, jobs: &mut Vec<Warm<'a>>) {
-        jobs.push(Box::new(move || self.reference.warm(text)));
-        jobs.push(Box::new(move || self.caption.warm(text)));
-        if self.reference.may_match(text) {
-            jobs.push(Box::new(|| {
+        jobs.push(Box::new(move || {
+            if self.reference.warm(text) {
                 LazyLock::force(&WORD_CHARS);
-            }));
-        }
+            }
+        }));
+        jobs.push(Box::new(move || {
+            self.caption.warm(text);
+        }));
     }
 
     fn kind_of(&self, word: &str) -> Option<CaptionKind> {
@@ -498,25 +499,25 @@ mod references_tests {
             .collect()
     }
 
-    /// What the pattern with the boundary in it found.
-    fn with_class(prose: &str) -> Vec<(usize, usize)> {
-        let re = regex::Regex::new(&format!(
-            r"(?i)(?:^|[^\p{{L}}\p{{N}}_])(?P<word>{})\s*(?:n°\s*)?\(?(?P<num>\d{{1,3}}(?:\.\d{{1,3}})?)\b",
+    /// The reference pattern, with `before` ahead of the word.
+    fn reference_pattern(before: &str) -> regex::Regex {
+        regex::Regex::new(&format!(
+            r"(?i){before}(?P<word>{})\s*(?:n°\s*)?\(?(?P<num>\d{{1,3}}(?:\.\d{{1,3}})?)\b",
             word_alternation(&words(), true)
         ))
-        .expect("valid");
-        re.captures_iter(prose)
+        .expect("valid")
+    }
+
+    /// What the pattern with the boundary in it found.
+    fn with_class(prose: &str) -> Vec<(usize, usize)> {
+        reference_pattern(r"(?:^|[^\p{L}\p{N}_])")
+            .captures_iter(prose)
             .filter_map(|c| Some((c.name("word")?.start(), c.name("num")?.end())))
             .collect()
     }
 
     fn without_class(prose: &str) -> Vec<(usize, usize)> {
-        let re = regex::Regex::new(&format!(
-            r"(?i)(?P<word>{})\s*(?:n°\s*)?\(?(?P<num>\d{{1,3}}(?:\.\d{{1,3}})?)\b",
-            word_alternation(&words(), true)
-        ))
-        .expect("valid");
-        references_in(&re, prose)
+        references_in(&reference_pattern(""), prose)
             .into_iter()
             .map(|(w, n)| (w.start(), n.end()))
             .collect()
