@@ -360,6 +360,11 @@ fn label_references<V>(
     families: &HashMap<&str, V>,
 ) -> Vec<(usize, usize, String, u32)> {
     let mut found = Vec::new();
+    // Every reference ends in ASCII digits: most prose lines have none,
+    // and reading their words one character at a time is the cost.
+    if !prose.bytes().any(|b| b.is_ascii_digit()) {
+        return found;
+    }
     let mut chars = prose.char_indices().peekable();
     while let Some((start, c)) = chars.next() {
         if !c.is_alphabetic() {
