@@ -16,6 +16,7 @@ use crate::ScanError;
 use koas_review_schema::findings::{sort_findings, Finding};
 use koas_review_schema::fingerprint::ChunkFingerprints;
 use koas_review_schema::numbering::RenumberOp;
+use koas_review_schema::stage1::ChunkConfig;
 use rayon::prelude::*;
 
 /// Findings plus the warnings met while producing them (e.g. an unknown
@@ -172,7 +173,7 @@ impl Checker {
     pub fn check(&self, text: &str) -> Result<ScanOutput, ScanError> {
         // While Stage 1 runs, the other core compiles the regexes this text
         // may need (before the detectors ask for them; compiling changes
-        // no result) and reads what the parser alone tells of the text.
+        // no result).
         let mut warm = Vec::new();
         // Only the first document warms: later ones of the run find most
         // of what they need compiled, and a pass over each one's text
@@ -185,20 +186,25 @@ impl Checker {
             crate::words::warm(text, &mut warm);
             crate::markdown::warm(text, &mut warm);
         }
-        let (stage1, ((), parsed)) = rayon::join(
-            || Stage1Artifacts::compute(text),
+        // What the parser alone tells (paragraphs, lists, fragment links)
+        // is read from Stage 1's own parse, not from a second one.
+        let mut facts = markdown::FactsReader::default();
+        let (stage1, ()) = rayon::join(
             || {
-                rayon::join(
-                    || warm.par_iter().for_each(|job| job()),
-                    || markdown::parse_facts(text),
+                Stage1Artifacts::compute_observed(
+                    text,
+                    ChunkConfig::default(),
+                    |index, event, range| facts.read(index, event, range),
                 )
             },
+            || warm.par_iter().for_each(|job| job()),
         );
+        let parsed = facts.finish();
         let doc = Document::new(stage1.view(text))?;
         let suppressions = Suppressions::parse(&doc);
         // Both checks read the same document and nothing else: in parallel.
         let (mut findings, numbering) = rayon::join(
-            || consistency_on(&doc, &self.scan, &suppressions, Some(parsed)),
+            || consistency_on(&doc, &self.scan, &suppressions, parsed),
             || numbering_on(&doc, &self.control, &suppressions).0,
         );
         findings.extend(numbering);

@@ -6,7 +6,7 @@
 use crate::document::Document;
 use koas_md::LineIndex;
 use koas_review_schema::stage1::{BlockKind, LineNo};
-use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
+use pulldown_cmark::{Event, Parser, Tag, TagEnd};
 use regex::Regex;
 use std::collections::HashSet;
 use std::sync::LazyLock;
@@ -52,7 +52,7 @@ pub struct ListFact {
 }
 
 /// What the parser pass collects.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MarkdownFacts {
     /// Paragraphs in document order.
     pub paragraphs: Vec<Paragraph>,
@@ -63,17 +63,6 @@ pub struct MarkdownFacts {
     pub extra_anchors: HashSet<String>,
     /// Lists in document order of their first line.
     pub lists: Vec<ListFact>,
-}
-
-/// The parser options `koas-md` uses (GFM tables, footnotes,
-/// strikethrough, task lists, math).
-fn options() -> Options {
-    Options::ENABLE_TABLES
-        | Options::ENABLE_FOOTNOTES
-        | Options::ENABLE_STRIKETHROUGH
-        | Options::ENABLE_TASKLISTS
-        | Options::ENABLE_MATH
-        | Options::ENABLE_GFM
 }
 
 /// An explicit heading ID (`## Title {#custom-id}`): kramdown, Pandoc,
@@ -160,22 +149,11 @@ pub fn collect(doc: &Document<'_>) -> MarkdownFacts {
 
 /// What the parser alone tells of a text (its paragraphs, fragment links,
 /// lists, and the anchors of its HTML and nested headings), with the
-/// offset where its body was taken to start. It needs no Stage 1, so it
-/// is read while Stage 1 runs.
+/// offset where its body was taken to start: read by a [`FactsReader`]
+/// from Stage 1's parse.
 pub struct ParsedFacts {
     base: usize,
     facts: MarkdownFacts,
-}
-
-/// [`ParsedFacts`] of `text`, its body starting after the front matter
-/// that `koas-md` finds.
-pub fn parse_facts(text: &str) -> ParsedFacts {
-    let index = LineIndex::new(text);
-    let base = koas_md::front_matter::detect(&index).map_or(index.bom_len(), |f| f.body_start);
-    ParsedFacts {
-        base,
-        facts: event_facts(&index, base),
-    }
 }
 
 /// Like [`collect`], with the parser's part read ahead: used when its
@@ -216,21 +194,56 @@ pub fn collect_with(doc: &Document<'_>, parsed: Option<ParsedFacts>) -> Markdown
 
 /// The facts of the parser's events over the body starting at `base`.
 fn event_facts(index: &LineIndex<'_>, base: usize) -> MarkdownFacts {
-    let text = index.text();
-    let body = text.get(base..).unwrap_or("");
-    let mut facts = MarkdownFacts::default();
-    let mut containers = 0usize;
-    let mut list_depth = 0usize;
-    let mut paragraph: Option<(usize, String, usize)> = None;
-    let mut nested_heading: Option<String> = None;
-    let mut link: Option<(usize, String)> = None;
-    let mut lists: Vec<(usize, usize)> = Vec::new();
-    for (event, range) in Parser::new_ext(body, options()).into_offset_iter() {
-        let (start, end) = (base + range.start, base + range.end);
+    let body = index.text().get(base..).unwrap_or("");
+    let mut reader = FactsReader::default();
+    for (event, range) in Parser::new_ext(body, koas_md::scan::parser_options()).into_offset_iter()
+    {
+        reader.read(index, &event, (base + range.start)..(base + range.end));
+    }
+    reader.into_facts()
+}
+
+/// Reads [`ParsedFacts`] from a parse's events, one at a time: fed by
+/// [`crate::stage1::Stage1Artifacts::compute_observed`], the facts cost no
+/// parse of their own.
+#[derive(Debug, Default)]
+pub struct FactsReader {
+    /// Where the body the events come from starts (known at the first).
+    base: Option<usize>,
+    facts: MarkdownFacts,
+    containers: usize,
+    list_depth: usize,
+    paragraph: Option<(usize, String, usize)>,
+    nested_heading: Option<String>,
+    link: Option<(usize, String)>,
+    lists: Vec<(usize, usize)>,
+}
+
+impl FactsReader {
+    /// Reads one event of the body of `index`'s text, `range` being its
+    /// place in the whole text.
+    pub fn read(
+        &mut self,
+        index: &LineIndex<'_>,
+        event: &Event<'_>,
+        range: std::ops::Range<usize>,
+    ) {
+        self.base.get_or_insert_with(|| {
+            koas_md::front_matter::detect(index).map_or(index.bom_len(), |f| f.body_start)
+        });
+        let text = index.text();
+        let (start, end) = (range.start, range.end);
+        let facts = &mut self.facts;
+        let containers = &mut self.containers;
+        let list_depth = &mut self.list_depth;
+        let paragraph = &mut self.paragraph;
+        let nested_heading = &mut self.nested_heading;
+        let link = &mut self.link;
+        let lists = &mut self.lists;
         match event {
-            Event::Start(Tag::BlockQuote(_) | Tag::FootnoteDefinition(_)) => containers += 1,
+            Event::Start(Tag::BlockQuote(_) | Tag::FootnoteDefinition(_)) => *containers += 1,
             Event::End(TagEnd::BlockQuote(_) | TagEnd::FootnoteDefinition) => {
-                containers = containers.saturating_sub(1)
+                *containers = containers.saturating_sub(1)
             }
             Event::Start(Tag::List(_)) => lists.push((start, 0)),
             Event::End(TagEnd::List(_)) => {
@@ -243,26 +256,26 @@ fn event_facts(index: &LineIndex<'_>, base: usize) -> MarkdownFacts {
                 }
             }
             Event::Start(Tag::Item) => {
-                list_depth += 1;
+                *list_depth += 1;
                 if let Some((_, items)) = lists.last_mut() {
                     *items += 1;
                 }
             }
-            Event::End(TagEnd::Item) => list_depth = list_depth.saturating_sub(1),
-            Event::Start(Tag::Paragraph) => paragraph = Some((start, String::new(), 0)),
+            Event::End(TagEnd::Item) => *list_depth = list_depth.saturating_sub(1),
+            Event::Start(Tag::Paragraph) => *paragraph = Some((start, String::new(), 0)),
             Event::End(TagEnd::Paragraph) => {
                 if let Some((p_start, p_text, code_chars)) = paragraph.take() {
                     facts.paragraphs.push(Paragraph {
                         line_start: index.line_of(p_start),
                         line_end: index.last_line_of(p_start, end),
                         text: p_text,
-                        in_list: list_depth > 0,
+                        in_list: *list_depth > 0,
                         code_chars,
                     });
                 }
             }
-            Event::Start(Tag::Heading { .. }) if containers + list_depth > 0 => {
-                nested_heading = Some(String::new())
+            Event::Start(Tag::Heading { .. }) if *containers + *list_depth > 0 => {
+                *nested_heading = Some(String::new())
             }
             Event::End(TagEnd::Heading(_)) => {
                 if let Some(title) = nested_heading.take() {
@@ -276,7 +289,7 @@ fn event_facts(index: &LineIndex<'_>, base: usize) -> MarkdownFacts {
             }
             Event::Start(Tag::Link { dest_url, .. }) => {
                 if let Some(fragment) = dest_url.strip_prefix('#') {
-                    link = Some((start, fragment.to_string()));
+                    *link = Some((start, fragment.to_string()));
                 }
             }
             Event::End(TagEnd::Link) => {
@@ -291,19 +304,19 @@ fn event_facts(index: &LineIndex<'_>, base: usize) -> MarkdownFacts {
             }
             Event::Code(t) => {
                 if let Some((_, p, code)) = paragraph.as_mut() {
-                    p.push_str(&t);
+                    p.push_str(t);
                     *code += t.chars().count();
                 }
                 if let Some(h) = nested_heading.as_mut() {
-                    h.push_str(&t);
+                    h.push_str(t);
                 }
             }
             Event::Text(t) | Event::InlineMath(t) | Event::DisplayMath(t) => {
                 if let Some((_, p, _)) = paragraph.as_mut() {
-                    p.push_str(&t);
+                    p.push_str(t);
                 }
                 if let Some(h) = nested_heading.as_mut() {
-                    h.push_str(&t);
+                    h.push_str(t);
                 }
             }
             Event::SoftBreak | Event::HardBreak => {
@@ -316,7 +329,7 @@ fn event_facts(index: &LineIndex<'_>, base: usize) -> MarkdownFacts {
             }
             Event::Html(t) | Event::InlineHtml(t) => {
                 if let Some(re) = HTML_ID.as_ref() {
-                    for c in re.captures_iter(&t) {
+                    for c in re.captures_iter(t) {
                         if let Some(m) = c.get(1) {
                             facts.extra_anchors.insert(m.as_str().to_string());
                         }
@@ -326,8 +339,22 @@ fn event_facts(index: &LineIndex<'_>, base: usize) -> MarkdownFacts {
             _ => {}
         }
     }
-    facts.lists.sort_by_key(|l| l.line_start);
-    facts
+
+    /// The facts read, with the body's start (`None` when no event was
+    /// read: the caller reads the text itself then).
+    pub fn finish(self) -> Option<ParsedFacts> {
+        let base = self.base?;
+        Some(ParsedFacts {
+            base,
+            facts: self.into_facts(),
+        })
+    }
+
+    fn into_facts(self) -> MarkdownFacts {
+        let mut facts = self.facts;
+        facts.lists.sort_by_key(|l| l.line_start);
+        facts
+    }
 }
 
 #[cfg(test)]
@@ -393,5 +420,61 @@ mod tests {
             .map(|l| (l.line_start, l.items))
             .collect();
         assert_eq!(lists, [(10, 2)]);
+    }
+
+    /// Facts read from Stage 1's parse, as `koas check` reads them, are
+    /// those of a parse of their own.
+    fn facts_of_both_parses(text: &str) -> (Option<ParsedFacts>, ParsedFacts) {
+        let mut reader = FactsReader::default();
+        crate::stage1::Stage1Artifacts::compute_observed(
+            text,
+            koas_review_schema::stage1::ChunkConfig::default(),
+            |index, event, range| reader.read(index, event, range),
+        );
+        let index = LineIndex::new(text);
+        let base = koas_md::front_matter::detect(&index).map_or(index.bom_len(), |f| f.body_start);
+        let own = ParsedFacts {
+            base,
+            facts: event_facts(&index, base),
+        };
+        (reader.finish(), own)
+    }
+
+    #[test]
+    fn facts_read_from_stage_1_are_those_of_a_parse_of_their_own() {
+        let text = "\u{feff}---\ntitle: x\n---\n# Top\n\n> ## Quoted {#q}\n\n- item [a](#top)\n- `code` two\n\n<div id=\"h\">\n\n1. one\n   1. nested\n";
+        let (read, own) = facts_of_both_parses(text);
+        let read = read.expect("events were read");
+        assert_eq!(read.base, own.base);
+        assert_eq!(read.facts, own.facts);
+        assert_eq!(read.facts.fragment_links.len(), 1);
+        assert_eq!(read.facts.lists.len(), 3);
+        assert!(read.facts.extra_anchors.contains("h"));
+        assert!(read.facts.extra_anchors.contains("q"));
+        // No body, no event: the caller parses (nothing) itself.
+        assert!(facts_of_both_parses("").0.is_none());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn facts_from_stage_1_equal_a_parse_of_their_own(
+            lines in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    "---", "title: x", "# T", "> ## Q {#q}", "- item [a](#t)", "  - sub",
+                    "1. one", "`c` text", "<a id=\"i\">", "$x$", "    code", "```",
+                    "| a | b |", "|---|---|", "[^1]: note", "para *em*", "", "\u{feff}x",
+                ]),
+                0..14,
+            ),
+        ) {
+            let text = lines.join("\n");
+            let (read, own) = facts_of_both_parses(&text);
+            if let Some(read) = read {
+                proptest::prop_assert_eq!(read.base, own.base);
+                proptest::prop_assert_eq!(read.facts, own.facts);
+            } else {
+                proptest::prop_assert_eq!(own.facts, MarkdownFacts::default());
+            }
+        }
     }
 }

@@ -6,9 +6,11 @@
 use crate::document::Stage1View;
 use koas_kernel_api::hash::sha256;
 use koas_md::chunk;
-use koas_md::scan::{scan, ScanOptions};
+use koas_md::scan::{scan_observed, ScanOptions};
 use koas_md::{protected, structure, LineIndex};
 use koas_review_schema::stage1::{AnchorMap, ChunkConfig, ChunkPlan, ProtectedSpans, SectionIndex};
+use pulldown_cmark::Event;
+use std::ops::Range;
 
 /// The Stage 1 artifacts of one document.
 #[derive(Debug, Clone)]
@@ -33,12 +35,27 @@ impl Stage1Artifacts {
 
     /// Runs Stage 1 on `text` with a chunk config.
     pub fn compute_with(text: &str, chunk_config: ChunkConfig) -> Self {
+        Self::compute_observed(text, chunk_config, |_, _, _| {})
+    }
+
+    /// [`Self::compute_with`], giving `observe` every parser event of the
+    /// body (with the text's line index and the event's range in the
+    /// text), so that a caller reads what else it needs from Stage 1's
+    /// own parse.
+    pub fn compute_observed<F>(text: &str, chunk_config: ChunkConfig, mut observe: F) -> Self
+    where
+        F: FnMut(&LineIndex<'_>, &Event<'_>, Range<usize>) + Send,
+    {
         let index = LineIndex::new(text);
         // The hash and the parse, then the structure and the protected
         // regions, are independent: each pair on both cores.
         let (doc_hash, parsed) = rayon::join(
             || sha256(text.as_bytes()),
-            || scan(&index, ScanOptions { inlines: true }),
+            || {
+                scan_observed(&index, ScanOptions { inlines: true }, |event, range| {
+                    observe(&index, event, range)
+                })
+            },
         );
         let (built, spans) = rayon::join(
             || structure::build(&index, &parsed, &doc_hash),

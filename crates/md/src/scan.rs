@@ -193,6 +193,17 @@ fn on_inline(
 /// Parses an indexed document once, the front matter and BOM skipped;
 /// `options` says whether inline constructs are collected too.
 pub fn scan(index: &LineIndex<'_>, options: ScanOptions) -> Scan {
+    scan_observed(index, options, |_, _| {})
+}
+
+/// [`scan`], giving `observe` every parser event of the body with its
+/// range in the whole text, before the scan reads it: a caller that needs
+/// more of the parse than [`Scan`] keeps reads it here instead of parsing
+/// the text a second time.
+pub fn scan_observed<F>(index: &LineIndex<'_>, options: ScanOptions, mut observe: F) -> Scan
+where
+    F: FnMut(&Event<'_>, Range<usize>),
+{
     let text = index.text();
     let front_matter = front_matter::detect(index);
     let base = front_matter.map_or(index.bom_len(), |f| f.body_start);
@@ -209,6 +220,7 @@ pub fn scan(index: &LineIndex<'_>, options: ScanOptions) -> Scan {
     let mut in_code = false;
     for (event, range) in iter.by_ref() {
         let range = (range.start + base)..(range.end + base);
+        observe(&event, range.clone());
         match event {
             Event::Start(tag) => match tag {
                 Tag::BlockQuote(_) | Tag::Item | Tag::FootnoteDefinition(_) => containers += 1,
