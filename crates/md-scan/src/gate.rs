@@ -16,7 +16,7 @@
 
 use aho_corasick::{AhoCorasick, AhoCorasickKind};
 use regex::Regex;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 /// `true` when `hay` holds a character a case-insensitive regex matches
 /// for an ASCII letter (`ſ` for `s`, the Kelvin sign for `k`).
@@ -44,13 +44,33 @@ where
         .ok()
 }
 
+/// The lines of `text` in which `searcher` finds a needle, each once, in
+/// order: one pass over the text.
+fn lines_holding<'t>(searcher: &AhoCorasick, text: &'t str) -> Vec<&'t str> {
+    let mut lines = Vec::new();
+    let mut next = 0;
+    for m in searcher.find_iter(text) {
+        if m.start() < next {
+            continue;
+        }
+        let start = text[..m.start()].rfind('\n').map_or(0, |i| i + 1);
+        let end = text[m.start()..]
+            .find('\n')
+            .map_or(text.len(), |i| m.start() + i);
+        lines.push(&text[start..end]);
+        next = end;
+    }
+    lines
+}
+
 /// The gate itself: which needles, and whether a text may match.
 #[derive(Debug, Clone, Default)]
 pub struct Needles {
     needles: Vec<String>,
     /// All of them in one automaton, ASCII letters without case, built on
-    /// first use: one pass over a line whatever their number.
-    searcher: OnceLock<Option<AhoCorasick>>,
+    /// first use: one pass over a line whatever their number. Clones
+    /// share it (two patterns gated by the same words build it once).
+    searcher: Arc<OnceLock<Option<AhoCorasick>>>,
     /// The text must also hold an ASCII digit.
     digit: bool,
 }
@@ -70,7 +90,7 @@ impl Needles {
     fn from_list(needles: Vec<String>) -> Needles {
         Needles {
             needles,
-            searcher: OnceLock::new(),
+            searcher: Arc::default(),
             digit: false,
         }
     }
@@ -80,11 +100,6 @@ impl Needles {
     pub fn and_ascii_digit(mut self) -> Needles {
         self.digit = true;
         self
-    }
-
-    /// The needles themselves.
-    pub fn into_words(self) -> Vec<String> {
-        self.needles
     }
 
     /// `false` only when no match of the gated regex can be in `hay`.
@@ -97,33 +112,6 @@ impl Needles {
         }
         let searcher = self.searcher.get_or_init(|| automaton(&self.needles));
         searcher.as_ref().map_or(true, |s| s.is_match(hay)) || has_ascii_fold(hay)
-    }
-
-    /// The lines of `text` (a whole document) that hold a needle, each
-    /// once, in order: one pass over the text, however many needles.
-    /// `None` when every text passes (no needles, or no automaton).
-    pub fn lines_with_match<'t>(&self, text: &'t str) -> Option<Vec<&'t str>> {
-        if self.needles.is_empty() {
-            return None;
-        }
-        let searcher = self
-            .searcher
-            .get_or_init(|| automaton(&self.needles))
-            .as_ref()?;
-        let mut lines = Vec::new();
-        let mut next = 0;
-        for m in searcher.find_iter(text) {
-            if m.start() < next {
-                continue;
-            }
-            let start = text[..m.start()].rfind('\n').map_or(0, |i| i + 1);
-            let end = text[m.start()..]
-                .find('\n')
-                .map_or(text.len(), |i| m.start() + i);
-            lines.push(&text[start..end]);
-            next = end;
-        }
-        Some(lines)
     }
 
     /// The longest run of ASCII letters and digits of each term: every
@@ -288,7 +276,7 @@ pub struct GatedAlternatives {
     searcher: OnceLock<Option<AhoCorasick>>,
     /// The regex compiled so far and its alternatives: each new one holds
     /// every alternative of the one it replaces.
-    compiled: std::sync::Mutex<Option<(u64, Option<std::sync::Arc<Regex>>)>>,
+    compiled: std::sync::Mutex<Option<(u64, Option<Arc<Regex>>)>>,
 }
 
 impl GatedAlternatives {
@@ -357,18 +345,11 @@ impl GatedAlternatives {
     }
 
     /// The regex of the alternatives that may match `hay`, or `None` when
-    /// none may.
-    pub fn for_text(&self, hay: &str) -> Option<std::sync::Arc<Regex>> {
-        self.for_text_with_mask(hay).map(|(re, _)| re)
-    }
-
-    /// Like [`GatedAlternatives::for_text`], with the set of alternatives
-    /// in the regex, which may hold more than `hay` needs (bit `i`:
-    /// alternative `i`; all bits past 64 of them),
-    /// so that a caller whose alternatives are capture groups can tell
-    /// which one matched: group `k` is the `k`-th alternative of the set.
-    pub fn for_text_with_mask(&self, hay: &str) -> Option<(std::sync::Arc<Regex>, u64)> {
-        self.regex_for(self.mask_for(hay))
+    /// none may (detectors ask [`GatedAlternatives::regex_for`] with the
+    /// mask of a line or of a whole document).
+    #[cfg(test)]
+    pub fn for_text(&self, hay: &str) -> Option<Arc<Regex>> {
+        self.regex_for(self.mask_for(hay)).map(|(re, _)| re)
     }
 
     /// Compiles now the regex of every alternative `text` (a whole
@@ -441,7 +422,7 @@ impl GatedAlternatives {
     /// needs ([`GatedAlternatives::mask_for`] of each line) compiles one
     /// regex, instead of one more each time a line needs an alternative
     /// the regex so far lacks (each costs about as much as the whole).
-    pub fn regex_for(&self, mask: u64) -> Option<(std::sync::Arc<Regex>, u64)> {
+    pub fn regex_for(&self, mask: u64) -> Option<(Arc<Regex>, u64)> {
         if mask == 0 {
             return None;
         }
@@ -458,9 +439,7 @@ impl GatedAlternatives {
             return regex.clone().map(|re| (re, *m));
         }
         let mask = compiled.as_ref().map_or(mask, |(m, _)| mask | m);
-        let regex = Regex::new(&self.pattern(mask))
-            .ok()
-            .map(std::sync::Arc::new);
+        let regex = Regex::new(&self.pattern(mask)).ok().map(Arc::new);
         *compiled = Some((mask, regex.clone()));
         regex.map(|re| (re, mask))
     }
@@ -493,19 +472,94 @@ impl GatedAlternatives {
         }
         mask
     }
+}
 
-    /// Every needle of every alternative, as one gate; `None` when an
-    /// alternative has none (it may match anywhere).
-    pub fn union(&self) -> Option<Needles> {
-        (self.always == 0 && self.alternatives.len() <= 64).then(|| {
-            Needles::new(
-                &self
-                    .needle_masks
-                    .iter()
-                    .map(|(n, _)| n.as_str())
-                    .collect::<Vec<_>>(),
-            )
-        })
+/// One automaton over the needles of several [`GatedAlternatives`]: one
+/// scan of a line tells each member the alternatives it may need (what
+/// its [`GatedAlternatives::mask_for`] tells), for one automaton and one
+/// scan instead of one of each per member.
+#[derive(Debug)]
+pub struct SharedGate {
+    /// Each distinct needle, with the members (by index) and the
+    /// alternatives of each that it lets through.
+    needles: Vec<(String, Vec<(usize, u64)>)>,
+    /// Per member, the alternatives kept whatever the line.
+    always: Vec<u64>,
+    /// Per member, every alternative.
+    all: Vec<u64>,
+    searcher: OnceLock<Option<AhoCorasick>>,
+}
+
+impl SharedGate {
+    /// The gate of `members`, in order.
+    pub fn new<'a>(members: impl IntoIterator<Item = &'a GatedAlternatives>) -> SharedGate {
+        let mut gate = SharedGate {
+            needles: Vec::new(),
+            always: Vec::new(),
+            all: Vec::new(),
+            searcher: OnceLock::new(),
+        };
+        for (k, member) in members.into_iter().enumerate() {
+            if member.alternatives.len() > 64 {
+                // No gate past 64 alternatives (as `mask_for`).
+                gate.always.push(u64::MAX);
+                gate.all.push(u64::MAX);
+                continue;
+            }
+            gate.always.push(member.always);
+            gate.all.push(member.all());
+            for (needle, bits) in &member.needle_masks {
+                match gate.needles.iter_mut().find(|(n, _)| n == needle) {
+                    Some((_, targets)) => targets.push((k, *bits)),
+                    None => gate.needles.push((needle.clone(), vec![(k, *bits)])),
+                }
+            }
+        }
+        gate
+    }
+
+    fn searcher(&self) -> Option<&AhoCorasick> {
+        self.searcher
+            .get_or_init(|| automaton(self.needles.iter().map(|(n, _)| n)))
+            .as_ref()
+    }
+
+    /// For each member `k`, the alternatives that may match `hay`: what
+    /// `members[k].mask_for(hay)` gives.
+    pub fn masks(&self, hay: &str) -> Vec<u64> {
+        if has_ascii_fold(hay) {
+            return self.all.clone();
+        }
+        let Some(searcher) = self.searcher() else {
+            return self.all.clone();
+        };
+        let mut masks = self.always.clone();
+        // Most lines hold no needle: one quick search says so.
+        if !searcher.is_match(hay) {
+            return masks;
+        }
+        // Overlapping: a needle inside another counts too.
+        for m in searcher.find_overlapping_iter(hay) {
+            if let Some((_, targets)) = self.needles.get(m.pattern().as_usize()) {
+                for &(k, bits) in targets {
+                    if let Some(mask) = masks.get_mut(k) {
+                        *mask |= bits;
+                    }
+                }
+            }
+        }
+        masks
+    }
+
+    /// The lines of `text` (a whole document) that hold a needle, each
+    /// once, in order; `None` when
+    /// every line may match (a member keeps an alternative whatever the
+    /// line, or there is no automaton).
+    pub fn lines_with_match<'t>(&self, text: &'t str) -> Option<Vec<&'t str>> {
+        if self.always.iter().any(|&a| a != 0) {
+            return None;
+        }
+        Some(lines_holding(self.searcher()?, text))
     }
 }
 
@@ -587,18 +641,57 @@ mod alternatives_tests {
     }
 
     #[test]
+    fn clones_share_one_automaton() {
+        let a = Needles::new(&["figure"]).and_ascii_digit();
+        let b = a.clone();
+        assert!(a.searcher.get().is_none());
+        assert!(b.may_match("Figure 1"));
+        assert!(a.searcher.get().is_some(), "built once, for both");
+        assert!(!a.may_match("Figure one"));
+    }
+
+    #[test]
     fn lines_with_a_needle_are_each_given_once() {
-        let n = Needles::new(&["know", "hope"]);
+        let g = offer();
+        let shared = SharedGate::new([&g]);
         assert_eq!(
-            n.lines_with_match("a\nI hope you know\nb\nKNOW")
+            shared
+                .lines_with_match("a\nI hope you know\nb\nKNOW")
                 .expect("needles"),
             vec!["I hope you know", "KNOW"]
         );
-        assert_eq!(n.lines_with_match("").expect("needles"), Vec::<&str>::new());
-        assert_eq!(Needles::default().lines_with_match("x"), None);
+        assert_eq!(
+            shared.lines_with_match("").expect("needles"),
+            Vec::<&str>::new()
+        );
+        let always = GatedAlternatives::new("", &[("x", &[])], "");
+        assert_eq!(SharedGate::new([&g, &always]).lines_with_match("x"), None);
+    }
+
+    /// A second family that shares needles with [`offer`], and one
+    /// alternative kept whatever the line.
+    fn others() -> GatedAlternatives {
+        GatedAlternatives::new(
+            r"(?i)",
+            &[
+                (r"you know", &["know"]),
+                (r"sorry", &["sorry"]),
+                (r"x", &[]),
+            ],
+            r"",
+        )
     }
 
     proptest! {
+        /// One scan of the shared gate gives each member what its own
+        /// `mask_for` gives.
+        #[test]
+        fn shared_masks_equal_each_members_own(hay in "(I |hope |this |that |helps|let me |know|sorry|ſorry|KNOW|,| ){0,12}") {
+            let (a, b) = (offer(), others());
+            let shared = SharedGate::new([&a, &b]);
+            prop_assert_eq!(shared.masks(&hay), vec![a.mask_for(&hay), b.mask_for(&hay)]);
+        }
+
         #[test]
         fn split_matches_equal_the_whole(hay in "(I |hope |this |that |helps|let me |know|,| ){0,12}") {
             prop_assert!(same_matches(&offer(), &hay));

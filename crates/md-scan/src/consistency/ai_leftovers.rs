@@ -26,7 +26,7 @@ use super::KERNEL;
 use crate::config::ScanConfig;
 use crate::document::Document;
 use crate::evidence::around;
-use crate::gate::{Gated, GatedAlternatives, Needles, Warm};
+use crate::gate::{Gated, GatedAlternatives, Needles, SharedGate, Warm};
 use crate::quotes::{is_quoted, quoted_ranges};
 use crate::ScanError;
 use koas_review_schema::findings::{Finding, FindingKind, Severity};
@@ -189,14 +189,10 @@ static SIGNALS: LazyLock<Vec<(Reason, GatedAlternatives)>> = LazyLock::new(|| {
     ]
 });
 
-/// The words of every signal, as one gate (`None`: no gate).
-static SIGNAL_WORDS: LazyLock<Option<Needles>> = LazyLock::new(|| {
-    let mut words = Vec::new();
-    for (_, alternatives) in SIGNALS.iter() {
-        words.extend(alternatives.union()?.into_words());
-    }
-    Some(Needles::new(&words))
-});
+/// The words of every signal in one automaton: one scan of a line tells
+/// each signal the alternatives it may need.
+static SIGNAL_GATE: LazyLock<SharedGate> =
+    LazyLock::new(|| SharedGate::new(SIGNALS.iter().map(|(_, alternatives)| alternatives)));
 
 /// A chat reply at the start of a paragraph; group `strong` marks the
 /// replies that are leftovers by themselves.
@@ -292,21 +288,24 @@ pub(crate) fn warm<'a>(text: &'a str, jobs: &mut Vec<Warm<'a>>) {
         return;
     }
     jobs.push(Box::new(move || {
-        let lines = SIGNAL_WORDS
-            .as_ref()
-            .and_then(|words| words.lines_with_match(text));
-        let Some(lines) = lines else {
+        let Some(lines) = SIGNAL_GATE.lines_with_match(text) else {
             SIGNALS
                 .par_iter()
                 .for_each(|(_, alternatives)| alternatives.warm(text));
             return;
         };
-        SIGNALS.par_iter().for_each(|(_, alternatives)| {
-            let mask = lines
-                .iter()
-                .fold(0, |m, line| m | alternatives.mask_for(line));
-            alternatives.regex_for(mask);
-        });
+        let mut needed = vec![0u64; SIGNALS.len()];
+        for line in lines {
+            for (n, m) in needed.iter_mut().zip(SIGNAL_GATE.masks(line)) {
+                *n |= m;
+            }
+        }
+        SIGNALS
+            .par_iter()
+            .zip(needed)
+            .for_each(|((_, alternatives), mask)| {
+                alternatives.regex_for(mask);
+            });
     }));
 }
 
@@ -381,9 +380,9 @@ impl AiLeftovers {
             |s: usize, e: usize| !is_quoted(quoted.get_or_init(|| quoted_ranges(prose)), s, e);
         let mut hits = Vec::new();
         // One scan for the words of every signal: most lines have none.
-        let any_signal = SIGNAL_WORDS.as_ref().map_or(true, |n| n.may_match(prose));
-        for (reason, alternatives) in SIGNALS.iter().filter(|_| any_signal) {
-            let Some(re) = alternatives.for_text(prose) else {
+        let masks = SIGNAL_GATE.masks(prose);
+        for ((reason, alternatives), mask) in SIGNALS.iter().zip(masks) {
+            let Some((re, _)) = alternatives.regex_for(mask) else {
                 continue;
             };
             let found = re
