@@ -229,7 +229,8 @@ impl FactsReader {
         range: std::ops::Range<usize>,
     ) {
         self.base.get_or_insert_with(|| {
-            koas_md::front_matter::detect(index).map_or(index.bom_len(), |f| f.body_start)
+            use koas_md::front_matter::{body_start, detect};
+            body_start(index, detect(index).as_ref())
         });
         let text = index.text();
         let (start, end) = (range.start, range.end);
@@ -432,7 +433,10 @@ mod tests {
             |index, event, range| reader.read(index, event, range),
         );
         let index = LineIndex::new(text);
-        let base = koas_md::front_matter::detect(&index).map_or(index.bom_len(), |f| f.body_start);
+        let base = koas_md::front_matter::body_start(
+            &index,
+            koas_md::front_matter::detect(&index).as_ref(),
+        );
         let own = ParsedFacts {
             base,
             facts: event_facts(&index, base),

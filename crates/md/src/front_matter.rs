@@ -28,6 +28,13 @@ fn is_delimiter(line: &str, delim: &str) -> bool {
     line.trim_end_matches([' ', '\t']) == delim
 }
 
+/// Where the Markdown body of `index`'s text starts: after `front`, its
+/// front matter block ([`detect`]), else after the BOM. Every reader of
+/// the body uses this, so that their offsets agree.
+pub fn body_start(index: &LineIndex<'_>, front: Option<&FrontMatterBlock>) -> usize {
+    front.map_or(index.bom_len(), |f| f.body_start)
+}
+
 /// Finds the front matter block of an indexed document, if any.
 pub fn detect(index: &LineIndex<'_>) -> Option<FrontMatterBlock> {
     let first = index.line_text(1);

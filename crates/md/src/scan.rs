@@ -206,7 +206,7 @@ where
 {
     let text = index.text();
     let front_matter = front_matter::detect(index);
-    let base = front_matter.map_or(index.bom_len(), |f| f.body_start);
+    let base = front_matter::body_start(index, front_matter.as_ref());
     let body = text.get(base..).unwrap_or("");
     let mut out = Scan {
         front_matter,

@@ -244,7 +244,7 @@ fn push_text(shape: &mut Shape, collecting: &[usize], text: &str) {
 pub fn shape_of(text: &str, start_of_document: bool) -> Shape {
     let base = if start_of_document {
         let index = LineIndex::new(text);
-        front_matter::detect(&index).map_or(index.bom_len(), |f| f.body_start)
+        front_matter::body_start(&index, front_matter::detect(&index).as_ref())
     } else {
         0
     };
@@ -391,7 +391,7 @@ pub fn shape_of(text: &str, start_of_document: bool) -> Shape {
 pub fn top_level_blocks(text: &str) -> Vec<Range<usize>> {
     let index = LineIndex::new(text);
     let front = front_matter::detect(&index);
-    let base = front.map_or(index.bom_len(), |f| f.body_start);
+    let base = front_matter::body_start(&index, front.as_ref());
     let body = text.get(base..).unwrap_or("");
     let mut out: Vec<Range<usize>> = Vec::new();
     if let Some(f) = front {
