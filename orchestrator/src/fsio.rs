@@ -18,6 +18,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use thiserror::Error;
 
+mod beneath;
+pub use beneath::{Access, Beneath, EntryKind, Resolver};
+
 /// An I/O error with the path it concerns.
 #[derive(Debug, Error)]
 #[error("{action} {path}: {source}")]

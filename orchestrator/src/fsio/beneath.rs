@@ -1,0 +1,1068 @@
+//! A folder held open by a handle, whose files are opened relative to that
+//! handle without following any symbolic link.
+//!
+//! A host keeps state in folders a person (or a plugin, or a document's
+//! author) can also write to. A link planted there — a file linked to one
+//! elsewhere, a sub-folder linked to another folder — would have the host
+//! write through it. [`Beneath`] holds the folder itself (renaming or
+//! replacing its path afterwards changes nothing) and resolves every
+//! relative path below it with `openat2(RESOLVE_BENEATH |
+//! RESOLVE_NO_SYMLINKS)` where the kernel has it, or one component at a
+//! time with `O_NOFOLLOW` otherwise. A link met on the way is an error that
+//! names it ([`FsError::is_refused_link`]): it is never written through
+//! and never silently replaced.
+
+use super::{FsError, TEMP_COUNTER};
+use std::ffi::{OsStr, OsString};
+use std::fs::File;
+use std::io::{self, Write};
+use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::Ordering;
+
+/// The `action` of the error for a refused link.
+pub(super) const LINK_REFUSED: &str = "refused the symbolic link";
+
+/// How relative paths are resolved below the held folder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resolver {
+    /// `openat2` with `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS` where the
+    /// kernel has it, one component at a time otherwise.
+    Auto,
+    /// One component at a time with `O_NOFOLLOW`, as on a kernel without
+    /// `openat2` (what tests use to exercise that path).
+    Components,
+}
+
+/// What [`Beneath::entry`] found at a path (the entry itself, a link not
+/// followed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryKind {
+    /// A regular file of this many bytes.
+    File(u64),
+    /// A folder.
+    Dir,
+    /// A symbolic link.
+    Link,
+    /// A FIFO, a device, a socket.
+    Other,
+}
+
+/// How [`Beneath::open_file`] opens a file (read-only by default).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Access {
+    /// Open for writing.
+    pub write: bool,
+    /// Every write goes to the end.
+    pub append: bool,
+    /// Create the file when missing.
+    pub create: bool,
+    /// Create the file; fail when it exists.
+    pub create_new: bool,
+    /// Empty the file when opened.
+    pub truncate: bool,
+}
+
+/// A folder held open by handle; every path given to its methods is
+/// relative to it, `/`-separated, without `..`, and is resolved without
+/// following links.
+#[derive(Debug)]
+pub struct Beneath {
+    dir: imp::Handle,
+    path: PathBuf,
+    resolver: Resolver,
+}
+
+/// The error for a refused link at `path`, below the folder `root`.
+fn link_error(path: &Path, root: &Path) -> FsError {
+    FsError::new(
+        LINK_REFUSED,
+        path,
+        io::Error::other(format!(
+            "koas follows no link inside {} and wrote nothing through it; remove the link (or put the real file or folder in its place) and retry",
+            root.display()
+        )),
+    )
+}
+
+/// The parts of `rel`: plain names only (`.` dropped); `..`, a root or a
+/// prefix is refused.
+fn parts_of<'a>(rel: &'a Path, root: &Path) -> Result<Vec<&'a OsStr>, FsError> {
+    let mut out = Vec::new();
+    for c in rel.components() {
+        match c {
+            Component::Normal(p) => out.push(p),
+            Component::CurDir => {}
+            _ => {
+                return Err(FsError::new(
+                    "refuse",
+                    &root.join(rel),
+                    io::Error::other(format!(
+                        "the path leaves the folder {} it must stay in",
+                        root.display()
+                    )),
+                ))
+            }
+        }
+    }
+    Ok(out)
+}
+
+impl Beneath {
+    /// Holds the folder `dir` (links in `dir` itself are followed: the
+    /// caller named it).
+    pub fn open(dir: &Path) -> Result<Beneath, FsError> {
+        let handle = imp::open_dir(dir).map_err(|e| FsError::new("open directory", dir, e))?;
+        Ok(Beneath {
+            dir: handle,
+            path: dir.to_owned(),
+            resolver: Resolver::Auto,
+        })
+    }
+
+    /// Holds the folder `base/rel`: `base` is opened as given, `rel` below
+    /// it without following links (a link in `rel` is refused by name).
+    /// With `create`, missing folders of `rel` are created (durably).
+    pub fn open_below(base: &Path, rel: &Path, create: bool) -> Result<Beneath, FsError> {
+        let base = Beneath::open(base)?;
+        if create {
+            base.create_dir_all(rel)
+        } else {
+            base.dir(rel)
+        }
+    }
+
+    /// The same folder, resolved with `resolver`.
+    pub fn with_resolver(mut self, resolver: Resolver) -> Beneath {
+        self.resolver = resolver;
+        self
+    }
+
+    /// The folder's path as it was given (for messages).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// `rel` shown below the folder's path (for messages).
+    pub fn join(&self, rel: impl AsRef<Path>) -> PathBuf {
+        self.path.join(rel)
+    }
+
+    /// The sub-folder `rel`, held (it must exist).
+    pub fn dir(&self, rel: impl AsRef<Path>) -> Result<Beneath, FsError> {
+        let rel = rel.as_ref();
+        let handle = self.open_dir_raw(rel)?;
+        Ok(self.child(handle, rel))
+    }
+
+    fn child(&self, dir: imp::Handle, rel: &Path) -> Beneath {
+        Beneath {
+            dir,
+            path: self.join(rel),
+            resolver: self.resolver,
+        }
+    }
+
+    /// The sub-folder `rel`, created with its missing parents (each new
+    /// folder's parent fsynced), held.
+    pub fn create_dir_all(&self, rel: impl AsRef<Path>) -> Result<Beneath, FsError> {
+        let rel = rel.as_ref();
+        let parts = parts_of(rel, &self.path)?;
+        let mut current = imp::clone(&self.dir).map_err(|e| self.fail("open", rel, e))?;
+        let mut shown = PathBuf::new();
+        for part in parts {
+            shown.push(part);
+            current = match imp::open_dir_at(&current, part) {
+                Ok(next) => next,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    match imp::mkdir_at(&current, part) {
+                        Err(e) if e.kind() != io::ErrorKind::AlreadyExists => {
+                            return Err(self.fail("create directory", &shown, e))
+                        }
+                        _ => {}
+                    }
+                    imp::sync(&current).map_err(|e| self.fail("fsync directory", &shown, e))?;
+                    imp::open_dir_at(&current, part)
+                        .map_err(|e| self.fail("open directory", &shown, e))?
+                }
+                Err(e) => return Err(self.fail("open directory", &shown, e)),
+            };
+        }
+        Ok(self.child(current, rel))
+    }
+
+    /// Opens the file `rel` as `access` says.
+    pub fn open_file(&self, rel: impl AsRef<Path>, access: Access) -> Result<File, FsError> {
+        let rel = rel.as_ref();
+        let action = if access.write || access.append {
+            "open for writing"
+        } else {
+            "open"
+        };
+        let file = self.open_file_raw(rel, access)?;
+        // A FIFO or a device is no file of a host's folder: refused before
+        // anything reads or writes it (the open itself cannot block on a
+        // FIFO: opened for writing it fails, for reading it is refused
+        // only after the open; no host keeps a FIFO in its folders).
+        match file.metadata() {
+            Ok(meta) if meta.is_file() => Ok(file),
+            Ok(_) => Err(self.fail(action, rel, io::Error::other("it is not a regular file"))),
+            Err(e) => Err(self.fail(action, rel, e)),
+        }
+    }
+
+    /// The bytes of the file `rel`; `None` when it does not exist.
+    pub fn read(&self, rel: impl AsRef<Path>) -> Result<Option<Vec<u8>>, FsError> {
+        let rel = rel.as_ref();
+        match self.open_file(rel, Access::default()) {
+            Ok(mut file) => {
+                let mut bytes = Vec::new();
+                io::Read::read_to_end(&mut file, &mut bytes)
+                    .map_err(|e| self.fail("read", rel, e))?;
+                Ok(Some(bytes))
+            }
+            Err(e) if e.source.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// What is at `rel` (a link is reported, not followed); `None` when
+    /// nothing is.
+    pub fn entry(&self, rel: impl AsRef<Path>) -> Result<Option<EntryKind>, FsError> {
+        let rel = rel.as_ref();
+        let (parent, name) = match self.parent_of(rel, false) {
+            Ok(found) => found,
+            Err(e) if e.source.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let Some(name) = name else {
+            return Ok(Some(EntryKind::Dir));
+        };
+        match imp::entry_at(&parent, &name) {
+            Ok(kind) => Ok(Some(kind)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(self.fail("read the metadata of", rel, e)),
+        }
+    }
+
+    /// The names in the sub-folder `rel` (`""` for the folder itself),
+    /// with what each is; sorted.
+    pub fn list(&self, rel: impl AsRef<Path>) -> Result<Vec<(OsString, EntryKind)>, FsError> {
+        let rel = rel.as_ref();
+        let dir = self.open_dir_raw(rel)?;
+        let mut out = imp::list(&dir).map_err(|e| self.fail("list", rel, e))?;
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(out)
+    }
+
+    /// Writes `bytes` to `rel` atomically (a temporary file in the same
+    /// folder, renamed over it) and durably, creating missing folders.
+    /// A link at `rel` is refused, not replaced.
+    pub fn write_atomic(&self, rel: impl AsRef<Path>, bytes: &[u8]) -> Result<(), FsError> {
+        let rel = rel.as_ref();
+        let (parent, name) = self.parent_of(rel, true)?;
+        self.write_in(&parent, rel, name.as_deref(), bytes, true)?;
+        imp::sync(&parent).map_err(|e| self.fail("fsync directory", rel.parent().unwrap_or(rel), e))
+    }
+
+    /// Writes every `(rel, bytes)` atomically without fsyncing each file,
+    /// then fsyncs each folder written once: for derived files that an
+    /// fsynced record can rebuild.
+    pub fn write_batch<P: AsRef<Path>>(&self, files: &[(P, Vec<u8>)]) -> Result<(), FsError> {
+        let mut folders: Vec<(PathBuf, imp::Handle)> = Vec::new();
+        for (rel, bytes) in files {
+            let rel = rel.as_ref();
+            let folder = rel.parent().map(Path::to_path_buf).unwrap_or_default();
+            if !folders.iter().any(|(p, _)| *p == folder) {
+                let dir = self.create_dir_all(&folder)?;
+                folders.push((folder.clone(), dir.dir));
+            }
+            let Some((_, dir)) = folders.iter().find(|(p, _)| *p == folder) else {
+                continue;
+            };
+            let name = rel.file_name().map(OsStr::to_owned);
+            self.write_in(dir, rel, name.as_deref(), bytes, false)?;
+        }
+        for (folder, dir) in &folders {
+            imp::sync(dir).map_err(|e| self.fail("fsync directory", folder, e))?;
+        }
+        Ok(())
+    }
+
+    /// Opens `rel` for appending, creating it (and fsyncing its folder)
+    /// when new; missing folders are created.
+    pub fn open_append(&self, rel: impl AsRef<Path>) -> Result<File, FsError> {
+        let rel = rel.as_ref();
+        let (parent, name) = self.parent_of(rel, true)?;
+        let Some(name) = name else {
+            return Err(self.fail("open for append", rel, io::Error::other("it is a folder")));
+        };
+        let access = Access {
+            write: true,
+            append: true,
+            ..Access::default()
+        };
+        let file = match imp::open_file_at(&parent, &name, access) {
+            Ok(file) => file,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                let create = Access {
+                    create: true,
+                    ..access
+                };
+                let file = imp::open_file_at(&parent, &name, create)
+                    .map_err(|e| self.fail("create", rel, e))?;
+                file.sync_all().map_err(|e| self.fail("fsync", rel, e))?;
+                imp::sync(&parent).map_err(|e| self.fail("fsync directory", rel, e))?;
+                file
+            }
+            Err(e) => return Err(self.fail("open for append", rel, e)),
+        };
+        match file.metadata() {
+            Ok(meta) if meta.is_file() => Ok(file),
+            Ok(_) => Err(self.fail(
+                "open for append",
+                rel,
+                io::Error::other("it is not a regular file"),
+            )),
+            Err(e) => Err(self.fail("open for append", rel, e)),
+        }
+    }
+
+    /// Appends `bytes` to `rel` and fsyncs its data, creating missing
+    /// folders and the file.
+    pub fn append(&self, rel: impl AsRef<Path>, bytes: &[u8]) -> Result<(), FsError> {
+        let rel = rel.as_ref();
+        let mut file = self.open_append(rel)?;
+        file.write_all(bytes)
+            .map_err(|e| self.fail("append to", rel, e))?;
+        file.sync_data().map_err(|e| self.fail("fsync", rel, e))
+    }
+
+    /// Removes the file (or link) `rel`; `false` when there was none.
+    pub fn remove_file(&self, rel: impl AsRef<Path>) -> Result<bool, FsError> {
+        let rel = rel.as_ref();
+        let (parent, name) = match self.parent_of(rel, false) {
+            Ok(found) => found,
+            Err(e) if e.source.kind() == io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(e),
+        };
+        let Some(name) = name else {
+            return Err(self.fail("remove", rel, io::Error::other("it is a folder")));
+        };
+        match imp::unlink_at(&parent, &name) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(self.fail("remove", rel, e)),
+        }
+    }
+
+    /// Renames `from` to `to`, both below this folder (a link at either
+    /// is refused).
+    pub fn rename(&self, from: impl AsRef<Path>, to: impl AsRef<Path>) -> Result<(), FsError> {
+        let (from, to) = (from.as_ref(), to.as_ref());
+        let (from_dir, from_name) = self.parent_of(from, false)?;
+        let (to_dir, to_name) = self.parent_of(to, true)?;
+        let (Some(from_name), Some(to_name)) = (from_name, to_name) else {
+            return Err(self.fail("rename", from, io::Error::other("a folder itself")));
+        };
+        for (dir, name, rel) in [(&from_dir, &from_name, from), (&to_dir, &to_name, to)] {
+            if imp::entry_at(dir, name).is_ok_and(|k| k == EntryKind::Link) {
+                return Err(link_error(&self.join(rel), &self.path));
+            }
+        }
+        imp::rename_at(&from_dir, &from_name, &to_dir, &to_name)
+            .map_err(|e| self.fail("rename into", to, e))?;
+        imp::sync(&to_dir).map_err(|e| self.fail("fsync directory", to, e))
+    }
+
+    /// Fsyncs the folder itself.
+    pub fn sync(&self) -> Result<(), FsError> {
+        imp::sync(&self.dir).map_err(|e| FsError::new("fsync directory", &self.path, e))
+    }
+
+    /// Writes a temporary file in `parent` and renames it to `name`.
+    fn write_in(
+        &self,
+        parent: &imp::Handle,
+        rel: &Path,
+        name: Option<&OsStr>,
+        bytes: &[u8],
+        fsync_file: bool,
+    ) -> Result<(), FsError> {
+        let Some(name) = name else {
+            return Err(self.fail("write", rel, io::Error::other("it is a folder")));
+        };
+        match imp::entry_at(parent, name) {
+            Ok(EntryKind::Link) => return Err(link_error(&self.join(rel), &self.path)),
+            Ok(EntryKind::Dir) => {
+                return Err(self.fail("write", rel, io::Error::other("it is a folder")))
+            }
+            _ => {}
+        }
+        let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+        let mut temp = OsString::from(".");
+        temp.push(name);
+        temp.push(format!(".tmp-{}-{n}", std::process::id()));
+        let shown_temp = rel.with_file_name(&temp);
+        let create = Access {
+            write: true,
+            create_new: true,
+            ..Access::default()
+        };
+        let mut file = match imp::open_file_at(parent, &temp, create) {
+            // Left by a killed process that had the same pid.
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                let _ = imp::unlink_at(parent, &temp);
+                imp::open_file_at(parent, &temp, create)
+            }
+            other => other,
+        }
+        .map_err(|e| self.fail("create", &shown_temp, e))?;
+        let result = (|| {
+            file.write_all(bytes)
+                .map_err(|e| self.fail("write", &shown_temp, e))?;
+            if fsync_file {
+                file.sync_all()
+                    .map_err(|e| self.fail("fsync", &shown_temp, e))?;
+            }
+            // A link put at `name` since the check above is replaced by
+            // the file, never written through.
+            imp::rename_at(parent, &temp, parent, name)
+                .map_err(|e| self.fail("rename into", rel, e))
+        })();
+        if result.is_err() {
+            let _ = imp::unlink_at(parent, &temp);
+        }
+        result
+    }
+
+    /// The folder holding `rel` (created with `create`), and `rel`'s last
+    /// name (`None` for the folder itself).
+    fn parent_of(
+        &self,
+        rel: &Path,
+        create: bool,
+    ) -> Result<(imp::Handle, Option<OsString>), FsError> {
+        let parts = parts_of(rel, &self.path)?;
+        let Some((last, dirs)) = parts.split_last() else {
+            let me = imp::clone(&self.dir).map_err(|e| self.fail("open", rel, e))?;
+            return Ok((me, None));
+        };
+        let dirs: PathBuf = dirs.iter().collect();
+        let parent = if create {
+            self.create_dir_all(&dirs)?.dir
+        } else {
+            self.open_dir_raw(&dirs)?
+        };
+        Ok((parent, Some((*last).to_owned())))
+    }
+
+    /// Opens the folder `rel` below the held one, links refused.
+    fn open_dir_raw(&self, rel: &Path) -> Result<imp::Handle, FsError> {
+        let parts = parts_of(rel, &self.path)?;
+        let Some((last, dirs)) = parts.split_last() else {
+            return imp::clone(&self.dir).map_err(|e| self.fail("open directory", rel, e));
+        };
+        if self.resolver == Resolver::Auto {
+            if let Some(opened) = imp::dir_beneath(&self.dir, &parts) {
+                return opened.map_err(|e| self.fail("open directory", rel, e));
+            }
+        }
+        self.walk(dirs)
+            .and_then(|at| imp::open_dir_at(&at, last))
+            .map_err(|e| self.fail("open directory", rel, e))
+    }
+
+    /// Opens the file `rel` below the held folder, links refused.
+    fn open_file_raw(&self, rel: &Path, access: Access) -> Result<File, FsError> {
+        let action = if access.write || access.append {
+            "open for writing"
+        } else {
+            "open"
+        };
+        let parts = parts_of(rel, &self.path)?;
+        let Some((last, dirs)) = parts.split_last() else {
+            return Err(self.fail(action, rel, io::Error::other("it is a folder")));
+        };
+        if self.resolver == Resolver::Auto {
+            if let Some(opened) = imp::file_beneath(&self.dir, &parts, access) {
+                return opened.map_err(|e| self.fail(action, rel, e));
+            }
+        }
+        self.walk(dirs)
+            .and_then(|at| imp::open_file_at(&at, last, access))
+            .map_err(|e| self.fail(action, rel, e))
+    }
+
+    /// The folder `dirs` below the held one, opened one name at a time,
+    /// none followed if a link.
+    fn walk(&self, dirs: &[&OsStr]) -> io::Result<imp::Handle> {
+        let mut current = imp::clone(&self.dir)?;
+        for part in dirs {
+            current = imp::open_dir_at(&current, part)?;
+        }
+        Ok(current)
+    }
+
+    /// The error of `action` on `rel`: a link on the way is named as such.
+    fn fail(&self, action: &'static str, rel: &Path, e: io::Error) -> FsError {
+        if e.kind() != io::ErrorKind::NotFound {
+            if let Some(link) = self.find_link(rel) {
+                return link_error(&link, &self.path);
+            }
+        }
+        FsError::new(action, &self.join(rel), e)
+    }
+
+    /// The first link on the way to `rel`, if any.
+    fn find_link(&self, rel: &Path) -> Option<PathBuf> {
+        let parts = parts_of(rel, &self.path).ok()?;
+        let mut current = imp::clone(&self.dir).ok()?;
+        let mut shown = self.path.clone();
+        for part in parts {
+            shown.push(part);
+            match imp::entry_at(&current, part).ok()? {
+                EntryKind::Link => return Some(shown),
+                EntryKind::Dir => current = imp::open_dir_at(&current, part).ok()?,
+                _ => return None,
+            }
+        }
+        None
+    }
+}
+
+impl FsError {
+    /// True when the error is a symbolic link [`Beneath`] refused to
+    /// follow (its `path` is the link).
+    pub fn is_refused_link(&self) -> bool {
+        self.action == LINK_REFUSED
+    }
+}
+
+#[cfg(unix)]
+mod imp {
+    //! The system calls, relative to a folder's handle.
+    use super::{Access, EntryKind};
+    use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+    use std::ffi::{OsStr, OsString};
+    use std::fs::File;
+    use std::io;
+    use std::os::fd::AsFd;
+    use std::os::unix::ffi::OsStrExt;
+    use std::path::Path;
+
+    /// A held folder.
+    pub(super) type Handle = File;
+
+    const DIR: OFlags = OFlags::RDONLY
+        .union(OFlags::DIRECTORY)
+        .union(OFlags::CLOEXEC)
+        .union(OFlags::NOFOLLOW);
+
+    fn file_flags(a: Access) -> OFlags {
+        // NONBLOCK: opening a FIFO must not wait for its other end (a
+        // FIFO is refused once open); it changes nothing for a file.
+        let mut f = OFlags::CLOEXEC | OFlags::NOFOLLOW | OFlags::NONBLOCK;
+        f |= if a.write || a.append {
+            OFlags::WRONLY
+        } else {
+            OFlags::RDONLY
+        };
+        if a.append {
+            f |= OFlags::APPEND;
+        }
+        if a.create {
+            f |= OFlags::CREATE;
+        }
+        if a.create_new {
+            f |= OFlags::CREATE | OFlags::EXCL;
+        }
+        if a.truncate {
+            f |= OFlags::TRUNC;
+        }
+        f
+    }
+
+    const NEW_FILE: Mode = Mode::from_raw_mode(0o666);
+
+    /// Opens the folder `path` as given (links in it followed).
+    pub(super) fn open_dir(path: &Path) -> io::Result<Handle> {
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        Ok(File::from(rustix::fs::open(path, flags, Mode::empty())?))
+    }
+
+    pub(super) fn clone(dir: &Handle) -> io::Result<Handle> {
+        dir.try_clone()
+    }
+
+    pub(super) fn sync(dir: &Handle) -> io::Result<()> {
+        dir.sync_all()
+    }
+
+    pub(super) fn open_dir_at(dir: &Handle, name: &OsStr) -> io::Result<Handle> {
+        Ok(File::from(rustix::fs::openat(
+            dir.as_fd(),
+            name,
+            DIR,
+            Mode::empty(),
+        )?))
+    }
+
+    pub(super) fn open_file_at(dir: &Handle, name: &OsStr, access: Access) -> io::Result<File> {
+        Ok(File::from(rustix::fs::openat(
+            dir.as_fd(),
+            name,
+            file_flags(access),
+            NEW_FILE,
+        )?))
+    }
+
+    /// `openat2` state: 0 not tried, 1 works, 2 missing.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    static OPENAT2: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+    /// Opens `parts` below `dir` in one `openat2` call; `None` where the
+    /// kernel lacks it, or refused for a reason the walk should decide.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    fn beneath(
+        dir: &Handle,
+        parts: &[&OsStr],
+        flags: OFlags,
+        mode: Mode,
+    ) -> Option<io::Result<File>> {
+        use rustix::fs::ResolveFlags;
+        use std::sync::atomic::Ordering;
+        if OPENAT2.load(Ordering::Relaxed) == 2 {
+            return None;
+        }
+        let path: std::path::PathBuf = parts.iter().collect();
+        let resolve =
+            ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+        match rustix::fs::openat2(dir.as_fd(), &path, flags, mode, resolve) {
+            Ok(fd) => {
+                OPENAT2.store(1, Ordering::Relaxed);
+                Some(Ok(File::from(fd)))
+            }
+            Err(rustix::io::Errno::NOSYS) => {
+                OPENAT2.store(2, Ordering::Relaxed);
+                None
+            }
+            // A concurrent rename (EAGAIN) or a filter that forbids the
+            // call (EPERM): the walk decides.
+            Err(rustix::io::Errno::AGAIN) | Err(rustix::io::Errno::PERM) => None,
+            Err(e) => Some(Err(e.into())),
+        }
+    }
+
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    fn beneath(
+        _dir: &Handle,
+        _parts: &[&OsStr],
+        _flags: OFlags,
+        _mode: Mode,
+    ) -> Option<io::Result<File>> {
+        None
+    }
+
+    pub(super) fn dir_beneath(dir: &Handle, parts: &[&OsStr]) -> Option<io::Result<Handle>> {
+        beneath(dir, parts, DIR, Mode::empty())
+    }
+
+    pub(super) fn file_beneath(
+        dir: &Handle,
+        parts: &[&OsStr],
+        access: Access,
+    ) -> Option<io::Result<File>> {
+        // openat2 takes a mode only with O_CREAT (EINVAL otherwise).
+        let mode = if access.create || access.create_new {
+            NEW_FILE
+        } else {
+            Mode::empty()
+        };
+        beneath(dir, parts, file_flags(access), mode)
+    }
+
+    pub(super) fn mkdir_at(dir: &Handle, name: &OsStr) -> io::Result<()> {
+        Ok(rustix::fs::mkdirat(
+            dir.as_fd(),
+            name,
+            Mode::from_raw_mode(0o777),
+        )?)
+    }
+
+    pub(super) fn unlink_at(dir: &Handle, name: &OsStr) -> io::Result<()> {
+        Ok(rustix::fs::unlinkat(dir.as_fd(), name, AtFlags::empty())?)
+    }
+
+    pub(super) fn rename_at(
+        from_dir: &Handle,
+        from: &OsStr,
+        to_dir: &Handle,
+        to: &OsStr,
+    ) -> io::Result<()> {
+        Ok(rustix::fs::renameat(
+            from_dir.as_fd(),
+            from,
+            to_dir.as_fd(),
+            to,
+        )?)
+    }
+
+    fn kind_of(file_type: FileType, len: u64) -> EntryKind {
+        match file_type {
+            FileType::RegularFile => EntryKind::File(len),
+            FileType::Directory => EntryKind::Dir,
+            FileType::Symlink => EntryKind::Link,
+            _ => EntryKind::Other,
+        }
+    }
+
+    pub(super) fn entry_at(dir: &Handle, name: &OsStr) -> io::Result<EntryKind> {
+        let stat = rustix::fs::statat(dir.as_fd(), name, AtFlags::SYMLINK_NOFOLLOW)?;
+        Ok(kind_of(
+            FileType::from_raw_mode(stat.st_mode),
+            u64::try_from(stat.st_size).unwrap_or(0),
+        ))
+    }
+
+    pub(super) fn list(dir: &Handle) -> io::Result<Vec<(OsString, EntryKind)>> {
+        let mut out = Vec::new();
+        let mut read = rustix::fs::Dir::read_from(dir.as_fd())?;
+        while let Some(entry) = read.read() {
+            let entry = entry?;
+            let name = OsStr::from_bytes(entry.file_name().to_bytes());
+            if name == "." || name == ".." {
+                continue;
+            }
+            // A file's length, or a type the folder does not say, is
+            // asked of the entry itself (not followed).
+            let kind = match entry.file_type() {
+                FileType::Directory => EntryKind::Dir,
+                FileType::Symlink => EntryKind::Link,
+                _ => entry_at(dir, name)?,
+            };
+            out.push((name.to_owned(), kind));
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(not(unix))]
+mod imp {
+    //! Without handle-relative system calls: a folder is its path, and each
+    //! name is checked not to be a link before it is used (a link swapped
+    //! in between is not caught).
+    use super::{Access, EntryKind};
+    use std::ffi::{OsStr, OsString};
+    use std::fs::{self, File, OpenOptions};
+    use std::io;
+    use std::path::{Path, PathBuf};
+
+    /// A folder, by its path.
+    #[derive(Debug, Clone)]
+    pub(super) struct Handle(PathBuf);
+
+    fn no_link(path: &Path) -> io::Result<()> {
+        match fs::symlink_metadata(path) {
+            Ok(m) if m.file_type().is_symlink() => Err(io::Error::other("it is a symbolic link")),
+            _ => Ok(()),
+        }
+    }
+
+    pub(super) fn open_dir(path: &Path) -> io::Result<Handle> {
+        if fs::metadata(path)?.is_dir() {
+            Ok(Handle(path.to_owned()))
+        } else {
+            Err(io::Error::other("it is not a folder"))
+        }
+    }
+
+    pub(super) fn clone(dir: &Handle) -> io::Result<Handle> {
+        Ok(dir.clone())
+    }
+
+    pub(super) fn sync(_dir: &Handle) -> io::Result<()> {
+        Ok(())
+    }
+
+    pub(super) fn open_dir_at(dir: &Handle, name: &OsStr) -> io::Result<Handle> {
+        let path = dir.0.join(name);
+        no_link(&path)?;
+        open_dir(&path)
+    }
+
+    pub(super) fn open_file_at(dir: &Handle, name: &OsStr, a: Access) -> io::Result<File> {
+        let path = dir.0.join(name);
+        no_link(&path)?;
+        OpenOptions::new()
+            .read(!(a.write || a.append))
+            .write(a.write)
+            .append(a.append)
+            .create(a.create)
+            .create_new(a.create_new)
+            .truncate(a.truncate)
+            .open(path)
+    }
+
+    pub(super) fn dir_beneath(_dir: &Handle, _parts: &[&OsStr]) -> Option<io::Result<Handle>> {
+        None
+    }
+
+    pub(super) fn file_beneath(
+        _dir: &Handle,
+        _parts: &[&OsStr],
+        _access: Access,
+    ) -> Option<io::Result<File>> {
+        None
+    }
+
+    pub(super) fn mkdir_at(dir: &Handle, name: &OsStr) -> io::Result<()> {
+        fs::create_dir(dir.0.join(name))
+    }
+
+    pub(super) fn unlink_at(dir: &Handle, name: &OsStr) -> io::Result<()> {
+        fs::remove_file(dir.0.join(name))
+    }
+
+    pub(super) fn rename_at(a: &Handle, from: &OsStr, b: &Handle, to: &OsStr) -> io::Result<()> {
+        fs::rename(a.0.join(from), b.0.join(to))
+    }
+
+    pub(super) fn entry_at(dir: &Handle, name: &OsStr) -> io::Result<EntryKind> {
+        let meta = fs::symlink_metadata(dir.0.join(name))?;
+        Ok(if meta.file_type().is_symlink() {
+            EntryKind::Link
+        } else if meta.is_dir() {
+            EntryKind::Dir
+        } else if meta.is_file() {
+            EntryKind::File(meta.len())
+        } else {
+            EntryKind::Other
+        })
+    }
+
+    pub(super) fn list(dir: &Handle) -> io::Result<Vec<(OsString, EntryKind)>> {
+        let mut out = Vec::new();
+        for entry in fs::read_dir(&dir.0)? {
+            let name = entry?.file_name();
+            let kind = entry_at(dir, &name)?;
+            out.push((name, kind));
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use std::fs;
+    use std::os::unix::fs::symlink;
+
+    const RESOLVERS: [Resolver; 2] = [Resolver::Auto, Resolver::Components];
+
+    /// A folder `held` to hold and a folder `outside` a link leads to.
+    struct Setup {
+        _tmp: tempfile::TempDir,
+        held: PathBuf,
+        outside: PathBuf,
+    }
+
+    fn setup() -> Setup {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let held = tmp.path().join("held");
+        let outside = tmp.path().join("outside");
+        fs::create_dir_all(held.join("sub")).expect("mkdir");
+        fs::create_dir_all(&outside).expect("mkdir");
+        fs::write(outside.join("target"), b"outside").expect("write");
+        Setup {
+            _tmp: tmp,
+            held,
+            outside,
+        }
+    }
+
+    fn hold(dir: &Path, resolver: Resolver) -> Beneath {
+        Beneath::open(dir).expect("open").with_resolver(resolver)
+    }
+
+    fn assert_link_refused(e: &FsError, link: &Path) {
+        assert!(e.is_refused_link(), "{e}");
+        assert_eq!(e.path, link, "{e}");
+        let text = e.to_string();
+        assert!(text.contains(&link.display().to_string()), "{text}");
+    }
+
+    fn outside_untouched(s: &Setup) {
+        assert_eq!(
+            fs::read(s.outside.join("target")).expect("read"),
+            b"outside"
+        );
+        let names: Vec<_> = fs::read_dir(&s.outside)
+            .expect("list")
+            .map(|e| e.expect("entry").file_name())
+            .collect();
+        assert_eq!(names, vec![OsString::from("target")]);
+    }
+
+    #[test]
+    fn writes_reads_appends_lists_and_removes_below_the_folder() {
+        for resolver in RESOLVERS {
+            let s = setup();
+            let b = hold(&s.held, resolver);
+            b.write_atomic("a/b/c.txt", b"one").expect("write");
+            b.write_atomic("a/b/c.txt", b"two").expect("replace");
+            assert_eq!(b.read("a/b/c.txt").expect("read"), Some(b"two".to_vec()));
+            assert_eq!(b.read("a/none").expect("read"), None);
+            b.append("log", b"1\n").expect("append");
+            b.append("./log", b"2\n").expect("append");
+            assert_eq!(fs::read(s.held.join("log")).expect("read"), b"1\n2\n");
+            b.write_batch(&[("p/x", b"x".to_vec()), ("p/y", b"y".to_vec())])
+                .expect("batch");
+            let names: Vec<_> = b.list("p").expect("list").into_iter().collect();
+            assert_eq!(
+                names,
+                vec![
+                    (OsString::from("x"), EntryKind::File(1)),
+                    (OsString::from("y"), EntryKind::File(1))
+                ]
+            );
+            assert_eq!(b.entry("a/b").expect("entry"), Some(EntryKind::Dir));
+            assert_eq!(b.entry("a/zz").expect("entry"), None);
+            assert!(b.remove_file("p/x").expect("remove"));
+            assert!(!b.remove_file("p/x").expect("gone"));
+            b.rename("p/y", "p/z").expect("rename");
+            assert_eq!(b.read("p/z").expect("read"), Some(b"y".to_vec()));
+            let sub = b.dir("a/b").expect("sub");
+            assert_eq!(sub.read("c.txt").expect("read"), Some(b"two".to_vec()));
+            // No temporary file left.
+            let left: Vec<_> = fs::read_dir(s.held.join("a/b"))
+                .expect("list")
+                .map(|e| e.expect("entry").file_name())
+                .collect();
+            assert_eq!(left, vec![OsString::from("c.txt")], "{resolver:?}");
+        }
+    }
+
+    #[test]
+    fn a_link_at_the_last_component_is_refused_by_name() {
+        for resolver in RESOLVERS {
+            let s = setup();
+            let link = s.held.join("sub/file");
+            symlink(s.outside.join("target"), &link).expect("symlink");
+            let b = hold(&s.held, resolver);
+            assert_link_refused(&b.write_atomic("sub/file", b"x").expect_err("write"), &link);
+            assert_link_refused(&b.append("sub/file", b"x").expect_err("append"), &link);
+            assert_link_refused(&b.read("sub/file").expect_err("read"), &link);
+            assert_link_refused(
+                &b.write_batch(&[("sub/file", b"x".to_vec())])
+                    .expect_err("batch"),
+                &link,
+            );
+            assert_link_refused(
+                &b.rename("sub/file", "sub/other").expect_err("rename"),
+                &link,
+            );
+            assert_eq!(b.entry("sub/file").expect("entry"), Some(EntryKind::Link));
+            // A dangling link is not created through either.
+            let dangling = s.held.join("dangling");
+            symlink(s.outside.join("new"), &dangling).expect("symlink");
+            assert_link_refused(&b.append("dangling", b"x").expect_err("append"), &dangling);
+            assert_link_refused(
+                &b.write_atomic("dangling", b"x").expect_err("write"),
+                &dangling,
+            );
+            // The link itself is still there, not replaced.
+            assert!(fs::symlink_metadata(&link).expect("link").is_symlink());
+            outside_untouched(&s);
+        }
+    }
+
+    #[test]
+    fn a_link_at_a_middle_component_is_refused_by_name() {
+        for resolver in RESOLVERS {
+            let s = setup();
+            let link = s.held.join("sub/patches");
+            symlink(&s.outside, &link).expect("symlink");
+            let b = hold(&s.held, resolver);
+            assert_link_refused(
+                &b.write_atomic("sub/patches/new", b"x").expect_err("write"),
+                &link,
+            );
+            assert_link_refused(
+                &b.write_batch(&[("sub/patches/a", b"x".to_vec())])
+                    .expect_err("batch"),
+                &link,
+            );
+            assert_link_refused(
+                &b.append("sub/patches/target", b"x").expect_err("append"),
+                &link,
+            );
+            assert_link_refused(&b.read("sub/patches/target").expect_err("read"), &link);
+            assert_link_refused(&b.dir("sub/patches").expect_err("dir"), &link);
+            assert_link_refused(
+                &b.create_dir_all("sub/patches/deeper").expect_err("mkdir"),
+                &link,
+            );
+            assert_link_refused(&b.list("sub/patches").expect_err("list"), &link);
+            assert_link_refused(&b.remove_file("sub/patches/target").expect_err("rm"), &link);
+            // Opening below a link is refused too.
+            assert_link_refused(
+                &Beneath::open_below(&s.held, Path::new("sub/patches"), true)
+                    .expect_err("open_below"),
+                &link,
+            );
+            outside_untouched(&s);
+        }
+    }
+
+    #[test]
+    fn parent_components_and_absolute_paths_are_refused() {
+        for resolver in RESOLVERS {
+            let s = setup();
+            let b = hold(&s.held.join("sub"), resolver);
+            for bad in ["../outside/target", "a/../../x", "/etc/passwd"] {
+                let e = b.write_atomic(bad, b"x").expect_err(bad);
+                assert!(e.to_string().contains("leaves the folder"), "{e}");
+                let e = b.read(bad).expect_err(bad);
+                assert!(e.to_string().contains("leaves the folder"), "{e}");
+            }
+            outside_untouched(&s);
+        }
+    }
+
+    #[test]
+    fn a_folder_swapped_for_a_link_after_it_was_opened_is_not_followed() {
+        for resolver in RESOLVERS {
+            let s = setup();
+            let b = hold(&s.held, resolver);
+            let moved = s.held.with_file_name("moved");
+            fs::rename(&s.held, &moved).expect("move away");
+            symlink(&s.outside, &s.held).expect("link in its place");
+            b.write_atomic("written", b"x").expect("write");
+            b.append("sub/appended", b"x").expect("append");
+            assert_eq!(fs::read(moved.join("written")).expect("read"), b"x");
+            assert_eq!(fs::read(moved.join("sub/appended")).expect("read"), b"x");
+            outside_untouched(&s);
+        }
+    }
+
+    #[test]
+    fn fifos_are_refused_without_blocking() {
+        for resolver in RESOLVERS {
+            let s = setup();
+            let fifo = s.held.join("fifo");
+            rustix::fs::mknodat(
+                rustix::fs::CWD,
+                &fifo,
+                rustix::fs::FileType::Fifo,
+                rustix::fs::Mode::from_raw_mode(0o600),
+                0,
+            )
+            .expect("mkfifo");
+            let b = hold(&s.held, resolver);
+            let e = b.read("fifo").expect_err("read");
+            assert!(e.to_string().contains("not a regular file"), "{e}");
+            assert!(b.append("fifo", b"x").is_err());
+            assert_eq!(b.entry("fifo").expect("entry"), Some(EntryKind::Other));
+        }
+    }
+}
