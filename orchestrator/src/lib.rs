@@ -34,6 +34,7 @@ pub mod embed;
 pub mod engine;
 pub mod fsio;
 pub mod graph;
+pub mod guarded_read;
 pub mod host;
 pub mod limits;
 pub mod llm_host;

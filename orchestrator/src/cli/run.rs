@@ -63,6 +63,14 @@ pub struct RunArgs {
     #[arg(long = "set", value_name = "KERNEL.KEY=VALUE")]
     pub sets: Vec<String>,
 
+    // `[inputs]` is help text, not a doc link.
+    #[allow(rustdoc::broken_intra_doc_links)]
+    /// Refuse an [inputs] file larger than SIZE (bytes, or with K, M or
+    /// G) [default: 256M, or KOAS_MAX_INPUT_SIZE]. Inputs must be regular
+    /// files: a FIFO, a device, a socket or a folder is refused.
+    #[arg(long, value_name = "SIZE")]
+    pub max_input_size: Option<String>,
+
     /// Print the run record (run.json) on stdout.
     #[arg(long)]
     pub json: bool,
@@ -168,6 +176,10 @@ pub fn llm_for_run(
     Ok(())
 }
 
+/// How long after [`crate::limits::CANCEL_GRACE`] a cancelled run may
+/// take to write its record before the process exits anyway.
+const INTERRUPT_DEADLINE_MARGIN: std::time::Duration = std::time::Duration::from_secs(7);
+
 /// Runs `koas run`.
 pub fn execute(global: &HostOptions, args: RunArgs) -> anyhow::Result<ExitStatus> {
     let (expected_name, file) = match args.positional.as_slice() {
@@ -202,9 +214,22 @@ pub fn execute(global: &HostOptions, args: RunArgs) -> anyhow::Result<ExitStatus
         (None, Some(u)) => RunTarget::Until(u.clone()),
         (None, None) => RunTarget::All,
     };
-    let cancel = interrupt::flag("letting running kernels stop");
+    // A kernel in this process may never look at the flag, and a worker
+    // is killed CANCEL_GRACE after the cancel: past the deadline the run
+    // is abandoned, its lock removed, rather than a SIGTERM ignored.
+    let cancel = interrupt::flag_within(
+        "letting running kernels stop",
+        crate::limits::CANCEL_GRACE + INTERRUPT_DEADLINE_MARGIN,
+    );
     let mut opts = RunOptions::new(pipeline.jobs);
     opts.use_cache = !args.no_cache;
+    opts.max_source_bytes = crate::guarded_read::limit_from(
+        args.max_input_size.as_deref(),
+        "--max-input-size",
+        crate::guarded_read::MAX_INPUT_SIZE_ENV,
+        crate::guarded_read::DEFAULT_MAX_READ_BYTES,
+    )
+    .map_err(anyhow::Error::msg)?;
     opts.isolation = global.isolation(Some(&pipeline));
     opts.limits = global.limits(&pipeline);
     opts.target = target;

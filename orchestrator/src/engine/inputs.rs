@@ -21,6 +21,21 @@ fn provided_hash(name: &str, canonical: &[u8]) -> String {
     h.finalize().to_hex().to_string()
 }
 
+/// Why an `[inputs]` file was not read, saying how to raise the limit
+/// when that is the reason.
+fn input_refusal(e: &crate::guarded_read::GuardedReadError) -> String {
+    match e {
+        crate::guarded_read::GuardedReadError::TooLarge { .. } => format!(
+            "{e} on input files; raise it with --max-input-size SIZE or {}=SIZE (e.g. 1G)",
+            crate::guarded_read::MAX_INPUT_SIZE_ENV
+        ),
+        crate::guarded_read::GuardedReadError::NotRegular { .. } => format!(
+            "{e}: koas reads [inputs] from regular files only (a FIFO would block the run, a device would never end)"
+        ),
+        crate::guarded_read::GuardedReadError::Io(_) => e.to_string(),
+    }
+}
+
 /// A kernel's request as it is sent: the same JSON as
 /// [`koas_kernel_api::protocol::RunRequest`], but holding the engine's
 /// shared input values instead of copies (a record of 100,000 entries
@@ -179,11 +194,14 @@ impl Engine<'_> {
             let bytes: &[u8] = match self.opts.source_contents.get(&name) {
                 Some(given) => given,
                 None => {
-                    read = std::fs::read(path).map_err(|e| RunError::Input {
-                        name: name.clone(),
-                        path: path.clone(),
-                        message: e.to_string(),
-                    })?;
+                    // Guarded: a FIFO named here would block the run
+                    // (and its lock) forever, a device fill memory.
+                    read = crate::guarded_read::read_regular_file(path, self.opts.max_source_bytes)
+                        .map_err(|e| RunError::Input {
+                            name: name.clone(),
+                            path: path.clone(),
+                            message: input_refusal(&e),
+                        })?;
                     &read
                 }
             };

@@ -164,6 +164,11 @@ pub struct RunOptions {
     /// cache keys, the kernels' inputs and the run record are the same.
     /// A name the pipeline has no `[inputs]` entry for is refused.
     pub source_contents: BTreeMap<String, Arc<[u8]>>,
+    /// The most bytes an `[inputs]` file the engine reads itself may hold
+    /// (default [`crate::guarded_read::DEFAULT_MAX_READ_BYTES`]): a larger
+    /// one, or one that is not a regular file (a FIFO, a device, a
+    /// socket, a folder), is refused before the run starts.
+    pub max_source_bytes: u64,
     /// Output artifacts whose declared files the engine must not write
     /// (neither after a run nor when restoring a cache hit): the host
     /// writes them itself, e.g. in a crash-safe order after committing its
@@ -206,6 +211,7 @@ impl RunOptions {
             llm_config: None,
             provided: BTreeMap::new(),
             source_contents: BTreeMap::new(),
+            max_source_bytes: crate::guarded_read::DEFAULT_MAX_READ_BYTES,
             host_written: BTreeSet::new(),
             isolation: Isolation::current_exe(),
             limits: Limits::default(),

@@ -82,7 +82,13 @@ pub struct ReviewArgs {
     pub target: WorkspaceArgs,
 
     /// More documents (or folders) to review in the same command: each in
-    /// its own workspace, all sharing the model servers' slots.
+    /// its own workspace, all sharing the model servers' slots. A folder
+    /// gives its *.md and *.markdown files, walked as ripgrep walks one:
+    /// symbolic links are not followed, hidden entries are skipped, and so
+    /// is what .ignore, .gitignore (inside a Git repository) or Git's
+    /// global excludes ignore. Every entry not reviewed (a subfolder that
+    /// cannot be read, a name that is not UTF-8, a link) is listed with its
+    /// reason and counted in the final line.
     #[arg(value_name = "DOC", num_args = 0..)]
     pub more: Vec<PathBuf>,
 

@@ -35,16 +35,19 @@ pub(crate) struct SetCommand<'a> {
         &'a (dyn Fn(&HostOptions, &Control, &Path) -> anyhow::Result<(ExitStatus, Value)> + Sync),
 }
 
-/// The documents a set names: files as given, folders expanded to the
-/// Markdown files under them (hidden entries skipped, as `koas check`
-/// does), each once.
-fn documents(target: &WorkspaceArgs, more: &[PathBuf]) -> (Vec<PathBuf>, Vec<String>) {
+/// The documents a set names: files as given, folders walked as ripgrep
+/// walks them ([`crate::input::walk_folder`]: no link followed, hidden and
+/// ignored entries skipped), each once; and the entries of the folders
+/// that were not taken, each with its reason.
+fn documents(target: &WorkspaceArgs, more: &[PathBuf]) -> crate::input::Walked {
     let mut named = vec![target.doc.clone()];
     named.extend(more.iter().cloned());
-    let (mut files, errors) = crate::input::expand_documents(&named);
+    let mut walked = crate::input::walk_documents(&named);
     let mut seen = std::collections::HashSet::new();
-    files.retain(|f| seen.insert(std::fs::canonicalize(f).unwrap_or_else(|_| f.clone())));
-    (files, errors)
+    walked
+        .files
+        .retain(|f| seen.insert(std::fs::canonicalize(f).unwrap_or_else(|_| f.clone())));
+    walked
 }
 
 /// `true` when the arguments name a set rather than one document.
@@ -58,9 +61,32 @@ struct Done {
     status: ExitStatus,
     json: Value,
     seconds: f64,
+    /// Set for an entry of a folder that was not taken as a document.
+    skipped: bool,
 }
 
 impl Done {
+    /// The row of an entry that was not taken: an error when it could
+    /// not be read or named, else skipped by rule (a link).
+    fn skipped(entry: &crate::input::Skipped) -> Done {
+        let status = if entry.reason.is_error() {
+            ExitStatus::Error
+        } else {
+            ExitStatus::Success
+        };
+        Done {
+            doc: entry.path.clone(),
+            status,
+            json: json!({
+                "status": "skipped",
+                "error": entry.reason.to_string(),
+                "path": crate::input::shown_path(&entry.path),
+            }),
+            seconds: 0.0,
+            skipped: true,
+        }
+    }
+
     /// A whole number of the answer (an array counts its items).
     fn number(&self, pointer: &str) -> u64 {
         match self.json.pointer(pointer) {
@@ -71,6 +97,9 @@ impl Done {
     }
 
     fn state(&self, done: &'static str) -> &'static str {
+        if self.skipped {
+            return "skipped";
+        }
         match self.status {
             ExitStatus::Success => done,
             ExitStatus::Failure => "failed",
@@ -82,7 +111,7 @@ impl Done {
     /// The JSON line of the document in the set's answer.
     fn entry(&self, command: &SetCommand<'_>) -> Value {
         let mut entry = json!({
-            "document": self.doc,
+            "document": crate::input::shown_path(&self.doc),
             "status": self.state(command.done),
             "exit_code": self.status.code(),
             "seconds": (self.seconds * 10.0).round() / 10.0,
@@ -118,8 +147,11 @@ pub(crate) fn execute(
     jobs: Option<usize>,
     command: &SetCommand<'_>,
 ) -> anyhow::Result<ExitStatus> {
-    let (docs, unreadable) = documents(target, more);
-    if docs.is_empty() && unreadable.is_empty() {
+    let crate::input::Walked {
+        files: docs,
+        skipped,
+    } = documents(target, more);
+    if docs.is_empty() && skipped.is_empty() {
         anyhow::bail!(
             "no Markdown document (*.md, *.markdown) under {}",
             target.doc.display()
@@ -131,15 +163,9 @@ pub(crate) fn execute(
     let _hold = koas_orchestrator::embed::hold_pools();
     let jobs = jobs.unwrap_or(4).clamp(1, docs.len().max(1));
     let results = run_set(global, &docs, jobs, command);
-    let mut done: Vec<Done> = unreadable
-        .iter()
-        .map(|message| Done {
-            doc: PathBuf::new(),
-            status: ExitStatus::Error,
-            json: json!({"status": "error", "error": message}),
-            seconds: 0.0,
-        })
-        .collect();
+    // Every entry that was not taken is a row of its own, named by its
+    // own path, so that the count below is the count of the rows.
+    let mut done: Vec<Done> = skipped.iter().map(Done::skipped).collect();
     done.extend(results);
     let status = done
         .iter()
@@ -148,15 +174,21 @@ pub(crate) fn execute(
         .unwrap_or(ExitStatus::Success);
     let succeeded = done
         .iter()
-        .filter(|d| d.status == ExitStatus::Success)
+        .filter(|d| d.status == ExitStatus::Success && !d.skipped)
         .count();
-    let summary = format!(
+    let mut summary = format!(
         "{succeeded} of {} documents {} in {:.1} s, {} at a time",
         done.len(),
         command.done,
         started.elapsed().as_secs_f64(),
         jobs
     );
+    if !skipped.is_empty() {
+        summary.push_str(&format!(
+            "; {} of them skipped (listed with the reason)",
+            skipped.len()
+        ));
+    }
     let value = json!({
         "status": if status == ExitStatus::Success { "completed" } else { "failed" },
         "summary": summary,
@@ -231,6 +263,7 @@ fn interrupted(doc: &Path) -> Done {
         status: ExitStatus::Interrupted,
         json: json!({"status": "interrupted", "error": "interrupted before its review started"}),
         seconds: 0.0,
+        skipped: false,
     }
 }
 
@@ -249,6 +282,7 @@ fn one_doc(global: &HostOptions, control: &Control, command: &SetCommand<'_>, do
         status,
         json,
         seconds: started.elapsed().as_secs_f64(),
+        skipped: false,
     }
 }
 
@@ -337,13 +371,7 @@ fn progress_line(
 
 /// The table the set prints: a line per document, then the summary.
 fn table(done: &[Done], summary: &str, command: &SetCommand<'_>) -> String {
-    let name = |d: &Done| {
-        if d.doc.as_os_str().is_empty() {
-            "(folder)".to_owned()
-        } else {
-            d.doc.display().to_string()
-        }
-    };
+    let name = |d: &Done| crate::input::shown_path(&d.doc);
     let width = done.iter().map(|d| name(d).len()).max().unwrap_or(8).max(8);
     let mut t = format!("{:<width$}", "document");
     for (header, _) in command.columns {
