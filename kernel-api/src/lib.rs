@@ -114,6 +114,7 @@ mod output;
 pub mod protocol;
 mod spec;
 pub mod suggest;
+pub mod terminal;
 pub mod testing;
 
 pub use context::{Context, Host, LlmStream, LogLevel, Ticket};

@@ -2,6 +2,7 @@
 //! plain lines otherwise (CI logs, pipes).
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use koas_kernel_api::terminal::{escape_controls, escape_controls_keep_lines};
 use koas_kernel_api::LogLevel;
 use std::collections::BTreeSet;
 use std::io::{IsTerminal, Write};
@@ -199,6 +200,11 @@ impl Reporter {
     }
 
     fn line(&self, text: &str) {
+        // Every line may carry a name or a message from elsewhere (a
+        // kernel's name, a server's error): the last guard before the
+        // terminal.
+        let text = escape_controls_keep_lines(text);
+        let text = text.as_ref();
         match &self.mode {
             Mode::Quiet => {}
             Mode::Plain => {
@@ -261,7 +267,8 @@ impl Reporter {
         let detail = if detail.is_empty() {
             String::new()
         } else {
-            format!(" — {detail}")
+            // A plugin wrote the summary: shown, never obeyed by the terminal.
+            format!(" — {}", escape_controls(detail))
         };
         self.line(&format!("koas: {kernel}: {what}{detail}"));
         if let Mode::Bar(bar) = &self.mode {
@@ -277,7 +284,12 @@ impl Reporter {
             || (self.verbose && level >= LogLevel::Info)
             || (self.debug && level >= LogLevel::Debug)
         {
-            self.line(&format!("koas: {kernel}: {}: {message}", level_name(level)));
+            // A plugin wrote the message: one line, escapes shown.
+            self.line(&format!(
+                "koas: {kernel}: {}: {}",
+                level_name(level),
+                escape_controls(message)
+            ));
         }
     }
 

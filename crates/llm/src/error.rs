@@ -61,11 +61,14 @@ impl TransportError {
     /// An error status from the server.
     pub fn http(status: u16, body: &str) -> Self {
         let retryable = status >= 500 || status == 408 || status == 429;
+        // The server wrote the body: its control characters are shown
+        // escaped, never sent raw to a terminal or a log.
         let snippet: String = body.chars().take(300).collect();
+        let snippet = koas_kernel_api::terminal::escape_controls(snippet.trim()).into_owned();
         TransportError {
             kind: TransportErrorKind::Http,
             status: Some(status),
-            message: format!("HTTP {status}: {}", snippet.trim()),
+            message: format!("HTTP {status}: {snippet}"),
             retryable,
             partial_text: None,
         }
@@ -264,5 +267,20 @@ impl LlmError {
 impl From<std::io::Error> for LlmError {
     fn from(e: std::io::Error) -> Self {
         LlmError::Io(e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_http_error_body_is_shown_escaped() {
+        let err = TransportError::http(500, "\u{1b}]0;PWNED\u{7}\u{1b}[2J\rkoas: review OK\n");
+        assert_eq!(
+            err.message,
+            "HTTP 500: \\u{1b}]0;PWNED\\u{7}\\u{1b}[2J\\rkoas: review OK"
+        );
+        assert!(err.retryable);
     }
 }

@@ -146,7 +146,8 @@ impl ProgressSink for LogLinesProgress {
     }
 
     fn note(&self, line: &str) {
-        self.line(&format!("llm: {line}"));
+        // A note may quote a server: shown, never obeyed by the terminal.
+        self.line(&format!("llm: {}", koas_kernel_api::terminal::escape_controls(line)));
     }
 }
 
@@ -192,7 +193,8 @@ impl ProgressSink for TerminalProgress {
     }
 
     fn note(&self, line: &str) {
-        self.bar.println(format!("llm: {line}"));
+        self.bar
+            .println(format!("llm: {}", koas_kernel_api::terminal::escape_controls(line)));
     }
 }
 

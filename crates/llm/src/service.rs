@@ -105,6 +105,10 @@ pub struct LlmService {
     session_id: String,
     counts: Mutex<CallCounts>,
     abort: Mutex<Option<AbortReason>>,
+    /// Whether the error that aborted the session was told: calls in
+    /// flight at that moment fail with the same error, and the ones after
+    /// it with [`LlmError::SessionAborted`]; neither is told again.
+    abort_told: std::sync::atomic::AtomicBool,
     rng: Mutex<fastrand::Rng>,
     cancel: Option<CancelFlag>,
 }
@@ -236,6 +240,7 @@ impl LlmServiceBuilder {
             session_id: self.session_id.unwrap_or_else(new_session_id),
             counts: Mutex::new(CallCounts::default()),
             abort: Mutex::new(None),
+            abort_told: std::sync::atomic::AtomicBool::new(false),
             cancel: self.cancel,
             rng: Mutex::new(fastrand::Rng::new()),
             pool,
@@ -458,9 +463,25 @@ impl LlmService {
         let spent = result.as_ref().map(|(_, spent)| *spent).unwrap_or(0);
         self.progress.request_finished(spent, result.is_ok());
         if let Err(e) = &result {
-            self.progress.note(&e.to_string());
+            if self.worth_telling(e) {
+                self.progress.note(&e.to_string());
+            }
         }
         result.map(|(response, _)| response)
+    }
+
+    /// False for an error already told: a call refused because the session
+    /// was aborted, or the aborting error met again by a call that was in
+    /// flight when it happened. A review of many chunks would otherwise
+    /// print the same cause once per call.
+    fn worth_telling(&self, e: &LlmError) -> bool {
+        match (e, self.abort_reason()) {
+            (LlmError::SessionAborted { .. }, _) => false,
+            (_, Some(reason)) if reason.to_string() == e.code() => !self
+                .abort_told
+                .swap(true, std::sync::atomic::Ordering::SeqCst),
+            _ => true,
+        }
     }
 
     fn resolve(&self, request: &LlmRequest) -> Result<Resolved, LlmError> {
@@ -546,7 +567,10 @@ impl LlmService {
         let mut abort = self.abort.lock().unwrap_or_else(|p| p.into_inner());
         if abort.is_none() {
             *abort = Some(reason);
-            self.progress.note(&format!("session aborted: {reason}"));
+            // A mismatch's own error says all, with what to do, once.
+            if reason != AbortReason::ModelMismatch {
+                self.progress.note(&format!("session aborted: {reason}"));
+            }
         }
     }
 

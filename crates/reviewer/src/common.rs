@@ -114,7 +114,12 @@ impl Reply {
         if json {
             print_json(&self.json)?;
         } else if !self.text.is_empty() {
-            koas_orchestrator::out!("{}", self.text)?;
+            // The text quotes the document, the model and the ledger:
+            // control characters are shown escaped, never obeyed.
+            koas_orchestrator::out!(
+                "{}",
+                koas_kernel_api::terminal::escape_controls_keep_lines(&self.text)
+            )?;
         }
         Ok(self.status)
     }

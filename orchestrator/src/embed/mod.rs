@@ -32,6 +32,7 @@ use crate::host::SharedLlm;
 use crate::limits::{Isolation, LimitOverrides, Limits};
 use crate::llm_host::ServiceHandler;
 use crate::pipeline::Pipeline;
+use koas_kernel_api::terminal::escape_controls_keep_lines;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
@@ -348,9 +349,11 @@ pub fn prompts_folder(dir: Option<&Path>) -> Result<koas_llm::Prompts, HostError
 /// causes whose text the message already holds are left out (errors that
 /// embed their source would otherwise be printed twice).
 pub fn error_chain(err: &anyhow::Error, separator: &str) -> String {
-    let mut text = err.to_string();
+    // A cause may quote a server, a plugin or a document: each is shown
+    // with its control characters escaped (the separator is ours).
+    let mut text = escape_controls_keep_lines(&err.to_string()).into_owned();
     for cause in err.chain().skip(1) {
-        let cause = cause.to_string();
+        let cause = escape_controls_keep_lines(&cause.to_string()).into_owned();
         if !text.contains(&cause) {
             text.push_str(separator);
             text.push_str(&cause);

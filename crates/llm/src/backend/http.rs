@@ -437,15 +437,10 @@ fn strip_tags(html: &str) -> String {
 }
 
 /// Server-provided text fit for an error message: whitespace collapsed,
-/// control characters dropped, at most [`QUOTE_CHARS`] characters.
+/// control characters shown escaped, at most [`QUOTE_CHARS`] characters.
 fn quote(text: &str) -> String {
-    let collapsed = text
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-        .chars()
-        .filter(|c| !c.is_control())
-        .collect::<String>();
+    let joined = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let collapsed = koas_kernel_api::terminal::escape_controls(&joined).into_owned();
     let mut out: String = collapsed.chars().take(QUOTE_CHARS).collect();
     if collapsed.chars().count() > QUOTE_CHARS {
         out.push('…');
@@ -618,10 +613,10 @@ mod tests {
     }
 
     #[test]
-    fn text_that_is_not_json_is_quoted_and_long_text_cut() {
+    fn text_that_is_not_json_is_quoted_escaped_and_long_text_cut() {
         let err = parse_answer("u", "upstream\u{7} exploded\n\n").unwrap_err();
         assert!(
-            err.message.contains("the answer begins: upstream exploded"),
+            err.message.contains("the answer begins: upstream\\u{7} exploded"),
             "{}",
             err.message
         );

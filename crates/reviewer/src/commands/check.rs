@@ -497,6 +497,17 @@ pub fn execute(global: &HostOptions, args: CheckArgs) -> anyhow::Result<ExitStat
     if other_kernels {
         text = with_kernel_findings(args.format, text, &checked);
     }
+    // The text and GitHub formats quote documents, file names and other
+    // kernels' messages to a terminal or a CI log: control characters are
+    // shown escaped (JSON and SARIF escape them already; a dry run's patch
+    // stays byte-exact so that it applies).
+    if matches!(args.format, CheckFormat::Human | CheckFormat::Github) && !args.dry_run {
+        if let std::borrow::Cow::Owned(escaped) =
+            koas_kernel_api::terminal::escape_controls_keep_lines(&text)
+        {
+            text = escaped;
+        }
+    }
     // A reader that stops early (`koas check … | head`) still gets the
     // exit code the findings call for: scripts test it, not the output.
     let closed = match out!("{text}") {

@@ -54,7 +54,15 @@ enum Behaviour {
     /// Leaves a thread behind that calls `exit(0)` `delay_ms` (300 by
     /// default) after the kernel has returned a good answer.
     LeftoverExit,
+    /// Writes terminal escape sequences (a window title, a screen clear, a
+    /// carriage return and a forged status line) in a warning log line,
+    /// its summary and, with `fail` set, its error message.
+    Escapes,
 }
+
+/// What [`Behaviour::Escapes`] writes: OSC 0 (window title), BEL, CSI 2J
+/// (clear screen), CR, then a line that looks like koas's own.
+pub const ESCAPES: &str = "\u{1b}]0;PWNED\u{7}\u{1b}[2J\rkoas: review OK";
 
 struct Hostile {
     name: &'static str,
@@ -223,6 +231,15 @@ impl Kernel for Hostile {
                 fork_and_tell(c)?;
                 json!("forked")
             }
+            Behaviour::Escapes => {
+                ctx.warn(&format!("log {ESCAPES}"));
+                if c.get("fail").and_then(Value::as_bool).unwrap_or(false) {
+                    return Err(KernelError::failed(format!("error {ESCAPES}")));
+                }
+                return Ok(KernelOutput::new()
+                    .artifact("hostile_out", true)
+                    .summary(format!("summary {ESCAPES}")));
+            }
             Behaviour::LeftoverExit => {
                 let delay = Duration::from_millis(config_u64(c, "delay_ms", 300));
                 std::thread::spawn(move || {
@@ -281,6 +298,10 @@ koas_kernel_api::export_kernel!(
     Hostile {
         name: "hostile_abort",
         behaviour: Behaviour::Abort
+    },
+    Hostile {
+        name: "hostile_escapes",
+        behaviour: Behaviour::Escapes
     },
     Hostile {
         name: "hostile_exit0",
