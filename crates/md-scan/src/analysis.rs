@@ -3,6 +3,7 @@
 //! (suppression comments applied, findings located and sorted), so that a
 //! plugin run and an in-process run give identical output.
 
+use crate::budget::{Budget, CheckError};
 use crate::config::{FingerprintConfig, NumberingConfig, ProjectConfig, ScanConfig};
 use crate::consistency::ConsistencyScan;
 use crate::document::{Document, Stage1View};
@@ -84,18 +85,23 @@ fn consistency_on(
     scan: &ConsistencyScan,
     suppressions: &Suppressions,
     parsed: Option<markdown::ParsedFacts>,
+    budget: &Budget<'_>,
 ) -> Vec<Finding> {
     let facts = markdown::collect_with(doc, parsed);
+    if budget.expired() {
+        return Vec::new();
+    }
     let tables = find_tables(doc);
-    finish(doc, suppressions, scan.run(doc, &facts, &tables))
+    finish(doc, suppressions, scan.run(doc, &facts, &tables, budget))
 }
 
 fn numbering_on(
     doc: &Document<'_>,
     control: &NumberingControl,
     suppressions: &Suppressions,
+    budget: &Budget<'_>,
 ) -> (Vec<Finding>, Vec<RenumberOp>) {
-    let report = control.run(doc);
+    let report = control.run(doc, budget);
     (
         finish(doc, suppressions, report.findings),
         report.renumber_ops,
@@ -111,7 +117,7 @@ pub fn consistency_scan(
     let doc = Document::new(view)?;
     let suppressions = Suppressions::parse(&doc);
     Ok(ScanOutput {
-        findings: consistency_on(&doc, &scan, &suppressions, None),
+        findings: consistency_on(&doc, &scan, &suppressions, None, &Budget::unlimited()),
         warnings: suppression_warnings(&suppressions),
         unknown_kinds: suppressions.unknown_kinds.clone(),
     })
@@ -126,7 +132,8 @@ pub fn numbering_control(
     let control = NumberingControl::new(config)?;
     let doc = Document::new(view)?;
     let suppressions = Suppressions::parse(&doc);
-    let (findings, renumber_ops) = numbering_on(&doc, &control, &suppressions);
+    let (findings, renumber_ops) =
+        numbering_on(&doc, &control, &suppressions, &Budget::unlimited());
     Ok(NumberingOutput {
         output: ScanOutput {
             findings,
@@ -171,6 +178,27 @@ impl Checker {
     /// Stage 1 and both Stage 2 checks on one document, in-process, then
     /// the project's disabled kinds and severities applied.
     pub fn check(&self, text: &str) -> Result<ScanOutput, ScanError> {
+        self.run(text, &Budget::unlimited())
+    }
+
+    /// [`Checker::check`] within `budget`: the editor's way to stop a check
+    /// that a newer edit superseded ([`Budget::with_cancel`]) or that runs
+    /// past its time ([`Budget::with_limit`]). The budget is polled between
+    /// stages, at each detector's start and inside the loops of the
+    /// detectors whose work grows with the document; once it is spent the
+    /// check stops and returns [`CheckError::Cancelled`] or
+    /// [`CheckError::OverBudget`], never partial findings. (Stage 1's
+    /// parse is not interrupted: it is linear and runs first.)
+    pub fn check_within(&self, text: &str, budget: &Budget<'_>) -> Result<ScanOutput, CheckError> {
+        budget.check()?;
+        let output = self.run(text, budget)?;
+        // A detector that saw the budget spent stopped early: its findings
+        // are partial, so none are returned.
+        budget.check()?;
+        Ok(output)
+    }
+
+    fn run(&self, text: &str, budget: &Budget<'_>) -> Result<ScanOutput, ScanError> {
         // While Stage 1 runs, the other core compiles the regexes this text
         // may need (before the detectors ask for them; compiling changes
         // no result).
@@ -200,12 +228,15 @@ impl Checker {
             || warm.par_iter().for_each(|job| job()),
         );
         let parsed = facts.finish();
+        if budget.expired() {
+            return Ok(ScanOutput::default());
+        }
         let doc = Document::new(stage1.view(text))?;
         let suppressions = Suppressions::parse(&doc);
         // Both checks read the same document and nothing else: in parallel.
         let (mut findings, numbering) = rayon::join(
-            || consistency_on(&doc, &self.scan, &suppressions, parsed),
-            || numbering_on(&doc, &self.control, &suppressions).0,
+            || consistency_on(&doc, &self.scan, &suppressions, parsed, budget),
+            || numbering_on(&doc, &self.control, &suppressions, budget).0,
         );
         findings.extend(numbering);
         self.project.check.policy().apply(&mut findings);
@@ -221,4 +252,83 @@ impl Checker {
 /// `koas check` on one document: [`Checker::new`] then [`Checker::check`].
 pub fn check_document(text: &str, project: &ProjectConfig) -> Result<ScanOutput, ScanError> {
     Checker::new(project)?.check(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::{Duration, Instant};
+
+    fn checker() -> Checker {
+        Checker::new(&ProjectConfig::default()).expect("default config")
+    }
+
+    #[test]
+    fn a_budget_that_is_never_spent_gives_what_check_gives() {
+        let text = "# T\n\n## 3. Capacity\n\nSee [x](#7-capacity).\n";
+        let flag = AtomicBool::new(false);
+        let budget = Budget::unlimited()
+            .with_cancel(&flag)
+            .with_limit(Duration::from_secs(3600));
+        let c = checker();
+        let within = c.check_within(text, &budget).expect("within budget");
+        assert_eq!(within, c.check(text).expect("check"));
+        assert_eq!(within.findings.len(), 1, "{within:?}");
+    }
+
+    #[test]
+    fn a_spent_budget_is_a_distinct_error_not_partial_findings() {
+        let text = "# T\n\nSee [x](#nowhere).\n";
+        let flag = AtomicBool::new(true);
+        let c = checker();
+        let cancelled = c.check_within(text, &Budget::unlimited().with_cancel(&flag));
+        assert!(
+            matches!(cancelled, Err(CheckError::Cancelled)),
+            "{cancelled:?}"
+        );
+        let over = c.check_within(text, &Budget::unlimited().with_limit(Duration::ZERO));
+        assert!(
+            matches!(over, Err(CheckError::OverBudget { limit }) if limit == Duration::ZERO),
+            "{over:?}"
+        );
+    }
+
+    /// A check cancelled while it runs stops well before it would have
+    /// finished: the detectors poll the flag inside their loops.
+    #[test]
+    fn cancelling_a_running_check_stops_it_early() {
+        let mut text = String::from("# Doc\n\n");
+        for i in 0..800 {
+            text.push_str(&format!(
+                "## Section {i} about retries\n\nSee [s](#section-{i}-about-retrys) and \
+                 Figure {i} and Table {i}, 12% of 40 units.\n\n"
+            ));
+        }
+        let c = checker();
+        let started = Instant::now();
+        let full = c.check(&text).expect("check");
+        let full_time = started.elapsed();
+        assert!(!full.findings.is_empty());
+        let flag = AtomicBool::new(false);
+        let budget = Budget::unlimited().with_cancel(&flag);
+        let stop_after = full_time / 10;
+        let (result, stopped_in) = std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(stop_after);
+                flag.store(true, Ordering::Relaxed);
+            });
+            let started = Instant::now();
+            let result = c.check_within(&text, &budget);
+            (result, started.elapsed())
+        });
+        eprintln!(
+            "full check {full_time:?}; cancelled after {stop_after:?}, returned in {stopped_in:?}"
+        );
+        assert!(matches!(result, Err(CheckError::Cancelled)), "{result:?}");
+        assert!(
+            stopped_in < full_time / 2,
+            "cancelled at {stop_after:?}, returned at {stopped_in:?} of {full_time:?}"
+        );
+    }
 }

@@ -25,6 +25,7 @@
 #![deny(missing_docs)]
 
 mod analysis;
+mod budget;
 pub mod config;
 mod consistency;
 mod document;
@@ -49,6 +50,7 @@ pub use analysis::{
     check_document, chunk_fingerprints, consistency_scan, numbering_control, Checker,
     NumberingOutput, ScanOutput,
 };
+pub use budget::{Budget, CheckError, Interrupt};
 pub use consistency::KERNEL as CONSISTENCY_KERNEL;
 pub use document::{Document, Stage1View};
 pub use error::ScanError;

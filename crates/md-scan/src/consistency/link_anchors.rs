@@ -10,6 +10,7 @@
 //! finding carries the fix that points the link there: a renamed section.
 
 use super::KERNEL;
+use crate::budget::Budget;
 use crate::document::Document;
 use crate::markdown::MarkdownFacts;
 use crate::ScanError;
@@ -226,6 +227,7 @@ pub fn detect(
     doc: &Document<'_>,
     facts: &MarkdownFacts,
     extra: &ExtraAnchors,
+    budget: &Budget<'_>,
     out: &mut Vec<Finding>,
 ) {
     let anchors = &doc.stage1.anchors.anchors;
@@ -238,6 +240,9 @@ pub fn detect(
     // none, and this reads every line.
     let mut generated: Option<GeneratorAnchors> = None;
     for link in &facts.fragment_links {
+        if budget.expired() {
+            return;
+        }
         if link.fragment.is_empty()
             || (link.line..=link.line_end).any(|l| hides_links(doc.block_kind(l)))
         {
@@ -339,7 +344,7 @@ mod tests {
         let mut out = Vec::new();
         let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
         let extra = ExtraAnchors::new(&extra).expect("valid");
-        detect(&doc, &facts, &extra, &mut out);
+        detect(&doc, &facts, &extra, &Budget::unlimited(), &mut out);
         out
     }
 

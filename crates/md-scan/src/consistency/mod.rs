@@ -18,6 +18,7 @@ mod references;
 mod table_structure;
 mod terminology;
 
+use crate::budget::Budget;
 use crate::config::ScanConfig;
 use crate::document::Document;
 use crate::gate::Warm;
@@ -80,8 +81,16 @@ impl ConsistencyScan {
         ai_leftovers::warm(text, jobs);
     }
 
-    /// Runs every detector; findings are unsorted and not yet located.
-    pub fn run(&self, doc: &Document<'_>, facts: &MarkdownFacts, tables: &[Table]) -> Vec<Finding> {
+    /// Runs every detector; findings are unsorted and not yet located. A
+    /// detector that finds `budget` spent stops (its findings partial: the
+    /// caller discards them).
+    pub fn run(
+        &self,
+        doc: &Document<'_>,
+        facts: &MarkdownFacts,
+        tables: &[Table],
+        budget: &Budget<'_>,
+    ) -> Vec<Finding> {
         // The detectors are independent: they run in parallel (on the
         // threads the caller's work leaves free), and their findings are
         // put together in this order whatever order they finish in.
@@ -106,7 +115,7 @@ impl ConsistencyScan {
                     self.terms.detect(doc, out);
                 }
             },
-            &|out| link_anchors::detect(doc, facts, &self.anchors, out),
+            &|out| link_anchors::detect(doc, facts, &self.anchors, budget, out),
         ];
         let (found, glued) = rayon::join(
             || {
@@ -114,7 +123,9 @@ impl ConsistencyScan {
                     .par_iter()
                     .map(|detect| {
                         let mut out = Vec::new();
-                        detect(&mut out);
+                        if !budget.expired() {
+                            detect(&mut out);
+                        }
                         out
                     })
                     .collect::<Vec<Vec<Finding>>>()

@@ -12,6 +12,7 @@ mod renumber;
 pub(crate) use captions::CaptionScan;
 use koas_review_schema::numbering::RenumberOp;
 
+use crate::budget::Budget;
 use crate::config::NumberingConfig;
 use crate::document::Document;
 use crate::ScanError;
@@ -57,26 +58,40 @@ impl NumberingControl {
         })
     }
 
-    /// Runs every numbering check the config enables.
     /// Compiles ahead, as pieces of work, the regexes `text` may need.
     pub fn warm<'a>(&'a self, text: &'a str, jobs: &mut Vec<crate::gate::Warm<'a>>) {
         self.captions.warm(text, jobs);
     }
 
-    pub fn run(&self, doc: &Document<'_>) -> NumberingReport {
+    /// Runs every numbering check the config enables; stops between checks
+    /// once `budget` is spent (the report is then partial: the caller
+    /// discards it).
+    pub fn run(&self, doc: &Document<'_>, budget: &Budget<'_>) -> NumberingReport {
         let mut report = NumberingReport::default();
         if self.config.check_heading_levels {
             heading_levels::detect(doc, &self.accepted_skips, &mut report.findings);
         } else {
             heading_levels::detect_empty(doc, &mut report.findings);
         }
+        if budget.expired() {
+            return report;
+        }
         heading_numbers::detect(doc, &mut report.findings);
+        if budget.expired() {
+            return report;
+        }
         let (captions, refs) = self.captions.collect(doc);
+        if budget.expired() {
+            return report;
+        }
         let captions = captions::merge_alt_captions(doc, captions, &mut report.findings);
         for c in &captions {
             report.caption_counts[c.kind as usize] += 1;
         }
         captions::check_sequences(doc, &captions, &mut report.findings);
+        if budget.expired() {
+            return report;
+        }
         captions::check_references(
             doc,
             &captions,
