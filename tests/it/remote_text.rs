@@ -3,9 +3,9 @@
 //! are shown escaped. Regression tests through the real `koas` binary.
 
 use crate::common::{stderr, stdout, Project};
-use koas_test_support::test_plugin;
 use crate::review_common::Scratch;
 use koas_test_support::model::{ModelAnswer, ScriptedModel};
+use koas_test_support::test_plugin;
 use std::process::Output;
 
 /// What the attacker sends: a window title (OSC 0 … BEL), a screen clear
@@ -18,8 +18,16 @@ const SHOWN: &str = "\\u{1b}]0;PWNED\\u{7}\\u{1b}[2J\\rkoas: review OK";
 /// Fails when any byte a terminal would obey reached it: ESC, BEL, CR,
 /// or a one-byte CSI.
 fn assert_inert(what: &str, text: &str) {
-    for (name, c) in [("ESC", '\u{1b}'), ("BEL", '\u{7}'), ("CR", '\r'), ("CSI", '\u{9b}')] {
-        assert!(!text.contains(c), "{what}: a raw {name} reached the terminal:\n{text:?}");
+    for (name, c) in [
+        ("ESC", '\u{1b}'),
+        ("BEL", '\u{7}'),
+        ("CR", '\r'),
+        ("CSI", '\u{9b}'),
+    ] {
+        assert!(
+            !text.contains(c),
+            "{what}: a raw {name} reached the terminal:\n{text:?}"
+        );
     }
 }
 
@@ -49,7 +57,10 @@ fn a_model_servers_http_500_error_text_is_shown_escaped_on_stderr() {
     let text = all(&out);
     assert!(model.calls() > 0, "the server was asked: {text}");
     assert_inert("koas review", &text);
-    assert!(text.contains(SHOWN), "the server's text is shown, escaped:\n{text}");
+    assert!(
+        text.contains(SHOWN),
+        "the server's text is shown, escaped:\n{text}"
+    );
     assert_ne!(out.status.code(), Some(0), "{text}");
 }
 
@@ -68,7 +79,10 @@ fn a_model_servers_http_500_error_text_is_shown_escaped_by_koas_run() {
     let text = all(&out);
     assert!(model.calls() > 0, "the server was asked: {text}");
     assert_inert("koas run", &text);
-    assert!(text.contains(SHOWN), "the server's text is shown, escaped:\n{text}");
+    assert!(
+        text.contains(SHOWN),
+        "the server's text is shown, escaped:\n{text}"
+    );
 }
 
 /// A plugin's warning, summary and error message are the plugin's words.
@@ -115,7 +129,10 @@ fn a_documents_control_characters_are_shown_escaped_by_koas_check() {
         let out = s.koas(&["check", "doc.md", "--format", format]);
         let text = all(&out);
         assert_inert(&format!("koas check --format {format}"), &text);
-        assert!(text.contains("\\u{1b}"), "the finding quotes the text: {text}");
+        assert!(
+            text.contains("\\u{1b}"),
+            "the finding quotes the text: {text}"
+        );
     }
 }
 
@@ -131,11 +148,17 @@ fn a_ledgers_control_characters_are_shown_escaped_by_koas_grep_and_show() {
     s.write("ops.json", &ops.to_string());
     let out = s.koas(&["review", "doc.md", "--ops", "ops.json"]);
     assert_eq!(out.status.code(), Some(0), "{}", all(&out));
-    for args in [&["grep", "marker", "doc.md"][..], &["show", "RVW-0001", "doc.md"][..]] {
+    for args in [
+        &["grep", "marker", "doc.md"][..],
+        &["show", "RVW-0001", "doc.md"][..],
+    ] {
         let out = s.koas(args);
         let text = all(&out);
         assert_eq!(out.status.code(), Some(0), "{args:?}: {text}");
         assert_inert(&format!("koas {}", args[0]), &text);
-        assert!(text.contains(&format!("marker {SHOWN}")), "{args:?}: {text}");
+        assert!(
+            text.contains(&format!("marker {SHOWN}")),
+            "{args:?}: {text}"
+        );
     }
 }

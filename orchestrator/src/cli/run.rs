@@ -11,6 +11,7 @@ use crate::prepare::prepare;
 use crate::run_record::{CacheUse, KernelStatus, RunStatus};
 use anyhow::{bail, Context as _};
 use clap::Args;
+use koas_kernel_api::terminal::escape_controls_keep_lines;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -322,11 +323,12 @@ pub fn execute(global: &HostOptions, args: RunArgs) -> anyhow::Result<ExitStatus
             "error: kernel `{}` ({}) failed: {}",
             k.name,
             k.plugin.display(),
-            k.error.as_deref().unwrap_or("no message")
+            // The plugin wrote the message.
+            escape_controls_keep_lines(k.error.as_deref().unwrap_or("no message"))
         );
     }
     for death in &record.worker_deaths {
-        eprintln!("error: {}", death.message);
+        eprintln!("error: {}", escape_controls_keep_lines(&death.message));
     }
     Ok(match record.status {
         RunStatus::Ok => ExitStatus::Success,

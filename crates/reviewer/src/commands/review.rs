@@ -16,6 +16,7 @@ use crate::passes::{
 };
 use anyhow::Context as _;
 use clap::Args;
+use koas_kernel_api::terminal::escape_controls_keep_lines;
 use koas_orchestrator::discovery::Discovery;
 use koas_orchestrator::embed::HostLlm;
 use koas_orchestrator::embed::{ExitStatus, HostOptions};
@@ -536,7 +537,11 @@ impl NotPlanned {
                     }
                     false => nothing,
                 };
-                eprintln!("error: {failure}\n  ({consequence})");
+                // The failure quotes the model's server.
+                eprintln!(
+                    "error: {}\n  ({consequence})",
+                    escape_controls_keep_lines(&failure)
+                );
                 Reply::failed(REFUSED, &format!("{failure} ({consequence})"), workspace)
             }
         }
@@ -745,7 +750,11 @@ fn report_failure(
 ) -> Reply {
     let mut reply = match failure {
         RunFailure::Kernel(message) => {
-            eprintln!("error: {message}\n  ({consequence})");
+            // A plugin or a model's server wrote the message.
+            eprintln!(
+                "error: {}\n  ({consequence})",
+                escape_controls_keep_lines(&message)
+            );
             Reply::failed(REFUSED, &format!("{message} ({consequence})"), workspace)
         }
         RunFailure::Interrupted => {
@@ -1128,6 +1137,22 @@ impl ModelReport {
         let reviewed = self
             .chunks
             .saturating_sub(self.run.chunks_not_reviewed as usize);
+        // No server is down: the endpoints disagree, and a re-run as it is
+        // would stop the same way. Say so once, with what to change.
+        if stopped.contains("MODEL_MISMATCH") || reason.contains("MODEL_MISMATCH") {
+            let asked = if reviewed == 0 {
+                "no chunk was reviewed".to_owned()
+            } else {
+                format!(
+                    "{reviewed} of {} chunk(s) were reviewed before that; their answers are kept",
+                    self.chunks
+                )
+            };
+            return Some(format!(
+                "the endpoints {} do not serve the same model (MODEL_MISMATCH)\n  {asked}: no server is down; list only endpoints that serve the model (`koas llm ping` shows what each one serves), or name the model they all serve with --llm-model, then run the review again",
+                self.endpoint
+            ));
+        }
         let kept = if reviewed == 0 {
             "no chunk was reviewed before that: run the review again once the server is back"
                 .to_owned()
