@@ -280,12 +280,36 @@ pub fn apply_batch(input: BatchInput<'_>) -> BatchOutcome {
         if edited.is_empty() {
             return outcome;
         }
-        let (before, before_lines) =
-            before.get_or_insert_with(|| (detect_regions(input.text), planned_lines));
-        let after = detect_regions(&outcome.final_text);
-        let Some(change) = changed_outside(before, *before_lines, &after, final_lines, &edited)
-        else {
+        // Both documents are compared with a line of prose after their
+        // end: an op that leaves a fence (or any block) open on the last
+        // line turns that line into code, exactly as one in mid-document
+        // turns the lines after it, and is refused the same way.
+        let (before, before_lines) = before.get_or_insert_with(|| {
+            (
+                detect_regions(&with_end_probe(input.text)),
+                planned_lines + END_PROBE_LINES,
+            )
+        });
+        let after = detect_regions(&with_end_probe(&outcome.final_text));
+        let Some(change) = changed_outside(
+            before,
+            *before_lines,
+            &after,
+            final_lines + END_PROBE_LINES,
+            &edited,
+        ) else {
             return outcome;
+        };
+        let where_ = if change.line > final_lines {
+            format!(
+                "the end of the document would be left inside an open {} (whatever follows it, a review note included, would become part of it)",
+                change.now
+            )
+        } else {
+            format!(
+                "line {} of the result, which no op edits, would change from {} to {}",
+                change.line, change.was, change.now
+            )
         };
         if vetoed.contains_key(&change.op_index) {
             // Cannot happen (a refused op edits nothing); stop rather than
@@ -297,15 +321,29 @@ pub fn apply_batch(input: BatchInput<'_>) -> BatchOutcome {
             Rejection::new(
                 RejectClass::Protected,
                 format!(
-                    "{}: it opens or closes a protected region: line {} of the result, which no op edits, would change from {} to {}; keep the op's text self-contained (close what it opens), or edit the region's own lines",
+                    "{}: it opens or closes a protected region: {where_}; keep the op's text self-contained (close what it opens), or edit the region's own lines",
                     op_label(change.op_index),
-                    change.line,
-                    change.was,
-                    change.now
                 ),
             ),
         );
     }
+}
+
+/// The lines [`with_end_probe`] adds: a blank line and a line of prose.
+const END_PROBE_LINES: usize = 2;
+
+/// `text` with a blank line and a line of prose after it (a final newline
+/// added first if it lacks one): the prose line stays prose unless the
+/// text ends inside an open block (a fence, a math block, an HTML
+/// comment…), which would swallow whatever comes after the document.
+fn with_end_probe(text: &str) -> String {
+    let mut probed = String::with_capacity(text.len() + 8);
+    probed.push_str(text);
+    if !probed.is_empty() && !probed.ends_with('\n') {
+        probed.push('\n');
+    }
+    probed.push_str("\nx\n");
+    probed
 }
 
 /// The protected regions of `text`, as Stage 1 detects them.

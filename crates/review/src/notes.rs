@@ -13,7 +13,9 @@
 //! block they belong to (the next blank line), so it never splits a
 //! paragraph, a list item or a protected region (code fence, table...): a
 //! note whose position falls inside a protected block goes after the
-//! block. The alert type comes from the severity map (the note's own alert
+//! block, and one that would follow a block left open at the end of the
+//! document (an unclosed code fence) goes before that block, since after
+//! it the note would be part of it. The alert type comes from the severity map (the note's own alert
 //! when the severity is unknown). Blank lines separate the block from its
 //! neighbours; the document's line endings and its missing final newline
 //! are kept. The note's text is escaped ([`escape_markdown`]): whatever
@@ -28,7 +30,7 @@ use crate::text::{escape_markdown, is_blank, LineBuf};
 use koas_review_schema::change_id::EntryId;
 use koas_review_schema::edit_op::{Action, Alert, ReviewPolicy};
 use koas_review_schema::ledger::LedgerEntry;
-use koas_review_schema::stage1::{ProtectedSpan, ProtectedSpans};
+use koas_review_schema::stage1::{BlockKind, ProtectedSpan, ProtectedSpans};
 
 /// The annotated document and where its notes went.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -198,6 +200,62 @@ fn settle(doc: &LineBuf, place: &Placement<'_>, ends: &[usize], mut line: usize)
     line.min(doc.len())
 }
 
+/// The first line (1-based) of the block the document ends inside, when
+/// that block is left open: an unclosed fence (or math block, HTML
+/// comment…) runs to the end of the document, so a note placed after its
+/// last line would be part of it. Only the block holding the last line
+/// is parsed again, with a blank line and a line of prose after it, as a
+/// note follows it.
+fn open_at_end(doc: &LineBuf, place: &Placement<'_>) -> Option<usize> {
+    let last = doc.len();
+    if last == 0 {
+        return None;
+    }
+    let start = (place.block(last)?.line_start as usize).clamp(1, last);
+    let mut tail: String = doc.lines()[start - 1..].concat();
+    if !tail.ends_with('\n') {
+        tail.push('\n');
+    }
+    tail.push_str("\nx\n");
+    let probe = (last - start + 1 + 2) as u32;
+    let (regions, _) = koas_md::stage1::protected_spans_for(&tail, ProtectedSpans::default());
+    regions
+        .blocks
+        .iter()
+        .any(|b| b.line_start <= probe && probe <= b.line_end)
+        .then_some(start)
+}
+
+/// Moves a note out of the inside of a top-level block that holds a code
+/// block after it: a note there ends the block's container (a list item,
+/// a quote), and a fence the container held would then run on past its
+/// container's end, over the note and what follows. `tops` are the
+/// top-level blocks' line ranges (0-based, end excluded).
+fn out_of_containers(
+    tops: &[std::ops::Range<usize>],
+    protected: &ProtectedSpans,
+    after_line: usize,
+) -> usize {
+    // The block holding line `after_line` (1-based) and its next line.
+    let at = tops.partition_point(|r| r.end < after_line + 1);
+    let Some(top) = tops
+        .get(at)
+        .filter(|r| r.start < after_line && after_line < r.end)
+    else {
+        return after_line;
+    };
+    let holds_code_after = protected.blocks.iter().any(|b| {
+        matches!(b.kind, BlockKind::CodeFence | BlockKind::IndentedCode)
+            && (b.line_start as usize) > after_line
+            && (b.line_start as usize) <= top.end
+    });
+    if holds_code_after {
+        top.end
+    } else {
+        after_line
+    }
+}
+
 fn take_group<'a>(
     pending: &mut std::iter::Peekable<std::slice::Iter<'a, PlacedNote>>,
     at: usize,
@@ -245,6 +303,19 @@ pub fn annotate(
     let mut regions = current_regions(entries, wanted);
     // Ledger order, as notes at one line are shown in that order.
     regions.reverse();
+    // A note is never placed inside a block left open at the end: it goes
+    // before the block instead; nor inside a top-level block that holds a
+    // code block after it (parsed only when there is code).
+    let open_from = open_at_end(&doc, &place);
+    let has_code = protected
+        .blocks
+        .iter()
+        .any(|b| matches!(b.kind, BlockKind::CodeFence | BlockKind::IndentedCode));
+    let tops = if has_code && !entries.is_empty() {
+        koas_md::shape::top_level_blocks(edited)
+    } else {
+        Vec::new()
+    };
     let mut notes: Vec<PlacedNote> = Vec::new();
     for (index, region) in regions {
         let entry = &entries[index];
@@ -252,7 +323,11 @@ pub fn annotate(
             continue;
         };
         let anchor = region.end().max(region.start);
-        let after_line = settle(&doc, &place, &ends, anchor.min(doc.len()));
+        let mut after_line = settle(&doc, &place, &ends, anchor.min(doc.len()));
+        after_line = out_of_containers(&tops, protected, after_line);
+        if let Some(start) = open_from.filter(|&start| after_line >= start) {
+            after_line = start - 1;
+        }
         notes.push(PlacedNote {
             id,
             alert: policy.alert_for(&entry.severity).unwrap_or(note.alert),

@@ -741,3 +741,81 @@ fn the_same_flag_on_the_same_text_is_recorded_once_and_a_dismissed_one_stays_dis
         assert_eq!(out.applied.len(), 1);
     }
 }
+
+/// The ten fence openers of the finding: backticks and tildes, longer
+/// fences, indented by up to three spaces, with info strings.
+const FENCE_OPENERS: [&str; 10] = [
+    "```",
+    "~~~",
+    "````",
+    "~~~~~",
+    " ```",
+    "   ```",
+    "```rust",
+    "~~~ python {.numberLines}",
+    "```` text",
+    "  ~~~sh",
+];
+
+/// A person's op writing `after_text` over `line`, with attention and a
+/// note, as an ops file gives it.
+fn persons_op(line: usize, after_text: &str) -> Value {
+    json!({"action": "replace", "kind": "correction", "target": {"line_start": line},
+        "after_text": after_text, "needs_attention": true,
+        "rationale": "a person's edit"})
+}
+
+#[test]
+fn a_persons_op_opening_a_fence_on_the_last_line_is_refused_as_in_mid_document() {
+    let text = "# T\n\nPara one.\n\nLast line.\n";
+    for opener in FENCE_OPENERS {
+        for line in [3, 5] {
+            let out = run_with(
+                text,
+                vec![persons_op(line, &format!("Changed.\n{opener}"))],
+                &ApplyOptions::default(),
+                &BTreeSet::new(),
+            );
+            let r = only_rejection(&out);
+            assert_eq!(r.class, RejectClass::Protected, "{opener:?} on line {line}");
+            assert!(r.reason.contains("opens or closes"), "{}", r.reason);
+            if line == 5 {
+                assert!(r.reason.contains("end of the document"), "{}", r.reason);
+            }
+        }
+        // The same opener without a final newline in the document.
+        let out = run_with(
+            "# T\n\nLast line.",
+            vec![persons_op(3, opener)],
+            &ApplyOptions::default(),
+            &BTreeSet::new(),
+        );
+        assert_eq!(
+            only_rejection(&out).class,
+            RejectClass::Protected,
+            "{opener:?}"
+        );
+    }
+}
+
+#[test]
+fn a_closed_fence_at_the_end_and_an_edit_before_an_open_one_are_applied() {
+    let text = "# T\n\nPara one.\n\nLast line.\n";
+    let closed = run_with(
+        text,
+        vec![persons_op(5, "Last line:\n\n```sh\nrun\n```")],
+        &ApplyOptions::default(),
+        &BTreeSet::new(),
+    );
+    assert_eq!(closed.applied.len(), 1, "{:?}", closed.rejected);
+    // A document that already ends inside an open fence keeps it: an
+    // edit before it changes nothing after its own lines.
+    let open = "# T\n\nPara one.\n\n```\ncode\n";
+    let out = run_with(
+        open,
+        vec![persons_op(3, "Para one, reworded.")],
+        &ApplyOptions::default(),
+        &BTreeSet::new(),
+    );
+    assert_eq!(out.applied.len(), 1, "{:?}", out.rejected);
+}

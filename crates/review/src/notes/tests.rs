@@ -322,3 +322,124 @@ fn a_hostile_note_is_shown_escaped_and_kept_as_written_in_the_ledger() {
     assert!(written.is_some_and(|t| t.contains("<script>alert(1)</script>")));
     assert!(out.notes[0].text.contains("<img src=x onerror=alert(1)>"));
 }
+
+/// The regions of `text`, as Stage 1 detects them.
+fn detected(text: &str) -> ProtectedSpans {
+    koas_md::stage1::protected_spans_for(text, ProtectedSpans::default()).0
+}
+
+/// The 1-based lines of `text` holding a note's `REVIEWER:` line that a
+/// code block (fenced or indented) holds.
+fn notes_in_code(text: &str) -> Vec<usize> {
+    let spans = detected(text);
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| l.contains("REVIEWER: RVW-"))
+        .map(|(i, _)| i + 1)
+        .filter(|&line| {
+            spans.blocks.iter().any(|b| {
+                matches!(b.kind, BlockKind::CodeFence | BlockKind::IndentedCode)
+                    && (b.line_start as usize) <= line
+                    && line <= b.line_end as usize
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn a_note_is_never_placed_inside_a_fence_left_open_at_the_end() {
+    // The document ends inside an unclosed fence; a person's change of a
+    // line in it (allowed with attention) gets its note before the fence.
+    for opener in ["```", "~~~", "````", "   ```", "```rust", "~~~ python"] {
+        let text = format!("# T\n\nIntro.\n\n{opener}\ncode one\ncode two\n");
+        let protected = detected(&text);
+        let s = session_with(
+            &text,
+            vec![
+                json!({"action": "replace", "kind": "code", "target": {"line_start": 6}, "after_text": "code 1"}),
+            ],
+            &protected,
+        );
+        let out = annotate(&s.text, &s.entries, &protected, &ReviewPolicy::default());
+        assert_eq!(
+            out.text,
+            format!("# T\n\nIntro.\n\n> [!NOTE]\n> REVIEWER: RVW-0001 — flagged for attention\n\n{opener}\ncode 1\ncode two\n"),
+            "{opener:?}"
+        );
+        assert_eq!(out.notes[0].after_line, 4);
+        assert!(notes_in_code(&out.text).is_empty(), "{}", out.text);
+    }
+    // A closed fence at the end keeps its note after it.
+    let text = "Intro.\n\n```\ncode\n```\n";
+    let protected = detected(text);
+    let s = session_with(
+        text,
+        vec![
+            json!({"action": "replace", "kind": "code", "target": {"line_start": 4}, "after_text": "code2"}),
+        ],
+        &protected,
+    );
+    let out = annotate(&s.text, &s.entries, &protected, &ReviewPolicy::default());
+    assert_eq!(out.notes[0].after_line, 5);
+}
+
+/// Lines a generated document is made of: prose, headings, blank lines,
+/// list items, indented code, quotes, and fences of every form (closed
+/// or not, depending on what follows).
+const LINES: [&str; 14] = [
+    "prose line",
+    "",
+    "# Heading",
+    "- item",
+    "    indented code",
+    "> quoted",
+    "```",
+    "~~~",
+    "````",
+    "   ```",
+    "```rust",
+    "~~~ text",
+    "> ```",
+    "- ```",
+];
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+    /// For any document and any person's ops the batch accepts, no note
+    /// of the annotated document lands inside a code block.
+    #[test]
+    fn no_note_lands_inside_a_code_block(
+        kinds in proptest::collection::vec(0usize..LINES.len(), 1..24),
+        ops in proptest::collection::vec((0usize..24, proptest::collection::vec(0usize..LINES.len(), 1..3)), 1..4),
+        no_final_newline: bool,
+    ) {
+        let mut text: String = kinds.iter().map(|&k| format!("{}\n", LINES[k])).collect();
+        if no_final_newline {
+            text.pop();
+        }
+        let lines = kinds.len();
+        let ops: Vec<Value> = ops
+            .iter()
+            .map(|(line, after)| {
+                let after: Vec<&str> = after.iter().map(|&k| LINES[k]).collect();
+                json!({"action": "replace", "kind": "correction",
+                    "target": {"line_start": line % lines + 1},
+                    "after_text": after.join("\n"), "needs_attention": true,
+                    "rationale": "a person's edit"})
+            })
+            .collect();
+        let protected = detected(&text);
+        let mut s = MemorySession::new("doc.md", &text);
+        let clock = SteppingClock::new("2026-01-01T00:00:00Z");
+        // A person's ops (the session's default origin), content guards off
+        // so that more of them are applied.
+        let _ = s.apply(&ops, &protected, &unguarded(), &actor(), &clock, "run");
+        let now = detected(&s.text);
+        let out = annotate(&s.text, &s.entries, &now, &ReviewPolicy::default());
+        proptest::prop_assert!(
+            notes_in_code(&out.text).is_empty(),
+            "notes in code at {:?}:\n{}", notes_in_code(&out.text), out.text
+        );
+    }
+}
