@@ -9,6 +9,7 @@
 //! same words under another number, or one ending with the other), the
 //! finding carries the fix that points the link there: a renamed section.
 
+use super::close_anchors::CloseAnchors;
 use super::KERNEL;
 use crate::budget::Budget;
 use crate::document::Document;
@@ -36,55 +37,6 @@ fn percent_decode(s: &str) -> String {
         i += 1;
     }
     String::from_utf8(out).unwrap_or_else(|_| s.to_string())
-}
-
-/// The anchor without a leading section number (`3-capacity` → `capacity`).
-fn without_number(anchor: &str) -> &str {
-    anchor.trim_start_matches(|c: char| c.is_ascii_digit() || c == '-')
-}
-
-/// Edit distance between `a` and `b` in characters, or `None` once it
-/// exceeds `limit` (anchors are short; the bound keeps it cheap).
-fn distance_within(a: &str, b: &str, limit: usize) -> Option<usize> {
-    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
-    if a.len().abs_diff(b.len()) > limit {
-        return None;
-    }
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.iter().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let cost = usize::from(ca != cb);
-            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        if cur.iter().min().is_some_and(|&m| m > limit) {
-            return None;
-        }
-        prev = cur;
-    }
-    prev.last().copied().filter(|&d| d <= limit)
-}
-
-/// `true` when `anchor` is probably what `wanted` meant: the same words
-/// under another number, one ending with the other, the same letters with
-/// other hyphens (`set-up`, `setup`), or a slightly renamed title (a
-/// plural, a typo: titles of eight characters or more, at most one edit
-/// per four characters, three at most).
-fn similar(anchor: &str, wanted: &str) -> bool {
-    let (a, w) = (without_number(anchor), without_number(wanted));
-    let letters = |s: &str| s.replace('-', "");
-    let shorter = a.chars().count().min(w.chars().count());
-    let limit = if shorter >= 8 {
-        (shorter / 4).min(3)
-    } else {
-        0
-    };
-    (!a.is_empty() && a == w)
-        || (anchor.len() > 3
-            && wanted.len() > 3
-            && (anchor.ends_with(wanted) || wanted.ends_with(anchor)))
-        || (a.len() > 3 && letters(a) == letters(w))
-        || (limit > 0 && distance_within(a, w, limit).is_some())
 }
 
 /// The anchors a project declares to exist on the rendered page although
@@ -239,6 +191,8 @@ pub fn detect(
     // Built at the first link no heading resolves: most documents have
     // none, and this reads every line.
     let mut generated: Option<GeneratorAnchors> = None;
+    // Likewise the index of anchors for "did you mean".
+    let mut suggest: Option<CloseAnchors<'_>> = None;
     for link in &facts.fragment_links {
         if budget.expired() {
             return;
@@ -288,8 +242,9 @@ pub fn detect(
             out.push(finding);
             continue;
         }
-        let mut close: Vec<&String> = anchors.keys().filter(|a| similar(a, &decoded)).collect();
-        close.sort();
+        let close = suggest
+            .get_or_insert_with(|| CloseAnchors::new(anchors.keys().map(String::as_str)))
+            .close_to(&decoded);
         let hint = close
             .first()
             .map(|a| format!("; did you mean #{a}?"))
@@ -350,17 +305,6 @@ mod tests {
 
     fn scan(text: &str) -> Vec<Finding> {
         scan_with(text, &[])
-    }
-
-    #[test]
-    fn renamed_titles_are_close_and_unrelated_ones_are_not() {
-        assert!(similar("setup", "set-up"));
-        assert!(similar("retry-policies", "retry-policy"));
-        assert!(similar("3-capacity", "4-capacity"));
-        assert!(!similar("scope", "slope"), "too short for an edit");
-        assert!(!similar("retry-policy", "error-policy"));
-        assert_eq!(distance_within("kitten", "sitting", 3), Some(3));
-        assert_eq!(distance_within("kitten", "sitting", 2), None);
     }
 
     #[test]

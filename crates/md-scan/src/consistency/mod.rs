@@ -9,6 +9,7 @@
 //! do look at the tables Stage 1 protects (they are about those tables).
 
 mod ai_leftovers;
+mod close_anchors;
 mod duplicates;
 mod glued_headings;
 mod link_anchors;
