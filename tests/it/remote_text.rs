@@ -116,49 +116,50 @@ fn a_plugins_error_message_is_shown_escaped() {
     assert!(record.contains("error \\u001b]0;PWNED"), "{record}");
 }
 
+/// A document's name is someone else's words too: `koas check` quotes it
+/// on every finding line.
 #[test]
-fn a_documents_control_characters_are_shown_escaped_by_koas_check() {
+fn a_document_names_control_characters_are_shown_escaped_by_koas_check() {
     let s = Scratch::new();
-    // A heading and a broken link whose texts carry the attack: the
-    // finding quotes them.
-    s.write(
-        "doc.md",
-        &format!("# Title {ATTACK}\n\nSee [the part](#part-{ATTACK}).\n"),
-    );
+    let name = format!("evil{ATTACK}.md");
+    s.write(&name, "# T\n\nSee [x](#nowhere).\n");
     for format in ["human", "github"] {
-        let out = s.koas(&["check", "doc.md", "--format", format]);
+        let out = s.koas(&["check", ".", "--format", format]);
         let text = all(&out);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "the broken link is found: {text}"
+        );
         assert_inert(&format!("koas check --format {format}"), &text);
+        // GitHub's workflow commands percent-encode CR and `:` themselves.
         assert!(
-            text.contains("\\u{1b}"),
-            "the finding quotes the text: {text}"
+            text.contains("evil\\u{1b}]0;PWNED\\u{7}\\u{1b}[2J"),
+            "{text}"
         );
     }
 }
 
-/// A person's op (or a model's) whose rationale carries the attack: the
-/// ledger keeps it, and `koas grep` and `koas show` print it.
+/// The forward patch `koas show --patch` prints holds the document's
+/// lines around the change as they are.
 #[test]
-fn a_ledgers_control_characters_are_shown_escaped_by_koas_grep_and_show() {
+fn a_documents_control_characters_are_shown_escaped_by_koas_show() {
     let s = Scratch::new();
-    s.write("doc.md", "# Title\n\nThe service handles teh work.\n");
+    s.write(
+        "doc.md",
+        &format!("# Title\n\nThe service {ATTACK} handles teh work.\n"),
+    );
     let ops = serde_json::json!([{"action": "replace", "kind": "typo",
-        "target": {"line_start": 3}, "before_text": "teh", "after_text": "the",
-        "rationale": format!("marker {ATTACK}")}]);
+        "target": {"line_start": 3}, "before_text": "teh", "after_text": "the"}]);
     s.write("ops.json", &ops.to_string());
     let out = s.koas(&["review", "doc.md", "--ops", "ops.json"]);
     assert_eq!(out.status.code(), Some(0), "{}", all(&out));
-    for args in [
-        &["grep", "marker", "doc.md"][..],
-        &["show", "RVW-0001", "doc.md"][..],
-    ] {
-        let out = s.koas(args);
-        let text = all(&out);
-        assert_eq!(out.status.code(), Some(0), "{args:?}: {text}");
-        assert_inert(&format!("koas {}", args[0]), &text);
-        assert!(
-            text.contains(&format!("marker {SHOWN}")),
-            "{args:?}: {text}"
-        );
-    }
+    let out = s.koas(&["show", "doc.md", "RVW-0001", "--patch"]);
+    let text = all(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert_inert("koas show --patch", &text);
+    assert!(
+        text.contains(&format!("-The service {SHOWN} handles teh work.")),
+        "{text}"
+    );
 }
