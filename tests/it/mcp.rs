@@ -810,3 +810,26 @@ fn check_md_answers_the_findings_of_the_projects_other_kernels() {
         session.cancel().await.ok();
     });
 }
+
+/// A client's method name and request id reach the server's log: shown
+/// escaped, never obeyed by the terminal the log is read on.
+#[test]
+fn regression_a_clients_method_and_id_are_logged_with_their_escapes_shown() {
+    let s = Scratch::with_fixture("retention_policy.md");
+    let mut server = RawServer::start(s.dir.path());
+    server.send(
+        br#"{"jsonrpc":"2.0","id":"\u001b]0;PWNED\u0007","method":"tools/call","params":{"name":5}}"#,
+    );
+    let a = server.answer();
+    assert_eq!(a["error"]["code"], json!(-32602), "{a}");
+    server.send(br#"{"jsonrpc":"2.0","id":9,"method":"\u001b[2J\rkoas: ok"}"#);
+    let a = server.answer();
+    assert_eq!(a["id"], json!(9), "{a}");
+    let log = server.finish();
+    assert!(
+        !log.contains('\u{1b}') && !log.contains('\u{7}') && !log.contains('\r'),
+        "{log:?}"
+    );
+    // The id is shown (JSON-escaped), not dropped.
+    assert!(log.contains("]0;PWNED"), "{log}");
+}

@@ -270,7 +270,11 @@ pub async fn read_client<R, W>(
                 }
             }
             (Verdict::Answer { response, log }, _) => {
-                eprintln!("koas mcp: {log}");
+                // The log quotes the client's method and id.
+                eprintln!(
+                    "koas mcp: {}",
+                    koas_kernel_api::terminal::escape_controls(&log)
+                );
                 let mut bytes = response.to_string().into_bytes();
                 bytes.push(b'\n');
                 if answers.send(bytes).is_err() {

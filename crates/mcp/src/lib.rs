@@ -294,10 +294,13 @@ impl ServerHandler for KoasServer {
                 None,
             )
         });
+        // The summary may quote a document's name or a kernel's message.
         eprintln!(
             "koas mcp: {name}: {} ({})",
             answer.value["status"].as_str().unwrap_or("?"),
-            answer.value["summary"].as_str().unwrap_or("")
+            koas_kernel_api::terminal::escape_controls(
+                answer.value["summary"].as_str().unwrap_or("")
+            )
         );
         let result = if answer.is_error {
             CallToolResult::structured_error(answer.value)
