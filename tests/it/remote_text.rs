@@ -163,3 +163,27 @@ fn a_documents_control_characters_are_shown_escaped_by_koas_show() {
         "{text}"
     );
 }
+
+/// A plugin's file name is shown by `koas kernels` in its table, in the
+/// problems (a name loaded twice) and in the files not loaded.
+#[test]
+fn a_plugin_file_names_control_characters_are_shown_escaped_by_koas_kernels() {
+    let s = Scratch::new();
+    let folder = s.dir.path().join("kernels");
+    std::fs::create_dir(&folder).expect("folder");
+    let testkit = test_plugin("testkit");
+    for name in [
+        format!("libkoas_kernel_x{ATTACK}.so"),
+        format!("lib{ATTACK}.so"),
+    ] {
+        std::fs::copy(&testkit, folder.join(name)).expect("copy");
+    }
+    let out = s.koas(&["kernels", "--kernel-path", "kernels"]);
+    let text = all(&out);
+    assert_inert("koas kernels", &text);
+    assert!(
+        text.contains(&format!("libkoas_kernel_x{SHOWN}.so")),
+        "{text}"
+    );
+    assert!(text.contains(&format!("lib{SHOWN}.so: ignored")), "{text}");
+}

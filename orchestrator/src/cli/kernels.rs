@@ -4,6 +4,7 @@ use crate::embed::ExitStatus;
 use crate::embed::HostOptions;
 use crate::outln;
 use clap::Args;
+use koas_kernel_api::terminal::escape_controls;
 use std::path::PathBuf;
 
 /// The arguments of `koas kernels`.
@@ -142,6 +143,9 @@ pub fn execute(global: &HostOptions, args: KernelsArgs) -> anyhow::Result<ExitSt
                 k.abi_version.to_string(),
                 k.api_version.clone().unwrap_or_else(|| "-".into()),
             ]
+            // Every cell but the ABI is the plugin's words (or its file's
+            // name): shown, never obeyed by the terminal.
+            .map(|cell| escape_controls(&cell).into_owned())
         })
         .collect();
     let header = [
@@ -180,7 +184,8 @@ pub fn execute(global: &HostOptions, args: KernelsArgs) -> anyhow::Result<ExitSt
     if !d.problems.is_empty() {
         eprintln!("\n{} plugin problem(s):", d.problems.len());
         for p in &d.problems {
-            eprintln!("  - {p}");
+            // A problem quotes what the plugin said.
+            eprintln!("  - {}", escape_controls(&p.to_string()));
         }
     }
     if !d.ignored.is_empty() {
@@ -189,7 +194,7 @@ pub fn execute(global: &HostOptions, args: KernelsArgs) -> anyhow::Result<ExitSt
             d.ignored.len()
         );
         for i in &d.ignored {
-            eprintln!("  - {i}");
+            eprintln!("  - {}", escape_controls(&i.to_string()));
         }
     }
     print_notes(&newer);
