@@ -14,13 +14,16 @@
 //! Each broken link's work is bounded, so that a hostile document stays
 //! linear: at most [`MAX_SUFFIX_BYTES`] bytes of the fragment's suffixes
 //! are looked up, at most [`MAX_CANDIDATES`] anchors are read from each
-//! index, and at most [`MAX_EDIT_COMPARISONS`] edit distances are computed
+//! index entry ([`MAX_PIECE_CANDIDATES`] from each entry of the pieces
+//! index), and at most [`MAX_EDIT_COMPARISONS`] edit distances are computed
 //! (in the anchors' order, stopping at the second match). On ordinary
 //! documents the bounds are never reached and the suggestion is the one a
 //! comparison with every anchor gives (the first close anchor in sorted
 //! order, and a fix when it is the only one). Only when more than
-//! [`MAX_CANDIDATES`] anchors share a quarter, a suffix or a spelling with
-//! the fragment, or the fragment's suffixes exceed the byte bound, can a
+//! [`MAX_CANDIDATES`] anchors end with the fragment, more than
+//! [`MAX_PIECE_CANDIDATES`] anchors of one length share one quarter with
+//! it (or, together, more than [`MAX_EDIT_COMPARISONS`] come before the
+//! second close one), or the fragment's suffixes exceed the byte bound, can a
 //! farther anchor (later in sorted order) be suggested, or a second close
 //! anchor be missed (so that a fix is offered where a full comparison
 //! would offer none).
@@ -33,8 +36,11 @@ pub(crate) const MAX_SUFFIX_BYTES: usize = 16 * 1024;
 /// Anchors read from one index entry (each entry is in sorted order, so
 /// these are its first ones).
 pub(crate) const MAX_CANDIDATES: usize = 256;
+/// Anchors read from one entry of the pieces index (the edit-distance
+/// candidates): fewer, as a fragment looks up some 200 pieces.
+pub(crate) const MAX_PIECE_CANDIDATES: usize = 32;
 /// Edit distances computed for one fragment.
-pub(crate) const MAX_EDIT_COMPARISONS: usize = 128;
+pub(crate) const MAX_EDIT_COMPARISONS: usize = 64;
 
 /// The largest number of edits [`similar`] accepts.
 const MAX_EDITS: usize = 3;
@@ -306,7 +312,7 @@ impl<'a> CloseAnchors<'a> {
                         continue;
                     };
                     if let Some(ids) = self.by_piece.get(&(chars, piece, &w[start..end])) {
-                        candidates.extend(ids.iter().take(MAX_CANDIDATES));
+                        candidates.extend(ids.iter().take(MAX_PIECE_CANDIDATES));
                     }
                 }
             }

@@ -13,7 +13,7 @@ use super::close_anchors::CloseAnchors;
 use super::KERNEL;
 use crate::budget::Budget;
 use crate::document::Document;
-use crate::markdown::MarkdownFacts;
+use crate::markdown::{FragmentLink, MarkdownFacts};
 use crate::ScanError;
 use koas_review_schema::findings::{Finding, FindingKind, Fix, FixEdit};
 use koas_review_schema::stage1::BlockKind;
@@ -170,6 +170,44 @@ impl GeneratorAnchors {
     }
 }
 
+impl GeneratorAnchors {
+    /// The first comment line naming each of `cores` (those no comment
+    /// names are left out), all comments read once through one automaton.
+    fn first_comments_naming(
+        &self,
+        cores: &[&str],
+        budget: &Budget<'_>,
+    ) -> std::collections::HashMap<String, u32> {
+        let mut first = std::collections::HashMap::new();
+        if cores.is_empty() || self.comments.is_empty() {
+            return first;
+        }
+        let Ok(automaton) = aho_corasick::AhoCorasick::new(cores) else {
+            return first;
+        };
+        for (line, comment) in &self.comments {
+            if budget.expired() {
+                break;
+            }
+            for found in automaton.find_overlapping_iter(comment.as_str()) {
+                if let Some(core) = cores.get(found.pattern().as_usize()) {
+                    first.entry((*core).to_string()).or_insert(*line);
+                }
+            }
+            if first.len() == cores.len() {
+                break;
+            }
+        }
+        first
+    }
+}
+
+/// The part of a fragment a site macro would name (`+type:abstract` →
+/// `type:abstract`).
+fn macro_core(decoded: &str) -> &str {
+    decoded.trim_start_matches(['+', '-', '_'])
+}
+
 fn hides_links(kind: Option<BlockKind>) -> bool {
     kind.is_some_and(|k| k != BlockKind::Table)
 }
@@ -188,15 +226,9 @@ pub fn detect(
         .chain(facts.extra_anchors.iter())
         .map(|a| a.to_lowercase())
         .collect();
-    // Built at the first link no heading resolves: most documents have
-    // none, and this reads every line.
-    let mut generated: Option<GeneratorAnchors> = None;
-    // Likewise the index of anchors for "did you mean".
-    let mut suggest: Option<CloseAnchors<'_>> = None;
+    // The links no heading resolves (most documents have none).
+    let mut pending: Vec<(&FragmentLink, String)> = Vec::new();
     for link in &facts.fragment_links {
-        if budget.expired() {
-            return;
-        }
         if link.fragment.is_empty()
             || (link.line..=link.line_end).any(|l| hides_links(doc.block_kind(l)))
         {
@@ -206,22 +238,42 @@ pub fn detect(
         if known_lower.contains(&decoded) || extra.contains(&decoded) {
             continue;
         }
-        let generated = generated.get_or_insert_with(|| GeneratorAnchors::collect(doc));
-        if generated.tabs.contains(&decoded) {
-            continue;
+        pending.push((link, decoded));
+    }
+    if pending.is_empty() || budget.expired() {
+        return;
+    }
+    // This reads every line: only for a document with a broken link.
+    let generated = GeneratorAnchors::collect(doc);
+    pending.retain(|(_, decoded)| !generated.tabs.contains(decoded));
+    // Which comment first names each link's anchor: every comment read
+    // once for all the links (not once per link).
+    let mut cores: Vec<&str> = pending
+        .iter()
+        .filter(|(_, decoded)| !generated.slugged.contains_key(decoded))
+        .map(|(_, decoded)| macro_core(decoded))
+        .filter(|core| core.chars().count() >= 4)
+        .collect();
+    cores.sort_unstable();
+    cores.dedup();
+    let in_comment = generated.first_comments_naming(&cores, budget);
+    // The index of anchors for "did you mean", built at the first link
+    // that needs it.
+    let mut suggest: Option<CloseAnchors<'_>> = None;
+    for (link, decoded) in &pending {
+        if budget.expired() {
+            return;
         }
         // Anchors that exist on a site its generator builds, not on
         // GitHub: said as info, with what makes them.
-        let core = decoded.trim_start_matches(['+', '-', '_']);
         let made_by = generated
             .slugged
-            .get(&decoded)
+            .get(decoded)
             .map(|title| format!("from the heading “{title}”, slugged as site generators that write punctuation as hyphens do"))
             .or_else(|| {
-                (core.chars().count() >= 4)
-                    .then(|| generated.comments.iter().find(|(_, c)| c.contains(core)))
-                    .flatten()
-                    .map(|(line, _)| format!("by the site macro in the comment at line {line}"))
+                in_comment
+                    .get(macro_core(decoded))
+                    .map(|line| format!("by the site macro in the comment at line {line}"))
             });
         if let Some(made_by) = made_by {
             let text = doc.line(link.line);
@@ -244,7 +296,7 @@ pub fn detect(
         }
         let close = suggest
             .get_or_insert_with(|| CloseAnchors::new(anchors.keys().map(String::as_str)))
-            .close_to(&decoded);
+            .close_to(decoded);
         let hint = close
             .first()
             .map(|a| format!("; did you mean #{a}?"))
