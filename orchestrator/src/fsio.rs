@@ -172,23 +172,32 @@ pub fn stale_temp_files(dir: &Path, name: Option<&str>) -> Vec<PathBuf> {
     let Ok(read) = fs::read_dir(dir) else {
         return Vec::new();
     };
-    let me = std::process::id();
     let mut found: Vec<PathBuf> = read
         .filter_map(Result::ok)
-        .filter_map(|entry| {
-            let file_name = entry.file_name().to_string_lossy().into_owned();
-            let rest = file_name.strip_prefix('.')?;
-            let (base, tail) = rest.rsplit_once(".tmp-")?;
-            let (pid, n) = tail.split_once('-')?;
-            let pid: u32 = pid.parse().ok()?;
-            n.parse::<u64>().ok()?;
-            let wanted = name.map_or(true, |name| name == base);
-            let gone = pid != me && !pid_alive(pid);
-            (wanted && gone && entry.file_type().is_ok_and(|t| t.is_file())).then(|| entry.path())
+        .filter(|entry| {
+            is_stale_temp_name(&entry.file_name().to_string_lossy(), name)
+                && entry.file_type().is_ok_and(|t| t.is_file())
         })
+        .map(|entry| entry.path())
         .collect();
     found.sort();
     found
+}
+
+/// True when `file_name` is an atomic write's temporary file
+/// (`.NAME.tmp-PID-N`) whose writing process is gone; with `name`, only
+/// one of the file called `name`.
+pub fn is_stale_temp_name(file_name: &str, name: Option<&str>) -> bool {
+    let stale = || {
+        let rest = file_name.strip_prefix('.')?;
+        let (base, tail) = rest.rsplit_once(".tmp-")?;
+        let (pid, n) = tail.split_once('-')?;
+        let pid: u32 = pid.parse().ok()?;
+        n.parse::<u64>().ok()?;
+        let wanted = name.map_or(true, |name| name == base);
+        Some(wanted && pid != std::process::id() && !pid_alive(pid))
+    };
+    stale().unwrap_or(false)
 }
 
 /// Removes [`stale_temp_files`] of `dir`; returns those removed.

@@ -12,7 +12,7 @@
 //! without holding the `flock` (a koas from before `flock`) or by a holder
 //! on another host is respected: the run is refused, naming it.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{self, Read, Seek, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -21,7 +21,7 @@ use fs4::fs_std::FileExt;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::fsio::{fsync_dir, pid_alive, FsError};
+use crate::fsio::{pid_alive, Access, Beneath, FsError};
 
 /// Who holds a workspace lock.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -216,7 +216,15 @@ pub enum LockState {
 /// holder when it is alive (or on another host, where that cannot be
 /// checked), a stale record when its process is gone.
 pub fn lock_state(workspace: &Path) -> LockState {
-    match read_holder(&workspace.join(".lock")) {
+    // Read below the folder, never through a link in place of the file.
+    let record = Beneath::open(workspace)
+        .and_then(|dir| dir.read(".lock"))
+        .map_err(|e| e.to_string())
+        .and_then(|bytes| {
+            let bytes = bytes.ok_or_else(|| "no lock file".to_owned())?;
+            serde_json::from_slice::<LockHolder>(&bytes).map_err(|e| e.to_string())
+        });
+    match record {
         Err(_) => LockState::Free,
         Ok(holder) if holder.hostname != hostname() || pid_alive(holder.pid) => {
             LockState::Held(holder)
@@ -236,7 +244,19 @@ pub fn acquire_lock(
     command: &str,
     started_at: &str,
 ) -> Result<LockGuard, LockError> {
-    let lock = workspace.join(".lock");
+    acquire_lock_in(&Beneath::open(workspace)?, command, started_at)
+}
+
+/// Takes the lock of the held folder `dir` for `command`: its `.lock`
+/// file is opened below the handle, and a link in its place is refused
+/// by name, never written through.
+pub fn acquire_lock_in(
+    dir: &Beneath,
+    command: &str,
+    started_at: &str,
+) -> Result<LockGuard, LockError> {
+    let workspace = dir.path();
+    let lock = dir.join(".lock");
     let holder = LockHolder {
         pid: std::process::id(),
         hostname: hostname(),
@@ -247,13 +267,13 @@ pub fn acquire_lock(
         .map_err(|e| FsError::new("serialize the holder of", &lock, io::Error::other(e)))?;
     for _ in 0..REOPEN_ATTEMPTS {
         let mut held = held();
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&lock)
-            .map_err(|e| FsError::new("open lock", &lock, e))?;
+        let access = Access {
+            read: true,
+            write: true,
+            create: true,
+            ..Access::default()
+        };
+        let mut file = dir.open_file(".lock", access)?;
         let locked = file
             .try_lock_exclusive()
             .map_err(|e| FsError::new("lock", &lock, e))?;
@@ -300,7 +320,7 @@ pub fn acquire_lock(
             .and_then(|()| file.write_all(&body))
             .and_then(|()| file.sync_all());
         written.map_err(|e| FsError::new("write", &lock, e))?;
-        fsync_dir(workspace)?;
+        dir.sync()?;
         held.push(lock.clone());
         return Ok(LockGuard {
             path: lock,

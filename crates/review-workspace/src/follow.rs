@@ -123,14 +123,21 @@ pub fn legacy_workspaces(doc_path: &Path, text: &str) -> Vec<PathBuf> {
     let auto = auto_workspace_dir(doc_path);
     let stem = stem_of(doc_path);
     let name = file_name_of(doc_path);
-    let Ok(read) = fs::read_dir(review_dir(doc_path)) else {
+    // A `.review` (or an old workspace) that is a link is not searched
+    // nor renamed: opening the workspace refuses it by name.
+    let dir = review_dir(doc_path);
+    if fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Vec::new();
+    }
+    let Ok(read) = fs::read_dir(dir) else {
         return Vec::new();
     };
     let hash = sha256(text);
     let mut found: Vec<(bool, std::time::SystemTime, PathBuf)> = read
         .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
         .map(|e| e.path())
-        .filter(|p| *p != auto && p.is_dir())
+        .filter(|p| *p != auto)
         .filter(|p| {
             p.file_name()
                 .and_then(|n| n.to_str())

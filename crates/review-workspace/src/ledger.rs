@@ -17,11 +17,10 @@
 //! refuses to open.
 
 use std::collections::BTreeSet;
-use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use koas_orchestrator::fsio::{atomic_write, fsync_dir, open_append, FsError};
+use koas_orchestrator::fsio::{Access, Beneath, EntryKind, FsError};
 use koas_review_schema::change_id::{ChangeId, EntryId};
 use koas_review_schema::ledger::LedgerEntry;
 use serde::Serialize;
@@ -90,6 +89,11 @@ pub enum LedgerError {
 /// The ledger file and its parsed entries.
 #[derive(Debug)]
 pub struct Ledger {
+    /// The folder the ledger is opened below (never through a link);
+    /// `None` when that folder does not exist yet.
+    dir: Option<Beneath>,
+    /// The ledger's path below `dir`.
+    rel: PathBuf,
     path: PathBuf,
     entries: Vec<LedgerEntry>,
     torn: Option<TornTail>,
@@ -162,20 +166,55 @@ pub fn parse_ledger(
 }
 
 impl Ledger {
-    /// Opens (or starts) the ledger at `path`. A missing file is an empty
+    /// Opens (or starts) the ledger at `path` (its folder as given, the
+    /// file itself never through a link). A missing file is an empty
     /// ledger; it is created on the first append.
     pub fn open(path: &Path) -> Result<Ledger, LedgerError> {
-        let bytes = match fs::read(path) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(e) => return Err(FsError::new("read", path, e).into()),
+        let parent = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
         };
-        let (entries, torn, valid_len) = parse_ledger(path, &bytes)?;
+        let name = Path::new(path.file_name().unwrap_or(path.as_os_str()));
+        let dir = match Beneath::open(parent) {
+            Ok(dir) => Some(dir),
+            Err(e) if e.source.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(e.into()),
+        };
+        Ledger::open_below(dir, name)
+    }
+
+    /// Opens (or starts) the ledger at `rel` below the held folder `dir`
+    /// (`None`: that folder does not exist yet, the ledger is empty); no
+    /// link is followed on the way.
+    pub fn open_below(dir: Option<Beneath>, rel: &Path) -> Result<Ledger, LedgerError> {
+        let path = match &dir {
+            Some(dir) => dir.join(rel),
+            None => rel.to_owned(),
+        };
+        let bytes = match &dir {
+            Some(dir) => dir.read(rel)?.unwrap_or_default(),
+            None => Vec::new(),
+        };
+        let (entries, torn, valid_len) = parse_ledger(&path, &bytes)?;
         Ok(Ledger {
-            path: path.to_owned(),
+            dir,
+            rel: rel.to_owned(),
+            path,
             entries,
             torn,
             valid_len,
+        })
+    }
+
+    /// The held folder, or the error of a folder that does not exist.
+    fn dir(&self) -> Result<&Beneath, LedgerError> {
+        self.dir.as_ref().ok_or_else(|| {
+            FsError::new(
+                "open the folder of",
+                &self.path,
+                std::io::Error::from(std::io::ErrorKind::NotFound),
+            )
+            .into()
         })
     }
 
@@ -229,7 +268,11 @@ impl Ledger {
                 offset: torn.offset,
             });
         }
-        let found = fs::metadata(&self.path).map(|m| m.len()).unwrap_or(0);
+        let dir = self.dir()?;
+        let found = match dir.entry(&self.rel)? {
+            Some(EntryKind::File(len)) => len,
+            _ => 0,
+        };
         if found != self.valid_len {
             return Err(LedgerError::ChangedOnDisk {
                 path: self.path.clone(),
@@ -254,7 +297,7 @@ impl Ledger {
             bytes.extend_from_slice(&line);
             bytes.push(b'\n');
         }
-        let mut file = open_append(&self.path)?;
+        let mut file = dir.open_append(&self.rel)?;
         file.write_all(&bytes)
             .map_err(|e| FsError::new("append to", &self.path, e))?;
         file.sync_data()
@@ -271,28 +314,28 @@ impl Ledger {
         let Some(torn) = self.torn.clone() else {
             return Ok(None);
         };
-        let bytes = fs::read(&self.path).map_err(|e| FsError::new("read", &self.path, e))?;
+        let dir = self.dir()?;
+        let bytes = dir.read(&self.rel)?.unwrap_or_default();
         let start = usize::try_from(torn.offset)
             .unwrap_or(bytes.len())
             .min(bytes.len());
         let name = self
-            .path
+            .rel
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "ledger.jsonl".to_owned());
-        let side = self.path.with_file_name(format!("{name}.torn-{stamp}"));
-        atomic_write(&side, &bytes[start..])?;
-        let file = OpenOptions::new()
-            .write(true)
-            .open(&self.path)
-            .map_err(|e| FsError::new("open", &self.path, e))?;
+        let side = self.rel.with_file_name(format!("{name}.torn-{stamp}"));
+        dir.write_atomic(&side, &bytes[start..])?;
+        let write = Access {
+            write: true,
+            ..Access::default()
+        };
+        let file = dir.open_file(&self.rel, write)?;
         file.set_len(torn.offset)
             .map_err(|e| FsError::new("truncate torn tail of", &self.path, e))?;
         file.sync_all()
             .map_err(|e| FsError::new("fsync", &self.path, e))?;
-        if let Some(dir) = self.path.parent() {
-            fsync_dir(dir)?;
-        }
+        let side = dir.join(&side);
         self.valid_len = torn.offset;
         self.torn = None;
         Ok(Some(side))
@@ -302,6 +345,7 @@ impl Ledger {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs::{self, OpenOptions};
 
     pub(crate) fn entry(id: &str) -> LedgerEntry {
         LedgerEntry::example(EntryId::parse(id).unwrap())

@@ -37,6 +37,7 @@
 //! original on a first run).
 
 use std::collections::BTreeSet;
+#[cfg(test)]
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -46,12 +47,9 @@ use thiserror::Error;
 
 use crate::ledger::{Ledger, LedgerError, TornTail};
 use koas_kernel_api::hash::{same_hash, sha256};
-use koas_orchestrator::fsio::{
-    atomic_write, create_dir_durably, remove_stale_temp_files, stale_temp_files,
-    write_files_atomically, FsError,
-};
+use koas_orchestrator::fsio::{is_stale_temp_name, Beneath, EntryKind, FsError};
 use koas_orchestrator::lock::{
-    acquire_lock, lock_state, LockError, LockGuard, LockHolder, LockState,
+    acquire_lock_in, lock_state, LockError, LockGuard, LockHolder, LockState,
 };
 use koas_review::apply::{apply_batch, BatchInput};
 use koas_review::clock::Clock;
@@ -71,6 +69,7 @@ use koas_review_schema::ledger::{Actor, LedgerEntry};
 use koas_review_schema::review::ReportMeta;
 use koas_review_schema::stage1::ProtectedSpans;
 use koas_review_schema::stage1::SectionEntry;
+use std::ffi::OsString;
 
 mod follow;
 pub mod ledger;

@@ -23,9 +23,7 @@ use std::path::Path;
 
 use crate::ledger::Ledger;
 use koas_kernel_api::hash::{same_hash, sha256};
-use koas_orchestrator::fsio::{
-    atomic_write, open_append, replace_file, write_files_atomically, FsError,
-};
+use koas_orchestrator::fsio::replace_file;
 use koas_orchestrator::lock::{LockGuard, LockHolder};
 use koas_review::clock::Clock;
 use koas_review::record::{entry_for_applied, entry_for_revert, RunContext};
@@ -163,7 +161,7 @@ impl Workspace {
         match request.document {
             Some(document) => self.init(request.doc_name, document, request.clock)?,
             None => {
-                if self.meta()?.is_none() || !self.path(paths::RAW_DOC).is_file() {
+                if self.meta()?.is_none() || !self.is_file(paths::RAW_DOC) {
                     return Err(WorkspaceError::NotInitialized(self.root.clone()));
                 }
             }
@@ -433,20 +431,23 @@ impl<'w> PreparedRun<'w> {
         for (applied, entry) in batch.applied.iter().zip(&entries) {
             if let Some(pair) = &applied.patches {
                 files.push((
-                    ws.path(&entry.patch_forward),
+                    entry.patch_forward.clone(),
                     pair.forward.clone().into_bytes(),
                 ));
                 files.push((
-                    ws.path(&entry.patch_inverse),
+                    entry.patch_inverse.clone(),
                     pair.inverse.clone().into_bytes(),
                 ));
             }
         }
-        write_files_atomically(&ws.patches_dir(), &files)?;
+        // Every file below the held workspace folder: a link planted in
+        // it is refused by name, never written through.
+        let root = ws.held_or_create()?;
+        root.write_batch(&files)?;
         let ledger_len_before = self.ledger.entries().len();
         self.ledger.append_all(entries.clone())?;
-        if batch.final_text != self.current || !ws.path(paths::EDITED_DOC).exists() {
-            atomic_write(&ws.path(paths::EDITED_DOC), batch.final_text.as_bytes())?;
+        if batch.final_text != self.current || root.entry(paths::EDITED_DOC)?.is_none() {
+            root.write_atomic(paths::EDITED_DOC, batch.final_text.as_bytes())?;
         }
         let log = batch.log_records(&self.run_id);
         if !log.is_empty() {
@@ -455,19 +456,14 @@ impl<'w> PreparedRun<'w> {
                 bytes.extend(serde_json::to_vec(record).unwrap_or_default());
                 bytes.push(b'\n');
             }
-            let path = ws.path(paths::APPLY_LOG);
-            let mut file = open_append(&path)?;
-            std::io::Write::write_all(&mut file, &bytes)
-                .map_err(|e| FsError::new("append to", &path, e))?;
-            file.sync_data()
-                .map_err(|e| FsError::new("fsync", &path, e))?;
+            root.append(paths::APPLY_LOG, &bytes)?;
         }
         let saved = SavedRegions {
             ledger_len: ledger_len_before,
             regions: protected,
         };
-        atomic_write(
-            &ws.path(paths::PROTECTED),
+        root.write_atomic(
+            paths::PROTECTED,
             &serde_json::to_vec_pretty(&saved).unwrap_or_default(),
         )?;
         let annotated =
@@ -531,17 +527,18 @@ impl<'w> PreparedRun<'w> {
         let mut files = Vec::new();
         for (revert, entry) in plan.reverts.iter().zip(&entries) {
             files.push((
-                ws.path(&entry.patch_forward),
+                entry.patch_forward.clone(),
                 revert.patches.forward.clone().into_bytes(),
             ));
             files.push((
-                ws.path(&entry.patch_inverse),
+                entry.patch_inverse.clone(),
                 revert.patches.inverse.clone().into_bytes(),
             ));
         }
-        write_files_atomically(&ws.patches_dir(), &files)?;
+        let root = ws.held_or_create()?;
+        root.write_batch(&files)?;
         self.ledger.append_all(entries.clone())?;
-        atomic_write(&ws.path(paths::EDITED_DOC), plan.final_text.as_bytes())?;
+        root.write_atomic(paths::EDITED_DOC, plan.final_text.as_bytes())?;
         ws.write_annotated(self.ledger.entries(), &plan.final_text, ctx.options)?;
         self.current = plan.final_text;
         Ok(RevertRunOutcome {
@@ -602,8 +599,8 @@ impl<'w> PreparedRun<'w> {
         // Best effort after the write: without them the next run asks
         // for a rebase or writes the workspace only, it loses nothing.
         let _ = self.workspace.see_doc(&self.current);
-        let _ = koas_orchestrator::fsio::atomic_write(
-            &self.workspace.path(crate::paths::WRITES_DOC),
+        let _ = self.workspace.write(
+            crate::paths::WRITES_DOC,
             target.display().to_string().as_bytes(),
         );
         Ok(written)

@@ -9,30 +9,6 @@ pub struct Workspace {
     pub(crate) root: PathBuf,
 }
 
-pub(crate) fn read_text(path: &Path) -> Result<Option<String>, WorkspaceError> {
-    match fs::read(path) {
-        Ok(bytes) => String::from_utf8(bytes)
-            .map(Some)
-            .map_err(|_| WorkspaceError::NotUtf8(path.to_owned())),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(FsError::new("read", path, e).into()),
-    }
-}
-
-pub(crate) fn read_json<T: for<'de> Deserialize<'de>>(
-    path: &Path,
-) -> Result<Option<T>, WorkspaceError> {
-    match read_text(path)? {
-        None => Ok(None),
-        Some(text) => serde_json::from_str(&text)
-            .map(Some)
-            .map_err(|e| WorkspaceError::Json {
-                path: path.to_owned(),
-                reason: e.to_string(),
-            }),
-    }
-}
-
 pub(crate) fn file_stamp(timestamp: &str) -> String {
     timestamp
         .chars()
@@ -55,6 +31,105 @@ impl Workspace {
         self.root.join(relative)
     }
 
+    /// Where the workspace folder is opened from, and the part of its
+    /// path opened without following links: the folder itself and, for
+    /// `.review/<name>`, the `.review` folder too. The folders above are
+    /// the person's (a home folder may well be a link).
+    fn guarded_split(&self) -> (PathBuf, PathBuf) {
+        let Some(name) = self.root.file_name() else {
+            return (self.root.clone(), PathBuf::new());
+        };
+        let parent = self
+            .root
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        if parent.file_name() == Some(std::ffi::OsStr::new(".review")) {
+            let above = parent
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            (above.to_owned(), Path::new(".review").join(name))
+        } else {
+            (parent.to_owned(), PathBuf::from(name))
+        }
+    }
+
+    /// The workspace folder held by handle ([`Beneath`]): every file of
+    /// the workspace is opened below it, no link followed, and a link in
+    /// place of the folder or of its `.review` folder is refused by name.
+    /// `None` when the folder does not exist yet.
+    pub fn held(&self) -> Result<Option<Beneath>, WorkspaceError> {
+        let (base, rel) = self.guarded_split();
+        match Beneath::open_below(&base, &rel, false) {
+            Ok(dir) => Ok(Some(dir)),
+            Err(e) if e.source.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// [`Workspace::held`], the folder created first when missing.
+    pub fn held_or_create(&self) -> Result<Beneath, WorkspaceError> {
+        let (base, rel) = self.guarded_split();
+        Ok(Beneath::open_below(&base, &rel, true)?)
+    }
+
+    /// The bytes of a workspace file; `None` when it (or the workspace)
+    /// does not exist.
+    pub(crate) fn read_bytes(&self, rel: &str) -> Result<Option<Vec<u8>>, WorkspaceError> {
+        match self.held()? {
+            Some(dir) => Ok(dir.read(rel)?),
+            None => Ok(None),
+        }
+    }
+
+    pub(crate) fn read_text(&self, rel: &str) -> Result<Option<String>, WorkspaceError> {
+        match self.read_bytes(rel)? {
+            Some(bytes) => String::from_utf8(bytes)
+                .map(Some)
+                .map_err(|_| WorkspaceError::NotUtf8(self.path(rel))),
+            None => Ok(None),
+        }
+    }
+
+    pub(crate) fn read_json<T: for<'de> Deserialize<'de>>(
+        &self,
+        rel: &str,
+    ) -> Result<Option<T>, WorkspaceError> {
+        match self.read_text(rel)? {
+            None => Ok(None),
+            Some(text) => serde_json::from_str(&text)
+                .map(Some)
+                .map_err(|e| WorkspaceError::Json {
+                    path: self.path(rel),
+                    reason: e.to_string(),
+                }),
+        }
+    }
+
+    /// Writes a workspace file atomically and durably (missing folders,
+    /// the workspace's included, are created).
+    pub(crate) fn write(&self, rel: &str, bytes: &[u8]) -> Result<(), WorkspaceError> {
+        Ok(self.held_or_create()?.write_atomic(rel, bytes)?)
+    }
+
+    /// Removes a workspace file; a missing one is fine.
+    pub(crate) fn remove(&self, rel: &str) -> Result<(), WorkspaceError> {
+        if let Some(dir) = self.held()? {
+            dir.remove_file(rel)?;
+        }
+        Ok(())
+    }
+
+    /// True when `rel` is a regular file of the workspace.
+    pub(crate) fn is_file(&self, rel: &str) -> bool {
+        self.held()
+            .ok()
+            .flatten()
+            .and_then(|dir| dir.entry(rel).ok().flatten())
+            .is_some_and(|kind| matches!(kind, EntryKind::File(_)))
+    }
+
     /// The patch directory, `<root>/review/patches`.
     pub fn patches_dir(&self) -> PathBuf {
         self.root.join(PATCH_DIR)
@@ -62,7 +137,7 @@ impl Workspace {
 
     /// Reads a workspace-relative patch file.
     pub fn read_patch(&self, relative: &str) -> Result<String, WorkspaceError> {
-        read_text(&self.path(relative))?.ok_or_else(|| {
+        self.read_text(relative)?.ok_or_else(|| {
             FsError::new(
                 "read",
                 &self.path(relative),
@@ -74,45 +149,68 @@ impl Workspace {
 
     /// `workspace.json`, if present.
     pub fn meta(&self) -> Result<Option<WorkspaceMeta>, WorkspaceError> {
-        read_json(&self.path(paths::META))
+        self.read_json(paths::META)
     }
 
     /// The ledger (read only; a torn tail is reported, not an error).
     pub fn ledger(&self) -> Result<Ledger, WorkspaceError> {
-        Ok(Ledger::open(&self.path(paths::LEDGER))?)
+        Ok(Ledger::open_below(self.held()?, Path::new(paths::LEDGER))?)
     }
 
-    /// The folders of the workspace, itself included (for temporary
-    /// files and permissions).
-    pub(crate) fn folders(&self) -> Vec<PathBuf> {
+    /// The folders of the workspace below the held folder `dir` (`""` for
+    /// itself), each with its entries; links are listed, not entered.
+    pub(crate) fn folders(dir: &Beneath) -> Vec<(PathBuf, Vec<(OsString, EntryKind)>)> {
         let mut out = Vec::new();
-        let mut stack = vec![self.root.clone()];
-        while let Some(dir) = stack.pop() {
-            if let Ok(read) = fs::read_dir(&dir) {
-                for entry in read.filter_map(Result::ok) {
-                    if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                        stack.push(entry.path());
-                    }
+        let mut stack = vec![PathBuf::new()];
+        while let Some(rel) = stack.pop() {
+            let entries = dir.list(&rel).unwrap_or_default();
+            for (name, kind) in &entries {
+                if *kind == EntryKind::Dir {
+                    stack.push(rel.join(name));
                 }
             }
-            out.push(dir);
+            out.push((rel, entries));
         }
+        out
+    }
+
+    /// The workspace-relative paths of the temporary files a killed run
+    /// left in the workspace.
+    fn stale_temp_rels(dir: &Beneath) -> Vec<PathBuf> {
+        let mut out: Vec<PathBuf> = Workspace::folders(dir)
+            .into_iter()
+            .flat_map(|(rel, entries)| {
+                entries.into_iter().filter_map(move |(name, kind)| {
+                    (matches!(kind, EntryKind::File(_))
+                        && is_stale_temp_name(&name.to_string_lossy(), None))
+                    .then(|| rel.join(name))
+                })
+            })
+            .collect();
+        out.sort();
         out
     }
 
     /// Temporary files a killed run left in the workspace.
     pub fn stale_temp_files(&self) -> Vec<PathBuf> {
-        self.folders()
+        let Ok(Some(dir)) = self.held() else {
+            return Vec::new();
+        };
+        Workspace::stale_temp_rels(&dir)
             .iter()
-            .flat_map(|dir| stale_temp_files(dir, None))
+            .map(|rel| self.root.join(rel))
             .collect()
     }
 
     /// Removes the temporary files a killed run left in the workspace.
     pub fn remove_stale_temp_files(&self) -> Vec<PathBuf> {
-        self.folders()
+        let Ok(Some(dir)) = self.held() else {
+            return Vec::new();
+        };
+        Workspace::stale_temp_rels(&dir)
             .iter()
-            .flat_map(|dir| remove_stale_temp_files(dir, None))
+            .filter(|rel| dir.remove_file(rel).unwrap_or(false))
+            .map(|rel| self.root.join(rel))
             .collect()
     }
 
@@ -120,24 +218,37 @@ impl Workspace {
     /// its ledger was saved wrote them (they are derived: every entry
     /// keeps its patches' text).
     pub fn orphan_patch_files(&self, entries: &[LedgerEntry]) -> Vec<PathBuf> {
+        self.orphan_patch_entries(entries)
+            .into_iter()
+            .map(|(name, _)| self.patches_dir().join(name))
+            .collect()
+    }
+
+    /// The names and sizes of the orphan patch files (a link's size is
+    /// 0; a link is listed so it can be removed, never followed).
+    fn orphan_patch_entries(&self, entries: &[LedgerEntry]) -> Vec<(OsString, u64)> {
         let referenced: BTreeSet<&str> = entries
             .iter()
             .flat_map(|e| [e.patch_forward.as_str(), e.patch_inverse.as_str()])
             .collect();
-        let mut out: Vec<PathBuf> = fs::read_dir(self.patches_dir())
-            .map(|read| {
-                read.filter_map(Result::ok)
-                    .filter(|e| {
-                        let name = e.file_name().to_string_lossy().into_owned();
-                        name.ends_with(".patch")
-                            && !referenced.contains(format!("{PATCH_DIR}/{name}").as_str())
-                    })
-                    .map(|e| e.path())
-                    .collect()
+        let Ok(Some(dir)) = self.held() else {
+            return Vec::new();
+        };
+        dir.list(PATCH_DIR)
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|(name, kind)| {
+                let text = name.to_string_lossy();
+                let size = match kind {
+                    EntryKind::File(len) => len,
+                    EntryKind::Link => 0,
+                    _ => return None,
+                };
+                (text.ends_with(".patch")
+                    && !referenced.contains(format!("{PATCH_DIR}/{text}").as_str()))
+                .then_some((name, size))
             })
-            .unwrap_or_default();
-        out.sort();
-        out
+            .collect()
     }
 
     /// Removes the orphan patch files ([`Workspace::orphan_patch_files`])
@@ -151,25 +262,27 @@ impl Workspace {
         if ledger.torn_tail().is_some() {
             return (0, 0);
         }
+        let Ok(Some(dir)) = self.held() else {
+            return (0, 0);
+        };
         let mut removed = (0, 0);
         let mut retired = String::new();
-        for path in self.orphan_patch_files(ledger.entries()) {
-            let size = fs::symlink_metadata(&path).map_or(0, |m| m.len());
-            if fs::remove_file(&path).is_ok() {
+        for (name, size) in self.orphan_patch_entries(ledger.entries()) {
+            if dir
+                .remove_file(Path::new(PATCH_DIR).join(&name))
+                .unwrap_or(false)
+            {
                 removed.0 += 1;
                 removed.1 += size;
-                if let Some(name) = path.file_name() {
-                    for id in ChangeId::scan(&name.to_string_lossy()) {
-                        retired.push_str(&format!("{id}\n"));
-                    }
+                for id in ChangeId::scan(&name.to_string_lossy()) {
+                    retired.push_str(&format!("{id}\n"));
                 }
             }
         }
         // After the space is freed: their IDs may have been shown by the
         // failed run, so they are never given to another change.
         if !retired.is_empty() {
-            let _ =
-                koas_orchestrator::fsio::append(&self.path(paths::RETIRED_IDS), retired.as_bytes());
+            let _ = dir.append(paths::RETIRED_IDS, retired.as_bytes());
         }
         removed
     }
@@ -183,50 +296,36 @@ impl Workspace {
             "pid": std::process::id(),
             "started_at": clock.now(),
         });
-        atomic_write(
-            &self.path(paths::IN_PLACE_PENDING),
-            record.to_string().as_bytes(),
-        )?;
-        Ok(())
+        self.write(paths::IN_PLACE_PENDING, record.to_string().as_bytes())
     }
 
     /// Clears the mark of [`Workspace::begin_in_place`] (the document was
     /// written, or this run does not write it).
     pub fn end_in_place(&self) -> Result<(), WorkspaceError> {
-        match fs::remove_file(self.path(paths::IN_PLACE_PENDING)) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                Err(FsError::new("remove", &self.path(paths::IN_PLACE_PENDING), e).into())
-            }
-            _ => Ok(()),
-        }
+        self.remove(paths::IN_PLACE_PENDING)
     }
 
     /// True while an `--in-place` write is pending.
     pub fn in_place_pending(&self) -> bool {
-        self.path(paths::IN_PLACE_PENDING).is_file()
+        self.is_file(paths::IN_PLACE_PENDING)
     }
 
     /// True when the last review replaced the document (`--in-place`)
     /// and no review since left it alone ([`paths::WRITES_DOC`]).
     pub fn writes_doc(&self) -> bool {
-        self.path(paths::WRITES_DOC).is_file()
+        self.is_file(paths::WRITES_DOC)
     }
 
     /// Forgets that the review writes the document: a review without
     /// `--in-place` keeps its changes in the workspace.
     pub fn stop_writing_doc(&self) -> Result<(), WorkspaceError> {
-        match fs::remove_file(self.path(paths::WRITES_DOC)) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                Err(FsError::new("remove", &self.path(paths::WRITES_DOC), e).into())
-            }
-            _ => Ok(()),
-        }
+        self.remove(paths::WRITES_DOC)
     }
 
     /// What the model did in the last run that asked it
     /// ([`paths::MODEL_RUN`]).
     pub fn last_model_run(&self) -> Option<koas_review_schema::review::ReviewModelRun> {
-        let bytes = fs::read(self.path(paths::MODEL_RUN)).ok()?;
+        let bytes = self.read_bytes(paths::MODEL_RUN).ok()??;
         serde_json::from_slice(&bytes).ok()
     }
 
@@ -234,14 +333,14 @@ impl Workspace {
     /// a later cached run's report shows that run's zero calls).
     pub fn remember_model_run(&self, run: &koas_review_schema::review::ReviewModelRun) {
         if let Ok(bytes) = serde_json::to_vec_pretty(run) {
-            let _ = atomic_write(&self.path(paths::MODEL_RUN), &bytes);
+            let _ = self.write(paths::MODEL_RUN, &bytes);
         }
     }
 
     /// The pipeline file the review was made with ([`paths::PIPELINE`]);
     /// `None` for the built-in pipeline.
     pub fn recorded_pipeline(&self) -> Option<std::path::PathBuf> {
-        let text = fs::read_to_string(self.path(paths::PIPELINE)).ok()?;
+        let text = self.read_text(paths::PIPELINE).ok()??;
         let line = text.lines().next()?.trim();
         (!line.is_empty()).then(|| std::path::PathBuf::from(line))
     }
@@ -249,33 +348,25 @@ impl Workspace {
     /// Records the pipeline file later commands use (`None`: the built-in
     /// one).
     pub fn remember_pipeline(&self, file: Option<&Path>) -> Result<(), WorkspaceError> {
-        let path = self.path(paths::PIPELINE);
         match file {
             Some(file) => {
                 let text = format!("{}\n", file.display());
-                atomic_write(&path, text.as_bytes())?;
+                self.write(paths::PIPELINE, text.as_bytes())
             }
-            None => match fs::remove_file(&path) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                    return Err(FsError::new("remove", &path, e).into())
-                }
-                _ => {}
-            },
+            None => self.remove(paths::PIPELINE),
         }
-        Ok(())
     }
 
     /// The document file as koas last read or wrote it
     /// ([`paths::DOC_SEEN`]); `None` in a workspace from before it was
     /// kept.
     pub fn doc_seen(&self) -> Option<String> {
-        fs::read_to_string(self.path(paths::DOC_SEEN)).ok()
+        self.read_text(paths::DOC_SEEN).ok().flatten()
     }
 
     /// Remembers `text` as the document file's content now.
     pub(crate) fn see_doc(&self, text: &str) -> Result<(), WorkspaceError> {
-        atomic_write(&self.path(paths::DOC_SEEN), text.as_bytes())?;
-        Ok(())
+        self.write(paths::DOC_SEEN, text.as_bytes())
     }
 
     /// How many recorded changes a document of hash `hash` lacks: `Some(0)`
@@ -321,7 +412,6 @@ impl Workspace {
     pub fn restrict_to(&self, mode: u32) -> Result<(), WorkspaceError> {
         #[cfg(unix)]
         {
-            use std::os::unix::fs::PermissionsExt;
             let denied = |mode: u32| -> u32 {
                 let mut mask = 0;
                 if mode & 0o040 == 0 {
@@ -333,35 +423,25 @@ impl Workspace {
                 mask | (!mode & 0o022)
             };
             let mask = denied(mode);
-            if mask == 0 || !self.root.is_dir() {
+            if mask == 0 {
                 return Ok(());
             }
-            let narrow = |path: &Path| -> Result<(), WorkspaceError> {
-                let Ok(meta) = fs::symlink_metadata(path) else {
-                    return Ok(());
-                };
-                if meta.file_type().is_symlink() {
-                    return Ok(());
-                }
-                let current = meta.permissions().mode() & 0o7777;
-                if current & mask != 0 {
-                    fs::set_permissions(path, fs::Permissions::from_mode(current & !mask))
-                        .map_err(|e| FsError::new("narrow the permissions of", path, e))?;
-                }
-                Ok(())
+            // Through the held folder: a link in the workspace is never
+            // followed to narrow a file elsewhere.
+            let Some(dir) = self.held()? else {
+                return Ok(());
             };
-            for dir in self.folders() {
-                narrow(&dir)?;
-                if let Ok(read) = fs::read_dir(&dir) {
-                    for entry in read.filter_map(Result::ok) {
-                        if entry.file_type().is_ok_and(|t| t.is_file()) {
-                            narrow(&entry.path())?;
-                        }
+            for (rel, entries) in Workspace::folders(&dir) {
+                dir.remove_permissions(&rel, mask)?;
+                for (name, kind) in entries {
+                    if matches!(kind, EntryKind::File(_)) {
+                        dir.remove_permissions(rel.join(name), mask)?;
                     }
                 }
             }
-            if let Some(parent) = self.root.parent().filter(|p| p.ends_with(".review")) {
-                narrow(parent)?;
+            let (base, guarded) = self.guarded_split();
+            if guarded.starts_with(".review") {
+                Beneath::open(&base)?.remove_permissions(".review", mask)?;
             }
         }
         #[cfg(not(unix))]
@@ -371,8 +451,8 @@ impl Workspace {
 
     /// Takes the workspace lock.
     pub fn lock(&self, command: &str, clock: &dyn Clock) -> Result<LockGuard, WorkspaceError> {
-        create_dir_durably(&self.root)?;
-        Ok(acquire_lock(&self.root, command, &clock.now())?)
+        let dir = self.held_or_create()?;
+        Ok(acquire_lock_in(&dir, command, &clock.now())?)
     }
 
     /// Moves a torn ledger tail aside. Takes the lock.
@@ -392,28 +472,28 @@ impl Workspace {
         document: &str,
         clock: &dyn Clock,
     ) -> Result<(), WorkspaceError> {
+        let root = self.held_or_create()?;
         for dir in ["stage1", "stage3", "review", PATCH_DIR] {
-            create_dir_durably(&self.path(dir))?;
+            root.create_dir_all(dir)?;
         }
-        let raw = self.path(paths::RAW_DOC);
-        if !raw.exists() {
-            atomic_write(&raw, document.as_bytes())?;
+        if root.entry(paths::RAW_DOC)?.is_none() {
+            root.write_atomic(paths::RAW_DOC, document.as_bytes())?;
         }
         if self.meta()?.is_none() {
-            let original = read_text(&raw)?.unwrap_or_default();
+            let original = self.read_text(paths::RAW_DOC)?.unwrap_or_default();
             let meta = WorkspaceMeta {
                 doc_name: doc_name.to_owned(),
                 original_hash: sha256(&original),
                 created_at: clock.now(),
             };
             let body = serde_json::to_vec_pretty(&meta).unwrap_or_default();
-            atomic_write(&self.path(paths::META), &body)?;
+            root.write_atomic(paths::META, &body)?;
         }
         Ok(())
     }
 
     pub(crate) fn raw_text(&self) -> Result<String, WorkspaceError> {
-        read_text(&self.path(paths::RAW_DOC))?
+        self.read_text(paths::RAW_DOC)?
             .ok_or_else(|| WorkspaceError::NotInitialized(self.root.clone()))
     }
 
@@ -424,7 +504,7 @@ impl Workspace {
         entries: &[LedgerEntry],
     ) -> Result<(String, Option<usize>), WorkspaceError> {
         let raw = self.raw_text()?;
-        let text = read_text(&self.path(paths::EDITED_DOC))?.unwrap_or(raw.clone());
+        let text = self.read_text(paths::EDITED_DOC)?.unwrap_or(raw.clone());
         let hash = sha256(&text);
         let mut reflected = None;
         if same_hash(&hash, &sha256(&raw)) {
@@ -480,7 +560,7 @@ impl Workspace {
             rolled.push(entry.id);
         }
         if write {
-            atomic_write(&self.path(paths::EDITED_DOC), text.as_bytes())?;
+            self.write(paths::EDITED_DOC, text.as_bytes())?;
         }
         Ok((
             text,
@@ -514,7 +594,9 @@ impl Workspace {
         {
             return Ok(true);
         }
-        Ok(fs::read(self.path(paths::EDITED_DOC)).is_ok_and(|b| same_hash(&sha256(&b), hash)))
+        Ok(self
+            .read_bytes(paths::EDITED_DOC)?
+            .is_some_and(|b| same_hash(&sha256(&b), hash)))
     }
 
     /// The current document (read only: a pending roll-forward is computed
@@ -528,6 +610,15 @@ impl Workspace {
     /// from the ledger's copy (a crash can lose a patch file: they are not
     /// fsynced one by one).
     pub fn damaged_patch_files(&self, entries: &[LedgerEntry]) -> Vec<(PathBuf, String)> {
+        self.damaged_patch_rels(entries)
+            .into_iter()
+            .map(|(rel, text)| (self.path(&rel), text))
+            .collect()
+    }
+
+    /// [`Workspace::damaged_patch_files`], workspace-relative.
+    fn damaged_patch_rels(&self, entries: &[LedgerEntry]) -> Vec<(String, String)> {
+        let dir = self.held().ok().flatten();
         let mut damaged = Vec::new();
         for entry in entries {
             let Some(copy) = &entry.patch_text else {
@@ -537,10 +628,12 @@ impl Workspace {
                 (&entry.patch_forward, &copy.forward),
                 (&entry.patch_inverse, &copy.inverse),
             ] {
-                let path = self.path(rel);
-                let intact = fs::metadata(&path).is_ok_and(|m| m.len() == text.len() as u64);
+                let intact = dir.as_ref().is_some_and(|dir| {
+                    dir.entry(rel.as_str())
+                        .is_ok_and(|e| e == Some(EntryKind::File(text.len() as u64)))
+                });
                 if !rel.is_empty() && !intact {
-                    damaged.push((path, text.clone()));
+                    damaged.push((rel.clone(), text.clone()));
                 }
             }
         }
@@ -552,12 +645,14 @@ impl Workspace {
         &self,
         entries: &[LedgerEntry],
     ) -> Result<usize, WorkspaceError> {
-        let files: Vec<(PathBuf, Vec<u8>)> = self
-            .damaged_patch_files(entries)
+        let files: Vec<(String, Vec<u8>)> = self
+            .damaged_patch_rels(entries)
             .into_iter()
-            .map(|(path, text)| (path, text.into_bytes()))
+            .map(|(rel, text)| (rel, text.into_bytes()))
             .collect();
-        write_files_atomically(&self.patches_dir(), &files)?;
+        if !files.is_empty() {
+            self.held_or_create()?.write_batch(&files)?;
+        }
         Ok(files.len())
     }
 
@@ -576,23 +671,22 @@ impl Workspace {
     /// files. Allocation continues after the highest.
     pub(crate) fn seen_ids(&self, ledger: &Ledger) -> Result<Vec<ChangeId>, WorkspaceError> {
         let mut seen: Vec<ChangeId> = ledger.change_ids().into_iter().collect();
-        if let Ok(read) = fs::read_dir(self.patches_dir()) {
-            for entry in read.filter_map(Result::ok) {
-                seen.extend(ChangeId::scan(&entry.file_name().to_string_lossy()));
-            }
+        let Some(dir) = self.held()? else {
+            return Ok(seen);
+        };
+        for (name, _) in dir.list(PATCH_DIR).unwrap_or_default() {
+            seen.extend(ChangeId::scan(&name.to_string_lossy()));
         }
-        if let Some(log) = read_text(&self.path(paths::APPLY_LOG)).ok().flatten() {
+        if let Some(log) = self.read_text(paths::APPLY_LOG).ok().flatten() {
             seen.extend(ChangeId::scan(&log));
         }
-        if let Some(retired) = read_text(&self.path(paths::RETIRED_IDS)).ok().flatten() {
+        if let Some(retired) = self.read_text(paths::RETIRED_IDS).ok().flatten() {
             seen.extend(ChangeId::scan(&retired));
         }
-        if let Ok(read) = fs::read_dir(self.path("review")) {
-            for entry in read.filter_map(Result::ok) {
-                if entry.file_name().to_string_lossy().contains(".torn-") {
-                    if let Ok(bytes) = fs::read(entry.path()) {
-                        seen.extend(ChangeId::scan(&String::from_utf8_lossy(&bytes)));
-                    }
+        for (name, _) in dir.list("review").unwrap_or_default() {
+            if name.to_string_lossy().contains(".torn-") {
+                if let Ok(Some(bytes)) = dir.read(Path::new("review").join(&name)) {
+                    seen.extend(ChangeId::scan(&String::from_utf8_lossy(&bytes)));
                 }
             }
         }
@@ -603,7 +697,7 @@ impl Workspace {
         // The file only caches Stage 1's output for placing notes; one
         // written by an older koas in another shape is re-derived on the
         // next review rather than blocking `report` on this workspace.
-        match read_json(&self.path(paths::PROTECTED)) {
+        match self.read_json(paths::PROTECTED) {
             Err(WorkspaceError::Json { .. }) => Ok(None),
             other => other,
         }
@@ -642,7 +736,7 @@ impl Workspace {
     ) -> Result<Annotated, WorkspaceError> {
         let regions = self.regions_now(entries, current)?;
         let annotated = annotate(current, entries, &regions, &options.policy);
-        atomic_write(&self.path(paths::REVIEWED_DOC), annotated.text.as_bytes())?;
+        self.write(paths::REVIEWED_DOC, annotated.text.as_bytes())?;
         Ok(annotated)
     }
 
@@ -740,7 +834,7 @@ impl Workspace {
 
     /// Apply log records of the last run.
     pub fn last_run_log(&self) -> Result<Vec<ApplyLogRecord>, WorkspaceError> {
-        let Some(text) = read_text(&self.path(paths::APPLY_LOG))? else {
+        let Some(text) = self.read_text(paths::APPLY_LOG)? else {
             return Ok(Vec::new());
         };
         // The last run's records are the file's last lines: read backwards
@@ -792,24 +886,29 @@ impl Workspace {
         text: &str,
     ) -> Result<PathBuf, WorkspaceError> {
         let name = report_file_name(doc_name);
-        let main = self.path(&format!("review/{name}"));
-        atomic_write(&main, text.as_bytes())?;
-        atomic_write(&self.path(&format!("stage3/{name}")), text.as_bytes())?;
-        Ok(main)
+        let root = self.held_or_create()?;
+        let main = format!("review/{name}");
+        root.write_atomic(&main, text.as_bytes())?;
+        root.write_atomic(format!("stage3/{name}"), text.as_bytes())?;
+        Ok(self.path(&main))
     }
 
     /// What `koas status` shows. Writes nothing and takes no lock: a
     /// pending roll-forward or a torn tail is reported, not repaired.
     pub fn status(&self) -> Result<WorkspaceStatus, WorkspaceError> {
+        let held = self.held()?;
         let meta = self.meta()?;
         let ledger = self.ledger()?;
         let entries = ledger.entries();
         let stages_completed = ["stage1", "stage2", "stage3"]
             .iter()
-            .filter(|s| fs::read_dir(self.path(s)).is_ok_and(|mut d| d.next().is_some()))
+            .filter(|s| {
+                held.as_ref()
+                    .is_some_and(|dir| dir.list(s).is_ok_and(|names| !names.is_empty()))
+            })
             .map(|s| s.to_string())
             .collect();
-        let raw = read_text(&self.path(paths::RAW_DOC))?;
+        let raw = self.read_text(paths::RAW_DOC)?;
         let (current_hash, document_state) = match raw {
             None => (None, "not_initialized".to_owned()),
             Some(_) => {
@@ -822,24 +921,16 @@ impl Workspace {
                 (Some(sha256(&text)), state.to_owned())
             }
         };
-        let orphans = self.orphan_patch_files(entries);
-        let orphan_patch_bytes = orphans
-            .iter()
-            .map(|p| fs::symlink_metadata(p).map_or(0, |m| m.len()))
-            .sum();
+        let orphans = self.orphan_patch_entries(entries);
+        let orphan_patch_bytes = orphans.iter().map(|(_, size)| size).sum();
         let orphan_patches: Vec<String> = orphans
             .iter()
-            .filter_map(|p| p.file_name())
-            .map(|n| format!("{PATCH_DIR}/{}", n.to_string_lossy()))
+            .map(|(n, _)| format!("{PATCH_DIR}/{}", n.to_string_lossy()))
             .collect();
         let damaged_patches = self
-            .damaged_patch_files(entries)
+            .damaged_patch_rels(entries)
             .into_iter()
-            .map(|(path, _)| {
-                path.strip_prefix(&self.root)
-                    .map(|p| p.to_string_lossy().into_owned())
-                    .unwrap_or_else(|_| path.to_string_lossy().into_owned())
-            })
+            .map(|(rel, _)| rel)
             .collect();
         let (locked_by, stale_lock) = match lock_state(&self.root) {
             LockState::Free => (None, None),

@@ -50,6 +50,8 @@ pub enum EntryKind {
 /// How [`Beneath::open_file`] opens a file (read-only by default).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Access {
+    /// With `write` or `append`, open for reading too.
+    pub read: bool,
     /// Open for writing.
     pub write: bool,
     /// Every write goes to the end.
@@ -374,6 +376,34 @@ impl Beneath {
         imp::sync(&to_dir).map_err(|e| self.fail("fsync directory", to, e))
     }
 
+    /// Takes the permission bits `mask` from the folder or regular file
+    /// at `rel` (`""` for the held folder); a link is left alone, never
+    /// followed, and a file this process cannot open is left as it is.
+    #[cfg(unix)]
+    pub fn remove_permissions(&self, rel: impl AsRef<Path>, mask: u32) -> Result<(), FsError> {
+        use std::os::unix::fs::PermissionsExt;
+        let rel = rel.as_ref();
+        let opened = match self.entry(rel)? {
+            Some(EntryKind::Dir) => self.open_dir_raw(rel),
+            Some(EntryKind::File(_)) => self.open_file_raw(rel, Access::default()),
+            _ => return Ok(()),
+        };
+        let file = match opened {
+            Ok(file) => file,
+            Err(e) if e.source.kind() == io::ErrorKind::PermissionDenied => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        let meta = file
+            .metadata()
+            .map_err(|e| self.fail("read the permissions of", rel, e))?;
+        let current = meta.permissions().mode() & 0o7777;
+        if current & mask != 0 {
+            file.set_permissions(std::fs::Permissions::from_mode(current & !mask))
+                .map_err(|e| self.fail("narrow the permissions of", rel, e))?;
+        }
+        Ok(())
+    }
+
     /// Fsyncs the folder itself.
     pub fn sync(&self) -> Result<(), FsError> {
         imp::sync(&self.dir).map_err(|e| FsError::new("fsync directory", &self.path, e))
@@ -562,7 +592,9 @@ mod imp {
         // NONBLOCK: opening a FIFO must not wait for its other end (a
         // FIFO is refused once open); it changes nothing for a file.
         let mut f = OFlags::CLOEXEC | OFlags::NOFOLLOW | OFlags::NONBLOCK;
-        f |= if a.write || a.append {
+        f |= if (a.write || a.append) && a.read {
+            OFlags::RDWR
+        } else if a.write || a.append {
             OFlags::WRONLY
         } else {
             OFlags::RDONLY
@@ -794,7 +826,7 @@ mod imp {
         let path = dir.0.join(name);
         no_link(&path)?;
         OpenOptions::new()
-            .read(!(a.write || a.append))
+            .read(a.read || !(a.write || a.append))
             .write(a.write)
             .append(a.append)
             .create(a.create)
