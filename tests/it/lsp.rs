@@ -12,15 +12,15 @@ use std::process::{Child, ChildStdin, Stdio};
 use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
-const WAIT: Duration = Duration::from_secs(60);
+pub(crate) const WAIT: Duration = Duration::from_secs(60);
 
-/// A client of one `koas lsp` process.
-struct Client {
-    child: Child,
-    stdin: ChildStdin,
+/// A client of one `koas lsp` process (`lsp_hostile` drives it too).
+pub(crate) struct Client {
+    pub(crate) child: Child,
+    pub(crate) stdin: ChildStdin,
     incoming: Receiver<Value>,
     /// Messages received while waiting for something else.
-    seen: Vec<Value>,
+    pub(crate) seen: Vec<Value>,
     next_id: u64,
 }
 
@@ -45,7 +45,7 @@ fn read_frame(reader: &mut impl BufRead) -> Option<Value> {
 }
 
 impl Client {
-    fn start(s: &Scratch, extra: &[&str]) -> Client {
+    pub(crate) fn start(s: &Scratch, extra: &[&str]) -> Client {
         let mut args = vec!["lsp"];
         args.extend_from_slice(extra);
         let mut child = s
@@ -75,24 +75,24 @@ impl Client {
         }
     }
 
-    fn send_raw(&mut self, body: &[u8]) {
+    pub(crate) fn send_raw(&mut self, body: &[u8]) {
         write!(self.stdin, "Content-Length: {}\r\n\r\n", body.len()).expect("write");
         self.stdin.write_all(body).expect("write");
         self.stdin.flush().expect("flush");
     }
 
-    fn send(&mut self, message: &Value) {
+    pub(crate) fn send(&mut self, message: &Value) {
         let body = serde_json::to_vec(message).expect("json");
         self.send_raw(&body);
     }
 
-    fn notify(&mut self, method: &str, params: Value) {
+    pub(crate) fn notify(&mut self, method: &str, params: Value) {
         self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}));
     }
 
     /// Sends a request and waits for its response (answering the server's
     /// own requests meanwhile: `workspace/applyEdit` is accepted).
-    fn request(&mut self, method: &str, params: Value) -> Value {
+    pub(crate) fn request(&mut self, method: &str, params: Value) -> Value {
         let id = self.next_id;
         self.next_id += 1;
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
@@ -100,7 +100,7 @@ impl Client {
     }
 
     /// Waits for the first message (new or already seen) matching `wanted`.
-    fn wait_for(&mut self, wanted: impl Fn(&Value) -> bool) -> Value {
+    pub(crate) fn wait_for(&mut self, wanted: impl Fn(&Value) -> bool) -> Value {
         if let Some(i) = self.seen.iter().position(&wanted) {
             return self.seen.remove(i);
         }
@@ -128,7 +128,7 @@ impl Client {
     }
 
     /// The next diagnostics published for `uri` at `version`.
-    fn diagnostics(&mut self, uri: &str, version: i64) -> Vec<Value> {
+    pub(crate) fn diagnostics(&mut self, uri: &str, version: i64) -> Vec<Value> {
         let m = self.wait_for(|m| {
             m["method"] == "textDocument/publishDiagnostics"
                 && m["params"]["uri"] == uri
@@ -140,7 +140,7 @@ impl Client {
             .unwrap_or_default()
     }
 
-    fn initialize(&mut self, root: &std::path::Path) {
+    pub(crate) fn initialize(&mut self, root: &std::path::Path) {
         let answer = self.request(
             "initialize",
             json!({
@@ -158,7 +158,7 @@ impl Client {
         self.notify("initialized", json!({}));
     }
 
-    fn shutdown(mut self) -> Option<i32> {
+    pub(crate) fn shutdown(mut self) -> Option<i32> {
         let answer = self.request("shutdown", Value::Null);
         assert_eq!(answer["result"], Value::Null, "{answer}");
         self.notify("exit", Value::Null);
@@ -173,7 +173,7 @@ impl Client {
     }
 }
 
-fn uri_of(s: &Scratch, name: &str) -> String {
+pub(crate) fn uri_of(s: &Scratch, name: &str) -> String {
     let path = s.path(name).canonicalize().expect("canonical path");
     format!("file://{}", path.display())
 }

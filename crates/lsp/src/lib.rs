@@ -11,6 +11,12 @@
 //! rationale, a code lens offers to revert it, and `workspace/executeCommand`
 //! runs `koas.revert` and `koas.review` (with `$/progress`, cancellable).
 //!
+//! Whatever the editor sends, the server stays up: framing is read as
+//! bytes with bounded headers and resynchronises after a bad frame
+//! ([`transport`]), results are published only on the text they were
+//! computed from, and the commands read files as `koas review` does
+//! (regular files, size limit), off the main loop ([`server`]).
+//!
 //! The server is a host like `koas mcp`: it calls the reviewer's commands
 //! as a library.
 
@@ -32,7 +38,8 @@ it themselves; see the README's \"Editors\" section for Neovim, Helix and
 VS Code.
 
 Capabilities: diagnostics (open, save, and 150 ms after typing stops, on the
-editor's text), code actions (each certain fix, \"fix all in file\", \"disable
+editor's text; documents checked in parallel, a newer edit superseding an
+older check, a check over its budget reported instead of published), code actions (each certain fix, \"fix all in file\", \"disable
 this kind on the next line\"), hover and code lenses on reviewed lines,
 commands koas.revert, koas.review, koas.fixAll and koas.check.
 
@@ -49,6 +56,15 @@ pub struct LspArgs {
     /// Milliseconds to wait after the last change before checking again.
     #[arg(long, value_name = "MS", default_value_t = server::DEBOUNCE.as_millis() as u64)]
     pub debounce_ms: u64,
+
+    /// Milliseconds one check of a document may take; a slower check
+    /// publishes no findings and says so in the editor's log.
+    #[arg(long, value_name = "MS", default_value_t = server::CHECK_BUDGET.as_millis() as u64)]
+    pub check_budget_ms: u64,
+
+    /// How many documents are checked at once (default: 2 to 4, by cores).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub check_threads: Option<u16>,
 }
 
 /// Runs `koas lsp` on stdin/stdout.
@@ -57,6 +73,10 @@ pub fn execute(global: &HostOptions, args: LspArgs) -> anyhow::Result<ExitStatus
         global: global.clone(),
         docs_base: env!("CARGO_PKG_REPOSITORY").to_string(),
         debounce: std::time::Duration::from_millis(args.debounce_ms),
+        check_budget: std::time::Duration::from_millis(args.check_budget_ms),
+        check_threads: args
+            .check_threads
+            .map_or_else(server::default_check_threads, usize::from),
     };
     let input = BufReader::new(std::io::stdin());
     let output = std::io::stdout().lock();

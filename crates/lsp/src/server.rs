@@ -1,6 +1,14 @@
-//! The server loop: one thread reads messages, one checks documents, the
-//! main thread answers and publishes; a `koas.review` runs on its own
-//! thread. Only the main thread writes to the client.
+//! The server loop: one thread reads messages, a small pool checks
+//! documents, the main thread answers and publishes; `koas.review` and
+//! `koas.revert` run on threads of their own (they read the saved file,
+//! which may be anything a URI names). Only the main thread writes to the
+//! client.
+//!
+//! A check's result is keyed by the document's revision: a number the
+//! server gives every text it holds (each open, change, or save with
+//! text), never reused, so a result is published only on the very text it
+//! was computed from, even when a document is closed and opened again at
+//! the same version number.
 
 use crate::convert::{diagnostic, disable_edit, fix_edits};
 use crate::review::{self, Placement};
@@ -8,11 +16,12 @@ use crate::text::Text;
 use crate::transport::{self, codes, Incoming};
 use koas_md_scan::config::{find_project_config, ProjectConfig};
 use koas_md_scan::fix::apply_fixes;
-use koas_md_scan::Checker;
+use koas_md_scan::{Budget, CheckError, Checker};
 use koas_orchestrator::embed::{Control, HostOptions};
 use koas_orchestrator::report::Progress;
 use koas_review_schema::findings::Finding;
 use koas_reviewer::commands::{revert as revert_cmd, review as review_cmd};
+use koas_reviewer::input::{max_doc_bytes, read_document_bytes};
 use koas_reviewer::WorkspaceArgs;
 use lsp_types::{
     CodeAction, CodeActionKind, CodeActionParams, CodeLens, CodeLensParams, Command,
@@ -21,19 +30,27 @@ use lsp_types::{
     MarkupContent, MarkupKind, Position, Range, TextEdit, Uri, WorkspaceEdit,
 };
 use serde_json::{json, Value};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::io::{BufRead, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
 /// How long after the last keystroke a document is checked again.
 pub const DEBOUNCE: Duration = Duration::from_millis(150);
 
+/// How long one check of the editor's text may take before the server
+/// gives up on it and says so (`window/logMessage`).
+pub const CHECK_BUDGET: Duration = Duration::from_secs(5);
+
 /// The commands `workspace/executeCommand` accepts.
 pub const COMMANDS: [&str; 4] = ["koas.revert", "koas.review", "koas.fixAll", "koas.check"];
+
+/// The largest `koas.toml` a check loads (a project file is a few lines;
+/// a bigger one is not read into memory).
+const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
 /// Settings of one server.
 #[derive(Debug, Clone)]
@@ -44,6 +61,18 @@ pub struct Settings {
     pub docs_base: String,
     /// Debounce after `didChange`.
     pub debounce: Duration,
+    /// The time budget of one check.
+    pub check_budget: Duration,
+    /// How many documents are checked at once.
+    pub check_threads: usize,
+}
+
+/// The default number of checks at once: two (a slow document does not
+/// hold up the others), more on machines with cores to spare.
+pub fn default_check_threads() -> usize {
+    std::thread::available_parallelism()
+        .map_or(2, usize::from)
+        .clamp(2, 4)
 }
 
 /// What the main loop waits for.
@@ -52,40 +81,62 @@ enum Event {
     Incoming(Option<Incoming>),
     /// A check finished.
     Checked(Checked),
+    /// A review read its document and starts: progress begins.
+    ReviewStarted { token: String, path: PathBuf },
     /// A review reported a step.
     ReviewProgress { token: String, message: String },
-    /// A review finished: its request id and answer.
-    ReviewDone {
+    /// A `koas.review` or `koas.revert` finished: its request id, its
+    /// answer, and the file's text after it (when it could be read).
+    CommandDone {
         id: Value,
-        token: String,
+        token: Option<String>,
         uri: String,
-        result: Result<Value, String>,
+        result: Result<Value, (i64, String)>,
+        now: Option<String>,
     },
 }
 
-/// The findings of one version of one document.
+/// How one check ended.
+enum Outcome {
+    /// The findings of the text.
+    Findings(Vec<Finding>),
+    /// The checker could not run (its `koas.toml` is wrong).
+    Failed(String),
+    /// The check took longer than the budget; its findings are dropped.
+    OverBudget(Duration),
+    /// A newer text or the document's close made the check useless.
+    Cancelled,
+}
+
+/// The result of a check of one revision of one document.
 struct Checked {
     uri: String,
+    revision: u64,
     version: i32,
-    result: Result<Vec<Finding>, String>,
+    outcome: Outcome,
     elapsed: Duration,
 }
 
 /// A check to run.
 struct Job {
     uri: String,
+    revision: u64,
     version: i32,
     text: String,
     path: Option<PathBuf>,
+    /// Set when a newer text or a close makes this check useless.
+    cancel: Arc<AtomicBool>,
 }
 
 /// An open document.
 struct Doc {
     text: Text,
     version: i32,
+    /// The server's number for this text (see the module's comment).
+    revision: u64,
     path: Option<PathBuf>,
-    /// The findings of `version`, once checked.
-    findings: Option<(i32, Vec<Finding>)>,
+    /// The findings of a revision, once checked.
+    findings: Option<(u64, Vec<Finding>)>,
     /// When a check is due (after typing stops).
     due: Option<Instant>,
 }
@@ -98,19 +149,116 @@ type ReviewedDoc = (PathBuf, Placement, Vec<review::PlacedChange>);
 struct RunningReview {
     cancel: Arc<AtomicBool>,
     request: Value,
+    /// Its progress has begun (the document was read and is the buffer).
+    started: bool,
+}
+
+/// The compiled checkers, by the `koas.toml` that applies.
+type CheckerCache = HashMap<Option<PathBuf>, (Option<SystemTime>, Arc<Checker>)>;
+
+/// The checks waiting and running, shared by the pool's threads. At most
+/// one check per document runs at a time, so that a slow document being
+/// edited holds one thread, never all of them.
+#[derive(Default)]
+struct Pool {
+    state: Mutex<PoolState>,
+    wake: Condvar,
+}
+
+#[derive(Default)]
+struct PoolState {
+    /// In arrival order; at most one per document (the newest text).
+    waiting: Vec<Job>,
+    /// The documents being checked, with the running check's cancel flag.
+    running: HashMap<String, Arc<AtomicBool>>,
+    closed: bool,
+}
+
+impl Pool {
+    fn lock(&self) -> std::sync::MutexGuard<'_, PoolState> {
+        // A thread that panicked mid-check left the state consistent (it
+        // is only changed under the lock by the few lines here).
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Queues a check; an older one of the same document, waiting or
+    /// running, is superseded.
+    fn submit(&self, job: Job) {
+        let mut state = self.lock();
+        state.supersede(&job.uri);
+        state.waiting.push(job);
+        drop(state);
+        self.wake.notify_all();
+    }
+
+    /// Drops the checks of a closed document.
+    fn cancel(&self, uri: &str) {
+        self.lock().supersede(uri);
+    }
+
+    fn close(&self) {
+        self.lock().closed = true;
+        self.wake.notify_all();
+    }
+
+    /// The next check a thread may run (none of the same document is
+    /// running); `None` once the pool is closed.
+    fn next(&self) -> Option<Job> {
+        let mut state = self.lock();
+        loop {
+            if state.closed {
+                return None;
+            }
+            let free = state
+                .waiting
+                .iter()
+                .position(|j| !state.running.contains_key(&j.uri));
+            if let Some(i) = free {
+                let job = state.waiting.remove(i);
+                state.running.insert(job.uri.clone(), job.cancel.clone());
+                return Some(job);
+            }
+            state = self
+                .wake
+                .wait(state)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+
+    fn done(&self, uri: &str) {
+        self.lock().running.remove(uri);
+        // A check of the same document may have waited for this one.
+        self.wake.notify_all();
+    }
+}
+
+impl PoolState {
+    fn supersede(&mut self, uri: &str) {
+        self.waiting.retain(|j| {
+            if j.uri == uri {
+                j.cancel.store(true, Ordering::Relaxed);
+            }
+            j.uri != uri
+        });
+        if let Some(cancel) = self.running.get(uri) {
+            cancel.store(true, Ordering::Relaxed);
+        }
+    }
 }
 
 struct Server<W: Write> {
     out: W,
     settings: Settings,
     docs: HashMap<String, Doc>,
-    jobs: Sender<Job>,
+    pool: Arc<Pool>,
+    checkers: Arc<Mutex<CheckerCache>>,
     events: Sender<Event>,
     initialized: bool,
     shutdown: bool,
     work_done_progress: bool,
     reviews: HashMap<String, RunningReview>,
     next_request: u64,
+    next_revision: u64,
     /// Checks published, for `$/koas/checkTimes` (benchmarks, tests).
     check_times: Vec<(String, i32, Duration)>,
 }
@@ -123,33 +271,41 @@ where
     W: Write,
 {
     let (events_tx, events) = mpsc::channel::<Event>();
-    let (jobs_tx, jobs) = mpsc::channel::<Job>();
     {
         let events = events_tx.clone();
         std::thread::Builder::new()
             .name("koas-lsp-reader".into())
             .spawn(move || read_loop(input, events))?;
     }
-    {
+    let pool = Arc::new(Pool::default());
+    let checkers: Arc<Mutex<CheckerCache>> = Arc::default();
+    for n in 0..settings.check_threads.max(1) {
         let events = events_tx.clone();
+        let pool = pool.clone();
+        let checkers = checkers.clone();
+        let budget = settings.check_budget;
         std::thread::Builder::new()
-            .name("koas-lsp-checker".into())
-            .spawn(move || check_loop(jobs, events))?;
+            .name(format!("koas-lsp-checker-{n}"))
+            .spawn(move || check_loop(n == 0, &pool, &checkers, budget, &events))?;
     }
     let mut server = Server {
         out: output,
         settings,
         docs: HashMap::new(),
-        jobs: jobs_tx,
+        pool: pool.clone(),
+        checkers,
         events: events_tx,
         initialized: false,
         shutdown: false,
         work_done_progress: false,
         reviews: HashMap::new(),
         next_request: 1,
+        next_revision: 1,
         check_times: Vec::new(),
     };
-    server.run(&events)
+    let result = server.run(&events);
+    pool.close();
+    result
 }
 
 fn read_loop<R: BufRead>(mut input: R, events: Sender<Event>) {
@@ -168,58 +324,85 @@ fn read_loop<R: BufRead>(mut input: R, events: Sender<Event>) {
     }
 }
 
-/// Runs checks one at a time; of several queued for one document, only
-/// the newest is run (the others are stale already).
-fn check_loop(jobs: Receiver<Job>, events: Sender<Event>) {
-    let mut checkers: HashMap<Option<PathBuf>, (Option<SystemTime>, Arc<Checker>)> = HashMap::new();
+/// One thread of the pool: runs the checks it is given until the pool
+/// closes.
+fn check_loop(
+    warm_up: bool,
+    pool: &Pool,
+    checkers: &Mutex<CheckerCache>,
+    budget: Duration,
+    events: &Sender<Event>,
+) {
     // While the client initializes: compile the checks' patterns (built
     // once per process), so the first document opened is not the one
     // that pays for them.
-    if let Ok(checker) = checker_for(&mut checkers, None) {
-        let _ = checker
-            .check("# Warm-up\n\nSee [a](#b) and Table 1.\n\n| a | b |\n|---|---|\n| 1 | 2 |\n");
-    }
-    while let Ok(first) = jobs.recv() {
-        let mut newest: BTreeMap<String, Job> = BTreeMap::new();
-        newest.insert(first.uri.clone(), first);
-        while let Ok(more) = jobs.try_recv() {
-            newest.insert(more.uri.clone(), more);
+    if warm_up {
+        if let Ok(checker) = cached_checker(checkers, None) {
+            let _ = checker.check(
+                "# Warm-up\n\nSee [a](#b) and Table 1.\n\n| a | b |\n|---|---|\n| 1 | 2 |\n",
+            );
         }
-        for (_, job) in newest {
-            let start = Instant::now();
-            let result = checker_for(&mut checkers, job.path.as_deref())
-                .and_then(|c| c.check(&job.text).map_err(|e| e.to_string()))
-                .map(|out| out.findings);
-            let checked = Checked {
-                uri: job.uri,
-                version: job.version,
-                result,
-                elapsed: start.elapsed(),
-            };
-            if events.send(Event::Checked(checked)).is_err() {
-                return;
-            }
+    }
+    while let Some(job) = pool.next() {
+        let start = Instant::now();
+        let outcome = match cached_checker(checkers, job.path.as_deref()) {
+            Err(e) => Outcome::Failed(e),
+            Ok(checker) => run_check(&checker, &job, budget),
+        };
+        pool.done(&job.uri);
+        let checked = Checked {
+            uri: job.uri,
+            revision: job.revision,
+            version: job.version,
+            outcome,
+            elapsed: start.elapsed(),
+        };
+        if events.send(Event::Checked(checked)).is_err() {
+            return;
         }
     }
 }
 
+/// Checks one text within the budget: a newer text of the document or
+/// its close (the job's cancel flag) stops the check, and so does the
+/// deadline; either way no findings come of it.
+fn run_check(checker: &Checker, job: &Job, budget: Duration) -> Outcome {
+    let limits = Budget::unlimited()
+        .with_limit(budget)
+        .with_cancel(&job.cancel);
+    match checker.check_within(&job.text, &limits) {
+        Ok(out) => Outcome::Findings(out.findings),
+        Err(CheckError::Cancelled) => Outcome::Cancelled,
+        Err(CheckError::OverBudget { limit }) => Outcome::OverBudget(limit),
+        Err(e) => Outcome::Failed(e.to_string()),
+    }
+}
+
+fn cached_checker(cache: &Mutex<CheckerCache>, doc: Option<&Path>) -> Result<Arc<Checker>, String> {
+    // Compiling happens under the lock: the threads share one compiled
+    // checker per `koas.toml` instead of each building its own.
+    let mut cache = cache.lock().unwrap_or_else(PoisonError::into_inner);
+    checker_for(&mut cache, doc)
+}
+
 /// The checker for a document: its `koas.toml` (found upward from it, as
 /// `koas check` finds it), compiled once and again when the file changes.
-fn checker_for(
-    cache: &mut HashMap<Option<PathBuf>, (Option<SystemTime>, Arc<Checker>)>,
-    doc: Option<&std::path::Path>,
-) -> Result<Arc<Checker>, String> {
+fn checker_for(cache: &mut CheckerCache, doc: Option<&Path>) -> Result<Arc<Checker>, String> {
     let config = doc.and_then(find_project_config);
-    let modified = config
-        .as_ref()
-        .and_then(|p| std::fs::metadata(p).ok())
-        .and_then(|m| m.modified().ok());
+    let meta = config.as_ref().and_then(|p| std::fs::metadata(p).ok());
+    let modified = meta.as_ref().and_then(|m| m.modified().ok());
     if let Some((when, checker)) = cache.get(&config) {
         if *when == modified {
             return Ok(checker.clone());
         }
     }
     let project = match &config {
+        Some(path) if meta.as_ref().is_some_and(|m| m.len() > MAX_CONFIG_BYTES) => {
+            return Err(format!(
+                "{}: over {MAX_CONFIG_BYTES} bytes, not read",
+                path.display()
+            ))
+        }
         Some(path) => ProjectConfig::load(path).map_err(|e| format!("{}: {e}", path.display()))?,
         None => ProjectConfig::default(),
     };
@@ -229,6 +412,50 @@ fn checker_for(
     })?);
     cache.insert(config, (modified, checker.clone()));
     Ok(checker)
+}
+
+/// What `path` is when it exists and is not a regular file (a FIFO, a
+/// device, a folder): the commands refuse such a document.
+fn not_regular(path: &Path) -> Option<String> {
+    let meta = std::fs::metadata(path).ok()?;
+    if meta.is_file() {
+        return None;
+    }
+    let t = meta.file_type();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if t.is_fifo() {
+            return Some("a FIFO (named pipe)".into());
+        }
+        if t.is_char_device() || t.is_block_device() {
+            return Some("a device".into());
+        }
+    }
+    Some(
+        if t.is_dir() {
+            "a folder"
+        } else {
+            "not a regular file"
+        }
+        .into(),
+    )
+}
+
+/// The saved text of a document, read as `koas review` reads it: regular
+/// files only, within the document size limit. Runs on a command's own
+/// thread, never on the main loop.
+fn read_saved(path: &Path) -> Result<String, (i64, String)> {
+    let refused = |e: anyhow::Error| (codes::INVALID_REQUEST, format!("{e:#}"));
+    let limit = max_doc_bytes(None).map_err(refused)?;
+    let bytes =
+        read_document_bytes(path, &path.display().to_string(), limit, false).map_err(refused)?;
+    String::from_utf8(bytes).map_err(|_| {
+        (
+            codes::INVALID_REQUEST,
+            format!("{} is not UTF-8 text", path.display()),
+        )
+    })
 }
 
 /// A `file:` URI's path (percent-decoded); `None` for other schemes.
@@ -296,34 +523,19 @@ impl<W: Write> Server<W> {
                     }
                 }
                 Some(Event::Checked(checked)) => self.publish(checked),
+                Some(Event::ReviewStarted { token, path }) => self.review_started(&token, &path),
                 Some(Event::ReviewProgress { token, message }) => {
-                    self.progress(&token, json!({"kind": "report", "message": message}));
+                    if self.reviews.get(&token).is_some_and(|r| r.started) {
+                        self.progress(&token, json!({"kind": "report", "message": message}));
+                    }
                 }
-                Some(Event::ReviewDone {
+                Some(Event::CommandDone {
                     id,
                     token,
                     uri,
                     result,
-                }) => {
-                    self.reviews.remove(&token);
-                    self.progress(
-                        &token,
-                        json!({"kind": "end", "message": match &result {
-                            Ok(v) => v["summary"].as_str().unwrap_or("done").to_string(),
-                            Err(e) => e.clone(),
-                        }}),
-                    );
-                    let answer = match result {
-                        Ok(value) => {
-                            self.offer_workspace_text(&uri);
-                            transport::response(&id, value)
-                        }
-                        Err(message) => {
-                            transport::error_response(&id, codes::INTERNAL_ERROR, &message)
-                        }
-                    };
-                    self.send(&answer);
-                }
+                    now,
+                }) => self.command_done(id, token, &uri, result, now),
             }
         }
     }
@@ -375,11 +587,13 @@ impl<W: Write> Server<W> {
                 if let Ok(p) = parse::<DidOpenTextDocumentParams>(params) {
                     let uri = p.text_document.uri.as_str().to_string();
                     let path = uri_path(&uri);
+                    let revision = self.revision();
                     self.docs.insert(
                         uri.clone(),
                         Doc {
                             text: Text::new(p.text_document.text),
                             version: p.text_document.version,
+                            revision,
                             path,
                             findings: None,
                             due: None,
@@ -392,11 +606,13 @@ impl<W: Write> Server<W> {
                 if let Ok(p) = parse::<DidChangeTextDocumentParams>(params) {
                     let uri = p.text_document.uri.as_str().to_string();
                     let debounce = self.settings.debounce;
+                    let revision = self.revision();
                     if let Some(doc) = self.docs.get_mut(&uri) {
                         for change in &p.content_changes {
                             doc.text.apply(change);
                         }
                         doc.version = p.text_document.version;
+                        doc.revision = revision;
                         doc.due = Some(Instant::now() + debounce);
                     }
                 }
@@ -404,8 +620,10 @@ impl<W: Write> Server<W> {
             "textDocument/didSave" => {
                 if let Ok(p) = parse::<DidSaveTextDocumentParams>(params) {
                     let uri = p.text_document.uri.as_str().to_string();
+                    let revision = self.revision();
                     if let (Some(text), Some(doc)) = (p.text, self.docs.get_mut(&uri)) {
                         doc.text = Text::new(text);
+                        doc.revision = revision;
                     }
                     self.check_now(&uri);
                 }
@@ -413,6 +631,9 @@ impl<W: Write> Server<W> {
             "textDocument/didClose" => {
                 if let Ok(p) = parse::<DidCloseTextDocumentParams>(params) {
                     let uri = p.text_document.uri.as_str().to_string();
+                    // Its checks are useless now; any result still on its
+                    // way finds no document of its revision and is dropped.
+                    self.pool.cancel(&uri);
                     self.docs.remove(&uri);
                     let message = transport::notification(
                         "textDocument/publishDiagnostics",
@@ -527,16 +748,23 @@ impl<W: Write> Server<W> {
         }
     }
 
+    /// A new revision number (see the module's comment).
+    fn revision(&mut self) -> u64 {
+        self.next_revision += 1;
+        self.next_revision
+    }
+
     fn check_now(&mut self, uri: &str) {
         if let Some(doc) = self.docs.get_mut(uri) {
             doc.due = None;
-            let job = Job {
+            self.pool.submit(Job {
                 uri: uri.to_string(),
+                revision: doc.revision,
                 version: doc.version,
                 text: doc.text.as_str().to_string(),
                 path: doc.path.clone(),
-            };
-            let _ = self.jobs.send(job);
+                cancel: Arc::default(),
+            });
         }
     }
 
@@ -553,35 +781,66 @@ impl<W: Write> Server<W> {
         }
     }
 
-    /// Publishes a check's diagnostics, unless the document changed since
-    /// (a newer check is on its way) or was closed.
+    /// Publishes a check's diagnostics when the document is still open
+    /// with the very text that was checked (same revision, no newer edit
+    /// waiting); otherwise the result is stale and dropped.
     fn publish(&mut self, checked: Checked) {
-        let Some(doc) = self.docs.get_mut(&checked.uri) else {
+        let Some(doc) = self.docs.get(&checked.uri) else {
             return;
         };
-        if doc.version != checked.version || doc.due.is_some() {
+        if doc.revision != checked.revision || doc.due.is_some() {
             return;
         }
         let Ok(uri) = checked.uri.parse::<Uri>() else {
             return;
         };
-        let diagnostics: Vec<Value> = match &checked.result {
-            Ok(findings) => findings
+        let whole_document = |severity: u8, message: String| {
+            json!({
+                "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
+                "severity": severity,
+                "source": "koas",
+                "message": message,
+            })
+        };
+        let diagnostics: Vec<Value> = match &checked.outcome {
+            Outcome::Cancelled => return,
+            Outcome::Findings(findings) => findings
                 .iter()
                 .filter_map(|f| {
                     serde_json::to_value(diagnostic(&doc.text, &uri, f, &self.settings.docs_base))
                         .ok()
                 })
                 .collect(),
-            Err(message) => vec![json!({
-                "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
-                "severity": 1,
-                "source": "koas",
-                "message": format!("koas could not check this document: {message}"),
-            })],
+            Outcome::Failed(message) => vec![whole_document(
+                1,
+                format!("koas could not check this document: {message}"),
+            )],
+            Outcome::OverBudget(limit) => {
+                // The older findings would sit on text they no longer
+                // describe: replaced by one note saying why there are none.
+                let message = format!(
+                    "koas: this document took longer than {} ms to check; its findings are not shown (koas lsp --check-budget-ms raises the limit)",
+                    limit.as_millis()
+                );
+                vec![whole_document(3, message)]
+            }
         };
-        if let Ok(findings) = checked.result {
-            doc.findings = Some((checked.version, findings));
+        if let Outcome::OverBudget(limit) = &checked.outcome {
+            let log = transport::notification(
+                "window/logMessage",
+                json!({"type": 2, "message": format!(
+                    "koas: {} was too slow to check (over {} ms); no diagnostics for this version",
+                    checked.uri,
+                    limit.as_millis()
+                )}),
+            );
+            self.send(&log);
+        }
+        let Some(doc) = self.docs.get_mut(&checked.uri) else {
+            return;
+        };
+        if let Outcome::Findings(findings) = checked.outcome {
+            doc.findings = Some((checked.revision, findings));
         }
         self.check_times
             .push((checked.uri.clone(), checked.version, checked.elapsed));
@@ -593,21 +852,22 @@ impl<W: Write> Server<W> {
     }
 
     /// The findings of a document as it is now (checked again when the
-    /// stored ones are of an older version).
+    /// stored ones are of an older revision).
     fn current_findings(&mut self, uri: &str) -> Option<Vec<Finding>> {
         let doc = self.docs.get_mut(uri)?;
-        if let Some((version, findings)) = &doc.findings {
-            if *version == doc.version {
+        if let Some((revision, findings)) = &doc.findings {
+            if *revision == doc.revision {
                 return Some(findings.clone());
             }
         }
-        let mut cache = HashMap::new();
-        let findings = checker_for(&mut cache, doc.path.as_deref())
+        // On the main loop: bounded by the same budget as the pool's checks.
+        let limits = Budget::unlimited().with_limit(self.settings.check_budget);
+        let findings = cached_checker(&self.checkers, doc.path.as_deref())
             .ok()?
-            .check(doc.text.as_str())
+            .check_within(doc.text.as_str(), &limits)
             .ok()?
             .findings;
-        doc.findings = Some((doc.version, findings.clone()));
+        doc.findings = Some((doc.revision, findings.clone()));
         Some(findings)
     }
 
@@ -769,7 +1029,18 @@ impl<W: Write> Server<W> {
             .path
             .clone()
             .ok_or((codes::INVALID_PARAMS, format!("{uri} is not a file")))?;
-        let saved = std::fs::read_to_string(&path).unwrap_or_default();
+        // The file is looked at (never opened) here: a FIFO or a device is
+        // refused at once. Reading it is the commands' threads' work.
+        if let Some(kind) = not_regular(&path) {
+            return Err((
+                codes::INVALID_REQUEST,
+                format!(
+                    "{} is {kind}, not a regular file: koas works on regular files only",
+                    path.display()
+                ),
+            ));
+        }
+        let buffer = doc.text.as_str().to_string();
         match p.command.as_str() {
             "koas.check" => {
                 self.check_now(&uri);
@@ -789,9 +1060,6 @@ impl<W: Write> Server<W> {
                 Ok(Some(json!({"applied": applied})))
             }
             "koas.revert" => {
-                if doc.text.as_str() != saved {
-                    return Err((codes::INVALID_REQUEST, "save the document before reverting a change: the review works on the saved file".into()));
-                }
                 let ids: Vec<String> = p.arguments[1..]
                     .iter()
                     .flat_map(|a| match a {
@@ -812,31 +1080,34 @@ impl<W: Write> Server<W> {
                 }
                 let mut args = revert_cmd::RevertArgs::new(WorkspaceArgs::for_doc(&path), ids);
                 args.in_place = true;
-                let reply = revert_cmd::run(
-                    &self.settings.global,
-                    &Control::new(Arc::default(), None),
-                    &args,
-                )
-                .map_err(|e| (codes::INTERNAL_ERROR, format!("{e:#}")))?;
-                if reply.status != koas_orchestrator::embed::ExitStatus::Success {
-                    let message = reply.json["error"]
-                        .as_str()
-                        .or(reply.json["summary"].as_str())
-                        .unwrap_or("the revert was refused")
-                        .to_string();
-                    return Err((codes::INTERNAL_ERROR, message));
-                }
-                self.offer_workspace_text(&uri);
-                Ok(Some(reply.json))
+                let global = self.settings.global.clone();
+                let events = self.events.clone();
+                let request = id.clone();
+                self.spawn_command("koas-lsp-revert", move || {
+                    let result = saved_is(&path, &buffer, "reverting a change").and_then(|()| {
+                        let reply =
+                            revert_cmd::run(&global, &Control::new(Arc::default(), None), &args)
+                                .map_err(|e| (codes::INTERNAL_ERROR, format!("{e:#}")))?;
+                        if reply.status != koas_orchestrator::embed::ExitStatus::Success {
+                            return Err((
+                                codes::INTERNAL_ERROR,
+                                refusal(&reply.json, "the revert was refused"),
+                            ));
+                        }
+                        Ok(reply.json)
+                    });
+                    let now = result.is_ok().then(|| read_saved(&path).ok()).flatten();
+                    let _ = events.send(Event::CommandDone {
+                        id: request,
+                        token: None,
+                        uri,
+                        result,
+                        now,
+                    });
+                })?;
+                Ok(None)
             }
             "koas.review" => {
-                if doc.text.as_str() != saved {
-                    return Err((
-                        codes::INVALID_REQUEST,
-                        "save the document before reviewing it: the review works on the saved file"
-                            .into(),
-                    ));
-                }
                 let options = p.arguments.get(1).cloned().unwrap_or(Value::Null);
                 let mut args = review_cmd::ReviewArgs::new(WorkspaceArgs::for_doc(&path));
                 args.in_place = true;
@@ -861,19 +1132,9 @@ impl<W: Write> Server<W> {
                     RunningReview {
                         cancel: cancel.clone(),
                         request: id.clone(),
+                        started: false,
                     },
                 );
-                if self.work_done_progress {
-                    let request_id = json!(format!("koas-{}", self.next_request));
-                    self.next_request += 1;
-                    let create = transport::request(
-                        &request_id,
-                        "window/workDoneProgress/create",
-                        json!({"token": token}),
-                    );
-                    self.send(&create);
-                }
-                self.progress(&token, json!({"kind": "begin", "title": "koas review", "cancellable": true, "message": path.display().to_string()}));
                 let events = self.events.clone();
                 let global = self.settings.global.clone();
                 let request = id.clone();
@@ -886,32 +1147,36 @@ impl<W: Write> Server<W> {
                             message: step.message(),
                         });
                     });
-                std::thread::Builder::new()
-                    .name("koas-lsp-review".into())
-                    .spawn(move || {
+                self.spawn_command("koas-lsp-review", move || {
+                    let result = saved_is(&path, &buffer, "reviewing it").and_then(|()| {
+                        let _ = events.send(Event::ReviewStarted {
+                            token: token.clone(),
+                            path: path.clone(),
+                        });
                         let control = Control::new(cancel, Some(observer));
-                        let result = match review_cmd::run(&global, &control, &args) {
+                        match review_cmd::run(&global, &control, &args) {
                             Ok(reply)
                                 if reply.status
                                     == koas_orchestrator::embed::ExitStatus::Success =>
                             {
                                 Ok(reply.json)
                             }
-                            Ok(reply) => Err(reply.json["error"]
-                                .as_str()
-                                .or(reply.json["summary"].as_str())
-                                .unwrap_or("the review did not finish")
-                                .to_string()),
-                            Err(e) => Err(format!("{e:#}")),
-                        };
-                        let _ = events.send(Event::ReviewDone {
-                            id: request,
-                            token,
-                            uri,
-                            result,
-                        });
-                    })
-                    .map_err(|e| (codes::INTERNAL_ERROR, e.to_string()))?;
+                            Ok(reply) => Err((
+                                codes::INTERNAL_ERROR,
+                                refusal(&reply.json, "the review did not finish"),
+                            )),
+                            Err(e) => Err((codes::INTERNAL_ERROR, format!("{e:#}"))),
+                        }
+                    });
+                    let now = result.is_ok().then(|| read_saved(&path).ok()).flatten();
+                    let _ = events.send(Event::CommandDone {
+                        id: request,
+                        token: Some(token),
+                        uri,
+                        result,
+                        now,
+                    });
+                })?;
                 Ok(None)
             }
             other => Err((
@@ -921,16 +1186,77 @@ impl<W: Write> Server<W> {
         }
     }
 
+    fn spawn_command(
+        &self,
+        name: &str,
+        work: impl FnOnce() + Send + 'static,
+    ) -> Result<(), (i64, String)> {
+        std::thread::Builder::new()
+            .name(name.into())
+            .spawn(work)
+            .map(drop)
+            .map_err(|e| (codes::INTERNAL_ERROR, e.to_string()))
+    }
+
+    /// A review read its document: its progress begins.
+    fn review_started(&mut self, token: &str, path: &Path) {
+        let Some(review) = self.reviews.get_mut(token) else {
+            return;
+        };
+        review.started = true;
+        if self.work_done_progress {
+            let request_id = json!(format!("koas-{}", self.next_request));
+            self.next_request += 1;
+            let create = transport::request(
+                &request_id,
+                "window/workDoneProgress/create",
+                json!({"token": token}),
+            );
+            self.send(&create);
+        }
+        self.progress(
+            token,
+            json!({"kind": "begin", "title": "koas review", "cancellable": true, "message": path.display().to_string()}),
+        );
+    }
+
+    /// A command's thread finished: its progress ends, the request is
+    /// answered, and the editor is offered the file as the command left it.
+    fn command_done(
+        &mut self,
+        id: Value,
+        token: Option<String>,
+        uri: &str,
+        result: Result<Value, (i64, String)>,
+        now: Option<String>,
+    ) {
+        if let Some(token) = token {
+            if self.reviews.remove(&token).is_some_and(|r| r.started) {
+                self.progress(
+                    &token,
+                    json!({"kind": "end", "message": match &result {
+                        Ok(v) => v["summary"].as_str().unwrap_or("done").to_string(),
+                        Err((_, e)) => e.clone(),
+                    }}),
+                );
+            }
+        }
+        let answer = match result {
+            Ok(value) => {
+                if let Some(now) = now {
+                    self.offer_workspace_text(uri, now);
+                }
+                transport::response(&id, value)
+            }
+            Err((code, message)) => transport::error_response(&id, code, &message),
+        };
+        self.send(&answer);
+    }
+
     /// After a revert or a review rewrote the file: the editor is asked to
     /// show the file as it is now (the buffer was the saved file).
-    fn offer_workspace_text(&mut self, uri: &str) {
+    fn offer_workspace_text(&mut self, uri: &str, now: String) {
         let Some(doc) = self.docs.get(uri) else {
-            return;
-        };
-        let Some(path) = &doc.path else {
-            return;
-        };
-        let Ok(now) = std::fs::read_to_string(path) else {
             return;
         };
         if now == doc.text.as_str() {
@@ -956,6 +1282,28 @@ impl<W: Write> Server<W> {
             transport::notification("$/progress", json!({"token": token, "value": value}));
         self.send(&message);
     }
+}
+
+/// `Ok` when the saved file is `buffer`: the review and revert work on
+/// the saved file, so an unsaved buffer is refused.
+fn saved_is(path: &Path, buffer: &str, doing: &str) -> Result<(), (i64, String)> {
+    if read_saved(path)? == buffer {
+        Ok(())
+    } else {
+        Err((
+            codes::INVALID_REQUEST,
+            format!("save the document before {doing}: the review works on the saved file"),
+        ))
+    }
+}
+
+/// Why a reviewer command did not succeed, from its JSON reply.
+fn refusal(reply: &Value, otherwise: &str) -> String {
+    reply["error"]
+        .as_str()
+        .or(reply["summary"].as_str())
+        .unwrap_or(otherwise)
+        .to_string()
 }
 
 fn token_string(value: &Value) -> Option<String> {

@@ -99,9 +99,16 @@ fn skip_to_frame(input: &mut impl BufRead) -> io::Result<Option<&'static [u8]>> 
     // Both names start with "content-" and have no other 'c' before their
     // ':', so a mismatch restarts a match at 0, or at 1 on a 'c'.
     let mut matched = [0usize; 2];
-    let mut skipped: u64 = 0;
+    let mut consumed: u64 = 0;
+    // Where the first byte other than a line ending or a space was.
+    let mut first_junk: Option<u64> = None;
     let mut junk: Vec<u8> = Vec::new();
-    let mut not_blank = false;
+    let log = |skipped: u64, junk: &[u8], what: &str| {
+        eprintln!(
+            "koas lsp: skipped {skipped} bytes that are not a message {what}: {}",
+            excerpt(junk)
+        );
+    };
     loop {
         let buf = match input.fill_buf() {
             Ok(buf) => buf,
@@ -109,11 +116,8 @@ fn skip_to_frame(input: &mut impl BufRead) -> io::Result<Option<&'static [u8]>> 
             Err(e) => return Err(e),
         };
         if buf.is_empty() {
-            if not_blank {
-                eprintln!(
-                    "koas lsp: the input ended in {skipped} bytes that are not a message: {}",
-                    excerpt(&junk)
-                );
+            if first_junk.is_some() {
+                log(consumed, &junk, "at the end of the input");
             }
             return Ok(None);
         }
@@ -121,6 +125,12 @@ fn skip_to_frame(input: &mut impl BufRead) -> io::Result<Option<&'static [u8]>> 
         let mut used = 0;
         for &byte in buf {
             used += 1;
+            if first_junk.is_none() && !byte.is_ascii_whitespace() {
+                first_junk = Some(consumed + used as u64 - 1);
+            }
+            if first_junk.is_some() && junk.len() < EXCERPT {
+                junk.push(byte);
+            }
             let lower = byte.to_ascii_lowercase();
             for (m, name) in matched.iter_mut().zip(FRAME_STARTS) {
                 *m = if lower == name[*m] {
@@ -135,21 +145,14 @@ fn skip_to_frame(input: &mut impl BufRead) -> io::Result<Option<&'static [u8]>> 
             if found.is_some() {
                 break;
             }
-            skipped += 1;
-            not_blank |= !byte.is_ascii_whitespace();
-            if junk.len() < EXCERPT {
-                junk.push(byte);
-            }
         }
         input.consume(used);
+        consumed += used as u64;
         if let Some(name) = found {
-            // The bytes of the name itself were counted as skipped.
-            let skipped = skipped + 1 - name.len() as u64;
-            if not_blank && skipped > 0 {
-                eprintln!(
-                    "koas lsp: skipped {skipped} bytes that are not a message before the next header: {}",
-                    excerpt(&junk)
-                );
+            let start = consumed - name.len() as u64;
+            if let Some(first) = first_junk.filter(|&f| f < start) {
+                junk.truncate((start - first).min(EXCERPT as u64) as usize);
+                log(start, &junk, "before the next header");
             }
             return Ok(Some(name));
         }
