@@ -167,8 +167,22 @@ pub(crate) struct Walked {
 
 /// The path an error of the walk is about, and what went wrong.
 fn error_parts(e: &ignore::Error) -> (Option<PathBuf>, String) {
+    // The operating system's words alone: the row already names the path
+    // (the walk's own message repeats it).
+    let os = |e: &ignore::Error| {
+        let io = e.io_error()?;
+        match io.raw_os_error() {
+            Some(code) => Some(std::io::Error::from_raw_os_error(code).to_string()),
+            // The walk's own error, wrapped: its kind is the system's.
+            None if io.kind() != std::io::ErrorKind::Other => Some(io.kind().to_string()),
+            None => None,
+        }
+    };
     match e {
-        ignore::Error::WithPath { path, err } => (Some(path.clone()), error_parts(err).1),
+        ignore::Error::WithPath { path, err } => (
+            Some(path.clone()),
+            os(err).unwrap_or_else(|| error_parts(err).1),
+        ),
         ignore::Error::WithDepth { err, .. } | ignore::Error::WithLineNumber { err, .. } => {
             error_parts(err)
         }
