@@ -15,6 +15,7 @@
 //! Every file is written atomically, so a crash leaves either an entry or
 //! nothing.
 
+#[cfg(test)]
 use crate::fsio::atomic_write;
 use crate::workspace::WorkspaceError;
 use serde::{Deserialize, Serialize};
@@ -87,6 +88,9 @@ struct PluginHashEntry {
 /// for its layout.
 #[derive(Debug)]
 pub struct Cache {
+    /// The workspace the cache is in: every write goes through its held
+    /// folder ([`crate::workspace::hold`]), no link followed.
+    workspace: PathBuf,
     root: PathBuf,
     plugin_hashes: Mutex<BTreeMap<String, PluginHashEntry>>,
     plugin_hashes_dirty: Mutex<bool>,
@@ -104,10 +108,16 @@ impl Cache {
             .and_then(|b| serde_json::from_slice(&b).ok())
             .unwrap_or_default();
         Cache {
+            workspace: workspace.to_owned(),
             root,
             plugin_hashes: Mutex::new(plugin_hashes),
             plugin_hashes_dirty: Mutex::new(false),
         }
+    }
+
+    /// Writes a file of the cache atomically, below the held workspace.
+    fn write(&self, path: &Path, bytes: &[u8]) -> Result<(), CacheError> {
+        crate::workspace::write_below(&self.workspace, path, bytes)
     }
 
     /// The cache folder, `<workspace>/.koas/cache` (it may not exist yet).
@@ -147,9 +157,9 @@ impl Cache {
                         source,
                     }
                 })?;
-                atomic_write(&path, &packed)?;
+                self.write(&path, &packed)?;
             } else {
-                atomic_write(&path, bytes)?;
+                self.write(&path, bytes)?;
             }
         }
         Ok(hash)
@@ -214,7 +224,7 @@ impl Cache {
             path: path.clone(),
             source: std::io::Error::other(e),
         })?;
-        Ok(atomic_write(&path, &bytes)?)
+        self.write(&path, &bytes)
     }
 
     /// Forgets the record stored under `key`, so that the next run runs
@@ -282,7 +292,7 @@ impl Cache {
             })?,
             Err(_) => return Ok(()),
         };
-        Ok(atomic_write(&path, &bytes)?)
+        self.write(&path, &bytes)
     }
 
     /// Garbage-collects the cache: deletes every action record whose key is

@@ -1,7 +1,6 @@
 //! The host side of a running kernel's [`Context`](koas_kernel_api::Context):
 //! logging, progress, cancellation, workspace files and the LLM service.
 
-use crate::fsio::{append, atomic_write};
 use crate::limits::{cut, MAX_LOG_LINE_CHARS, MAX_PRINTED_LOG_LINES};
 use crate::report::Reporter;
 use crate::workspace::{resolve_inside, WriteRules};
@@ -266,15 +265,19 @@ impl<'a> RunHost<'a> {
             .get("path")
             .and_then(Value::as_str)
             .ok_or_else(|| format!("{method}: no `path` given"))?;
-        let path = resolve_inside(self.workspace, rel)
+        resolve_inside(self.workspace, rel)
             .map_err(|e| format!("kernel `{}`: {e}", self.kernel))?;
         self.rules.check(self.kernel, rel)?;
-        let result = if method == "write_file" {
-            atomic_write(&path, body)
-        } else {
-            append(&path, body)
-        };
-        result.map_err(|e| e.to_string())?;
+        // Below the held workspace folder: a link inside the workspace,
+        // even one leading to another of its files, is refused by name.
+        let result = crate::workspace::hold(self.workspace, true).and_then(|dir| {
+            if method == "write_file" {
+                dir.write_atomic(rel, body)
+            } else {
+                dir.append(rel, body)
+            }
+        });
+        result.map_err(|e| format!("kernel `{}`: {e}", self.kernel))?;
         if let Ok(mut files) = self.files.lock() {
             if !files.iter().any(|f| f == rel) {
                 files.push(rel.to_string());

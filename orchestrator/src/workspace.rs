@@ -12,8 +12,7 @@
 //! adds) nor a kernel's declared output file (the host writes those from
 //! the returned artifacts).
 
-use crate::fsio::atomic_write;
-use crate::fsio::FsError;
+use crate::fsio::{Beneath, EntryKind, FsError};
 use koas_kernel_api::KernelSpec;
 use std::collections::BTreeMap;
 use std::fs;
@@ -276,24 +275,74 @@ pub fn resolve_inside(workspace: &Path, rel: &str) -> Result<PathBuf, WorkspaceE
     Ok(full)
 }
 
-/// Writes an artifact's declared file. With `write_once`, an existing file
-/// with different content is an error and an identical one is left alone.
-pub fn materialize(path: &Path, bytes: &[u8], write_once: bool) -> Result<(), WorkspaceError> {
-    if let Ok(meta) = fs::metadata(path) {
-        if meta.len() == bytes.len() as u64 {
-            if let Ok(existing) = fs::read(path) {
-                if existing == bytes {
-                    return Ok(());
-                }
-            }
+/// The workspace folder `workspace` held by handle ([`Beneath`]), created
+/// with `create`: every file the runtime writes in it is opened below the
+/// handle, no link followed. The folder itself is opened without following
+/// a link, and so is every folder from the runtime's private folder on
+/// when the workspace is inside one (`.koas/runs/<name>`); the folders
+/// above are the person's.
+pub fn hold(workspace: &Path, create: bool) -> Result<Beneath, FsError> {
+    let parts: Vec<Component> = workspace.components().collect();
+    let plain = |c: &Component| matches!(c, Component::Normal(_));
+    let from = parts
+        .iter()
+        .rposition(|c| c.as_os_str() == PRIVATE_DIR)
+        .unwrap_or(parts.len().saturating_sub(1));
+    if parts.is_empty() || !parts[from..].iter().all(plain) {
+        // `.`, `/`, a path ending in `..`: held as named.
+        if create && !workspace.is_dir() {
+            fs::create_dir_all(workspace)
+                .map_err(|e| FsError::new("create directory", workspace, e))?;
+        }
+        return Beneath::open(workspace);
+    }
+    let base: PathBuf = parts[..from].iter().collect();
+    let rel: PathBuf = parts[from..].iter().collect();
+    let base = if base.as_os_str().is_empty() {
+        PathBuf::from(".")
+    } else {
+        base
+    };
+    if create && !base.is_dir() {
+        fs::create_dir_all(&base).map_err(|e| FsError::new("create directory", &base, e))?;
+    }
+    Beneath::open_below(&base, &rel, create)
+}
+
+/// Writes `path` (a file below `workspace`) atomically and durably
+/// through the held workspace folder ([`hold`]): a link on the way is
+/// refused by name.
+pub fn write_below(workspace: &Path, path: &Path, bytes: &[u8]) -> Result<(), WorkspaceError> {
+    let rel = path
+        .strip_prefix(workspace)
+        .map_err(|_| WorkspaceError::Escapes {
+            path: path.display().to_string(),
+            workspace: workspace.to_path_buf(),
+        })?;
+    Ok(hold(workspace, true)?.write_atomic(rel, bytes)?)
+}
+
+/// Writes an artifact's declared file `rel` below `workspace`, through
+/// the held folder. With `write_once`, an existing file with different
+/// content is an error and an identical one is left alone.
+pub fn materialize(
+    workspace: &Path,
+    rel: &str,
+    bytes: &[u8],
+    write_once: bool,
+) -> Result<(), WorkspaceError> {
+    let dir = hold(workspace, true)?;
+    if let Some(kind) = dir.entry(rel)? {
+        if kind == EntryKind::File(bytes.len() as u64) && dir.read(rel)?.as_deref() == Some(bytes) {
+            return Ok(());
         }
         if write_once {
             return Err(WorkspaceError::WriteOnce {
-                path: path.to_path_buf(),
+                path: workspace.join(rel),
             });
         }
     }
-    Ok(atomic_write(path, bytes)?)
+    Ok(dir.write_atomic(rel, bytes)?)
 }
 
 #[cfg(test)]
@@ -410,17 +459,52 @@ mod tests {
         ));
     }
 
+    #[cfg(unix)]
+    #[test]
+    fn runtime_folders_and_outputs_refuse_links_by_name() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let outside = tmp.path().join("outside");
+        fs::create_dir_all(&outside).expect("mkdir");
+        // `.koas` linked elsewhere: the default run folder is refused.
+        let project = tmp.path().join("project");
+        fs::create_dir_all(&project).expect("mkdir");
+        std::os::unix::fs::symlink(&outside, project.join(PRIVATE_DIR)).expect("symlink");
+        let run = project.join(".koas/runs/demo");
+        let e = hold(&run, true).expect_err("a linked .koas");
+        assert!(
+            e.is_refused_link() && e.path == project.join(".koas"),
+            "{e}"
+        );
+        // A declared output below a linked folder of the workspace.
+        let ws = tmp.path().join("ws");
+        fs::create_dir_all(&ws).expect("mkdir");
+        std::os::unix::fs::symlink(&outside, ws.join("stage1")).expect("symlink");
+        let e = materialize(&ws, "stage1/out.json", b"{}", false).expect_err("linked");
+        assert!(
+            e.to_string()
+                .contains(&ws.join("stage1").display().to_string()),
+            "{e}"
+        );
+        let e = write_below(&ws, &ws.join("stage1/run.json"), b"{}").expect_err("linked");
+        assert!(e.to_string().contains("symbolic link"), "{e}");
+        assert_eq!(fs::read_dir(&outside).expect("list").count(), 0);
+        // The workspace itself a link.
+        let linked = tmp.path().join("linked-ws");
+        std::os::unix::fs::symlink(&outside, &linked).expect("symlink");
+        assert!(hold(&linked, true).expect_err("linked").is_refused_link());
+    }
+
     #[test]
     fn atomic_write_and_write_once() {
         let ws = tempfile::tempdir().expect("tmp");
         let p = ws.path().join("a/b.txt");
-        materialize(&p, b"one", true).expect("first write");
-        materialize(&p, b"one", true).expect("same content is fine");
+        materialize(ws.path(), "a/b.txt", b"one", true).expect("first write");
+        materialize(ws.path(), "a/b.txt", b"one", true).expect("same content is fine");
         assert!(matches!(
-            materialize(&p, b"two", true),
+            materialize(ws.path(), "a/b.txt", b"two", true),
             Err(WorkspaceError::WriteOnce { .. })
         ));
-        materialize(&p, b"two", false).expect("replace");
+        materialize(ws.path(), "a/b.txt", b"two", false).expect("replace");
         assert_eq!(fs::read(&p).expect("read"), b"two");
         let leftovers: Vec<_> = fs::read_dir(ws.path().join("a"))
             .expect("dir")

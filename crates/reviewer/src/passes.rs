@@ -341,7 +341,9 @@ fn original_findings(
         key,
         findings: found.clone(),
     }) {
-        let _ = koas_orchestrator::fsio::atomic_write(&kept, &bytes);
+        // Below the held workspace folder: a link there is not written
+        // through (best effort, as before: the next run recomputes it).
+        let _ = koas_orchestrator::workspace::write_below(workspace.root(), &kept, &bytes);
     }
     Ok(Ok(found))
 }

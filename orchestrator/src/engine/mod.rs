@@ -233,10 +233,9 @@ pub fn run(
         Isolation::InProcess => None,
     };
     let workspace = prepared.pipeline.workspace.clone();
-    std::fs::create_dir_all(&workspace).map_err(|source| WorkspaceError::Io {
-        path: workspace.clone(),
-        source,
-    })?;
+    // Created and opened without following a link in place of the
+    // workspace (or of the runtime's folders holding it).
+    crate::workspace::hold(&workspace, true).map_err(WorkspaceError::from)?;
     let started_at = now_rfc3339();
     let mut engine = Engine {
         prepared,

@@ -73,7 +73,7 @@ pub(super) fn store_outputs(
         {
             let bytes = file_contents(file, canonical.bytes())
                 .map_err(|e| format!("cannot write output `{}`: {e}", o.artifact))?;
-            materialize(&workspace.join(file), &bytes, o.write_once).map_err(|e| e.to_string())?;
+            materialize(workspace, file, &bytes, o.write_once).map_err(|e| e.to_string())?;
         }
         outputs.insert(o.artifact.clone(), (hash, Arc::new(canonical)));
     }
@@ -126,7 +126,7 @@ impl Engine<'_> {
                     path: self.cache.blob_path(hash),
                     source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
                 })?;
-                materialize(&path, &bytes, o.write_once)?;
+                materialize(&self.workspace, file, &bytes, o.write_once)?;
             }
         }
         let mut record = self.base_record(name, inputs);

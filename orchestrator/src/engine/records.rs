@@ -3,7 +3,6 @@
 
 use super::inputs::Shared;
 use super::{Artifact, Attempt, Completion, Engine, Failure, TargetOutput};
-use crate::fsio::atomic_write;
 use crate::report::Shown;
 use crate::run_record::{CacheUse, KernelRecord, KernelStatus, RunRecord, RUN_RECORD_FILE};
 use crate::workspace::WorkspaceError;
@@ -17,7 +16,7 @@ pub(super) fn write_run_record(workspace: &Path, record: &RunRecord) -> Result<(
         path: path.clone(),
         source: std::io::Error::other(e),
     })?;
-    Ok(atomic_write(&path, &bytes)?)
+    crate::workspace::write_below(workspace, &path, &bytes)
 }
 
 impl Engine<'_> {

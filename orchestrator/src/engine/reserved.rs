@@ -9,7 +9,6 @@
 
 use super::inputs::Shared;
 use super::{Artifact, Engine};
-use crate::fsio::atomic_write;
 use crate::workspace::PRIVATE_DIR;
 use koas_kernel_api::{LLM_INPUT, PREVIOUS_INPUT, PROMPTS_INPUT};
 use serde::{Deserialize, Serialize};
@@ -289,10 +288,8 @@ impl Engine<'_> {
         let written = serde_json::to_vec_pretty(&index)
             .map_err(|e| e.to_string())
             .and_then(|bytes| {
-                if let Some(dir) = path.parent() {
-                    std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
-                }
-                atomic_write(&path, &bytes).map_err(|e| e.to_string())
+                crate::workspace::write_below(&self.workspace, &path, &bytes)
+                    .map_err(|e| e.to_string())
             });
         if let Err(e) = written {
             self.reporter.note(&format!(
