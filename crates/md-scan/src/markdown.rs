@@ -37,6 +37,8 @@ pub struct FragmentLink {
     pub fragment: String,
     /// The link's source text, e.g. `[retry rules](#retry-policy)`.
     pub source: String,
+    /// Byte offset of the link's first character in the document.
+    pub offset: usize,
 }
 
 /// A list and how many items it has (its own, not those of lists nested
@@ -300,6 +302,7 @@ impl FactsReader {
                         line_end: index.last_line_of(l_start, end),
                         fragment,
                         source: text.get(l_start..end).unwrap_or("").to_string(),
+                        offset: l_start,
                     });
                 }
             }

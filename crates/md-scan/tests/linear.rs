@@ -382,3 +382,52 @@ fn long_lines_are_linear() {
         s
     });
 }
+
+/// A long table where one row in six is short (each short row used to
+/// read the whole table again to judge whether it stands out).
+#[test]
+fn short_table_rows_are_linear() {
+    assert_linear("short table rows", 4000, |n| {
+        let mut s = String::from("# Table\n\n| a | b | c | d |\n|---|---|---|---|\n");
+        for i in 0..n {
+            s.push_str(if i % 6 == 5 {
+                "| x | 1 |\n"
+            } else {
+                "| x | 1 | 2 | 3 |\n"
+            });
+        }
+        s
+    });
+}
+
+/// A few very wide tables of numbers with a percentage column (each row's
+/// numbers are paired to tell a computed rate).
+#[test]
+fn wide_tables_are_linear() {
+    assert_linear("wide tables", 50, |n| {
+        let mut s = String::from("# Wide\n\n");
+        let header: String = (0..n).map(|c| format!(" c{c} |")).collect();
+        let delimiter = "---|".repeat(n);
+        let _ = write!(s, "| Share |{header}\n|---|{delimiter}\n");
+        for r in 0..6 {
+            let cells: String = (0..n)
+                .map(|c| format!(" {} |", (c * 7 + r) % 97 + 1))
+                .collect();
+            let _ = writeln!(s, "| {}% |{cells}", 10 + r);
+        }
+        s
+    });
+}
+
+/// One line holding thousands of distinct broken links.
+#[test]
+fn one_line_of_many_links_is_linear() {
+    assert_linear("one line of links", 200, |n| {
+        let mut s = String::from("# Links\n\n## Target\n\n");
+        for i in 0..n {
+            let _ = write!(s, "[l{i}](#gone-{i}-{}) ", words(i, 2).replace(' ', "-"));
+        }
+        s.push('\n');
+        s
+    });
+}

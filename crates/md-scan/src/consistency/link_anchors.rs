@@ -260,10 +260,24 @@ pub fn detect(
     // The index of anchors for "did you mean", built at the first link
     // that needs it.
     let mut suggest: Option<CloseAnchors<'_>> = None;
+    // Columns counted on from the previous link (links come in document
+    // order): counting each from its line's start made a line of many
+    // links quadratic.
+    let mut cursor = koas_md::line_index::ColumnCursor::new();
     for (link, decoded) in &pending {
         if budget.expired() {
             return;
         }
+        let text = doc.line(link.line);
+        // Where the link starts on its line; a link over several lines
+        // keeps column 1, as when the column was found by searching the
+        // first line for the link's whole text.
+        let (at, column) = if link.line == link.line_end {
+            let at = link.offset.saturating_sub(doc.index.line_start(link.line));
+            (at, cursor.locate(&doc.index, link.offset).1)
+        } else {
+            (0, 1)
+        };
         // Anchors that exist on a site its generator builds, not on
         // GitHub: said as info, with what makes them.
         let made_by = generated
@@ -276,8 +290,6 @@ pub fn detect(
                     .map(|line| format!("by the site macro in the comment at line {line}"))
             });
         if let Some(made_by) = made_by {
-            let text = doc.line(link.line);
-            let at = text.find(&link.source).unwrap_or(0);
             let mut finding = Finding::new(
                 FindingKind::BrokenLinkAnchor,
                 KERNEL,
@@ -289,7 +301,7 @@ pub fn detect(
                 ),
                 &link.source,
             )
-            .at_column(doc.column(link.line, at));
+            .at_column(column);
             finding.severity = koas_review_schema::findings::Severity::Info;
             out.push(finding);
             continue;
@@ -301,8 +313,6 @@ pub fn detect(
             .first()
             .map(|a| format!("; did you mean #{a}?"))
             .unwrap_or_default();
-        let text = doc.line(link.line);
-        let at = text.find(&link.source).unwrap_or(0);
         let mut finding = Finding::new(
             FindingKind::BrokenLinkAnchor,
             KERNEL,
@@ -314,13 +324,15 @@ pub fn detect(
             ),
             &link.source,
         )
-        .at_column(doc.column(link.line, at));
+        .at_column(column);
         if let ([only], true) = (close.as_slice(), link.line == link.line_end) {
             let old = format!("(#{})", link.fragment);
             if let Some(pos) = link.source.rfind(&old) {
                 let mut fixed_source = link.source.clone();
                 fixed_source.replace_range(pos..pos + old.len(), &format!("(#{only})"));
-                if let Some(start) = text.find(&link.source) {
+                let start = (text.get(at..at + link.source.len()) == Some(link.source.as_str()))
+                    .then_some(at);
+                if let Some(start) = start {
                     let mut after = text.to_string();
                     after.replace_range(start..start + link.source.len(), &fixed_source);
                     finding = finding.with_fix(Fix {

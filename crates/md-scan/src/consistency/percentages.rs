@@ -55,6 +55,10 @@ fn plain_number(cell: &str) -> Option<f64> {
     t.parse().ok()
 }
 
+/// Numbers of one row paired by [`computed_per_row`] (a table wider than
+/// this is not one a rate column is computed in).
+const MAX_PAIRED_NUMBERS: usize = 64;
+
 /// `true` when, in every row with a value, the percentage of column `col`
 /// is the ratio of two number cells of the same row (a / b or a / (a + b),
 /// to the nearest point): a rate computed per row ("184 stopped, 362
@@ -75,6 +79,9 @@ fn computed_per_row(t: &Table, col: usize) -> bool {
             .enumerate()
             .filter(|&(i, _)| i != col)
             .filter_map(|(_, c)| plain_number(c))
+            // Every pair is tried: a row's first numbers only, so that a
+            // row of thousands of cells costs no more than a usual one.
+            .take(MAX_PAIRED_NUMBERS)
             .collect();
         let close = |v: f64| (v * 100.0 - pct).abs() <= 1.0;
         let found = numbers.iter().enumerate().any(|(i, &a)| {

@@ -52,9 +52,33 @@ fn without_extra_empty_cells(line: &str, keep: usize) -> Option<String> {
     (split_cells(&text).len() == keep).then_some(text)
 }
 
+/// How the full rows of a table (those with a cell under every header)
+/// fill each column: counted once per table, so that judging each short
+/// row does not read the whole table again.
+struct FullRows {
+    /// Number of full rows.
+    count: usize,
+    /// Per column, the full rows whose cell there is not empty.
+    filled: Vec<usize>,
+}
+
+impl FullRows {
+    fn of(table: &Table, header: usize) -> Self {
+        let mut filled = vec![0; header];
+        let mut count = 0;
+        for r in table.rows.iter().filter(|r| r.cells.len() >= header) {
+            count += 1;
+            for (slot, cell) in filled.iter_mut().zip(&r.cells) {
+                *slot += usize::from(!cell.is_empty());
+            }
+        }
+        FullRows { count, filled }
+    }
+}
+
 /// `true` when a short row is an exception in its table (see the module
 /// documentation).
-fn short_row_stands_out(row: &Row, table: &Table, header: usize, short_rows: usize) -> bool {
+fn short_row_stands_out(row: &Row, table: &Table, full: &FullRows, short_rows: usize) -> bool {
     let body = table.rows.len();
     // A table under five rows may have one short row: then every full row
     // must fill what it lacks.
@@ -67,22 +91,20 @@ fn short_row_stands_out(row: &Row, table: &Table, header: usize, short_rows: usi
     if row.cells.len() < 2 || body < 3 || too_many {
         return false;
     }
-    let full: Vec<&Row> = table
-        .rows
-        .iter()
-        .filter(|r| r.cells.len() >= header)
-        .collect();
-    if full.is_empty() {
+    if full.count == 0 {
         return false;
     }
-    (row.cells.len()..header).all(|col| {
-        let filled = full.iter().filter(|r| !r.cells[col].is_empty()).count();
-        if small {
-            full.len() >= 2 && filled == full.len()
-        } else {
-            filled * 5 >= full.len() * 4
-        }
-    })
+    full.filled
+        .get(row.cells.len()..)
+        .unwrap_or_default()
+        .iter()
+        .all(|&filled| {
+            if small {
+                full.count >= 2 && filled == full.count
+            } else {
+                filled * 5 >= full.count * 4
+            }
+        })
 }
 
 /// Reports tables whose rows a renderer shows otherwise than written.
@@ -115,6 +137,7 @@ pub fn detect(doc: &Document<'_>, tables: &[Table], out: &mut Vec<Finding>) {
             .iter()
             .filter(|r| r.cells.len() < header && r.cells.len() >= 2)
             .count();
+        let full = (short_rows > 0).then(|| FullRows::of(t, header));
         for (i, r) in t.rows.iter().enumerate() {
             let n = r.cells.len();
             let line = doc.line(r.line);
@@ -153,7 +176,11 @@ pub fn detect(doc: &Document<'_>, tables: &[Table], out: &mut Vec<Finding>) {
                         r.line
                     ),
                 ));
-            } else if n < header && short_row_stands_out(r, t, header, short_rows) {
+            } else if n < header
+                && full
+                    .as_ref()
+                    .is_some_and(|full| short_row_stands_out(r, t, full, short_rows))
+            {
                 certain = false;
                 problems.push((
                     r.line,
