@@ -470,23 +470,27 @@ fn review_md_run(ctx: &Ctx, arguments: Value, control: &Control) -> Answer {
 /// Ops given inline are kept in the workspace (`mcp/ops-<time>.json`),
 /// where the run's record can name them.
 fn write_inline_ops(workspace: &Path, ops: &Value) -> Result<PathBuf, Answer> {
-    let dir = workspace.join("mcp");
-    let fail = |e: std::io::Error, path: &Path| {
+    let fail = |e: &dyn std::fmt::Display| {
         Answer::failure(
             "error",
-            &format!("cannot write the ops to {}: {e}", path.display()),
+            &format!("cannot write the ops into {}: {e}", workspace.display()),
             Some(workspace),
         )
     };
-    std::fs::create_dir_all(&dir).map_err(|e| fail(e, &dir))?;
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())
         .unwrap_or(0);
-    let path = dir.join(format!("ops-{stamp}-{}.json", std::process::id()));
+    let rel = format!("mcp/ops-{stamp}-{}.json", std::process::id());
     let text = serde_json::to_string_pretty(ops).unwrap_or_else(|_| ops.to_string());
-    std::fs::write(&path, text).map_err(|e| fail(e, &path))?;
-    Ok(path)
+    // Through the held workspace folder: a `.review` or `mcp` folder that
+    // is a link is refused by name, never written through.
+    let dir = koas_review_workspace::Workspace::new(workspace)
+        .held_or_create()
+        .map_err(|e| fail(&e))?;
+    dir.write_atomic(&rel, text.as_bytes())
+        .map_err(|e| fail(&e))?;
+    Ok(workspace.join(rel))
 }
 
 fn review_md_status(ctx: &Ctx, arguments: Value, _control: &Control) -> Answer {

@@ -74,15 +74,14 @@ pub struct Beneath {
     resolver: Resolver,
 }
 
-/// The error for a refused link at `path`, below the folder `root`.
-fn link_error(path: &Path, root: &Path) -> FsError {
+/// The error for a refused link at `path`.
+fn link_error(path: &Path) -> FsError {
     FsError::new(
         LINK_REFUSED,
         path,
-        io::Error::other(format!(
-            "koas follows no link inside {} and wrote nothing through it; remove the link (or put the real file or folder in its place) and retry",
-            root.display()
-        )),
+        io::Error::other(
+            "koas follows no link in the folders it keeps its state in, and wrote nothing through this one; remove the link (or put the real file or folder in its place) and retry",
+        ),
     )
 }
 
@@ -368,7 +367,7 @@ impl Beneath {
         };
         for (dir, name, rel) in [(&from_dir, &from_name, from), (&to_dir, &to_name, to)] {
             if imp::entry_at(dir, name).is_ok_and(|k| k == EntryKind::Link) {
-                return Err(link_error(&self.join(rel), &self.path));
+                return Err(link_error(&self.join(rel)));
             }
         }
         imp::rename_at(&from_dir, &from_name, &to_dir, &to_name)
@@ -422,7 +421,7 @@ impl Beneath {
             return Err(self.fail("write", rel, io::Error::other("it is a folder")));
         };
         match imp::entry_at(parent, name) {
-            Ok(EntryKind::Link) => return Err(link_error(&self.join(rel), &self.path)),
+            Ok(EntryKind::Link) => return Err(link_error(&self.join(rel))),
             Ok(EntryKind::Dir) => {
                 return Err(self.fail("write", rel, io::Error::other("it is a folder")))
             }
@@ -537,7 +536,7 @@ impl Beneath {
     fn fail(&self, action: &'static str, rel: &Path, e: io::Error) -> FsError {
         if e.kind() != io::ErrorKind::NotFound {
             if let Some(link) = self.find_link(rel) {
-                return link_error(&link, &self.path);
+                return link_error(&link);
             }
         }
         FsError::new(action, &self.join(rel), e)
