@@ -123,7 +123,26 @@ fn skip_to_frame(input: &mut impl BufRead) -> io::Result<Option<&'static [u8]>> 
         }
         let mut found = None;
         let mut used = 0;
-        for &byte in buf {
+        // Outside a match, jump to the next 'c' (a long refused body or
+        // header line is skipped at memchr's speed, not byte by byte).
+        if matched == [0, 0] {
+            let skip = memchr::memchr2(b'c', b'C', buf).unwrap_or(buf.len());
+            if first_junk.is_none() {
+                if let Some(i) = buf[..skip].iter().position(|b| !b.is_ascii_whitespace()) {
+                    first_junk = Some(consumed + i as u64);
+                }
+            }
+            if let Some(first) = first_junk {
+                let from = first.saturating_sub(consumed) as usize;
+                let room = EXCERPT.saturating_sub(junk.len());
+                let upto = skip.min(from.saturating_add(room));
+                if from < upto {
+                    junk.extend_from_slice(&buf[from..upto]);
+                }
+            }
+            used = skip;
+        }
+        for &byte in &buf[used..] {
             used += 1;
             if first_junk.is_none() && !byte.is_ascii_whitespace() {
                 first_junk = Some(consumed + used as u64 - 1);
