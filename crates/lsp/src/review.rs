@@ -49,7 +49,19 @@ pub fn changes(doc: &Path, buffer: &str) -> anyhow::Result<Option<(Placement, Ve
     }
     let ledger = target.workspace.ledger()?;
     let entries = ledger.entries();
-    let current = std::fs::read_to_string(target.current_doc_path()).unwrap_or_default();
+    // Through the same guard as every document read (regular files only,
+    // bounded): hovers and lenses run on the main loop.
+    let current_path = target.current_doc_path();
+    let limit = koas_reviewer::input::max_doc_bytes(None)?;
+    let current = koas_reviewer::input::read_document_bytes(
+        &current_path,
+        &current_path.display().to_string(),
+        limit,
+        false,
+    )
+    .ok()
+    .and_then(|bytes| String::from_utf8(bytes).ok())
+    .unwrap_or_default();
     let placement = if buffer == current {
         Placement::Current
     } else if buffer == target.text && target.current_doc_path() != target.doc_path {
