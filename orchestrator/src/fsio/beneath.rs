@@ -684,6 +684,12 @@ mod imp {
         }
     }
 
+    /// Whether `openat2` was used (1), found missing (2) or not tried (0).
+    #[cfg(all(test, any(target_os = "linux", target_os = "android")))]
+    pub(super) fn openat2_state() -> u8 {
+        OPENAT2.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     #[cfg(not(any(target_os = "linux", target_os = "android")))]
     fn beneath(
         _dir: &Handle,
@@ -962,6 +968,11 @@ mod tests {
             assert!(!b.remove_file("p/x").expect("gone"));
             b.rename("p/y", "p/z").expect("rename");
             assert_eq!(b.read("p/z").expect("read"), Some(b"y".to_vec()));
+            // Where the kernel has openat2, the default resolver used it.
+            #[cfg(target_os = "linux")]
+            if resolver == Resolver::Auto {
+                assert_ne!(imp::openat2_state(), 0, "openat2 was tried");
+            }
             let sub = b.dir("a/b").expect("sub");
             assert_eq!(sub.read("c.txt").expect("read"), Some(b"two".to_vec()));
             // No temporary file left.
