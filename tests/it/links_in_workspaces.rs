@@ -223,7 +223,7 @@ fn regression_a_review_folder_linked_elsewhere_receives_nothing_from_the_mcp_ser
         "name": "review_md_run", "arguments": {"doc_path": "docs/doc.md", "ops": ops}}}),
     );
     let answer = mcp_answer(&mut lines, 2);
-    drop(send);
+    drop(stdin);
     let _ = child.kill();
     let _ = child.wait();
     let text = answer.to_string();
