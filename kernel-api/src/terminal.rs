@@ -4,7 +4,7 @@
 //! document's words and a file's name are written by someone else. Printed
 //! raw, their control characters act on the reader's terminal: `ESC ] 0 ;`
 //! retitles the window, `ESC [ 2 J` clears the screen, a carriage return
-//! rewrites the line already shown ("koas: review OK"), and bidirectional
+//! rewrites the line already shown ("koas: run OK"), and bidirectional
 //! controls reorder what is read. So every such text that reaches a
 //! terminal or a log goes through [`escape_controls`] (one line) or
 //! [`escape_controls_keep_lines`] (several lines): each control or
@@ -79,10 +79,10 @@ mod tests {
 
     #[test]
     fn a_forged_status_line_is_shown_not_obeyed() {
-        let attack = "\u{1b}]0;PWNED\u{7}\u{1b}[2J\rkoas: review OK";
+        let attack = "\u{1b}]0;PWNED\u{7}\u{1b}[2J\rkoas: run OK";
         assert_eq!(
             escape_controls(attack),
-            "\\u{1b}]0;PWNED\\u{7}\\u{1b}[2J\\rkoas: review OK"
+            "\\u{1b}]0;PWNED\\u{7}\\u{1b}[2J\\rkoas: run OK"
         );
     }
 

@@ -276,10 +276,10 @@ mod tests {
 
     #[test]
     fn an_http_error_body_is_shown_escaped() {
-        let err = TransportError::http(500, "\u{1b}]0;PWNED\u{7}\u{1b}[2J\rkoas: review OK\n");
+        let err = TransportError::http(500, "\u{1b}]0;PWNED\u{7}\u{1b}[2J\rkoas: run OK\n");
         assert_eq!(
             err.message,
-            "HTTP 500: \\u{1b}]0;PWNED\\u{7}\\u{1b}[2J\\rkoas: review OK"
+            "HTTP 500: \\u{1b}]0;PWNED\\u{7}\\u{1b}[2J\\rkoas: run OK"
         );
         assert!(err.retryable);
     }

@@ -472,7 +472,7 @@ impl LlmService {
 
     /// False for an error already told: a call refused because the session
     /// was aborted, or the aborting error met again by a call that was in
-    /// flight when it happened. A review of many chunks would otherwise
+    /// flight when it happened. A run of many calls would otherwise
     /// print the same cause once per call.
     fn worth_telling(&self, e: &LlmError) -> bool {
         match (e, self.abort_reason()) {

@@ -273,7 +273,7 @@ pub async fn read_client<R, W>(
                 // The log quotes the client's method and id.
                 eprintln!(
                     "koas mcp: {}",
-                    koas_kernel_api::terminal::escape_controls(&log)
+                    koas_orchestrator::embed::escape_controls(&log)
                 );
                 let mut bytes = response.to_string().into_bytes();
                 bytes.push(b'\n');

@@ -298,7 +298,7 @@ impl ServerHandler for KoasServer {
         eprintln!(
             "koas mcp: {name}: {} ({})",
             answer.value["status"].as_str().unwrap_or("?"),
-            koas_kernel_api::terminal::escape_controls(
+            koas_orchestrator::embed::escape_controls(
                 answer.value["summary"].as_str().unwrap_or("")
             )
         );

@@ -23,6 +23,9 @@ pub use flags::LlmFlags;
 pub use run::{run, Control, HostLlm, RunFailure, RunInputs};
 
 pub use crate::llm_host::LlmOverrides;
+/// The one sanitiser for text from elsewhere on its way to a terminal or
+/// a log (hosts that do not link the kernel API use it from here).
+pub use koas_kernel_api::terminal::{escape_controls, escape_controls_keep_lines};
 
 use crate::discovery::{
     discover_isolated, executable_search_paths, split_path_list, Discovery, SearchOrigin,
@@ -32,7 +35,6 @@ use crate::host::SharedLlm;
 use crate::limits::{Isolation, LimitOverrides, Limits};
 use crate::llm_host::ServiceHandler;
 use crate::pipeline::Pipeline;
-use koas_kernel_api::terminal::escape_controls_keep_lines;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
