@@ -238,3 +238,38 @@ fn regression_a_review_folder_linked_elsewhere_receives_nothing_from_the_mcp_ser
         "nothing written there"
     );
 }
+
+#[test]
+fn regression_the_kernels_host_writes_nothing_through_a_link_in_the_run_folder() {
+    use crate::common::{kernel, Project};
+    // A folder of the workspace linked to another of its folders: the
+    // path stays inside, so only the refusal of links keeps the kernel's
+    // file API from writing through it.
+    let p = Project::new(
+        "# Doc\n\nText.\n",
+        &["source_len", "writer"],
+        "[config.writer]\npath = \"notes/hello.txt\"",
+    );
+    std::fs::create_dir_all(p.ws().join("elsewhere")).expect("mkdir");
+    symlink(p.ws().join("elsewhere"), p.ws().join("notes")).expect("symlink");
+    let out = p.run(&[]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let error = kernel(&p.record(), "writer")["error"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        error.contains("refused the symbolic link") && error.contains("notes"),
+        "{error}"
+    );
+    assert_eq!(contents(&p.ws().join("elsewhere")), Vec::new());
+    // The run folder itself a link: refused before anything is written.
+    let p = Project::new("# Doc\n\nText.\n", &["source_len"], "");
+    let outside = p.dir.path().join("outside");
+    std::fs::create_dir_all(&outside).expect("mkdir");
+    symlink(&outside, p.ws()).expect("symlink");
+    let out = p.run(&[]);
+    assert_ne!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_names_link(&stderr(&out), "ws");
+    assert_eq!(contents(&outside), Vec::new(), "nothing written there");
+}
