@@ -3,7 +3,7 @@
 //! are shown escaped. Regression tests through the real `koas` binary.
 
 use crate::common::{stderr, stdout, Project};
-use crate::review_common::Scratch;
+use crate::review_common::{llm_flags, Scratch};
 use koas_test_support::model::{ModelAnswer, ScriptedModel};
 use koas_test_support::test_plugin;
 use std::process::Output;
@@ -44,16 +44,10 @@ fn a_model_servers_http_500_error_text_is_shown_escaped_on_stderr() {
         "koas.toml",
         "[llm]\nbackoff_initial_ms = 10\nbackoff_max_ms = 20\nmax_retries = 1\n",
     );
-    let out = s.koas(&[
-        "review",
-        "doc.md",
-        "--llm-backend",
-        "openai",
-        "--llm-endpoint",
-        &model.url(),
-        "--llm-model",
-        "scripted",
-    ]);
+    let mut args = vec!["review".to_owned(), "doc.md".to_owned()];
+    args.extend(llm_flags(&model, 1));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = s.koas(&args);
     let text = all(&out);
     assert!(model.calls() > 0, "the server was asked: {text}");
     assert_inert("koas review", &text);

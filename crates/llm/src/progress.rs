@@ -147,7 +147,10 @@ impl ProgressSink for LogLinesProgress {
 
     fn note(&self, line: &str) {
         // A note may quote a server: shown, never obeyed by the terminal.
-        self.line(&format!("llm: {}", koas_kernel_api::terminal::escape_controls(line)));
+        self.line(&format!(
+            "llm: {}",
+            koas_kernel_api::terminal::escape_controls(line)
+        ));
     }
 }
 
@@ -193,8 +196,10 @@ impl ProgressSink for TerminalProgress {
     }
 
     fn note(&self, line: &str) {
-        self.bar
-            .println(format!("llm: {}", koas_kernel_api::terminal::escape_controls(line)));
+        self.bar.println(format!(
+            "llm: {}",
+            koas_kernel_api::terminal::escape_controls(line)
+        ));
     }
 }
 

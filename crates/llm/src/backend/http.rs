@@ -616,7 +616,8 @@ mod tests {
     fn text_that_is_not_json_is_quoted_escaped_and_long_text_cut() {
         let err = parse_answer("u", "upstream\u{7} exploded\n\n").unwrap_err();
         assert!(
-            err.message.contains("the answer begins: upstream\\u{7} exploded"),
+            err.message
+                .contains("the answer begins: upstream\\u{7} exploded"),
             "{}",
             err.message
         );
