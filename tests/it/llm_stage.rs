@@ -104,12 +104,13 @@ fn no_slot_of_either_endpoint_idles_while_requests_remain() {
             m.answered()
         );
         // Measured: 1–2 % alone (18 % beside the whole suite on two
-        // cores with 60 ms answers, hence these longer ones). Batches of
-        // four waiting on their slowest answer would leave a quick
-        // answer's slot idle 600 of every 800 ms.
+        // cores with 60 ms answers, hence these longer ones; 11 % beside
+        // the suite once it held the CPU-bound linearity tests). Batches
+        // of four waiting on their slowest answer would leave a quick
+        // answer's slot idle 600 of every 800 ms (75 %), far above this.
         let idle = idle_share(m, 2);
         assert!(
-            idle < 0.10,
+            idle < 0.20,
             "endpoint {name}: slots idle {:.0} % of the time",
             idle * 100.0
         );
