@@ -209,9 +209,10 @@ mod folders {
 
 mod run_inputs {
     use crate::common::{koas, stderr, Project};
+    use crate::review_common::finish_within;
     use koas_test_support::test_plugin;
     use std::path::Path;
-    use std::process::{Child, Output, Stdio};
+    use std::process::{Child, Stdio};
     use std::time::{Duration, Instant};
 
     /// A project whose `[inputs] doc` names `doc`, running `kernels`.
@@ -244,22 +245,6 @@ mod run_inputs {
             .stderr(Stdio::piped())
             .spawn()
             .expect("koas starts")
-    }
-
-    /// Waits for `child` at most `limit`, killing it (and failing) after.
-    fn finish_within(mut child: Child, limit: Duration, what: &str) -> Output {
-        let deadline = Instant::now() + limit;
-        loop {
-            if child.try_wait().expect("wait").is_some() {
-                return child.wait_with_output().expect("output");
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                let out = child.wait_with_output().expect("output");
-                panic!("{what} did not end within {limit:?}: {}", stderr(&out));
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
     }
 
     /// `doc = "/dev/zero"` grew to 22 GB: it is refused before anything is

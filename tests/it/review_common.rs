@@ -211,3 +211,28 @@ pub fn edit_model(
         ))
     })
 }
+
+/// Waits for `child` at most `limit`, killing it (and failing, with its
+/// stderr) after: a hang guard for commands that once blocked forever,
+/// not a timing.
+pub fn finish_within(
+    mut child: std::process::Child,
+    limit: std::time::Duration,
+    what: &str,
+) -> Output {
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        if child.try_wait().expect("wait").is_some() {
+            return child.wait_with_output().expect("output");
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("output");
+            panic!(
+                "{what} did not end within {limit:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}

@@ -6,7 +6,7 @@
 //! code fence, a lock record of a dead process shown as its holder, and
 //! Ctrl-C ending koas by the signal.
 
-use crate::review_common::{assert_code, stderr, Scratch};
+use crate::review_common::{assert_code, finish_within, stderr, Scratch};
 use koas_test_support::koas_bin;
 use serde_json::{json, Value};
 use std::path::Path;
@@ -71,19 +71,8 @@ fn too_open(dir: &Path) -> Vec<String> {
 
 /// Waits for `child`, killing it when it runs past a generous bound (the
 /// FIFO case hung forever before the fix): a hang guard, not a timing.
-fn finish(mut child: std::process::Child, what: &str) -> Output {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        if child.try_wait().expect("wait").is_some() {
-            return child.wait_with_output().expect("output");
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let out = child.wait_with_output().expect("output");
-            panic!("{what} did not end: {}", stderr(&out));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+fn finish(child: std::process::Child, what: &str) -> Output {
+    finish_within(child, Duration::from_secs(120), what)
 }
 
 #[cfg(unix)]
