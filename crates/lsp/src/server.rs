@@ -48,10 +48,6 @@ pub const CHECK_BUDGET: Duration = Duration::from_secs(5);
 /// The commands `workspace/executeCommand` accepts.
 pub const COMMANDS: [&str; 4] = ["koas.revert", "koas.review", "koas.fixAll", "koas.check"];
 
-/// The largest `koas.toml` a check loads (a project file is a few lines;
-/// a bigger one is not read into memory).
-const MAX_CONFIG_BYTES: u64 = 1 << 20;
-
 /// Settings of one server.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -397,12 +393,6 @@ fn checker_for(cache: &mut CheckerCache, doc: Option<&Path>) -> Result<Arc<Check
         }
     }
     let project = match &config {
-        Some(path) if meta.as_ref().is_some_and(|m| m.len() > MAX_CONFIG_BYTES) => {
-            return Err(format!(
-                "{}: over {MAX_CONFIG_BYTES} bytes, not read",
-                path.display()
-            ))
-        }
         Some(path) => ProjectConfig::load(path).map_err(|e| format!("{}: {e}", path.display()))?,
         None => ProjectConfig::default(),
     };
@@ -416,30 +406,9 @@ fn checker_for(cache: &mut CheckerCache, doc: Option<&Path>) -> Result<Arc<Check
 
 /// What `path` is when it exists and is not a regular file (a FIFO, a
 /// device, a folder): the commands refuse such a document.
-fn not_regular(path: &Path) -> Option<String> {
+fn not_regular(path: &Path) -> Option<&'static str> {
     let meta = std::fs::metadata(path).ok()?;
-    if meta.is_file() {
-        return None;
-    }
-    let t = meta.file_type();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt;
-        if t.is_fifo() {
-            return Some("a FIFO (named pipe)".into());
-        }
-        if t.is_char_device() || t.is_block_device() {
-            return Some("a device".into());
-        }
-    }
-    Some(
-        if t.is_dir() {
-            "a folder"
-        } else {
-            "not a regular file"
-        }
-        .into(),
-    )
+    (!meta.is_file()).then(|| koas_orchestrator::guarded_read::kind_of(&meta))
 }
 
 /// The saved text of a document, read as `koas review` reads it: regular

@@ -31,6 +31,9 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+/// The largest `koas.toml` read (1 MiB: a project file is a few KiB).
+pub const MAX_PROJECT_CONFIG_BYTES: u64 = 1 << 20;
+
 /// The name of the project config file.
 pub const PROJECT_CONFIG_FILE: &str = "koas.toml";
 
@@ -268,12 +271,30 @@ impl ProjectConfig {
         Ok(config)
     }
 
-    /// Reads and parses a `koas.toml`.
+    /// Reads and parses a `koas.toml`: a regular file of at most
+    /// [`MAX_PROJECT_CONFIG_BYTES`]. A document's repository may hold a
+    /// `koas.toml` that is a FIFO (opening it would block) or a huge file;
+    /// both are refused before they are opened or read in full.
     pub fn load(path: &Path) -> Result<ProjectConfig, ScanError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ScanError::ProjectConfig {
+        let refused = |reason: String| ScanError::ProjectConfig {
             path: path.display().to_string(),
-            reason: e.to_string(),
-        })?;
+            reason,
+        };
+        let meta = std::fs::metadata(path).map_err(|e| refused(e.to_string()))?;
+        if !meta.is_file() {
+            return Err(refused("not a regular file, not read".to_owned()));
+        }
+        let file = std::fs::File::open(path).map_err(|e| refused(e.to_string()))?;
+        let mut text = String::new();
+        use std::io::Read as _;
+        file.take(MAX_PROJECT_CONFIG_BYTES + 1)
+            .read_to_string(&mut text)
+            .map_err(|e| refused(e.to_string()))?;
+        if text.len() as u64 > MAX_PROJECT_CONFIG_BYTES {
+            return Err(refused(format!(
+                "over {MAX_PROJECT_CONFIG_BYTES} bytes, not read"
+            )));
+        }
         Self::from_toml_str(&text, path)
     }
 
@@ -314,6 +335,37 @@ pub fn find_project_config(document: &Path) -> Option<PathBuf> {
 
 #[cfg(test)]
 mod tests {
+
+    /// A repository's `koas.toml` that is a FIFO or a huge file: refused
+    /// without blocking and without reading it whole.
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_or_oversized_koas_toml_is_refused_unread() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let big = dir.path().join("big.toml");
+        let file = std::fs::File::create(&big).expect("create");
+        file.set_len(MAX_PROJECT_CONFIG_BYTES + 1).expect("sparse");
+        let err = ProjectConfig::load(&big).expect_err("too big").to_string();
+        assert!(err.contains("over 1048576 bytes"), "{err}");
+        let fifo = dir.path().join("koas.toml");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        if !made.is_ok_and(|s| s.success()) {
+            return; // no mkfifo here: the size case was tested
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(
+                ProjectConfig::load(&fifo)
+                    .map(|_| ())
+                    .map_err(|e| e.to_string()),
+            );
+        });
+        let result = rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("a FIFO koas.toml must not block");
+        let err = result.expect_err("a FIFO is refused");
+        assert!(err.contains("not a regular file"), "{err}");
+    }
     use super::*;
 
     #[test]
