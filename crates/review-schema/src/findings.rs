@@ -74,11 +74,28 @@ pub enum FindingKind {
     /// An image whose alt text names another figure number than the
     /// caption under it.
     CaptionMismatch,
+    /// A word that neither the dictionary of its paragraph's language nor
+    /// the document's or the project's vocabulary knows ("explians").
+    Misspelling,
+    /// The same word twice in a row ("the the", "le le").
+    RepeatedWord,
+    /// An article that does not fit the next word: "a" before a vowel
+    /// sound, "an" before a consonant sound, a French article or
+    /// preposition not elided before a vowel ("le arbre", "de une").
+    Article,
+    /// Words that must agree and do not ("these thing", "he have").
+    Agreement,
+    /// A word commonly confused with another that the sentence needs
+    /// ("its" for "it's", "then" for "than").
+    Confusion,
+    /// French typography: the no-break space before `;` `:` `!` `?` and
+    /// inside « ».
+    Typography,
 }
 
 impl FindingKind {
     /// Every kind, in a stable order.
-    pub const ALL: [FindingKind; 15] = [
+    pub const ALL: [FindingKind; 21] = [
         FindingKind::AiLeftover,
         FindingKind::DuplicateParagraph,
         FindingKind::BrokenReference,
@@ -94,6 +111,22 @@ impl FindingKind {
         FindingKind::EmptyHeading,
         FindingKind::GluedHeading,
         FindingKind::CaptionMismatch,
+        FindingKind::Misspelling,
+        FindingKind::RepeatedWord,
+        FindingKind::Article,
+        FindingKind::Agreement,
+        FindingKind::Confusion,
+        FindingKind::Typography,
+    ];
+
+    /// The kinds of the language checks (spelling, grammar, typography).
+    pub const LANGUAGE: [FindingKind; 6] = [
+        FindingKind::Misspelling,
+        FindingKind::RepeatedWord,
+        FindingKind::Article,
+        FindingKind::Agreement,
+        FindingKind::Confusion,
+        FindingKind::Typography,
     ];
 
     /// The snake_case name used in JSON, config files and suppression
@@ -115,6 +148,12 @@ impl FindingKind {
             FindingKind::EmptyHeading => "empty_heading",
             FindingKind::GluedHeading => "glued_heading",
             FindingKind::CaptionMismatch => "caption_mismatch",
+            FindingKind::Misspelling => "misspelling",
+            FindingKind::RepeatedWord => "repeated_word",
+            FindingKind::Article => "article",
+            FindingKind::Agreement => "agreement",
+            FindingKind::Confusion => "confusion",
+            FindingKind::Typography => "typography",
         }
     }
 
@@ -122,7 +161,15 @@ impl FindingKind {
     /// overrides it.
     pub fn default_severity(self) -> Severity {
         match self {
-            FindingKind::TerminologyDrift => Severity::Info,
+            // Grammar rules beyond the certain ones and French typography
+            // are hints: `--fail-on warning` in CI stays quiet about them.
+            FindingKind::TerminologyDrift
+            | FindingKind::Agreement
+            | FindingKind::Confusion
+            | FindingKind::Typography => Severity::Info,
+            FindingKind::Misspelling | FindingKind::RepeatedWord | FindingKind::Article => {
+                Severity::Warning
+            }
             FindingKind::AiLeftover
             | FindingKind::DuplicateParagraph
             | FindingKind::NumericContradiction
@@ -166,7 +213,33 @@ impl FindingKind {
             FindingKind::EmptyHeading => "Heading without text",
             FindingKind::GluedHeading => "Heading that lost its # marks and joined a paragraph",
             FindingKind::CaptionMismatch => "Image alt text and caption give different numbers",
+            FindingKind::Misspelling => "Word the dictionary and the project's words do not know",
+            FindingKind::RepeatedWord => "Same word twice in a row",
+            FindingKind::Article => "Article that does not fit the next word (a/an, French elision)",
+            FindingKind::Agreement => "Words that do not agree in number or person",
+            FindingKind::Confusion => "Word commonly confused with the one the sentence needs",
+            FindingKind::Typography => {
+                "French typography: no-break space before ; : ! ? and inside « »"
+            }
         }
+    }
+
+    /// The kind a certain fix of this finding is recorded under as a
+    /// review change (the edit ops' `kind`): `typo` for a misspelled or
+    /// repeated word, `grammar` for the other language rules, `spacing`
+    /// for typography, the finding kind's own name otherwise.
+    pub fn change_kind(self) -> &'static str {
+        match self {
+            FindingKind::Misspelling | FindingKind::RepeatedWord => "typo",
+            FindingKind::Article | FindingKind::Agreement | FindingKind::Confusion => "grammar",
+            FindingKind::Typography => "spacing",
+            other => other.as_str(),
+        }
+    }
+
+    /// `true` for the kinds of the language checks.
+    pub fn is_language(self) -> bool {
+        Self::LANGUAGE.contains(&self)
     }
 }
 
@@ -255,6 +328,14 @@ pub struct Finding {
     /// The correction, when one is certain.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fix: Option<Fix>,
+    /// The column just past the problem on `line` (1-based, in
+    /// characters), when the problem is a span of that line (a word).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub column_end: Option<u32>,
+    /// Replacements for the span `column..column_end`, best first (a
+    /// misspelling's candidate words); empty when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub suggestions: Vec<String>,
 }
 
 /// The longest evidence kept, in characters.
@@ -283,7 +364,23 @@ impl Finding {
             anchor: None,
             chunk_id: None,
             fix: None,
+            column_end: None,
+            suggestions: Vec::new(),
         }
+    }
+
+    /// The same finding about the span `column..column_end` of its line
+    /// (1-based character columns, `column_end` just past the span).
+    pub fn at_span(mut self, column: u32, column_end: u32) -> Self {
+        self.column = column.max(1);
+        self.column_end = Some(column_end.max(self.column));
+        self
+    }
+
+    /// The same finding with replacements for its span, best first.
+    pub fn with_suggestions(mut self, suggestions: Vec<String>) -> Self {
+        self.suggestions = suggestions;
+        self
     }
 
     /// The same finding starting at `column` (1-based, in characters).

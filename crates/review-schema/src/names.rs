@@ -38,6 +38,9 @@ pub const CHUNKS: &str = "chunks";
 pub const ISSUES: &str = "issues";
 /// `md_numbering_control`: [`crate::findings::FindingsArtifact`].
 pub const NUMBERING_FINDINGS: &str = "numbering_findings";
+/// `md_language_check`: [`crate::findings::FindingsArtifact`] (spelling,
+/// grammar and typography).
+pub const LANGUAGE_FINDINGS: &str = "language_findings";
 /// `md_numbering_control`: a JSON array of [`crate::numbering::RenumberOp`].
 pub const RENUMBER_OPS: &str = "renumber_ops";
 /// `md_fingerprint_chunk`: [`crate::fingerprint::ChunkFingerprints`].
@@ -137,6 +140,7 @@ pub const ALL: &[&str] = &[
     CHUNKS,
     ISSUES,
     NUMBERING_FINDINGS,
+    LANGUAGE_FINDINGS,
     RENUMBER_OPS,
     CHUNK_FINGERPRINTS,
     PYRAMID,

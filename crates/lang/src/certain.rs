@@ -1,0 +1,116 @@
+//! Candidates one edit away, and which of them is certainly meant.
+
+/// Letters an edit may add or put in place of another: the Latin
+/// alphabet and the accented letters of French.
+const LETTERS: &str = "abcdefghijklmnopqrstuvwxyzàâäçéèêëîïôöùûüÿœæ";
+
+/// Every string one edit from `word` (a letter added, dropped, changed,
+/// or two neighbours swapped), lower-case letters only, without repeats.
+pub fn one_edit(word: &str) -> Vec<String> {
+    let chars: Vec<char> = word.chars().collect();
+    let mut out = Vec::new();
+    let n = chars.len();
+    for i in 0..n {
+        // Dropped.
+        out.push(chars[..i].iter().chain(&chars[i + 1..]).collect());
+        // Swapped with the next.
+        if i + 1 < n && chars[i] != chars[i + 1] {
+            let mut c = chars.clone();
+            c.swap(i, i + 1);
+            out.push(c.into_iter().collect());
+        }
+        // Changed.
+        for l in LETTERS.chars().filter(|l| *l != chars[i]) {
+            let mut c = chars.clone();
+            c[i] = l;
+            out.push(c.into_iter().collect());
+        }
+    }
+    // Added.
+    for i in 0..=n {
+        for l in LETTERS.chars() {
+            let mut c = chars.clone();
+            c.insert(i, l);
+            out.push(c.into_iter().collect());
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    out.retain(|w: &String| w != word && !w.is_empty());
+    out
+}
+
+/// The optimal string alignment distance (Levenshtein plus swaps of
+/// neighbours) between `a` and `b`, in characters.
+pub fn distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for j in 0..=b.len() {
+        d[0][j] = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut v = (d[i - 1][j] + 1).min(d[i][j - 1] + 1).min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                v = v.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = v;
+        }
+    }
+    d[a.len()][b.len()]
+}
+
+/// `word` written with the capitalisation of `model` (a capital first
+/// letter, or all capitals).
+pub fn match_case(word: &str, model: &str) -> String {
+    let mut m = model.chars().filter(|c| c.is_alphabetic());
+    let first_upper = m.next().is_some_and(char::is_uppercase);
+    let all_upper = first_upper && model.chars().filter(|c| c.is_alphabetic()).count() > 1
+        && model.chars().filter(|c| c.is_alphabetic()).all(char::is_uppercase);
+    if all_upper {
+        word.to_uppercase()
+    } else if first_upper {
+        let mut c = word.chars();
+        c.next()
+            .map(|f| f.to_uppercase().chain(c).collect())
+            .unwrap_or_default()
+    } else {
+        word.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_edit_holds_each_kind_of_slip() {
+        let e = one_edit("explians");
+        assert!(e.contains(&"explains".to_owned()), "swap");
+        assert!(one_edit("adresses").contains(&"addresses".to_owned()), "added");
+        assert!(one_edit("developpement").contains(&"développement".to_owned()), "changed");
+        assert!(one_edit("thhe").contains(&"the".to_owned()), "dropped");
+        assert!(!e.contains(&"explians".to_owned()));
+    }
+
+    #[test]
+    fn distance_counts_swaps_as_one() {
+        assert_eq!(distance("explians", "explains"), 1);
+        assert_eq!(distance("teh", "the"), 1);
+        assert_eq!(distance("adresses", "addresses"), 1);
+        assert_eq!(distance("kitten", "sitting"), 3);
+        assert_eq!(distance("", "abc"), 3);
+    }
+
+    #[test]
+    fn case_follows_the_written_word() {
+        assert_eq!(match_case("the", "Teh"), "The");
+        assert_eq!(match_case("the", "TEH"), "THE");
+        assert_eq!(match_case("the", "teh"), "the");
+    }
+}

@@ -1,0 +1,381 @@
+//! One document's check: each paragraph's language, the document's own
+//! vocabulary, then spelling, grammar and typography paragraph by
+//! paragraph.
+
+use crate::certain::{distance, match_case, one_edit};
+use crate::english::English;
+use crate::french::{rules, French};
+use crate::grammar::{repeated_words, Hit};
+use crate::tokens::{fold, words, Token};
+use crate::{detect, Checker, Issue, IssueKind, Lang, LangError, Paragraph, Report};
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
+/// Each paragraph's language: its own when its words tell it, else its
+/// neighbours' (a heading takes the paragraph after it, other text the
+/// one before it), else the document's; `None` for a language the
+/// configuration does not check.
+fn languages(paragraphs: &[Paragraph<'_>], allowed: &[Lang]) -> Vec<Option<Lang>> {
+    let guessed: Vec<Option<Lang>> = paragraphs.iter().map(|p| detect::guess(p.text)).collect();
+    let mut weight: HashMap<Lang, usize> = HashMap::new();
+    for (p, g) in paragraphs.iter().zip(&guessed) {
+        if let Some(l) = g {
+            *weight.entry(*l).or_default() += p.text.len();
+        }
+    }
+    let dominant = weight
+        .into_iter()
+        .max_by_key(|(l, w)| (*w, *l == Lang::En))
+        .map(|(l, _)| l)
+        .or_else(|| (allowed.len() == 1).then(|| allowed[0]));
+    let n = guessed.len();
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        let before = || guessed[..i].iter().rev().find_map(|g| *g);
+        let after = || guessed[i + 1..].iter().find_map(|g| *g);
+        let lang = guessed[i].or_else(|| {
+            if paragraphs[i].heading {
+                after().or_else(before)
+            } else {
+                before().or_else(after)
+            }
+            .or(dominant)
+        });
+        out.push(lang.filter(|l| allowed.contains(l)));
+    }
+    out
+}
+
+/// The dictionaries a document needed, loaded on first use.
+struct Dicts<'c> {
+    checker: &'c Checker,
+    english: Option<&'c English>,
+    french: Option<&'c French>,
+    loaded: Vec<(Lang, Duration)>,
+}
+
+impl<'c> Dicts<'c> {
+    fn english(&mut self) -> Result<&'c English, LangError> {
+        if let Some(e) = self.english {
+            return Ok(e);
+        }
+        let (e, took) = self.checker.english();
+        let e = e?;
+        if let Some(t) = took {
+            self.loaded.push((Lang::En, t));
+        }
+        self.english = Some(e);
+        Ok(e)
+    }
+
+    fn french(&mut self) -> Result<&'c French, LangError> {
+        if let Some(f) = self.french {
+            return Ok(f);
+        }
+        let (f, took) = self.checker.french();
+        let f = f?;
+        if let Some(t) = took {
+            self.loaded.push((Lang::Fr, t));
+        }
+        self.french = Some(f);
+        Ok(f)
+    }
+
+    /// `true` when `lang`'s dictionary knows `word`.
+    fn knows(&mut self, lang: Lang, word: &str) -> Result<bool, LangError> {
+        Ok(match lang {
+            Lang::En => self.english()?.knows(word),
+            Lang::Fr => self.french()?.knows(word),
+        })
+    }
+}
+
+/// What the document tells about its words.
+struct DocumentWords {
+    /// How often each folded form appears.
+    counts: HashMap<String, u32>,
+    /// Folded forms written capitalised inside a sentence somewhere:
+    /// names.
+    names: HashSet<String>,
+    /// The glossary's terms, folded.
+    terms: HashSet<String>,
+}
+
+impl DocumentWords {
+    fn of(paragraphs: &[Paragraph<'_>], tokens: &[Vec<Token<'_>>], terms: &[String]) -> Self {
+        let mut counts: HashMap<String, u32> = HashMap::new();
+        let mut names = HashSet::new();
+        for (p, toks) in paragraphs.iter().zip(tokens) {
+            for t in toks {
+                let folded = fold(t.text);
+                if t.capitalised() && !t.sentence_start && !p.heading {
+                    names.insert(folded.clone());
+                }
+                *counts.entry(folded).or_default() += 1;
+            }
+        }
+        let terms = terms
+            .iter()
+            .flat_map(|t| t.split_whitespace())
+            .map(fold)
+            .collect();
+        DocumentWords {
+            counts,
+            names,
+            terms,
+        }
+    }
+
+    fn count(&self, folded: &str) -> u32 {
+        self.counts.get(folded).copied().unwrap_or(0)
+    }
+}
+
+/// A misspelling's verdict, the same for every occurrence of the word.
+#[derive(Clone)]
+struct Verdict {
+    suggestions: Vec<String>,
+    certain: bool,
+    likely: bool,
+    message: String,
+}
+
+/// Checks one document (see [`Checker::check`]).
+pub(crate) fn check_document(
+    checker: &Checker,
+    paragraphs: &[Paragraph<'_>],
+    terms: &[String],
+) -> Result<Report, LangError> {
+    let config = checker.config();
+    let langs = languages(paragraphs, &config.languages);
+    let tokens: Vec<Vec<Token<'_>>> = paragraphs.iter().map(|p| words(p.text)).collect();
+    let doc = DocumentWords::of(paragraphs, &tokens, terms);
+    let mut dicts = Dicts {
+        checker,
+        english: None,
+        french: None,
+        loaded: Vec::new(),
+    };
+    let apostrophe = apostrophe_of(paragraphs, &langs);
+    let mut verdicts: HashMap<(Lang, String), Option<Verdict>> = HashMap::new();
+    let mut issues = Vec::new();
+    for (i, p) in paragraphs.iter().enumerate() {
+        let Some(lang) = langs[i] else { continue };
+        let mut hits: Vec<Hit> = Vec::new();
+        if config.spelling {
+            for t in &tokens[i] {
+                if let Some(v) = word_verdict(checker, &mut dicts, &doc, &mut verdicts, lang, p, t)? {
+                    let likely = v.likely;
+                    let hit = Hit {
+                        start: t.start,
+                        end: t.end,
+                        kind: IssueKind::Misspelling,
+                        message: v.message,
+                        suggestions: v.suggestions,
+                        certain: v.certain,
+                    };
+                    issues.push(issue(i, lang, hit, likely));
+                }
+            }
+        }
+        if config.grammar {
+            hits.extend(repeated_words(p.text, &tokens[i], lang));
+            match lang {
+                Lang::En => {
+                    let english = dicts.english()?;
+                    hits.extend(english.articles(p.text, &tokens[i]));
+                    hits.extend(english.harper_rules(p.text));
+                }
+                Lang::Fr => hits.extend(rules::elision(p.text, &tokens[i], apostrophe)),
+            }
+        }
+        if config.typography && lang == Lang::Fr {
+            hits.extend(rules::typography(p.text));
+        }
+        issues.extend(hits.into_iter().map(|h| issue(i, lang, h, true)));
+    }
+    issues.retain(|i| i.end > i.start || !i.suggestions.is_empty());
+    issues.sort_by_key(|i| (i.paragraph, i.start, i.end));
+    // Two rules on the same words (Harper's article rule and a doubled
+    // word): the first one found stays.
+    issues.dedup_by(|b, a| a.paragraph == b.paragraph && a.start == b.start && a.end == b.end);
+    Ok(Report {
+        issues,
+        languages: langs,
+        loaded: dicts.loaded,
+    })
+}
+
+fn issue(paragraph: usize, lang: Lang, hit: Hit, likely: bool) -> Issue {
+    Issue {
+        paragraph,
+        start: hit.start,
+        end: hit.end,
+        kind: hit.kind,
+        lang,
+        message: hit.message,
+        suggestions: hit.suggestions,
+        certain: hit.certain,
+        likely,
+    }
+}
+
+/// The apostrophe the document's French text writes most (’ when none).
+fn apostrophe_of(paragraphs: &[Paragraph<'_>], langs: &[Option<Lang>]) -> char {
+    let (mut curly, mut straight) = (0usize, 0usize);
+    for (p, l) in paragraphs.iter().zip(langs) {
+        if *l == Some(Lang::Fr) {
+            curly += p.text.matches('’').count();
+            straight += p.text.matches('\'').count();
+        }
+    }
+    if straight > curly {
+        '\''
+    } else {
+        '’'
+    }
+}
+
+/// The verdict on word `t` of paragraph `p`: `None` when it is no
+/// misspelling.
+fn word_verdict(
+    checker: &Checker,
+    dicts: &mut Dicts<'_>,
+    doc: &DocumentWords,
+    verdicts: &mut HashMap<(Lang, String), Option<Verdict>>,
+    lang: Lang,
+    p: &Paragraph<'_>,
+    t: &Token<'_>,
+) -> Result<Option<Verdict>, LangError> {
+    let words = &checker.words;
+    let folded = fold(t.text);
+    if words.rejects(t.text) {
+        return Ok(Some(Verdict {
+            suggestions: Vec::new(),
+            certain: false,
+            likely: true,
+            message: format!("“{}” is on the project's list of words to avoid", t.text),
+        }));
+    }
+    if words.accepts(t.text) || doc.terms.contains(&folded) {
+        return Ok(None);
+    }
+    let min = checker.config().document_words;
+    if min > 0 && doc.count(&folded) >= min {
+        return Ok(None);
+    }
+    // A capital inside a sentence makes a name; a word written so
+    // anywhere in the document is one everywhere.
+    if (t.capitalised() && !t.sentence_start && !p.heading) || doc.names.contains(&folded) {
+        return Ok(None);
+    }
+    let key = (lang, t.text.to_owned());
+    if let Some(v) = verdicts.get(&key) {
+        return Ok(v.clone());
+    }
+    let verdict = judge(dicts, doc, lang, t)?;
+    verdicts.insert(key, verdict.clone());
+    Ok(verdict)
+}
+
+/// The dictionary's judgement on a word the document does not vouch for.
+fn judge(
+    dicts: &mut Dicts<'_>,
+    doc: &DocumentWords,
+    lang: Lang,
+    t: &Token<'_>,
+) -> Result<Option<Verdict>, LangError> {
+    if dicts.knows(lang, t.text)? {
+        return Ok(None);
+    }
+    // French technical prose borrows English terms ("le build", "un
+    // webhook"); an English paragraph may quote a French expression, but
+    // only when the document has French text is that dictionary read.
+    match lang {
+        Lang::Fr => {
+            if dicts.english()?.knows(t.text) {
+                return Ok(None);
+            }
+        }
+        Lang::En => {
+            if let Some(f) = dicts.french {
+                if f.knows(t.text) {
+                    return Ok(None);
+                }
+            }
+        }
+    }
+    let (head, base) = match lang {
+        Lang::Fr => dicts.french()?.split_elision(t.text),
+        Lang::En => ("", t.text),
+    };
+    let lower = base.to_lowercase();
+    let letters = lower.chars().count();
+    let mut near: Vec<String> = Vec::new();
+    if (2..=30).contains(&letters) {
+        for cand in one_edit(&lower) {
+            if dicts.knows(lang, &cand)? {
+                near.push(cand);
+            }
+        }
+    }
+    // Best first: the words the document uses most, then in the order
+    // of the alphabet (stable across runs).
+    near.sort_by(|a, b| doc.count(b).cmp(&doc.count(a)).then_with(|| a.cmp(b)));
+    let used: Vec<&String> = near.iter().filter(|w| doc.count(w) > 0).collect();
+    let certain = letters >= 3 && doc.count(&fold(t.text)) <= 1 && used.len() == 1;
+    let mut suggestions: Vec<String> = near.clone();
+    if suggestions.is_empty() && letters >= 4 {
+        let mut more = match lang {
+            Lang::En => dicts.english()?.candidates(&lower, 2, 8),
+            Lang::Fr => dicts.french()?.suggest(&lower),
+        };
+        // Closest first; the source's own order among equals.
+        more.sort_by_key(|w| distance(&lower, &w.to_lowercase()));
+        suggestions.extend(more);
+    }
+    suggestions.dedup();
+    suggestions.truncate(5);
+    let suggestions: Vec<String> = suggestions
+        .into_iter()
+        .map(|s| format!("{head}{}", match_case(&s, base)))
+        .collect();
+    // A short word the dictionary lacks is more often an abbreviation
+    // than a slip, unless the document itself points at the word meant.
+    let likely = if letters <= 3 { certain } else { !near.is_empty() };
+    let name = lang.name();
+    let message = if likely {
+        format!(
+            "“{}” is not in the {name} dictionary: did you mean {}?",
+            t.text,
+            quote_list(&suggestions)
+        )
+    } else if suggestions.is_empty() {
+        format!(
+            "“{}” is not in the {name} dictionary; if it is right, add it to the project's words",
+            t.text
+        )
+    } else {
+        format!(
+            "“{}” is not in the {name} dictionary (close: {}); if it is right, add it to the project's words",
+            t.text,
+            quote_list(&suggestions)
+        )
+    };
+    Ok(Some(Verdict {
+        suggestions,
+        certain: certain && likely,
+        likely,
+        message,
+    }))
+}
+
+/// “a”, “b” or “c”.
+fn quote_list(words: &[String]) -> String {
+    let quoted: Vec<String> = words.iter().take(3).map(|w| format!("“{w}”")).collect();
+    match quoted.len() {
+        0 => String::new(),
+        1 => quoted[0].clone(),
+        n => format!("{} or {}", quoted[..n - 1].join(", "), quoted[n - 1]),
+    }
+}

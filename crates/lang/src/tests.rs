@@ -1,0 +1,170 @@
+//! The checks on whole documents: languages per paragraph, the
+//! vocabulary rules, certain fixes, what gets loaded.
+
+use super::*;
+use std::sync::LazyLock;
+
+static CHECKER: LazyLock<Checker> =
+    LazyLock::new(|| Checker::new(LanguageConfig::default(), Vocabulary::default()));
+
+fn paras(texts: &[&'static str]) -> Vec<Paragraph<'static>> {
+    texts
+        .iter()
+        .map(|t| Paragraph {
+            text: t,
+            heading: false,
+        })
+        .collect()
+}
+
+fn found(report: &Report, texts: &[&str]) -> Vec<(String, Vec<String>, bool, bool)> {
+    report
+        .issues
+        .iter()
+        .map(|i| {
+            (
+                texts[i.paragraph][i.start..i.end].to_owned(),
+                i.suggestions.clone(),
+                i.certain,
+                i.likely,
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn slips_are_found_and_the_certain_ones_fixed() {
+    let texts = [
+        "The server explains the addresses it serves and the retry policy.",
+        "Teh client then explians which adresses it retries.",
+    ];
+    let report = CHECKER.check(&paras(&texts), &[]).expect("checks");
+    let got = found(&report, &texts);
+    let words: Vec<&str> = got.iter().map(|g| g.0.as_str()).collect();
+    assert_eq!(words, ["Teh", "explians", "adresses"], "{got:?}");
+    for (word, suggestions, certain, likely) in &got {
+        assert!(*certain && *likely, "{word}: {got:?}");
+        let want = match word.as_str() {
+            "Teh" => "The",
+            "explians" => "explains",
+            _ => "addresses",
+        };
+        assert_eq!(suggestions[0], want, "{got:?}");
+    }
+    assert_eq!(report.languages, [Some(Lang::En), Some(Lang::En)]);
+}
+
+#[test]
+fn a_fix_is_not_certain_when_the_document_points_nowhere() {
+    // Nothing else in the document says which word "explians" meant.
+    let texts = ["The tool explians nothing of this."];
+    let report = CHECKER.check(&paras(&texts), &[]).expect("checks");
+    let got = found(&report, &texts);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert!(!got[0].2 && got[0].3, "reported, likely, not certain: {got:?}");
+    assert!(got[0].1.contains(&"explains".to_owned()), "{got:?}");
+}
+
+#[test]
+fn names_terms_repeated_words_and_identifiers_are_vocabulary() {
+    let texts = [
+        "The kubelet talks to Zorblax and the kubelet restarts pods.",
+        "Deploy with frobnicate, as the glossary says; set maxRetries and MY_VAR.",
+        "Zorblax is the name of the scheduler.",
+    ];
+    let terms = vec!["frobnicate".to_owned()];
+    let report = CHECKER.check(&paras(&texts), &terms).expect("checks");
+    assert!(report.issues.is_empty(), "{:?}", found(&report, &texts));
+}
+
+#[test]
+fn project_words_are_accepted_and_rejected_words_reported() {
+    let words = Vocabulary::new(
+        &["zorbification".to_owned()],
+        &["utilize".to_owned()],
+        "test",
+    )
+    .expect("valid");
+    let checker = Checker::new(LanguageConfig::default(), words);
+    let texts = ["We utilize zorbification in the system."];
+    let report = checker.check(&paras(&texts), &[]).expect("checks");
+    let got = found(&report, &texts);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0].0, "utilize");
+}
+
+#[test]
+fn each_paragraph_is_checked_in_its_own_language() {
+    let texts = [
+        "Le serveur explique les adresses et la maison des utilisateurs.",
+        "The server explains the addresses of the users in the house.",
+        "La maisson du serveur est dans le centre de données.",
+    ];
+    let report = CHECKER.check(&paras(&texts), &[]).expect("checks");
+    assert_eq!(
+        report.languages,
+        [Some(Lang::Fr), Some(Lang::En), Some(Lang::Fr)]
+    );
+    let got = found(&report, &texts);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0].0, "maisson");
+    assert_eq!(got[0].1[0], "maison");
+    assert!(got[0].2, "maison is used elsewhere: certain");
+}
+
+#[test]
+fn french_rules_elision_doubled_words_and_typography() {
+    let texts = ["Le arbre de de la forêt est beau : vrai!"];
+    let report = CHECKER.check(&paras(&texts), &[]).expect("checks");
+    let kinds: Vec<(IssueKind, String)> = report
+        .issues
+        .iter()
+        .map(|i| (i.kind, texts[0][i.start..i.end].to_owned()))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            (IssueKind::Article, "Le arbre".to_owned()),
+            (IssueKind::RepeatedWord, " de".to_owned()),
+            (IssueKind::Typography, " ".to_owned()),
+            (IssueKind::Typography, "!".to_owned()),
+        ]
+    );
+    let off = Checker::new(
+        LanguageConfig {
+            typography: false,
+            ..LanguageConfig::default()
+        },
+        Vocabulary::default(),
+    );
+    let report = off.check(&paras(&texts), &[]).expect("checks");
+    assert!(report.issues.iter().all(|i| i.kind != IssueKind::Typography));
+}
+
+#[test]
+fn nothing_is_loaded_for_a_document_that_needs_nothing() {
+    let checker = Checker::new(LanguageConfig::default(), Vocabulary::default());
+    let report = checker.check(&[], &[]).expect("checks");
+    assert!(report.loaded.is_empty());
+    let texts = ["The server explains the addresses."];
+    let report = checker.check(&paras(&texts), &[]).expect("checks");
+    let langs: Vec<Lang> = report.loaded.iter().map(|(l, _)| *l).collect();
+    assert_eq!(langs, [Lang::En], "an English text loads English only");
+    let report = checker.check(&paras(&texts), &[]).expect("checks");
+    assert!(report.loaded.is_empty(), "loaded once per checker");
+}
+
+#[test]
+fn a_language_left_out_of_the_configuration_is_not_checked() {
+    let checker = Checker::new(
+        LanguageConfig {
+            languages: vec![Lang::Fr],
+            ..LanguageConfig::default()
+        },
+        Vocabulary::default(),
+    );
+    let texts = ["Teh server explians the adresses of the users."];
+    let report = checker.check(&paras(&texts), &[]).expect("checks");
+    assert!(report.issues.is_empty());
+    assert_eq!(report.languages, [None]);
+}

@@ -1,0 +1,244 @@
+//! The words of a paragraph that a dictionary may judge.
+//!
+//! A paragraph arrives as prose: the host has already blanked code, math,
+//! URLs, link targets and HTML byte for byte. What is left may still hold
+//! things no dictionary knows and no writer misspelled: identifiers
+//! (`camelCase`, `snake_case`, `ALLCAPS`, `x86_64`), paths, file and domain
+//! names, e-mail addresses, numbers. Those are skipped here, whole: a
+//! piece of text with any character other than letters, apostrophes and
+//! inner hyphens is not a word of the sentence.
+
+/// What a host writes in place of each byte that is not prose (code,
+/// math, URLs, link targets, markup): it separates words like a space,
+/// but no rule reads it as one (a space before `:` that is really the
+/// end of a code span is no typography slip).
+pub const BLANK: char = '\u{1f}';
+
+/// One word of a paragraph, by byte range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Token<'a> {
+    /// The word as written (letters, inner apostrophes and hyphens).
+    pub text: &'a str,
+    /// Byte offset of its first character in the paragraph.
+    pub start: usize,
+    /// Byte offset just past it.
+    pub end: usize,
+    /// `true` when it opens a sentence (first word, or after `.` `!` `?`
+    /// `:` or a list or heading marker): its capital says nothing.
+    pub sentence_start: bool,
+}
+
+impl Token<'_> {
+    /// `true` when the word starts with an upper-case letter.
+    pub fn capitalised(&self) -> bool {
+        self.text.chars().next().is_some_and(char::is_uppercase)
+    }
+}
+
+/// Characters stripped from the start of a piece of text before it is
+/// judged: brackets, quotes, emphasis marks.
+fn is_lead(c: char) -> bool {
+    matches!(
+        c,
+        '(' | '[' | '{' | '"' | '\'' | '«' | '“' | '‘' | '„' | '*' | '_' | '~' | '¿' | '¡'
+    )
+}
+
+/// Characters stripped from the end: sentence punctuation, closing
+/// brackets and quotes, emphasis marks.
+fn is_trail(c: char) -> bool {
+    matches!(
+        c,
+        '.' | ','
+            | ';'
+            | ':'
+            | '!'
+            | '?'
+            | ')'
+            | ']'
+            | '}'
+            | '"'
+            | '\''
+            | '»'
+            | '”'
+            | '’'
+            | '*'
+            | '_'
+            | '~'
+            | '…'
+    )
+}
+
+/// `true` for an apostrophe, straight or typographic.
+pub fn is_apostrophe(c: char) -> bool {
+    c == '\'' || c == '’'
+}
+
+/// `true` when `piece` ends a sentence (so the next word's capital says
+/// nothing about it being a name).
+fn ends_sentence(piece: &str) -> bool {
+    let trimmed = piece.trim_end_matches(['"', '\'', '»', '”', '’', ')', ']', '*', '_']);
+    trimmed.ends_with(['.', '!', '?', ':', '…'])
+}
+
+/// `true` when `piece` is a list or heading marker or a quote mark, after
+/// which a sentence starts.
+fn is_marker(piece: &str) -> bool {
+    matches!(piece, "-" | "*" | "+" | ">" | "—" | "–" | "•" | "|")
+        || piece.chars().all(|c| c == '#')
+        || (piece.ends_with(['.', ')'])
+            && piece.len() > 1
+            && piece[..piece.len() - 1].chars().all(|c| c.is_ascii_digit()))
+}
+
+/// `true` when the word is an identifier rather than a word: camelCase
+/// (a lower-case letter followed by an upper-case one) or ALLCAPS (two or
+/// more letters, none lower-case).
+fn is_identifier_like(core: &str) -> bool {
+    let mut prev_lower = false;
+    let mut upper = 0usize;
+    let mut lower = 0usize;
+    for c in core.chars() {
+        if c.is_uppercase() {
+            if prev_lower {
+                return true;
+            }
+            upper += 1;
+        } else if c.is_lowercase() {
+            lower += 1;
+        }
+        prev_lower = c.is_lowercase();
+    }
+    lower == 0 && upper >= 2
+}
+
+/// The words of `text` a dictionary may judge, in order.
+pub fn words(text: &str) -> Vec<Token<'_>> {
+    let mut out = Vec::new();
+    let mut sentence_start = true;
+    let mut start = None;
+    let mut pieces: Vec<(usize, usize)> = Vec::new();
+    for (i, c) in text.char_indices() {
+        if c.is_whitespace() || c == BLANK {
+            if let Some(s) = start.take() {
+                pieces.push((s, i));
+            }
+        } else if start.is_none() {
+            start = Some(i);
+        }
+    }
+    if let Some(s) = start {
+        pieces.push((s, text.len()));
+    }
+    for (s, e) in pieces {
+        let piece = &text[s..e];
+        if let Some((core_start, core)) = core_of(piece) {
+            if is_word(core) {
+                out.push(Token {
+                    text: core,
+                    start: s + core_start,
+                    end: s + core_start + core.len(),
+                    sentence_start,
+                });
+            }
+        }
+        sentence_start = ends_sentence(piece) || is_marker(piece);
+    }
+    out
+}
+
+/// The piece without its leading and trailing punctuation, with the
+/// byte offset where it starts; `None` when nothing is left.
+fn core_of(piece: &str) -> Option<(usize, &str)> {
+    let trimmed_start = piece.trim_start_matches(is_lead);
+    let offset = piece.len() - trimmed_start.len();
+    let mut core = trimmed_start.trim_end_matches(is_trail);
+    // A possessive or plural apostrophe at the end was stripped with the
+    // quotes; hyphens at either end belong to no word.
+    let lead_hyphens = core.len() - core.trim_start_matches('-').len();
+    core = core.trim_matches('-');
+    if core.is_empty() {
+        None
+    } else {
+        Some((offset + lead_hyphens, core))
+    }
+}
+
+/// `true` when `core` is a word: letters with inner apostrophes and
+/// hyphens only (no digit, no `_` `/` `.` `@`), not an identifier.
+fn is_word(core: &str) -> bool {
+    let mut prev_joiner = true;
+    for c in core.chars() {
+        if c.is_alphabetic() {
+            prev_joiner = false;
+        } else if c == '-' || is_apostrophe(c) {
+            if prev_joiner {
+                return false;
+            }
+            prev_joiner = true;
+        } else {
+            return false;
+        }
+    }
+    !prev_joiner && !is_identifier_like(core)
+}
+
+/// The lower-case form a word is counted under.
+pub fn fold(word: &str) -> String {
+    word.chars()
+        .map(|c| if c == '’' { '\'' } else { c })
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn texts(text: &str) -> Vec<&str> {
+        words(text).into_iter().map(|t| t.text).collect()
+    }
+
+    #[test]
+    fn identifiers_paths_and_numbers_are_not_words() {
+        assert_eq!(
+            texts("Set maxRetries and MAX_SIZE in config/app.toml, see a.b@c.fr or x86_64 v2 HTTP"),
+            ["Set", "and", "in", "see", "or"]
+        );
+        assert_eq!(texts("the `   ` function"), ["the", "function"]);
+    }
+
+    #[test]
+    fn punctuation_quotes_and_emphasis_are_stripped() {
+        let t = words("(**Teh** \"quick\", l’arbre) well-known -- users' «mot»");
+        let got: Vec<&str> = t.iter().map(|w| w.text).collect();
+        assert_eq!(got, ["Teh", "quick", "l’arbre", "well-known", "users", "mot"]);
+        let text = "(**Teh** x";
+        let w = &words(text)[0];
+        assert_eq!(&text[w.start..w.end], "Teh");
+    }
+
+    #[test]
+    fn sentence_starts_are_known() {
+        let t = words("Alpha beta. Gamma delta: Epsilon\n- Zeta and 2. Eta");
+        let starts: Vec<(&str, bool)> = t.iter().map(|w| (w.text, w.sentence_start)).collect();
+        assert_eq!(
+            starts,
+            [
+                ("Alpha", true),
+                ("beta", false),
+                ("Gamma", true),
+                ("delta", false),
+                ("Epsilon", true),
+                ("Zeta", true),
+                ("and", false),
+                ("Eta", true)
+            ]
+        );
+    }
+
+    #[test]
+    fn folding_lowers_and_straightens_apostrophes() {
+        assert_eq!(fold("L’Arbre"), "l'arbre");
+    }
+}
