@@ -55,7 +55,9 @@ pub fn distance(a: &str, b: &str) -> usize {
     for i in 1..=a.len() {
         for j in 1..=b.len() {
             let cost = usize::from(a[i - 1] != b[j - 1]);
-            let mut v = (d[i - 1][j] + 1).min(d[i][j - 1] + 1).min(d[i - 1][j - 1] + cost);
+            let mut v = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
             if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
                 v = v.min(d[i - 2][j - 2] + 1);
             }
@@ -70,8 +72,12 @@ pub fn distance(a: &str, b: &str) -> usize {
 pub fn match_case(word: &str, model: &str) -> String {
     let mut m = model.chars().filter(|c| c.is_alphabetic());
     let first_upper = m.next().is_some_and(char::is_uppercase);
-    let all_upper = first_upper && model.chars().filter(|c| c.is_alphabetic()).count() > 1
-        && model.chars().filter(|c| c.is_alphabetic()).all(char::is_uppercase);
+    let all_upper = first_upper
+        && model.chars().filter(|c| c.is_alphabetic()).count() > 1
+        && model
+            .chars()
+            .filter(|c| c.is_alphabetic())
+            .all(char::is_uppercase);
     if all_upper {
         word.to_uppercase()
     } else if first_upper {
@@ -92,8 +98,14 @@ mod tests {
     fn one_edit_holds_each_kind_of_slip() {
         let e = one_edit("explians");
         assert!(e.contains(&"explains".to_owned()), "swap");
-        assert!(one_edit("adresses").contains(&"addresses".to_owned()), "added");
-        assert!(one_edit("developpement").contains(&"développement".to_owned()), "changed");
+        assert!(
+            one_edit("adresses").contains(&"addresses".to_owned()),
+            "added"
+        );
+        assert!(
+            one_edit("developpement").contains(&"développement".to_owned()),
+            "changed"
+        );
         assert!(one_edit("thhe").contains(&"the".to_owned()), "dropped");
         assert!(!e.contains(&"explians".to_owned()));
     }

@@ -146,8 +146,24 @@ impl English {
             // "a or b", "type a and press": the letter, not the article.
             if matches!(
                 b.text,
-                "and" | "or" | "of" | "is" | "in" | "to" | "as" | "if" | "on" | "at" | "it"
-                    | "are" | "was" | "were" | "be" | "by" | "an" | "a"
+                "and"
+                    | "or"
+                    | "of"
+                    | "is"
+                    | "in"
+                    | "to"
+                    | "as"
+                    | "if"
+                    | "on"
+                    | "at"
+                    | "it"
+                    | "are"
+                    | "was"
+                    | "were"
+                    | "be"
+                    | "by"
+                    | "an"
+                    | "a"
             ) {
                 continue;
             }
@@ -291,7 +307,14 @@ pub(crate) mod tests {
 
     #[test]
     fn the_dictionary_knows_words_possessives_and_compounds() {
-        for w in ["explains", "addresses", "The", "user’s", "Kubernetes's", "read-only"] {
+        for w in [
+            "explains",
+            "addresses",
+            "The",
+            "user’s",
+            "Kubernetes's",
+            "read-only",
+        ] {
             assert!(EN.knows(w), "{w}");
         }
         for w in ["explians", "teh", "adresses", "recieve"] {
@@ -301,9 +324,15 @@ pub(crate) mod tests {
 
     #[test]
     fn suggestions_hold_the_intended_word() {
-        assert!(EN.candidates("explians", 1, 20).contains(&"explains".to_owned()));
-        assert!(EN.candidates("adresses", 1, 20).contains(&"addresses".to_owned()));
-        assert!(EN.candidates("explnais", 2, 50).contains(&"explains".to_owned()));
+        assert!(EN
+            .candidates("explians", 1, 20)
+            .contains(&"explains".to_owned()));
+        assert!(EN
+            .candidates("adresses", 1, 20)
+            .contains(&"addresses".to_owned()));
+        assert!(EN
+            .candidates("explnais", 2, 50)
+            .contains(&"explains".to_owned()));
     }
 
     #[test]

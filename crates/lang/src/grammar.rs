@@ -24,7 +24,10 @@ pub struct Hit {
 /// "nous nous sommes", "vous vous êtes".
 fn may_repeat(word: &str, lang: Lang) -> bool {
     match lang {
-        Lang::En => matches!(word, "had" | "that" | "is" | "do" | "bye" | "very" | "so" | "no"),
+        Lang::En => matches!(
+            word,
+            "had" | "that" | "is" | "do" | "bye" | "very" | "so" | "no"
+        ),
         Lang::Fr => matches!(word, "nous" | "vous" | "très" | "si" | "non" | "bien"),
     }
 }

@@ -101,8 +101,12 @@ pub struct LanguageConfig {
     /// The grammar rules (`repeated_word`, `article`, `agreement`,
     /// `confusion`).
     pub grammar: bool,
-    /// French typography (`typography`).
+    /// French typography (`typography`): a missing space before `;` `:`
+    /// `!` `?` or inside « ».
     pub typography: bool,
+    /// French typography, strict: also a plain (breaking) space where a
+    /// no-break one belongs.
+    pub typography_strict: bool,
     /// How many times a word unknown to the dictionary must appear in the
     /// document to count as the document's own vocabulary (0: never).
     pub document_words: u32,
@@ -119,6 +123,7 @@ impl Default for LanguageConfig {
             spelling: true,
             grammar: true,
             typography: true,
+            typography_strict: false,
             document_words: 2,
             harper_rules: false,
         }
@@ -201,6 +206,9 @@ pub enum LangError {
     /// The bundled French dictionary did not load.
     #[error("the French dictionary did not load: {0}")]
     FrenchDictionary(String),
+    /// The caller's `stop` asked to give up.
+    #[error("stopped before the end")]
+    Stopped,
     /// A project word list is malformed.
     #[error("{0}")]
     Words(String),
@@ -236,13 +244,12 @@ impl Checker {
     fn english(&self) -> (Result<&english::English, LangError>, Option<Duration>) {
         let loaded_before = self.english.get().is_some();
         let t = std::time::Instant::now();
-        let e = self.english.get_or_init(|| {
-            english::English::load(self.config.dialect, self.config.harper_rules)
-        });
+        let e = self
+            .english
+            .get_or_init(|| english::English::load(self.config.dialect, self.config.harper_rules));
         let took = (!loaded_before).then(|| t.elapsed());
         (
-            e.as_ref()
-                .map_err(|e| LangError::EnglishWords(e.clone())),
+            e.as_ref().map_err(|e| LangError::EnglishWords(e.clone())),
             took,
         )
     }
@@ -262,8 +269,24 @@ impl Checker {
 
     /// Checks `paragraphs`, one document's prose in order. `terms` are
     /// words the document defines (its glossary): never misspellings.
-    pub fn check(&self, paragraphs: &[Paragraph<'_>], terms: &[String]) -> Result<Report, LangError> {
-        spell::check_document(self, paragraphs, terms)
+    pub fn check(
+        &self,
+        paragraphs: &[Paragraph<'_>],
+        terms: &[String],
+    ) -> Result<Report, LangError> {
+        spell::check_document(self, paragraphs, terms, &|| false)
+    }
+
+    /// [`Checker::check`], asking `stop` between paragraphs whether to
+    /// give up ([`LangError::Stopped`]): an editor's newer text, a time
+    /// budget.
+    pub fn check_until(
+        &self,
+        paragraphs: &[Paragraph<'_>],
+        terms: &[String],
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Report, LangError> {
+        spell::check_document(self, paragraphs, terms, stop)
     }
 }
 

@@ -145,6 +145,7 @@ pub(crate) fn check_document(
     checker: &Checker,
     paragraphs: &[Paragraph<'_>],
     terms: &[String],
+    stop: &dyn Fn() -> bool,
 ) -> Result<Report, LangError> {
     let config = checker.config();
     let langs = languages(paragraphs, &config.languages);
@@ -161,10 +162,14 @@ pub(crate) fn check_document(
     let mut issues = Vec::new();
     for (i, p) in paragraphs.iter().enumerate() {
         let Some(lang) = langs[i] else { continue };
+        if stop() {
+            return Err(LangError::Stopped);
+        }
         let mut hits: Vec<Hit> = Vec::new();
         if config.spelling {
             for t in &tokens[i] {
-                if let Some(v) = word_verdict(checker, &mut dicts, &doc, &mut verdicts, lang, p, t)? {
+                if let Some(v) = word_verdict(checker, &mut dicts, &doc, &mut verdicts, lang, p, t)?
+                {
                     let likely = v.likely;
                     let hit = Hit {
                         start: t.start,
@@ -190,7 +195,7 @@ pub(crate) fn check_document(
             }
         }
         if config.typography && lang == Lang::Fr {
-            hits.extend(rules::typography(p.text));
+            hits.extend(rules::typography(p.text, config.typography_strict));
         }
         issues.extend(hits.into_iter().map(|h| issue(i, lang, h, true)));
     }
@@ -326,12 +331,20 @@ fn judge(
     let certain = letters >= 3 && doc.count(&fold(t.text)) <= 1 && used.len() == 1;
     let mut suggestions: Vec<String> = near.clone();
     if suggestions.is_empty() && letters >= 4 {
+        // English words two edits away come from an automaton over the
+        // word list. French has none: Hunspell's own suggestions take tens
+        // of milliseconds a word and vary from run to run, so a French
+        // word with nothing one edit away gets no suggestion.
         let mut more = match lang {
             Lang::En => dicts.english()?.candidates(&lower, 2, 8),
-            Lang::Fr => dicts.french()?.suggest(&lower),
+            Lang::Fr => Vec::new(),
         };
         // Closest first; the source's own order among equals.
-        more.sort_by_key(|w| distance(&lower, &w.to_lowercase()));
+        more.sort_by(|a, b| {
+            distance(&lower, a)
+                .cmp(&distance(&lower, b))
+                .then_with(|| a.cmp(b))
+        });
         suggestions.extend(more);
     }
     suggestions.dedup();
@@ -342,7 +355,11 @@ fn judge(
         .collect();
     // A short word the dictionary lacks is more often an abbreviation
     // than a slip, unless the document itself points at the word meant.
-    let likely = if letters <= 3 { certain } else { !near.is_empty() };
+    let likely = if letters <= 3 {
+        certain
+    } else {
+        !near.is_empty()
+    };
     let name = lang.name();
     let message = if likely {
         format!(

@@ -212,7 +212,10 @@ mod tests {
     fn punctuation_quotes_and_emphasis_are_stripped() {
         let t = words("(**Teh** \"quick\", l’arbre) well-known -- users' «mot»");
         let got: Vec<&str> = t.iter().map(|w| w.text).collect();
-        assert_eq!(got, ["Teh", "quick", "l’arbre", "well-known", "users", "mot"]);
+        assert_eq!(
+            got,
+            ["Teh", "quick", "l’arbre", "well-known", "users", "mot"]
+        );
         let text = "(**Teh** x";
         let w = &words(text)[0];
         assert_eq!(&text[w.start..w.end], "Teh");

@@ -141,7 +141,11 @@ mod tests {
     fn a_bad_pattern_is_named() {
         let e = Vocabulary::new(&words(&["[oops"]), &[], "koas.toml [language] accept")
             .expect_err("bad");
-        assert!(e.to_string().contains("koas.toml [language] accept: \"[oops\""), "{e}");
+        assert!(
+            e.to_string()
+                .contains("koas.toml [language] accept: \"[oops\""),
+            "{e}"
+        );
     }
 
     #[test]

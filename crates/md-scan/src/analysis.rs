@@ -4,10 +4,13 @@
 //! plugin run and an in-process run give identical output.
 
 use crate::budget::{Budget, CheckError};
-use crate::config::{FingerprintConfig, NumberingConfig, ProjectConfig, ScanConfig};
+use crate::config::{
+    FingerprintConfig, LanguageSection, NumberingConfig, ProjectConfig, ScanConfig,
+};
 use crate::consistency::ConsistencyScan;
 use crate::document::{Document, Stage1View};
 use crate::fingerprint::fingerprint_chunks;
+use crate::language::LanguageCheck;
 use crate::markdown;
 use crate::numbering::NumberingControl;
 use crate::stage1::Stage1Artifacts;
@@ -144,6 +147,48 @@ pub fn numbering_control(
     })
 }
 
+fn language_on(
+    doc: &Document<'_>,
+    check: &LanguageCheck,
+    suppressions: &Suppressions,
+    budget: &Budget<'_>,
+) -> Result<(Vec<Finding>, Vec<String>), ScanError> {
+    match check.run(doc, &|| budget.expired())? {
+        Some((findings, loaded)) => Ok((finish(doc, suppressions, findings), loaded)),
+        // Stopped for the budget: the caller discards partial results.
+        None => Ok((Vec::new(), Vec::new())),
+    }
+}
+
+/// What the language checks return: findings and warnings, and the time
+/// each dictionary took to load (for the kernel's log).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LanguageOutput {
+    /// Findings (located and sorted) and warnings.
+    pub output: ScanOutput,
+    /// `"English dictionary loaded in 0.1 ms"`, one line a dictionary.
+    pub loaded: Vec<String>,
+}
+
+/// `md_language_check`: spelling, grammar and French typography.
+pub fn language_check(
+    view: Stage1View<'_>,
+    config: &LanguageSection,
+) -> Result<LanguageOutput, ScanError> {
+    let check = LanguageCheck::new(config)?;
+    let doc = Document::new(view)?;
+    let suppressions = Suppressions::parse(&doc);
+    let (findings, loaded) = language_on(&doc, &check, &suppressions, &Budget::unlimited())?;
+    Ok(LanguageOutput {
+        output: ScanOutput {
+            findings,
+            warnings: suppression_warnings(&suppressions),
+            unknown_kinds: suppressions.unknown_kinds.clone(),
+        },
+        loaded,
+    })
+}
+
 /// `md_fingerprint_chunk`: one fingerprint per chunk of the view's plan.
 pub fn chunk_fingerprints(
     view: Stage1View<'_>,
@@ -159,6 +204,7 @@ pub fn chunk_fingerprints(
 pub struct Checker {
     scan: ConsistencyScan,
     control: NumberingControl,
+    language: LanguageCheck,
     project: ProjectConfig,
     /// Whether a document has warmed the regexes (see [`Checker::check`]).
     warmed: std::sync::atomic::AtomicBool,
@@ -170,12 +216,14 @@ impl Checker {
         Ok(Checker {
             scan: ConsistencyScan::new(&project.scan)?,
             control: NumberingControl::new(&project.numbering)?,
+            language: LanguageCheck::new(&project.language)?,
             project: project.clone(),
             warmed: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
-    /// Stage 1 and both Stage 2 checks on one document, in-process, then
+    /// Stage 1 and the Stage 2 checks (consistency, numbering, language)
+    /// on one document, in-process, then
     /// the project's disabled kinds and severities applied.
     pub fn check(&self, text: &str) -> Result<ScanOutput, ScanError> {
         self.run(text, &Budget::unlimited())
@@ -233,12 +281,18 @@ impl Checker {
         }
         let doc = Document::new(stage1.view(text))?;
         let suppressions = Suppressions::parse(&doc);
-        // Both checks read the same document and nothing else: in parallel.
-        let (mut findings, numbering) = rayon::join(
+        // The checks read the same document and nothing else: in parallel.
+        let (mut findings, (numbering, language)) = rayon::join(
             || consistency_on(&doc, &self.scan, &suppressions, parsed, budget),
-            || numbering_on(&doc, &self.control, &suppressions, budget).0,
+            || {
+                rayon::join(
+                    || numbering_on(&doc, &self.control, &suppressions, budget).0,
+                    || language_on(&doc, &self.language, &suppressions, budget),
+                )
+            },
         );
         findings.extend(numbering);
+        findings.extend(language?.0);
         self.project.check.policy().apply(&mut findings);
         sort_findings(&mut findings);
         Ok(ScanOutput {

@@ -5,12 +5,13 @@
 //! kernels declare it, with its kernel (`heading_length/heading_too_long`).
 
 use crate::config::CheckSection;
-use crate::{CONSISTENCY_KERNEL, NUMBERING_KERNEL};
+use crate::{CONSISTENCY_KERNEL, LANGUAGE_KERNEL, NUMBERING_KERNEL};
 use koas_review_schema::findings::{FindingKind, Severity};
 use std::collections::BTreeMap;
 
-/// The built-in kinds `md_numbering_control` reports; `md_consistency_scan`
-/// reports every other built-in kind.
+/// The built-in kinds `md_numbering_control` reports; `md_language_check`
+/// reports the language kinds ([`FindingKind::LANGUAGE`]),
+/// `md_consistency_scan` every other built-in kind.
 pub const NUMBERING_KINDS: [FindingKind; 6] = [
     FindingKind::HeadingLevelSkip,
     FindingKind::EmptyHeading,
@@ -24,6 +25,8 @@ pub const NUMBERING_KINDS: [FindingKind; 6] = [
 pub fn builtin_kernel(kind: FindingKind) -> &'static str {
     if NUMBERING_KINDS.contains(&kind) {
         NUMBERING_KERNEL
+    } else if kind.is_language() {
+        LANGUAGE_KERNEL
     } else {
         CONSISTENCY_KERNEL
     }
@@ -139,9 +142,9 @@ impl KindCatalog {
 
     /// The kinds declared by kernels other than the built-in checks.
     pub fn others(&self) -> impl Iterator<Item = &KindEntry> {
-        self.entries
-            .iter()
-            .filter(|e| e.kernel != CONSISTENCY_KERNEL && e.kernel != NUMBERING_KERNEL)
+        self.entries.iter().filter(|e| {
+            ![CONSISTENCY_KERNEL, NUMBERING_KERNEL, LANGUAGE_KERNEL].contains(&e.kernel.as_str())
+        })
     }
 
     /// The names a user may give the other kernels' kinds: bare, and
@@ -262,7 +265,9 @@ mod tests {
     fn every_builtin_kind_has_one_kernel() {
         let numbering = builtin_kinds(NUMBERING_KERNEL).len();
         let consistency = builtin_kinds(CONSISTENCY_KERNEL).len();
-        assert_eq!(numbering + consistency, FindingKind::ALL.len());
+        let language = builtin_kinds(LANGUAGE_KERNEL).len();
+        assert_eq!(numbering + consistency + language, FindingKind::ALL.len());
+        assert_eq!(language, FindingKind::LANGUAGE.len());
         assert_eq!(numbering, NUMBERING_KINDS.len());
         assert_eq!(
             builtin_named("md_numbering_control/missing_target"),

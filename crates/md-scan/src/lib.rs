@@ -9,6 +9,9 @@
 //! * **`md_numbering_control`** ([`numbering_control`]): heading level
 //!   skips, figure/table/equation numbering gaps and duplicates, references
 //!   to missing figures/tables/equations, renumbering proposals.
+//! * **`md_language_check`** ([`language_check`]): misspellings with
+//!   ranked suggestions, doubled words, articles, French elision and
+//!   typography, through `koas-lang` (English and French, per paragraph).
 //! * **`md_fingerprint_chunk`** ([`chunk_fingerprints`]): the structural
 //!   features of each chunk and whether it `triggers_recipe`.
 //! * **`koas check`** ([`check_document`] and [`report`]): Stage 1 and
@@ -35,6 +38,7 @@ pub mod fingerprint;
 pub mod fix;
 mod gate;
 pub mod kinds;
+mod language;
 pub mod markdown;
 mod numbering;
 pub mod numbers;
@@ -47,12 +51,13 @@ pub mod tables;
 mod words;
 
 pub use analysis::{
-    check_document, chunk_fingerprints, consistency_scan, numbering_control, Checker,
-    NumberingOutput, ScanOutput,
+    check_document, chunk_fingerprints, consistency_scan, language_check, numbering_control,
+    Checker, LanguageOutput, NumberingOutput, ScanOutput,
 };
 pub use budget::{Budget, CheckError, Interrupt};
 pub use consistency::KERNEL as CONSISTENCY_KERNEL;
 pub use document::{Document, Stage1View};
 pub use error::ScanError;
 pub use fingerprint::KERNEL as FINGERPRINT_KERNEL;
+pub use language::KERNEL as LANGUAGE_KERNEL;
 pub use numbering::KERNEL as NUMBERING_KERNEL;

@@ -76,7 +76,7 @@ proptest! {
         let lines = s1.sections.line_count;
         for f in &findings {
             prop_assert!(1 <= f.line && f.line <= f.line_end && f.line_end <= lines, "{f:?} in {lines} lines");
-            prop_assert!(f.kernel == "md_consistency_scan" || f.kernel == "md_numbering_control");
+            prop_assert!(["md_consistency_scan", "md_numbering_control", "md_language_check"].contains(&f.kernel.as_str()));
             if let Some(block) = s1.protected.block_at_line(f.line) {
                 prop_assert!(
                     block.kind == BlockKind::Table && is_table_kind(f.kind),

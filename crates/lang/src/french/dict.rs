@@ -34,11 +34,4 @@ impl FrenchDict {
         };
         self.dict.check(&other)
     }
-
-    /// Hunspell's suggestions for `word`, best first.
-    pub fn suggest(&self, word: &str) -> Vec<String> {
-        let mut out = Vec::new();
-        self.dict.suggest(word, &mut out);
-        out
-    }
 }

@@ -78,11 +78,6 @@ impl French {
         }
         ("", word)
     }
-
-    /// Hunspell's suggestions for `word`, best first.
-    pub fn suggest(&self, word: &str) -> Vec<String> {
-        self.dict.suggest(word)
-    }
 }
 
 #[cfg(test)]

@@ -23,21 +23,73 @@ const ELIDING: &[(&str, &str)] = &[
 
 /// Words starting with a vowel before which nothing is elided.
 const NO_ELISION: &[&str] = &[
-    "onze", "onzième", "oui", "ouistiti", "ouate", "uhlan", "ululement", "ululer",
+    "onze",
+    "onzième",
+    "oui",
+    "ouistiti",
+    "ouate",
+    "uhlan",
+    "ululement",
+    "ululer",
 ];
 
 /// Words with a mute h (elided before: "l’heure"). An h word not listed
 /// here is taken as aspirated ("le hash", "le header"), which is also
 /// what English loanwords are.
 const MUTE_H: &[&str] = &[
-    "habilitation", "habilitations", "habillage", "habitant", "habitants", "habitation",
-    "habitude", "habitudes", "hameçonnage", "harmonie", "harmonisation", "hébergement",
-    "hébergements", "hébergeur", "hébergeurs", "héritage", "héritages", "héritier", "herbe",
-    "heure", "heures", "histoire", "historique", "historiques", "hiver", "homme", "hommes",
-    "homologation", "homologue", "honneur", "hôpital", "horaire", "horaires", "horizon",
-    "hôte", "hôtes", "hôtel", "huile", "humain", "humains", "humanité", "humeur", "humour",
-    "hygiène", "hypothèse", "hypothèses", "hydrogène", "hébergé", "hébergée", "hébergés",
-    "hébergées", "héberger", "héberge",
+    "habilitation",
+    "habilitations",
+    "habillage",
+    "habitant",
+    "habitants",
+    "habitation",
+    "habitude",
+    "habitudes",
+    "hameçonnage",
+    "harmonie",
+    "harmonisation",
+    "hébergement",
+    "hébergements",
+    "hébergeur",
+    "hébergeurs",
+    "héritage",
+    "héritages",
+    "héritier",
+    "herbe",
+    "heure",
+    "heures",
+    "histoire",
+    "historique",
+    "historiques",
+    "hiver",
+    "homme",
+    "hommes",
+    "homologation",
+    "homologue",
+    "honneur",
+    "hôpital",
+    "horaire",
+    "horaires",
+    "horizon",
+    "hôte",
+    "hôtes",
+    "hôtel",
+    "huile",
+    "humain",
+    "humains",
+    "humanité",
+    "humeur",
+    "humour",
+    "hygiène",
+    "hypothèse",
+    "hypothèses",
+    "hydrogène",
+    "hébergé",
+    "hébergée",
+    "hébergés",
+    "hébergées",
+    "héberger",
+    "héberge",
 ];
 
 fn starts_with_vowel(word: &str) -> bool {
@@ -46,8 +98,9 @@ fn starts_with_vowel(word: &str) -> bool {
         return false;
     }
     match lower.chars().next() {
-        Some('a' | 'e' | 'i' | 'o' | 'u' | 'é' | 'è' | 'ê' | 'à' | 'â' | 'î' | 'ï' | 'ô' | 'û'
-        | 'œ') => true,
+        Some(
+            'a' | 'e' | 'i' | 'o' | 'u' | 'é' | 'è' | 'ê' | 'à' | 'â' | 'î' | 'ï' | 'ô' | 'û' | 'œ',
+        ) => true,
         Some('h') => MUTE_H.contains(&lower.as_str()),
         _ => false,
     }
@@ -124,8 +177,11 @@ fn is_nbsp(c: char) -> bool {
     c == '\u{a0}' || c == '\u{202f}'
 }
 
-/// Missing or breaking spaces before `;` `:` `!` `?` and inside « ».
-pub fn typography(text: &str) -> Vec<Hit> {
+/// Missing spaces before `;` `:` `!` `?` and inside « »; with `strict`,
+/// also the breaking spaces there that should be no-break ones (most
+/// French written on a keyboard types a plain space: reported only when
+/// a project asks).
+pub fn typography(text: &str, strict: bool) -> Vec<Hit> {
     let mut out = Vec::new();
     let chars: Vec<(usize, char)> = text.char_indices().collect();
     for (k, &(i, c)) in chars.iter().enumerate() {
@@ -139,7 +195,8 @@ pub fn typography(text: &str) -> Vec<Hit> {
                 // emoji code (`:ok:`), a line's first character.
                 if matches!(p, ';' | ':' | '!' | '?' | '\n' | BLANK)
                     || (c == '!' && next == Some('['))
-                    || (c == ':' && (p.is_ascii_digit() || next.is_some_and(|n| !n.is_whitespace())))
+                    || (c == ':'
+                        && (p.is_ascii_digit() || next.is_some_and(|n| !n.is_whitespace())))
                     || next.is_some_and(|n| matches!(n, ')' | '(' | '/' | '-' | BLANK))
                     || is_nbsp(p)
                     || (c == ':' && in_colon_code(&chars, k))
@@ -148,16 +205,15 @@ pub fn typography(text: &str) -> Vec<Hit> {
                 }
                 let space = wanted_space(c);
                 if p == ' ' {
-                    let start = i - 1;
-                    out.push(space_hit(start, i, c, space, true));
+                    if strict {
+                        out.push(space_hit(i - 1, i, c, space, true));
+                    }
                 } else if p.is_alphanumeric() || matches!(p, '»' | ')' | '*' | '_' | '"' | '”') {
                     out.push(Hit {
                         start: i,
                         end: i + c.len_utf8(),
                         kind: IssueKind::Typography,
-                        message: format!(
-                            "French typography puts a no-break space before “{c}”"
-                        ),
+                        message: format!("French typography puts a no-break space before “{c}”"),
                         suggestions: vec![format!("{space}{c}")],
                         certain: false,
                     });
@@ -166,8 +222,10 @@ pub fn typography(text: &str) -> Vec<Hit> {
             '«' => {
                 if let Some(n) = next {
                     if n == ' ' {
-                        let at = i + c.len_utf8();
-                        out.push(space_hit(at, at + 1, c, wanted_space(c), false));
+                        if strict {
+                            let at = i + c.len_utf8();
+                            out.push(space_hit(at, at + 1, c, wanted_space(c), false));
+                        }
                     } else if n.is_alphanumeric() {
                         out.push(Hit {
                             start: i,
@@ -183,7 +241,9 @@ pub fn typography(text: &str) -> Vec<Hit> {
             '»' => {
                 if let Some(p) = prev {
                     if p == ' ' {
-                        out.push(space_hit(i - 1, i, c, wanted_space(c), true));
+                        if strict {
+                            out.push(space_hit(i - 1, i, c, wanted_space(c), true));
+                        }
                     } else if p.is_alphanumeric() || matches!(p, '.' | '!' | '?') {
                         out.push(Hit {
                             start: i,
@@ -224,7 +284,9 @@ fn space_hit(start: usize, end: usize, mark: char, space: char, before: bool) ->
         start,
         end,
         kind: IssueKind::Typography,
-        message: format!("The space {side} “{mark}” can break the line: French typography puts {kind} there"),
+        message: format!(
+            "The space {side} “{mark}” can break the line: French typography puts {kind} there"
+        ),
         suggestions: vec![space.to_string()],
         certain: false,
     }
@@ -267,8 +329,11 @@ mod tests {
     #[test]
     fn typography_wants_no_break_spaces() {
         let t = "Attention : vrai! « mot » et «mot» ; ok\u{a0}: ![img] 10:30 :ok: fin?";
-        let hits = typography(t);
+        let hits = typography(t, true);
         let got: Vec<&str> = hits.iter().map(|h| &t[h.start..h.end]).collect();
         assert_eq!(got, [" ", "!", " ", " ", "«", "»", " ", "?"], "{hits:?}");
+        let hits = typography(t, false);
+        let got: Vec<&str> = hits.iter().map(|h| &t[h.start..h.end]).collect();
+        assert_eq!(got, ["!", "«", "»", "?"], "{hits:?}");
     }
 }

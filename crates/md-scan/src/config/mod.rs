@@ -2,11 +2,13 @@
 //! kernel's default config) and the project file `koas.toml` that
 //! `koas check` reads.
 
+mod language;
 mod numbering;
 mod project;
 mod scan;
 
 pub use koas_review_schema::fingerprint::FingerprintConfig;
+pub use language::{LanguageSection, DEFAULT_WORDS_FILE, MAX_WORDS_FILE_BYTES};
 pub use numbering::NumberingConfig;
 pub use project::{
     find_project_config, CheckSection, FindingsPolicy, KernelsSection, ProjectConfig,

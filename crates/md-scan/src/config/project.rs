@@ -14,6 +14,7 @@
 //!
 //! [numbering]                            # md_numbering_control settings
 //! [fingerprint]                          # md_fingerprint_chunk thresholds
+//! [language]                             # md_language_check: languages, words
 //! [llm]                                  # the model (checked by the LLM service)
 //! [limits]                               # kernel limits of the review commands
 //! ```
@@ -24,7 +25,7 @@
 //! nothing. `[llm]` and `[limits]` are kept as raw tables here; the runtime
 //! checks them.
 
-use super::{FingerprintConfig, NumberingConfig, ScanConfig};
+use super::{FingerprintConfig, LanguageSection, NumberingConfig, ScanConfig};
 use crate::ScanError;
 use koas_review_schema::findings::{Finding, FindingKind, Severity};
 use serde::{Deserialize, Serialize};
@@ -50,6 +51,8 @@ pub struct ProjectConfig {
     /// The `[fingerprint]` table: trigger thresholds of
     /// `md_fingerprint_chunk`.
     pub fingerprint: FingerprintConfig,
+    /// The `[language]` table: settings of `md_language_check`.
+    pub language: LanguageSection,
     /// The `[llm]` table, checked by the runtime's LLM service.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub llm: Option<toml::Table>,
@@ -295,7 +298,10 @@ impl ProjectConfig {
                 "over {MAX_PROJECT_CONFIG_BYTES} bytes, not read"
             )));
         }
-        Self::from_toml_str(&text, path)
+        let mut config = Self::from_toml_str(&text, path)?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        config.language.read_words(base).map_err(refused)?;
+        Ok(config)
     }
 
     /// `true` when findings of `kind` are reported.

@@ -161,7 +161,7 @@ mod tests {
         let run = &v["runs"][0];
         assert_eq!(
             run["tool"]["driver"]["rules"].as_array().map(Vec::len),
-            Some(15)
+            Some(FindingKind::ALL.len())
         );
         let r = &run["results"][0];
         assert_eq!(r["ruleId"], "missing_target");

@@ -1,0 +1,333 @@
+//! `md_language_check`: spelling, grammar and French typography on the
+//! document's prose, through `koas-lang`.
+//!
+//! This module is the Markdown side: it cuts the prose into paragraphs
+//! (a heading, a list item, a run of text lines), writes
+//! [`koas_lang::tokens::BLANK`] over every byte that is not prose (Stage
+//! 1's protected inline spans, link targets, HTML tags, URLs), finds the
+//! terms a glossary section defines, and turns the library's issues into
+//! findings on lines and columns, with a fix when one is certain.
+
+use crate::config::LanguageSection;
+use crate::document::Document;
+use crate::words::mask_markup;
+use crate::ScanError;
+use koas_lang::{Issue, IssueKind, LangError, Paragraph, Vocabulary};
+use koas_review_schema::findings::{Finding, FindingKind, Fix, FixEdit, Severity};
+use koas_review_schema::stage1::LineNo;
+
+/// The kernel name findings of the language checks carry.
+pub const KERNEL: &str = "md_language_check";
+
+/// The language checks with their configuration compiled.
+pub struct LanguageCheck {
+    checker: koas_lang::Checker,
+}
+
+impl LanguageCheck {
+    /// The checks `section` configures (its word files already read into
+    /// `accept`).
+    pub fn new(section: &LanguageSection) -> Result<Self, ScanError> {
+        let words =
+            Vocabulary::new(&section.accept, &section.reject, "[language]").map_err(|e| {
+                ScanError::InvalidConfig {
+                    key: "language".into(),
+                    reason: e.to_string(),
+                }
+            })?;
+        Ok(LanguageCheck {
+            checker: koas_lang::Checker::new(section.options(), words),
+        })
+    }
+
+    /// The findings of `doc` (unsorted, not yet located); `None` when
+    /// `stop` asked to give up. The time each dictionary took to load, when
+    /// this check loaded one, goes to `loaded`.
+    pub fn run(
+        &self,
+        doc: &Document<'_>,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Option<(Vec<Finding>, Vec<String>)>, ScanError> {
+        let paragraphs = paragraphs(doc);
+        let views: Vec<Paragraph<'_>> = paragraphs
+            .iter()
+            .map(|p| Paragraph {
+                text: &p.text,
+                heading: p.heading,
+            })
+            .collect();
+        let terms = glossary_terms(doc);
+        let report = match self.checker.check_until(&views, &terms, stop) {
+            Ok(r) => r,
+            Err(LangError::Stopped) => return Ok(None),
+            Err(e) => {
+                return Err(ScanError::InvalidConfig {
+                    key: "language".into(),
+                    reason: e.to_string(),
+                })
+            }
+        };
+        let loaded = report
+            .loaded
+            .iter()
+            .map(|(lang, took)| {
+                format!(
+                    "{} dictionary loaded in {:.1} ms",
+                    lang.name(),
+                    took.as_secs_f64() * 1000.0
+                )
+            })
+            .collect();
+        let findings = report
+            .issues
+            .iter()
+            .filter_map(|issue| finding(doc, &paragraphs, issue))
+            .collect();
+        Ok(Some((findings, loaded)))
+    }
+}
+
+/// One paragraph of prose and where its lines come from.
+struct ProseParagraph {
+    /// Its lines joined by `\n`, non-prose bytes written as BLANK.
+    text: String,
+    heading: bool,
+    /// `(line, offset of the line in text)`, in order.
+    lines: Vec<(LineNo, usize)>,
+}
+
+/// `true` when `line` opens a list item (`- `, `* `, `+ `, `1. `, `1) `).
+fn opens_item(line: &str) -> bool {
+    let t = line.trim_start_matches([' ', '>']);
+    if let Some(rest) = t.strip_prefix(['-', '*', '+']) {
+        return rest.starts_with(' ');
+    }
+    let digits = t.len() - t.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    digits > 0 && t[digits..].starts_with(['.', ')']) && t[digits + 1..].starts_with(' ')
+}
+
+/// The prose of `line`: the raw text with every byte Stage 1 or the
+/// markup mask blanked written as BLANK (same length, valid UTF-8).
+fn prose_line(doc: &Document<'_>, line: LineNo) -> Option<String> {
+    let masked = doc.prose(line)?;
+    let masked = mask_markup(masked);
+    let raw = doc.line(line);
+    if masked.len() != raw.len() {
+        return None;
+    }
+    let blank = koas_lang::tokens::BLANK as u8;
+    let bytes: Vec<u8> = raw
+        .bytes()
+        .zip(masked.bytes())
+        .map(|(r, m)| if m == b' ' && r != b' ' { blank } else { r })
+        .collect();
+    String::from_utf8(bytes).ok()
+}
+
+/// The document's prose, paragraph by paragraph.
+fn paragraphs(doc: &Document<'_>) -> Vec<ProseParagraph> {
+    let mut out: Vec<ProseParagraph> = Vec::new();
+    let mut open = false;
+    for line in 1..=doc.line_count() {
+        let Some(text) = prose_line(doc, line) else {
+            open = false;
+            continue;
+        };
+        if text.trim().is_empty() {
+            open = false;
+            continue;
+        }
+        let heading = doc.is_heading(line);
+        let continues =
+            open && !heading && !opens_item(&text) && out.last().is_some_and(|p| !p.heading);
+        match out.last_mut() {
+            Some(p) if continues => {
+                p.text.push('\n');
+                p.lines.push((line, p.text.len()));
+                p.text.push_str(&text);
+            }
+            _ => out.push(ProseParagraph {
+                lines: vec![(line, 0)],
+                text,
+                heading,
+            }),
+        }
+        open = true;
+    }
+    out
+}
+
+/// Titles of sections that define the document's terms.
+fn is_glossary_title(title: &str) -> bool {
+    let t = title.to_lowercase();
+    [
+        "glossary",
+        "glossaire",
+        "terminology",
+        "terminologie",
+        "definitions",
+        "définitions",
+        "lexique",
+        "acronyms",
+        "acronymes",
+        "abbreviations",
+        "abréviations",
+        "vocabulary",
+        "vocabulaire",
+    ]
+    .iter()
+    .any(|w| t.contains(w))
+}
+
+/// The terms the document's glossary sections define: a table's first
+/// cells, bold terms, a list item's words before its `:` or dash, a
+/// definition list's terms.
+fn glossary_terms(doc: &Document<'_>) -> Vec<String> {
+    let mut terms = Vec::new();
+    for s in &doc.stage1.sections.sections {
+        if !is_glossary_title(&s.title) {
+            continue;
+        }
+        for line in s.heading_line_end + 1..=s.line_end.min(doc.line_count()) {
+            let raw = doc.line(line).trim();
+            if let Some(row) = raw.strip_prefix('|') {
+                if let Some(cell) = row.split('|').next() {
+                    terms.push(cell.trim_matches(['*', '`', ' ', '_']).to_owned());
+                }
+            }
+            let mut rest = raw;
+            while let Some(i) = rest.find("**") {
+                let after = &rest[i + 2..];
+                let Some(j) = after.find("**") else { break };
+                terms.push(after[..j].to_owned());
+                rest = &after[j + 2..];
+            }
+            if opens_item(raw) {
+                let item = raw.trim_start_matches(|c: char| !c.is_alphabetic());
+                let head = item
+                    .split([':', '—', '–'])
+                    .next()
+                    .unwrap_or("")
+                    .split(" - ")
+                    .next()
+                    .unwrap_or("");
+                if head.split_whitespace().count() <= 4 {
+                    terms.push(head.trim_matches(['*', '`', ' ', '_']).to_owned());
+                }
+            }
+            let next = doc.line(line + 1);
+            if line < doc.line_count() && next.starts_with(": ") && !raw.is_empty() {
+                terms.push(raw.to_owned());
+            }
+        }
+    }
+    terms.retain(|t| !t.is_empty());
+    terms
+}
+
+fn kind_of(kind: IssueKind) -> FindingKind {
+    match kind {
+        IssueKind::Misspelling => FindingKind::Misspelling,
+        IssueKind::RepeatedWord => FindingKind::RepeatedWord,
+        IssueKind::Article => FindingKind::Article,
+        IssueKind::Agreement => FindingKind::Agreement,
+        IssueKind::Confusion => FindingKind::Confusion,
+        IssueKind::Typography => FindingKind::Typography,
+    }
+}
+
+/// The finding of `issue`, on the line and columns its range falls on.
+fn finding(doc: &Document<'_>, paragraphs: &[ProseParagraph], issue: &Issue) -> Option<Finding> {
+    let p = paragraphs.get(issue.paragraph)?;
+    let k = p
+        .lines
+        .partition_point(|(_, offset)| *offset <= issue.start);
+    let (line, offset) = *p.lines.get(k.checked_sub(1)?)?;
+    let raw = doc.line(line);
+    let (start, mut end) = (issue.start - offset, issue.end - offset);
+    // A range running past its line (two doubled words across a line
+    // break) is shown on the first line.
+    let one_line = end <= raw.len();
+    end = end.min(raw.len());
+    if start > end || !raw.is_char_boundary(start) || !raw.is_char_boundary(end) {
+        return None;
+    }
+    let kind = kind_of(issue.kind);
+    let mut f = Finding::new(kind, KERNEL, line, line, issue.message.clone(), raw)
+        .at_span(doc.column(line, start), doc.column(line, end))
+        .with_suggestions(issue.suggestions.clone());
+    if kind == FindingKind::Misspelling && !issue.likely {
+        f.severity = Severity::Info;
+    }
+    if issue.certain && one_line {
+        if let Some(best) = issue.suggestions.first() {
+            let before = &raw[start..end];
+            let after = format!("{}{best}{}", &raw[..start], &raw[end..]);
+            let description = if best.is_empty() {
+                format!("remove “{}”", before.trim())
+            } else {
+                format!("“{}” → “{best}”", before.trim())
+            };
+            f = f.with_fix(Fix {
+                description,
+                edits: vec![FixEdit {
+                    line,
+                    before: raw.to_owned(),
+                    after: Some(after),
+                }],
+            });
+        }
+    }
+    Some(f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::LanguageSection;
+    use crate::stage1::Stage1Artifacts;
+
+    fn check(text: &str) -> Vec<Finding> {
+        let stage1 = Stage1Artifacts::compute(text);
+        let doc = Document::new(stage1.view(text)).expect("consistent");
+        let check = LanguageCheck::new(&LanguageSection::default()).expect("valid");
+        check
+            .run(&doc, &|| false)
+            .expect("runs")
+            .expect("not stopped")
+            .0
+    }
+
+    #[test]
+    fn prose_is_checked_and_code_links_and_html_are_not() {
+        let text = "# Retry policy\n\nThe server explains the addresses it serves.\n\
+            Teh client explians the `explianz` call, see [the adresses](https://x.io/explianz) and <span title=\"explianz\">here</span>.\n\n\
+            ```\nteh explians\n```\n";
+        let found = check(text);
+        let got: Vec<(u32, u32, Option<u32>, &str)> = found
+            .iter()
+            .map(|f| (f.line, f.column, f.column_end, f.suggestions[0].as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (4, 1, Some(4), "The"),
+                (4, 12, Some(20), "explains"),
+                (4, 51, Some(59), "addresses")
+            ],
+            "{found:#?}"
+        );
+        let fix = found[1].fix.as_ref().expect("certain");
+        assert_eq!(
+            fix.edits[0].after.as_deref(),
+            Some("Teh client explains the `explianz` call, see [the adresses](https://x.io/explianz) and <span title=\"explianz\">here</span>.")
+        );
+    }
+
+    #[test]
+    fn glossary_terms_are_vocabulary() {
+        let text = "# Spec\n\nThe frobnicator sends a zorblet to the gateway.\n\n## Glossary\n\n\
+            | Term | Meaning |\n|---|---|\n| frobnicator | the sender |\n\n- zorblet: a message\n";
+        assert!(check(text).is_empty(), "{:#?}", check(text));
+    }
+}
