@@ -54,3 +54,6 @@ mod third_party_findings;
 mod workspace_rules;
 mod workspace_size;
 mod workspace_sources;
+mod language_check;
+mod language_lsp;
+mod language_review;

@@ -1,0 +1,1 @@
+//! Issue 46: language_check.
