@@ -54,6 +54,7 @@ impl Kernel for MdApplyOps {
             .optional_input(names::REFINE_OPS)
             .optional_input(names::ISSUES)
             .optional_input(names::NUMBERING_FINDINGS)
+            .optional_input(names::LANGUAGE_FINDINGS)
             .optional_input(names::REVIEW_DOC)
             .optional_input(names::REVIEW_STATE)
             .output_file(names::APPLY_OUTCOME, "stage3/apply_outcome.json")

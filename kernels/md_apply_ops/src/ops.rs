@@ -44,10 +44,16 @@ fn read(value: &Value, artifact: &str) -> Result<(Vec<Value>, String), KernelErr
 }
 
 /// The certain fixes of the Stage 2 findings (`koas check --fix`), as
-/// one op per edited line: a replace of the line, or its deletion.
+/// one op per edited line: a replace of the line, or its deletion. A
+/// language fix is recorded under the change kind a writer knows
+/// (`typo`, `grammar`, `spacing`), the others under their finding kind.
 fn check_fix_ops(inputs: &Inputs) -> Result<Vec<Value>, KernelError> {
     let mut ops = Vec::new();
-    for artifact in [names::ISSUES, names::NUMBERING_FINDINGS] {
+    for artifact in [
+        names::ISSUES,
+        names::NUMBERING_FINDINGS,
+        names::LANGUAGE_FINDINGS,
+    ] {
         let Some(findings) = inputs.parse_optional::<FindingsArtifact>(artifact)? else {
             continue;
         };
@@ -58,7 +64,7 @@ fn check_fix_ops(inputs: &Inputs) -> Result<Vec<Value>, KernelError> {
                 let mut op = serde_json::json!({
                     "target": {"line_start": line, "line_end": line},
                     "before_text": edit.before,
-                    "kind": finding.kind.as_str(),
+                    "kind": finding.kind.change_kind(),
                     "severity": "minor",
                     "rationale": format!("{} ({})", fix.description, finding.message),
                 });
@@ -166,5 +172,83 @@ mod tests {
             .err()
             .unwrap();
         assert!(err.message.contains("JSON array"), "{}", err.message);
+    }
+
+    #[test]
+    fn certain_language_fixes_are_recorded_as_typos() {
+        use koas_review_schema::findings::{Finding, FindingKind, Fix, FixEdit};
+        let finding = |kind: FindingKind, kernel: &str, line: u32, before: &str, after: &str| {
+            Finding::new(kind, kernel, line, line, "slip", before).with_fix(Fix {
+                description: "fix".into(),
+                edits: vec![FixEdit {
+                    line,
+                    before: before.into(),
+                    after: Some(after.into()),
+                }],
+            })
+        };
+        let language = FindingsArtifact::new(
+            "sha256:00",
+            "md_language_check",
+            vec![
+                finding(
+                    FindingKind::Misspelling,
+                    "md_language_check",
+                    3,
+                    "Teh cat",
+                    "The cat",
+                ),
+                finding(
+                    FindingKind::RepeatedWord,
+                    "md_language_check",
+                    4,
+                    "a a",
+                    "a",
+                ),
+                finding(
+                    FindingKind::Article,
+                    "md_language_check",
+                    5,
+                    "a apple",
+                    "an apple",
+                ),
+                finding(
+                    FindingKind::Typography,
+                    "md_language_check",
+                    6,
+                    "oui!",
+                    "oui !",
+                ),
+            ],
+        );
+        let numbering = FindingsArtifact::new(
+            "sha256:00",
+            "md_numbering_control",
+            vec![finding(
+                FindingKind::HeadingLevelSkip,
+                "md_numbering_control",
+                1,
+                "#### A",
+                "### A",
+            )],
+        );
+        let all = inputs(json!({
+            "language_findings": language,
+            "numbering_findings": numbering,
+        }));
+        let got = gather_all(&all).unwrap();
+        let kinds: Vec<&str> = got
+            .ops
+            .iter()
+            .map(|o| o["kind"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            kinds,
+            ["heading_level_skip", "typo", "typo", "grammar", "spacing"]
+        );
+        assert_eq!(got.ops[1]["after_text"], "The cat");
+        assert_eq!(got.origins, vec![OpOrigin::Person; 5]);
+        // Without the checks' fixes, nothing of theirs.
+        assert!(gather(&all, false).unwrap().ops.is_empty());
     }
 }
