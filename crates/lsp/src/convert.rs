@@ -19,14 +19,51 @@ pub fn kind_doc_url(base: &str) -> String {
     )
 }
 
-/// The range a finding covers in `text`: from its column on its first
-/// line to the end of its last line (both clamped to the text).
+/// The range a finding covers in `text`: its span `column..column_end`
+/// when it has one (a word), else from its column on its first line to
+/// the end of its last line (clamped to the text). Columns count
+/// characters; positions are in UTF-16 code units, as the server
+/// declares (`positionEncoding`).
 pub fn finding_range(text: &Text, finding: &Finding) -> Range {
     let last_line = text.line_count().saturating_sub(1);
     let first = (finding.line.max(1) as usize - 1).min(last_line);
     let last = (finding.line_end.max(finding.line) as usize - 1).clamp(first, last_line);
-    let start = text.position_of_char(first, finding.column.max(1) as usize - 1);
-    Range::new(start, text.line_range(last).end)
+    let column = finding.column.max(1) as usize - 1;
+    let start = text.position_of_char(first, column);
+    match finding.column_end {
+        Some(end) if last == first => Range::new(
+            start,
+            text.position_of_char(first, (end.max(1) as usize - 1).max(column)),
+        ),
+        _ => Range::new(start, text.line_range(last).end),
+    }
+}
+
+/// The text of a finding's span (`column..column_end` of its line), when
+/// it has one.
+pub fn span_text(text: &Text, finding: &Finding) -> Option<String> {
+    let end = finding.column_end? as usize;
+    if finding.line_end != finding.line || finding.line == 0 {
+        return None;
+    }
+    let start = finding.column.max(1) as usize - 1;
+    let line = text.line(finding.line as usize - 1);
+    Some(
+        line.chars()
+            .skip(start)
+            .take(end.saturating_sub(1).saturating_sub(start))
+            .collect(),
+    )
+}
+
+/// The title of the quick fix putting `suggestion` in place of `word`
+/// (an empty suggestion removes the word).
+pub fn suggestion_title(word: &str, suggestion: &str) -> String {
+    if suggestion.is_empty() {
+        format!("koas: remove “{}”", word.trim())
+    } else {
+        format!("koas: “{}” → “{suggestion}”", word.trim())
+    }
 }
 
 /// The other lines a message names ("repeats the paragraph at line 94",
@@ -166,6 +203,33 @@ mod tests {
         let related = d.related_information.expect("the twin");
         assert_eq!(related[0].location.range.start.line, 2);
         assert!(d.code_description.is_some());
+    }
+
+    #[test]
+    fn a_word_span_is_its_range_in_utf16_units() {
+        // "😀" is two UTF-16 units: the word after it starts at unit 6.
+        let text = Text::new("# T\n\nÉté 😀 explians it.\n".into());
+        let f = Finding::new(FindingKind::Misspelling, "k", 3, 3, "m", "e")
+            .at_span(7, 15)
+            .with_suggestions(vec!["explains".into(), String::new()]);
+        let uri: Uri = "file:///tmp/d.md".parse().expect("uri");
+        let d = diagnostic(&text, &uri, &f, "https://example.invalid/koas");
+        assert_eq!(
+            d.range,
+            Range::new(Position::new(2, 7), Position::new(2, 15))
+        );
+        assert_eq!(d.code, Some(NumberOrString::String("misspelling".into())));
+        assert_eq!(d.source.as_deref(), Some(SOURCE));
+        assert_eq!(span_text(&text, &f).as_deref(), Some("explians"));
+        assert_eq!(
+            suggestion_title("explians", "explains"),
+            "koas: “explians” → “explains”"
+        );
+        assert_eq!(suggestion_title("the", ""), "koas: remove “the”");
+        // Without a span: to the end of the line.
+        let whole = Finding::new(FindingKind::Misspelling, "k", 3, 3, "m", "e").at_column(7);
+        assert_eq!(finding_range(&text, &whole).end, Position::new(2, 19));
+        assert_eq!(span_text(&text, &whole), None);
     }
 
     #[test]

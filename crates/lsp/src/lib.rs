@@ -6,7 +6,10 @@
 //! editor's text, not the file on disk: on open, on save, and after typing
 //! stops (`didChange`, debounced). Code actions apply the certain fixes
 //! (`koas check --fix`) one by one or all at once, and insert a
-//! `koas-disable-next-line` comment. When the document has a review
+//! `koas-disable-next-line` comment; a language finding (a misspelling,
+//! a doubled word…) is shown on its word, with one quick fix per
+//! suggestion and, for a misspelling, "add to the project's words"
+//! ([`words`]). When the document has a review
 //! workspace, hovering a changed line shows its change IDs, kind and
 //! rationale, a code lens offers to revert it, and `workspace/executeCommand`
 //! runs `koas.revert` and `koas.review` (with `$/progress`, cancellable).
@@ -25,6 +28,7 @@ pub mod review;
 pub mod server;
 pub mod text;
 pub mod transport;
+pub mod words;
 
 use clap::Args;
 use koas_orchestrator::embed::{ExitStatus, HostOptions};
@@ -40,8 +44,10 @@ VS Code.
 Capabilities: diagnostics (open, save, and 150 ms after typing stops, on the
 editor's text; documents checked in parallel, a newer edit superseding an
 older check, a check over its budget reported instead of published), code actions (each certain fix, \"fix all in file\", \"disable
-this kind on the next line\"), hover and code lenses on reviewed lines,
-commands koas.revert, koas.review, koas.fixAll and koas.check.
+this kind on the next line\"; on a language finding one fix per
+suggestion and \"add the word to the project's words\"), hover and code
+lenses on reviewed lines, commands koas.revert, koas.review, koas.fixAll,
+koas.check and koas.addWord.
 
 Exit codes:
   0  the client sent shutdown, then exit

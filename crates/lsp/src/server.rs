@@ -10,16 +10,17 @@
 //! was computed from, even when a document is closed and opened again at
 //! the same version number.
 
-use crate::convert::{diagnostic, disable_edit, fix_edits};
+use crate::convert::{diagnostic, disable_edit, fix_edits, span_text, suggestion_title};
 use crate::review::{self, Placement};
 use crate::text::Text;
 use crate::transport::{self, codes, Incoming};
+use crate::words::{self, WordsFile};
 use koas_md_scan::config::{find_project_config, ProjectConfig};
 use koas_md_scan::fix::apply_fixes;
 use koas_md_scan::{Budget, CheckError, Checker};
 use koas_orchestrator::embed::{Control, HostOptions};
 use koas_orchestrator::report::Progress;
-use koas_review_schema::findings::Finding;
+use koas_review_schema::findings::{Finding, FindingKind};
 use koas_reviewer::commands::{revert as revert_cmd, review as review_cmd};
 use koas_reviewer::input::{max_doc_bytes, read_document_bytes};
 use koas_reviewer::WorkspaceArgs;
@@ -46,7 +47,13 @@ pub const DEBOUNCE: Duration = Duration::from_millis(150);
 pub const CHECK_BUDGET: Duration = Duration::from_secs(5);
 
 /// The commands `workspace/executeCommand` accepts.
-pub const COMMANDS: [&str; 4] = ["koas.revert", "koas.review", "koas.fixAll", "koas.check"];
+pub const COMMANDS: [&str; 5] = [
+    "koas.revert",
+    "koas.review",
+    "koas.fixAll",
+    "koas.check",
+    words::ADD_WORD,
+];
 
 /// Settings of one server.
 #[derive(Debug, Clone)]
@@ -90,6 +97,12 @@ enum Event {
         result: Result<Value, (i64, String)>,
         now: Option<String>,
     },
+    /// A `koas.addWord` finished: whether the word was new, and the file.
+    WordAdded {
+        id: Value,
+        word: String,
+        result: Result<(bool, PathBuf), String>,
+    },
 }
 
 /// How one check ended.
@@ -120,6 +133,9 @@ struct Job {
     version: i32,
     text: String,
     path: Option<PathBuf>,
+    /// The workspace folder holding the document (its words file applies
+    /// when no `koas.toml` does).
+    root: Option<PathBuf>,
     /// Set when a newer text or a close makes this check useless.
     cancel: Arc<AtomicBool>,
 }
@@ -149,8 +165,16 @@ struct RunningReview {
     started: bool,
 }
 
-/// The compiled checkers, by the `koas.toml` that applies.
-type CheckerCache = HashMap<Option<PathBuf>, (Option<SystemTime>, Arc<Checker>)>;
+/// Where a checker's settings come from: the `koas.toml` that applies,
+/// else the workspace folder whose `koas-words.txt` it reads.
+type CheckerKey = (Option<PathBuf>, Option<PathBuf>);
+
+/// The files a checker was built from, with their modification times then
+/// (`None`: missing).
+type Stamps = Vec<(PathBuf, Option<SystemTime>)>;
+
+/// The compiled checkers, by where their settings come from.
+type CheckerCache = HashMap<CheckerKey, (Stamps, Arc<Checker>)>;
 
 /// The checks waiting and running, shared by the pool's threads. At most
 /// one check per document runs at a time, so that a slow document being
@@ -253,6 +277,8 @@ struct Server<W: Write> {
     shutdown: bool,
     work_done_progress: bool,
     reviews: HashMap<String, RunningReview>,
+    /// The workspace folders the client gave (as given and resolved).
+    roots: Vec<PathBuf>,
     next_request: u64,
     next_revision: u64,
     /// Checks published, for `$/koas/checkTimes` (benchmarks, tests).
@@ -295,6 +321,7 @@ where
         shutdown: false,
         work_done_progress: false,
         reviews: HashMap::new(),
+        roots: Vec::new(),
         next_request: 1,
         next_revision: 1,
         check_times: Vec::new(),
@@ -333,7 +360,7 @@ fn check_loop(
     // once per process), so the first document opened is not the one
     // that pays for them.
     if warm_up {
-        if let Ok(checker) = cached_checker(checkers, None) {
+        if let Ok(checker) = cached_checker(checkers, None, None) {
             let _ = checker.check(
                 "# Warm-up\n\nSee [a](#b) and Table 1.\n\n| a | b |\n|---|---|\n| 1 | 2 |\n",
             );
@@ -341,7 +368,7 @@ fn check_loop(
     }
     while let Some(job) = pool.next() {
         let start = Instant::now();
-        let outcome = match cached_checker(checkers, job.path.as_deref()) {
+        let outcome = match cached_checker(checkers, job.path.as_deref(), job.root.as_deref()) {
             Err(e) => Outcome::Failed(e),
             Ok(checker) => run_check(&checker, &job, budget),
         };
@@ -374,33 +401,64 @@ fn run_check(checker: &Checker, job: &Job, budget: Duration) -> Outcome {
     }
 }
 
-fn cached_checker(cache: &Mutex<CheckerCache>, doc: Option<&Path>) -> Result<Arc<Checker>, String> {
+fn cached_checker(
+    cache: &Mutex<CheckerCache>,
+    doc: Option<&Path>,
+    root: Option<&Path>,
+) -> Result<Arc<Checker>, String> {
     // Compiling happens under the lock: the threads share one compiled
     // checker per `koas.toml` instead of each building its own.
     let mut cache = cache.lock().unwrap_or_else(PoisonError::into_inner);
-    checker_for(&mut cache, doc)
+    checker_for(&mut cache, doc, root)
+}
+
+fn modified(path: &Path) -> Option<SystemTime> {
+    std::fs::metadata(path).and_then(|m| m.modified()).ok()
 }
 
 /// The checker for a document: its `koas.toml` (found upward from it, as
-/// `koas check` finds it), compiled once and again when the file changes.
-fn checker_for(cache: &mut CheckerCache, doc: Option<&Path>) -> Result<Arc<Checker>, String> {
+/// `koas check` finds it) with its words files, or without one the
+/// defaults with the words file of the workspace folder `root`; compiled
+/// once and again when one of these files changes.
+fn checker_for(
+    cache: &mut CheckerCache,
+    doc: Option<&Path>,
+    root: Option<&Path>,
+) -> Result<Arc<Checker>, String> {
     let config = doc.and_then(find_project_config);
-    let meta = config.as_ref().and_then(|p| std::fs::metadata(p).ok());
-    let modified = meta.as_ref().and_then(|m| m.modified().ok());
-    if let Some((when, checker)) = cache.get(&config) {
-        if *when == modified {
+    let root = root.filter(|_| config.is_none()).map(Path::to_path_buf);
+    let key = (config, root);
+    if let Some((stamps, checker)) = cache.get(&key) {
+        if stamps.iter().all(|(path, when)| modified(path) == *when) {
             return Ok(checker.clone());
         }
     }
-    let project = match &config {
-        Some(path) => ProjectConfig::load(path).map_err(|e| format!("{}: {e}", path.display()))?,
-        None => ProjectConfig::default(),
+    let watched: Vec<PathBuf> = match &key {
+        (Some(config), _) => std::iter::once(config.clone())
+            .chain(words::files_of_config(config))
+            .collect(),
+        (None, root) => root
+            .iter()
+            .map(|r| r.join(koas_md_scan::config::DEFAULT_WORDS_FILE))
+            .collect(),
     };
-    let checker = Arc::new(Checker::new(&project).map_err(|e| match &config {
+    // Taken before reading: a change while the checker is built makes
+    // the next check build it again.
+    let stamps: Stamps = watched
+        .into_iter()
+        .map(|p| (p.clone(), modified(&p)))
+        .collect();
+    let project = match &key {
+        (Some(path), _) => {
+            ProjectConfig::load(path).map_err(|e| format!("{}: {e}", path.display()))?
+        }
+        (None, root) => words::config_without_toml(root.as_deref())?,
+    };
+    let checker = Arc::new(Checker::new(&project).map_err(|e| match &key.0 {
         Some(path) => format!("{}: {e}", path.display()),
         None => e.to_string(),
     })?);
-    cache.insert(config, (modified, checker.clone()));
+    cache.insert(key, (stamps, checker.clone()));
     Ok(checker)
 }
 
@@ -505,6 +563,7 @@ impl<W: Write> Server<W> {
                     result,
                     now,
                 }) => self.command_done(id, token, &uri, result, now),
+                Some(Event::WordAdded { id, word, result }) => self.word_added(id, &word, result),
             }
         }
     }
@@ -649,6 +708,7 @@ impl<W: Write> Server<W> {
                     .pointer("/capabilities/window/workDoneProgress")
                     .and_then(Value::as_bool)
                     .unwrap_or(false);
+                self.roots = workspace_roots(&params);
                 if let Some(base) = params
                     .pointer("/initializationOptions/docsBaseUrl")
                     .and_then(Value::as_str)
@@ -723,7 +783,13 @@ impl<W: Write> Server<W> {
         self.next_revision
     }
 
+    /// The workspace folder holding the document at `path`.
+    fn root_for(&self, path: Option<&Path>) -> Option<PathBuf> {
+        words::root_of(path?, &self.roots).cloned()
+    }
+
     fn check_now(&mut self, uri: &str) {
+        let root = self.root_for(self.docs.get(uri).and_then(|d| d.path.as_deref()));
         if let Some(doc) = self.docs.get_mut(uri) {
             doc.due = None;
             self.pool.submit(Job {
@@ -732,6 +798,7 @@ impl<W: Write> Server<W> {
                 version: doc.version,
                 text: doc.text.as_str().to_string(),
                 path: doc.path.clone(),
+                root,
                 cancel: Arc::default(),
             });
         }
@@ -823,6 +890,7 @@ impl<W: Write> Server<W> {
     /// The findings of a document as it is now (checked again when the
     /// stored ones are of an older revision).
     fn current_findings(&mut self, uri: &str) -> Option<Vec<Finding>> {
+        let root = self.root_for(self.docs.get(uri).and_then(|d| d.path.as_deref()));
         let doc = self.docs.get_mut(uri)?;
         if let Some((revision, findings)) = &doc.findings {
             if *revision == doc.revision {
@@ -831,7 +899,7 @@ impl<W: Write> Server<W> {
         }
         // On the main loop: bounded by the same budget as the pool's checks.
         let limits = Budget::unlimited().with_limit(self.settings.check_budget);
-        let findings = cached_checker(&self.checkers, doc.path.as_deref())
+        let findings = cached_checker(&self.checkers, doc.path.as_deref(), root.as_deref())
             .ok()?
             .check_within(doc.text.as_str(), &limits)
             .ok()?
@@ -860,14 +928,31 @@ impl<W: Write> Server<W> {
             ..WorkspaceEdit::default()
         };
         let mut actions: Vec<CodeAction> = Vec::new();
+        // Where "add to the project's words" writes; looked up once, at
+        // the first misspelling (it reads the document's `koas.toml`).
+        let mut words_file: Option<Option<WordsFile>> = None;
         for f in &findings {
             let range = crate::convert::finding_range(&doc.text, f);
             if !overlaps(range, p.range) {
                 continue;
             }
             let diagnostic = diagnostic(&doc.text, &uri, f, &self.settings.docs_base);
+            let word = span_text(&doc.text, f).filter(|_| f.kind.is_language());
             if wanted(&CodeActionKind::QUICKFIX) {
-                if let (Some(fix), Some(edits)) = (&f.fix, fix_edits(&doc.text, f)) {
+                if let Some(word) = word.as_ref().filter(|_| !f.suggestions.is_empty()) {
+                    // One quick fix per suggestion, on the word alone; the
+                    // certain one (the finding's fix is the first) preferred.
+                    for (i, suggestion) in f.suggestions.iter().enumerate() {
+                        actions.push(CodeAction {
+                            title: suggestion_title(word, suggestion),
+                            kind: Some(CodeActionKind::QUICKFIX),
+                            diagnostics: Some(vec![diagnostic.clone()]),
+                            edit: Some(edit(vec![TextEdit::new(range, suggestion.clone())])),
+                            is_preferred: (i == 0 && f.fix.is_some()).then_some(true),
+                            ..CodeAction::default()
+                        });
+                    }
+                } else if let (Some(fix), Some(edits)) = (&f.fix, fix_edits(&doc.text, f)) {
                     actions.push(CodeAction {
                         title: format!("koas: {}", fix.description),
                         kind: Some(CodeActionKind::QUICKFIX),
@@ -876,6 +961,35 @@ impl<W: Write> Server<W> {
                         is_preferred: Some(true),
                         ..CodeAction::default()
                     });
+                }
+                if let Some(word) = word
+                    .as_deref()
+                    .filter(|w| f.kind == FindingKind::Misspelling && words::valid_word(w).is_ok())
+                {
+                    let target = words_file.get_or_insert_with(|| {
+                        let path = doc.path.as_deref()?;
+                        let root = words::root_of(path, &self.roots);
+                        words::of_document(path, root.map(PathBuf::as_path))
+                            .ok()
+                            .flatten()
+                    });
+                    if let Some(target) = target {
+                        let title = format!(
+                            "koas: add “{word}” to the project's words ({})",
+                            target.rel.display()
+                        );
+                        actions.push(CodeAction {
+                            title: title.clone(),
+                            kind: Some(CodeActionKind::QUICKFIX),
+                            diagnostics: Some(vec![diagnostic.clone()]),
+                            command: Some(Command {
+                                title,
+                                command: words::ADD_WORD.into(),
+                                arguments: Some(vec![json!(uri.as_str()), json!(word)]),
+                            }),
+                            ..CodeAction::default()
+                        });
+                    }
                 }
                 actions.push(CodeAction {
                     title: format!("koas: disable {} on the next line", f.kind.as_str()),
@@ -1027,6 +1141,37 @@ impl<W: Write> Server<W> {
                     self.apply_edit("koas: fix all", edit);
                 }
                 Ok(Some(json!({"applied": applied})))
+            }
+            words::ADD_WORD => {
+                let word = p.arguments.get(1).and_then(Value::as_str).ok_or((
+                    codes::INVALID_PARAMS,
+                    format!("{}: give the word after the URI", words::ADD_WORD),
+                ))?;
+                let word = words::valid_word(word)
+                    .map_err(|e| (codes::INVALID_PARAMS, format!("{}: {e}", words::ADD_WORD)))?
+                    .to_string();
+                let root = self.root_for(Some(&path));
+                let events = self.events.clone();
+                let request = id.clone();
+                // Off the main loop: it reads koas.toml and writes (and
+                // fsyncs) a file of the project.
+                self.spawn_command("koas-lsp-add-word", move || {
+                    let result = words::of_document(&path, root.as_deref())
+                        .and_then(|file| {
+                            file.ok_or_else(|| {
+                                "no koas.toml above the document and no workspace folder holding it: nowhere to keep the project's words".to_string()
+                            })
+                        })
+                        .and_then(|file| {
+                            words::add_word(&file, &word).map(|added| (added, file.path()))
+                        });
+                    let _ = events.send(Event::WordAdded {
+                        id: request,
+                        word,
+                        result,
+                    });
+                })?;
+                Ok(None)
             }
             "koas.revert" => {
                 let ids: Vec<String> = p.arguments[1..]
@@ -1222,6 +1367,48 @@ impl<W: Write> Server<W> {
         self.send(&answer);
     }
 
+    /// A `koas.addWord` finished: on success every open document is
+    /// checked again with the new words (the checkers are rebuilt: their
+    /// settings hold the words), and the editor's log says where the word
+    /// went.
+    fn word_added(&mut self, id: Value, word: &str, result: Result<(bool, PathBuf), String>) {
+        let answer = match result {
+            Ok((added, file)) => {
+                self.checkers
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .clear();
+                for doc in self.docs.values_mut() {
+                    doc.findings = None;
+                }
+                let open: Vec<String> = self.docs.keys().cloned().collect();
+                for uri in open {
+                    self.check_now(&uri);
+                }
+                let said = if added {
+                    format!("koas: added “{word}” to {}", file.display())
+                } else {
+                    format!("koas: {} already lists “{word}”", file.display())
+                };
+                let log = transport::notification(
+                    "window/logMessage",
+                    json!({"type": 3, "message": said}),
+                );
+                self.send(&log);
+                transport::response(
+                    &id,
+                    json!({"added": added, "file": file.display().to_string()}),
+                )
+            }
+            Err(e) => transport::error_response(
+                &id,
+                codes::INVALID_REQUEST,
+                &format!("{}: “{word}” not added: {e}", words::ADD_WORD),
+            ),
+        };
+        self.send(&answer);
+    }
+
     /// After a revert or a review rewrote the file: the editor is asked to
     /// show the file as it is now (the buffer was the saved file).
     fn offer_workspace_text(&mut self, uri: &str, now: String) {
@@ -1273,6 +1460,43 @@ fn refusal(reply: &Value, otherwise: &str) -> String {
         .or(reply["summary"].as_str())
         .unwrap_or(otherwise)
         .to_string()
+}
+
+/// The workspace folders of `initialize`'s params: `workspaceFolders`,
+/// else `rootUri`, else `rootPath`; each as given and, when it differs,
+/// resolved (a document's URI may name either).
+fn workspace_roots(params: &Value) -> Vec<PathBuf> {
+    let mut given: Vec<PathBuf> = params
+        .get("workspaceFolders")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|f| f.get("uri").and_then(Value::as_str).and_then(uri_path))
+        .collect();
+    if given.is_empty() {
+        let root = params
+            .get("rootUri")
+            .and_then(Value::as_str)
+            .and_then(uri_path)
+            .or_else(|| {
+                params
+                    .get("rootPath")
+                    .and_then(Value::as_str)
+                    .map(PathBuf::from)
+                    .filter(|p| p.is_absolute())
+            });
+        given.extend(root);
+    }
+    let mut roots = Vec::new();
+    for root in given {
+        let resolved = std::fs::canonicalize(&root).ok();
+        for r in std::iter::once(root).chain(resolved) {
+            if !roots.contains(&r) {
+                roots.push(r);
+            }
+        }
+    }
+    roots
 }
 
 fn token_string(value: &Value) -> Option<String> {
