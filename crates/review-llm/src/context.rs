@@ -278,19 +278,7 @@ pub fn assemble(input: &ContextInput<'_>) -> AssembledContext {
         ),
         (
             PartKind::Findings,
-            input
-                .findings
-                .iter()
-                .map(|f| {
-                    format!(
-                        "- line {}: {} ({}): {}",
-                        f.line,
-                        f.kind.as_str(),
-                        f.severity.review_severity(),
-                        f.message
-                    )
-                })
-                .collect(),
+            input.findings.iter().map(finding_line).collect(),
         ),
         (
             PartKind::Subsection,
@@ -391,6 +379,33 @@ fn fit(items: &[String], allowed: u32, kind: PartKind) -> Option<(String, bool)>
     // One item larger than the share: its first sentences.
     let cut = crate::pyramid::first_sentences(&items[0], allowed);
     (!cut.is_empty() && estimate_tokens(&cut) <= allowed).then_some((cut, true))
+}
+
+/// The most suggestions a finding's line lists.
+const MAX_SUGGESTIONS: usize = 5;
+
+/// One finding as the prompt lists it. A finding's suggestions are shown
+/// when its message does not already name them, so that a small model
+/// only has to choose one.
+fn finding_line(f: &Finding) -> String {
+    let mut line = format!(
+        "- line {}: {} ({}): {}",
+        f.line,
+        f.kind.as_str(),
+        f.severity.review_severity(),
+        f.message
+    );
+    let shown: Vec<&str> = f
+        .suggestions
+        .iter()
+        .map(|s| s.trim())
+        .filter(|s| !s.is_empty())
+        .take(MAX_SUGGESTIONS)
+        .collect();
+    if shown.iter().any(|s| !f.message.contains(&format!("“{s}”"))) {
+        line.push_str(&format!(" (suggestions: {})", shown.join(", ")));
+    }
+    line
 }
 
 #[cfg(test)]
@@ -509,6 +524,39 @@ mod tests {
         );
         assert!(c.parts.iter().all(|p| !p.cut));
         assert!(c.tokens <= 128_000);
+    }
+
+    #[test]
+    fn a_findings_suggestions_are_listed_unless_its_message_names_them() {
+        let named = Finding::new(
+            FindingKind::Misspelling,
+            "md_language_check",
+            4,
+            4,
+            "“explians” is not in the English dictionary: did you mean “explains”?",
+            "It explians.",
+        )
+        .with_suggestions(vec!["explains".into()]);
+        assert_eq!(
+            finding_line(&named),
+            "- line 4: misspelling (attention): “explians” is not in the English dictionary: did you mean “explains”?"
+        );
+        let bare = Finding::new(
+            FindingKind::Misspelling,
+            "md_language_check",
+            5,
+            5,
+            "“zorbs” is not in the English dictionary",
+            "The zorbs.",
+        )
+        .with_suggestions(vec!["orbs".into(), "sorbs".into(), String::new()]);
+        assert!(
+            finding_line(&bare).ends_with("dictionary (suggestions: orbs, sorbs)"),
+            "{}",
+            finding_line(&bare)
+        );
+        let none = Finding::new(FindingKind::AiLeftover, "k", 1, 1, "leftover", "e");
+        assert!(!finding_line(&none).contains("suggestions"));
     }
 
     #[test]

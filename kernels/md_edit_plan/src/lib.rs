@@ -189,12 +189,19 @@ fn skipped(doc_hash: &str, reason: &str, language: Language) -> KernelOutput {
         .summary(format!("edit plan skipped: {reason}"))
 }
 
+/// The findings the model is told about, chunk by chunk. A language
+/// finding with a certain fix is left out: the review applies those
+/// before the model reads the text (`koas review`'s first pass), so
+/// asking about them again would only invite a second edit of the line.
 fn findings(inputs: &Inputs) -> Result<Vec<Finding>, KernelError> {
     let mut all = Vec::new();
     for name in [names::ISSUES, names::NUMBERING_FINDINGS] {
         if let Some(a) = inputs.parse_optional::<FindingsArtifact>(name)? {
             all.extend(a.findings);
         }
+    }
+    if let Some(a) = inputs.parse_optional::<FindingsArtifact>(names::LANGUAGE_FINDINGS)? {
+        all.extend(a.findings.into_iter().filter(|f| f.fix.is_none()));
     }
     Ok(all)
 }
@@ -229,6 +236,7 @@ impl Kernel for MdEditPlan {
             .optional_input(names::PROTECTED_SPANS)
             .optional_input(names::ISSUES)
             .optional_input(names::NUMBERING_FINDINGS)
+            .optional_input(names::LANGUAGE_FINDINGS)
             .optional_input(names::PYRAMID)
             .optional_input(names::GLOSSARY)
             .optional_input(names::CHUNK_FINGERPRINTS)

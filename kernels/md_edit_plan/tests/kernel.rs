@@ -303,3 +303,58 @@ fn a_model_identity_without_a_backend_is_still_a_skipped_plan() {
     assert_eq!(p.reason.as_deref(), Some("no LLM configured"));
     assert!(h.files().is_empty(), "{:?}", h.files());
 }
+
+#[test]
+fn uncertain_language_findings_reach_the_prompt_and_certain_ones_do_not() {
+    use koas_review_schema::findings::{Finding, FindingKind, FindingsArtifact, Fix, FixEdit};
+    let line3 = DOC.lines().nth(2).expect("line 3");
+    let line15 = DOC.lines().nth(14).expect("line 15");
+    let unsure = Finding::new(
+        FindingKind::Misspelling,
+        "md_language_check",
+        3,
+        3,
+        "“controles” is not in the French dictionary (close: “contrôles”, “contrôle”); if it is right, add it to the project's words",
+        line3,
+    )
+    .with_suggestions(vec!["contrôles".into(), "contrôle".into()]);
+    let certain = Finding::new(
+        FindingKind::Misspelling,
+        "md_language_check",
+        15,
+        15,
+        "“conservés” fixed before",
+        line15,
+    )
+    .with_fix(Fix {
+        description: "x → y".into(),
+        edits: vec![FixEdit {
+            line: 15,
+            before: line15.into(),
+            after: Some(line15.replace("douze", "12")),
+        }],
+    });
+    let artifact = FindingsArtifact::new("sha256:00", "md_language_check", vec![unsure, certain]);
+    let prompts = Arc::new(Mutex::new(Vec::new()));
+    let seen = prompts.clone();
+    harness(DOC)
+        .input(names::LANGUAGE_FINDINGS, &artifact)
+        .llm(move |r| {
+            seen.lock().expect("prompts").push(r.prompt.clone());
+            Ok("BEGIN_EDIT_OPS\n[]\nEND_EDIT_OPS".into())
+        })
+        .run(&MdEditPlan)
+        .expect("runs");
+    let prompts = prompts.lock().expect("prompts");
+    let asked: Vec<&String> = prompts
+        .iter()
+        .filter(|p| p.contains("Problems an automatic check found"))
+        .collect();
+    assert_eq!(asked.len(), 1, "{prompts:#?}");
+    assert!(asked[0].contains("misspelling"), "{}", asked[0]);
+    assert!(asked[0].contains("“controles”"), "{}", asked[0]);
+    assert!(
+        prompts.iter().all(|p| !p.contains("fixed before")),
+        "{prompts:#?}"
+    );
+}
