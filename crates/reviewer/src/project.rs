@@ -1,8 +1,8 @@
 //! The project file `koas.toml`, as every review command reads it: the
 //! nearest one upward from the document, parsed the way `koas check`
 //! parses it (an unknown table or key is an error naming the file), and
-//! applied to the reviewer pipeline — `[scan]`, `[numbering]` and
-//! `[fingerprint]` become the Stage 2 kernels' config, `[check] disable`
+//! applied to the reviewer pipeline — `[scan]`, `[numbering]`,
+//! `[language]` and `[fingerprint]` become the Stage 2 kernels' config, `[check] disable`
 //! and `[check.severity]` decide which findings they report and how,
 //! `[limits]` the kernels' limits, `[llm]` the model (read by
 //! [`crate::passes::review_llm`]).
@@ -10,7 +10,7 @@
 use anyhow::Context as _;
 use koas_md_scan::config::{find_project_config, ProjectConfig};
 use koas_md_scan::kinds::{KindCatalog, KindPolicy};
-use koas_md_scan::{CONSISTENCY_KERNEL, FINGERPRINT_KERNEL, NUMBERING_KERNEL};
+use koas_md_scan::{CONSISTENCY_KERNEL, FINGERPRINT_KERNEL, LANGUAGE_KERNEL, NUMBERING_KERNEL};
 use koas_orchestrator::discovery::Discovery;
 use koas_orchestrator::limits::Limits;
 use koas_orchestrator::pipeline::Pipeline;
@@ -66,7 +66,8 @@ impl ProjectFile {
     }
 
     /// Applies the project file to a reviewer pipeline: the Stage 2
-    /// kernels get the `[scan]`, `[numbering]`, `[fingerprint]` settings
+    /// kernels get the `[scan]`, `[numbering]`, `[language]` (its words
+    /// files already read into `accept`), `[fingerprint]` settings
     /// and the `[check]` policy (a `[config.KERNEL]` key of a `--pipeline`
     /// file stays over them), and `[limits]` applies when the pipeline has
     /// none of its own. Without a `koas.toml` nothing changes.
@@ -90,6 +91,12 @@ impl ProjectFile {
             (
                 NUMBERING_KERNEL,
                 with_policy(serde_json::to_value(&self.config.numbering)?),
+            ),
+            (
+                // ProjectConfig::load read the words files into `accept`
+                // and emptied `words`: the plugin reads no project file.
+                LANGUAGE_KERNEL,
+                with_policy(serde_json::to_value(&self.config.language)?),
             ),
             (
                 FINGERPRINT_KERNEL,
@@ -207,7 +214,7 @@ pub fn discover(
     let catalog = project.catalog(pipeline, &discovery)?;
     let others = catalog.other_names();
     if !others.is_empty() {
-        for kernel in [CONSISTENCY_KERNEL, NUMBERING_KERNEL] {
+        for kernel in [CONSISTENCY_KERNEL, NUMBERING_KERNEL, LANGUAGE_KERNEL] {
             pipeline.set_config(kernel, "other_kinds", serde_json::json!(others));
         }
     }
