@@ -30,6 +30,7 @@ fn fixtures_are_what_koas_run_of_the_reviewer_pipeline_computes() {
     for kernel in [
         "md_consistency_scan",
         "md_numbering_control",
+        "md_language_check",
         "md_fingerprint_chunk",
         "md_inventory",
         "md_structure",

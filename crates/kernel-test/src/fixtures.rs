@@ -12,10 +12,12 @@ use crate::error::FixtureError;
 use koas_kernel_api::testing::TestHarness;
 use koas_kernel_api::SourceFile;
 use koas_md::protected;
-use koas_md_scan::config::{FindingsPolicy, FingerprintConfig, NumberingConfig, ScanConfig};
+use koas_md_scan::config::{
+    FindingsPolicy, FingerprintConfig, LanguageSection, NumberingConfig, ScanConfig,
+};
 use koas_md_scan::{
-    chunk_fingerprints, consistency_scan, numbering_control, Stage1View, CONSISTENCY_KERNEL,
-    NUMBERING_KERNEL,
+    chunk_fingerprints, consistency_scan, language_check, numbering_control, Stage1View,
+    CONSISTENCY_KERNEL, LANGUAGE_KERNEL, NUMBERING_KERNEL,
 };
 use koas_review_schema::findings::FindingsArtifact;
 use koas_review_schema::names;
@@ -93,7 +95,7 @@ impl Document {
 
     /// The outputs of Stage 2's deterministic kernels
     /// (`md_consistency_scan`, `md_numbering_control`,
-    /// `md_fingerprint_chunk`), computed from [`Document::stage1`]'s.
+    /// `md_language_check`, `md_fingerprint_chunk`), computed from [`Document::stage1`]'s.
     pub fn stage2(&self) -> Result<Artifacts, FixtureError> {
         Ok(self.compute(true)?.1)
     }
@@ -168,6 +170,9 @@ impl Document {
         let mut numbering = numbering_control(view(&no_anchors), &NumberingConfig::default())
             .map_err(|e| scan_error(NUMBERING_KERNEL, e))?;
         policy.apply(&mut numbering.output.findings);
+        let mut language = language_check(view(&s1.structure.anchors), &LanguageSection::default())
+            .map_err(|e| scan_error(LANGUAGE_KERNEL, e))?;
+        policy.apply(&mut language.output.findings);
         let prints = chunk_fingerprints(view(&no_anchors), &FingerprintConfig::default())
             .map_err(|e| scan_error(koas_md_scan::FINGERPRINT_KERNEL, e))?;
         let stage2: Artifacts = [
@@ -181,6 +186,14 @@ impl Document {
                     &s1.spans.doc_hash,
                     NUMBERING_KERNEL,
                     numbering.output.findings,
+                ),
+            ),
+            value(
+                names::LANGUAGE_FINDINGS,
+                FindingsArtifact::new(
+                    &s1.spans.doc_hash,
+                    LANGUAGE_KERNEL,
+                    language.output.findings,
                 ),
             ),
             value(names::RENUMBER_OPS, &numbering.renumber_ops),
