@@ -47,8 +47,14 @@ fn read(value: &Value, artifact: &str) -> Result<(Vec<Value>, String), KernelErr
 /// one op per edited line: a replace of the line, or its deletion. A
 /// language fix is recorded under the change kind a writer knows
 /// (`typo`, `grammar`, `spacing`), the others under their finding kind.
+/// Fixes are whole-line edits: two on one line ("Teh gateway explians")
+/// would overlap and the second be rejected, so replacements of the same
+/// line that change separate parts of it become one op.
 fn check_fix_ops(inputs: &Inputs) -> Result<Vec<Value>, KernelError> {
-    let mut ops = Vec::new();
+    let mut ops: Vec<Value> = Vec::new();
+    // Per line: the op replacing it and the parts of the line it changes.
+    let mut by_line: std::collections::HashMap<u32, (usize, Vec<Region>)> =
+        std::collections::HashMap::new();
     for artifact in [
         names::ISSUES,
         names::NUMBERING_FINDINGS,
@@ -61,17 +67,37 @@ fn check_fix_ops(inputs: &Inputs) -> Result<Vec<Value>, KernelError> {
             let Some(fix) = &finding.fix else { continue };
             for edit in &fix.edits {
                 let line = edit.line;
+                let rationale = format!("{} ({})", fix.description, finding.message);
+                if let (Some(after), Some((at, regions))) = (&edit.after, by_line.get_mut(&line)) {
+                    let op = &mut ops[*at];
+                    let region = Region::of(&edit.before, after);
+                    if op["before_text"].as_str() == Some(edit.before.as_str())
+                        && regions.iter().all(|r| r.apart(&region))
+                    {
+                        regions.push(region);
+                        op["after_text"] = Value::from(Region::apply(&edit.before, regions));
+                        let joined = format!(
+                            "{}; {rationale}",
+                            op["rationale"].as_str().unwrap_or_default()
+                        );
+                        op["rationale"] = Value::from(joined);
+                        continue;
+                    }
+                }
                 let mut op = serde_json::json!({
                     "target": {"line_start": line, "line_end": line},
                     "before_text": edit.before,
                     "kind": finding.kind.change_kind(),
                     "severity": "minor",
-                    "rationale": format!("{} ({})", fix.description, finding.message),
+                    "rationale": rationale,
                 });
                 match &edit.after {
                     Some(after) => {
                         op["action"] = Value::from("replace");
                         op["after_text"] = Value::from(after.as_str());
+                        by_line
+                            .entry(line)
+                            .or_insert_with(|| (ops.len(), vec![Region::of(&edit.before, after)]));
                     }
                     None => op["action"] = Value::from("delete"),
                 }
@@ -80,6 +106,61 @@ fn check_fix_ops(inputs: &Inputs) -> Result<Vec<Value>, KernelError> {
         }
     }
     Ok(ops)
+}
+
+/// The part of a line a replacement changes: bytes `start..end` of the
+/// line become `with`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Region {
+    start: usize,
+    end: usize,
+    with: String,
+}
+
+impl Region {
+    /// The smallest region turning `before` into `after` (their common
+    /// start and end kept).
+    fn of(before: &str, after: &str) -> Region {
+        let start: usize = before
+            .chars()
+            .zip(after.chars())
+            .take_while(|(a, b)| a == b)
+            .map(|(a, _)| a.len_utf8())
+            .sum();
+        let tail: usize = before[start..]
+            .chars()
+            .rev()
+            .zip(after[start..].chars().rev())
+            .take_while(|(a, b)| a == b)
+            .map(|(a, _)| a.len_utf8())
+            .sum();
+        Region {
+            start,
+            end: before.len() - tail,
+            with: after[start..after.len() - tail].to_owned(),
+        }
+    }
+
+    /// `true` when the two regions change separate parts of the line
+    /// (touching ones are not: which goes first would be a guess).
+    fn apart(&self, other: &Region) -> bool {
+        self.end < other.start || other.end < self.start
+    }
+
+    /// `before` with every region (all apart) replaced.
+    fn apply(before: &str, regions: &[Region]) -> String {
+        let mut sorted: Vec<&Region> = regions.iter().collect();
+        sorted.sort_by_key(|r| r.start);
+        let mut out = String::with_capacity(before.len());
+        let mut at = 0;
+        for r in sorted {
+            out.push_str(&before[at..r.start]);
+            out.push_str(&r.with);
+            at = r.end;
+        }
+        out.push_str(&before[at..]);
+        out
+    }
 }
 
 /// Gathers the ops of `ops`, the certain fixes of the findings (when
@@ -175,6 +256,16 @@ mod tests {
     }
 
     #[test]
+    fn regions_are_the_changed_part_of_a_line() {
+        let r = Region::of("a née b", "a nee b");
+        assert_eq!((r.start, r.end, r.with.as_str()), (3, 5, "e"));
+        let r = Region::of("the the x", "the x");
+        assert_eq!(Region::apply("the the x", &[r]), "the x");
+        let same = Region::of("abc", "abc");
+        assert_eq!(same.start, same.end);
+    }
+
+    #[test]
     fn certain_language_fixes_are_recorded_as_typos() {
         use koas_review_schema::findings::{Finding, FindingKind, Fix, FixEdit};
         let finding = |kind: FindingKind, kernel: &str, line: u32, before: &str, after: &str| {
@@ -248,6 +339,45 @@ mod tests {
         );
         assert_eq!(got.ops[1]["after_text"], "The cat");
         assert_eq!(got.origins, vec![OpOrigin::Person; 5]);
+        // Two fixes of one line, apart: one op making both changes.
+        let two = FindingsArtifact::new(
+            "sha256:00",
+            "md_language_check",
+            vec![
+                finding(
+                    FindingKind::Misspelling,
+                    "md_language_check",
+                    8,
+                    "Teh gate explians it",
+                    "The gate explians it",
+                ),
+                finding(
+                    FindingKind::Misspelling,
+                    "md_language_check",
+                    8,
+                    "Teh gate explians it",
+                    "Teh gate explains it",
+                ),
+                // Overlapping the first: left as its own op (rejected).
+                finding(
+                    FindingKind::Misspelling,
+                    "md_language_check",
+                    8,
+                    "Teh gate explians it",
+                    "Tea gate explians it",
+                ),
+            ],
+        );
+        let got = gather_all(&inputs(json!({"language_findings": two}))).unwrap();
+        assert_eq!(got.ops.len(), 2, "{:#?}", got.ops);
+        assert_eq!(got.ops[0]["after_text"], "The gate explains it");
+        assert_eq!(got.ops[0]["before_text"], "Teh gate explians it");
+        assert!(
+            got.ops[0]["rationale"].as_str().unwrap().contains("; "),
+            "{}",
+            got.ops[0]
+        );
+        assert_eq!(got.ops[1]["after_text"], "Tea gate explians it");
         // Without the checks' fixes, nothing of theirs.
         assert!(gather(&all, false).unwrap().ops.is_empty());
     }
