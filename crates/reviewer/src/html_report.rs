@@ -71,7 +71,11 @@ impl ViewData {
             serde_json::from_value(index).context("the section index has an unexpected shape")?;
         let sections = koas_md::stage1::section_index_for(current_text, index).sections;
         let mut findings = Vec::new();
-        for artifact in [names::ISSUES, names::NUMBERING_FINDINGS] {
+        for artifact in [
+            names::ISSUES,
+            names::NUMBERING_FINDINGS,
+            names::LANGUAGE_FINDINGS,
+        ] {
             for kernel in producers(pipeline, discovery, artifact) {
                 if let Ok(value) = output(record, kernel, artifact) {
                     let found: FindingsArtifact =

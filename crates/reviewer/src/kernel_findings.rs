@@ -1,7 +1,7 @@
 //! Findings from any kernel of a pipeline: every output artifact with the
 //! findings artifact shape (see `docs/artifacts.md`), other than the
-//! built-in checks' own `issues` and `numbering_findings` (which `koas
-//! check` and the report already show), read back from a finished run and
+//! built-in checks' own `issues`, `numbering_findings` and
+//! `language_findings` (which `koas check` and the report already show), read back from a finished run and
 //! named by kernel.
 
 use koas_md_scan::kinds::KindPolicy;
@@ -23,7 +23,13 @@ pub fn collect(record: &RunRecord) -> (Vec<KernelFindings>, Vec<String>) {
         .filter(|k| k.status == KernelStatus::Ok)
     {
         for artifact in k.output_hashes.keys() {
-            if artifact == names::ISSUES || artifact == names::NUMBERING_FINDINGS {
+            if [
+                names::ISSUES,
+                names::NUMBERING_FINDINGS,
+                names::LANGUAGE_FINDINGS,
+            ]
+            .contains(&artifact.as_str())
+            {
                 continue;
             }
             let Ok(value) = crate::outputs::output(record, &k.name, artifact) else {

@@ -248,7 +248,11 @@ fn original_findings(
 ) -> anyhow::Result<Result<Vec<koas_review_schema::findings::Finding>, RunFailure>> {
     use koas_review_schema::findings::FindingsArtifact;
     use koas_review_schema::names;
-    const FINDINGS: [&str; 2] = [names::ISSUES, names::NUMBERING_FINDINGS];
+    const FINDINGS: [&str; 3] = [
+        names::ISSUES,
+        names::NUMBERING_FINDINGS,
+        names::LANGUAGE_FINDINGS,
+    ];
     let spec = |k: &str| discovery.kernels.get(k).map(|l| &l.spec);
     let scans: Vec<String> = pipeline
         .kernels

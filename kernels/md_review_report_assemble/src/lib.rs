@@ -105,6 +105,7 @@ impl Kernel for MdReviewReportAssemble {
             .optional_input(names::FILE_STATS)
             .optional_input(names::ISSUES)
             .optional_input(names::NUMBERING_FINDINGS)
+            .optional_input(names::LANGUAGE_FINDINGS)
             .optional_input(names::APPLY_OUTCOME)
             .optional_input(names::REVIEW_DOC)
             .optional_input(names::LEDGER)
@@ -153,7 +154,11 @@ impl Kernel for MdReviewReportAssemble {
         )
         .sections;
         let mut findings = Vec::new();
-        for artifact in [names::ISSUES, names::NUMBERING_FINDINGS] {
+        for artifact in [
+            names::ISSUES,
+            names::NUMBERING_FINDINGS,
+            names::LANGUAGE_FINDINGS,
+        ] {
             if let Some(found) = inputs.parse_optional::<FindingsArtifact>(artifact)? {
                 findings.extend(found.findings);
             }
