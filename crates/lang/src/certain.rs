@@ -40,6 +40,43 @@ pub fn one_edit(word: &str) -> Vec<String> {
     out
 }
 
+/// `true` when `cand` (one edit from `word`) is what a slip of the hand
+/// would have turned into `word`. Two kinds of edit are not: one at the
+/// first letter (people rarely mistype it; "inodes" is no slip of
+/// "nodes", "rvalues" none of "values"), except two first letters
+/// swapped ("hte"); and a consonant added after the end ("rustc",
+/// "containerd": tools are named so).
+pub fn slip_like(word: &str, cand: &str) -> bool {
+    let w: Vec<char> = word.chars().collect();
+    let c: Vec<char> = cand.chars().collect();
+    let Some(i) = w
+        .iter()
+        .zip(&c)
+        .position(|(a, b)| a != b)
+        .or(Some(w.len().min(c.len())))
+    else {
+        return false;
+    };
+    let swap_at_start =
+        w.len() == c.len() && w.len() >= 2 && w[0] == c[1] && w[1] == c[0] && w[2..] == c[2..];
+    if swap_at_start {
+        return true;
+    }
+    if i == 0 {
+        return false;
+    }
+    // "pprof" for "prof": the first letter doubled is the first letter's edit.
+    if i == 1 && w.len() == c.len() + 1 && w[0] == w[1] {
+        return false;
+    }
+    let appended = w.len() == c.len() + 1 && w[..c.len()] == c[..];
+    if appended {
+        let last = w[w.len() - 1];
+        return !"bcdfgjklmnpqrtvwxz".contains(last) || c.last() == Some(&last);
+    }
+    true
+}
+
 /// The optimal string alignment distance (Levenshtein plus swaps of
 /// neighbours) between `a` and `b`, in characters.
 pub fn distance(a: &str, b: &str) -> usize {
@@ -108,6 +145,20 @@ mod tests {
         );
         assert!(one_edit("thhe").contains(&"the".to_owned()), "dropped");
         assert!(!e.contains(&"explians".to_owned()));
+    }
+
+    #[test]
+    fn slips_spare_the_first_letter_and_tool_suffixes() {
+        assert!(slip_like("explians", "explains"));
+        assert!(slip_like("teh", "the"));
+        assert!(slip_like("hte", "the"));
+        assert!(slip_like("adresses", "addresses"));
+        assert!(slip_like("thee", "the"), "a doubled last letter");
+        assert!(!slip_like("inodes", "nodes"));
+        assert!(!slip_like("kustomization", "customization"));
+        assert!(!slip_like("pprof", "prof"));
+        assert!(!slip_like("rustc", "rust"));
+        assert!(!slip_like("containerd", "container"));
     }
 
     #[test]

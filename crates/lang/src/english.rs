@@ -41,6 +41,80 @@ pub const RULES: &[(&str, IssueKind, bool)] = &[
     ("PossessiveYour", IssueKind::Confusion, false),
 ];
 
+/// Suffixes English forms words with, longest first.
+const SUFFIXES: &[&str] = &[
+    "isations", "izations", "ability", "isation", "ization", "ations", "ements", "ments", "ities",
+    "ation", "ement", "izing", "ising", "ness", "ment", "ings", "able", "ible", "less", "ized",
+    "ised", "izes", "ises", "ally", "ers", "ing", "ize", "ise", "ity", "ful", "ish", "ies", "ied",
+    "ier", "iers", "ed", "er", "es", "ly", "al", "rs", "s", "d", "r", "y",
+];
+
+/// Prefixes English forms words with.
+const PREFIXES: &[&str] = &[
+    "pre", "re", "un", "de", "sub", "non", "multi", "inter", "intra", "over", "under", "co",
+    "post", "anti", "auto", "cross", "self", "mis", "dis", "out", "super", "micro", "meta",
+    "hyper", "semi", "pseudo", "bi", "tri", "mid", "counter",
+];
+
+/// Words starting with a "yu" sound that Harper's rule of thumb takes
+/// for a vowel.
+const YU: &[&str] = &[
+    "unary",
+    "unicast",
+    "unicode",
+    "uniform",
+    "union",
+    "unique",
+    "unit",
+    "unitary",
+    "universal",
+    "unix",
+    "usable",
+    "usage",
+    "use",
+    "useful",
+    "user",
+    "usual",
+    "utility",
+    "utf",
+    "uri",
+    "url",
+];
+
+/// Latin and French expressions of English technical prose.
+const LATIN: &[&str] = &[
+    "facto",
+    "priori",
+    "posteriori",
+    "hoc",
+    "versa",
+    "vis",
+    "alia",
+    "al",
+    "etc",
+    "bona",
+    "fide",
+    "mortem",
+    "quo",
+    "vitro",
+    "vivo",
+    "situ",
+    "persona",
+    "verbatim",
+    "naïve",
+    "naive",
+    "raison",
+    "d'être",
+    "vu",
+    "déjà",
+    "via",
+    "cf",
+    "ibid",
+    "sic",
+    "gratis",
+    "ergo",
+];
+
 /// Builders of Levenshtein automata (swaps cost one), built once.
 static NEAR: LazyLock<[LevenshteinAutomatonBuilder; 2]> = LazyLock::new(|| {
     [
@@ -109,6 +183,81 @@ impl English {
                 .all(|part| !part.is_empty() && self.has(part))
     }
 
+    /// `true` when `word` is known, or is a regular derivation of a known
+    /// word that the dictionary does not list ("approvers", "pathing",
+    /// "precached", "findable", "benefitting"), or a Latin expression of
+    /// technical prose ("de facto", "a priori"). Used for the word's own
+    /// verdict, not for candidates: a slip that happens to form a regular
+    /// derivation is rare, a term built so is common.
+    pub fn accepts(&self, word: &str) -> bool {
+        if self.knows(word) {
+            return true;
+        }
+        let lower = word.to_lowercase().replace('’', "'");
+        if LATIN.contains(&lower.as_str()) {
+            return true;
+        }
+        if lower.contains('-') {
+            return lower
+                .split('-')
+                .all(|part| !part.is_empty() && (self.has(part) || self.derived(part, 0)));
+        }
+        self.derived(&lower, 0)
+    }
+
+    /// `true` when `word` (lower-case) is two dictionary words of three
+    /// letters or more written as one ("skillset", "codebase").
+    pub fn is_compound(&self, word: &str) -> bool {
+        let bounds: Vec<usize> = word.char_indices().map(|(i, _)| i).collect();
+        bounds.iter().skip(3).any(|&i| {
+            let (a, b) = word.split_at(i);
+            b.chars().count() >= 3 && self.has(a) && self.has(b)
+        })
+    }
+
+    /// `word` (lower-case) is a known word with a regular suffix or
+    /// prefix; `depth` bounds the stacking of affixes.
+    fn derived(&self, word: &str, depth: u8) -> bool {
+        if depth > 1 || word.chars().count() < 5 {
+            return false;
+        }
+        let known = |stem: &str| {
+            stem.chars().count() >= 3 && (self.has(stem) || self.derived(stem, depth + 1))
+        };
+        for suffix in SUFFIXES {
+            let Some(stem) = word.strip_suffix(suffix) else {
+                continue;
+            };
+            if known(stem) {
+                return true;
+            }
+            // "approve" + "r", "prototype" + "d", "use" + "able".
+            if known(&format!("{stem}e")) {
+                return true;
+            }
+            // "benefit" + "t" + "ing": a doubled last consonant.
+            let mut chars = stem.chars();
+            if let (Some(a), Some(b)) = (chars.next_back(), chars.next_back()) {
+                if a == b && !"aeiou".contains(a) && known(&stem[..stem.len() - a.len_utf8()]) {
+                    return true;
+                }
+            }
+            // "dependencies", "copied": "-y" becomes "-i".
+            if matches!(*suffix, "ies" | "ied" | "ier" | "iers") && known(&format!("{stem}y")) {
+                return true;
+            }
+        }
+        for prefix in PREFIXES {
+            if let Some(rest) = word.strip_prefix(prefix) {
+                let rest = rest.strip_prefix('-').unwrap_or(rest);
+                if rest.chars().count() >= 4 && (self.has(rest) || self.derived(rest, depth + 1)) {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
     /// Dictionary words within `max_distance` (1 or 2) edits of `word`
     /// (lower-case), at most `limit`, in the order of the alphabet.
     pub fn candidates(&self, word: &str, max_distance: u8, limit: usize) -> Vec<String> {
@@ -167,8 +316,22 @@ impl English {
             ) {
                 continue;
             }
+            // Only before a dictionary word: an abbreviation or a name ("an
+            // scm", "an rvalue") is said as its writer says it.
+            if !self.has(b.text) || !b.text.contains(['a', 'e', 'i', 'o', 'u', 'y']) {
+                continue;
+            }
             let chars: Vec<char> = b.text.chars().collect();
-            let wanted = match harper_core::starts_with_vowel(&chars, self.dialect) {
+            let lower = b.text.to_lowercase();
+            let sound = if YU
+                .iter()
+                .any(|w| lower == *w || lower.strip_suffix('s') == Some(w))
+            {
+                Some(InitialSound::Consonant)
+            } else {
+                harper_core::starts_with_vowel(&chars, self.dialect)
+            };
+            let wanted = match sound {
                 Some(InitialSound::Vowel) => "an",
                 Some(InitialSound::Consonant) => "a",
                 _ => continue,
@@ -344,7 +507,7 @@ pub(crate) mod tests {
             .map(|h| (&t[h.start..h.end], h.suggestions[0].as_str()))
             .collect();
         assert_eq!(got, [("an", "a"), ("a", "an"), ("an", "a"), ("A", "An")]);
-        let ok = "This is a test of an apple, a user, an hour, a URL and an SQL query.";
+        let ok = "This is a test of an apple, a user, an hour, a URL, an SQL query, a unary op and an scm.";
         assert!(EN.articles(ok, &words(ok)).is_empty());
     }
 }

@@ -2,7 +2,7 @@
 //! vocabulary, then spelling, grammar and typography paragraph by
 //! paragraph.
 
-use crate::certain::{distance, match_case, one_edit};
+use crate::certain::{distance, match_case, one_edit, slip_like};
 use crate::english::English;
 use crate::french::{rules, French};
 use crate::grammar::{repeated_words, Hit};
@@ -81,6 +81,15 @@ impl<'c> Dicts<'c> {
         Ok(f)
     }
 
+    /// `true` when `lang` accepts `word` as written: the dictionary knows
+    /// it, or (English) it is a regular derivation of a known word.
+    fn accepts(&mut self, lang: Lang, word: &str) -> Result<bool, LangError> {
+        Ok(match lang {
+            Lang::En => self.english()?.accepts(word),
+            Lang::Fr => self.french()?.knows(word),
+        })
+    }
+
     /// `true` when `lang`'s dictionary knows `word`.
     fn knows(&mut self, lang: Lang, word: &str) -> Result<bool, LangError> {
         Ok(match lang {
@@ -110,6 +119,12 @@ impl DocumentWords {
                 let folded = fold(t.text);
                 if t.capitalised() && !t.sentence_start && !p.heading {
                     names.insert(folded.clone());
+                }
+                // The parts of "ipfs-car" count as words of the document.
+                if folded.contains('-') {
+                    for part in folded.split('-').filter(|p| !p.is_empty()) {
+                        *counts.entry(part.to_owned()).or_default() += 1;
+                    }
                 }
                 *counts.entry(folded).or_default() += 1;
             }
@@ -184,7 +199,10 @@ pub(crate) fn check_document(
             }
         }
         if config.grammar {
-            hits.extend(repeated_words(p.text, &tokens[i], lang));
+            // A title may name a thing twice on purpose ("Dollar dollar").
+            if !p.heading {
+                hits.extend(repeated_words(p.text, &tokens[i], lang));
+            }
             match lang {
                 Lang::En => {
                     let english = dicts.english()?;
@@ -254,6 +272,11 @@ fn word_verdict(
 ) -> Result<Option<Verdict>, LangError> {
     let words = &checker.words;
     let folded = fold(t.text);
+    // "fmt's" is the document's "fmt".
+    let folded = folded
+        .strip_suffix("'s")
+        .map(str::to_owned)
+        .unwrap_or(folded);
     if words.rejects(t.text) {
         return Ok(Some(Verdict {
             suggestions: Vec::new(),
@@ -269,6 +292,29 @@ fn word_verdict(
     if min > 0 && doc.count(&folded) >= min {
         return Ok(None);
     }
+    // An inflection of the document's own word ("kustomizations" in a
+    // document about kustomization).
+    let vouched = |stem: &str| {
+        stem.chars().count() >= 4
+            && (doc.terms.contains(stem) || (min > 0 && doc.count(stem) >= min))
+    };
+    for suffix in ["s", "es", "ed", "ing", "er", "ers", "'s"] {
+        if folded
+            .strip_suffix(suffix)
+            .is_some_and(|stem| vouched(stem))
+        {
+            return Ok(None);
+        }
+    }
+    // Singular and plural both written, once each ("annotathon",
+    // "annotathons"): the document uses the word.
+    let plural = format!("{folded}s");
+    let family = doc.count(&folded)
+        + doc.count(&plural)
+        + folded.strip_suffix('s').map_or(0, |stem| doc.count(stem));
+    if min > 0 && family >= min {
+        return Ok(None);
+    }
     // A capital inside a sentence makes a name; a word written so
     // anywhere in the document is one everywhere.
     if (t.capitalised() && !t.sentence_start && !p.heading) || doc.names.contains(&folded) {
@@ -278,7 +324,27 @@ fn word_verdict(
     if let Some(v) = verdicts.get(&key) {
         return Ok(v.clone());
     }
-    let verdict = judge(dicts, doc, lang, t)?;
+    // A compound is judged by its parts: one the document or the project
+    // vouches for is no misspelling, and a short unknown part is an
+    // abbreviation ("cgo-related", "UB-checking").
+    if t.text.contains('-') {
+        let mut unknown = Vec::new();
+        for part in t.text.split('-').filter(|p| !p.is_empty()) {
+            let f = fold(part);
+            let vouched = words.accepts(part)
+                || (lang == Lang::Fr && French::is_prefix(part))
+                || doc.terms.contains(&f)
+                || (min > 0 && doc.count(&f) >= min)
+                || dicts.accepts(lang, part)?;
+            if !vouched {
+                unknown.push(part);
+            }
+        }
+        if unknown.is_empty() || unknown.iter().any(|p| p.chars().count() <= 3) {
+            return Ok(None);
+        }
+    }
+    let verdict = judge(dicts, doc, lang, p, t)?;
     verdicts.insert(key, verdict.clone());
     Ok(verdict)
 }
@@ -288,9 +354,10 @@ fn judge(
     dicts: &mut Dicts<'_>,
     doc: &DocumentWords,
     lang: Lang,
+    p: &Paragraph<'_>,
     t: &Token<'_>,
 ) -> Result<Option<Verdict>, LangError> {
-    if dicts.knows(lang, t.text)? {
+    if dicts.accepts(lang, t.text)? {
         return Ok(None);
     }
     // French technical prose borrows English terms ("le build", "un
@@ -327,8 +394,17 @@ fn judge(
     // Best first: the words the document uses most, then in the order
     // of the alphabet (stable across runs).
     near.sort_by(|a, b| doc.count(b).cmp(&doc.count(a)).then_with(|| a.cmp(b)));
-    let used: Vec<&String> = near.iter().filter(|w| doc.count(w) > 0).collect();
-    let certain = letters >= 3 && doc.count(&fold(t.text)) <= 1 && used.len() == 1;
+    let slips: Vec<&String> = near.iter().filter(|w| slip_like(&lower, w)).collect();
+    let used: Vec<&&String> = slips.iter().filter(|w| doc.count(w) > 0).collect();
+    let certain = doc.count(&fold(t.text)) <= 1
+        && used.len() == 1
+        && (letters >= 4
+            || (letters == 3 && distance(&lower, used[0]) == 1 && lower.len() == used[0].len()));
+    // Two words written as one ("skillset", "cowpath") is how English
+    // makes terms; unless the document points at a slip, it is one.
+    if !certain && lang == Lang::En && dicts.english()?.is_compound(&lower) {
+        return Ok(None);
+    }
     let mut suggestions: Vec<String> = near.clone();
     if suggestions.is_empty() && letters >= 4 {
         // English words two edits away come from an automaton over the
@@ -354,11 +430,21 @@ fn judge(
         .map(|s| format!("{head}{}", match_case(&s, base)))
         .collect();
     // A short word the dictionary lacks is more often an abbreviation
-    // than a slip, unless the document itself points at the word meant.
-    let likely = if letters <= 3 {
+    // than a slip, and a capitalised one opening a sentence more often a
+    // name: likely only when the document itself points at the word meant.
+    // A word of seven letters or more one slip away from a dictionary
+    // word is likely that word mistyped; a shorter one is as often an
+    // abbreviation or a name.
+    // A capitalised word inside a heading is a title's word or a name:
+    // a hint at most, never fixed.
+    let title_word = p.heading && t.capitalised() && !t.sentence_start;
+    let certain = certain && !title_word;
+    let likely = if title_word {
+        false
+    } else if letters <= 6 || t.capitalised() {
         certain
     } else {
-        !near.is_empty()
+        certain || !slips.is_empty()
     };
     let name = lang.name();
     let message = if likely {

@@ -78,7 +78,9 @@ pub fn is_apostrophe(c: char) -> bool {
 /// nothing about it being a name).
 fn ends_sentence(piece: &str) -> bool {
     let trimmed = piece.trim_end_matches(['"', '\'', '»', '”', '’', ')', ']', '*', '_']);
-    trimmed.ends_with(['.', '!', '?', ':', '…'])
+    // Not `:`: the word after a colon keeps a capital only when it is a
+    // name ("Author: Jaana").
+    trimmed.ends_with(['.', '!', '?', '…'])
 }
 
 /// `true` when `piece` is a list or heading marker or a quote mark, after
@@ -93,8 +95,17 @@ fn is_marker(piece: &str) -> bool {
 
 /// `true` when the word is an identifier rather than a word: camelCase
 /// (a lower-case letter followed by an upper-case one) or ALLCAPS (two or
-/// more letters, none lower-case).
+/// more letters, none lower-case), also as a plural ("PIDs", "SLIs",
+/// "GOGC's").
 fn is_identifier_like(core: &str) -> bool {
+    let stem = core
+        .strip_suffix("'s")
+        .or_else(|| core.strip_suffix("’s"))
+        .or_else(|| core.strip_suffix('s'))
+        .unwrap_or(core);
+    if stem.chars().count() >= 2 && stem.chars().all(|c| c.is_uppercase()) {
+        return true;
+    }
     let mut prev_lower = false;
     let mut upper = 0usize;
     let mut lower = 0usize;
@@ -224,6 +235,7 @@ mod tests {
     #[test]
     fn sentence_starts_are_known() {
         let t = words("Alpha beta. Gamma delta: Epsilon\n- Zeta and 2. Eta");
+        assert!(words("the PIDs and SLIs of GOGC's").len() == 3);
         let starts: Vec<(&str, bool)> = t.iter().map(|w| (w.text, w.sentence_start)).collect();
         assert_eq!(
             starts,
@@ -232,7 +244,7 @@ mod tests {
                 ("beta", false),
                 ("Gamma", true),
                 ("delta", false),
-                ("Epsilon", true),
+                ("Epsilon", false),
                 ("Zeta", true),
                 ("and", false),
                 ("Eta", true)

@@ -18,6 +18,13 @@ const HYPHEN_SUFFIXES: &[&str] = &[
     "toi", "lui", "leur", "y", "en", "ci", "là",
 ];
 
+/// Prefixes French joins to a word with a hyphen.
+const PREFIXES: &[&str] = &[
+    "intra", "inter", "extra", "pré", "pre", "post", "anti", "auto", "multi", "pluri", "co", "non",
+    "sous", "sur", "semi", "demi", "mi", "micro", "macro", "méta", "meta", "pseudo", "néo", "ex",
+    "vice", "quasi", "contre", "hyper", "super", "infra", "ultra", "bi", "tri",
+];
+
 /// The French dictionary and rules.
 pub struct French {
     dict: dict::FrenchDict,
@@ -52,7 +59,32 @@ impl French {
                         || (i == 0 && self.knows_lowered(part)))
             });
         }
-        self.knows_lowered(word)
+        self.knows_lowered(word) || self.reformed(word)
+    }
+
+    /// `true` when `word` is a spelling of the 1990 reform of a word the
+    /// dictionary knows in its classic spelling: no circumflex on i and u
+    /// ("connaitre", "couteux"), è for é before a mute syllable
+    /// ("évènement", "préfèrera"). Both spellings are correct French.
+    fn reformed(&self, word: &str) -> bool {
+        let chars: Vec<char> = word.chars().collect();
+        chars.iter().enumerate().any(|(i, c)| {
+            let classic = match c {
+                'i' => 'î',
+                'u' => 'û',
+                'è' => 'é',
+                _ => return false,
+            };
+            let mut v = chars.clone();
+            v[i] = classic;
+            self.dict.check(&v.iter().collect::<String>())
+        })
+    }
+
+    /// `true` when `part` is a prefix French joins with a hyphen
+    /// ("intra-annotateur", "pré-requis").
+    pub fn is_prefix(part: &str) -> bool {
+        PREFIXES.contains(&part.to_lowercase().as_str())
     }
 
     /// A capitalised word opening a sentence, checked in lower case.
@@ -106,7 +138,16 @@ mod tests {
         ] {
             assert!(FR.knows(w), "{w}");
         }
-        for w in ["maisson", "developpement", "l’arbbre", "adresss"] {
+        for w in ["connaitre", "apparait", "évènement", "préfèrera", "couteux"] {
+            assert!(FR.knows(w), "reformed spelling {w}");
+        }
+        for w in [
+            "maisson",
+            "developpement",
+            "l’arbbre",
+            "adresss",
+            "précisement",
+        ] {
             assert!(!FR.knows(w), "{w}");
         }
         assert_eq!(FR.split_elision("l’exemlpe"), ("l’", "exemlpe"));
