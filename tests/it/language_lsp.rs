@@ -51,7 +51,7 @@ fn spans(diags: &[Value]) -> Vec<(u64, u64, u64, String)> {
     out
 }
 
-fn find_word<'a>(diags: &'a [Value], line: u64, start: u64) -> &'a Value {
+fn find_word(diags: &[Value], line: u64, start: u64) -> &Value {
     diags
         .iter()
         .find(|d| d["range"]["start"]["line"] == line && d["range"]["start"]["character"] == start)
