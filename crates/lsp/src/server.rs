@@ -1517,6 +1517,46 @@ mod tests {
     use super::*;
 
     #[test]
+    fn workspace_folders_then_root_uri_then_root_path() {
+        let folders = json!({"workspaceFolders": [{"uri": "file:///nowhere/a", "name": "a"}],
+                             "rootUri": "file:///nowhere/b"});
+        assert_eq!(workspace_roots(&folders), vec![PathBuf::from("/nowhere/a")]);
+        let root = json!({"workspaceFolders": null, "rootUri": "file:///nowhere/b"});
+        assert_eq!(workspace_roots(&root), vec![PathBuf::from("/nowhere/b")]);
+        let path = json!({"rootPath": "/nowhere/c"});
+        assert_eq!(workspace_roots(&path), vec![PathBuf::from("/nowhere/c")]);
+        assert!(workspace_roots(&json!({"rootPath": "relative"})).is_empty());
+    }
+
+    /// Without koas.toml the workspace folder's words apply, and a change
+    /// of that file rebuilds the cached checker.
+    #[test]
+    fn the_workspace_words_reach_the_checker_and_their_change_rebuilds_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().to_path_buf();
+        let doc = root.join("guide.md");
+        let text = "# Notes\n\nThe team zorblets the cache every night.\n";
+        let mut cache = CheckerCache::default();
+        let misspelt = |cache: &mut CheckerCache| {
+            checker_for(cache, Some(&doc), Some(&root))
+                .expect("checker")
+                .check(text)
+                .expect("checked")
+                .findings
+                .iter()
+                .any(|f| f.kind == FindingKind::Misspelling)
+        };
+        assert!(misspelt(&mut cache));
+        std::fs::write(
+            root.join(koas_md_scan::config::DEFAULT_WORDS_FILE),
+            "zorblets\n",
+        )
+        .expect("write");
+        assert!(!misspelt(&mut cache));
+        assert_eq!(cache.len(), 1);
+    }
+
+    #[test]
     fn file_uris_become_paths() {
         assert_eq!(
             uri_path("file:///tmp/a%20b.md"),
