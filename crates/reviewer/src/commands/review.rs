@@ -266,6 +266,10 @@ fn review(
     // commit dropped: on a large review its batch, ledger entries and log
     // records are hundreds of MB that the views pass does not need.
     let no_ops = args.ops.is_none() && setup.llm.is_none();
+    // Without a model or ops the only changes are the checks' certain
+    // fixes (a misspelling the document spells right elsewhere, a
+    // heading-level skip): said so, not "no change".
+    let fixed = committed.entries.iter().filter(|e| !e.is_revert).count();
     // The report's model section is the work behind the review: a run
     // the cache answered whole (no request at all) shows the last run
     // that asked the model, so an unchanged re-run keeps its report.
@@ -304,7 +308,12 @@ fn review(
     drop(committed);
 
     let notice = no_ops.then(|| {
-        "No model is configured and no ops were given: the deterministic stages ran and no change was made. Configure a model (an [llm] table in koas.toml, or --llm-backend/--llm-endpoint/--llm-model) or give edit ops with `koas review DOC --ops FILE`.".to_owned()
+        let made = if fixed == 0 {
+            "no change was made".to_owned()
+        } else {
+            format!("only the checks' certain fixes were applied ({fixed})")
+        };
+        format!("No model is configured and no ops were given: the deterministic stages ran and {made}. Configure a model (an [llm] table in koas.toml, or --llm-backend/--llm-endpoint/--llm-model) or give edit ops with `koas review DOC --ops FILE`.")
     });
     let views = match passes::run_views_with_model(
         global,
@@ -839,7 +848,10 @@ fn answer(
     let rejected = out.batch.rejected.len();
     let known = &out.batch.known;
     let summary = if no_ops {
-        "no model and no ops: deterministic stages only, 0 changes".to_owned()
+        format!(
+            "no model and no ops: deterministic stages only, {} changes",
+            applied.len()
+        )
     } else {
         let mut summary = format!(
             "{} ops: {} applied, {flagged} flagged, {rejected} rejected",
