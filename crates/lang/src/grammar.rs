@@ -28,7 +28,11 @@ fn may_repeat(word: &str, lang: Lang) -> bool {
             word,
             "had" | "that" | "is" | "do" | "bye" | "very" | "so" | "no"
         ),
-        Lang::Fr => matches!(word, "nous" | "vous" | "très" | "si" | "non" | "bien"),
+        // "faire faire" (to have done), "en en faisant" (by doing so).
+        Lang::Fr => matches!(
+            word,
+            "nous" | "vous" | "très" | "si" | "non" | "bien" | "faire" | "en" | "fait"
+        ),
     }
 }
 

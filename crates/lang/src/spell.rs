@@ -86,7 +86,7 @@ impl<'c> Dicts<'c> {
     fn accepts(&mut self, lang: Lang, word: &str) -> Result<bool, LangError> {
         Ok(match lang {
             Lang::En => self.english()?.accepts(word),
-            Lang::Fr => self.french()?.knows(word),
+            Lang::Fr => self.french()?.accepts(word),
         })
     }
 
@@ -108,6 +108,26 @@ struct DocumentWords {
     names: HashSet<String>,
     /// The glossary's terms, folded.
     terms: HashSet<String>,
+    /// How many distinct forms of the document share each stem (a form
+    /// without one of [`INFLECTIONS`]): "Recetter" and "recettons" are two
+    /// forms of "recett".
+    stems: HashMap<String, u32>,
+}
+
+/// Endings of inflected forms, English and French, longest first.
+const INFLECTIONS: &[&str] = &[
+    "ements", "ement", "ing", "ers", "ons", "ent", "ées", "ies", "ied", "ed", "er", "es", "ez",
+    "és", "ée", "ai", "ais", "ait", "ant", "s", "é", "e",
+];
+
+/// The stems of `folded`: itself and what is left without each ending
+/// (four letters at least).
+fn stems_of(folded: &str) -> impl Iterator<Item = &str> {
+    std::iter::once(folded).chain(INFLECTIONS.iter().filter_map(move |end| {
+        folded
+            .strip_suffix(end)
+            .filter(|stem| stem.chars().count() >= 4)
+    }))
 }
 
 impl DocumentWords {
@@ -129,6 +149,15 @@ impl DocumentWords {
                 *counts.entry(folded).or_default() += 1;
             }
         }
+        let mut stems: HashMap<String, u32> = HashMap::new();
+        for form in counts.keys() {
+            let mut seen = HashSet::new();
+            for stem in stems_of(form) {
+                if seen.insert(stem) {
+                    *stems.entry(stem.to_owned()).or_default() += 1;
+                }
+            }
+        }
         let terms = terms
             .iter()
             .flat_map(|t| t.split_whitespace())
@@ -138,6 +167,7 @@ impl DocumentWords {
             counts,
             names,
             terms,
+            stems,
         }
     }
 
@@ -315,6 +345,7 @@ fn word_verdict(
     if min > 0 && family >= min {
         return Ok(None);
     }
+
     // A capital inside a sentence makes a name; a word written so
     // anywhere in the document is one everywhere.
     if (t.capitalised() && !t.sentence_start && !p.heading) || doc.names.contains(&folded) {
@@ -400,6 +431,15 @@ fn judge(
         && used.len() == 1
         && (letters >= 4
             || (letters == 3 && distance(&lower, used[0]) == 1 && lower.len() == used[0].len()));
+    // Another form of the same stem in the document ("Recetter",
+    // "recettons") is a word of its subject, conjugated or inflected,
+    // unless the document uses a word one slip away ("configureed" in a
+    // document that writes "configured").
+    if used.is_empty()
+        && stems_of(&fold(t.text)).any(|stem| doc.stems.get(stem).copied().unwrap_or(0) >= 2)
+    {
+        return Ok(None);
+    }
     // Two words written as one ("skillset", "cowpath") is how English
     // makes terms; unless the document points at a slip, it is one.
     if !certain && lang == Lang::En && dicts.english()?.is_compound(&lower) {

@@ -341,7 +341,7 @@ mod tests {
     fn prose_is_checked_and_code_links_and_html_are_not() {
         let text = "# Retry policy\n\nThe server explains the addresses it serves.\n\
             Teh client explians the `explianz` call, see [the adresses](https://x.io/explianz) and <span title=\"explianz\">here</span>.\n\n\
-            ```\nlet teh_value = 1;\n```\n";
+            ```\nlet x = 1;\n```\n";
         let found = check(text);
         let got: Vec<(u32, u32, Option<u32>, &str)> = found
             .iter()

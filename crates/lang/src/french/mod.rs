@@ -59,7 +59,14 @@ impl French {
                         || (i == 0 && self.knows_lowered(part)))
             });
         }
-        self.knows_lowered(word) || self.reformed(word)
+        self.knows_lowered(word)
+    }
+
+    /// `true` when `word` is French as written: [`French::knows`], or a
+    /// spelling of the 1990 reform. Used for the word's own verdict, not
+    /// for candidates (a suggestion is written the classic way).
+    pub fn accepts(&self, word: &str) -> bool {
+        self.knows(word) || self.reformed(word) || self.reformed(&word.to_lowercase())
     }
 
     /// `true` when `word` is a spelling of the 1990 reform of a word the
@@ -139,7 +146,7 @@ mod tests {
             assert!(FR.knows(w), "{w}");
         }
         for w in ["connaitre", "apparait", "évènement", "préfèrera", "couteux"] {
-            assert!(FR.knows(w), "reformed spelling {w}");
+            assert!(FR.accepts(w), "reformed spelling {w}");
         }
         for w in [
             "maisson",

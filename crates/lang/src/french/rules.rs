@@ -31,6 +31,19 @@ const NO_ELISION: &[&str] = &[
     "uhlan",
     "ululement",
     "ululer",
+    // Conjunctions and prepositions: "la ou les", "le et la".
+    "ou",
+    "où",
+    "et",
+    "à",
+    "au",
+    "aux",
+    "en",
+    "y",
+    "ainsi",
+    "après",
+    "avec",
+    "entre",
 ];
 
 /// Words with a mute h (elided before: "l’heure"). An h word not listed
@@ -321,7 +334,10 @@ mod tests {
 
     #[test]
     fn aspirated_h_names_and_exceptions_do_not() {
-        assert!(elide("le hash, le header, le onze, de Orange, la une, le `x` arbre").is_empty());
+        assert!(
+            elide("le hash, le header, le onze, de Orange, la une, la ou les, le `x` arbre")
+                .is_empty()
+        );
         assert!(elide("le arbre").len() == 1);
         assert!(elide(&format!("le{BLANK}arbre")).is_empty());
     }
