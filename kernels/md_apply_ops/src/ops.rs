@@ -108,6 +108,21 @@ fn check_fix_ops(inputs: &Inputs) -> Result<Vec<Value>, KernelError> {
     Ok(ops)
 }
 
+/// The lines an op names (`target.line_start`..`line_end`, or `line`),
+/// when it names them.
+fn target_lines(op: &Value) -> Option<(u64, u64)> {
+    let target = op.get("target");
+    let start = target
+        .and_then(|t| t.get("line_start"))
+        .or_else(|| op.get("line"))
+        .and_then(Value::as_u64)?;
+    let end = target
+        .and_then(|t| t.get("line_end"))
+        .and_then(Value::as_u64)
+        .unwrap_or(start);
+    Some((start, end.max(start)))
+}
+
 /// The part of a line a replacement changes: bytes `start..end` of the
 /// line become `with`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -177,7 +192,16 @@ pub fn gather(inputs: &Inputs, check_fixes: bool) -> Result<GatheredOps, KernelE
         ops.extend(found);
     }
     if check_fixes {
-        let found = check_fix_ops(inputs)?;
+        // A line an op of the file targets is that person's to change:
+        // the checks' fix of it would overlap and be rejected.
+        let taken: Vec<(u64, u64)> = ops.iter().filter_map(target_lines).collect();
+        let found: Vec<Value> = check_fix_ops(inputs)?
+            .into_iter()
+            .filter(|op| {
+                target_lines(op)
+                    .map_or(true, |(a, b)| !taken.iter().any(|&(c, d)| a <= d && c <= b))
+            })
+            .collect();
         if !found.is_empty() {
             sources.push(format!("certain fixes of the checks: {} ops", found.len()));
             // Deterministic and certain: a tool's edit, held to a person's rules.
@@ -378,6 +402,19 @@ mod tests {
             got.ops[0]
         );
         assert_eq!(got.ops[1]["after_text"], "Tea gate explians it");
+        // A line the ops file changes is left to it.
+        let mine = json!([{"action": "replace", "target": {"line_start": 8},
+                           "before_text": "Teh", "after_text": "Le"}]);
+        let got = gather_all(&inputs(json!({"ops": mine, "language_findings": language}))).unwrap();
+        assert_eq!(got.ops.len(), 5, "{:#?}", got.ops);
+        let got = gather_all(&inputs(json!({"ops": [{"action": "replace", "line": 3, "before_text": "Teh", "after_text": "The"}], "language_findings": language})))
+            .unwrap();
+        assert_eq!(got.ops.len(), 4, "{:#?}", got.ops);
+        assert!(got
+            .ops
+            .iter()
+            .skip(1)
+            .all(|o| o["target"]["line_start"] != 3));
         // Without the checks' fixes, nothing of theirs.
         assert!(gather(&all, false).unwrap().ops.is_empty());
     }
