@@ -4,8 +4,10 @@
 //! A fix is whole-line edits on the document the finding was made on. It
 //! is applied only when every line it touches still reads as the finding
 //! saw it and no other fix of the same run touches that line: the first
-//! fix (in finding order) wins, the other is left for the next run. Line
-//! endings (LF or CRLF) and a byte-order mark are kept.
+//! fix (in finding order) wins, the other is left for the next run. Fixes
+//! of one line that each change one part of it ("Teh client explians"),
+//! parts that do not overlap, are applied together. Line endings (LF or
+//! CRLF) and a byte-order mark are kept.
 
 use koas_review_schema::findings::Finding;
 use std::collections::HashMap;
@@ -37,6 +39,60 @@ fn split_lines(text: &str) -> Vec<(&str, &str)> {
         .collect()
 }
 
+/// The one part of a line a one-line fix changes: bytes `start..end` of
+/// the original line become `with`.
+#[derive(Debug, Clone)]
+struct Part {
+    start: usize,
+    end: usize,
+    with: String,
+}
+
+impl Part {
+    /// The part `before` → `after` changes (their common start and end
+    /// kept, on character boundaries).
+    fn of(before: &str, after: &str) -> Part {
+        let prefix: usize = before
+            .chars()
+            .zip(after.chars())
+            .take_while(|(a, b)| a == b)
+            .map(|(a, _)| a.len_utf8())
+            .sum();
+        let suffix: usize = before[prefix..]
+            .chars()
+            .rev()
+            .zip(after[prefix..].chars().rev())
+            .take_while(|(a, b)| a == b)
+            .map(|(a, _)| a.len_utf8())
+            .sum();
+        Part {
+            start: prefix,
+            end: before.len() - suffix,
+            with: after[prefix..after.len() - suffix].to_owned(),
+        }
+    }
+
+    /// `true` when the two parts neither overlap nor touch.
+    fn apart(&self, other: &Part) -> bool {
+        self.end < other.start || other.end < self.start
+    }
+
+    /// `line` with every part applied.
+    fn apply(line: &str, parts: &[Part]) -> String {
+        let mut sorted: Vec<&Part> = parts.iter().collect();
+        sorted.sort_by_key(|p| p.start);
+        let mut out = String::with_capacity(line.len());
+        let mut at = 0;
+        for p in sorted {
+            out.push_str(&line[at..p.start]);
+            out.push_str(&p.with);
+            at = p.end;
+        }
+        out.push_str(&line[at..]);
+        out
+    }
+}
+
 /// Applies the fixes of `findings` to `text`.
 pub fn apply_fixes(text: &str, findings: &[Finding]) -> FixOutcome {
     let lines = split_lines(text);
@@ -50,10 +106,27 @@ pub fn apply_fixes(text: &str, findings: &[Finding]) -> FixOutcome {
         }
     };
     let mut claimed: HashMap<usize, Option<String>> = HashMap::new();
+    // The parts of a line changed by one-line fixes, in the original
+    // line's bytes: another such fix of a part apart is merged in.
+    let mut parts: HashMap<usize, Vec<Part>> = HashMap::new();
     let mut applied = Vec::new();
     let mut skipped = Vec::new();
     for (i, f) in findings.iter().enumerate() {
         let Some(fix) = &f.fix else { continue };
+        if let [e] = fix.edits.as_slice() {
+            let idx = (e.line as usize).wrapping_sub(1);
+            if let (Some(after), Some(done)) = (&e.after, parts.get_mut(&idx)) {
+                if idx < lines.len() && seen(idx) == e.before {
+                    let part = Part::of(&e.before, after);
+                    if done.iter().all(|d| d.apart(&part)) {
+                        done.push(part);
+                        claimed.insert(idx, Some(Part::apply(&e.before, done)));
+                        applied.push(i);
+                        continue;
+                    }
+                }
+            }
+        }
         let mut why = None;
         for e in &fix.edits {
             let idx = (e.line as usize).wrapping_sub(1);
@@ -77,6 +150,11 @@ pub fn apply_fixes(text: &str, findings: &[Finding]) -> FixOutcome {
             None => {
                 for e in &fix.edits {
                     claimed.insert(e.line as usize - 1, e.after.clone());
+                }
+                if let [e] = fix.edits.as_slice() {
+                    if let Some(after) = &e.after {
+                        parts.insert(e.line as usize - 1, vec![Part::of(&e.before, after)]);
+                    }
                 }
                 applied.push(i);
             }
@@ -224,6 +302,37 @@ mod tests {
         assert_eq!(skipped, [1, 2, 3]);
         assert_eq!(out.text, "# T\n\n## A\n");
         assert_eq!(apply_fixes(text, &[]).diff("x"), "");
+    }
+
+    /// "Teh client explians": two words of one line, each with its
+    /// certain fix; before, the second fix waited for another run.
+    #[test]
+    fn fixes_of_separate_parts_of_one_line_apply_together() {
+        let line = "Teh client explians the adresses.";
+        let text = format!("# T\n\n{line}\n");
+        let findings = [
+            finding(
+                3,
+                vec![(3, line, Some("The client explians the adresses."))],
+            ),
+            finding(
+                3,
+                vec![(3, line, Some("Teh client explains the adresses."))],
+            ),
+            finding(
+                3,
+                vec![(3, line, Some("Teh client explians the addresses."))],
+            ),
+            // Overlaps the second: left for the next run.
+            finding(3, vec![(3, line, Some("Teh client explain the adresses."))]),
+        ];
+        let out = apply_fixes(&text, &findings);
+        assert_eq!(out.applied, [0, 1, 2]);
+        assert_eq!(out.skipped.iter().map(|s| s.0).collect::<Vec<_>>(), [3]);
+        assert_eq!(out.text, "# T\n\nThe client explains the addresses.\n");
+        assert!(out
+            .diff("f")
+            .contains("+The client explains the addresses."));
     }
 
     #[test]
