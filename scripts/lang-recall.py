@@ -38,6 +38,7 @@ usage: scripts/lang-recall.py [--koas target/debug/koas] [--per-doc 5] [--seed 4
 import argparse
 import collections
 import csv
+import datetime
 import json
 import os
 import random
@@ -273,6 +274,46 @@ def read_lines(path):
         return f.read().split("\n")
 
 
+INFLECTIONS = ["s", "es", "ed", "ing", "er", "ers", "d", "r", "y"]
+
+
+def inflection_of(bad, count):
+    """The document word (used twice or more) that `bad` reads as an
+    inflection of ("titress" = "titres" + "s"), or ''."""
+    for suffix in INFLECTIONS:
+        stem = bad[: -len(suffix)]
+        if bad.endswith(suffix) and len(stem) >= 3 and count[stem] >= 2:
+            return stem
+    return ""
+
+
+def in_container(lines, idx):
+    """`true` when line idx is inside a `:::` block (a glossary entry of
+    some static-site generators)."""
+    depth = 0
+    for line in lines[:idx]:
+        if line.startswith(":::"):
+            depth = 0 if line.strip() == ":::" else 1
+    return depth == 1
+
+
+def derivation(bad, words):
+    """The known word `bad` reads as a regular derivation or a compound
+    of, by the independent word list ('' when none): the shapes an
+    affix-aware dictionary accepts."""
+    for suffix in ["s", "es", "ed", "d", "ing", "er", "ers", "r", "rs", "y", "ly", "al"]:
+        stem = bad[: -len(suffix)]
+        if not bad.endswith(suffix) or len(stem) < 3:
+            continue
+        for cand in (stem, stem + "e", stem[:-1] if len(stem) > 3 and stem[-1] == stem[-2] else ""):
+            if cand and cand in words:
+                return "%s+%s" % (cand, suffix)
+    for i in range(3, len(bad) - 2):
+        if bad[:i] in words and bad[i:] in words:
+            return "%s+%s" % (bad[:i], bad[i:])
+    return ""
+
+
 def plant(lang, group, doc, lines, busy, words, per_doc, seed, doc_index):
     """Planted slips of one document for one group: list of dicts."""
     rng = random.Random("%s:%s:%s:%s" % (seed, lang, group, doc))
@@ -307,10 +348,62 @@ def plant(lang, group, doc, lines, busy, words, per_doc, seed, doc_index):
             used_lines.add(idx)
             used_forms.add(bad)
             planted.append(
-                dict(line=idx, start=start, word=word, slipped=bad, slip=kind, count=count[word])
+                dict(line=idx, start=start, word=word, slipped=bad, slip=kind, count=count[word],
+                     inflection=inflection_of(bad, count), container=in_container(lines, idx))
             )
             break
     return planted
+
+
+NEUTRAL = {
+    "en": "This is the word %s in a sentence of the document.\n",
+    "fr": "Voici le mot %s dans une phrase du document.\n",
+}
+
+
+def explain(koas, work, rows, words_by_lang):
+    """A likely cause for each slip missed or fixed wrong, in column
+    `cause`: the slipped word alone in a neutral sentence tells a word the
+    checker accepts anywhere from one the document's context vouches for."""
+    todo = [r for r in rows if r["outcome"] in ("missed", "wrong_fix")]
+    idir = os.path.join(work, "isolated")
+    shutil.rmtree(idir, ignore_errors=True)
+    os.makedirs(idir)
+    files = []
+    for i, r in enumerate(todo):
+        path = os.path.join(idir, "%04d-%s.md" % (i, r["language"]))
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(NEUTRAL[r["language"]] % r["slipped"])
+        files.append(path)
+    alone = findings_by_file(koas, files) if files else {}
+    for r, path in zip(todo, files):
+        hits = [f for f in alone.get(os.path.abspath(path), []) if f["kind"] == "misspelling"]
+        words = words_by_lang[r["language"]]
+        other = words_by_lang.get("en" if r["language"] == "fr" else "fr", set())
+        if r["outcome"] == "wrong_fix":
+            n = len(r["suggestions"].split())
+            r["cause"] = "certain fix to %s, a word the document uses; %d suggestions" % (r["fixed_to"], n)
+            if len(r["slipped"]) <= 3:
+                r["cause"] += "; a word of %d letters" % len(r["slipped"])
+        elif hits:
+            if r["container"]:
+                r["cause"] = "context: inside a ::: block (glossary entry)"
+            elif r["inflection"]:
+                r["cause"] = "context: read as an inflection of the document's %s" % r["inflection"]
+            elif r["other_findings"]:
+                r["cause"] = "context: another finding on the line (%s)" % r["other_findings"]
+            else:
+                r["cause"] = "context: reported alone, not in the document"
+        elif r["language"] == "fr" and r["slipped"] in other:
+            r["cause"] = "accepted: an English word (wamerican), in a French paragraph"
+        elif r["language"] == "fr" and derivation(r["slipped"], other):
+            r["cause"] = "accepted: an English derivation (%s) in a French paragraph" % derivation(r["slipped"], other)
+        elif derivation(r["slipped"], words):
+            r["cause"] = "accepted: a regular derivation or compound (%s)" % derivation(r["slipped"], words)
+        else:
+            r["cause"] = "accepted: a word of koas's dictionary that the word list lacks"
+    for r in rows:
+        r.setdefault("cause", "")
 
 
 def main():
@@ -324,6 +417,10 @@ def main():
     ap.add_argument("--keep", help="keep the planted copies in this folder")
     a = ap.parse_args()
     koas = os.path.abspath(a.koas)
+    built = os.path.getmtime(koas)
+    head = subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty"],
+                          capture_output=True, text=True).stdout.strip()
+    stamp = lambda t: datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")
 
     docs = collections.defaultdict(list)
     with open(a.list, encoding="utf-8") as f:
@@ -339,9 +436,11 @@ def main():
     rows = []
     stats = {}
     lists = {}
+    words_by_lang = {}
     for lang in sorted(docs):
         list_path, words = load_words(lang)
         lists[lang] = list_path
+        words_by_lang[lang] = words
         entries = sorted(docs[lang])
         base = findings_by_file(koas, [p for _, _, p in entries])
         for group in GROUPS:
@@ -435,8 +534,12 @@ def main():
                         other_findings=";".join(sorted({f["kind"] for f in on_line if f is not hit})),
                         fixed_to=fixed_to, suggestions=" ".join(sugg),
                         restored_by_fix="yes" if restored else "no",
+                        inflection=s["inflection"], container=s["container"],
                     ))
 
+    explain(koas, work, rows, words_by_lang)
+    for r in rows:
+        del r["inflection"], r["container"]
     with open(a.tsv, "w", encoding="utf-8", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0].keys()) if rows else ["language"],
                            delimiter="\t", lineterminator="\n")
@@ -444,8 +547,12 @@ def main():
         w.writerows(rows)
 
     pct = lambda x, y: "%.1f%%" % (100.0 * x / y) if y else "-"
-    print("koas: %s\nseed %s, %d slips per document and group; planted copies in %s"
-          % (koas, a.seed, a.per_doc, work))
+    print("koas: %s (built %s UTC; checkout %s)" % (koas, stamp(built), head))
+    if os.path.getmtime(koas) != built:
+        print("WARNING: koas was rebuilt during the run (now %s): the figures mix two builds"
+              % stamp(os.path.getmtime(koas)))
+    print("seed %s, %d slips per document and group; planted copies in %s"
+          % (a.seed, a.per_doc, work))
     for lang in sorted(lists):
         print("%s: %d documents; real-word filter: %s" % (lang, len(docs[lang]), lists[lang]))
     print()
@@ -488,6 +595,15 @@ def main():
             c["other_lines_preexisting"], c["certain_right_not_restored"],
             c["planted_line_mangled"], c["line_count_changed"]))
     print()
+    causes = collections.Counter(
+        (r["language"], r["group"], r["outcome"], re.sub(r" \(.*|; .*| to .*", "", r["cause"]))
+        for r in rows if r["cause"])
+    if causes:
+        print("| language | words | outcome | likely cause | slips |")
+        print("|---|---|---|---|---:|")
+        for (lang, group, outcome, cause), n in sorted(causes.items()):
+            print("| %s | %s | %s | %s | %d |" % (lang, group, outcome, cause, n))
+        print()
     print("detail: %s (%d slips, %d missed)"
           % (a.tsv, len(rows), sum(r["outcome"] == "missed" for r in rows)))
     print("lang-recall: %s: %s" % ("PASS" if ok else "FAIL", "; ".join(summary)))
