@@ -242,6 +242,10 @@ impl English {
                     return true;
                 }
             }
+            // "evaluable", "calculable": "-ate" verbs drop it before "-able".
+            if matches!(*suffix, "able" | "ability") && known(&format!("{stem}ate")) {
+                return true;
+            }
             // "dependencies", "copied": "-y" becomes "-i".
             if matches!(*suffix, "ies" | "ied" | "ier" | "iers") && known(&format!("{stem}y")) {
                 return true;

@@ -300,6 +300,11 @@ fn word_verdict(
     p: &Paragraph<'_>,
     t: &Token<'_>,
 ) -> Result<Option<Verdict>, LangError> {
+    // One letter is no word to misspell: "a", "I", the "s" after a
+    // code span ("`Foo`s").
+    if t.text.chars().count() < 2 {
+        return Ok(None);
+    }
     let words = &checker.words;
     let folded = fold(t.text);
     // "fmt's" is the document's "fmt".
