@@ -482,7 +482,9 @@ fn judge(
     // abbreviation or a name.
     // A capitalised word inside a heading is a title's word or a name:
     // a hint at most, never fixed.
-    let title_word = p.heading && t.capitalised() && !t.sentence_start;
+    // So is a word in emphasis: a term being introduced, often coined
+    // ("*annotathons*").
+    let title_word = (p.heading && t.capitalised() && !t.sentence_start) || t.emphasised;
     let certain = certain && !title_word;
     let likely = if title_word {
         false

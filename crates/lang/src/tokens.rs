@@ -24,8 +24,11 @@ pub struct Token<'a> {
     /// Byte offset just past it.
     pub end: usize,
     /// `true` when it opens a sentence (first word, or after `.` `!` `?`
-    /// `:` or a list or heading marker): its capital says nothing.
+    /// or a list or heading marker): its capital says nothing.
     pub sentence_start: bool,
+    /// `true` when it is written in emphasis (`*word*`, `_word_`): a
+    /// term being introduced or cited, often coined.
+    pub emphasised: bool,
 }
 
 impl Token<'_> {
@@ -141,17 +144,32 @@ pub fn words(text: &str) -> Vec<Token<'_>> {
     if let Some(s) = start {
         pieces.push((s, text.len()));
     }
+    // Inside `*an emphasised phrase*` across pieces.
+    let mut emphasis_open = false;
     for (s, e) in pieces {
         let piece = &text[s..e];
+        let opens = piece
+            .trim_start_matches(['(', '[', '"', '\'', '«', '“'])
+            .starts_with(['*', '_']);
         if let Some((core_start, core)) = core_of(piece) {
             if is_word(core) {
+                let lead = &piece[..core_start];
                 out.push(Token {
                     text: core,
                     start: s + core_start,
                     end: s + core_start + core.len(),
                     sentence_start,
+                    emphasised: lead.contains(['*', '_']) || emphasis_open,
                 });
             }
+        }
+        let closes = piece
+            .trim_end_matches(['.', ',', ';', ':', '!', '?', ')', ']', '"', '\'', '»', '”'])
+            .ends_with(['*', '_']);
+        if opens && !closes {
+            emphasis_open = true;
+        } else if closes {
+            emphasis_open = false;
         }
         sentence_start = ends_sentence(piece) || is_marker(piece);
     }
@@ -248,6 +266,25 @@ mod tests {
                 ("Zeta", true),
                 ("and", false),
                 ("Eta", true)
+            ]
+        );
+    }
+
+    #[test]
+    fn emphasis_is_known() {
+        let t = words("an *annotathon* and _two coined_ words, then plain");
+        let emph: Vec<(&str, bool)> = t.iter().map(|w| (w.text, w.emphasised)).collect();
+        assert_eq!(
+            emph,
+            [
+                ("an", false),
+                ("annotathon", true),
+                ("and", false),
+                ("two", true),
+                ("coined", true),
+                ("words", false),
+                ("then", false),
+                ("plain", false)
             ]
         );
     }

@@ -117,12 +117,37 @@ fn prose_line(doc: &Document<'_>, line: LineNo) -> Option<String> {
         return None;
     }
     let blank = koas_lang::tokens::BLANK as u8;
-    let bytes: Vec<u8> = raw
+    let mut bytes: Vec<u8> = raw
         .bytes()
         .zip(masked.bytes())
         .map(|(r, m)| if m == b' ' && r != b' ' { blank } else { r })
         .collect();
+    blank_entities(&mut bytes, blank);
     String::from_utf8(bytes).ok()
+}
+
+/// Writes `blank` over HTML character references (`&nbsp;`, `&#x20;`,
+/// `&#8217;`): markup, not words, and their `;` no punctuation.
+fn blank_entities(bytes: &mut [u8], blank: u8) {
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'&' {
+            let body = bytes[i + 1..]
+                .iter()
+                .take(12)
+                .take_while(|b| b.is_ascii_alphanumeric() || **b == b'#')
+                .count();
+            let end = i + 1 + body;
+            if body > 0 && bytes.get(end) == Some(&b';') {
+                for b in &mut bytes[i..=end] {
+                    *b = blank;
+                }
+                i = end + 1;
+                continue;
+            }
+        }
+        i += 1;
+    }
 }
 
 /// The document's prose, paragraph by paragraph.
@@ -367,6 +392,13 @@ mod tests {
     fn words_of_code_and_links_are_vocabulary() {
         let text = "# Spec\n\nThe allocator calls malloc once, see [zlib](https://zlib.net) and `etcdctl`.\n\
             Then etcdctl and zlib run.\n\n```c\nvoid *p = malloc(8);\n```\n";
+        assert!(check(text).is_empty(), "{:#?}", check(text));
+    }
+
+    #[test]
+    fn html_character_references_are_not_prose() {
+        let text =
+            "# Titre\n\nLe serveur répond aux demandes des usagers&#x20;; il est rapide&nbsp;!\n";
         assert!(check(text).is_empty(), "{:#?}", check(text));
     }
 
