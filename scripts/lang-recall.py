@@ -395,13 +395,13 @@ def explain(koas, work, rows, words_by_lang):
             else:
                 r["cause"] = "context: reported alone, not in the document"
         elif r["language"] == "fr" and r["slipped"] in other:
-            r["cause"] = "accepted: an English word (wamerican), in a French paragraph"
+            r["cause"] = "accepted alone: an English word (of the English list) in a French paragraph"
         elif r["language"] == "fr" and derivation(r["slipped"], other):
-            r["cause"] = "accepted: an English derivation (%s) in a French paragraph" % derivation(r["slipped"], other)
+            r["cause"] = "accepted alone: an English derivation (%s) in a French paragraph" % derivation(r["slipped"], other)
         elif derivation(r["slipped"], words):
-            r["cause"] = "accepted: a regular derivation or compound (%s)" % derivation(r["slipped"], words)
+            r["cause"] = "accepted alone: reads as a derivation or compound of listed words (%s)" % derivation(r["slipped"], words)
         else:
-            r["cause"] = "accepted: a word of koas's dictionary that the word list lacks"
+            r["cause"] = "accepted alone: not in the word list, yet koas's dictionary or rules take it"
     for r in rows:
         r.setdefault("cause", "")
 
@@ -596,7 +596,7 @@ def main():
             c["planted_line_mangled"], c["line_count_changed"]))
     print()
     causes = collections.Counter(
-        (r["language"], r["group"], r["outcome"], re.sub(r" \(.*|; .*| to .*", "", r["cause"]))
+        (r["language"], r["group"], r["outcome"], re.sub(r" \(.*|; .*| to .*| of the document's .*", "", r["cause"]))
         for r in rows if r["cause"])
     if causes:
         print("| language | words | outcome | likely cause | slips |")
