@@ -784,7 +784,11 @@ fn check_md_answers_the_findings_of_the_projects_other_kernels() {
     let lib = koas_test_support::test_plugin("findings");
     std::fs::copy(&lib, kernels.join(lib.file_name().expect("a file name"))).expect("copy");
     s.write("doc.md", "# Guide\n\nThis is teh guide.\n");
-    s.write("koas.toml", "[kernels]\nrun = [\"spell_check\"]\n");
+    // The built-in spelling check would report "teh" as well: off.
+    s.write(
+        "koas.toml",
+        "[kernels]\nrun = [\"spell_check\"]\n[language]\nspelling = false\n",
+    );
     let data = s.path("data");
     runtime().block_on(async {
         let (session, _) = connect_env(s.dir.path(), &[], &[("XDG_DATA_HOME", &data)]).await;
@@ -798,14 +802,17 @@ fn check_md_answers_the_findings_of_the_projects_other_kernels() {
         assert_eq!(theirs["kind"], "spelling");
         assert_eq!(theirs["line"], 3);
         assert_eq!(v["counts"]["warning"], 1, "{v}");
-        // With no_config, the built-in checks only.
+        // With no_config, the built-in checks only: the language check's
+        // hint on "teh" (nothing in the document says which word it meant).
         let (v, _) = call(
             &session,
             "check_md",
             json!({"doc_path": "doc.md", "no_config": true}),
         )
         .await;
-        assert_eq!(v["total"], 0, "{v}");
+        assert_eq!(v["total"], 1, "{v}");
+        assert_eq!(v["findings"][0]["kind"], "misspelling", "{v}");
+        assert_eq!(v["findings"][0]["severity"], "info", "{v}");
         assert_eq!(v["kernel_findings"], json!([]));
         session.cancel().await.ok();
     });

@@ -39,7 +39,10 @@ impl Project {
     }
 }
 
-const RUN_SPELL: &str = "[kernels]\nrun = [\"spell_check\"]\n";
+/// The third party's spelling kernel; the built-in spelling check, which
+/// would report "teh" too (as a hint), is off so that its finding stands
+/// alone.
+const RUN_SPELL: &str = "[kernels]\nrun = [\"spell_check\"]\n[language]\nspelling = false\n";
 
 #[test]
 fn a_plain_check_reports_an_installed_kernel_named_in_koas_toml() {
@@ -56,7 +59,10 @@ fn a_plain_check_reports_an_installed_kernel_named_in_koas_toml() {
     );
 
     // A kernel koas cannot find is named, with where it looked.
-    p.s.write("koas.toml", "[kernels]\nrun = [\"spell_chek\"]\n");
+    p.s.write(
+        "koas.toml",
+        "[kernels]\nrun = [\"spell_chek\"]\n[language]\nspelling = false\n",
+    );
     let out = p.koas(&["check", "doc.md"]);
     assert_code(&out, 2, "not found");
     assert!(

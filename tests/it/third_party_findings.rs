@@ -9,6 +9,10 @@ use koas_test_support::test_plugin_folder;
 
 const DOC: &str = "# Guide\n\nThis is teh guide.\n\nAll is fine here.\n";
 
+/// The built-in spelling check would report "teh" too (as a hint): off,
+/// so that these tests see the third party's finding alone.
+const NO_BUILTIN_SPELLING: &str = "[language]\nspelling = false\n";
+
 /// A pipeline of the reviewer's kernels plus the third party's
 /// `spell_check` (and `extra` more kernels), its plugins in `folder`.
 fn pipeline(s: &Scratch, folder: &std::path::Path, extra: &str) {
@@ -46,6 +50,7 @@ fn check_with_a_pipeline_lists_a_third_party_kernels_findings_by_name() {
     let plugins = test_plugin_folder(&["findings"]);
     let s = Scratch::new();
     s.write("doc.md", DOC);
+    s.write("koas.toml", NO_BUILTIN_SPELLING);
     pipeline(&s, plugins.path(), "");
 
     let out = s.koas(&["check", "doc.md", "--pipeline", "p.toml"]);
@@ -122,6 +127,7 @@ fn check_with_a_pipeline_lists_a_third_party_kernels_findings_by_name() {
 
     // Fixed: no finding, exit 0.
     s.write("doc.md", &DOC.replace("teh", "the"));
+    s.write("koas.toml", NO_BUILTIN_SPELLING);
     let out = s.koas(&["check", "doc.md", "--pipeline", "p.toml"]);
     assert_code(&out, 0, "fixed");
 }
@@ -131,6 +137,7 @@ fn a_findings_artifact_that_does_not_parse_names_the_kernel_and_the_artifact() {
     let plugins = test_plugin_folder(&["findings"]);
     let s = Scratch::new();
     s.write("doc.md", DOC);
+    s.write("koas.toml", NO_BUILTIN_SPELLING);
     pipeline(&s, plugins.path(), ", \"sloppy_findings\"");
     let out = s.koas(&["check", "doc.md", "--pipeline", "p.toml"]);
     assert_code(&out, 2, "an unreadable findings artifact is an error");
@@ -149,6 +156,7 @@ fn the_review_report_shows_a_third_party_kernels_findings_on_the_current_documen
     let plugins = test_plugin_folder(&["findings"]);
     let s = Scratch::new();
     s.write("doc.md", DOC);
+    s.write("koas.toml", NO_BUILTIN_SPELLING);
     pipeline(&s, plugins.path(), "");
     let out = s.koas(&["review", "doc.md", "--pipeline", "p.toml", "--no-llm"]);
     assert_code(&out, 0, "review");

@@ -77,6 +77,44 @@ pub fn slip_like(word: &str, cand: &str) -> bool {
     true
 }
 
+/// How typical a slip turning `cand` into `word` is, most typical first:
+/// 0 two neighbours swapped ("teh"), 1 a doubled letter lost or added
+/// ("writen", "adresses", "thhe"), 2 another edit sparing the first
+/// letter, 3 no slip ([`slip_like`] is false).
+pub fn slip_kind(word: &str, cand: &str) -> u8 {
+    if !slip_like(word, cand) {
+        return 3;
+    }
+    let w: Vec<char> = word.chars().collect();
+    let c: Vec<char> = cand.chars().collect();
+    if w.len() == c.len() {
+        let diff: Vec<usize> = (0..w.len()).filter(|&i| w[i] != c[i]).collect();
+        return if diff.len() == 2 && diff[1] == diff[0] + 1 {
+            0
+        } else {
+            2
+        };
+    }
+    // The longer of the two has a letter the shorter lacks: is it the
+    // twin of a neighbour?
+    let (long, short) = if w.len() > c.len() {
+        (&w, &c)
+    } else {
+        (&c, &w)
+    };
+    let i = long
+        .iter()
+        .zip(short.iter())
+        .position(|(a, b)| a != b)
+        .unwrap_or(short.len());
+    let doubled = (i > 0 && long[i] == long[i - 1]) || long.get(i + 1) == Some(&long[i]);
+    if doubled {
+        1
+    } else {
+        2
+    }
+}
+
 /// The optimal string alignment distance (Levenshtein plus swaps of
 /// neighbours) between `a` and `b`, in characters.
 pub fn distance(a: &str, b: &str) -> usize {
@@ -159,6 +197,17 @@ mod tests {
         assert!(!slip_like("pprof", "prof"));
         assert!(!slip_like("rustc", "rust"));
         assert!(!slip_like("containerd", "container"));
+    }
+
+    #[test]
+    fn slip_kinds_rank_swaps_then_doubled_letters() {
+        assert_eq!(slip_kind("teh", "the"), 0);
+        assert_eq!(slip_kind("writen", "written"), 1);
+        assert_eq!(slip_kind("adresses", "addresses"), 1);
+        assert_eq!(slip_kind("thhe", "the"), 1);
+        assert_eq!(slip_kind("writen", "writes"), 2);
+        assert_eq!(slip_kind("metdata", "metadata"), 2);
+        assert_eq!(slip_kind("inodes", "nodes"), 3);
     }
 
     #[test]

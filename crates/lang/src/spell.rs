@@ -2,7 +2,7 @@
 //! vocabulary, then spelling, grammar and typography paragraph by
 //! paragraph.
 
-use crate::certain::{distance, match_case, one_edit, slip_like};
+use crate::certain::{distance, match_case, one_edit, slip_kind, slip_like};
 use crate::english::English;
 use crate::french::{rules, French};
 use crate::grammar::{repeated_words, Hit};
@@ -427,13 +427,25 @@ fn judge(
             }
         }
     }
-    // Best first: the words the document uses most, then in the order
-    // of the alphabet (stable across runs).
-    near.sort_by(|a, b| doc.count(b).cmp(&doc.count(a)).then_with(|| a.cmp(b)));
+    // Best first: the likelier slips (two letters swapped, a doubled
+    // letter, any edit sparing the first letter), then the words the
+    // document uses most, then in the order of the alphabet (stable).
+    near.sort_by_cached_key(|w| {
+        (
+            slip_kind(&lower, w),
+            std::cmp::Reverse(doc.count(w)),
+            w.clone(),
+        )
+    });
     let slips: Vec<&String> = near.iter().filter(|w| slip_like(&lower, w)).collect();
     let used: Vec<&&String> = slips.iter().filter(|w| doc.count(w) > 0).collect();
+    // The word the document uses must also be the most typical slip:
+    // "writen" is "written" (a doubled letter lost) even in a document
+    // that writes "writes" and not "written".
+    let best_kind = slips.iter().map(|w| slip_kind(&lower, w)).min();
     let certain = doc.count(&fold(t.text)) <= 1
         && used.len() == 1
+        && Some(slip_kind(&lower, used[0])) == best_kind
         && (letters >= 4
             || (letters == 3 && distance(&lower, used[0]) == 1 && lower.len() == used[0].len()));
     // Another form of the same stem in the document ("Recetter",
@@ -460,7 +472,7 @@ fn judge(
             Lang::En => dicts.english()?.candidates(&lower, 2, 8),
             Lang::Fr => Vec::new(),
         };
-        // Closest first; the source's own order among equals.
+        // Closest first, then in the order of the alphabet.
         more.sort_by(|a, b| {
             distance(&lower, a)
                 .cmp(&distance(&lower, b))

@@ -193,12 +193,22 @@ fn core_of(piece: &str) -> Option<(usize, &str)> {
     }
 }
 
-/// `true` when `core` is a word: letters with inner apostrophes and
+/// `true` for a letter of the Latin script (with its accented forms): the
+/// letters of English and French. A word in another script (Cyrillic,
+/// Greek, CJK) is in a language these checks do not read.
+fn is_latin_letter(c: char) -> bool {
+    c.is_alphabetic()
+        && (matches!(c, 'A'..='Z' | 'a'..='z')
+            || ('\u{c0}'..='\u{24f}').contains(&c)
+            || ('\u{1e00}'..='\u{1eff}').contains(&c))
+}
+
+/// `true` when `core` is a word: Latin letters with inner apostrophes and
 /// hyphens only (no digit, no `_` `/` `.` `@`), not an identifier.
 fn is_word(core: &str) -> bool {
     let mut prev_joiner = true;
     for c in core.chars() {
-        if c.is_alphabetic() {
+        if is_latin_letter(c) {
             prev_joiner = false;
         } else if c == '-' || is_apostrophe(c) {
             if prev_joiner {
@@ -235,6 +245,7 @@ mod tests {
             ["Set", "and", "in", "see", "or"]
         );
         assert_eq!(texts("the `   ` function"), ["the", "function"]);
+        assert_eq!(texts("the Текущая система and αβγ 日本"), ["the", "and"]);
     }
 
     #[test]
