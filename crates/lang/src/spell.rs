@@ -239,7 +239,14 @@ pub(crate) fn check_document(
                     hits.extend(english.articles(p.text, &tokens[i]));
                     hits.extend(english.harper_rules(p.text));
                 }
-                Lang::Fr => hits.extend(rules::elision(p.text, &tokens[i], apostrophe)),
+                Lang::Fr => {
+                    let french = dicts.french()?;
+                    let english = dicts.english()?;
+                    // "le endpoint" elides too: a borrowed English word.
+                    hits.extend(rules::elision(p.text, &tokens[i], apostrophe, &|w| {
+                        french.knows(w) || english.knows(w)
+                    }));
+                }
             }
         }
         if config.typography && lang == Lang::Fr {
@@ -327,6 +334,22 @@ fn word_verdict(
     if min > 0 && doc.count(&folded) >= min {
         return Ok(None);
     }
+    // A word one typical slip from a dictionary word ("thiss", "writen",
+    // "teh") is judged as a slip: none of the rules below, which accept
+    // inflections, derivations and compounds, may let it through.
+    let base = match lang {
+        Lang::Fr => dicts.french()?.split_elision(t.text).1.to_lowercase(),
+        Lang::En => folded.clone(),
+    };
+    if !dicts.knows(lang, t.text)? && typical_slip(dicts, lang, &base)? {
+        let key = (lang, t.text.to_owned());
+        if let Some(v) = verdicts.get(&key) {
+            return Ok(v.clone());
+        }
+        let verdict = judge(dicts, doc, lang, p, t)?;
+        verdicts.insert(key, verdict.clone());
+        return Ok(verdict);
+    }
     // An inflection of the document's own word ("kustomizations" in a
     // document about kustomization).
     let vouched = |stem: &str| {
@@ -334,10 +357,7 @@ fn word_verdict(
             && (doc.terms.contains(stem) || (min > 0 && doc.count(stem) >= min))
     };
     for suffix in ["s", "es", "ed", "ing", "er", "ers", "'s"] {
-        if folded
-            .strip_suffix(suffix)
-            .is_some_and(|stem| vouched(stem))
-        {
+        if folded.strip_suffix(suffix).is_some_and(&vouched) {
             return Ok(None);
         }
     }
@@ -385,6 +405,39 @@ fn word_verdict(
     Ok(verdict)
 }
 
+/// `true` when `lower` is one typical slip (two neighbours swapped, a
+/// doubled letter lost or added) from a word `lang`'s dictionary knows.
+fn typical_slip(dicts: &mut Dicts<'_>, lang: Lang, lower: &str) -> Result<bool, LangError> {
+    let c: Vec<char> = lower.chars().collect();
+    if c.len() < 3 {
+        return Ok(false);
+    }
+    let mut tries: Vec<String> = Vec::new();
+    for i in 0..c.len() {
+        if i + 1 < c.len() && c[i] != c[i + 1] {
+            let mut v = c.clone();
+            v.swap(i, i + 1);
+            tries.push(v.into_iter().collect());
+        }
+        if i + 1 < c.len() && c[i] == c[i + 1] {
+            let mut v = c.clone();
+            v.remove(i);
+            tries.push(v.into_iter().collect());
+        }
+        if i > 0 && c[i].is_alphabetic() {
+            let mut v = c.clone();
+            v.insert(i, c[i]);
+            tries.push(v.into_iter().collect());
+        }
+    }
+    for w in tries {
+        if dicts.knows(lang, &w)? {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
 /// The dictionary's judgement on a word the document does not vouch for.
 fn judge(
     dicts: &mut Dicts<'_>,
@@ -393,7 +446,16 @@ fn judge(
     p: &Paragraph<'_>,
     t: &Token<'_>,
 ) -> Result<Option<Verdict>, LangError> {
-    if dicts.accepts(lang, t.text)? {
+    if dicts.knows(lang, t.text)? {
+        return Ok(None);
+    }
+    let (head, base) = match lang {
+        Lang::Fr => dicts.french()?.split_elision(t.text),
+        Lang::En => ("", t.text),
+    };
+    let lower = base.to_lowercase();
+    let slip_shaped = typical_slip(dicts, lang, &lower)?;
+    if !slip_shaped && dicts.accepts(lang, t.text)? {
         return Ok(None);
     }
     // French technical prose borrows English terms ("le build", "un
@@ -401,8 +463,21 @@ fn judge(
     // only when the document has French text is that dictionary read.
     match lang {
         Lang::Fr => {
-            if dicts.english()?.knows(t.text) {
-                return Ok(None);
+            // Unless it is a short French word mistyped into an English
+            // one ("snot" for "sont", "bin" for "bien") that the document
+            // writes correctly elsewhere.
+            if dicts.english()?.knows(t.text) && !slip_shaped {
+                let short = lower.chars().count() <= 6;
+                let mut french_twin = false;
+                if short {
+                    let french = dicts.french()?;
+                    french_twin = one_edit(&lower)
+                        .iter()
+                        .any(|w| doc.count(w) > 0 && french.knows(w));
+                }
+                if !french_twin {
+                    return Ok(None);
+                }
             }
         }
         Lang::En => {
@@ -413,11 +488,6 @@ fn judge(
             }
         }
     }
-    let (head, base) = match lang {
-        Lang::Fr => dicts.french()?.split_elision(t.text),
-        Lang::En => ("", t.text),
-    };
-    let lower = base.to_lowercase();
     let letters = lower.chars().count();
     let mut near: Vec<String> = Vec::new();
     if (2..=30).contains(&letters) {
@@ -453,13 +523,14 @@ fn judge(
     // unless the document uses a word one slip away ("configureed" in a
     // document that writes "configured").
     if used.is_empty()
+        && !slip_shaped
         && stems_of(&fold(t.text)).any(|stem| doc.stems.get(stem).copied().unwrap_or(0) >= 2)
     {
         return Ok(None);
     }
     // Two words written as one ("skillset", "cowpath") is how English
     // makes terms; unless the document points at a slip, it is one.
-    if !certain && lang == Lang::En && dicts.english()?.is_compound(&lower) {
+    if !certain && !slip_shaped && lang == Lang::En && dicts.english()?.is_compound(&lower) {
         return Ok(None);
     }
     let mut suggestions: Vec<String> = near.clone();

@@ -198,7 +198,7 @@ fn core_of(piece: &str) -> Option<(usize, &str)> {
 /// Greek, CJK) is in a language these checks do not read.
 fn is_latin_letter(c: char) -> bool {
     c.is_alphabetic()
-        && (matches!(c, 'A'..='Z' | 'a'..='z')
+        && (c.is_ascii_alphabetic()
             || ('\u{c0}'..='\u{24f}').contains(&c)
             || ('\u{1e00}'..='\u{1eff}').contains(&c))
 }

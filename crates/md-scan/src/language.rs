@@ -19,6 +19,10 @@ use koas_review_schema::stage1::LineNo;
 /// The kernel name findings of the language checks carry.
 pub const KERNEL: &str = "md_language_check";
 
+/// What one check gives: the findings, and a line for each dictionary it
+/// loaded with the time that took.
+pub type Checked = (Vec<Finding>, Vec<String>);
+
 /// The language checks with their configuration compiled.
 pub struct LanguageCheck {
     checker: koas_lang::Checker,
@@ -47,7 +51,7 @@ impl LanguageCheck {
         &self,
         doc: &Document<'_>,
         stop: &dyn Fn() -> bool,
-    ) -> Result<Option<(Vec<Finding>, Vec<String>)>, ScanError> {
+    ) -> Result<Option<Checked>, ScanError> {
         let paragraphs = paragraphs(doc);
         let views: Vec<Paragraph<'_>> = paragraphs
             .iter()

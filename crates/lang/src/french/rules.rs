@@ -122,7 +122,14 @@ fn starts_with_vowel(word: &str) -> bool {
 /// Articles, pronouns and conjunctions written whole before a vowel:
 /// "le arbre", "de une", "que il", "si il". `apostrophe` is the one the
 /// document writes.
-pub fn elision(text: &str, tokens: &[Token<'_>], apostrophe: char) -> Vec<Hit> {
+/// `known` tells a French word: before a misspelled one ("la onnée")
+/// nothing is said, the misspelling is the problem.
+pub fn elision(
+    text: &str,
+    tokens: &[Token<'_>],
+    apostrophe: char,
+    known: &dyn Fn(&str) -> bool,
+) -> Vec<Hit> {
     let mut out = Vec::new();
     for pair in tokens.windows(2) {
         let (a, b) = (pair[0], pair[1]);
@@ -152,6 +159,9 @@ pub fn elision(text: &str, tokens: &[Token<'_>], apostrophe: char) -> Vec<Hit> {
             None
         };
         let Some(short) = elided else { continue };
+        if !known(b.text) {
+            continue;
+        }
         // Keep the capital of a sentence's first word.
         let short = if a.capitalised() {
             let mut c = short.chars();
@@ -311,7 +321,7 @@ mod tests {
     use crate::tokens::words;
 
     fn elide(text: &str) -> Vec<String> {
-        elision(text, &words(text), '’')
+        elision(text, &words(text), '’', &|w| w != "onnée")
             .into_iter()
             .map(|h| format!("{}→{}", &text[h.start..h.end], h.suggestions[0]))
             .collect()
@@ -339,6 +349,10 @@ mod tests {
                 .is_empty()
         );
         assert!(elide("le arbre").len() == 1);
+        assert!(
+            elide("la onnée").is_empty(),
+            "a misspelled word is not elided before"
+        );
         assert!(elide(&format!("le{BLANK}arbre")).is_empty());
     }
 
