@@ -341,7 +341,8 @@ fn word_verdict(
         Lang::Fr => dicts.french()?.split_elision(t.text).1.to_lowercase(),
         Lang::En => folded.clone(),
     };
-    if !dicts.knows(lang, t.text)? && typical_slip(dicts, lang, &base)? {
+    // (A compound is judged part by part below.)
+    if !t.text.contains('-') && !dicts.knows(lang, t.text)? && typical_slip(dicts, lang, &base)? {
         let key = (lang, t.text.to_owned());
         if let Some(v) = verdicts.get(&key) {
             return Ok(v.clone());
@@ -454,7 +455,7 @@ fn judge(
         Lang::En => ("", t.text),
     };
     let lower = base.to_lowercase();
-    let slip_shaped = typical_slip(dicts, lang, &lower)?;
+    let slip_shaped = !lower.contains('-') && typical_slip(dicts, lang, &lower)?;
     if !slip_shaped && dicts.accepts(lang, t.text)? {
         return Ok(None);
     }
