@@ -215,7 +215,9 @@ impl FindingKind {
             FindingKind::CaptionMismatch => "Image alt text and caption give different numbers",
             FindingKind::Misspelling => "Word the dictionary and the project's words do not know",
             FindingKind::RepeatedWord => "Same word twice in a row",
-            FindingKind::Article => "Article that does not fit the next word (a/an, French elision)",
+            FindingKind::Article => {
+                "Article that does not fit the next word (a/an, French elision)"
+            }
             FindingKind::Agreement => "Words that do not agree in number or person",
             FindingKind::Confusion => "Word commonly confused with the one the sentence needs",
             FindingKind::Typography => {
