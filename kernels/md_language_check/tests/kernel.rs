@@ -7,8 +7,10 @@ use koas_md_scan::stage1::Stage1Artifacts;
 use serde_json::{json, Value};
 
 /// "explains" and "the" appear spelled right elsewhere: their slips have
-/// a certain fix. "Zorbulate" points at no word of the document.
-const DOC: &str = "# Guide\n\n## Intro\n\nThis page explains the setup and the the options.\n\nTeh server explians the options it adresses. It addresses the rest.\n\nThe tool can frobnicat the queue.\n\n```sh\nteh --explians\n```\n";
+/// a certain fix. "frobnicat" points at no word of the document. The
+/// code block's words are not prose (and a slip used in code would be the
+/// document's vocabulary: none of the prose's slips is there).
+const DOC: &str = "# Guide\n\n## Intro\n\nThis page explains the setup and the the options.\n\nTeh server explians the options it adresses. It addresses the rest.\n\nThe tool can frobnicat the queue.\n\n```sh\nmake instal --verbse\n```\n";
 
 fn harness(text: &str) -> TestHarness {
     let s1 = Stage1Artifacts::compute(text);
