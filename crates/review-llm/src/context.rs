@@ -300,8 +300,17 @@ pub fn assemble(input: &ContextInput<'_>) -> AssembledContext {
                 .collect(),
         ),
     ];
+    // The language checks' findings are hints a small model needs most
+    // (a misspelling and the words it may be, to choose from): in every
+    // tier, not only from the abstract's on.
+    let hints_first = input.findings.iter().any(|f| f.kind.is_language());
     for (kind, items) in candidates {
-        if kind.tier() > input.tier {
+        let wanted = if kind == PartKind::Findings && hints_first {
+            Tier::Skeleton
+        } else {
+            kind.tier()
+        };
+        if wanted > input.tier {
             dropped.push(Dropped {
                 kind,
                 reason: "tier",
@@ -557,6 +566,37 @@ mod tests {
         );
         let none = Finding::new(FindingKind::AiLeftover, "k", 1, 1, "leftover", "e");
         assert!(!finding_line(&none).contains("suggestions"));
+    }
+
+    /// A small model answering at the first tier got the language hints
+    /// only on a retry: they are in every tier; other findings are not.
+    #[test]
+    fn language_hints_are_in_the_first_tier() {
+        let p = pyramid();
+        let hint = [Finding::new(
+            FindingKind::Misspelling,
+            "md_language_check",
+            1,
+            1,
+            "“wroker” is not in the English dictionary: did you mean “worker” or “broker”?",
+            "The wroker runs.",
+        )];
+        let c = assemble(&input(&p, &hint, &[], 4000, Tier::Skeleton));
+        assert!(
+            c.text(PartKind::Findings)
+                .is_some_and(|t| t.contains("wroker")),
+            "{c:?}"
+        );
+        let other = [Finding::new(
+            FindingKind::AiLeftover,
+            "k",
+            1,
+            1,
+            "leftover",
+            "e",
+        )];
+        let c = assemble(&input(&p, &other, &[], 4000, Tier::Skeleton));
+        assert!(c.text(PartKind::Findings).is_none(), "{c:?}");
     }
 
     #[test]
