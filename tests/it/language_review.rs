@@ -141,13 +141,18 @@ fn misspelling_without_a_certain_fix_reaches_the_prompt_of_its_chunk() {
             "{slip} reached the model: {prompts:#?}"
         );
     }
-    // The chunk's findings are shown from the abstract tier up: at the
-    // default tier, once its first answer proposed nothing (policy B).
+    // The language hints are in the chunk's first prompt, at every tier:
+    // a small model that answers at once still sees them.
     let asked: Vec<&String> = prompts
         .iter()
-        .filter(|p| p.contains("restart the wroker") && p.contains("Problems an automatic"))
+        .filter(|p| p.contains("restart the wroker"))
         .collect();
-    assert_eq!(asked.len(), 1, "{prompts:#?}");
+    assert!(!asked.is_empty(), "{prompts:#?}");
+    assert!(
+        asked[0].contains("Problems an automatic"),
+        "the first prompt of the chunk has its hints: {}",
+        asked[0]
+    );
     let problems = asked[0]
         .split("Problems an automatic check found in this part:")
         .nth(1)
@@ -159,13 +164,13 @@ fn misspelling_without_a_certain_fix_reaches_the_prompt_of_its_chunk() {
         problems.contains("“worker”") && problems.contains("“broker”"),
         "its suggestions: {problems}"
     );
-    // Only that chunk has problems to show.
-    assert_eq!(
+    // Only that chunk has problems to show (in its first prompt and in
+    // its retry after an empty answer).
+    assert!(
         prompts
             .iter()
             .filter(|p| p.contains("Problems an automatic check found"))
-            .count(),
-        1,
+            .all(|p| p.contains("restart the wroker")),
         "{prompts:#?}"
     );
 }
