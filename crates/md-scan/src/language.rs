@@ -327,7 +327,10 @@ fn finding(doc: &Document<'_>, paragraphs: &[ProseParagraph], issue: &Issue) -> 
     if kind == FindingKind::Misspelling && !issue.likely {
         f.severity = Severity::Info;
     }
-    if issue.certain && one_line {
+    // A heading's words make its anchor: fixing one would break the
+    // links to it, here and in other documents (and a link fix of the
+    // same run would follow the old spelling). Its suggestions stay.
+    if issue.certain && one_line && !doc.is_heading(line) {
         if let Some(best) = issue.suggestions.first() {
             let before = &raw[start..end];
             let after = format!("{}{best}{}", &raw[..start], &raw[end..]);
@@ -397,6 +400,21 @@ mod tests {
         let text = "# Spec\n\nThe allocator calls malloc once, see [zlib](https://zlib.net) and `etcdctl`.\n\
             Then etcdctl and zlib run.\n\n```c\nvoid *p = malloc(8);\n```\n";
         assert!(check(text).is_empty(), "{:#?}", check(text));
+    }
+
+    /// The recall run's `## Eisting behavior`: fixed, it broke the
+    /// contents link the same run pointed at its old anchor.
+    #[test]
+    fn a_heading_keeps_its_words_without_a_fix() {
+        let text = "# Guide\n\nThe existing behavior is kept.\n\n## Eisting behavior\n\nThe existing behavior stays.\n";
+        let found = check(text);
+        let heading: Vec<&Finding> = found.iter().filter(|f| f.line == 5).collect();
+        assert_eq!(heading.len(), 1, "{found:#?}");
+        assert_eq!(
+            heading[0].suggestions.first().map(String::as_str),
+            Some("Existing")
+        );
+        assert!(heading[0].fix.is_none(), "{found:#?}");
     }
 
     #[test]

