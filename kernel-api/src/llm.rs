@@ -38,6 +38,13 @@ pub struct LlmRequest {
     /// soon as that value is closed, and the text ends with it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub complete_after: Vec<String>,
+    /// A prose answer of about this many characters (Unicode characters,
+    /// not bytes): once the text holds that many, the first sentence end
+    /// (or paragraph break) ends generation, and a sentence written a
+    /// second time ends it before the repeat. `None`: no such rule (the
+    /// default; an answer in a structured format may repeat a sentence).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prose_until: Option<u32>,
 }
 
 impl LlmRequest {
@@ -52,6 +59,7 @@ impl LlmRequest {
             max_tokens: None,
             stop_markers: Vec::new(),
             complete_after: Vec::new(),
+            prose_until: None,
         }
     }
 
@@ -86,6 +94,20 @@ impl LlmRequest {
         self.complete_after.push(marker.into());
         self
     }
+
+    /// Asks for prose of about `chars` characters (one paragraph, say):
+    /// once the text holds at least `chars` Unicode characters, the host
+    /// ends generation at the next sentence end (`.`, `!`, `?` or `…`,
+    /// closing quotes kept, then whitespace; or a paragraph break), and a
+    /// sentence of 20 or more non-blank characters that the text already
+    /// holds ends it before the repeat. The exchange log then says
+    /// `ended_by: "enough"` or `"repetition"`. A small model asked for 80
+    /// words otherwise writes on to the token cap: prose has no closing
+    /// bracket to wait for. Part of the request's identity (cache key).
+    pub fn prose_until(mut self, chars: u32) -> Self {
+        self.prose_until = Some(chars);
+        self
+    }
 }
 
 /// The host's answer to an [`LlmRequest`].
@@ -116,4 +138,26 @@ pub struct LlmResponse {
     /// `true` when generation stopped at one of the stop markers.
     #[serde(default)]
     pub stopped_at_marker: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_prose_option_crosses_the_boundary_and_is_absent_when_unset() {
+        // The request crosses the plugin boundary as JSON: a host that
+        // predates the option ignores it, and a request without it is
+        // the JSON it always was.
+        let plain = serde_json::to_value(LlmRequest::new("r", "p")).expect("json");
+        assert!(plain.get("prose_until").is_none(), "{plain}");
+        let prose = LlmRequest::new("r", "p").prose_until(400);
+        let json = serde_json::to_value(&prose).expect("json");
+        assert_eq!(json["prose_until"], 400);
+        let back: LlmRequest = serde_json::from_value(json).expect("back");
+        assert_eq!(back, prose);
+        let old: LlmRequest =
+            serde_json::from_str(r#"{"role":"r","prompt":"p"}"#).expect("old form");
+        assert_eq!(old.prose_until, None);
+    }
 }

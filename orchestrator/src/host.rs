@@ -409,6 +409,45 @@ mod tests {
         setter.join().expect("setter");
     }
 
+    /// A model that answers with the request's prose option.
+    struct Echo;
+
+    impl LlmHandler for Echo {
+        fn complete(&self, _kernel: &str, request: &LlmRequest) -> Result<Value, String> {
+            Ok(json!({"text": format!("{:?}", request.prose_until)}))
+        }
+    }
+
+    #[test]
+    fn a_request_s_prose_option_reaches_the_model_side() {
+        // The kernel's request crosses the boundary as JSON: every option
+        // it set must reach the service, or the host silently drops a
+        // stop rule the kernel relies on.
+        let ws = tempfile::tempdir().expect("tmp");
+        let cancel = AtomicBool::new(false);
+        let reporter = Reporter::quiet();
+        let spec = koas_kernel_api::KernelSpec::new("k", "1.0.0");
+        let rules = WriteRules::new([&spec], Vec::new());
+        let host = RunHost::new(
+            "k",
+            ws.path(),
+            &rules,
+            &cancel,
+            &reporter,
+            Some(Arc::new(Echo)),
+        );
+        let request =
+            serde_json::to_value(LlmRequest::new("r", "p").prose_until(320)).expect("json");
+        let one = json!({"method": "llm_complete", "request": request});
+        assert_eq!(host.call(&one, b"").expect("answer")["text"], "Some(320)");
+        let many = json!({"method": "llm_complete_many", "requests": [request, {"prompt": "q"}]});
+        let answers = host.call(&many, b"").expect("answers").to_string();
+        assert!(
+            answers.contains("Some(320)") && answers.contains("None"),
+            "{answers}"
+        );
+    }
+
     /// A model whose answer to prompt `"N"` takes N × 10 ms.
     struct Timed;
 

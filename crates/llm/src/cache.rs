@@ -105,6 +105,7 @@ mod tests {
                 max_tokens: 5,
                 stop_markers: vec![],
                 complete_after: vec![],
+                prose_until: None,
             },
             text: "hello".into(),
             prompt_tokens: 1,

@@ -163,10 +163,19 @@ pub struct Exchange {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finish_reason: Option<String>,
     /// Why the answer ended: `marker`, `complete` (a whole JSON value
-    /// after its marker), `repetition` (cut by the host), `length` (the
-    /// token cap), `end` (the model stopped).
+    /// after its marker), `repetition` (lines, or a prose answer's
+    /// sentence, written again), `enough` (a prose answer long enough at
+    /// a sentence end), all cut by the host; `length` (the token cap),
+    /// `end` (the model stopped).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended_by: Option<String>,
+    /// Of `prompt_tokens`, those the server says it reused from its
+    /// prompt cache (llama.cpp's `timings.cache_n`, OpenAI-style
+    /// `cached_tokens`, Anthropic's `cache_read_input_tokens`). Absent
+    /// when the server said nothing (or nothing believable): unknown is
+    /// not 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reused_prompt_tokens: Option<u64>,
     /// Error message (transport failure, budget refusal).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,

@@ -19,6 +19,10 @@ pub struct Params {
     /// they change where the text ends.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub complete_after: Vec<String>,
+    /// Characters after which a prose answer ends at its next sentence
+    /// end; it changes where the text ends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prose_until: Option<u32>,
 }
 
 /// `sha256:` hash of the full prompt sent to the model: system and user
@@ -50,6 +54,9 @@ pub fn cache_key(input_hash: &str, model: &str, params: &Params) -> String {
     if !params.complete_after.is_empty() {
         identity["complete_after"] = serde_json::json!(params.complete_after);
     }
+    if let Some(chars) = params.prose_until {
+        identity["prose_until"] = serde_json::json!(chars);
+    }
     hasher.update(identity.to_string().as_bytes());
     hasher.finalize().to_hex().to_string()
 }
@@ -64,6 +71,7 @@ mod tests {
             max_tokens: 100,
             stop_markers: vec![],
             complete_after: vec![],
+            prose_until: None,
         }
     }
 
@@ -102,5 +110,32 @@ mod tests {
                 }
             )
         );
+        let prose = |chars| Params {
+            prose_until: Some(chars),
+            ..params()
+        };
+        assert_ne!(k, cache_key(&h, "m", &prose(400)));
+        assert_ne!(
+            cache_key(&h, "m", &prose(400)),
+            cache_key(&h, "m", &prose(401))
+        );
+    }
+
+    #[test]
+    fn keys_of_requests_without_the_newer_options_did_not_change() {
+        // Response caches and exchange logs written before an option
+        // existed still answer the same requests.
+        let h = input_hash(None, "p");
+        let before = serde_json::json!({
+            "input_hash": h,
+            "model": "m",
+            "temperature": 0.1,
+            "max_tokens": 100,
+            "stop_markers": Vec::<String>::new(),
+        });
+        let key = blake3::hash(before.to_string().as_bytes())
+            .to_hex()
+            .to_string();
+        assert_eq!(cache_key(&h, "m", &params()), key);
     }
 }

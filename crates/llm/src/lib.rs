@@ -9,7 +9,13 @@
 //!   stream), any OpenAI-compatible `/v1/chat/completions` (SSE: llama.cpp,
 //!   vLLM, LM Studio, Ollama `/v1`) and Anthropic's `/v1/messages` (SSE),
 //!   over `ureq` with a deadline per attempt; streaming stops as soon as a
-//!   stop marker (e.g. `END_ANSWER`) appears, keeping the text up to it;
+//!   stop marker (e.g. `END_ANSWER`) appears, keeping the text up to it,
+//!   once a whole JSON value follows a "complete after" marker, when lines
+//!   repeat, and, for a request that asks for prose
+//!   (`LlmRequest::prose_until(chars)`), at the first sentence end once
+//!   the text holds `chars` characters (`ended_by: "enough"`) or before a
+//!   sentence written a second time (`ended_by: "repetition"`); see
+//!   [`backend::StopReason`];
 //! * **sovereignty** ([`sovereignty`]): strict by default — only loopback
 //!   or declared-local endpoints, no Anthropic — unless the user opts out;
 //!   the addresses a name resolves to are checked, not only the name, and
@@ -26,7 +32,10 @@
 //!   several endpoints of one model, dispatched by load with failover
 //!   ([`EndpointPool`]);
 //! * **exchange log** ([`exchange`]) `llm/exchanges.jsonl`, append-only and
-//!   fsynced; **response cache** ([`cache`]) keyed by input hash + model +
+//!   fsynced, with what the server said it reused of each prompt
+//!   (`reused_prompt_tokens`: llama.cpp's `timings.cache_n`, OpenAI-style
+//!   `cached_tokens`, Anthropic's `cache_read_input_tokens`; absent, not
+//!   0, when it said nothing), added up in the session metadata; **response cache** ([`cache`]) keyed by input hash + model +
 //!   parameters; **replay** ([`replay`]) from the log with no network;
 //! * **calibration** ([`calibrate()`]) and **ping** ([`ping()`]), each within
 //!   an overall deadline (`calibrate_deadline_secs`, `ping_timeout_secs`);

@@ -76,6 +76,15 @@ pub struct SessionMetadata {
     pub canonicalizer: CanonicalizerIdentity,
     /// Tokens used (prompt + completion, every attempt).
     pub tokens_used: u64,
+    /// Prompt tokens of the server's answers (the sum of the exchange
+    /// log's `prompt_tokens` over this session's `backend` lines).
+    #[serde(default)]
+    pub prompt_tokens: u64,
+    /// Of `prompt_tokens`, those the server said it reused from its prompt
+    /// cache (the sum of the exchange log's `reused_prompt_tokens`).
+    /// Absent when no answer said: unknown is not 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reused_prompt_tokens: Option<u64>,
     /// How requests were answered or refused.
     pub calls: CallCounts,
     /// Why the session stopped early, if it did

@@ -104,6 +104,9 @@ pub struct LlmService {
     canonicalizer: CanonicalizerIdentity,
     session_id: String,
     counts: Mutex<CallCounts>,
+    /// Prompt tokens of the server's answers, and what it said it reused
+    /// of them (`None` until an answer says).
+    prompts: Mutex<(u64, Option<u64>)>,
     abort: Mutex<Option<AbortReason>>,
     /// Whether the error that aborted the session was told: calls in
     /// flight at that moment fail with the same error, and the ones after
@@ -239,6 +242,7 @@ impl LlmServiceBuilder {
             },
             session_id: self.session_id.unwrap_or_else(new_session_id),
             counts: Mutex::new(CallCounts::default()),
+            prompts: Mutex::new((0, None)),
             abort: Mutex::new(None),
             abort_told: std::sync::atomic::AtomicBool::new(false),
             cancel: self.cancel,
@@ -345,6 +349,14 @@ impl LlmService {
         *self.abort.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Prompt tokens of the server's answers this session (the exchange
+    /// log's `prompt_tokens` of its `backend` lines), and the sum of what
+    /// the server said it reused of them (`reused_prompt_tokens`); `None`
+    /// when no answer said: an unknown reuse is not a reuse of 0.
+    pub fn prompt_totals(&self) -> (u64, Option<u64>) {
+        self.prompts.lock().map(|p| *p).unwrap_or((0, None))
+    }
+
     /// Completes one request: replay, cache, budgets, the per-endpoint
     /// bound, transport retries and empty-response retries, then one
     /// exchange-log line. Malformed model output is a successful result
@@ -447,6 +459,8 @@ impl LlmService {
             api_key_env: self.key.as_ref().map(|k| k.var().to_string()),
             canonicalizer: self.canonicalizer.clone(),
             tokens_used: self.budget.used(),
+            prompt_tokens: self.prompt_totals().0,
+            reused_prompt_tokens: self.prompt_totals().1,
             calls: self.counts.lock().map(|c| c.clone()).unwrap_or_default(),
             abort_reason: self.abort_reason(),
             exchange_log: self.log.path().display().to_string(),
@@ -491,6 +505,7 @@ impl LlmService {
             max_tokens: capped_max_tokens(request.max_tokens, self.config.max_tokens),
             stop_markers: request.stop_markers.clone(),
             complete_after: request.complete_after.clone(),
+            prose_until: request.prose_until,
         };
         let input_hash = input_hash(request.system.as_deref(), &request.prompt);
         let cache_key = cache_key(&input_hash, &model, &params);
@@ -612,6 +627,7 @@ impl LlmService {
             stopped_at_marker: false,
             finish_reason: None,
             ended_by: None,
+            reused_prompt_tokens: None,
             error: None,
         }
     }
@@ -706,6 +722,7 @@ impl LlmService {
                 max_tokens: r.params.max_tokens,
                 stop_markers: r.params.stop_markers.clone(),
                 complete_after: r.params.complete_after.clone(),
+                prose_until: r.params.prose_until,
                 stream: self.config.stream,
                 deadline: options.deadline.map(|d| d.at),
                 cancel: self.cancel.clone(),
@@ -807,7 +824,21 @@ impl LlmService {
         entry.stopped_at_marker = attempt.reply.stopped_at_marker;
         entry.finish_reason = attempt.reply.finish_reason.clone();
         entry.ended_by = Some(ended_by(&attempt.reply).to_owned());
+        // What the server says it reused is hostile input: kept only when
+        // it is at most the prompt's tokens, which it must report too (a
+        // wrong count would end up in the log and the run's figures).
+        let reused = attempt
+            .reply
+            .reused_prompt_tokens
+            .filter(|&n| attempt.reply.prompt_tokens.is_some_and(|p| n <= p));
+        entry.reused_prompt_tokens = reused;
         self.write(entry, started)?;
+        if let Ok(mut prompts) = self.prompts.lock() {
+            prompts.0 += attempt.prompt_tokens;
+            if let Some(reused) = reused {
+                prompts.1 = Some(prompts.1.unwrap_or(0) + reused);
+            }
+        }
         self.count(|c| {
             c.backend += 1;
             c.empty_responses += u64::from(empty);
@@ -1205,7 +1236,7 @@ fn capped_max_tokens(requested: Option<u32>, session: u32) -> u32 {
 }
 
 /// Why an answer ended, as the exchange log says it: cut by the host
-/// (`marker`, `complete`, `repetition`), or by the server (`length` at the
+/// (`marker`, `complete`, `repetition`, `enough`), or by the server (`length` at the
 /// token cap, `end` when the model stopped, or the server's own reason).
 fn ended_by(reply: &crate::backend::BackendReply) -> &str {
     if let Some(reason) = reply.stop_reason {

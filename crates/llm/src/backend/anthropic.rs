@@ -6,7 +6,7 @@
 use super::http::{server_error, HttpClient, LineReader};
 use super::sse::next_event;
 use super::stop::{StopReason, StopWatch};
-use super::{cut_at_marker, end_stream, protocol, Backend, BackendCall, BackendReply};
+use super::{cut_at_marker, end_stream, first_count, protocol, Backend, BackendCall, BackendReply};
 use crate::config::BackendKind;
 use crate::error::TransportError;
 use crate::secret::ApiKey;
@@ -52,13 +52,37 @@ impl AnthropicBackend {
     }
 }
 
+/// The prompt's tokens and those read from the prompt cache, from a
+/// `usage` object. Anthropic counts a prompt in three parts:
+/// `input_tokens` (read anew), `cache_creation_input_tokens` (written to
+/// the cache) and `cache_read_input_tokens` (reused from it); the prompt
+/// is their sum. A part that is not a count is left out (the reuse then
+/// is unknown), as is a sum that overflows.
+fn prompt_usage(usage: Option<&Value>) -> (Option<u64>, Option<u64>) {
+    let Some(usage) = usage else {
+        return (None, None);
+    };
+    let Some(input) = first_count(usage, &["/input_tokens"]) else {
+        return (None, None);
+    };
+    let created = first_count(usage, &["/cache_creation_input_tokens"]).unwrap_or(0);
+    let read = first_count(usage, &["/cache_read_input_tokens"]);
+    match input
+        .checked_add(created)
+        .and_then(|n| n.checked_add(read.unwrap_or(0)))
+    {
+        Some(prompt) => (Some(prompt), read),
+        None => (Some(input), None),
+    }
+}
+
 /// An `error` event: overloaded, rate-limit and API errors are retryable.
 fn stream_error(obj: &Value) -> TransportError {
     server_error(obj).unwrap_or_else(|| protocol(format!("the server sent an error event: {obj}")))
 }
 
 fn read_stream(mut lines: LineReader, call: &BackendCall) -> Result<BackendReply, TransportError> {
-    let mut watch = StopWatch::new(&call.stop_markers, &call.complete_after);
+    let mut watch = StopWatch::new(&call.stop_markers, &call.complete_after, call.prose_until);
     let mut reply = BackendReply::default();
     let mut finished = false;
     loop {
@@ -83,9 +107,8 @@ fn read_stream(mut lines: LineReader, call: &BackendCall) -> Result<BackendReply
                     .and_then(|m| m.get("model"))
                     .and_then(Value::as_str)
                     .map(str::to_string);
-                reply.prompt_tokens = message
-                    .and_then(|m| m.pointer("/usage/input_tokens"))
-                    .and_then(Value::as_u64);
+                (reply.prompt_tokens, reply.reused_prompt_tokens) =
+                    prompt_usage(message.and_then(|m| m.get("usage")));
                 reply.completion_tokens = message
                     .and_then(|m| m.pointer("/usage/output_tokens"))
                     .and_then(Value::as_u64);
@@ -158,17 +181,19 @@ impl Backend for AnthropicBackend {
             .filter_map(|b| b.get("text").and_then(Value::as_str))
             .collect();
         let (text, reason) = cut_at_marker(&content, call);
+        let (prompt_tokens, reused_prompt_tokens) = prompt_usage(obj.get("usage"));
         Ok(BackendReply {
             text,
             stopped_at_marker: reason == Some(StopReason::Marker),
             stop_reason: reason,
             model: obj.get("model").and_then(Value::as_str).map(str::to_string),
-            prompt_tokens: obj.pointer("/usage/input_tokens").and_then(Value::as_u64),
+            prompt_tokens,
             completion_tokens: obj.pointer("/usage/output_tokens").and_then(Value::as_u64),
             finish_reason: obj
                 .get("stop_reason")
                 .and_then(Value::as_str)
                 .map(str::to_string),
+            reused_prompt_tokens,
         })
     }
 

@@ -57,6 +57,10 @@ pub struct BackendCall {
     /// Markers after which one whole JSON value (array or object) is the
     /// complete answer: generation ends once it is closed.
     pub complete_after: Vec<String>,
+    /// A prose answer of about this many characters: it ends at the first
+    /// sentence end once it holds them, or before a sentence written
+    /// again (see [`StopReason::Enough`]).
+    pub prose_until: Option<u32>,
     /// Stream the answer, so a stop marker can end the attempt early.
     pub stream: bool,
     /// The latest moment the attempt may end (the caller's overall
@@ -86,6 +90,14 @@ pub struct BackendReply {
     pub finish_reason: Option<String>,
     /// The model id the API says answered, if given.
     pub model: Option<String>,
+    /// Prompt tokens the server says it took from its prompt cache
+    /// (llama.cpp's `timings.cache_n`, OpenAI-style
+    /// `usage.prompt_tokens_details.cached_tokens`, Anthropic's
+    /// `usage.cache_read_input_tokens`), as it said it; `None` when it
+    /// said nothing, or something that is not a non-negative integer. The
+    /// service keeps it only when the server also reported the prompt's
+    /// tokens and it is at most those.
+    pub reused_prompt_tokens: Option<u64>,
 }
 
 /// A chat-completion backend. Implementations do one HTTP attempt per
@@ -123,10 +135,18 @@ pub fn build_backend(config: &LlmConfig) -> Result<Arc<dyn Backend>, LlmError> {
 
 /// Applies the stop rules of `call` to a complete (non-streamed) text.
 pub(crate) fn cut_at_marker(text: &str, call: &BackendCall) -> (String, Option<StopReason>) {
-    let mut watch = stop::StopWatch::new(&call.stop_markers, &call.complete_after);
+    let mut watch =
+        stop::StopWatch::new(&call.stop_markers, &call.complete_after, call.prose_until);
     watch.push(text);
     let reason = watch.reason();
     (watch.into_text(), reason)
+}
+
+/// The first of `pointers` in `obj` that holds a non-negative integer.
+fn first_count(obj: &serde_json::Value, pointers: &[&str]) -> Option<u64> {
+    pointers
+        .iter()
+        .find_map(|p| obj.pointer(p).and_then(serde_json::Value::as_u64))
 }
 
 /// A reply that breaks the server's protocol.

@@ -58,7 +58,7 @@ fn finish(reply: &mut BackendReply, obj: &Value) {
 }
 
 fn read_stream(mut lines: LineReader, call: &BackendCall) -> Result<BackendReply, TransportError> {
-    let mut watch = StopWatch::new(&call.stop_markers, &call.complete_after);
+    let mut watch = StopWatch::new(&call.stop_markers, &call.complete_after, call.prose_until);
     let mut reply = BackendReply::default();
     let mut done = false;
     loop {

@@ -5,7 +5,7 @@
 use super::http::{server_error, HttpClient, LineReader};
 use super::sse::next_event;
 use super::stop::{StopReason, StopWatch};
-use super::{cut_at_marker, end_stream, protocol, Backend, BackendCall, BackendReply};
+use super::{cut_at_marker, end_stream, first_count, protocol, Backend, BackendCall, BackendReply};
 use crate::config::BackendKind;
 use crate::error::TransportError;
 use crate::secret::ApiKey;
@@ -65,10 +65,24 @@ fn read_usage(reply: &mut BackendReply, obj: &Value) {
         reply.prompt_tokens = usage.get("prompt_tokens").and_then(Value::as_u64);
         reply.completion_tokens = usage.get("completion_tokens").and_then(Value::as_u64);
     }
+    // What the server reused of the prompt: OpenAI-style servers (vLLM
+    // with prefix caching, OpenAI, newer llama.cpp) say it in `usage`;
+    // llama.cpp's server in `timings` (the non-streamed answer, the last
+    // streamed event). The service checks it against the prompt's tokens.
+    let reused = first_count(
+        obj,
+        &[
+            "/usage/prompt_tokens_details/cached_tokens",
+            "/timings/cache_n",
+        ],
+    );
+    if reused.is_some() {
+        reply.reused_prompt_tokens = reused;
+    }
 }
 
 fn read_stream(mut lines: LineReader, call: &BackendCall) -> Result<BackendReply, TransportError> {
-    let mut watch = StopWatch::new(&call.stop_markers, &call.complete_after);
+    let mut watch = StopWatch::new(&call.stop_markers, &call.complete_after, call.prose_until);
     let mut reply = BackendReply::default();
     let mut finished = false;
     loop {

@@ -2,6 +2,23 @@
 //! marker, once a whole JSON value follows a "complete after" marker, or
 //! when the output starts repeating itself (a small model that wrote its
 //! answer and then loops on it until the token cap).
+//!
+//! A prose answer (a paragraph the request asked for, with
+//! [`LlmRequest::prose_until`]) has no closing bracket to wait for, so
+//! it gets two more rules, for it alone: once the text holds the
+//! request's number of characters, the first sentence end (`.`, `!`,
+//! `?`, `…`, with its closing quotes or brackets, then whitespace; or a
+//! paragraph break) ends it ([`StopReason::Enough`]); and a sentence of
+//! at least 20 non-blank characters written a second time ends it before
+//! the repeat ([`StopReason::Repetition`]). A dot after an abbreviation
+//! (`e.g.`, `Dr.`), an initial (`M. Dupont`), in a number (`3.5`), or
+//! before a word that goes on in lowercase ends no sentence. Other
+//! requests never get these rules: a JSON answer's fields legitimately
+//! repeat a sentence.
+//!
+//! [`LlmRequest::prose_until`]: koas_kernel_api::LlmRequest::prose_until
+
+use std::collections::HashSet;
 
 /// Why generation was cut by the watch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -11,8 +28,12 @@ pub enum StopReason {
     /// A whole JSON value followed a "complete after" marker; the text
     /// ends with it.
     Complete,
-    /// The same lines came back again and again; the text keeps them once.
+    /// The same lines came back again and again, or (prose answers) a
+    /// sentence came back; the text keeps them once.
     Repetition,
+    /// A prose answer held enough characters and a sentence ended; the
+    /// text ends with that sentence.
+    Enough,
 }
 
 impl StopReason {
@@ -22,6 +43,7 @@ impl StopReason {
             StopReason::Marker => "marker",
             StopReason::Complete => "complete",
             StopReason::Repetition => "repetition",
+            StopReason::Enough => "enough",
         }
     }
 }
@@ -55,6 +77,211 @@ fn end_of_first(text: &str, from: usize, markers: &[String]) -> Option<usize> {
         .min()
 }
 
+/// The prose rule's state: where the scan for sentence ends resumes,
+/// where the current sentence began, and the sentences already written.
+#[derive(Debug)]
+struct ProseScan {
+    /// Characters the text must hold before a sentence end ends it.
+    enough: usize,
+    /// Byte offset of the next character to examine.
+    at: usize,
+    /// Byte offset where the sentence being written began.
+    sentence_start: usize,
+    /// The sentences written so far (whitespace collapsed), long enough
+    /// to count as a repeat when they come back.
+    seen: HashSet<String>,
+}
+
+/// What the text says at a candidate sentence end.
+enum Boundary {
+    /// The text ends before it can tell: look again after the next piece.
+    Undecided,
+    /// No sentence ends here.
+    No,
+    /// A sentence ends at `end` (its closing quotes included); the next
+    /// one begins at `next`.
+    End { end: usize, next: usize },
+}
+
+/// A sentence that comes back with at least this many non-blank
+/// characters is a repeat; shorter ones ("Yes.", "See above.") may
+/// legitimately come back.
+const MIN_REPEATED_SENTENCE_CHARS: usize = 20;
+
+/// Characters that end a sentence.
+fn is_terminator(c: char) -> bool {
+    matches!(c, '.' | '!' | '?' | '…')
+}
+
+/// Characters that may close a sentence after its terminator: quotes,
+/// French guillemets, brackets.
+fn is_closer(c: char) -> bool {
+    matches!(c, '"' | '\'' | '»' | '”' | '’' | '›' | ')' | ']')
+}
+
+/// Closers that may stand after a space (French `fini. »`); a plain
+/// quote after a space opens the next sentence.
+fn is_spaced_closer(c: char) -> bool {
+    matches!(c, '»' | '”' | '›' | ')' | ']')
+}
+
+/// Characters that may open a word before its letters: quotes, brackets.
+fn is_opener(c: char) -> bool {
+    matches!(c, '"' | '\'' | '«' | '“' | '‘' | '‹' | '(' | '[')
+}
+
+/// Words that end with a dot without ending a sentence (compared in
+/// lowercase, without the dot). Single letters (initials, "M.") and
+/// words with an inner dot ("e.g", "U.S") are abbreviations too.
+const ABBREVIATIONS: &[&str] = &[
+    "al", "approx", "art", "cf", "ch", "chap", "co", "dr", "env", "etc", "ex", "fig", "inc", "jr",
+    "ltd", "mlle", "mlles", "mm", "mme", "mmes", "mr", "mrs", "ms", "no", "nº", "p", "pp", "pr",
+    "prof", "sr", "st", "ste", "vol", "vs",
+];
+
+/// Whether the dot ending at byte `dot` of `text` closes an abbreviation,
+/// an initial or a list number rather than a sentence.
+fn dot_is_not_an_end(text: &str, dot: usize) -> bool {
+    let before = &text[..dot];
+    let word_start = before
+        .char_indices()
+        .rev()
+        .find(|&(_, c)| c.is_whitespace())
+        .map_or(0, |(i, c)| i + c.len_utf8());
+    let word = before[word_start..].trim_start_matches(is_opener);
+    if word.is_empty() {
+        return false;
+    }
+    // An initial: `M. Dupont`, `J. Smith`.
+    let mut chars = word.chars();
+    if chars.next().is_some_and(char::is_alphabetic) && chars.next().is_none() {
+        return true;
+    }
+    if word.contains('.') {
+        return true;
+    }
+    if ABBREVIATIONS.contains(&word.to_lowercase().as_str()) {
+        return true;
+    }
+    // `1. ` at the start of a line numbers a list item.
+    let line_before = before[..word_start].trim_end_matches([' ', '\t']);
+    let at_line_start = line_before.is_empty() || line_before.ends_with('\n');
+    word.chars().all(|c| c.is_ascii_digit()) && at_line_start
+}
+
+impl ProseScan {
+    fn new(enough: usize) -> Self {
+        ProseScan {
+            enough,
+            at: 0,
+            sentence_start: 0,
+            seen: HashSet::new(),
+        }
+    }
+
+    /// The boundary at byte `i` of `text`, where a terminator or a line
+    /// break stands.
+    fn boundary(text: &str, i: usize) -> Boundary {
+        let mut chars = text[i..].char_indices().map(|(k, c)| (i + k, c)).peekable();
+        let Some((_, first)) = chars.next() else {
+            return Boundary::Undecided;
+        };
+        if first == '\n' {
+            // A paragraph break: a line break, blanks, another one.
+            for (k, c) in chars {
+                match c {
+                    '\n' => {
+                        let next = text[k..]
+                            .char_indices()
+                            .find(|&(_, c)| !c.is_whitespace())
+                            .map_or(text.len(), |(n, _)| k + n);
+                        return Boundary::End { end: i, next };
+                    }
+                    c if c.is_whitespace() => {}
+                    _ => return Boundary::No,
+                }
+            }
+            return Boundary::Undecided;
+        }
+        let mut end = i + first.len_utf8();
+        // More terminators ("?!", "...") and the closers after them.
+        while let Some(&(k, c)) = chars.peek() {
+            if is_terminator(c) || is_closer(c) {
+                end = k + c.len_utf8();
+                chars.next();
+            } else {
+                break;
+            }
+        }
+        loop {
+            // A sentence ends at whitespace...
+            match chars.peek() {
+                None => return Boundary::Undecided,
+                Some(&(_, c)) if !c.is_whitespace() => return Boundary::No,
+                Some(_) => {}
+            }
+            while chars.peek().is_some_and(|&(_, c)| c.is_whitespace()) {
+                chars.next();
+            }
+            let Some(&(next, c)) = chars.peek() else {
+                return Boundary::Undecided;
+            };
+            // ...unless a closing quote follows it (French `fini. »`)...
+            if is_spaced_closer(c) {
+                end = next + c.len_utf8();
+                chars.next();
+                continue;
+            }
+            // ...or the next word goes on in lowercase ("e.g. the").
+            if c.is_lowercase() {
+                return Boundary::No;
+            }
+            if first == '.' && dot_is_not_an_end(text, i) {
+                return Boundary::No;
+            }
+            return Boundary::End { end, next };
+        }
+    }
+
+    /// Scans what was added since the last call; the end of the answer
+    /// and why, once it is done (`Enough`) or writes a sentence again
+    /// (`Repetition`).
+    fn scan(&mut self, text: &str) -> Option<(usize, StopReason)> {
+        while let Some(offset) = text[self.at..].find(|c: char| is_terminator(c) || c == '\n') {
+            let i = self.at + offset;
+            match Self::boundary(text, i) {
+                Boundary::Undecided => {
+                    self.at = i;
+                    return None;
+                }
+                Boundary::No => {
+                    self.at = i + text[i..].chars().next().map_or(1, char::len_utf8);
+                }
+                Boundary::End { end, next } => {
+                    let sentence: String = text[self.sentence_start..end]
+                        .split_whitespace()
+                        .collect::<Vec<_>>()
+                        .join(" ");
+                    let nonblank = sentence.chars().filter(|c| !c.is_whitespace()).count();
+                    if nonblank >= MIN_REPEATED_SENTENCE_CHARS && !self.seen.insert(sentence) {
+                        let cut = text[..self.sentence_start].trim_end().len();
+                        return Some((cut, StopReason::Repetition));
+                    }
+                    let cut = text[..end].trim_end().len();
+                    let written = &text[..cut];
+                    if !written.trim().is_empty() && written.chars().count() >= self.enough {
+                        return Some((cut, StopReason::Enough));
+                    }
+                    self.sentence_start = next;
+                    self.at = next.max(i + 1);
+                }
+            }
+        }
+        self.at = text.len();
+        None
+    }
+}
+
 /// Accumulates streamed text and reports the first reason to stop.
 pub(crate) struct StopWatch<'a> {
     markers: &'a [String],
@@ -65,10 +292,18 @@ pub(crate) struct StopWatch<'a> {
     json: JsonScan,
     /// Byte offsets where each complete line of `text` starts.
     line_starts: Vec<usize>,
+    /// The prose rules, for a prose answer only.
+    prose: Option<ProseScan>,
 }
 
 impl<'a> StopWatch<'a> {
-    pub(crate) fn new(markers: &'a [String], complete_after: &'a [String]) -> Self {
+    /// A watch for `markers`, `complete_after` markers and, with
+    /// `prose_until`, the prose rules (see the module's documentation).
+    pub(crate) fn new(
+        markers: &'a [String],
+        complete_after: &'a [String],
+        prose_until: Option<u32>,
+    ) -> Self {
         let longest = markers
             .iter()
             .chain(complete_after)
@@ -83,6 +318,7 @@ impl<'a> StopWatch<'a> {
             stopped: None,
             json: JsonScan::default(),
             line_starts: vec![0],
+            prose: prose_until.map(|chars| ProseScan::new(chars as usize)),
         }
     }
 
@@ -103,10 +339,15 @@ impl<'a> StopWatch<'a> {
         let marker_end = end_of_first(&self.text, from, self.markers);
         let complete_end = self.complete_json(from);
         let repeat_end = self.repetition(old_len);
+        let prose_end = match &mut self.prose {
+            Some(prose) => prose.scan(&self.text),
+            None => None,
+        };
         let found = [
             marker_end.map(|e| (e, StopReason::Marker)),
             complete_end.map(|e| (e, StopReason::Complete)),
             repeat_end.map(|e| (e, StopReason::Repetition)),
+            prose_end,
         ]
         .into_iter()
         .flatten()
@@ -238,7 +479,7 @@ mod tests {
     #[test]
     fn marker_split_across_pieces_is_found_and_text_cut_after_it() {
         let markers = vec!["END_ANSWER".to_string()];
-        let mut w = StopWatch::new(&markers, &[]);
+        let mut w = StopWatch::new(&markers, &[], None);
         assert!(!w.push("[] END_AN"));
         assert!(w.push("SWER trailing"));
         assert_eq!(w.text(), "[] END_ANSWER");
@@ -249,18 +490,18 @@ mod tests {
     #[test]
     fn earliest_marker_wins_and_no_markers_never_stop() {
         let markers = vec!["B".to_string(), "A".to_string()];
-        let mut w = StopWatch::new(&markers, &[]);
+        let mut w = StopWatch::new(&markers, &[], None);
         assert!(w.push("xxAyyB"));
         assert_eq!(w.text(), "xxA");
         let none: Vec<String> = vec![];
-        let mut w = StopWatch::new(&none, &[]);
+        let mut w = StopWatch::new(&none, &[], None);
         assert!(!w.push("anything"));
     }
 
     #[test]
     fn multibyte_text_is_cut_on_char_boundaries() {
         let markers = vec!["FIN".to_string()];
-        let mut w = StopWatch::new(&markers, &[]);
+        let mut w = StopWatch::new(&markers, &[], None);
         assert!(!w.push("éééé"));
         assert!(w.push("é FIN é"));
         assert_eq!(w.text(), "ééééé FIN");
@@ -269,7 +510,7 @@ mod tests {
     #[test]
     fn a_whole_json_value_after_its_marker_ends_the_answer() {
         let after = vec!["BEGIN_ANSWER".to_string()];
-        let mut w = StopWatch::new(&[], &after);
+        let mut w = StopWatch::new(&[], &after, None);
         assert!(!w.push("Here: [not this] BEGIN_AN"));
         assert!(!w.push("SWER\n```json\n[{\"a\": \"x]}\\\"\", "));
         assert!(!w.push("\"b\": [1, {\"c\": 2}]}"));
@@ -287,7 +528,7 @@ mod tests {
     fn an_empty_list_is_a_complete_answer() {
         let after = vec!["BEGIN_ANSWER".to_string()];
         let markers = vec!["END_ANSWER".to_string()];
-        let mut w = StopWatch::new(&markers, &after);
+        let mut w = StopWatch::new(&markers, &after, None);
         let mut pushed = 0;
         for piece in "BEGIN_ANSWER\n[]\nBEGIN_ANSWER\n[]\n".split_inclusive('\n') {
             pushed += 1;
@@ -302,7 +543,7 @@ mod tests {
 
     #[test]
     fn lines_repeated_three_times_are_kept_once() {
-        let mut w = StopWatch::new(&[], &[]);
+        let mut w = StopWatch::new(&[], &[], None);
         let block = "The section is clear and complete.\nNo change is needed here.\n";
         assert!(!w.push("Summary of the document.\n"));
         assert!(!w.push(block));
@@ -314,12 +555,156 @@ mod tests {
 
     #[test]
     fn short_or_varied_lines_are_not_repetition() {
-        let mut w = StopWatch::new(&[], &[]);
+        let mut w = StopWatch::new(&[], &[], None);
         for _ in 0..10 {
             assert!(!w.push("  },\n"));
         }
         for i in 0..10 {
             assert!(!w.push(&format!("Step {i} of the procedure is done.\n")));
+        }
+        assert_eq!(w.reason(), None);
+    }
+
+    /// Pushes `pieces` into a prose watch of `chars`; the number of
+    /// pieces pushed when it stopped (or all of them).
+    fn prose(chars: u32, pieces: &[&str]) -> (Cut, usize) {
+        let none: Vec<String> = Vec::new();
+        let mut w = StopWatch::new(&none, &none, Some(chars));
+        let mut pushed = 0;
+        for piece in pieces {
+            pushed += 1;
+            if w.push(piece) {
+                break;
+            }
+        }
+        let reason = w.reason();
+        (
+            Cut {
+                text: w.into_text(),
+                reason,
+            },
+            pushed,
+        )
+    }
+
+    /// What a prose watch kept, and why it stopped.
+    struct Cut {
+        text: String,
+        reason: Option<StopReason>,
+    }
+
+    impl Cut {
+        fn text(&self) -> &str {
+            &self.text
+        }
+
+        fn reason(&self) -> Option<StopReason> {
+            self.reason
+        }
+    }
+
+    #[test]
+    fn a_prose_answer_ends_at_the_first_sentence_end_after_enough_characters() {
+        let pieces = [
+            "The text describes how the server",
+            " starts. It then lists the ports",
+            ".",
+            " ",
+            "It closes",
+            " with the logs. And more.",
+        ];
+        // "The text describes how the server starts." is 41 characters:
+        // not enough; the second sentence ends once the next word shows.
+        let (w, pushed) = prose(50, &pieces);
+        assert_eq!(w.reason(), Some(StopReason::Enough));
+        assert_eq!(pushed, 5, "the end is known when the next word starts");
+        assert_eq!(
+            w.text(),
+            "The text describes how the server starts. It then lists the ports."
+        );
+        // Enough at once: the first sentence.
+        let (w, _) = prose(10, &pieces);
+        assert_eq!(w.text(), "The text describes how the server starts.");
+        // An answer the model ended itself is not cut.
+        let (w, _) = prose(10, &["One whole sentence, ", "and its end."]);
+        assert_eq!(w.reason(), None);
+        assert_eq!(w.text(), "One whole sentence, and its end.");
+    }
+
+    #[test]
+    fn abbreviations_initials_and_numbers_end_no_sentence() {
+        let text = "Ask M. Dupont, Dr. Smith and J. R. Doe (see e.g. Chapter 4 or \
+                    fig. 3, approx. 3.5 MB, version 2.1.0 etc.) about the plan. Then go.";
+        let (w, _) = prose(5, &[text]);
+        assert_eq!(w.reason(), Some(StopReason::Enough));
+        assert!(w.text().ends_with("about the plan."), "{}", w.text());
+        // A lowercase word after the dot goes on with the sentence.
+        let (w, _) = prose(5, &["It holds items, etc. and more. Then"]);
+        assert_eq!(w.text(), "It holds items, etc. and more.");
+        // A list number at a line's start is not a sentence end.
+        let (w, _) = prose(5, &["Steps:\n1. Install it. 2. Run it.\nEnd"]);
+        assert_eq!(w.text(), "Steps:\n1. Install it.");
+    }
+
+    #[test]
+    fn closing_quotes_and_french_guillemets_stay_with_their_sentence() {
+        let (w, _) = prose(5, &["Il a dit « c'est fini. » Puis il est parti. Ensuite"]);
+        assert_eq!(w.text(), "Il a dit « c'est fini. »");
+        // The sentence goes on after the quote: « … » dit-il.
+        let (w, _) = prose(5, &["« C'est fini. » dit-il. Ensuite il part."]);
+        assert_eq!(w.text(), "« C'est fini. » dit-il.");
+        let (w, _) = prose(5, &["He said \"it is done.\" Then", " \"Next"]);
+        assert_eq!(w.text(), "He said \"it is done.\"");
+        let (w, _) = prose(5, &["Vraiment ?! Oui… Non"]);
+        assert_eq!(w.text(), "Vraiment ?!");
+        let (w, _) = prose(12, &["Vraiment ?! Oui… Non"]);
+        assert_eq!(w.text(), "Vraiment ?! Oui…");
+    }
+
+    #[test]
+    fn a_paragraph_break_ends_a_prose_answer_that_is_long_enough() {
+        let (w, _) = prose(
+            20,
+            &[
+                "A heading\n\n",
+                "The first paragraph has no stop\n",
+                "\nA second one",
+            ],
+        );
+        assert_eq!(w.reason(), Some(StopReason::Enough));
+        assert_eq!(w.text(), "A heading\n\nThe first paragraph has no stop");
+        // A leading blank line is no answer, whatever the threshold.
+        let (w, _) = prose(0, &["\n\nText. More"]);
+        assert_eq!(w.text(), "\n\nText.");
+    }
+
+    #[test]
+    fn a_sentence_written_again_ends_a_prose_answer_before_the_repeat() {
+        let pieces = [
+            "The section explains the setup. It lists ",
+            "the ports. The section explains ",
+            "the setup. The section explains the setup. ",
+        ];
+        let (w, _) = prose(10_000, &pieces);
+        assert_eq!(w.reason(), Some(StopReason::Repetition));
+        assert_eq!(
+            w.text(),
+            "The section explains the setup. It lists the ports."
+        );
+        // Short sentences may come back.
+        let (w, _) = prose(10_000, &["Yes. No. Yes. No. Yes. Maybe"]);
+        assert_eq!(w.reason(), None);
+    }
+
+    #[test]
+    fn without_the_prose_option_nothing_is_cut_at_sentences() {
+        let mut w = StopWatch::new(&[], &[], None);
+        for piece in [
+            "The section explains the setup. It lists the ports. ",
+            "The section explains the setup. The section explains the setup. ",
+            "Another paragraph\n\nand more. ",
+        ] {
+            assert!(!w.push(piece));
         }
         assert_eq!(w.reason(), None);
     }
