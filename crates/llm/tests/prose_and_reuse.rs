@@ -367,3 +367,54 @@ fn a_custom_backend_s_reuse_count_is_checked_like_a_server_s() {
         assert_eq!(service.prompt_totals().1, logged);
     }
 }
+
+#[test]
+fn an_answer_cut_short_still_knows_its_reuse_from_per_token_timings() {
+    // llama.cpp with `timings_per_token`: every event says what the
+    // prompt reused; the host cuts the answer before the last one.
+    let timings = json!({"cache_n": 48, "prompt_n": 16, "predicted_n": 5});
+    let mut events = vec![];
+    for piece in LONG_PROSE {
+        let event = json!({"id": "c", "object": "chat.completion.chunk", "model": "test-model",
+            "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": null}],
+            "timings": timings});
+        events.push(format!("data: {event}\n\n"));
+    }
+    events.push("data: [DONE]\n\n".to_string());
+    let server = MockServer::start(
+        vec![Reply::stream("text/event-stream", events, Duration::ZERO)],
+        None,
+    );
+    let (ws, service) = service(&server, Proto::Openai, true);
+    let answer = service
+        .complete(&LlmRequest::new("edit", "Write one paragraph.").prose_until(10))
+        .expect("answer");
+    assert_eq!(answer.text, "The server starts at boot.");
+    let line = &log(&ws)[0];
+    assert_eq!(line.ended_by.as_deref(), Some("enough"));
+    assert_eq!((line.prompt_tokens, line.completion_tokens), (64, 5));
+    assert!(!line.tokens_estimated);
+    assert_eq!(line.reused_prompt_tokens, Some(48));
+    // Asked for, since every endpoint is local under strict sovereignty.
+    let body = server.requests()[0].json();
+    assert_eq!(body["timings_per_token"], true, "{body}");
+}
+
+#[test]
+fn per_token_timings_are_not_asked_of_a_server_that_may_not_be_local() {
+    let server = MockServer::start(vec![], Some(Proto::Openai.stream(&["ok"], Some((3, 1)))));
+    let ws = tempfile::tempdir().expect("tempdir");
+    let mut config = Proto::Openai.config(&server.url());
+    config.strict_sovereign = false;
+    let service = LlmService::builder(config, ws.path())
+        .cache_dir(None)
+        .build()
+        .expect("service");
+    service
+        .complete(&LlmRequest::new("edit", "p"))
+        .expect("answer");
+    // OpenAI's own API refuses a field it does not know.
+    let body = server.requests()[0].json();
+    assert!(body.get("timings_per_token").is_none(), "{body}");
+    assert_eq!(body["stream_options"]["include_usage"], true);
+}

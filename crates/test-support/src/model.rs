@@ -101,6 +101,13 @@ pub struct ModelOptions {
     /// Requests answered at once; the others wait in a queue, in arrival
     /// order as far as the scheduler allows. `None`: no limit.
     pub slots: Option<usize>,
+    /// Reports, as llama.cpp's server does in `timings.cache_n`, the
+    /// prompt tokens it could reuse: the longest beginning the prompt
+    /// shares with an earlier request's, counted as its prompt tokens are
+    /// (characters / 4); in the last streamed event, or in every one when
+    /// the request asks for `timings_per_token`. `false`: no `timings`,
+    /// like most servers.
+    pub report_reuse: bool,
 }
 
 impl Default for ModelOptions {
@@ -108,6 +115,7 @@ impl Default for ModelOptions {
         ModelOptions {
             model: MODEL.to_string(),
             slots: None,
+            report_reuse: false,
         }
     }
 }
@@ -146,6 +154,8 @@ struct State {
     killed: AtomicBool,
     started: Instant,
     timeline: Mutex<Vec<RequestTimes>>,
+    /// Whether answers carry `timings.cache_n`.
+    report_reuse: bool,
     /// Free slots, when the server has a limit.
     free: Option<Mutex<usize>>,
     freed: Condvar,
@@ -199,6 +209,7 @@ impl ScriptedModel {
             killed: AtomicBool::new(false),
             started: Instant::now(),
             timeline: Mutex::new(Vec::new()),
+            report_reuse: options.report_reuse,
             free: options.slots.map(|n| Mutex::new(n.max(1))),
             freed: Condvar::new(),
             live: Mutex::new(Vec::new()),
@@ -375,7 +386,16 @@ fn serve(mut stream: TcpStream, state: &State) {
     }
     let body: Value = serde_json::from_slice(&raw.body).unwrap_or(Value::Null);
     let request = chat_request(&body);
+    let mut reused = None;
     if let Ok(mut r) = state.requests.lock() {
+        if state.report_reuse {
+            let shared = r
+                .iter()
+                .map(|earlier| shared_beginning(&earlier.prompt, &request.prompt))
+                .max()
+                .unwrap_or(0);
+            reused = Some(shared / 4);
+        }
         r.push(request.clone());
     }
     let id = state
@@ -403,7 +423,7 @@ fn serve(mut stream: TcpStream, state: &State) {
     let now = state.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
     state.peak.fetch_max(now, Ordering::SeqCst);
     let counted = AtomicBool::new(true);
-    let answered = answer(&mut stream, state, &request, &counted);
+    let answered = answer(&mut stream, state, &request, reused, &counted);
     release(state, &counted);
     // Ended before the slot is given back, so the next request's start
     // never comes before this end.
@@ -471,10 +491,16 @@ fn release(state: &State, counted: &AtomicBool) {
     }
 }
 
+/// The characters two prompts share from their beginning.
+fn shared_beginning(a: &str, b: &str) -> usize {
+    a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count()
+}
+
 fn answer(
     stream: &mut TcpStream,
     state: &State,
     request: &ModelRequest,
+    reused: Option<usize>,
     counted: &AtomicBool,
 ) -> bool {
     let model = state.model.as_str();
@@ -487,21 +513,35 @@ fn answer(
             let completion_tokens = text.chars().count() / 4;
             if request.stream {
                 let mut out = String::new();
+                // Timings in every event when asked, as llama.cpp does.
+                let per_token = request.body["timings_per_token"] == true;
+                let mut written = 0;
                 for piece in split_pieces(&text) {
-                    let event = json!({"id": "s", "object": "chat.completion.chunk", "model": model,
+                    let mut event = json!({"id": "s", "object": "chat.completion.chunk", "model": model,
                         "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": null}]});
+                    written += piece.chars().count();
+                    if let Some(n) = reused.filter(|_| per_token) {
+                        event["timings"] = json!({"cache_n": n, "prompt_n": prompt_tokens - n,
+                            "predicted_n": written / 4});
+                    }
                     out.push_str(&format!("data: {event}\n\n"));
                 }
-                let last = json!({"id": "s", "object": "chat.completion.chunk", "model": model,
+                let mut last = json!({"id": "s", "object": "chat.completion.chunk", "model": model,
                     "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
                     "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}});
+                if let Some(n) = reused {
+                    last["timings"] = json!({"cache_n": n, "prompt_n": prompt_tokens - n});
+                }
                 out.push_str(&format!("data: {last}\n\ndata: [DONE]\n\n"));
                 release(state, counted);
                 respond(stream, 200, "text/event-stream", &out)
             } else {
-                let body = json!({"id": "s", "object": "chat.completion", "model": model,
+                let mut body = json!({"id": "s", "object": "chat.completion", "model": model,
                     "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
                     "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}});
+                if let Some(n) = reused {
+                    body["timings"] = json!({"cache_n": n, "prompt_n": prompt_tokens - n});
+                }
                 release(state, counted);
                 respond(stream, 200, "application/json", &body.to_string())
             }
@@ -680,6 +720,37 @@ mod tests {
             let at = t.start.unwrap();
             assert!(timeline.iter().filter(|o| o.answering_at(at)).count() <= 2);
         }
+    }
+
+    #[test]
+    fn reuse_is_reported_as_the_beginning_shared_with_an_earlier_prompt() {
+        let cache_n = |model: &ScriptedModel, prompt: &str| {
+            let body = json!({"messages": [{"role": "user", "content": prompt}]});
+            let out = post(&model.url(), &body);
+            let answer = out.split("\r\n\r\n").nth(1).unwrap_or("");
+            let answer: Value = serde_json::from_str(answer).expect("json");
+            answer.pointer("/timings/cache_n").and_then(Value::as_u64)
+        };
+        let options = ModelOptions {
+            report_reuse: true,
+            ..ModelOptions::default()
+        };
+        let model = ScriptedModel::start_with(options, |_| ModelAnswer::text("ok"));
+        let shared = "s".repeat(40);
+        assert_eq!(
+            cache_n(&model, &format!("{shared}{}", "a".repeat(40))),
+            Some(0)
+        );
+        assert_eq!(
+            cache_n(&model, &format!("{shared}{}", "b".repeat(40))),
+            Some(10)
+        );
+        assert_eq!(
+            cache_n(&model, &format!("{shared}{}", "a".repeat(40))),
+            Some(20)
+        );
+        let plain = ScriptedModel::start(|_| ModelAnswer::text("ok"));
+        assert_eq!(cache_n(&plain, &shared), None);
     }
 
     #[test]

@@ -121,7 +121,13 @@ pub fn build_backend(config: &LlmConfig) -> Result<Arc<dyn Backend>, LlmError> {
     let client = http::HttpClient::new(config);
     Ok(match config.backend {
         BackendKind::Ollama => Arc::new(OllamaBackend::new(client, config.context_window)),
-        BackendKind::Openai => Arc::new(OpenAiBackend::new(client, key)),
+        // Under strict sovereignty every endpoint is local (llama.cpp,
+        // vLLM, LM Studio, Ollama's /v1): asking for per-token timings is
+        // safe there, and says what the server reused of an answer cut
+        // short.
+        BackendKind::Openai => Arc::new(
+            OpenAiBackend::new(client, key).with_timings_per_token(config.strict_sovereign),
+        ),
         BackendKind::Anthropic => {
             let var = config.api_key_env().unwrap_or_default();
             let key = key.ok_or_else(|| LlmError::MissingApiKey {

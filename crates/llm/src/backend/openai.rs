@@ -16,11 +16,27 @@ use serde_json::{json, Value};
 pub struct OpenAiBackend {
     http: HttpClient,
     key: Option<ApiKey>,
+    /// Ask for llama.cpp's timings in every streamed event.
+    timings_per_token: bool,
 }
 
 impl OpenAiBackend {
     pub(crate) fn new(http: HttpClient, key: Option<ApiKey>) -> Self {
-        OpenAiBackend { http, key }
+        OpenAiBackend {
+            http,
+            key,
+            timings_per_token: false,
+        }
+    }
+
+    /// Asks, with each streamed request, for llama.cpp's `timings` in
+    /// every event (`timings_per_token`): an answer the host cuts short
+    /// never reads the last event, the only one that otherwise says what
+    /// the server reused of the prompt. Only for local servers, which
+    /// ignore a field they do not know; OpenAI's own API refuses one.
+    pub(crate) fn with_timings_per_token(mut self, on: bool) -> Self {
+        self.timings_per_token = on;
+        self
     }
 
     /// `/v1/<path>`, accepting an endpoint that already ends in `/v1`.
@@ -36,7 +52,7 @@ impl OpenAiBackend {
         self.key.as_ref().map(|k| format!("Bearer {}", k.expose()))
     }
 
-    fn body(call: &BackendCall) -> Value {
+    fn body(&self, call: &BackendCall) -> Value {
         let mut messages = Vec::new();
         if let Some(system) = &call.system {
             messages.push(json!({"role": "system", "content": system}));
@@ -51,6 +67,9 @@ impl OpenAiBackend {
         });
         if call.stream {
             body["stream_options"] = json!({"include_usage": true});
+            if self.timings_per_token {
+                body["timings_per_token"] = json!(true);
+            }
         } else if !call.stop_markers.is_empty() {
             // Streamed answers are cut by the host at the marker (which the
             // text keeps); a whole answer can only be stopped by the server.
@@ -78,6 +97,20 @@ fn read_usage(reply: &mut BackendReply, obj: &Value) {
     );
     if reused.is_some() {
         reply.reused_prompt_tokens = reused;
+    }
+    // Per-token timings (an event before the last, when the host cuts the
+    // answer) count the prompt in two parts, reused and read anew, and
+    // the tokens generated so far; `usage`, when it comes, is the total.
+    if !obj.get("usage").is_some_and(Value::is_object) {
+        if let (Some(cached), Some(read)) = (
+            first_count(obj, &["/timings/cache_n"]),
+            first_count(obj, &["/timings/prompt_n"]),
+        ) {
+            reply.prompt_tokens = cached.checked_add(read);
+        }
+        if let Some(n) = first_count(obj, &["/timings/predicted_n"]) {
+            reply.completion_tokens = Some(n);
+        }
     }
 }
 
@@ -150,7 +183,7 @@ impl Backend for OpenAiBackend {
         let mut lines = self.http.post(
             &url,
             &headers,
-            &Self::body(call),
+            &self.body(call),
             call.deadline,
             call.cancel.as_ref(),
         )?;
