@@ -965,9 +965,19 @@ fn model_lines(t: &mut String, model: &ModelReport) -> std::fmt::Result {
     let mut names: Vec<&str> = run.models.values().map(String::as_str).collect();
     names.sort_unstable();
     names.dedup();
+    // Only a server that reports its prompt cache says what it reused.
+    let reused = model
+        .reused_prompt_tokens
+        .map(|r| {
+            format!(
+                ", {} prompt tokens ({r} reused by the server)",
+                model.prompt_tokens
+            )
+        })
+        .unwrap_or_default();
     writeln!(
         t,
-        "  model:     {} ({}): {}, {} tokens, {:.1} s",
+        "  model:     {} ({}): {}, {} tokens{reused}, {:.1} s",
         names.join(", "),
         run.backend,
         run.requests_phrase(),
@@ -1047,6 +1057,13 @@ struct ModelReport {
     run: ReviewModelRun,
     /// Wall time of the planning pass.
     seconds: f64,
+    /// Prompt tokens of the server's answers.
+    #[serde(skip)]
+    prompt_tokens: u64,
+    /// Of those, what the server said it reused from its prompt cache;
+    /// `None` when it said nothing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reused_prompt_tokens: Option<u64>,
     /// The server's base URL (for the error when it stopped answering).
     #[serde(skip)]
     endpoint: String,
@@ -1122,6 +1139,10 @@ impl ModelReport {
                 chunks_not_reviewed: skipped as u64,
             },
             seconds: took.as_secs_f64(),
+            prompt_tokens: number("/prompt_tokens"),
+            reused_prompt_tokens: session
+                .and_then(|s| s.get("reused_prompt_tokens"))
+                .and_then(Value::as_u64),
             endpoint,
             plan_reason,
             chunks: plan.as_ref().map_or(0, |p| p.chunks.len()),
