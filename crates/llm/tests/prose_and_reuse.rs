@@ -418,3 +418,37 @@ fn per_token_timings_are_not_asked_of_a_server_that_may_not_be_local() {
     assert!(body.get("timings_per_token").is_none(), "{body}");
     assert_eq!(body["stream_options"]["include_usage"], true);
 }
+
+#[test]
+fn a_local_server_that_refuses_per_token_timings_is_asked_again_without_them() {
+    // An older vLLM forbids a field it does not know.
+    let refusal = r#"{"object":"error","message":"[{'type': 'extra_forbidden', 'loc': ('body', 'timings_per_token'), 'msg': 'Extra inputs are not permitted'}]","type":"BadRequestError","code":400}"#;
+    let too_long = r#"{"error":{"code":400,"message":"the request exceeds the available context size","type":"exceed_context_size_error"}}"#;
+    let ok = || Proto::Openai.stream(&["An answer."], Some((3, 1)));
+    let server = MockServer::start(
+        vec![
+            Reply::status(400, too_long),
+            Reply::status(400, refusal),
+            ok(),
+            ok(),
+        ],
+        None,
+    );
+    let (_ws, service) = service(&server, Proto::Openai, true);
+    // Another 400 is the request's own failure: not asked again.
+    assert!(service.complete(&LlmRequest::new("edit", "a")).is_err());
+    assert_eq!(server.request_count(), 1);
+    let answer = service
+        .complete(&LlmRequest::new("edit", "b"))
+        .expect("answered without the field");
+    assert_eq!(answer.text, "An answer.");
+    service
+        .complete(&LlmRequest::new("edit", "c"))
+        .expect("answer");
+    let asked: Vec<bool> = server
+        .requests()
+        .iter()
+        .map(|r| r.json().get("timings_per_token").is_some())
+        .collect();
+    assert_eq!(asked, [true, true, false, false]);
+}

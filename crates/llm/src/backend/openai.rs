@@ -10,14 +10,16 @@ use crate::config::BackendKind;
 use crate::error::TransportError;
 use crate::secret::ApiKey;
 use serde_json::{json, Value};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The OpenAI-compatible backend; the API key is optional (local servers
 /// usually need none).
 pub struct OpenAiBackend {
     http: HttpClient,
     key: Option<ApiKey>,
-    /// Ask for llama.cpp's timings in every streamed event.
-    timings_per_token: bool,
+    /// Ask for llama.cpp's timings in every streamed event; turned off
+    /// for good by a server that refuses the field.
+    timings_per_token: AtomicBool,
 }
 
 impl OpenAiBackend {
@@ -25,7 +27,7 @@ impl OpenAiBackend {
         OpenAiBackend {
             http,
             key,
-            timings_per_token: false,
+            timings_per_token: AtomicBool::new(false),
         }
     }
 
@@ -34,8 +36,8 @@ impl OpenAiBackend {
     /// never reads the last event, the only one that otherwise says what
     /// the server reused of the prompt. Only for local servers, which
     /// ignore a field they do not know; OpenAI's own API refuses one.
-    pub(crate) fn with_timings_per_token(mut self, on: bool) -> Self {
-        self.timings_per_token = on;
+    pub(crate) fn with_timings_per_token(self, on: bool) -> Self {
+        self.timings_per_token.store(on, Ordering::Relaxed);
         self
     }
 
@@ -52,7 +54,7 @@ impl OpenAiBackend {
         self.key.as_ref().map(|k| format!("Bearer {}", k.expose()))
     }
 
-    fn body(&self, call: &BackendCall) -> Value {
+    fn body(&self, call: &BackendCall, timings_per_token: bool) -> Value {
         let mut messages = Vec::new();
         if let Some(system) = &call.system {
             messages.push(json!({"role": "system", "content": system}));
@@ -67,7 +69,7 @@ impl OpenAiBackend {
         });
         if call.stream {
             body["stream_options"] = json!({"include_usage": true});
-            if self.timings_per_token {
+            if timings_per_token {
                 body["timings_per_token"] = json!(true);
             }
         } else if !call.stop_markers.is_empty() {
@@ -180,13 +182,34 @@ impl Backend for OpenAiBackend {
             .as_deref()
             .map(|a| vec![("authorization", a)])
             .unwrap_or_default();
-        let mut lines = self.http.post(
+        let per_token = call.stream && self.timings_per_token.load(Ordering::Relaxed);
+        let posted = self.http.post(
             &url,
             &headers,
-            &self.body(call),
+            &self.body(call, per_token),
             call.deadline,
             call.cancel.as_ref(),
-        )?;
+        );
+        let mut lines = match posted {
+            // A server that refuses the field (an older vLLM forbids
+            // fields it does not know) is asked again without it, and
+            // never asked for it again.
+            Err(e)
+                if per_token
+                    && matches!(e.status, Some(400 | 422))
+                    && e.message.contains("timings_per_token") =>
+            {
+                self.timings_per_token.store(false, Ordering::Relaxed);
+                self.http.post(
+                    &url,
+                    &headers,
+                    &self.body(call, false),
+                    call.deadline,
+                    call.cancel.as_ref(),
+                )?
+            }
+            other => other?,
+        };
         // A server may answer a streamed request with one JSON document
         // (an error, or the whole answer): read it as such.
         if call.stream && lines.starts_like_sse()? {
