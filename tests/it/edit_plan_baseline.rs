@@ -70,7 +70,9 @@ fn script(r: &ModelRequest) -> ModelAnswer {
     }
     // The components table: empty until the table is masked (policy C).
     if p.contains("least-connections policy") {
-        if p.contains("TABLE_BLOCK_0") {
+        // In the text, not the instructions (which name the placeholders).
+        let text = p.split("Text to review").nth(1).unwrap_or_default();
+        if text.contains("TABLE_BLOCK_0") {
             return tagged(
                 r#"[{"action": "replace", "before_text": "which removes every write-write race on balances.", "after_text": "which removes every write-write race on the balances.", "kind": "grammar", "severity": "minor", "rationale": "article"}]"#,
             );

@@ -1,4 +1,4 @@
-//! `md_pyramid` through the real binary, against a scripted model on
+//! The pyramid (built by `md_edit_plan`) through the real binary, against a scripted model on
 //! loopback: the pyramid's shape, the calls it costs (all, none, the path
 //! to the root), concurrency at the server, fallbacks, runs without a
 //! model, templates in the cache key, and the `[llm]` table of koas.toml.
@@ -321,7 +321,7 @@ fn run_reviewer(s: &Scratch, doc: &Path, extra: &[String]) -> std::process::Outp
         "run".into(),
         pipeline.display().to_string(),
         "--until".into(),
-        "md_pyramid".into(),
+        "md_edit_plan".into(),
         "--input".into(),
         input,
         "--workspace".into(),
@@ -330,7 +330,7 @@ fn run_reviewer(s: &Scratch, doc: &Path, extra: &[String]) -> std::process::Outp
     args.extend(extra.iter().cloned());
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let out = s.koas(&args);
-    assert_code(&out, 0, "koas run --until md_pyramid");
+    assert_code(&out, 0, "koas run --until md_edit_plan");
     out
 }
 
@@ -449,7 +449,7 @@ fn ctrl_c_during_a_slow_model_stops_at_once_and_keeps_no_partial_pyramid() {
         "a pyramid of fallbacks made of refused calls was written"
     );
     assert!(
-        !ws.join(".koas/previous/md_pyramid.json").exists(),
+        !ws.join(".koas/previous/md_edit_plan.json").exists(),
         "partial work must not become the next run's previous outputs"
     );
     assert_eq!(slow.calls(), 1, "no call started after Ctrl-C");

@@ -1,6 +1,6 @@
-//! The pyramid of a 200-section document built by `koas run` of the
-//! reviewer pipeline up to `md_pyramid` (the rest of the review asks the
-//! model other things), against a
+//! The pyramid of a 200-section document built by `koas run` of Stage 1
+//! and `md_pyramid` (the pyramid alone: in the reviewer pipeline
+//! `md_edit_plan` builds it along with the plan), against a
 //! scripted model that answers every request after 200 ms, at
 //! `max_in_flight` 1, 4 and 16, against the ideal: the sum over the
 //! pyramid's levels of ceil(nodes / N) × 200 ms (a level starts when the
@@ -21,6 +21,15 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 const DELAY: Duration = Duration::from_millis(200);
+
+/// Stage 1 and the pyramid alone.
+const PIPELINE: &str = r#"name = "pyramid"
+description = "Stage 1 and the document pyramid"
+kernels = ["md_inventory", "md_structure", "md_protected_regions", "md_chunk", "md_pyramid"]
+
+[inputs]
+doc = "doc.md"
+"#;
 
 fn document() -> String {
     let mut doc = String::from("# Operating manual\n\nThis manual describes the operations.\n\n");
@@ -51,19 +60,12 @@ fn main() {
         std::fs::write(dir.path().join("doc.md"), &text).expect("write");
         let before = model.calls();
         let start = Instant::now();
-        let pipeline = koas_test_support::repo_root().join("configs/reviewer.toml");
+        std::fs::write(dir.path().join("pyramid.toml"), PIPELINE).expect("write");
         let out = Command::new(bin)
             .arg("-q")
             .arg("run")
-            .arg(&pipeline)
-            .args([
-                "--until",
-                "md_pyramid",
-                "--input",
-                "doc=doc.md",
-                "--workspace",
-                "ws",
-            ])
+            .arg("pyramid.toml")
+            .args(["--workspace", "ws"])
             .args(["--llm-backend", "openai", "--llm-endpoint"])
             .arg(model.url())
             .args([

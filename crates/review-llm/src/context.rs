@@ -24,8 +24,9 @@
 
 use koas_review_schema::findings::Finding;
 use koas_review_schema::findings::ReviewSeverity;
-use koas_review_schema::pyramid::{GlossaryTerm, Pyramid, PyramidStatus};
-use koas_review_schema::stage1::PREAMBLE_SECTION_ID;
+use koas_review_schema::pyramid::{
+    GlossaryTerm, Pyramid, PyramidNode, PyramidStatus, ABSTRACT_NODE_ID,
+};
 use serde::Serialize;
 
 use crate::estimate_tokens;
@@ -195,35 +196,48 @@ pub struct ContextInput<'a> {
     pub tier: Tier,
 }
 
-/// The ancestor of `section_id` at `depth` (1 = top level): `S2` and
-/// `S2.3` for `S2.3.1`.
-fn ancestor(section_id: &str, depth: usize) -> Option<String> {
-    if section_id == PREAMBLE_SECTION_ID {
-        return (depth == 1).then(|| PREAMBLE_SECTION_ID.to_owned());
-    }
-    let parts: Vec<&str> = section_id.split('.').collect();
-    (parts.len() >= depth).then(|| parts[..depth].join("."))
+/// `node_id` is `section_id` or one of its ancestors (`S2` and `S2.3`
+/// for `S2.3.1`).
+fn contains(node_id: &str, section_id: &str) -> bool {
+    section_id == node_id
+        || section_id
+            .strip_prefix(node_id)
+            .is_some_and(|rest| rest.starts_with('.'))
 }
 
-fn summary_of(pyramid: Option<&Pyramid>, node_id: &str) -> Option<String> {
-    let pyramid = pyramid.filter(|p| p.status == PyramidStatus::Built)?;
-    let node = pyramid.node(node_id)?;
-    (!node.summary.trim().is_empty()).then(|| node.summary.clone())
+/// The node of `level` that holds the chunk's section. Levels are the
+/// pyramid's, not heading depths: under a single title heading the `##`
+/// sections are level 1.
+fn container<'p>(pyramid: &'p Pyramid, section_id: &str, level: u8) -> Option<&'p PyramidNode> {
+    pyramid
+        .nodes
+        .iter()
+        .find(|n| n.level == level && contains(&n.node_id, section_id))
 }
 
-/// The summaries of the two top-level sections nearest to the chunk's.
+fn built(pyramid: Option<&Pyramid>) -> Option<&Pyramid> {
+    pyramid.filter(|p| p.status == PyramidStatus::Built)
+}
+
+fn summary_of(node: Option<&PyramidNode>) -> Option<String> {
+    node.filter(|n| !n.summary.trim().is_empty())
+        .map(|n| n.summary.clone())
+}
+
+/// The summaries of the two level-1 sections nearest to the chunk's.
 fn siblings(pyramid: Option<&Pyramid>, section_id: &str) -> Vec<String> {
-    let Some(pyramid) = pyramid.filter(|p| p.status == PyramidStatus::Built) else {
+    let Some(pyramid) = built(pyramid) else {
         return Vec::new();
     };
-    let Some(own) = ancestor(section_id, 1) else {
+    let Some(own) = container(pyramid, section_id, 1) else {
         return Vec::new();
     };
-    let top: Vec<_> = pyramid.nodes.iter().filter(|n| n.level == 1).collect();
-    let Some(at) = top.iter().position(|n| n.node_id == own) else {
+    let mut top: Vec<&PyramidNode> = pyramid.nodes.iter().filter(|n| n.level == 1).collect();
+    top.sort_by_key(|n| n.line_start);
+    let Some(at) = top.iter().position(|n| n.node_id == own.node_id) else {
         return Vec::new();
     };
-    let mut near: Vec<(usize, &koas_review_schema::pyramid::PyramidNode)> = top
+    let mut near: Vec<(usize, &PyramidNode)> = top
         .iter()
         .enumerate()
         .filter(|(i, _)| *i != at)
@@ -246,6 +260,42 @@ fn siblings(pyramid: Option<&Pyramid>, section_id: &str) -> Vec<String> {
         .collect()
 }
 
+/// The summaries a prompt may carry while the pyramid is still being
+/// built: the nodes made so far, and those still to come. A prompt is
+/// rendered only once every summary its tier reads is made, so that it
+/// never depends on which answers happened to arrive first.
+#[derive(Debug, Clone, Copy)]
+pub struct Summaries<'a> {
+    /// The pyramid as far as it is made (`None`: there is none).
+    pub pyramid: Option<&'a Pyramid>,
+    /// The nodes not made yet: (node ID, level).
+    pub pending: &'a [(String, u8)],
+}
+
+impl<'a> Summaries<'a> {
+    /// A finished pyramid (or none): every prompt is ready.
+    pub fn finished(pyramid: Option<&'a Pyramid>) -> Summaries<'a> {
+        Summaries {
+            pyramid,
+            pending: &[],
+        }
+    }
+
+    /// Whether every summary a chunk of `section_id` reads at `tier` is
+    /// made: its level-1 section's from tier 1; from tier 2, the abstract,
+    /// which is made last, so the whole pyramid.
+    pub fn ready(&self, section_id: &str, tier: Tier) -> bool {
+        match tier {
+            Tier::Skeleton => true,
+            Tier::Section => !self
+                .pending
+                .iter()
+                .any(|(id, level)| *level == 1 && contains(id, section_id)),
+            Tier::Abstract | Tier::Full => self.pending.is_empty(),
+        }
+    }
+}
+
 /// Assembles the context of one chunk.
 pub fn assemble(input: &ContextInput<'_>) -> AssembledContext {
     let mut parts = Vec::new();
@@ -265,14 +315,13 @@ pub fn assemble(input: &ContextInput<'_>) -> AssembledContext {
     let candidates: Vec<(PartKind, Vec<String>)> = vec![
         (
             PartKind::Abstract,
-            summary_of(input.pyramid, koas_review_schema::pyramid::ABSTRACT_NODE_ID)
+            summary_of(built(input.pyramid).and_then(|p| p.node(ABSTRACT_NODE_ID)))
                 .into_iter()
                 .collect(),
         ),
         (
             PartKind::Section,
-            ancestor(input.section_id, 1)
-                .and_then(|id| summary_of(input.pyramid, &id))
+            summary_of(built(input.pyramid).and_then(|p| container(p, input.section_id, 1)))
                 .into_iter()
                 .collect(),
         ),
@@ -282,8 +331,7 @@ pub fn assemble(input: &ContextInput<'_>) -> AssembledContext {
         ),
         (
             PartKind::Subsection,
-            ancestor(input.section_id, 2)
-                .and_then(|id| summary_of(input.pyramid, &id))
+            summary_of(built(input.pyramid).and_then(|p| container(p, input.section_id, 2)))
                 .into_iter()
                 .collect(),
         ),
@@ -421,7 +469,7 @@ fn finding_line(f: &Finding) -> String {
 mod tests {
     use super::*;
     use koas_review_schema::findings::FindingKind;
-    use koas_review_schema::pyramid::{PyramidNode, PyramidStats};
+    use koas_review_schema::pyramid::PyramidStats;
 
     fn node(id: &str, level: u8, line: u32, summary: &str) -> PyramidNode {
         PyramidNode {
@@ -661,6 +709,52 @@ mod tests {
         let mut i = input(&p, &[], &[], 128_000, Tier::Full);
         i.pyramid = None;
         assert_eq!(assemble(&i).parts.len(), 2);
+    }
+
+    /// Under a single title heading the `##` sections are the pyramid's
+    /// level 1: the context looked for a level-1 node named after the
+    /// title (`S1`), found none, and showed no summary at all.
+    #[test]
+    fn regression_a_titled_document_s_chunks_get_their_section_summaries() {
+        let mut p = pyramid();
+        p.nodes = vec![
+            node("DOC", 0, 1, "The audit of two controls."),
+            node("S1.1", 1, 3, "Control one is access."),
+            node("S1.1.1", 2, 5, "Access reviews are quarterly."),
+            node("S1.2", 1, 20, "Control two is backups."),
+        ];
+        let mut i = input(&p, &[], &[], 128_000, Tier::Full);
+        i.section_id = "S1.1.1.1";
+        let c = assemble(&i);
+        assert_eq!(c.text(PartKind::Section), Some("Control one is access."));
+        assert_eq!(
+            c.text(PartKind::Subsection),
+            Some("Access reviews are quarterly.")
+        );
+        assert_eq!(
+            c.text(PartKind::Siblings),
+            Some("Heading S1.2: Control two is backups.")
+        );
+        // `S1.10` is not inside `S1.1`.
+        i.section_id = "S1.10";
+        assert_eq!(assemble(&i).text(PartKind::Section), None);
+    }
+
+    #[test]
+    fn a_prompt_is_ready_once_the_summaries_its_tier_reads_are_made() {
+        let p = pyramid();
+        let pending = [("S3".to_owned(), 1u8), ("DOC".to_owned(), 0u8)];
+        let s = Summaries {
+            pyramid: Some(&p),
+            pending: &pending,
+        };
+        assert!(s.ready("S3.2", Tier::Skeleton));
+        assert!(s.ready("S2.1", Tier::Section), "S2 is made");
+        assert!(!s.ready("S3.2", Tier::Section), "S3 is not");
+        assert!(!s.ready("S2.1", Tier::Abstract), "the abstract is not");
+        assert!(!s.ready("S2.1", Tier::Full));
+        let done = Summaries::finished(Some(&p));
+        assert!(done.ready("S3.2", Tier::Full));
     }
 
     #[test]

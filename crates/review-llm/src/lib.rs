@@ -15,7 +15,10 @@
 //!   six-level extraction ladder that reads it from whatever format a
 //!   model chose;
 //! - [`edit_plan`]: the edit planner: chunk by chunk, a model's proposals
-//!   read, placed on the real lines, filtered and given IDs.
+//!   read, placed on the real lines, filtered and given IDs;
+//! - [`joint`]: the pyramid and the edit plan driven together over one
+//!   model stream, each chunk asked as soon as the summaries it reads are
+//!   made.
 //!
 //! Model calls go through [`pyramid::Summarizer`] and
 //! [`edit_plan::EditModel`], which the kernels
@@ -26,6 +29,7 @@
 pub mod context;
 pub mod edit_plan;
 pub mod glossary;
+pub mod joint;
 pub mod ladder;
 pub use koas_review::lang;
 pub mod prompt;

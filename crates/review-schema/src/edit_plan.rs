@@ -86,6 +86,41 @@ pub enum ChunkVerdict {
     Skipped,
 }
 
+impl EditPlan {
+    /// One line on the plan for the user: chunks and requests, reuse,
+    /// calls, ops proposed, kept, flagged and dropped, how answers were
+    /// read; why it stopped, if it did; or why it was skipped.
+    pub fn summary_line(&self) -> String {
+        if self.status == EditPlanStatus::Skipped {
+            return format!("skipped: {}", self.reason.as_deref().unwrap_or("skipped"));
+        }
+        let s = &self.stats;
+        let methods: Vec<String> = s.methods.iter().map(|(m, n)| format!("{m} {n}")).collect();
+        let mut line = format!(
+            "{} chunks{} ({} reused): {} worker and {} tutor calls, {} ops proposed, {} in the plan ({} flagged for want of a place), {} dropped; methods: {}",
+            s.chunks,
+            if s.requests < s.chunks {
+                let plural = if s.requests == 1 { "" } else { "s" };
+                format!(" in {} request{plural}", s.requests)
+            } else {
+                String::new()
+            },
+            s.reused,
+            s.worker_calls,
+            s.tutor_calls,
+            s.ops_proposed,
+            s.ops,
+            s.downgraded,
+            s.dropped,
+            methods.join(", ")
+        );
+        if let Some(reason) = &self.reason {
+            line.push_str(&format!("; stopped: {reason}"));
+        }
+        line
+    }
+}
+
 impl ChunkVerdict {
     /// The snake_case name.
     pub fn as_str(self) -> &'static str {

@@ -45,11 +45,12 @@ pub const LANGUAGE_FINDINGS: &str = "language_findings";
 pub const RENUMBER_OPS: &str = "renumber_ops";
 /// `md_fingerprint_chunk`: [`crate::fingerprint::ChunkFingerprints`].
 pub const CHUNK_FINGERPRINTS: &str = "chunk_fingerprints";
-/// `md_pyramid`: [`crate::pyramid::Pyramid`].
+/// `md_edit_plan` (or `md_pyramid` alone): [`crate::pyramid::Pyramid`].
 pub const PYRAMID: &str = "pyramid";
-/// `md_pyramid`: the pyramid as Markdown for people (a JSON string).
+/// `md_edit_plan` (or `md_pyramid` alone): the pyramid as Markdown for
+/// people (a JSON string).
 pub const PYRAMID_MD: &str = "pyramid_md";
-/// `md_pyramid`: [`crate::pyramid::Glossary`].
+/// `md_edit_plan` (or `md_pyramid` alone): [`crate::pyramid::Glossary`].
 pub const GLOSSARY: &str = "glossary";
 /// `md_edit_plan`: [`crate::edit_plan::EditPlan`], the LLM planner's
 /// edit ops and per-chunk status.

@@ -1,4 +1,4 @@
-//! The `pyramid` and `glossary` artifacts of `md_pyramid`: a summary of
+//! The `pyramid` and `glossary` artifacts (`md_edit_plan`, or `md_pyramid` alone): a summary of
 //! the document at up to four levels (abstract, sections, subsections,
 //! leaf sections), each node remembering what it was built from so a
 //! re-run asks the model again only where the document changed; and the
@@ -52,6 +52,41 @@ pub struct Pyramid {
 }
 
 impl Pyramid {
+    /// One line on the pyramid for the user: nodes, levels, language,
+    /// summaries asked, reused and fallen back on, and the glossary's
+    /// size; or why it was skipped.
+    pub fn summary_line(&self, glossary_terms: usize) -> String {
+        if self.status == PyramidStatus::Skipped {
+            return format!(
+                "pyramid skipped: {}",
+                self.skipped_reason.as_deref().unwrap_or("skipped")
+            );
+        }
+        let s = &self.stats;
+        format!(
+            "{} nodes in {} levels ({}): {} asked of the model, {} reused, {} fallbacks; {} glossary terms",
+            self.nodes.len(),
+            self.levels,
+            self.language,
+            s.requested,
+            s.reused,
+            s.fallbacks,
+            glossary_terms
+        )
+    }
+
+    /// How many summaries could not be asked of the model (server gone,
+    /// budget spent): the next run asks them again.
+    pub fn unanswered(&self) -> u32 {
+        self.nodes
+            .iter()
+            .map(|n| {
+                u32::from(n.unanswered)
+                    + n.parts.iter().map(|p| u32::from(p.unanswered)).sum::<u32>()
+            })
+            .sum()
+    }
+
     /// The node with `node_id`.
     pub fn node(&self, node_id: &str) -> Option<&PyramidNode> {
         self.nodes.iter().find(|n| n.node_id == node_id)

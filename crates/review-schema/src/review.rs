@@ -96,7 +96,8 @@ pub struct ReviewModelRun {
     /// The model of each role (`edit`, `pyramid`, `tutor`, `default`).
     #[serde(default)]
     pub models: BTreeMap<String, String>,
-    /// `md_pyramid`'s one-line summary (or its error or skip reason).
+    /// The pyramid's one-line summary (or its kernel's error or skip
+    /// reason).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pyramid: Option<String>,
     /// `md_edit_plan`'s one-line summary (or its error or skip reason).

@@ -1,6 +1,10 @@
 //! # md_edit_plan — Stage 2 reviewer kernel (LLM edge)
 //!
-//! A model proposes edit ops chunk by chunk; the kernel reads whatever
+//! Summarizes the document (the pyramid, and the glossary, which needs no
+//! model) and has a model propose edit ops chunk by chunk, both over one
+//! stream of requests: a chunk is asked as soon as the summaries its
+//! prompt reads are made, not once the whole pyramid is
+//! (`koas_review_llm::joint`). The kernel reads whatever
 //! format it answered in, places each proposal on the document's real
 //! lines by its `before_text`, keeps it off protected lines, and gives it
 //! its `RVW-NNNN` ID once every chunk is done. The logic is
@@ -29,16 +33,20 @@ use koas_review_llm::edit_plan::{
     self, ChunkDone, EditModel, ModelAnswer, ModelError, ModelRequest, ModelRole, PlanInput,
     PlanOptions, PlanTemplates, RecipeOptions,
 };
+use koas_review_llm::joint::{self, PyramidInput};
 use koas_review_llm::lang::{self, Language};
-use koas_review_llm::pyramid::Template;
+use koas_review_llm::pyramid::{
+    self, BuildOptions, PlanOptions as PyramidPlanOptions, Summarizer, SummaryError,
+    SummaryRequest, Template, Templates,
+};
 use koas_review_schema::change_id::ChangeId;
 use koas_review_schema::edit_plan::{ChunkVerdict, EditPlan, EditPlanStatus};
 use koas_review_schema::findings::{Finding, FindingsArtifact};
 use koas_review_schema::fingerprint::ChunkFingerprints;
 use koas_review_schema::ledger::LedgerEntry;
 use koas_review_schema::names;
-use koas_review_schema::pyramid::{Glossary, Pyramid};
-use koas_review_schema::stage1::{ChunkPlan, ProtectedSpans};
+use koas_review_schema::pyramid::{Glossary, Pyramid, PyramidStatus};
+use koas_review_schema::stage1::{ChunkPlan, FileStats, ProtectedSpans, SectionIndex};
 use serde::Deserialize;
 
 /// `[config.md_edit_plan]`.
@@ -76,8 +84,24 @@ struct EditPlanConfig {
     content_recipes: RecipeOptions,
     /// Policy D.
     md_strip: bool,
-    /// Ask every chunk again, ignoring the previous plan.
+    /// Ask every chunk and every summary again, ignoring the previous
+    /// plan and pyramid.
     rebuild: bool,
+    /// Build no pyramid (`--skip-pyramid`): chunks are asked without
+    /// summaries.
+    skip_pyramid: bool,
+    /// Why, for the skipped pyramid.
+    skip_pyramid_reason: String,
+    /// Pyramid levels, 1 (abstract only) to 4.
+    pyramid_levels: u8,
+    /// The longest summary, in estimated tokens.
+    summary_max_tokens: u32,
+    /// A section longer than this (estimated tokens) is summarized chunk
+    /// by chunk first.
+    pyramid_max_input_tokens: u32,
+    /// The document's name (the pyramid root's heading when it has no
+    /// single top-level title); empty: the file name of the text read.
+    title: String,
 }
 
 /// The `md_edit_plan` kernel.
@@ -94,7 +118,15 @@ const FATAL: &[&str] = &[
 ];
 
 /// The prompts the kernel declares.
-const PROMPTS: [&str; 4] = ["review", "review_plain", "regenerate", "tutor_validate"];
+const PROMPTS: [&str; 7] = [
+    "pyramid_leaf",
+    "pyramid_parent",
+    "pyramid_abstract",
+    "review",
+    "review_plain",
+    "regenerate",
+    "tutor_validate",
+];
 
 /// The host's LLM service, as a stream: requests go out one by one and
 /// answers come back as they complete.
@@ -172,11 +204,42 @@ impl EditModel for HostModel<'_> {
     }
 }
 
+impl Summarizer for HostModel<'_> {
+    fn submit(&self, r: SummaryRequest) -> u64 {
+        let request = pyramid::host::request(&r);
+        let ticket = self.stream.borrow_mut().submit(&request).0;
+        self.sent_at.borrow_mut().insert(ticket, Instant::now());
+        ticket
+    }
+
+    fn next(&self) -> Option<(u64, Result<String, SummaryError>)> {
+        let (ticket, answer) = EditModel::next(self)?;
+        let answer = answer.map(|a| a.text).map_err(|e| SummaryError {
+            message: e.message,
+            fatal: e.fatal,
+        });
+        Some((ticket, answer))
+    }
+}
+
 fn template(inputs: &Inputs, name: &str) -> Result<Template, KernelError> {
     Ok(inputs.prompt(name)?.into())
 }
 
-fn skipped(doc_hash: &str, reason: &str, language: Language) -> KernelOutput {
+/// A pyramid not built, and why.
+fn skipped_pyramid(doc_hash: &str, reason: &str, language: Language) -> Pyramid {
+    Pyramid {
+        doc_hash: doc_hash.to_owned(),
+        status: PyramidStatus::Skipped,
+        skipped_reason: Some(reason.to_owned()),
+        language: language.code().to_owned(),
+        ..Pyramid::default()
+    }
+}
+
+/// The outputs of a run that asks nothing: the plan and the pyramid
+/// skipped, the glossary (no model needed).
+fn skipped(doc_hash: &str, reason: &str, language: Language, glossary: &Glossary) -> KernelOutput {
     let plan = EditPlan {
         doc_hash: doc_hash.to_owned(),
         status: EditPlanStatus::Skipped,
@@ -184,9 +247,19 @@ fn skipped(doc_hash: &str, reason: &str, language: Language) -> KernelOutput {
         language: language.code().to_owned(),
         ..EditPlan::default()
     };
-    KernelOutput::new()
+    let pyramid = skipped_pyramid(doc_hash, reason, language);
+    pyramid_artifacts(KernelOutput::new(), &pyramid, glossary)
         .artifact(names::EDIT_PLAN, plan)
         .summary(format!("edit plan skipped: {reason}"))
+}
+
+fn pyramid_artifacts(out: KernelOutput, pyramid: &Pyramid, glossary: &Glossary) -> KernelOutput {
+    out.artifact(names::PYRAMID, pyramid)
+        .artifact(
+            names::PYRAMID_MD,
+            koas_review_llm::pyramid::render_markdown(pyramid),
+        )
+        .artifact(names::GLOSSARY, glossary)
 }
 
 /// The findings the model is told about, chunk by chunk. A language
@@ -230,17 +303,20 @@ impl Kernel for MdEditPlan {
     fn spec(&self) -> KernelSpec {
         let mut spec = KernelSpec::new("md_edit_plan", "0.1.0")
             .stage("S2")
-            .description("A model proposes edit ops chunk by chunk; the kernel reads any answer format, places each proposal by its text, keeps protected lines untouched and gives the ops their IDs")
+            .description("Summarizes the document bottom up and has a model propose edit ops chunk by chunk, each chunk asked as soon as the summaries it reads are made; reads any answer format, places each proposal by its text, keeps protected lines untouched and gives the ops their IDs")
             .input(names::DOC_RAW)
+            .input(names::SECTION_INDEX)
             .input(names::CHUNKS)
+            .optional_input(names::FILE_STATS)
             .optional_input(names::PROTECTED_SPANS)
             .optional_input(names::ISSUES)
             .optional_input(names::NUMBERING_FINDINGS)
             .optional_input(names::LANGUAGE_FINDINGS)
-            .optional_input(names::PYRAMID)
-            .optional_input(names::GLOSSARY)
             .optional_input(names::CHUNK_FINGERPRINTS)
             .optional_input(names::LEDGER)
+            .output_file(names::PYRAMID, "stage2/pyramid.json")
+            .output_file(names::PYRAMID_MD, "stage2/pyramid.md")
+            .output_file(names::GLOSSARY, "stage2/glossary.json")
             .output_file(names::EDIT_PLAN, "stage2/edit_plan.json")
             // Streamed per chunk while it runs: the raw answers, the masks
             // and the exemplars, and the status lines.
@@ -270,22 +346,30 @@ impl Kernel for MdEditPlan {
             "content_recipes": serde_json::to_value(RecipeOptions::default()).unwrap_or_default(),
             "md_strip": true,
             "rebuild": false,
+            "skip_pyramid": false,
+            "skip_pyramid_reason": "",
+            "pyramid_levels": 4,
+            "summary_max_tokens": 200,
+            "pyramid_max_input_tokens": 3000,
+            "title": "",
         }))
     }
 
     fn run(&self, ctx: &Context, config: &KernelConfig, inputs: &Inputs) -> KernelResult {
         let config: EditPlanConfig = config.parse()?;
         let text = inputs.source_text(names::DOC_RAW)?;
+        let sections: SectionIndex = inputs.parse(names::SECTION_INDEX)?;
         let chunks: ChunkPlan = inputs.parse(names::CHUNKS)?;
         let doc_hash = chunks.doc_hash.clone();
         let language = language_of(&config, text)?;
+        let glossary = koas_review_llm::glossary::extract(text, &sections, &doc_hash);
         if config.skip {
             let reason = if config.skip_reason.is_empty() {
                 "skipped by configuration"
             } else {
                 &config.skip_reason
             };
-            return Ok(skipped(&doc_hash, reason, language));
+            return Ok(skipped(&doc_hash, reason, language, &glossary));
         }
         if !(0.0..=1.0).contains(&config.breaker_threshold) {
             return Err(KernelError::invalid_config(format!(
@@ -294,11 +378,10 @@ impl Kernel for MdEditPlan {
             )));
         }
         // A host hands the model identity exactly when a model is
-        // configured: without one, placing findings and rendering a prompt
-        // per chunk (seconds on a large document) would only meet "no
-        // backend".
+        // configured: without one, planning and rendering every prompt
+        // (seconds on a large document) would only meet "no backend".
         if inputs.get(koas_kernel_api::LLM_INPUT).is_none() {
-            return Ok(skipped(&doc_hash, "no LLM configured", language));
+            return Ok(skipped(&doc_hash, NO_LLM, language, &glossary));
         }
         let read = ReadInputs::read(inputs)?;
         let templates = PlanTemplates {
@@ -309,46 +392,97 @@ impl Kernel for MdEditPlan {
         };
         // The model identity the host will use, so that a plan made by
         // another model is not reused.
-        let model = inputs
-            .get(koas_kernel_api::LLM_INPUT)
+        let identity = inputs.get(koas_kernel_api::LLM_INPUT);
+        let model_id = identity
             .map(koas_kernel_api::hash::canonical_json)
             .unwrap_or_default();
-        let options = plan_options(&config, language, &model, templates);
-        let input = PlanInput {
-            doc: text,
-            doc_hash: &doc_hash,
-            chunks: &chunks,
-            spans: read.spans.as_ref(),
-            findings: &read.findings,
-            pyramid: read.pyramid.as_ref(),
-            glossary: read.glossary.as_ref().map_or(&[], |g| g.terms.as_slice()),
-            fingerprints: read.fingerprints.as_ref(),
-            used_ids: &read.used,
-            previous: read.previous.as_ref(),
-        };
+        let options = plan_options(&config, language, &model_id, templates);
         let model = HostModel::new(ctx);
         let mut recorder = ChunkRecorder {
             ctx,
             model: &model,
             write_error: None,
-            done_count: 0,
-            last_parent: None,
-            total: chunks.chunks.len() as u64,
         };
-        let planned = edit_plan::plan(&input, &options, &model, &mut |done: &ChunkDone| {
-            recorder.chunk_done(done)
-        })
-        .map_err(|e| KernelError::invalid_input(e.to_string()))?;
+        let mut on_chunk = |done: &ChunkDone| recorder.chunk_done(done);
+        let mut progress = |done: u64, total: u64| ctx.progress(done, total);
+        let (pyramid, planned) = if config.skip_pyramid {
+            let reason = if config.skip_pyramid_reason.is_empty() {
+                "skipped by configuration"
+            } else {
+                &config.skip_pyramid_reason
+            };
+            let pyramid = skipped_pyramid(&doc_hash, reason, language);
+            let input = read.plan_input(text, &doc_hash, &chunks, Some(&pyramid), &glossary);
+            let total = chunks.chunks.len() as u64;
+            let mut done = 0u64;
+            let planned = edit_plan::plan(&input, &options, &model, &mut |c: &ChunkDone| {
+                on_chunk(c);
+                done += c.status.members.len().max(1) as u64;
+                progress(done.min(total), total);
+            })
+            .map_err(|e| KernelError::invalid_input(e.to_string()))?;
+            (pyramid, planned)
+        } else {
+            let node_plan = pyramid::plan(
+                text,
+                &sections,
+                &chunks,
+                &pyramid::host::title(&config.title, read.read_name.clone(), &sections),
+                PyramidPlanOptions {
+                    levels: config.pyramid_levels,
+                    max_input_tokens: config.pyramid_max_input_tokens,
+                },
+            )
+            .map_err(|e| KernelError::invalid_config(e.to_string()))?;
+            let build_options = BuildOptions {
+                levels: config.pyramid_levels,
+                summary_max_tokens: config.summary_max_tokens,
+                language,
+                model: pyramid::host::model(identity),
+                templates: Templates {
+                    leaf: template(inputs, "pyramid_leaf")?,
+                    parent: template(inputs, "pyramid_parent")?,
+                    abstract_: template(inputs, "pyramid_abstract")?,
+                },
+                rebuild: config.rebuild,
+                in_flight: config.in_flight.max(1),
+            };
+            let previous: Option<Pyramid> = inputs
+                .previous::<Pyramid>(names::PYRAMID)
+                .filter(|p| p.status == PyramidStatus::Built);
+            let input = read.plan_input(text, &doc_hash, &chunks, None, &glossary);
+            let (built, planned) = joint::build_and_plan(
+                PyramidInput {
+                    plan: &node_plan,
+                    doc_hash: &doc_hash,
+                    previous: previous.as_ref(),
+                    options: &build_options,
+                },
+                &input,
+                &options,
+                &model,
+                &model,
+                &mut on_chunk,
+                &mut progress,
+            )
+            .map_err(|e| KernelError::invalid_input(e.to_string()))?;
+            let mut planned = planned;
+            planned.warnings.splice(0..0, built.warnings);
+            (built.pyramid, planned)
+        };
         if model.no_backend.get() {
-            return Ok(skipped(&doc_hash, "no LLM configured", language));
+            return Ok(skipped(&doc_hash, NO_LLM, language, &glossary));
         }
         ctx.check_cancelled()?;
         if let Some(e) = recorder.write_error {
             return Err(e);
         }
-        Ok(plan_output(planned))
+        Ok(plan_output(&pyramid, &glossary, planned))
     }
 }
+
+/// Why nothing is asked when no model is configured.
+const NO_LLM: &str = "no LLM configured";
 
 /// The language the plan is written in: the configured one, or the
 /// document's (`auto`).
@@ -366,9 +500,9 @@ fn language_of(config: &EditPlanConfig, text: &str) -> Result<Language, KernelEr
 /// The optional inputs a plan is made with.
 struct ReadInputs {
     spans: Option<ProtectedSpans>,
-    pyramid: Option<Pyramid>,
-    glossary: Option<Glossary>,
     fingerprints: Option<ChunkFingerprints>,
+    /// The file name of the text read (the pyramid's title by default).
+    read_name: Option<String>,
     /// The change IDs the ledger already holds.
     used: Vec<ChangeId>,
     findings: Vec<Finding>,
@@ -378,8 +512,13 @@ struct ReadInputs {
 impl ReadInputs {
     fn read(inputs: &Inputs) -> Result<ReadInputs, KernelError> {
         let spans: Option<ProtectedSpans> = inputs.parse_optional(names::PROTECTED_SPANS)?;
-        let pyramid: Option<Pyramid> = inputs.parse_optional(names::PYRAMID)?;
-        let glossary: Option<Glossary> = inputs.parse_optional(names::GLOSSARY)?;
+        let read_name = inputs
+            .parse_optional::<FileStats>(names::FILE_STATS)?
+            .and_then(|s| {
+                std::path::Path::new(&s.path)
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+            });
         let fingerprints: Option<ChunkFingerprints> =
             inputs.parse_optional(names::CHUNK_FINGERPRINTS)?;
         let ledger: Vec<LedgerEntry> = inputs.parse_optional(names::LEDGER)?.unwrap_or_default();
@@ -388,13 +527,38 @@ impl ReadInputs {
         let previous: Option<EditPlan> = inputs.previous(names::EDIT_PLAN);
         Ok(ReadInputs {
             spans,
-            pyramid,
-            glossary,
             fingerprints,
+            read_name,
             used,
             findings,
             previous,
         })
+    }
+}
+
+impl ReadInputs {
+    /// What the planner reads; `pyramid` is `None` when it is being built
+    /// alongside.
+    fn plan_input<'a>(
+        &'a self,
+        doc: &'a str,
+        doc_hash: &'a str,
+        chunks: &'a ChunkPlan,
+        pyramid: Option<&'a Pyramid>,
+        glossary: &'a Glossary,
+    ) -> PlanInput<'a> {
+        PlanInput {
+            doc,
+            doc_hash,
+            chunks,
+            spans: self.spans.as_ref(),
+            findings: &self.findings,
+            pyramid,
+            glossary: &glossary.terms,
+            fingerprints: self.fingerprints.as_ref(),
+            used_ids: &self.used,
+            previous: self.previous.as_ref(),
+        }
     }
 }
 
@@ -422,70 +586,41 @@ fn plan_options(
     options
 }
 
-/// Records each chunk as the plan finishes it: its files, and the run's
-/// progress.
+/// Writes each chunk's files as the plan finishes it.
 struct ChunkRecorder<'a> {
     ctx: &'a Context<'a>,
     model: &'a HostModel<'a>,
     /// The first write that failed: planning goes on, the kernel fails
     /// once it is done.
     write_error: Option<KernelError>,
-    done_count: u64,
-    last_parent: Option<String>,
-    total: u64,
 }
 
 impl ChunkRecorder<'_> {
     fn chunk_done(&mut self, done: &ChunkDone) {
         // No model behind the host: nothing to record.
-        if self.model.no_backend.get() {
+        if self.model.no_backend.get() || self.write_error.is_some() {
             return;
         }
-        if self.write_error.is_none() {
-            if let Err(e) = write_chunk(self.ctx, done) {
-                self.write_error = Some(e);
-            }
-        }
-        // Progress in chunks of the plan (sub-chunks come in order; a
-        // request over several chunks counts them all).
-        if self.last_parent.as_deref() != Some(done.status.parent_chunk_id.as_str()) {
-            self.last_parent = Some(done.status.parent_chunk_id.clone());
-            self.done_count += done.status.members.len().max(1) as u64;
-            self.ctx
-                .progress(self.done_count.min(self.total), self.total);
+        if let Err(e) = write_chunk(self.ctx, done) {
+            self.write_error = Some(e);
         }
     }
 }
 
-/// The kernel's output: the plan, a one-line summary of it, the planner's
-/// warnings.
-fn plan_output(planned: edit_plan::Planned) -> KernelOutput {
-    let s = &planned.plan.stats;
-    let methods: Vec<String> = s.methods.iter().map(|(m, n)| format!("{m} {n}")).collect();
-    let mut summary = format!(
-        "{} chunks{} ({} reused): {} worker and {} tutor calls, {} ops proposed, {} in the plan ({} flagged for want of a place), {} dropped; methods: {}",
-        s.chunks,
-        if s.requests < s.chunks {
-            let plural = if s.requests == 1 { "" } else { "s" };
-            format!(" in {} request{plural}", s.requests)
-        } else {
-            String::new()
-        },
-        s.reused,
-        s.worker_calls,
-        s.tutor_calls,
-        s.ops_proposed,
-        s.ops,
-        s.downgraded,
-        s.dropped,
-        methods.join(", ")
-    );
-    if let Some(reason) = &planned.plan.reason {
-        summary.push_str(&format!("; stopped: {reason}"));
-    }
-    let mut out = KernelOutput::new()
+/// The kernel's output: the pyramid, the glossary and the plan, a line on
+/// each, the warnings.
+fn plan_output(
+    pyramid: &Pyramid,
+    glossary: &Glossary,
+    planned: edit_plan::Planned,
+) -> KernelOutput {
+    let mut out = pyramid_artifacts(KernelOutput::new(), pyramid, glossary)
         .artifact(names::EDIT_PLAN, &planned.plan)
-        .summary(summary);
+        .summary(format!(
+            "pyramid: {}; edit plan: {}",
+            pyramid.summary_line(glossary.terms.len()),
+            planned.plan.summary_line()
+        ));
     for w in planned.warnings {
         out = out.warning(w);
     }
@@ -498,9 +633,18 @@ fn plan_output(planned: edit_plan::Planned) -> KernelOutput {
         .iter()
         .filter(|c| c.verdict == ChunkVerdict::Skipped || c.error.is_some())
         .count();
+    let unanswered = pyramid.unanswered();
+    let mut incomplete = Vec::new();
+    if unanswered > 0 {
+        incomplete.push(format!("{unanswered} summaries"));
+    }
     if unasked > 0 {
+        incomplete.push(format!("{unasked} chunk(s)"));
+    }
+    if !incomplete.is_empty() {
         out = out.incomplete(format!(
-            "{unasked} chunk(s) could not be asked of the model; the next run asks them again"
+            "{} could not be asked of the model; the next run asks them again",
+            incomplete.join(" and ")
         ));
     }
     out

@@ -18,10 +18,11 @@
 use std::cell::RefCell;
 
 use koas_kernel_api::prelude::*;
-use koas_kernel_api::{LlmRequest, LlmStream, NO_BACKEND};
+use koas_kernel_api::{LlmStream, NO_BACKEND};
 use koas_review_llm::lang::{self, Language};
 use koas_review_llm::pyramid::{
-    self, BuildOptions, PlanOptions, Summarizer, SummaryError, SummaryRequest, Template, Templates,
+    self, host, BuildOptions, PlanOptions, Summarizer, SummaryError, SummaryRequest, Template,
+    Templates,
 };
 use koas_review_schema::names;
 use koas_review_schema::pyramid::{Glossary, Pyramid, PyramidStatus};
@@ -77,9 +78,6 @@ impl Default for PyramidConfig {
 #[derive(Debug, Default, Clone, Copy)]
 pub struct MdPyramid;
 
-/// The model role the summaries are asked of (`pyramid_model`).
-const ROLE: &str = "pyramid";
-
 /// Service errors after which asking again is pointless.
 const FATAL: &[&str] = &[
     "SESSION_BUDGET_EXHAUSTED",
@@ -93,20 +91,11 @@ const FATAL: &[&str] = &[
 /// they can be, answers read as they complete.
 struct HostSummarizer<'a> {
     stream: RefCell<LlmStream<'a>>,
-    max_tokens: u32,
 }
 
 impl Summarizer for HostSummarizer<'_> {
     fn submit(&self, r: SummaryRequest) -> u64 {
-        let request = LlmRequest::new(ROLE, r.prompt)
-            // Room for the summary and a little chatter to cut.
-            .max_tokens(self.max_tokens.saturating_mul(2).max(64));
-        // A retry is nudged away from the boilerplate of the first answer.
-        let request = if r.retry {
-            request.temperature(0.3)
-        } else {
-            request
-        };
+        let request = host::request(&r);
         self.stream.borrow_mut().submit(&request).0
     }
 
@@ -220,15 +209,7 @@ impl Kernel for MdPyramid {
                     .file_name()
                     .map(|n| n.to_string_lossy().into_owned())
             });
-        let title = Some(config.title.trim().to_owned())
-            .filter(|t| !t.is_empty())
-            .or(read_name)
-            .or_else(|| {
-                // One top-level section: its heading is the title.
-                let top: Vec<_> = sections.sections.iter().filter(|s| s.depth == 1).collect();
-                (top.len() == 1).then(|| top[0].title.clone())
-            })
-            .unwrap_or_else(|| "document".to_owned());
+        let title = host::title(&config.title, read_name, &sections);
         let plan = pyramid::plan(
             text,
             &sections,
@@ -247,17 +228,7 @@ impl Kernel for MdPyramid {
         };
         // The model the host will ask, so that a summary made by another
         // model is not reused.
-        let model = inputs
-            .get(koas_kernel_api::LLM_INPUT)
-            .map(|identity| {
-                identity
-                    .pointer(&format!("/models/{ROLE}"))
-                    .or_else(|| identity.pointer("/models/default"))
-                    .and_then(|m| m.as_str())
-                    .map(str::to_owned)
-                    .unwrap_or_else(|| koas_kernel_api::hash::canonical_json(identity))
-            })
-            .unwrap_or_default();
+        let model = host::model(inputs.get(koas_kernel_api::LLM_INPUT));
         let previous: Option<Pyramid> = inputs
             .previous::<Pyramid>(names::PYRAMID)
             .filter(|p| p.status == PyramidStatus::Built);
@@ -272,7 +243,6 @@ impl Kernel for MdPyramid {
         };
         let summarizer = HostSummarizer {
             stream: RefCell::new(ctx.llm_stream()),
-            max_tokens: config.summary_max_tokens,
         };
         let mut progress = |done: u32, total: u32| ctx.progress(u64::from(done), u64::from(total));
         let built = pyramid::build(
@@ -289,25 +259,8 @@ impl Kernel for MdPyramid {
         if stats.requested > 0 && built.warnings.iter().any(|w| w.contains(NO_BACKEND)) {
             return Ok(no_model(&doc_hash, &glossary, language));
         }
-        let summary = format!(
-            "{} nodes in {} levels ({}): {} asked of the model, {} reused, {} fallbacks; {} glossary terms",
-            built.pyramid.nodes.len(),
-            config.levels,
-            language.code(),
-            stats.requested,
-            stats.reused,
-            stats.fallbacks,
-            glossary.terms.len()
-        );
-        let unanswered = built
-            .pyramid
-            .nodes
-            .iter()
-            .map(|n| {
-                u32::from(n.unanswered)
-                    + n.parts.iter().map(|p| u32::from(p.unanswered)).sum::<u32>()
-            })
-            .sum::<u32>();
+        let summary = built.pyramid.summary_line(glossary.terms.len());
+        let unanswered = built.pyramid.unanswered();
         let mut out = output(&built.pyramid, &glossary, summary);
         for w in built.warnings {
             out = out.warning(w);

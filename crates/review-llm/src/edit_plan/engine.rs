@@ -27,7 +27,7 @@ use super::{
     ChunkDone, EditModel, ModelAnswer, ModelError, ModelRequest, ModelRole, PlanError, PlanInput,
     PlanOptions, Planned,
 };
-use crate::context::{assemble, compute_tier, ContextInput, PartKind, Tier};
+use crate::context::{assemble, compute_tier, ContextInput, PartKind, Summaries, Tier};
 use crate::estimate_tokens;
 use crate::prompt::render;
 use crate::pyramid::Template;
@@ -138,55 +138,185 @@ pub fn plan(
     model: &dyn EditModel,
     on_chunk: &mut dyn FnMut(&ChunkDone),
 ) -> Result<Planned, PlanError> {
-    let doc = DocLines::new(input.doc);
-    let mut jobs = jobs_of(input, options, &doc)?;
-    let index: Vec<(u32, u32, String)> = jobs
-        .iter()
-        .map(|j| (j.piece.line_start, j.piece.line_end, j.piece.id.clone()))
-        .collect();
-    let index_ref: Vec<(u32, u32, &str)> = index
-        .iter()
-        .map(|(a, b, id)| (*a, *b, id.as_str()))
-        .collect();
-    let ctx = Wave {
-        input,
-        options,
-        model,
-        doc: &doc,
-        index: &index_ref,
-    };
-    let mut flow = Flow {
-        previous: input.previous.filter(|_| !options.rebuild),
-        window: options.in_flight.max(1),
-        next: 0,
-        recorded: 0,
-        sent: std::collections::HashMap::new(),
-        asking: Asking::new(options),
-        lagged: Lagged::new(options),
-    };
+    let summaries = Summaries::finished(input.pyramid);
+    let mut planner = Planner::new(input, options, model)?;
     loop {
-        flow.start_chunks(&mut jobs, &ctx)?;
-        flow.record_done(&mut jobs, on_chunk);
+        planner.pump(summaries, on_chunk)?;
+        if planner.is_done() {
+            return planner.finish();
+        }
+        if !planner.waiting() {
+            continue;
+        }
+        match model.next() {
+            Some((ticket, answer)) => planner.answer(ticket, answer, summaries)?,
+            None => planner.lost(),
+        }
+    }
+}
+
+/// A plan being made, one step at a time, for a caller that reads the
+/// model's answers itself: one that also sends other requests on the same
+/// stream (the pyramid's) hands this one the answers to its tickets
+/// ([`Planner::owns`]), and the summaries made so far: a chunk's request
+/// waits until every summary its prompt reads is made.
+pub struct Planner<'p, 'a> {
+    input: &'p PlanInput<'a>,
+    options: &'p PlanOptions,
+    model: &'p dyn EditModel,
+    doc: DocLines<'a>,
+    index: Vec<(u32, u32, String)>,
+    jobs: Vec<Job<'a>>,
+    flow: Flow<'a>,
+}
+
+impl<'p, 'a> Planner<'p, 'a> {
+    /// Cuts the document into requests; nothing is sent before
+    /// [`Planner::pump`].
+    pub fn new(
+        input: &'p PlanInput<'a>,
+        options: &'p PlanOptions,
+        model: &'p dyn EditModel,
+    ) -> Result<Planner<'p, 'a>, PlanError> {
+        let doc = DocLines::new(input.doc);
+        let jobs = jobs_of(input, options, &doc)?;
+        let index = jobs
+            .iter()
+            .map(|j| (j.piece.line_start, j.piece.line_end, j.piece.id.clone()))
+            .collect();
+        let flow = Flow {
+            previous: input.previous.filter(|_| !options.rebuild),
+            window: options.in_flight.max(1),
+            next: 0,
+            recorded: 0,
+            sent: std::collections::HashMap::new(),
+            parked: Vec::new(),
+            asking: Asking::new(options),
+            lagged: Lagged::new(options),
+        };
+        Ok(Planner {
+            input,
+            options,
+            model,
+            doc,
+            index,
+            jobs,
+            flow,
+        })
+    }
+
+    /// Sends what is ready (follow-ups that waited for a summary first,
+    /// then the next chunks), records the chunks done, and, once a fatal
+    /// error leaves nothing in flight, skips the rest.
+    pub fn pump(
+        &mut self,
+        summaries: Summaries<'_>,
+        on_chunk: &mut dyn FnMut(&ChunkDone),
+    ) -> Result<(), PlanError> {
+        let Planner {
+            input,
+            options,
+            model,
+            doc,
+            index,
+            jobs,
+            flow,
+        } = self;
+        let index: Vec<(u32, u32, &str)> = index
+            .iter()
+            .map(|(a, b, id)| (*a, *b, id.as_str()))
+            .collect();
+        let ctx = Wave {
+            input,
+            options,
+            model: *model,
+            doc,
+            index: &index,
+            summaries,
+        };
+        flow.start_chunks(jobs, &ctx)?;
+        flow.record_done(jobs, on_chunk);
         if flow.sent.is_empty() {
-            if flow.next >= jobs.len() {
-                break;
-            }
             if let Some(reason) = flow.asking.fatal.clone() {
                 // Nothing is in flight and nothing more will be asked.
+                for i in std::mem::take(&mut flow.parked) {
+                    skip(&mut jobs[i], &reason);
+                }
                 for job in &mut jobs[flow.next..] {
                     if job.step != Step::Done {
                         skip(job, &reason);
                     }
                 }
                 flow.next = jobs.len();
-                flow.record_done(&mut jobs, on_chunk);
-                break;
+                flow.record_done(jobs, on_chunk);
             }
-            continue;
         }
-        flow.take_answer(&mut jobs, &ctx)?;
+        Ok(())
     }
-    finish_plan(jobs, input, options, flow.asking)
+
+    /// Whether `ticket` is one of this plan's requests still out.
+    pub fn owns(&self, ticket: u64) -> bool {
+        self.flow.sent.contains_key(&ticket)
+    }
+
+    /// Whether requests are out.
+    pub fn waiting(&self) -> bool {
+        !self.flow.sent.is_empty()
+    }
+
+    /// Every chunk is done and handed to `on_chunk`.
+    pub fn is_done(&self) -> bool {
+        self.flow.sent.is_empty()
+            && self.flow.parked.is_empty()
+            && self.flow.next >= self.jobs.len()
+            && self.flow.recorded >= self.jobs.len()
+    }
+
+    /// Reads the answer to one of this plan's tickets and sends the
+    /// chunk's follow-up, or parks it until the summaries it reads are
+    /// made.
+    pub fn answer(
+        &mut self,
+        ticket: u64,
+        answer: Result<ModelAnswer, ModelError>,
+        summaries: Summaries<'_>,
+    ) -> Result<(), PlanError> {
+        let Planner {
+            input,
+            options,
+            model,
+            doc,
+            index,
+            jobs,
+            flow,
+        } = self;
+        let index: Vec<(u32, u32, &str)> = index
+            .iter()
+            .map(|(a, b, id)| (*a, *b, id.as_str()))
+            .collect();
+        let ctx = Wave {
+            input,
+            options,
+            model: *model,
+            doc,
+            index: &index,
+            summaries,
+        };
+        flow.take_answer(jobs, ticket, answer, &ctx)
+    }
+
+    /// The model lost track of the requests out: none will be answered.
+    pub fn lost(&mut self) {
+        let lost: Vec<usize> = self.flow.sent.drain().map(|(_, i)| i).collect();
+        for i in lost {
+            skip(&mut self.jobs[i], "the model service lost the request");
+        }
+    }
+
+    /// The finished plan.
+    pub fn finish(self) -> Result<Planned, PlanError> {
+        finish_plan(self.jobs, self.input, self.options, self.flow.asking)
+    }
 }
 
 /// The planner's traffic: which chunk is next, which requests are out.
@@ -200,18 +330,52 @@ struct Flow<'p> {
     recorded: usize,
     /// Requests out, by ticket: the chunk each is for.
     sent: std::collections::HashMap<u64, usize>,
+    /// Chunks whose follow-up waits for a summary (a second ask with
+    /// more context), in the order they were read.
+    parked: Vec<usize>,
     asking: Asking,
     lagged: Lagged,
 }
 
 impl Flow<'_> {
-    /// Starts chunks while there is room and their prompt is decided.
+    /// Sends parked follow-ups whose summaries are made, then starts
+    /// chunks while there is room and their prompt is decided: the
+    /// circuit breaker's decision and every summary it reads.
     fn start_chunks(&mut self, jobs: &mut [Job<'_>], ctx: &Wave<'_, '_>) -> Result<(), PlanError> {
+        let mut k = 0;
+        while k < self.parked.len() && self.sent.len() < self.window {
+            let i = self.parked[k];
+            if self.asking.fatal.is_none() && ctx.summaries.ready(&jobs[i].section_id, jobs[i].tier)
+            {
+                self.parked.remove(k);
+                self.send(jobs, i, ctx)?;
+            } else {
+                k += 1;
+            }
+        }
         while self.sent.len() < self.window && self.next < jobs.len() {
             if self.asking.fatal.is_some() {
                 return Ok(());
             }
             let i = self.next;
+            if !ctx.summaries.ready(&jobs[i].section_id, jobs[i].tier) {
+                // Its prompt reads a summary not made yet; the chunks
+                // after it wait too, so that the breaker's horizon holds.
+                return Ok(());
+            }
+            if jobs[i].key.is_empty() {
+                let first = prompt(
+                    &jobs[i],
+                    ctx.input,
+                    ctx.summaries,
+                    ctx.options,
+                    &ctx.options.templates.review,
+                    "",
+                )?;
+                let key = incremental_key(&jobs[i], ctx.options, &first);
+                jobs[i].status.incremental_key.clone_from(&key);
+                jobs[i].key = key;
+            }
             if reuse(&mut jobs[i], self.previous) {
                 self.next += 1;
                 continue;
@@ -244,7 +408,7 @@ impl Flow<'_> {
         ctx: &Wave<'_, '_>,
     ) -> Result<(), PlanError> {
         let job = &mut jobs[i];
-        let mut next = request(job, ctx.input, ctx.options)?;
+        let mut next = request(job, ctx.input, ctx.summaries, ctx.options)?;
         differ_from_earlier(job, &mut next);
         let ticket = ctx.model.submit(next);
         self.sent.insert(ticket, i);
@@ -268,16 +432,14 @@ impl Flow<'_> {
         }
     }
 
-    /// Waits for one answer, reads it and sends the chunk's follow-up.
-    fn take_answer(&mut self, jobs: &mut [Job<'_>], ctx: &Wave<'_, '_>) -> Result<(), PlanError> {
-        let Some((ticket, answer)) = ctx.model.next() else {
-            // The model lost track of the requests: none will be answered.
-            let lost: Vec<usize> = self.sent.drain().map(|(_, i)| i).collect();
-            for i in lost {
-                skip(&mut jobs[i], "the model service lost the request");
-            }
-            return Ok(());
-        };
+    /// Reads one answer and sends the chunk's follow-up (or parks it).
+    fn take_answer(
+        &mut self,
+        jobs: &mut [Job<'_>],
+        ticket: u64,
+        answer: Result<ModelAnswer, ModelError>,
+        ctx: &Wave<'_, '_>,
+    ) -> Result<(), PlanError> {
         let Some(i) = self.sent.remove(&ticket) else {
             return Ok(());
         };
@@ -292,7 +454,8 @@ impl Flow<'_> {
         }
         match self.asking.fatal.clone() {
             Some(reason) => skip(job, &reason),
-            None => self.send(jobs, i, ctx)?,
+            None if ctx.summaries.ready(&job.section_id, job.tier) => self.send(jobs, i, ctx)?,
+            None => self.parked.push(i),
         }
         Ok(())
     }
@@ -551,9 +714,8 @@ fn job_of<'a>(
         recipe_degenerate_after: None,
         asked: Vec::new(),
     };
-    let first = prompt(&job, input, options, &options.templates.review, "")?;
-    job.key = incremental_key(&job, options, &first);
-    job.status.incremental_key = job.key.clone();
+    // The key holds the first prompt, rendered once the summaries it
+    // reads are made (`Flow::start_chunks`).
     if !job.base.mapping.is_empty() {
         job.masks.push((
             format!("{}_MATH.json", job.piece.id),
@@ -633,8 +795,10 @@ struct Wave<'w, 'a> {
     input: &'w PlanInput<'a>,
     options: &'w PlanOptions,
     model: &'w dyn EditModel,
-    doc: &'w DocLines<'w>,
+    doc: &'w DocLines<'a>,
     index: &'w [(u32, u32, &'w str)],
+    /// The summaries made so far.
+    summaries: Summaries<'w>,
 }
 
 /// The plan once every chunk is done: IDs in chunk order, duplicates
@@ -865,6 +1029,7 @@ fn skip(job: &mut Job, reason: &str) {
 fn prompt(
     job: &Job,
     input: &PlanInput<'_>,
+    summaries: Summaries<'_>,
     options: &PlanOptions,
     template: &Template,
     reason: &str,
@@ -877,7 +1042,7 @@ fn prompt(
         chunk: shown,
         section_id: &job.section_id,
         instructions: &template.text,
-        pyramid: input.pyramid,
+        pyramid: summaries.pyramid,
         findings: &job.findings,
         glossary: input.glossary,
         budget: options.context_budget,
@@ -939,17 +1104,18 @@ fn proposals_json(job: &Job) -> String {
 fn request(
     job: &Job,
     input: &PlanInput<'_>,
+    summaries: Summaries<'_>,
     options: &PlanOptions,
 ) -> Result<ModelRequest, PlanError> {
     let t = &options.templates;
     let (role, text) = match &job.step {
         Step::Tutor => (
             ModelRole::Tutor,
-            prompt(job, input, options, &t.tutor_validate, "")?,
+            prompt(job, input, summaries, options, &t.tutor_validate, "")?,
         ),
         Step::Regenerate(reason) => (
             ModelRole::Worker,
-            prompt(job, input, options, &t.regenerate, reason)?,
+            prompt(job, input, summaries, options, &t.regenerate, reason)?,
         ),
         _ => {
             let template = if job.plain {
@@ -959,7 +1125,7 @@ fn request(
             };
             (
                 ModelRole::Worker,
-                prompt(job, input, options, template, "")?,
+                prompt(job, input, summaries, options, template, "")?,
             )
         }
     };

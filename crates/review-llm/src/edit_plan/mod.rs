@@ -41,7 +41,7 @@ pub mod verdict;
 #[cfg(test)]
 mod tests;
 
-pub use engine::plan;
+pub use engine::{plan, Planner};
 
 use koas_review_schema::change_id::{ChangeId, IdError};
 use koas_review_schema::edit_op::ReviewPolicy;

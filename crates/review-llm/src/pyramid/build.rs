@@ -95,6 +95,9 @@ pub struct SummaryRequest {
     pub kind: RequestKind,
     /// The rendered prompt.
     pub prompt: String,
+    /// The longest summary wanted, in estimated tokens: it follows what
+    /// is summarized ([`summary_cap`]).
+    pub max_tokens: u32,
     /// `true` for the second request after an answer with no summary in
     /// it: the summarizer may nudge the sampling.
     pub retry: bool,
@@ -175,6 +178,7 @@ struct PromptValues<'a> {
     level: u8,
     heading: &'a str,
     document_title: &'a str,
+    outline: &'a str,
     text: &'a str,
     intro: &'a str,
     children: Vec<ChildValue<'a>>,
@@ -196,9 +200,52 @@ struct Job {
     level: u8,
     kind: RequestKind,
     prompt: String,
+    /// The longest summary wanted.
+    cap: u32,
     input_hash: String,
     /// Text to fall back on.
     fallback_source: String,
+}
+
+/// The longest outline a prompt carries, in characters.
+const MAX_OUTLINE_CHARS: usize = 1_500;
+
+/// The headings of the pyramid's first two section levels, in document
+/// order, one per line (level 2 indented), cut at a whole line to
+/// [`MAX_OUTLINE_CHARS`]. Every summary's prompt begins with it: it tells
+/// the model where the section it summarizes stands, and a server's
+/// prompt cache reuses it from one request to the next.
+fn outline(plan: &[PlanNode]) -> String {
+    let mut nodes: Vec<&PlanNode> = plan
+        .iter()
+        .filter(|n| matches!(n.level, 1 | 2) && !n.heading.trim().is_empty())
+        .collect();
+    nodes.sort_by_key(|n| (n.line_start, n.level));
+    let mut out = String::new();
+    for n in nodes {
+        let line = format!(
+            "{}- {}\n",
+            if n.level == 2 { "  " } else { "" },
+            n.heading.trim()
+        );
+        if out.len() + line.len() > MAX_OUTLINE_CHARS {
+            out.push_str("- …\n");
+            break;
+        }
+        out.push_str(&line);
+    }
+    out.trim_end().to_owned()
+}
+
+/// The smallest summary asked for: a sentence or two.
+const MIN_SUMMARY_TOKENS: u32 = 32;
+
+/// The longest summary of `input_tokens` of text: half of it, at least a
+/// sentence or two, at most `max_tokens`. A summary is shorter than what
+/// it summarizes: a 146-token section asked for a 200-token summary got
+/// 400 tokens of prose from a small model.
+pub fn summary_cap(input_tokens: u32, max_tokens: u32) -> u32 {
+    (input_tokens / 2).clamp(MIN_SUMMARY_TOKENS.min(max_tokens), max_tokens)
 }
 
 /// Builds the pyramid of `plan`, reusing `previous` where inputs are
@@ -211,61 +258,205 @@ pub fn build(
     summarizer: &dyn Summarizer,
     progress: &mut dyn FnMut(u32, u32),
 ) -> Result<Built, BuildError> {
-    let tasks = tasks_of(plan);
-    let mut state = State {
-        options,
-        summarizer,
-        known: reusable_summaries(previous.filter(|_| !options.rebuild)),
-        stats: PyramidStats::default(),
-        warnings: Vec::new(),
-        stopped: None,
-        done: 0,
-        total: u32::try_from(tasks.len()).unwrap_or(u32::MAX),
-    };
-    let mut tree = Tree {
-        plan,
-        summaries: HashMap::new(),
-        nodes: Vec::new(),
-        tasks,
-        ready: std::collections::BTreeSet::new(),
-        out: HashMap::new(),
-        failed: std::collections::BTreeMap::new(),
-    };
-    tree.ready = (0..tree.tasks.len())
-        .filter(|&t| tree.tasks[t].waiting_on == 0)
-        .map(|t| tree.order(t))
-        .collect();
-    tree.run(&mut state, progress)?;
-    state
-        .warnings
-        .extend(std::mem::take(&mut tree.failed).into_values());
-    let mut nodes = tree.nodes;
-    nodes.sort_by(|a, b| {
-        a.level
-            .cmp(&b.level)
-            .then(a.line_start.cmp(&b.line_start))
-            .then(a.node_id.cmp(&b.node_id))
-    });
-    state.stats.summaries = state.stats.requested + state.stats.reused;
-    if state.stats.fallbacks > 0 {
-        state.warnings.push(format!(
-            "{} of {} summaries are first-sentence fallbacks: the model gave nothing usable for them",
-            state.stats.fallbacks, state.stats.summaries
-        ));
+    let mut building = Building::new(plan, doc_hash, previous, options, summarizer);
+    loop {
+        building.pump(progress)?;
+        if building.is_done() {
+            return Ok(building.finish());
+        }
+        match summarizer.next() {
+            Some((ticket, answer)) => building.answer(ticket, answer, progress),
+            None => building.lost(progress),
+        }
     }
-    Ok(Built {
-        pyramid: Pyramid {
+}
+
+/// A pyramid being built, one step at a time, for a caller that reads
+/// the model's answers itself: one that also sends other requests on the
+/// same stream hands this one the answers to its tickets
+/// ([`Building::owns`]).
+pub struct Building<'p> {
+    state: State<'p>,
+    tree: Tree<'p>,
+    doc_hash: String,
+    /// The nodes not made yet: (node ID, level).
+    pending: Vec<(String, u8)>,
+    /// The nodes made so far, as a pyramid (`status` built).
+    made: Pyramid,
+}
+
+impl<'p> Building<'p> {
+    /// Starts building `plan`; nothing is sent before [`Building::pump`].
+    pub fn new(
+        plan: &'p [PlanNode],
+        doc_hash: &str,
+        previous: Option<&Pyramid>,
+        options: &'p BuildOptions,
+        summarizer: &'p dyn Summarizer,
+    ) -> Building<'p> {
+        let tasks = tasks_of(plan);
+        let state = State {
+            options,
+            summarizer,
+            title: plan
+                .iter()
+                .find(|n| n.level == 0)
+                .map(|n| n.heading.clone())
+                .unwrap_or_default(),
+            outline: outline(plan),
+            known: reusable_summaries(previous.filter(|_| !options.rebuild)),
+            stats: PyramidStats::default(),
+            warnings: Vec::new(),
+            stopped: None,
+            done: 0,
+            total: u32::try_from(tasks.len()).unwrap_or(u32::MAX),
+        };
+        let mut tree = Tree {
+            plan,
+            summaries: HashMap::new(),
+            nodes: Vec::new(),
+            tasks,
+            ready: std::collections::BTreeSet::new(),
+            out: HashMap::new(),
+            failed: std::collections::BTreeMap::new(),
+        };
+        tree.ready = (0..tree.tasks.len())
+            .filter(|&t| tree.tasks[t].waiting_on == 0)
+            .map(|t| tree.order(t))
+            .collect();
+        Building {
+            state,
+            tree,
             doc_hash: doc_hash.to_owned(),
-            status: PyramidStatus::Built,
-            skipped_reason: None,
-            language: options.language.code().to_owned(),
-            levels: options.levels,
-            model: options.model.clone(),
-            nodes,
-            stats: state.stats,
-        },
-        warnings: state.warnings,
-    })
+            pending: plan.iter().map(|n| (n.node_id.clone(), n.level)).collect(),
+            made: Pyramid {
+                doc_hash: doc_hash.to_owned(),
+                status: PyramidStatus::Built,
+                skipped_reason: None,
+                language: options.language.code().to_owned(),
+                levels: options.levels,
+                model: options.model.clone(),
+                nodes: Vec::new(),
+                stats: PyramidStats::default(),
+            },
+        }
+    }
+
+    /// Sends what is ready, up to the window; summaries reused from the
+    /// previous pyramid are made at once, which may ready more.
+    pub fn pump(&mut self, progress: &mut dyn FnMut(u32, u32)) -> Result<(), BuildError> {
+        let window = self.state.options.in_flight.max(1);
+        while self.tree.out.len() < window {
+            let Some(first) = self.tree.ready.pop_first() else {
+                break;
+            };
+            self.tree.start(&mut self.state, first.1, progress)?;
+        }
+        self.sync();
+        Ok(())
+    }
+
+    /// Whether `ticket` is one of this build's requests still out.
+    pub fn owns(&self, ticket: u64) -> bool {
+        self.tree.out.contains_key(&ticket)
+    }
+
+    /// Whether requests are out.
+    pub fn waiting(&self) -> bool {
+        !self.tree.out.is_empty()
+    }
+
+    /// Reads the answer to one of this build's tickets.
+    pub fn answer(
+        &mut self,
+        ticket: u64,
+        answer: Result<String, SummaryError>,
+        progress: &mut dyn FnMut(u32, u32),
+    ) {
+        if let Some(t) = self.tree.out.remove(&ticket) {
+            self.tree.answered(&mut self.state, t, answer, progress);
+            self.sync();
+        }
+    }
+
+    /// The model lost track of the requests out: they fall back.
+    pub fn lost(&mut self, progress: &mut dyn FnMut(u32, u32)) {
+        let lost: Vec<usize> = self.tree.out.drain().map(|(_, t)| t).collect();
+        for t in lost {
+            let made = self.state.fallback(self.tree.job(t), Some("no answer"));
+            self.tree.finish(&mut self.state, t, made, progress);
+        }
+        self.sync();
+    }
+
+    /// Summaries made (reused and fallbacks included) and to make.
+    pub fn counts(&self) -> (u32, u32) {
+        (self.state.done, self.state.total)
+    }
+
+    /// Every summary is made.
+    pub fn is_done(&self) -> bool {
+        self.tree.out.is_empty() && self.tree.ready.is_empty()
+    }
+
+    /// The summaries made so far and those still to come.
+    pub fn summaries(&self) -> crate::context::Summaries<'_> {
+        crate::context::Summaries {
+            pyramid: Some(&self.made),
+            pending: &self.pending,
+        }
+    }
+
+    /// Brings the made pyramid and the pending list up to the tree.
+    fn sync(&mut self) {
+        if self.made.nodes.len() == self.tree.nodes.len() {
+            return;
+        }
+        for node in &self.tree.nodes[self.made.nodes.len()..] {
+            self.pending.retain(|(id, _)| id != &node.node_id);
+            self.made.nodes.push(node.clone());
+        }
+    }
+
+    /// The finished pyramid, nodes by level then line.
+    pub fn finish(self) -> Built {
+        let Building {
+            mut state,
+            mut tree,
+            doc_hash,
+            ..
+        } = self;
+        state
+            .warnings
+            .extend(std::mem::take(&mut tree.failed).into_values());
+        let mut nodes = tree.nodes;
+        nodes.sort_by(|a, b| {
+            a.level
+                .cmp(&b.level)
+                .then(a.line_start.cmp(&b.line_start))
+                .then(a.node_id.cmp(&b.node_id))
+        });
+        state.stats.summaries = state.stats.requested + state.stats.reused;
+        if state.stats.fallbacks > 0 {
+            state.warnings.push(format!(
+                "{} of {} summaries are first-sentence fallbacks: the model gave nothing usable for them",
+                state.stats.fallbacks, state.stats.summaries
+            ));
+        }
+        Built {
+            pyramid: Pyramid {
+                doc_hash,
+                status: PyramidStatus::Built,
+                skipped_reason: None,
+                language: state.options.language.code().to_owned(),
+                levels: state.options.levels,
+                model: state.options.model.clone(),
+                nodes,
+                stats: state.stats,
+            },
+            warnings: state.warnings,
+        }
+    }
 }
 
 /// One summary to make: a part of a long leaf, or a node.
@@ -383,42 +574,6 @@ impl Tree<'_> {
         (std::cmp::Reverse(self.plan[self.tasks[t].node].level), t)
     }
 
-    /// Asks, reuses or falls back until every summary is made.
-    fn run(
-        &mut self,
-        state: &mut State<'_>,
-        progress: &mut dyn FnMut(u32, u32),
-    ) -> Result<(), BuildError> {
-        let window = state.options.in_flight.max(1);
-        loop {
-            while self.out.len() < window {
-                let Some(first) = self.ready.pop_first() else {
-                    break;
-                };
-                self.start(state, first.1, progress)?;
-            }
-            if self.out.is_empty() {
-                if self.ready.is_empty() {
-                    return Ok(());
-                }
-                continue;
-            }
-            let Some((ticket, answer)) = state.summarizer.next() else {
-                // The model lost track of the requests out.
-                let lost: Vec<usize> = self.out.drain().map(|(_, t)| t).collect();
-                for t in lost {
-                    let made = state.fallback(self.job(t), Some("no answer"));
-                    self.finish(state, t, made, progress);
-                }
-                continue;
-            };
-            let Some(t) = self.out.remove(&ticket) else {
-                continue;
-            };
-            self.answered(state, t, answer, progress);
-        }
-    }
-
     fn job(&self, t: usize) -> &Job {
         // A task out has its job: `start` renders it before sending.
         self.tasks[t].job.as_ref().unwrap_or(&NO_JOB)
@@ -461,7 +616,7 @@ impl Tree<'_> {
         progress: &mut dyn FnMut(u32, u32),
     ) {
         let made = match answer {
-            Ok(answer) => match clean_summary(&answer, state.options.summary_max_tokens) {
+            Ok(answer) => match clean_summary(&answer, self.job(t).cap) {
                 Some(summary) => Made {
                     summary,
                     fallback: false,
@@ -635,6 +790,7 @@ static NO_JOB: Job = Job {
     level: 0,
     kind: RequestKind::Leaf,
     prompt: String::new(),
+    cap: 0,
     input_hash: String::new(),
     fallback_source: String::new(),
 };
@@ -646,6 +802,7 @@ impl Job {
             level: self.level,
             kind: self.kind,
             prompt: self.prompt.clone(),
+            max_tokens: self.cap,
             retry,
         }
     }
@@ -654,6 +811,10 @@ impl Job {
 struct State<'a> {
     options: &'a BuildOptions,
     summarizer: &'a dyn Summarizer,
+    /// The document's title (the abstract's heading).
+    title: String,
+    /// Its sections' headings, the same in every prompt.
+    outline: String,
     known: HashMap<String, Made>,
     stats: PyramidStats,
     warnings: Vec<String>,
@@ -680,19 +841,27 @@ impl State<'_> {
             RequestKind::Parent => &o.templates.parent,
             RequestKind::Abstract => &o.templates.abstract_,
         };
+        let fallback_source = if text.trim().is_empty() {
+            let mut from = intro.to_owned();
+            for (_, summary) in &children {
+                from.push_str("\n\n");
+                from.push_str(summary);
+            }
+            from
+        } else {
+            text.to_owned()
+        };
+        let cap = summary_cap(estimate_tokens(&fallback_source), o.summary_max_tokens);
         let values = PromptValues {
             language: o.language.name(),
             language_code: o.language.code(),
-            max_tokens: o.summary_max_tokens,
+            max_tokens: cap,
             // About three words per four tokens.
-            max_words: o.summary_max_tokens.saturating_mul(3) / 4,
+            max_words: cap.saturating_mul(3) / 4,
             level: node.level,
             heading: &node.heading,
-            document_title: if kind == RequestKind::Abstract {
-                &node.heading
-            } else {
-                ""
-            },
+            document_title: &self.title,
+            outline: &self.outline,
             text,
             intro,
             children: children
@@ -707,21 +876,12 @@ impl State<'_> {
             "koas-pyramid-v1\0{}\0{}\0{}",
             o.model, template.hash, prompt
         ));
-        let fallback_source = if text.trim().is_empty() {
-            let mut from = intro.to_owned();
-            for (_, summary) in &children {
-                from.push_str("\n\n");
-                from.push_str(summary);
-            }
-            from
-        } else {
-            text.to_owned()
-        };
         Ok(Job {
             key: key.to_owned(),
             level: node.level,
             kind,
             prompt,
+            cap,
             input_hash,
             fallback_source,
         })
@@ -732,7 +892,7 @@ impl State<'_> {
     fn fallback(&mut self, job: &Job, why: Option<&str>) -> Made {
         self.stats.fallbacks += 1;
         Made {
-            summary: first_sentences(&job.fallback_source, self.options.summary_max_tokens),
+            summary: first_sentences(&job.fallback_source, job.cap.max(1)),
             fallback: true,
             unanswered: why.is_some(),
         }
@@ -859,6 +1019,34 @@ mod tests {
             &mut |_, _| {},
         )
         .expect("build")
+    }
+
+    #[test]
+    fn every_summary_prompt_begins_with_the_same_outline() {
+        let s = stage1::run("d.md", DOC, ChunkConfig::default()).expect("stage 1");
+        let nodes = plan(
+            DOC,
+            &s.structure.sections,
+            &s.chunks,
+            "Guide",
+            PlanOptions {
+                levels: 4,
+                max_input_tokens: 2_000,
+            },
+        )
+        .expect("plan");
+        assert_eq!(outline(&nodes), "- Guide\n  - Install\n  - Use\n- Appendix");
+        // A long outline stops at a whole line.
+        let mut many = nodes.clone();
+        for i in 0..400 {
+            let mut n = nodes[1].clone();
+            n.heading = format!("Section number {i}");
+            n.line_start = 1_000 + i;
+            many.push(n);
+        }
+        let cut = outline(&many);
+        assert!(cut.len() <= MAX_OUTLINE_CHARS + 8, "{}", cut.len());
+        assert!(cut.ends_with("- …"), "{cut}");
     }
 
     #[test]

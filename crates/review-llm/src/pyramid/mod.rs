@@ -7,11 +7,12 @@
 
 mod build;
 mod clean;
+pub mod host;
 mod plan;
 
 pub use build::{
-    build, BuildError, BuildOptions, Built, RequestKind, Summarizer, SummaryError, SummaryRequest,
-    Template, Templates,
+    build, summary_cap, BuildError, BuildOptions, Building, Built, RequestKind, Summarizer,
+    SummaryError, SummaryRequest, Template, Templates,
 };
 pub use clean::{clean_summary, first_sentences};
 pub use plan::{plan, PartSource, PlanError, PlanNode, PlanOptions, Source, MAX_LEVELS};

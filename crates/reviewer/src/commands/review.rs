@@ -28,6 +28,7 @@ use koas_review_schema::apply::ApplyOutcome;
 use koas_review_schema::change_id::ChangeId;
 use koas_review_schema::edit_plan::{ChunkVerdict, EditPlan, EditPlanStatus};
 use koas_review_schema::names;
+use koas_review_schema::pyramid::{Glossary, Pyramid};
 use koas_review_schema::review::{ReviewModelRun, ReviewState};
 use koas_review_workspace::{
     paths, BeginRequest, CommitContext, Follow, PreparedRun, ReviewOutcome, RunKind,
@@ -48,8 +49,9 @@ Examples:
   koas review spec.md --ops ops.json --strict --in-place
   koas review spec.md -w /tmp/ws --json
 
-Where ops come from: the model (md_edit_plan reviews every chunk, with the
-document's summary from md_pyramid as context), or --ops (a JSON array of
+Where ops come from: the model (md_edit_plan summarizes the document and
+reviews every chunk, each with the summaries of its section as context, as
+soon as they are written), or --ops (a JSON array of
 edit ops, or an object with an \"ops\" array), which replaces the model's
 plan. Ops address the lines of the workspace's current document (the
 original on a first review). Every op is normalized and validated; rejected
@@ -141,7 +143,8 @@ pub struct ReviewArgs {
     #[arg(long)]
     pub no_llm: bool,
 
-    /// Do not build the document summary (md_pyramid).
+    /// Do not build the document summary (the pyramid): chunks are reviewed
+    /// without it.
     #[arg(long)]
     pub skip_pyramid: bool,
 
@@ -449,7 +452,6 @@ impl Setup {
             // moment it frees, while the answer that freed it is read.
             let in_flight = llm.max_in_flight + llm.max_in_flight.div_ceil(2);
             pipeline.set_config(EDIT_PLAN, "in_flight", json!(in_flight));
-            pipeline.set_config(PYRAMID, "in_flight", json!(in_flight));
         }
         let (discovery, _) = crate::project::discover(global, &mut pipeline, &target.project)?;
         Ok(Setup {
@@ -478,7 +480,7 @@ fn settings(
         // After a first review the text read is the workspace's copy: the
         // pyramid is still about the user's document (and an unchanged
         // document's root keeps its input, so it is not asked again).
-        (PYRAMID, "title", json!(target.doc_name)),
+        (EDIT_PLAN, "title", json!(target.doc_name)),
     ];
     let skip_pyramid = if args.no_llm {
         Some("--no-llm")
@@ -488,8 +490,8 @@ fn settings(
         None
     };
     if let Some(reason) = skip_pyramid {
-        out.push((PYRAMID, "skip", Value::Bool(true)));
-        out.push((PYRAMID, "skip_reason", json!(reason)));
+        out.push((EDIT_PLAN, "skip_pyramid", Value::Bool(true)));
+        out.push((EDIT_PLAN, "skip_pyramid_reason", json!(reason)));
     }
     if let Some(reason) = skip_plan {
         out.push((EDIT_PLAN, "skip", Value::Bool(true)));
@@ -1079,6 +1081,35 @@ struct ModelReport {
     proposed: usize,
 }
 
+/// The line on the pyramid, read from the pyramid the edit plan's kernel
+/// built with it (a pipeline without `md_pyramid`).
+fn pyramid_line(record: &koas_orchestrator::run_record::RunRecord) -> Option<String> {
+    let kernel = record.kernel(EDIT_PLAN)?;
+    if let Some(why) = kernel
+        .error
+        .clone()
+        .or_else(|| kernel.skipped_reason.clone())
+    {
+        return Some(why);
+    }
+    let pyramid: Pyramid = passes::parse_output(record, EDIT_PLAN, names::PYRAMID).ok()?;
+    let terms = passes::parse_output::<Glossary>(record, EDIT_PLAN, names::GLOSSARY)
+        .map_or(0, |g| g.terms.len());
+    Some(pyramid.summary_line(terms))
+}
+
+/// The line on the plan, read from the plan: the kernel's own line holds
+/// the pyramid's too. A plan skipped, or a kernel that failed, keeps the
+/// kernel's line.
+fn plan_line(
+    record: &koas_orchestrator::run_record::RunRecord,
+    plan: Option<&EditPlan>,
+) -> Option<String> {
+    let kernel = record.kernel(EDIT_PLAN)?;
+    let plan = plan.filter(|p| p.status != EditPlanStatus::Skipped)?;
+    (kernel.error.is_none() && kernel.skipped_reason.is_none()).then(|| plan.summary_line())
+}
+
 impl ModelReport {
     fn of(
         record: &koas_orchestrator::run_record::RunRecord,
@@ -1130,8 +1161,8 @@ impl ModelReport {
             run: ReviewModelRun {
                 backend,
                 models,
-                pyramid: summary(PYRAMID),
-                edit_plan: summary(EDIT_PLAN),
+                pyramid: summary(PYRAMID).or_else(|| pyramid_line(record)),
+                edit_plan: plan_line(record, plan.as_ref()).or_else(|| summary(EDIT_PLAN)),
                 calls: number("/calls/backend"),
                 cached_calls: number("/calls/cache"),
                 tokens: number("/tokens_used"),
