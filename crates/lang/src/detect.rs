@@ -30,19 +30,63 @@ const FRENCH: &[&str] = &[
     "qu", "c", "n", "s", "j", "y", "en",
 ];
 
+/// French words that are only ever written elided, before an apostrophe.
+const ELIDED: &[&str] = &["l", "d", "qu", "c", "n", "s", "j"];
+
+/// The language whose function word `lower` is, if any: the two lists in
+/// one table built once, looked up by hash (every word of every
+/// paragraph is looked up).
+fn function_word(lower: &str) -> Option<Lang> {
+    static TABLE: std::sync::OnceLock<rustc_hash::FxHashMap<&'static str, Lang>> =
+        std::sync::OnceLock::new();
+    let table = TABLE.get_or_init(|| {
+        let mut t = rustc_hash::FxHashMap::default();
+        // English first: a word on both lists counts as English, as the
+        // lists were read before.
+        for w in FRENCH {
+            t.insert(*w, Lang::Fr);
+        }
+        for w in ENGLISH {
+            t.insert(*w, Lang::En);
+        }
+        t
+    });
+    table.get(lower).copied()
+}
+
 /// The language of `text`, when its function words tell it: at least
 /// two of one language's and at least twice as many as the other's.
 pub fn guess(text: &str) -> Option<Lang> {
     let (mut en, mut fr) = (0u32, 0u32);
-    for word in text
-        .split(|c: char| !c.is_alphabetic())
-        .filter(|w| !w.is_empty() && w.len() <= 8)
+    let mut start = None;
+    for (i, c) in text
+        .char_indices()
+        .chain(std::iter::once((text.len(), ' ')))
     {
-        let lower = word.to_lowercase();
-        if ENGLISH.contains(&lower.as_str()) {
-            en += 1;
-        } else if FRENCH.contains(&lower.as_str()) {
-            fr += 1;
+        if c.is_alphabetic() {
+            start.get_or_insert(i);
+            continue;
+        }
+        let Some(s) = start.take() else { continue };
+        let word = &text[s..i];
+        if word.len() > 8 {
+            continue;
+        }
+        // Most words are written in lower case: no copy for them.
+        let lower;
+        let word = if word.chars().any(char::is_uppercase) {
+            lower = word.to_lowercase();
+            lower.as_str()
+        } else {
+            word
+        };
+        match function_word(word) {
+            // An elided article or pronoun is one before an apostrophe
+            // ("l'arbre"): the "s" of an English "model's" comes after one.
+            Some(Lang::Fr) if ELIDED.contains(&word) && !matches!(c, '\'' | '’') => {}
+            Some(Lang::En) => en += 1,
+            Some(Lang::Fr) => fr += 1,
+            None => {}
         }
     }
     if en >= 2 && en >= fr.saturating_mul(2) && en > fr {
@@ -74,6 +118,13 @@ mod tests {
             Some(Lang::Fr)
         );
         assert_eq!(guess("Installation"), None);
+        // The letters after an English apostrophe are no French elision.
+        assert_eq!(
+            guess("| The model's answer | The chunk's text | It's done |"),
+            Some(Lang::En)
+        );
+        assert_eq!(guess("Model's chunk's server's reply's"), None);
+        assert_eq!(guess("L'arbre d'Anne qu'il voit"), Some(Lang::Fr));
         assert_eq!(guess("Retry policy"), None);
     }
 }

@@ -9,6 +9,8 @@ use crate::grammar::{repeated_words, Hit};
 use crate::tokens::{fold, words, Token};
 use crate::{detect, Checker, Issue, IssueKind, Lang, LangError, Paragraph, Report};
 use std::collections::{HashMap, HashSet};
+
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::time::Duration;
 
 /// Each paragraph's language: its own when its words tell it, else its
@@ -132,23 +134,30 @@ fn stems_of(folded: &str) -> impl Iterator<Item = &str> {
 
 impl DocumentWords {
     fn of(paragraphs: &[Paragraph<'_>], tokens: &[Vec<Token<'_>>], terms: &[String]) -> Self {
-        let mut counts: HashMap<String, u32> = HashMap::new();
-        let mut names = HashSet::new();
+        // Counted as written first: a document repeats its words, and
+        // folding each distinct one once is what costs.
+        let mut written: FxHashMap<&str, u32> = FxHashMap::default();
+        let mut named: FxHashSet<&str> = FxHashSet::default();
         for (p, toks) in paragraphs.iter().zip(tokens) {
             for t in toks {
-                let folded = fold(t.text);
                 if t.capitalised() && !t.sentence_start && !p.heading {
-                    names.insert(folded.clone());
+                    named.insert(t.text);
                 }
-                // The parts of "ipfs-car" count as words of the document.
-                if folded.contains('-') {
-                    for part in folded.split('-').filter(|p| !p.is_empty()) {
-                        *counts.entry(part.to_owned()).or_default() += 1;
-                    }
-                }
-                *counts.entry(folded).or_default() += 1;
+                *written.entry(t.text).or_default() += 1;
             }
         }
+        let mut counts: HashMap<String, u32> = HashMap::new();
+        for (text, n) in written {
+            let folded = fold(text);
+            // The parts of "ipfs-car" count as words of the document.
+            if folded.contains('-') {
+                for part in folded.split('-').filter(|p| !p.is_empty()) {
+                    *counts.entry(part.to_owned()).or_default() += n;
+                }
+            }
+            *counts.entry(folded).or_default() += n;
+        }
+        let names: HashSet<String> = named.into_iter().map(fold).collect();
         let mut stems: HashMap<String, u32> = HashMap::new();
         for form in counts.keys() {
             let mut seen = HashSet::new();
@@ -204,6 +213,11 @@ pub(crate) fn check_document(
     };
     let apostrophe = apostrophe_of(paragraphs, &langs);
     let mut verdicts: HashMap<(Lang, String), Option<Verdict>> = HashMap::new();
+    // The verdict on a word as written, in a paragraph of a language, where
+    // a capital would or would not make it a name: the same for every such
+    // occurrence, so each is judged once (a document writes its words
+    // many times over).
+    let mut judged: FxHashMap<(Lang, &str, bool), Option<Verdict>> = FxHashMap::default();
     let mut issues = Vec::new();
     for (i, p) in paragraphs.iter().enumerate() {
         let Some(lang) = langs[i] else { continue };
@@ -213,8 +227,16 @@ pub(crate) fn check_document(
         let mut hits: Vec<Hit> = Vec::new();
         if config.spelling {
             for t in &tokens[i] {
-                if let Some(v) = word_verdict(checker, &mut dicts, &doc, &mut verdicts, lang, p, t)?
-                {
+                let named = t.capitalised() && !t.sentence_start && !p.heading;
+                let verdict = match judged.get(&(lang, t.text, named)) {
+                    Some(v) => v.clone(),
+                    None => {
+                        let v = word_verdict(checker, &mut dicts, &doc, &mut verdicts, lang, p, t)?;
+                        judged.insert((lang, t.text, named), v.clone());
+                        v
+                    }
+                };
+                if let Some(v) = verdict {
                     let likely = v.likely;
                     let hit = Hit {
                         start: t.start,

@@ -52,7 +52,11 @@ impl LanguageCheck {
         doc: &Document<'_>,
         stop: &dyn Fn() -> bool,
     ) -> Result<Option<Checked>, ScanError> {
-        let paragraphs = paragraphs(doc);
+        // Each line's prose once: the paragraphs and the code words read it.
+        let prose: Vec<Option<String>> = (1..=doc.line_count())
+            .map(|line| prose_line(doc, line))
+            .collect();
+        let paragraphs = paragraphs(doc, &prose);
         let views: Vec<Paragraph<'_>> = paragraphs
             .iter()
             .map(|p| Paragraph {
@@ -61,7 +65,7 @@ impl LanguageCheck {
             })
             .collect();
         let mut terms = glossary_terms(doc);
-        terms.extend(code_words(doc));
+        terms.extend(code_words(doc, &prose));
         let report = match self.checker.check_until(&views, &terms, stop) {
             Ok(r) => r,
             Err(LangError::Stopped) => return Ok(None),
@@ -155,11 +159,11 @@ fn blank_entities(bytes: &mut [u8], blank: u8) {
 }
 
 /// The document's prose, paragraph by paragraph.
-fn paragraphs(doc: &Document<'_>) -> Vec<ProseParagraph> {
+fn paragraphs(doc: &Document<'_>, prose: &[Option<String>]) -> Vec<ProseParagraph> {
     let mut out: Vec<ProseParagraph> = Vec::new();
     let mut open = false;
-    for line in 1..=doc.line_count() {
-        let Some(text) = prose_line(doc, line) else {
+    for (line, text) in (1..).zip(prose) {
+        let Some(text) = text.clone() else {
             open = false;
             continue;
         };
@@ -258,18 +262,20 @@ fn glossary_terms(doc: &Document<'_>) -> Vec<String> {
 /// The words of what is not prose: code blocks and spans, tables, URLs,
 /// link targets, HTML. A word the document writes there ("malloc",
 /// "etcd", "containerd") is a name of its subject when prose uses it too.
-fn code_words(doc: &Document<'_>) -> Vec<String> {
-    let mut out = std::collections::BTreeSet::new();
-    let mut add = |text: &str| {
+fn code_words<'a>(doc: &Document<'a>, prose: &[Option<String>]) -> Vec<String> {
+    // Distinct words as written first: lowercasing each occurrence of a
+    // code word costs more than the rest.
+    let mut written: rustc_hash::FxHashSet<&str> = rustc_hash::FxHashSet::default();
+    let mut add = |text: &'a str| {
         for w in text.split(|c: char| !c.is_alphanumeric()) {
-            if w.chars().count() >= 2 && w.chars().any(char::is_alphabetic) {
-                out.insert(w.to_lowercase());
+            if w.chars().nth(1).is_some() && w.chars().any(char::is_alphabetic) {
+                written.insert(w);
             }
         }
     };
     let blank = koas_lang::tokens::BLANK;
-    for line in 1..=doc.line_count() {
-        match prose_line(doc, line) {
+    for (line, text) in (1..).zip(prose) {
+        match text {
             None => add(doc.line(line)),
             Some(prose) => {
                 let raw = doc.line(line);
@@ -290,6 +296,8 @@ fn code_words(doc: &Document<'_>) -> Vec<String> {
             }
         }
     }
+    let out: std::collections::BTreeSet<String> =
+        written.into_iter().map(str::to_lowercase).collect();
     out.into_iter().collect()
 }
 
