@@ -22,9 +22,20 @@ fn harness(text: &str) -> TestHarness {
     let s = koas_md::stage1::run("audit.md", text, ChunkConfig::default()).expect("stage 1");
     let mut h = TestHarness::new()
         .source_text(names::DOC_RAW, text)
+        .input(names::SECTION_INDEX, &s.structure.sections)
         .input(names::CHUNKS, &s.chunks)
-        .input(names::PROTECTED_SPANS, &s.spans);
-    for name in ["review", "review_plain", "regenerate", "tutor_validate"] {
+        .input(names::PROTECTED_SPANS, &s.spans)
+        // The edit plan alone: the pyramid built with it has its own test.
+        .config(json!({"skip_pyramid": true}));
+    for name in [
+        "review",
+        "review_plain",
+        "regenerate",
+        "tutor_validate",
+        "pyramid_leaf",
+        "pyramid_parent",
+        "pyramid_abstract",
+    ] {
         let path = koas_test_support::repo_root().join(format!("prompts/{name}.tera"));
         let text = std::fs::read_to_string(path).expect("the repository's prompt template");
         h = h.prompt(name, &text);
@@ -128,7 +139,7 @@ fn the_tutor_is_asked_when_configured_and_its_failure_rejects() {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let log = seen.clone();
     let out = harness(DOC)
-        .config(json!({"tutor_model": "big"}))
+        .config(json!({"tutor_model": "big", "skip_pyramid": true}))
         .llm(move |r| {
             log.lock().expect("lock").push(r.role.clone());
             if r.role == "tutor" {
@@ -229,7 +240,7 @@ fn without_a_model_the_plan_is_skipped_not_failed() {
 #[test]
 fn a_spent_budget_gives_a_partial_plan() {
     let out = harness(DOC)
-        .config(json!({"in_flight": 1}))
+        .config(json!({"in_flight": 1, "skip_pyramid": true}))
         .llm(|r| {
             if r.prompt.contains("décrit les controles") {
                 worker(Arc::new(AtomicUsize::new(0)))(r)
@@ -256,11 +267,19 @@ fn the_spec_declares_prompts_inputs_and_incrementality() {
     assert!(spec.uses_llm && spec.incremental);
     assert_eq!(
         spec.prompts,
-        ["review", "review_plain", "regenerate", "tutor_validate"]
+        [
+            "pyramid_leaf",
+            "pyramid_parent",
+            "pyramid_abstract",
+            "review",
+            "review_plain",
+            "regenerate",
+            "tutor_validate"
+        ]
     );
     assert!(spec.validate().is_ok());
     let err = harness(DOC)
-        .config(json!({"breaker_threshold": 3.0}))
+        .config(json!({"breaker_threshold": 3.0, "skip_pyramid": true}))
         .llm(|_| Ok("[]".into()))
         .run(&MdEditPlan)
         .expect_err("a share above 1");
@@ -277,6 +296,7 @@ fn without_a_model_a_large_document_is_skipped_before_any_prompt_is_read() {
     let s = koas_md::stage1::run("big.md", &text, ChunkConfig::default()).expect("stage 1");
     let mut h = TestHarness::new()
         .source_text(names::DOC_RAW, &text)
+        .input(names::SECTION_INDEX, &s.structure.sections)
         .input(names::CHUNKS, &s.chunks)
         .input(names::PROTECTED_SPANS, &s.spans);
     let out = h
@@ -359,4 +379,44 @@ fn uncertain_language_findings_reach_the_prompt_and_certain_ones_do_not() {
         prompts.iter().all(|p| !p.contains("fixed before")),
         "{prompts:#?}"
     );
+}
+
+/// The reviewer pipeline's kernel builds the pyramid with the plan, over
+/// one stream: summaries and edit requests both reach the model, and a
+/// chunk's prompt carries its section's summary.
+#[test]
+fn the_pyramid_is_built_with_the_plan_and_feeds_its_prompts() {
+    let roles = Arc::new(Mutex::new(Vec::<String>::new()));
+    let with_summary = Arc::new(AtomicUsize::new(0));
+    let (seen, summarized) = (roles.clone(), with_summary.clone());
+    let mut h = harness(DOC).config(json!({})).llm(move |r: &LlmRequest| {
+        if let Ok(mut v) = seen.lock() {
+            v.push(r.role.clone());
+        }
+        if r.role == "pyramid" {
+            return Ok("Cette partie décrit un contrôle de la plateforme.".into());
+        }
+        if r.prompt
+            .contains("Summary of this section:\nCette partie décrit")
+        {
+            summarized.fetch_add(1, Ordering::SeqCst);
+        }
+        Ok("BEGIN_EDIT_OPS\n[]\nEND_EDIT_OPS".into())
+    });
+    let out = h.run(&MdEditPlan).expect("runs");
+    let pyramid: koas_review_schema::pyramid::Pyramid =
+        serde_json::from_value(out.value(names::PYRAMID)).expect("pyramid");
+    assert_eq!(
+        pyramid.status,
+        koas_review_schema::pyramid::PyramidStatus::Built
+    );
+    assert!(pyramid.abstract_node().is_some(), "{pyramid:?}");
+    assert!(out.value(names::GLOSSARY).is_object());
+    assert!(out.value(names::PYRAMID_MD).is_string());
+    let roles = roles.lock().map(|r| r.clone()).unwrap_or_default();
+    assert!(roles.iter().any(|r| r == "pyramid"), "{roles:?}");
+    assert!(roles.iter().any(|r| r == "edit"), "{roles:?}");
+    assert_eq!(plan(&out).status, EditPlanStatus::Complete);
+    // The chunks of "Périmètre" and "Constats" read their section's summary.
+    assert!(with_summary.load(Ordering::SeqCst) >= 2);
 }
