@@ -213,6 +213,35 @@ impl<'p, 'a> Planner<'p, 'a> {
         summaries: Summaries<'_>,
         on_chunk: &mut dyn FnMut(&ChunkDone),
     ) -> Result<(), PlanError> {
+        self.with_wave(summaries, |flow, jobs, ctx| {
+            flow.start_chunks(jobs, ctx)?;
+            flow.record_done(jobs, on_chunk);
+            if flow.sent.is_empty() {
+                if let Some(reason) = flow.asking.fatal.clone() {
+                    // Nothing is in flight and nothing more will be asked.
+                    for i in std::mem::take(&mut flow.parked) {
+                        skip(&mut jobs[i], &reason);
+                    }
+                    for job in &mut jobs[flow.next..] {
+                        if job.step != Step::Done {
+                            skip(job, &reason);
+                        }
+                    }
+                    flow.next = jobs.len();
+                    flow.record_done(jobs, on_chunk);
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// Runs `f` on the traffic, the requests and what reading and
+    /// sending them needs.
+    fn with_wave<R>(
+        &mut self,
+        summaries: Summaries<'_>,
+        f: impl FnOnce(&mut Flow<'a>, &mut [Job<'a>], &Wave<'_, 'a>) -> R,
+    ) -> R {
         let Planner {
             input,
             options,
@@ -234,24 +263,7 @@ impl<'p, 'a> Planner<'p, 'a> {
             index: &index,
             summaries,
         };
-        flow.start_chunks(jobs, &ctx)?;
-        flow.record_done(jobs, on_chunk);
-        if flow.sent.is_empty() {
-            if let Some(reason) = flow.asking.fatal.clone() {
-                // Nothing is in flight and nothing more will be asked.
-                for i in std::mem::take(&mut flow.parked) {
-                    skip(&mut jobs[i], &reason);
-                }
-                for job in &mut jobs[flow.next..] {
-                    if job.step != Step::Done {
-                        skip(job, &reason);
-                    }
-                }
-                flow.next = jobs.len();
-                flow.record_done(jobs, on_chunk);
-            }
-        }
-        Ok(())
+        f(flow, jobs, &ctx)
     }
 
     /// Whether `ticket` is one of this plan's requests still out.
@@ -281,28 +293,9 @@ impl<'p, 'a> Planner<'p, 'a> {
         answer: Result<ModelAnswer, ModelError>,
         summaries: Summaries<'_>,
     ) -> Result<(), PlanError> {
-        let Planner {
-            input,
-            options,
-            model,
-            doc,
-            index,
-            jobs,
-            flow,
-        } = self;
-        let index: Vec<(u32, u32, &str)> = index
-            .iter()
-            .map(|(a, b, id)| (*a, *b, id.as_str()))
-            .collect();
-        let ctx = Wave {
-            input,
-            options,
-            model: *model,
-            doc,
-            index: &index,
-            summaries,
-        };
-        flow.take_answer(jobs, ticket, answer, &ctx)
+        self.with_wave(summaries, |flow, jobs, ctx| {
+            flow.take_answer(jobs, ticket, answer, ctx)
+        })
     }
 
     /// The model lost track of the requests out: none will be answered.
