@@ -16,6 +16,7 @@ use std::cell::Cell;
 
 use koas_review_schema::pyramid::Pyramid;
 
+use crate::context::Summaries;
 use crate::edit_plan::{
     ChunkDone, EditModel, ModelAnswer, ModelError, PlanError, PlanInput, PlanOptions, Planned,
     Planner,
@@ -81,7 +82,7 @@ pub fn build_and_plan(
     };
     loop {
         building.pump(&mut on_summary)?;
-        planner.pump(building.summaries(), &mut on_chunk)?;
+        planner.pump(summaries(&building), &mut on_chunk)?;
         let (s_done, s_total) = building.counts();
         progress(
             u64::from(s_done) + chunks_done.get().min(chunks),
@@ -99,7 +100,7 @@ pub fn build_and_plan(
             Some((ticket, answer)) if building.owns(ticket) => {
                 building.answer(ticket, summary_answer(answer), &mut on_summary);
             }
-            Some((ticket, answer)) => planner.answer(ticket, answer, building.summaries())?,
+            Some((ticket, answer)) => planner.answer(ticket, answer, summaries(&building))?,
             None => {
                 building.lost(&mut on_summary);
                 planner.lost();
@@ -107,6 +108,14 @@ pub fn build_and_plan(
         }
     }
     Ok((building.finish(), planner.finish()?))
+}
+
+/// The summaries made so far and those still to come.
+fn summaries<'b>(building: &'b Building<'_>) -> Summaries<'b> {
+    Summaries {
+        pyramid: Some(building.made()),
+        pending: building.pending(),
+    }
 }
 
 /// An answer read as the pyramid reads its own.

@@ -399,12 +399,14 @@ impl<'p> Building<'p> {
         self.tree.out.is_empty() && self.tree.ready.is_empty()
     }
 
-    /// The summaries made so far and those still to come.
-    pub fn summaries(&self) -> crate::context::Summaries<'_> {
-        crate::context::Summaries {
-            pyramid: Some(&self.made),
-            pending: &self.pending,
-        }
+    /// The nodes made so far, as a pyramid.
+    pub fn made(&self) -> &Pyramid {
+        &self.made
+    }
+
+    /// The nodes not made yet: (node ID, level).
+    pub fn pending(&self) -> &[(String, u8)] {
+        &self.pending
     }
 
     /// Brings the made pyramid and the pending list up to the tree.
