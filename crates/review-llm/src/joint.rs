@@ -118,8 +118,9 @@ fn summaries<'b>(building: &'b Building<'_>) -> Summaries<'b> {
     }
 }
 
-/// An answer read as the pyramid reads its own.
-fn summary_answer(answer: Result<ModelAnswer, ModelError>) -> Result<String, SummaryError> {
+/// An edit model's answer as the pyramid reads its own: the text, or
+/// the error with whether asking again is pointless.
+pub fn summary_answer(answer: Result<ModelAnswer, ModelError>) -> Result<String, SummaryError> {
     answer.map(|a| a.text).map_err(|e| SummaryError {
         message: e.message,
         fatal: e.fatal,

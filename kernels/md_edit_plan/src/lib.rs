@@ -214,11 +214,7 @@ impl Summarizer for HostModel<'_> {
 
     fn next(&self) -> Option<(u64, Result<String, SummaryError>)> {
         let (ticket, answer) = EditModel::next(self)?;
-        let answer = answer.map(|a| a.text).map_err(|e| SummaryError {
-            message: e.message,
-            fatal: e.fatal,
-        });
-        Some((ticket, answer))
+        Some((ticket, joint::summary_answer(answer)))
     }
 }
 
