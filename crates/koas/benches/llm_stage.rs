@@ -14,7 +14,11 @@
 //! 3. two endpoints of 8 slots against one of 8, 500 ms: throughput;
 //! 4. 20 documents (the shared corpus, the examples, the seeds and some of
 //!    the repository's docs) in one `koas review DIR` against 20 separate
-//!    `koas review DOC`, one endpoint of 8 slots, 200 ms: wall time.
+//!    `koas review DOC`, one endpoint of 8 slots, 200 ms: wall time;
+//! 5. seed 000 with its summaries (the pyramid and the plan share the
+//!    slots), 4 slots, 500 ms and 100 ms-2 s answers.
+//!
+//! `LLM_STAGE_PARTS=5` runs the fifth part only (any digits: those parts).
 //!
 //! The model answers empty plans and one-sentence summaries. Each run uses
 //! a fresh folder (no reuse). Needs `../shared` (prints SKIPPED otherwise).
@@ -137,10 +141,50 @@ fn main() {
     let text = std::fs::read_to_string(&seed).expect("the seed reads");
     let fixed = |_: &ModelRequest| Duration::from_millis(500);
 
-    println!(
-        "1-2. seed 000 ({} bytes), --skip-pyramid, one endpoint",
-        text.len()
-    );
+    let parts = std::env::var("LLM_STAGE_PARTS").unwrap_or_else(|_| "12345".to_owned());
+    let mut cases: Vec<(&str, usize, bool)> = Vec::new();
+    if parts.contains('1') {
+        cases.extend([
+            ("500 ms", 1, false),
+            ("500 ms", 4, false),
+            ("500 ms", 16, false),
+        ]);
+    }
+    if parts.contains('2') {
+        cases.push(("100 ms-2 s (rambling)", 16, true));
+    }
+    if !cases.is_empty() {
+        println!(
+            "1-2. seed 000 ({} bytes), --skip-pyramid, one endpoint",
+            text.len()
+        );
+        table_header();
+    }
+    for (label, slots, ramble) in cases {
+        let dir = tempfile::tempdir().expect("tmp");
+        std::fs::write(dir.path().join("seed.md"), &text).expect("write");
+        let s = if ramble {
+            server(slots, rambling)
+        } else {
+            server(slots, fixed)
+        };
+        review(dir.path(), &["seed.md"], &[&s], slots, &["--skip-pyramid"]);
+        table_row(label, slots, &s);
+    }
+
+    if parts.contains('3') {
+        two_endpoints(&text);
+    }
+    if parts.contains('4') {
+        twenty_documents(&shared);
+    }
+    if parts.contains('5') {
+        with_summaries(&text);
+    }
+}
+
+/// The columns of parts 1, 2 and 5.
+fn table_header() {
     println!(
         "{:>24} {:>5} {:>8} {:>10} {:>10} {:>11} {:>11} {:>12}",
         "answers",
@@ -152,44 +196,51 @@ fn main() {
         "no gap (s)",
         "model/no gap"
     );
-    let mut cases: Vec<(&str, usize, bool)> = vec![
-        ("500 ms", 1, false),
-        ("500 ms", 4, false),
-        ("500 ms", 16, false),
-    ];
-    cases.push(("100 ms-2 s (rambling)", 16, true));
-    for (label, slots, ramble) in cases {
-        let dir = tempfile::tempdir().expect("tmp");
-        std::fs::write(dir.path().join("seed.md"), &text).expect("write");
-        let s = if ramble {
-            server(slots, rambling)
-        } else {
-            server(slots, fixed)
-        };
-        review(dir.path(), &["seed.md"], &[&s], slots, &["--skip-pyramid"]);
-        let (requests, model, busy) = phase(&[&s]);
-        let ideal = busy / slots as f64;
-        let gapless = no_gap(&s, slots);
-        println!(
-            "{label:>24} {slots:>5} {requests:>8} {model:>10.2} {ideal:>10.2} {:>11.3} {gapless:>11.2} {:>12.3}",
-            model / ideal,
-            model / gapless
-        );
-    }
+}
 
-    // LLM_STAGE_PARTS=12 runs the first two parts only.
-    let parts = std::env::var("LLM_STAGE_PARTS").unwrap_or_else(|_| "1234".to_owned());
-    if !parts.contains('3') {
-        return;
+/// One row of that table: `s`'s requests, model phase, ideal and no gap.
+fn table_row(label: &str, slots: usize, s: &ScriptedModel) {
+    let (requests, model, busy) = phase(&[s]);
+    let ideal = busy / slots as f64;
+    let gapless = no_gap(s, slots);
+    println!(
+        "{label:>24} {slots:>5} {requests:>8} {model:>10.2} {ideal:>10.2} {:>11.3} {gapless:>11.2} {:>12.3}",
+        model / ideal,
+        model / gapless
+    );
+}
+
+/// Part 5: the whole review, summaries included, on 4 slots: what the
+/// pyramid and the plan sharing the slots leaves of the gap to the ideal.
+fn with_summaries(text: &str) {
+    println!("\n5. seed 000 with its summaries, one endpoint of 4 slots");
+    table_header();
+    let fixed = |_: &ModelRequest| Duration::from_millis(500);
+    for ramble in [false, true] {
+        let slots = 4;
+        let dir = tempfile::tempdir().expect("tmp");
+        std::fs::write(dir.path().join("seed.md"), text).expect("write");
+        let (s, label) = if ramble {
+            (server(slots, rambling), "100 ms-2 s (rambling)")
+        } else {
+            (server(slots, fixed), "500 ms")
+        };
+        review(dir.path(), &["seed.md"], &[&s], slots, &[]);
+        table_row(label, slots, &s);
     }
+}
+
+/// Part 3: throughput of two endpoints against one.
+fn two_endpoints(text: &str) {
+    let fixed = |_: &ModelRequest| Duration::from_millis(500);
     println!("\n3. seed 000, --skip-pyramid, 500 ms: two endpoints of 8 slots against one of 8");
     let dir = tempfile::tempdir().expect("tmp");
-    std::fs::write(dir.path().join("seed.md"), &text).expect("write");
+    std::fs::write(dir.path().join("seed.md"), text).expect("write");
     let one = server(8, fixed);
     review(dir.path(), &["seed.md"], &[&one], 8, &["--skip-pyramid"]);
     let (r1, m1, _) = phase(&[&one]);
     let dir = tempfile::tempdir().expect("tmp");
-    std::fs::write(dir.path().join("seed.md"), &text).expect("write");
+    std::fs::write(dir.path().join("seed.md"), text).expect("write");
     let (a, b) = (server(8, fixed), server(8, fixed));
     review(dir.path(), &["seed.md"], &[&a, &b], 8, &["--skip-pyramid"]);
     let (r2, m2, _) = phase(&[&a, &b]);
@@ -200,9 +251,12 @@ fn main() {
         b.answered(),
         t2 / t1
     );
+}
 
+/// Part 4: one command over 20 documents against 20 commands.
+fn twenty_documents(shared: &Path) {
     println!("\n4. 20 documents, one endpoint of 8 slots, 200 ms, pyramid included");
-    let docs = twenty(&shared);
+    let docs = twenty(shared);
     let bytes: u64 = docs
         .iter()
         .filter_map(|d| std::fs::metadata(d).ok())

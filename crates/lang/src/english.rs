@@ -153,7 +153,12 @@ impl English {
     }
 
     fn has(&self, word: &str) -> bool {
-        self.words.contains(word.to_lowercase())
+        // Most words arrive in lower case: no copy for them.
+        if word.chars().any(char::is_uppercase) {
+            self.words.contains(word.to_lowercase())
+        } else {
+            self.words.contains(word)
+        }
     }
 
     /// `true` when Harper's dictionary knows `word` in some
@@ -162,10 +167,15 @@ impl English {
         if self.has(word) {
             return true;
         }
-        let straight = word.replace('’', "'");
-        if straight != word && self.has(&straight) {
-            return true;
-        }
+        let straight = if word.contains('’') {
+            let straight = word.replace('’', "'");
+            if self.has(&straight) {
+                return true;
+            }
+            std::borrow::Cow::Owned(straight)
+        } else {
+            std::borrow::Cow::Borrowed(word)
+        };
         // Possessives: "Kubernetes's", "user's".
         if let Some(stem) = straight
             .strip_suffix("'s")

@@ -240,31 +240,18 @@ impl Checker {
     }
 
     /// The English checks, loaded on first use; the time it took when
-    /// this call loaded them.
+    /// this call loaded them (one call does, however many threads ask).
     fn english(&self) -> (Result<&english::English, LangError>, Option<Duration>) {
-        let loaded_before = self.english.get().is_some();
-        let t = std::time::Instant::now();
-        let e = self
-            .english
-            .get_or_init(|| english::English::load(self.config.dialect, self.config.harper_rules));
-        let took = (!loaded_before).then(|| t.elapsed());
-        (
-            e.as_ref().map_err(|e| LangError::EnglishWords(e.clone())),
-            took,
-        )
+        let (e, took) = load_once(&self.english, || {
+            english::English::load(self.config.dialect, self.config.harper_rules)
+        });
+        (e.map_err(|e| LangError::EnglishWords(e.clone())), took)
     }
 
-    /// The French checks, loaded on first use.
+    /// The French checks, loaded on first use (see [`Checker::english`]).
     fn french(&self) -> (Result<&french::French, LangError>, Option<Duration>) {
-        let loaded_before = self.french.get().is_some();
-        let t = std::time::Instant::now();
-        let f = self.french.get_or_init(french::French::load);
-        let took = (!loaded_before).then(|| t.elapsed());
-        (
-            f.as_ref()
-                .map_err(|e| LangError::FrenchDictionary(e.clone())),
-            took,
-        )
+        let (f, took) = load_once(&self.french, french::French::load);
+        (f.map_err(|e| LangError::FrenchDictionary(e.clone())), took)
     }
 
     /// Checks `paragraphs`, one document's prose in order. `terms` are
@@ -277,17 +264,37 @@ impl Checker {
         spell::check_document(self, paragraphs, terms, &|| false)
     }
 
-    /// [`Checker::check`], asking `stop` between paragraphs whether to
-    /// give up ([`LangError::Stopped`]): an editor's newer text, a time
-    /// budget.
+    /// [`Checker::check`], asking `stop` between steps whether to give up
+    /// ([`LangError::Stopped`]): an editor's newer text, a time budget.
+    /// The check runs on every thread of rayon's pool, which may ask
+    /// `stop` at once.
     pub fn check_until(
         &self,
         paragraphs: &[Paragraph<'_>],
         terms: &[String],
-        stop: &dyn Fn() -> bool,
+        stop: &(dyn Fn() -> bool + Sync),
     ) -> Result<Report, LangError> {
         spell::check_document(self, paragraphs, terms, stop)
     }
+}
+
+/// What `cell` holds, made by `load` on first use, with the time that
+/// took when this call made it.
+fn load_once<T>(
+    cell: &OnceLock<Result<T, String>>,
+    load: impl FnOnce() -> Result<T, String>,
+) -> (Result<&T, &String>, Option<Duration>) {
+    // Asked for every word: no clock read once it is there.
+    if let Some(value) = cell.get() {
+        return (value.as_ref(), None);
+    }
+    let t = std::time::Instant::now();
+    let mut made = false;
+    let value = cell.get_or_init(|| {
+        made = true;
+        load()
+    });
+    (value.as_ref(), made.then(|| t.elapsed()))
 }
 
 #[cfg(test)]

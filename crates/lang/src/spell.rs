@@ -8,19 +8,24 @@ use crate::french::{rules, French};
 use crate::grammar::{repeated_words, Hit};
 use crate::tokens::{fold, words, Token};
 use crate::{detect, Checker, Issue, IssueKind, Lang, LangError, Paragraph, Report};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
+use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
+use std::sync::Mutex;
 use std::time::Duration;
 
 /// Each paragraph's language: its own when its words tell it, else its
 /// neighbours' (a heading takes the paragraph after it, other text the
 /// one before it), else the document's; `None` for a language the
 /// configuration does not check.
-fn languages(paragraphs: &[Paragraph<'_>], allowed: &[Lang]) -> Vec<Option<Lang>> {
-    let guessed: Vec<Option<Lang>> = paragraphs.iter().map(|p| detect::guess(p.text)).collect();
+fn languages(
+    paragraphs: &[Paragraph<'_>],
+    guessed: &[Option<Lang>],
+    allowed: &[Lang],
+) -> Vec<Option<Lang>> {
     let mut weight: HashMap<Lang, usize> = HashMap::new();
-    for (p, g) in paragraphs.iter().zip(&guessed) {
+    for (p, g) in paragraphs.iter().zip(guessed) {
         if let Some(l) = g {
             *weight.entry(*l).or_default() += p.text.len();
         }
@@ -48,44 +53,43 @@ fn languages(paragraphs: &[Paragraph<'_>], allowed: &[Lang]) -> Vec<Option<Lang>
     out
 }
 
-/// The dictionaries a document needed, loaded on first use.
+/// The dictionaries a document needs, loaded on first use and read from
+/// every thread of the check.
 struct Dicts<'c> {
     checker: &'c Checker,
-    english: Option<&'c English>,
-    french: Option<&'c French>,
-    loaded: Vec<(Lang, Duration)>,
+    /// Whether the document has French paragraphs: only then may an
+    /// English paragraph's word be found in the French dictionary (a
+    /// quoted expression), whatever order the words are judged in.
+    french_text: bool,
+    /// The dictionaries this check loaded, with the time each took.
+    loaded: Mutex<Vec<(Lang, Duration)>>,
 }
 
 impl<'c> Dicts<'c> {
-    fn english(&mut self) -> Result<&'c English, LangError> {
-        if let Some(e) = self.english {
-            return Ok(e);
-        }
-        let (e, took) = self.checker.english();
-        let e = e?;
+    fn note(&self, lang: Lang, took: Option<Duration>) {
         if let Some(t) = took {
-            self.loaded.push((Lang::En, t));
+            // A poisoned lock only means another thread panicked; the
+            // list is still whole.
+            let mut loaded = self.loaded.lock().unwrap_or_else(|e| e.into_inner());
+            loaded.push((lang, t));
         }
-        self.english = Some(e);
-        Ok(e)
     }
 
-    fn french(&mut self) -> Result<&'c French, LangError> {
-        if let Some(f) = self.french {
-            return Ok(f);
-        }
+    fn english(&self) -> Result<&'c English, LangError> {
+        let (e, took) = self.checker.english();
+        self.note(Lang::En, took);
+        e
+    }
+
+    fn french(&self) -> Result<&'c French, LangError> {
         let (f, took) = self.checker.french();
-        let f = f?;
-        if let Some(t) = took {
-            self.loaded.push((Lang::Fr, t));
-        }
-        self.french = Some(f);
-        Ok(f)
+        self.note(Lang::Fr, took);
+        f
     }
 
     /// `true` when `lang` accepts `word` as written: the dictionary knows
     /// it, or (English) it is a regular derivation of a known word.
-    fn accepts(&mut self, lang: Lang, word: &str) -> Result<bool, LangError> {
+    fn accepts(&self, lang: Lang, word: &str) -> Result<bool, LangError> {
         Ok(match lang {
             Lang::En => self.english()?.accepts(word),
             Lang::Fr => self.french()?.accepts(word),
@@ -93,7 +97,7 @@ impl<'c> Dicts<'c> {
     }
 
     /// `true` when `lang`'s dictionary knows `word`.
-    fn knows(&mut self, lang: Lang, word: &str) -> Result<bool, LangError> {
+    fn knows(&self, lang: Lang, word: &str) -> Result<bool, LangError> {
         Ok(match lang {
             Lang::En => self.english()?.knows(word),
             Lang::Fr => self.french()?.knows(word),
@@ -104,16 +108,16 @@ impl<'c> Dicts<'c> {
 /// What the document tells about its words.
 struct DocumentWords {
     /// How often each folded form appears.
-    counts: HashMap<String, u32>,
+    counts: FxHashMap<String, u32>,
     /// Folded forms written capitalised inside a sentence somewhere:
     /// names.
-    names: HashSet<String>,
+    names: FxHashSet<String>,
     /// The glossary's terms, folded.
-    terms: HashSet<String>,
+    terms: FxHashSet<String>,
     /// How many distinct forms of the document share each stem (a form
     /// without one of [`INFLECTIONS`]): "Recetter" and "recettons" are two
     /// forms of "recett".
-    stems: HashMap<String, u32>,
+    stems: FxHashMap<String, u32>,
 }
 
 /// Endings of inflected forms, English and French, longest first.
@@ -146,7 +150,7 @@ impl DocumentWords {
                 *written.entry(t.text).or_default() += 1;
             }
         }
-        let mut counts: HashMap<String, u32> = HashMap::new();
+        let mut counts: FxHashMap<String, u32> = FxHashMap::default();
         for (text, n) in written {
             let folded = fold(text);
             // The parts of "ipfs-car" count as words of the document.
@@ -157,10 +161,10 @@ impl DocumentWords {
             }
             *counts.entry(folded).or_default() += n;
         }
-        let names: HashSet<String> = named.into_iter().map(fold).collect();
-        let mut stems: HashMap<String, u32> = HashMap::new();
+        let names: FxHashSet<String> = named.into_iter().map(fold).collect();
+        let mut stems: FxHashMap<String, u32> = FxHashMap::default();
         for form in counts.keys() {
-            let mut seen = HashSet::new();
+            let mut seen = FxHashSet::default();
             for stem in stems_of(form) {
                 if seen.insert(stem) {
                     *stems.entry(stem.to_owned()).or_default() += 1;
@@ -194,98 +198,187 @@ struct Verdict {
     message: String,
 }
 
-/// Checks one document (see [`Checker::check`]).
+/// A word as written, in a paragraph of a language, where a capital would
+/// or would not make it a name: every such occurrence gets the same
+/// verdict.
+type WordKey<'t> = (Lang, &'t str, bool);
+
+/// Checks one document (see [`Checker::check`]). The paragraphs' words and
+/// the verdicts on distinct words are worked out on every core; the
+/// result is the same as one thread in paragraph order would give.
 pub(crate) fn check_document(
     checker: &Checker,
     paragraphs: &[Paragraph<'_>],
     terms: &[String],
-    stop: &dyn Fn() -> bool,
+    stop: &(dyn Fn() -> bool + Sync),
 ) -> Result<Report, LangError> {
     let config = checker.config();
-    let langs = languages(paragraphs, &config.languages);
-    let tokens: Vec<Vec<Token<'_>>> = paragraphs.iter().map(|p| words(p.text)).collect();
-    let doc = DocumentWords::of(paragraphs, &tokens, terms);
-    let mut dicts = Dicts {
+    let (guessed, tokens): (Vec<Option<Lang>>, Vec<Vec<Token<'_>>>) = paragraphs
+        .par_iter()
+        .map(|p| (detect::guess(p.text), words(p.text)))
+        .unzip();
+    let langs = languages(paragraphs, &guessed, &config.languages);
+    if stop() {
+        return Err(LangError::Stopped);
+    }
+    let dicts = Dicts {
         checker,
-        english: None,
-        french: None,
-        loaded: Vec::new(),
+        french_text: langs.contains(&Some(Lang::Fr)),
+        loaded: Mutex::new(Vec::new()),
     };
+    // The French dictionary takes tens of milliseconds to load: while the
+    // document's words are counted.
+    let wants_french = dicts.french_text && (config.spelling || config.grammar);
+    let (french, doc) = rayon::join(
+        || {
+            if wants_french {
+                dicts.french().map(|_| ())
+            } else {
+                Ok(())
+            }
+        },
+        || DocumentWords::of(paragraphs, &tokens, terms),
+    );
+    french?;
     let apostrophe = apostrophe_of(paragraphs, &langs);
-    let mut verdicts: HashMap<(Lang, String), Option<Verdict>> = HashMap::new();
-    // The verdict on a word as written, in a paragraph of a language, where
-    // a capital would or would not make it a name: the same for every such
-    // occurrence, so each is judged once (a document writes its words
-    // many times over).
-    let mut judged: FxHashMap<(Lang, &str, bool), Option<Verdict>> = FxHashMap::default();
-    let mut issues = Vec::new();
+
+    // Each distinct word once, judged at its first occurrence (a document
+    // writes its words many times over); each token points at its verdict.
+    let mut index: FxHashMap<WordKey<'_>, u32> = FxHashMap::default();
+    let mut firsts: Vec<(WordKey<'_>, usize, usize)> = Vec::new();
+    let mut verdict_of: Vec<Vec<u32>> = Vec::with_capacity(paragraphs.len());
     for (i, p) in paragraphs.iter().enumerate() {
-        let Some(lang) = langs[i] else { continue };
-        if stop() {
-            return Err(LangError::Stopped);
-        }
-        let mut hits: Vec<Hit> = Vec::new();
-        if config.spelling {
-            for t in &tokens[i] {
-                let named = t.capitalised() && !t.sentence_start && !p.heading;
-                let verdict = match judged.get(&(lang, t.text, named)) {
-                    Some(v) => v.clone(),
-                    None => {
-                        let v = word_verdict(checker, &mut dicts, &doc, &mut verdicts, lang, p, t)?;
-                        judged.insert((lang, t.text, named), v.clone());
-                        v
-                    }
-                };
-                if let Some(v) = verdict {
-                    let likely = v.likely;
+        let (Some(lang), true) = (langs[i], config.spelling) else {
+            verdict_of.push(Vec::new());
+            continue;
+        };
+        let ids = tokens[i]
+            .iter()
+            .enumerate()
+            .map(|(k, t)| {
+                let key = (
+                    lang,
+                    t.text,
+                    t.capitalised() && !t.sentence_start && !p.heading,
+                );
+                *index.entry(key).or_insert_with(|| {
+                    firsts.push((key, i, k));
+                    (firsts.len() - 1) as u32
+                })
+            })
+            .collect();
+        verdict_of.push(ids);
+    }
+    drop(index);
+    let verdicts = judge_all(checker, &dicts, &doc, paragraphs, &tokens, &firsts, stop)?;
+
+    let per_paragraph: Vec<Vec<Issue>> = paragraphs
+        .par_iter()
+        .enumerate()
+        .map(|(i, p)| -> Result<Vec<Issue>, LangError> {
+            let Some(lang) = langs[i] else {
+                return Ok(Vec::new());
+            };
+            if stop() {
+                return Err(LangError::Stopped);
+            }
+            let mut out = Vec::new();
+            for (t, id) in tokens[i].iter().zip(&verdict_of[i]) {
+                if let Some(Some(v)) = verdicts.get(*id as usize) {
                     let hit = Hit {
                         start: t.start,
                         end: t.end,
                         kind: IssueKind::Misspelling,
-                        message: v.message,
-                        suggestions: v.suggestions,
+                        message: v.message.clone(),
+                        suggestions: v.suggestions.clone(),
                         certain: v.certain,
                     };
-                    issues.push(issue(i, lang, hit, likely));
+                    out.push(issue(i, lang, hit, v.likely));
                 }
             }
-        }
-        if config.grammar {
-            // A title may name a thing twice on purpose ("Dollar dollar").
-            if !p.heading {
-                hits.extend(repeated_words(p.text, &tokens[i], lang));
-            }
-            match lang {
-                Lang::En => {
-                    let english = dicts.english()?;
-                    hits.extend(english.articles(p.text, &tokens[i]));
-                    hits.extend(english.harper_rules(p.text));
+            let mut hits: Vec<Hit> = Vec::new();
+            if config.grammar {
+                // A title may name a thing twice on purpose ("Dollar dollar").
+                if !p.heading {
+                    hits.extend(repeated_words(p.text, &tokens[i], lang));
                 }
-                Lang::Fr => {
-                    let french = dicts.french()?;
-                    let english = dicts.english()?;
-                    // "le endpoint" elides too: a borrowed English word.
-                    hits.extend(rules::elision(p.text, &tokens[i], apostrophe, &|w| {
-                        french.knows(w) || english.knows(w)
-                    }));
+                match lang {
+                    Lang::En => {
+                        let english = dicts.english()?;
+                        hits.extend(english.articles(p.text, &tokens[i]));
+                        hits.extend(english.harper_rules(p.text));
+                    }
+                    Lang::Fr => {
+                        let french = dicts.french()?;
+                        let english = dicts.english()?;
+                        // "le endpoint" elides too: a borrowed English word.
+                        hits.extend(rules::elision(p.text, &tokens[i], apostrophe, &|w| {
+                            french.knows(w) || english.knows(w)
+                        }));
+                    }
                 }
             }
-        }
-        if config.typography && lang == Lang::Fr {
-            hits.extend(rules::typography(p.text, config.typography_strict));
-        }
-        issues.extend(hits.into_iter().map(|h| issue(i, lang, h, true)));
-    }
+            if config.typography && lang == Lang::Fr {
+                hits.extend(rules::typography(p.text, config.typography_strict));
+            }
+            out.extend(hits.into_iter().map(|h| issue(i, lang, h, true)));
+            Ok(out)
+        })
+        .collect::<Result<_, _>>()?;
+    let mut issues: Vec<Issue> = per_paragraph.into_iter().flatten().collect();
     issues.retain(|i| i.end > i.start || !i.suggestions.is_empty());
     issues.sort_by_key(|i| (i.paragraph, i.start, i.end));
     // Two rules on the same words (Harper's article rule and a doubled
     // word): the first one found stays.
     issues.dedup_by(|b, a| a.paragraph == b.paragraph && a.start == b.start && a.end == b.end);
+    let loaded = dicts.loaded.into_inner().unwrap_or_else(|e| e.into_inner());
     Ok(Report {
         issues,
         languages: langs,
-        loaded: dicts.loaded,
+        loaded,
     })
+}
+
+/// The verdict on each distinct word of `firsts` (by index), judged at
+/// its first occurrence. The forms of one word as written (a name or
+/// not) share a judgement, in the order they first appear, as one thread
+/// reading the document would; different words are judged on any core.
+fn judge_all(
+    checker: &Checker,
+    dicts: &Dicts<'_>,
+    doc: &DocumentWords,
+    paragraphs: &[Paragraph<'_>],
+    tokens: &[Vec<Token<'_>>],
+    firsts: &[(WordKey<'_>, usize, usize)],
+    stop: &(dyn Fn() -> bool + Sync),
+) -> Result<Vec<Option<Verdict>>, LangError> {
+    let mut forms: FxHashMap<(Lang, &str), Vec<usize>> = FxHashMap::default();
+    for (id, ((lang, text, _), _, _)) in firsts.iter().enumerate() {
+        forms.entry((*lang, text)).or_default().push(id);
+    }
+    let forms: Vec<Vec<usize>> = forms.into_values().collect();
+    let judged: Vec<Vec<(usize, Option<Verdict>)>> = forms
+        .par_iter()
+        .map(|ids| {
+            if stop() {
+                return Err(LangError::Stopped);
+            }
+            let mut shared = None;
+            ids.iter()
+                .map(|&id| {
+                    let ((lang, _, _), i, k) = firsts[id];
+                    let p = &paragraphs[i];
+                    let v = word_verdict(checker, dicts, doc, &mut shared, lang, p, &tokens[i][k])?;
+                    Ok((id, v))
+                })
+                .collect()
+        })
+        .collect::<Result<_, _>>()?;
+    let mut verdicts: Vec<Option<Verdict>> = (0..firsts.len()).map(|_| None).collect();
+    for (id, v) in judged.into_iter().flatten() {
+        verdicts[id] = v;
+    }
+    Ok(verdicts)
 }
 
 fn issue(paragraph: usize, lang: Lang, hit: Hit, likely: bool) -> Issue {
@@ -322,9 +415,9 @@ fn apostrophe_of(paragraphs: &[Paragraph<'_>], langs: &[Option<Lang>]) -> char {
 /// misspelling.
 fn word_verdict(
     checker: &Checker,
-    dicts: &mut Dicts<'_>,
+    dicts: &Dicts<'_>,
     doc: &DocumentWords,
-    verdicts: &mut HashMap<(Lang, String), Option<Verdict>>,
+    shared: &mut Option<Option<Verdict>>,
     lang: Lang,
     p: &Paragraph<'_>,
     t: &Token<'_>,
@@ -365,12 +458,11 @@ fn word_verdict(
     };
     // (A compound is judged part by part below.)
     if !t.text.contains('-') && !dicts.knows(lang, t.text)? && typical_slip(dicts, lang, &base)? {
-        let key = (lang, t.text.to_owned());
-        if let Some(v) = verdicts.get(&key) {
+        if let Some(v) = shared {
             return Ok(v.clone());
         }
         let verdict = judge(dicts, doc, lang, p, t)?;
-        verdicts.insert(key, verdict.clone());
+        *shared = Some(verdict.clone());
         return Ok(verdict);
     }
     // An inflection of the document's own word ("kustomizations" in a
@@ -399,8 +491,7 @@ fn word_verdict(
     if (t.capitalised() && !t.sentence_start && !p.heading) || doc.names.contains(&folded) {
         return Ok(None);
     }
-    let key = (lang, t.text.to_owned());
-    if let Some(v) = verdicts.get(&key) {
+    if let Some(v) = shared {
         return Ok(v.clone());
     }
     // A compound is judged by its parts: one the document or the project
@@ -424,13 +515,13 @@ fn word_verdict(
         }
     }
     let verdict = judge(dicts, doc, lang, p, t)?;
-    verdicts.insert(key, verdict.clone());
+    *shared = Some(verdict.clone());
     Ok(verdict)
 }
 
 /// `true` when `lower` is one typical slip (two neighbours swapped, a
 /// doubled letter lost or added) from a word `lang`'s dictionary knows.
-fn typical_slip(dicts: &mut Dicts<'_>, lang: Lang, lower: &str) -> Result<bool, LangError> {
+fn typical_slip(dicts: &Dicts<'_>, lang: Lang, lower: &str) -> Result<bool, LangError> {
     let c: Vec<char> = lower.chars().collect();
     if c.len() < 3 {
         return Ok(false);
@@ -463,7 +554,7 @@ fn typical_slip(dicts: &mut Dicts<'_>, lang: Lang, lower: &str) -> Result<bool, 
 
 /// The dictionary's judgement on a word the document does not vouch for.
 fn judge(
-    dicts: &mut Dicts<'_>,
+    dicts: &Dicts<'_>,
     doc: &DocumentWords,
     lang: Lang,
     p: &Paragraph<'_>,
@@ -504,10 +595,8 @@ fn judge(
             }
         }
         Lang::En => {
-            if let Some(f) = dicts.french {
-                if f.knows(t.text) {
-                    return Ok(None);
-                }
+            if dicts.french_text && dicts.french()?.knows(t.text) {
+                return Ok(None);
             }
         }
     }

@@ -15,6 +15,7 @@ use crate::ScanError;
 use koas_lang::{Issue, IssueKind, LangError, Paragraph, Vocabulary};
 use koas_review_schema::findings::{Finding, FindingKind, Fix, FixEdit, Severity};
 use koas_review_schema::stage1::LineNo;
+use rayon::prelude::*;
 
 /// The kernel name findings of the language checks carry.
 pub const KERNEL: &str = "md_language_check";
@@ -50,10 +51,12 @@ impl LanguageCheck {
     pub fn run(
         &self,
         doc: &Document<'_>,
-        stop: &dyn Fn() -> bool,
+        stop: &(dyn Fn() -> bool + Sync),
     ) -> Result<Option<Checked>, ScanError> {
-        // Each line's prose once: the paragraphs and the code words read it.
+        // Each line's prose once (the paragraphs and the code words read
+        // it), on every core.
         let prose: Vec<Option<String>> = (1..=doc.line_count())
+            .into_par_iter()
             .map(|line| prose_line(doc, line))
             .collect();
         let paragraphs = paragraphs(doc, &prose);
@@ -89,7 +92,7 @@ impl LanguageCheck {
             .collect();
         let findings = report
             .issues
-            .iter()
+            .par_iter()
             .filter_map(|issue| finding(doc, &paragraphs, issue))
             .collect();
         Ok(Some((findings, loaded)))
