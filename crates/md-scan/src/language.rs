@@ -166,7 +166,7 @@ fn paragraphs(doc: &Document<'_>, prose: &[Option<String>]) -> Vec<ProseParagrap
     let mut out: Vec<ProseParagraph> = Vec::new();
     let mut open = false;
     for (line, text) in (1..).zip(prose) {
-        let Some(text) = text.clone() else {
+        let Some(text) = text.as_deref() else {
             open = false;
             continue;
         };
@@ -176,16 +176,16 @@ fn paragraphs(doc: &Document<'_>, prose: &[Option<String>]) -> Vec<ProseParagrap
         }
         let heading = doc.is_heading(line);
         let continues =
-            open && !heading && !opens_item(&text) && out.last().is_some_and(|p| !p.heading);
+            open && !heading && !opens_item(text) && out.last().is_some_and(|p| !p.heading);
         match out.last_mut() {
             Some(p) if continues => {
                 p.text.push('\n');
                 p.lines.push((line, p.text.len()));
-                p.text.push_str(&text);
+                p.text.push_str(text);
             }
             _ => out.push(ProseParagraph {
                 lines: vec![(line, 0)],
-                text,
+                text: text.to_owned(),
                 heading,
             }),
         }
