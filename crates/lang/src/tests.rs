@@ -173,3 +173,58 @@ fn a_language_left_out_of_the_configuration_is_not_checked() {
     assert!(report.issues.is_empty());
     assert_eq!(report.languages, [None]);
 }
+
+/// The check runs on every core; one thread reading the paragraphs in
+/// order must find the same issues, with the same suggestions and
+/// verdicts (the first occurrence of a word decides, whichever thread
+/// judges it).
+#[test]
+fn every_core_finds_what_one_thread_finds() {
+    let mut texts: Vec<&'static str> = Vec::new();
+    for _ in 0..40 {
+        texts.extend([
+            "The server explains the addresses it serves and the retry policy.",
+            "Le serveur explique les adresses qu'il sert ; le client réessaie.",
+            "Frobnik and the frobnik gateway route the zorblet twice twice.",
+            "## Existing Behavior",
+            "Le cache est invalidé par un webhook lors du build, une fois.",
+        ]);
+    }
+    // Slips written once (a word written again is the document's own).
+    texts.insert(
+        7,
+        "Teh client then explians which adresses it retries, *Frobnik* said.",
+    );
+    texts.insert(90, "Le serveur expliqe les adreses de la passerelle.");
+    texts.insert(150, "## Eisting Behavior");
+    let mut paragraphs = paras(&texts);
+    for p in &mut paragraphs {
+        p.heading = p.text.starts_with('#');
+    }
+    let run = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .expect("a pool");
+        // A checker per run: each loads its dictionaries itself.
+        let checker = Checker::new(LanguageConfig::default(), Vocabulary::default());
+        let report = pool
+            .install(|| checker.check(&paragraphs, &[]))
+            .expect("checks");
+        let loaded: Vec<Lang> = report.loaded.iter().map(|(l, _)| *l).collect();
+        (report.issues, report.languages, loaded)
+    };
+    let one = run(1);
+    let slips = one.0.iter().filter(|i| i.kind == IssueKind::Misspelling);
+    assert!(slips.count() >= 5, "{:?}", one.0);
+    assert!(one.2.contains(&Lang::Fr), "{:?}", one.2);
+    for threads in [2, 4] {
+        let many = run(threads);
+        assert_eq!(many.0, one.0, "{threads} threads");
+        assert_eq!(many.1, one.1, "{threads} threads");
+        let (mut a, mut b) = (many.2.clone(), one.2.clone());
+        a.sort();
+        b.sort();
+        assert_eq!(a, b, "each dictionary loaded once, by one thread");
+    }
+}

@@ -128,10 +128,12 @@ fn is_identifier_like(core: &str) -> bool {
 
 /// The words of `text` a dictionary may judge, in order.
 pub fn words(text: &str) -> Vec<Token<'_>> {
-    let mut out = Vec::new();
+    // Sized for prose (a word about every six bytes): growing the two
+    // lists cost a fifth of the work on a large document.
+    let mut out = Vec::with_capacity(text.len() / 6 + 1);
     let mut sentence_start = true;
     let mut start = None;
-    let mut pieces: Vec<(usize, usize)> = Vec::new();
+    let mut pieces: Vec<(usize, usize)> = Vec::with_capacity(text.len() / 5 + 1);
     for (i, c) in text.char_indices() {
         if c.is_whitespace() || c == BLANK {
             if let Some(s) = start.take() {

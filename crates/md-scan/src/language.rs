@@ -16,6 +16,7 @@ use koas_lang::{Issue, IssueKind, LangError, Paragraph, Vocabulary};
 use koas_review_schema::findings::{Finding, FindingKind, Fix, FixEdit, Severity};
 use koas_review_schema::stage1::LineNo;
 use rayon::prelude::*;
+use std::borrow::Cow;
 
 /// The kernel name findings of the language checks carry.
 pub const KERNEL: &str = "md_language_check";
@@ -55,7 +56,7 @@ impl LanguageCheck {
     ) -> Result<Option<Checked>, ScanError> {
         // Each line's prose once (the paragraphs and the code words read
         // it), on every core.
-        let prose: Vec<Option<String>> = (1..=doc.line_count())
+        let prose: Vec<Option<Cow<'_, str>>> = (1..=doc.line_count())
             .into_par_iter()
             .map(|line| prose_line(doc, line))
             .collect();
@@ -119,13 +120,17 @@ fn opens_item(line: &str) -> bool {
 }
 
 /// The prose of `line`: the raw text with every byte Stage 1 or the
-/// markup mask blanked written as BLANK (same length, valid UTF-8).
-fn prose_line(doc: &Document<'_>, line: LineNo) -> Option<String> {
+/// markup mask blanked written as BLANK (same length, valid UTF-8); the
+/// line itself, not a copy, when nothing in it is blanked (most lines).
+fn prose_line<'a>(doc: &Document<'a>, line: LineNo) -> Option<Cow<'a, str>> {
     let masked = doc.prose(line)?;
     let masked = mask_markup(masked);
     let raw = doc.line(line);
     if masked.len() != raw.len() {
         return None;
+    }
+    if masked == raw && !raw.contains('&') {
+        return Some(Cow::Borrowed(raw));
     }
     let blank = koas_lang::tokens::BLANK as u8;
     let mut bytes: Vec<u8> = raw
@@ -134,7 +139,7 @@ fn prose_line(doc: &Document<'_>, line: LineNo) -> Option<String> {
         .map(|(r, m)| if m == b' ' && r != b' ' { blank } else { r })
         .collect();
     blank_entities(&mut bytes, blank);
-    String::from_utf8(bytes).ok()
+    String::from_utf8(bytes).ok().map(Cow::Owned)
 }
 
 /// Writes `blank` over HTML character references (`&nbsp;`, `&#x20;`,
@@ -162,7 +167,7 @@ fn blank_entities(bytes: &mut [u8], blank: u8) {
 }
 
 /// The document's prose, paragraph by paragraph.
-fn paragraphs(doc: &Document<'_>, prose: &[Option<String>]) -> Vec<ProseParagraph> {
+fn paragraphs(doc: &Document<'_>, prose: &[Option<Cow<'_, str>>]) -> Vec<ProseParagraph> {
     let mut out: Vec<ProseParagraph> = Vec::new();
     let mut open = false;
     for (line, text) in (1..).zip(prose) {
@@ -265,7 +270,7 @@ fn glossary_terms(doc: &Document<'_>) -> Vec<String> {
 /// The words of what is not prose: code blocks and spans, tables, URLs,
 /// link targets, HTML. A word the document writes there ("malloc",
 /// "etcd", "containerd") is a name of its subject when prose uses it too.
-fn code_words<'a>(doc: &Document<'a>, prose: &[Option<String>]) -> Vec<String> {
+fn code_words<'a>(doc: &Document<'a>, prose: &[Option<Cow<'_, str>>]) -> Vec<String> {
     // Distinct words as written first: lowercasing each occurrence of a
     // code word costs more than the rest.
     let mut written: rustc_hash::FxHashSet<&str> = rustc_hash::FxHashSet::default();
@@ -280,6 +285,8 @@ fn code_words<'a>(doc: &Document<'a>, prose: &[Option<String>]) -> Vec<String> {
     for (line, text) in (1..).zip(prose) {
         match text {
             None => add(doc.line(line)),
+            // No blanked byte: nothing of this line is code or markup.
+            Some(prose) if !prose.contains(blank) => {}
             Some(prose) => {
                 let raw = doc.line(line);
                 let mut start = None;
