@@ -78,6 +78,11 @@ impl Vocabulary {
     /// `true` when the project accepts `word`; `sentence_start` lets a
     /// capitalised entry match its capitalised-for-the-sentence form too.
     pub fn accepts(&self, word: &str) -> bool {
+        // Asked for every distinct word of every document: nothing to
+        // copy or hash when the project lists no words (most runs).
+        if self.any_case.is_empty() && self.exact.is_empty() && self.patterns.is_empty() {
+            return false;
+        }
         let straight = word.replace('’', "'");
         if self.any_case.contains(&fold(word)) || self.exact.contains(&straight) {
             return true;
@@ -100,6 +105,9 @@ impl Vocabulary {
     /// `true` when the project rejects `word` (reported even when a
     /// dictionary knows it).
     pub fn rejects(&self, word: &str) -> bool {
+        if self.reject.is_empty() && self.reject_patterns.is_empty() {
+            return false;
+        }
         self.reject.contains(&fold(word)) || self.reject_patterns.iter().any(|p| p.is_match(word))
     }
 }
