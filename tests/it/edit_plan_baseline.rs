@@ -170,6 +170,129 @@ fn record_the_edit_plan_baseline() {
     println!("recorded {} requests", model.calls());
 }
 
+/// The changes a run records: each op's lines, action and texts.
+fn changes(ws: &Path) -> Vec<(u64, u64, String, String, String)> {
+    let plan = read_json(&ws.join("stage2/edit_plan.json"));
+    plan["ops"]
+        .as_array()
+        .expect("ops")
+        .iter()
+        .map(|o| {
+            let text = |k: &str| o[k].as_str().unwrap_or_default().to_owned();
+            (
+                o["target"]["line_start"].as_u64().unwrap_or(0),
+                o["target"]["line_end"].as_u64().unwrap_or(0),
+                text("action"),
+                text("before_text"),
+                text("after_text"),
+            )
+        })
+        .collect()
+}
+
+/// The model never sees a protected block whole by default, and that
+/// changes none of the changes the scripted model's run records; it only
+/// spares the tokens. The table chunk, empty-answered while its table is
+/// shown, is answered at the first ask.
+#[test]
+fn placeholders_for_protected_blocks_record_the_same_changes() {
+    let pipeline = fixture().join("pipeline.toml");
+    let run = |show: bool| {
+        let model = ScriptedModel::start(script);
+        let dir = tempfile::tempdir().expect("tmp");
+        let set = format!("md_edit_plan.show_protected={show}");
+        let out = koas(
+            dir.path(),
+            &[
+                "-q",
+                "run",
+                &pipeline.to_string_lossy(),
+                "-w",
+                "ws",
+                "--llm-endpoint",
+                &model.url(),
+                "--set",
+                &set,
+            ],
+        );
+        assert_code(&out, 0, "the scripted run");
+        let requests = model.requests();
+        let chars: usize = requests.iter().map(|r| r.prompt.chars().count()).sum();
+        let code_shown = requests
+            .iter()
+            .any(|r| r.prompt.contains("pub idempotency_key: Uuid"));
+        let plan = read_json(&dir.path().join("ws/stage2/edit_plan.json"));
+        // Each chunk's asks, by the start of its ID.
+        let asks: BTreeMap<String, u64> = plan["chunks"]
+            .as_array()
+            .expect("chunks")
+            .iter()
+            .map(|c| {
+                let id = c["chunk_id"].as_str().unwrap_or_default();
+                let name = id.rsplit_once('_').map_or(id, |(n, _)| n).to_owned();
+                (name, c["worker_calls"].as_u64().unwrap_or(0))
+            })
+            .collect();
+        let summaries = requests
+            .iter()
+            .filter(|r| !r.prompt.contains("BEGIN_EDIT_OPS"))
+            .count();
+        Run {
+            changes: changes(&dir.path().join("ws")),
+            requests: requests.len(),
+            chars,
+            code_shown,
+            asks,
+            summaries,
+        }
+    };
+    let shown = run(true);
+    let masked = run(false);
+    assert_eq!(shown.changes.len(), 10, "{:?}", shown.changes);
+    assert_eq!(masked.changes, shown.changes);
+    assert!(
+        shown.code_shown && !masked.code_shown,
+        "code shown only when asked"
+    );
+    // The table chunk is answered at the first ask, not after policy C;
+    // the front matter, alone in its chunk and its preamble, is neither
+    // reviewed nor summarized.
+    assert_eq!(
+        (shown.asks["21-components"], masked.asks["21-components"]),
+        (5, 1)
+    );
+    assert_eq!((shown.asks["preamble"], masked.asks["preamble"]), (1, 0));
+    assert_eq!(masked.summaries + 1, shown.summaries);
+    for (chunk, n) in &masked.asks {
+        assert!(
+            *n <= shown.asks[chunk],
+            "{chunk}: {n} asks against {}",
+            shown.asks[chunk]
+        );
+    }
+    assert!(masked.requests < shown.requests);
+    assert!(
+        masked.chars * 10 < shown.chars * 9,
+        "{} prompt characters against {}",
+        masked.chars,
+        shown.chars
+    );
+}
+
+/// What a scripted run of the baseline pipeline gives.
+struct Run {
+    changes: Vec<(u64, u64, String, String, String)>,
+    requests: usize,
+    /// Prompt characters over every request.
+    chars: usize,
+    /// Whether a prompt showed the Rust code block.
+    code_shown: bool,
+    /// Worker asks per chunk (its ID without the hash).
+    asks: BTreeMap<String, u64>,
+    /// Summary requests.
+    summaries: usize,
+}
+
 fn read_json(path: &Path) -> Value {
     let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()))

@@ -76,7 +76,8 @@ pub enum ChunkVerdict {
     Regenerated,
     /// The tutor could not be asked or gave no verdict: no ops (fail-safe).
     TutorFailed,
-    /// The model proposed nothing (or said no change is needed).
+    /// The model proposed nothing (or said no change is needed), or was
+    /// not asked: the chunk holds nothing but protected blocks.
     Empty,
     /// Every proposal was filtered (protected lines, not found, ...).
     Filtered,

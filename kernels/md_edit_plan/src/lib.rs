@@ -84,6 +84,10 @@ struct EditPlanConfig {
     content_recipes: RecipeOptions,
     /// Policy D.
     md_strip: bool,
+    /// Show protected blocks to the model as they are: in edit prompts
+    /// instead of one placeholder line each, in summary prompts instead of
+    /// one line naming each code block and front matter.
+    show_protected: bool,
     /// Ask every chunk and every summary again, ignoring the previous
     /// plan and pyramid.
     rebuild: bool,
@@ -341,6 +345,7 @@ impl Kernel for MdEditPlan {
             "breaker_threshold": 0.6,
             "content_recipes": serde_json::to_value(RecipeOptions::default()).unwrap_or_default(),
             "md_strip": true,
+            "show_protected": false,
             "rebuild": false,
             "skip_pyramid": false,
             "skip_pyramid_reason": "",
@@ -424,6 +429,7 @@ impl Kernel for MdEditPlan {
                 &sections,
                 &chunks,
                 &pyramid::host::title(&config.title, read.read_name.clone(), &sections),
+                read.spans.as_ref().filter(|_| !config.show_protected),
                 PyramidPlanOptions {
                     levels: config.pyramid_levels,
                     max_input_tokens: config.pyramid_max_input_tokens,
@@ -578,6 +584,7 @@ fn plan_options(
     options.breaker_threshold = config.breaker_threshold;
     options.recipes = config.content_recipes.clone();
     options.md_strip = config.md_strip;
+    options.show_protected = config.show_protected;
     options.rebuild = config.rebuild;
     options
 }

@@ -48,7 +48,7 @@ fn plan(out: &KernelOutput) -> EditPlan {
 }
 
 /// Fixes "controles" wherever it is shown, with a wrong line number, and
-/// tries to edit the protected code block too.
+/// tries to edit the protected code block too (shown as a placeholder).
 fn worker(calls: Arc<AtomicUsize>) -> impl Fn(&LlmRequest) -> Result<String, String> {
     move |r| {
         calls.fetch_add(1, Ordering::SeqCst);
@@ -58,8 +58,9 @@ fn worker(calls: Arc<AtomicUsize>) -> impl Fn(&LlmRequest) -> Result<String, Str
         assert_eq!(r.complete_after, ["BEGIN_EDIT_OPS"]);
         if r.prompt.contains("décrit les controles") {
             Ok("BEGIN_EDIT_OPS\n[{\"action\": \"replace\", \"line\": 1, \"before_text\": \"les controles\", \"after_text\": \"les contrôles\", \"kind\": \"typo\"}]\nEND_EDIT_OPS".into())
-        } else if r.prompt.contains("rm -rf") {
-            Ok("BEGIN_EDIT_OPS\n[{\"action\": \"replace\", \"before_text\": \"rm -rf /tmp/controles\", \"after_text\": \"rm -rf /tmp/contrôles\"}]\nEND_EDIT_OPS".into())
+        } else if r.prompt.contains("[[CODE_BLOCK_0]]") {
+            assert!(!r.prompt.contains("rm -rf"), "{}", r.prompt);
+            Ok("BEGIN_EDIT_OPS\n[{\"action\": \"replace\", \"before_text\": \"[[CODE_BLOCK_0]]\", \"after_text\": \"[[CODE_BLOCK_0]] contrôles\"}]\nEND_EDIT_OPS".into())
         } else {
             Ok("BEGIN_EDIT_OPS\n[]\nEND_EDIT_OPS".into())
         }
@@ -205,7 +206,7 @@ fn a_degenerate_chunk_leaves_masks_and_an_exemplar() {
     let id = &c.chunk_id;
     for file in [
         format!("stage2/masks/{id}_MATH.json"),
-        format!("stage2/masks/{id}_TABLE_0.md"),
+        format!("stage2/masks/{id}_PROTECTED.json"),
         format!("stage2/masks/{id}_EMOJI.json"),
         format!("stage2/masks/{id}_recipe.json"),
         format!("stage2/exemplars/{id}.json"),
@@ -213,12 +214,16 @@ fn a_degenerate_chunk_leaves_masks_and_an_exemplar() {
     ] {
         assert!(h.file(&file).is_some(), "{file} in {:?}", h.files());
     }
+    // The table was never shown: its placeholder and what it stands for.
     let table = String::from_utf8(
-        h.file(&format!("stage2/masks/{id}_TABLE_0.md"))
+        h.file(&format!("stage2/masks/{id}_PROTECTED.json"))
             .expect("mask"),
     )
     .expect("utf-8");
-    assert!(table.starts_with("| a | b |"));
+    assert!(
+        table.contains("[[TABLE_BLOCK_0]]") && table.contains("| a | b |"),
+        "{table}"
+    );
 }
 
 #[test]

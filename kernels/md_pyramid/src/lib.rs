@@ -26,7 +26,7 @@ use koas_review_llm::pyramid::{
 };
 use koas_review_schema::names;
 use koas_review_schema::pyramid::{Glossary, Pyramid, PyramidStatus};
-use koas_review_schema::stage1::{ChunkPlan, FileStats, SectionIndex};
+use koas_review_schema::stage1::{ChunkPlan, FileStats, ProtectedSpans, SectionIndex};
 use serde::Deserialize;
 
 /// `[config.md_pyramid]`.
@@ -51,6 +51,9 @@ struct PyramidConfig {
     rebuild: bool,
     /// Requests kept at the model at once; set it to the host's slots.
     in_flight: usize,
+    /// Show code blocks and front matter to the model as they are, instead
+    /// of one line naming each.
+    show_protected: bool,
     /// The document's name, the root's heading when the document has no
     /// single top-level title; empty: the file name of the text read. The
     /// review sets it: after a first review it reads the workspace's copy
@@ -69,6 +72,7 @@ impl Default for PyramidConfig {
             max_input_tokens: 3_000,
             rebuild: false,
             in_flight: 8,
+            show_protected: false,
             title: String::new(),
         }
     }
@@ -150,6 +154,7 @@ impl Kernel for MdPyramid {
             .input(names::SECTION_INDEX)
             .input(names::CHUNKS)
             .optional_input(names::FILE_STATS)
+            .optional_input(names::PROTECTED_SPANS)
             .output_file(names::PYRAMID, "stage2/pyramid.json")
             .output_file(names::PYRAMID_MD, "stage2/pyramid.md")
             .output_file(names::GLOSSARY, "stage2/glossary.json")
@@ -168,6 +173,7 @@ impl Kernel for MdPyramid {
                 "max_input_tokens": 3000,
                 "rebuild": false,
                 "in_flight": 8,
+                "show_protected": false,
                 "title": "",
             }))
     }
@@ -210,11 +216,17 @@ impl Kernel for MdPyramid {
                     .map(|n| n.to_string_lossy().into_owned())
             });
         let title = host::title(&config.title, read_name, &sections);
+        let spans: Option<ProtectedSpans> = if config.show_protected {
+            None
+        } else {
+            inputs.parse_optional(names::PROTECTED_SPANS)?
+        };
         let plan = pyramid::plan(
             text,
             &sections,
             &chunks,
             &title,
+            spans.as_ref(),
             PlanOptions {
                 levels: config.levels,
                 max_input_tokens: config.max_input_tokens,

@@ -14,12 +14,16 @@ use koas_review_schema::edit_plan::{
 };
 use koas_review_schema::findings::Finding;
 use koas_review_schema::fingerprint::ChunkFingerprint;
+use koas_review_schema::stage1::ProtectedSpans;
 use serde::Serialize;
 use serde_json::json;
 
 use super::breaker::CircuitBreaker;
 use super::group::{group, group_id, heading_level, Unit};
-use super::mask::{apply_recipe, markdown_strip, mask_math, token_delta, Density, Masked};
+use super::mask::{
+    apply_recipe, block_prefix, markdown_strip, mask_math, mask_math_in, mask_protected,
+    token_delta, Density, Masked, Placeholder, PROTECTED,
+};
 use super::split::{split, Piece};
 use super::target::{finish, note_message, place, DocLines, PieceView, Placed, Placement};
 use super::verdict::{parse_verdict, TutorVerdict};
@@ -57,17 +61,27 @@ struct PromptValues<'a> {
     proposals: String,
 }
 
-fn numbered(text: &str) -> (String, usize) {
+/// The shown text with each line numbered as in the piece: a line that
+/// stands for several (a masked block) moves the next number on, so that
+/// the numbers match the document's lines and the findings'.
+fn numbered(text: &str, masked: &Masked) -> (String, usize) {
     let lines: Vec<&str> = text.split('\n').collect();
-    let width = lines.len().to_string().len();
+    let mut numbers = Vec::with_capacity(lines.len());
+    let mut n = 1;
+    for l in &lines {
+        numbers.push(n);
+        n += 1 + masked.hidden_lines(l);
+    }
+    let last = numbers.last().copied().unwrap_or(1);
+    let width = last.to_string().len();
     (
         lines
             .iter()
-            .enumerate()
-            .map(|(i, l)| format!("{:>width$} | {l}", i + 1))
+            .zip(&numbers)
+            .map(|(l, i)| format!("{i:>width$} | {l}"))
             .collect::<Vec<_>>()
             .join("\n"),
-        lines.len(),
+        n - 1,
     )
 }
 
@@ -351,6 +365,11 @@ impl Flow<'_> {
                 return Ok(());
             }
             let i = self.next;
+            if jobs[i].step == Step::Done {
+                // Nothing the model may change: never asked.
+                self.next += 1;
+                continue;
+            }
             if !ctx.summaries.ready(&jobs[i].section_id, jobs[i].tier) {
                 // Its prompt reads a summary not made yet; the chunks
                 // after it wait too, so that the breaker's horizon holds.
@@ -549,7 +568,7 @@ impl Lagged {
 /// What a finished chunk tells the breakers: its prompt and whether its
 /// answer was read; `None` for a chunk reused or skipped.
 fn outcome(job: &Job<'_>) -> Option<(bool, bool)> {
-    if job.status.reused || job.status.verdict == ChunkVerdict::Skipped {
+    if job.status.reused || job.status.verdict == ChunkVerdict::Skipped || job.attempts == 0 {
         return None;
     }
     Some((
@@ -568,10 +587,14 @@ fn jobs_of<'a>(
     // Every piece to ask about, in document order, with the chunk it
     // comes from.
     let mut units: Vec<(Unit, usize)> = Vec::new();
+    // Requests are sized by what the model is shown.
+    let shown = DocLines {
+        lines: shown_lines(doc, input.spans, options.show_protected),
+    };
     for (c, chunk) in input.chunks.chunks.iter().enumerate() {
         let pieces = split(
             &chunk.chunk_id,
-            &doc.lines,
+            &shown.lines,
             chunk.line_start,
             chunk.line_end,
             options.max_edit_chunk_tokens,
@@ -594,7 +617,7 @@ fn jobs_of<'a>(
     }
     let plain_units: Vec<Unit> = units.iter().map(|(u, _)| u.clone()).collect();
     let groups = group(&plain_units, options.target_request_tokens, &|a, b| {
-        doc.text(a, b)
+        shown.text(a, b)
     });
     groups
         .into_iter()
@@ -661,7 +684,12 @@ fn job_of<'a>(
             f
         })
         .collect();
-    let base = mask_math(&text);
+    let base = if options.show_protected {
+        mask_math(&text)
+    } else {
+        let runs = protected_runs(input.spans, piece.line_start, piece.line_end);
+        mask_math_in(mask_protected(&text, &runs))
+    };
     let tier = compute_tier(
         estimate_tokens(&base.text),
         options.context_budget,
@@ -709,13 +737,89 @@ fn job_of<'a>(
     };
     // The key holds the first prompt, rendered once the summaries it
     // reads are made (`Flow::start_chunks`).
-    if !job.base.mapping.is_empty() {
-        job.masks.push((
-            format!("{}_MATH.json", job.piece.id),
-            pretty(&json!(job.base.mapping)),
-        ));
+    if only_protected(&job.base) {
+        // Protected blocks and blank lines only: any proposal would be
+        // dropped, so the request is not made.
+        job.step = Step::Done;
+        job.status.verdict = ChunkVerdict::Empty;
+    }
+    for (transform, file) in [("math_mask", "MATH"), (PROTECTED, "PROTECTED")] {
+        let made: Vec<&Placeholder> = job
+            .base
+            .mapping
+            .iter()
+            .filter(|p| p.transform == transform)
+            .collect();
+        if !made.is_empty() {
+            job.masks.push((
+                format!("{}_{file}.json", job.piece.id),
+                pretty(&json!(made)),
+            ));
+        }
     }
     Ok(job)
+}
+
+/// `true` when every line shown is blank or a protected block's
+/// placeholder.
+fn only_protected(m: &Masked) -> bool {
+    m.mapping.iter().any(|p| p.transform == PROTECTED)
+        && m.text.split('\n').all(|l| {
+            let l = l.trim();
+            l.is_empty()
+                || m.mapping
+                    .iter()
+                    .any(|p| p.transform == PROTECTED && p.token == l)
+        })
+}
+
+/// The protected blocks of lines `start..=end` a prompt shows as
+/// placeholders: each block's first and last line (0-based from `start`,
+/// clipped to the range) and placeholder name, in order.
+fn protected_runs(
+    spans: Option<&ProtectedSpans>,
+    start: u32,
+    end: u32,
+) -> Vec<(usize, usize, &'static str)> {
+    let Some(spans) = spans else {
+        return Vec::new();
+    };
+    let mut runs: Vec<(usize, usize, &'static str)> = Vec::new();
+    for b in spans.blocks.iter().filter(|b| b.overlaps(start, end)) {
+        let Some(prefix) = block_prefix(b.kind) else {
+            continue;
+        };
+        let (a, z) = (b.line_start.max(start), b.line_end.min(end));
+        let run = ((a - start) as usize, (z - start) as usize, prefix);
+        // Nested or overlapping blocks (an HTML block holding a table):
+        // the first one met covers them.
+        if runs.last().is_some_and(|last| run.0 <= last.1) {
+            continue;
+        }
+        runs.push(run);
+    }
+    runs
+}
+
+/// The document's lines as a prompt shows them, for sizing requests: a
+/// protected block shown as a placeholder counts as one short line.
+fn shown_lines<'d>(
+    doc: &DocLines<'d>,
+    spans: Option<&ProtectedSpans>,
+    show_protected: bool,
+) -> Vec<&'d str> {
+    let mut lines = doc.lines.clone();
+    if show_protected {
+        return lines;
+    }
+    for (a, z, _) in protected_runs(spans, 1, doc.len()) {
+        if let Some(run) = lines.get_mut(a..=z) {
+            for (k, line) in run.iter_mut().enumerate() {
+                *line = if k == 0 { "[[BLOCK_0]]" } else { "" };
+            }
+        }
+    }
+    lines
 }
 
 /// What the batches learn about the model as they go.
@@ -1042,7 +1146,7 @@ fn prompt(
         tier: job.tier,
     });
     let part = |k: PartKind| context.text(k).unwrap_or_default().to_owned();
-    let (numbered_lines, line_count) = numbered(shown);
+    let (numbered_lines, line_count) = numbered(shown, &job.masked);
     let proposals = if job.step == Step::Tutor {
         proposals_json(job)
     } else {
@@ -1050,7 +1154,7 @@ fn prompt(
     };
     let (numbered_lines, line_count) = if job.step == Step::Tutor {
         // The tutor judges the real text.
-        numbered(&job.text)
+        numbered(&job.text, &Masked::default())
     } else {
         (numbered_lines, line_count)
     };
@@ -1475,11 +1579,17 @@ fn on_degenerate(job: &mut Job, why: &str, options: &PlanOptions) -> Result<(), 
     Ok(())
 }
 
+/// A placeholder every prompt of the chunk has (math, protected blocks),
+/// not one of the content recipe's.
+fn is_base(p: &Placeholder) -> bool {
+    p.transform == "math_mask" || p.transform == PROTECTED
+}
+
 fn write_recipe_masks(job: &mut Job, recipe: &Masked, delta: i64, triggers: &str) {
     let id = job.piece.id.clone();
     let mut emoji = BTreeMap::new();
     let mut synonyms = BTreeMap::new();
-    for p in recipe.mapping.iter().filter(|p| p.transform != "math_mask") {
+    for p in recipe.mapping.iter().filter(|p| !is_base(p)) {
         let file = match p.transform.as_str() {
             "emoji_mask" => {
                 emoji.insert(p.token.clone(), p.original.clone());
@@ -1509,7 +1619,7 @@ fn write_recipe_masks(job: &mut Job, recipe: &Masked, delta: i64, triggers: &str
     let keys: Vec<&str> = recipe
         .mapping
         .iter()
-        .filter(|p| p.transform != "math_mask")
+        .filter(|p| !is_base(p))
         .map(|p| p.token.as_str())
         .collect();
     job.masks.push((

@@ -14,6 +14,7 @@
 //! line structure instead, so that a proposal made on the stripped text is
 //! found again line by line (and only flagged, see the targeting).
 
+use koas_review_schema::stage1::BlockKind;
 use serde::{Deserialize, Serialize};
 use unicode_properties::UnicodeEmoji;
 
@@ -46,15 +47,7 @@ impl Masked {
     /// Undoes every placeholder in `text` (a model's `before_text` or
     /// `after_text`), latest first so that nested ones unfold.
     pub fn unmask(&self, text: &str) -> String {
-        let mut out = text.to_owned();
-        for p in self.mapping.iter().rev() {
-            if p.transform == SYNONYM {
-                out = replace_word(&out, &p.token, &p.original);
-            } else {
-                out = out.replace(&p.token, &p.original);
-            }
-        }
-        out
+        self.unmask_where(text, |_| true)
     }
 
     /// Placeholders (not substitute words) present in `text`.
@@ -63,6 +56,36 @@ impl Masked {
             .iter()
             .filter(move |p| p.transform != SYNONYM && text.contains(&p.token))
             .map(|p| p.token.as_str())
+    }
+
+    /// Lines of the document a shown line stands for beyond itself: the
+    /// line breaks inside the protected blocks it shows as placeholders (a
+    /// code block of 30 lines shown as one placeholder hides 29). Other
+    /// placeholders keep the numbering prompts always had.
+    pub fn hidden_lines(&self, line: &str) -> usize {
+        if !line.contains('[') || !self.mapping.iter().any(|p| p.transform == PROTECTED) {
+            return 0;
+        }
+        // Unmasked with and without the blocks: a placeholder may hold
+        // another (math around a block).
+        let all = self.unmask_where(line, |_| true);
+        let others = self.unmask_where(line, |p| p.transform != PROTECTED);
+        all.matches('\n')
+            .count()
+            .saturating_sub(others.matches('\n').count())
+    }
+
+    /// [`Masked::unmask`] of the placeholders `undo` selects.
+    fn unmask_where(&self, text: &str, undo: impl Fn(&Placeholder) -> bool) -> String {
+        let mut out = text.to_owned();
+        for p in self.mapping.iter().rev().filter(|p| undo(p)) {
+            if p.transform == SYNONYM {
+                out = replace_word(&out, &p.token, &p.original);
+            } else {
+                out = out.replace(&p.token, &p.original);
+            }
+        }
+        out
     }
 
     fn push(&mut self, token: String, original: String, transform: &str) {
@@ -92,13 +115,77 @@ pub fn has_placeholder_shape(text: &str) -> bool {
     text.contains("[MATH_") || (text.contains("[[") && text.contains("]]"))
 }
 
+/// The transform that shows protected blocks as placeholders.
+pub const PROTECTED: &str = "protected_mask";
+
+/// The placeholder name a protected block of `kind` is shown as in an
+/// edit prompt; `None` for a kind shown as it is (a link reference
+/// definition is one short line the prose around it may name).
+pub fn block_prefix(kind: BlockKind) -> Option<&'static str> {
+    match kind {
+        BlockKind::CodeFence | BlockKind::IndentedCode => Some("CODE_BLOCK"),
+        BlockKind::Table => Some("TABLE_BLOCK"),
+        BlockKind::HtmlBlock => Some("HTML_BLOCK"),
+        BlockKind::MathBlock => Some("MATH_BLOCK"),
+        BlockKind::YamlFrontMatter | BlockKind::TomlFrontMatter => Some("FRONT_MATTER"),
+        BlockKind::LinkRefDef => None,
+    }
+}
+
+/// Shows each protected block of `text` as one placeholder line
+/// `[[{prefix}_N]]`: `runs` are the blocks' first and last lines (0-based
+/// in `text`, in order, disjoint) and names. No model may change a
+/// protected block, so its lines would only cost prompt tokens. A name
+/// whose placeholder shape the text already holds is left as it is, so
+/// that unmasking never turns the document's own text into a block.
+pub fn mask_protected(text: &str, runs: &[(usize, usize, &'static str)]) -> Masked {
+    let lines: Vec<&str> = text.split('\n').collect();
+    let mut m = Masked::default();
+    let mut out: Vec<String> = Vec::with_capacity(lines.len());
+    let mut counts: Vec<(&str, usize)> = Vec::new();
+    let mut i = 0;
+    for &(start, end, prefix) in runs {
+        if start < i || end < start || end >= lines.len() || text.contains(&format!("[[{prefix}_"))
+        {
+            continue;
+        }
+        out.extend(lines[i..start].iter().map(|l| (*l).to_owned()));
+        let n = match counts.iter_mut().find(|(p, _)| *p == prefix) {
+            Some((_, n)) => {
+                *n += 1;
+                *n - 1
+            }
+            None => {
+                counts.push((prefix, 1));
+                0
+            }
+        };
+        let token = format!("[[{prefix}_{n}]]");
+        m.push(token.clone(), lines[start..=end].join("\n"), PROTECTED);
+        out.push(token);
+        i = end + 1;
+    }
+    out.extend(lines[i.min(lines.len())..].iter().map(|l| (*l).to_owned()));
+    m.text = out.join("\n");
+    m
+}
+
 /// Masks `$$…$$` and `$…$` math with `[MATH_N]`.
 pub fn mask_math(text: &str) -> Masked {
-    let mut m = Masked::default();
-    if text.contains("[MATH_") {
-        m.text = text.to_owned();
+    mask_math_in(Masked {
+        text: text.to_owned(),
+        ..Masked::default()
+    })
+}
+
+/// Masks the math of an already masked text (see [`mask_math`]).
+pub fn mask_math_in(mut m: Masked) -> Masked {
+    if m.text.contains("[MATH_") {
         return m;
     }
+    let text = std::mem::take(&mut m.text);
+    let text = text.as_str();
+    let mut made = m.count("math_mask");
     let b = text.as_bytes();
     let mut out = String::with_capacity(text.len());
     let mut i = 0;
@@ -120,7 +207,8 @@ pub fn mask_math(text: &str) -> Masked {
         match end {
             Some(end) if end > i + 2 => {
                 out.push_str(&text[copied..i]);
-                let token = format!("[MATH_{}]", m.mapping.len());
+                let token = format!("[MATH_{made}]");
+                made += 1;
                 out.push_str(&token);
                 m.push(token, text[i..end].to_owned(), "math_mask");
                 i = end;
@@ -744,6 +832,46 @@ mod tests {
     }
 
     #[test]
+    fn protected_blocks_become_one_line_each_and_come_back() {
+        let text = "Intro.\n```\nx = 1\ny = $2$\n```\nMiddle $a$.\n| a |\n|---|\nEnd.";
+        let m = mask_math_in(mask_protected(
+            text,
+            &[(1, 4, "CODE_BLOCK"), (6, 7, "TABLE_BLOCK")],
+        ));
+        assert_eq!(
+            m.text,
+            "Intro.\n[[CODE_BLOCK_0]]\nMiddle [MATH_0].\n[[TABLE_BLOCK_0]]\nEnd."
+        );
+        assert_eq!(m.unmask(&m.text), text);
+        assert_eq!(m.hidden_lines("[[CODE_BLOCK_0]]"), 3);
+        assert_eq!(m.hidden_lines("Middle [MATH_0]."), 0);
+        // Math around a block: the block's lines only.
+        let m = mask_math_in(mask_protected(
+            "$$\nx\n```\na\n```\n$$",
+            &[(2, 4, "CODE_BLOCK")],
+        ));
+        assert_eq!(m.text, "[MATH_0]");
+        assert_eq!(m.hidden_lines("[MATH_0]"), 2, "{m:?}");
+        assert_eq!(m.hidden_lines("End."), 0);
+        // Math inside the code block is the block's, not masked apart.
+        assert_eq!(
+            m.mapping
+                .iter()
+                .filter(|p| p.transform == "math_mask")
+                .count(),
+            1
+        );
+        // A text that already holds the shape keeps that kind as it is.
+        let own = "[[CODE_BLOCK_0]] is how we write it.\n```\nx\n```";
+        let m = mask_protected(own, &[(1, 3, "CODE_BLOCK")]);
+        assert_eq!(m.text, own);
+        assert!(m.mapping.is_empty());
+        // Runs out of range or out of order are skipped, not trusted.
+        let m = mask_protected("a\nb", &[(1, 5, "CODE_BLOCK"), (1, 0, "HTML_BLOCK")]);
+        assert_eq!(m.text, "a\nb");
+    }
+
+    #[test]
     fn strip_keeps_lines_and_placeholders() {
         let text = "### Title\n---\n> **Bold** and `code` with [[EMOJI_0]] and [MATH_1]\n- item_one *it*\n###";
         let s = markdown_strip(text);
@@ -764,6 +892,31 @@ mod tests {
             let r = apply_recipe(&m, &RecipeOptions { blockquote_min_lines: 2, table_mask_min_rows: 1, digit_truncation_min_lines: 1, ..RecipeOptions::default() });
             prop_assert_eq!(r.unmask(&r.text), text.clone());
             prop_assert_eq!(markdown_strip(&r.text).split('\n').count(), r.text.split('\n').count());
+        }
+
+        #[test]
+        fn protected_masking_round_trips_and_counts_every_line(
+            text in "[a-z $`|\\[\\]_\n0-9]{0,200}",
+            cuts in proptest::collection::vec((0usize..12, 0usize..4), 0..5),
+        ) {
+            let n = text.split('\n').count();
+            // Ordered, disjoint runs from the drawn cuts.
+            let mut runs = Vec::new();
+            let mut at = 0;
+            for (gap, len) in cuts {
+                let start = at + gap;
+                if start + len >= n { break; }
+                runs.push((start, start + len, "CODE_BLOCK"));
+                at = start + len + 1;
+            }
+            let m = mask_math_in(mask_protected(&text, &runs));
+            prop_assert_eq!(m.unmask(&m.text), text.clone());
+            // Without math (whose lines were always shown collapsed),
+            // every line of the text is counted once.
+            let plain = text.replace('$', "");
+            let m = mask_math_in(mask_protected(&plain, &runs));
+            let counted: usize = m.text.split('\n').map(|l| 1 + m.hidden_lines(l)).sum();
+            prop_assert_eq!(counted, n);
         }
 
         #[test]

@@ -112,6 +112,10 @@ pub struct PlanOptions {
     pub recipes: RecipeOptions,
     /// Policy D.
     pub md_strip: bool,
+    /// Show protected blocks (code, tables, HTML, display math, front
+    /// matter) in edit prompts as they are; by default each is one
+    /// placeholder line, since no model may change them.
+    pub show_protected: bool,
     /// Ignore the previous plan.
     pub rebuild: bool,
     /// Visibility of the ops.
@@ -140,6 +144,7 @@ impl PlanOptions {
             breaker_threshold: 0.6,
             recipes: RecipeOptions::default(),
             md_strip: true,
+            show_protected: false,
             rebuild: false,
             policy: ReviewPolicy::default(),
         }

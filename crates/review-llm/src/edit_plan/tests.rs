@@ -227,6 +227,133 @@ fn every_chunk_is_asked_in_its_language_and_ops_land_on_their_lines() {
     assert_eq!(p.stats.methods.get("tagged_payload"), Some(&3));
 }
 
+/// Prose with typos around a fenced block, an indented block and a table.
+const BLOCKS: &str = "# Guide\n\nRun teh installer first.\n\n```sh\n./install --all\n./install --check\n```\n\n    indented line one\n    indented line two\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\nThen recieve the logs.\n";
+
+/// Fixes both typos of `BLOCKS`, and tries to change the table through
+/// its placeholder.
+fn block_fixer(r: &ModelRequest, _: usize) -> Answer {
+    let mut ops = Vec::new();
+    for (typo, right) in [("teh installer", "the installer"), ("recieve", "receive")] {
+        if r.prompt.contains(typo) {
+            ops.push(format!(
+                "{{\"action\": \"replace\", \"before_text\": \"{typo}\", \"after_text\": \"{right}\", \"kind\": \"typo\"}}"
+            ));
+        }
+    }
+    if r.prompt.contains("[[TABLE_BLOCK_0]]") {
+        ops.push("{\"action\": \"replace\", \"before_text\": \"[[TABLE_BLOCK_0]]\", \"after_text\": \"[[TABLE_BLOCK_0]] and more\", \"kind\": \"typo\"}".to_owned());
+    }
+    ok(&format!(
+        "BEGIN_EDIT_OPS\n[{}]\nEND_EDIT_OPS",
+        ops.join(", ")
+    ))
+}
+
+#[test]
+fn protected_blocks_are_one_placeholder_line_each_and_lines_keep_their_numbers() {
+    let f = fixture(BLOCKS);
+    let model = script(block_fixer);
+    let (planned, done) = run(&f.input(None, &[]), &options(), &model);
+    let calls = model.calls.borrow();
+    assert_eq!(calls.len(), 1, "one request for the small document");
+    let prompt = &calls[0].prompt;
+    for hidden in ["./install", "indented line", "| 1 | 2 |", "```"] {
+        assert!(!prompt.contains(hidden), "{hidden:?} is shown: {prompt}");
+    }
+    // Each placeholder line has its block's first line number, and the
+    // prose after the blocks keeps the document's.
+    for shown in [
+        " 3 | Run teh installer first.",
+        " 5 | [[CODE_BLOCK_0]]",
+        " 9 | ",
+        "10 | [[CODE_BLOCK_1]]",
+        "13 | [[TABLE_BLOCK_0]]",
+        "17 | Then recieve the logs.",
+        "(17 lines;",
+    ] {
+        assert!(prompt.contains(shown), "{shown:?} missing: {prompt}");
+    }
+    let p = &planned.plan;
+    let ops: Vec<(usize, &str)> = p
+        .ops
+        .iter()
+        .map(|o| (o.target.line_start, o.after_text.as_str()))
+        .collect();
+    assert_eq!(ops, [(3, "the installer"), (17, "receive")]);
+    // The table's placeholder unmasks to the table, which is protected.
+    let dropped: Vec<&str> = p.dropped.iter().map(|d| d.reason.as_str()).collect();
+    assert_eq!(dropped, ["protected"]);
+    assert_eq!(
+        p.dropped[0].before_text.as_deref(),
+        Some("| a | b |\n|---|---|\n| 1 | 2 |")
+    );
+    // What each placeholder stood for is kept beside the plan.
+    let masks: Vec<&(String, String)> = done.iter().flat_map(|d| &d.masks).collect();
+    let protected = masks
+        .iter()
+        .find(|(name, _)| name.ends_with("_PROTECTED.json"))
+        .expect("the placeholders' file");
+    assert!(protected.1.contains("./install --all") && protected.1.contains("[[TABLE_BLOCK_0]]"));
+
+    // Asked to show them, the prompt holds the blocks as they are.
+    let mut o = options();
+    o.show_protected = true;
+    let model = script(block_fixer);
+    let (planned, _) = run(&f.input(None, &[]), &o, &model);
+    let prompt = &model.calls.borrow()[0].prompt;
+    assert!(
+        prompt.contains("./install --all") && prompt.contains("| 1 | 2 |"),
+        "{prompt}"
+    );
+    assert!(!prompt.contains("[[CODE_BLOCK_0]]"), "{prompt}");
+    assert_eq!(planned.plan.ops.len(), 2);
+}
+
+#[test]
+fn a_chunk_of_protected_blocks_alone_is_not_asked() {
+    let f = fixture("---\ntitle: Guide\n---\n\n# Guide\n\nRun teh installer.\n");
+    let model = script(block_fixer);
+    let (planned, done) = run(&f.input(None, &[]), &options(), &model);
+    let p = &planned.plan;
+    assert_eq!(p.chunks.len(), 2, "{:?}", p.chunks);
+    let front = &p.chunks[0];
+    assert_eq!((front.line_start, front.worker_calls), (1, 0));
+    assert_eq!(front.verdict, ChunkVerdict::Empty);
+    assert!(front.error.is_none());
+    assert_eq!(model.calls.borrow().len(), 1);
+    assert!(!model.calls.borrow()[0].prompt.contains("FRONT_MATTER"));
+    assert_eq!(p.ops.len(), 1);
+    assert_eq!(done.len(), 2, "every chunk is handed over");
+    assert_eq!(p.status, EditPlanStatus::Complete);
+}
+
+#[test]
+fn requests_are_sized_by_what_the_model_is_shown() {
+    // Two sections of a sentence each around a long code block: shown as
+    // text they exceed a request; shown as placeholders they share one.
+    let code: String = (0..120)
+        .map(|i| format!("let value_{i} = compute({i});\n"))
+        .collect();
+    let doc = format!(
+        "# Guide\n\n## Setup\n\nRun teh installer.\n\n```rust\n{code}```\n\n### Details\n\nThen recieve it.\n"
+    );
+    let f = fixture(&doc);
+    let model = script(block_fixer);
+    let (planned, _) = run(&f.input(None, &[]), &options(), &model);
+    assert_eq!(
+        model.calls.borrow().len(),
+        1,
+        "one request for both sections"
+    );
+    assert_eq!(planned.plan.ops.len(), 2);
+    let mut o = options();
+    o.show_protected = true;
+    let model = script(block_fixer);
+    run(&f.input(None, &[]), &o, &model);
+    assert!(model.calls.borrow().len() >= 2, "the code fills a request");
+}
+
 #[test]
 fn every_ladder_format_is_read() {
     let formats = [
@@ -305,6 +432,8 @@ fn degenerate_answers_fire_retries_then_policies_a_c_d_in_order() {
     });
     let mut o = options();
     o.context_budget = 6_000;
+    // The table is shown, for the recipe to mask it.
+    o.show_protected = true;
     let (planned, done) = run(&input, &o, &model);
     let s = &planned.plan.chunks[0];
     let policies: Vec<&str> = s

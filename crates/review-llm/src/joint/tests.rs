@@ -154,6 +154,7 @@ fn run(order: Order, tier: Tier) -> (Built, Planned, Vec<String>, Vec<String>) {
         &s.structure.sections,
         &s.chunks,
         "Guide",
+        Some(&s.spans),
         PyramidPlanOptions {
             levels: 4,
             max_input_tokens: 2_000,

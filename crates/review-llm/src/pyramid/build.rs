@@ -1006,6 +1006,7 @@ mod tests {
             &s.structure.sections,
             &s.chunks,
             "Guide",
+            Some(&s.spans),
             PlanOptions {
                 levels: options.levels,
                 max_input_tokens: 2_000,
@@ -1031,6 +1032,7 @@ mod tests {
             &s.structure.sections,
             &s.chunks,
             "Guide",
+            Some(&s.spans),
             PlanOptions {
                 levels: 4,
                 max_input_tokens: 2_000,

@@ -16,7 +16,8 @@
 use koas_md::LineIndex;
 use koas_review_schema::pyramid::ABSTRACT_NODE_ID;
 use koas_review_schema::stage1::{
-    ChunkPlan, LineNo, SectionEntry, SectionIndex, PREAMBLE_SECTION_ID,
+    BlockKind, ChunkPlan, LineNo, ProtectedSpan, ProtectedSpans, SectionEntry, SectionIndex,
+    PREAMBLE_SECTION_ID,
 };
 
 use crate::estimate_tokens;
@@ -106,6 +107,7 @@ pub fn plan(
     sections: &SectionIndex,
     chunks: &ChunkPlan,
     doc_title: &str,
+    spans: Option<&ProtectedSpans>,
     options: PlanOptions,
 ) -> Result<Vec<PlanNode>, PlanError> {
     if !(1..=MAX_LEVELS).contains(&options.levels) {
@@ -121,6 +123,7 @@ pub fn plan(
     }
     let mut nodes = Vec::new();
     let cut = Cut {
+        spans,
         index: &index,
         chunks,
         options,
@@ -141,8 +144,8 @@ pub fn plan(
         .sections
         .first()
         .map_or(line_count + 1, |s| s.line_start);
-    let has_preamble =
-        first_heading > 1 && !index.lines_text(1, first_heading - 1).trim().is_empty();
+    // A preamble of front matter alone says nothing a summary could.
+    let has_preamble = first_heading > 1 && cut.shows_prose(1, first_heading - 1);
     let title = match top_level.as_slice() {
         [only] if !has_preamble && !only.children.is_empty() => Some(*only),
         _ => None,
@@ -195,18 +198,88 @@ pub fn plan(
     Ok(nodes)
 }
 
+/// What a block hidden from summary prompts is called there; `None` for
+/// a block shown as it is.
+fn shown_as(block: &ProtectedSpan) -> Option<String> {
+    match block.kind {
+        BlockKind::CodeFence => {
+            // The fence's language, when it names one plainly.
+            let language = block
+                .info
+                .as_deref()
+                .and_then(|i| i.split_whitespace().next())
+                .filter(|l| {
+                    l.len() <= 20
+                        && l.chars()
+                            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '#'))
+                });
+            Some(match language {
+                Some(l) => format!("{l} code block"),
+                None => "code block".to_owned(),
+            })
+        }
+        BlockKind::IndentedCode => Some("code block".to_owned()),
+        BlockKind::YamlFrontMatter | BlockKind::TomlFrontMatter => Some("front matter".to_owned()),
+        _ => None,
+    }
+}
+
 struct Cut<'a, 'b> {
+    spans: Option<&'a ProtectedSpans>,
     index: &'a LineIndex<'b>,
     chunks: &'a ChunkPlan,
     options: PlanOptions,
 }
 
 impl Cut<'_, '_> {
+    /// `true` when lines `start..=end` show more than blank lines and
+    /// hidden blocks.
+    fn shows_prose(&self, start: LineNo, end: LineNo) -> bool {
+        self.text(start, end)
+            .lines()
+            .any(|l| !l.trim().is_empty() && !(l.starts_with('[') && l.ends_with(", not shown]")))
+    }
+
+    /// Lines `start..=end` as a summary prompt shows them: each code
+    /// block and front matter as one line that says what it is. A summary
+    /// says what a section establishes; code is what costs a prompt most
+    /// tokens and tells the model least (tables, which hold figures, and
+    /// HTML, which may hold prose, stay).
     fn text(&self, start: LineNo, end: LineNo) -> String {
         if start == 0 || end < start {
             return String::new();
         }
-        self.index.lines_text(start, end).to_owned()
+        let mut out = String::new();
+        let mut next = start;
+        let hidden = self
+            .spans
+            .map(|s| s.blocks.as_slice())
+            .unwrap_or_default()
+            .iter()
+            .filter(|b| b.overlaps(start, end));
+        for block in hidden {
+            let (a, z) = (block.line_start.max(start), block.line_end.min(end));
+            let Some(what) = shown_as(block) else {
+                continue;
+            };
+            if a < next {
+                continue;
+            }
+            if a > next {
+                out.push_str(self.index.lines_text(next, a - 1));
+                out.push('\n');
+            }
+            let lines = z - a + 1;
+            let unit = if lines == 1 { "line" } else { "lines" };
+            out.push_str(&format!("[{what}, {lines} {unit}, not shown]\n"));
+            next = z + 1;
+        }
+        if next <= end {
+            out.push_str(self.index.lines_text(next, end));
+        } else {
+            out.pop();
+        }
+        out
     }
 
     fn hash(&self, start: LineNo, end: LineNo) -> String {
@@ -323,12 +396,47 @@ mod tests {
             &s.structure.sections,
             &s.chunks,
             "Doc",
+            Some(&s.spans),
             PlanOptions {
                 levels,
                 max_input_tokens,
             },
         )
         .expect("plan")
+    }
+
+    #[test]
+    fn summaries_see_a_line_for_each_code_block_and_front_matter() {
+        let text = "---\ntitle: T\n---\n\n# A\n\nRun it:\n\n```go\nfmt.Println(1)\nfmt.Println(2)\n```\n\n    indented\n\n| a |\n|---|\n| 1 |\n\nDone.\n";
+        let nodes = plan_of(text, 4, 10_000);
+        // Front matter alone is no preamble worth a summary.
+        assert!(nodes.iter().all(|n| n.node_id != "S0"), "{nodes:?}");
+        let leaf = nodes.iter().find(|n| n.heading == "A").expect("A");
+        let Source::Text(shown) = &leaf.source else {
+            panic!("a leaf: {leaf:?}");
+        };
+        assert_eq!(
+            shown,
+            "# A\n\nRun it:\n\n[go code block, 4 lines, not shown]\n\n[code block, 1 line, not shown]\n\n| a |\n|---|\n| 1 |\n\nDone."
+        );
+        // Without the spans, the model sees everything.
+        let s = stage1::run("doc.md", text, ChunkConfig::default()).expect("stage 1");
+        let all = plan(
+            text,
+            &s.structure.sections,
+            &s.chunks,
+            "Doc",
+            None,
+            PlanOptions {
+                levels: 4,
+                max_input_tokens: 10_000,
+            },
+        )
+        .expect("plan");
+        assert!(all
+            .iter()
+            .any(|n| matches!(&n.source, Source::Text(t) if t.contains("fmt.Println(2)"))));
+        assert!(all.iter().any(|n| n.node_id == "S0"));
     }
 
     fn ids(nodes: &[PlanNode], level: u8) -> Vec<&str> {
@@ -452,7 +560,7 @@ mod tests {
             max_input_tokens: 100,
         };
         assert_eq!(
-            plan(DOC, &s.structure.sections, &s.chunks, "D", options),
+            plan(DOC, &s.structure.sections, &s.chunks, "D", None, options),
             Err(PlanError::Levels(5))
         );
         let options = PlanOptions {
@@ -460,7 +568,14 @@ mod tests {
             max_input_tokens: 100,
         };
         assert!(matches!(
-            plan("other\n", &s.structure.sections, &s.chunks, "D", options),
+            plan(
+                "other\n",
+                &s.structure.sections,
+                &s.chunks,
+                "D",
+                None,
+                options
+            ),
             Err(PlanError::LineCount { .. })
         ));
     }
