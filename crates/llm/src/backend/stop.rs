@@ -52,9 +52,14 @@ impl StopReason {
 const REPEATS: usize = 3;
 /// The longest repeated run looked for, in lines.
 const MAX_PERIOD: usize = 8;
-/// A repeated run shorter than this (non-blank characters) is not cut:
-/// `}`, `],` or a blank line legitimately come back.
+/// A repeated run shorter than this (non-blank characters) is not cut
+/// after [`REPEATS`]: `}`, `],` or a blank line legitimately come back.
 const MIN_RUN_CHARS: usize = 12;
+/// A shorter run is cut once its repeats hold this many non-blank
+/// characters: a small model can loop on `[` and a blank line to its
+/// cap (a thousand tokens, a minute on a CPU server), which no answer
+/// writes on purpose 64 times in a row.
+const MIN_SHORT_REPEAT_CHARS: usize = 64;
 
 /// Where a JSON value after a "complete after" marker stands.
 #[derive(Debug, Default)]
@@ -426,7 +431,8 @@ impl<'a> StopWatch<'a> {
     }
 
     /// Looks at the last complete lines for a run of 1 to [`MAX_PERIOD`]
-    /// lines that occurs [`REPEATS`] times in a row at the end.
+    /// lines that occurs [`REPEATS`] times in a row at the end (a short
+    /// run: until its repeats hold [`MIN_SHORT_REPEAT_CHARS`]).
     fn repeated_run(&self) -> Option<usize> {
         let starts = &self.line_starts;
         // starts[k] .. starts[k+1] is line k; the last entry is the end.
@@ -441,11 +447,17 @@ impl<'a> StopWatch<'a> {
                 &self.text[starts[first]..starts[first + period]]
             };
             let last = run(0);
-            if last.chars().filter(|c| !c.is_whitespace()).count() < MIN_RUN_CHARS {
+            let chars = last.chars().filter(|c| !c.is_whitespace()).count();
+            let repeats = match chars {
+                0 => continue,
+                c if c < MIN_RUN_CHARS => MIN_SHORT_REPEAT_CHARS.div_ceil(c),
+                _ => REPEATS,
+            };
+            if period * repeats > lines {
                 continue;
             }
-            if (1..REPEATS).all(|k| run(k) == last) {
-                let first = lines - REPEATS * period;
+            if (1..repeats).all(|k| run(k) == last) {
+                let first = lines - repeats * period;
                 return Some(starts[first + period]);
             }
         }
@@ -551,6 +563,30 @@ mod tests {
         assert!(w.push(block));
         assert_eq!(w.reason(), Some(StopReason::Repetition));
         assert_eq!(w.text(), format!("Summary of the document.\n{block}"));
+    }
+
+    #[test]
+    fn regression_a_bracket_and_a_blank_line_looping_to_the_cap_are_cut() {
+        // SmolLM2 answered an edit request with `BEGIN_EDIT_OPS` then
+        // "[\n\n" until its 982-token cap: 70 s of a CPU server.
+        let mut w = StopWatch::new(&[], &[], None);
+        assert!(!w.push("BEGIN_EDIT_OPS\n\n"));
+        let mut pushed = 0;
+        while !w.push("[\n\n") {
+            pushed += 1;
+            assert!(pushed < 200, "never cut");
+        }
+        assert_eq!(pushed + 1, 64, "cut once the repeats hold 64 brackets");
+        assert_eq!(w.reason(), Some(StopReason::Repetition));
+        assert_eq!(w.text(), "BEGIN_EDIT_OPS\n\n[\n");
+        // A run of a single non-blank character a line, of any period.
+        let mut w = StopWatch::new(&[], &[], None);
+        let mut pushed = 0;
+        while !w.push("[\n\n\n\n\n\n\n\n") {
+            pushed += 1;
+            assert!(pushed < 200, "never cut");
+        }
+        assert_eq!(pushed + 1, 64);
     }
 
     #[test]
