@@ -164,6 +164,9 @@ fn llm_request(r: &ModelRequest) -> LlmRequest {
     if let Some(marker) = &r.stop_marker {
         request = request.stop_marker(marker.clone());
     }
+    for echo in &r.echoes {
+        request = request.stop_marker(echo.clone());
+    }
     if let Some(marker) = &r.complete_after {
         request = request.complete_json_after(marker.clone());
     }

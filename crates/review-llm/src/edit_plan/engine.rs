@@ -38,6 +38,20 @@ use crate::pyramid::Template;
 
 /// Where the structured answer ends.
 pub const END_MARKER: &str = "END_EDIT_OPS";
+/// The headings of a review prompt's parts (`review.tera`): an answer
+/// that writes one has begun copying its prompt (a small model echoes
+/// "Text to review (6 lines; …)" and numbers lines to its cap), so what
+/// it had to say is before it.
+pub const ECHOES: [&str; 7] = [
+    "Text to review (",
+    "Document abstract:",
+    "Terms the document defines:",
+    "Summary of this section:",
+    "Summary of the subsection:",
+    "Neighbouring sections:",
+    "Problems an automatic check found in this part:",
+];
+
 /// Where a structured answer's ops list begins.
 pub const BEGIN_MARKER: &str = "BEGIN_EDIT_OPS";
 
@@ -1227,6 +1241,16 @@ fn request(
         }
     };
     let structured = role == ModelRole::Worker && !job.plain;
+    // Headings the prompt holds and the document's text does not: an
+    // op may quote the document, never the prompt's framing.
+    let echoes = match role {
+        ModelRole::Worker => ECHOES
+            .iter()
+            .filter(|e| text.contains(**e) && !job.text.contains(**e))
+            .map(|e| (*e).to_owned())
+            .collect(),
+        ModelRole::Tutor => Vec::new(),
+    };
     Ok(ModelRequest {
         chunk_id: job.piece.id.clone(),
         role,
@@ -1237,6 +1261,7 @@ fn request(
         // The ops list closed is the whole answer: a model that never
         // writes the end marker does not run on to the cap.
         complete_after: structured.then(|| BEGIN_MARKER.to_owned()),
+        echoes,
     })
 }
 

@@ -41,7 +41,7 @@ pub mod verdict;
 #[cfg(test)]
 mod tests;
 
-pub use engine::{plan, Planner};
+pub use engine::{plan, Planner, ECHOES};
 
 use koas_review_schema::change_id::{ChangeId, IdError};
 use koas_review_schema::edit_op::ReviewPolicy;
@@ -179,6 +179,9 @@ pub struct ModelRequest {
     /// The marker after which one whole JSON value is the complete answer
     /// (`BEGIN_EDIT_OPS`).
     pub complete_after: Option<String>,
+    /// Headings of the prompt ([`ECHOES`]) where generation stops
+    /// too: an answer that writes one is copying the prompt.
+    pub echoes: Vec<String>,
 }
 
 /// A model's answer.

@@ -311,6 +311,33 @@ fn protected_blocks_are_one_placeholder_line_each_and_lines_keep_their_numbers()
 }
 
 #[test]
+fn a_worker_answer_stops_where_it_starts_copying_the_prompt() {
+    // The second section quotes one of the prompt's headings: an op may
+    // copy it, so it ends no answer about that section.
+    let f = fixture("# Guide\n\nRun teh installer.\n\n## Notes\n\nDocument abstract: none yet.\n");
+    let mut o = options();
+    o.target_request_tokens = 0;
+    let model = script(block_fixer);
+    run(&f.input(None, &[]), &o, &model);
+    let calls = model.calls.borrow();
+    assert_eq!(calls.len(), 2);
+    for c in calls.iter() {
+        assert!(c.echoes.iter().all(|e| ECHOES.contains(&e.as_str())));
+        assert!(c.echoes.iter().all(|e| c.prompt.contains(e.as_str())));
+        assert!(
+            c.echoes.contains(&"Text to review (".to_owned()),
+            "{:?}",
+            c.echoes
+        );
+    }
+    let notes = calls
+        .iter()
+        .find(|c| c.prompt.contains("none yet"))
+        .expect("notes");
+    assert!(!notes.echoes.contains(&"Document abstract:".to_owned()));
+}
+
+#[test]
 fn a_chunk_of_protected_blocks_alone_is_not_asked() {
     let f = fixture("---\ntitle: Guide\n---\n\n# Guide\n\nRun teh installer.\n");
     let model = script(block_fixer);
