@@ -103,7 +103,11 @@ impl LlmRequest {
     /// holds ends it before the repeat. The exchange log then says
     /// `ended_by: "enough"` or `"repetition"`. A small model asked for 80
     /// words otherwise writes on to the token cap: prose has no closing
-    /// bracket to wait for. Part of the request's identity (cache key).
+    /// bracket to wait for. With [`LlmRequest::complete_json_after`] too,
+    /// these rules end an answer only while it is prose: once a JSON value
+    /// begins (a line that opens an array or object, or the first bracket
+    /// after the marker), they stop applying. Part of the request's identity
+    /// (cache key).
     pub fn prose_until(mut self, chars: u32) -> Self {
         self.prose_until = Some(chars);
         self

@@ -167,6 +167,9 @@ fn llm_request(r: &ModelRequest) -> LlmRequest {
     for echo in &r.echoes {
         request = request.stop_marker(echo.clone());
     }
+    if let Some(chars) = r.prose_until {
+        request = request.prose_until(chars);
+    }
     if let Some(marker) = &r.complete_after {
         request = request.complete_json_after(marker.clone());
     }

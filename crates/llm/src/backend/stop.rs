@@ -14,7 +14,12 @@
 //! (`e.g.`, `Dr.`), an initial (`M. Dupont`), in a number (`3.5`), or
 //! before a word that goes on in lowercase ends no sentence. Other
 //! requests never get these rules: a JSON answer's fields legitimately
-//! repeat a sentence.
+//! repeat a sentence. A request with both a "complete after" marker and
+//! `prose_until` expects JSON but may get prose instead: the prose rules
+//! end such an answer while it is prose, and stop applying as soon as a
+//! JSON value begins (a line that opens an array or object: `[` or `{`,
+//! then a quote, a bracket, a brace or the line's end; or the first
+//! bracket after the marker). A Markdown link at a line's start is prose.
 //!
 //! [`LlmRequest::prose_until`]: koas_kernel_api::LlmRequest::prose_until
 
@@ -70,6 +75,18 @@ struct JsonScan {
     depth: usize,
     in_string: bool,
     escaped: bool,
+}
+
+/// Whether `line` starts a JSON array or object: a bracket at its start,
+/// then nothing more on the line, or a quote, a bracket or a brace. A
+/// Markdown link (`[12826](https://…)`) or a bracketed word is prose.
+fn opens_json(line: &str) -> bool {
+    let t = line.trim_start();
+    let Some(rest) = t.strip_prefix(['[', '{']) else {
+        return false;
+    };
+    let rest = rest.trim_start();
+    rest.is_empty() || rest.starts_with(['"', '[', '{', ']', '}'])
 }
 
 /// The byte offset just after the earliest of `markers` found in
@@ -344,6 +361,10 @@ impl<'a> StopWatch<'a> {
         let marker_end = end_of_first(&self.text, from, self.markers);
         let complete_end = self.complete_json(from);
         let repeat_end = self.repetition(old_len);
+        if !self.complete_after.is_empty() && self.prose.is_some() && self.json_begun(old_len) {
+            // JSON after all: its strings may repeat and run long.
+            self.prose = None;
+        }
         let prose_end = match &mut self.prose {
             Some(prose) => prose.scan(&self.text),
             None => None,
@@ -362,6 +383,19 @@ impl<'a> StopWatch<'a> {
             self.stopped = Some(reason);
         }
         self.stopped.is_some()
+    }
+
+    /// Whether a JSON value has begun: the scan after a marker met its
+    /// first bracket, or a line of the text (the new part of it) starts
+    /// with `[` or `{`.
+    fn json_begun(&self, old_len: usize) -> bool {
+        if self.json.depth > 0 {
+            return true;
+        }
+        // The line the new text continues, from its start (`old_len`, the
+        // previous text's end, is a character boundary).
+        let line_start = self.text[..old_len].rfind('\n').map_or(0, |i| i + 1);
+        self.text[line_start..].split('\n').any(opens_json)
     }
 
     /// The end of the first whole JSON value (array or object) after a
@@ -730,6 +764,62 @@ mod tests {
         // Short sentences may come back.
         let (w, _) = prose(10_000, &["Yes. No. Yes. No. Yes. Maybe"]);
         assert_eq!(w.reason(), None);
+    }
+
+    #[test]
+    fn an_answer_that_should_be_json_is_cut_like_prose_while_it_is_prose() {
+        let begin = vec!["BEGIN_EDIT_OPS".to_owned()];
+        let none: Vec<String> = Vec::new();
+        let watch = |pieces: &[&str]| {
+            let mut w = StopWatch::new(&none, &begin, Some(40));
+            for p in pieces {
+                if w.push(p) {
+                    break;
+                }
+            }
+            (w.reason(), w.into_text())
+        };
+        // Prose, with or without the marker: ended at a sentence end.
+        let (reason, text) = watch(&[
+            "BEGIN_EDIT_OPS\n\nThe document provides a comprehensive overview. ",
+            "It goes on and on. And on.",
+        ]);
+        assert_eq!(reason, Some(StopReason::Enough));
+        assert_eq!(
+            text,
+            "BEGIN_EDIT_OPS\n\nThe document provides a comprehensive overview."
+        );
+        let (reason, _) =
+            watch(&["The text is fine, I think, and needs nothing at all. More words."]);
+        assert_eq!(reason, Some(StopReason::Enough));
+        // JSON, after the marker or bare: long fields and repeated
+        // sentences are the answer's own.
+        let op = r#"{"rationale": "A sentence that is long enough. A sentence that is long enough. Done."}"#;
+        let (reason, text) = watch(&["BEGIN_EDIT_OPS\n[", op, "]\nafter"]);
+        assert_eq!(reason, Some(StopReason::Complete));
+        assert_eq!(text, format!("BEGIN_EDIT_OPS\n[{op}]"));
+        let (reason, _) = watch(&["Here are the ops:\n[", op, ", ", op]);
+        assert_eq!(reason, None, "a bare array is JSON too");
+        // Regression: a Markdown link at a line's start is prose (SmolLM2
+        // wrote 1,014 tokens after one, to its cap).
+        let (reason, text) = watch(&[
+            "[12826](https://golang.org/issue/12826) suggests a different format. ",
+            "It goes on. And on.",
+        ]);
+        assert_eq!(reason, Some(StopReason::Enough));
+        assert!(text.ends_with("format."), "{text}");
+        for json in ["[", "[{\"a\": 1}]", "{ \"a\": 1 }", "[]", "  [\"x\"]"] {
+            assert!(opens_json(json), "{json}");
+        }
+        for prose in [
+            "[12826](https://x)",
+            "[see above]",
+            "{name} is set",
+            "- [x] done",
+            "",
+        ] {
+            assert!(!opens_json(prose), "{prose}");
+        }
     }
 
     #[test]

@@ -52,6 +52,12 @@ pub const ECHOES: [&str; 7] = [
     "Problems an automatic check found in this part:",
 ];
 
+/// Characters after which a worker answer written as prose instead of
+/// ops ends at its next sentence end: a few sentences are what the ladder
+/// can salvage of it (a point a person should look at), and a small model
+/// otherwise writes on to its cap.
+pub const PROSE_ANSWER_CHARS: u32 = 400;
+
 /// Where a structured answer's ops list begins.
 pub const BEGIN_MARKER: &str = "BEGIN_EDIT_OPS";
 
@@ -1262,6 +1268,7 @@ fn request(
         // writes the end marker does not run on to the cap.
         complete_after: structured.then(|| BEGIN_MARKER.to_owned()),
         echoes,
+        prose_until: structured.then_some(PROSE_ANSWER_CHARS),
     })
 }
 

@@ -41,7 +41,7 @@ pub mod verdict;
 #[cfg(test)]
 mod tests;
 
-pub use engine::{plan, Planner, ECHOES};
+pub use engine::{plan, Planner, ECHOES, PROSE_ANSWER_CHARS};
 
 use koas_review_schema::change_id::{ChangeId, IdError};
 use koas_review_schema::edit_op::ReviewPolicy;
@@ -182,6 +182,10 @@ pub struct ModelRequest {
     /// Headings of the prompt ([`ECHOES`]) where generation stops
     /// too: an answer that writes one is copying the prompt.
     pub echoes: Vec<String>,
+    /// Characters after which an answer written as prose, not ops, ends
+    /// at a sentence end ([`PROSE_ANSWER_CHARS`]; the host's prose rules
+    /// stop once a JSON value begins).
+    pub prose_until: Option<u32>,
 }
 
 /// A model's answer.
