@@ -104,7 +104,8 @@ impl LlmRequest {
     /// `ended_by: "enough"` or `"repetition"`. A small model asked for 80
     /// words otherwise writes on to the token cap: prose has no closing
     /// bracket to wait for. With [`LlmRequest::complete_json_after`] too,
-    /// these rules end an answer only while it is prose: once a JSON value
+    /// only the first rule applies (a repeated sentence is kept, for the
+    /// kernel to judge), and only while the answer is prose: once a JSON value
     /// begins (a line that opens an array or object, or the first bracket
     /// after the marker), they stop applying. Part of the request's identity
     /// (cache key).

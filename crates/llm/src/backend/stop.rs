@@ -15,8 +15,10 @@
 //! before a word that goes on in lowercase ends no sentence. Other
 //! requests never get these rules: a JSON answer's fields legitimately
 //! repeat a sentence. A request with both a "complete after" marker and
-//! `prose_until` expects JSON but may get prose instead: the prose rules
-//! end such an answer while it is prose, and stop applying as soon as a
+//! `prose_until` expects JSON but may get prose instead: the first prose
+//! rule (enough characters, then a sentence end) ends such an answer
+//! while it is prose (a sentence written again does not: the text keeps
+//! the loop for the kernel to judge), and stops applying as soon as a
 //! JSON value begins (a line that opens an array or object: `[` or `{`,
 //! then a quote, a bracket, a brace or the line's end; or the first
 //! bracket after the marker). A Markdown link at a line's start is prose.
@@ -112,6 +114,8 @@ struct ProseScan {
     /// The sentences written so far (whitespace collapsed), long enough
     /// to count as a repeat when they come back.
     seen: HashSet<String>,
+    /// Whether a sentence written again ends the answer.
+    repeats: bool,
 }
 
 /// What the text says at a candidate sentence end.
@@ -192,9 +196,11 @@ fn dot_is_not_an_end(text: &str, dot: usize) -> bool {
 }
 
 impl ProseScan {
-    fn new(enough: usize) -> Self {
+    /// `repeats`: a sentence written again ends the answer too.
+    fn new(enough: usize, repeats: bool) -> Self {
         ProseScan {
             enough,
+            repeats,
             at: 0,
             sentence_start: 0,
             seen: HashSet::new(),
@@ -285,7 +291,10 @@ impl ProseScan {
                         .collect::<Vec<_>>()
                         .join(" ");
                     let nonblank = sentence.chars().filter(|c| !c.is_whitespace()).count();
-                    if nonblank >= MIN_REPEATED_SENTENCE_CHARS && !self.seen.insert(sentence) {
+                    if self.repeats
+                        && nonblank >= MIN_REPEATED_SENTENCE_CHARS
+                        && !self.seen.insert(sentence)
+                    {
                         let cut = text[..self.sentence_start].trim_end().len();
                         return Some((cut, StopReason::Repetition));
                     }
@@ -340,7 +349,10 @@ impl<'a> StopWatch<'a> {
             stopped: None,
             json: JsonScan::default(),
             line_starts: vec![0],
-            prose: prose_until.map(|chars| ProseScan::new(chars as usize)),
+            // An answer meant to be JSON keeps the sentences it repeats:
+            // the kernel reading it tells a loop from a point.
+            prose: prose_until
+                .map(|chars| ProseScan::new(chars as usize, complete_after.is_empty())),
         }
     }
 
@@ -792,6 +804,14 @@ mod tests {
         let (reason, _) =
             watch(&["The text is fine, I think, and needs nothing at all. More words."]);
         assert_eq!(reason, Some(StopReason::Enough));
+        // A loop is kept up to the first sentence end past the threshold,
+        // for the kernel to see it loops.
+        let (reason, text) = watch(&["Let me think about the section. Let me think about the section. Let me think about the section."]);
+        assert_eq!(reason, Some(StopReason::Enough));
+        assert_eq!(
+            text,
+            "Let me think about the section. Let me think about the section."
+        );
         // JSON, after the marker or bare: long fields and repeated
         // sentences are the answer's own.
         let op = r#"{"rationale": "A sentence that is long enough. A sentence that is long enough. Done."}"#;

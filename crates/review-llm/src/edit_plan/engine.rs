@@ -1331,8 +1331,28 @@ fn degenerate(
         {
             Some("token_budget_burnt")
         }
+        // Prose now ends at a sentence end past a few hundred characters
+        // (the host's prose rule): a loop shows as a sentence written
+        // again, where before it ran on to the cap.
+        ExtractionMethod::FreeformSalvage
+            if !answer.stopped_at_marker
+                && !ladder.no_changes
+                && repeats_a_sentence(&answer.text) =>
+        {
+            Some("repeated_sentence")
+        }
         _ => None,
     }
+}
+
+/// Whether `text` writes one sentence (20 non-blank characters or more,
+/// whitespace collapsed) twice.
+fn repeats_a_sentence(text: &str) -> bool {
+    let mut seen = HashSet::new();
+    text.split_inclusive(['.', '!', '?', '\n'])
+        .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "))
+        .filter(|s| s.chars().filter(|c| !c.is_whitespace()).count() >= 20)
+        .any(|s| !seen.insert(s))
 }
 
 /// Asks the chunk again at temperature `to`, recorded as a `retry`.

@@ -237,7 +237,7 @@ impl Cut<'_, '_> {
     fn shows_prose(&self, start: LineNo, end: LineNo) -> bool {
         self.text(start, end)
             .lines()
-            .any(|l| !l.trim().is_empty() && !(l.starts_with('[') && l.ends_with(", not shown]")))
+            .any(|l| !(l.trim().is_empty() || l.starts_with('[') && l.ends_with(", not shown]")))
     }
 
     /// Lines `start..=end` as a summary prompt shows them: each code
