@@ -68,6 +68,31 @@ const MIN_RUN_CHARS: usize = 12;
 /// writes on purpose 64 times in a row.
 const MIN_SHORT_REPEAT_CHARS: usize = 64;
 
+/// A run of lines that comes back with only its numbers changed, this
+/// many times in a row, is a loop that counts (`1 | …`, `2 | …`); ten
+/// numbered steps are not.
+const COUNTED_REPEATS: usize = 16;
+/// The fewest repeats of a short counted run (`[1]`, `[2]`, …).
+const COUNTED_SHORT_REPEATS: usize = COUNTED_REPEATS;
+
+/// `line` with each run of digits replaced by one `#`.
+fn digits_as_hash(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut in_number = false;
+    for c in line.chars() {
+        if c.is_ascii_digit() {
+            if !in_number {
+                out.push('#');
+            }
+            in_number = true;
+        } else {
+            out.push(c);
+            in_number = false;
+        }
+    }
+    out
+}
+
 /// Where a JSON value after a "complete after" marker stands.
 #[derive(Debug, Default)]
 struct JsonScan {
@@ -323,6 +348,9 @@ pub(crate) struct StopWatch<'a> {
     json: JsonScan,
     /// Byte offsets where each complete line of `text` starts.
     line_starts: Vec<usize>,
+    /// Each complete line with its runs of digits as `#`, for the loops
+    /// that count (`[1]`, `[2]`, …).
+    counted: Vec<String>,
     /// The prose rules, for a prose answer only.
     prose: Option<ProseScan>,
 }
@@ -349,6 +377,7 @@ impl<'a> StopWatch<'a> {
             stopped: None,
             json: JsonScan::default(),
             line_starts: vec![0],
+            counted: Vec::new(),
             // An answer meant to be JSON keeps the sentences it repeats:
             // the kernel reading it tells a loop from a point.
             prose: prose_until
@@ -467,6 +496,8 @@ impl<'a> StopWatch<'a> {
         let mut search = old_len;
         while let Some(nl) = self.text[search..].find('\n') {
             let end = search + nl + 1;
+            let line = &self.text[*self.line_starts.last().unwrap_or(&0)..end];
+            self.counted.push(digits_as_hash(line));
             self.line_starts.push(end);
             search = end;
             if found.is_none() {
@@ -505,6 +536,50 @@ impl<'a> StopWatch<'a> {
             if (1..repeats).all(|k| run(k) == last) {
                 let first = lines - repeats * period;
                 return Some(starts[first + period]);
+            }
+        }
+        // Inside a JSON value the lines are the answer's own.
+        if self.json.depth > 0 {
+            return None;
+        }
+        self.counting_run().map(|first| starts[first])
+    }
+
+    /// A loop that counts: a run of 1 to [`MAX_PERIOD`] lines that comes
+    /// back with only its numbers changed, [`COUNTED_REPEATS`] times in a
+    /// row (a short run: until its repeats hold [`MIN_SHORT_REPEAT_CHARS`]
+    /// non-blank characters, and at least [`COUNTED_SHORT_REPEATS`]
+    /// times). A run with a double quote is left alone: JSON objects that
+    /// differ only by a number are answers. Returns the index of the
+    /// line after the run's first occurrence.
+    fn counting_run(&self) -> Option<usize> {
+        let counted = &self.counted;
+        let lines = counted.len();
+        for period in 1..=MAX_PERIOD {
+            if period * REPEATS > lines {
+                break;
+            }
+            let run = |k: usize| &counted[lines - (k + 1) * period..lines - k * period];
+            let last = run(0);
+            if last.iter().any(|l| l.contains('"')) || !last.iter().any(|l| l.contains('#')) {
+                continue;
+            }
+            let chars: usize = last
+                .iter()
+                .map(|l| l.chars().filter(|c| !c.is_whitespace()).count())
+                .sum();
+            let repeats = match chars {
+                0 => continue,
+                c if c < MIN_RUN_CHARS => MIN_SHORT_REPEAT_CHARS
+                    .div_ceil(c)
+                    .max(COUNTED_SHORT_REPEATS),
+                _ => COUNTED_REPEATS,
+            };
+            if period * repeats > lines {
+                continue;
+            }
+            if (1..repeats).all(|k| run(k) == last) {
+                return Some(lines - repeats * period + period);
             }
         }
         None
@@ -633,6 +708,48 @@ mod tests {
             assert!(pushed < 200, "never cut");
         }
         assert_eq!(pushed + 1, 64);
+    }
+
+    #[test]
+    fn regression_loops_that_count_are_cut() {
+        // SmolLM2 answered edit requests with "[1]\n[2]\n…" to its cap
+        // (1,024 tokens), "1 |\n2 |\n…", and a sentence after each number.
+        let cut_after = |line: &dyn Fn(usize) -> String| {
+            let mut w = StopWatch::new(&[], &[], None);
+            let mut n = 0;
+            while !w.push(&line(n)) {
+                n += 1;
+                assert!(n < 500, "never cut");
+            }
+            assert_eq!(w.reason(), Some(StopReason::Repetition));
+            (n + 1, w.into_text())
+        };
+        let (n, text) = cut_after(&|i| format!("[{}]\n", i + 1));
+        assert_eq!((n, text.as_str()), (22, "[1]\n"));
+        assert_eq!(cut_after(&|i| format!("{} |\n", i + 1)).0, 32);
+        let (n, text) =
+            cut_after(&|i| format!("{}\n\nThe document's language is English.\n", i + 1));
+        assert_eq!(n, 16);
+        assert_eq!(text, "1\n\nThe document's language is English.\n");
+        // JSON objects that differ by a number, and numbered prose, are
+        // not loops.
+        let mut w = StopWatch::new(&[], &[], None);
+        for i in 0..40 {
+            assert!(!w.push(&format!(
+                "{{\"action\": \"replace\", \"line\": {i}, \"before_text\": \"teh\"}},\n"
+            )));
+        }
+        let mut w = StopWatch::new(&[], &[], None);
+        for i in 0..15 {
+            assert!(!w.push(&format!("Step {i} of the procedure is done.\n")));
+        }
+        // Inside a JSON value after the marker, numbers are the answer's.
+        let begin = vec!["BEGIN".to_owned()];
+        let mut w = StopWatch::new(&[], &begin, None);
+        assert!(!w.push("BEGIN\n[\n"));
+        for i in 0..40 {
+            assert!(!w.push(&format!("{i},\n")));
+        }
     }
 
     #[test]
