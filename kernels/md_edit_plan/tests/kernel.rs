@@ -54,8 +54,19 @@ fn worker(calls: Arc<AtomicUsize>) -> impl Fn(&LlmRequest) -> Result<String, Str
         calls.fetch_add(1, Ordering::SeqCst);
         assert_eq!(r.role, "edit");
         assert!(r.prompt.contains("français"), "{}", r.prompt);
-        assert_eq!(r.stop_markers, ["END_EDIT_OPS"]);
+        // The end marker, then the prompt's headings: an answer that
+        // writes one is copying its prompt.
+        assert_eq!(r.stop_markers[0], "END_EDIT_OPS");
+        assert!(r.stop_markers.contains(&"Text to review (".to_owned()));
+        assert!(r.stop_markers[1..]
+            .iter()
+            .all(|m| koas_review_llm::edit_plan::ECHOES.contains(&m.as_str())
+                && r.prompt.contains(m.as_str())));
         assert_eq!(r.complete_after, ["BEGIN_EDIT_OPS"]);
+        assert_eq!(
+            r.prose_until,
+            Some(koas_review_llm::edit_plan::PROSE_ANSWER_CHARS)
+        );
         if r.prompt.contains("décrit les controles") {
             Ok("BEGIN_EDIT_OPS\n[{\"action\": \"replace\", \"line\": 1, \"before_text\": \"les controles\", \"after_text\": \"les contrôles\", \"kind\": \"typo\"}]\nEND_EDIT_OPS".into())
         } else if r.prompt.contains("[[CODE_BLOCK_0]]") {
