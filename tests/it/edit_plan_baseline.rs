@@ -148,19 +148,7 @@ fn script(r: &ModelRequest) -> ModelAnswer {
 fn record_the_edit_plan_baseline() {
     let model = ScriptedModel::start(script);
     let dir = tempfile::tempdir().expect("tmp");
-    let pipeline = fixture().join("pipeline.toml");
-    let out = koas(
-        dir.path(),
-        &[
-            "-q",
-            "run",
-            &pipeline.to_string_lossy(),
-            "-w",
-            "ws",
-            "--llm-endpoint",
-            &model.url(),
-        ],
-    );
+    let out = scripted_run(dir.path(), &model.url(), &[]);
     assert_code(&out, 0, "the recording run");
     std::fs::copy(
         dir.path().join("ws/llm/exchanges.jsonl"),
@@ -196,25 +184,11 @@ fn changes(ws: &Path) -> Vec<(u64, u64, String, String, String)> {
 /// shown, is answered at the first ask.
 #[test]
 fn placeholders_for_protected_blocks_record_the_same_changes() {
-    let pipeline = fixture().join("pipeline.toml");
     let run = |show: bool| {
         let model = ScriptedModel::start(script);
         let dir = tempfile::tempdir().expect("tmp");
         let set = format!("md_edit_plan.show_protected={show}");
-        let out = koas(
-            dir.path(),
-            &[
-                "-q",
-                "run",
-                &pipeline.to_string_lossy(),
-                "-w",
-                "ws",
-                "--llm-endpoint",
-                &model.url(),
-                "--set",
-                &set,
-            ],
-        );
+        let out = scripted_run(dir.path(), &model.url(), &["--set", &set]);
         assert_code(&out, 0, "the scripted run");
         let requests = model.requests();
         let chars: usize = requests.iter().map(|r| r.prompt.chars().count()).sum();
@@ -291,6 +265,16 @@ struct Run {
     asks: BTreeMap<String, u64>,
     /// Summary requests.
     summaries: usize,
+}
+
+/// The baseline pipeline run in `dir` (workspace `ws`) against the model
+/// at `url`, with `extra` arguments.
+fn scripted_run(dir: &Path, url: &str, extra: &[&str]) -> Output {
+    let pipeline = fixture().join("pipeline.toml");
+    let pipeline = pipeline.to_string_lossy();
+    let mut args = vec!["-q", "run", &pipeline, "-w", "ws", "--llm-endpoint", url];
+    args.extend_from_slice(extra);
+    koas(dir, &args)
 }
 
 fn read_json(path: &Path) -> Value {

@@ -21,7 +21,7 @@
 //! the loop for the kernel to judge), and stops applying as soon as a
 //! JSON value begins (a line that opens an array or object: `[` or `{`,
 //! then a quote, a bracket, a brace or the line's end; or the first
-//! bracket after the marker). A Markdown link at a line's start is prose.
+//! bracket after the marker). A bracketed link at a line's start is prose.
 //!
 //! [`LlmRequest::prose_until`]: koas_kernel_api::LlmRequest::prose_until
 
@@ -106,7 +106,7 @@ struct JsonScan {
 
 /// Whether `line` starts a JSON array or object: a bracket at its start,
 /// then nothing more on the line, or a quote, a bracket or a brace. A
-/// Markdown link (`[12826](https://…)`) or a bracketed word is prose.
+/// bracketed link (`[12826](https://…)`) or a bracketed word is prose.
 fn opens_json(line: &str) -> bool {
     let t = line.trim_start();
     let Some(rest) = t.strip_prefix(['[', '{']) else {
@@ -688,10 +688,10 @@ mod tests {
 
     #[test]
     fn regression_a_bracket_and_a_blank_line_looping_to_the_cap_are_cut() {
-        // SmolLM2 answered an edit request with `BEGIN_EDIT_OPS` then
+        // SmolLM2 answered a request with its opening marker then
         // "[\n\n" until its 982-token cap: 70 s of a CPU server.
         let mut w = StopWatch::new(&[], &[], None);
-        assert!(!w.push("BEGIN_EDIT_OPS\n\n"));
+        assert!(!w.push("BEGIN_ANSWER\n\n"));
         let mut pushed = 0;
         while !w.push("[\n\n") {
             pushed += 1;
@@ -699,7 +699,7 @@ mod tests {
         }
         assert_eq!(pushed + 1, 64, "cut once the repeats hold 64 brackets");
         assert_eq!(w.reason(), Some(StopReason::Repetition));
-        assert_eq!(w.text(), "BEGIN_EDIT_OPS\n\n[\n");
+        assert_eq!(w.text(), "BEGIN_ANSWER\n\n[\n");
         // A run of a single non-blank character a line, of any period.
         let mut w = StopWatch::new(&[], &[], None);
         let mut pushed = 0;
@@ -712,7 +712,7 @@ mod tests {
 
     #[test]
     fn regression_loops_that_count_are_cut() {
-        // SmolLM2 answered edit requests with "[1]\n[2]\n…" to its cap
+        // SmolLM2 answered requests with "[1]\n[2]\n…" to its cap
         // (1,024 tokens), "1 |\n2 |\n…", and a sentence after each number.
         let cut_after = |line: &dyn Fn(usize) -> String| {
             let mut w = StopWatch::new(&[], &[], None);
@@ -897,7 +897,7 @@ mod tests {
 
     #[test]
     fn an_answer_that_should_be_json_is_cut_like_prose_while_it_is_prose() {
-        let begin = vec!["BEGIN_EDIT_OPS".to_owned()];
+        let begin = vec!["BEGIN_ANSWER".to_owned()];
         let none: Vec<String> = Vec::new();
         let watch = |pieces: &[&str]| {
             let mut w = StopWatch::new(&none, &begin, Some(40));
@@ -910,13 +910,13 @@ mod tests {
         };
         // Prose, with or without the marker: ended at a sentence end.
         let (reason, text) = watch(&[
-            "BEGIN_EDIT_OPS\n\nThe document provides a comprehensive overview. ",
+            "BEGIN_ANSWER\n\nThe document provides a comprehensive overview. ",
             "It goes on and on. And on.",
         ]);
         assert_eq!(reason, Some(StopReason::Enough));
         assert_eq!(
             text,
-            "BEGIN_EDIT_OPS\n\nThe document provides a comprehensive overview."
+            "BEGIN_ANSWER\n\nThe document provides a comprehensive overview."
         );
         let (reason, _) =
             watch(&["The text is fine, I think, and needs nothing at all. More words."]);
@@ -932,12 +932,12 @@ mod tests {
         // JSON, after the marker or bare: long fields and repeated
         // sentences are the answer's own.
         let op = r#"{"rationale": "A sentence that is long enough. A sentence that is long enough. Done."}"#;
-        let (reason, text) = watch(&["BEGIN_EDIT_OPS\n[", op, "]\nafter"]);
+        let (reason, text) = watch(&["BEGIN_ANSWER\n[", op, "]\nafter"]);
         assert_eq!(reason, Some(StopReason::Complete));
-        assert_eq!(text, format!("BEGIN_EDIT_OPS\n[{op}]"));
+        assert_eq!(text, format!("BEGIN_ANSWER\n[{op}]"));
         let (reason, _) = watch(&["Here are the ops:\n[", op, ", ", op]);
         assert_eq!(reason, None, "a bare array is JSON too");
-        // Regression: a Markdown link at a line's start is prose (SmolLM2
+        // Regression: a bracketed link at a line's start is prose (SmolLM2
         // wrote 1,014 tokens after one, to its cap).
         let (reason, text) = watch(&[
             "[12826](https://golang.org/issue/12826) suggests a different format. ",
