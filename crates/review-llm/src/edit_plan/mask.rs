@@ -139,34 +139,11 @@ pub fn block_prefix(kind: BlockKind) -> Option<&'static str> {
 /// whose placeholder shape the text already holds is left as it is, so
 /// that unmasking never turns the document's own text into a block.
 pub fn mask_protected(text: &str, runs: &[(usize, usize, &'static str)]) -> Masked {
-    let lines: Vec<&str> = text.split('\n').collect();
-    let mut m = Masked::default();
-    let mut out: Vec<String> = Vec::with_capacity(lines.len());
-    let mut counts: Vec<(&str, usize)> = Vec::new();
-    let mut i = 0;
-    for &(start, end, prefix) in runs {
-        if start < i || end < start || end >= lines.len() || text.contains(&format!("[[{prefix}_"))
-        {
-            continue;
-        }
-        out.extend(lines[i..start].iter().map(|l| (*l).to_owned()));
-        let n = match counts.iter_mut().find(|(p, _)| *p == prefix) {
-            Some((_, n)) => {
-                *n += 1;
-                *n - 1
-            }
-            None => {
-                counts.push((prefix, 1));
-                0
-            }
-        };
-        let token = format!("[[{prefix}_{n}]]");
-        m.push(token.clone(), lines[start..=end].join("\n"), PROTECTED);
-        out.push(token);
-        i = end + 1;
-    }
-    out.extend(lines[i.min(lines.len())..].iter().map(|l| (*l).to_owned()));
-    m.text = out.join("\n");
+    let mut m = Masked {
+        text: text.to_owned(),
+        ..Masked::default()
+    };
+    replace_line_runs(&mut m, PROTECTED, runs);
     m
 }
 
@@ -338,27 +315,37 @@ pub fn apply_recipe(base: &Masked, options: &RecipeOptions) -> Masked {
 /// Replaces each run of lines (first, last; 0-based) with one
 /// placeholder line `[[{prefix}_N]]`.
 fn mask_line_runs(m: &mut Masked, prefix: &str, transform: &str, runs: &[(usize, usize)]) -> bool {
-    if runs.is_empty() || m.text.contains(&format!("[[{prefix}_")) {
-        return false;
-    }
+    let runs: Vec<(usize, usize, &str)> = runs.iter().map(|&(a, z)| (a, z, prefix)).collect();
+    replace_line_runs(m, transform, &runs)
+}
+
+/// Replaces each run of lines (first, last, 0-based; in order, disjoint)
+/// with one placeholder line `[[{prefix}_N]]`, N counting that prefix's
+/// placeholders; `true` when it changed the text. A run whose prefix's
+/// shape the text already holds, or out of order or range, is left as it
+/// is: unmasking must never turn the document's own text into something
+/// else.
+fn replace_line_runs(m: &mut Masked, transform: &str, runs: &[(usize, usize, &str)]) -> bool {
     let lines: Vec<&str> = m.text.split('\n').collect();
     let mut out: Vec<String> = Vec::with_capacity(lines.len());
+    let mut made: Vec<(String, String)> = Vec::new();
     let mut i = 0;
-    let mut made = Vec::new();
-    for (n, &(start, end)) in (m.count(transform)..).zip(runs.iter()) {
-        while i < start {
-            out.push(lines[i].to_owned());
-            i += 1;
+    for &(start, end, prefix) in runs {
+        let shape = format!("[[{prefix}_");
+        if start < i || end < start || end >= lines.len() || m.text.contains(&shape) {
+            continue;
         }
-        let token = format!("[[{prefix}_{n}]]");
+        out.extend(lines[i..start].iter().map(|l| (*l).to_owned()));
+        let n = made.iter().filter(|(t, _)| t.starts_with(&shape)).count();
+        let token = format!("{shape}{n}]]");
         made.push((token.clone(), lines[start..=end].join("\n")));
         out.push(token);
         i = end + 1;
     }
-    while i < lines.len() {
-        out.push(lines[i].to_owned());
-        i += 1;
+    if made.is_empty() {
+        return false;
     }
+    out.extend(lines[i..].iter().map(|l| (*l).to_owned()));
     m.text = out.join("\n");
     for (token, original) in made {
         m.push(token, original, transform);
