@@ -607,9 +607,15 @@ fn jobs_of<'a>(
     // Every piece to ask about, in document order, with the chunk it
     // comes from.
     let mut units: Vec<(Unit, usize)> = Vec::new();
-    // Requests are sized by what the model is shown.
+    // The blocks shown as placeholders, once for the document; requests
+    // are sized by what the model is shown.
+    let blocks = if options.show_protected {
+        Vec::new()
+    } else {
+        protected_runs(input.spans)
+    };
     let shown = DocLines {
-        lines: shown_lines(doc, input.spans, options.show_protected),
+        lines: shown_lines(doc, &blocks),
     };
     for (c, chunk) in input.chunks.chunks.iter().enumerate() {
         let pieces = split(
@@ -641,15 +647,17 @@ fn jobs_of<'a>(
     });
     groups
         .into_iter()
-        .map(|range| job_of(input, options, doc, &units[range]))
+        .map(|range| job_of(input, options, doc, &blocks, &units[range]))
         .collect()
 }
 
-/// The request over `units` (one piece, or adjacent chunks grouped).
+/// The request over `units` (one piece, or adjacent chunks grouped);
+/// `blocks` are the document's blocks shown as placeholders.
 fn job_of<'a>(
     input: &PlanInput<'a>,
     options: &PlanOptions,
     doc: &DocLines<'_>,
+    blocks: &[(u32, u32, &'static str)],
     units: &[(Unit, usize)],
 ) -> Result<Job<'a>, PlanError> {
     let members: Vec<Member> = if units.len() > 1 {
@@ -704,10 +712,10 @@ fn job_of<'a>(
             f
         })
         .collect();
-    let base = if options.show_protected {
+    let base = if blocks.is_empty() {
         mask_math(&text)
     } else {
-        let runs = protected_runs(input.spans, piece.line_start, piece.line_end);
+        let runs = runs_within(blocks, piece.line_start, piece.line_end);
         mask_math_in(mask_protected(&text, &runs))
     };
     let tier = compute_tier(
@@ -793,47 +801,50 @@ fn only_protected(m: &Masked) -> bool {
         })
 }
 
-/// The protected blocks of lines `start..=end` a prompt shows as
-/// placeholders: each block's first and last line (0-based from `start`,
-/// clipped to the range) and placeholder name, in order.
-fn protected_runs(
-    spans: Option<&ProtectedSpans>,
-    start: u32,
-    end: u32,
-) -> Vec<(usize, usize, &'static str)> {
-    let Some(spans) = spans else {
-        return Vec::new();
-    };
-    let mut runs: Vec<(usize, usize, &'static str)> = Vec::new();
-    for b in spans.blocks.iter().filter(|b| b.overlaps(start, end)) {
+/// The document's protected blocks a prompt shows as placeholders: each
+/// block's first and last line and placeholder name, in order and
+/// disjoint (a block nested in another, an HTML block holding a table, is
+/// covered by the first), so that a piece finds its own by bisection.
+fn protected_runs(spans: Option<&ProtectedSpans>) -> Vec<(u32, u32, &'static str)> {
+    let mut runs: Vec<(u32, u32, &'static str)> = Vec::new();
+    for b in spans.map(|s| s.blocks.as_slice()).unwrap_or_default() {
         let Some(prefix) = block_prefix(b.kind) else {
             continue;
         };
-        let (a, z) = (b.line_start.max(start), b.line_end.min(end));
-        let run = ((a - start) as usize, (z - start) as usize, prefix);
-        // Nested or overlapping blocks (an HTML block holding a table):
-        // the first one met covers them.
-        if runs.last().is_some_and(|last| run.0 <= last.1) {
+        // Out of order or inverted (a hand-made span): not trusted.
+        if b.line_end < b.line_start || runs.last().is_some_and(|last| b.line_start <= last.1) {
             continue;
         }
-        runs.push(run);
+        runs.push((b.line_start, b.line_end, prefix));
     }
     runs
 }
 
+/// The blocks of `blocks` within lines `start..=end`, clipped to them, as
+/// lines 0-based from `start` (a piece's text).
+fn runs_within(
+    blocks: &[(u32, u32, &'static str)],
+    start: u32,
+    end: u32,
+) -> Vec<(usize, usize, &'static str)> {
+    let first = blocks.partition_point(|b| b.1 < start);
+    blocks[first..]
+        .iter()
+        .take_while(|b| b.0 <= end)
+        .map(|&(a, z, prefix)| {
+            let (a, z) = (a.max(start), z.min(end));
+            ((a - start) as usize, (z - start) as usize, prefix)
+        })
+        .collect()
+}
+
 /// The document's lines as a prompt shows them, for sizing requests: a
-/// protected block shown as a placeholder counts as one short line.
-fn shown_lines<'d>(
-    doc: &DocLines<'d>,
-    spans: Option<&ProtectedSpans>,
-    show_protected: bool,
-) -> Vec<&'d str> {
+/// block shown as a placeholder counts as one short line.
+fn shown_lines<'d>(doc: &DocLines<'d>, blocks: &[(u32, u32, &'static str)]) -> Vec<&'d str> {
     let mut lines = doc.lines.clone();
-    if show_protected {
-        return lines;
-    }
-    for (a, z, _) in protected_runs(spans, 1, doc.len()) {
-        if let Some(run) = lines.get_mut(a..=z) {
+    for &(a, z, _) in blocks {
+        let lo = (a.max(1) - 1) as usize;
+        if let Some(run) = lines.get_mut(lo..(z as usize).min(doc.lines.len())) {
             for (k, line) in run.iter_mut().enumerate() {
                 *line = if k == 0 { "[[BLOCK_0]]" } else { "" };
             }

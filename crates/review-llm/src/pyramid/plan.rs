@@ -123,7 +123,7 @@ pub fn plan(
     }
     let mut nodes = Vec::new();
     let cut = Cut {
-        spans,
+        hidden: hidden_blocks(spans),
         index: &index,
         chunks,
         options,
@@ -224,8 +224,25 @@ fn shown_as(block: &ProtectedSpan) -> Option<String> {
     }
 }
 
+/// The blocks summary prompts hide: first and last line and what each
+/// is called, in order and disjoint (a nested, inverted or out-of-order
+/// span is not trusted), so that a node finds its own by bisection.
+fn hidden_blocks(spans: Option<&ProtectedSpans>) -> Vec<(LineNo, LineNo, String)> {
+    let mut hidden: Vec<(LineNo, LineNo, String)> = Vec::new();
+    for b in spans.map(|s| s.blocks.as_slice()).unwrap_or_default() {
+        let Some(what) = shown_as(b) else {
+            continue;
+        };
+        if b.line_end < b.line_start || hidden.last().is_some_and(|h| b.line_start <= h.1) {
+            continue;
+        }
+        hidden.push((b.line_start, b.line_end, what));
+    }
+    hidden
+}
+
 struct Cut<'a, 'b> {
-    spans: Option<&'a ProtectedSpans>,
+    hidden: Vec<(LineNo, LineNo, String)>,
     index: &'a LineIndex<'b>,
     chunks: &'a ChunkPlan,
     options: PlanOptions,
@@ -251,20 +268,9 @@ impl Cut<'_, '_> {
         }
         let mut out = String::new();
         let mut next = start;
-        let hidden = self
-            .spans
-            .map(|s| s.blocks.as_slice())
-            .unwrap_or_default()
-            .iter()
-            .filter(|b| b.overlaps(start, end));
-        for block in hidden {
-            let (a, z) = (block.line_start.max(start), block.line_end.min(end));
-            let Some(what) = shown_as(block) else {
-                continue;
-            };
-            if a < next {
-                continue;
-            }
+        let first = self.hidden.partition_point(|h| h.1 < start);
+        for (line_start, line_end, what) in self.hidden[first..].iter().take_while(|h| h.0 <= end) {
+            let (a, z) = ((*line_start).max(start), (*line_end).min(end));
             if a > next {
                 out.push_str(self.index.lines_text(next, a - 1));
                 out.push('\n');
@@ -437,6 +443,43 @@ mod tests {
             .iter()
             .any(|n| matches!(&n.source, Source::Text(t) if t.contains("fmt.Println(2)"))));
         assert!(all.iter().any(|n| n.node_id == "S0"));
+    }
+
+    #[test]
+    fn regression_an_inverted_or_nested_span_hides_nothing_it_should_not() {
+        // Spans a host or a person may hand in: ending before they start
+        // (the shown line's count once underflowed), or inside another.
+        let text = "# A\n\nOne.\n\n```\ncode\n```\n\nTwo.\n";
+        let s = stage1::run("doc.md", text, ChunkConfig::default()).expect("stage 1");
+        let mut spans = s.spans.clone();
+        let mut inverted = spans.blocks[0].clone();
+        (inverted.line_start, inverted.line_end) = (9, 3);
+        let mut nested = spans.blocks[0].clone();
+        (nested.line_start, nested.line_end) = (6, 6);
+        spans.blocks.extend([nested, inverted]);
+        let nodes = plan(
+            text,
+            &s.structure.sections,
+            &s.chunks,
+            "Doc",
+            Some(&spans),
+            PlanOptions {
+                levels: 4,
+                max_input_tokens: 10_000,
+            },
+        )
+        .expect("plan");
+        let shown: Vec<&str> = nodes
+            .iter()
+            .filter_map(|n| match &n.source {
+                Source::Text(t) => Some(t.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            shown,
+            ["# A\n\nOne.\n\n[code block, 3 lines, not shown]\n\nTwo."]
+        );
     }
 
     fn ids(nodes: &[PlanNode], level: u8) -> Vec<&str> {
