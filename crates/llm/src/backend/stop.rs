@@ -93,6 +93,42 @@ fn digits_as_hash(line: &str) -> String {
     out
 }
 
+/// Non-blank characters of `lines`.
+fn non_blank(lines: &[&str]) -> usize {
+    lines
+        .iter()
+        .map(|l| l.chars().filter(|c| !c.is_whitespace()).count())
+        .sum()
+}
+
+/// Of `n` lines (`line(k)` the k-th), a run of 1 to [`MAX_PERIOD`] lines
+/// with which they end `repeats(run)` times in a row (`None`: a run not
+/// to cut): the index of the line after the run's first occurrence.
+fn repeated_tail<'t>(
+    n: usize,
+    line: impl Fn(usize) -> &'t str,
+    repeats: impl Fn(&[&'t str]) -> Option<usize>,
+) -> Option<usize> {
+    for period in 1..=MAX_PERIOD {
+        if period * REPEATS > n {
+            break;
+        }
+        let last: Vec<&str> = (n - period..n).map(&line).collect();
+        let Some(times) = repeats(&last) else {
+            continue;
+        };
+        if period * times > n {
+            continue;
+        }
+        // The k-th run from the end (0 = the last one) is the same.
+        let same = |k: usize| (0..period).all(|j| line(n - (k + 1) * period + j) == last[j]);
+        if (1..times).all(same) {
+            return Some(n - times * period + period);
+        }
+    }
+    None
+}
+
 /// Where a JSON value after a "complete after" marker stands.
 #[derive(Debug, Default)]
 struct JsonScan {
@@ -509,80 +545,48 @@ impl<'a> StopWatch<'a> {
 
     /// Looks at the last complete lines for a run of 1 to [`MAX_PERIOD`]
     /// lines that occurs [`REPEATS`] times in a row at the end (a short
-    /// run: until its repeats hold [`MIN_SHORT_REPEAT_CHARS`]).
+    /// run: until its repeats hold [`MIN_SHORT_REPEAT_CHARS`]); then for a
+    /// loop that counts: a run that comes back with only its numbers
+    /// changed, [`COUNTED_REPEATS`] times in a row (a short run: until its
+    /// repeats hold [`MIN_SHORT_REPEAT_CHARS`] non-blank characters, and
+    /// at least [`COUNTED_SHORT_REPEATS`] times). A counted run with a
+    /// double quote is left alone: JSON objects that differ only by a
+    /// number are answers. Returns where the run's first occurrence ends.
     fn repeated_run(&self) -> Option<usize> {
         let starts = &self.line_starts;
         // starts[k] .. starts[k+1] is line k; the last entry is the end.
-        let lines = starts.len() - 1;
-        for period in 1..=MAX_PERIOD {
-            if period * REPEATS > lines {
-                break;
-            }
-            let run = |k: usize| {
-                // The k-th run from the end (0 = the last one).
-                let first = lines - (k + 1) * period;
-                &self.text[starts[first]..starts[first + period]]
-            };
-            let last = run(0);
-            let chars = last.chars().filter(|c| !c.is_whitespace()).count();
-            let repeats = match chars {
-                0 => continue,
-                c if c < MIN_RUN_CHARS => MIN_SHORT_REPEAT_CHARS.div_ceil(c),
-                _ => REPEATS,
-            };
-            if period * repeats > lines {
-                continue;
-            }
-            if (1..repeats).all(|k| run(k) == last) {
-                let first = lines - repeats * period;
-                return Some(starts[first + period]);
-            }
-        }
+        let exact = repeated_tail(
+            starts.len() - 1,
+            |k| &self.text[starts[k]..starts[k + 1]],
+            |run| match non_blank(run) {
+                0 => None,
+                c if c < MIN_RUN_CHARS => Some(MIN_SHORT_REPEAT_CHARS.div_ceil(c)),
+                _ => Some(REPEATS),
+            },
+        );
         // Inside a JSON value the lines are the answer's own.
-        if self.json.depth > 0 {
-            return None;
+        if exact.is_some() || self.json.depth > 0 {
+            return exact.map(|k| starts[k]);
         }
-        self.counting_run().map(|first| starts[first])
-    }
-
-    /// A loop that counts: a run of 1 to [`MAX_PERIOD`] lines that comes
-    /// back with only its numbers changed, [`COUNTED_REPEATS`] times in a
-    /// row (a short run: until its repeats hold [`MIN_SHORT_REPEAT_CHARS`]
-    /// non-blank characters, and at least [`COUNTED_SHORT_REPEATS`]
-    /// times). A run with a double quote is left alone: JSON objects that
-    /// differ only by a number are answers. Returns the index of the
-    /// line after the run's first occurrence.
-    fn counting_run(&self) -> Option<usize> {
-        let counted = &self.counted;
-        let lines = counted.len();
-        for period in 1..=MAX_PERIOD {
-            if period * REPEATS > lines {
-                break;
-            }
-            let run = |k: usize| &counted[lines - (k + 1) * period..lines - k * period];
-            let last = run(0);
-            if last.iter().any(|l| l.contains('"')) || !last.iter().any(|l| l.contains('#')) {
-                continue;
-            }
-            let chars: usize = last
-                .iter()
-                .map(|l| l.chars().filter(|c| !c.is_whitespace()).count())
-                .sum();
-            let repeats = match chars {
-                0 => continue,
-                c if c < MIN_RUN_CHARS => MIN_SHORT_REPEAT_CHARS
-                    .div_ceil(c)
-                    .max(COUNTED_SHORT_REPEATS),
-                _ => COUNTED_REPEATS,
-            };
-            if period * repeats > lines {
-                continue;
-            }
-            if (1..repeats).all(|k| run(k) == last) {
-                return Some(lines - repeats * period + period);
-            }
-        }
-        None
+        let counted = repeated_tail(
+            self.counted.len(),
+            |k| self.counted[k].as_str(),
+            |run| {
+                if run.iter().any(|l| l.contains('"')) || !run.iter().any(|l| l.contains('#')) {
+                    return None;
+                }
+                match non_blank(run) {
+                    0 => None,
+                    c if c < MIN_RUN_CHARS => Some(
+                        MIN_SHORT_REPEAT_CHARS
+                            .div_ceil(c)
+                            .max(COUNTED_SHORT_REPEATS),
+                    ),
+                    _ => Some(COUNTED_REPEATS),
+                }
+            },
+        );
+        counted.map(|k| starts[k])
     }
 
     /// The text so far, cut where the answer ended once it did.
