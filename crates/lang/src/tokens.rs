@@ -128,28 +128,69 @@ fn is_identifier_like(core: &str) -> bool {
 
 /// The words of `text` a dictionary may judge, in order.
 pub fn words(text: &str) -> Vec<Token<'_>> {
-    // Sized for prose (a word about every six bytes): growing the two
-    // lists cost a fifth of the work on a large document.
+    // Sized for prose (a word about every six bytes): growing the list
+    // cost a fifth of the work on a large document.
     let mut out = Vec::with_capacity(text.len() / 6 + 1);
-    let mut sentence_start = true;
+    let mut state = Reading {
+        sentence_start: true,
+        emphasis_open: false,
+    };
+    let bytes = text.as_bytes();
     let mut start = None;
-    let mut pieces: Vec<(usize, usize)> = Vec::with_capacity(text.len() / 5 + 1);
-    for (i, c) in text.char_indices() {
-        if c.is_whitespace() || c == BLANK {
+    let mut i = 0;
+    while i < bytes.len() {
+        // Bytes, not chars: almost all of a paragraph is ASCII, and
+        // decoding each char was most of the cost of reading it.
+        let b = bytes[i];
+        let (separates, width) = if b.is_ascii() {
+            (b.is_ascii_whitespace() || b == 0x0b || b == BLANK as u8, 1)
+        } else {
+            match text[i..].chars().next() {
+                Some(c) => (c.is_whitespace(), c.len_utf8()),
+                None => break,
+            }
+        };
+        if separates {
             if let Some(s) = start.take() {
-                pieces.push((s, i));
+                state.piece(text, s, i, &mut out);
             }
         } else if start.is_none() {
             start = Some(i);
         }
+        i += width;
     }
     if let Some(s) = start {
-        pieces.push((s, text.len()));
+        state.piece(text, s, text.len(), &mut out);
     }
-    // Inside `*an emphasised phrase*` across pieces.
-    let mut emphasis_open = false;
-    for (s, e) in pieces {
+    out
+}
+
+/// Where the reading of a paragraph stands between two pieces of text.
+struct Reading {
+    /// The next word opens a sentence.
+    sentence_start: bool,
+    /// Inside `*an emphasised phrase*` across pieces.
+    emphasis_open: bool,
+}
+
+impl Reading {
+    /// Reads the piece `text[s..e]` (no whitespace in it).
+    fn piece<'a>(&mut self, text: &'a str, s: usize, e: usize, out: &mut Vec<Token<'a>>) {
         let piece = &text[s..e];
+        // Most pieces are a plain word ("the", "Server"): a word, no
+        // emphasis mark, no sentence end; nothing else to work out.
+        let b = piece.as_bytes();
+        if b[0].is_ascii_alphabetic() && b[1..].iter().all(u8::is_ascii_lowercase) {
+            out.push(Token {
+                text: piece,
+                start: s,
+                end: e,
+                sentence_start: self.sentence_start,
+                emphasised: self.emphasis_open,
+            });
+            self.sentence_start = false;
+            return;
+        }
         let opens = piece
             .trim_start_matches(['(', '[', '"', '\'', '«', '“'])
             .starts_with(['*', '_']);
@@ -160,8 +201,8 @@ pub fn words(text: &str) -> Vec<Token<'_>> {
                     text: core,
                     start: s + core_start,
                     end: s + core_start + core.len(),
-                    sentence_start,
-                    emphasised: lead.contains(['*', '_']) || emphasis_open,
+                    sentence_start: self.sentence_start,
+                    emphasised: lead.contains(['*', '_']) || self.emphasis_open,
                 });
             }
         }
@@ -169,13 +210,12 @@ pub fn words(text: &str) -> Vec<Token<'_>> {
             .trim_end_matches(['.', ',', ';', ':', '!', '?', ')', ']', '"', '\'', '»', '”'])
             .ends_with(['*', '_']);
         if opens && !closes {
-            emphasis_open = true;
+            self.emphasis_open = true;
         } else if closes {
-            emphasis_open = false;
+            self.emphasis_open = false;
         }
-        sentence_start = ends_sentence(piece) || is_marker(piece);
+        self.sentence_start = ends_sentence(piece) || is_marker(piece);
     }
-    out
 }
 
 /// The piece without its leading and trailing punctuation, with the
@@ -226,6 +266,9 @@ fn is_word(core: &str) -> bool {
 
 /// The lower-case form a word is counted under.
 pub fn fold(word: &str) -> String {
+    if word.is_ascii() {
+        return word.to_ascii_lowercase();
+    }
     word.chars()
         .map(|c| if c == '’' { '\'' } else { c })
         .flat_map(char::to_lowercase)
