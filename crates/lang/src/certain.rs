@@ -2,7 +2,7 @@
 
 /// Letters an edit may add or put in place of another: the Latin
 /// alphabet and the accented letters of French.
-const LETTERS: &str = "abcdefghijklmnopqrstuvwxyzàâäçéèêëîïôöùûüÿœæ";
+pub(crate) const LETTERS: &str = "abcdefghijklmnopqrstuvwxyzàâäçéèêëîïôöùûüÿœæ";
 
 /// Every string one edit from `word` (a letter added, dropped, changed,
 /// or two neighbours swapped), lower-case letters only, without repeats.

@@ -14,6 +14,7 @@
 //!   they need Harper's dictionary and its part-of-speech tagger, about a
 //!   second to load and a tenth of a megabyte of text a second.
 
+use crate::certain::{one_edit, LETTERS};
 use crate::grammar::Hit;
 use crate::tokens::Token;
 use crate::{Dialect, IssueKind};
@@ -272,6 +273,36 @@ impl English {
         false
     }
 
+    /// The words one edit from `word` (lower-case) that the dictionary
+    /// knows, in the order of the alphabet: what [`one_edit`] gives and
+    /// [`English::knows`] accepts, read from the word list in one pass of
+    /// an automaton rather than looked up one by one (a ten-letter word
+    /// has about a thousand strings one edit away).
+    pub fn near(&self, word: &str) -> Vec<String> {
+        // The automaton's edits may bring in any character of the list;
+        // with a word of the edit letters only, a candidate made of them
+        // is one whose edit used one. Other words (an apostrophe, a
+        // hyphen) take the long way, where `knows` also reads
+        // possessives and compounds.
+        if !word.chars().all(|c| LETTERS.contains(c)) {
+            return one_edit(word)
+                .into_iter()
+                .filter(|c| self.knows(c))
+                .collect();
+        }
+        let dfa = NEAR[0].build_dfa(word);
+        let mut stream = self.words.search(&dfa).into_stream();
+        let mut out = Vec::new();
+        while let Some(bytes) = stream.next() {
+            if let Ok(w) = std::str::from_utf8(bytes) {
+                if w != word && w.chars().all(|c| LETTERS.contains(c)) {
+                    out.push(w.to_owned());
+                }
+            }
+        }
+        out
+    }
+
     /// Dictionary words within `max_distance` (1 or 2) edits of `word`
     /// (lower-case), at most `limit`, in the order of the alphabet.
     pub fn candidates(&self, word: &str, max_distance: u8, limit: usize) -> Vec<String> {
@@ -510,6 +541,42 @@ pub(crate) mod tests {
         assert!(EN
             .candidates("explnais", 2, 50)
             .contains(&"explains".to_owned()));
+    }
+
+    #[test]
+    fn near_words_are_the_known_one_edit_strings() {
+        // Every 499th word of the list, a slip of it (its last two
+        // letters swapped), and words with an apostrophe or a hyphen.
+        let mut words = vec![
+            "cafe".to_owned(),
+            "naive".to_owned(),
+            "dont".to_owned(),
+            "user's".to_owned(),
+            "read-onyl".to_owned(),
+            "teh".to_owned(),
+            "a".to_owned(),
+        ];
+        let mut stream = EN.words.stream();
+        let mut k = 0usize;
+        while let Some(bytes) = stream.next() {
+            k += 1;
+            if k % 499 == 0 {
+                let w = String::from_utf8_lossy(bytes).into_owned();
+                let mut c: Vec<char> = w.chars().collect();
+                let n = c.len();
+                if n >= 2 {
+                    c.swap(n - 2, n - 1);
+                }
+                words.push(c.into_iter().collect());
+                words.push(w);
+            }
+        }
+        assert!(words.len() > 100);
+        for w in &words {
+            let slow: Vec<String> = one_edit(w).into_iter().filter(|c| EN.knows(c)).collect();
+            assert_eq!(EN.near(w), slow, "{w}");
+        }
+        assert!(EN.near("cafe").contains(&"café".to_owned()));
     }
 
     #[test]

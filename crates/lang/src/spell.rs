@@ -96,6 +96,21 @@ impl<'c> Dicts<'c> {
         })
     }
 
+    /// The words one edit from `lower` that `lang`'s dictionary knows,
+    /// in the order of the alphabet.
+    fn near(&self, lang: Lang, lower: &str) -> Result<Vec<String>, LangError> {
+        Ok(match lang {
+            Lang::En => self.english()?.near(lower),
+            Lang::Fr => {
+                let french = self.french()?;
+                one_edit(lower)
+                    .into_iter()
+                    .filter(|c| french.knows(c))
+                    .collect()
+            }
+        })
+    }
+
     /// `true` when `lang`'s dictionary knows `word`.
     fn knows(&self, lang: Lang, word: &str) -> Result<bool, LangError> {
         Ok(match lang {
@@ -114,10 +129,6 @@ struct DocumentWords {
     names: FxHashSet<String>,
     /// The glossary's terms, folded.
     terms: FxHashSet<String>,
-    /// How many distinct forms of the document share each stem (a form
-    /// without one of [`INFLECTIONS`]): "Recetter" and "recettons" are two
-    /// forms of "recett".
-    stems: FxHashMap<String, u32>,
 }
 
 /// Endings of inflected forms, English and French, longest first.
@@ -162,15 +173,6 @@ impl DocumentWords {
             *counts.entry(folded).or_default() += n;
         }
         let names: FxHashSet<String> = named.into_iter().map(fold).collect();
-        let mut stems: FxHashMap<String, u32> = FxHashMap::default();
-        for form in counts.keys() {
-            let mut seen = FxHashSet::default();
-            for stem in stems_of(form) {
-                if seen.insert(stem) {
-                    *stems.entry(stem.to_owned()).or_default() += 1;
-                }
-            }
-        }
         let terms = terms
             .iter()
             .flat_map(|t| t.split_whitespace())
@@ -180,12 +182,29 @@ impl DocumentWords {
             counts,
             names,
             terms,
-            stems,
         }
     }
 
     fn count(&self, folded: &str) -> u32 {
         self.counts.get(folded).copied().unwrap_or(0)
+    }
+
+    /// How many distinct forms of the document have `stem` among their
+    /// [`stems_of`]: "Recetter" and "recettons" are two forms of
+    /// "recett". Asked of the few words no dictionary knows, so worked
+    /// out then rather than for every word of the document.
+    fn forms_of_stem(&self, stem: &str) -> u32 {
+        let mut n = u32::from(self.counts.contains_key(stem));
+        if stem.chars().count() >= 4 {
+            let mut form = String::with_capacity(stem.len() + 8);
+            for end in INFLECTIONS {
+                form.clear();
+                form.push_str(stem);
+                form.push_str(end);
+                n += u32::from(self.counts.contains_key(form.as_str()));
+            }
+        }
+        n
     }
 }
 
@@ -202,6 +221,10 @@ struct Verdict {
 /// or would not make it a name: every such occurrence gets the same
 /// verdict.
 type WordKey<'t> = (Lang, &'t str, bool);
+
+/// A distinct word, with the paragraph and the token where it first
+/// appears.
+type First<'t> = (WordKey<'t>, usize, usize);
 
 /// Checks one document (see [`Checker::check`]). The paragraphs' words and
 /// the verdicts on distinct words are worked out on every core; the
@@ -226,50 +249,33 @@ pub(crate) fn check_document(
         french_text: langs.contains(&Some(Lang::Fr)),
         loaded: Mutex::new(Vec::new()),
     };
-    // The French dictionary takes tens of milliseconds to load: while the
-    // document's words are counted.
     let wants_french = dicts.french_text && (config.spelling || config.grammar);
-    let (french, doc) = rayon::join(
+    // The French dictionary takes tens of milliseconds to load, and the
+    // document's word table and the index of its distinct words are each
+    // a pass over every word: the three at once.
+    let ((french, doc), (firsts, verdict_of)) = rayon::join(
         || {
-            if wants_french {
-                dicts.french().map(|_| ())
+            rayon::join(
+                || {
+                    if wants_french {
+                        dicts.french().map(|_| ())
+                    } else {
+                        Ok(())
+                    }
+                },
+                || DocumentWords::of(paragraphs, &tokens, terms),
+            )
+        },
+        || {
+            if config.spelling {
+                distinct_words(paragraphs, &tokens, &langs)
             } else {
-                Ok(())
+                (Vec::new(), vec![Vec::new(); paragraphs.len()])
             }
         },
-        || DocumentWords::of(paragraphs, &tokens, terms),
     );
     french?;
     let apostrophe = apostrophe_of(paragraphs, &langs);
-
-    // Each distinct word once, judged at its first occurrence (a document
-    // writes its words many times over); each token points at its verdict.
-    let mut index: FxHashMap<WordKey<'_>, u32> = FxHashMap::default();
-    let mut firsts: Vec<(WordKey<'_>, usize, usize)> = Vec::new();
-    let mut verdict_of: Vec<Vec<u32>> = Vec::with_capacity(paragraphs.len());
-    for (i, p) in paragraphs.iter().enumerate() {
-        let (Some(lang), true) = (langs[i], config.spelling) else {
-            verdict_of.push(Vec::new());
-            continue;
-        };
-        let ids = tokens[i]
-            .iter()
-            .enumerate()
-            .map(|(k, t)| {
-                let key = (
-                    lang,
-                    t.text,
-                    t.capitalised() && !t.sentence_start && !p.heading,
-                );
-                *index.entry(key).or_insert_with(|| {
-                    firsts.push((key, i, k));
-                    (firsts.len() - 1) as u32
-                })
-            })
-            .collect();
-        verdict_of.push(ids);
-    }
-    drop(index);
     let verdicts = judge_all(checker, &dicts, &doc, paragraphs, &tokens, &firsts, stop)?;
 
     let per_paragraph: Vec<Vec<Issue>> = paragraphs
@@ -339,6 +345,43 @@ pub(crate) fn check_document(
     })
 }
 
+/// Each distinct word of the paragraphs that have a language once, with
+/// where it first appears; and for each token of each paragraph, the
+/// index of its word. A document writes its words many times over: each
+/// is judged once, at its first occurrence.
+fn distinct_words<'t>(
+    paragraphs: &[Paragraph<'_>],
+    tokens: &[Vec<Token<'t>>],
+    langs: &[Option<Lang>],
+) -> (Vec<First<'t>>, Vec<Vec<u32>>) {
+    let mut index: FxHashMap<WordKey<'t>, u32> = FxHashMap::default();
+    let mut firsts: Vec<First<'t>> = Vec::new();
+    let mut verdict_of: Vec<Vec<u32>> = Vec::with_capacity(paragraphs.len());
+    for (i, p) in paragraphs.iter().enumerate() {
+        let Some(lang) = langs[i] else {
+            verdict_of.push(Vec::new());
+            continue;
+        };
+        let ids = tokens[i]
+            .iter()
+            .enumerate()
+            .map(|(k, t)| {
+                let key = (
+                    lang,
+                    t.text,
+                    t.capitalised() && !t.sentence_start && !p.heading,
+                );
+                *index.entry(key).or_insert_with(|| {
+                    firsts.push((key, i, k));
+                    (firsts.len() - 1) as u32
+                })
+            })
+            .collect();
+        verdict_of.push(ids);
+    }
+    (firsts, verdict_of)
+}
+
 /// The verdict on each distinct word of `firsts` (by index), judged at
 /// its first occurrence. The forms of one word as written (a name or
 /// not) share a judgement, in the order they first appear, as one thread
@@ -349,7 +392,7 @@ fn judge_all(
     doc: &DocumentWords,
     paragraphs: &[Paragraph<'_>],
     tokens: &[Vec<Token<'_>>],
-    firsts: &[(WordKey<'_>, usize, usize)],
+    firsts: &[First<'_>],
     stop: &(dyn Fn() -> bool + Sync),
 ) -> Result<Vec<Option<Verdict>>, LangError> {
     let mut forms: FxHashMap<(Lang, &str), Vec<usize>> = FxHashMap::default();
@@ -449,6 +492,11 @@ fn word_verdict(
     if min > 0 && doc.count(&folded) >= min {
         return Ok(None);
     }
+    // A word the dictionary knows is no misspelling whatever the rules
+    // below say (they only ever excuse a word): most words end here.
+    if dicts.knows(lang, t.text)? {
+        return Ok(None);
+    }
     // A word one typical slip from a dictionary word ("thiss", "writen",
     // "teh") is judged as a slip: none of the rules below, which accept
     // inflections, derivations and compounds, may let it through.
@@ -457,7 +505,7 @@ fn word_verdict(
         Lang::En => folded.clone(),
     };
     // (A compound is judged part by part below.)
-    if !t.text.contains('-') && !dicts.knows(lang, t.text)? && typical_slip(dicts, lang, &base)? {
+    if !t.text.contains('-') && typical_slip(dicts, lang, &base)? {
         if let Some(v) = shared {
             return Ok(v.clone());
         }
@@ -603,11 +651,7 @@ fn judge(
     let letters = lower.chars().count();
     let mut near: Vec<String> = Vec::new();
     if (2..=30).contains(&letters) {
-        for cand in one_edit(&lower) {
-            if dicts.knows(lang, &cand)? {
-                near.push(cand);
-            }
-        }
+        near = dicts.near(lang, &lower)?;
     }
     // Best first: the likelier slips (two letters swapped, a doubled
     // letter, any edit sparing the first letter), then the words the
@@ -636,7 +680,7 @@ fn judge(
     // document that writes "configured").
     if used.is_empty()
         && !slip_shaped
-        && stems_of(&fold(t.text)).any(|stem| doc.stems.get(stem).copied().unwrap_or(0) >= 2)
+        && stems_of(&fold(t.text)).any(|stem| doc.forms_of_stem(stem) >= 2)
     {
         return Ok(None);
     }

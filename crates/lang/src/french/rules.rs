@@ -21,6 +21,10 @@ const ELIDING: &[(&str, &str)] = &[
     ("puisque", "puisqu"),
 ];
 
+/// The length in bytes of the longest word of [`ELIDING`] ("si" and "ce"
+/// are shorter).
+const ELIDING_LONGEST: usize = 7;
+
 /// Words starting with a vowel before which nothing is elided.
 const NO_ELISION: &[&str] = &[
     "onze",
@@ -133,6 +137,11 @@ pub fn elision(
     let mut out = Vec::new();
     for pair in tokens.windows(2) {
         let (a, b) = (pair[0], pair[1]);
+        // Only the short words above elide ("puisque" is the longest):
+        // most pairs end here, before anything is lowered.
+        if a.text.len() > ELIDING_LONGEST {
+            continue;
+        }
         let gap = &text[a.end..b.start];
         if gap.is_empty() || !gap.chars().all(|c| c == ' ') {
             continue;
@@ -206,10 +215,14 @@ fn is_nbsp(c: char) -> bool {
 /// a project asks).
 pub fn typography(text: &str, strict: bool) -> Vec<Hit> {
     let mut out = Vec::new();
-    let chars: Vec<(usize, char)> = text.char_indices().collect();
-    for (k, &(i, c)) in chars.iter().enumerate() {
-        let prev = k.checked_sub(1).map(|p| chars[p].1);
-        let next = chars.get(k + 1).map(|&(_, n)| n);
+    // Only the marks are looked at, and only their neighbours read.
+    let marks = text.match_indices([';', ':', '!', '?', '«', '»']);
+    for (i, mark) in marks {
+        let Some(c) = mark.chars().next() else {
+            continue;
+        };
+        let prev = text[..i].chars().next_back();
+        let next = text[i + c.len_utf8()..].chars().next();
         match c {
             ';' | ':' | '!' | '?' => {
                 let Some(p) = prev else { continue };
@@ -222,7 +235,7 @@ pub fn typography(text: &str, strict: bool) -> Vec<Hit> {
                         && (p.is_ascii_digit() || next.is_some_and(|n| !n.is_whitespace())))
                     || next.is_some_and(|n| matches!(n, ')' | '(' | '/' | '-' | BLANK))
                     || is_nbsp(p)
-                    || (c == ':' && in_colon_code(&chars, k))
+                    || (c == ':' && in_colon_code(&text[..i]))
                 {
                     continue;
                 }
@@ -285,14 +298,13 @@ pub fn typography(text: &str, strict: bool) -> Vec<Hit> {
     out
 }
 
-/// `true` when the `:` at `k` closes a code such as `:white_check_mark:`
-/// (its run of non-space characters starts with `:`).
-fn in_colon_code(chars: &[(usize, char)], k: usize) -> bool {
-    let mut j = k;
-    while j > 0 && !chars[j - 1].1.is_whitespace() {
-        j -= 1;
-    }
-    j < k && chars[j].1 == ':'
+/// `true` when the `:` that follows `before` closes a code such as
+/// `:white_check_mark:` (its run of non-space characters starts with `:`).
+fn in_colon_code(before: &str) -> bool {
+    let run = before.rfind(char::is_whitespace).map_or(before, |at| {
+        before[at..].trim_start_matches(char::is_whitespace)
+    });
+    run.starts_with(':')
 }
 
 /// A breaking space at `start..end` next to `mark` that should be `space`.
@@ -325,6 +337,12 @@ mod tests {
             .into_iter()
             .map(|h| format!("{}→{}", &text[h.start..h.end], h.suggestions[0]))
             .collect()
+    }
+
+    #[test]
+    fn the_longest_eliding_word_is_known() {
+        let longest = ELIDING.iter().map(|(w, _)| w.len()).max();
+        assert_eq!(longest, Some(ELIDING_LONGEST));
     }
 
     #[test]
