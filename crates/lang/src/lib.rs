@@ -214,6 +214,9 @@ pub enum LangError {
     Words(String),
 }
 
+/// How much of a text [`Checker::prefetch`] reads to tell its language.
+const PREFETCH_SAMPLE: usize = 16 * 1024;
+
 /// The language checks with their configuration and the project's words;
 /// dictionaries load on first use and are shared by every thread.
 pub struct Checker {
@@ -252,6 +255,28 @@ impl Checker {
     fn french(&self) -> (Result<&french::French, LangError>, Option<Duration>) {
         let (f, took) = load_once(&self.french, french::French::load);
         (f.map_err(|e| LangError::FrenchDictionary(e.clone())), took)
+    }
+
+    /// Loads now, on the calling thread, the dictionary that `text` (a
+    /// document about to be checked, as it is) will need, when its first
+    /// part is French by its function words and French is checked: a
+    /// host with an idle core calls it while it prepares the paragraphs,
+    /// and the check finds the dictionary loaded. What the check finds
+    /// does not change, only when the load happens (and the check then
+    /// does not report a load it did not do). English needs nothing: its
+    /// word list opens in no time.
+    pub fn prefetch(&self, text: &str) {
+        let c = &self.config;
+        if !(c.spelling || c.grammar) || !c.languages.contains(&Lang::Fr) {
+            return;
+        }
+        let mut end = text.len().min(PREFETCH_SAMPLE);
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        if detect::guess(&text[..end]) == Some(Lang::Fr) {
+            let _ = self.french();
+        }
     }
 
     /// Checks `paragraphs`, one document's prose in order. `terms` are

@@ -228,3 +228,36 @@ fn every_core_finds_what_one_thread_finds() {
         assert_eq!(a, b, "each dictionary loaded once, by one thread");
     }
 }
+
+#[test]
+fn prefetch_loads_french_for_french_text_only_and_changes_no_finding() {
+    let french = "Le serveur explique les adresses qu’il sert et la politique de reprise.";
+    let texts = [
+        french,
+        "Le client explique ensuite les adressess qu’il reprend.",
+    ];
+    let english = Checker::new(LanguageConfig::default(), Vocabulary::default());
+    english.prefetch("The server explains the addresses it serves and the retry policy.");
+    assert!(english.french.get().is_none(), "English text loads nothing");
+    let no_french = LanguageConfig {
+        languages: vec![Lang::En],
+        ..LanguageConfig::default()
+    };
+    let unchecked = Checker::new(no_french, Vocabulary::default());
+    unchecked.prefetch(french);
+    assert!(unchecked.french.get().is_none(), "French is not checked");
+
+    let fetched = Checker::new(LanguageConfig::default(), Vocabulary::default());
+    fetched.prefetch(&texts.join("\n\n"));
+    assert!(fetched.french.get().is_some());
+    let lazy = Checker::new(LanguageConfig::default(), Vocabulary::default());
+    let (a, b) = (
+        fetched.check(&paras(&texts), &[]).unwrap(),
+        lazy.check(&paras(&texts), &[]).unwrap(),
+    );
+    assert_eq!(a.issues, b.issues);
+    assert!(!a.issues.is_empty());
+    let french_loads = |r: &Report| r.loaded.iter().filter(|(l, _)| *l == Lang::Fr).count();
+    assert_eq!(french_loads(&a), 0, "the check did not load it");
+    assert_eq!(french_loads(&b), 1);
+}

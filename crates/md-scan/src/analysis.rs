@@ -248,15 +248,18 @@ impl Checker {
 
     fn run(&self, text: &str, budget: &Budget<'_>) -> Result<ScanOutput, ScanError> {
         // While Stage 1 runs, the other core compiles the regexes this text
-        // may need (before the detectors ask for them; compiling changes
-        // no result).
-        let mut warm = Vec::new();
+        // may need and loads its French dictionary (before the checks ask
+        // for them; neither changes a result).
+        let mut warm: Vec<crate::gate::Warm<'_>> = Vec::new();
         // Only the first document warms: later ones of the run find most
         // of what they need compiled, and a pass over each one's text
         // for the rest would cost a run of many documents more than it
         // saves. An empty text needs nothing (and would build its gates'
         // automata for nothing).
         if !text.is_empty() && !self.warmed.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            // The longest job first: a French document's dictionary.
+            let language = &self.language;
+            warm.push(Box::new(move || language.prefetch(text)));
             self.scan.warm(text, &mut warm);
             self.control.warm(text, &mut warm);
             crate::words::warm(text, &mut warm);

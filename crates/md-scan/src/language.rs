@@ -46,6 +46,13 @@ impl LanguageCheck {
         })
     }
 
+    /// Loads the dictionary `text` will need (see
+    /// [`koas_lang::Checker::prefetch`]): for a core that would otherwise
+    /// wait while Stage 1 reads the document.
+    pub fn prefetch(&self, text: &str) {
+        self.checker.prefetch(text);
+    }
+
     /// The findings of `doc` (unsorted, not yet located); `None` when
     /// `stop` asked to give up. The time each dictionary took to load, when
     /// this check loaded one, goes to `loaded`.
@@ -60,7 +67,15 @@ impl LanguageCheck {
             .into_par_iter()
             .map(|line| prose_line(doc, line))
             .collect();
-        let paragraphs = paragraphs(doc, &prose);
+        // Two passes over every line, each on its own core.
+        let (paragraphs, terms) = rayon::join(
+            || paragraphs(doc, &prose),
+            || {
+                let mut terms = glossary_terms(doc);
+                terms.extend(code_words(doc, &prose));
+                terms
+            },
+        );
         let views: Vec<Paragraph<'_>> = paragraphs
             .iter()
             .map(|p| Paragraph {
@@ -68,8 +83,6 @@ impl LanguageCheck {
                 heading: p.heading,
             })
             .collect();
-        let mut terms = glossary_terms(doc);
-        terms.extend(code_words(doc, &prose));
         let report = match self.checker.check_until(&views, &terms, stop) {
             Ok(r) => r,
             Err(LangError::Stopped) => return Ok(None),
