@@ -106,14 +106,16 @@ pub fn detect(doc: &Document<'_>, facts: &MarkdownFacts) -> Glued {
         .map(|l| l.fragment.to_lowercase())
         .filter(|f| !anchors.contains_key(f) && !facts.extra_anchors.contains(f))
         .collect();
-    // The first paragraph under each heading.
+    // The first paragraph under each heading, found by bisection (the
+    // paragraphs are in document order): a scan from the top for each
+    // section was quadratic on a large document.
+    let paragraphs = &facts.paragraphs;
     let openers: HashSet<String> = sections
         .iter()
         .filter_map(|s| {
-            facts
-                .paragraphs
-                .iter()
-                .find(|p| p.line_start > s.heading_line_end)
+            let first = paragraphs.partition_point(|p| p.line_start <= s.heading_line_end);
+            paragraphs
+                .get(first)
                 .filter(|p| p.line_start <= s.body_line_end && !p.in_list)
                 .map(|p| normalize_whitespace(&p.text))
         })
