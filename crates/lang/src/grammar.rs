@@ -49,6 +49,13 @@ pub fn repeated_words(text: &str, tokens: &[Token<'_>], lang: Lang) -> Vec<Hit> 
     let mut out = Vec::new();
     for pair in tokens.windows(2) {
         let (a, b) = (pair[0], pair[1]);
+        // Most neighbours differ at their first letter: told apart on
+        // their first bytes when those are ASCII letters.
+        if let (Some(x), Some(y)) = (a.text.bytes().next(), b.text.bytes().next()) {
+            if x.is_ascii() && y.is_ascii() && !x.eq_ignore_ascii_case(&y) {
+                continue;
+            }
+        }
         let gap = &text[a.end..b.start];
         if gap.is_empty() || !gap.chars().all(|c| c == ' ' || c == '\n') {
             continue;

@@ -191,6 +191,24 @@ impl Reading {
             self.sentence_start = false;
             return;
         }
+        // Next most: a plain word and one punctuation mark ("word,",
+        // "end."), which only tells whether a sentence ends.
+        if let [first, middle @ .., last] = b {
+            if matches!(last, b'.' | b',' | b';' | b':' | b'!' | b'?')
+                && first.is_ascii_alphabetic()
+                && middle.iter().all(u8::is_ascii_lowercase)
+            {
+                out.push(Token {
+                    text: &piece[..piece.len() - 1],
+                    start: s,
+                    end: e - 1,
+                    sentence_start: self.sentence_start,
+                    emphasised: self.emphasis_open,
+                });
+                self.sentence_start = matches!(last, b'.' | b'!' | b'?');
+                return;
+            }
+        }
         let opens = piece
             .trim_start_matches(['(', '[', '"', '\'', '«', '“'])
             .starts_with(['*', '_']);
@@ -343,6 +361,23 @@ mod tests {
                 ("plain", false)
             ]
         );
+    }
+
+    proptest::proptest! {
+        // Whatever the text, each token is its own bytes, in order, never
+        // overlapping, a word (letters with inner apostrophes and
+        // hyphens), and written the same way whether a fast path or the
+        // general reading took it.
+        #[test]
+        fn tokens_are_ordered_slices_of_words(text in "[aAzZé '’.,;:!?()*_«»#1\n-]{0,40}") {
+            let mut last_end = 0;
+            for t in words(&text) {
+                proptest::prop_assert_eq!(&text[t.start..t.end], t.text);
+                proptest::prop_assert!(t.start >= last_end);
+                proptest::prop_assert!(is_word(t.text), "{:?}", t.text);
+                last_end = t.end;
+            }
+        }
     }
 
     #[test]
