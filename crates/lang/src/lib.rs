@@ -24,7 +24,8 @@
 //!   candidate is clearly right (see [`Issue::certain`]).
 //!
 //! Nothing is loaded for a text that needs nothing: each dictionary is
-//! read the first time a paragraph of its language is checked.
+//! read the first time a paragraph of its language is checked, or before,
+//! when a host with an idle core asks ([`Checker::prefetch`]).
 
 #![deny(missing_docs)]
 
@@ -214,9 +215,6 @@ pub enum LangError {
     Words(String),
 }
 
-/// How much of a text [`Checker::prefetch`] reads to tell its language.
-const PREFETCH_SAMPLE: usize = 16 * 1024;
-
 /// The language checks with their configuration and the project's words;
 /// dictionaries load on first use and are shared by every thread.
 pub struct Checker {
@@ -266,17 +264,7 @@ impl Checker {
     /// does not report a load it did not do). English needs nothing: its
     /// word list opens in no time.
     pub fn prefetch(&self, text: &str) {
-        let c = &self.config;
-        if !(c.spelling || c.grammar) || !c.languages.contains(&Lang::Fr) {
-            return;
-        }
-        let mut end = text.len().min(PREFETCH_SAMPLE);
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
-        if detect::guess(&text[..end]) == Some(Lang::Fr) {
-            let _ = self.french();
-        }
+        spell::prefetch(self, text);
     }
 
     /// Checks `paragraphs`, one document's prose in order. `terms` are

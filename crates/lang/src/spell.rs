@@ -226,6 +226,25 @@ type WordKey<'t> = (Lang, &'t str, bool);
 /// appears.
 type First<'t> = (WordKey<'t>, usize, usize);
 
+/// How much of a text [`prefetch`] reads to tell its language.
+const PREFETCH_SAMPLE: usize = 16 * 1024;
+
+/// Loads the French dictionary when the first part of `text` is French
+/// and French is checked (see [`Checker::prefetch`]).
+pub(crate) fn prefetch(checker: &Checker, text: &str) {
+    let c = checker.config();
+    if !(c.spelling || c.grammar) || !c.languages.contains(&Lang::Fr) {
+        return;
+    }
+    let mut end = text.len().min(PREFETCH_SAMPLE);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    if detect::guess(&text[..end]) == Some(Lang::Fr) {
+        let _ = checker.french();
+    }
+}
+
 /// Checks one document (see [`Checker::check`]). The paragraphs' words and
 /// the verdicts on distinct words are worked out on every core; the
 /// result is the same as one thread in paragraph order would give.

@@ -143,6 +143,7 @@ pub fn words(text: &str) -> Vec<Token<'_>> {
         // decoding each char was most of the cost of reading it.
         let b = bytes[i];
         let (separates, width) = if b.is_ascii() {
+            // The vertical tab (0x0b) is whitespace to `char`, not to `u8`.
             (b.is_ascii_whitespace() || b == 0x0b || b == BLANK as u8, 1)
         } else {
             match text[i..].chars().next() {
@@ -180,16 +181,18 @@ impl Reading {
         // Most pieces are a plain word ("the", "Server"): a word, no
         // emphasis mark, no sentence end; nothing else to work out.
         let b = piece.as_bytes();
-        if b[0].is_ascii_alphabetic() && b[1..].iter().all(u8::is_ascii_lowercase) {
-            out.push(Token {
-                text: piece,
-                start: s,
-                end: e,
-                sentence_start: self.sentence_start,
-                emphasised: self.emphasis_open,
-            });
-            self.sentence_start = false;
-            return;
+        if let [first, rest @ ..] = b {
+            if first.is_ascii_alphabetic() && rest.iter().all(u8::is_ascii_lowercase) {
+                out.push(Token {
+                    text: piece,
+                    start: s,
+                    end: e,
+                    sentence_start: self.sentence_start,
+                    emphasised: self.emphasis_open,
+                });
+                self.sentence_start = false;
+                return;
+            }
         }
         // Next most: a plain word and one punctuation mark ("word,",
         // "end."), which only tells whether a sentence ends.
