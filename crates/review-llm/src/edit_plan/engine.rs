@@ -803,21 +803,11 @@ fn only_protected(m: &Masked) -> bool {
 
 /// The document's protected blocks a prompt shows as placeholders: each
 /// block's first and last line and placeholder name, in order and
-/// disjoint (a block nested in another, an HTML block holding a table, is
-/// covered by the first), so that a piece finds its own by bisection.
+/// disjoint (see [`ProtectedSpans::labelled_blocks`]).
 fn protected_runs(spans: Option<&ProtectedSpans>) -> Vec<(u32, u32, &'static str)> {
-    let mut runs: Vec<(u32, u32, &'static str)> = Vec::new();
-    for b in spans.map(|s| s.blocks.as_slice()).unwrap_or_default() {
-        let Some(prefix) = block_prefix(b.kind) else {
-            continue;
-        };
-        // Out of order or inverted (a hand-made span): not trusted.
-        if b.line_end < b.line_start || runs.last().is_some_and(|last| b.line_start <= last.1) {
-            continue;
-        }
-        runs.push((b.line_start, b.line_end, prefix));
-    }
-    runs
+    spans
+        .map(|s| s.labelled_blocks(|b| block_prefix(b.kind)))
+        .unwrap_or_default()
 }
 
 /// The blocks of `blocks` within lines `start..=end`, clipped to them, as

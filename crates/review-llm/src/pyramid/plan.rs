@@ -225,20 +225,12 @@ fn shown_as(block: &ProtectedSpan) -> Option<String> {
 }
 
 /// The blocks summary prompts hide: first and last line and what each
-/// is called, in order and disjoint (a nested, inverted or out-of-order
-/// span is not trusted), so that a node finds its own by bisection.
+/// is called, in order and disjoint (see
+/// [`ProtectedSpans::labelled_blocks`]).
 fn hidden_blocks(spans: Option<&ProtectedSpans>) -> Vec<(LineNo, LineNo, String)> {
-    let mut hidden: Vec<(LineNo, LineNo, String)> = Vec::new();
-    for b in spans.map(|s| s.blocks.as_slice()).unwrap_or_default() {
-        let Some(what) = shown_as(b) else {
-            continue;
-        };
-        if b.line_end < b.line_start || hidden.last().is_some_and(|h| b.line_start <= h.1) {
-            continue;
-        }
-        hidden.push((b.line_start, b.line_end, what));
-    }
-    hidden
+    spans
+        .map(|s| s.labelled_blocks(shown_as))
+        .unwrap_or_default()
 }
 
 struct Cut<'a, 'b> {

@@ -28,6 +28,28 @@ impl ProtectedSpans {
         self.blocks.iter().any(|b| b.overlaps(line_start, line_end))
     }
 
+    /// The blocks `label` names, each with its first and last line and
+    /// its label, in order and disjoint: a block inside one already taken
+    /// (an HTML block holding a table), or inverted or out of order (a
+    /// hand-made span), is left out, so that a range of lines can find
+    /// its blocks by bisection.
+    pub fn labelled_blocks<T>(
+        &self,
+        label: impl Fn(&ProtectedSpan) -> Option<T>,
+    ) -> Vec<(LineNo, LineNo, T)> {
+        let mut out: Vec<(LineNo, LineNo, T)> = Vec::new();
+        for b in &self.blocks {
+            let Some(name) = label(b) else {
+                continue;
+            };
+            if b.line_end < b.line_start || out.last().is_some_and(|l| b.line_start <= l.1) {
+                continue;
+            }
+            out.push((b.line_start, b.line_end, name));
+        }
+        out
+    }
+
     /// `true` when any inline span overlaps the byte range `start..end`.
     pub fn overlaps_inline_bytes(&self, start: u64, end: u64) -> bool {
         self.inlines
@@ -195,4 +217,33 @@ pub struct KindCount {
     /// Lines covered (a line shared by two spans of the kind counts once
     /// per span).
     pub lines: LineNo,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labelled_blocks_are_in_order_disjoint_and_named() {
+        let spans = ProtectedSpans {
+            doc_hash: String::new(),
+            line_count: 40,
+            blocks: vec![
+                ProtectedSpan::from_lines(BlockKind::LinkRefDef, 1, 1),
+                ProtectedSpan::from_lines(BlockKind::HtmlBlock, 3, 9),
+                // Inside the HTML block.
+                ProtectedSpan::from_lines(BlockKind::Table, 4, 6),
+                // Inverted, then out of order.
+                ProtectedSpan::from_lines(BlockKind::CodeFence, 20, 12),
+                ProtectedSpan::from_lines(BlockKind::CodeFence, 11, 14),
+                ProtectedSpan::from_lines(BlockKind::CodeFence, 8, 10),
+            ],
+            inlines: Vec::new(),
+        };
+        let named = spans.labelled_blocks(|b| (b.kind != BlockKind::LinkRefDef).then_some(b.kind));
+        assert_eq!(
+            named,
+            [(3, 9, BlockKind::HtmlBlock), (11, 14, BlockKind::CodeFence)]
+        );
+    }
 }
