@@ -33,59 +33,97 @@ const FRENCH: &[&str] = &[
 /// French words that are only ever written elided, before an apostrophe.
 const ELIDED: &[&str] = &["l", "d", "qu", "c", "n", "s", "j"];
 
-/// The language whose function word `lower` is, if any: the two lists in
-/// one table built once, looked up by hash (every word of every
-/// paragraph is looked up).
-fn function_word(lower: &str) -> Option<Lang> {
-    static TABLE: std::sync::OnceLock<rustc_hash::FxHashMap<&'static str, Lang>> =
+/// `word`'s bytes as one number, when it has at most eight: the key of
+/// the function words' table (every word of every paragraph is looked
+/// up, and a number hashes in one step).
+fn packed(word: &[u8]) -> Option<u64> {
+    let mut buf = [0u8; 8];
+    buf.get_mut(..word.len())?.copy_from_slice(word);
+    Some(u64::from_le_bytes(buf))
+}
+
+/// The two lists in one table, built once: each word's language, and
+/// whether it is one only ever written elided.
+fn table() -> &'static rustc_hash::FxHashMap<u64, (Lang, bool)> {
+    static TABLE: std::sync::OnceLock<rustc_hash::FxHashMap<u64, (Lang, bool)>> =
         std::sync::OnceLock::new();
-    let table = TABLE.get_or_init(|| {
+    TABLE.get_or_init(|| {
         let mut t = rustc_hash::FxHashMap::default();
-        // English first: a word on both lists counts as English, as the
+        // English last: a word on both lists counts as English, as the
         // lists were read before.
         for w in FRENCH {
-            t.insert(*w, Lang::Fr);
+            if let Some(k) = packed(w.as_bytes()) {
+                t.insert(k, (Lang::Fr, ELIDED.contains(w)));
+            }
         }
         for w in ENGLISH {
-            t.insert(*w, Lang::En);
+            if let Some(k) = packed(w.as_bytes()) {
+                t.insert(k, (Lang::En, false));
+            }
         }
         t
-    });
-    table.get(lower).copied()
+    })
+}
+
+/// The language whose function word `lower` is, if any.
+#[cfg(test)]
+fn function_word(lower: &str) -> Option<Lang> {
+    table()
+        .get(&packed(lower.as_bytes())?)
+        .map(|&(lang, _)| lang)
 }
 
 /// The language of `text`, when its function words tell it: at least
 /// two of one language's and at least twice as many as the other's.
 pub fn guess(text: &str) -> Option<Lang> {
     let (mut en, mut fr) = (0u32, 0u32);
-    let mut start = None;
-    for (i, c) in text
-        .char_indices()
-        .chain(std::iter::once((text.len(), ' ')))
-    {
-        if c.is_alphabetic() {
-            start.get_or_insert(i);
+    let bytes = text.as_bytes();
+    // Every paragraph of a document is read here, most of it ASCII: the
+    // bytes are walked, and only a non-ASCII one is decoded as a
+    // character.
+    let letter_at = |i: usize| -> (bool, usize) {
+        match bytes.get(i) {
+            Some(b) if b.is_ascii() => (b.is_ascii_alphabetic(), 1),
+            Some(_) => {
+                let c = text[i..].chars().next().unwrap_or(' ');
+                (c.is_alphabetic(), c.len_utf8())
+            }
+            None => (false, 0),
+        }
+    };
+    let mut i = 0;
+    while i < bytes.len() {
+        let (letter, len) = letter_at(i);
+        if !letter {
+            i += len;
             continue;
         }
-        let Some(s) = start.take() else { continue };
-        let word = &text[s..i];
-        if word.len() > 8 {
+        let s = i;
+        i += len;
+        loop {
+            match bytes.get(i) {
+                Some(b) if b.is_ascii_alphabetic() => i += 1,
+                Some(b) if !b.is_ascii() => {
+                    let (letter, len) = letter_at(i);
+                    if !letter {
+                        break;
+                    }
+                    i += len;
+                }
+                _ => break,
+            }
+        }
+        // No function word is longer than eight bytes.
+        if i - s > 8 {
             continue;
         }
-        // Most words are written in lower case: no copy for them.
-        let lower;
-        let word = if word.chars().any(char::is_uppercase) {
-            lower = word.to_lowercase();
-            lower.as_str()
-        } else {
-            word
-        };
-        match function_word(word) {
+        match function_word_at(&text[s..i]) {
             // An elided article or pronoun is one before an apostrophe
             // ("l'arbre"): the "s" of an English "model's" comes after one.
-            Some(Lang::Fr) if ELIDED.contains(&word) && !matches!(c, '\'' | '’') => {}
-            Some(Lang::En) => en += 1,
-            Some(Lang::Fr) => fr += 1,
+            Some((Lang::Fr, true))
+                if !(bytes.get(i) == Some(&b'\'') || text[i..].starts_with('’')) => {}
+            Some((Lang::En, _)) => en += 1,
+            Some((Lang::Fr, _)) => fr += 1,
             None => {}
         }
     }
@@ -98,9 +136,98 @@ pub fn guess(text: &str) -> Option<Lang> {
     }
 }
 
+/// The language whose function word `word` (as written, at most eight
+/// bytes) is, and whether it is one only ever written elided.
+fn function_word_at(word: &str) -> Option<(Lang, bool)> {
+    let key = if word.is_ascii() {
+        // Lowered on the stack.
+        let mut key = packed(word.as_bytes())?.to_le_bytes();
+        key.make_ascii_lowercase();
+        u64::from_le_bytes(key)
+    } else if word.chars().any(char::is_uppercase) {
+        packed(word.to_lowercase().as_bytes())?
+    } else {
+        packed(word.as_bytes())?
+    };
+    table().get(&key).copied()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// [`guess`] as first written, character by character: the
+    /// definition the byte walk must keep.
+    fn guess_by_chars(text: &str) -> Option<Lang> {
+        let (mut en, mut fr) = (0u32, 0u32);
+        let mut start = None;
+        for (i, c) in text
+            .char_indices()
+            .chain(std::iter::once((text.len(), ' ')))
+        {
+            if c.is_alphabetic() {
+                start.get_or_insert(i);
+                continue;
+            }
+            let Some(s) = start.take() else { continue };
+            let word = &text[s..i];
+            if word.len() > 8 {
+                continue;
+            }
+            let lower;
+            let word = if word.chars().any(char::is_uppercase) {
+                lower = word.to_lowercase();
+                lower.as_str()
+            } else {
+                word
+            };
+            match function_word(word) {
+                Some(Lang::Fr) if ELIDED.contains(&word) && !matches!(c, '\'' | '’') => {}
+                Some(Lang::En) => en += 1,
+                Some(Lang::Fr) => fr += 1,
+                None => {}
+            }
+        }
+        if en >= 2 && en >= fr.saturating_mul(2) && en > fr {
+            Some(Lang::En)
+        } else if fr >= 2 && fr >= en.saturating_mul(2) && fr > en {
+            Some(Lang::Fr)
+        } else {
+            None
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn the_byte_walk_guesses_as_the_characters_do(
+            words in proptest::collection::vec(
+                prop_oneof![
+                    proptest::sample::select(ENGLISH.to_vec()).prop_map(str::to_owned),
+                    proptest::sample::select(FRENCH.to_vec()).prop_map(str::to_owned),
+                    "[a-zA-Zéèàùç'’ÉÀ]{1,10}",
+                    "\\PC{1,6}",
+                ],
+                0..24,
+            ),
+            seps in proptest::collection::vec(
+                proptest::sample::select(vec![" ", "'", "’", ", ", "-", "\n", "« ", "1", "É"]),
+                24,
+            ),
+            upper in proptest::collection::vec(any::<bool>(), 24),
+        ) {
+            let mut text = String::new();
+            for (k, w) in words.iter().enumerate() {
+                if upper[k] {
+                    text.push_str(&w.to_uppercase());
+                } else {
+                    text.push_str(w);
+                }
+                text.push_str(seps[k]);
+            }
+            prop_assert_eq!(guess(&text), guess_by_chars(&text), "{:?}", text);
+        }
+    }
 
     #[test]
     fn function_words_tell_the_language() {
