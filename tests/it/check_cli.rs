@@ -236,24 +236,20 @@ fn fix_dry_run_shows_a_diff_and_fix_applies_it() {
 #[test]
 fn github_format_is_workflow_commands() {
     let dir = tempfile::tempdir().expect("tmp");
-    write(dir.path(), "docs/d.md", DEFECTS);
+    // A word (an end column), a suppressed finding (not annotated).
+    let text = format!(
+        "{DEFECTS}\nThe servre explains it.\n\n<!-- koas-disable-next-line ai_leftover -->\nCertainly! Here is the text again.\n"
+    );
+    write(dir.path(), "docs/d.md", &text);
     let out = run(&["check", "--format", "github", "docs/d.md"], dir.path());
-    let text = stdout(&out);
-    let lines: Vec<&str> = text.lines().collect();
-    assert!(
-        lines[0].starts_with("::warning file=docs/d.md,line=5,endLine=5,title=koas ai_leftover::"),
-        "{}",
-        lines[0]
-    );
-    assert!(
-        lines[1].starts_with("::error file=docs/d.md,line=7,"),
-        "{}",
-        lines[1]
-    );
-    assert!(
-        lines[2].starts_with("::notice file=docs/d.md,line=9,"),
-        "{}",
-        lines[2]
+    insta::assert_snapshot!(
+        "github_annotations",
+        format!(
+            "exit: {:?}\n--- stdout\n{}--- stderr\n{}",
+            out.status.code(),
+            stdout(&out),
+            stderr(&out)
+        )
     );
 }
 
@@ -298,14 +294,23 @@ fn sarif_output_validates_against_the_sarif_2_1_0_schema() {
     let dir = tempfile::tempdir().expect("tmp");
     write(dir.path(), "a doc.md", DEFECTS);
     write(dir.path(), "clean.md", "# Clean\n\nNothing to see.\n");
+    // A finding its comment silences is listed, as suppressed in source.
+    write(
+        dir.path(),
+        "quiet.md",
+        "# Quiet\n\n<!-- koas-disable-next-line ai_leftover -->\nCertainly! Here is the text.\n",
+    );
     let planted = fixtures().join("planted/rapport_conformite_fr.md");
     let planted = planted.to_string_lossy();
     let out = run(
         &[
-            "check", "--format", "sarif", "a doc.md", "clean.md", &planted,
+            "check", "--format", "sarif", "a doc.md", "clean.md", &planted, "quiet.md",
         ],
         dir.path(),
     );
+    // Only what is not silenced fails the run.
+    let quiet = run(&["check", "quiet.md"], dir.path());
+    assert_eq!(quiet.status.code(), Some(0), "{}", stdout(&quiet));
     let log: Value = serde_json::from_str(&stdout(&out)).expect("SARIF is JSON");
     let errors: Vec<String> = validator
         .iter_errors(&log)
@@ -314,12 +319,42 @@ fn sarif_output_validates_against_the_sarif_2_1_0_schema() {
     assert!(errors.is_empty(), "{errors:#?}");
     let results = log["runs"][0]["results"].as_array().expect("results");
     // The planted French report's 11, plus the language check's hint on
-    // its "Absolutely!" (no space before "!" in French prose).
-    assert_eq!(results.len(), 3 + 12);
+    // its "Absolutely!" (no space before "!" in French prose), plus the
+    // suppressed one.
+    assert_eq!(results.len(), 3 + 12 + 1);
     assert_eq!(
         results[0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
         "a%20doc.md"
     );
+    let silenced: Vec<&Value> = results
+        .iter()
+        .filter(|r| r.get("suppressions").is_some())
+        .collect();
+    assert_eq!(silenced.len(), 1, "{silenced:#?}");
+    assert_eq!(silenced[0]["ruleId"], "ai_leftover");
+    assert_eq!(
+        silenced[0]["suppressions"],
+        serde_json::json!([{"kind": "inSource"}])
+    );
+    assert_eq!(
+        silenced[0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+        "quiet.md"
+    );
+    // Each rule links to its row of docs/check.md, under one base.
+    let driver = &log["runs"][0]["tool"]["driver"];
+    let base = driver["informationUri"].as_str().expect("informationUri");
+    for rule in driver["rules"].as_array().expect("rules") {
+        assert_eq!(
+            rule["helpUri"].as_str(),
+            Some(
+                format!(
+                    "{base}/blob/main/docs/check.md#{}",
+                    rule["id"].as_str().unwrap_or("?")
+                )
+                .as_str()
+            )
+        );
+    }
     // The validator does catch a broken log (so the check above can fail).
     let mut broken = log.clone();
     broken["runs"][0]["results"][0]["level"] = Value::String("fatal".into());

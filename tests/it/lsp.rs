@@ -254,9 +254,13 @@ fn diagnostics_follow_the_editor_text_and_a_fix_removes_its_finding() {
     assert_eq!(ai.len(), 1, "{ai:?}");
     assert_eq!(ai[0]["range"]["start"]["line"], 11);
     assert_eq!(ai[0]["severity"], 1);
-    assert!(ai[0]["codeDescription"]["href"]
-        .as_str()
-        .is_some_and(|h| h.contains("check.md")));
+    assert!(
+        ai[0]["codeDescription"]["href"]
+            .as_str()
+            .is_some_and(|h| h.ends_with("/blob/main/docs/check.md#ai_leftover")),
+        "{:?}",
+        ai[0]["codeDescription"]
+    );
 
     // Two quick edits in memory: only the newest version is published.
     c.notify(
@@ -598,4 +602,39 @@ fn exit_without_shutdown_and_requests_before_initialize() {
         std::thread::sleep(Duration::from_millis(20));
     };
     assert_eq!(code, Some(1));
+}
+
+#[test]
+fn an_editors_docs_base_url_is_where_each_diagnostic_links() {
+    let s = Scratch::new();
+    let text = "# Guide\n\nSee [the setup](#setpu).\n";
+    s.write("guide.md", text);
+    let uri = uri_of(&s, "guide.md");
+    let mut c = Client::start(&s, &["--debounce-ms", "50"]);
+    let answer = c.request(
+        "initialize",
+        json!({
+            "processId": null,
+            "rootUri": format!("file://{}", s.dir.path().display()),
+            "capabilities": {},
+            "initializationOptions": {"docsBaseUrl": "https://git.example.test/docs-team/koas/"}
+        }),
+    );
+    assert!(answer["result"]["capabilities"].is_object(), "{answer}");
+    c.notify("initialized", json!({}));
+    c.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri, "languageId": "markdown", "version": 1, "text": text}}),
+    );
+    let diags = c.diagnostics(&uri, 1);
+    let anchor: Vec<&Value> = diags
+        .iter()
+        .filter(|d| d["code"] == "broken_link_anchor")
+        .collect();
+    assert_eq!(anchor.len(), 1, "{diags:#?}");
+    assert_eq!(
+        anchor[0]["codeDescription"]["href"],
+        "https://git.example.test/docs-team/koas/blob/main/docs/check.md#broken_link_anchor"
+    );
+    assert_eq!(c.shutdown(), Some(0));
 }

@@ -10,15 +10,6 @@ use lsp_types::{
 /// The source every diagnostic carries.
 pub const SOURCE: &str = "koas";
 
-/// Where the kinds are explained: the table of `docs/check.md` (the
-/// diagnostic's code names the row).
-pub fn kind_doc_url(base: &str) -> String {
-    format!(
-        "{}/blob/main/docs/check.md#what-is-reported",
-        base.trim_end_matches('/')
-    )
-}
-
 /// The range a finding covers in `text`: its span `column..column_end`
 /// when it has one (a word), else from its column on its first line to
 /// the end of its last line (clamped to the text). Columns count
@@ -86,7 +77,9 @@ fn named_lines(message: &str, own: u32) -> Vec<u32> {
 /// A finding as a diagnostic of the document at `uri`.
 pub fn diagnostic(text: &Text, uri: &Uri, finding: &Finding, docs_base: &str) -> Diagnostic {
     let kind = finding.kind.as_str();
-    let code_description = kind_doc_url(docs_base)
+    let code_description = finding
+        .kind
+        .doc_url(docs_base)
         .parse::<Uri>()
         .ok()
         .map(|href| CodeDescription { href });
@@ -202,7 +195,10 @@ mod tests {
         assert_eq!(d.severity, Some(DiagnosticSeverity::WARNING));
         let related = d.related_information.expect("the twin");
         assert_eq!(related[0].location.range.start.line, 2);
-        assert!(d.code_description.is_some());
+        assert_eq!(
+            d.code_description.map(|c| c.href.to_string()).as_deref(),
+            Some("https://example.invalid/koas/blob/main/docs/check.md#duplicate_paragraph")
+        );
     }
 
     #[test]

@@ -77,7 +77,7 @@ pub struct LspArgs {
 pub fn execute(global: &HostOptions, args: LspArgs) -> anyhow::Result<ExitStatus> {
     let settings = server::Settings {
         global: global.clone(),
-        docs_base: env!("CARGO_PKG_REPOSITORY").to_string(),
+        docs_base: koas_review_schema::findings::REPOSITORY_URL.to_string(),
         debounce: std::time::Duration::from_millis(args.debounce_ms),
         check_budget: std::time::Duration::from_millis(args.check_budget_ms),
         check_threads: args

@@ -34,6 +34,10 @@ pub struct ScanOutput {
     /// `(line, word)` of each suppression comment's word that is not a
     /// built-in kind (each also has its warning).
     pub unknown_kinds: Vec<(u32, String)>,
+    /// The findings a `koas-disable…` comment silences, sorted by line:
+    /// not reported, but listed as suppressed where a format says so
+    /// (SARIF), so that a dashboard shows them dismissed, not gone.
+    pub suppressed: Vec<Finding>,
 }
 
 impl ScanOutput {
@@ -72,15 +76,25 @@ fn suppression_warnings(s: &Suppressions) -> Vec<String> {
         .collect()
 }
 
-fn finish(
-    doc: &Document<'_>,
-    suppressions: &Suppressions,
-    mut findings: Vec<Finding>,
-) -> Vec<Finding> {
-    suppressions.apply(&mut findings);
-    let mut located: Vec<Finding> = findings.into_iter().map(|f| doc.locate(f)).collect();
-    sort_findings(&mut located);
-    located
+/// A check's findings, located and sorted, with those a suppression
+/// comment silences apart.
+#[derive(Debug, Default)]
+struct Kept {
+    findings: Vec<Finding>,
+    suppressed: Vec<Finding>,
+}
+
+fn finish(doc: &Document<'_>, suppressions: &Suppressions, mut findings: Vec<Finding>) -> Kept {
+    let suppressed = suppressions.take_suppressed(&mut findings);
+    let locate = |findings: Vec<Finding>| {
+        let mut located: Vec<Finding> = findings.into_iter().map(|f| doc.locate(f)).collect();
+        sort_findings(&mut located);
+        located
+    };
+    Kept {
+        findings: locate(findings),
+        suppressed: locate(suppressed),
+    }
 }
 
 fn consistency_on(
@@ -89,10 +103,10 @@ fn consistency_on(
     suppressions: &Suppressions,
     parsed: Option<markdown::ParsedFacts>,
     budget: &Budget<'_>,
-) -> Vec<Finding> {
+) -> Kept {
     let facts = markdown::collect_with(doc, parsed);
     if budget.expired() {
-        return Vec::new();
+        return Kept::default();
     }
     let tables = find_tables(doc);
     finish(doc, suppressions, scan.run(doc, &facts, &tables, budget))
@@ -103,7 +117,7 @@ fn numbering_on(
     control: &NumberingControl,
     suppressions: &Suppressions,
     budget: &Budget<'_>,
-) -> (Vec<Finding>, Vec<RenumberOp>) {
+) -> (Kept, Vec<RenumberOp>) {
     let report = control.run(doc, budget);
     (
         finish(doc, suppressions, report.findings),
@@ -119,10 +133,12 @@ pub fn consistency_scan(
     let scan = ConsistencyScan::new(config)?;
     let doc = Document::new(view)?;
     let suppressions = Suppressions::parse(&doc);
+    let kept = consistency_on(&doc, &scan, &suppressions, None, &Budget::unlimited());
     Ok(ScanOutput {
-        findings: consistency_on(&doc, &scan, &suppressions, None, &Budget::unlimited()),
+        findings: kept.findings,
         warnings: suppression_warnings(&suppressions),
         unknown_kinds: suppressions.unknown_kinds.clone(),
+        suppressed: kept.suppressed,
     })
 }
 
@@ -135,13 +151,13 @@ pub fn numbering_control(
     let control = NumberingControl::new(config)?;
     let doc = Document::new(view)?;
     let suppressions = Suppressions::parse(&doc);
-    let (findings, renumber_ops) =
-        numbering_on(&doc, &control, &suppressions, &Budget::unlimited());
+    let (kept, renumber_ops) = numbering_on(&doc, &control, &suppressions, &Budget::unlimited());
     Ok(NumberingOutput {
         output: ScanOutput {
-            findings,
+            findings: kept.findings,
             warnings: suppression_warnings(&suppressions),
             unknown_kinds: suppressions.unknown_kinds.clone(),
+            suppressed: kept.suppressed,
         },
         renumber_ops,
     })
@@ -152,11 +168,11 @@ fn language_on(
     check: &LanguageCheck,
     suppressions: &Suppressions,
     budget: &Budget<'_>,
-) -> Result<(Vec<Finding>, Vec<String>), ScanError> {
+) -> Result<(Kept, Vec<String>), ScanError> {
     match check.run(doc, &|| budget.expired())? {
         Some((findings, loaded)) => Ok((finish(doc, suppressions, findings), loaded)),
         // Stopped for the budget: the caller discards partial results.
-        None => Ok((Vec::new(), Vec::new())),
+        None => Ok((Kept::default(), Vec::new())),
     }
 }
 
@@ -178,12 +194,13 @@ pub fn language_check(
     let check = LanguageCheck::new(config)?;
     let doc = Document::new(view)?;
     let suppressions = Suppressions::parse(&doc);
-    let (findings, loaded) = language_on(&doc, &check, &suppressions, &Budget::unlimited())?;
+    let (kept, loaded) = language_on(&doc, &check, &suppressions, &Budget::unlimited())?;
     Ok(LanguageOutput {
         output: ScanOutput {
-            findings,
+            findings: kept.findings,
             warnings: suppression_warnings(&suppressions),
             unknown_kinds: suppressions.unknown_kinds.clone(),
+            suppressed: kept.suppressed,
         },
         loaded,
     })
@@ -285,7 +302,7 @@ impl Checker {
         let doc = Document::new(stage1.view(text))?;
         let suppressions = Suppressions::parse(&doc);
         // The checks read the same document and nothing else: in parallel.
-        let (mut findings, (numbering, language)) = rayon::join(
+        let (consistency, (numbering, language)) = rayon::join(
             || consistency_on(&doc, &self.scan, &suppressions, parsed, budget),
             || {
                 rayon::join(
@@ -294,14 +311,23 @@ impl Checker {
                 )
             },
         );
-        findings.extend(numbering);
-        findings.extend(language?.0);
-        self.project.check.policy().apply(&mut findings);
+        let language = language?.0;
+        let (mut findings, mut suppressed) = (consistency.findings, consistency.suppressed);
+        for kept in [numbering, language] {
+            findings.extend(kept.findings);
+            suppressed.extend(kept.suppressed);
+        }
+        let policy = self.project.check.policy();
+        policy.apply(&mut findings);
+        // A kind the project turns off is not shown as suppressed either.
+        policy.apply(&mut suppressed);
         sort_findings(&mut findings);
+        sort_findings(&mut suppressed);
         Ok(ScanOutput {
             findings,
             warnings: suppression_warnings(&suppressions),
             unknown_kinds: suppressions.unknown_kinds.clone(),
+            suppressed,
         })
     }
 }

@@ -139,12 +139,17 @@ impl Suppressions {
         disabled
     }
 
-    /// Drops the findings a `koas-disable…` comment silences; the others
-    /// keep their order.
-    pub fn apply(&self, findings: &mut Vec<Finding>) {
-        if !self.directives.is_empty() {
-            findings.retain(|f| !self.is_suppressed(f.kind, f.line));
+    /// Takes out of `findings` those a `koas-disable…` comment silences
+    /// and gives them back; both keep their order.
+    pub fn take_suppressed(&self, findings: &mut Vec<Finding>) -> Vec<Finding> {
+        if self.directives.is_empty() {
+            return Vec::new();
         }
+        let (silenced, kept): (Vec<Finding>, Vec<Finding>) = std::mem::take(findings)
+            .into_iter()
+            .partition(|f| self.is_suppressed(f.kind, f.line));
+        *findings = kept;
+        silenced
     }
 }
 
@@ -157,6 +162,28 @@ mod tests {
         let s1 = stage1(text);
         let doc = Document::new(s1.view(text)).expect("doc");
         Suppressions::parse(&doc)
+    }
+
+    #[test]
+    fn take_suppressed_splits_the_findings_keeping_their_order() {
+        let s = parse("# T\n\n<!-- koas-disable-next-line ai_leftover -->\nCertainly!\n\nAgain\n");
+        let f = |kind, line| Finding::new(kind, "k", line, line, "m", "e");
+        let mut findings = vec![
+            f(FindingKind::DuplicateParagraph, 4),
+            f(FindingKind::AiLeftover, 4),
+            f(FindingKind::AiLeftover, 6),
+        ];
+        let silenced = s.take_suppressed(&mut findings);
+        assert_eq!(silenced, vec![f(FindingKind::AiLeftover, 4)]);
+        assert_eq!(
+            findings,
+            vec![
+                f(FindingKind::DuplicateParagraph, 4),
+                f(FindingKind::AiLeftover, 6)
+            ]
+        );
+        assert!(parse("# T\n").take_suppressed(&mut findings).is_empty());
+        assert_eq!(findings.len(), 2);
     }
 
     #[test]

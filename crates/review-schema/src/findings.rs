@@ -93,6 +93,15 @@ pub enum FindingKind {
     Typography,
 }
 
+/// The web address of koas's repository, where its documentation is read:
+/// `KOAS_REPOSITORY_URL` when the build sets it (a release builds from
+/// the repository it is published from), else the workspace's
+/// `repository`. Every link to the documentation starts here.
+pub const REPOSITORY_URL: &str = match option_env!("KOAS_REPOSITORY_URL") {
+    Some(url) => url,
+    None => env!("CARGO_PKG_REPOSITORY"),
+};
+
 impl FindingKind {
     /// Every kind, in a stable order.
     pub const ALL: [FindingKind; 21] = [
@@ -128,6 +137,17 @@ impl FindingKind {
         FindingKind::Confusion,
         FindingKind::Typography,
     ];
+
+    /// Where this kind is explained: its row of `docs/check.md` (anchored
+    /// by its name) in the repository at `base` ([`REPOSITORY_URL`], or
+    /// an editor's own setting).
+    pub fn doc_url(self, base: &str) -> String {
+        format!(
+            "{}/blob/main/docs/check.md#{}",
+            base.trim_end_matches('/'),
+            self.as_str()
+        )
+    }
 
     /// The snake_case name used in JSON, config files and suppression
     /// comments.

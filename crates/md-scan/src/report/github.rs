@@ -1,5 +1,6 @@
 //! GitHub Actions workflow commands:
-//! `::warning file=docs/a.md,line=3,endLine=4,title=ai_leftover::message`.
+//! `::warning file=docs/a.md,line=3,endLine=4,col=1,title=koas ai_leftover::message`,
+//! with `endColumn` when the finding is a span of one line (a word).
 
 use super::FileFindings;
 use koas_review_schema::findings::Severity;
@@ -29,12 +30,18 @@ pub fn render_github(files: &[FileFindings<'_>]) -> String {
     let mut out = String::new();
     for file in files {
         for f in file.findings {
+            // GitHub reads an end column on a one-line annotation only.
+            let end_column = match f.column_end {
+                Some(end) if f.line_end == f.line => format!(",endColumn={end}"),
+                _ => String::new(),
+            };
             out.push_str(&format!(
-                "::{} file={},line={},endLine={},title={}::{}\n",
+                "::{} file={},line={},endLine={},col={}{end_column},title={}::{}\n",
                 command(f.severity),
                 escape_property(file.path),
                 f.line,
                 f.line_end,
+                f.column.max(1),
                 escape_property(&format!("koas {}", f.kind)),
                 escape_data(&f.message)
             ));
@@ -60,17 +67,23 @@ mod tests {
                 "x",
             ),
             Finding::new(FindingKind::TerminologyDrift, "k", 7, 7, "pick one", "x"),
+            Finding::new(FindingKind::Misspelling, "k", 9, 9, "explians", "x").at_span(5, 13),
         ];
         f[0].severity = Severity::Error;
         let text = render_github(&[FileFindings {
             path: "dir,x/a:b.md",
             findings: &f,
+            suppressed: &[],
         }]);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
             lines[0],
-            "::error file=dir%2Cx/a%3Ab.md,line=3,endLine=4,title=koas ai_leftover::100%25 wrong,%0Areally"
+            "::error file=dir%2Cx/a%3Ab.md,line=3,endLine=4,col=1,title=koas ai_leftover::100%25 wrong,%0Areally"
         );
-        assert_eq!(lines[1], "::notice file=dir%2Cx/a%3Ab.md,line=7,endLine=7,title=koas terminology_drift::pick one");
+        assert_eq!(lines[1], "::notice file=dir%2Cx/a%3Ab.md,line=7,endLine=7,col=1,title=koas terminology_drift::pick one");
+        assert_eq!(
+            lines[2],
+            "::warning file=dir%2Cx/a%3Ab.md,line=9,endLine=9,col=5,endColumn=13,title=koas misspelling::explians"
+        );
     }
 }

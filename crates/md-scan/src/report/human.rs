@@ -60,6 +60,7 @@ mod tests {
         let files = [FileFindings {
             path: "docs/a.md",
             findings: &f,
+            suppressed: &[],
         }];
         assert_eq!(
             render_human(&files),

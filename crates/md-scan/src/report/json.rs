@@ -49,10 +49,12 @@ mod tests {
             FileFindings {
                 path: "a.md",
                 findings: &f,
+                suppressed: &[],
             },
             FileFindings {
                 path: "b.md",
                 findings: &[],
+                suppressed: &[],
             },
         ]);
         let v: Value = serde_json::from_str(&text).expect("valid JSON");

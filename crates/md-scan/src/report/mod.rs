@@ -20,4 +20,7 @@ pub struct FileFindings<'a> {
     pub path: &'a str,
     /// Its findings, sorted by line, then kind.
     pub findings: &'a [Finding],
+    /// The findings its suppression comments silence: not reported, but
+    /// listed as suppressed where the format can say so (SARIF).
+    pub suppressed: &'a [Finding],
 }

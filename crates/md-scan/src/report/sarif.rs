@@ -7,7 +7,7 @@
 
 use super::FileFindings;
 use koas_kernel_api::hash::sha256;
-use koas_review_schema::findings::{Finding, FindingKind, Severity};
+use koas_review_schema::findings::{Finding, FindingKind, Severity, REPOSITORY_URL};
 use serde_json::{json, Value};
 
 /// The schema URI written in `$schema`.
@@ -46,6 +46,7 @@ fn rule(kind: FindingKind) -> Value {
         "id": kind.as_str(),
         "name": kind.as_str(),
         "shortDescription": { "text": kind.description() },
+        "helpUri": kind.doc_url(REPOSITORY_URL),
         "defaultConfiguration": { "level": level(kind.default_severity()) },
     })
 }
@@ -58,7 +59,7 @@ fn fingerprint(f: &Finding) -> String {
         .to_string()
 }
 
-fn result(path: &str, f: &Finding) -> Value {
+fn result(path: &str, f: &Finding, suppressed: bool) -> Value {
     let rule_index = FindingKind::ALL
         .iter()
         .position(|k| *k == f.kind)
@@ -76,10 +77,13 @@ fn result(path: &str, f: &Finding) -> Value {
     }
     let mut region =
         json!({ "startLine": f.line, "startColumn": f.column.max(1), "endLine": f.line_end });
+    if let Some(end) = f.column_end.filter(|_| f.line_end == f.line) {
+        region["endColumn"] = json!(end);
+    }
     if !f.evidence.is_empty() {
         region["snippet"] = json!({ "text": f.evidence });
     }
-    json!({
+    let mut result = json!({
         "ruleId": f.kind.as_str(),
         "ruleIndex": rule_index,
         "level": level(f.severity),
@@ -92,14 +96,30 @@ fn result(path: &str, f: &Finding) -> Value {
         }],
         "partialFingerprints": { "koasFinding/v1": fingerprint(f) },
         "properties": properties,
-    })
+    });
+    // A finding a comment in the document silences: code scanning shows
+    // it dismissed rather than not at all.
+    if suppressed {
+        result["suppressions"] = json!([{ "kind": "inSource" }]);
+    }
+    result
 }
 
 /// The SARIF log of one `koas check` run, pretty-printed.
 pub fn render_sarif(files: &[FileFindings<'_>], tool_version: &str) -> String {
     let results: Vec<Value> = files
         .iter()
-        .flat_map(|file| file.findings.iter().map(move |f| result(file.path, f)))
+        .flat_map(|file| {
+            let shown = file
+                .findings
+                .iter()
+                .map(move |f| result(file.path, f, false));
+            let silenced = file
+                .suppressed
+                .iter()
+                .map(move |f| result(file.path, f, true));
+            shown.chain(silenced)
+        })
         .collect();
     let artifacts: Vec<Value> = files
         .iter()
@@ -113,7 +133,7 @@ pub fn render_sarif(files: &[FileFindings<'_>], tool_version: &str) -> String {
                 "driver": {
                     "name": "koas",
                     "version": tool_version,
-                    "informationUri": "https://example.invalid/koas",
+                    "informationUri": REPOSITORY_URL,
                     "rules": FindingKind::ALL.iter().map(|k| rule(*k)).collect::<Vec<_>>(),
                 }
             },
@@ -153,6 +173,7 @@ mod tests {
             &[FileFindings {
                 path: "spec.md",
                 findings: &[f],
+                suppressed: &[],
             }],
             "0.1.0",
         );
@@ -165,6 +186,11 @@ mod tests {
         );
         let r = &run["results"][0];
         assert_eq!(r["ruleId"], "missing_target");
+        assert_eq!(run["tool"]["driver"]["informationUri"], REPOSITORY_URL);
+        assert_eq!(
+            run["tool"]["driver"]["rules"][11]["helpUri"],
+            format!("{REPOSITORY_URL}/blob/main/docs/check.md#missing_target")
+        );
         assert_eq!(
             run["tool"]["driver"]["rules"][r["ruleIndex"].as_u64().unwrap_or(99) as usize]["id"],
             "missing_target"

@@ -140,6 +140,8 @@ pub struct CheckArgs {
 struct Checked {
     path: String,
     findings: Vec<Finding>,
+    /// The findings its suppression comments silence (SARIF lists them).
+    suppressed: Vec<Finding>,
     fail_on: Option<Severity>,
     /// Findings of the `--pipeline` or `[kernels] run` kernels.
     kernels: Vec<koas_review_schema::findings::KernelFindings>,
@@ -471,6 +473,7 @@ pub fn execute(global: &HostOptions, args: CheckArgs) -> anyhow::Result<ExitStat
         checked.push(Checked {
             path: job.path.clone(),
             findings: output.findings,
+            suppressed: output.suppressed,
             fail_on,
             kernels,
             rules,
@@ -481,6 +484,7 @@ pub fn execute(global: &HostOptions, args: CheckArgs) -> anyhow::Result<ExitStat
         .map(|c| FileFindings {
             path: &c.path,
             findings: &c.findings,
+            suppressed: &c.suppressed,
         })
         .collect();
     let mut text = match args.format {
