@@ -596,3 +596,131 @@ fn real_corpus_and_seeds_run_without_error() {
         );
     }
 }
+
+/// `git -C dir args…`, which must succeed.
+fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir)
+        .output()
+        .expect("git runs");
+    assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
+}
+
+#[test]
+fn changed_since_reports_only_the_lines_a_change_touched() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let d = dir.path();
+    git(d, &["init", "-q", "-b", "main"]);
+    git(d, &["config", "user.email", "t@example.test"]);
+    git(d, &["config", "user.name", "t"]);
+    write(
+        d,
+        "docs/a doc.md",
+        "# Doc\n\n## 1. Intro\n\nSee Section 9.\n\nPlain line.\n",
+    );
+    write(d, "docs/old.md", "# Old\n\nSee [x](#nope).\n");
+    write(d, "docs/gone.md", "# Gone\n\nSee [z](#none).\n");
+    write(d, "docs/été.md", "# Été\n\n## 1. Un\n\nSee Section 4.\n");
+    git(d, &["add", "."]);
+    git(d, &["commit", "-q", "-m", "base"]);
+    // A pull request: a line changed and one added in a file with a space
+    // in its name, a file renamed as it was, a file deleted, a new file,
+    // an untouched file with a non-ASCII name.
+    write(
+        d,
+        "docs/a doc.md",
+        "# Doc\n\n## 1. Intro\n\nSee Section 9.\n\nThis is the line with teh slip in it.\n\nSee Section 8.\n",
+    );
+    git(d, &["mv", "docs/old.md", "docs/moved name.md"]);
+    git(d, &["rm", "-q", "docs/gone.md"]);
+    write(d, "docs/new.md", "# New\n\nSee [y](#nada).\n");
+
+    let out = run(
+        &[
+            "check",
+            "--format",
+            "json",
+            "--changed-since",
+            "main",
+            "docs",
+        ],
+        d,
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let found: Vec<(String, u32, String)> = json_findings(&out)
+        .into_iter()
+        .map(|(file, f)| (file, f.line, f.kind.as_str().to_string()))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            ("docs/a doc.md".to_string(), 7, "misspelling".to_string()),
+            (
+                "docs/a doc.md".to_string(),
+                9,
+                "broken_reference".to_string()
+            ),
+            (
+                "docs/new.md".to_string(),
+                3,
+                "broken_link_anchor".to_string()
+            ),
+        ]
+    );
+    // Without the option, every finding of every file.
+    let all = run(&["check", "--format", "json", "docs"], d);
+    assert_eq!(json_findings(&all).len(), 6, "{}", stdout(&all));
+    // The summary says what the counts cover.
+    let human = run(&["check", "--changed-since", "HEAD", "docs"], d);
+    assert_eq!(
+        stderr(&human).lines().last(),
+        Some("3 findings (2 errors, 1 warning, 0 info) in 4 files on lines changed since HEAD")
+    );
+    // Nothing changed since the working tree's own state: nothing to say.
+    git(d, &["add", "-A"]);
+    git(d, &["commit", "-q", "-m", "pr"]);
+    let clean = run(&["check", "--changed-since", "HEAD", "docs"], d);
+    assert_eq!(clean.status.code(), Some(0), "{}", stdout(&clean));
+    assert_eq!(stdout(&clean), "");
+}
+
+#[test]
+fn changed_since_refuses_what_it_cannot_compare() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let d = dir.path();
+    write(d, "loose.md", "# Loose\n\nSee Section 3.\n");
+    let out = run(&["check", "--changed-since", "HEAD", "loose.md"], d);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("loose.md: not inside a git working tree"),
+        "{}",
+        stderr(&out)
+    );
+    git(d, &["init", "-q"]);
+    let out = run(
+        &["check", "--changed-since", "no-such-branch", "loose.md"],
+        d,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("--changed-since no-such-branch: not a commit of the repository"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run(&["check", "--changed-since", "HEAD", "-"], d);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("not standard input"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run(
+        &["check", "--changed-since", "HEAD", "--fix", "loose.md"],
+        d,
+    );
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -82,6 +82,7 @@ Examples:
   koas check spec.md --format sarif > koas.sarif
   koas check spec.md --fail-on error        # or --fail-on critical
   koas check spec.md --fix --dry-run
+  koas check docs/ --changed-since origin/main   # a pull request's lines
 
 Exit codes:
   0    no finding at or above --fail-on
@@ -133,6 +134,13 @@ pub struct CheckArgs {
     /// named by kernel. A failed kernel is an error (exit 2).
     #[arg(long, value_name = "FILE", conflicts_with = "fix")]
     pub pipeline: Option<PathBuf>,
+    /// Report only the findings on lines added or changed since this git
+    /// revision (a branch, tag or commit: origin/main, HEAD~1): the lines
+    /// a pull request or a commit touched. The files are compared as they
+    /// are on disk; a file the revision does not have is all new, a
+    /// renamed one is compared with its old name.
+    #[arg(long, value_name = "REV", conflicts_with = "fix")]
+    pub changed_since: Option<String>,
 }
 
 /// A checked document: the name it is reported under, its findings and
@@ -364,6 +372,15 @@ pub fn default_fail_on(doc: &Path) -> anyhow::Result<Severity> {
 }
 
 pub fn execute(global: &HostOptions, args: CheckArgs) -> anyhow::Result<ExitStatus> {
+    if args.changed_since.is_some() && args.docs.iter().any(|d| d == Path::new("-")) {
+        anyhow::bail!(
+            "--changed-since compares files on disk with a git revision: not standard input"
+        );
+    }
+    let mut changed = args
+        .changed_since
+        .as_deref()
+        .map(crate::changed::ChangedSince::new);
     let (docs, folder_errors) = crate::input::expand_documents(&args.docs);
     for e in &folder_errors {
         eprintln!("error: {e}");
@@ -447,7 +464,7 @@ pub fn execute(global: &HostOptions, args: CheckArgs) -> anyhow::Result<ExitStat
             None => None,
         };
         let mut output = output;
-        let (kernels, rules) = match others {
+        let (mut kernels, rules) = match others {
             None => (Vec::new(), Vec::new()),
             Some(Ok(others)) => {
                 for e in &others.errors {
@@ -468,6 +485,20 @@ pub fn execute(global: &HostOptions, args: CheckArgs) -> anyhow::Result<ExitStat
         if !global.quiet {
             for w in &output.warnings {
                 eprintln!("warning: {}: {w}", job.path);
+            }
+        }
+        if let Some(changes) = changed.as_mut() {
+            // The file as it is now (after any change of this run).
+            let text = read_document(&job.source, &job.path, limit)?;
+            let lines = changes.lines(&job.source, &text)?;
+            let touched = |from: u32, to: u32| {
+                (from.max(1)..=to.max(from)).any(|n| lines.get(n as usize - 1) == Some(&true))
+            };
+            output.findings.retain(|f| touched(f.line, f.line_end));
+            output.suppressed.retain(|f| touched(f.line, f.line_end));
+            for k in &mut kernels {
+                k.findings
+                    .retain(|f| touched(f.line, f.line_end.unwrap_or(f.line)));
             }
         }
         checked.push(Checked {
@@ -537,6 +568,9 @@ pub fn execute(global: &HostOptions, args: CheckArgs) -> anyhow::Result<ExitStat
         } else {
             summary_line(&files)
         };
+        if let Some(changes) = &changed {
+            line.push_str(&format!(" on lines changed since {}", changes.rev()));
+        }
         // The counts cover what was checked; say that something was not.
         if unreadable > 0 {
             let s = if unreadable == 1 { "" } else { "s" };
