@@ -638,3 +638,114 @@ fn an_editors_docs_base_url_is_where_each_diagnostic_links() {
     );
     assert_eq!(c.shutdown(), Some(0));
 }
+
+/// The README's Lua snippet for Neovim 0.7, as it is written there.
+fn readme_snippet_for_neovim_0_7() -> String {
+    let readme = std::fs::read_to_string(koas_test_support::repo_root().join("README.md"))
+        .expect("README.md");
+    let marker = "-- koas lsp on Markdown buffers, one client per project (Neovim 0.7 or later)";
+    let start = readme
+        .find(marker)
+        .expect("the README has the Neovim 0.7 snippet");
+    let end = readme[start..]
+        .find("```")
+        .expect("the snippet's block ends")
+        + start;
+    readme[start..end].to_string()
+}
+
+#[test]
+fn the_readmes_neovim_0_7_snippet_shows_diagnostics_and_applies_a_code_action() {
+    let nvim = std::process::Command::new("nvim").arg("--version").output();
+    let Ok(version) = nvim else {
+        eprintln!("SKIPPED: no nvim on the PATH (Debian: apt install neovim)");
+        return;
+    };
+    eprintln!(
+        "{}",
+        String::from_utf8_lossy(&version.stdout)
+            .lines()
+            .next()
+            .unwrap_or("")
+    );
+    let s = Scratch::new();
+    // A project of its own: the snippet finds koas.toml upward.
+    s.write("koas.toml", "");
+    let doc = "# Guide\n\nSee [the setup](#setup) first.\n\n##\n\n## Setup\n\nDone.\n";
+    s.write("docs/guide.md", doc);
+    let results = s.path("nvim-out.txt");
+    let harness = r#"
+local out = assert(io.open(os.getenv("KOAS_NVIM_OUT"), "w"))
+vim.api.nvim_create_autocmd("VimEnter", { callback = function()
+  local function finish(code) out:close(); vim.cmd(code == 0 and "qa!" or "cquit 1") end
+  if not vim.wait(30000, function() return #vim.diagnostic.get(0) > 0 end, 50) then
+    out:write("no diagnostics\n"); return finish(1)
+  end
+  local target
+  for _, d in ipairs(vim.diagnostic.get(0)) do
+    out:write(string.format("diagnostic %d %s\n", d.lnum + 1, tostring(d.code)))
+    if d.code == "empty_heading" then target = d end
+  end
+  if not target then return finish(1) end
+  local params = {
+    textDocument = vim.lsp.util.make_text_document_params(),
+    range = { start = { line = target.lnum, character = 0 }, ["end"] = { line = target.lnum, character = 0 } },
+    context = { diagnostics = { target.user_data.lsp } },
+  }
+  local answers = vim.lsp.buf_request_sync(0, "textDocument/codeAction", params, 20000)
+  local chosen
+  for _, answer in pairs(answers or {}) do
+    for _, action in ipairs(answer.result or {}) do
+      if action.isPreferred then chosen = action end
+    end
+  end
+  if not chosen then out:write("no preferred code action\n"); return finish(1) end
+  vim.lsp.util.apply_workspace_edit(chosen.edit, "utf-16")
+  out:write("applied " .. chosen.title .. "\n")
+  for _, line in ipairs(vim.api.nvim_buf_get_lines(0, 0, -1, false)) do out:write("| " .. line .. "\n") end
+  finish(0)
+end })
+"#;
+    let init = format!("{}\n{harness}", readme_snippet_for_neovim_0_7());
+    s.write("init.lua", &init);
+    let bin_dir = koas_test_support::koas_bin()
+        .parent()
+        .expect("koas's folder")
+        .to_path_buf();
+    let path = std::env::join_paths(std::iter::once(bin_dir).chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))
+    .expect("PATH");
+    let mut child = std::process::Command::new("nvim")
+        .args(["--headless", "-i", "NONE", "-n", "-u"])
+        .arg(s.path("init.lua"))
+        .arg(s.path("docs/guide.md"))
+        .current_dir(s.dir.path())
+        .env("PATH", path)
+        .env("KOAS_NVIM_OUT", &results)
+        .env("XDG_CONFIG_HOME", s.dir.path())
+        .env("XDG_DATA_HOME", s.dir.path())
+        .env("XDG_STATE_HOME", s.dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("nvim starts");
+    let deadline = Instant::now() + WAIT;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("nvim did not finish in {WAIT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let said = std::fs::read_to_string(&results).unwrap_or_default();
+    assert!(status.success(), "{status:?}\n{said}");
+    assert!(said.contains("diagnostic 5 empty_heading\n"), "{said}");
+    assert!(said.contains("applied "), "{said}");
+    // The empty heading is gone from the buffer.
+    assert!(!said.contains("| ##\n"), "{said}");
+}
