@@ -724,3 +724,163 @@ fn changed_since_refuses_what_it_cannot_compare() {
     );
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// `scripts/koas-action.sh` (the action's check step) in `dir`, with `env`.
+fn action(dir: &Path, env: &[(&str, &str)]) -> Output {
+    let mut c = Command::new("bash");
+    c.arg(repo_root().join("scripts/koas-action.sh"))
+        .current_dir(dir)
+        .env("KOAS", koas_bin())
+        .env_remove("KOAS_KERNEL_PATH");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("bash runs")
+}
+
+/// `(file, line)` of each `::… file=F,line=L,…` annotation.
+fn annotated(o: &Output) -> Vec<(String, u32)> {
+    stdout(o)
+        .lines()
+        .filter_map(|l| {
+            let props = l
+                .strip_prefix("::")?
+                .split_once(' ')?
+                .1
+                .split("::")
+                .next()?;
+            let get = |k: &str| {
+                props
+                    .split(',')
+                    .find_map(|p| p.strip_prefix(&format!("{k}=")))
+                    .map(str::to_string)
+            };
+            Some((get("file")?, get("line")?.parse().ok()?))
+        })
+        .collect()
+}
+
+#[test]
+fn the_action_checks_the_files_and_lines_a_pull_request_changed() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let d = dir.path();
+    git(d, &["init", "-q", "-b", "main"]);
+    git(d, &["config", "user.email", "t@example.test"]);
+    git(d, &["config", "user.name", "t"]);
+    write(
+        d,
+        "docs/a doc.md",
+        "# Doc\n\n## 1. Intro\n\nSee Section 9.\n\nPlain.\n",
+    );
+    write(d, "docs/old.md", "# Old\n\nSee [x](#nope).\n");
+    write(d, "docs/gone.md", "# Gone\n\nSee [z](#none).\n");
+    write(
+        d,
+        "docs/untouched.md",
+        "# Same\n\n## 1. One\n\nSee Section 7.\n",
+    );
+    write(d, "notes.txt", "a\n");
+    git(d, &["add", "."]);
+    git(d, &["commit", "-q", "-m", "base"]);
+    let base = Command::new("git")
+        .args(["-C"])
+        .arg(d)
+        .args(["rev-parse", "HEAD"])
+        .output()
+        .expect("git");
+    let base = stdout(&base).trim().to_string();
+    git(d, &["checkout", "-q", "-b", "pr"]);
+    write(
+        d,
+        "docs/a doc.md",
+        "# Doc\n\n## 1. Intro\n\nSee Section 9.\n\nThis is the line with teh slip in it.\n\nSee Section 8.\n",
+    );
+    git(d, &["mv", "docs/old.md", "docs/moved name.md"]);
+    git(d, &["rm", "-q", "docs/gone.md"]);
+    write(d, "docs/new.md", "# New\n\nSee [y](#nada).\n");
+    write(d, "notes.txt", "b\n");
+    git(d, &["add", "-A"]);
+    git(d, &["commit", "-q", "-m", "pr"]);
+
+    let a = |f: &str, l: u32| (f.to_string(), l);
+    // The default: the changed lines of the changed Markdown files.
+    let out = action(d, &[("KOAS_BASE", &base)]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(
+        annotated(&out),
+        [
+            a("docs/a doc.md", 7),
+            a("docs/a doc.md", 9),
+            a("docs/new.md", 3)
+        ],
+        "{}",
+        stdout(&out)
+    );
+    // Every finding of the changed files (the renamed one included), none
+    // of the untouched file's.
+    let out = action(d, &[("KOAS_BASE", &base), ("KOAS_LINES", "all")]);
+    assert_eq!(
+        annotated(&out),
+        [
+            a("docs/a doc.md", 5),
+            a("docs/a doc.md", 7),
+            a("docs/a doc.md", 9),
+            a("docs/moved name.md", 3),
+            a("docs/new.md", 3),
+        ],
+        "{}",
+        stdout(&out)
+    );
+    // No base (a push that made the branch): everything under the paths.
+    let out = action(
+        d,
+        &[
+            ("KOAS_BASE", "0000000000000000000000000000000000000000"),
+            ("KOAS_PATHS", "docs"),
+        ],
+    );
+    assert_eq!(annotated(&out).len(), 6, "{}", stdout(&out));
+    // SARIF to a file; fail-on never passes.
+    let sarif = d.join("out.sarif");
+    let sarif_path = sarif.to_string_lossy().to_string();
+    let out = action(
+        d,
+        &[
+            ("KOAS_BASE", &base),
+            ("KOAS_FORMAT", "sarif"),
+            ("KOAS_SARIF", &sarif_path),
+            ("KOAS_FAIL_ON", "never"),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let log: Value =
+        serde_json::from_str(&std::fs::read_to_string(&sarif).expect("sarif")).expect("json");
+    assert_eq!(log["runs"][0]["results"].as_array().map(Vec::len), Some(3));
+    // Nothing Markdown changed: a clean run that says so.
+    let out = action(d, &[("KOAS_BASE", "HEAD")]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        stdout(&out),
+        "koas-action: no Markdown file changed since HEAD\n"
+    );
+    // A bad input is an error, not a silent default.
+    let out = action(d, &[("KOAS_BASE", &base), ("KOAS_LINES", "some")]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("lines must be changed or all"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn the_action_script_passes_shellcheck() {
+    let Ok(out) = Command::new("shellcheck")
+        .arg(repo_root().join("scripts/koas-action.sh"))
+        .output()
+    else {
+        eprintln!("SKIPPED: no shellcheck on the PATH (Debian: apt install shellcheck)");
+        return;
+    };
+    assert!(out.status.success(), "{}", stdout(&out));
+}
