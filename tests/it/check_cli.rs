@@ -610,10 +610,12 @@ fn git(dir: &Path, args: &[&str]) {
     assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
 }
 
-#[test]
-fn changed_since_reports_only_the_lines_a_change_touched() {
-    let dir = tempfile::tempdir().expect("tmp");
-    let d = dir.path();
+/// A scratch repository on branch `pr`, one commit past `main` (whose
+/// full commit name it returns), with a pull request's changes: a line
+/// changed and one added in a file with a space in its name, a file
+/// renamed as it was, a file deleted, a new file, an untouched file with a
+/// non-ASCII name, a text file changed.
+fn pull_request(d: &Path) -> String {
     git(d, &["init", "-q", "-b", "main"]);
     git(d, &["config", "user.email", "t@example.test"]);
     git(d, &["config", "user.name", "t"]);
@@ -625,11 +627,16 @@ fn changed_since_reports_only_the_lines_a_change_touched() {
     write(d, "docs/old.md", "# Old\n\nSee [x](#nope).\n");
     write(d, "docs/gone.md", "# Gone\n\nSee [z](#none).\n");
     write(d, "docs/été.md", "# Été\n\n## 1. Un\n\nSee Section 4.\n");
+    write(d, "notes.txt", "a\n");
     git(d, &["add", "."]);
     git(d, &["commit", "-q", "-m", "base"]);
-    // A pull request: a line changed and one added in a file with a space
-    // in its name, a file renamed as it was, a file deleted, a new file,
-    // an untouched file with a non-ASCII name.
+    let base = Command::new("git")
+        .arg("-C")
+        .arg(d)
+        .args(["rev-parse", "HEAD"])
+        .output()
+        .expect("git");
+    git(d, &["checkout", "-q", "-b", "pr"]);
     write(
         d,
         "docs/a doc.md",
@@ -638,6 +645,17 @@ fn changed_since_reports_only_the_lines_a_change_touched() {
     git(d, &["mv", "docs/old.md", "docs/moved name.md"]);
     git(d, &["rm", "-q", "docs/gone.md"]);
     write(d, "docs/new.md", "# New\n\nSee [y](#nada).\n");
+    write(d, "notes.txt", "b\n");
+    git(d, &["add", "-A"]);
+    git(d, &["commit", "-q", "-m", "pr"]);
+    stdout(&base).trim().to_string()
+}
+
+#[test]
+fn changed_since_reports_only_the_lines_a_change_touched() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let d = dir.path();
+    pull_request(d);
 
     let out = run(
         &[
@@ -675,17 +693,37 @@ fn changed_since_reports_only_the_lines_a_change_touched() {
     let all = run(&["check", "--format", "json", "docs"], d);
     assert_eq!(json_findings(&all).len(), 6, "{}", stdout(&all));
     // The summary says what the counts cover.
-    let human = run(&["check", "--changed-since", "HEAD", "docs"], d);
+    let human = run(&["check", "--changed-since", "main", "docs"], d);
     assert_eq!(
         stderr(&human).lines().last(),
-        Some("3 findings (2 errors, 1 warning, 0 info) in 4 files on lines changed since HEAD")
+        Some("3 findings (2 errors, 1 warning, 0 info) in 4 files on lines changed since main")
     );
-    // Nothing changed since the working tree's own state: nothing to say.
-    git(d, &["add", "-A"]);
-    git(d, &["commit", "-q", "-m", "pr"]);
+    // Nothing changed since the last commit: nothing to say.
     let clean = run(&["check", "--changed-since", "HEAD", "docs"], d);
     assert_eq!(clean.status.code(), Some(0), "{}", stdout(&clean));
     assert_eq!(stdout(&clean), "");
+    // A change not yet committed counts: the file on disk is compared.
+    write(
+        d,
+        "docs/été.md",
+        "# Été\n\n## 1. Un\n\nSee Section 4.\n\nSee Section 5.\n",
+    );
+    let edited = run(
+        &[
+            "check",
+            "--format",
+            "json",
+            "--changed-since",
+            "HEAD",
+            "docs",
+        ],
+        d,
+    );
+    let lines: Vec<(String, u32)> = json_findings(&edited)
+        .into_iter()
+        .map(|(file, f)| (file, f.line))
+        .collect();
+    assert_eq!(lines, [("docs/été.md".to_string(), 7)]);
 }
 
 #[test]
@@ -764,43 +802,7 @@ fn annotated(o: &Output) -> Vec<(String, u32)> {
 fn the_action_checks_the_files_and_lines_a_pull_request_changed() {
     let dir = tempfile::tempdir().expect("tmp");
     let d = dir.path();
-    git(d, &["init", "-q", "-b", "main"]);
-    git(d, &["config", "user.email", "t@example.test"]);
-    git(d, &["config", "user.name", "t"]);
-    write(
-        d,
-        "docs/a doc.md",
-        "# Doc\n\n## 1. Intro\n\nSee Section 9.\n\nPlain.\n",
-    );
-    write(d, "docs/old.md", "# Old\n\nSee [x](#nope).\n");
-    write(d, "docs/gone.md", "# Gone\n\nSee [z](#none).\n");
-    write(
-        d,
-        "docs/untouched.md",
-        "# Same\n\n## 1. One\n\nSee Section 7.\n",
-    );
-    write(d, "notes.txt", "a\n");
-    git(d, &["add", "."]);
-    git(d, &["commit", "-q", "-m", "base"]);
-    let base = Command::new("git")
-        .args(["-C"])
-        .arg(d)
-        .args(["rev-parse", "HEAD"])
-        .output()
-        .expect("git");
-    let base = stdout(&base).trim().to_string();
-    git(d, &["checkout", "-q", "-b", "pr"]);
-    write(
-        d,
-        "docs/a doc.md",
-        "# Doc\n\n## 1. Intro\n\nSee Section 9.\n\nThis is the line with teh slip in it.\n\nSee Section 8.\n",
-    );
-    git(d, &["mv", "docs/old.md", "docs/moved name.md"]);
-    git(d, &["rm", "-q", "docs/gone.md"]);
-    write(d, "docs/new.md", "# New\n\nSee [y](#nada).\n");
-    write(d, "notes.txt", "b\n");
-    git(d, &["add", "-A"]);
-    git(d, &["commit", "-q", "-m", "pr"]);
+    let base = pull_request(d);
 
     let a = |f: &str, l: u32| (f.to_string(), l);
     // The default: the changed lines of the changed Markdown files.

@@ -127,6 +127,12 @@ pub fn guess(text: &str) -> Option<Lang> {
             None => {}
         }
     }
+    verdict(en, fr)
+}
+
+/// The language `en` English and `fr` French function words tell: at
+/// least two of one and at least twice as many as the other's.
+fn verdict(en: u32, fr: u32) -> Option<Lang> {
     if en >= 2 && en >= fr.saturating_mul(2) && en > fr {
         Some(Lang::En)
     } else if fr >= 2 && fr >= en.saturating_mul(2) && fr > en {
@@ -189,13 +195,7 @@ mod tests {
                 None => {}
             }
         }
-        if en >= 2 && en >= fr.saturating_mul(2) && en > fr {
-            Some(Lang::En)
-        } else if fr >= 2 && fr >= en.saturating_mul(2) && fr > en {
-            Some(Lang::Fr)
-        } else {
-            None
-        }
+        verdict(en, fr)
     }
 
     proptest! {
