@@ -855,6 +855,10 @@ fn the_action_checks_the_files_and_lines_a_pull_request_changed() {
         ],
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        format!("koas-action: SARIF log written to {sarif_path}\n")
+    );
     let log: Value =
         serde_json::from_str(&std::fs::read_to_string(&sarif).expect("sarif")).expect("json");
     assert_eq!(log["runs"][0]["results"].as_array().map(Vec::len), Some(3));
@@ -885,4 +889,46 @@ fn the_action_script_passes_shellcheck() {
         return;
     };
     assert!(out.status.success(), "{}", stdout(&out));
+}
+
+#[test]
+fn changed_since_counts_an_old_version_too_large_to_read_as_all_new() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let d = dir.path();
+    git(d, &["init", "-q", "-b", "main"]);
+    git(d, &["config", "user.email", "t@example.test"]);
+    git(d, &["config", "user.name", "t"]);
+    let kept = "# Doc\n\n## 1. Intro\n\nSee Section 9.\n";
+    write(
+        d,
+        "doc.md",
+        &format!("{kept}\n{}\n", "Padding. ".repeat(30)),
+    );
+    git(d, &["add", "."]);
+    git(d, &["commit", "-q", "-m", "base"]);
+    write(d, "doc.md", kept);
+    let lines = |limit: &str| -> Vec<u32> {
+        let out = run(
+            &[
+                "check",
+                "--format",
+                "json",
+                "--changed-since",
+                "main",
+                "--max-doc-size",
+                limit,
+                "doc.md",
+            ],
+            d,
+        );
+        json_findings(&out)
+            .into_iter()
+            .map(|(_, f)| f.line)
+            .collect()
+    };
+    // Compared with main: the line kept is no change.
+    assert_eq!(lines("1K"), Vec::<u32>::new());
+    // main's version is over the bound, today's is not: it is not read
+    // back, and every line counts as new rather than guessed unchanged.
+    assert_eq!(lines("100"), [5]);
 }

@@ -43,16 +43,21 @@ pub enum ChangedError {
 /// repositories (each repository's renames are read once).
 pub struct ChangedSince {
     rev: String,
+    /// The largest old version read back from git (the documents' own
+    /// bound): a larger one counts as a file with every line new.
+    max_bytes: u64,
     /// Per repository top folder: each renamed file's old path, by its
     /// new path (both relative to the top, `/`-separated).
     renamed: HashMap<PathBuf, HashMap<String, String>>,
 }
 
 impl ChangedSince {
-    /// Changes since `rev` (a commit, branch, tag or `HEAD~2`).
-    pub fn new(rev: &str) -> Self {
+    /// Changes since `rev` (a commit, branch, tag or `HEAD~2`), reading
+    /// no old version larger than `max_bytes`.
+    pub fn new(rev: &str, max_bytes: u64) -> Self {
         ChangedSince {
             rev: rev.to_string(),
+            max_bytes,
             renamed: HashMap::new(),
         }
     }
@@ -94,11 +99,21 @@ impl ChangedSince {
             .get(&top)
             .and_then(|r| r.get(&relative))
             .unwrap_or(&relative);
-        let line_count = text.lines().count();
+        let all_new = vec![true; text.lines().count()];
+        let object = format!("{}:{old}", self.rev);
         // A path the revision does not have: a new file, every line new.
-        let Ok(before) = git(&top, &["cat-file", "blob", &format!("{}:{old}", self.rev)]) else {
-            return Ok(vec![true; line_count]);
+        // So is an old version too large to read back.
+        let Ok(size) = git(&top, &["cat-file", "-s", &object]) else {
+            return Ok(all_new);
         };
+        if size
+            .trim()
+            .parse::<u64>()
+            .map_or(true, |n| n > self.max_bytes)
+        {
+            return Ok(all_new);
+        }
+        let before = git(&top, &["cat-file", "blob", &object])?;
         Ok(changed_lines(&before, text))
     }
 
@@ -154,7 +169,12 @@ fn renames_of(listing: &str) -> HashMap<String, String> {
 /// line diff: `changed[n - 1]` for line `n`.
 fn changed_lines(before: &str, after: &str) -> Vec<bool> {
     let mut changed = vec![false; after.lines().count()];
-    let diff = similar::TextDiff::from_lines(before, after);
+    // Two large, very different versions could take the diff a long
+    // time: past the deadline it gives a coarser diff, more lines marked
+    // changed, never fewer.
+    let diff = similar::TextDiff::configure()
+        .timeout(std::time::Duration::from_secs(2))
+        .diff_lines(before, after);
     for op in diff.ops() {
         let new = op.new_range();
         if !matches!(op.tag(), similar::DiffTag::Equal) {

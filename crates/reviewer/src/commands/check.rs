@@ -377,16 +377,16 @@ pub fn execute(global: &HostOptions, args: CheckArgs) -> anyhow::Result<ExitStat
             "--changed-since compares files on disk with a git revision: not standard input"
         );
     }
-    let mut changed = args
-        .changed_since
-        .as_deref()
-        .map(crate::changed::ChangedSince::new);
     let (docs, folder_errors) = crate::input::expand_documents(&args.docs);
     for e in &folder_errors {
         eprintln!("error: {e}");
     }
     let mut unreadable = folder_errors.len();
     let limit = crate::input::max_doc_bytes(args.max_doc_size.as_deref())?;
+    let mut changed = args
+        .changed_since
+        .as_deref()
+        .map(|rev| crate::changed::ChangedSince::new(rev, limit));
     let mut configs = Configs::new()?;
     let jobs: Vec<Job> = docs
         .iter()
