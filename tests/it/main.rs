@@ -32,6 +32,7 @@ mod language_check;
 mod language_lsp;
 mod language_review;
 mod linear_checks;
+mod links_across_files;
 mod links_in_workspaces;
 mod llm_eval;
 mod llm_host;

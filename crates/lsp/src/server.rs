@@ -393,11 +393,40 @@ fn run_check(checker: &Checker, job: &Job, budget: Duration) -> Outcome {
     let limits = Budget::unlimited()
         .with_limit(budget)
         .with_cancel(&job.cancel);
-    match checker.check_within(&job.text, &limits) {
+    match check_text(
+        checker,
+        &job.text,
+        job.path.as_deref(),
+        job.root.as_deref(),
+        &limits,
+    ) {
         Ok(out) => Outcome::Findings(out.findings),
         Err(CheckError::Cancelled) => Outcome::Cancelled,
         Err(CheckError::OverBudget { limit }) => Outcome::OverBudget(limit),
         Err(e) => Outcome::Failed(e.to_string()),
+    }
+}
+
+/// Checks `text` within `budget`; when it is the text of the file at
+/// `path`, its links to other files are looked up on disk, inside the
+/// workspace folder `root` (else inside the file's project root), as they
+/// are now.
+fn check_text(
+    checker: &Checker,
+    text: &str,
+    path: Option<&Path>,
+    root: Option<&Path>,
+    budget: &Budget<'_>,
+) -> Result<koas_md_scan::ScanOutput, CheckError> {
+    let disk = koas_reviewer::links::Disk::new(koas_reviewer::input::DEFAULT_MAX_DOC_BYTES);
+    let around = path.and_then(|p| match root {
+        Some(root) => disk.around_in(p, root),
+        None => disk.around(p),
+    });
+    let name = path.and_then(Path::file_name).and_then(|n| n.to_str());
+    match &around {
+        Some(around) => checker.check_linked_within(text, name, around, budget),
+        None => checker.check_within(text, budget),
     }
 }
 
@@ -899,11 +928,16 @@ impl<W: Write> Server<W> {
         }
         // On the main loop: bounded by the same budget as the pool's checks.
         let limits = Budget::unlimited().with_limit(self.settings.check_budget);
-        let findings = cached_checker(&self.checkers, doc.path.as_deref(), root.as_deref())
-            .ok()?
-            .check_within(doc.text.as_str(), &limits)
-            .ok()?
-            .findings;
+        let checker = cached_checker(&self.checkers, doc.path.as_deref(), root.as_deref()).ok()?;
+        let findings = check_text(
+            &checker,
+            doc.text.as_str(),
+            doc.path.as_deref(),
+            root.as_deref(),
+            &limits,
+        )
+        .ok()?
+        .findings;
         doc.findings = Some((doc.revision, findings.clone()));
         Some(findings)
     }

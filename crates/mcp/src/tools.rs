@@ -565,7 +565,7 @@ fn check_md(ctx: &Ctx, arguments: Value, _control: &Control) -> Answer {
         PathError::NotFound { .. } => Answer::failure("not_found", &e.to_string(), None),
         _ => Answer::failure("error", &e.to_string(), None),
     }));
-    let output = match check::check_file(&path, None, p.no_config, None) {
+    let output = match check::check_file(&path, None, p.no_config, None, Some(ctx.root.dir())) {
         Ok(output) => output,
         Err(e) => return error(&e, None),
     };

@@ -7,10 +7,11 @@ use crate::budget::{Budget, CheckError};
 use crate::config::{
     FingerprintConfig, LanguageSection, NumberingConfig, ProjectConfig, ScanConfig,
 };
-use crate::consistency::ConsistencyScan;
+use crate::consistency::{ConsistencyScan, Neighbours};
 use crate::document::{Document, Stage1View};
 use crate::fingerprint::fingerprint_chunks;
 use crate::language::LanguageCheck;
+use crate::links::LinkTargets;
 use crate::markdown;
 use crate::numbering::NumberingControl;
 use crate::stage1::Stage1Artifacts;
@@ -102,6 +103,7 @@ fn consistency_on(
     scan: &ConsistencyScan,
     suppressions: &Suppressions,
     parsed: Option<markdown::ParsedFacts>,
+    neighbours: Option<Neighbours<'_>>,
     budget: &Budget<'_>,
 ) -> Kept {
     let facts = markdown::collect_with(doc, parsed);
@@ -109,7 +111,11 @@ fn consistency_on(
         return Kept::default();
     }
     let tables = find_tables(doc);
-    finish(doc, suppressions, scan.run(doc, &facts, &tables, budget))
+    finish(
+        doc,
+        suppressions,
+        scan.run(doc, &facts, &tables, neighbours, budget),
+    )
 }
 
 fn numbering_on(
@@ -133,7 +139,7 @@ pub fn consistency_scan(
     let scan = ConsistencyScan::new(config)?;
     let doc = Document::new(view)?;
     let suppressions = Suppressions::parse(&doc);
-    let kept = consistency_on(&doc, &scan, &suppressions, None, &Budget::unlimited());
+    let kept = consistency_on(&doc, &scan, &suppressions, None, None, &Budget::unlimited());
     Ok(ScanOutput {
         findings: kept.findings,
         warnings: suppression_warnings(&suppressions),
@@ -243,7 +249,38 @@ impl Checker {
     /// on one document, in-process, then
     /// the project's disabled kinds and severities applied.
     pub fn check(&self, text: &str) -> Result<ScanOutput, ScanError> {
-        self.run(text, &Budget::unlimited())
+        self.run(text, None, &Budget::unlimited())
+    }
+
+    /// [`Checker::check`] with the links to other files checked too:
+    /// `targets` tells what is on disk around the document, whose file
+    /// name is `name` (see [`crate::links`]).
+    pub fn check_linked(
+        &self,
+        text: &str,
+        name: Option<&str>,
+        targets: &dyn LinkTargets,
+    ) -> Result<ScanOutput, ScanError> {
+        self.run(
+            text,
+            Some(Neighbours { targets, name }),
+            &Budget::unlimited(),
+        )
+    }
+
+    /// [`Checker::check_linked`] within `budget` (see
+    /// [`Checker::check_within`]).
+    pub fn check_linked_within(
+        &self,
+        text: &str,
+        name: Option<&str>,
+        targets: &dyn LinkTargets,
+        budget: &Budget<'_>,
+    ) -> Result<ScanOutput, CheckError> {
+        budget.check()?;
+        let output = self.run(text, Some(Neighbours { targets, name }), budget)?;
+        budget.check()?;
+        Ok(output)
     }
 
     /// [`Checker::check`] within `budget`: the editor's way to stop a check
@@ -256,14 +293,19 @@ impl Checker {
     /// parse is not interrupted: it is linear and runs first.)
     pub fn check_within(&self, text: &str, budget: &Budget<'_>) -> Result<ScanOutput, CheckError> {
         budget.check()?;
-        let output = self.run(text, budget)?;
+        let output = self.run(text, None, budget)?;
         // A detector that saw the budget spent stopped early: its findings
         // are partial, so none are returned.
         budget.check()?;
         Ok(output)
     }
 
-    fn run(&self, text: &str, budget: &Budget<'_>) -> Result<ScanOutput, ScanError> {
+    fn run(
+        &self,
+        text: &str,
+        neighbours: Option<Neighbours<'_>>,
+        budget: &Budget<'_>,
+    ) -> Result<ScanOutput, ScanError> {
         // While Stage 1 runs, the other core compiles the regexes this text
         // may need and loads its French dictionary (before the checks ask
         // for them; neither changes a result).
@@ -303,7 +345,7 @@ impl Checker {
         let suppressions = Suppressions::parse(&doc);
         // The checks read the same document and nothing else: in parallel.
         let (consistency, (numbering, language)) = rayon::join(
-            || consistency_on(&doc, &self.scan, &suppressions, parsed, budget),
+            || consistency_on(&doc, &self.scan, &suppressions, parsed, neighbours, budget),
             || {
                 rayon::join(
                     || numbering_on(&doc, &self.control, &suppressions, budget).0,

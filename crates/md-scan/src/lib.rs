@@ -39,6 +39,7 @@ pub mod fix;
 mod gate;
 pub mod kinds;
 mod language;
+pub mod links;
 pub mod markdown;
 mod numbering;
 pub mod numbers;

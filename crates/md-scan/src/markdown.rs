@@ -6,7 +6,7 @@
 use crate::document::Document;
 use koas_md::LineIndex;
 use koas_review_schema::stage1::{BlockKind, LineNo};
-use pulldown_cmark::{Event, Parser, Tag, TagEnd};
+use pulldown_cmark::{Event, LinkType, Parser, Tag, TagEnd};
 use regex::Regex;
 use std::collections::HashSet;
 use std::sync::LazyLock;
@@ -41,6 +41,26 @@ pub struct FragmentLink {
     pub offset: usize,
 }
 
+/// A link or image whose destination is not a fragment of this document
+/// (`[guide](setup.md#install)`, `![plan](img/plan.png)`, a URL): which
+/// of them are relative paths is for the link check to tell.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileLink {
+    /// Line of the link's first character.
+    pub line: LineNo,
+    /// Last line of the link.
+    pub line_end: LineNo,
+    /// The destination as the parser reads it (escapes resolved, `<>`
+    /// taken off, a reference link's definition looked up).
+    pub destination: String,
+    /// The link's source text, e.g. `[guide](setup.md#install)`.
+    pub source: String,
+    /// Byte offset of the link's first character in the document.
+    pub offset: usize,
+    /// `true` for an image.
+    pub image: bool,
+}
+
 /// A list and how many items it has (its own, not those of lists nested
 /// in them).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,6 +80,9 @@ pub struct MarkdownFacts {
     pub paragraphs: Vec<Paragraph>,
     /// Same-document links (`#fragment`), in document order.
     pub fragment_links: Vec<FragmentLink>,
+    /// Links and images to anything else (other files, URLs), in document
+    /// order of their end.
+    pub file_links: Vec<FileLink>,
     /// Anchors defined outside the anchor map: HTML `id`/`name` attributes
     /// and slugs of headings nested in containers.
     pub extra_anchors: HashSet<String>,
@@ -100,7 +123,7 @@ pub fn heading_id(text: &str) -> Option<&str> {
 /// an anchor the rendered page has, though no heading text makes it.
 static ATTR_ID: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(
-        r#"\{:?[ \t]*(?:[^{}%]*?[ \t])?(?:#([A-Za-z][^ \t{}"'=#]*)|id[ \t]*=[ \t]*["']?([A-Za-z][^ \t{}"'=#]*))[^{}]*\}"#,
+        r#"\{:?[ \t]*(?:[^{}%]*?[ \t])?(?:#([A-Za-z][^ \t{}"'=#]*)|id[ \t]*=[ \t]*(?:"([^"{}\s]+)"|'([^'{}\s]+)'|([A-Za-z][^ \t{}"'=#]*)))[^{}]*\}"#,
     )
     .ok()
 });
@@ -117,9 +140,17 @@ pub fn attribute_ids(line: &str) -> Vec<&str> {
         return Vec::new();
     };
     re.captures_iter(line)
-        .filter_map(|c| c.get(1).or_else(|| c.get(2)))
+        .filter_map(|c| (1..=4).find_map(|i| c.get(i)))
         .map(|m| m.as_str())
         .collect()
+}
+
+/// A MyST target (`(install-guide)=` on a line of its own): the anchor of
+/// the heading or block under it.
+pub fn myst_label(line: &str) -> Option<&str> {
+    let label = line.trim().strip_prefix('(')?.strip_suffix(")=")?;
+    (!label.is_empty() && !label.contains(|c: char| c.is_whitespace() || c == '(' || c == ')'))
+        .then_some(label)
 }
 
 static HTML_ID: LazyLock<Option<Regex>> =
@@ -186,8 +217,38 @@ pub fn collect_with(doc: &Document<'_>, parsed: Option<ParsedFacts>) -> Markdown
             )
         );
         if !hidden {
-            for id in attribute_ids(doc.line(line)) {
+            let text = doc.line(line);
+            for id in attribute_ids(text) {
                 facts.extra_anchors.insert(id.to_string());
+            }
+            if let Some(label) = myst_label(text) {
+                facts.extra_anchors.insert(label.to_string());
+            }
+        }
+    }
+    // A MyST directive (a fence opened with ```{name}) names its block
+    // with a `:name:` or `:label:` option.
+    for block in &doc.stage1.protected.blocks {
+        if block.kind != BlockKind::CodeFence {
+            continue;
+        }
+        let opener = doc.line(block.line_start).trim_start();
+        if !(opener.starts_with("```{") || opener.starts_with("~~~{") || opener.starts_with(":::{"))
+        {
+            continue;
+        }
+        for line in block.line_start + 1..=block.line_end {
+            let text = doc.line(line).trim();
+            let value = text
+                .strip_prefix(":name:")
+                .or_else(|| text.strip_prefix(":label:"))
+                .map(str::trim);
+            if let Some(id) = value.filter(|v| !v.is_empty() && !v.contains(char::is_whitespace)) {
+                facts.extra_anchors.insert(id.to_string());
+            }
+            if !text.starts_with(':') && !text.is_empty() {
+                // Options come first; the body starts at the first other line.
+                break;
             }
         }
     }
@@ -218,6 +279,10 @@ pub struct FactsReader {
     paragraph: Option<(usize, String, usize)>,
     nested_heading: Option<String>,
     link: Option<(usize, String)>,
+    /// The open link to another file (`false`) and image (`true`), with
+    /// where each starts and its destination: an image may sit inside a
+    /// link.
+    file_link: Vec<(usize, String, bool)>,
     lists: Vec<(usize, usize)>,
 }
 
@@ -242,6 +307,7 @@ impl FactsReader {
         let paragraph = &mut self.paragraph;
         let nested_heading = &mut self.nested_heading;
         let link = &mut self.link;
+        let file_link = &mut self.file_link;
         let lists = &mut self.lists;
         match event {
             Event::Start(Tag::BlockQuote(_) | Tag::FootnoteDefinition(_)) => *containers += 1,
@@ -290,9 +356,38 @@ impl FactsReader {
                         .insert(koas_md::slug::github_slug(title.trim()));
                 }
             }
-            Event::Start(Tag::Link { dest_url, .. }) => {
+            Event::Start(Tag::Link {
+                dest_url,
+                link_type,
+                ..
+            }) => {
                 if let Some(fragment) = dest_url.strip_prefix('#') {
                     *link = Some((start, fragment.to_string()));
+                } else if !dest_url.is_empty()
+                    // `<https://…>` and `<name@host>` are URLs, not paths.
+                    && !matches!(link_type, LinkType::Autolink | LinkType::Email)
+                {
+                    file_link.push((start, dest_url.to_string(), false));
+                }
+            }
+            Event::Start(Tag::Image { dest_url, .. }) if !dest_url.is_empty() => {
+                file_link.push((start, dest_url.to_string(), true));
+            }
+            Event::End(tag @ (TagEnd::Image | TagEnd::Link))
+                if (*tag == TagEnd::Image || link.is_none())
+                    && file_link
+                        .last()
+                        .is_some_and(|(_, _, image)| *image == (*tag == TagEnd::Image)) =>
+            {
+                if let Some((l_start, destination, image)) = file_link.pop() {
+                    facts.file_links.push(FileLink {
+                        line: index.line_of(l_start),
+                        line_end: index.last_line_of(l_start, end),
+                        destination,
+                        source: text.get(l_start..end).unwrap_or("").to_string(),
+                        offset: l_start,
+                        image,
+                    });
                 }
             }
             Event::End(TagEnd::Link) => {
@@ -367,10 +462,24 @@ mod tests {
     use crate::document::test_support::stage1;
 
     #[test]
+    fn myst_targets_are_anchors() {
+        assert_eq!(myst_label("(code:myst-yml)="), Some("code:myst-yml"));
+        assert_eq!(myst_label("  (install)=  "), Some("install"));
+        for line in ["(a b)=", "()=", "(x)", "see (x)= here", "((x))="] {
+            assert_eq!(myst_label(line), None, "{line}");
+        }
+    }
+
+    #[test]
     fn attribute_lists_set_ids() {
         for (line, ids) in [
             ("### Title { id=custom-id }", vec!["custom-id"]),
             ("### Title { id=\"quoted-id\" .wide }", vec!["quoted-id"]),
+            // A quoted ID may start with a digit (a version's heading).
+            (
+                "### 9.7.0 <small>November 11, 2025</small> { id=\"9.7.0\" }",
+                vec!["9.7.0"],
+            ),
             ("## Title {#kram}", vec!["kram"]),
             ("{: #next-line-ial .note}", vec!["next-line-ial"]),
             ("{: .note #after-class}", vec!["after-class"]),

@@ -431,3 +431,105 @@ fn one_line_of_many_links_is_linear() {
         s
     });
 }
+
+/// Files around the document for the links across files: `target.md` (a
+/// big Markdown file, its anchors read once), the folder `many/` of many
+/// names, and nothing else.
+struct Around {
+    names: Vec<String>,
+}
+
+impl koas_md_scan::links::LinkTargets for Around {
+    fn lookup(&self, path: &str) -> koas_md_scan::links::LinkTarget {
+        use koas_md_scan::links::LinkTarget;
+        match path {
+            "target.md" => LinkTarget::File,
+            "many" => LinkTarget::Folder,
+            _ => LinkTarget::Missing,
+        }
+    }
+
+    fn names(&self, folder: &str) -> Option<Vec<String>> {
+        (folder == "many").then(|| self.names.clone())
+    }
+
+    fn anchors(&self, path: &str) -> Option<std::sync::Arc<koas_md_scan::links::TargetAnchors>> {
+        // Rebuilt per call on purpose: the check must ask once per file.
+        (path == "target.md").then(|| {
+            std::sync::Arc::new(
+                koas_md_scan::links::anchors_of(&target_text(self.names.len())).expect("anchors"),
+            )
+        })
+    }
+}
+
+/// A linked file of `n` headings and `n` macro comments.
+fn target_text(n: usize) -> String {
+    let mut s = String::from("# Target\n\n");
+    for i in 0..n {
+        let _ = write!(
+            s,
+            "## Part {} {i}\n\n<!-- md:option opt.{} -->\n\n",
+            words(i, 3),
+            words(i, 2).replace(' ', "_")
+        );
+    }
+    s
+}
+
+/// Thousands of links to missing anchors of a big file and to missing
+/// files of a big folder: each file's anchors, each folder's names and
+/// each file's comments are read once, not once per link.
+#[test]
+fn links_across_files_are_linear() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let checker = Checker::new(&ProjectConfig::default()).expect("default config");
+    let make = |n: usize| {
+        let mut s = String::from("# Links\n\n");
+        for i in 0..n {
+            let _ = writeln!(
+                s,
+                "See [a](target.md#part-{}-{i}x), [b](target.md#opt.{}-{i}) and [c](many/{}-{i}.md).\n",
+                words(i, 3).replace(' ', "-"),
+                words(i + 3, 2).replace(' ', "_"),
+                words(i, 2).replace(' ', "_")
+            );
+        }
+        let around = Around {
+            names: (0..n)
+                .map(|i| format!("{}-{i}.md", words(i, 2).replace(' ', "-")))
+                .collect(),
+        };
+        (s, around)
+    };
+    let time = |n: usize| {
+        let (text, around) = make(n);
+        (0..3)
+            .map(|_| {
+                let started = Instant::now();
+                let out = checker
+                    .check_linked(&text, Some("doc.md"), &around)
+                    .expect("check");
+                let took = started.elapsed();
+                assert!(out.findings.len() >= 3 * n, "every link is broken");
+                took
+            })
+            .min()
+            .unwrap_or_default()
+    };
+    let mut n = 100;
+    let small = loop {
+        let took = time(n);
+        if took >= MIN_SMALL || n >= 100 * 256 {
+            break took;
+        }
+        n *= 2;
+    };
+    let big = time(4 * n);
+    let ratio = big.as_secs_f64() / small.as_secs_f64().max(1e-6);
+    eprintln!("links across files: n={n} {small:?}, 4n {big:?}, ratio {ratio:.1}");
+    assert!(
+        ratio < MAX_RATIO,
+        "links across files: ratio {ratio:.1} at n={n}"
+    );
+}

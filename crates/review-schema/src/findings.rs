@@ -56,8 +56,12 @@ pub enum FindingKind {
     TablePercentage,
     /// French and English forms of one term mixed in one section.
     TerminologyDrift,
-    /// A `[x](#anchor)` link to an anchor no heading has.
+    /// A `[x](#anchor)` link to an anchor no heading has (in the document,
+    /// or in the Markdown file a relative link points to).
     BrokenLinkAnchor,
+    /// A relative link to a file or folder that does not exist next to
+    /// the document (`[x](missing.md)`, `![plan](img/plan.png)`).
+    BrokenLink,
     /// A heading more than one level below the previous heading.
     HeadingLevelSkip,
     /// A figure, table or equation number skipped (or out of order).
@@ -104,7 +108,7 @@ pub const REPOSITORY_URL: &str = match option_env!("KOAS_REPOSITORY_URL") {
 
 impl FindingKind {
     /// Every kind, in a stable order.
-    pub const ALL: [FindingKind; 21] = [
+    pub const ALL: [FindingKind; 22] = [
         FindingKind::AiLeftover,
         FindingKind::DuplicateParagraph,
         FindingKind::BrokenReference,
@@ -113,6 +117,7 @@ impl FindingKind {
         FindingKind::TablePercentage,
         FindingKind::TerminologyDrift,
         FindingKind::BrokenLinkAnchor,
+        FindingKind::BrokenLink,
         FindingKind::HeadingLevelSkip,
         FindingKind::NumberingGap,
         FindingKind::NumberingDuplicate,
@@ -161,6 +166,7 @@ impl FindingKind {
             FindingKind::TablePercentage => "table_percentage",
             FindingKind::TerminologyDrift => "terminology_drift",
             FindingKind::BrokenLinkAnchor => "broken_link_anchor",
+            FindingKind::BrokenLink => "broken_link",
             FindingKind::HeadingLevelSkip => "heading_level_skip",
             FindingKind::NumberingGap => "numbering_gap",
             FindingKind::NumberingDuplicate => "numbering_duplicate",
@@ -202,6 +208,7 @@ impl FindingKind {
             | FindingKind::BrokenReference
             | FindingKind::TableStructure
             | FindingKind::BrokenLinkAnchor
+            | FindingKind::BrokenLink
             | FindingKind::NumberingDuplicate
             | FindingKind::MissingTarget => Severity::Error,
         }
@@ -222,6 +229,7 @@ impl FindingKind {
                 "French and English forms of a term mixed in a section"
             }
             FindingKind::BrokenLinkAnchor => "Link to an anchor that no heading defines",
+            FindingKind::BrokenLink => "Relative link to a file or folder that does not exist",
             FindingKind::HeadingLevelSkip => "Heading level skipped",
             FindingKind::NumberingGap => "Figure, table, equation or heading number skipped",
             FindingKind::NumberingDuplicate => {

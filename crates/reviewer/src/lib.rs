@@ -17,6 +17,7 @@ mod common;
 mod html_report;
 pub mod input;
 mod kernel_findings;
+pub mod links;
 mod outputs;
 mod passes;
 

@@ -128,7 +128,8 @@ fn similar(anchor: &str, wanted: &str) -> bool {
     (!a.is_empty() && a == w)
         || (anchor.len() > 3
             && wanted.len() > 3
-            && (anchor.ends_with(wanted) || wanted.ends_with(anchor)))
+            && ((anchor.ends_with(wanted) && !wanted.starts_with('-'))
+                || (wanted.ends_with(anchor) && !anchor.starts_with('-'))))
         || (a.len() > 3 && letters(a) == letters(w))
         || (limit > 0 && distance_within(a, w, limit).is_some())
 }
@@ -192,8 +193,13 @@ impl<'a> CloseAnchors<'a> {
                 index.by_letters.entry(letters(title)).or_default().push(id);
             }
             if anchor.len() > 3 {
-                index.exact.insert(anchor, id);
-                index.lengths.push(anchor.len());
+                // The slug of a title that starts with punctuation
+                // (`-string` of "`//` [string]") ends many fragments
+                // without being their title.
+                if !anchor.starts_with('-') {
+                    index.exact.insert(anchor, id);
+                    index.lengths.push(anchor.len());
+                }
                 index.reversed.push((anchor.bytes().rev().collect(), id));
             }
             let bounds: Vec<usize> = title
@@ -265,19 +271,22 @@ impl<'a> CloseAnchors<'a> {
                     keep(&[id]);
                 }
             }
-            // Anchors that end with the fragment: a run of the reversed list.
-            let back: Vec<u8> = wanted.bytes().rev().collect();
-            let start = self
-                .reversed
-                .partition_point(|(r, _)| r.as_slice() < &back[..]);
-            let mut run: Vec<u32> = self.reversed[start..]
-                .iter()
-                .take(MAX_CANDIDATES)
-                .take_while(|(r, _)| r.starts_with(&back))
-                .map(|&(_, id)| id)
-                .collect();
-            run.sort_unstable();
-            keep(&run);
+            // Anchors that end with the fragment: a run of the reversed
+            // list (not for a fragment that starts with punctuation).
+            if !wanted.starts_with('-') {
+                let back: Vec<u8> = wanted.bytes().rev().collect();
+                let start = self
+                    .reversed
+                    .partition_point(|(r, _)| r.as_slice() < &back[..]);
+                let mut run: Vec<u32> = self.reversed[start..]
+                    .iter()
+                    .take(MAX_CANDIDATES)
+                    .take_while(|(r, _)| r.starts_with(&back))
+                    .map(|&(_, id)| id)
+                    .collect();
+                run.sort_unstable();
+                keep(&run);
+            }
         }
         found.extend(self.edited(w));
         found.sort_unstable();

@@ -21,7 +21,7 @@ use regex::Regex;
 use std::sync::LazyLock;
 
 /// Decodes `%XX` escapes (invalid ones are kept as written).
-fn percent_decode(s: &str) -> String {
+pub(crate) fn percent_decode(s: &str) -> String {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -66,7 +66,7 @@ impl ExtraAnchors {
             })
     }
 
-    fn contains(&self, anchor: &str) -> bool {
+    pub(crate) fn contains(&self, anchor: &str) -> bool {
         self.0.as_ref().is_some_and(|re| re.is_match(anchor))
     }
 }
@@ -113,6 +113,16 @@ struct GeneratorAnchors {
     /// HTML comment lines: a macro there (`<!-- md:option type:abstract
     /// -->`) may make the anchor its argument names.
     comments: Vec<(u32, String)>,
+    /// mkdocstrings' `::: package.module` lines (in lower case): the
+    /// anchors of the object and of everything in it.
+    objects: std::collections::HashMap<String, u32>,
+    /// `fn:label` and `fnref:label` of each footnote definition
+    /// (Python-Markdown's anchors; GitHub's are `fn-label`).
+    footnotes: std::collections::HashMap<String, u32>,
+    /// The first line that pulls other text in (an include) or has a
+    /// plugin write content at build time: the page then has anchors no
+    /// reading of its own text can list.
+    pulled: Option<(u32, String)>,
 }
 
 impl GeneratorAnchors {
@@ -129,6 +139,9 @@ impl GeneratorAnchors {
                 hyphen_slug(&s.title),
                 hyphen_slug(&rendered),
                 koas_md::slug::github_slug(&rendered),
+                // Sphinx (docutils) writes accented letters without
+                // their accents: "Données" → `donnees`.
+                hyphen_slug(&without_accents(&rendered)),
             ] {
                 if !anchor.is_empty() {
                     slugged.entry(anchor).or_insert_with(|| s.title.clone());
@@ -137,13 +150,51 @@ impl GeneratorAnchors {
         }
         let mut tabs = std::collections::HashSet::new();
         let mut comments = Vec::new();
+        let mut objects = std::collections::HashMap::new();
+        let mut pulled = None;
+        let mut footnotes = std::collections::HashMap::new();
         for line in 1..=doc.line_count() {
             let text = doc.line(line);
-            if text.trim_start().starts_with("<!--") {
+            // A macro comment may stand alone or make a heading's text
+            // (`#### <!-- md:setting config.blog_dir -->`).
+            if text.contains("<!--") {
                 comments.push((line, text.to_lowercase()));
-                continue;
+                if text.trim_start().starts_with("<!--") {
+                    continue;
+                }
+            }
+            let trimmed = text.trim_start();
+            // MyST's include directive is a fence.
+            if trimmed.starts_with("```{include}") || trimmed.starts_with(":::{include}") {
+                pulled.get_or_insert((line, trimmed.to_string()));
             }
             if doc.block_kind(line).is_some() {
+                continue;
+            }
+            if let Some(found) = MKDOCSTRINGS.as_ref().and_then(|re| re.captures(text)) {
+                if let Some(object) = found.get(1) {
+                    let object = object.as_str();
+                    if object.contains('-') {
+                        // A plugin's block (`::: mkdocs-click`): content
+                        // made at build time.
+                        pulled.get_or_insert((line, trimmed.to_string()));
+                    } else {
+                        objects.entry(object.to_lowercase()).or_insert(line);
+                    }
+                }
+                continue;
+            }
+            // A template expression alone on its line (`{{ pydantic_settings }}`
+            // of mkdocs-macros) writes content there at build time.
+            let expression = trimmed.starts_with("{{") && trimmed.trim_end().ends_with("}}");
+            if expression || INCLUDE.iter().any(|marker| trimmed.starts_with(marker)) {
+                pulled.get_or_insert((line, trimmed.to_string()));
+                continue;
+            }
+            if let Some(label) = footnote_label(text) {
+                for anchor in [format!("fn:{label}"), format!("fnref:{label}")] {
+                    footnotes.insert(anchor, line);
+                }
                 continue;
             }
             if !text.trim_start().starts_with("===") {
@@ -156,16 +207,29 @@ impl GeneratorAnchors {
             else {
                 continue;
             };
-            let tab = hyphen_slug(label.as_str());
-            if let Some(section) = doc.section_at(line) {
-                tabs.insert(format!("{}--{tab}", section.anchor.to_lowercase()));
+            // An icon shortcode in the label (`:octicons-image-16: Image`)
+            // renders as an icon, not as words of the anchor.
+            let words = ICON_SHORTCODE.as_ref().map_or(label.as_str().into(), |re| {
+                re.replace_all(label.as_str(), " ")
+            });
+            for tab in [hyphen_slug(label.as_str()), hyphen_slug(&words)] {
+                if let Some(section) = doc.section_at(line) {
+                    let section = section.anchor.to_lowercase();
+                    // pymdownx.tabbed: `section--tab`, or `section-tab`
+                    // with `combine_header_slug`.
+                    tabs.insert(format!("{section}--{tab}"));
+                    tabs.insert(format!("{section}-{tab}"));
+                }
+                tabs.insert(tab);
             }
-            tabs.insert(tab);
         }
         GeneratorAnchors {
             slugged,
             tabs,
             comments,
+            objects,
+            footnotes,
+            pulled,
         }
     }
 }
@@ -202,13 +266,208 @@ impl GeneratorAnchors {
     }
 }
 
+impl GeneratorAnchors {
+    /// What makes `decoded` an anchor of the published site, when a
+    /// heading slugged as generators other than GitHub do or a macro in a
+    /// comment (`in_comment`, from [`Self::first_comments_naming`]) does.
+    fn made_by(
+        &self,
+        decoded: &str,
+        in_comment: &std::collections::HashMap<String, u32>,
+    ) -> Option<String> {
+        self.slugged
+            .get(decoded)
+            .map(|title| format!("from the heading “{title}”, slugged as site generators that write punctuation as hyphens do"))
+            .or_else(|| {
+                in_comment
+                    .get(macro_core(decoded))
+                    .map(|line| format!("by the site macro in the comment at line {line}"))
+            })
+            .or_else(|| {
+                // The object itself or one of its members: each prefix
+                // that ends before a `.` looked up once.
+                let ends = decoded
+                    .match_indices('.')
+                    .map(|(at, _)| at)
+                    .chain([decoded.len()]);
+                ends.filter_map(|end| {
+                    let object = decoded.get(..end)?;
+                    self.objects.get(object).map(|line| (object, line))
+                })
+                .next()
+                .map(|(object, line)| {
+                    format!("by the mkdocstrings directive `::: {object}` at line {line}")
+                })
+            })
+            .or_else(|| {
+                self.footnotes
+                    .get(decoded)
+                    .map(|line| format!("by the footnote defined at line {line}, as Python-Markdown names it"))
+            })
+            .or_else(|| {
+                self.pulled.as_ref().map(|(line, text)| {
+                    let shown: String = text.chars().take(60).collect();
+                    format!("by what `{shown}` at line {line} brings in, which is not read here")
+                })
+            })
+    }
+}
+
+/// The anchors of a Markdown file a relative link points to, kept apart
+/// from its text: what another document's `[x](file.md#anchor)` is
+/// checked against ([`crate::links::LinkTargets::anchors`]).
+pub struct TargetAnchors {
+    /// Its headings' anchors, as its anchor map spells them (for "did you
+    /// mean").
+    headings: Vec<String>,
+    /// Every anchor it has, in lower case: headings, explicit and HTML
+    /// IDs, headings nested in containers.
+    known: std::collections::HashSet<String>,
+    generated: GeneratorAnchors,
+}
+
+/// What a fragment is in a [`TargetAnchors`].
+pub(crate) enum Resolution {
+    /// An anchor of the file (or of the project's `extra_anchors`).
+    Found,
+    /// An anchor a site generator makes, not GitHub; with what makes it.
+    Made(String),
+    /// No such anchor (its close ones come from
+    /// [`TargetAnchors::close_index`]).
+    Missing,
+}
+
+impl TargetAnchors {
+    /// The anchors of `doc`, whose parser facts are `facts`.
+    pub(crate) fn of(doc: &Document<'_>, facts: &MarkdownFacts) -> Self {
+        let headings: Vec<String> = doc.stage1.anchors.anchors.keys().cloned().collect();
+        let known = headings
+            .iter()
+            .chain(facts.extra_anchors.iter())
+            .map(|a| a.to_lowercase())
+            .collect();
+        TargetAnchors {
+            headings,
+            known,
+            generated: GeneratorAnchors::collect(doc),
+        }
+    }
+
+    /// Whether each of `fragments` (as written: percent-encoded or not,
+    /// any case) names an anchor of the file.
+    pub(crate) fn resolve_all(
+        &self,
+        fragments: &[&str],
+        extra: &ExtraAnchors,
+        budget: &Budget<'_>,
+    ) -> Vec<Resolution> {
+        let decoded: Vec<String> = fragments
+            .iter()
+            .map(|f| percent_decode(f).to_lowercase())
+            .collect();
+        let found = |d: &str| {
+            self.known.contains(d) || extra.contains(d) || self.generated.tabs.contains(d)
+        };
+        // Which comment names each fragment: every comment read once for
+        // all the links to this file (not once per link).
+        let mut cores: Vec<&str> = decoded
+            .iter()
+            .filter(|d| !found(d) && !self.generated.slugged.contains_key(d.as_str()))
+            .map(|d| macro_core(d))
+            .filter(|core| core.chars().count() >= 4)
+            .collect();
+        cores.sort_unstable();
+        cores.dedup();
+        let in_comment = self.generated.first_comments_naming(&cores, budget);
+        decoded
+            .iter()
+            .map(|d| {
+                if found(d) {
+                    Resolution::Found
+                } else if let Some(made_by) = self.generated.made_by(d, &in_comment) {
+                    Resolution::Made(made_by)
+                } else {
+                    Resolution::Missing
+                }
+            })
+            .collect()
+    }
+
+    /// An index of its headings' anchors for "did you mean" (built once
+    /// per file, for the links that need it).
+    pub(crate) fn close_index(&self) -> CloseAnchors<'_> {
+        CloseAnchors::new(self.headings.iter().map(String::as_str))
+    }
+}
+
+/// mkdocstrings' directive: `::: package.module.Object` on a line of its
+/// own renders the object's documentation, each member under its own
+/// anchor (`package.module.Object.method`).
+static MKDOCSTRINGS: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"^:::[ \t]+([A-Za-z_][\w.-]*)[ \t]*$").ok());
+
+/// Lines that pull another file's text into the page: pymdownx.snippets
+/// (`--8<-- "CONTRIBUTING.md"`), markdown-include (`{!README.md!}`),
+/// mdBook, Jekyll and Hugo includes.
+const INCLUDE: [&str; 7] = [
+    "--8<--",
+    ";--8<--",
+    "{!",
+    "{{#include",
+    "{% include",
+    "{{< include",
+    "{{% include",
+];
+
+/// An icon or emoji shortcode of MkDocs Material (`:octicons-image-16:`,
+/// `:material-check:`).
+static ICON_SHORTCODE: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r":[a-z0-9]+(?:[-_][a-z0-9]+)*:").ok());
+
+/// The label of a footnote definition line (`[^7]: text` → `7`).
+fn footnote_label(line: &str) -> Option<&str> {
+    let rest = line.trim_start().strip_prefix("[^")?;
+    let (label, _) = rest.split_once("]:")?;
+    (!label.is_empty() && !label.contains([' ', ']'])).then_some(label)
+}
+
+/// `text` with the accents of its Latin letters taken off (é → e, ç → c,
+/// œ → oe), as docutils writes identifiers.
+fn without_accents(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            'à' | 'á' | 'â' | 'ä' | 'ã' | 'å' => out.push('a'),
+            'À' | 'Á' | 'Â' | 'Ä' | 'Ã' | 'Å' => out.push('A'),
+            'è' | 'é' | 'ê' | 'ë' => out.push('e'),
+            'È' | 'É' | 'Ê' | 'Ë' => out.push('E'),
+            'ì' | 'í' | 'î' | 'ï' => out.push('i'),
+            'Ì' | 'Í' | 'Î' | 'Ï' => out.push('I'),
+            'ò' | 'ó' | 'ô' | 'ö' | 'õ' => out.push('o'),
+            'Ò' | 'Ó' | 'Ô' | 'Ö' | 'Õ' => out.push('O'),
+            'ù' | 'ú' | 'û' | 'ü' => out.push('u'),
+            'Ù' | 'Ú' | 'Û' | 'Ü' => out.push('U'),
+            'ç' => out.push('c'),
+            'Ç' => out.push('C'),
+            'ñ' => out.push('n'),
+            'ÿ' => out.push('y'),
+            'œ' => out.push_str("oe"),
+            'Œ' => out.push_str("OE"),
+            'æ' => out.push_str("ae"),
+            'Æ' => out.push_str("AE"),
+            other => out.push(other),
+        }
+    }
+    out
+}
+
 /// The part of a fragment a site macro would name (`+type:abstract` →
 /// `type:abstract`).
 fn macro_core(decoded: &str) -> &str {
     decoded.trim_start_matches(['+', '-', '_'])
 }
 
-fn hides_links(kind: Option<BlockKind>) -> bool {
+pub(crate) fn hides_links(kind: Option<BlockKind>) -> bool {
     kind.is_some_and(|k| k != BlockKind::Table)
 }
 
@@ -280,15 +539,7 @@ pub fn detect(
         };
         // Anchors that exist on a site its generator builds, not on
         // GitHub: said as info, with what makes them.
-        let made_by = generated
-            .slugged
-            .get(decoded)
-            .map(|title| format!("from the heading “{title}”, slugged as site generators that write punctuation as hyphens do"))
-            .or_else(|| {
-                in_comment
-                    .get(macro_core(decoded))
-                    .map(|line| format!("by the site macro in the comment at line {line}"))
-            });
+        let made_by = generated.made_by(decoded, &in_comment);
         if let Some(made_by) = made_by {
             let mut finding = Finding::new(
                 FindingKind::BrokenLinkAnchor,
@@ -476,6 +727,61 @@ mod tests {
         let found = scan(kep);
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!(found[0].severity, Severity::Error);
+    }
+
+    #[test]
+    fn more_anchors_sites_make_resolve_or_are_info() {
+        use koas_review_schema::findings::Severity;
+        // A content tab whose label holds an icon, combined with its
+        // section's slug by one hyphen; a MyST target; a quoted ID.
+        let made = "# T\n\n### Logo\n\n=== \":octicons-image-16: Image\"\n\n(install-guide)=\n## Install\n\n\
+                    ### 9.7.0 { id=\"9.7.0\" }\n\nSee [l](#logo-image), [m](#install-guide), [v](#9.7.0).\n";
+        assert!(scan(made).is_empty(), "{:?}", scan(made));
+        let info = [
+            // A macro comment that makes a heading's text.
+            (
+                "#### <!-- md:setting config.blog_dir -->\n\nSee [d](#config.blog_dir).\n",
+                "site macro",
+            ),
+            // mkdocstrings: the object and its members.
+            (
+                "::: pydantic.config\n\nSee [c](#pydantic.config.ConfigDict).\n",
+                "mkdocstrings directive `::: pydantic.config`",
+            ),
+            // A footnote, as Python-Markdown names it.
+            (
+                "See [n](#fn:7).\n\n[^7]: A note.\n",
+                "footnote defined at line",
+            ),
+            // Sphinx drops accents.
+            (
+                "## Copier la base de données\n\nSee [c](#copier-la-base-de-donnees).\n",
+                "Copier la base de données",
+            ),
+            // Text pulled in from another file.
+            (
+                "--8<-- \"CONTRIBUTING.md\"\n\nSee [c](#submitting-changes).\n",
+                "--8<--",
+            ),
+            (
+                "{{ pydantic_settings }}\n\nSee [c](#customise-settings-sources).\n",
+                "pydantic_settings",
+            ),
+        ];
+        for (body, why) in info {
+            let found = scan(&format!("# T\n\n{body}"));
+            assert_eq!(found.len(), 1, "{body}: {found:?}");
+            assert_eq!(found[0].severity, Severity::Info, "{body}");
+            assert!(
+                found[0].message.contains(why),
+                "{body}: {}",
+                found[0].message
+            );
+        }
+        // A member of another object is no member of this one.
+        let other = scan("# T\n\n::: pydantic.config\n\nSee [c](#pydantic.configuration).\n");
+        assert_eq!(other.len(), 1);
+        assert_eq!(other[0].severity, Severity::Error);
     }
 
     #[test]

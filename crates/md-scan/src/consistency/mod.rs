@@ -11,6 +11,7 @@
 mod ai_leftovers;
 mod close_anchors;
 mod duplicates;
+mod file_links;
 mod glued_headings;
 mod link_anchors;
 mod numeric_claims;
@@ -28,6 +29,19 @@ use crate::tables::Table;
 use crate::ScanError;
 use koas_review_schema::findings::{Finding, FindingKind};
 use rayon::prelude::*;
+
+pub(crate) use link_anchors::percent_decode;
+pub use link_anchors::TargetAnchors;
+
+/// What the host tells of the files around the document: the link check
+/// across files runs only with it.
+#[derive(Clone, Copy)]
+pub(crate) struct Neighbours<'a> {
+    /// The file system's answers.
+    pub targets: &'a dyn crate::links::LinkTargets,
+    /// The document's file name (`guide.md`), for the page's URL folder.
+    pub name: Option<&'a str>,
+}
 
 /// The kernel name findings of this scan carry.
 pub const KERNEL: &str = "md_consistency_scan";
@@ -90,6 +104,7 @@ impl ConsistencyScan {
         doc: &Document<'_>,
         facts: &MarkdownFacts,
         tables: &[Table],
+        neighbours: Option<Neighbours<'_>>,
         budget: &Budget<'_>,
     ) -> Vec<Finding> {
         // The detectors are independent: they run in parallel (on the
@@ -97,7 +112,7 @@ impl ConsistencyScan {
         // put together in this order whatever order they finish in.
         type Detector<'d> = &'d (dyn Fn(&mut Vec<Finding>) + Sync);
         let config = &self.config;
-        let detectors: [Detector<'_>; 7] = [
+        let detectors: [Detector<'_>; 8] = [
             &|out| self.ai.detect(doc, out),
             &|out| duplicates::detect(doc, facts, config, out),
             &|out| references::detect(doc, config, out),
@@ -117,6 +132,11 @@ impl ConsistencyScan {
                 }
             },
             &|out| link_anchors::detect(doc, facts, &self.anchors, budget, out),
+            &|out| {
+                if let Some(n) = neighbours {
+                    file_links::detect(doc, facts, n.name, n.targets, &self.anchors, budget, out);
+                }
+            },
         ];
         let (found, glued) = rayon::join(
             || {

@@ -188,7 +188,7 @@ mod tests {
         assert_eq!(r["ruleId"], "missing_target");
         assert_eq!(run["tool"]["driver"]["informationUri"], REPOSITORY_URL);
         assert_eq!(
-            run["tool"]["driver"]["rules"][11]["helpUri"],
+            run["tool"]["driver"]["rules"][12]["helpUri"],
             format!("{REPOSITORY_URL}/blob/main/docs/check.md#missing_target")
         );
         assert_eq!(

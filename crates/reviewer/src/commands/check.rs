@@ -173,12 +173,21 @@ struct Fixed {
 fn check_and_fix(
     args: &CheckArgs,
     checker: &Checker,
+    disk: &crate::links::Disk,
     job: &Job,
     text: &str,
 ) -> anyhow::Result<Fixed> {
-    let output = checker
-        .check(text)
-        .with_context(|| format!("checking {}", job.path))?;
+    // A file on disk has its links to other files checked too; standard
+    // input, named or not, is checked alone.
+    let around = (job.source != Path::new("-"))
+        .then(|| disk.around(&job.source))
+        .flatten();
+    let name = job.source.file_name().and_then(|n| n.to_str());
+    let check = |text: &str| match &around {
+        Some(around) => checker.check_linked(text, name, around),
+        None => checker.check(text),
+    };
+    let output = check(text).with_context(|| format!("checking {}", job.path))?;
     if !args.fix {
         return Ok(Fixed {
             output,
@@ -204,9 +213,8 @@ fn check_and_fix(
         write_atomically(&job.source, &outcome.text)
             .with_context(|| format!("cannot write the fixed {}", job.path))?;
     }
-    let remaining = checker
-        .check(&outcome.text)
-        .with_context(|| format!("checking the fixed {}", job.path))?;
+    let remaining =
+        check(&outcome.text).with_context(|| format!("checking the fixed {}", job.path))?;
     Ok(Fixed {
         output: remaining,
         diff: outcome.diff(&job.path),
@@ -305,12 +313,15 @@ fn read_document(path: &Path, shown: &str, limit: u64) -> anyhow::Result<String>
 /// The findings `koas check DOC` reports for one file, as a library call:
 /// DOC read like the command reads it (a regular UTF-8 text file within
 /// the size limit), checked with the `koas.toml` found upward from it (or
-/// `config`, or none with `no_config`). Nothing is printed or written.
+/// `config`, or none with `no_config`), its links to other files looked
+/// up inside `root` (a server's root; `None`: the project's root, as the
+/// command does). Nothing is printed or written.
 pub fn check_file(
     doc: &Path,
     config: Option<&Path>,
     no_config: bool,
     max_doc_size: Option<&str>,
+    root: Option<&Path>,
 ) -> anyhow::Result<ScanOutput> {
     let limit = crate::input::max_doc_bytes(max_doc_size)?;
     let config_path = if no_config {
@@ -330,9 +341,17 @@ pub fn check_file(
     })?;
     let shown = doc.display().to_string();
     let text = read_document(doc, &shown, limit)?;
-    checker
-        .check(&text)
-        .with_context(|| format!("checking {shown}"))
+    let disk = crate::links::Disk::new(limit);
+    let around = match root {
+        Some(root) => disk.around_in(doc, root),
+        None => disk.around(doc),
+    };
+    let name = doc.file_name().and_then(|n| n.to_str());
+    match &around {
+        Some(around) => checker.check_linked(&text, name, around),
+        None => checker.check(&text),
+    }
+    .with_context(|| format!("checking {shown}"))
 }
 
 /// The findings of the other kernels `koas check DOC` runs for one file
@@ -388,6 +407,8 @@ pub fn execute(global: &HostOptions, args: CheckArgs) -> anyhow::Result<ExitStat
         .as_deref()
         .map(|rev| crate::changed::ChangedSince::new(rev, limit));
     let mut configs = Configs::new()?;
+    // Folder listings and linked files' anchors, read once for the run.
+    let disk = crate::links::Disk::new(limit);
     let jobs: Vec<Job> = docs
         .iter()
         .map(|doc| {
@@ -409,7 +430,7 @@ pub fn execute(global: &HostOptions, args: CheckArgs) -> anyhow::Result<ExitStat
         .par_iter()
         .map(|job| {
             let text = read_document(&job.source, &job.path, limit)?;
-            let fixed = check_and_fix(&args, &configs.list[job.config].1, job, &text)?;
+            let fixed = check_and_fix(&args, &configs.list[job.config].1, &disk, job, &text)?;
             Ok((fixed, (job.source == Path::new("-")).then_some(text)))
         })
         .collect();
