@@ -38,8 +38,18 @@ fn check_findings(doc: &Path, kernel: &str) -> Vec<Finding> {
         .expect("an array of findings")
         .iter()
         .map(|item| serde_json::from_value::<Finding>(item.clone()).expect("a finding"))
-        .filter(|f| f.kernel == kernel)
+        .filter(|f| f.kernel == kernel && !needs_neighbours(f))
         .collect()
+}
+
+/// A finding about a link to another file: `koas check` sees the files
+/// around the document, a kernel sees the document alone.
+pub(crate) fn needs_neighbours(f: &Finding) -> bool {
+    use koas_review_schema::findings::FindingKind;
+    f.kind == FindingKind::BrokenLink
+        || (f.kind == FindingKind::BrokenLinkAnchor
+            && f.message.contains("no heading of ")
+            && !f.message.contains("no heading of this document"))
 }
 
 /// The findings the plugin `kernel` writes to `file` when the reviewer

@@ -207,14 +207,21 @@ pub fn detect(
             return;
         }
         let folder = path.rsplit_once('/').map_or("", |(f, _)| f);
-        let candidates = match keyed.get(folder) {
+        let (candidates, certain) = match keyed.get(folder) {
             Some(names) => names.close_to(
                 path.rsplit('/').next().unwrap_or(path),
                 indexes.entry(folder).or_default(),
             ),
-            None => Vec::new(),
+            None => (Vec::new(), false),
         };
-        out.push(missing_file(&mut cursor, doc, link, written, &candidates));
+        out.push(missing_file(
+            &mut cursor,
+            doc,
+            link,
+            written,
+            &candidates,
+            certain,
+        ));
     }
     if misses.is_empty() {
         return;
@@ -357,6 +364,7 @@ fn missing_file(
     link: &FileLink,
     written: &str,
     candidates: &[&str],
+    certain: bool,
 ) -> Finding {
     let what = if link.image { "image" } else { "link" };
     let hint = candidates
@@ -378,7 +386,7 @@ fn missing_file(
             &link.source,
         ),
     );
-    if let [only] = candidates {
+    if let ([only], true) = (candidates, certain) {
         // A name that needs escaping in a link is left to the writer.
         if !only.contains([' ', '(', ')', '<', '>', '%', '#', '?']) {
             let fixed = with_name(written, only);
@@ -453,30 +461,38 @@ impl Names {
     /// The names close to `name` (two at most): the same name in another
     /// case, else the same extension with the same stem but for case, `_`
     /// or spaces, else with a stem [`CloseAnchors`] finds close.
-    fn close_to<'k>(&'k self, name: &str, indexes: &mut StemIndexes<'k>) -> Vec<&'k str> {
+    ///
+    /// With them, whether one alone would be a certain fix: a name that
+    /// merely ends with the other (`ragix_KOAS.md` for `KOAS.md`, `guide.md`
+    /// for `setup_guide.md`) is another file as often as the same one
+    /// renamed, so it is only a hint.
+    fn close_to<'k>(&'k self, name: &str, indexes: &mut StemIndexes<'k>) -> (Vec<&'k str>, bool) {
         if let Some(same) = self.by_lower.get(&name.to_lowercase()) {
-            return same.iter().take(2).map(String::as_str).collect();
+            return (same.iter().take(2).map(String::as_str).collect(), true);
         }
         let (stem, ext) = split_extension(name);
         let Some(stems) = self.by_extension.get(&ext) else {
-            return Vec::new();
+            return (Vec::new(), false);
         };
         let wanted = stem_key(stem);
         if let Some(same) = stems.get(&wanted) {
-            return same.iter().take(2).map(String::as_str).collect();
+            return (same.iter().take(2).map(String::as_str).collect(), true);
         }
         let index = indexes
             .entry(ext)
             .or_insert_with(|| CloseAnchors::new(stems.keys().map(String::as_str)));
-        let mut found: Vec<&'k str> = index
-            .close_to(&wanted)
+        let keys = index.close_to(&wanted);
+        let certain = keys
+            .iter()
+            .all(|k| !k.ends_with(wanted.as_str()) && !wanted.ends_with(*k));
+        let mut found: Vec<&'k str> = keys
             .into_iter()
             .filter_map(|k| stems.get(k))
             .flatten()
             .map(String::as_str)
             .collect();
         found.truncate(2);
-        found
+        (found, certain)
     }
 }
 
@@ -700,6 +716,18 @@ mod tests {
             fixed_line(&found[1]),
             Some("[changes](changelog.md) and ![p](img/plan.png)")
         );
+    }
+
+    #[test]
+    fn a_name_that_only_ends_like_the_missing_one_is_a_hint_not_a_fix() {
+        let found = scan("# P\n\n[g](the-guide.md)\n");
+        assert_eq!(found.len(), 1, "{found:#?}");
+        assert!(
+            found[0].message.ends_with("did you mean guide.md?"),
+            "{}",
+            found[0].message
+        );
+        assert!(found[0].fix.is_none(), "{found:#?}");
     }
 
     #[test]
