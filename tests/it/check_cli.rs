@@ -937,3 +937,32 @@ fn changed_since_counts_an_old_version_too_large_to_read_as_all_new() {
     // back, and every line counts as new rather than guessed unchanged.
     assert_eq!(lines("100"), [5]);
 }
+
+/// Regression (issue 49): `--fix` applied the fixes whose lines did not
+/// overlap and left the rest for another run; "the the the" took two runs,
+/// and "teh the the" three. It now fixes until nothing is left.
+#[test]
+fn regression_fix_converges_in_one_run() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let doc = write(
+        dir.path(),
+        "r.md",
+        "# A\n\nRead the the the guide and teh the the notes.\n",
+    );
+    let out = run(&["check", "r.md", "--fix", "--no-config"], dir.path());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        std::fs::read_to_string(&doc).expect("read"),
+        "# A\n\nRead the guide and the notes.\n"
+    );
+    assert_eq!(
+        stderr(&out),
+        "applied 5 fixes in 1 file\n0 findings (0 errors, 0 warnings, 0 info) in 1 file\n"
+    );
+    // A second run has nothing left to fix.
+    let again = run(&["check", "r.md", "--fix", "--no-config"], dir.path());
+    assert_eq!(
+        stderr(&again),
+        "applied 0 fixes in 0 files\n0 findings (0 errors, 0 warnings, 0 info) in 1 file\n"
+    );
+}

@@ -226,6 +226,41 @@ As an AI language model, I cannot promise this.
 As an AI language model, I wrote this section.
 ";
 
+/// Regression (issue 49): "fix all in file" applied one round of fixes;
+/// "teh the the" needed three. It now fixes until nothing is left.
+#[test]
+fn regression_fix_all_converges_in_one_action() {
+    let s = Scratch::new();
+    let text = "# A\n\nRead the the the guide and teh the the notes.\n";
+    s.write("r.md", text);
+    let uri = uri_of(&s, "r.md");
+    let mut c = Client::start(&s, &["--debounce-ms", "50"]);
+    c.initialize(s.dir.path());
+    c.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri, "languageId": "markdown", "version": 1, "text": text}}),
+    );
+    let diags = c.diagnostics(&uri, 1);
+    assert!(!diags.is_empty());
+    let actions = c.request(
+        "textDocument/codeAction",
+        json!({"textDocument": {"uri": uri},
+               "range": {"start": {"line": 0, "character": 0}, "end": {"line": 3, "character": 0}},
+               "context": {"diagnostics": [], "only": ["source.fixAll"]}}),
+    );
+    let actions = actions["result"].as_array().cloned().expect("actions");
+    assert_eq!(actions.len(), 1, "{actions:#?}");
+    assert_eq!(
+        actions[0]["title"],
+        "koas: fix all in file (5 certain fixes)"
+    );
+    assert_eq!(
+        actions[0]["edit"]["changes"][&uri][0]["newText"],
+        "# A\n\nRead the guide and the notes.\n"
+    );
+    assert_eq!(c.shutdown(), Some(0));
+}
+
 #[test]
 fn diagnostics_follow_the_editor_text_and_a_fix_removes_its_finding() {
     let s = Scratch::new();

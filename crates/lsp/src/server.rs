@@ -16,7 +16,7 @@ use crate::text::Text;
 use crate::transport::{self, codes, Incoming};
 use crate::words::{self, WordsFile};
 use koas_md_scan::config::{find_project_config, ProjectConfig};
-use koas_md_scan::fix::apply_fixes;
+use koas_md_scan::fix::fix_until_stable;
 use koas_md_scan::{Budget, CheckError, Checker};
 use koas_orchestrator::embed::{Control, HostOptions};
 use koas_orchestrator::report::Progress;
@@ -942,21 +942,53 @@ impl<W: Write> Server<W> {
         Some(findings)
     }
 
+    /// The text of `uri` with every certain fix applied, round after round
+    /// until none is left (each round's check within the check budget), and
+    /// how many applied; `None` when none applies. `findings` are those of
+    /// its current text.
+    fn fixed_text(&self, uri: &str, findings: Vec<Finding>) -> Option<(String, usize)> {
+        let root = self.root_for(self.docs.get(uri).and_then(|d| d.path.as_deref()));
+        let doc = self.docs.get(uri)?;
+        let checker = cached_checker(&self.checkers, doc.path.as_deref(), root.as_deref()).ok()?;
+        let budget = self.settings.check_budget;
+        let stable = fix_until_stable(doc.text.as_str(), findings, |text: &str| {
+            let limits = Budget::unlimited().with_limit(budget);
+            check_text(
+                &checker,
+                text,
+                doc.path.as_deref(),
+                root.as_deref(),
+                &limits,
+            )
+            .map(|out| out.findings)
+        })
+        .ok()?;
+        (stable.applied > 0).then_some((stable.outcome.text, stable.applied))
+    }
+
     fn code_actions(&mut self, p: &CodeActionParams) -> Value {
         let uri_text = p.text_document.uri.as_str().to_string();
         let Some(findings) = self.current_findings(&uri_text) else {
             return json!([]);
         };
-        let Some(doc) = self.docs.get(&uri_text) else {
-            return json!([]);
-        };
-        let uri = p.text_document.uri.clone();
         let only = p.context.only.clone();
         let wanted = |kind: &CodeActionKind| {
             only.as_ref().map_or(true, |o| {
                 o.iter().any(|k| kind.as_str().starts_with(k.as_str()))
             })
         };
+        let fix_all = CodeActionKind::new("source.fixAll.koas");
+        let fixed = if findings.iter().any(|f| f.fix.is_some())
+            && (wanted(&fix_all) || wanted(&CodeActionKind::QUICKFIX))
+        {
+            self.fixed_text(&uri_text, findings.clone())
+        } else {
+            None
+        };
+        let Some(doc) = self.docs.get(&uri_text) else {
+            return json!([]);
+        };
+        let uri = p.text_document.uri.clone();
         let edit = |edits: Vec<TextEdit>| WorkspaceEdit {
             changes: Some(std::collections::HashMap::from([(uri.clone(), edits)])),
             ..WorkspaceEdit::default()
@@ -1034,25 +1066,16 @@ impl<W: Write> Server<W> {
                 });
             }
         }
-        let fixable = findings.iter().filter(|f| f.fix.is_some()).count();
-        let fix_all = CodeActionKind::new("source.fixAll.koas");
-        if fixable > 0 && (wanted(&fix_all) || wanted(&CodeActionKind::QUICKFIX)) {
-            let outcome = apply_fixes(doc.text.as_str(), &findings);
-            if !outcome.applied.is_empty() {
-                actions.push(CodeAction {
-                    title: format!(
-                        "koas: fix all in file ({} certain fix{})",
-                        outcome.applied.len(),
-                        if outcome.applied.len() == 1 { "" } else { "es" }
-                    ),
-                    kind: Some(fix_all),
-                    edit: Some(edit(vec![TextEdit::new(
-                        doc.text.full_range(),
-                        outcome.text,
-                    )])),
-                    ..CodeAction::default()
-                });
-            }
+        if let Some((text, applied)) = fixed {
+            actions.push(CodeAction {
+                title: format!(
+                    "koas: fix all in file ({applied} certain fix{})",
+                    if applied == 1 { "" } else { "es" }
+                ),
+                kind: Some(fix_all),
+                edit: Some(edit(vec![TextEdit::new(doc.text.full_range(), text)])),
+                ..CodeAction::default()
+            });
         }
         serde_json::to_value(actions).unwrap_or_else(|_| json!([]))
     }
@@ -1165,13 +1188,13 @@ impl<W: Write> Server<W> {
             }
             "koas.fixAll" => {
                 let findings = self.current_findings(&uri).unwrap_or_default();
+                let fixed = self.fixed_text(&uri, findings);
                 let Some(doc) = self.docs.get(&uri) else {
                     return Ok(Some(Value::Null));
                 };
-                let outcome = apply_fixes(doc.text.as_str(), &findings);
-                let applied = outcome.applied.len();
-                if applied > 0 {
-                    let edit = json!({"changes": {uri.clone(): [{"range": doc.text.full_range(), "newText": outcome.text}]}});
+                let applied = fixed.as_ref().map_or(0, |(_, n)| *n);
+                if let Some((text, _)) = fixed {
+                    let edit = json!({"changes": {uri.clone(): [{"range": doc.text.full_range(), "newText": text}]}});
                     self.apply_edit("koas: fix all", edit);
                 }
                 Ok(Some(json!({"applied": applied})))

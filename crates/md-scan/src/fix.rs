@@ -188,6 +188,107 @@ pub fn apply_fixes(text: &str, findings: &[Finding]) -> FixOutcome {
     }
 }
 
+/// The most rounds [`fix_until_stable`] runs: a fix that makes another
+/// finding's fix possible (two links to one anchor on one line, a heading
+/// raised under one raised before) needs a second round, rarely more.
+pub const MAX_ROUNDS: usize = 8;
+
+/// What applying the certain fixes until none is left did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stable {
+    /// Every round's changes, as one change of the original text.
+    pub outcome: FixOutcome,
+    /// How many fixes applied, over all rounds.
+    pub applied: usize,
+    /// How many rounds applied at least one fix.
+    pub rounds: usize,
+    /// The findings of the fixed text (of the text given, when no fix
+    /// applied).
+    pub remaining: Vec<Finding>,
+}
+
+/// Applies the certain fixes of `findings` (those of `text`), checks the
+/// fixed text with `check`, applies the fixes it then finds, and so on
+/// until a round applies none, the text comes back to one already seen,
+/// or [`MAX_ROUNDS`] rounds ran: `koas check --fix` and the editor's
+/// "fix all" converge in one run. The fixes of one round are those whose
+/// lines do not overlap ([`apply_fixes`]); a fix left out because another
+/// took its line is found again on the fixed text.
+pub fn fix_until_stable<E>(
+    text: &str,
+    findings: Vec<Finding>,
+    mut check: impl FnMut(&str) -> Result<Vec<Finding>, E>,
+) -> Result<Stable, E> {
+    let mut total = apply_fixes(text, &findings);
+    let mut applied = total.applied.len();
+    if applied == 0 {
+        return Ok(Stable {
+            outcome: total,
+            applied,
+            rounds: 0,
+            remaining: findings,
+        });
+    }
+    let mut rounds = 1;
+    let mut seen: std::collections::HashSet<String> = [text.to_string()].into();
+    loop {
+        let remaining = check(&total.text)?;
+        if rounds >= MAX_ROUNDS || !seen.insert(total.text.clone()) {
+            return Ok(Stable {
+                outcome: total,
+                applied,
+                rounds,
+                remaining,
+            });
+        }
+        let next = apply_fixes(&total.text, &remaining);
+        if next.applied.is_empty() {
+            return Ok(Stable {
+                outcome: total,
+                applied,
+                rounds,
+                remaining,
+            });
+        }
+        applied += next.applied.len();
+        rounds += 1;
+        total = total.then(next);
+    }
+}
+
+impl FixOutcome {
+    /// This change followed by `next` (made on this one's text), as one
+    /// change of the original text: fixes replace or remove lines, never
+    /// add one, so each line of this text is a line of the original.
+    fn then(self, next: FixOutcome) -> FixOutcome {
+        let mut changes: HashMap<usize, Option<String>> = self.changes.into_iter().collect();
+        // The original line each line of this text comes from.
+        let origin: Vec<usize> = (0..self.original.len())
+            .filter(|i| !matches!(changes.get(i), Some(None)))
+            .collect();
+        for (line, change) in next.changes {
+            if let Some(&o) = origin.get(line) {
+                changes.insert(o, change);
+            }
+        }
+        // A line changed back to what it was is no change.
+        changes.retain(|i, c| c.as_deref() != self.original.get(*i).map(String::as_str));
+        let mut changes: Vec<(usize, Option<String>)> = changes.into_iter().collect();
+        changes.sort_by_key(|c| c.0);
+        let mut applied = self.applied;
+        applied.extend(next.applied);
+        let mut skipped = self.skipped;
+        skipped.extend(next.skipped);
+        FixOutcome {
+            text: next.text,
+            applied,
+            skipped,
+            changes,
+            original: self.original,
+        }
+    }
+}
+
 /// Lines of context around each change in [`FixOutcome::diff`].
 const CONTEXT: usize = 3;
 
@@ -266,6 +367,61 @@ mod tests {
                 })
                 .collect(),
         })
+    }
+
+    #[test]
+    fn fixes_that_need_a_second_round_converge_in_one_call() {
+        // Two fixes of one line that overlap: the second is found again on
+        // the fixed text and applied in the next round.
+        let text = "# T\n\nab\nkeep\n##\n\nend\n";
+        let first = vec![
+            finding(3, vec![(3, "ab", Some("xb"))]),
+            finding(3, vec![(3, "ab", Some("ay"))]),
+            finding(5, vec![(5, "##", None), (6, "", None)]),
+        ];
+        let mut rounds_seen = Vec::new();
+        let stable = fix_until_stable(text, first, |t: &str| {
+            rounds_seen.push(t.to_string());
+            // What a check would find on each text.
+            Ok::<_, ()>(if t.contains("xb") && !t.contains("xy") {
+                vec![finding(3, vec![(3, "xb", Some("xy"))])]
+            } else {
+                Vec::new()
+            })
+        })
+        .expect("no error");
+        assert_eq!(stable.outcome.text, "# T\n\nxy\nkeep\nend\n");
+        assert_eq!((stable.applied, stable.rounds), (3, 2));
+        assert!(stable.remaining.is_empty());
+        // One diff from the original text, the removed lines after the
+        // line changed twice counted right.
+        let diff = stable.outcome.diff("d.md");
+        assert!(diff.contains("-ab\n+xy\n keep\n-##\n-\n end\n"), "{diff}");
+        assert!(diff.contains("@@ -1,7 +1,5 @@"), "{diff}");
+        // Nothing to fix: no round, the findings given back.
+        let none = fix_until_stable("x\n", Vec::new(), |_: &str| Ok::<_, ()>(Vec::new()))
+            .expect("no error");
+        assert_eq!((none.applied, none.rounds), (0, 0));
+    }
+
+    #[test]
+    fn a_fix_that_undoes_another_stops_the_rounds() {
+        let text = "a\n";
+        let stable = fix_until_stable(
+            text,
+            vec![finding(1, vec![(1, "a", Some("b"))])],
+            |t: &str| {
+                // Each text's check proposes the other text back.
+                let (from, to) = if t == "b\n" { ("b", "a") } else { ("a", "b") };
+                Ok::<_, ()>(vec![finding(1, vec![(1, from, Some(to))])])
+            },
+        )
+        .expect("no error");
+        // a → b → a: the text seen before ends the rounds, and the change
+        // undone is no change.
+        assert_eq!(stable.rounds, 2, "{stable:?}");
+        assert_eq!(stable.outcome.text, "a\n");
+        assert_eq!(stable.outcome.diff("d.md"), "");
     }
 
     #[test]

@@ -425,14 +425,15 @@ impl Finding {
         self
     }
 
-    /// The order findings are listed in: by line, then kind, then column,
-    /// then message.
-    pub fn sort_key(&self) -> (u32, u32, FindingKind, u32, &str) {
+    /// The order findings are listed in: as they come in the text (by
+    /// line, then column), then the one that ends first, then by kind and
+    /// message.
+    pub fn sort_key(&self) -> (u32, u32, u32, FindingKind, &str) {
         (
             self.line,
+            self.column,
             self.line_end,
             self.kind,
-            self.column,
             self.message.as_str(),
         )
     }

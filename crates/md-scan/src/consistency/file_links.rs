@@ -351,7 +351,9 @@ fn located(
         return finding;
     }
     let column = cursor.locate(&doc.index, link.offset).1;
-    finding.at_column(column)
+    // The link alone is what an editor underlines.
+    let width = u32::try_from(link.source.chars().count()).unwrap_or(0);
+    finding.at_span(column, column.saturating_add(width))
 }
 
 /// The finding for a link whose file or folder does not exist, with the

@@ -537,11 +537,21 @@ pub fn detect(
         } else {
             (0, 1)
         };
+        // The link alone is what an editor underlines (a link over several
+        // lines: from its start to the end of its last line).
+        let span = |f: Finding| {
+            if link.line == link.line_end {
+                let width = u32::try_from(link.source.chars().count()).unwrap_or(0);
+                f.at_span(column, column.saturating_add(width))
+            } else {
+                f.at_column(column)
+            }
+        };
         // Anchors that exist on a site its generator builds, not on
         // GitHub: said as info, with what makes them.
         let made_by = generated.made_by(decoded, &in_comment);
         if let Some(made_by) = made_by {
-            let mut finding = Finding::new(
+            let finding = Finding::new(
                 FindingKind::BrokenLinkAnchor,
                 KERNEL,
                 link.line,
@@ -552,7 +562,8 @@ pub fn detect(
                 ),
                 &link.source,
             )
-            .at_column(column);
+            ;
+            let mut finding = span(finding);
             finding.severity = koas_review_schema::findings::Severity::Info;
             out.push(finding);
             continue;
@@ -564,7 +575,7 @@ pub fn detect(
             .first()
             .map(|a| format!("; did you mean #{a}?"))
             .unwrap_or_default();
-        let mut finding = Finding::new(
+        let finding = Finding::new(
             FindingKind::BrokenLinkAnchor,
             KERNEL,
             link.line,
@@ -574,8 +585,8 @@ pub fn detect(
                 link.fragment
             ),
             &link.source,
-        )
-        .at_column(column);
+        );
+        let mut finding = span(finding);
         if let ([only], true) = (close.as_slice(), link.line == link.line_end) {
             let old = format!("(#{})", link.fragment);
             if let Some(pos) = link.source.rfind(&old) {

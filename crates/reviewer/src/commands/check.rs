@@ -167,9 +167,9 @@ struct Fixed {
     applied: usize,
 }
 
-/// Checks `text`; with `--fix`, applies the certain fixes, writes the
-/// file back (unless `--dry-run`) and checks the fixed text again, so the
-/// findings reported are those that remain.
+/// Checks `text`; with `--fix`, applies the certain fixes round after
+/// round until none is left, writes the file back (unless `--dry-run`),
+/// and reports the findings of the fixed text: those that remain.
 fn check_and_fix(
     args: &CheckArgs,
     checker: &Checker,
@@ -195,14 +195,24 @@ fn check_and_fix(
             applied: 0,
         });
     }
-    let outcome = koas_md_scan::fix::apply_fixes(text, &output.findings);
-    if outcome.applied.is_empty() {
+    // Round after round until no certain fix is left: a fix that another
+    // took the line of is applied on the fixed text.
+    let mut last: Option<ScanOutput> = None;
+    let stable =
+        koas_md_scan::fix::fix_until_stable(text, output.findings.clone(), |fixed: &str| {
+            let out = check(fixed)?;
+            let found = out.findings.clone();
+            last = Some(out);
+            Ok::<_, koas_md_scan::ScanError>(found)
+        })
+        .with_context(|| format!("checking the fixed {}", job.path))?;
+    let (Some(remaining), true) = (last, stable.applied > 0) else {
         return Ok(Fixed {
             output,
             diff: String::new(),
             applied: 0,
         });
-    }
+    };
     if !args.dry_run {
         if job.source == Path::new("-") {
             anyhow::bail!(
@@ -210,15 +220,13 @@ fn check_and_fix(
                 job.path
             );
         }
-        write_atomically(&job.source, &outcome.text)
+        write_atomically(&job.source, &stable.outcome.text)
             .with_context(|| format!("cannot write the fixed {}", job.path))?;
     }
-    let remaining =
-        check(&outcome.text).with_context(|| format!("checking the fixed {}", job.path))?;
     Ok(Fixed {
         output: remaining,
-        diff: outcome.diff(&job.path),
-        applied: outcome.applied.len(),
+        diff: stable.outcome.diff(&job.path),
+        applied: stable.applied,
     })
 }
 
