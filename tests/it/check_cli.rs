@@ -966,3 +966,37 @@ fn regression_fix_converges_in_one_run() {
         "applied 0 fixes in 0 files\n0 findings (0 errors, 0 warnings, 0 info) in 1 file\n"
     );
 }
+
+/// Regression (issue 49): two findings on one line were listed by kind,
+/// `7:29` before `7:5`; they come in the order of the text now, and a
+/// broken link's finding spans the link alone.
+#[test]
+fn regression_findings_of_one_line_come_in_column_order() {
+    let dir = tempfile::tempdir().expect("tmp");
+    write(
+        dir.path(),
+        "c.md",
+        "# A\n\n## 1. Setup\n\nSee Section 4.2 and [the setup](#1-set-up) and [x](#nowhere).\n",
+    );
+    let out = run(
+        &["check", "c.md", "--no-config", "--format", "json"],
+        dir.path(),
+    );
+    let found = json_findings(&out);
+    let columns: Vec<(u32, u32, Option<u32>)> = found
+        .iter()
+        .map(|(_, f)| (f.line, f.column, f.column_end))
+        .collect();
+    assert_eq!(
+        columns,
+        [(5, 5, None), (5, 21, Some(43)), (5, 48, Some(61))],
+        "{found:#?}"
+    );
+    let human = run(&["check", "c.md", "--no-config"], dir.path());
+    let lines: Vec<&str> = std::str::from_utf8(&human.stdout)
+        .expect("utf-8")
+        .lines()
+        .map(|l| l.split(' ').next().unwrap_or(""))
+        .collect();
+    assert_eq!(lines, ["c.md:5:5:", "c.md:5:21:", "c.md:5:48:"]);
+}
