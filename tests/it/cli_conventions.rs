@@ -527,3 +527,28 @@ fn regression_help_and_readme_give_the_same_kernel_discovery_order() {
         block.join("\n")
     );
 }
+
+/// Regression (issue 49): `koas review --no-llm` said "no model is
+/// configured: add an [llm] table…" though no model was wanted; it says
+/// the model was not asked, here and in the report.
+#[test]
+fn regression_no_llm_says_the_model_was_not_asked() {
+    let s = Scratch::new();
+    s.write("doc.md", "# Doc\n\nSome text.\n");
+    s.write(
+        "koas.toml",
+        "[llm]\nbackend = \"openai\"\nendpoint = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\n",
+    );
+    let out = s.koas(&["review", "doc.md", "--no-llm"]);
+    assert_code(&out, 0, "review");
+    let text = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(!text.contains("no model is configured"), "{text}");
+    assert!(text.contains("--no-llm: no model was asked"), "{text}");
+    let report =
+        std::fs::read_to_string(s.workspace().join("review/REVIEW_doc.md")).expect("the report");
+    assert!(!report.contains("No model is configured"), "{report}");
+    assert!(
+        report.contains("The model was not asked (--no-llm)"),
+        "{report}"
+    );
+}

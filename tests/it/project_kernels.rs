@@ -292,6 +292,27 @@ fn a_review_made_with_a_pipeline_file_keeps_it_for_the_report() {
     );
 }
 
+/// Regression (issue 49): when a kernel failed, `koas check` also warned
+/// that a suppression comment naming its kind names an unknown kind; the
+/// kind is known, its kernel failed, and only that is said.
+#[test]
+fn regression_a_failed_kernels_kind_is_not_called_unknown() {
+    let p = Project::new("[kernels]\nrun = [\"bad_line\"]\n");
+    p.s.write(
+        "doc.md",
+        &DOC.replace(
+            "This is teh",
+            "<!-- koas-disable-next-line style -->\nThis is teh",
+        ),
+    );
+    let out = p.koas(&["check", "doc.md"]);
+    assert_code(&out, 2, "a failed kernel is an error");
+    let err = stderr(&out);
+    assert!(err.contains("error: doc.md: [kernels] run of"), "{err}");
+    assert!(err.contains("bad_line"), "{err}");
+    assert!(!err.contains("unknown kind"), "{err}");
+}
+
 #[test]
 fn a_malformed_findings_output_fails_its_producer_naming_the_field() {
     let p = Project::new("[kernels]\nrun = [\"spell_check\", \"bad_line\"]\n");

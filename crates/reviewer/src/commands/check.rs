@@ -87,8 +87,9 @@ Examples:
 Exit codes:
   0    no finding at or above --fail-on
   1    a finding at or above --fail-on
-  2    a document cannot be read, a koas.toml is invalid, a --pipeline kernel
-       failed or wrote a findings artifact that does not parse, or a usage error
+  2    a document cannot be read, a koas.toml is invalid, a kernel of
+       --pipeline or of koas.toml's [kernels] run failed or wrote a findings
+       artifact that does not parse, or a usage error
 
 With --pipeline FILE, every kernel of FILE that produces a findings artifact
 (docs/artifacts.md) adds its findings, named by kernel:

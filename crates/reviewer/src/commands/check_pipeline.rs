@@ -147,9 +147,13 @@ fn run_and_collect(
                 catalog,
             })
         }
-        Err(RunFailure::Kernel(message)) => {
-            Err(anyhow::anyhow!("{}: {origin}: {message}", doc.display()))
-        }
+        // The failed kernel's kinds stay known: a suppression comment
+        // naming one is no typo (its kernel failed, said as an error).
+        Err(RunFailure::Kernel(message)) => Ok(OtherFindings {
+            found: Vec::new(),
+            errors: vec![format!("{origin}: {message}")],
+            catalog,
+        }),
         Err(RunFailure::Interrupted) => {
             Err(anyhow::anyhow!("{}: {origin}: interrupted", doc.display()))
         }

@@ -316,7 +316,11 @@ fn review(
         } else {
             format!("only the checks' certain fixes were applied ({fixed})")
         };
-        format!("No model is configured and no ops were given: the deterministic stages ran and {made}. Configure a model (an [llm] table in koas.toml, or --llm-backend/--llm-endpoint/--llm-model) or give edit ops with `koas review DOC --ops FILE`.")
+        if args.no_llm {
+            format!("The model was not asked (--no-llm) and no ops were given: the deterministic stages ran and {made}.")
+        } else {
+            format!("No model is configured and no ops were given: the deterministic stages ran and {made}. Configure a model (an [llm] table in koas.toml, or --llm-backend/--llm-endpoint/--llm-model) or give edit ops with `koas review DOC --ops FILE`.")
+        }
     });
     let views = match passes::run_views_with_model(
         global,
@@ -851,7 +855,12 @@ fn answer(
     let known = &out.batch.known;
     let summary = if no_ops {
         format!(
-            "no model and no ops: deterministic stages only, {} changes",
+            "{}: deterministic stages only, {} changes",
+            if args.no_llm {
+                "--no-llm and no ops"
+            } else {
+                "no model and no ops"
+            },
             applied.len()
         )
     } else {
@@ -935,7 +944,12 @@ fn answer(
         model_lines(t, model)?;
     }
     outcome_lines(t, out, &applied)?;
-    if no_ops {
+    if no_ops && args.no_llm {
+        writeln!(
+            t,
+            "  note:      --no-llm: no model was asked; the deterministic stages ran (drop --no-llm to have the configured model propose changes, or give edit ops with --ops FILE)"
+        )?;
+    } else if no_ops {
         writeln!(
             t,
             "  hint:      no model is configured: add an [llm] table to koas.toml next to the document (backend, endpoint, model; README \"Review with a local model\"), check it with `koas llm ping`, or give your own edit ops with --ops FILE"
