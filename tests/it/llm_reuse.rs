@@ -88,3 +88,42 @@ fn a_server_that_says_nothing_of_its_cache_gets_no_reuse_written_or_said() {
     assert!(!text.contains("reused by the server"), "{text}");
     assert!(!text.contains("prompt tokens"), "{text}");
 }
+
+/// Regression (issue 49): an unchanged re-run that asked the model nothing
+/// printed the cached results' figures ("16 asked of the model", "14
+/// worker calls") as this run's work, above "model: 0 requests". It says
+/// they were reused, and what the model was asked now.
+#[test]
+fn regression_a_rerun_says_its_results_were_reused() {
+    let model = ScriptedModel::start(answer);
+    let s = Scratch::new();
+    s.write("doc.md", &document());
+    let mut args = vec!["-q", "review", "doc.md"];
+    let flags = llm_flags(&model, 2);
+    args.extend(flags.iter().map(String::as_str));
+    let first = s.koas(&args);
+    assert_code(&first, 0, "review");
+    let text = stdout(&first);
+    assert!(!text.contains("reused from an earlier run"), "{text}");
+    assert!(text.contains("  pyramid:   "), "{text}");
+    let again = s.koas(&args);
+    assert_code(&again, 0, "the same review again");
+    let text = stdout(&again);
+    let line = |name: &str| {
+        text.lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("no {name} line in:\n{text}"))
+            .to_owned()
+    };
+    assert!(
+        line("  pyramid:   ")
+            .starts_with("  pyramid:   reused from an earlier run, nothing redone (then: "),
+        "{text}"
+    );
+    assert!(
+        line("  edit plan: ")
+            .starts_with("  edit plan: reused from an earlier run, nothing redone (then: "),
+        "{text}"
+    );
+    assert!(line("  model:     ").contains(": 0 requests"), "{text}");
+}

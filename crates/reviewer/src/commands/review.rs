@@ -972,11 +972,20 @@ fn answer(
 /// plan did, the calls and tokens, and why it was stopped.
 fn model_lines(t: &mut String, model: &ModelReport) -> std::fmt::Result {
     let run = &model.run;
+    // A result the cache gave back is an earlier run's work: said so, its
+    // figures as they were then.
+    let then = |line: &str, reused: bool| {
+        if reused {
+            format!("reused from an earlier run, nothing redone (then: {line})")
+        } else {
+            line.to_owned()
+        }
+    };
     if let Some(p) = &run.pyramid {
-        writeln!(t, "  pyramid:   {p}")?;
+        writeln!(t, "  pyramid:   {}", then(p, model.pyramid_reused))?;
     }
     if let Some(p) = &run.edit_plan {
-        writeln!(t, "  edit plan: {p}")?;
+        writeln!(t, "  edit plan: {}", then(p, model.edit_plan_reused))?;
     }
     let mut names: Vec<&str> = run.models.values().map(String::as_str).collect();
     names.sort_unstable();
@@ -1093,6 +1102,12 @@ struct ModelReport {
     /// model proposed nothing).
     #[serde(skip)]
     proposed: usize,
+    /// The pyramid and the edit plan came from the cache: this run did
+    /// none of their work, and their figures are an earlier run's.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pyramid_reused: bool,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    edit_plan_reused: bool,
 }
 
 /// The line on the pyramid, read from the pyramid the edit plan's kernel
@@ -1138,6 +1153,11 @@ impl ModelReport {
                     .or_else(|| k.skipped_reason.clone())
                     .unwrap_or_else(|| k.summary.clone())
             })
+        };
+        let reused = |k: &str| {
+            record
+                .kernel(k)
+                .is_some_and(|k| k.cache == koas_orchestrator::run_record::CacheUse::Hit)
         };
         let session = record.llm_session.as_ref();
         let number = |pointer: &str| {
@@ -1192,6 +1212,11 @@ impl ModelReport {
             plan_reason,
             chunks: plan.as_ref().map_or(0, |p| p.chunks.len()),
             proposed: plan.as_ref().map_or(0, |p| p.ops.len() + p.dropped.len()),
+            // Without `md_pyramid`, the edit plan's kernel builds the
+            // pyramid: reused with it.
+            pyramid_reused: reused(PYRAMID)
+                || (record.kernel(PYRAMID).is_none() && reused(EDIT_PLAN)),
+            edit_plan_reused: reused(EDIT_PLAN),
         }
     }
 
