@@ -185,8 +185,17 @@ fn a_kernel_from_koas_new_kernel_installed_in_xdg_is_a_first_class_check() {
             .output()
             .expect("cargo runs");
         assert!(out.status.success(), "{}", stderr(&out));
-        std::fs::copy(target.join("debug").join(&library), kernels.join(&library))
-            .expect("install");
+        // As the scaffold says: `koas kernels install .`, which finds the
+        // build in CARGO_TARGET_DIR.
+        let out = std::process::Command::new(koas_bin())
+            .args(["kernels", "install", "."])
+            .current_dir(&crate_dir)
+            .env("CARGO_TARGET_DIR", &target)
+            .env("XDG_DATA_HOME", &data)
+            .output()
+            .expect("koas runs");
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert!(kernels.join(&library).is_file());
     };
     build_and_install();
 

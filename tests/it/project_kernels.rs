@@ -347,3 +347,77 @@ fn a_malformed_findings_output_fails_its_producer_naming_the_field() {
         "{kernel}"
     );
 }
+
+/// `koas kernels install`: a built plugin is checked, then copied where
+/// every koas command finds it; a plain `koas check` then reports its
+/// finding. A plugin of another ABI is refused, naming both versions, and
+/// nothing is copied.
+#[test]
+fn an_installed_kernel_is_checked_copied_and_run_by_a_plain_check() {
+    let s = Scratch::new();
+    s.write("doc.md", DOC);
+    s.write("koas.toml", RUN_SPELL);
+    let koas = |args: &[&str]| {
+        s.command(args)
+            .env("XDG_DATA_HOME", s.path("data"))
+            .output()
+            .expect("koas runs")
+    };
+    let folder = s.path("data/koas/kernels");
+    // Before: the kernel is not found.
+    assert_code(
+        &koas(&["check", "doc.md"]),
+        2,
+        "spell_check is not installed",
+    );
+    let wrong = test_plugin("wrong-abi");
+    let out = koas(&["kernels", "install", &wrong.display().to_string()]);
+    assert_code(&out, 2, "another ABI");
+    let err = stderr(&out);
+    assert!(err.contains("ABI"), "{err}");
+    assert!(err.contains("nothing was installed"), "{err}");
+    assert!(!folder.exists(), "nothing copied");
+
+    // The crate's folder, its builds in another target folder.
+    let lib = test_plugin("findings");
+    let crate_dir = koas_test_support::repo_root().join("crates/test-support/plugins/findings");
+    let target = lib
+        .parent()
+        .and_then(std::path::Path::parent)
+        .expect("the target folder");
+    let out = koas(&[
+        "kernels",
+        "install",
+        &crate_dir.display().to_string(),
+        "--target-dir",
+        &target.display().to_string(),
+    ]);
+    assert_code(&out, 0, "installed");
+    let said = stdout(&out);
+    let file = folder.join(lib.file_name().expect("a file name"));
+    assert!(
+        said.starts_with(&format!("installed {} (", file.display())),
+        "{said}"
+    );
+    assert!(said.contains("spell_check 1.0.0"), "{said}");
+    assert!(file.is_file());
+    let out = koas(&["check", "doc.md"]);
+    assert_code(&out, 1, "its finding fails the check");
+    assert!(stdout(&out).contains("[spell_check]"), "{}", stdout(&out));
+    // Again: replaced, said so.
+    let out = koas(&["kernels", "install", &lib.display().to_string()]);
+    assert_code(&out, 0, "installed again");
+    assert!(stdout(&out).starts_with("replaced "), "{}", stdout(&out));
+    // Not a library.
+    let out = koas(&[
+        "kernels",
+        "install",
+        &s.path("doc.md").display().to_string(),
+    ]);
+    assert_code(&out, 2, "not a plugin");
+    assert!(
+        stderr(&out).contains("not a kernel library"),
+        "{}",
+        stderr(&out)
+    );
+}

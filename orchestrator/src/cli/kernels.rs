@@ -9,7 +9,12 @@ use std::path::PathBuf;
 
 /// The arguments of `koas kernels`.
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct KernelsArgs {
+    /// `install`: check a built plugin and copy it where koas finds it.
+    #[command(subcommand)]
+    pub action: Option<KernelsAction>,
+
     /// Also search the `kernel_paths` of this pipeline file.
     #[arg(long, value_name = "PIPELINE")]
     pub pipeline: Option<PathBuf>,
@@ -25,8 +30,49 @@ pub struct KernelsArgs {
     pub allow_skipped: bool,
 }
 
+/// What `koas kernels` can do besides listing.
+#[derive(Debug, clap::Subcommand)]
+pub enum KernelsAction {
+    /// Check a built kernel plugin (loaded and described once, as a run
+    /// would) and copy it into the user's kernel folder
+    /// ($XDG_DATA_HOME/koas/kernels, by default ~/.local/share/koas/kernels),
+    /// where every koas command finds it.
+    #[command(after_help = "\
+PATH is the plugin library (libkoas_kernel_NAME.so, .dylib on macOS), or the
+folder of its crate: then the library is the newest of the crate's release
+and debug builds, in --target-dir, else CARGO_TARGET_DIR, else the target
+folder `cargo metadata` names (a workspace's).
+
+Examples:
+  koas kernels install target/release/libkoas_kernel_todo.so
+  koas kernels install kernels/todo --target-dir /tmp/build
+
+Exit codes:
+  0    installed
+  2    not a plugin this koas can load (its ABI version, a failing describe,
+       no kernel), no built library found, or the copy failed")]
+    Install(InstallArgs),
+}
+
+/// The arguments of `koas kernels install`.
+#[derive(Debug, Args)]
+pub struct InstallArgs {
+    /// The plugin library, or its crate's folder.
+    #[arg(value_name = "PATH")]
+    pub path: PathBuf,
+    /// Where cargo put the crate's builds (when PATH is a folder).
+    #[arg(long, value_name = "DIR")]
+    pub target_dir: Option<PathBuf>,
+    /// Install into this folder instead of the user's kernel folder.
+    #[arg(long, value_name = "DIR")]
+    pub into: Option<PathBuf>,
+}
+
 /// Runs `koas kernels`.
 pub fn execute(global: &HostOptions, args: KernelsArgs) -> anyhow::Result<ExitStatus> {
+    if let Some(KernelsAction::Install(install)) = args.action {
+        return super::kernels_install::execute(global, install);
+    }
     let pipeline = match &args.pipeline {
         Some(file) => Some(crate::pipeline::load(file, &Default::default())?),
         None => None,

@@ -359,11 +359,6 @@ fn write_all(dir: &Path, files: &[(String, String)]) -> anyhow::Result<()> {
 pub fn report(args: &NewKernelArgs, created: &Created) -> String {
     let dir = created.dir.display();
     let name = &args.name;
-    let so = format!(
-        "{}koas_kernel_{name}{}",
-        std::env::consts::DLL_PREFIX,
-        std::env::consts::DLL_SUFFIX
-    );
     let mut text = format!("Created kernel `{name}` in {dir}:\n");
     let width = created.files.iter().map(String::len).max().unwrap_or(0);
     for file in &created.files {
@@ -387,11 +382,12 @@ pub fn report(args: &NewKernelArgs, created: &Created) -> String {
         };
         text.push_str(&format!("  {file:<width$}  {what}\n"));
     }
-    let kernels = "\"${XDG_DATA_HOME:-$HOME/.local/share}/koas/kernels\"";
+    // `koas kernels install .` finds the build wherever cargo put it (a
+    // workspace's target folder, CARGO_TARGET_DIR): no path to guess.
     text.push_str(&format!(
         "koas-kernel-api: {}\n\
          Next:\n  cd {dir}\n  cargo test\n  cargo build --release\n  \
-         mkdir -p {kernels} && cp target/release/{so} {kernels}/\n  \
+         koas kernels install .\n  \
          koas kernels\n\
          Then, in a project's koas.toml: [kernels] run = [\"{name}\"]",
         created.sources.kernel_api.display()
