@@ -39,8 +39,25 @@ fn type_name(v: &Value) -> &'static str {
 }
 
 /// Merges `overrides` over `defaults`, refusing unknown keys and type
-/// changes. Both are usually JSON objects.
+/// changes. Both are usually JSON objects. A table left empty (or null)
+/// among the defaults takes any value; a kernel whose whole default is
+/// empty takes no key at all.
 pub fn resolve(defaults: &Value, overrides: &Value) -> Result<Value, ConfigError> {
+    // A kernel that declares no config takes none: a key given to it is
+    // a typo or a misplaced table, said, not silently ignored.
+    let declares_none = match defaults {
+        Value::Null => true,
+        Value::Object(d) => d.is_empty(),
+        _ => false,
+    };
+    if declares_none {
+        if let Some(key) = overrides.as_object().and_then(|o| o.keys().min()) {
+            return Err(ConfigError {
+                key: key.clone(),
+                message: "unknown key: this kernel takes no config".to_string(),
+            });
+        }
+    }
     merge(defaults, overrides, "")
 }
 
@@ -107,6 +124,19 @@ mod tests {
         let e = resolve(&json!({"b": {"c": 1}}), &json!({"b": {"typo": 2}})).expect_err("unknown");
         assert_eq!(e.key, "b.typo");
         assert!(e.message.contains("known keys: c"));
+    }
+
+    #[test]
+    fn a_kernel_that_declares_no_config_takes_none() {
+        for none in [json!(null), json!({})] {
+            let e = resolve(&none, &json!({"max": 3, "lang": "fr"})).expect_err("no config");
+            assert_eq!(e.key, "lang");
+            assert!(e.message.contains("takes no config"), "{}", e.message);
+            assert_eq!(
+                resolve(&none, &json!({})).expect("nothing given"),
+                json!({})
+            );
+        }
     }
 
     #[test]

@@ -421,3 +421,17 @@ fn an_installed_kernel_is_checked_copied_and_run_by_a_plain_check() {
         stderr(&out)
     );
 }
+
+/// Regression (issue 49): a kernel that declares no config took any key
+/// of `[kernels.config.NAME]` without a word; the key is refused, named.
+#[test]
+fn regression_a_kernel_without_config_refuses_a_key() {
+    let p = Project::new(&format!(
+        "{RUN_SPELL}[kernels.config.spell_check]\nmax_lenght = 3\n"
+    ));
+    let out = p.koas(&["check", "doc.md"]);
+    assert_code(&out, 2, "a config the kernel does not take");
+    let err = stderr(&out);
+    assert!(err.contains("max_lenght"), "{err}");
+    assert!(err.contains("takes no config"), "{err}");
+}

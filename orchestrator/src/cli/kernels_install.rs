@@ -70,7 +70,7 @@ pub fn execute(global: &HostOptions, args: InstallArgs) -> anyhow::Result<ExitSt
             kernels.join(", "),
             library.display()
         )?;
-        outln!("`koas kernels` lists them; name one in a koas.toml's [kernels] run to have `koas check` run it")?;
+        outln!("`koas kernels` lists them")?;
     }
     Ok(ExitStatus::Success)
 }
