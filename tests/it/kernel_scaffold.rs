@@ -309,3 +309,44 @@ fn a_kernel_from_koas_new_kernel_installed_in_xdg_is_a_first_class_check() {
         stderr(&out)
     );
 }
+
+/// Regression (issue 49): `--reads` took one artifact, and reading the
+/// document's text and its protected spans needed hand edits. Repeated,
+/// it declares each; with `doc` and `protected_spans` the example reads
+/// each line's text outside code, tables and the like; the crate builds
+/// and its tests pass.
+#[test]
+fn regression_reads_is_repeatable_and_the_example_reads_prose() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let out = new_kernel(
+        tmp.path(),
+        &[
+            "prose_check",
+            "--reads",
+            "doc",
+            "--reads",
+            "protected_spans",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("reads section_index, doc and protected_spans"),
+        "{}",
+        stdout(&out)
+    );
+    let crate_dir = tmp.path().join("prose_check");
+    let lib = std::fs::read_to_string(crate_dir.join("src/lib.rs")).expect("lib.rs");
+    assert!(lib.contains("!protected.protects(*line)"), "{lib}");
+    let out = cargo_command()
+        .args(["test", "--offline"])
+        .current_dir(&crate_dir)
+        .env("CARGO_TARGET_DIR", target_dir().join("scaffold-test"))
+        .env("KOAS_BIN", koas_bin())
+        .env_remove("KOAS_KERNEL_PATH")
+        .output()
+        .expect("cargo runs");
+    let all = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(out.status.success(), "{all}");
+    assert!(!all.contains("warning:"), "{all}");
+    assert!(all.contains("test result: ok. 4 passed"), "{all}");
+}

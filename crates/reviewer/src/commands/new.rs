@@ -48,10 +48,12 @@ pub struct NewKernelArgs {
     #[arg(value_name = "NAME")]
     pub name: String,
 
-    /// The artifact the kernel reads besides section_index: one of the
-    /// Stage 1 and Stage 2 artifacts the test fixtures provide.
-    #[arg(long, value_name = "ARTIFACT", default_value = names::SECTION_INDEX)]
-    pub reads: String,
+    /// An artifact the kernel reads besides section_index: one of the
+    /// Stage 1 and Stage 2 artifacts the test fixtures provide. Repeat it
+    /// for several (`--reads doc --reads protected_spans`: the example
+    /// then reads each line's text and skips code, tables and the like).
+    #[arg(long, value_name = "ARTIFACT")]
+    pub reads: Vec<String>,
 
     /// The folder to write the crate in; it must not exist or be empty
     /// [default: ./NAME].
@@ -223,36 +225,114 @@ fn toml_string(path: &Path) -> String {
     toml::Value::String(path.display().to_string()).to_string()
 }
 
-/// The code that reads `--reads`'s artifact, when it is not
-/// `section_index` (which the example check reads anyway).
-fn reads_code(reads: &str) -> (String, String, String) {
-    if reads == names::SECTION_INDEX {
-        return (String::new(), String::new(), String::new());
+/// The artifacts a kernel reads, `section_index` first, each once.
+fn read_artifacts(reads: &[String]) -> Vec<&str> {
+    let mut out = vec![names::SECTION_INDEX];
+    for r in reads {
+        if !out.contains(&r.as_str()) {
+            out.push(r);
+        }
     }
-    let input = format!("\n            .input(\"{reads}\")");
-    let readme = format!(" and `{reads}`, the artifact the kernel was made to read");
-    let code = if reads == names::DOC || reads == names::DOC_RAW {
-        format!(
-            "\n        // `{reads}`: the document's exact text.\n        let text = inputs.source_text(\"{reads}\")?;\n        let lines = text.lines().count();\n        ctx.debug(&format!(\"`{reads}`: {{lines}} lines\"));"
-        )
-    } else {
-        format!(
-            "\n        // `{reads}`, which this kernel was made to read: its JSON shape is\n        // in koas's docs/artifacts.md. Declare a struct of the fields you\n        // need, as `SectionIndex` above, and parse that instead of a Value.\n        let read: serde_json::Value = inputs.parse(\"{reads}\")?;\n        let bytes = read.to_string().len();\n        ctx.debug(&format!(\"`{reads}`: {{bytes}} bytes of JSON\"));"
-        )
-    };
-    (input, code, readme)
+    out
+}
+
+/// "section_index, doc and protected_spans".
+fn read_list(reads: &[String]) -> String {
+    match read_artifacts(reads).as_slice() {
+        [only] => (*only).to_owned(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+        [] => String::new(),
+    }
+}
+
+/// The struct of `protected_spans` the example reads.
+const PROTECTED_TYPES: &str = "
+
+/// The fields of `protected_spans` this kernel reads: the blocks a check
+/// of prose leaves alone (code, math, tables, HTML, front matter).
+#[derive(Debug, Deserialize)]
+struct ProtectedSpans {
+    blocks: Vec<Block>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Block {
+    line_start: u32,
+    line_end: u32,
+}
+
+impl ProtectedSpans {
+    /// `true` when `line` (1-based) is inside a protected block.
+    fn protects(&self, line: u32) -> bool {
+        self.blocks
+            .iter()
+            .any(|b| (b.line_start..=b.line_end).contains(&line))
+    }
+}";
+
+/// What `--reads` adds to the kernel: its `.input(…)` lines, the code
+/// that reads each artifact (the document's text as lines, the protected
+/// spans parsed, any other as JSON), the README's words and the types.
+fn reads_code(reads: &[String]) -> (String, String, String, String) {
+    let extra: Vec<&str> = read_artifacts(reads).into_iter().skip(1).collect();
+    if extra.is_empty() {
+        return (String::new(), String::new(), String::new(), String::new());
+    }
+    let input: String = extra
+        .iter()
+        .map(|r| format!("\n            .input(\"{r}\")"))
+        .collect();
+    let readme = format!(
+        " and {}, the artifact{} the kernel was made to read",
+        extra
+            .iter()
+            .map(|r| format!("`{r}`"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        if extra.len() == 1 { "" } else { "s" }
+    );
+    let mut code = String::new();
+    let mut types = String::new();
+    let mut text_lines: Option<String> = None;
+    let mut spans = false;
+    for r in &extra {
+        if *r == names::DOC || *r == names::DOC_RAW {
+            let lines = format!("{r}_lines");
+            code.push_str(&format!(
+                "\n        // `{r}`: the document's exact text. Line N's text (1-based, as\n        // findings count) is `{lines}[N - 1]`.\n        let {r}_text = inputs.source_text(\"{r}\")?;\n        let {lines}: Vec<&str> = {r}_text.lines().collect();\n        ctx.debug(&format!(\"`{r}`: {{}} lines\", {lines}.len()));"
+            ));
+            text_lines.get_or_insert(lines);
+        } else if *r == names::PROTECTED_SPANS {
+            code.push_str(&format!(
+                "\n        // `{r}`: what a check of prose leaves alone.\n        let protected: ProtectedSpans = inputs.parse(\"{r}\")?;\n        ctx.debug(&format!(\"`{r}`: {{}} blocks\", protected.blocks.len()));"
+            ));
+            types.push_str(PROTECTED_TYPES);
+            spans = true;
+        } else {
+            let var = r.to_owned();
+            code.push_str(&format!(
+                "\n        // `{r}`, which this kernel was made to read: its JSON shape is\n        // in koas's docs/artifacts.md. Declare a struct of the fields you\n        // need, as `SectionIndex` above, and parse that instead of a Value.\n        let {var}: serde_json::Value = inputs.parse(\"{r}\")?;\n        ctx.debug(&format!(\"`{r}`: {{}} bytes of JSON\", {var}.to_string().len()));"
+            ));
+        }
+    }
+    if let (Some(lines), true) = (text_lines, spans) {
+        code.push_str(&format!(
+            "\n        // The text a check of prose reads: each line outside the\n        // protected blocks, with its number.\n        let prose: Vec<(u32, &str)> = (1u32..)\n            .zip({lines}.iter().copied())\n            .filter(|(line, _)| !protected.protects(*line))\n            .collect();\n        ctx.debug(&format!(\"{{}} lines of prose\", prose.len()));"
+        ));
+    }
+    (input, code, readme, types)
 }
 
 /// The files of the crate for kernel `name` reading `reads`, with its
 /// dependencies in `sources`: path in the crate and contents.
-pub fn render(name: &str, reads: &str, sources: &Sources) -> Vec<(String, String)> {
+pub fn render(name: &str, reads: &[String], sources: &Sources) -> Vec<(String, String)> {
     let lib = format!("koas_kernel_{name}");
     let so = format!(
         "{}{lib}{}",
         std::env::consts::DLL_PREFIX,
         std::env::consts::DLL_SUFFIX
     );
-    let (reads_input, reads_code, reads_readme) = reads_code(reads);
+    let (reads_input, reads_code, reads_readme, reads_types) = reads_code(reads);
     let ty = type_name(name);
     // As rustfmt writes it: on one line when it fits in 100 columns.
     let use_kernel = match format!("use {lib}::{{{ty}, FINDINGS, TOO_LONG}};") {
@@ -274,6 +354,7 @@ pub fn render(name: &str, reads: &str, sources: &Sources) -> Vec<(String, String
         ("{{reads_input}}", reads_input),
         ("{{reads_code}}", reads_code),
         ("{{reads_readme}}", reads_readme),
+        ("{{reads_types}}", reads_types),
         ("{{name}}", name.to_owned()),
     ];
     let fill = |template: &str| {
@@ -303,7 +384,9 @@ pub struct Created {
 /// Writes the crate; refuses a folder that exists and is not empty.
 pub fn create(args: &NewKernelArgs) -> anyhow::Result<Created> {
     check_name(&args.name).map_err(anyhow::Error::msg)?;
-    check_reads(&args.reads).map_err(anyhow::Error::msg)?;
+    for artifact in &args.reads {
+        check_reads(artifact).map_err(anyhow::Error::msg)?;
+    }
     let dir = args
         .dir
         .clone()
@@ -368,11 +451,7 @@ pub fn report(args: &NewKernelArgs, created: &Created) -> String {
             }
             "src/lib.rs" => format!(
                 "the kernel: reads {}, returns {name}_findings (heading_too_long)",
-                if args.reads == names::SECTION_INDEX {
-                    names::SECTION_INDEX.to_owned()
-                } else {
-                    format!("{} and {}", names::SECTION_INDEX, args.reads)
-                }
+                read_list(&args.reads)
             ),
             "pipeline.toml" => "runs it after the reviewer's Stage 1 and 2 kernels".to_owned(),
             "README.md" => "build, test, install, enable in koas.toml".to_owned(),
@@ -413,7 +492,7 @@ mod tests {
     fn args(name: &str, dir: &Path) -> NewKernelArgs {
         NewKernelArgs {
             name: name.to_owned(),
-            reads: names::SECTION_INDEX.to_owned(),
+            reads: Vec::new(),
             dir: Some(dir.to_path_buf()),
             kernel_api: None,
         }
@@ -453,7 +532,7 @@ mod tests {
     fn every_placeholder_is_filled() {
         let sources = locate_sources(None).expect("built from a checkout");
         for reads in READABLE {
-            for (path, text) in render("heading_length", reads, &sources) {
+            for (path, text) in render("heading_length", &[reads.to_string()], &sources) {
                 assert!(!path.contains("{{"), "{path}");
                 // Only the format strings of the generated code hold braces
                 // in pairs; no template key is left.
@@ -471,7 +550,7 @@ mod tests {
     #[test]
     fn reads_declares_the_input_and_parses_it() {
         let sources = locate_sources(None).expect("built from a checkout");
-        let files = render("table_style", "protected_spans", &sources);
+        let files = render("table_style", &["protected_spans".to_owned()], &sources);
         let lib = &files
             .iter()
             .find(|(p, _)| p == "src/lib.rs")
@@ -499,9 +578,26 @@ mod tests {
             parsed["dependencies"]["koas-kernel-api"]["path"].as_str(),
             Some(sources.kernel_api.display().to_string().as_str())
         );
-        let doc = render("raw_check", "doc_raw", &sources);
+        let doc = render("raw_check", &["doc_raw".to_owned()], &sources);
         let lib = &doc.iter().find(|(p, _)| p == "src/lib.rs").expect("lib").1;
         assert!(lib.contains("inputs.source_text(\"doc_raw\")?"));
+        // Several: each declared once, and the text read outside the
+        // protected blocks.
+        let both = render(
+            "prose_check",
+            &[
+                "doc".to_owned(),
+                "protected_spans".to_owned(),
+                "doc".to_owned(),
+            ],
+            &sources,
+        );
+        let lib = &both.iter().find(|(p, _)| p == "src/lib.rs").expect("lib").1;
+        assert_eq!(lib.matches(".input(\"doc\")").count(), 1, "{lib}");
+        assert!(lib.contains(".input(\"protected_spans\")"), "{lib}");
+        assert!(lib.contains("let doc_lines: Vec<&str>"), "{lib}");
+        assert!(lib.contains("!protected.protects(*line)"), "{lib}");
+        assert!(lib.contains("struct ProtectedSpans"), "{lib}");
     }
 
     #[test]
