@@ -418,7 +418,10 @@ fn the_html_report_loads_in_chromium_without_console_messages() {
         "the page's script did not finish"
     );
     assert!(!loaded.dom.contains("<form id=\"filters\" hidden"));
-    assert!(loaded.dom.contains("5 of 5 changes shown"), "counter");
+    assert!(
+        loaded.dom.contains("5 of 5 changes and flags shown"),
+        "counter"
+    );
     // The hostile text stayed text: no element was made of it.
     assert_eq!(
         loaded.dom.matches("<script").count(),
@@ -442,7 +445,7 @@ fn the_html_report_loads_in_chromium_without_console_messages() {
     let filtered = load(&browser, &page, "#kind=typo", None);
     assert!(filtered.console.is_empty(), "{:#?}", filtered.console);
     assert!(
-        filtered.dom.contains("1 of 5 changes shown"),
+        filtered.dom.contains("1 of 5 changes and flags shown"),
         "the kind filter"
     );
     let article = regex::Regex::new(r#"<article class="change" id="(RVW-\d+)"[^>]*>"#).expect("re");
@@ -450,4 +453,79 @@ fn the_html_report_loads_in_chromium_without_console_messages() {
         let hidden = tag[0].contains(" hidden");
         assert_eq!(hidden, &tag[1] != "RVW-0001", "{}", &tag[0]);
     }
+}
+
+/// Regression (issue 49): one review's counts disagreed: the HTML summary
+/// said 7 changes and 5 needing attention, its filter bar "8 of 8", the
+/// command line "6 of them need attention". Every view now says one
+/// sentence from one count, after the review and after a revert and a
+/// dismissal alike.
+#[test]
+fn regression_the_cli_status_markdown_and_html_counts_agree() {
+    let s = Scratch::new();
+    s.write("doc.md", DOC);
+    s.write("ops.json", OPS);
+    let out = s.koas(&["review", "doc.md", "--ops", "ops.json"]);
+    assert_code(&out, 0, "review");
+    let cli = stdout(&out);
+    let recorded = cli
+        .lines()
+        .find_map(|l| l.strip_prefix("  recorded:  "))
+        .unwrap_or_else(|| panic!("no recorded line in:\n{cli}"));
+    let sentence = recorded
+        .split(" (alert notes")
+        .next()
+        .expect("the sentence")
+        .to_owned();
+    assert!(
+        sentence.starts_with("5 changes and flags (4 changes, 1 flag); "),
+        "{sentence}"
+    );
+    let agree = |s: &Scratch, sentence: &str| {
+        let md = std::fs::read_to_string(s.workspace().join("review/REVIEW_doc.md"))
+            .expect("the Markdown report");
+        assert!(md.contains(&format!("\n{sentence}.\n")), "{sentence}\n{md}");
+        let out = s.koas(&["-q", "report", "doc.md", "--html", "page.html"]);
+        assert_code(&out, 0, "report --html");
+        let page = std::fs::read_to_string(s.path("page.html")).expect("the page");
+        assert!(
+            page.contains(&format!("<p class=\"tally\">{sentence}.</p>")),
+            "{sentence}"
+        );
+        assert!(
+            page.contains("data-total=\"5\">5 of 5 changes and flags shown</span>"),
+            "the filter bar counts what the summary counts"
+        );
+        let status = s.koas(&["status", "doc.md"]);
+        assert!(
+            stdout(&status).contains(&format!("{sentence}; edited document")),
+            "{sentence}\n{}",
+            stdout(&status)
+        );
+    };
+    agree(&s, &sentence);
+    // A change reverted and the flag dismissed: every view says so alike.
+    assert_code(
+        &s.koas(&["-q", "revert", "doc.md", "RVW-0002"]),
+        0,
+        "revert",
+    );
+    assert_code(
+        &s.koas(&["-q", "dismiss", "doc.md", "RVW-0004"]),
+        0,
+        "dismiss",
+    );
+    assert_code(&s.koas(&["-q", "report", "doc.md"]), 0, "report");
+    let status = s.koas(&["status", "doc.md"]);
+    let text = stdout(&status);
+    let after = text
+        .lines()
+        .find_map(|l| {
+            let from = l.find("5 changes and flags")?;
+            let to = l.find("; edited document")?;
+            l.get(from..to).map(str::to_owned)
+        })
+        .unwrap_or_else(|| panic!("no summary in:\n{text}"));
+    assert!(after.contains("; 1 reverted; 1 dismissed"), "{after}");
+    agree(&s, &after);
 }

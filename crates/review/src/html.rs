@@ -216,17 +216,18 @@ const SCRIPT: &str = r##"(function () {
     return value === null ? name === "status" : value === wanted;
   }
   function apply() {
-    var shown = 0, total = 0;
+    // The total is the summary's count of changes and flags.
+    var shown = 0, total = Number(counter.getAttribute("data-total"));
     for (var i = 0; i < items.length; i++) {
       var el = items[i];
       var ok = matches(el, "kind") && matches(el, "severity") && matches(el, "status");
       el.hidden = !ok;
-      if (el.hasAttribute("data-status")) { total++; if (ok) { shown++; } }
+      if (el.hasAttribute("data-status") && ok) { shown++; }
     }
     for (var g = 0; g < groups.length; g++) {
       groups[g].hidden = groups[g].querySelector("[data-kind]:not([hidden])") === null;
     }
-    counter.textContent = shown + " of " + total + " changes shown";
+    counter.textContent = shown + " of " + total + " changes and flags shown";
     var parts = [];
     for (var name in selects) {
       if (selects[name].value) { parts.push(name + "=" + encodeURIComponent(selects[name].value)); }
@@ -379,19 +380,26 @@ fn write_summary(out: &mut String, input: &HtmlInput<'_>, findings: usize, resol
     let meta = report.meta;
     let entries = report.entries;
     let counts = count(entries);
-    let dismissed = entries.iter().filter(|e| is_dismissal(e)).count();
-    let reverts = entries.iter().filter(|e| e.is_revert).count() - dismissed;
     let _ = writeln!(out, "<section id=\"summary\"><h2>Summary</h2>");
-    let _ = writeln!(out, "<table class=\"counts\"><tr><th>Changes</th><th>Active</th><th>Need attention</th><th>Deletions</th><th>Silent</th><th>Flags</th><th>Dismissed</th><th>Reverts</th><th>Findings now</th><th>Resolved findings</th></tr>");
+    // The sentence `koas review`, `koas status` and the Markdown report say.
     let _ = writeln!(
         out,
-        "<tr><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{dismissed}</td><td class=\"num\">{reverts}</td><td class=\"num\">{findings}</td><td class=\"num\">{resolved}</td></tr></table>",
+        "<p class=\"tally\">{}.</p>",
+        escape(&counts.sentence())
+    );
+    let _ = writeln!(out, "<table class=\"counts\"><tr><th>Changes and flags</th><th>Changes</th><th>Flags</th><th>Need attention</th><th>Deletions</th><th>Silent</th><th>Reverted</th><th>Dismissed</th><th>Active</th><th>Findings now</th><th>Resolved findings</th></tr>");
+    let _ = writeln!(
+        out,
+        "<tr><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{findings}</td><td class=\"num\">{resolved}</td></tr></table>",
+        counts.entries,
         counts.total_changes,
-        counts.active_changes,
-        counts.attention,
+        counts.flags,
+        counts.need_attention,
         counts.deletions,
         counts.silent,
-        counts.flags,
+        counts.reverts,
+        counts.dismissed,
+        counts.active_changes,
     );
     if let Some(model) = report.model {
         let models: Vec<String> = model
@@ -461,6 +469,7 @@ fn write_filters(
     kinds: &BTreeSet<String>,
     severities: &BTreeSet<String>,
     statuses: &BTreeSet<&'static str>,
+    total: usize,
 ) {
     let select =
         |out: &mut String, id: &str, label: &str, values: &mut dyn Iterator<Item = &str>| {
@@ -490,7 +499,7 @@ fn write_filters(
     );
     let _ = writeln!(
         out,
-        "<button type=\"reset\">Show all</button><span id=\"f-count\" class=\"muted\"></span><span class=\"muted\">Click a command to copy it.</span></form>"
+        "<button type=\"reset\">Show all</button><span id=\"f-count\" class=\"muted\" data-total=\"{total}\">{total} of {total} changes and flags shown</span><span class=\"muted\">Click a command to copy it.</span></form>"
     );
 }
 
@@ -755,7 +764,13 @@ pub fn render_html(input: HtmlInput<'_>) -> String {
     write_summary(&mut out, &input, report.findings.len(), resolved.len());
     write_nav(&mut out, &input, !resolved.is_empty());
     let (kinds, severities, status_keys) = filter_values(&input, &status);
-    write_filters(&mut out, &kinds, &severities, &status_keys);
+    write_filters(
+        &mut out,
+        &kinds,
+        &severities,
+        &status_keys,
+        count(entries).entries,
+    );
     write_changes(&mut out, &page, &groups, changes);
     write_findings(&mut out, &input, &lookup);
     write_kernel_findings(&mut out, &input);

@@ -30,6 +30,42 @@ pub struct Counts {
     pub dismissed: usize,
     /// Changes not reverted.
     pub active_changes: usize,
+    /// Changes and flags: what the report lists and its filter counts.
+    #[serde(default)]
+    pub entries: usize,
+    /// Changes and flags that need attention and are still open (a change
+    /// not reverted, a flag not dismissed): the alert notes the annotated
+    /// document holds.
+    #[serde(default)]
+    pub need_attention: usize,
+}
+
+impl Counts {
+    /// The one sentence every view says of these counts: "8 changes and
+    /// flags (7 changes, 1 flag); 6 need attention; 1 reverted".
+    pub fn sentence(&self) -> String {
+        let plural =
+            |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+        let changes = plural(self.total_changes, "change", "changes");
+        let flags = plural(self.flags, "flag", "flags");
+        let mut out = match (self.total_changes, self.flags) {
+            (_, 0) => changes,
+            (0, _) => flags,
+            _ => format!("{} changes and flags ({changes}, {flags})", self.entries),
+        };
+        out.push_str(&format!(
+            "; {} need{} attention",
+            self.need_attention,
+            if self.need_attention == 1 { "s" } else { "" }
+        ));
+        if self.reverts > 0 {
+            out.push_str(&format!("; {} reverted", self.reverts));
+        }
+        if self.dismissed > 0 {
+            out.push_str(&format!("; {} dismissed", self.dismissed));
+        }
+        out
+    }
 }
 
 /// True for the entry that dismisses a flag: the `REVERT-RVW-NNNN` entry
@@ -71,6 +107,9 @@ pub fn count(entries: &[LedgerEntry]) -> Counts {
             EntryId::Revert(_) if is_dismissal(entry) => counts.dismissed += 1,
             EntryId::Revert(_) => counts.reverts += 1,
             EntryId::Change(id) => {
+                counts.entries += 1;
+                let open = !reverted.contains(&id);
+                counts.need_attention += usize::from(entry.needs_attention && open);
                 if entry.action == Action::FlagOnly {
                     counts.flags += 1;
                     continue;

@@ -432,20 +432,24 @@ fn write_metadata(out: &mut String, meta: &ReportMeta, entry_count: usize) {
 fn write_counts(out: &mut String, entries: &[LedgerEntry]) {
     let counts = count(entries);
     let _ = writeln!(out, "## Counts\n");
+    // The sentence `koas review`, `koas status` and the HTML page say too.
+    let _ = writeln!(out, "{}.\n", counts.sentence());
     let _ = writeln!(
         out,
-        "| Changes | Attention | Deletions | Silent | Flags | Reverts | Active |"
+        "| Changes and flags | Changes | Flags | Need attention | Deletions | Silent | Reverted | Dismissed | Active |"
     );
-    let _ = writeln!(out, "|---:|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(out, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let _ = writeln!(
         out,
-        "| {} | {} | {} | {} | {} | {} | {} |\n",
+        "| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+        counts.entries,
         counts.total_changes,
-        counts.attention,
+        counts.flags,
+        counts.need_attention,
         counts.deletions,
         counts.silent,
-        counts.flags,
         counts.reverts,
+        counts.dismissed,
         counts.active_changes
     );
 }

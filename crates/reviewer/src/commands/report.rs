@@ -119,7 +119,7 @@ fn report(
     let path = views.report.context("the pipeline produced no report")?;
     let mut value = json!({
         "status": "completed",
-        "summary": format!("{} changes ({} active), {} reverts, {} flags", counts.total_changes, counts.active_changes, counts.reverts, counts.flags),
+        "summary": counts.sentence(),
         "workspace": target.root(),
         "report": path,
         "annotated": target.root().join(paths::REVIEWED_DOC),

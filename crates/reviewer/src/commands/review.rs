@@ -943,7 +943,7 @@ fn answer(
     if let Some(model) = &model {
         model_lines(t, model)?;
     }
-    outcome_lines(t, out, &applied)?;
+    outcome_lines(t, out)?;
     if no_ops && args.no_llm {
         writeln!(
             t,
@@ -1021,7 +1021,7 @@ fn model_lines(t: &mut String, model: &ModelReport) -> std::fmt::Result {
 
 /// The summary's lines about what was recorded: a recovery, a lock taken
 /// over, the change IDs, known and rejected ops, what needs attention.
-fn outcome_lines(t: &mut String, out: &ReviewOutcome, applied: &[String]) -> std::fmt::Result {
+fn outcome_lines(t: &mut String, out: &ReviewOutcome) -> std::fmt::Result {
     let known = &out.batch.known;
     if let Some(recovery) = &out.recovery {
         let ids: Vec<String> = recovery
@@ -1038,9 +1038,17 @@ fn outcome_lines(t: &mut String, out: &ReviewOutcome, applied: &[String]) -> std
     if let Some(holder) = &out.took_over {
         writeln!(t, "  took over a stale lock of {holder}")?;
     }
-    match (applied.first(), applied.last()) {
-        (Some(first), Some(last)) if first != last => writeln!(t, "  changes: {first} … {last}")?,
-        (Some(first), _) => writeln!(t, "  change:  {first}")?,
+    // The IDs of what was recorded, changes and flags alike (flags take
+    // IDs too): the range the `recorded:` line below counts.
+    let ids: Vec<String> = out
+        .entries
+        .iter()
+        .filter(|e| !e.is_revert)
+        .map(|e| e.id.to_string())
+        .collect();
+    match (ids.first(), ids.last()) {
+        (Some(first), Some(last)) if first != last => writeln!(t, "  ids:       {first} … {last}")?,
+        (Some(first), _) => writeln!(t, "  id:        {first}")?,
         _ => {}
     }
     if !known.is_empty() {
@@ -1059,16 +1067,19 @@ fn outcome_lines(t: &mut String, out: &ReviewOutcome, applied: &[String]) -> std
             r.rejection.reason
         )?;
     }
-    let attention = out
-        .batch
-        .applied
-        .iter()
-        .filter(|a| a.op.needs_attention)
-        .count();
-    if attention > 0 {
+    // What this run recorded, counted as the report and `koas status`
+    // count the ledger.
+    let counts = koas_review::query::count(&out.entries);
+    if counts.entries > 0 {
         writeln!(
             t,
-            "  {attention} of them need attention (alert notes in the annotated document)"
+            "  recorded:  {}{}",
+            counts.sentence(),
+            if counts.need_attention > 0 {
+                " (alert notes in the annotated document)"
+            } else {
+                ""
+            }
         )?;
     }
     Ok(())

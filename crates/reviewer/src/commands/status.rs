@@ -168,14 +168,8 @@ fn overall(status: &WorkspaceStatus, doc: &DocState) -> &'static str {
 fn summary(status: &WorkspaceStatus, doc: &DocState) -> String {
     let c = &status.counts;
     let mut out = format!(
-        "{} changes ({} active, {} need attention, {} silent), {} flags ({} dismissed), {} reverts; edited document {}",
-        c.total_changes,
-        c.active_changes,
-        c.attention,
-        c.silent,
-        c.flags,
-        c.dismissed,
-        c.reverts,
+        "{}; edited document {}",
+        c.sentence(),
         status.document_state.replace('_', " ")
     );
     if doc.interrupted {

@@ -150,6 +150,9 @@ impl Kernel for Hostile {
             Behaviour::LeftoverExit => spec
                 .output("hostile_out")
                 .default_config(json!({ "delay_ms": 300 })),
+            Behaviour::Escapes => spec
+                .output("hostile_out")
+                .default_config(json!({ "fail": false })),
             _ => spec.output("hostile_out"),
         }
     }
