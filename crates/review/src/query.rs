@@ -424,8 +424,21 @@ mod tests {
                 reverts: 1,
                 dismissed: 0,
                 active_changes: 2,
+                entries: 4,
+                need_attention: 3,
             }
         );
+        assert_eq!(
+            counts.sentence(),
+            "4 changes and flags (3 changes, 1 flag); 3 need attention; 1 reverted"
+        );
+        let one = Counts {
+            total_changes: 1,
+            entries: 1,
+            need_attention: 1,
+            ..Counts::default()
+        };
+        assert_eq!(one.sentence(), "1 change; 1 needs attention");
     }
 
     #[test]
