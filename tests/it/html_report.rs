@@ -239,7 +239,7 @@ fn report_html_marks_changes_edited_by_hand_as_not_revertible() {
 // ----- headless Chromium -----
 
 /// A Chromium-family browser on `PATH` (or `KOAS_CHROMIUM`).
-fn chromium() -> Option<PathBuf> {
+pub(crate) fn chromium() -> Option<PathBuf> {
     if let Some(path) = std::env::var_os("KOAS_CHROMIUM") {
         return Some(PathBuf::from(path));
     }
@@ -265,7 +265,7 @@ struct Loaded {
 
 /// Runs the browser with `args` then `url`, killed after two minutes;
 /// returns its stdout and stderr.
-fn browse(browser: &Path, profile: &Path, args: &[&str], url: &str) -> (String, String) {
+pub(crate) fn browse(browser: &Path, profile: &Path, args: &[&str], url: &str) -> (String, String) {
     let mut child = Command::new(browser)
         .args([
             "--headless",

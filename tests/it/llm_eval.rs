@@ -195,6 +195,41 @@ fn a_perfect_fixer_fixes_everything_and_harms_nothing() {
         );
     }
     assert!(page.contains("script-src 'none'"));
+    // The planted words are highlighted, as the review report shows a
+    // change.
+    assert!(page.contains("<td class=\"text del\">"), "{page}");
+    assert!(page.contains("<span class=\"hl\">"), "{page}");
+    // Regression (issue 49): eighteen columns made the page wider than a
+    // 1,400-pixel window. In a real browser at that width, nothing scrolls
+    // sideways (the measure is a script added to a copy of the page, its
+    // policy of no script taken off).
+    if let Some(browser) = crate::html_report::chromium() {
+        let csp = regex::Regex::new(r#"<meta http-equiv="Content-Security-Policy"[^>]*>"#)
+            .expect("regex");
+        let measured = csp.replace(&page, "").replace(
+            "</body>",
+            "<script>var d = document.documentElement; document.body.setAttribute('data-fit', d.scrollWidth <= window.innerWidth ? 'yes' : 'no ' + d.scrollWidth + ' > ' + window.innerWidth);</script></body>",
+        );
+        let copy = s.path("out/measured.html");
+        std::fs::write(&copy, measured).expect("write the copy");
+        let profile = tempfile::tempdir().expect("profile");
+        let (dom, _) = crate::html_report::browse(
+            &browser,
+            profile.path(),
+            &[
+                "--window-size=1400,900",
+                "--dump-dom",
+                "--virtual-time-budget=2000",
+            ],
+            &format!("file://{}", copy.display()),
+        );
+        assert!(dom.contains("data-fit=\"yes\""), "{}", {
+            let at = dom.find("data-fit").unwrap_or(0);
+            dom.get(at..at + 60).unwrap_or("no measure").to_owned()
+        });
+    } else {
+        println!("SKIPPED: the 1,400-pixel check needs chromium");
+    }
 }
 
 #[test]

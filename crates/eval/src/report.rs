@@ -4,7 +4,7 @@
 
 use crate::plant::{DefectKind, Lang, PlantedDoc};
 use crate::score::{DefectStatus, DocScore};
-use koas_review::html::{escape, standalone_page};
+use koas_review::html::{escape, highlighted_pair, standalone_page};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -205,9 +205,11 @@ pub fn table(rows: &[Row]) -> String {
     for r in rows {
         let _ = writeln!(
             t,
-            "{:<20} {:<4} {:>7} {:>5} {:>7} {:>6} {:>5.0}% {:>8.0}% {:>7} {:>7} {:>7} {:>6} {:>5} {:>6} {:>7} {:>7.1} {:>6.1}",
+            "{:<20} {:<4} {:>7} {:>5} {:>7} {:>6} {:>5.0}% {:>9} {:>7} {:>7} {:>7} {:>6} {:>5} {:>6} {:>7} {:>7.1} {:>6.1}",
             r.model, r.lang, r.defects, r.fixed, r.partial, r.missed, r.recall * 100.0,
-            r.precision * 100.0, r.proposals, r.harmful, r.refused, r.silent_harm, r.notes,
+            // No change proposed: no precision to speak of, not 0%.
+            if r.proposals == 0 { "–".to_owned() } else { pct(r.precision) },
+            r.proposals, r.harmful, r.refused, r.silent_harm, r.notes,
             r.calls, r.tokens, r.seconds, r.tokens_per_second
         );
     }
@@ -323,7 +325,9 @@ pub fn html(eval: &Evaluation<'_>) -> String {
 
     b.push_str("<h2 id=\"scores\">Scores</h2>\n");
     b.push_str("<p>Recall: defects fixed of those planted. Precision: proposed changes that fixed a defect. Harmful: changes where nothing was planted, by what the guards did with them; <strong>silent</strong> harm (applied as a quiet fix) must be 0.</p>\n");
-    b.push_str("<table><thead><tr><th>model</th><th>lang</th><th>defects</th><th>fixed</th><th>partly</th><th>missed</th><th>recall</th><th>precision</th><th>changes</th><th>harmful</th><th>refused</th><th>flagged</th><th>silent</th><th>notes</th><th>calls</th><th>tokens</th><th>seconds</th><th>tokens/s</th></tr></thead><tbody>\n");
+    // Scores and cost in two tables: eighteen columns in one were wider
+    // than a 1,400-pixel window.
+    b.push_str("<table><thead><tr><th>model</th><th>lang</th><th>defects</th><th>fixed</th><th>partly</th><th>missed</th><th>recall</th><th>precision</th><th>changes</th><th>harmful</th><th>refused</th><th>flagged</th><th>silent</th><th>notes</th></tr></thead><tbody>\n");
     for r in rows {
         let _ = write!(
             b,
@@ -335,7 +339,15 @@ pub fn html(eval: &Evaluation<'_>) -> String {
             num_cell(&mut b, n);
         }
         num_cell(&mut b, pct(r.recall));
-        num_cell(&mut b, pct(r.precision));
+        // No change proposed: no precision to speak of, not 0%.
+        num_cell(
+            &mut b,
+            if r.proposals == 0 {
+                "–".to_owned()
+            } else {
+                pct(r.precision)
+            },
+        );
         for n in [r.proposals, r.harmful, r.refused, r.flagged] {
             num_cell(&mut b, n);
         }
@@ -346,6 +358,17 @@ pub fn html(eval: &Evaluation<'_>) -> String {
         };
         let _ = write!(b, "<td class=\"{silent_class}\">{}</td>", r.silent_harm);
         num_cell(&mut b, r.notes);
+        b.push_str("</tr>\n");
+    }
+    b.push_str("</tbody></table>\n");
+    b.push_str("<h3>Cost</h3>\n<table><thead><tr><th>model</th><th>lang</th><th>calls</th><th>tokens</th><th>seconds</th><th>tokens/s</th></tr></thead><tbody>\n");
+    for r in rows {
+        let _ = write!(
+            b,
+            "<tr><td>{}</td><td>{}</td>",
+            escape(&r.model),
+            escape(&r.lang)
+        );
         num_cell(&mut b, r.calls);
         num_cell(&mut b, r.tokens);
         num_cell(&mut b, format!("{:.1}", r.seconds));
@@ -420,14 +443,15 @@ pub fn html(eval: &Evaluation<'_>) -> String {
         }
         b.push_str("</tr></thead><tbody>\n");
         for d in &doc.defects {
+            // The planted words highlighted, as the review report shows
+            // a change.
+            let (planted, truth) = highlighted_pair(&d.planted, &d.truth);
             let _ = write!(
                 b,
-                "<tr><td class=\"id\">{}</td><td class=\"ln\">{}</td><td>{}</td><td class=\"text del\">{}</td><td class=\"text add\">{}</td>",
+                "<tr><td class=\"id\">{}</td><td class=\"ln\">{}</td><td>{}</td><td class=\"text del\">{planted}</td><td class=\"text add\">{truth}</td>",
                 escape(&d.id),
                 d.line,
                 d.kind.as_str(),
-                escape(&d.planted),
-                escape(&d.truth)
             );
             for m in eval.models {
                 let status = m

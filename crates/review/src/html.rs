@@ -607,6 +607,18 @@ fn changed_span(a: &str, b: &str) -> ((usize, usize), (usize, usize)) {
     ((prefix, a.len() - suffix), (prefix, b.len() - suffix))
 }
 
+/// `a` and `b` as HTML text, each with the words it changed from the
+/// other highlighted (`<span class="hl">`), as the report shows a changed
+/// line: for other pages in the report's style.
+pub fn highlighted_pair(a: &str, b: &str) -> (String, String) {
+    let (in_a, in_b) = changed_span(a, b);
+    let mut x = String::new();
+    push_cell_text(&mut x, a, Some(in_a), usize::MAX);
+    let mut y = String::new();
+    push_cell_text(&mut y, b, Some(in_b), usize::MAX);
+    (x, y)
+}
+
 /// Writes one diff cell's text, the changed span highlighted.
 fn push_cell_text(out: &mut String, text: &str, span: Option<(usize, usize)>, max: usize) {
     let (shown, cut) = clip(text, max);
