@@ -64,9 +64,23 @@ fn new_kernel_writes_what_it_says_and_the_crate_passes_its_tests() {
     // The crate's own tests, offline, built below this checkout's target
     // folder so that the next run reuses its dependencies; the worker test
     // runs against the koas under test.
+    let all = cargo_test_in(&crate_dir, &["--", "--nocapture"]);
+    assert!(all.contains("test result: ok. 4 passed"), "{all}");
+    assert!(
+        all.contains("test the_built_plugin_runs_in_a_koas_worker ... ok"),
+        "{all}"
+    );
+    assert!(!all.contains("SKIPPED"), "{all}");
+}
+
+/// `cargo test` of a generated crate, offline, built below this checkout's
+/// target folder so that the next run reuses its dependencies, its worker
+/// test against the koas under test; its output, which must say it passed.
+fn cargo_test_in(crate_dir: &Path, extra: &[&str]) -> String {
     let out = cargo_command()
-        .args(["test", "--offline", "--", "--nocapture"])
-        .current_dir(&crate_dir)
+        .args(["test", "--offline"])
+        .args(extra)
+        .current_dir(crate_dir)
         .env("CARGO_TARGET_DIR", target_dir().join("scaffold-test"))
         .env("KOAS_BIN", koas_bin())
         .env_remove("KOAS_KERNEL_PATH")
@@ -74,12 +88,7 @@ fn new_kernel_writes_what_it_says_and_the_crate_passes_its_tests() {
         .expect("cargo runs");
     let all = format!("{}{}", stdout(&out), stderr(&out));
     assert!(out.status.success(), "{all}");
-    assert!(all.contains("test result: ok. 4 passed"), "{all}");
-    assert!(
-        all.contains("test the_built_plugin_runs_in_a_koas_worker ... ok"),
-        "{all}"
-    );
-    assert!(!all.contains("SKIPPED"), "{all}");
+    all
 }
 
 /// The files below `dir`, relative to `root`, `target/` aside.
@@ -337,16 +346,7 @@ fn regression_reads_is_repeatable_and_the_example_reads_prose() {
     let crate_dir = tmp.path().join("prose_check");
     let lib = std::fs::read_to_string(crate_dir.join("src/lib.rs")).expect("lib.rs");
     assert!(lib.contains("!protected.protects(*line)"), "{lib}");
-    let out = cargo_command()
-        .args(["test", "--offline"])
-        .current_dir(&crate_dir)
-        .env("CARGO_TARGET_DIR", target_dir().join("scaffold-test"))
-        .env("KOAS_BIN", koas_bin())
-        .env_remove("KOAS_KERNEL_PATH")
-        .output()
-        .expect("cargo runs");
-    let all = format!("{}{}", stdout(&out), stderr(&out));
-    assert!(out.status.success(), "{all}");
+    let all = cargo_test_in(&crate_dir, &[]);
     assert!(!all.contains("warning:"), "{all}");
     assert!(all.contains("test result: ok. 4 passed"), "{all}");
 }

@@ -4,7 +4,7 @@
 //! nothing looked at outside the project, and the editor's diagnostics
 //! equal to the command's.
 
-use crate::lsp::{uri_of, Client};
+use crate::lsp::{diag_keys, uri_of, Client};
 use crate::review_common::{assert_code, Scratch};
 use serde_json::{json, Value};
 
@@ -216,23 +216,10 @@ fn the_editor_shows_the_links_to_other_files_as_the_command_does() {
         json!({"textDocument": {"uri": uri, "languageId": "markdown", "version": 1, "text": PAGE}}),
     );
     let diags = c.diagnostics(&uri, 1);
-    let mut shown: Vec<(u64, String, String)> = diags
-        .iter()
-        .filter(|d| {
-            matches!(
-                d["code"].as_str(),
-                Some("broken_link" | "broken_link_anchor")
-            )
-        })
-        .map(|d| {
-            (
-                d["range"]["start"]["line"].as_u64().unwrap_or(0) + 1,
-                d["code"].as_str().unwrap_or("").to_owned(),
-                d["message"].as_str().unwrap_or("").to_owned(),
-            )
-        })
+    let shown: Vec<(u64, String, String)> = diag_keys(&diags)
+        .into_iter()
+        .filter(|(_, kind, _)| matches!(kind.as_str(), "broken_link" | "broken_link_anchor"))
         .collect();
-    shown.sort();
     let mut wanted: Vec<(u64, String, String)> = expected("docs/page.md")
         .into_iter()
         .map(|(_, line, kind, message)| (line, kind, message))

@@ -179,7 +179,7 @@ pub(crate) fn uri_of(s: &Scratch, name: &str) -> String {
 }
 
 /// `(line, kind, message)` of diagnostics, as `koas check` would say them.
-fn diag_keys(diags: &[Value]) -> Vec<(u64, String, String)> {
+pub(crate) fn diag_keys(diags: &[Value]) -> Vec<(u64, String, String)> {
     let mut keys: Vec<_> = diags
         .iter()
         .map(|d| {

@@ -283,6 +283,16 @@ fn pct(x: f64) -> String {
     format!("{:.0}%", x * 100.0)
 }
 
+/// A row's first cells: its model and language.
+fn row_start(out: &mut String, r: &Row) {
+    let _ = write!(
+        out,
+        "<tr><td>{}</td><td>{}</td>",
+        escape(&r.model),
+        escape(&r.lang)
+    );
+}
+
 fn num_cell(out: &mut String, value: impl std::fmt::Display) {
     let _ = write!(out, "<td class=\"num\">{value}</td>");
 }
@@ -329,12 +339,7 @@ pub fn html(eval: &Evaluation<'_>) -> String {
     // than a 1,400-pixel window.
     b.push_str("<table><thead><tr><th>model</th><th>lang</th><th>defects</th><th>fixed</th><th>partly</th><th>missed</th><th>recall</th><th>precision</th><th>changes</th><th>harmful</th><th>refused</th><th>flagged</th><th>silent</th><th>notes</th></tr></thead><tbody>\n");
     for r in rows {
-        let _ = write!(
-            b,
-            "<tr><td>{}</td><td>{}</td>",
-            escape(&r.model),
-            escape(&r.lang)
-        );
+        row_start(&mut b, r);
         for n in [r.defects, r.fixed, r.partial, r.missed] {
             num_cell(&mut b, n);
         }
@@ -363,12 +368,7 @@ pub fn html(eval: &Evaluation<'_>) -> String {
     b.push_str("</tbody></table>\n");
     b.push_str("<h3>Cost</h3>\n<table><thead><tr><th>model</th><th>lang</th><th>calls</th><th>tokens</th><th>seconds</th><th>tokens/s</th></tr></thead><tbody>\n");
     for r in rows {
-        let _ = write!(
-            b,
-            "<tr><td>{}</td><td>{}</td>",
-            escape(&r.model),
-            escape(&r.lang)
-        );
+        row_start(&mut b, r);
         num_cell(&mut b, r.calls);
         num_cell(&mut b, r.tokens);
         num_cell(&mut b, format!("{:.1}", r.seconds));

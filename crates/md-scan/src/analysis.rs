@@ -7,11 +7,11 @@ use crate::budget::{Budget, CheckError};
 use crate::config::{
     FingerprintConfig, LanguageSection, NumberingConfig, ProjectConfig, ScanConfig,
 };
+use crate::consistency::links::LinkTargets;
 use crate::consistency::{ConsistencyScan, Neighbours};
 use crate::document::{Document, Stage1View};
 use crate::fingerprint::fingerprint_chunks;
 use crate::language::LanguageCheck;
-use crate::links::LinkTargets;
 use crate::markdown;
 use crate::numbering::NumberingControl;
 use crate::stage1::Stage1Artifacts;

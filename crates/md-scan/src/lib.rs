@@ -39,7 +39,6 @@ pub mod fix;
 mod gate;
 pub mod kinds;
 mod language;
-pub mod links;
 pub mod markdown;
 mod numbering;
 pub mod numbers;
@@ -56,6 +55,7 @@ pub use analysis::{
     Checker, LanguageOutput, NumberingOutput, ScanOutput,
 };
 pub use budget::{Budget, CheckError, Interrupt};
+pub use consistency::links;
 pub use consistency::KERNEL as CONSISTENCY_KERNEL;
 pub use document::{Document, Stage1View};
 pub use error::ScanError;

@@ -51,21 +51,7 @@ Exit codes:
   0    installed
   2    not a plugin this koas can load (its ABI version, a failing describe,
        no kernel), no built library found, or the copy failed")]
-    Install(InstallArgs),
-}
-
-/// The arguments of `koas kernels install`.
-#[derive(Debug, Args)]
-pub struct InstallArgs {
-    /// The plugin library, or its crate's folder.
-    #[arg(value_name = "PATH")]
-    pub path: PathBuf,
-    /// Where cargo put the crate's builds (when PATH is a folder).
-    #[arg(long, value_name = "DIR")]
-    pub target_dir: Option<PathBuf>,
-    /// Install into this folder instead of the user's kernel folder.
-    #[arg(long, value_name = "DIR")]
-    pub into: Option<PathBuf>,
+    Install(super::kernels_install::InstallArgs),
 }
 
 /// Runs `koas kernels`.

@@ -3,7 +3,6 @@
 //! into the user's kernel folder, so that no one copies a library by hand
 //! or learns where koas looks.
 
-use super::kernels::InstallArgs;
 use crate::discovery::{
     discover_isolated, is_kernel_library_name, user_data_kernels, SearchOrigin, SearchPath,
     LIBRARY_STEM_PREFIX,
@@ -12,6 +11,20 @@ use crate::embed::{ExitStatus, HostOptions};
 use crate::outln;
 use anyhow::Context as _;
 use std::path::{Path, PathBuf};
+
+/// The arguments of `koas kernels install`.
+#[derive(Debug, clap::Args)]
+pub struct InstallArgs {
+    /// The plugin library, or its crate's folder.
+    #[arg(value_name = "PATH")]
+    pub path: PathBuf,
+    /// Where cargo put the crate's builds (when PATH is a folder).
+    #[arg(long, value_name = "DIR")]
+    pub target_dir: Option<PathBuf>,
+    /// Install into this folder instead of the user's kernel folder.
+    #[arg(long, value_name = "DIR")]
+    pub into: Option<PathBuf>,
+}
 
 /// Runs `koas kernels install`.
 pub fn execute(global: &HostOptions, args: InstallArgs) -> anyhow::Result<ExitStatus> {

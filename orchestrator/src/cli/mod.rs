@@ -12,7 +12,7 @@
 pub mod cache;
 pub mod graph;
 pub mod kernels;
-mod kernels_install;
+pub mod kernels_install;
 pub mod llm;
 pub mod replay;
 pub mod run;

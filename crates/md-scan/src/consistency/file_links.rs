@@ -13,10 +13,10 @@
 
 use super::close_anchors::CloseAnchors;
 use super::link_anchors::{hides_links, ExtraAnchors, Resolution, TargetAnchors};
+use super::links::{extension, is_markdown, normalize, relative_link, LinkTarget, LinkTargets};
 use super::KERNEL;
 use crate::budget::Budget;
 use crate::document::Document;
-use crate::links::{extension, is_markdown, normalize, relative_link, LinkTarget, LinkTargets};
 use crate::markdown::{FileLink, MarkdownFacts};
 use koas_md::line_index::ColumnCursor;
 use koas_review_schema::findings::{Finding, FindingKind, Fix, FixEdit, Severity};

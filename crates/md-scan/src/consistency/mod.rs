@@ -14,6 +14,7 @@ mod duplicates;
 mod file_links;
 mod glued_headings;
 mod link_anchors;
+pub mod links;
 mod numeric_claims;
 mod percentages;
 mod references;
@@ -38,7 +39,7 @@ pub use link_anchors::TargetAnchors;
 #[derive(Clone, Copy)]
 pub(crate) struct Neighbours<'a> {
     /// The file system's answers.
-    pub targets: &'a dyn crate::links::LinkTargets,
+    pub targets: &'a dyn links::LinkTargets,
     /// The document's file name (`guide.md`), for the page's URL folder.
     pub name: Option<&'a str>,
 }

@@ -251,7 +251,7 @@ const PROTECTED_TYPES: &str = "
 /// The fields of `protected_spans` this kernel reads: the blocks a check
 /// of prose leaves alone (code, math, tables, HTML, front matter).
 #[derive(Debug, Deserialize)]
-struct ProtectedSpans {
+struct Protected {
     blocks: Vec<Block>,
 }
 
@@ -261,7 +261,7 @@ struct Block {
     line_end: u32,
 }
 
-impl ProtectedSpans {
+impl Protected {
     /// `true` when `line` (1-based) is inside a protected block.
     fn protects(&self, line: u32) -> bool {
         self.blocks
@@ -304,7 +304,7 @@ fn reads_code(reads: &[String]) -> (String, String, String, String) {
             text_lines.get_or_insert(lines);
         } else if *r == names::PROTECTED_SPANS {
             code.push_str(&format!(
-                "\n        // `{r}`: what a check of prose leaves alone.\n        let protected: ProtectedSpans = inputs.parse(\"{r}\")?;\n        ctx.debug(&format!(\"`{r}`: {{}} blocks\", protected.blocks.len()));"
+                "\n        // `{r}`: what a check of prose leaves alone.\n        let protected: Protected = inputs.parse(\"{r}\")?;\n        ctx.debug(&format!(\"`{r}`: {{}} blocks\", protected.blocks.len()));"
             ));
             types.push_str(PROTECTED_TYPES);
             spans = true;
@@ -597,7 +597,7 @@ mod tests {
         assert!(lib.contains(".input(\"protected_spans\")"), "{lib}");
         assert!(lib.contains("let doc_lines: Vec<&str>"), "{lib}");
         assert!(lib.contains("!protected.protects(*line)"), "{lib}");
-        assert!(lib.contains("struct ProtectedSpans"), "{lib}");
+        assert!(lib.contains("struct Protected {"), "{lib}");
     }
 
     #[test]

@@ -11,7 +11,7 @@
 //! the site's), and one holding template syntax (`{{ … }}`) are not
 //! checked.
 
-pub use crate::consistency::TargetAnchors;
+pub use super::TargetAnchors;
 use std::sync::Arc;
 
 /// What is at a path a link names, as the host sees it.
@@ -116,7 +116,7 @@ pub fn relative_link(destination: &str) -> Option<RelativeLink<'_>> {
     }
     Some(RelativeLink {
         written,
-        path: crate::consistency::percent_decode(written),
+        path: super::percent_decode(written),
         query,
         fragment,
     })
