@@ -58,9 +58,21 @@ const MAX_PAGES_READ: usize = 2000;
 fn front_matter_ids(path: &Path) -> Vec<String> {
     use std::io::Read as _;
     let mut head = Vec::new();
-    let Ok(file) = std::fs::File::open(path) else {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        // A file swapped for a FIFO since the listing must not block the
+        // open, nor a link lead elsewhere.
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW);
+    }
+    let Ok(file) = options.open(path) else {
         return Vec::new();
     };
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        return Vec::new();
+    }
     if file
         .take(FRONT_MATTER_BYTES)
         .read_to_end(&mut head)
@@ -310,6 +322,15 @@ impl Around<'_> {
     }
 }
 
+impl Around<'_> {
+    /// `folder` resolved, links and all, when it stays inside the root: a
+    /// folder whose names or files may be read (a link leading out is not).
+    fn real_folder(&self, folder: &str) -> Option<PathBuf> {
+        let real = std::fs::canonicalize(self.inside(folder)?).ok()?;
+        real.starts_with(&self.root).then_some(real)
+    }
+}
+
 impl LinkTargets for Around<'_> {
     fn lookup(&self, path: &str) -> LinkTarget {
         let Some(full) = self.inside(path) else {
@@ -363,20 +384,15 @@ impl LinkTargets for Around<'_> {
     }
 
     fn names(&self, folder: &str) -> Option<Vec<String>> {
-        let dir = self.inside(folder)?;
-        // Only a real folder inside the root (not a link leading out).
-        let real = std::fs::canonicalize(&dir).ok()?;
-        if !real.starts_with(&self.root) {
-            return None;
-        }
+        let real = self.real_folder(folder)?;
         let mut names: Vec<String> = self.disk.listing(&real)?.keys().cloned().collect();
         names.sort();
         Some(names)
     }
 
     fn page_ids(&self, folder: &str) -> Vec<(String, String)> {
-        match self.inside(folder) {
-            Some(dir) => self.disk.page_ids_of(&dir).as_ref().clone(),
+        match self.real_folder(folder) {
+            Some(real) => self.disk.page_ids_of(&real).as_ref().clone(),
             None => Vec::new(),
         }
     }
@@ -494,6 +510,31 @@ mod tests {
             vec![("configuration".to_string(), "Configuration.md".to_string())]
         );
         assert!(around.page_ids("../..").is_empty());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_folder_linked_from_outside_gives_neither_names_nor_page_ids() {
+        let dir = tree();
+        std::fs::create_dir_all(dir.path().join("elsewhere")).expect("mkdir");
+        std::fs::write(
+            dir.path().join("elsewhere/Secret.md"),
+            "---\nid: secret\n---\n",
+        )
+        .expect("write");
+        let docs = dir.path().join("repo/docs");
+        std::os::unix::fs::symlink(dir.path().join("elsewhere"), docs.join("out"))
+            .expect("symlink");
+        let disk = Disk::new(1 << 20);
+        let around = disk.around(&docs.join("page.md")).expect("folder");
+        assert_eq!(around.names("out"), None);
+        assert!(around.page_ids("out").is_empty());
+        // A FIFO among the pages is not waited for.
+        let fifo = docs.join("Pipe.md");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        if made.is_ok_and(|s| s.success()) {
+            assert!(front_matter_ids(&fifo).is_empty());
+        }
     }
 
     #[cfg(unix)]
