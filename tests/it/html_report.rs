@@ -55,6 +55,15 @@ fn reviewed() -> Scratch {
     s
 }
 
+/// The `<article>` of change `id` in `page`.
+fn article<'p>(page: &'p str, id: &str) -> &'p str {
+    let start = page
+        .find(&format!("<article class=\"change\" id=\"{id}\""))
+        .unwrap_or_else(|| panic!("{id} has no article"));
+    let len = page[start..].find("</article>").expect("article closed");
+    &page[start..start + len]
+}
+
 fn render(out: &std::process::Output, s: &Scratch) -> String {
     normalize(
         &format!(
@@ -150,9 +159,38 @@ fn report_html_writes_one_self_contained_page() {
     assert!(page.contains(
         "<td class=\"text add\">The <span class=\"hl\">bandwidth</span> of the archive is low.</td>"
     ));
-    // Guard notes: the deletion's CAUTION, the token guard on RVW-0002.
-    assert!(page.contains("<strong>[!CAUTION]</strong> REVIEWER: RVW-0003"));
-    assert!(page.contains("<code>TOKEN_GUARD</code>"));
+    // Notes rendered as notes: the deletion's CAUTION as a callout, not
+    // the annotated document's `[!CAUTION] REVIEWER: RVW-0003` markers.
+    let deletion = article(&page, "RVW-0003");
+    assert!(
+        deletion.contains("<div class=\"callout callout-caution\"><p class=\"callout-title\">Caution</p><p>Assistant leftover.</p></div>"),
+        "{deletion}"
+    );
+    assert!(!page.contains("REVIEWER:"), "no literal note marker");
+    assert!(!page.contains("[!CAUTION]") && !page.contains("[!WARNING]"));
+    // The model's rationale on the style change, once.
+    let style = article(&page, "RVW-0002");
+    assert_eq!(
+        style
+            .matches("Model says: &lt;img src=x onerror=alert(4)&gt; is fine")
+            .count(),
+        1,
+        "{style}"
+    );
+    // No engine identifiers unless asked (`--details`).
+    for internal in [
+        "TOKEN_GUARD",
+        "DELETION_CAUTION",
+        "normalization:",
+        "HASH_RECOMPUTE",
+        "<th>Kernel</th>",
+        "Kernel <code>md_",
+    ] {
+        assert!(
+            !page.contains(internal),
+            "{internal} shown without --details"
+        );
+    }
     // The findings the changes resolved, by change.
     assert!(page.contains("<section id=\"resolved\">"));
     assert!(page.contains("<a href=\"#RVW-0003\">RVW-0003</a>"));
@@ -163,7 +201,9 @@ fn report_html_writes_one_self_contained_page() {
         "<select id=\"f-severity\">",
         "<select id=\"f-status\">",
         "<option value=\"typo\">",
-        "<option value=\"critical\">",
+        // The severity words of `koas check` and the editor.
+        "<option value=\"error\">",
+        "<option value=\"warning\">",
     ] {
         assert!(page.contains(control), "{control}");
     }
@@ -528,4 +568,36 @@ fn regression_the_cli_status_markdown_and_html_counts_agree() {
         .unwrap_or_else(|| panic!("no summary in:\n{text}"));
     assert!(after.contains("; 1 reverted; 1 dismissed"), "{after}");
     agree(&s, &after);
+}
+
+#[test]
+fn report_html_details_show_the_engine_names() {
+    let s = reviewed();
+    let out = s.koas(&["-q", "report", "doc.md", "--html", "plain.html"]);
+    assert_code(&out, 0, "report --html");
+    let plain = std::fs::read_to_string(s.path("plain.html")).expect("page");
+    let out = s.koas(&[
+        "-q",
+        "report",
+        "doc.md",
+        "--html",
+        "details.html",
+        "--details",
+    ]);
+    assert_code(&out, 0, "report --html --details");
+    let page = std::fs::read_to_string(s.path("details.html")).expect("page");
+    for internal in [
+        "<code>DELETION_CAUTION</code>",
+        "<th>Guard</th>",
+        "<th>Kernel</th>",
+        "Kernel <code>md_structure</code>",
+        "(ledger: critical)",
+    ] {
+        assert!(page.contains(internal), "{internal} with --details");
+        assert!(!plain.contains(internal), "{internal} without --details");
+    }
+    // --details is about the page: without --html it is refused.
+    let out = s.koas(&["report", "doc.md", "--details"]);
+    assert_code(&out, 2, "--details without --html");
+    assert!(stderr(&out).contains("--html"), "{}", stderr(&out));
 }

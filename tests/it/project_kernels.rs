@@ -234,7 +234,7 @@ fn a_review_and_a_later_report_keep_its_section() {
     let out = p.koas(&["review", "doc.md", "--no-llm"]);
     assert_code(&out, 0, "review");
     let report_path = p.s.workspace().join("review/REVIEW_doc.md");
-    let section = "| `spell_check` | 3 | attention | spelling | `teh`: did you mean `the`? |";
+    let section = "| `spell_check` | 3 | warning | spelling | `teh`: did you mean `the`? |";
     let report = std::fs::read_to_string(&report_path).expect("report");
     assert!(report.contains(section), "{report}");
     std::fs::remove_file(&report_path).expect("rm");
@@ -250,7 +250,7 @@ fn a_review_and_a_later_report_keep_its_section() {
     assert_code(&p.koas(&["report", "doc.md"]), 0, "report");
     let report = std::fs::read_to_string(&report_path).expect("report");
     assert!(
-        report.contains("| `spell_check` | 3 | critical | spelling |"),
+        report.contains("| `spell_check` | 3 | error | spelling |"),
         "{report}"
     );
 }

@@ -161,9 +161,9 @@ fn review_records_every_op_with_patches_ledger_log_report_and_notes() {
         "| Kernel `md_apply_ops` |",
         "| Original hash | `sha256:",
         "## Changes by section",
-        "### S1.2 2. Retention periods",
+        "### 2. Retention periods (lines",
         "## Ledger (chronological)",
-        "## Deterministic findings (Stage 2",
+        "## Findings on the current document",
         "ai_leftover",
         "## Rejected ops (last run)",
     ] {

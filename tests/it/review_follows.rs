@@ -234,7 +234,7 @@ fn the_report_lists_the_current_findings_and_what_resolved_the_others() {
         "{report}"
     );
     let current = report
-        .split("## Deterministic findings")
+        .split("## Findings on the current document")
         .nth(1)
         .and_then(|t| t.split("## Resolved findings").next())
         .expect("findings section");

@@ -167,8 +167,7 @@ fn the_review_report_shows_a_third_party_kernels_findings_on_the_current_documen
         "{report}"
     );
     assert!(
-        report
-            .contains("| `spell_check` | 3 | attention | spelling | `teh`: did you mean `the`? |"),
+        report.contains("| `spell_check` | 3 | warning | spelling | `teh`: did you mean `the`? |"),
         "{report}"
     );
     // The HTML page shows them too.
@@ -180,7 +179,7 @@ fn the_review_report_shows_a_third_party_kernels_findings_on_the_current_documen
         "{page}"
     );
     assert!(
-        page.contains("<td><code>spell_check</code></td><td>3</td><td><span class=\"tag sev-attention\">attention</span></td><td>spelling</td><td>`teh`: did you mean `the`?</td>"),
+        page.contains("<td><code>spell_check</code></td><td>3</td><td><span class=\"tag sev-warning\">warning</span></td><td>spelling</td><td>`teh`: did you mean `the`?</td>"),
         "{page}"
     );
 

@@ -405,7 +405,7 @@ fn report_is_written_in_both_places() {
     };
     let sections = vec![SectionEntry::from_lines("S1", "Spec", 1, 9)];
     let text = ws.write_report(&meta, &sections, &[]).unwrap();
-    assert!(text.contains("### S1 Spec"));
+    assert!(text.contains("### Spec (lines 1–9)"));
     assert_eq!(
         fs::read_to_string(ws.path("review/REVIEW_spec.md")).unwrap(),
         text

@@ -17,7 +17,7 @@
 //!   (the filters read `data-` attributes), so there is no JSON to escape;
 //! - without JavaScript everything is shown, diffs included; the script
 //!   only adds the filters (by kind, severity and status, also read from
-//!   the URL fragment, e.g. `#kind=typo&severity=minor`) and click-to-copy
+//!   the URL fragment, e.g. `#kind=typo&severity=info`) and click-to-copy
 //!   on the commands.
 //!
 //! Size: every change is listed, but only the first
@@ -27,7 +27,6 @@
 //! [`HtmlLimits::max_findings`] rows. The page says when anything was cut
 //! and which command shows the rest.
 
-use koas_review_schema::findings::ReviewSeverity;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
 
@@ -35,7 +34,7 @@ use sha2::{Digest, Sha256};
 
 use crate::artifacts::SectionLookup;
 use crate::patch::{parse_patch, HunkLine};
-use crate::query::count;
+use crate::query::{count, severity_word};
 use crate::report::{current_lines, guard_counts, guard_effect, resolved_findings, ReportInput};
 use koas_review_schema::apply::{ApplyLogRecord, Fix, OpStatus};
 use koas_review_schema::change_id::{ChangeId, EntryId};
@@ -90,6 +89,10 @@ pub struct HtmlInput<'a> {
     /// Findings of the pipeline's other kernels (third-party checks), by
     /// kernel, on the current document.
     pub kernel_findings: &'a [KernelFindings],
+    /// Also show the engine's internals a writer does not need: guard and
+    /// normalization names, section IDs, the kernel behind each finding,
+    /// the kernels' versions and the ledger's own severity words.
+    pub details: bool,
 }
 
 /// Escapes text for HTML element content and quoted attribute values.
@@ -305,9 +308,18 @@ code, pre, .diff td.text, .lines { font: 13px/1.4 ui-monospace, "SFMono-Regular"
 .tag { border: 1px solid var(--line); border-radius: 1em; padding: 0 0.6em; font-size: 0.85em; background: var(--bg2); }
 .st-applied { background: #dafbe1; } .st-flagged { background: #fff8c5; }
 .st-reverted, .st-dismissed { background: #eaeef2; } .st-not-revertible { background: #ffebe9; }
-.sev-critical { background: #ffebe9; } .sev-attention, .sev-deletion { background: #fff8c5; }
+.sev-error { background: #ffebe9; } .sev-warning { background: #fff8c5; } .attention { background: #fff8c5; }
 .summary { margin: 0.3em 0; }
 .notes { margin: 0.3em 0; padding-left: 1.2em; }
+.why { margin: 0.3em 0; }
+.callout { border-left: 4px solid #0969da; padding: 0.2em 0.9em; margin: 0.4em 0; }
+.callout p { margin: 0.2em 0; }
+.callout-title { font-weight: 600; }
+.callout-note { border-color: #0969da; } .callout-note .callout-title { color: #0969da; }
+.callout-tip { border-color: #1a7f37; } .callout-tip .callout-title { color: #1a7f37; }
+.callout-important { border-color: #8250df; } .callout-important .callout-title { color: #8250df; }
+.callout-warning { border-color: #9a6700; } .callout-warning .callout-title { color: #9a6700; }
+.callout-caution { border-color: #d1242f; } .callout-caution .callout-title { color: #d1242f; }
 .diff { width: 100%; table-layout: fixed; margin: 0.4em 0; }
 .diff td { border: none; padding: 0 0.5em; }
 .diff col.lnc { width: 3.5em; }
@@ -426,11 +438,22 @@ fn write_summary(out: &mut String, input: &HtmlInput<'_>, findings: usize, resol
     }
     let guards = guard_counts(report.apply_log);
     if !guards.is_empty() {
-        let _ = writeln!(out, "<h3>Guards (last run)</h3><table><tr><th>Guard</th><th>Firings</th><th>Effect</th></tr>");
+        // What the checks on the model's changes did, in words; their
+        // names are the engine's and shown only when asked.
+        let _ = writeln!(
+            out,
+            "<h3>Checks on the changes (last run)</h3><table><tr>{}<th>Changes</th><th>What was seen, and what it did</th></tr>",
+            if input.details { "<th>Guard</th>" } else { "" }
+        );
         for (name, n) in &guards {
             let _ = writeln!(
                 out,
-                "<tr><td><code>{name}</code></td><td class=\"num\">{n}</td><td>{}</td></tr>",
+                "<tr>{}<td class=\"num\">{n}</td><td>{}</td></tr>",
+                if input.details {
+                    format!("<td><code>{name}</code></td>")
+                } else {
+                    String::new()
+                },
                 escape(guard_effect(name))
             );
         }
@@ -451,7 +474,9 @@ fn write_summary(out: &mut String, input: &HtmlInput<'_>, findings: usize, resol
         escape(&meta.current_hash),
         entries.len()
     );
-    for (name, version) in &meta.kernels {
+    // The kernels' versions identify the run for whoever reproduces it,
+    // not for the writer.
+    for (name, version) in meta.kernels.iter().filter(|_| input.details) {
         let _ = writeln!(
             out,
             "<tr><th>Kernel <code>{}</code></th><td>{}</td></tr>",
@@ -680,38 +705,101 @@ fn write_diff(out: &mut String, patch_text: &str, limits: &HtmlLimits, show_cmd:
     true
 }
 
-/// The guard notes of a change: its review note, the guards and fixes
-/// that ran on it, and what the last run's guards saw.
-fn guard_notes(entry: &LedgerEntry, reasons: &[(&str, &str)]) -> Vec<String> {
-    let mut notes = Vec::new();
+/// A note's text without its `REVIEWER: RVW-NNNN — ` lead: the card
+/// already names the change.
+fn note_body<'t>(text: &'t str, id: &str) -> &'t str {
+    let Some(rest) = text.trim_start().strip_prefix("REVIEWER:") else {
+        return text.trim();
+    };
+    let rest = rest.trim_start();
+    let rest = rest.strip_prefix(id).unwrap_or(rest).trim_start();
+    rest.strip_prefix('—')
+        .or_else(|| rest.strip_prefix("--"))
+        .or_else(|| rest.strip_prefix('-'))
+        .unwrap_or(rest)
+        .trim()
+}
+
+/// Text reduced for "does this say the same?": lower case, single spaces,
+/// no final full stop.
+fn gist(text: &str) -> String {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    words
+        .join(" ")
+        .trim_end_matches(['.', '!', ' '])
+        .to_lowercase()
+}
+
+/// True when `text` adds nothing to what was already said.
+fn said(already: &[String], text: &str) -> bool {
+    let g = gist(text);
+    g.is_empty() || already.iter().any(|a| a.contains(&g))
+}
+
+/// Why a change was made and why it needs a look, each explanation once:
+/// its review note as a callout (the annotated document shows the same
+/// note), its rationale when the note does not already say it, what the
+/// guards saw when neither does, and its summary when nothing else
+/// explains it. With `details`, the guards and normalizations by name.
+fn explanation(entry: &LedgerEntry, reasons: &[(&str, &str)], details: bool) -> String {
+    let mut out = String::new();
+    let mut already: Vec<String> = Vec::new();
+    let id = entry.id.to_string();
     if let Some(note) = &entry.review_note {
-        notes.push(format!(
-            "<strong>[!{}]</strong> {}",
-            escape(&note.alert.to_string()),
-            escape(&note.text)
-        ));
+        let body = note_body(&note.text, &id);
+        if !body.is_empty() {
+            let alert = note.alert.as_str();
+            let mut title = alert.to_lowercase();
+            title[..1].make_ascii_uppercase();
+            let _ = writeln!(
+                out,
+                "<div class=\"callout callout-{}\"><p class=\"callout-title\">{title}</p><p>{}</p></div>",
+                alert.to_lowercase(),
+                escape(body)
+            );
+            already.push(gist(body));
+        }
     }
-    for fix in &entry.fixes {
-        if fix.ends_with("_GUARD") {
-            let reason: Vec<String> = reasons
-                .iter()
-                .filter(|(name, _)| name == fix)
-                .map(|(_, why)| escape(why))
-                .collect();
-            notes.push(format!(
+    if !said(&already, &entry.rationale) {
+        let _ = writeln!(out, "<p class=\"why\">{}</p>", escape(&entry.rationale));
+        already.push(gist(&entry.rationale));
+    }
+    let mut guards = Vec::new();
+    for fix in entry.fixes.iter().filter(|f| f.ends_with("_GUARD")) {
+        let why: Vec<&str> = reasons
+            .iter()
+            .filter(|(name, _)| name == fix)
+            .map(|(_, why)| *why)
+            .collect();
+        if details {
+            guards.push(format!(
                 "<code>{}</code>: {}{}",
                 escape(fix),
                 escape(guard_effect(fix)),
-                if reason.is_empty() {
+                if why.is_empty() {
                     String::new()
                 } else {
-                    format!(" — {}", reason.join("; "))
+                    format!(" — {}", escape(&why.join("; ")))
                 }
             ));
+            continue;
+        }
+        let fresh: Vec<&str> = why.into_iter().filter(|w| !said(&already, w)).collect();
+        if !fresh.is_empty() {
+            guards.push(escape(&fresh.join("; ")));
+            already.extend(fresh.iter().map(|w| gist(w)));
+        } else if entry.review_note.is_none() {
+            // Nothing on the card says why it was held: the guard's
+            // effect, in words.
+            guards.push(escape(guard_effect(fix)));
         }
     }
-    if entry.action == Action::Delete && !entry.is_revert {
-        notes.push(escape(guard_effect(crate::report::DELETION_CAUTION)));
+    if details && entry.action == Action::Delete && !entry.is_revert {
+        guards.push(format!(
+            "<code>{}</code>: {}",
+            crate::report::DELETION_CAUTION,
+            escape(guard_effect(crate::report::DELETION_CAUTION))
+        ));
     }
     let others: Vec<&str> = entry
         .fixes
@@ -719,13 +807,25 @@ fn guard_notes(entry: &LedgerEntry, reasons: &[(&str, &str)]) -> Vec<String> {
         .map(String::as_str)
         .filter(|f| !f.ends_with("_GUARD"))
         .collect();
-    if !others.is_empty() {
-        notes.push(format!(
+    if details && !others.is_empty() {
+        guards.push(format!(
             "<span class=\"muted\">normalization: {}</span>",
             escape(&others.join(", "))
         ));
     }
-    notes
+    if !guards.is_empty() {
+        let _ = writeln!(out, "<ul class=\"notes\">");
+        for g in guards {
+            let _ = writeln!(out, "<li>{g}</li>");
+        }
+        let _ = writeln!(out, "</ul>");
+    }
+    if out.is_empty() || details {
+        // Nothing else explains the change (or every detail was asked
+        // for): its one-line summary.
+        let _ = writeln!(out, "<p class=\"summary\">{}</p>", escape(&entry.summary));
+    }
+    out
 }
 
 /// What undoes a change: its revert command, or why there is none.
@@ -769,6 +869,7 @@ pub fn render_html(input: HtmlInput<'_>) -> String {
             Some(ws) => format!(" -w {}", shell_quote(ws)),
             None => String::new(),
         },
+        details: input.details,
     };
 
     let mut out = String::with_capacity(64 * 1024 + changes * 1200);
@@ -829,13 +930,13 @@ fn filter_values(
     for (entry, st) in input.report.entries.iter().zip(status) {
         if let Some(st) = st {
             kinds.insert(entry.kind.clone());
-            severities.insert(entry.severity.clone());
+            severities.insert(severity_word(&entry.severity).to_owned());
             status_keys.insert(st.key());
         }
     }
     for f in input.report.findings {
         kinds.insert(f.kind.as_str().to_owned());
-        severities.insert(f.severity.review_severity().to_owned());
+        severities.insert(f.severity.as_str().to_owned());
     }
     (kinds, severities, status_keys)
 }
@@ -936,6 +1037,8 @@ struct ChangePage<'p> {
     doc: String,
     /// ` -w WORKSPACE` when one was given.
     tail: String,
+    /// Show the internals too (see [`HtmlInput::details`]).
+    details: bool,
 }
 
 /// "Changes by section": the first `max_diffs` changes in full, the
@@ -967,8 +1070,8 @@ fn write_changes(
             Some(s) => {
                 let _ = writeln!(
                     out,
-                    "<h3>{} {} <span class=\"muted\">(lines {}–{})</span></h3>",
-                    escape(&s.id),
+                    "<h3>{}{} <span class=\"muted\">(lines {}–{})</span></h3>",
+                    section_id(s, page.details),
                     escape(&s.title),
                     s.line_start,
                     s.line_end
@@ -1004,50 +1107,39 @@ fn write_change(out: &mut String, page: &ChangePage<'_>, index: usize, st: Statu
     let (doc, tail) = (&page.doc, &page.tail);
     let id = entry.id.to_string();
     let show_cmd = format!("koas show {doc} {id} --patch{tail}");
+    let severity = escape(severity_word(&entry.severity));
     let _ = writeln!(
         out,
-        "<article class=\"change\" id=\"{id}\" data-kind=\"{}\" data-severity=\"{}\" data-status=\"{}\">",
+        "<article class=\"change\" id=\"{id}\" data-kind=\"{}\" data-severity=\"{severity}\" data-status=\"{}\">",
         escape(&entry.kind),
-        escape(&entry.severity),
         st.key()
     );
     let _ = writeln!(
         out,
-        "<header><span class=\"id\">{id}</span><span class=\"tag\">{}</span><span class=\"tag\">kind: {}</span><span class=\"tag sev-{}\">severity: {}</span><span class=\"tag st-{}\">{}</span>{}{}</header>",
+        "<header><span class=\"id\">{id}</span><span class=\"tag\">{}</span><span class=\"tag\">kind: {}</span><span class=\"tag sev-{severity}\">{severity}{}</span><span class=\"tag st-{}\">{}</span>{}{}</header>",
         entry.action,
         escape(&entry.kind),
-        escape(&entry.severity),
-        escape(&entry.severity),
+        if page.details && *severity != *entry.severity {
+            format!(" (ledger: {})", escape(&entry.severity))
+        } else {
+            String::new()
+        },
         st.key(),
         escape(&st.label()),
-        if entry.needs_attention { "<span class=\"tag sev-attention\">needs attention</span>" } else { "" },
+        if entry.needs_attention { "<span class=\"tag attention\">needs attention</span>" } else { "" },
         match page.current[index] {
             Some(line) => format!("<span class=\"muted\">now at line {line}</span>"),
             None => String::new(),
         }
     );
-    let _ = writeln!(out, "<p class=\"summary\">{}</p>", escape(&entry.summary));
-    if !entry.rationale.is_empty() {
-        let _ = writeln!(
-            out,
-            "<p class=\"summary\"><span class=\"muted\">Rationale:</span> {}</p>",
-            escape(&entry.rationale)
-        );
-    }
-    let notes = guard_notes(
+    out.push_str(&explanation(
         entry,
         entry
             .change_id()
             .and_then(|c| page.reasons.get(&c))
             .map_or(&[], Vec::as_slice),
-    );
-    if !notes.is_empty() {
-        let _ = writeln!(out, "<ul class=\"notes\">");
-        for note in notes {
-            let _ = writeln!(out, "<li>{note}</li>");
-        }
-        let _ = writeln!(out, "</ul>");
-    }
+        page.details,
+    ));
     write_change_lines(out, page, index, &show_cmd);
     let _ = write!(
         out,
@@ -1131,25 +1223,47 @@ fn write_compact(
             escape(&e.summary),
             undo_html(st, &format!("koas revert {doc} {id}{tail}")),
             kind = escape(&e.kind),
-            sev = escape(&e.severity),
+            sev = escape(severity_word(&e.severity)),
         );
     }
     let _ = writeln!(out, "</table>");
 }
 
-fn finding_row(out: &mut String, f: &Finding, extra: &str) {
+/// One finding's row; its kernel's name only with `details`.
+fn finding_row(out: &mut String, f: &Finding, details: bool, extra: &str) {
+    let severity = f.severity.as_str();
     let _ = writeln!(
         out,
-        "<tr data-kind=\"{}\" data-severity=\"{}\"><td>{}</td><td>{}</td><td><span class=\"tag sev-{}\">{}</span></td><td>{}</td><td><code>{}</code></td>{extra}</tr>",
+        "<tr data-kind=\"{}\" data-severity=\"{severity}\"><td>{}</td><td>{}</td><td><span class=\"tag sev-{severity}\">{severity}</span></td><td>{}</td>{}{extra}</tr>",
         f.kind.as_str(),
-        f.severity.review_severity(),
         lines_label(f.line, f.line_end),
         f.kind.as_str(),
-        f.severity.review_severity(),
-        f.severity.review_severity(),
         escape(&f.message),
-        escape(&f.kernel),
+        if details {
+            format!("<td><code>{}</code></td>", escape(&f.kernel))
+        } else {
+            String::new()
+        },
     );
+}
+
+/// A section's ID before its title, only with `details`: `S1.2` is the
+/// engine's name for it, the title the writer's.
+fn section_id(s: &SectionEntry, details: bool) -> String {
+    if details {
+        format!("<span class=\"muted\">{}</span> ", escape(&s.id))
+    } else {
+        String::new()
+    }
+}
+
+/// The `Kernel` header cell, only with `details`.
+fn kernel_th(details: bool) -> &'static str {
+    if details {
+        "<th>Kernel</th>"
+    } else {
+        ""
+    }
 }
 
 fn write_findings(out: &mut String, input: &HtmlInput<'_>, lookup: &SectionLookup<'_>) {
@@ -1190,7 +1304,12 @@ fn write_findings(out: &mut String, input: &HtmlInput<'_>, lookup: &SectionLooku
         let _ = writeln!(out, "<div class=\"group\">");
         match section {
             Some(s) => {
-                let _ = writeln!(out, "<h3>{} {}</h3>", escape(&s.id), escape(&s.title));
+                let _ = writeln!(
+                    out,
+                    "<h3>{}{}</h3>",
+                    section_id(s, input.details),
+                    escape(&s.title)
+                );
             }
             None => {
                 let _ = writeln!(out, "<h3>(outside any section)</h3>");
@@ -1198,10 +1317,11 @@ fn write_findings(out: &mut String, input: &HtmlInput<'_>, lookup: &SectionLooku
         }
         let _ = writeln!(
             out,
-            "<table><tr><th>Lines</th><th>Kind</th><th>Severity</th><th>Message</th><th>Kernel</th></tr>"
+            "<table><tr><th>Lines</th><th>Kind</th><th>Severity</th><th>Message</th>{}</tr>",
+            kernel_th(input.details)
         );
         for f in list {
-            finding_row(out, f, "");
+            finding_row(out, f, input.details, "");
         }
         let _ = writeln!(out, "</table></div>");
     }
@@ -1238,7 +1358,7 @@ fn write_kernel_findings(out: &mut String, input: &HtmlInput<'_>) {
             .flat_map(|k| k.findings.iter().map(move |f| (k, f)))
             .take(limit)
         {
-            let severity = f.severity.review_severity();
+            let severity = f.severity.as_str();
             let _ = writeln!(
                 out,
                 "<tr data-kind=\"{}\" data-severity=\"{severity}\"><td><code>{}</code></td><td>{}</td><td><span class=\"tag sev-{severity}\">{severity}</span></td><td>{}</td><td>{}</td></tr>",
@@ -1282,7 +1402,8 @@ fn write_resolved(
     }
     let _ = writeln!(
         out,
-        "<div class=\"group\"><table><tr><th>Original lines</th><th>Kind</th><th>Severity</th><th>Message</th><th>Kernel</th><th>Resolved by</th></tr>"
+        "<div class=\"group\"><table><tr><th>Original lines</th><th>Kind</th><th>Severity</th><th>Message</th>{}<th>Resolved by</th></tr>",
+        kernel_th(input.details)
     );
     for r in resolved.iter().take(input.limits.max_findings) {
         let by = match r.by {
@@ -1292,7 +1413,7 @@ fn write_resolved(
             Some(id) => format!("<a href=\"#{id}\">{id}</a>"),
             None => "a change elsewhere (none edited its lines)".to_owned(),
         };
-        finding_row(out, r.finding, &format!("<td>{by}</td>"));
+        finding_row(out, r.finding, input.details, &format!("<td>{by}</td>"));
     }
     let _ = writeln!(out, "</table></div></section>");
 }

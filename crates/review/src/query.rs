@@ -184,6 +184,19 @@ impl GrepFilter {
 /// The review severities (ledger, report, `koas grep`), lowest first.
 pub const REVIEW_SEVERITIES: [&str; 4] = ["minor", "attention", "deletion", "critical"];
 
+/// The word a reader sees for a ledger severity: the word `koas check`
+/// and the editor use for the same level (`critical` → `error`,
+/// `attention` and `deletion` → `warning`, `minor` → `info`), so a report
+/// and the editor name one level alike. The ledger keeps its own words
+/// (and `koas grep -s` takes both); a word of neither set is shown as
+/// written.
+pub fn severity_word(review: &str) -> &str {
+    match Severity::parse_any(review) {
+        Some(level) => level.as_str(),
+        None => review,
+    }
+}
+
 /// True when a ledger entry of severity `entry` passes the severity
 /// filter `wanted`. A review word (`minor`, `attention`, `deletion`,
 /// `critical`) matches itself; a finding word (`info`, `warning`,
@@ -484,6 +497,11 @@ mod tests {
 
     #[test]
     fn severity_words_of_both_vocabularies_match_their_level() {
+        assert_eq!(severity_word("critical"), "error");
+        assert_eq!(severity_word("Attention"), "warning");
+        assert_eq!(severity_word("deletion"), "warning");
+        assert_eq!(severity_word("minor"), "info");
+        assert_eq!(severity_word("blocker"), "blocker");
         assert!(severity_matches("critical", "critical"));
         assert!(severity_matches("error", "critical"));
         assert!(severity_matches("warning", "deletion"));

@@ -11,13 +11,12 @@
 //! 1 and 2 run on it); each ledger entry is followed forward through the
 //! entries after it to find its section now.
 
-use koas_review_schema::findings::ReviewSeverity;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use crate::artifacts::SectionLookup;
 use crate::linemap::{EarlierEdits, Region};
-use crate::query::count;
+use crate::query::{count, severity_word};
 use crate::text::escape_markdown_inline;
 use koas_review_schema::apply::{ApplyLogRecord, OpStatus};
 use koas_review_schema::change_id::{ChangeId, EntryId};
@@ -481,8 +480,7 @@ fn write_changes_by_section(
             Some(s) => {
                 let _ = writeln!(
                     out,
-                    "### {} {} (lines {}–{})\n",
-                    s.id,
+                    "### {} (lines {}–{})\n",
                     cell(&s.title),
                     s.line_start,
                     s.line_end
@@ -504,7 +502,7 @@ fn write_changes_by_section(
                 e.id,
                 e.action,
                 cell(&e.kind),
-                cell(&e.severity),
+                cell(severity_word(&e.severity)),
                 cell(&e.summary),
                 status[index]
             );
@@ -533,7 +531,7 @@ fn write_ledger(out: &mut String, entries: &[LedgerEntry], status: &[String]) {
             e.timestamp,
             e.action,
             cell(&e.kind),
-            cell(&e.severity),
+            cell(severity_word(&e.severity)),
             if e.silent { "yes" } else { "no" },
             lines_cell(e),
             cell(&e.summary),
@@ -552,13 +550,10 @@ fn finding_lines(f: &Finding) -> String {
     }
 }
 
-/// `## Deterministic findings`: the current document's findings, by
-/// section.
+/// `## Findings on the current document`: what the checks find in it
+/// now, by section.
 fn write_findings(out: &mut String, findings: &[Finding], lookup: &SectionLookup<'_>) {
-    let _ = writeln!(
-        out,
-        "## Deterministic findings (Stage 2, current document)\n"
-    );
+    let _ = writeln!(out, "## Findings on the current document\n");
     if findings.is_empty() {
         let _ = writeln!(out, "No findings.\n");
         return;
@@ -571,7 +566,7 @@ fn write_findings(out: &mut String, findings: &[Finding], lookup: &SectionLookup
         list.sort_by_key(|f| (f.line, f.line_end));
         match section {
             Some(s) => {
-                let _ = writeln!(out, "### {} {}\n", s.id, cell(&s.title));
+                let _ = writeln!(out, "### {}\n", cell(&s.title));
             }
             None => {
                 let _ = writeln!(out, "### (outside any section)\n");
@@ -587,7 +582,7 @@ fn write_findings(out: &mut String, findings: &[Finding], lookup: &SectionLookup
                 "| {} | {} | {} | {} |",
                 finding_lines(f),
                 f.kind.as_str(),
-                f.severity.review_severity(),
+                f.severity.as_str(),
                 cell(&f.message)
             );
         }
@@ -627,7 +622,7 @@ fn write_resolved(out: &mut String, entries: &[LedgerEntry], resolved: &[Resolve
             "| {} | {} | {} | {} | {} |",
             finding_lines(f),
             f.kind.as_str(),
-            f.severity.review_severity(),
+            f.severity.as_str(),
             cell(&f.message),
             by
         );
@@ -680,7 +675,7 @@ mod tests {
     }
 
     #[test]
-    fn findings_show_the_review_severity_vocabulary() {
+    fn findings_and_changes_say_the_severity_as_check_and_the_editor_do() {
         use koas_review_schema::findings::{Finding, FindingKind, Severity};
         let meta = ReportMeta {
             generated_at: "t".into(),
@@ -705,13 +700,16 @@ mod tests {
             model: None,
         });
         assert!(
-            text.contains("| ai_leftover | critical | leftover |"),
+            text.contains("| ai_leftover | error | leftover |"),
             "{text}"
         );
         assert!(
-            text.contains("| terminology_drift | minor | drift |"),
+            text.contains("| terminology_drift | info | drift |"),
             "{text}"
         );
+        // The section's title, not the engine's ID for it.
+        assert!(text.contains("### Title\n"), "{text}");
+        assert!(!text.contains("S1 "), "{text}");
     }
 
     #[test]

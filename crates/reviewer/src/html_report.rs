@@ -112,6 +112,7 @@ pub fn render(
     data: &ViewData,
     doc_arg: &str,
     workspace_arg: Option<&str>,
+    details: bool,
 ) -> anyhow::Result<String> {
     let workspace = run.workspace();
     // A ledger written before entries carried their patch text: read the
@@ -155,6 +156,7 @@ pub fn render(
         workspace_arg,
         limits: HtmlLimits::default(),
         kernel_findings: &data.kernel_findings,
+        details,
     }))
 }
 
@@ -195,6 +197,7 @@ pub fn write_page(
     data: Option<&anyhow::Result<ViewData>>,
     dest: Option<&Path>,
     target: &crate::common::WorkspaceArgs,
+    details: bool,
 ) -> anyhow::Result<PathBuf> {
     let markdown = report.context("the pipeline produced no report")?;
     let data = match data {
@@ -211,6 +214,7 @@ pub fn write_page(
             .as_deref()
             .map(|w| w.to_string_lossy())
             .as_deref(),
+        details,
     )?;
     let path = html_path(markdown, dest);
     write(&path, &page)?;

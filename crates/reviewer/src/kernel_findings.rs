@@ -7,7 +7,6 @@
 use koas_md_scan::kinds::KindPolicy;
 use koas_md_scan::suppress::Suppressions;
 use koas_orchestrator::run_record::{KernelStatus, RunRecord};
-use koas_review_schema::findings::ReviewSeverity;
 use koas_review_schema::findings::{read_findings_artifact, KernelFindings};
 use koas_review_schema::names;
 
@@ -94,7 +93,7 @@ pub fn report_section(found: &[KernelFindings], errors: &[String]) -> String {
                     "| `{}` | {} | {} | {} | {} |\n",
                     k.kernel,
                     f.line,
-                    f.severity.review_severity(),
+                    f.severity.as_str(),
                     cell(&f.kind),
                     cell(&f.message)
                 ));
@@ -136,7 +135,7 @@ mod tests {
         let text = report_section(&found, &["kernel `x`: bad".to_owned()]);
         assert!(text.contains("## Findings from other kernels"), "{text}");
         assert!(
-            text.contains("| `spell` | 3 | attention | spelling | `a\\|b` split |"),
+            text.contains("| `spell` | 3 | warning | spelling | `a\\|b` split |"),
             "{text}"
         );
         assert!(text.contains("**Not shown:** kernel `x`: bad"), "{text}");

@@ -14,7 +14,7 @@ fn meta() -> ReportMeta {
     ReportMeta {
         generated_at: "2026-01-01T00:00:00Z".into(),
         tool: "koas 0.0.0".into(),
-        kernels: vec![],
+        kernels: vec![("md_structure".into(), "1.0.0".into())],
         doc_name: "doc.md".into(),
         original_hash: "sha256:00".into(),
         current_hash: "sha256:11".into(),
@@ -81,6 +81,16 @@ fn with_patch_text(s: &MemorySession) -> Vec<LedgerEntry> {
 }
 
 fn render(entries: &[LedgerEntry], text: &str, findings: &[Finding], limits: HtmlLimits) -> String {
+    render_with(entries, text, findings, limits, false)
+}
+
+fn render_with(
+    entries: &[LedgerEntry],
+    text: &str,
+    findings: &[Finding],
+    limits: HtmlLimits,
+    details: bool,
+) -> String {
     let meta = meta();
     let sections = vec![
         SectionEntry::from_lines("S1", "Title", 1, 8),
@@ -103,6 +113,7 @@ fn render(entries: &[LedgerEntry], text: &str, findings: &[Finding], limits: Htm
         workspace_arg: None,
         limits,
         kernel_findings: &[],
+        details,
     })
 }
 
@@ -170,17 +181,27 @@ fn the_page_lists_every_change_with_its_status_and_commands() {
     assert!(page.contains("reverted (REVERT-RVW-0001)"));
     assert!(page.contains("data-status=\"flagged\""));
     assert!(page.contains("<section id=\"reverts\">"));
-    // The deletion's CAUTION, the note of the style change.
-    assert!(page.contains(&escape(guard_effect(crate::report::DELETION_CAUTION))));
-    assert!(page.contains("<strong>[!WARNING]</strong> REVIEWER: RVW-0002 — note &lt;/script&gt;"));
-    // Filters list the kinds and severities of the changes.
+    // The notes as callouts, without the `REVIEWER: RVW-NNNN` lead the
+    // card already shows: the deletion's CAUTION, the style change's.
+    assert!(page.contains(
+        "<div class=\"callout callout-warning\"><p class=\"callout-title\">Warning</p><p>note &lt;/script&gt;"
+    ));
+    assert!(page
+        .contains("<div class=\"callout callout-caution\"><p class=\"callout-title\">Caution</p>"));
+    assert!(!page.contains("REVIEWER:"), "{page}");
+    assert!(!page.contains("[!WARNING]"), "{page}");
+    // No engine names unless asked.
+    assert!(!page.contains(crate::report::DELETION_CAUTION));
+    assert!(!page.contains("normalization:"));
+    // Filters list the kinds and severities of the changes, in the words
+    // `koas check` and the editor use.
     for option in [
         "typo",
         "style",
         "duplicate",
         "consistency",
-        "critical",
-        "attention",
+        "error",
+        "warning",
     ] {
         assert!(
             page.contains(&format!("<option value=\"{option}\">")),
@@ -247,8 +268,8 @@ fn changes_are_grouped_by_their_section_now() {
     let s = session();
     let entries = with_patch_text(&s);
     let page = render(&entries, &s.text, &[], HtmlLimits::default());
-    let s1 = page.find("<h3>S1 Title").unwrap();
-    let s11 = page.find("<h3>S1.1 Two").unwrap();
+    let s1 = page.find("<h3>Title").unwrap();
+    let s11 = page.find("<h3>Two").unwrap();
     let flag = page.find("id=\"RVW-0004\"").unwrap();
     let typo = page.find("id=\"RVW-0001\"").unwrap();
     assert!(s1 < typo && typo < s11 && s11 < flag);
@@ -279,6 +300,7 @@ fn doc_md_input<'a>(
         workspace_arg,
         limits: HtmlLimits::default(),
         kernel_findings,
+        details: false,
     }
 }
 
@@ -312,7 +334,9 @@ fn findings_are_listed_by_section_and_filterable() {
     let mut f = Finding::new(FindingKind::AiLeftover, "k", 10, 10, HOSTILE_SCRIPT, "e");
     f.severity = Severity::Error;
     let page = render(&entries, &s.text, &[f], HtmlLimits::default());
-    assert!(page.contains("<tr data-kind=\"ai_leftover\" data-severity=\"critical\"><td>10</td>"));
+    assert!(page.contains("<tr data-kind=\"ai_leftover\" data-severity=\"error\"><td>10</td>"));
+    // The kernel behind a finding is an engine detail.
+    assert!(!page.contains("<th>Kernel</th>"));
     assert!(page.contains("<option value=\"ai_leftover\">"));
     assert!(!page.contains(HOSTILE_SCRIPT));
 }
@@ -352,7 +376,7 @@ fn findings_of_other_kernels_have_their_section_and_their_words_are_escaped() {
     assert!(page.contains("<section id=\"kernel-findings\"><h2>Findings from other kernels</h2><p>1 finding(s) reported by 1 kernel(s)"));
     assert!(page.contains("<a href=\"#kernel-findings\">"));
     assert!(page.contains("<td><code>spell_check</code></td><td>3–4</td>"));
-    assert!(page.contains("data-kind=\"odd&quot;kind&lt;b&gt;\" data-severity=\"attention\""));
+    assert!(page.contains("data-kind=\"odd&quot;kind&lt;b&gt;\" data-severity=\"warning\""));
     assert!(!page.contains(HOSTILE_SCRIPT));
     assert!(!page.contains("odd\"kind"));
     // Without any, no section and no link.
@@ -437,4 +461,76 @@ fn a_standalone_page_has_the_style_and_runs_no_script() {
     assert!(!page.contains("<img"), "{page}");
     assert!(page.ends_with("<p>body</p></body>\n</html>\n"), "{page}");
     assert!(page.contains(&format!("<style>{}</style>", super::STYLE)));
+}
+
+#[test]
+fn details_show_the_engine_names_a_writer_does_not_need() {
+    use koas_review_schema::findings::FindingKind;
+    let s = session();
+    let entries = with_patch_text(&s);
+    let f = Finding::new(FindingKind::AiLeftover, "k", 10, 10, "m", "e");
+    let plain = render(
+        &entries,
+        &s.text,
+        std::slice::from_ref(&f),
+        HtmlLimits::default(),
+    );
+    let page = render_with(&entries, &s.text, &[f], HtmlLimits::default(), true);
+    for internal in [
+        crate::report::DELETION_CAUTION,
+        "normalization: ",
+        "<span class=\"muted\">S1.1</span> Two",
+        "<th>Kernel</th>",
+        "(ledger: attention)",
+        "<th>Kernel <code>md_structure</code></th>",
+    ] {
+        assert!(page.contains(internal), "{internal} with --details");
+        assert!(!plain.contains(internal), "{internal} without --details");
+    }
+}
+
+#[test]
+fn each_explanation_is_shown_once() {
+    // A note that repeats the rationale, and a guard reason the note
+    // already holds: one callout, no rationale line, no guard line.
+    let mut entry = LedgerEntry::example(EntryId::Change(ChangeId::first()));
+    entry.kind = "reference".into();
+    entry.severity = "attention".into();
+    entry.needs_attention = true;
+    entry.summary = "reference: 'Section 7' → 'Section 3'".into();
+    entry.rationale = "There is no Section 7.".into();
+    entry.review_note = Some(koas_review_schema::edit_op::ReviewNote {
+        alert: koas_review_schema::edit_op::Alert::Warning,
+        text: "REVIEWER: RVW-0001 — There is no Section 7. (changes number '7' → '3')".into(),
+    });
+    entry.fixes = vec!["TOKEN_GUARD".into(), "HASH_RECOMPUTE".into()];
+    let reasons = [("TOKEN_GUARD", "changes number '7' → '3'")];
+    let html = explanation(&entry, &reasons, false);
+    assert_eq!(html.matches("There is no Section 7").count(), 1, "{html}");
+    assert_eq!(html.matches("changes number").count(), 1, "{html}");
+    assert!(
+        !html.contains("TOKEN_GUARD") && !html.contains("HASH_RECOMPUTE"),
+        "{html}"
+    );
+    assert!(
+        !html.contains("reference: "),
+        "the summary repeats the diff: {html}"
+    );
+    // Without a note, the rationale and the guard's reason each once.
+    let mut bare = entry.clone();
+    bare.review_note = None;
+    let html = explanation(&bare, &reasons, false);
+    assert!(
+        html.contains("<p class=\"why\">There is no Section 7.</p>"),
+        "{html}"
+    );
+    assert!(
+        html.contains("<li>changes number &#39;7&#39; → &#39;3&#39;</li>"),
+        "{html}"
+    );
+    // With nothing else to say, the summary.
+    bare.rationale.clear();
+    bare.fixes.clear();
+    let html = explanation(&bare, &[], false);
+    assert!(html.contains("<p class=\"summary\">reference: "), "{html}");
 }

@@ -20,6 +20,7 @@ Examples:
   koas report spec.md --json     # path, counts, workspace
   koas report spec.md --html     # also REVIEW_spec.html, one self-contained page
   koas report spec.md --html out/review.html
+  koas report spec.md --html --details   # with guard names, section IDs, kernels
 
 ", review_exit_codes!()))]
 pub struct ReportArgs {
@@ -41,6 +42,13 @@ pub struct ReportArgs {
     /// as REVIEW_<stem>.html, or at PATH. Its path is printed.
     #[arg(long, value_name = "PATH", num_args = 0..=1, conflicts_with = "print")]
     pub html: Option<Option<PathBuf>>,
+
+    /// With --html: also show the engine's internals a writer does not
+    /// need — guard and normalization names, section IDs, the kernel
+    /// behind each finding, the kernels' versions, the ledger's severity
+    /// words.
+    #[arg(long, requires = "html")]
+    pub details: bool,
 }
 
 impl ReportArgs {
@@ -51,6 +59,7 @@ impl ReportArgs {
             print: false,
             pipeline: None,
             html: None,
+            details: false,
         }
     }
 }
@@ -112,6 +121,7 @@ fn report(
             views.data.as_ref(),
             dest.as_deref(),
             &args.target,
+            args.details,
         )?),
         None => None,
     };
