@@ -272,6 +272,43 @@ fn a_kernel_from_koas_new_kernel_installed_in_xdg_is_a_first_class_check() {
     assert!(!stderr(&out).contains("unknown kind"), "{}", stderr(&out));
     std::fs::write(project.join("doc.md"), &doc).expect("doc");
 
+    // Regression (issue 49): the scaffold's pipeline.toml looked for the
+    // plugin in target/release, which a build into another target folder
+    // never fills. It now runs the installed build, from the crate's
+    // folder, whatever target folder cargo used.
+    let pipeline = std::fs::read_to_string(crate_dir.join("pipeline.toml")).expect("pipeline");
+    assert!(!pipeline.contains("target/release"), "{pipeline}");
+    assert!(
+        !crate_dir.join("target").exists(),
+        "the build went to CARGO_TARGET_DIR"
+    );
+    // The pipeline's own config says 60 characters.
+    let long = tmp.path().join("long.md");
+    std::fs::write(
+        &long,
+        format!("# Policy\n\n## {}\n\nText.\n", "Retention ".repeat(8)),
+    )
+    .expect("doc");
+    let doc_path = long.display().to_string();
+    let out = run(koas()
+        .args([
+            "check",
+            &doc_path,
+            "--pipeline",
+            "pipeline.toml",
+            "--format",
+            "json",
+        ])
+        .current_dir(&crate_dir)
+        .env("XDG_DATA_HOME", &data)
+        .env_remove("KOAS_KERNEL_PATH"));
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("\"heading_too_long\""),
+        "{}",
+        stdout(&out)
+    );
+
     // A review and a later report keep its section.
     let out = koas_in(&["review", "doc.md", "--no-llm"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -283,7 +320,7 @@ fn a_kernel_from_koas_new_kernel_installed_in_xdg_is_a_first_class_check() {
         .path();
     let report = workspace.join("review/REVIEW_doc.md");
     let row = format!(
-        "| `heading_length` | 5 | attention | heading_too_long | heading of {} characters (the limit is 30) |",
+        "| `heading_length` | 5 | warning | heading_too_long | heading of {} characters (the limit is 30) |",
         heading.chars().count()
     );
     let text = std::fs::read_to_string(&report).expect("report");

@@ -83,7 +83,7 @@ pub fn guard_effect(name: &str) -> &'static str {
         "MEANING_GUARD" => "a negation, modal, quantifier, comparison or direction word changed: the change needs attention with a note naming it (refused under --strict)",
         "KIND_GUARD" => "a change that does more than its kind says (a typo that swaps a word): its kind was corrected",
         "BLANK_LINE_GUARD" => "a blank target line: the change was moved to its text, or became a flag",
-        DELETION_CAUTION => "a deletion: CAUTION note, needs attention",
+        DELETION_CAUTION => "a deletion: it needs attention and carries a Caution note",
         _ => "a content guard: the change needs attention",
     }
 }
