@@ -81,9 +81,9 @@ fn without_ops_the_report_lists_findings_and_no_change() {
     assert!(text.contains(&ORIGINAL_NOTICE.replace('|', "\\|")));
     assert!(text.contains("No changes."));
     assert!(text.contains("The ledger is empty."));
-    assert!(text.contains("### S1.2 2. Findings\n"), "{text}");
+    assert!(text.contains("### 2. Findings\n"), "{text}");
     assert!(
-        text.contains("| 9 | broken_reference | critical | section 9 does not exist |"),
+        text.contains("| 9 | broken_reference | error | section 9 does not exist |"),
         "{text}"
     );
     assert!(summary.ends_with("1 findings (no ops)"), "{summary}");
@@ -126,7 +126,7 @@ fn a_preview_shows_the_batch_and_its_rejections() {
         text.contains("| 1 | RVW-0001 | preview (not recorded) | replace | typo |"),
         "{text}"
     );
-    assert!(text.contains("### S1.1 1. Scope"), "{text}");
+    assert!(text.contains("### 1. Scope (lines"), "{text}");
     assert!(text.contains("## Rejected ops (last run)"), "{text}");
     assert!(text.contains("| 3 | REJECT_RANGE | op 3: "), "{text}");
     assert!(summary.contains("(preview, not recorded)"), "{summary}");
@@ -177,7 +177,7 @@ fn in_a_workspace_the_host_metadata_and_ledger_are_shown() {
         "| Tool | koas 9.9.9 |",
         "| Kernel `md_apply_ops` | 0.1.0 |",
         "| Original hash | `sha256:original` |",
-        "| RVW-0001 | replace | typo | minor |",
+        "| RVW-0001 | replace | typo | info |",
         "reverted (REVERT-RVW-0001)",
         "| 3 | REVERT-RVW-0001 | 2026-05-01T09:00:0",
     ] {
