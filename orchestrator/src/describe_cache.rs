@@ -14,7 +14,7 @@
 //! reported every time. Everything here is best effort: an unreadable or
 //! unwritable cache means describing as before.
 
-use crate::discovery::LibraryKernels;
+use crate::described::LibraryKernels;
 use koas_kernel_api::KernelSpec;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

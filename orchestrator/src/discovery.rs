@@ -28,6 +28,7 @@ Only files named like libkoas_kernel_*.so (.dylib, or koas_kernel_*.dll) are loa
     };
 }
 
+use crate::described::LibraryKernels;
 use crate::limits::Isolation;
 use crate::loader::{load_plugin, LoadError};
 use crate::worker::pool::{DescribeProblem, WorkerPool};
@@ -405,38 +406,6 @@ fn library_files(search: &SearchPath) -> Vec<PathBuf> {
         .collect();
     files.sort();
     files
-}
-
-/// What describing one library gave: each kernel's spec or describe
-/// error, and the `koas-kernel-api` version it was built with.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct LibraryKernels {
-    /// Per kernel index, its spec or why describe failed.
-    pub kernels: Vec<Result<KernelSpec, String>>,
-    /// The library's version symbol, else the first describe answer that
-    /// names one; `None` when neither does.
-    pub api_version: Option<String>,
-}
-
-impl LibraryKernels {
-    /// Describes every kernel of a loaded library.
-    pub fn describe(handle: &PluginHandle) -> LibraryKernels {
-        let mut api_version = handle.api_version().map(str::to_owned);
-        let kernels = (0..handle.kernel_count())
-            .map(|index| match handle.describe_versioned(index) {
-                Ok((spec, named)) => {
-                    api_version = api_version.take().or(named);
-                    Ok(spec)
-                }
-                Err(PluginError::Describe { message, .. }) => Err(message),
-                Err(other) => Err(other.to_string()),
-            })
-            .collect();
-        LibraryKernels {
-            kernels,
-            api_version,
-        }
-    }
 }
 
 /// Loads every kernel library found in `search` into this process, in

@@ -29,6 +29,7 @@ pub mod cache;
 pub mod cli;
 pub mod dag;
 pub mod describe_cache;
+pub mod described;
 pub mod discovery;
 pub mod embed;
 pub mod engine;

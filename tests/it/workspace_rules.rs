@@ -410,6 +410,178 @@ fn hosts_embed_the_runtime_through_its_library_api_not_its_cli() {
     );
 }
 
+/// A crate's modules, each named by its path (`worker::pool`), with the
+/// modules it names through `crate::` paths. A module naming one of its
+/// ancestors (`worker::pool` using `crate::worker::X`) is Rust's way of
+/// reaching what the parent declares, not an arrow between rooms: left out.
+fn module_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    let module_of = |f: &Path| -> String {
+        let rel = f.strip_prefix(src).unwrap_or(f).with_extension("");
+        let mut parts: Vec<String> = rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        if parts
+            .last()
+            .is_some_and(|p| p == "mod" || p == "lib" || p == "main")
+        {
+            parts.pop();
+        }
+        parts.join("::")
+    };
+    let modules: BTreeSet<String> = files.iter().map(|f| module_of(f)).collect();
+    // Imports (`use crate::a::b::X;`, `use crate::{a::X, b};`), as the
+    // crate's structure is read: a doc link or a path in a body is no
+    // arrow between modules.
+    let import = regex::Regex::new(r"(?m)^\s*(?:pub(?:\([a-z]+\))?\s+)?use\s+crate::([^;]*);")
+        .expect("regex");
+    let path = regex::Regex::new(r"[a-z_][a-z0-9_]*(?:::[a-z_][a-z0-9_]*)*").expect("regex");
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for f in &files {
+        let from = module_of(f);
+        let Ok(text) = std::fs::read_to_string(f) else {
+            continue;
+        };
+        let mut to = BTreeSet::new();
+        // A test module's imports are the tests', not the module's.
+        let text = text.split("#[cfg(test)]").next().unwrap_or_default();
+        let imported: Vec<String> = import
+            .captures_iter(text)
+            .flat_map(|cap| {
+                let body = cap[1].to_owned();
+                // `{a::X, b::{c, d}}`: each path's leading segments; the
+                // prefix before a brace applies to what is inside it.
+                let (prefix, rest) = match body.find('{') {
+                    Some(at) => (
+                        body[..at].trim_end_matches("::").to_owned(),
+                        body[at..].to_owned(),
+                    ),
+                    None => (String::new(), body.clone()),
+                };
+                path.find_iter(&rest)
+                    .map(|m| {
+                        if prefix.is_empty() {
+                            m.as_str().to_owned()
+                        } else {
+                            format!("{prefix}::{}", m.as_str())
+                        }
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        for found in &imported {
+            let segments: Vec<&str> = found.split("::").collect();
+            // The longest prefix that is a module of the crate.
+            let target = (1..=segments.len())
+                .rev()
+                .map(|n| segments[..n].join("::"))
+                .find(|m| modules.contains(m));
+            if let Some(target) = target {
+                let ancestor = from == target || from.starts_with(&format!("{target}::"));
+                if !ancestor {
+                    to.insert(target);
+                }
+            }
+        }
+        graph.entry(from).or_default().extend(to);
+    }
+    graph
+}
+
+/// The circles of a graph: each as the modules on it, smallest first,
+/// found once.
+fn circles(graph: &BTreeMap<String, BTreeSet<String>>) -> BTreeSet<Vec<String>> {
+    let mut found = BTreeSet::new();
+    for start in graph.keys() {
+        // Paths from `start`; a path that comes back to it is a circle.
+        let mut stack = vec![vec![start.clone()]];
+        while let Some(path) = stack.pop() {
+            let last = path.last().expect("a path has a module");
+            for next in graph.get(last).into_iter().flatten() {
+                if next == start {
+                    let mut circle = path.clone();
+                    // The same circle from each of its modules: keep it
+                    // starting at its least name.
+                    let at = circle
+                        .iter()
+                        .enumerate()
+                        .min_by_key(|(_, m)| m.as_str())
+                        .map_or(0, |(i, _)| i);
+                    circle.rotate_left(at);
+                    found.insert(circle);
+                } else if !path.contains(next) && next > start {
+                    // Only modules after `start`: each circle is walked
+                    // from its least module, so the search stays small.
+                    let mut longer = path.clone();
+                    longer.push(next.clone());
+                    stack.push(longer);
+                }
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn the_runtime_s_modules_import_one_another_without_a_circle() {
+    // A circle makes three modules one room: none can be read, tested or
+    // moved alone (the last one: a library's description defined by
+    // discovery, produced by the worker pool, stored by the describe
+    // cache; it now has its own module).
+    for krate in [
+        "orchestrator/src",
+        "kernel-api/src",
+        "crates/llm/src",
+        "crates/extract/src",
+    ] {
+        let graph = module_graph(&repo_root().join(krate));
+        assert!(graph.len() > 3, "{krate}: modules read");
+        let found = circles(&graph);
+        assert!(
+            found.is_empty(),
+            "{krate}: circles among modules: {found:?}"
+        );
+    }
+}
+
+#[test]
+fn the_circle_check_finds_a_planted_circle() {
+    // The describe cache's old circle, planted in a copy of the runtime's
+    // module layout.
+    let dir = tempfile::tempdir().expect("tmp");
+    let src = dir.path();
+    std::fs::create_dir_all(src.join("worker")).expect("mkdir");
+    for (file, text) in [
+        (
+            "lib.rs",
+            "pub mod describe_cache; pub mod discovery; pub mod worker;",
+        ),
+        ("describe_cache.rs", "use crate::discovery::LibraryKernels;"),
+        (
+            "discovery.rs",
+            "use crate::describe_cache::DescribeCache;\nuse crate::worker::pool::WorkerPool;",
+        ),
+        ("worker/mod.rs", "pub mod pool;"),
+        (
+            "worker/pool.rs",
+            "use crate::discovery::LibraryKernels;\nuse crate::worker::Shared;",
+        ),
+    ] {
+        std::fs::write(src.join(file), text).expect("write");
+    }
+    let found = circles(&module_graph(src));
+    let expected: BTreeSet<Vec<String>> = [
+        vec!["describe_cache", "discovery"],
+        vec!["discovery", "worker::pool"],
+    ]
+    .into_iter()
+    .map(|c| c.into_iter().map(str::to_owned).collect())
+    .collect();
+    assert_eq!(found, expected);
+}
+
 /// `koas check DOC | head -1`: the reader closes the pipe after one line;
 /// koas must not panic or print an error, and keeps its exit code.
 #[cfg(unix)]

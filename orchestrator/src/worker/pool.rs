@@ -4,7 +4,7 @@ use super::{
     group, read_frame_with, write_frame, write_frame_body, Body, FrameError, FromWorker, ToWorker,
     WireLoadError, PROTOCOL_VERSION, WORKER_ARG,
 };
-use crate::discovery::LibraryKernels;
+use crate::described::LibraryKernels;
 use crate::host::RunHost;
 use crate::limits::{KernelLimits, CANCEL_GRACE, DESCRIBE_TIMEOUT};
 use koas_kernel_api::abi::ABI_VERSION;

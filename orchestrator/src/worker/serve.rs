@@ -4,7 +4,7 @@
 use super::{
     read_frame, write_frame, FrameError, FromWorker, ToWorker, WireLoadError, PROTOCOL_VERSION,
 };
-use crate::discovery::LibraryKernels;
+use crate::described::LibraryKernels;
 use crate::limits::{output_limit_message, MAX_LOG_LINE_CHARS};
 use crate::loader::{load_plugin, LoadError};
 use koas_kernel_api::abi::{PluginError, PluginHandle, ABI_VERSION};
