@@ -36,15 +36,28 @@ fn languages(
         .map(|(l, _)| l)
         .or_else(|| (allowed.len() == 1).then(|| allowed[0]));
     let n = guessed.len();
+    // The nearest guess before and after each paragraph, in two passes:
+    // searching from each paragraph was quadratic in a document whose
+    // paragraphs are too short to guess (a long run of headings).
+    let mut before: Vec<Option<Lang>> = Vec::with_capacity(n);
+    let mut last = None;
+    for g in guessed {
+        before.push(last);
+        last = g.or(last);
+    }
+    let mut after: Vec<Option<Lang>> = vec![None; n];
+    let mut next = None;
+    for (i, g) in guessed.iter().enumerate().rev() {
+        after[i] = next;
+        next = g.or(next);
+    }
     let mut out = Vec::with_capacity(n);
     for i in 0..n {
-        let before = || guessed[..i].iter().rev().find_map(|g| *g);
-        let after = || guessed[i + 1..].iter().find_map(|g| *g);
         let lang = guessed[i].or_else(|| {
             if paragraphs[i].heading {
-                after().or_else(before)
+                after[i].or(before[i])
             } else {
-                before().or_else(after)
+                before[i].or(after[i])
             }
             .or(dominant)
         });
@@ -785,5 +798,49 @@ fn quote_list(words: &[String]) -> String {
         0 => String::new(),
         1 => quoted[0].clone(),
         n => format!("{} or {}", quoted[..n - 1].join(", "), quoted[n - 1]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The nearest guess found by searching from each paragraph: the
+    /// quadratic way `languages` was written before.
+    fn searched(paragraphs: &[Paragraph<'_>], guessed: &[Option<Lang>]) -> Vec<Option<Lang>> {
+        (0..guessed.len())
+            .map(|i| {
+                let before = || guessed[..i].iter().rev().find_map(|g| *g);
+                let after = || guessed[i + 1..].iter().find_map(|g| *g);
+                guessed[i].or_else(|| {
+                    if paragraphs[i].heading {
+                        after().or_else(before)
+                    } else {
+                        before().or_else(after)
+                    }
+                })
+            })
+            .collect()
+    }
+
+    proptest! {
+        #[test]
+        fn each_paragraph_takes_the_nearest_guess_as_a_search_would(
+            cells in proptest::collection::vec((0u8..3, any::<bool>()), 0..60),
+        ) {
+            let guessed: Vec<Option<Lang>> = cells
+                .iter()
+                .map(|(g, _)| match g { 0 => None, 1 => Some(Lang::En), _ => Some(Lang::Fr) })
+                .collect();
+            let paragraphs: Vec<Paragraph<'_>> = cells
+                .iter()
+                .map(|(_, heading)| Paragraph { text: "", heading: *heading })
+                .collect();
+            // Both languages allowed; when some paragraph has a guess, a
+            // neighbour's always comes before the dominant language.
+            let both = [Lang::En, Lang::Fr];
+            prop_assert_eq!(languages(&paragraphs, &guessed, &both), searched(&paragraphs, &guessed));
+        }
     }
 }
