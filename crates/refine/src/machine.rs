@@ -2,25 +2,24 @@
 //!
 //! [`LoopState`] holds what the loop carries from round to round (the
 //! iteration, tokens, locks, the scored states of the document, the
-//! iteration records); its steps take the results of the pipeline passes
-//! and say what to do next:
+//! iteration records) and keeps the loop's order: the host tells it what
+//! happened ([`Event`]) and [`LoopState::next`] says what to do next
+//! ([`Step`]):
 //!
-//! 1. [`LoopState::assess`] (or [`LoopState::take_decided`] for a plan a
-//!    person decided on): the judges' plan and routing are recorded; the
-//!    run stops, or a quality lock asks to revert the last round's changes
-//!    ([`LoopState::quality_locked`] once they are reverted), or the
-//!    document is scored;
-//! 2. [`LoopState::decide`]: the stopping conditions of [`control::decide`];
-//!    `None` fixes another round;
-//! 3. [`LoopState::fix_started`], then [`LoopState::fix`] with the changes
-//!    the ledger recorded;
-//! 4. [`LoopState::verify`]: the changes to revert; then
-//!    [`LoopState::end_round`] (oscillation locks, the iteration's record);
+//! 1. assess the document ([`Step::Assess`]), unless a person decided on
+//!    a plan (`Event::Start(Some(…))`): the run stops, or a quality lock
+//!    asks to revert the last round's changes ([`Step::Revert`]) and
+//!    assess the restored document, or the stopping conditions of
+//!    [`control::decide`] are weighed;
+//! 2. fix the round ([`Step::Fix`]), with the changes the ledger recorded;
+//! 3. verify them ([`Step::Verify`]), and revert those that fail;
+//! 4. the round ends (oscillation locks, the iteration's record) and the
+//!    next one is assessed, until [`Step::Stop`];
 //! 5. at the end, [`LoopState::choose_best`] and [`LoopState::summary`].
 //!
 //! The host (the reviewer's `koas refine`) runs the passes, commits and
-//! reverts through the workspace's ledger, and emits the events the steps
-//! leave ([`LoopState::take_events`]) in the order they come: nothing here
+//! reverts through the workspace's ledger, and emits the events each step
+//! leaves ([`LoopState::take_events`]) in the order they come: nothing here
 //! does I/O or asks a model, so every step is tested with plain data.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -75,7 +74,7 @@ pub struct Stop {
 
 /// One round of fixes: what it fixes, and what came of it.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct Round {
+pub(crate) struct Round {
     /// The plan (the judges', or the one a person decided on).
     pub plan: RefinePlan,
     /// Its routing.
@@ -114,7 +113,7 @@ pub struct Judged<'a> {
 /// A locked criterion regressed: the last round's changes still in
 /// effect are to be reverted.
 #[derive(Debug, Clone, PartialEq)]
-pub struct QualityLock {
+pub(crate) struct QualityLock {
     /// (criterion, locked score, new score).
     pub regressions: Vec<(Criterion, f64, f64)>,
     /// The changes to revert, in the order they were made.
@@ -123,14 +122,14 @@ pub struct QualityLock {
 
 /// What an assessment leads to.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Assessed {
+pub(crate) enum Assessed {
     /// The run stops.
     Stop(Stop),
-    /// Revert [`QualityLock::revert`], call [`LoopState::quality_locked`],
-    /// then assess the restored document again.
+    /// Revert [`QualityLock::revert`], lock their sections, then assess
+    /// the restored document again.
     QualityLock(QualityLock),
-    /// The document is scored: [`LoopState::decide`] whether to fix this
-    /// round (boxed: a round is much larger than the other variants).
+    /// The document is scored: decide whether to fix this round (boxed: a
+    /// round is much larger than the other variants).
     Scored(Box<Round>),
 }
 
@@ -170,6 +169,151 @@ pub struct Ending {
     pub revert: Vec<ChangeId>,
 }
 
+/// What the host does next.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    /// Run the assess pass (Stage 1–2, the judges, the arbiter, the
+    /// router) on the current document, with [`LoopState::refine_state`];
+    /// answer [`Event::Assessed`].
+    Assess,
+    /// Run the fix pass; answer [`Event::Fixed`]. A plan a person decided
+    /// on (`decided`) gives the fixers its `routing`; otherwise they get
+    /// [`LoopState::refine_state`].
+    Fix {
+        /// A plan a person decided on: the fixers run without the judges.
+        decided: bool,
+        /// The round's routing.
+        routing: RefineRouting,
+    },
+    /// Run the verify pass on these changes; answer [`Event::Verified`].
+    Verify(Vec<RefineChange>),
+    /// Revert these changes through the ledger; answer [`Event::Reverted`]
+    /// with the sections they changed (read before reverting).
+    Revert {
+        /// The changes, in the order they were made.
+        changes: Vec<ChangeId>,
+        /// Why, for the revert entries.
+        why: RevertWhy,
+    },
+    /// The loop is over: choose the state to return
+    /// ([`LoopState::choose_best`]) and sum up.
+    Stop(Stop),
+}
+
+/// Why [`Step::Revert`] asks for a revert.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RevertWhy {
+    /// A locked criterion regressed: the last round's changes go.
+    QualityLock,
+    /// The verifier failed these changes.
+    FailedVerification,
+}
+
+impl RevertWhy {
+    /// The reason the ledger's revert entries give.
+    pub fn reason(self) -> &'static str {
+        match self {
+            RevertWhy::QualityLock => "koas refine: quality lock",
+            RevertWhy::FailedVerification => "koas refine: failed verification",
+        }
+    }
+}
+
+/// A plan a person decided on (`--accept`, `--apply-plan`): the run fixes
+/// it without asking the judges first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision<'a> {
+    /// The document the stored plan scored (the current one).
+    pub document: &'a str,
+    /// The plan as stored by the run that made it.
+    pub stored: &'a RefinePlan,
+    /// The plan to fix (the stored one, or the person's edit of it).
+    pub plan: RefinePlan,
+    /// Its routing.
+    pub routing: RefineRouting,
+    /// Changes of the ledger in effect.
+    pub active: BTreeSet<ChangeId>,
+}
+
+/// What happened, told to [`LoopState::next`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event<'a> {
+    /// The run begins, with a plan a person decided on or none.
+    Start(Option<Decision<'a>>),
+    /// The assess pass's results; `elapsed_secs` since the run began.
+    Assessed {
+        /// What the judges, the arbiter and the router returned.
+        judged: Judged<'a>,
+        /// Seconds since the run began (the time limit).
+        elapsed_secs: u64,
+    },
+    /// The fix pass ran and the ledger recorded its fixes.
+    Fixed(Fixed<'a>),
+    /// The verifier's verdicts on the round's changes.
+    Verified(RefineVerification),
+    /// The changes of the last [`Step::Revert`] were reverted; `sections`:
+    /// the sections they had changed.
+    Reverted {
+        /// The sections the reverted changes had changed.
+        sections: Vec<String>,
+    },
+}
+
+impl Event<'_> {
+    fn name(&self) -> &'static str {
+        match self {
+            Event::Start(_) => "the start",
+            Event::Assessed { .. } => "an assessment",
+            Event::Fixed(_) => "fixes",
+            Event::Verified(_) => "verdicts",
+            Event::Reverted { .. } => "a revert",
+        }
+    }
+}
+
+/// An event that answers no step the machine asked for: a host's bug.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the refine loop got {event} while it awaited {awaited}")]
+pub struct OutOfOrder {
+    /// What came.
+    pub event: &'static str,
+    /// What the last step asked for.
+    pub awaited: &'static str,
+}
+
+/// Where the loop stands between two steps.
+#[derive(Debug, Clone, Default)]
+enum Phase {
+    /// Nothing happened yet.
+    #[default]
+    Start,
+    /// [`Step::Assess`] was asked.
+    Assessing,
+    /// A quality lock's changes are being reverted.
+    LockReverting(QualityLock),
+    /// [`Step::Fix`] was asked for this round.
+    Fixing(Box<Round>),
+    /// [`Step::Verify`] was asked for this round.
+    Verifying(Box<Round>),
+    /// The round's failed changes are being reverted.
+    FailedReverting(Box<Round>),
+    /// [`Step::Stop`] was given.
+    Done,
+}
+
+impl Phase {
+    fn awaits(&self) -> &'static str {
+        match self {
+            Phase::Start => "the start",
+            Phase::Assessing => "an assessment",
+            Phase::LockReverting(_) | Phase::FailedReverting(_) => "a revert",
+            Phase::Fixing(_) => "fixes",
+            Phase::Verifying(_) => "verdicts",
+            Phase::Done => "nothing (the loop stopped)",
+        }
+    }
+}
+
 /// What the refinement loop carries between rounds.
 #[derive(Debug, Clone)]
 pub struct LoopState {
@@ -190,6 +334,7 @@ pub struct LoopState {
     /// `refinement_start` was emitted.
     announced: bool,
     events: Vec<RefineEvent>,
+    phase: Phase,
 }
 
 /// Whether a run that ended so returns a document (exit 0).
@@ -219,7 +364,98 @@ impl LoopState {
             full_rewrite_tokens: 0,
             announced: false,
             events: Vec::new(),
+            phase: Phase::Start,
         }
+    }
+
+    /// The loop's one entry: what happened, then what to do next. An event
+    /// that answers no step asked for is refused and changes nothing.
+    pub fn next(&mut self, event: Event<'_>) -> Result<Step, OutOfOrder> {
+        let phase = std::mem::take(&mut self.phase);
+        let (phase, step) = match (phase, event) {
+            (Phase::Start, Event::Start(None)) => (Phase::Assessing, Step::Assess),
+            (Phase::Start, Event::Start(Some(d))) => {
+                let round = self.take_decided(d.document, d.stored, d.plan, d.routing, d.active);
+                self.fix_step(round)
+            }
+            (
+                Phase::Assessing,
+                Event::Assessed {
+                    judged,
+                    elapsed_secs,
+                },
+            ) => match self.assess(judged) {
+                Assessed::Stop(stop) => (Phase::Done, Step::Stop(stop)),
+                Assessed::QualityLock(lock) => {
+                    let changes = lock.revert.clone();
+                    (
+                        Phase::LockReverting(lock),
+                        Step::Revert {
+                            changes,
+                            why: RevertWhy::QualityLock,
+                        },
+                    )
+                }
+                Assessed::Scored(round) => match self.decide(&round, elapsed_secs) {
+                    Some(stop) => (Phase::Done, Step::Stop(stop)),
+                    None => self.fix_step(*round),
+                },
+            },
+            (Phase::LockReverting(lock), Event::Reverted { sections }) => {
+                self.quality_locked(lock, sections);
+                // The restored document is assessed again.
+                (Phase::Assessing, Step::Assess)
+            }
+            (Phase::Fixing(mut round), Event::Fixed(fixed)) => {
+                self.fix(&mut round, fixed);
+                if round.changes.is_empty() {
+                    self.end_round(*round);
+                    (Phase::Assessing, Step::Assess)
+                } else {
+                    let changes = round.changes.clone();
+                    (Phase::Verifying(round), Step::Verify(changes))
+                }
+            }
+            (Phase::Verifying(mut round), Event::Verified(verification)) => {
+                let failing = self.verify(&mut round, verification);
+                if failing.is_empty() {
+                    self.end_round(*round);
+                    (Phase::Assessing, Step::Assess)
+                } else {
+                    (
+                        Phase::FailedReverting(round),
+                        Step::Revert {
+                            changes: failing,
+                            why: RevertWhy::FailedVerification,
+                        },
+                    )
+                }
+            }
+            (Phase::FailedReverting(round), Event::Reverted { .. }) => {
+                self.end_round(*round);
+                (Phase::Assessing, Step::Assess)
+            }
+            (phase, event) => {
+                let refused = OutOfOrder {
+                    event: event.name(),
+                    awaited: phase.awaits(),
+                };
+                self.phase = phase;
+                return Err(refused);
+            }
+        };
+        self.phase = phase;
+        Ok(step)
+    }
+
+    /// The round is fixed next: its batches and tasks are announced.
+    fn fix_step(&mut self, round: Round) -> (Phase, Step) {
+        self.fix_started(&round);
+        let step = Step::Fix {
+            decided: round.decided,
+            routing: round.routing.clone(),
+        };
+        (Phase::Fixing(Box::new(round)), step)
     }
 
     /// The round being assessed or fixed (0-based).
@@ -263,7 +499,7 @@ impl LoopState {
     /// Step 1 for a plan a person decided on (`--accept`,
     /// `--apply-plan`): no judge is asked; the stored plan scored this
     /// very document, so its locks hold for the fixes that follow.
-    pub fn take_decided(
+    fn take_decided(
         &mut self,
         document: &str,
         stored: &RefinePlan,
@@ -294,7 +530,7 @@ impl LoopState {
 
     /// Step 1: the judges, the arbiter and the router assessed the
     /// document.
-    pub fn assess(&mut self, judged: Judged<'_>) -> Assessed {
+    fn assess(&mut self, judged: Judged<'_>) -> Assessed {
         let Judged {
             document,
             tokens,
@@ -390,7 +626,7 @@ impl LoopState {
     /// After a [`QualityLock`]'s changes were reverted: `sections` (the
     /// sections they changed) are locked, the reverts recorded in the last
     /// iteration's record.
-    pub fn quality_locked(&mut self, lock: QualityLock, sections: Vec<String>) {
+    fn quality_locked(&mut self, lock: QualityLock, sections: Vec<String>) {
         let reverted: Vec<String> = lock.revert.iter().map(|i| i.to_string()).collect();
         self.events.push(RefineEvent::QualityLockTriggered {
             iteration: self.iteration.saturating_sub(1),
@@ -413,7 +649,7 @@ impl LoopState {
 
     /// Step 2: whether to stop at the scored document of `round`, and how
     /// (`None`: fix it). `elapsed_secs` is the time since the run began.
-    pub fn decide(&mut self, round: &Round, elapsed_secs: u64) -> Option<Stop> {
+    fn decide(&mut self, round: &Round, elapsed_secs: u64) -> Option<Stop> {
         let history: Vec<f64> = self
             .states
             .iter()
@@ -441,7 +677,7 @@ impl LoopState {
     /// Step 3, before the fix pass: every batch and task is announced
     /// (the fix kernel runs all batches in one pass; their ends are told
     /// once the ledger holds their changes).
-    pub fn fix_started(&mut self, round: &Round) {
+    fn fix_started(&mut self, round: &Round) {
         for (b, batch) in round.routing.batches.iter().enumerate() {
             self.events.push(RefineEvent::BatchStarted {
                 iteration: self.iteration,
@@ -461,7 +697,7 @@ impl LoopState {
 
     /// Step 3, once the ledger recorded the fixes: they become the
     /// round's changes to verify.
-    pub fn fix(&mut self, round: &mut Round, fixed: Fixed<'_>) {
+    fn fix(&mut self, round: &mut Round, fixed: Fixed<'_>) {
         self.tokens.add(&fixed.tokens);
         round.fix_tokens = fixed.tokens;
         self.full_rewrite_tokens += control::full_rewrite_tokens(
@@ -511,7 +747,7 @@ impl LoopState {
 
     /// Step 4: the verifier's verdicts on the round's changes. Returns the
     /// changes that failed, to revert through the ledger.
-    pub fn verify(&mut self, round: &mut Round, verification: RefineVerification) -> Vec<ChangeId> {
+    fn verify(&mut self, round: &mut Round, verification: RefineVerification) -> Vec<ChangeId> {
         round.verify_tokens = verification.tokens;
         self.tokens.add(&verification.tokens);
         let mut failed = Vec::new();
@@ -542,7 +778,7 @@ impl LoopState {
     /// The round is over (its failed changes reverted): a section edited
     /// in `section_lock_after` rounds is locked (oscillation), the round
     /// recorded, the next one begins.
-    pub fn end_round(&mut self, round: Round) {
+    fn end_round(&mut self, round: Round) {
         let edited: BTreeSet<&String> = round.changes.iter().map(|c| &c.section_id).collect();
         for s in edited {
             let n = self.edits.entry(s.clone()).or_default();

@@ -724,3 +724,197 @@ fn the_section_of_a_change_is_read_from_its_rationale() {
         None
     );
 }
+
+/// The host's side of a run, as `koas refine` plays it: each step
+/// answered with what the passes and the ledger would give.
+#[test]
+fn next_drives_a_run_assess_fix_verify_revert_lock_and_stop() {
+    let mut m = LoopState::new(settings(Mode::FullAuto));
+    assert_eq!(m.next(Event::Start(None)), Ok(Step::Assess));
+    // Round 0: S1 is routed; the fixes are RVW-0001 and RVW-0002.
+    let criteria = [(Criterion::Clarity, 0.7)];
+    let step = m
+        .next(Event::Assessed {
+            judged: judged(plan("sha256:a", 0.7, &criteria), routing(&["S1"]), ids(&[])),
+            elapsed_secs: 0,
+        })
+        .expect("assessed");
+    assert_eq!(
+        step,
+        Step::Fix {
+            decided: false,
+            routing: routing(&["S1"]),
+        }
+    );
+    let Ok(Step::Verify(changes)) = m.next(Event::Fixed(Fixed {
+        document_before: DOC,
+        tokens: tokens(10),
+        applied: vec![applied(1, "S1"), applied(2, "S1")],
+    })) else {
+        panic!("the round's changes are verified");
+    };
+    assert_eq!(changes.len(), 2);
+    // The verifier fails RVW-0002: it is reverted, then the next round
+    // is assessed.
+    let step = m
+        .next(Event::Verified(RefineVerification {
+            changes: vec![verdict(1, "S1", true), verdict(2, "S1", false)],
+            tokens: tokens(5),
+        }))
+        .expect("verified");
+    assert_eq!(
+        step,
+        Step::Revert {
+            changes: vec![id(2)],
+            why: RevertWhy::FailedVerification,
+        }
+    );
+    assert_eq!(m.iteration(), 0, "the round ends once its reverts are done");
+    assert_eq!(
+        m.next(Event::Reverted { sections: vec![] }),
+        Ok(Step::Assess)
+    );
+    assert_eq!(m.iteration(), 1);
+    // Round 1 locks clarity at 0.9 and keeps RVW-0003 in S2.
+    let locked = [(Criterion::Clarity, 0.9)];
+    m.next(Event::Assessed {
+        judged: judged(plan("sha256:b", 0.72, &locked), routing(&["S2"]), ids(&[1])),
+        elapsed_secs: 1,
+    })
+    .expect("assessed");
+    m.next(Event::Fixed(Fixed {
+        document_before: DOC,
+        tokens: tokens(10),
+        applied: vec![applied(3, "S2")],
+    }))
+    .expect("fixed");
+    assert_eq!(
+        m.next(Event::Verified(RefineVerification {
+            changes: vec![verdict(3, "S2", true)],
+            tokens: tokens(5),
+        })),
+        Ok(Step::Assess),
+        "nothing failed: straight to the next assessment"
+    );
+    // Clarity regresses: RVW-0003 goes, S2 is locked, the restored
+    // document is assessed again.
+    let step = m
+        .next(Event::Assessed {
+            judged: judged(
+                plan("sha256:c", 0.65, &[(Criterion::Clarity, 0.8)]),
+                routing(&["S2"]),
+                ids(&[1, 3]),
+            ),
+            elapsed_secs: 2,
+        })
+        .expect("assessed");
+    assert_eq!(
+        step,
+        Step::Revert {
+            changes: vec![id(3)],
+            why: RevertWhy::QualityLock,
+        }
+    );
+    assert_eq!(
+        m.next(Event::Reverted {
+            sections: vec!["S2".into()]
+        }),
+        Ok(Step::Assess)
+    );
+    assert_eq!(m.refine_state().locked_sections, ["S2"]);
+    // No judge answers: the run stops.
+    let mut none = plan("sha256:b", 0.0, &[]);
+    none.no_assessment = Some("no judge answered".into());
+    assert_eq!(
+        m.next(Event::Assessed {
+            judged: judged(none, routing(&[]), ids(&[1])),
+            elapsed_secs: 3,
+        }),
+        Ok(Step::Stop(Stop {
+            status: RefineStatus::NoAssessment,
+            reason: "no judge answered".into(),
+        }))
+    );
+    // Every step left its events, in order.
+    let events = kinds(&m.take_events());
+    assert_eq!(events.first().map(String::as_str), Some("refinement_start"));
+    assert!(
+        events.contains(&"quality_lock_triggered".to_owned()),
+        "{events:?}"
+    );
+    assert_eq!(
+        events.iter().filter(|e| *e == "iteration_complete").count(),
+        2
+    );
+}
+
+#[test]
+fn next_fixes_a_decided_plan_without_asking_the_judges() {
+    let mut m = LoopState::new(settings(Mode::SemiAuto));
+    let stored = plan("sha256:a", 0.6, &[(Criterion::Clarity, 0.6)]);
+    let step = m
+        .next(Event::Start(Some(Decision {
+            document: DOC,
+            stored: &stored,
+            plan: stored.clone(),
+            routing: routing(&["S1"]),
+            active: ids(&[]),
+        })))
+        .expect("started");
+    assert_eq!(
+        step,
+        Step::Fix {
+            decided: true,
+            routing: routing(&["S1"]),
+        }
+    );
+    // No fix was recorded: nothing to verify, the result is assessed.
+    assert_eq!(
+        m.next(Event::Fixed(Fixed {
+            document_before: DOC,
+            tokens: tokens(10),
+            applied: vec![],
+        })),
+        Ok(Step::Assess)
+    );
+    assert_eq!(
+        kinds(&m.take_events()),
+        [
+            "refinement_start",
+            "batch_started",
+            "task_started",
+            "batch_complete",
+            "iteration_complete"
+        ]
+    );
+}
+
+#[test]
+fn an_event_out_of_order_is_refused_and_changes_nothing() {
+    let mut m = LoopState::new(settings(Mode::FullAuto));
+    let early = m.next(Event::Verified(RefineVerification::default()));
+    assert_eq!(
+        early,
+        Err(OutOfOrder {
+            event: "verdicts",
+            awaited: "the start",
+        })
+    );
+    assert_eq!(m.next(Event::Start(None)), Ok(Step::Assess));
+    assert_eq!(
+        m.next(Event::Reverted { sections: vec![] }),
+        Err(OutOfOrder {
+            event: "a revert",
+            awaited: "an assessment",
+        })
+    );
+    assert!(m.take_events().is_empty());
+    // Still awaiting the assessment.
+    assert!(matches!(
+        m.next(Event::Assessed {
+            judged: judged(plan("sha256:a", 0.5, &[]), routing(&["S1"]), ids(&[])),
+            elapsed_secs: 0,
+        }),
+        Ok(Step::Fix { .. })
+    ));
+}

@@ -38,15 +38,15 @@ use koas_orchestrator::pipeline::Pipeline;
 use koas_refine::control::{Limits, Mode};
 use koas_refine::fix::section_of_rationale;
 use koas_refine::machine::{
-    succeeded, AppliedFix, Assessed, Fixed, Judged, LoopState, Round, Settings, Stop,
+    succeeded, AppliedFix, Decision, Event, Fixed, Judged, LoopState, Settings, Step, Stop,
 };
 use koas_review::revert::{plan_reverts, RevertRequest};
 use koas_review_schema::apply::{ApplyOptions, ApplyOutcome};
 use koas_review_schema::change_id::{ChangeId, EntryId};
 use koas_review_schema::names;
 use koas_review_schema::refine::{
-    RefineEvent, RefineOps, RefinePlan, RefineRouting, RefineStatus, RefineSummary, RefineVerdicts,
-    RefineVerification,
+    RefineChange, RefineEvent, RefineOps, RefinePlan, RefineRouting, RefineStatus, RefineSummary,
+    RefineVerdicts, RefineVerification, TokenUse,
 };
 use koas_review_schema::review::ReviewModelRun;
 use koas_review_workspace::{paths, BeginRequest, CommitContext, PreparedRun, RunKind};
@@ -710,68 +710,77 @@ fn budget(
     Ok(ControlFlow::Continue(()))
 }
 
-/// The loop: rounds of assess, decide, fix, verify until the machine
-/// stops (or a pass fails: `Break` with the exit status).
+/// The loop: the machine says what to do next ([`Step`]), this runs it
+/// and tells the machine what came of it, until it stops (or a pass
+/// fails: `Break` with the exit status).
 fn refine_loop(
     host: &mut Host<'_>,
     run: &mut PreparedRun<'_>,
     machine: &mut LoopState,
-    mut pending: Option<Decided>,
+    pending: Option<Decided>,
 ) -> anyhow::Result<ControlFlow<ExitStatus, Stop>> {
+    let decision = pending.as_ref().map(|d| Decision {
+        document: run.current_text(),
+        stored: &d.stored,
+        plan: d.plan.clone(),
+        routing: d.routing.clone(),
+        active: active_changes(run),
+    });
+    let mut step = machine.next(Event::Start(decision))?;
     loop {
-        // 1. Assess, or take the plan a person decided on.
-        let mut round = if let Some(d) = pending.take() {
-            let active = active_changes(run);
-            let round =
-                machine.take_decided(run.current_text(), &d.stored, d.plan, d.routing, active);
-            host.emit(machine);
-            round
-        } else {
-            let assessed = match assess(host, run, machine)? {
-                ControlFlow::Continue(assessed) => assessed,
-                ControlFlow::Break(exit) => return Ok(ControlFlow::Break(exit)),
-            };
-            host.emit(machine);
-            match assessed {
-                Assessed::Stop(stop) => return Ok(ControlFlow::Continue(stop)),
-                Assessed::QualityLock(lock) => {
-                    let sections = sections_of_changes(run, &lock.revert);
-                    revert(run, &lock.revert, "koas refine: quality lock")?;
-                    machine.quality_locked(lock, sections);
-                    host.emit(machine);
-                    // The restored document is assessed again (from the cache).
-                    continue;
-                }
-                // 2. Decide whether to fix it.
-                Assessed::Scored(round) => {
-                    let elapsed = host.started.elapsed().as_secs();
-                    if let Some(stop) = machine.decide(&round, elapsed) {
-                        host.emit(machine);
-                        return Ok(ControlFlow::Continue(stop));
-                    }
-                    *round
+        host.emit(machine);
+        // What the fixes addressed, borrowed by the event that tells them.
+        let doc_before: String;
+        let event = match step {
+            Step::Stop(stop) => return Ok(ControlFlow::Continue(stop)),
+            Step::Assess => {
+                let (tokens, plan, routing) = match assess(host, run, machine)? {
+                    ControlFlow::Continue(found) => found,
+                    ControlFlow::Break(exit) => return Ok(ControlFlow::Break(exit)),
+                };
+                Event::Assessed {
+                    judged: Judged {
+                        document: run.current_text(),
+                        tokens,
+                        plan,
+                        routing,
+                        active: active_changes(run),
+                    },
+                    elapsed_secs: host.started.elapsed().as_secs(),
                 }
             }
+            Step::Revert { changes, why } => {
+                let sections = sections_of_changes(run, &changes);
+                revert(run, &changes, why.reason())?;
+                Event::Reverted { sections }
+            }
+            Step::Fix { decided, routing } => {
+                doc_before = run.current_text().to_owned();
+                match fix(host, run, machine, decided, &routing)? {
+                    ControlFlow::Continue((tokens, applied)) => Event::Fixed(Fixed {
+                        document_before: &doc_before,
+                        tokens,
+                        applied,
+                    }),
+                    ControlFlow::Break(exit) => return Ok(ControlFlow::Break(exit)),
+                }
+            }
+            Step::Verify(changes) => match verify(host, machine, &changes)? {
+                ControlFlow::Continue(verification) => Event::Verified(verification),
+                ControlFlow::Break(exit) => return Ok(ControlFlow::Break(exit)),
+            },
         };
-        // 3. Fix, 4. verify.
-        if let ControlFlow::Break(exit) = fix(host, run, machine, &mut round)? {
-            return Ok(ControlFlow::Break(exit));
-        }
-        if let ControlFlow::Break(exit) = verify(host, run, machine, &mut round)? {
-            return Ok(ControlFlow::Break(exit));
-        }
-        machine.end_round(round);
-        host.emit(machine);
+        step = machine.next(event)?;
     }
 }
 
 /// The assess pass (Stage 1–2, the judges, the arbiter, the router) on
-/// the current document, its results given to the machine.
+/// the current document: the judges' tokens, the plan and its routing.
 fn assess(
     host: &mut Host<'_>,
     run: &PreparedRun<'_>,
-    machine: &mut LoopState,
-) -> anyhow::Result<ControlFlow<ExitStatus, Assessed>> {
+    machine: &LoopState,
+) -> anyhow::Result<ControlFlow<ExitStatus, (TokenUse, RefinePlan, RefineRouting)>> {
     let mut inputs = base_inputs(run, &host.passes.llm, host.passes.doc_text(run))?;
     inputs.provided.insert(
         names::REFINE_STATE.to_owned(),
@@ -800,30 +809,23 @@ fn assess(
             );
         }
     }
-    Ok(ControlFlow::Continue(machine.assess(Judged {
-        document: run.current_text(),
-        tokens: verdicts.tokens,
-        plan,
-        routing,
-        active: active_changes(run),
-    })))
+    Ok(ControlFlow::Continue((verdicts.tokens, plan, routing)))
 }
 
 /// The fix pass (the patcher and expander, `md_apply_ops`), its outcome
-/// committed to the ledger and given to the machine.
+/// committed to the ledger: the fixers' tokens and the fixes recorded.
 fn fix(
     host: &mut Host<'_>,
     run: &mut PreparedRun<'_>,
-    machine: &mut LoopState,
-    round: &mut Round,
-) -> anyhow::Result<ControlFlow<ExitStatus>> {
-    machine.fix_started(round);
-    host.emit(machine);
+    machine: &LoopState,
+    decided: bool,
+    routing: &RefineRouting,
+) -> anyhow::Result<ControlFlow<ExitStatus, (TokenUse, Vec<AppliedFix>)>> {
     let mut inputs = base_inputs(run, &host.passes.llm, host.passes.doc_text(run))?;
-    if round.decided {
+    if decided {
         inputs.provided.insert(
             names::REFINE_ROUTING.to_owned(),
-            Provided::from(serde_json::to_value(&round.routing)?),
+            Provided::from(serde_json::to_value(routing)?),
         );
     } else {
         inputs.provided.insert(
@@ -837,9 +839,8 @@ fn fix(
         Provided::from(serde_json::to_value(&review_state)?),
     );
     inputs.host_written.insert(names::EDITED_DOC.to_owned());
-    let doc_before = run.current_text().to_owned();
     let label = format!("{}-fix", machine.iteration());
-    let which = if round.decided {
+    let which = if decided {
         Which::FixDecided
     } else {
         Which::Fix
@@ -894,36 +895,23 @@ fn fix(
             })
         })
         .collect();
-    machine.fix(
-        round,
-        Fixed {
-            document_before: &doc_before,
-            tokens: ops.tokens,
-            applied,
-        },
-    );
-    host.emit(machine);
-    Ok(ControlFlow::Continue(()))
+    Ok(ControlFlow::Continue((ops.tokens, applied)))
 }
 
-/// The verify pass (free checks, the delta judge) on the round's
-/// changes; a change that fails is reverted through the ledger.
+/// The verify pass (free checks, the delta judge) on the round's changes:
+/// the verifier's verdicts.
 fn verify(
     host: &mut Host<'_>,
-    run: &mut PreparedRun<'_>,
-    machine: &mut LoopState,
-    round: &mut Round,
-) -> anyhow::Result<ControlFlow<ExitStatus>> {
-    if round.changes.is_empty() {
-        return Ok(ControlFlow::Continue(()));
-    }
+    machine: &LoopState,
+    changes: &[RefineChange],
+) -> anyhow::Result<ControlFlow<ExitStatus, RefineVerification>> {
     let mut inputs = RunInputs {
         llm: Some(host.passes.llm.clone()),
         ..RunInputs::default()
     };
     inputs.provided.insert(
         names::REFINE_CHANGES.to_owned(),
-        Provided::from(serde_json::to_value(&round.changes)?),
+        Provided::from(serde_json::to_value(changes)?),
     );
     let label = format!("{}-verify", machine.iteration());
     let outcome = match host.pass(Which::Verify, inputs, &label) {
@@ -932,12 +920,11 @@ fn verify(
             return failed(e, "the unverified changes stay in the ledger").map(ControlFlow::Break)
         }
     };
-    let verification: RefineVerification =
-        passes::parse_output(&outcome.record, VERIFY, names::REFINE_VERIFICATION)?;
-    let failing = machine.verify(round, verification);
-    host.emit(machine);
-    revert(run, &failing, "koas refine: failed verification")?;
-    Ok(ControlFlow::Continue(()))
+    Ok(ControlFlow::Continue(passes::parse_output(
+        &outcome.record,
+        VERIFY,
+        names::REFINE_VERIFICATION,
+    )?))
 }
 
 /// The end of a run: the state returned (full-auto's best one), the
