@@ -7,7 +7,7 @@
 //! in_flight`; `KOAS_BENCH_DELAY_MS` and `KOAS_BENCH_REQUESTS` override the
 //! defaults (25 ms, 200).
 
-#[path = "../tests/support/mod.rs"]
+#[path = "../tests/it/support/mod.rs"]
 mod support;
 
 use koas_kernel_api::LlmRequest;

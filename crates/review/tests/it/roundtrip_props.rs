@@ -5,8 +5,6 @@
 //! state it was made on (checked with `git apply` too) and its inverse
 //! undoes it.
 
-mod common;
-
 use std::collections::VecDeque;
 
 use koas_review::apply::batch_states;
@@ -315,7 +313,7 @@ proptest! {
         let doc = render(&spec);
         let options = ApplyOptions { strict, ..ApplyOptions::default() };
         let clock = SteppingClock::new("2026-01-01T00:00:00Z");
-        let actor = common::actor();
+        let actor = crate::common::actor();
         let mut session = MemorySession::new("doc.md", &doc.text);
         let mut git_budget = 2;
 

@@ -2,8 +2,7 @@
 //! cache, replay, budgets, the in-flight bound, sovereignty, secrets,
 //! calibration and session metadata.
 
-mod support;
-
+use crate::support::{dead_port_url, MockServer, Proto, Reply, TEST_KEY};
 use koas_kernel_api::LlmRequest;
 use koas_llm::{
     calibrate, read_exchanges, AbortReason, ExchangeSource, LlmService, LogLinesProgress,
@@ -12,7 +11,6 @@ use koas_llm::{
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use support::{dead_port_url, MockServer, Proto, Reply, TEST_KEY};
 
 fn req(prompt: &str) -> LlmRequest {
     LlmRequest::new("edit", prompt).system("sys")
@@ -304,7 +302,10 @@ fn the_api_key_never_appears_in_logs_records_or_errors() {
         format!("{:?}", svc.session_metadata()),
         String::from_utf8(lines.0.lock().unwrap().clone()).unwrap(),
         all_files_under(ws.path()),
-        format!("{:?}", koas_llm::ApiKey::from_env(support::TEST_KEY_VAR)),
+        format!(
+            "{:?}",
+            koas_llm::ApiKey::from_env(crate::support::TEST_KEY_VAR)
+        ),
     ];
     let ping_err = {
         let s = MockServer::start(vec![], Some(Reply::status(401, &leak)));
@@ -325,7 +326,7 @@ fn the_api_key_never_appears_in_logs_records_or_errors() {
     }
     assert_eq!(
         svc.session_metadata().api_key_env.as_deref(),
-        Some(support::TEST_KEY_VAR),
+        Some(crate::support::TEST_KEY_VAR),
         "only the variable's name is recorded"
     );
 }

@@ -2,12 +2,10 @@
 //! Ollama, OpenAI and Anthropic formats, streaming included. Every case
 //! runs against all three backends.
 
-mod support;
-
+use crate::support::{dead_port_url, MockServer, Proto, Reply, ALL};
 use koas_kernel_api::LlmRequest;
 use koas_llm::{read_exchanges, ExchangeOutcome, LlmConfig, LlmService};
 use std::time::{Duration, Instant};
-use support::{dead_port_url, MockServer, Proto, Reply, ALL};
 
 fn service(config: LlmConfig, dir: &std::path::Path) -> LlmService {
     LlmService::builder(config, dir)
@@ -63,7 +61,7 @@ fn streaming_success_reads_text_usage_and_the_exact_request() {
             Proto::Anthropic => {
                 assert_eq!(body["max_tokens"], 2048);
                 assert_eq!(body["system"], "You read documents.");
-                assert_eq!(req.header("x-api-key"), Some(support::TEST_KEY));
+                assert_eq!(req.header("x-api-key"), Some(crate::support::TEST_KEY));
                 assert_eq!(req.header("anthropic-version"), Some("2023-06-01"));
             }
         }
@@ -469,7 +467,7 @@ fn ping_lists_the_models() {
 #[test]
 fn openai_endpoint_may_end_in_v1() {
     let server = MockServer::start(
-        vec![support::openai::stream("m", &["x"], Some((1, 1)))],
+        vec![crate::support::openai::stream("m", &["x"], Some((1, 1)))],
         None,
     );
     let dir = tempfile::tempdir().unwrap();

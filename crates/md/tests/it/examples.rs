@@ -5,8 +5,8 @@
 use koas_md::stage1::{self, Stage1};
 use koas_review_schema::stage1::{BlockKind, ChunkConfig, HeadingStyle, InlineKind, NumberingKind};
 
-const SPEC: &str = include_str!("../../../examples/spec-example.md");
-const AUDIT_FR: &str = include_str!("../../../examples/audit-fr.md");
+const SPEC: &str = include_str!("../../../../examples/spec-example.md");
+const AUDIT_FR: &str = include_str!("../../../../examples/audit-fr.md");
 
 fn run(text: &str) -> Stage1 {
     stage1::run("example.md", text, ChunkConfig::default()).expect("stage 1 runs")

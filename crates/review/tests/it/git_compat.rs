@@ -4,8 +4,6 @@
 //! CRLF, missing final newline, byte-order mark, top and end insertions,
 //! an empty document, non-ASCII text.
 
-mod common;
-
 use koas_review::apply::batch_states;
 use koas_review::clock::SteppingClock;
 use koas_review::session::MemorySession;
@@ -25,7 +23,7 @@ fn check_with_git(text: &str, ops: Vec<Value>) {
             &ops,
             &ProtectedSpans::default(),
             &ApplyOptions::default(),
-            &common::actor(),
+            &crate::common::actor(),
             &clock,
             "r",
         )

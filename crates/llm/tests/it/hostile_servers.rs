@@ -3,12 +3,10 @@
 //! Every case runs against the three wire formats. A "non-local host" here
 //! is never contacted: koas refuses before connecting.
 
-mod support;
-
+use crate::support::{MockServer, Proto, Reply, ALL};
 use koas_kernel_api::LlmRequest;
 use koas_llm::{calibrate, read_exchanges, ExchangeOutcome, LlmConfig, LlmService};
 use std::time::{Duration, Instant};
-use support::{MockServer, Proto, Reply, ALL};
 
 fn service(config: LlmConfig, dir: &std::path::Path) -> LlmService {
     LlmService::builder(config, dir)
@@ -122,22 +120,25 @@ fn an_error_object_in_a_200_answer_keeps_the_servers_message() {
         // A message echoing the API key is quoted without it.
         let server = MockServer::start(
             vec![],
-            Some(proto.error_object(&format!("bad key {}", support::TEST_KEY))),
+            Some(proto.error_object(&format!("bad key {}", crate::support::TEST_KEY))),
         );
         let dir = tempfile::tempdir().unwrap();
         let mut config = proto.config(&server.url());
-        config.api_key_env = Some(support::TEST_KEY_VAR.to_string());
-        std::env::set_var(support::TEST_KEY_VAR, support::TEST_KEY);
+        config.api_key_env = Some(crate::support::TEST_KEY_VAR.to_string());
+        std::env::set_var(crate::support::TEST_KEY_VAR, crate::support::TEST_KEY);
         let err = service(config.clone(), dir.path())
             .complete(&request())
             .unwrap_err();
         assert!(err.to_string().contains("bad key"), "{err}");
         assert!(
-            !err.to_string().contains(support::TEST_KEY),
+            !err.to_string().contains(crate::support::TEST_KEY),
             "{proto:?} leaked the key"
         );
         let log = std::fs::read_to_string(dir.path().join("llm/exchanges.jsonl")).unwrap();
-        assert!(!log.contains(support::TEST_KEY), "{proto:?} logged the key");
+        assert!(
+            !log.contains(crate::support::TEST_KEY),
+            "{proto:?} logged the key"
+        );
         // The server's own word for a passing condition is retried.
         let server = MockServer::start(
             vec![proto.error_object("overloaded, try again")],

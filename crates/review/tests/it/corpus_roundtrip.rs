@@ -2,8 +2,6 @@
 //! documents, planted-defect documents and the seeds) when `../shared` is
 //! present, and the crate's own fixtures always.
 
-mod common;
-
 use koas_test_support::shared_files;
 
 use koas_review::apply::batch_states;
@@ -17,7 +15,7 @@ use koas_review_schema::stage1::ProtectedSpans;
 
 fn round_trip(name: &str, text: &str, ops: usize, seed: u64, git_checks: usize) {
     let clock = SteppingClock::new("2026-01-01T00:00:00Z");
-    let actor = common::actor();
+    let actor = crate::common::actor();
     let mut session = MemorySession::new(name, text);
     let planned = koas_test_support::generated_ops(text, ops, seed);
     let out = session
@@ -110,7 +108,7 @@ fn shared_corpus_round_trips() {
 #[test]
 fn fixture_round_trips_including_crlf_variants() {
     for name in ["retention_spec.md", "audit_fr.md"] {
-        let text = common::fixture(name);
+        let text = crate::common::fixture(name);
         round_trip(name, &text, 12, 3, 3);
         let crlf = text.replace('\n', "\r\n");
         round_trip(name, &crlf, 12, 5, 3);
@@ -122,7 +120,7 @@ fn fixture_round_trips_including_crlf_variants() {
 fn corpus_documents() -> Vec<(String, String)> {
     let mut docs: Vec<(String, String)> = ["retention_spec.md", "audit_fr.md"]
         .iter()
-        .map(|n| (n.to_string(), common::fixture(n)))
+        .map(|n| (n.to_string(), crate::common::fixture(n)))
         .collect();
     for sub in ["corpus/real", "corpus/planted"] {
         for path in shared_files(sub, &["md"]) {

@@ -6,7 +6,7 @@ use koas_md::stage1::{self, Stage1};
 use koas_md::{inventory, MdError};
 use koas_review_schema::stage1::{BlockKind, ChunkConfig, InlineKind, LineEndingStyle};
 
-const SPEC: &str = include_str!("../../../examples/spec-example.md");
+const SPEC: &str = include_str!("../../../../examples/spec-example.md");
 
 fn run(text: &str) -> Stage1 {
     stage1::run("adversarial.md", text, ChunkConfig::default()).expect("stage 1")

@@ -7,13 +7,11 @@
 //! and added up in the session metadata, absent when the server said
 //! nothing believable.
 
-mod support;
-
+use crate::support::{anthropic, openai, MockServer, Proto, Reply};
 use koas_kernel_api::LlmRequest;
 use koas_llm::{read_exchanges, Exchange, LlmService};
 use serde_json::{json, Value};
 use std::time::Duration;
-use support::{anthropic, openai, MockServer, Proto, Reply};
 
 /// A model that was asked for a short paragraph and writes on and on.
 const LONG_PROSE: [&str; 8] = [

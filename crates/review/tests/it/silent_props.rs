@@ -8,8 +8,6 @@
 //! before and after each applied op, independently of the guards' own
 //! window.
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 

@@ -3,8 +3,7 @@
 //! OpenAI-compatible server, then a replay from the exchange log with no
 //! network that must produce identical artifacts.
 
-mod support;
-
+use crate::support::{dead_port_url, MockServer, Proto};
 use koas_extract::relaxed_json::to_strict_json;
 use koas_extract::{extract_json_block, fences, normalize_text};
 use koas_kernel_api::prelude::*;
@@ -12,9 +11,8 @@ use koas_kernel_api::testing::TestHarness;
 use koas_llm::{LlmService, ReplaySource};
 use serde_json::{json, Value};
 use std::sync::Arc;
-use support::{dead_port_url, MockServer, Proto};
 
-const SAMPLE: &str = include_str!("fixtures/sample.md");
+const SAMPLE: &str = include_str!("../fixtures/sample.md");
 
 /// Sends each paragraph to the LLM and reads the one JSON object of each
 /// answer: strictly with the canonicalizer, else as relaxed JSON.
