@@ -69,10 +69,10 @@ impl FailOn {
 
 #[derive(Debug, Args)]
 #[command(after_help = "\
-Severities: a finding is info, warning or error. The review (ledger, report,
-koas grep) names the same levels with its own words; every filter and
-koas.toml accepts both:
-  koas check   review (ledger, report, grep)
+Severities: a finding is info, warning or error, here, in the editor and in
+the review reports. Ledger entries (koas grep, koas show) keep the review's
+own words for the same levels; every filter and koas.toml accepts both:
+  koas check   ledger (grep, show)
   info         minor
   warning      attention, deletion (a removal)
   error        critical

@@ -20,8 +20,8 @@ time, action, kind, severity, tier (silent / attention / revert, and
 dismissed for a dismissed flag), summary.
 
 Severities: the ledger uses the review words; -s accepts them and the
-words of `koas check`, which name the same levels:
-  koas check   review (ledger, report, grep)
+words of `koas check` and the reports, which name the same levels:
+  koas check   ledger (grep, show)
   info         minor
   warning      attention, deletion (a removal)
   error        critical
