@@ -1130,22 +1130,7 @@ impl LlmService {
         options: RunOptions,
         started: Instant,
     ) -> Result<(LlmResponse, u64), LlmError> {
-        let outcome = if hit.text.trim().is_empty() {
-            ExchangeOutcome::EmptyResponse
-        } else {
-            ExchangeOutcome::Ok
-        };
-        let mut entry = Self::with_text(
-            self.entry(r, options.purpose, ExchangeSource::Cache, outcome),
-            &hit.text,
-        );
-        entry.prompt_tokens = hit.prompt_tokens;
-        entry.completion_tokens = hit.completion_tokens;
-        entry.tokens_estimated = hit.tokens_estimated;
-        entry.stopped_at_marker = hit.stopped_at_marker;
-        self.write(entry, started)?;
-        self.count(|c| c.cache += 1);
-        let response = make_response(ResponseParts {
+        let parts = ResponseParts {
             text: hit.text,
             model: hit.model,
             prompt_tokens: hit.prompt_tokens,
@@ -1153,8 +1138,8 @@ impl LlmService {
             tokens_estimated: hit.tokens_estimated,
             cached: true,
             stopped_at_marker: hit.stopped_at_marker,
-        })?;
-        Ok((response, 0))
+        };
+        self.answer_stored(r, options, started, ExchangeSource::Cache, parts)
     }
 
     fn answer_from_replay(
@@ -1171,22 +1156,7 @@ impl LlmService {
                 model: r.model.clone(),
                 cache_key: r.cache_key.clone(),
             })?;
-        let outcome = if answer.text.trim().is_empty() {
-            ExchangeOutcome::EmptyResponse
-        } else {
-            ExchangeOutcome::Ok
-        };
-        let mut entry = Self::with_text(
-            self.entry(r, options.purpose, ExchangeSource::Replay, outcome),
-            &answer.text,
-        );
-        entry.prompt_tokens = answer.prompt_tokens;
-        entry.completion_tokens = answer.completion_tokens;
-        entry.tokens_estimated = answer.tokens_estimated;
-        entry.stopped_at_marker = answer.stopped_at_marker;
-        self.write(entry, started)?;
-        self.count(|c| c.replay += 1);
-        let response = make_response(ResponseParts {
+        let parts = ResponseParts {
             text: answer.text,
             model: answer.model,
             prompt_tokens: answer.prompt_tokens,
@@ -1196,8 +1166,38 @@ impl LlmService {
             // (a count of cached answers) is the original's.
             cached: answer.cached,
             stopped_at_marker: answer.stopped_at_marker,
-        })?;
-        Ok((response, 0))
+        };
+        self.answer_stored(r, options, started, ExchangeSource::Replay, parts)
+    }
+
+    /// An answer that was not asked of a model now (from the cache or a
+    /// replay): logged as an exchange of that `source`, counted, returned;
+    /// it costs no time against the budgets (the `0`).
+    fn answer_stored(
+        &self,
+        r: &Resolved,
+        options: RunOptions,
+        started: Instant,
+        source: ExchangeSource,
+        parts: ResponseParts,
+    ) -> Result<(LlmResponse, u64), LlmError> {
+        let outcome = if parts.text.trim().is_empty() {
+            ExchangeOutcome::EmptyResponse
+        } else {
+            ExchangeOutcome::Ok
+        };
+        let mut entry =
+            Self::with_text(self.entry(r, options.purpose, source, outcome), &parts.text);
+        entry.prompt_tokens = parts.prompt_tokens;
+        entry.completion_tokens = parts.completion_tokens;
+        entry.tokens_estimated = parts.tokens_estimated;
+        entry.stopped_at_marker = parts.stopped_at_marker;
+        self.write(entry, started)?;
+        self.count(|c| match source {
+            ExchangeSource::Replay => c.replay += 1,
+            _ => c.cache += 1,
+        });
+        Ok((make_response(parts)?, 0))
     }
 }
 

@@ -26,6 +26,7 @@ pub mod structure;
 
 pub use error::MdError;
 pub mod chunk;
+pub mod plugin;
 pub mod protected;
 pub mod stage1;
 pub mod summary;

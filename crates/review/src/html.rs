@@ -855,7 +855,7 @@ pub fn render_html(input: HtmlInput<'_>) -> String {
     let status = statuses(entries, input.not_revertible);
     let current = current_lines(entries);
     let resolved = resolved_findings(entries, report.earlier_findings, report.findings);
-    let groups = groups_by_section(entries, &current, &lookup);
+    let groups = crate::report::changes_by_section(entries, &current, &lookup);
     let changes = groups.iter().map(|(_, list)| list.len()).sum::<usize>();
     let page = ChangePage {
         entries,
@@ -939,31 +939,6 @@ fn filter_values(
         severities.insert(f.severity.as_str().to_owned());
     }
     (kinds, severities, status_keys)
-}
-
-/// Changes (ledger indices) by the section they are in now, sections in
-/// document order.
-fn groups_by_section<'s>(
-    entries: &[LedgerEntry],
-    current: &[Option<usize>],
-    lookup: &SectionLookup<'s>,
-) -> Vec<(Option<&'s SectionEntry>, Vec<usize>)> {
-    let mut groups: Vec<(Option<&SectionEntry>, Vec<usize>)> = Vec::new();
-    let mut group_of: HashMap<Option<&str>, usize> = HashMap::new();
-    for (index, entry) in entries.iter().enumerate() {
-        if entry.is_revert {
-            continue;
-        }
-        let section = current[index].and_then(|l| lookup.get(l));
-        let key = section.map(|s| s.id.as_str());
-        let g = *group_of.entry(key).or_insert_with(|| {
-            groups.push((section, Vec::new()));
-            groups.len() - 1
-        });
-        groups[g].1.push(index);
-    }
-    groups.sort_by_key(|(s, _)| s.map_or(0, |s| s.line_start));
-    groups
 }
 
 /// The page's head, its title and the notice.
@@ -1288,19 +1263,11 @@ fn write_findings(out: &mut String, input: &HtmlInput<'_>, lookup: &SectionLooku
     let mut sorted: Vec<&Finding> = findings.iter().collect();
     sorted.sort_by_key(|f| (f.line, f.line_end));
     sorted.truncate(limit);
-    let mut groups: Vec<(Option<&SectionEntry>, Vec<&Finding>)> = Vec::new();
-    let mut group_of: HashMap<Option<&str>, usize> = HashMap::new();
+    let mut grouped = crate::report::Grouped::new();
     for f in sorted {
-        let section = lookup.get(f.line as usize);
-        let key = section.map(|s| s.id.as_str());
-        let g = *group_of.entry(key).or_insert_with(|| {
-            groups.push((section, Vec::new()));
-            groups.len() - 1
-        });
-        groups[g].1.push(f);
+        grouped.push(lookup.get(f.line as usize), f);
     }
-    groups.sort_by_key(|(s, _)| s.map_or(0, |s| s.line_start));
-    for (section, list) in groups {
+    for (section, list) in grouped.sorted() {
         let _ = writeln!(out, "<div class=\"group\">");
         match section {
             Some(s) => {

@@ -320,21 +320,38 @@ pub fn section_of(sections: &[SectionEntry], line: usize) -> Option<&SectionEntr
         .max_by_key(|s| s.line_start)
 }
 
+/// The changes (ledger indices, reverts aside) by the section they are in
+/// now (`current`: each entry's line now), sections in document order:
+/// the Markdown report's and the HTML page's "Changes by section".
+pub(crate) fn changes_by_section<'s>(
+    entries: &[LedgerEntry],
+    current: &[Option<usize>],
+    lookup: &SectionLookup<'s>,
+) -> Vec<(Option<&'s SectionEntry>, Vec<usize>)> {
+    let mut grouped = Grouped::new();
+    for (index, entry) in entries.iter().enumerate() {
+        if !entry.is_revert {
+            grouped.push(current[index].and_then(|l| lookup.get(l)), index);
+        }
+    }
+    grouped.sorted()
+}
+
 /// Groups items by section, in order of first appearance.
-struct Grouped<'a, T> {
+pub(crate) struct Grouped<'a, T> {
     groups: Vec<(Option<&'a SectionEntry>, Vec<T>)>,
     index: std::collections::HashMap<Option<&'a str>, usize>,
 }
 
 impl<'a, T> Grouped<'a, T> {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Grouped {
             groups: Vec::new(),
             index: std::collections::HashMap::new(),
         }
     }
 
-    fn push(&mut self, section: Option<&'a SectionEntry>, item: T) {
+    pub(crate) fn push(&mut self, section: Option<&'a SectionEntry>, item: T) {
         let key = section.map(|s| s.id.as_str());
         match self.index.get(&key) {
             Some(&i) => self.groups[i].1.push(item),
@@ -346,7 +363,7 @@ impl<'a, T> Grouped<'a, T> {
     }
 
     /// The groups, by section start (entries outside any section first).
-    fn sorted(mut self) -> Vec<(Option<&'a SectionEntry>, Vec<T>)> {
+    pub(crate) fn sorted(mut self) -> Vec<(Option<&'a SectionEntry>, Vec<T>)> {
         self.groups
             .sort_by_key(|(s, _)| s.map_or(0, |s| s.line_start));
         self.groups
@@ -462,16 +479,7 @@ fn write_changes_by_section(
     status: &[String],
 ) {
     let _ = writeln!(out, "## Changes by section\n");
-    let lines = current_lines(entries);
-    let mut grouped = Grouped::new();
-    for (index, entry) in entries.iter().enumerate() {
-        if entry.is_revert {
-            continue;
-        }
-        let section = lines[index].and_then(|l| lookup.get(l));
-        grouped.push(section, index);
-    }
-    let by_section = grouped.sorted();
+    let by_section = changes_by_section(entries, &current_lines(entries), lookup);
     if by_section.is_empty() {
         let _ = writeln!(out, "No changes.\n");
     }

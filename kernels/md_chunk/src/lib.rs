@@ -11,7 +11,6 @@
 //!
 //! The logic lives in [`koas_md`]; this crate is the plugin glue.
 
-use koas_kernel_api::hash::sha256;
 use koas_kernel_api::prelude::*;
 use koas_md::chunk;
 use koas_md::{summary, LineIndex};
@@ -46,11 +45,7 @@ impl Kernel for MdChunk {
                 "max_chunk_tokens must be at least 1",
             ));
         }
-        let text = inputs.source_text(names::DOC_RAW)?;
-        let doc_hash = match inputs.parse_optional::<String>(names::DOC_HASH)? {
-            Some(h) => h,
-            None => sha256(text.as_bytes()),
-        };
+        let (text, doc_hash) = koas_md::plugin::document(inputs)?;
         let sections: SectionIndex = inputs.parse(names::SECTION_INDEX)?;
         let blocks: ProtectedSpans = inputs.parse(names::PROTECTED_SPANS)?;
         for (name, hash) in [

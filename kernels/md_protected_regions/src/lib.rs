@@ -13,7 +13,6 @@
 //!
 //! The logic lives in [`koas_md`]; this crate is the plugin glue.
 
-use koas_kernel_api::hash::sha256;
 use koas_kernel_api::prelude::*;
 use koas_md::scan::{scan, ScanOptions};
 use koas_md::{protected, summary, LineIndex};
@@ -34,11 +33,7 @@ impl Kernel for MdProtectedRegions {
     }
 
     fn run(&self, ctx: &Context, _config: &KernelConfig, inputs: &Inputs) -> KernelResult {
-        let text = inputs.source_text(names::DOC_RAW)?;
-        let doc_hash = match inputs.parse_optional::<String>(names::DOC_HASH)? {
-            Some(h) => h,
-            None => sha256(text.as_bytes()),
-        };
+        let (text, doc_hash) = koas_md::plugin::document(inputs)?;
         let index = LineIndex::new(text);
         let parsed = scan(&index, ScanOptions { inlines: true });
         ctx.check_cancelled()?;

@@ -5,8 +5,8 @@
 
 use super::http::{server_error, HttpClient, LineReader};
 use super::sse::next_event;
-use super::stop::{StopReason, StopWatch};
-use super::{cut_at_marker, end_stream, first_count, protocol, Backend, BackendCall, BackendReply};
+use super::stop::StopWatch;
+use super::{end_stream, first_count, protocol, whole_reply, Backend, BackendCall, BackendReply};
 use crate::config::BackendKind;
 use crate::error::TransportError;
 use crate::secret::ApiKey;
@@ -180,13 +180,8 @@ impl Backend for AnthropicBackend {
             .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
             .filter_map(|b| b.get("text").and_then(Value::as_str))
             .collect();
-        let (text, reason) = cut_at_marker(&content, call);
         let (prompt_tokens, reused_prompt_tokens) = prompt_usage(obj.get("usage"));
         Ok(BackendReply {
-            text,
-            stopped_at_marker: reason == Some(StopReason::Marker),
-            stop_reason: reason,
-            model: obj.get("model").and_then(Value::as_str).map(str::to_string),
             prompt_tokens,
             completion_tokens: obj.pointer("/usage/output_tokens").and_then(Value::as_u64),
             finish_reason: obj
@@ -194,6 +189,7 @@ impl Backend for AnthropicBackend {
                 .and_then(Value::as_str)
                 .map(str::to_string),
             reused_prompt_tokens,
+            ..whole_reply(&content, &obj, call)
         })
     }
 

@@ -148,6 +148,27 @@ pub(crate) fn cut_at_marker(text: &str, call: &BackendCall) -> (String, Option<S
     (watch.into_text(), reason)
 }
 
+/// A whole (non-streamed) answer `obj` whose text is `content`: the text
+/// cut by the call's stop rules, why it stopped, the model it names. The
+/// backend adds what its own protocol says (usage, finish reason).
+pub(crate) fn whole_reply(
+    content: &str,
+    obj: &serde_json::Value,
+    call: &BackendCall,
+) -> BackendReply {
+    let (text, reason) = cut_at_marker(content, call);
+    BackendReply {
+        text,
+        stopped_at_marker: reason == Some(StopReason::Marker),
+        stop_reason: reason,
+        model: obj
+            .get("model")
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_string),
+        ..BackendReply::default()
+    }
+}
+
 /// The first of `pointers` in `obj` that holds a non-negative integer.
 fn first_count(obj: &serde_json::Value, pointers: &[&str]) -> Option<u64> {
     pointers

@@ -1,8 +1,8 @@
 //! Ollama's native chat API: `POST /api/chat` (NDJSON stream), `GET /api/tags`.
 
 use super::http::{server_error, HttpClient, LineReader};
-use super::stop::{StopReason, StopWatch};
-use super::{cut_at_marker, end_stream, protocol, Backend, BackendCall, BackendReply};
+use super::stop::StopWatch;
+use super::{end_stream, protocol, whole_reply, Backend, BackendCall, BackendReply};
 use crate::config::BackendKind;
 use crate::error::TransportError;
 use serde_json::{json, Value};
@@ -130,14 +130,7 @@ impl Backend for OllamaBackend {
             .pointer("/message/content")
             .and_then(Value::as_str)
             .ok_or_else(|| protocol(format!("{url} answer has no message.content")))?;
-        let (text, reason) = cut_at_marker(content, call);
-        let mut reply = BackendReply {
-            text,
-            stopped_at_marker: reason == Some(StopReason::Marker),
-            stop_reason: reason,
-            model: obj.get("model").and_then(Value::as_str).map(str::to_string),
-            ..BackendReply::default()
-        };
+        let mut reply = whole_reply(content, &obj, call);
         finish(&mut reply, &obj);
         Ok(reply)
     }

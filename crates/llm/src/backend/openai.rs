@@ -4,8 +4,8 @@
 
 use super::http::{server_error, HttpClient, LineReader};
 use super::sse::next_event;
-use super::stop::{StopReason, StopWatch};
-use super::{cut_at_marker, end_stream, first_count, protocol, Backend, BackendCall, BackendReply};
+use super::stop::StopWatch;
+use super::{end_stream, first_count, protocol, whole_reply, Backend, BackendCall, BackendReply};
 use crate::config::BackendKind;
 use crate::error::TransportError;
 use crate::secret::ApiKey;
@@ -220,17 +220,12 @@ impl Backend for OpenAiBackend {
             .pointer("/choices/0/message/content")
             .and_then(Value::as_str)
             .ok_or_else(|| protocol(format!("{url} answer has no choices[0].message.content")))?;
-        let (text, reason) = cut_at_marker(content, call);
         let mut reply = BackendReply {
-            text,
-            stopped_at_marker: reason == Some(StopReason::Marker),
-            stop_reason: reason,
-            model: obj.get("model").and_then(Value::as_str).map(str::to_string),
             finish_reason: obj
                 .pointer("/choices/0/finish_reason")
                 .and_then(Value::as_str)
                 .map(str::to_string),
-            ..BackendReply::default()
+            ..whole_reply(content, &obj, call)
         };
         read_usage(&mut reply, &obj);
         Ok(reply)

@@ -7,16 +7,14 @@
 //! the workspace lock; the report, `koas status` and `koas grep` then show
 //! the flag as dismissed and the annotated document drops its note.
 
-use crate::common::{
-    actor, clock, command_line, review_exit_codes, Reply, ReviewTarget, WorkspaceArgs, REFUSED,
-};
+use crate::common::{actor, clock, review_exit_codes, Reply, ReviewTarget, WorkspaceArgs, REFUSED};
 use crate::passes::{self, Control, RunFailure};
 use anyhow::Context as _;
 use clap::Args;
 use koas_orchestrator::embed::{ExitStatus, HostOptions};
 use koas_review_schema::apply::ApplyOptions;
 use koas_review_schema::change_id::ChangeId;
-use koas_review_workspace::{BeginRequest, CommitContext, RunKind};
+use koas_review_workspace::{CommitContext, RunKind};
 use serde_json::json;
 use std::path::PathBuf;
 
@@ -75,18 +73,7 @@ fn dismiss(
     let id = ChangeId::parse(args.id.trim())
         .with_context(|| format!("{:?} is not a change ID", args.id))?;
     target.require_workspace()?;
-    target.prepare_writes()?;
-    let command = command_line();
-    let workspace = &target.workspace;
-    let mut run = workspace
-        .begin(BeginRequest {
-            doc_name: &target.doc_name,
-            document: Some(&target.text),
-            kind: RunKind::Revert,
-            command: &command,
-            clock: clock(),
-        })
-        .with_context(|| format!("review workspace {}", workspace.root().display()))?;
+    let mut run = target.begin_run(RunKind::Revert)?;
     let entry = match run.commit_dismissal(
         id,
         &args.reason,
@@ -107,9 +94,8 @@ fn dismiss(
             ));
         }
         Err(e) => {
-            return Err(e).with_context(|| {
-                format!("recording the dismissal in {}", workspace.root().display())
-            })
+            return Err(e)
+                .with_context(|| format!("recording the dismissal in {}", target.root().display()))
         }
     };
     let (pipeline, discovery) =

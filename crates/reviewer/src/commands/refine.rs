@@ -24,8 +24,7 @@
 
 use crate::common::LlmFlags;
 use crate::common::{
-    actor, clock, command_line, on_workspace, print_json, review_exit_codes, ReviewTarget,
-    WorkspaceArgs, REFUSED,
+    actor, clock, on_workspace, print_json, review_exit_codes, ReviewTarget, WorkspaceArgs, REFUSED,
 };
 use crate::passes::{self, RunFailure, RunInputs, APPLY};
 use anyhow::{bail, Context as _};
@@ -49,7 +48,7 @@ use koas_review_schema::refine::{
     RefineVerdicts, RefineVerification, TokenUse,
 };
 use koas_review_schema::review::ReviewModelRun;
-use koas_review_workspace::{paths, BeginRequest, CommitContext, PreparedRun, RunKind};
+use koas_review_workspace::{paths, CommitContext, PreparedRun, RunKind};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::io::Write as _;
@@ -610,18 +609,7 @@ fn refine(
     target: &ReviewTarget,
 ) -> anyhow::Result<ExitStatus> {
     let settings = settings_of(args)?;
-    target.prepare_writes()?;
-    let command = command_line();
-    let workspace = &target.workspace;
-    let mut run = workspace
-        .begin(BeginRequest {
-            doc_name: &target.doc_name,
-            document: Some(&target.text),
-            kind: RunKind::Review,
-            command: &command,
-            clock: clock(),
-        })
-        .with_context(|| format!("review workspace {}", workspace.root().display()))?;
+    let mut run = target.begin_run(RunKind::Review)?;
     let passes = passes_of(global, args, target)?;
     let pending = decision_of(args, target, &run)?;
     let mut settings = settings;
@@ -638,8 +626,8 @@ fn refine(
     let mut host = Host {
         global,
         passes,
-        events: Events::open(workspace.root(), global.quiet)?,
-        records: PassRecords::new(workspace.root())?,
+        events: Events::open(target.root(), global.quiet)?,
+        records: PassRecords::new(target.root())?,
         started: Instant::now(),
         earlier: active_changes(&run),
     };
