@@ -582,6 +582,175 @@ fn the_circle_check_finds_a_planted_circle() {
     assert_eq!(found, expected);
 }
 
+/// The crate diagram of a Mermaid block: each node's crate name (its
+/// label's first word: `koas-md`, or `kernels/*` for the plugins), and the
+/// arrows (`a --> b & c`, `a --> b --> c`) between nodes.
+struct Diagram {
+    crate_of: BTreeMap<String, String>,
+    arrows: BTreeSet<(String, String)>,
+}
+
+fn diagram(mermaid: &str) -> Diagram {
+    let node = regex::Regex::new(r#"(\w+)\["([^"<]+?)(?:<br/>|")"#).expect("regex");
+    let crate_of = node
+        .captures_iter(mermaid)
+        .map(|c| (c[1].to_owned(), c[2].trim().to_owned()))
+        .collect();
+    let mut arrows = BTreeSet::new();
+    for line in mermaid.lines().filter(|l| l.contains("-->")) {
+        let parts: Vec<&str> = line.split("-->").map(str::trim).collect();
+        for pair in parts.windows(2) {
+            for from in pair[0].split('&').map(str::trim) {
+                for to in pair[1].split('&').map(str::trim) {
+                    arrows.insert((from.to_owned(), to.to_owned()));
+                }
+            }
+        }
+    }
+    Diagram { crate_of, arrows }
+}
+
+/// What a diagram says wrong of `deps` (crate → its normal dependencies
+/// on workspace crates): an arrow that is no dependency, and a dependency
+/// that no arrow or path of arrows shows (the diagram leaves out an arrow
+/// a path already draws, as `lsp → reviewer → workspace`).
+fn diagram_errors(d: &Diagram, deps: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
+    let nodes_of = |krate: &str| -> Option<String> {
+        d.crate_of.iter().find_map(|(node, label)| {
+            let plugin = label == "kernels/*"
+                && krate.starts_with("koas-kernel-")
+                && !["koas-kernel-api", "koas-kernel-test"].contains(&krate);
+            (label == krate || plugin).then(|| node.clone())
+        })
+    };
+    let mut real: BTreeSet<(String, String)> = BTreeSet::new();
+    for (krate, list) in deps {
+        let Some(from) = nodes_of(krate) else {
+            continue;
+        };
+        for dep in list {
+            if let Some(to) = nodes_of(dep).filter(|to| *to != from) {
+                real.insert((from.clone(), to));
+            }
+        }
+    }
+    let mut errors: Vec<String> = d
+        .arrows
+        .difference(&real)
+        .map(|(a, b)| format!("the arrow {a} --> {b} is no dependency"))
+        .collect();
+    let mut graph: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for (a, b) in &d.arrows {
+        graph.entry(a.as_str()).or_default().insert(b.as_str());
+    }
+    for (a, b) in &real {
+        let mut seen = BTreeSet::new();
+        let mut stack = vec![a.as_str()];
+        while let Some(n) = stack.pop() {
+            for next in graph.get(n).into_iter().flatten() {
+                if seen.insert(*next) {
+                    stack.push(next);
+                }
+            }
+        }
+        if !seen.contains(b.as_str()) {
+            errors.push(format!(
+                "{a} depends on {b}, and no arrow or path of arrows shows it"
+            ));
+        }
+    }
+    errors
+}
+
+fn architecture_mermaid() -> String {
+    let doc = std::fs::read_to_string(repo_root().join("docs/architecture.md")).expect("doc");
+    let start = doc.find("```mermaid").expect("the crate diagram");
+    let rest = &doc[start + 10..];
+    rest[..rest.find("```").expect("its end")].to_owned()
+}
+
+#[test]
+fn the_architecture_diagram_draws_the_crates_dependencies() {
+    let deps: BTreeMap<String, BTreeSet<String>> =
+        members().into_iter().map(|m| (m.name, m.deps)).collect();
+    let d = diagram(&architecture_mermaid());
+    let errors = diagram_errors(&d, &deps);
+    assert!(errors.is_empty(), "docs/architecture.md: {errors:#?}");
+    // Every crate of the product is in it (the tests' crates aside).
+    for krate in deps
+        .keys()
+        .filter(|k| !["koas-tests", "koas-test-support"].contains(&k.as_str()))
+    {
+        let drawn = d.crate_of.values().any(|l| l == krate)
+            || (krate.starts_with("koas-kernel-") && d.crate_of.values().any(|l| l == "kernels/*"));
+        assert!(drawn, "{krate} is not in the crate diagram");
+    }
+}
+
+#[test]
+fn the_diagram_check_finds_a_false_arrow_and_a_missing_one() {
+    let deps: BTreeMap<String, BTreeSet<String>> = [
+        ("koas-review", vec!["koas-md", "koas-review-schema"]),
+        ("koas-md", vec!["koas-review-schema"]),
+        ("koas-review-schema", vec![]),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.into_iter().map(str::to_owned).collect()))
+    .collect();
+    let planted = r#"
+    review["koas-review<br/><small>x</small>"]
+    md["koas-md"]
+    schema["koas-review-schema"]
+    review --> schema
+    schema --> md
+"#;
+    let errors = diagram_errors(&diagram(planted), &deps);
+    assert_eq!(
+        errors,
+        [
+            "the arrow schema --> md is no dependency",
+            "md depends on schema, and no arrow or path of arrows shows it",
+        ],
+        "review → md is drawn through schema → md, itself false"
+    );
+}
+
+/// The runtime's modules a front end (`koas mcp`, `koas lsp`) may name:
+/// `embed`, the API hosts use, and the confined file access it needs to
+/// stay inside a root.
+const FRONT_END_RUNTIME: [&str; 3] = ["embed", "fsio", "guarded_read"];
+
+/// The places in `text` that name a runtime module other than those.
+fn runtime_reaches(text: &str) -> Vec<String> {
+    let path = regex::Regex::new(r"koas_orchestrator::([a-z_]+)").expect("regex");
+    path.captures_iter(text)
+        .map(|c| c[1].to_owned())
+        .filter(|m| !FRONT_END_RUNTIME.contains(&m.as_str()))
+        .collect()
+}
+
+#[test]
+fn front_ends_reach_the_runtime_through_embed() {
+    let root = repo_root();
+    let mut offenders = Vec::new();
+    for front_end in ["crates/mcp", "crates/lsp"] {
+        let mut files = Vec::new();
+        rust_files(&root.join(front_end), &mut files);
+        for f in files {
+            let text = std::fs::read_to_string(&f).expect("read");
+            for m in runtime_reaches(&text) {
+                offenders.push(format!("{}: koas_orchestrator::{m}", f.display()));
+            }
+        }
+    }
+    assert!(offenders.is_empty(), "{offenders:#?}");
+    // A planted reach into the runtime's insides is found.
+    assert_eq!(
+        runtime_reaches("use koas_orchestrator::describe_cache::cache_dir;\nuse koas_orchestrator::embed::Progress;"),
+        ["describe_cache"]
+    );
+}
+
 /// `koas check DOC | head -1`: the reader closes the pipe after one line;
 /// koas must not panic or print an error, and keeps its exit code.
 #[cfg(unix)]

@@ -18,8 +18,8 @@ use crate::words::{self, WordsFile};
 use koas_md_scan::config::{find_project_config, ProjectConfig};
 use koas_md_scan::fix::fix_until_stable;
 use koas_md_scan::{Budget, CheckError, Checker};
+use koas_orchestrator::embed::Progress;
 use koas_orchestrator::embed::{Control, HostOptions};
-use koas_orchestrator::report::Progress;
 use koas_review_schema::findings::{Finding, FindingKind};
 use koas_reviewer::commands::{revert as revert_cmd, review as review_cmd};
 use koas_reviewer::input::{max_doc_bytes, read_document_bytes};
@@ -1311,7 +1311,7 @@ impl<W: Write> Server<W> {
                 let request = id.clone();
                 let progress_events = self.events.clone();
                 let progress_token = token.clone();
-                let observer: koas_orchestrator::report::Observer =
+                let observer: koas_orchestrator::embed::Observer =
                     Arc::new(move |step: &Progress<'_>| {
                         let _ = progress_events.send(Event::ReviewProgress {
                             token: progress_token.clone(),

@@ -76,7 +76,7 @@ pub fn read_only_paths(kernel_dirs: &[PathBuf], root: &Path) -> Vec<PathBuf> {
     if let Some(dir) = std::env::var_os("KOAS_PROMPTS").filter(|v| !v.is_empty()) {
         out.push(PathBuf::from(dir));
     }
-    if let Some(dir) = koas_orchestrator::describe_cache::cache_dir() {
+    if let Some(dir) = koas_orchestrator::embed::cache_dir() {
         out.push(dir);
     }
     // A project file above the root still configures documents inside it.

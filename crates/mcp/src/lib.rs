@@ -27,7 +27,7 @@ pub mod tools;
 
 use clap::Args;
 use koas_orchestrator::embed::{ExitStatus, HostOptions};
-use koas_orchestrator::report::{Observer, Progress};
+use koas_orchestrator::embed::{Observer, Progress};
 use koas_reviewer::Control;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,

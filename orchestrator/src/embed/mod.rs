@@ -22,7 +22,13 @@ mod run;
 pub use flags::LlmFlags;
 pub use run::{run, Control, HostLlm, RunFailure, RunInputs};
 
+/// The folder the runtime caches plugin descriptions in (a host that
+/// confines file access must allow it).
+pub use crate::describe_cache::cache_dir;
 pub use crate::llm_host::LlmOverrides;
+/// What a host sees of a run while it goes: progress lines and their
+/// observer.
+pub use crate::report::{Observer, Progress};
 /// The one sanitiser for text from elsewhere on its way to a terminal or
 /// a log (hosts that do not link the kernel API use it from here).
 pub use koas_kernel_api::terminal::{escape_controls, escape_controls_keep_lines};
