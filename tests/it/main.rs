@@ -46,6 +46,7 @@ mod prompt_reuse;
 mod pyramid;
 mod refine;
 mod remote_text;
+mod review_api;
 mod review_cli;
 mod review_crash;
 mod review_engine;

@@ -21,7 +21,8 @@ use koas_md_scan::{Budget, CheckError, Checker};
 use koas_orchestrator::embed::Progress;
 use koas_orchestrator::embed::{Control, HostOptions};
 use koas_review_schema::findings::{Finding, FindingKind};
-use koas_reviewer::commands::{revert as revert_cmd, review as review_cmd};
+use koas_reviewer::api::{ApiError, RevertChanges, RevertRequest, Session};
+use koas_reviewer::commands::review as review_cmd;
 use koas_reviewer::input::{max_doc_bytes, read_document_bytes};
 use koas_reviewer::WorkspaceArgs;
 use lsp_types::{
@@ -1249,23 +1250,19 @@ impl<W: Write> Server<W> {
                         "koas.revert: give the change IDs after the URI (\"RVW-0001\")".into(),
                     ));
                 }
-                let mut args = revert_cmd::RevertArgs::new(WorkspaceArgs::for_doc(&path), ids);
-                args.in_place = true;
+                let mut revert = RevertRequest::new(RevertChanges::Listed(ids));
+                revert.in_place = true;
                 let global = self.settings.global.clone();
                 let events = self.events.clone();
                 let request = id.clone();
                 self.spawn_command("koas-lsp-revert", move || {
                     let result = saved_is(&path, &buffer, "reverting a change").and_then(|()| {
-                        let reply =
-                            revert_cmd::run(&global, &Control::new(Arc::default(), None), &args)
-                                .map_err(|e| (codes::INTERNAL_ERROR, format!("{e:#}")))?;
-                        if reply.status != koas_orchestrator::embed::ExitStatus::Success {
-                            return Err((
-                                codes::INTERNAL_ERROR,
-                                refusal(&reply.json, "the revert was refused"),
-                            ));
-                        }
-                        Ok(reply.json)
+                        let control = Control::new(Arc::default(), None);
+                        let failed = |e: ApiError| (codes::INTERNAL_ERROR, format!("{e:#}"));
+                        let session =
+                            Session::open(&global, &control, &path, None).map_err(failed)?;
+                        let reverted = session.revert(&revert).map_err(failed)?;
+                        Ok(reverted.to_json(session.workspace()))
                     });
                     let now = result.is_ok().then(|| read_saved(&path).ok()).flatten();
                     let _ = events.send(Event::CommandDone {

@@ -6,7 +6,8 @@
 
 use crate::paths::{PathError, Root};
 use koas_orchestrator::embed::{ExitStatus, HostOptions};
-use koas_reviewer::commands::{check, grep, report, revert, review, show, status};
+use koas_reviewer::api::{ApiError, RevertChanges, RevertRequest, Session};
+use koas_reviewer::commands::{check, grep, report, review, show, status};
 use koas_reviewer::{first_line, workspace_of, Control, Reply, WorkspaceArgs};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -529,25 +530,55 @@ fn review_md_revert(ctx: &Ctx, arguments: Value, control: &Control) -> Answer {
     }
     let doc = try_answer!(Doc::resolve(ctx, &p.doc_path));
     try_answer!(doc.require_workspace());
-    let mut args = revert::RevertArgs::new(doc.args.clone(), ids.clone());
-    args.reason = p.reason.unwrap_or_default();
-    let reply = revert::run(&ctx.global, control, &args);
-    let refused = reply
-        .as_ref()
-        .ok()
-        .filter(|r| r.json.get("status").and_then(Value::as_str) == Some("refused"))
-        .and_then(|r| r.json.get("error").cloned());
-    let mut out = answer(reply, &doc.workspace);
+    let session = match Session::open(&ctx.global, control, &doc.args.doc, None) {
+        Ok(session) => session,
+        Err(e) => return api_error(e, &doc.workspace),
+    };
+    let mut request = RevertRequest::new(RevertChanges::Listed(ids.clone()));
+    request.reason = p.reason.unwrap_or_default();
+    let (mut out, refused) = match session.revert(&request) {
+        Ok(reverted) => (
+            answer(
+                Ok(Reply::new(
+                    ExitStatus::Success,
+                    reverted.to_json(&doc.workspace),
+                    String::new(),
+                )),
+                &doc.workspace,
+            ),
+            json!([]),
+        ),
+        // All or nothing: the request as a whole was refused.
+        Err(ApiError::Refused { reason }) => (
+            Answer::failure("error", &reason, Some(&doc.workspace)),
+            json!([{ "change_ids": ids, "reason": reason }]),
+        ),
+        Err(e) => (api_error(e, &doc.workspace), json!([])),
+    };
     if let Some(map) = out.value.as_object_mut() {
-        let refused = match refused {
-            // All or nothing: the request as a whole was refused.
-            Some(reason) => json!([{ "change_ids": ids, "reason": reason }]),
-            None => json!([]),
-        };
         map.insert("refused".into(), refused);
         map.entry("total_reverted").or_insert(json!(0));
     }
     out
+}
+
+/// An operation of the review API that did not complete, as an answer.
+fn api_error(e: ApiError, workspace: &Path) -> Answer {
+    match e {
+        ApiError::Refused { reason } => Answer::failure("error", &reason, Some(workspace)),
+        ApiError::Stopped {
+            status,
+            message,
+            partial,
+        } => {
+            let mut reply = Reply::failed(status, &message, workspace);
+            if partial {
+                reply.json["status"] = json!("partial");
+            }
+            answer(Ok(reply), workspace)
+        }
+        ApiError::Other(e) => error(&e, Some(workspace)),
+    }
 }
 
 fn review_md_show_change(ctx: &Ctx, arguments: Value, _control: &Control) -> Answer {

@@ -11,6 +11,7 @@
 //! The runtime knows nothing of these commands; the `koas` binary puts
 //! them beside the runtime's generic ones.
 
+pub mod api;
 pub mod changed;
 pub mod commands;
 mod common;

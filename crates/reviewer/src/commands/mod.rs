@@ -14,7 +14,7 @@ mod set;
 pub mod show;
 pub mod status;
 
-use crate::common::{on_workspace, Reply, ReviewTarget, WorkspaceArgs};
+use crate::common::{on_workspace, Reply, ReviewTarget, WorkspaceArgs, REFUSED};
 use crate::passes::Control;
 use koas_orchestrator::embed::{ExitStatus, HostOptions};
 
@@ -48,4 +48,37 @@ pub(crate) fn run_on<A: OnWorkspace>(
     command: Command<A>,
 ) -> anyhow::Result<Reply> {
     command(global, control, args, &ReviewTarget::locate(args.target())?)
+}
+
+/// A run that stopped before it was done, as the command line tells it:
+/// the message on stderr, `{"status": "error" | "partial", …}` and the
+/// exit status; any other error goes up to the binary.
+pub(crate) fn stopped(
+    error: crate::api::ApiError,
+    workspace: &std::path::Path,
+) -> anyhow::Result<Reply> {
+    use crate::api::ApiError;
+    match error {
+        ApiError::Stopped {
+            status,
+            message,
+            partial,
+        } => {
+            if status == koas_orchestrator::embed::ExitStatus::Interrupted {
+                eprintln!("koas: {message}");
+            } else {
+                eprintln!("error: {message}");
+            }
+            let mut reply = Reply::failed(status, &message, workspace);
+            if partial {
+                reply.json["status"] = serde_json::json!("partial");
+            }
+            Ok(reply)
+        }
+        ApiError::Refused { reason } => {
+            eprintln!("error: {reason}\n  (nothing was changed)");
+            Ok(Reply::failed(REFUSED, &reason, workspace))
+        }
+        ApiError::Other(e) => Err(e),
+    }
 }

@@ -1,0 +1,83 @@
+//! The review as a library (`koas_reviewer::api`): a typed request in, a
+//! typed outcome or error out, nothing printed; the same revert the
+//! command line, `koas mcp` and `koas lsp` make through it.
+
+use crate::review_common::{assert_code, Scratch};
+use koas_orchestrator::embed::{Control, HostOptions};
+use koas_reviewer::api::{ApiError, RevertChanges, RevertRequest, Session};
+use std::sync::Arc;
+
+const DOC: &str = "# Policy\n\nThe bandwith is low.\n\nLogs are kept for seven years.\n";
+const OPS: &str = r#"[
+ {"action": "replace", "kind": "typo", "target": {"line_start": 3}, "before_text": "bandwith", "after_text": "bandwidth"},
+ {"action": "replace", "kind": "style", "target": {"line_start": 5}, "after_text": "Logs are kept for 7 years."}
+]"#;
+
+#[test]
+fn the_review_api_reverts_and_refuses_in_types() {
+    let s = Scratch::new();
+    s.write("doc.md", DOC);
+    s.write("ops.json", OPS);
+    assert_code(
+        &s.koas(&["-q", "review", "doc.md", "--ops", "ops.json"]),
+        0,
+        "review",
+    );
+    // The plugins the binary was built with, beside it.
+    let bin = koas_test_support::koas_bin();
+    let global = HostOptions {
+        kernel_paths: vec![bin.parent().expect("its folder").to_path_buf()],
+        quiet: true,
+        // Kernels run in workers of the koas executable; a test binary is
+        // none, so they run here.
+        in_process: true,
+        ..HostOptions::default()
+    };
+    let control = Control::new(Arc::default(), None);
+    let session = Session::open(&global, &control, &s.path("doc.md"), None).expect("session");
+    assert_eq!(session.workspace(), s.workspace());
+
+    let request = RevertRequest::new(RevertChanges::Listed(vec!["RVW-0002".into()]));
+    let reverted = session.revert(&request).expect("reverted");
+    assert_eq!(
+        reverted.pairs(),
+        [("RVW-0002".to_owned(), "REVERT-RVW-0002".to_owned())]
+    );
+    assert!(reverted
+        .written
+        .report
+        .as_ref()
+        .is_some_and(|r| r.is_file()));
+    assert_eq!(reverted.written.doc_replaced, None, "DOC was not asked for");
+    assert!(reverted.warnings.is_empty());
+    let json = reverted.to_json(session.workspace());
+    assert_eq!(json["total_reverted"], 1);
+    assert_eq!(json["summary"], "1 changes reverted");
+
+    // The same change again: refused, in a type, with nothing changed.
+    let ledger =
+        std::fs::read_to_string(s.workspace().join("review/ledger.jsonl")).expect("ledger");
+    match session.revert(&request) {
+        Err(ApiError::Refused { reason }) => assert!(reason.contains("RVW-0002"), "{reason}"),
+        other => panic!("not refused: {other:?}"),
+    }
+    let after = std::fs::read_to_string(s.workspace().join("review/ledger.jsonl")).expect("ledger");
+    assert_eq!(ledger, after, "a refusal records nothing");
+
+    // Every change still active: RVW-0001 alone is left.
+    let all = session
+        .revert(&RevertRequest::new(RevertChanges::All))
+        .expect("reverted");
+    assert_eq!(
+        all.pairs(),
+        [("RVW-0001".to_owned(), "REVERT-RVW-0001".to_owned())]
+    );
+    let nothing = session
+        .revert(&RevertRequest::new(RevertChanges::All))
+        .expect("nothing left");
+    assert!(nothing.entries.is_empty());
+    assert_eq!(
+        nothing.to_json(session.workspace())["summary"],
+        "nothing to revert"
+    );
+}
