@@ -4,13 +4,14 @@
 
 use crate::review_common::{assert_code, Scratch};
 use koas_orchestrator::embed::{Control, HostOptions};
-use koas_reviewer::api::{ApiError, RevertChanges, RevertRequest, Session};
+use koas_reviewer::api::{change_id, entry_id, ApiError, RevertChanges, RevertRequest, Session};
 use std::sync::Arc;
 
 const DOC: &str = "# Policy\n\nThe bandwith is low.\n\nLogs are kept for seven years.\n";
 const OPS: &str = r#"[
  {"action": "replace", "kind": "typo", "target": {"line_start": 3}, "before_text": "bandwith", "after_text": "bandwidth"},
- {"action": "replace", "kind": "style", "target": {"line_start": 5}, "after_text": "Logs are kept for 7 years."}
+ {"action": "replace", "kind": "style", "target": {"line_start": 5}, "after_text": "Logs are kept for 7 years."},
+ {"action": "flag_only", "kind": "consistency", "target": {"line_start": 1}, "rationale": "A title this short says little."}
 ]"#;
 
 #[test]
@@ -63,6 +64,37 @@ fn the_review_api_reverts_and_refuses_in_types() {
     }
     let after = std::fs::read_to_string(s.workspace().join("review/ledger.jsonl")).expect("ledger");
     assert_eq!(ledger, after, "a refusal records nothing");
+
+    // One entry in detail: the revert that undid it, its patch.
+    let shown = session
+        .show(entry_id("RVW-0002").expect("id"), true)
+        .expect("shown");
+    assert_eq!(
+        shown.reverted_by.map(|e| e.id.to_string()).as_deref(),
+        Some("REVERT-RVW-0002")
+    );
+    assert!(shown
+        .patch
+        .is_some_and(|p| p.contains("+Logs are kept for 7 years.")));
+    match session.show(entry_id("RVW-0099").expect("id"), false) {
+        Err(ApiError::NotFound { message }) => assert!(message.contains("RVW-0099"), "{message}"),
+        other => panic!("found: {other:?}"),
+    }
+    assert!(matches!(entry_id("RVW-x"), Err(ApiError::Other(_))));
+
+    // The flag is dismissed once; a change is not a flag.
+    let dismissed = session
+        .dismiss(change_id("RVW-0003").expect("id"), "looked at", None)
+        .expect("dismissed");
+    assert_eq!(dismissed.entry.id.to_string(), "REVERT-RVW-0003");
+    assert!(matches!(
+        session.dismiss(change_id("RVW-0003").expect("id"), "", None),
+        Err(ApiError::Refused { .. })
+    ));
+    assert!(matches!(
+        session.dismiss(change_id("RVW-0001").expect("id"), "", None),
+        Err(ApiError::Refused { .. })
+    ));
 
     // Every change still active: RVW-0001 alone is left.
     let all = session

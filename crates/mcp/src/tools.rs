@@ -6,8 +6,8 @@
 
 use crate::paths::{PathError, Root};
 use koas_orchestrator::embed::{ExitStatus, HostOptions};
-use koas_reviewer::api::{ApiError, RevertChanges, RevertRequest, Session};
-use koas_reviewer::commands::{check, grep, report, review, show, status};
+use koas_reviewer::api::{entry_id, ApiError, RevertChanges, RevertRequest, Session};
+use koas_reviewer::commands::{check, grep, report, review, status};
 use koas_reviewer::{first_line, workspace_of, Control, Reply, WorkspaceArgs};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -577,17 +577,28 @@ fn api_error(e: ApiError, workspace: &Path) -> Answer {
             }
             answer(Ok(reply), workspace)
         }
+        ApiError::NotFound { message } => Answer::failure("not_found", &message, Some(workspace)),
         ApiError::Other(e) => error(&e, Some(workspace)),
     }
 }
 
-fn review_md_show_change(ctx: &Ctx, arguments: Value, _control: &Control) -> Answer {
+fn review_md_show_change(ctx: &Ctx, arguments: Value, control: &Control) -> Answer {
     let p: ShowParams = try_answer!(parse("review_md_show_change", arguments));
     let doc = try_answer!(Doc::resolve(ctx, &p.doc_path));
     try_answer!(doc.require_workspace());
-    let mut args = show::ShowArgs::new(doc.args.clone(), p.change_id);
-    args.patch = p.include_patch;
-    answer(show::run(&args), &doc.workspace)
+    let shown = Session::open(&ctx.global, control, &doc.args.doc, None)
+        .and_then(|session| session.show(entry_id(&p.change_id)?, p.include_patch));
+    match shown {
+        Ok(shown) => answer(
+            Ok(Reply::new(
+                ExitStatus::Success,
+                shown.to_json(&doc.workspace),
+                String::new(),
+            )),
+            &doc.workspace,
+        ),
+        Err(e) => api_error(e, &doc.workspace),
+    }
 }
 
 fn check_md(ctx: &Ctx, arguments: Value, _control: &Control) -> Answer {

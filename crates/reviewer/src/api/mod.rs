@@ -12,8 +12,10 @@
 //! Operations move here one at a time; those not here yet are still the
 //! commands' library calls (`commands::*::run`).
 
+mod entries;
 mod revert;
 
+pub use entries::{change_id, entry_id, Dismissed, Shown};
 pub use revert::{RevertChanges, RevertRequest, Reverted};
 
 use crate::common::{ReviewTarget, WorkspaceArgs};
@@ -97,6 +99,12 @@ pub enum ApiError {
     Refused {
         /// Why, in words a person acts on.
         reason: String,
+    },
+    /// What the request names is not there (an entry not in the ledger).
+    #[error("{message}")]
+    NotFound {
+        /// What is missing, and where to look.
+        message: String,
     },
     /// The run stopped before it was done: interrupted, or a kernel
     /// failed. `partial`: what was recorded before stays recorded.

@@ -7,15 +7,11 @@
 //! the workspace lock; the report, `koas status` and `koas grep` then show
 //! the flag as dismissed and the annotated document drops its note.
 
-use crate::common::{actor, clock, review_exit_codes, Reply, ReviewTarget, WorkspaceArgs, REFUSED};
-use crate::passes::{self, Control, RunFailure};
-use anyhow::Context as _;
+use crate::api::{change_id, Session};
+use crate::common::{review_exit_codes, Reply, ReviewTarget, WorkspaceArgs};
+use crate::passes::Control;
 use clap::Args;
 use koas_orchestrator::embed::{ExitStatus, HostOptions};
-use koas_review_schema::apply::ApplyOptions;
-use koas_review_schema::change_id::ChangeId;
-use koas_review_workspace::{CommitContext, RunKind};
-use serde_json::json;
 use std::path::PathBuf;
 
 #[derive(Debug, Args)]
@@ -70,77 +66,22 @@ fn dismiss(
     args: &DismissArgs,
     target: &ReviewTarget,
 ) -> anyhow::Result<Reply> {
-    let id = ChangeId::parse(args.id.trim())
-        .with_context(|| format!("{:?} is not a change ID", args.id))?;
-    target.require_workspace()?;
-    let mut run = target.begin_run(RunKind::Revert)?;
-    let entry = match run.commit_dismissal(
-        id,
-        &args.reason,
-        &CommitContext {
-            actor: &actor(),
-            clock: clock(),
-            options: &ApplyOptions::default(),
-        },
-    ) {
-        Ok(entry) => entry,
-        Err(koas_review_workspace::WorkspaceError::Refused(reason)) => {
-            drop(run);
-            eprintln!("error: dismissal refused: {reason}\n  (nothing was changed)");
-            return Ok(Reply::failed(
-                REFUSED,
-                &format!("dismissal refused: {reason}"),
-                target.root(),
-            ));
-        }
-        Err(e) => {
-            return Err(e)
-                .with_context(|| format!("recording the dismissal in {}", target.root().display()))
-        }
+    let session = Session::on(global, control, target);
+    let dismissed = change_id(&args.id)
+        .and_then(|id| session.dismiss(id, &args.reason, args.pipeline.as_deref()));
+    let dismissed = match dismissed {
+        Ok(d) => d,
+        Err(e) => return super::stopped(e, target.root()),
     };
-    let (pipeline, discovery) =
-        passes::workspace_pipeline(global, target, args.pipeline.as_deref())?;
-    let views = match passes::run_views(
-        global,
-        control,
-        &pipeline,
-        &discovery,
-        &run,
-        None,
-        &target.project,
-    ) {
-        Ok(views) => views,
-        Err(failure) => {
-            let stale = "the dismissal is recorded, but the report and annotated document could not be refreshed";
-            eprintln!("koas: {stale}");
-            return Ok(match failure {
-                RunFailure::Kernel(message) => {
-                    eprintln!("error: {message}");
-                    Reply::failed(REFUSED, &format!("{stale}: {message}"), target.root())
-                }
-                RunFailure::Interrupted => Reply::failed(
-                    ExitStatus::Interrupted,
-                    &format!("{stale}: interrupted"),
-                    target.root(),
-                ),
-            });
-        }
-    };
-    drop(run);
-    let value = json!({
-        "status": "completed",
-        "summary": format!("{id} dismissed"),
-        "workspace": target.root(),
-        "entry": entry,
-        "report": views.report,
-    });
+    let value = dismissed.to_json(target.root());
     let mut text = format!(
-        "koas dismiss: {}: {id} dismissed by {}\nworkspace: {}\n",
+        "koas dismiss: {}: {} dismissed by {}\nworkspace: {}\n",
         target.doc_name,
-        entry.id,
+        dismissed.entry.reverted_id,
+        dismissed.entry.id,
         target.root().display()
     );
-    if let Some(report) = &views.report {
+    if let Some(report) = &dismissed.report {
         text.push_str(&format!("report:    {}\n", report.display()));
     }
     Ok(Reply::new(ExitStatus::Success, value, text))

@@ -79,6 +79,12 @@ pub(crate) fn stopped(
             eprintln!("error: {reason}\n  (nothing was changed)");
             Ok(Reply::failed(REFUSED, &reason, workspace))
         }
+        ApiError::NotFound { message } => {
+            eprintln!("error: {message}");
+            let mut reply = Reply::failed(REFUSED, &message, workspace);
+            reply.json["status"] = serde_json::json!("not_found");
+            Ok(reply)
+        }
         ApiError::Other(e) => Err(e),
     }
 }

@@ -1,11 +1,11 @@
 //! `koas show DOC RVW-0034 [--patch]`: one ledger entry in detail.
 
+use crate::api::{entry_id, ApiError, Session};
 use crate::common::{on_workspace, review_exit_codes, Reply, ReviewTarget, WorkspaceArgs, REFUSED};
-use anyhow::Context as _;
+use crate::passes::Control;
 use clap::Args;
 use koas_orchestrator::embed::{ExitStatus, HostOptions};
 use koas_review::query::render_details;
-use koas_review_schema::change_id::EntryId;
 use serde_json::json;
 
 #[derive(Debug, Args)]
@@ -57,72 +57,38 @@ pub fn run(args: &ShowArgs) -> anyhow::Result<Reply> {
 }
 
 fn show(args: &ShowArgs, target: &ReviewTarget) -> anyhow::Result<Reply> {
-    target.require_workspace()?;
-    let id = EntryId::parse(args.id.trim()).with_context(|| {
-        format!(
-            "'{}' is not a change ID (expected RVW-NNNN or REVERT-RVW-NNNN)",
-            args.id
-        )
-    })?;
-    let ledger = target
-        .workspace
-        .ledger()
-        .with_context(|| format!("review workspace {}", target.root().display()))?;
-    let Some(entry) = ledger.find(id) else {
-        let message = format!(
-            "{id} is not in the ledger of {} ({} entries); `koas grep {}` lists them",
-            target.root().display(),
-            ledger.entries().len(),
-            target.doc_path.display()
-        );
-        eprintln!("error: {message}");
-        return Ok(Reply::new(
-            REFUSED,
-            json!({"status": "not_found", "error": message, "workspace": target.root()}),
-            String::new(),
-        ));
-    };
-    let reverted_by = match id {
-        EntryId::Change(change) => ledger.revert_of(change),
-        EntryId::Revert(_) => None,
-    };
-    let patch = if args.patch && !entry.patch_forward.is_empty() {
-        Some(match &entry.patch_text {
-            Some(copy) => copy.forward.clone(),
-            None => target.workspace.read_patch(&entry.patch_forward)?,
-        })
-    } else {
-        None
-    };
-    let blocked = match id {
-        EntryId::Change(change) if reverted_by.is_none() => {
-            koas_review_workspace::not_revertible(ledger.entries())
-                .into_iter()
-                .find(|b| b.id == change)
+    let global = HostOptions::default();
+    let control = Control::ctrl_c();
+    let session = Session::on(&global, &control, target);
+    let shown = entry_id(&args.id).and_then(|id| session.show(id, args.patch));
+    let shown = match shown {
+        Ok(shown) => shown,
+        Err(ApiError::NotFound { message }) => {
+            eprintln!("error: {message}");
+            return Ok(Reply::new(
+                REFUSED,
+                json!({"status": "not_found", "error": message, "workspace": target.root()}),
+                String::new(),
+            ));
         }
-        _ => None,
+        Err(e) => return super::stopped(e, target.root()),
     };
-    let mut text = render_details(entry, reverted_by, patch.as_deref());
-    if let Some(blocked) = &blocked {
+    let mut text = render_details(
+        &shown.entry,
+        shown.reverted_by.as_ref(),
+        shown.patch.as_deref(),
+    );
+    if let Some(why) = &shown.not_revertible {
         if !text.ends_with('\n') {
             text.push('\n');
         }
         text.push_str(&format!(
-            "not revertible: its lines were edited outside koas afterwards ({}); its inverse patch no longer applies\n",
-            blocked.by
+            "not revertible: {why}; its inverse patch no longer applies\n"
         ));
     }
     Ok(Reply::new(
         ExitStatus::Success,
-        json!({
-            "status": "completed",
-            "summary": entry.summary,
-            "not_revertible": blocked.as_ref().map(|b| format!("its lines were edited outside koas afterwards ({})", b.by)),
-            "workspace": target.root(),
-            "change": entry,
-            "reverted_by": reverted_by.map(|e| e.id),
-            "patch": patch,
-        }),
+        shown.to_json(target.root()),
         text,
     ))
 }
