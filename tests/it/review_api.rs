@@ -96,6 +96,18 @@ fn the_review_api_reverts_and_refuses_in_types() {
         Err(ApiError::Refused { .. })
     ));
 
+    // The review's state, in types: DOC is still the original (the review
+    // kept its changes in the workspace), nothing is torn.
+    let state = session.status(false).expect("status");
+    assert_eq!(
+        state.doc.file,
+        koas_reviewer::api::status::FileState::Original
+    );
+    assert!(state.behind.is_some_and(|n| n > 0), "{:?}", state.behind);
+    assert!(!state.changed_outside);
+    assert!(state.status.torn_tail.is_none());
+    assert_eq!(state.to_json().expect("json")["status"], "ok");
+
     // Every change still active: RVW-0001 alone is left.
     let all = session
         .revert(&RevertRequest::new(RevertChanges::All))

@@ -7,7 +7,7 @@
 use crate::paths::{PathError, Root};
 use koas_orchestrator::embed::{ExitStatus, HostOptions};
 use koas_reviewer::api::{entry_id, ApiError, RevertChanges, RevertRequest, Session};
-use koas_reviewer::commands::{check, grep, report, review, status};
+use koas_reviewer::commands::{check, grep, report, review};
 use koas_reviewer::{first_line, workspace_of, Control, Reply, WorkspaceArgs};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -494,19 +494,25 @@ fn write_inline_ops(workspace: &Path, ops: &Value) -> Result<PathBuf, Answer> {
     Ok(workspace.join(rel))
 }
 
-fn review_md_status(ctx: &Ctx, arguments: Value, _control: &Control) -> Answer {
+fn review_md_status(ctx: &Ctx, arguments: Value, control: &Control) -> Answer {
     let p: DocParams = try_answer!(parse("review_md_status", arguments));
     let doc = try_answer!(Doc::resolve(ctx, &p.doc_path));
     try_answer!(doc.require_workspace());
-    let reply = status::run(&status::StatusArgs::new(doc.args.clone()));
-    // The command's status is the workspace's state ("ok", "locked",
-    // "torn_ledger"…); the convention's status says whether the call
+    let review = Session::open(&ctx.global, control, &doc.args.doc, None)
+        .and_then(|session| session.status(false))
+        .and_then(|review| review.to_json());
+    let value = match review {
+        Ok(value) => value,
+        Err(e) => return api_error(e, &doc.workspace),
+    };
+    // The workspace's state ("ok", "locked", "torn_ledger"…) is the
+    // answer's `state`; the convention's status says whether the call
     // worked.
-    let state = reply
-        .as_ref()
-        .ok()
-        .and_then(|r| r.json.get("status").cloned());
-    let mut out = answer(reply, &doc.workspace);
+    let state = value.get("status").cloned();
+    let mut out = answer(
+        Ok(Reply::new(ExitStatus::Success, value, String::new())),
+        &doc.workspace,
+    );
     if let (Some(state), Some(map)) = (state, out.value.as_object_mut()) {
         map.insert("state".into(), state);
         map.insert("status".into(), json!("completed"));

@@ -14,9 +14,11 @@
 
 mod entries;
 mod revert;
+pub mod status;
 
 pub use entries::{change_id, entry_id, Dismissed, Shown};
 pub use revert::{RevertChanges, RevertRequest, Reverted};
+pub use status::ReviewStatus;
 
 use crate::common::{ReviewTarget, WorkspaceArgs};
 use crate::passes::Control;

@@ -3,14 +3,13 @@
 //! date with its ledger, a torn ledger tail, orphan or damaged patch files,
 //! who holds the lock — and the repair of a torn ledger tail.
 
-use crate::common::{
-    clock, command_line, on_workspace, review_exit_codes, Reply, ReviewTarget, WorkspaceArgs,
-};
-use anyhow::Context as _;
+use crate::api::status::{summary, DocState, FileState};
+use crate::api::Session;
+use crate::common::{on_workspace, review_exit_codes, Reply, ReviewTarget, WorkspaceArgs};
+use crate::passes::Control;
 use clap::Args;
 use koas_orchestrator::embed::{ExitStatus, HostOptions};
 use koas_review_workspace::WorkspaceStatus;
-use serde_json::json;
 use std::fmt::Write as _;
 
 #[derive(Debug, Args)]
@@ -58,66 +57,16 @@ pub fn run(args: &StatusArgs) -> anyhow::Result<Reply> {
 }
 
 fn status(args: &StatusArgs, target: &ReviewTarget) -> anyhow::Result<Reply> {
-    target.require_workspace()?;
-    let workspace = &target.workspace;
-    let repaired = if args.repair_ledger {
-        workspace
-            .repair_ledger(&command_line(), clock())
-            .with_context(|| format!("repairing the ledger of {}", workspace.root().display()))?
-    } else {
-        None
+    let global = HostOptions::default();
+    let control = Control::ctrl_c();
+    let state = match Session::on(&global, &control, target).status(args.repair_ledger) {
+        Ok(state) => state,
+        Err(e) => return super::stopped(e, target.root()),
     };
-    let mut status = workspace
-        .status()
-        .with_context(|| format!("review workspace {}", workspace.root().display()))?;
-    status.stale_temp_files.extend(
-        target
-            .stale_doc_temp_files()
-            .into_iter()
-            .map(|p| p.to_string_lossy().into_owned()),
-    );
-    let changed_outside = target.changed_outside()?;
-    // DOC against its review: the changes recorded that DOC does not have
-    // (a review without --in-place keeps them in the workspace; an
-    // interrupted --in-place write did not deliver them).
-    let hash = koas_kernel_api::hash::sha256(&target.text);
-    let behind = workspace
-        .changes_missing_from(&hash)
-        .with_context(|| format!("review workspace {}", workspace.root().display()))?;
-    let is = |known: &Option<String>| {
-        known
-            .as_deref()
-            .is_some_and(|h| koas_kernel_api::hash::same_hash(h, &hash))
-    };
-    let doc = DocState {
-        behind_by: behind.unwrap_or(0),
-        interrupted: status.in_place_pending && behind.is_some_and(|n| n > 0),
-        file: if is(&status.current_hash) {
-            FileState::Current
-        } else if changed_outside {
-            FileState::Edited
-        } else if is(&status.original_hash) {
-            FileState::Original
-        } else {
-            FileState::Behind
-        },
-        writes_doc: workspace.writes_doc(),
-    };
-    let mut value = serde_json::to_value(&status)?;
-    if let Some(map) = value.as_object_mut() {
-        map.insert("status".into(), json!(overall(&status, &doc)));
-        map.insert("document_behind_by".into(), json!(behind));
-        map.insert("in_place_interrupted".into(), json!(doc.interrupted));
-        map.insert("document_changed_outside".into(), json!(changed_outside));
-        map.insert("document_file".into(), json!(doc.file.as_str()));
-        map.insert("writes_document".into(), json!(doc.writes_doc));
-        map.insert("other_workspaces".into(), json!(target.others));
-        map.insert("summary".into(), json!(summary(&status, &doc)));
-        map.insert("repaired_to".into(), json!(repaired));
-    }
+    let value = state.to_json().map_err(anyhow::Error::from)?;
     let mut text = String::new();
     if args.repair_ledger {
-        match &repaired {
+        match &state.repaired {
             Some(side) => writeln!(
                 text,
                 "repaired: the torn ledger tail was moved to {}",
@@ -129,61 +78,14 @@ fn status(args: &StatusArgs, target: &ReviewTarget) -> anyhow::Result<Reply> {
             )?,
         }
     }
-    print_human(&mut text, target, &status, &doc, changed_outside)?;
+    print_human(
+        &mut text,
+        target,
+        &state.status,
+        &state.doc,
+        state.changed_outside,
+    )?;
     Ok(Reply::new(ExitStatus::Success, value, text))
-}
-
-/// DOC itself against its review.
-struct DocState {
-    /// Recorded changes DOC does not have (0 when it is current or not a
-    /// version the review knows).
-    behind_by: usize,
-    /// An `--in-place` review recorded them and did not write DOC.
-    interrupted: bool,
-    /// What DOC is to its review.
-    file: FileState,
-    /// The review writes DOC (its last review was `--in-place`).
-    writes_doc: bool,
-}
-
-/// `ok`, or what needs attention first.
-fn overall(status: &WorkspaceStatus, doc: &DocState) -> &'static str {
-    if status.torn_tail.is_some() {
-        "torn_ledger"
-    } else if status.document_state == "diverged" {
-        "diverged"
-    } else if status.locked_by.is_some() {
-        "locked"
-    } else if !status.stale_temp_files.is_empty()
-        || status.stale_lock.is_some()
-        || !status.orphan_patches.is_empty()
-        || doc.interrupted
-    {
-        "interrupted"
-    } else {
-        "ok"
-    }
-}
-
-fn summary(status: &WorkspaceStatus, doc: &DocState) -> String {
-    let c = &status.counts;
-    let mut out = format!(
-        "{}; edited document {}",
-        c.sentence(),
-        status.document_state.replace('_', " ")
-    );
-    if doc.interrupted {
-        out.push_str(&format!(
-            "; DOC is {} change(s) behind (an --in-place write did not happen)",
-            doc.behind_by
-        ));
-    } else if doc.behind_by > 0 {
-        out.push_str(&format!(
-            "; DOC is {} change(s) behind (kept in the workspace)",
-            doc.behind_by
-        ));
-    }
-    out
 }
 
 fn print_human(
@@ -318,31 +220,6 @@ fn print_human(
             "lock:      free (a stale record of {dead}: that process is gone; the next run takes the lock over)"
         ),
         (None, None) => writeln!(t, "lock:      free"),
-    }
-}
-
-/// What DOC is to its review.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum FileState {
-    /// The review's current version.
-    Current,
-    /// The original, before any change.
-    Original,
-    /// A version lacking changes recorded since it was last written.
-    Behind,
-    /// Edited outside koas since the review last saw it.
-    Edited,
-}
-
-impl FileState {
-    /// The name in JSON (`document_file`).
-    fn as_str(self) -> &'static str {
-        match self {
-            FileState::Current => "current",
-            FileState::Original => "original",
-            FileState::Behind => "behind",
-            FileState::Edited => "edited",
-        }
     }
 }
 
