@@ -4,7 +4,9 @@
 
 use crate::review_common::{assert_code, Scratch};
 use koas_orchestrator::embed::{Control, HostOptions};
-use koas_reviewer::api::{change_id, entry_id, ApiError, RevertChanges, RevertRequest, Session};
+use koas_reviewer::api::{
+    change_id, entry_id, ApiError, GrepRequest, RevertChanges, RevertRequest, Session,
+};
 use std::sync::Arc;
 
 const DOC: &str = "# Policy\n\nThe bandwith is low.\n\nLogs are kept for seven years.\n";
@@ -107,6 +109,26 @@ fn the_review_api_reverts_and_refuses_in_types() {
     assert!(!state.changed_outside);
     assert!(state.status.torn_tail.is_none());
     assert_eq!(state.to_json().expect("json")["status"], "ok");
+
+    // Entries by kind; the dismissed flag is named as such.
+    let found = session
+        .grep(&GrepRequest {
+            kind: Some("consistency".into()),
+            reverts: Some(false),
+            ..GrepRequest::default()
+        })
+        .expect("grep");
+    assert_eq!(found.entries.len(), 1, "the flag, not its dismissal");
+    assert!(found
+        .dismissed
+        .contains(&change_id("RVW-0003").expect("id")));
+    assert!(matches!(
+        session.grep(&GrepRequest {
+            severity: Some("loud".into()),
+            ..GrepRequest::default()
+        }),
+        Err(ApiError::Other(_))
+    ));
 
     // Every change still active: RVW-0001 alone is left.
     let all = session

@@ -744,6 +744,24 @@ fn front_ends_reach_the_runtime_through_embed() {
         }
     }
     assert!(offenders.is_empty(), "{offenders:#?}");
+    // The operations the review API has are called through it, not
+    // through the command line's arguments and JSON.
+    for front_end in ["crates/mcp", "crates/lsp"] {
+        let mut files = Vec::new();
+        rust_files(&root.join(front_end), &mut files);
+        for f in files {
+            let text = std::fs::read_to_string(&f).expect("read");
+            for command in ["revert", "show", "dismiss", "status", "grep"] {
+                for name in [format!("commands::{command}"), format!("{command}::run(")] {
+                    assert!(
+                        !text.contains(&name),
+                        "{}: names {name}; use koas_reviewer::api",
+                        f.display()
+                    );
+                }
+            }
+        }
+    }
     // A planted reach into the runtime's insides is found.
     assert_eq!(
         runtime_reaches("use koas_orchestrator::describe_cache::cache_dir;\nuse koas_orchestrator::embed::Progress;"),

@@ -6,8 +6,8 @@
 
 use crate::paths::{PathError, Root};
 use koas_orchestrator::embed::{ExitStatus, HostOptions};
-use koas_reviewer::api::{entry_id, ApiError, RevertChanges, RevertRequest, Session};
-use koas_reviewer::commands::{check, grep, report, review};
+use koas_reviewer::api::{entry_id, ApiError, GrepRequest, RevertChanges, RevertRequest, Session};
+use koas_reviewer::commands::{check, report, review};
 use koas_reviewer::{first_line, workspace_of, Control, Reply, WorkspaceArgs};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -710,16 +710,31 @@ fn review_md_report(ctx: &Ctx, arguments: Value, control: &Control) -> Answer {
     out
 }
 
-fn review_md_grep(ctx: &Ctx, arguments: Value, _control: &Control) -> Answer {
+fn review_md_grep(ctx: &Ctx, arguments: Value, control: &Control) -> Answer {
     let p: GrepParams = try_answer!(parse("review_md_grep", arguments));
     let doc = try_answer!(Doc::resolve(ctx, &p.doc_path));
     try_answer!(doc.require_workspace());
-    let mut args = grep::GrepArgs::new(doc.args.clone(), p.pattern);
-    args.kind = p.kind;
-    args.severity = p.severity;
-    args.silent = p.silent;
-    args.reverts = p.reverts;
-    answer(grep::run(&args), &doc.workspace)
+    let request = GrepRequest {
+        pattern: p.pattern,
+        kind: p.kind,
+        severity: p.severity,
+        silent: p.silent,
+        reverts: p.reverts,
+    };
+    let found = Session::open(&ctx.global, control, &doc.args.doc, None)
+        .and_then(|session| session.grep(&request));
+    match found {
+        // No match is a completed answer with `total` 0, not a failure.
+        Ok(found) => answer(
+            Ok(Reply::new(
+                ExitStatus::Success,
+                found.to_json(&doc.workspace),
+                String::new(),
+            )),
+            &doc.workspace,
+        ),
+        Err(e) => api_error(e, &doc.workspace),
+    }
 }
 
 #[cfg(test)]

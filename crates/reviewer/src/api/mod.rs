@@ -13,10 +13,12 @@
 //! commands' library calls (`commands::*::run`).
 
 mod entries;
+mod grep;
 mod revert;
 pub mod status;
 
 pub use entries::{change_id, entry_id, Dismissed, Shown};
+pub use grep::{Found, GrepRequest};
 pub use revert::{RevertChanges, RevertRequest, Reverted};
 pub use status::ReviewStatus;
 

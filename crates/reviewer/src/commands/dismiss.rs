@@ -55,11 +55,6 @@ pub fn execute(global: &HostOptions, args: DismissArgs) -> anyhow::Result<ExitSt
     super::execute_on(global, &args, dismiss)
 }
 
-/// `koas dismiss` as a library call: the answer is returned, not printed.
-pub fn run(global: &HostOptions, control: &Control, args: &DismissArgs) -> anyhow::Result<Reply> {
-    super::run_on(global, control, args, dismiss)
-}
-
 fn dismiss(
     global: &HostOptions,
     control: &Control,

@@ -2,13 +2,14 @@
 //! search a document's ledger, like grep: exit 0 when an entry matches,
 //! 1 when none does, 2 on an error.
 
+use crate::api::{GrepRequest, Session};
 use crate::common::{on_workspace, Reply, ReviewTarget, WorkspaceArgs};
-use anyhow::{bail, Context as _};
+use crate::passes::Control;
+use anyhow::bail;
 use clap::Args;
 use koas_orchestrator::embed::{ExitStatus, HostOptions};
-use koas_review::query::{dismissed_ids, grep, render_table, GrepFilter, REVIEW_SEVERITIES};
-use koas_review_schema::findings::Severity;
-use serde_json::json;
+use koas_review::query::render_table;
+use koas_review_schema::ledger::LedgerEntry;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Args)]
@@ -80,22 +81,6 @@ pub struct GrepArgs {
 }
 
 impl GrepArgs {
-    /// `koas grep [PATTERN] DOC` with every filter off.
-    pub fn new(target: WorkspaceArgs, pattern: Option<String>) -> GrepArgs {
-        let mut positional: Vec<PathBuf> = pattern.map(PathBuf::from).into_iter().collect();
-        positional.push(target.doc);
-        GrepArgs {
-            positional,
-            workspace: target.workspace,
-            json: target.json,
-            max_doc_size: target.max_doc_size,
-            kind: None,
-            severity: None,
-            silent: None,
-            reverts: None,
-        }
-    }
-
     /// The pattern and the document's arguments.
     fn split(&self) -> anyhow::Result<(Option<String>, WorkspaceArgs)> {
         let (pattern, doc) = pattern_and_doc(&self.positional)?;
@@ -154,71 +139,41 @@ pub fn execute(_global: &HostOptions, args: GrepArgs) -> anyhow::Result<ExitStat
     })
 }
 
-/// `koas grep` as a library call: the answer is returned, not printed; no
-/// match is a completed answer with `total` 0, not a failure.
-pub fn run(args: &GrepArgs) -> anyhow::Result<Reply> {
-    let (pattern, target) = args.split()?;
-    let mut reply = search(args, pattern.as_deref(), &ReviewTarget::locate(&target)?)?;
-    reply.status = ExitStatus::Success;
-    Ok(reply)
-}
-
 fn search(args: &GrepArgs, pattern: Option<&str>, target: &ReviewTarget) -> anyhow::Result<Reply> {
-    target.require_workspace()?;
-    if let Some(severity) = &args.severity {
-        let known = REVIEW_SEVERITIES
-            .iter()
-            .any(|r| r.eq_ignore_ascii_case(severity.trim()))
-            || Severity::parse_any(severity).is_some();
-        if !known {
-            bail!(
-                "unknown severity {severity:?}: expected minor, attention, deletion or critical (or info, warning, error)"
-            );
-        }
-    }
-    let filter = GrepFilter::new(
-        pattern,
-        args.kind.as_deref(),
-        args.severity.as_deref(),
-        args.silent,
-        args.reverts,
-    )
-    .with_context(|| format!("invalid PATTERN {:?}", pattern.unwrap_or("")))?;
-    let ledger = target
-        .workspace
-        .ledger()
-        .with_context(|| format!("review workspace {}", target.root().display()))?;
-    let found = grep(ledger.entries(), &filter);
-    let status = if found.is_empty() {
+    let request = GrepRequest {
+        pattern: pattern.map(str::to_owned),
+        kind: args.kind.clone(),
+        severity: args.severity.clone(),
+        silent: args.silent,
+        reverts: args.reverts,
+    };
+    let global = HostOptions::default();
+    let control = Control::ctrl_c();
+    let found = match Session::on(&global, &control, target).grep(&request) {
+        Ok(found) => found,
+        Err(e) => return super::stopped(e, target.root()),
+    };
+    let status = if found.entries.is_empty() {
         ExitStatus::Failure
     } else {
         ExitStatus::Success
     };
-    let dismissed = dismissed_ids(ledger.entries());
-    let value = json!({
-        "status": "completed",
-        "summary": format!("{} of {} entries match", found.len(), ledger.entries().len()),
-        "workspace": target.root(),
-        "total": found.len(),
-        "entries": found,
-        "dismissed": dismissed,
-        "torn_tail": ledger.torn_tail(),
-    });
-    let text = if found.is_empty() {
+    let text = if found.entries.is_empty() {
         String::new()
     } else {
-        render_table(&found, |e| {
-            let flag = e.change_id().filter(|id| dismissed.contains(id));
+        let shown: Vec<&LedgerEntry> = found.entries.iter().collect();
+        render_table(&shown, |e| {
+            let flag = e.change_id().filter(|id| found.dismissed.contains(id));
             flag.map(|_| "dismissed".to_owned())
         })
     };
-    if found.is_empty() && !args.json {
+    if found.entries.is_empty() && !args.json {
         eprintln!(
             "koas grep: no entry matches ({} entries in the ledger)",
-            ledger.entries().len()
+            found.in_ledger
         );
     }
-    if let Some(torn) = ledger.torn_tail().filter(|_| !args.json) {
+    if let Some(torn) = found.torn_tail.as_ref().filter(|_| !args.json) {
         eprintln!(
             "warning: the ledger ends with a torn line at byte {} ({}); run `koas status {} --repair-ledger`",
             torn.offset,
@@ -226,5 +181,5 @@ fn search(args: &GrepArgs, pattern: Option<&str>, target: &ReviewTarget) -> anyh
             target.doc_path.display()
         );
     }
-    Ok(Reply::new(status, value, text))
+    Ok(Reply::new(status, found.to_json(target.root()), text))
 }

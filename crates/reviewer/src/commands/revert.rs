@@ -62,20 +62,6 @@ pub struct RevertArgs {
     pub pipeline: Option<PathBuf>,
 }
 
-impl RevertArgs {
-    /// `koas revert DOC ID...`.
-    pub fn new(target: WorkspaceArgs, ids: Vec<String>) -> RevertArgs {
-        RevertArgs {
-            target,
-            ids,
-            all: false,
-            reason: String::new(),
-            in_place: false,
-            pipeline: None,
-        }
-    }
-}
-
 impl super::OnWorkspace for RevertArgs {
     fn target(&self) -> &WorkspaceArgs {
         &self.target
@@ -84,11 +70,6 @@ impl super::OnWorkspace for RevertArgs {
 
 pub fn execute(global: &HostOptions, args: RevertArgs) -> anyhow::Result<ExitStatus> {
     super::execute_on(global, &args, revert)
-}
-
-/// `koas revert` as a library call: the answer is returned, not printed.
-pub fn run(global: &HostOptions, control: &Control, args: &RevertArgs) -> anyhow::Result<Reply> {
-    super::run_on(global, control, args, revert)
 }
 
 fn revert(

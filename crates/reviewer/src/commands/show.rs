@@ -34,26 +34,10 @@ pub struct ShowArgs {
     pub patch: bool,
 }
 
-impl ShowArgs {
-    /// `koas show DOC ID`.
-    pub fn new(target: WorkspaceArgs, id: impl Into<String>) -> ShowArgs {
-        ShowArgs {
-            target,
-            id: id.into(),
-            patch: false,
-        }
-    }
-}
-
 pub fn execute(_global: &HostOptions, args: ShowArgs) -> anyhow::Result<ExitStatus> {
     on_workspace(&args.target, |target| {
         show(&args, target)?.print(args.target.json)
     })
-}
-
-/// `koas show` as a library call: the answer is returned, not printed.
-pub fn run(args: &ShowArgs) -> anyhow::Result<Reply> {
-    show(args, &ReviewTarget::locate(&args.target)?)
 }
 
 fn show(args: &ShowArgs, target: &ReviewTarget) -> anyhow::Result<Reply> {

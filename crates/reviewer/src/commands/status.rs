@@ -35,25 +35,10 @@ pub struct StatusArgs {
     pub repair_ledger: bool,
 }
 
-impl StatusArgs {
-    /// `koas status DOC`.
-    pub fn new(target: WorkspaceArgs) -> StatusArgs {
-        StatusArgs {
-            target,
-            repair_ledger: false,
-        }
-    }
-}
-
 pub fn execute(_global: &HostOptions, args: StatusArgs) -> anyhow::Result<ExitStatus> {
     on_workspace(&args.target, |target| {
         status(&args, target)?.print(args.target.json)
     })
-}
-
-/// `koas status` as a library call: the answer is returned, not printed.
-pub fn run(args: &StatusArgs) -> anyhow::Result<Reply> {
-    status(args, &ReviewTarget::locate(&args.target)?)
 }
 
 fn status(args: &StatusArgs, target: &ReviewTarget) -> anyhow::Result<Reply> {
