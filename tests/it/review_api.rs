@@ -5,7 +5,8 @@
 use crate::review_common::{assert_code, Scratch};
 use koas_orchestrator::embed::{Control, HostOptions};
 use koas_reviewer::api::{
-    change_id, entry_id, ApiError, GrepRequest, RevertChanges, RevertRequest, Session,
+    change_id, entry_id, ApiError, GrepRequest, HtmlPage, ReportRequest, RevertChanges,
+    RevertRequest, Session,
 };
 use std::sync::Arc;
 
@@ -129,6 +130,26 @@ fn the_review_api_reverts_and_refuses_in_types() {
         }),
         Err(ApiError::Other(_))
     ));
+
+    // The report and its page, rewritten from the ledger; the counts are
+    // the ones every view says.
+    let reported = session
+        .report(&ReportRequest {
+            html: Some(HtmlPage {
+                dest: Some(s.path("page.html")),
+                ..HtmlPage::default()
+            }),
+            ..ReportRequest::default()
+        })
+        .expect("report");
+    assert!(reported.report.is_file() && reported.annotated.is_file());
+    assert_eq!(
+        reported.html.as_deref(),
+        Some(s.path("page.html").as_path())
+    );
+    assert_eq!(reported.counts.dismissed, 1);
+    let page = std::fs::read_to_string(s.path("page.html")).expect("page");
+    assert!(page.contains(&reported.counts.sentence()));
 
     // Every change still active: RVW-0001 alone is left.
     let all = session

@@ -751,7 +751,7 @@ fn front_ends_reach_the_runtime_through_embed() {
         rust_files(&root.join(front_end), &mut files);
         for f in files {
             let text = std::fs::read_to_string(&f).expect("read");
-            for command in ["revert", "show", "dismiss", "status", "grep"] {
+            for command in ["revert", "show", "dismiss", "status", "grep", "report"] {
                 for name in [format!("commands::{command}"), format!("{command}::run(")] {
                     assert!(
                         !text.contains(&name),

@@ -6,8 +6,10 @@
 
 use crate::paths::{PathError, Root};
 use koas_orchestrator::embed::{ExitStatus, HostOptions};
-use koas_reviewer::api::{entry_id, ApiError, GrepRequest, RevertChanges, RevertRequest, Session};
-use koas_reviewer::commands::{check, report, review};
+use koas_reviewer::api::{
+    entry_id, ApiError, GrepRequest, ReportRequest, RevertChanges, RevertRequest, Session,
+};
+use koas_reviewer::commands::{check, review};
 use koas_reviewer::{first_line, workspace_of, Control, Reply, WorkspaceArgs};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -688,23 +690,29 @@ fn review_md_report(ctx: &Ctx, arguments: Value, control: &Control) -> Answer {
     let p: DocParams = try_answer!(parse("review_md_report", arguments));
     let doc = try_answer!(Doc::resolve(ctx, &p.doc_path));
     try_answer!(doc.require_workspace());
-    let args = report::ReportArgs::new(doc.args.clone());
-    let mut out = answer(report::run(&ctx.global, control, &args), &doc.workspace);
-    let path = out
-        .value
-        .get("report")
-        .and_then(Value::as_str)
-        .map(PathBuf::from);
-    if let (false, Some(path)) = (out.is_error, path) {
-        match std::fs::read_to_string(&path) {
-            Ok(text) => out.value["text"] = json!(text),
-            Err(e) => {
-                return Answer::failure(
-                    "error",
-                    &format!("cannot read the report {}: {e}", path.display()),
-                    Some(&doc.workspace),
-                )
-            }
+    let reported = Session::open(&ctx.global, control, &doc.args.doc, None)
+        .and_then(|session| session.report(&ReportRequest::default()));
+    let reported = match reported {
+        Ok(reported) => reported,
+        Err(e) => return api_error(e, &doc.workspace),
+    };
+    let mut out = answer(
+        Ok(Reply::new(
+            ExitStatus::Success,
+            reported.to_json(&doc.workspace),
+            String::new(),
+        )),
+        &doc.workspace,
+    );
+    let path = &reported.report;
+    match std::fs::read_to_string(path) {
+        Ok(text) => out.value["text"] = json!(text),
+        Err(e) => {
+            return Answer::failure(
+                "error",
+                &format!("cannot read the report {}: {e}", path.display()),
+                Some(&doc.workspace),
+            )
         }
     }
     out

@@ -196,7 +196,8 @@ pub fn write_page(
     report: Option<&Path>,
     data: Option<&anyhow::Result<ViewData>>,
     dest: Option<&Path>,
-    target: &crate::common::WorkspaceArgs,
+    doc_arg: &str,
+    workspace_arg: Option<&str>,
     details: bool,
 ) -> anyhow::Result<PathBuf> {
     let markdown = report.context("the pipeline produced no report")?;
@@ -205,17 +206,7 @@ pub fn write_page(
         Some(Err(e)) => anyhow::bail!("cannot build the HTML report: {e:#}"),
         None => anyhow::bail!("cannot build the HTML report: the view pass gave no data"),
     };
-    let page = render(
-        run,
-        data,
-        &target.doc.to_string_lossy(),
-        target
-            .workspace
-            .as_deref()
-            .map(|w| w.to_string_lossy())
-            .as_deref(),
-        details,
-    )?;
+    let page = render(run, data, doc_arg, workspace_arg, details)?;
     let path = html_path(markdown, dest);
     write(&path, &page)?;
     Ok(path)

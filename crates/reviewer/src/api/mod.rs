@@ -14,11 +14,13 @@
 
 mod entries;
 mod grep;
+mod report;
 mod revert;
 pub mod status;
 
 pub use entries::{change_id, entry_id, Dismissed, Shown};
 pub use grep::{Found, GrepRequest};
+pub use report::{HtmlPage, ReportRequest, Reported};
 pub use revert::{RevertChanges, RevertRequest, Reverted};
 pub use status::ReviewStatus;
 

@@ -39,17 +39,6 @@ pub(crate) fn execute_on<A: OnWorkspace>(
     })
 }
 
-/// The library's way to run `command`: the answer is returned, not
-/// printed.
-pub(crate) fn run_on<A: OnWorkspace>(
-    global: &HostOptions,
-    control: &Control,
-    args: &A,
-    command: Command<A>,
-) -> anyhow::Result<Reply> {
-    command(global, control, args, &ReviewTarget::locate(args.target())?)
-}
-
 /// A run that stopped before it was done, as the command line tells it:
 /// the message on stderr, `{"status": "error" | "partial", …}` and the
 /// exit status; any other error goes up to the binary.

@@ -2,14 +2,12 @@
 //! workspace — `review/REVIEW_<stem>.md` and its `stage3/` copy — and the
 //! annotated document, from the ledger as it stands.
 
-use crate::common::{review_exit_codes, Reply, ReviewTarget, WorkspaceArgs, REFUSED};
-use crate::passes::{self, Control, RunFailure};
+use crate::api::{HtmlPage, ReportRequest, Session};
+use crate::common::{review_exit_codes, Reply, ReviewTarget, WorkspaceArgs};
+use crate::passes::Control;
 use anyhow::Context as _;
 use clap::Args;
 use koas_orchestrator::embed::{ExitStatus, HostOptions};
-use koas_review::query::count;
-use koas_review_workspace::{paths, RunKind};
-use serde_json::json;
 use std::path::PathBuf;
 
 #[derive(Debug, Args)]
@@ -51,19 +49,6 @@ pub struct ReportArgs {
     pub details: bool,
 }
 
-impl ReportArgs {
-    /// `koas report DOC`.
-    pub fn new(target: WorkspaceArgs) -> ReportArgs {
-        ReportArgs {
-            target,
-            print: false,
-            pipeline: None,
-            html: None,
-            details: false,
-        }
-    }
-}
-
 impl super::OnWorkspace for ReportArgs {
     fn target(&self) -> &WorkspaceArgs {
         &self.target
@@ -74,78 +59,41 @@ pub fn execute(global: &HostOptions, args: ReportArgs) -> anyhow::Result<ExitSta
     super::execute_on(global, &args, report)
 }
 
-/// `koas report` as a library call: the answer is returned, not printed.
-pub fn run(global: &HostOptions, control: &Control, args: &ReportArgs) -> anyhow::Result<Reply> {
-    super::run_on(global, control, args, report)
-}
-
 fn report(
     global: &HostOptions,
     control: &Control,
     args: &ReportArgs,
     target: &ReviewTarget,
 ) -> anyhow::Result<Reply> {
-    target.require_workspace()?;
-    // Under the lock: the report shows one consistent state.
-    let run = target.begin_run(RunKind::Review)?;
-    let (pipeline, discovery) =
-        passes::workspace_pipeline(global, target, args.pipeline.as_deref())?;
-    pipeline.require(passes::REPORT, "renders the report")?;
-    let views = match passes::run_views(
-        global,
-        control,
-        &pipeline,
-        &discovery,
-        &run,
-        None,
-        &target.project,
-    ) {
-        Ok(views) => views,
-        Err(RunFailure::Kernel(message)) => {
-            eprintln!("error: {message}");
-            return Ok(Reply::failed(REFUSED, &message, target.root()));
-        }
-        Err(RunFailure::Interrupted) => {
-            return Ok(Reply::failed(
-                ExitStatus::Interrupted,
-                "interrupted",
-                target.root(),
-            ))
-        }
+    let request = ReportRequest {
+        pipeline: args.pipeline.clone(),
+        html: args.html.as_ref().map(|dest| HtmlPage {
+            dest: dest.clone(),
+            details: args.details,
+            workspace_arg: args
+                .target
+                .workspace
+                .as_ref()
+                .map(|w| w.to_string_lossy().into_owned()),
+        }),
     };
-    let counts = count(run.entries());
-    let html = match &args.html {
-        Some(dest) => Some(crate::html_report::write_page(
-            &run,
-            views.report.as_deref(),
-            views.data.as_ref(),
-            dest.as_deref(),
-            &args.target,
-            args.details,
-        )?),
-        None => None,
+    let reported = match Session::on(global, control, target).report(&request) {
+        Ok(reported) => reported,
+        Err(e) => return super::stopped(e, target.root()),
     };
-    drop(run);
-    let path = views.report.context("the pipeline produced no report")?;
-    let mut value = json!({
-        "status": "completed",
-        "summary": counts.sentence(),
-        "workspace": target.root(),
-        "report": path,
-        "annotated": target.root().join(paths::REVIEWED_DOC),
-        "counts": counts,
-    });
-    if let Some(page) = &html {
-        value["html"] = json!(page);
-    }
     let text = if args.print {
-        std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?
+        std::fs::read_to_string(&reported.report)
+            .with_context(|| format!("cannot read {}", reported.report.display()))?
     } else {
-        format!("{}\n", path.display())
+        format!("{}\n", reported.report.display())
     };
-    let text = match &html {
+    let text = match &reported.html {
         Some(page) => format!("{text}{}\n", page.display()),
         None => text,
     };
-    Ok(Reply::new(ExitStatus::Success, value, text))
+    Ok(Reply::new(
+        ExitStatus::Success,
+        reported.to_json(target.root()),
+        text,
+    ))
 }
