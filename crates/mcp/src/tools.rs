@@ -511,10 +511,7 @@ fn review_md_status(ctx: &Ctx, arguments: Value, control: &Control) -> Answer {
     // answer's `state`; the convention's status says whether the call
     // worked.
     let state = value.get("status").cloned();
-    let mut out = answer(
-        Ok(Reply::new(ExitStatus::Success, value, String::new())),
-        &doc.workspace,
-    );
+    let mut out = completed(value, &doc.workspace);
     if let (Some(state), Some(map)) = (state, out.value.as_object_mut()) {
         map.insert("state".into(), state);
         map.insert("status".into(), json!("completed"));
@@ -546,14 +543,7 @@ fn review_md_revert(ctx: &Ctx, arguments: Value, control: &Control) -> Answer {
     request.reason = p.reason.unwrap_or_default();
     let (mut out, refused) = match session.revert(&request) {
         Ok(reverted) => (
-            answer(
-                Ok(Reply::new(
-                    ExitStatus::Success,
-                    reverted.to_json(&doc.workspace),
-                    String::new(),
-                )),
-                &doc.workspace,
-            ),
+            completed(reverted.to_json(&doc.workspace), &doc.workspace),
             json!([]),
         ),
         // All or nothing: the request as a whole was refused.
@@ -568,6 +558,14 @@ fn review_md_revert(ctx: &Ctx, arguments: Value, control: &Control) -> Answer {
         map.entry("total_reverted").or_insert(json!(0));
     }
     out
+}
+
+/// An operation of the review API that completed, as an answer.
+fn completed(value: Value, workspace: &Path) -> Answer {
+    answer(
+        Ok(Reply::new(ExitStatus::Success, value, String::new())),
+        workspace,
+    )
 }
 
 /// An operation of the review API that did not complete, as an answer.
@@ -597,14 +595,7 @@ fn review_md_show_change(ctx: &Ctx, arguments: Value, control: &Control) -> Answ
     let shown = Session::open(&ctx.global, control, &doc.args.doc, None)
         .and_then(|session| session.show(entry_id(&p.change_id)?, p.include_patch));
     match shown {
-        Ok(shown) => answer(
-            Ok(Reply::new(
-                ExitStatus::Success,
-                shown.to_json(&doc.workspace),
-                String::new(),
-            )),
-            &doc.workspace,
-        ),
+        Ok(shown) => completed(shown.to_json(&doc.workspace), &doc.workspace),
         Err(e) => api_error(e, &doc.workspace),
     }
 }
@@ -696,14 +687,7 @@ fn review_md_report(ctx: &Ctx, arguments: Value, control: &Control) -> Answer {
         Ok(reported) => reported,
         Err(e) => return api_error(e, &doc.workspace),
     };
-    let mut out = answer(
-        Ok(Reply::new(
-            ExitStatus::Success,
-            reported.to_json(&doc.workspace),
-            String::new(),
-        )),
-        &doc.workspace,
-    );
+    let mut out = completed(reported.to_json(&doc.workspace), &doc.workspace);
     let path = &reported.report;
     match std::fs::read_to_string(path) {
         Ok(text) => out.value["text"] = json!(text),
@@ -733,14 +717,7 @@ fn review_md_grep(ctx: &Ctx, arguments: Value, control: &Control) -> Answer {
         .and_then(|session| session.grep(&request));
     match found {
         // No match is a completed answer with `total` 0, not a failure.
-        Ok(found) => answer(
-            Ok(Reply::new(
-                ExitStatus::Success,
-                found.to_json(&doc.workspace),
-                String::new(),
-            )),
-            &doc.workspace,
-        ),
+        Ok(found) => completed(found.to_json(&doc.workspace), &doc.workspace),
         Err(e) => api_error(e, &doc.workspace),
     }
 }

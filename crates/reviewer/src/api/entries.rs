@@ -2,9 +2,8 @@
 
 use super::{ApiError, Session};
 use crate::common::{actor, clock, ReviewTarget};
-use crate::passes::{self, RunFailure};
+use crate::passes;
 use anyhow::Context as _;
-use koas_orchestrator::embed::ExitStatus;
 use koas_review_schema::apply::ApplyOptions;
 use koas_review_schema::change_id::{ChangeId, EntryId};
 use koas_review_schema::ledger::LedgerEntry;
@@ -165,30 +164,7 @@ impl Session<'_> {
             }
         };
         let (pipeline, discovery) = passes::workspace_pipeline(self.global, target, pipeline)?;
-        let views = passes::run_views(
-            self.global,
-            self.control,
-            &pipeline,
-            &discovery,
-            &run,
-            None,
-            &target.project,
-        )
-        .map_err(|failure| {
-            let stale = "the dismissal is recorded, but the report and annotated document could not be refreshed";
-            match failure {
-                RunFailure::Kernel(message) => ApiError::Stopped {
-                    status: crate::common::REFUSED,
-                    message: format!("{stale}: {message}"),
-                    partial: true,
-                },
-                RunFailure::Interrupted => ApiError::Stopped {
-                    status: ExitStatus::Interrupted,
-                    message: format!("{stale}: interrupted"),
-                    partial: true,
-                },
-            }
-        })?;
+        let views = self.views(&pipeline, &discovery, &run, |m| format!("the dismissal is recorded, but the report and annotated document could not be refreshed: {m}"), true)?;
         Ok(Dismissed {
             entry,
             report: views.report,

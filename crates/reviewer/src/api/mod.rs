@@ -80,6 +80,28 @@ impl<'a> Session<'a> {
         }
     }
 
+    /// The view pass (the report, the annotated document) on `run`; a
+    /// failure is worded by `say`, `partial` when `run` recorded something.
+    pub(crate) fn views(
+        &self,
+        pipeline: &koas_orchestrator::pipeline::Pipeline,
+        discovery: &koas_orchestrator::discovery::Discovery,
+        run: &koas_review_workspace::PreparedRun<'_>,
+        say: impl Fn(&str) -> String,
+        partial: bool,
+    ) -> Result<crate::passes::Views, ApiError> {
+        crate::passes::run_views(
+            self.global,
+            self.control,
+            pipeline,
+            discovery,
+            run,
+            None,
+            &self.target().project,
+        )
+        .map_err(|failure| stopped_by(failure, say, partial))
+    }
+
     /// The review workspace's folder.
     pub fn workspace(&self) -> &Path {
         self.target().root()
@@ -127,6 +149,24 @@ pub enum ApiError {
     /// document that is not there.
     #[error(transparent)]
     Other(#[from] anyhow::Error),
+}
+
+/// A pass that did not finish, as an error: `say` words its message (the
+/// kernel's, or "interrupted"); `partial`: what was recorded before stays.
+pub(crate) fn stopped_by(
+    failure: crate::passes::RunFailure,
+    say: impl Fn(&str) -> String,
+    partial: bool,
+) -> ApiError {
+    let (status, message) = match failure {
+        crate::passes::RunFailure::Kernel(message) => (crate::common::REFUSED, say(&message)),
+        crate::passes::RunFailure::Interrupted => (ExitStatus::Interrupted, say("interrupted")),
+    };
+    ApiError::Stopped {
+        status,
+        message,
+        partial,
+    }
 }
 
 /// What a front end tells of the workspace, when an operation names it.

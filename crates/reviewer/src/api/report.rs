@@ -2,8 +2,7 @@
 //! and the annotated document, rewritten from the ledger as it stands.
 
 use super::{ApiError, Session};
-use crate::passes::{self, RunFailure};
-use koas_orchestrator::embed::ExitStatus;
+use crate::passes;
 use koas_review::query::{count, Counts};
 use koas_review_workspace::{paths, RunKind};
 use serde_json::{json, Value};
@@ -73,27 +72,7 @@ impl Session<'_> {
         pipeline
             .require(passes::REPORT, "renders the report")
             .map_err(anyhow::Error::from)?;
-        let views = passes::run_views(
-            self.global,
-            self.control,
-            &pipeline,
-            &discovery,
-            &run,
-            None,
-            &target.project,
-        )
-        .map_err(|failure| match failure {
-            RunFailure::Kernel(message) => ApiError::Stopped {
-                status: crate::common::REFUSED,
-                message,
-                partial: false,
-            },
-            RunFailure::Interrupted => ApiError::Stopped {
-                status: ExitStatus::Interrupted,
-                message: "interrupted".into(),
-                partial: false,
-            },
-        })?;
+        let views = self.views(&pipeline, &discovery, &run, str::to_owned, false)?;
         let counts = count(run.entries());
         let html = match &request.html {
             Some(page) => Some(crate::html_report::write_page(

@@ -7,7 +7,7 @@
 //! each revert gets a `REVERT-RVW-NNNN` patch pair and ledger entry, the
 //! document is replaced atomically, and the views are refreshed.
 
-use super::{ApiError, Session, Written};
+use super::{stopped_by, ApiError, Session, Written};
 use crate::common::{actor, clock, ReviewTarget};
 use crate::passes::{self, Control, RunFailure, RunInputs, REVERT};
 use anyhow::Context as _;
@@ -110,16 +110,12 @@ impl Reverted {
 impl Session<'_> {
     /// Reverts the changes `request` names, all or nothing.
     pub fn revert(&self, request: &RevertRequest) -> Result<Reverted, ApiError> {
-        revert(self.global, self.control, request, self.target())
+        revert(self, request)
     }
 }
 
-fn revert(
-    global: &HostOptions,
-    control: &Control,
-    request: &RevertRequest,
-    target: &ReviewTarget,
-) -> Result<Reverted, ApiError> {
+fn revert(session: &Session<'_>, request: &RevertRequest) -> Result<Reverted, ApiError> {
+    let (global, control, target) = (session.global, session.control, session.target());
     target.require_workspace()?;
     let workspace = &target.workspace;
     let mut run = target.begin_run(RunKind::Revert)?;
@@ -142,7 +138,13 @@ fn revert(
 
     let outcome = match plan(global, control, &pipeline, &discovery, &run)? {
         Ok(outcome) => outcome,
-        Err(failure) => return Err(not_planned(failure)),
+        Err(failure) => {
+            return Err(stopped_by(
+                failure,
+                |m| format!("{m} (nothing was reverted)"),
+                false,
+            ))
+        }
     };
     if let Some(reason) = &outcome.refused {
         return Err(ApiError::Refused {
@@ -192,16 +194,7 @@ fn revert(
             },
         )
         .with_context(|| format!("recording the reverts in {}", workspace.root().display()))?;
-    let views = passes::run_views(
-        global,
-        control,
-        &pipeline,
-        &discovery,
-        &run,
-        None,
-        &target.project,
-    )
-    .map_err(views_failed)?;
+    let views = session.views(&pipeline, &discovery, &run, |m| format!("the reverts are recorded, but the report and annotated document could not be refreshed: {m}"), true)?;
     let mut warnings = Vec::new();
     if in_place {
         if let Err(e) = run.replace_in_place(&target.doc_path) {
@@ -270,22 +263,6 @@ fn plan(
     })
 }
 
-/// A planning pass that failed: nothing was reverted.
-fn not_planned(failure: RunFailure) -> ApiError {
-    match failure {
-        RunFailure::Kernel(message) => ApiError::Stopped {
-            status: crate::common::REFUSED,
-            message: format!("{message} (nothing was reverted)"),
-            partial: false,
-        },
-        RunFailure::Interrupted => ApiError::Stopped {
-            status: ExitStatus::Interrupted,
-            message: "interrupted (nothing was reverted)".into(),
-            partial: false,
-        },
-    }
-}
-
 /// Why the revert was refused, with the requested changes that hand
 /// edits made impossible to revert on their own.
 fn refusal(
@@ -316,22 +293,4 @@ fn refusal(
         blocked.join(", "),
         target.doc_path.display()
     )
-}
-
-/// The reverts are recorded but the views pass failed.
-fn views_failed(failure: RunFailure) -> ApiError {
-    let stale =
-        "the reverts are recorded, but the report and annotated document could not be refreshed";
-    match failure {
-        RunFailure::Kernel(message) => ApiError::Stopped {
-            status: crate::common::REFUSED,
-            message: format!("{stale}: {message}"),
-            partial: true,
-        },
-        RunFailure::Interrupted => ApiError::Stopped {
-            status: ExitStatus::Interrupted,
-            message: format!("{stale}: interrupted"),
-            partial: true,
-        },
-    }
 }
