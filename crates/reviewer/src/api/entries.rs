@@ -1,6 +1,6 @@
 //! One ledger entry: shown in detail, or a flag dismissed.
 
-use super::{ApiError, Session};
+use super::session::{ApiError, Session};
 use crate::common::{actor, clock, ReviewTarget};
 use crate::passes;
 use anyhow::Context as _;

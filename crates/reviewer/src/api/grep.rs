@@ -1,6 +1,6 @@
 //! Ledger entries by kind, severity, state or a pattern.
 
-use super::{ApiError, Session};
+use super::session::{ApiError, Session};
 use anyhow::Context as _;
 use koas_review::query::{dismissed_ids, grep, GrepFilter, REVIEW_SEVERITIES};
 use koas_review_schema::change_id::ChangeId;

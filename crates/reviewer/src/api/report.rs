@@ -1,7 +1,7 @@
 //! The review report (`REVIEW_<stem>.md`, and the HTML page when asked)
 //! and the annotated document, rewritten from the ledger as it stands.
 
-use super::{ApiError, Session};
+use super::session::{ApiError, Session};
 use crate::passes;
 use koas_review::query::{count, Counts};
 use koas_review_workspace::{paths, RunKind};

@@ -7,7 +7,7 @@
 //! each revert gets a `REVERT-RVW-NNNN` patch pair and ledger entry, the
 //! document is replaced atomically, and the views are refreshed.
 
-use super::{stopped_by, ApiError, Session, Written};
+use super::session::{stopped_by, ApiError, Session, Written};
 use crate::common::{actor, clock, ReviewTarget};
 use crate::passes::{self, Control, RunFailure, RunInputs, REVERT};
 use anyhow::Context as _;

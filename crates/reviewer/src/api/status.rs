@@ -1,7 +1,7 @@
 //! The state of a document's review workspace, and the repair of a torn
 //! ledger tail.
 
-use super::{ApiError, Session};
+use super::session::{ApiError, Session};
 use crate::common::{clock, command_line};
 use anyhow::Context as _;
 use koas_review_workspace::WorkspaceStatus;
