@@ -206,22 +206,7 @@ pub(super) fn write_changes(
     // Changes shown in full (with their diff); the others get one row.
     let mut full = 0usize;
     for (section, list) in groups {
-        let _ = writeln!(out, "<div class=\"group\">");
-        match section {
-            Some(s) => {
-                let _ = writeln!(
-                    out,
-                    "<h3>{}{} <span class=\"muted\">(lines {}–{})</span></h3>",
-                    section_id(s, page.details),
-                    escape(&s.title),
-                    s.line_start,
-                    s.line_end
-                );
-            }
-            None => {
-                let _ = writeln!(out, "<h3>(outside any section)</h3>");
-            }
-        }
+        group_heading(out, *section, page.details, true);
         let mut compact = Vec::new();
         for &index in list {
             let Some(st) = page.status[index] else {

@@ -31,6 +31,35 @@ pub(super) fn section_id(s: &SectionEntry, details: bool) -> String {
     }
 }
 
+/// A section's group opened: `<div class="group">` and its heading (the
+/// title, its ID only with `details`, its lines with `lines`).
+pub(super) fn group_heading(
+    out: &mut String,
+    section: Option<&SectionEntry>,
+    details: bool,
+    lines: bool,
+) {
+    let _ = writeln!(out, "<div class=\"group\">");
+    let Some(s) = section else {
+        let _ = writeln!(out, "<h3>(outside any section)</h3>");
+        return;
+    };
+    let span = if lines {
+        format!(
+            " <span class=\"muted\">(lines {}–{})</span>",
+            s.line_start, s.line_end
+        )
+    } else {
+        String::new()
+    };
+    let _ = writeln!(
+        out,
+        "<h3>{}{}{span}</h3>",
+        section_id(s, details),
+        escape(&s.title)
+    );
+}
+
 /// The `Kernel` header cell, only with `details`.
 pub(super) fn kernel_th(details: bool) -> &'static str {
     if details {
@@ -67,20 +96,7 @@ pub(super) fn write_findings(out: &mut String, input: &HtmlInput<'_>, lookup: &S
         grouped.push(lookup.get(f.line as usize), f);
     }
     for (section, list) in grouped.sorted() {
-        let _ = writeln!(out, "<div class=\"group\">");
-        match section {
-            Some(s) => {
-                let _ = writeln!(
-                    out,
-                    "<h3>{}{}</h3>",
-                    section_id(s, input.details),
-                    escape(&s.title)
-                );
-            }
-            None => {
-                let _ = writeln!(out, "<h3>(outside any section)</h3>");
-            }
-        }
+        group_heading(out, section, input.details, false);
         let _ = writeln!(
             out,
             "<table><tr><th>Lines</th><th>Kind</th><th>Severity</th><th>Message</th>{}</tr>",
