@@ -19,7 +19,7 @@ use koas_review_schema::apply::ApplyOptions;
 use koas_review_schema::ledger::LedgerEntry;
 use koas_review_schema::names;
 use koas_review_schema::revert::RevertOutcome;
-use koas_review_workspace::{CommitContext, PreparedRun, Recovery, RunKind};
+use koas_review_workspace::{CommitContext, PreparedRun, RevertRunOutcome, RunKind};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 
@@ -61,13 +61,10 @@ impl RevertRequest {
 /// What a revert did.
 #[derive(Debug)]
 pub struct Reverted {
-    /// `revert-<timestamp>-<pid>`, the `run_id` of its entries.
-    pub run_id: String,
-    /// The revert entries, latest change first; each names the change it
-    /// reverted (`reverted_id`). Empty: nothing was left to revert.
-    pub entries: Vec<LedgerEntry>,
-    /// Repairs made before the run.
-    pub recovery: Option<Recovery>,
+    /// The revert run as the workspace recorded it (its run ID, its
+    /// entries, the repairs made before it); `None`: nothing was left to
+    /// revert.
+    pub run: Option<RevertRunOutcome>,
     /// What was written besides the ledger.
     pub written: Written,
     /// Things a person should know that did not stop the revert.
@@ -75,9 +72,15 @@ pub struct Reverted {
 }
 
 impl Reverted {
+    /// The revert entries, latest change first; each names the change it
+    /// reverted (`reverted_id`).
+    pub fn entries(&self) -> &[LedgerEntry] {
+        self.run.as_ref().map_or(&[], |r| r.entries.as_slice())
+    }
+
     /// (reverted change, the entry that reverted it), in order.
     pub fn pairs(&self) -> Vec<(String, String)> {
-        self.entries
+        self.entries()
             .iter()
             .map(|e| (e.reverted_id.clone(), e.id.to_string()))
             .collect()
@@ -85,25 +88,20 @@ impl Reverted {
 
     /// The answer's JSON form (`koas revert --json`, the MCP tool).
     pub fn to_json(&self, workspace: &std::path::Path) -> Value {
-        if self.entries.is_empty() {
+        let Some(run) = &self.run else {
             return json!({
                 "status": "completed",
                 "summary": "nothing to revert",
                 "workspace": workspace,
                 "total_reverted": 0,
             });
-        }
-        json!({
-            "status": "completed",
-            "run_id": self.run_id,
-            "total_reverted": self.entries.len(),
-            "reverts": self.entries,
-            "recovery": self.recovery,
-            "summary": format!("{} changes reverted", self.entries.len()),
-            "workspace": workspace,
-            "report": self.written.report,
-            "in_place": self.written.doc_replaced.is_some(),
-        })
+        };
+        let mut value = run.summary_json();
+        value["summary"] = json!(format!("{} changes reverted", run.entries.len()));
+        value["workspace"] = json!(workspace);
+        value["report"] = json!(self.written.report);
+        value["in_place"] = json!(self.written.doc_replaced.is_some());
+        value
     }
 }
 
@@ -153,9 +151,7 @@ fn revert(session: &Session<'_>, request: &RevertRequest) -> Result<Reverted, Ap
     }
     if outcome.plan.reverts.is_empty() {
         return Ok(Reverted {
-            run_id: String::new(),
-            entries: Vec::new(),
-            recovery: None,
+            run: None,
             written: Written {
                 report: None,
                 doc_replaced: None,
@@ -210,9 +206,7 @@ fn revert(session: &Session<'_>, request: &RevertRequest) -> Result<Reverted, Ap
     drop(run);
     control.collect_caches(global);
     Ok(Reverted {
-        run_id: committed.run_id,
-        entries: committed.entries,
-        recovery: committed.recovery,
+        run: Some(committed),
         written: Written {
             report: views.report,
             doc_replaced: in_place.then_some(remembered),

@@ -132,14 +132,19 @@ fn shell_word(word: &str) -> String {
     }
 }
 
-pub fn execute(_global: &HostOptions, args: GrepArgs) -> anyhow::Result<ExitStatus> {
+pub fn execute(global: &HostOptions, args: GrepArgs) -> anyhow::Result<ExitStatus> {
     let (pattern, target) = args.split()?;
     on_workspace(&target, |t| {
-        search(&args, pattern.as_deref(), t)?.print(args.json)
+        search(global, &args, pattern.as_deref(), t)?.print(args.json)
     })
 }
 
-fn search(args: &GrepArgs, pattern: Option<&str>, target: &ReviewTarget) -> anyhow::Result<Reply> {
+fn search(
+    global: &HostOptions,
+    args: &GrepArgs,
+    pattern: Option<&str>,
+    target: &ReviewTarget,
+) -> anyhow::Result<Reply> {
     let request = GrepRequest {
         pattern: pattern.map(str::to_owned),
         kind: args.kind.clone(),
@@ -147,9 +152,8 @@ fn search(args: &GrepArgs, pattern: Option<&str>, target: &ReviewTarget) -> anyh
         silent: args.silent,
         reverts: args.reverts,
     };
-    let global = HostOptions::default();
     let control = Control::ctrl_c();
-    let found = match Session::on(&global, &control, target).grep(&request) {
+    let found = match Session::on(global, &control, target).grep(&request) {
         Ok(found) => found,
         Err(e) => return super::stopped(e, target.root()),
     };

@@ -114,7 +114,7 @@ fn answer(target: &ReviewTarget, reverted: &Reverted) -> anyhow::Result<Reply> {
         eprintln!("koas: {w}");
     }
     let value = reverted.to_json(target.root());
-    if reverted.entries.is_empty() {
+    if reverted.run.is_none() {
         return Ok(Reply::new(
             ExitStatus::Success,
             value,

@@ -34,16 +34,15 @@ pub struct ShowArgs {
     pub patch: bool,
 }
 
-pub fn execute(_global: &HostOptions, args: ShowArgs) -> anyhow::Result<ExitStatus> {
+pub fn execute(global: &HostOptions, args: ShowArgs) -> anyhow::Result<ExitStatus> {
     on_workspace(&args.target, |target| {
-        show(&args, target)?.print(args.target.json)
+        show(global, &args, target)?.print(args.target.json)
     })
 }
 
-fn show(args: &ShowArgs, target: &ReviewTarget) -> anyhow::Result<Reply> {
-    let global = HostOptions::default();
+fn show(global: &HostOptions, args: &ShowArgs, target: &ReviewTarget) -> anyhow::Result<Reply> {
     let control = Control::ctrl_c();
-    let session = Session::on(&global, &control, target);
+    let session = Session::on(global, &control, target);
     let shown = entry_id(&args.id).and_then(|id| session.show(id, args.patch));
     let shown = match shown {
         Ok(shown) => shown,

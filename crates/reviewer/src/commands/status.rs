@@ -35,16 +35,15 @@ pub struct StatusArgs {
     pub repair_ledger: bool,
 }
 
-pub fn execute(_global: &HostOptions, args: StatusArgs) -> anyhow::Result<ExitStatus> {
+pub fn execute(global: &HostOptions, args: StatusArgs) -> anyhow::Result<ExitStatus> {
     on_workspace(&args.target, |target| {
-        status(&args, target)?.print(args.target.json)
+        status(global, &args, target)?.print(args.target.json)
     })
 }
 
-fn status(args: &StatusArgs, target: &ReviewTarget) -> anyhow::Result<Reply> {
-    let global = HostOptions::default();
+fn status(global: &HostOptions, args: &StatusArgs, target: &ReviewTarget) -> anyhow::Result<Reply> {
     let control = Control::ctrl_c();
-    let state = match Session::on(&global, &control, target).status(args.repair_ledger) {
+    let state = match Session::on(global, &control, target).status(args.repair_ledger) {
         Ok(state) => state,
         Err(e) => return super::stopped(e, target.root()),
     };
