@@ -4,9 +4,10 @@
 
 use crate::review_common::{assert_code, Scratch};
 use koas_orchestrator::embed::{Control, HostOptions};
+use koas_review_schema::findings::Severity;
 use koas_reviewer::api::{
-    change_id, entry_id, ApiError, GrepRequest, HtmlPage, ReportRequest, RevertChanges,
-    RevertRequest, Session,
+    change_id, check, entry_id, ApiError, CheckRequest, GrepRequest, HtmlPage, ReportRequest,
+    RevertChanges, RevertRequest, ReviewCounts, ReviewRequest, Session,
 };
 use std::sync::Arc;
 
@@ -167,4 +168,90 @@ fn the_review_api_reverts_and_refuses_in_types() {
         nothing.to_json(session.workspace())["summary"],
         "nothing to revert"
     );
+}
+
+#[test]
+fn the_review_api_reviews_and_checks_in_types() {
+    let s = Scratch::new();
+    s.write("doc.md", DOC);
+    s.write("ops.json", OPS);
+    let bin = koas_test_support::koas_bin();
+    let global = HostOptions {
+        kernel_paths: vec![bin.parent().expect("its folder").to_path_buf()],
+        quiet: true,
+        in_process: true,
+        ..HostOptions::default()
+    };
+    let control = Control::new(Arc::default(), None);
+
+    // Checked before any review: the misspelling is no finding of the
+    // structure checks, and nothing fails at the default severity.
+    let checked = check(&global, &s.path("doc.md"), &CheckRequest::default()).expect("checked");
+    assert_eq!(checked.total(), checked.output.findings.len());
+    assert_eq!(checked.fail_on, Severity::Warning);
+    assert_eq!(
+        checked.fails(),
+        checked
+            .output
+            .findings
+            .iter()
+            .any(|f| f.severity >= Severity::Warning)
+    );
+
+    let session = Session::open(&global, &control, &s.path("doc.md"), None).expect("session");
+    let request = ReviewRequest {
+        ops: Some(s.path("ops.json")),
+        whole_json: true,
+        ..ReviewRequest::default()
+    };
+    let reviewed = session.review(&request).expect("reviewed");
+    assert_eq!(
+        reviewed.counts,
+        ReviewCounts {
+            applied: 2,
+            flagged: 1,
+            rejected: 0,
+            known: 0
+        }
+    );
+    assert!(reviewed.report.as_ref().is_some_and(|r| r.is_file()));
+    let json = reviewed.to_json();
+    assert_eq!(json["total_changes"], 2);
+    assert_eq!(json["summary"], reviewed.summary);
+    assert!(reviewed.to_text().contains(&reviewed.summary));
+    let edited =
+        std::fs::read_to_string(s.workspace().join("stage3/doc.edited.md")).expect("edited");
+    assert!(edited.contains("bandwidth"), "{edited}");
+
+    // The same ops again: nothing recorded twice. The typo's op no longer
+    // finds its `before_text` on the fixed line and is refused; the
+    // others' effects are known.
+    let again = session.review(&request).expect("reviewed again");
+    assert_eq!(again.counts.applied, 0);
+    assert_eq!(
+        again.counts,
+        ReviewCounts {
+            rejected: 1,
+            known: 2,
+            ..ReviewCounts::default()
+        },
+        "{}",
+        again.summary
+    );
+
+    // An ops file that is not JSON: an error before anything is locked
+    // or written.
+    s.write("bad.json", "[{\"action\": ");
+    let ledger =
+        std::fs::read_to_string(s.workspace().join("review/ledger.jsonl")).expect("ledger");
+    let bad = ReviewRequest {
+        ops: Some(s.path("bad.json")),
+        ..ReviewRequest::default()
+    };
+    match session.review(&bad) {
+        Err(ApiError::Other(e)) => assert!(format!("{e:#}").contains("bad.json"), "{e:#}"),
+        other => panic!("not an error: {other:?}"),
+    }
+    let after = std::fs::read_to_string(s.workspace().join("review/ledger.jsonl")).expect("ledger");
+    assert_eq!(ledger, after, "a refused ops file records nothing");
 }

@@ -6,7 +6,7 @@ use koas_review::report::{current_lines, original_lines};
 use koas_review_schema::change_id::EntryId;
 use koas_review_schema::edit_op::Action;
 use koas_review_schema::ledger::LedgerEntry;
-use koas_reviewer::{ReviewTarget, WorkspaceArgs};
+use koas_reviewer::ReviewTarget;
 use std::path::Path;
 
 /// One change recorded for a document, placed on the buffer's lines.
@@ -43,7 +43,7 @@ pub enum Placement {
 /// The active changes of `doc`'s review, placed on `buffer`'s lines;
 /// `None` when the document has no review workspace.
 pub fn changes(doc: &Path, buffer: &str) -> anyhow::Result<Option<(Placement, Vec<PlacedChange>)>> {
-    let target = ReviewTarget::locate(&WorkspaceArgs::for_doc(doc))?;
+    let target = ReviewTarget::of_doc(doc)?;
     if target.require_workspace().is_err() {
         return Ok(None);
     }

@@ -21,10 +21,8 @@ use koas_md_scan::{Budget, CheckError, Checker};
 use koas_orchestrator::embed::Progress;
 use koas_orchestrator::embed::{Control, HostOptions};
 use koas_review_schema::findings::{Finding, FindingKind};
-use koas_reviewer::api::{ApiError, RevertChanges, RevertRequest, Session};
-use koas_reviewer::commands::review as review_cmd;
+use koas_reviewer::api::{ApiError, RevertChanges, RevertRequest, ReviewRequest, Session};
 use koas_reviewer::input::{max_doc_bytes, read_document_bytes};
-use koas_reviewer::WorkspaceArgs;
 use lsp_types::{
     CodeAction, CodeActionKind, CodeActionParams, CodeLens, CodeLensParams, Command,
     DidChangeTextDocumentParams, DidCloseTextDocumentParams, DidOpenTextDocumentParams,
@@ -1277,20 +1275,23 @@ impl<W: Write> Server<W> {
             }
             "koas.review" => {
                 let options = p.arguments.get(1).cloned().unwrap_or(Value::Null);
-                let mut args = review_cmd::ReviewArgs::new(WorkspaceArgs::for_doc(&path));
-                args.in_place = true;
-                args.no_llm = options
+                let mut review = ReviewRequest {
+                    in_place: true,
+                    whole_json: true,
+                    ..ReviewRequest::default()
+                };
+                review.no_llm = options
                     .get("noLlm")
                     .and_then(Value::as_bool)
                     .unwrap_or(false);
                 if let Some(model) = options.get("model").and_then(Value::as_str) {
-                    args.llm.model = Some(model.to_string());
+                    review.llm.model = Some(model.to_string());
                 }
                 if let Some(backend) = options.get("backend").and_then(Value::as_str) {
-                    args.llm.backend = Some(backend.to_string());
+                    review.llm.backend = Some(backend.to_string());
                 }
                 if let Some(endpoint) = options.get("endpoint").and_then(Value::as_str) {
-                    args.llm.endpoints = vec![endpoint.to_string()];
+                    review.llm.endpoints = vec![endpoint.to_string()];
                 }
                 let token = format!("koas-review-{}", self.next_request);
                 self.next_request += 1;
@@ -1322,19 +1323,10 @@ impl<W: Write> Server<W> {
                             path: path.clone(),
                         });
                         let control = Control::new(cancel, Some(observer));
-                        match review_cmd::run(&global, &control, &args) {
-                            Ok(reply)
-                                if reply.status
-                                    == koas_orchestrator::embed::ExitStatus::Success =>
-                            {
-                                Ok(reply.json)
-                            }
-                            Ok(reply) => Err((
-                                codes::INTERNAL_ERROR,
-                                refusal(&reply.json, "the review did not finish"),
-                            )),
-                            Err(e) => Err((codes::INTERNAL_ERROR, format!("{e:#}"))),
-                        }
+                        Session::open(&global, &control, &path, None)
+                            .and_then(|session| session.review(&review))
+                            .map(|reviewed| reviewed.to_json())
+                            .map_err(|e| (codes::INTERNAL_ERROR, format!("{e:#}")))
                     });
                     let now = result.is_ok().then(|| read_saved(&path).ok()).flatten();
                     let _ = events.send(Event::CommandDone {
@@ -1505,15 +1497,6 @@ fn saved_is(path: &Path, buffer: &str, doing: &str) -> Result<(), (i64, String)>
             format!("save the document before {doing}: the review works on the saved file"),
         ))
     }
-}
-
-/// Why a reviewer command did not succeed, from its JSON reply.
-fn refusal(reply: &Value, otherwise: &str) -> String {
-    reply["error"]
-        .as_str()
-        .or(reply["summary"].as_str())
-        .unwrap_or(otherwise)
-        .to_string()
 }
 
 /// The workspace folders of `initialize`'s params: `workspaceFolders`,

@@ -5,12 +5,13 @@
 //! (under 300 characters), `workspace` and, on failure, `error`.
 
 use crate::paths::{PathError, Root};
-use koas_orchestrator::embed::{ExitStatus, HostOptions};
+use koas_orchestrator::embed::{ExitStatus, HostOptions, LlmFlags};
+use koas_review_schema::findings::Severity;
 use koas_reviewer::api::{
-    entry_id, ApiError, GrepRequest, ReportRequest, RevertChanges, RevertRequest, Session,
+    check, entry_id, ApiError, CheckRequest, GrepRequest, ReportRequest, RevertChanges,
+    RevertRequest, ReviewRequest, Session,
 };
-use koas_reviewer::commands::{check, review};
-use koas_reviewer::{first_line, workspace_of, Control, Reply, WorkspaceArgs};
+use koas_reviewer::{first_line, workspace_of, Control};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -314,7 +315,8 @@ fn parse<T: DeserializeOwned>(tool: &str, arguments: Value) -> Result<T, Answer>
 /// A document named by a client: resolved inside the root, with its
 /// workspace (checked to stay inside the root too).
 struct Doc {
-    args: WorkspaceArgs,
+    /// The document's path, inside the root.
+    path: PathBuf,
     workspace: PathBuf,
 }
 
@@ -324,15 +326,11 @@ impl Doc {
             PathError::NotFound { .. } => Answer::failure("not_found", &e.to_string(), None),
             _ => Answer::failure("error", &e.to_string(), None),
         })?;
-        let mut args = WorkspaceArgs::for_doc(path);
-        // The library calls print nothing; this only keeps their
-        // messages for a person off stderr.
-        args.json = true;
-        let workspace = workspace_of(&args).map_err(|e| error(&e, None))?;
+        let workspace = workspace_of(&path).map_err(|e| error(&e, None))?;
         ctx.root
             .contains(&workspace)
             .map_err(|e| Answer::failure("error", &format!("its review workspace: {e}"), None))?;
-        Ok(Doc { args, workspace })
+        Ok(Doc { path, workspace })
     }
 
     /// Fails with `not_found` unless a review created the workspace.
@@ -354,7 +352,7 @@ impl Doc {
                 "not_found",
                 &format!(
                     "{} has no review workspace yet (looked in {}); run review_md_run first",
-                    self.args.doc.display(),
+                    self.path.display(),
                     self.workspace.display()
                 ),
                 Some(&self.workspace),
@@ -372,18 +370,13 @@ fn error(e: &anyhow::Error, workspace: Option<&Path>) -> Answer {
     )
 }
 
-/// A library call's reply as an answer: the convention's status, a short
+/// An operation's JSON as an answer: the convention's status, a short
 /// summary, the workspace, `isError` unless it succeeded.
-fn answer(reply: anyhow::Result<Reply>, workspace: &Path) -> Answer {
-    let reply = match reply {
-        Ok(reply) => reply,
-        Err(e) => return error(&e, Some(workspace)),
-    };
-    let mut value = reply.json;
+fn answer(exit: ExitStatus, mut value: Value, workspace: &Path) -> Answer {
     if !value.is_object() {
         value = json!({ "result": value });
     }
-    let is_error = reply.status != ExitStatus::Success;
+    let is_error = exit != ExitStatus::Success;
     let status = value
         .get("status")
         .and_then(Value::as_str)
@@ -405,7 +398,7 @@ fn answer(reply: anyhow::Result<Reply>, workspace: &Path) -> Answer {
     if value.get("workspace").map_or(true, Value::is_null) {
         value["workspace"] = json!(workspace);
     }
-    if reply.status == ExitStatus::Interrupted && value.get("error").is_none() {
+    if exit == ExitStatus::Interrupted && value.get("error").is_none() {
         value["error"] = json!("cancelled");
     }
     Answer { value, is_error }
@@ -425,8 +418,7 @@ macro_rules! try_answer {
 fn review_md_run(ctx: &Ctx, arguments: Value, control: &Control) -> Answer {
     let p: ReviewParams = try_answer!(parse("review_md_run", arguments));
     let doc = try_answer!(Doc::resolve(ctx, &p.doc_path));
-    let mut args = review::ReviewArgs::new(doc.args.clone());
-    args.ops = match &p.ops {
+    let ops = match &p.ops {
         None | Some(Value::Null) => None,
         Some(Value::String(path)) => Some(try_answer!(ctx
             .root
@@ -445,29 +437,40 @@ fn review_md_run(ctx: &Ctx, arguments: Value, control: &Control) -> Answer {
             )
         }
     };
-    args.strict = p.strict;
-    args.no_llm = p.no_llm;
-    args.skip_pyramid = p.skip_pyramid;
-    args.no_check_fixes = p.no_check_fixes;
-    args.tutor_model = p.tutor_model;
-    args.llm.backend = p.backend;
-    args.llm.endpoints = p.endpoint.into_iter().collect();
-    args.llm.model = p.model;
-    // Sovereignty is the server's: an argument cannot lift it.
-    args.llm.no_strict_sovereign = ctx.no_strict_sovereign;
-    let mut out = answer(review::run(&ctx.global, control, &args), &doc.workspace);
-    if let Some(map) = out.value.as_object_mut() {
-        if map.contains_key("total_changes") {
-            let n = |k: &str| map.get(k).cloned().unwrap_or(json!(0));
-            let counts = json!({
-                "applied": n("total_changes"),
-                "flagged": n("flags"),
-                "rejected": n("rejected"),
+    let llm = LlmFlags {
+        backend: p.backend,
+        endpoints: p.endpoint.into_iter().collect(),
+        model: p.model,
+        // Sovereignty is the server's: an argument cannot lift it.
+        no_strict_sovereign: ctx.no_strict_sovereign,
+        ..LlmFlags::default()
+    };
+    let request = ReviewRequest {
+        ops,
+        strict: p.strict,
+        no_llm: p.no_llm,
+        skip_pyramid: p.skip_pyramid,
+        no_check_fixes: p.no_check_fixes,
+        tutor_model: p.tutor_model,
+        llm,
+        whole_json: true,
+        ..ReviewRequest::default()
+    };
+    let reviewed = Session::open(&ctx.global, control, &doc.path, None)
+        .and_then(|session| session.review(&request));
+    match reviewed {
+        Ok(reviewed) => {
+            let mut value = reviewed.to_json();
+            let counts = reviewed.counts;
+            value["counts"] = json!({
+                "applied": counts.applied,
+                "flagged": counts.flagged,
+                "rejected": counts.rejected,
             });
-            map.insert("counts".into(), counts);
+            completed(value, &doc.workspace)
         }
+        Err(e) => api_error(e, &doc.workspace),
     }
-    out
 }
 
 /// Ops given inline are kept in the workspace (`mcp/ops-<time>.json`),
@@ -500,7 +503,7 @@ fn review_md_status(ctx: &Ctx, arguments: Value, control: &Control) -> Answer {
     let p: DocParams = try_answer!(parse("review_md_status", arguments));
     let doc = try_answer!(Doc::resolve(ctx, &p.doc_path));
     try_answer!(doc.require_workspace());
-    let review = Session::open(&ctx.global, control, &doc.args.doc, None)
+    let review = Session::open(&ctx.global, control, &doc.path, None)
         .and_then(|session| session.status(false))
         .and_then(|review| review.to_json());
     let value = match review {
@@ -535,7 +538,7 @@ fn review_md_revert(ctx: &Ctx, arguments: Value, control: &Control) -> Answer {
     }
     let doc = try_answer!(Doc::resolve(ctx, &p.doc_path));
     try_answer!(doc.require_workspace());
-    let session = match Session::open(&ctx.global, control, &doc.args.doc, None) {
+    let session = match Session::open(&ctx.global, control, &doc.path, None) {
         Ok(session) => session,
         Err(e) => return api_error(e, &doc.workspace),
     };
@@ -562,10 +565,7 @@ fn review_md_revert(ctx: &Ctx, arguments: Value, control: &Control) -> Answer {
 
 /// An operation of the review API that completed, as an answer.
 fn completed(value: Value, workspace: &Path) -> Answer {
-    answer(
-        Ok(Reply::new(ExitStatus::Success, value, String::new())),
-        workspace,
-    )
+    answer(ExitStatus::Success, value, workspace)
 }
 
 /// An operation of the review API that did not complete, as an answer.
@@ -577,11 +577,13 @@ fn api_error(e: ApiError, workspace: &Path) -> Answer {
             message,
             partial,
         } => {
-            let mut reply = Reply::failed(status, &message, workspace);
-            if partial {
-                reply.json["status"] = json!("partial");
-            }
-            answer(Ok(reply), workspace)
+            let value = json!({
+                "status": if partial { "partial" } else { "error" },
+                "summary": first_line(&message),
+                "error": message,
+                "workspace": workspace,
+            });
+            answer(status, value, workspace)
         }
         ApiError::NotFound { message } => Answer::failure("not_found", &message, Some(workspace)),
         ApiError::Other(e) => error(&e, Some(workspace)),
@@ -592,7 +594,7 @@ fn review_md_show_change(ctx: &Ctx, arguments: Value, control: &Control) -> Answ
     let p: ShowParams = try_answer!(parse("review_md_show_change", arguments));
     let doc = try_answer!(Doc::resolve(ctx, &p.doc_path));
     try_answer!(doc.require_workspace());
-    let shown = Session::open(&ctx.global, control, &doc.args.doc, None)
+    let shown = Session::open(&ctx.global, control, &doc.path, None)
         .and_then(|session| session.show(entry_id(&p.change_id)?, p.include_patch));
     match shown {
         Ok(shown) => completed(shown.to_json(&doc.workspace), &doc.workspace),
@@ -606,57 +608,20 @@ fn check_md(ctx: &Ctx, arguments: Value, _control: &Control) -> Answer {
         PathError::NotFound { .. } => Answer::failure("not_found", &e.to_string(), None),
         _ => Answer::failure("error", &e.to_string(), None),
     }));
-    let output = match check::check_file(&path, None, p.no_config, None, Some(ctx.root.dir())) {
-        Ok(output) => output,
-        Err(e) => return error(&e, None),
+    let request = CheckRequest {
+        no_config: p.no_config,
+        root: Some(ctx.root.dir().to_path_buf()),
+        ..CheckRequest::default()
     };
-    let fail_on = if p.no_config {
-        Ok(koas_review_schema::findings::Severity::Warning)
-    } else {
-        check::default_fail_on(&path)
-    };
-    let fail_on = match fail_on {
-        Ok(s) => s,
-        Err(e) => return error(&e, None),
-    };
-    // The project's other kernels (`[kernels] run`), as `koas check` runs them.
-    let mut output = output;
-    let others = match check::other_kernels_file(&ctx.global, &path, p.no_config) {
-        Ok(Some((items, kinds))) => {
-            output.forget_kinds(&kinds);
-            items
-        }
-        Ok(None) => Vec::new(),
-        Err(e) => return error(&e, None),
-    };
-    let other_severity = |item: &Value| {
-        item.get("severity")
-            .and_then(Value::as_str)
-            .and_then(koas_review_schema::findings::Severity::parse_any)
+    let checked = match check(&ctx.global, &path, &request) {
+        Ok(checked) => checked,
+        Err(ApiError::Other(e)) => return error(&e, None),
+        Err(e) => return Answer::failure("error", &e.to_string(), None),
     };
     let mut counts = serde_json::Map::new();
-    for severity in koas_review_schema::findings::Severity::ALL {
-        let n = output
-            .findings
-            .iter()
-            .filter(|f| f.severity == severity)
-            .count()
-            + others
-                .iter()
-                .filter(|i| other_severity(i) == Some(severity))
-                .count();
-        counts.insert(
-            serde_json::to_value(severity)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_else(|| format!("{severity:?}")),
-            json!(n),
-        );
+    for severity in Severity::ALL {
+        counts.insert(severity.as_str().to_owned(), json!(checked.count(severity)));
     }
-    let fails = output.findings.iter().any(|f| f.severity >= fail_on)
-        || others
-            .iter()
-            .any(|i| other_severity(i).is_some_and(|s| s >= fail_on));
     let shown = path
         .strip_prefix(ctx.root.dir())
         .unwrap_or(&path)
@@ -664,16 +629,16 @@ fn check_md(ctx: &Ctx, arguments: Value, _control: &Control) -> Answer {
         .to_string();
     Answer::ok(json!({
         "status": "completed",
-        "summary": first_line(&format!("{shown}: {} findings", output.findings.len() + others.len())),
+        "summary": first_line(&format!("{shown}: {} findings", checked.total())),
         "workspace": Value::Null,
         "file": shown,
-        "total": output.findings.len() + others.len(),
+        "total": checked.total(),
         "counts": counts,
-        "fail_on": fail_on,
-        "fails": fails,
-        "findings": output.findings,
-        "kernel_findings": others,
-        "warnings": output.warnings,
+        "fail_on": checked.fail_on,
+        "fails": checked.fails(),
+        "findings": checked.output.findings,
+        "kernel_findings": checked.others,
+        "warnings": checked.output.warnings,
     }))
 }
 
@@ -681,7 +646,7 @@ fn review_md_report(ctx: &Ctx, arguments: Value, control: &Control) -> Answer {
     let p: DocParams = try_answer!(parse("review_md_report", arguments));
     let doc = try_answer!(Doc::resolve(ctx, &p.doc_path));
     try_answer!(doc.require_workspace());
-    let reported = Session::open(&ctx.global, control, &doc.args.doc, None)
+    let reported = Session::open(&ctx.global, control, &doc.path, None)
         .and_then(|session| session.report(&ReportRequest::default()));
     let reported = match reported {
         Ok(reported) => reported,
@@ -713,7 +678,7 @@ fn review_md_grep(ctx: &Ctx, arguments: Value, control: &Control) -> Answer {
         silent: p.silent,
         reverts: p.reverts,
     };
-    let found = Session::open(&ctx.global, control, &doc.args.doc, None)
+    let found = Session::open(&ctx.global, control, &doc.path, None)
         .and_then(|session| session.grep(&request));
     match found {
         // No match is a completed answer with `total` 0, not a failure.
@@ -797,19 +762,21 @@ mod tests {
 
     #[test]
     fn a_reply_keeps_the_convention() {
-        let reply = Reply::new(
+        let out = answer(
             ExitStatus::Failure,
             json!({"status": "refused", "error": "no"}),
-            String::new(),
+            Path::new("/ws"),
         );
-        let out = answer(Ok(reply), Path::new("/ws"));
         assert!(out.is_error);
         assert_eq!(out.value["status"], "error");
         assert_eq!(out.value["summary"], "no");
         assert_eq!(out.value["workspace"], "/ws");
         let long = "x".repeat(1000);
-        let reply = Reply::new(ExitStatus::Success, json!({"summary": long}), String::new());
-        let out = answer(Ok(reply), Path::new("/ws"));
+        let out = answer(
+            ExitStatus::Success,
+            json!({"summary": long}),
+            Path::new("/ws"),
+        );
         assert!(out.value["summary"].as_str().unwrap().chars().count() <= 300);
         assert_eq!(out.value["status"], "completed");
     }

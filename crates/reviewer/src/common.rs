@@ -137,10 +137,10 @@ pub fn first_line(message: &str) -> String {
     }
 }
 
-/// The review workspace of the document `args` names (which may not
-/// exist yet): `-w`, or the automatic one next to the document.
-pub fn workspace_of(args: &WorkspaceArgs) -> anyhow::Result<PathBuf> {
-    Ok(ReviewTarget::locate(args)?.root().to_path_buf())
+/// The review workspace of `doc` (which may not exist yet): the
+/// automatic one next to the document.
+pub fn workspace_of(doc: &Path) -> anyhow::Result<PathBuf> {
+    Ok(ReviewTarget::of_doc(doc)?.root().to_path_buf())
 }
 
 /// The `--pipeline` value that means the built-in reviewer pipeline (and
@@ -165,9 +165,17 @@ pub struct ReviewTarget {
     pub others: Vec<PathBuf>,
     /// Its project file (`koas.toml`), checked.
     pub project: crate::project::ProjectFile,
+    /// The size limit DOC was read with, which files given with it (an
+    /// ops file) are read with too.
+    pub max_doc_bytes: u64,
 }
 
 impl ReviewTarget {
+    /// `doc` and the workspace beside it, with the default size limit.
+    pub fn of_doc(doc: &Path) -> anyhow::Result<ReviewTarget> {
+        ReviewTarget::locate(&WorkspaceArgs::for_doc(doc))
+    }
+
     /// Reads DOC (a regular file of UTF-8 text, within the size limit) and
     /// finds its workspace: `-w`, or the automatic `.review/<stem>_<hash12>`
     /// named after DOC's file name (a workspace an earlier koas named after
@@ -229,6 +237,7 @@ impl ReviewTarget {
             mode,
             others,
             project,
+            max_doc_bytes: limit,
         })
     }
 

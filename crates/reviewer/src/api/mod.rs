@@ -9,19 +9,21 @@
 //! and none of them builds another front end's arguments or reads another
 //! front end's JSON to learn what happened.
 //!
-//! Operations move here one at a time; those not here yet are still the
-//! commands' library calls (`commands::*::run`).
 
+pub mod check;
 mod entries;
 mod grep;
 mod report;
 mod revert;
+mod review;
 mod session;
 pub mod status;
 
+pub use check::{check, CheckRequest, CheckedDoc};
 pub use entries::{change_id, entry_id, Dismissed, Shown};
 pub use grep::{Found, GrepRequest};
 pub use report::{HtmlPage, ReportRequest, Reported};
 pub use revert::{RevertChanges, RevertRequest, Reverted};
+pub use review::{ReviewCounts, ReviewRequest, Reviewed};
 pub use session::{ApiError, Session, Written};
 pub use status::ReviewStatus;

@@ -9,9 +9,10 @@
 //! when a document cannot be read (not found, not UTF-8, binary) or a
 //! `koas.toml` is invalid.
 
+use crate::api::check::{pipeline, read_document};
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
-use koas_md_scan::config::{find_project_config, ProjectConfig};
+use koas_md_scan::config::find_project_config;
 use koas_md_scan::report::{
     render_github, render_human, render_json, render_sarif, summary_line, FileFindings,
 };
@@ -304,101 +305,6 @@ impl Configs {
     }
 }
 
-/// Reads a document (`-` is standard input) as UTF-8 text, refusing
-/// binary content, anything that is not a regular file, and more than
-/// `limit` bytes. `shown` names it in errors.
-fn read_document(path: &Path, shown: &str, limit: u64) -> anyhow::Result<String> {
-    let bytes = crate::input::read_document_bytes(path, shown, limit, true)?;
-    let text = String::from_utf8(bytes).map_err(|e| {
-        anyhow::anyhow!(
-            "{shown}: not valid UTF-8 (first bad byte at offset {})",
-            e.utf8_error().valid_up_to()
-        )
-    })?;
-    koas_md::inventory::check_text(shown, &text).map_err(|e| anyhow::anyhow!("{e}"))?;
-    Ok(text)
-}
-
-/// The findings `koas check DOC` reports for one file, as a library call:
-/// DOC read like the command reads it (a regular UTF-8 text file within
-/// the size limit), checked with the `koas.toml` found upward from it (or
-/// `config`, or none with `no_config`), its links to other files looked
-/// up inside `root` (a server's root; `None`: the project's root, as the
-/// command does). Nothing is printed or written.
-pub fn check_file(
-    doc: &Path,
-    config: Option<&Path>,
-    no_config: bool,
-    max_doc_size: Option<&str>,
-    root: Option<&Path>,
-) -> anyhow::Result<ScanOutput> {
-    let limit = crate::input::max_doc_bytes(max_doc_size)?;
-    let config_path = if no_config {
-        None
-    } else if let Some(explicit) = config {
-        Some(explicit.to_path_buf())
-    } else {
-        find_project_config(doc)
-    };
-    let config = match &config_path {
-        Some(path) => ProjectConfig::load(path)?,
-        None => ProjectConfig::default(),
-    };
-    let checker = Checker::new(&config).with_context(|| match &config_path {
-        Some(path) => format!("project config {}", path.display()),
-        None => "the built-in check config".to_owned(),
-    })?;
-    let shown = doc.display().to_string();
-    let text = read_document(doc, &shown, limit)?;
-    let disk = crate::links::Disk::new(limit);
-    let around = match root {
-        Some(root) => disk.around_in(doc, root),
-        None => disk.around(doc),
-    };
-    let name = doc.file_name().and_then(|n| n.to_str());
-    match &around {
-        Some(around) => checker.check_linked(&text, name, around),
-        None => checker.check(&text),
-    }
-    .with_context(|| format!("checking {shown}"))
-}
-
-/// The findings of the other kernels `koas check DOC` runs for one file
-/// (the `[kernels] run` of its `koas.toml`), as a library call: `None`
-/// when its project names none (or `no_config`). Their findings come with
-/// the project's `[check]` and the document's suppression comments
-/// applied, in the JSON items of `koas check --format json`; with the
-/// names of the kinds they declare (for [`ScanOutput::forget_kinds`]).
-pub fn other_kernels_file(
-    global: &HostOptions,
-    doc: &Path,
-    no_config: bool,
-) -> anyhow::Result<Option<(Vec<serde_json::Value>, Vec<String>)>> {
-    let project = match find_project_config(doc) {
-        Some(path) if !no_config => crate::project::ProjectFile::load(&path)?,
-        _ => return Ok(None),
-    };
-    if project.config.kernels.run.is_empty() {
-        return Ok(None);
-    }
-    let others = super::check_pipeline::project_findings(global, doc, None, &project)?;
-    if let Some(e) = others.errors.first() {
-        anyhow::bail!("{}: {e}", doc.display());
-    }
-    let items = super::check_pipeline::json_items(&doc.display().to_string(), &others.found);
-    Ok(Some((items, others.catalog.other_names())))
-}
-
-/// The severity that fails `koas check` for `doc` by default (its
-/// `koas.toml`'s `check.fail_on`, else warning).
-pub fn default_fail_on(doc: &Path) -> anyhow::Result<Severity> {
-    Ok(match find_project_config(doc) {
-        Some(path) => ProjectConfig::load(&path)?.check.fail_on,
-        None => None,
-    }
-    .unwrap_or(Severity::Warning))
-}
-
 pub fn execute(global: &HostOptions, args: CheckArgs) -> anyhow::Result<ExitStatus> {
     if args.changed_since.is_some() && args.docs.iter().any(|d| d == Path::new("-")) {
         anyhow::bail!(
@@ -473,24 +379,17 @@ pub fn execute(global: &HostOptions, args: CheckArgs) -> anyhow::Result<ExitStat
             None => Some(project.config.check.fail_on.unwrap_or(Severity::Warning)),
         };
         let others = match &args.pipeline {
-            Some(file) => Some(super::check_pipeline::findings_for(
+            Some(file) => Some(pipeline::findings_for(global, file, &job.source, project)),
+            None if !project.config.kernels.run.is_empty() => Some(pipeline::project_findings(
                 global,
-                file,
-                &job.source,
+                if stdin.is_some() {
+                    Path::new(&job.path)
+                } else {
+                    &job.source
+                },
+                stdin.as_deref(),
                 project,
             )),
-            None if !project.config.kernels.run.is_empty() => {
-                Some(super::check_pipeline::project_findings(
-                    global,
-                    if stdin.is_some() {
-                        Path::new(&job.path)
-                    } else {
-                        &job.source
-                    },
-                    stdin.as_deref(),
-                    project,
-                ))
-            }
             None => None,
         };
         let mut output = output;
@@ -503,7 +402,7 @@ pub fn execute(global: &HostOptions, args: CheckArgs) -> anyhow::Result<ExitStat
                 unreadable += others.errors.len();
                 // A comment naming one of their kinds is no typo.
                 output.forget_kinds(&others.catalog.other_names());
-                let rules = super::check_pipeline::sarif_rules(&others.catalog);
+                let rules = pipeline::sarif_rules(&others.catalog);
                 (others.found, rules)
             }
             Some(Err(e)) => {
@@ -614,7 +513,7 @@ pub fn execute(global: &HostOptions, args: CheckArgs) -> anyhow::Result<ExitStat
     let failed = checked.iter().any(|c| {
         c.fail_on
             .is_some_and(|t| c.findings.iter().any(|f| f.severity >= t))
-            || super::check_pipeline::fails(&c.kernels, c.fail_on)
+            || pipeline::fails(&c.kernels, c.fail_on)
     });
     Ok(if failed {
         FINDINGS_FAIL
@@ -626,7 +525,7 @@ pub fn execute(global: &HostOptions, args: CheckArgs) -> anyhow::Result<ExitStat
 /// `text` (the built-in findings in `format`) with the `--pipeline`
 /// kernels' findings added the way that format lists findings.
 fn with_kernel_findings(format: CheckFormat, text: String, checked: &[Checked]) -> String {
-    use super::check_pipeline as cp;
+    use crate::api::check::pipeline as cp;
     match format {
         CheckFormat::Human => {
             let mut text = text;

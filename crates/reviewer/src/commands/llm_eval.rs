@@ -4,7 +4,8 @@
 //! prompts, ladder, guards, concurrency); what it proposed is scored
 //! against the clean original.
 
-use crate::common::{Reply, ReviewTarget, WorkspaceArgs};
+use crate::api::{ReviewRequest, Session};
+use crate::common::{ReviewTarget, WorkspaceArgs};
 use crate::passes::Control;
 use anyhow::{bail, Context as _};
 use clap::Args;
@@ -246,26 +247,23 @@ fn review_one(
     let mut reply_model = Value::Null;
     if !reuse {
         std::fs::write(&path, &planted.text).with_context(|| format!("{}", path.display()))?;
-        let mut review = super::review::ReviewArgs::new(target_args.clone());
-        review.llm = args.llm.clone();
-        // The model alone is measured: the certain fixes `koas check`
-        // knows (a broken anchor's) are not applied for it.
-        review.no_check_fixes = true;
+        let mut review = ReviewRequest {
+            llm: args.llm.clone(),
+            // The model alone is measured: the certain fixes `koas check`
+            // knows (a broken anchor's) are not applied for it.
+            no_check_fixes: true,
+            ..ReviewRequest::default()
+        };
         if let Some(model) = model {
             review.llm.model = Some(model.to_string());
         }
-        let reply: Reply = super::review::run(global, &Control::ctrl_c(), &review)?;
-        if reply.status != ExitStatus::Success {
-            bail!(
-                "{}: {}",
-                planted.name,
-                reply.json["error"]
-                    .as_str()
-                    .or(reply.json["summary"].as_str())
-                    .unwrap_or("the review failed")
-            );
-        }
-        reply_model = reply.json["model"].clone();
+        let control = Control::ctrl_c();
+        let reviewed = Session::open(global, &control, &path, None)
+            .and_then(|session| session.review(&review))
+            .map_err(|e| anyhow::anyhow!("{}: {e:#}", planted.name))?;
+        // The eval's record keeps the model's figures as the review's
+        // JSON answer gives them.
+        reply_model = reviewed.to_json()["model"].clone();
     }
     let target = ReviewTarget::locate(&target_args)?;
     let result = std::fs::read_to_string(target.current_doc_path()).unwrap_or_default();

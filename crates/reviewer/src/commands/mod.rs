@@ -1,7 +1,6 @@
 //! One module per command: its clap arguments and its `execute`.
 
 pub mod check;
-mod check_pipeline;
 pub mod dismiss;
 pub mod grep;
 pub mod llm_eval;
@@ -53,10 +52,12 @@ pub(crate) fn stopped(
             message,
             partial,
         } => {
+            // A plugin or a model's server may have written the message.
+            let shown = koas_kernel_api::terminal::escape_controls_keep_lines(&message);
             if status == koas_orchestrator::embed::ExitStatus::Interrupted {
-                eprintln!("koas: {message}");
+                eprintln!("koas: {shown}");
             } else {
-                eprintln!("error: {message}");
+                eprintln!("error: {shown}");
             }
             let mut reply = Reply::failed(status, &message, workspace);
             if partial {
