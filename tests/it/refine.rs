@@ -1191,3 +1191,51 @@ fn a_folder_is_refined_document_by_document_with_one_table() {
         docs[0]["exit_code"].as_i64().unwrap_or(-1) as i32
     );
 }
+
+/// The loop as a library call: the same run as `koas refine`, its steps
+/// told to the caller's sink as they happen, its outcome typed.
+#[test]
+fn the_refine_api_tells_the_callers_sink_and_answers_in_types() {
+    use koas_orchestrator::embed::{Control, HostOptions, LlmFlags};
+    use koas_reviewer::api::{RefineRequest, Session, Told};
+    let s = Scratch::new();
+    s.write("doc.md", DOC);
+    let m = fixture_model();
+    let bin = koas_test_support::koas_bin();
+    let global = HostOptions {
+        kernel_paths: vec![bin.parent().expect("its folder").to_path_buf()],
+        quiet: true,
+        in_process: true,
+        ..HostOptions::default()
+    };
+    let control = Control::new(std::sync::Arc::default(), None);
+    let session = Session::open(&global, &control, &s.path("doc.md"), None).expect("session");
+    let request = RefineRequest {
+        llm: LlmFlags {
+            backend: Some("openai".into()),
+            endpoints: vec![m.url()],
+            model: Some("scripted".into()),
+            max_in_flight: Some(4),
+            ..LlmFlags::default()
+        },
+        ..RefineRequest::default()
+    };
+    let mut told = Vec::new();
+    let mut infos = 0;
+    let refined = session
+        .refine(&request, &mut |t: Told<'_>| match t {
+            Told::Event(e) => told.push(serde_json::to_value(e).expect("an event")),
+            Told::Info(_) => infos += 1,
+            Told::Warning(w) => panic!("a warning: {w}"),
+        })
+        .expect("refined");
+    assert!(refined.succeeded(), "{:?}", refined.summary.status);
+    assert_eq!(refined.summary.status.as_str(), "accepted");
+    assert!(refined.report.as_ref().is_some_and(|r| r.is_file()));
+    assert_eq!(refined.summary.changes.len(), 3, "{:?}", refined.summary);
+    // The sink saw every event the workspace's file records, in order,
+    // and the budget said before anything was asked.
+    assert_eq!(told, events(&s));
+    assert!(has_event(&told, "refinement_complete"), "{told:?}");
+    assert!(infos >= 1);
+}

@@ -13,6 +13,7 @@
 pub mod check;
 mod entries;
 mod grep;
+mod refine;
 mod report;
 mod revert;
 mod review;
@@ -22,6 +23,7 @@ pub mod status;
 pub use check::{check, CheckRequest, CheckedDoc};
 pub use entries::{change_id, entry_id, Dismissed, Shown};
 pub use grep::{Found, GrepRequest};
+pub use refine::{RefineRequest, Refined, Told};
 pub use report::{HtmlPage, ReportRequest, Reported};
 pub use revert::{RevertChanges, RevertRequest, Reverted};
 pub use review::{ReviewCounts, ReviewRequest, Reviewed};

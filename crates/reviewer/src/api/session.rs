@@ -127,6 +127,13 @@ pub enum ApiError {
     Other(#[from] anyhow::Error),
 }
 
+impl From<serde_json::Error> for ApiError {
+    /// An artifact that does not (de)serialize: a defect, not a refusal.
+    fn from(e: serde_json::Error) -> Self {
+        ApiError::Other(e.into())
+    }
+}
+
 /// A pass that did not finish, as an error: `say` words its message (the
 /// kernel's, or "interrupted"); `partial`: what was recorded before stays.
 pub(crate) fn stopped_by(
