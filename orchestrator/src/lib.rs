@@ -21,12 +21,11 @@
 //!
 //! Programs embed the runtime through [`embed`] (host options, discovery
 //! with warnings, the LLM service, prompts, Ctrl-C, exit statuses); the
-//! generic commands of [`cli`] are one such host.
+//! `koas` binary's generic commands are one such host.
 
 #![deny(missing_docs)]
 
 pub mod cache;
-pub mod cli;
 pub mod dag;
 pub mod describe_cache;
 pub mod described;

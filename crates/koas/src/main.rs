@@ -1,11 +1,13 @@
 //! The `koas` command: the runtime's generic commands and the reviewer's
-//! command family on one command line. Each command lives in its crate
-//! (`koas_orchestrator::cli`, `koas_reviewer::commands`); this file only
-//! parses, dispatches and turns the outcome into the process exit code.
+//! command family on one command line. The runtime's commands are this
+//! crate's front end over the runtime ([`runtime`]); the reviewer's live
+//! in its crate (`koas_reviewer::commands`); this file only parses,
+//! dispatches and turns the outcome into the process exit code.
+
+mod runtime;
 
 use clap::{Parser, Subcommand};
-use koas_orchestrator::cli::{self as runtime, print_error};
-use koas_orchestrator::embed::{interrupt, ExitStatus, HostOptions};
+use koas_orchestrator::embed::{interrupt, is_broken_pipe, print_error, ExitStatus, HostOptions};
 use koas_orchestrator::limits::LimitOverrides;
 use koas_orchestrator::worker as runtime_worker;
 use koas_reviewer::commands as reviewer;
@@ -200,7 +202,7 @@ fn main() -> ExitCode {
         Ok(status) => status.into(),
         // A reader that stopped reading (`koas check … | head`) is a
         // normal end, not an error.
-        Err(e) if runtime::is_broken_pipe(&e) => ExitStatus::Success.into(),
+        Err(e) if is_broken_pipe(&e) => ExitStatus::Success.into(),
         Err(e) => {
             print_error(&e);
             ExitStatus::Error.into()

@@ -15,10 +15,12 @@
 //! ([`crate::cli`]) use this module like any other host, so no host goes
 //! through another host's command module.
 
+mod edge;
 mod flags;
 pub mod interrupt;
 mod run;
 
+pub use edge::{is_broken_pipe, print_error};
 pub use flags::LlmFlags;
 pub use run::{run, Control, HostLlm, RunFailure, RunInputs};
 

@@ -1,9 +1,9 @@
 //! `koas cache clear`: forget every cached output of a workspace.
 
-use crate::embed::ExitStatus;
-use crate::embed::HostOptions;
 use anyhow::bail;
 use clap::Subcommand;
+use koas_orchestrator::embed::ExitStatus;
+use koas_orchestrator::embed::HostOptions;
 use std::path::PathBuf;
 
 /// `koas cache …`.
@@ -29,10 +29,10 @@ pub fn execute(global: &HostOptions, cmd: CacheCommand) -> anyhow::Result<ExitSt
     } = cmd;
     let ws = match (workspace, pipeline) {
         (Some(w), _) => w,
-        (None, Some(p)) => crate::pipeline::load(&p, &Default::default())?.workspace,
+        (None, Some(p)) => koas_orchestrator::pipeline::load(&p, &Default::default())?.workspace,
         (None, None) => bail!("give a pipeline file or --workspace DIR"),
     };
-    let cache = crate::cache::Cache::open(&ws);
+    let cache = koas_orchestrator::cache::Cache::open(&ws);
     let cleared = cache.clear()?;
     if !global.quiet {
         if cleared {

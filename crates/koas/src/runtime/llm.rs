@@ -2,12 +2,12 @@
 //! server before a long run.
 
 use super::run::LlmFlags;
-use crate::embed::ExitStatus;
-use crate::embed::HostOptions;
-use crate::llm_host::resolve_config;
-use crate::outln;
 use anyhow::{bail, Context as _};
 use clap::{Args, Subcommand};
+use koas_orchestrator::embed::ExitStatus;
+use koas_orchestrator::embed::HostOptions;
+use koas_orchestrator::llm_host::resolve_config;
+use koas_orchestrator::outln;
 use std::path::{Path, PathBuf};
 
 /// `koas llm …`.
@@ -56,11 +56,11 @@ pub struct LlmArgs {
 fn config(args: &LlmArgs) -> anyhow::Result<(koas_llm::LlmConfig, PathBuf)> {
     let (layers, workspace) = match &args.pipeline {
         Some(file) => {
-            let p = crate::pipeline::load(file, &Default::default())?;
+            let p = koas_orchestrator::pipeline::load(file, &Default::default())?;
             (super::run::llm_layers(&p)?, p.workspace)
         }
         None => (
-            crate::llm_host::project_layer(Path::new("."))?
+            koas_orchestrator::llm_host::project_layer(Path::new("."))?
                 .into_iter()
                 .collect(),
             PathBuf::from(".koas"),

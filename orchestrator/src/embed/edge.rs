@@ -1,21 +1,5 @@
-//! The runtime's generic commands (`run`, `kernels`, `graph`, `cache`,
-//! `replay`, `llm`) and what a command line needs at its edge: printing
-//! an error chain, a closed stdout, `out!`/`outln!`.
-//!
-//! Each command is a clap `Args` (or `Subcommand`) type and an `execute`
-//! function; the `koas` binary assembles them with its host's own command
-//! families into one command line. They use the runtime through
-//! [`crate::embed`], like every other host: the global flags are
-//! [`HostOptions`](crate::embed::HostOptions), the exit status
-//! [`ExitStatus`](crate::embed::ExitStatus).
-
-pub mod cache;
-pub mod graph;
-pub mod kernels;
-pub mod kernels_install;
-pub mod llm;
-pub mod replay;
-pub mod run;
+//! What a command line needs at its edge: printing an error chain, a
+//! closed stdout, `out!`/`outln!`, shared by every host's commands.
 
 use crate::embed::error_chain;
 

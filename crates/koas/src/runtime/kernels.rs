@@ -1,10 +1,10 @@
 //! `koas kernels`: what koas can load, and what it had to skip.
 
-use crate::embed::ExitStatus;
-use crate::embed::HostOptions;
-use crate::outln;
 use clap::Args;
 use koas_kernel_api::terminal::escape_controls;
+use koas_orchestrator::embed::ExitStatus;
+use koas_orchestrator::embed::HostOptions;
+use koas_orchestrator::outln;
 use std::path::PathBuf;
 
 /// The arguments of `koas kernels`.
@@ -60,7 +60,10 @@ pub fn execute(global: &HostOptions, args: KernelsArgs) -> anyhow::Result<ExitSt
         return super::kernels_install::execute(global, install);
     }
     let pipeline = match &args.pipeline {
-        Some(file) => Some(crate::pipeline::load(file, &Default::default())?),
+        Some(file) => Some(koas_orchestrator::pipeline::load(
+            file,
+            &Default::default(),
+        )?),
         None => None,
     };
     let d = global.discover(pipeline.as_ref());
@@ -244,7 +247,7 @@ pub fn execute(global: &HostOptions, args: KernelsArgs) -> anyhow::Result<ExitSt
 
 /// Says which libraries were built with a newer kernel-api (on stderr;
 /// they are loaded, the exit status does not change).
-fn print_notes(newer: &[crate::discovery::NewerApi]) {
+fn print_notes(newer: &[koas_orchestrator::discovery::NewerApi]) {
     for n in newer {
         eprintln!("note: {n}");
     }
@@ -252,7 +255,7 @@ fn print_notes(newer: &[crate::discovery::NewerApi]) {
 
 /// Whether a plugin was skipped and that fails the command: then the last
 /// line says so (on stderr, under the listing or the JSON).
-fn skipped(d: &crate::discovery::Discovery, args: &KernelsArgs) -> bool {
+fn skipped(d: &koas_orchestrator::discovery::Discovery, args: &KernelsArgs) -> bool {
     if d.problems.is_empty() || args.allow_skipped {
         return false;
     }
@@ -265,7 +268,7 @@ fn skipped(d: &crate::discovery::Discovery, args: &KernelsArgs) -> bool {
 
 /// Where discovery looked (each folder with its origin, in search order)
 /// and how to install kernels: what a user needs when none was found.
-pub fn not_found_message(d: &crate::discovery::Discovery) -> String {
+pub fn not_found_message(d: &koas_orchestrator::discovery::Discovery) -> String {
     let mut text = String::from("koas found no kernel. It looked in, in this order:\n");
     for s in &d.searched {
         let state = if s.path.is_dir() || s.path.is_file() {
@@ -279,6 +282,6 @@ pub fn not_found_message(d: &crate::discovery::Discovery) -> String {
             s.origin.describe()
         ));
     }
-    text.push_str(crate::discovery::INSTALL_HINT);
+    text.push_str(koas_orchestrator::discovery::INSTALL_HINT);
     text
 }

@@ -3,13 +3,13 @@
 //! into the user's kernel folder, so that no one copies a library by hand
 //! or learns where koas looks.
 
-use crate::discovery::{
+use anyhow::Context as _;
+use koas_orchestrator::discovery::{
     discover_isolated, is_kernel_library_name, user_data_kernels, SearchOrigin, SearchPath,
     LIBRARY_STEM_PREFIX,
 };
-use crate::embed::{ExitStatus, HostOptions};
-use crate::outln;
-use anyhow::Context as _;
+use koas_orchestrator::embed::{ExitStatus, HostOptions};
+use koas_orchestrator::outln;
 use std::path::{Path, PathBuf};
 
 /// The arguments of `koas kernels install`.

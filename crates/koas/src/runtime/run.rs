@@ -1,17 +1,19 @@
 //! `koas run`: run a pipeline, part of it, or one kernel for debugging.
 
-use crate::embed::ExitStatus;
-pub use crate::embed::LlmFlags;
-use crate::embed::{discover_and_warn, interrupt, llm_service, prompts_folder, HostOptions};
-use crate::engine::{self, RunOptions, RunTarget};
-use crate::llm_host::{project_layer, resolve_config, LlmLayer, ServiceHandler};
-use crate::outln;
-use crate::pipeline::{self, Overrides};
-use crate::prepare::prepare;
-use crate::run_record::{CacheUse, KernelStatus, RunStatus};
 use anyhow::{bail, Context as _};
 use clap::Args;
 use koas_kernel_api::terminal::escape_controls_keep_lines;
+use koas_orchestrator::embed::ExitStatus;
+pub use koas_orchestrator::embed::LlmFlags;
+use koas_orchestrator::embed::{
+    discover_and_warn, interrupt, llm_service, prompts_folder, HostOptions,
+};
+use koas_orchestrator::engine::{self, RunOptions, RunTarget};
+use koas_orchestrator::llm_host::{project_layer, resolve_config, LlmLayer, ServiceHandler};
+use koas_orchestrator::outln;
+use koas_orchestrator::pipeline::{self, Overrides};
+use koas_orchestrator::prepare::prepare;
+use koas_orchestrator::run_record::{CacheUse, KernelStatus, RunStatus};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -97,7 +99,9 @@ pub struct RunArgs {
 /// The `[llm]` tables a run of `pipeline` reads, lowest precedence first:
 /// the project's `koas.toml` (found upward from the pipeline file's
 /// folder), then the pipeline's own table.
-pub fn llm_layers(pipeline: &crate::pipeline::Pipeline) -> anyhow::Result<Vec<LlmLayer>> {
+pub fn llm_layers(
+    pipeline: &koas_orchestrator::pipeline::Pipeline,
+) -> anyhow::Result<Vec<LlmLayer>> {
     let folder = pipeline
         .file
         .parent()
@@ -116,7 +120,7 @@ pub fn llm_layers(pipeline: &crate::pipeline::Pipeline) -> anyhow::Result<Vec<Ll
 /// Builds the LLM service for a run when a selected kernel uses an LLM and
 /// an LLM is configured.
 pub fn llm_for_run(
-    prepared: &crate::prepare::Prepared,
+    prepared: &koas_orchestrator::prepare::Prepared,
     target: &RunTarget,
     flags: &LlmFlags,
     replay: Option<&std::path::Path>,
@@ -149,7 +153,7 @@ pub fn llm_for_run(
         }
         return Ok(());
     };
-    opts.llm_identity = Some(crate::llm_host::identity(&config));
+    opts.llm_identity = Some(koas_orchestrator::llm_host::identity(&config));
     opts.llm_config = Some(value);
     if !needs {
         return Ok(());
@@ -177,7 +181,7 @@ pub fn llm_for_run(
     Ok(())
 }
 
-/// How long after [`crate::limits::CANCEL_GRACE`] a cancelled run may
+/// How long after [`koas_orchestrator::limits::CANCEL_GRACE`] a cancelled run may
 /// take to write its record before the process exits anyway.
 const INTERRUPT_DEADLINE_MARGIN: std::time::Duration = std::time::Duration::from_secs(7);
 
@@ -220,15 +224,15 @@ pub fn execute(global: &HostOptions, args: RunArgs) -> anyhow::Result<ExitStatus
     // is abandoned, its lock removed, rather than a SIGTERM ignored.
     let cancel = interrupt::flag_within(
         "letting running kernels stop",
-        crate::limits::CANCEL_GRACE + INTERRUPT_DEADLINE_MARGIN,
+        koas_orchestrator::limits::CANCEL_GRACE + INTERRUPT_DEADLINE_MARGIN,
     );
     let mut opts = RunOptions::new(pipeline.jobs);
     opts.use_cache = !args.no_cache;
-    opts.max_source_bytes = crate::guarded_read::limit_from(
+    opts.max_source_bytes = koas_orchestrator::guarded_read::limit_from(
         args.max_input_size.as_deref(),
         "--max-input-size",
-        crate::guarded_read::MAX_INPUT_SIZE_ENV,
-        crate::guarded_read::DEFAULT_MAX_READ_BYTES,
+        koas_orchestrator::guarded_read::MAX_INPUT_SIZE_ENV,
+        koas_orchestrator::guarded_read::DEFAULT_MAX_READ_BYTES,
     )
     .map_err(anyhow::Error::msg)?;
     opts.isolation = global.isolation(Some(&pipeline));
@@ -254,10 +258,10 @@ pub fn execute(global: &HostOptions, args: RunArgs) -> anyhow::Result<ExitStatus
     std::fs::create_dir_all(&pipeline.workspace)
         .with_context(|| format!("cannot create {}", pipeline.workspace.display()))?;
     let command: Vec<String> = std::env::args().collect();
-    let _lock = crate::lock::acquire_lock(
+    let _lock = koas_orchestrator::lock::acquire_lock(
         &pipeline.workspace,
         &command.join(" "),
-        &crate::run_record::now_rfc3339(),
+        &koas_orchestrator::run_record::now_rfc3339(),
     )?;
     let outcome = engine::run(&prepared, &opts, reporter.clone())
         .with_context(|| format!("pipeline {}", file.display()))?;
@@ -307,7 +311,7 @@ pub fn execute(global: &HostOptions, args: RunArgs) -> anyhow::Result<ExitStatus
             record.duration_ms,
             record
                 .workspace
-                .join(crate::run_record::RUN_RECORD_FILE)
+                .join(koas_orchestrator::run_record::RUN_RECORD_FILE)
                 .display()
         ));
         eprintln!("{line}");

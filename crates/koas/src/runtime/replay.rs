@@ -2,18 +2,20 @@
 //! log standing in for the model (no network), and check that every
 //! artifact comes out byte-identical.
 
-use crate::embed::ExitStatus;
-use crate::embed::{discover_and_warn, HostOptions};
-use crate::engine::{self, RunOptions, RunTarget};
-use crate::host::SharedLlm;
-use crate::llm_host::ServiceHandler;
-use crate::outln;
-use crate::pipeline::Pipeline;
-use crate::prepare::prepare;
-use crate::report::Reporter;
-use crate::run_record::{KernelRecord, KernelStatus, RunPlan, RunRecord, RUN_RECORD_FILE};
 use anyhow::{bail, Context as _};
 use clap::Args;
+use koas_orchestrator::embed::ExitStatus;
+use koas_orchestrator::embed::{discover_and_warn, HostOptions};
+use koas_orchestrator::engine::{self, RunOptions, RunTarget};
+use koas_orchestrator::host::SharedLlm;
+use koas_orchestrator::llm_host::ServiceHandler;
+use koas_orchestrator::outln;
+use koas_orchestrator::pipeline::Pipeline;
+use koas_orchestrator::prepare::prepare;
+use koas_orchestrator::report::Reporter;
+use koas_orchestrator::run_record::{
+    KernelRecord, KernelStatus, RunPlan, RunRecord, RUN_RECORD_FILE,
+};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -77,7 +79,7 @@ pub fn execute(global: &HostOptions, args: ReplayArgs) -> anyhow::Result<ExitSta
     if let Some(llm) = &plan.llm {
         let config = koas_llm::LlmConfig::from_json(llm.clone())
             .with_context(|| format!("the [llm] table recorded in {}", record_path.display()))?;
-        opts.llm_identity = Some(crate::llm_host::identity(&config));
+        opts.llm_identity = Some(koas_orchestrator::llm_host::identity(&config));
         opts.llm_config = Some(llm.clone());
         if uses_llm {
             opts.llm = Some(replay_service(config, &args.workspace, &scratch)?);
@@ -174,7 +176,7 @@ fn hand_recorded_values(
     workspace: &std::path::Path,
     plan: &RunPlan,
 ) -> anyhow::Result<()> {
-    let original_cache = crate::cache::Cache::open(workspace);
+    let original_cache = koas_orchestrator::cache::Cache::open(workspace);
     for (name, hash) in &plan.provided {
         let value = original_cache.get_value(hash).with_context(|| {
             format!(

@@ -1,9 +1,9 @@
 //! `koas graph`: a pipeline's DAG as Graphviz DOT or Mermaid.
 
-use crate::embed::ExitStatus;
-use crate::embed::{discover_and_warn, HostOptions};
-use crate::out;
 use clap::{Args, ValueEnum};
+use koas_orchestrator::embed::ExitStatus;
+use koas_orchestrator::embed::{discover_and_warn, HostOptions};
+use koas_orchestrator::out;
 use std::path::PathBuf;
 
 /// `--format` of `koas graph`.
@@ -27,12 +27,12 @@ pub struct GraphArgs {
 
 /// Runs `koas graph`.
 pub fn execute(global: &HostOptions, args: GraphArgs) -> anyhow::Result<ExitStatus> {
-    let pipeline = crate::pipeline::load(&args.pipeline, &Default::default())?;
+    let pipeline = koas_orchestrator::pipeline::load(&args.pipeline, &Default::default())?;
     let discovery = discover_and_warn(global, &pipeline);
-    let prepared = crate::prepare::prepare(&pipeline, &discovery)?;
+    let prepared = koas_orchestrator::prepare::prepare(&pipeline, &discovery)?;
     let text = match args.format {
-        GraphFormat::Dot => crate::graph::to_dot(&prepared),
-        GraphFormat::Mermaid => crate::graph::to_mermaid(&prepared),
+        GraphFormat::Dot => koas_orchestrator::graph::to_dot(&prepared),
+        GraphFormat::Mermaid => koas_orchestrator::graph::to_mermaid(&prepared),
     };
     out!("{text}")?;
     Ok(ExitStatus::Success)
