@@ -275,30 +275,7 @@ fn original_findings(
     // The original document never changes in a workspace: its findings are
     // kept in a file, keyed by the kernels (name, version, library) and
     // their config, so the cache need not keep its Stage 1 for them.
-    let key = {
-        let cache = Cache::open(workspace.root());
-        let kernels: Vec<Value> = original
-            .kernels
-            .iter()
-            .filter_map(|k| discovery.kernels.get(k))
-            .map(|l| {
-                serde_json::json!([
-                    l.spec.name,
-                    l.spec.version,
-                    cache.plugin_hash(&l.library).unwrap_or_default()
-                ])
-            })
-            .collect();
-        let config: BTreeMap<&String, &Value> = original
-            .config
-            .iter()
-            .filter(|(k, _)| original.kernels.contains(k))
-            .collect();
-        let _ = cache.flush();
-        sha256(serde_json::to_string(&serde_json::json!([
-            kernels, config
-        ]))?)
-    };
+    let key = findings_key(&original, discovery, workspace)?;
     let kept = workspace.path(ORIGINAL_FINDINGS);
     if let Some(found) = std::fs::read(&kept)
         .ok()
@@ -352,6 +329,37 @@ fn original_findings(
     Ok(Ok(found))
 }
 
+/// What the original document's findings are computed with: the kernels
+/// (name, version, library) of `original` and their config, hashed.
+fn findings_key(
+    original: &Pipeline,
+    discovery: &Discovery,
+    workspace: &koas_review_workspace::Workspace,
+) -> anyhow::Result<String> {
+    let cache = Cache::open(workspace.root());
+    let kernels: Vec<Value> = original
+        .kernels
+        .iter()
+        .filter_map(|k| discovery.kernels.get(k))
+        .map(|l| {
+            serde_json::json!([
+                l.spec.name,
+                l.spec.version,
+                cache.plugin_hash(&l.library).unwrap_or_default()
+            ])
+        })
+        .collect();
+    let config: BTreeMap<&String, &Value> = original
+        .config
+        .iter()
+        .filter(|(k, _)| original.kernels.contains(k))
+        .collect();
+    let _ = cache.flush();
+    Ok(sha256(serde_json::to_string(&serde_json::json!([
+        kernels, config
+    ]))?))
+}
+
 /// `review/original_findings.json`: the findings of the workspace's
 /// original document, for the report's resolved findings.
 const ORIGINAL_FINDINGS: &str = "review/original_findings.json";
@@ -379,7 +387,6 @@ fn views_pass(
 ) -> anyhow::Result<Result<Views, RunFailure>> {
     use koas_review_schema::names;
     use koas_review_schema::review::ReportContext;
-    use koas_review_schema::review::ReportMeta;
     // The model's kernels ran in the planning pass; run again here, without
     // the model, they would overwrite what it wrote.
     let uses_llm = |k: &str| discovery.kernels.get(k).is_some_and(|l| l.spec.uses_llm);
@@ -395,22 +402,7 @@ fn views_pass(
     if !VIEWS.iter().any(|v| views.has(v)) {
         return Ok(Ok(Views::default()));
     }
-    let meta = ReportMeta {
-        // The time of the state the report describes (its last ledger
-        // entry, or the workspace's creation), not of this run: an
-        // unchanged review gives the same report, from the cache.
-        generated_at: run
-            .entries()
-            .last()
-            .map(|e| e.timestamp.clone())
-            .unwrap_or_else(|| run.meta().created_at.clone()),
-        tool: format!("koas {}", env!("CARGO_PKG_VERSION")),
-        kernels: versions_of(pipeline, discovery),
-        doc_name: run.meta().doc_name.clone(),
-        original_hash: run.meta().original_hash.clone(),
-        current_hash: sha256(run.current_text()),
-        notice,
-    };
+    let meta = report_meta(run, pipeline, discovery, notice);
     let earlier_findings =
         if koas_kernel_api::hash::same_hash(&meta.original_hash, &meta.current_hash) {
             Vec::new()
@@ -426,35 +418,7 @@ fn views_pass(
         model,
         earlier_findings,
     };
-    let mut inputs = RunInputs::default();
-    if committed {
-        inputs
-            .sources
-            .insert("doc".to_owned(), Arc::from(run.current_text().as_bytes()));
-    }
-    inputs.provided.insert(
-        names::REVIEW_DOC.to_owned(),
-        Provided::from(Value::String(run.current_text().to_owned())),
-    );
-    // The views need no patch text: leaving the ledger's copies out keeps
-    // this artifact (and its copy in every request) small. The ledger and
-    // the report's context are given as canonical JSON, one entry a tree at
-    // a time: as trees they were the largest part of a 100,000-change
-    // review's memory.
-    let ledger = CanonicalJson::array(run.entries(), |entry| {
-        if let Some(entry) = entry.as_object_mut() {
-            entry.remove("patch_text");
-        }
-    })?;
-    inputs.provided.insert(
-        names::LEDGER.to_owned(),
-        Provided::Canonical(Arc::new(ledger)),
-    );
-    inputs.provided.insert(
-        names::REVIEW_META.to_owned(),
-        Provided::Canonical(Arc::new(context_json(&context)?)),
-    );
-    inputs.host_written.insert(names::REVIEW_REPORT.to_owned());
+    let inputs = views_inputs(run, committed, &context)?;
     let (_, result) = run_pass(global, control, &views, discovery, inputs)?;
     let outcome = match result {
         Ok(outcome) => outcome,
@@ -491,6 +455,74 @@ fn views_pass(
         report: Some(path),
         data: Some(data),
     }))
+}
+
+/// What the report says of itself: the state it describes, the tool and
+/// kernels, the document's hashes, the notice.
+fn report_meta(
+    run: &koas_review_workspace::PreparedRun<'_>,
+    pipeline: &Pipeline,
+    discovery: &Discovery,
+    notice: Option<String>,
+) -> koas_review_schema::review::ReportMeta {
+    use koas_review_schema::review::ReportMeta;
+    ReportMeta {
+        // The time of the state the report describes (its last ledger
+        // entry, or the workspace's creation), not of this run: an
+        // unchanged review gives the same report, from the cache.
+        generated_at: run
+            .entries()
+            .last()
+            .map(|e| e.timestamp.clone())
+            .unwrap_or_else(|| run.meta().created_at.clone()),
+        tool: format!("koas {}", env!("CARGO_PKG_VERSION")),
+        kernels: versions_of(pipeline, discovery),
+        doc_name: run.meta().doc_name.clone(),
+        original_hash: run.meta().original_hash.clone(),
+        current_hash: sha256(run.current_text()),
+        notice,
+    }
+}
+
+/// The view pass's inputs: the committed text (as `doc` when the
+/// workspace's current document exists), the ledger and the report's
+/// context.
+fn views_inputs(
+    run: &koas_review_workspace::PreparedRun<'_>,
+    committed: bool,
+    context: &koas_review_schema::review::ReportContext,
+) -> anyhow::Result<RunInputs> {
+    use koas_review_schema::names;
+    let mut inputs = RunInputs::default();
+    if committed {
+        inputs
+            .sources
+            .insert("doc".to_owned(), Arc::from(run.current_text().as_bytes()));
+    }
+    inputs.provided.insert(
+        names::REVIEW_DOC.to_owned(),
+        Provided::from(Value::String(run.current_text().to_owned())),
+    );
+    // The views need no patch text: leaving the ledger's copies out keeps
+    // this artifact (and its copy in every request) small. The ledger and
+    // the report's context are given as canonical JSON, one entry a tree at
+    // a time: as trees they were the largest part of a 100,000-change
+    // review's memory.
+    let ledger = CanonicalJson::array(run.entries(), |entry| {
+        if let Some(entry) = entry.as_object_mut() {
+            entry.remove("patch_text");
+        }
+    })?;
+    inputs.provided.insert(
+        names::LEDGER.to_owned(),
+        Provided::Canonical(Arc::new(ledger)),
+    );
+    inputs.provided.insert(
+        names::REVIEW_META.to_owned(),
+        Provided::Canonical(Arc::new(context_json(context)?)),
+    );
+    inputs.host_written.insert(names::REVIEW_REPORT.to_owned());
+    Ok(inputs)
 }
 
 /// A built-in pipeline (the reviewer's, or `koas refine`'s

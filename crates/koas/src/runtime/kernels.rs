@@ -2,6 +2,7 @@
 
 use clap::Args;
 use koas_kernel_api::terminal::escape_controls;
+use koas_orchestrator::discovery::Discovery;
 use koas_orchestrator::embed::ExitStatus;
 use koas_orchestrator::embed::HostOptions;
 use koas_orchestrator::outln;
@@ -71,61 +72,7 @@ pub fn execute(global: &HostOptions, args: KernelsArgs) -> anyhow::Result<ExitSt
     // count on what this koas does not have.
     let newer = d.newer_api();
     if args.json {
-        let kernels: Vec<serde_json::Value> = d
-            .kernels
-            .values()
-            .map(|k| {
-                serde_json::json!({
-                    "name": k.spec.name,
-                    "version": k.spec.version,
-                    "stage": k.spec.stage,
-                    "description": k.spec.description,
-                    "inputs": k.spec.inputs,
-                    "outputs": k.spec.outputs,
-                    "deterministic": k.spec.deterministic,
-                    "uses_llm": k.spec.uses_llm,
-                    "default_config": k.spec.default_config,
-                    "finding_kinds": k.spec.finding_kinds,
-                    "library": k.library,
-                    "abi_version": k.abi_version,
-                    "api_version": k.api_version,
-                })
-            })
-            .collect();
-        let problems: Vec<serde_json::Value> = d
-            .problems
-            .iter()
-            .map(|p| {
-                let mut v = serde_json::to_value(p).unwrap_or_default();
-                if let Some(o) = v.as_object_mut() {
-                    o.insert("message".into(), p.to_string().into());
-                }
-                v
-            })
-            .collect();
-        let notes: Vec<serde_json::Value> = newer
-            .iter()
-            .map(|n| {
-                serde_json::json!({
-                    "note": "newer_kernel_api",
-                    "path": n.path,
-                    "api_version": n.api_version,
-                    "message": n.to_string(),
-                })
-            })
-            .collect();
-        outln!(
-            "{}",
-            serde_json::to_string_pretty(&serde_json::json!({
-                "kernels": kernels,
-                "problems": problems,
-                "notes": notes,
-                "searched": d.searched,
-                "ignored": d.ignored,
-                "api_version": koas_kernel_api::abi::API_VERSION,
-                "abi_version": koas_kernel_api::abi::ABI_VERSION,
-            }))?
-        )?;
+        print_json(&d, &newer)?;
         print_notes(&newer);
         return Ok(if d.kernels.is_empty() || skipped(&d, &args) {
             ExitStatus::Failure
@@ -133,8 +80,104 @@ pub fn execute(global: &HostOptions, args: KernelsArgs) -> anyhow::Result<ExitSt
             ExitStatus::Success
         });
     }
-    let rows: Vec<[String; 8]> = d
+    let rows = rows_of(&d);
+    print_table(&rows)?;
+    if !d.problems.is_empty() {
+        eprintln!("\n{} plugin problem(s):", d.problems.len());
+        for p in &d.problems {
+            // A problem quotes what the plugin said.
+            eprintln!("  - {}", escape_controls(&p.to_string()));
+        }
+    }
+    if !d.ignored.is_empty() {
+        eprintln!(
+            "\n{} file(s) not loaded because of their name:",
+            d.ignored.len()
+        );
+        for i in &d.ignored {
+            eprintln!("  - {}", escape_controls(&i.to_string()));
+        }
+    }
+    print_notes(&newer);
+    if rows.is_empty() {
+        // A koas without kernels can do nothing: say where it looked and
+        // how to fix it, and let scripts see it in the exit code.
+        eprintln!("{}", not_found_message(&d));
+        return Ok(ExitStatus::Failure);
+    }
+    if skipped(&d, &args) {
+        return Ok(ExitStatus::Failure);
+    }
+    Ok(ExitStatus::Success)
+}
+
+/// `koas kernels --json`: the kernels, the problems, the notes.
+fn print_json(
+    d: &Discovery,
+    newer: &[koas_orchestrator::discovery::NewerApi],
+) -> anyhow::Result<()> {
+    let kernels: Vec<serde_json::Value> = d
         .kernels
+        .values()
+        .map(|k| {
+            serde_json::json!({
+                "name": k.spec.name,
+                "version": k.spec.version,
+                "stage": k.spec.stage,
+                "description": k.spec.description,
+                "inputs": k.spec.inputs,
+                "outputs": k.spec.outputs,
+                "deterministic": k.spec.deterministic,
+                "uses_llm": k.spec.uses_llm,
+                "default_config": k.spec.default_config,
+                "finding_kinds": k.spec.finding_kinds,
+                "library": k.library,
+                "abi_version": k.abi_version,
+                "api_version": k.api_version,
+            })
+        })
+        .collect();
+    let problems: Vec<serde_json::Value> = d
+        .problems
+        .iter()
+        .map(|p| {
+            let mut v = serde_json::to_value(p).unwrap_or_default();
+            if let Some(o) = v.as_object_mut() {
+                o.insert("message".into(), p.to_string().into());
+            }
+            v
+        })
+        .collect();
+    let notes: Vec<serde_json::Value> = newer
+        .iter()
+        .map(|n| {
+            serde_json::json!({
+                "note": "newer_kernel_api",
+                "path": n.path,
+                "api_version": n.api_version,
+                "message": n.to_string(),
+            })
+        })
+        .collect();
+    outln!(
+        "{}",
+        serde_json::to_string_pretty(&serde_json::json!({
+            "kernels": kernels,
+            "problems": problems,
+            "notes": notes,
+            "searched": d.searched,
+            "ignored": d.ignored,
+            "api_version": koas_kernel_api::abi::API_VERSION,
+            "abi_version": koas_kernel_api::abi::ABI_VERSION,
+        }))?
+    )?;
+    Ok(())
+}
+
+/// One row per kernel: name, version, stage, inputs, outputs, library,
+/// ABI, kernel-api.
+fn rows_of(d: &Discovery) -> Vec<[String; 8]> {
+    d.kernels
         .values()
         .map(|k| {
             let inputs = k
@@ -182,7 +225,11 @@ pub fn execute(global: &HostOptions, args: KernelsArgs) -> anyhow::Result<ExitSt
             // name): shown, never obeyed by the terminal.
             .map(|cell| escape_controls(&cell).into_owned())
         })
-        .collect();
+        .collect()
+}
+
+/// The kernels' table, its columns as wide as their widest cell.
+fn print_table(rows: &[[String; 8]]) -> anyhow::Result<()> {
     let header = [
         "NAME",
         "VERSION",
@@ -194,7 +241,7 @@ pub fn execute(global: &HostOptions, args: KernelsArgs) -> anyhow::Result<ExitSt
         "KERNEL-API",
     ];
     let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
-    for r in &rows {
+    for r in rows {
         for (w, c) in widths.iter_mut().zip(r.iter()) {
             *w = (*w).max(c.chars().count());
         }
@@ -210,39 +257,13 @@ pub fn execute(global: &HostOptions, args: KernelsArgs) -> anyhow::Result<ExitSt
             .to_string()
     };
     outln!("{}", line(&header.map(String::from)))?;
-    for r in &rows {
+    for r in rows {
         outln!("{}", line(r))?;
     }
     if rows.is_empty() {
         outln!("(no kernels found)")?;
     }
-    if !d.problems.is_empty() {
-        eprintln!("\n{} plugin problem(s):", d.problems.len());
-        for p in &d.problems {
-            // A problem quotes what the plugin said.
-            eprintln!("  - {}", escape_controls(&p.to_string()));
-        }
-    }
-    if !d.ignored.is_empty() {
-        eprintln!(
-            "\n{} file(s) not loaded because of their name:",
-            d.ignored.len()
-        );
-        for i in &d.ignored {
-            eprintln!("  - {}", escape_controls(&i.to_string()));
-        }
-    }
-    print_notes(&newer);
-    if rows.is_empty() {
-        // A koas without kernels can do nothing: say where it looked and
-        // how to fix it, and let scripts see it in the exit code.
-        eprintln!("{}", not_found_message(&d));
-        return Ok(ExitStatus::Failure);
-    }
-    if skipped(&d, &args) {
-        return Ok(ExitStatus::Failure);
-    }
-    Ok(ExitStatus::Success)
+    Ok(())
 }
 
 /// Says which libraries were built with a newer kernel-api (on stderr;

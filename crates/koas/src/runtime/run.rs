@@ -11,8 +11,8 @@ use koas_orchestrator::embed::{
 use koas_orchestrator::engine::{self, RunOptions, RunTarget};
 use koas_orchestrator::llm_host::{project_layer, resolve_config, LlmLayer, ServiceHandler};
 use koas_orchestrator::outln;
-use koas_orchestrator::pipeline::{self, Overrides};
-use koas_orchestrator::prepare::prepare;
+use koas_orchestrator::pipeline::{self, Overrides, Pipeline};
+use koas_orchestrator::prepare::{prepare, Prepared};
 use koas_orchestrator::run_record::{CacheUse, KernelStatus, RunStatus};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -226,28 +226,7 @@ pub fn execute(global: &HostOptions, args: RunArgs) -> anyhow::Result<ExitStatus
         "letting running kernels stop",
         koas_orchestrator::limits::CANCEL_GRACE + INTERRUPT_DEADLINE_MARGIN,
     );
-    let mut opts = RunOptions::new(pipeline.jobs);
-    opts.use_cache = !args.no_cache;
-    opts.max_source_bytes = koas_orchestrator::guarded_read::limit_from(
-        args.max_input_size.as_deref(),
-        "--max-input-size",
-        koas_orchestrator::guarded_read::MAX_INPUT_SIZE_ENV,
-        koas_orchestrator::guarded_read::DEFAULT_MAX_READ_BYTES,
-    )
-    .map_err(anyhow::Error::msg)?;
-    opts.isolation = global.isolation(Some(&pipeline));
-    opts.limits = global.limits(&pipeline);
-    opts.target = target;
-    opts.cancel = cancel;
-    opts.prompts = prompts_folder(args.prompts.as_deref().or(pipeline.prompts.as_deref()))?;
-    llm_for_run(
-        &prepared,
-        &opts.target.clone(),
-        &args.llm,
-        args.llm_replay.as_deref(),
-        global.quiet,
-        &mut opts,
-    )?;
+    let opts = run_options(global, &args, &pipeline, &prepared, target, cancel)?;
     let total = match opts.target {
         RunTarget::All => prepared.dag.order.len(),
         RunTarget::Until(ref n) | RunTarget::Kernel(ref n) => prepared.dag.ancestors(n).len(),
@@ -273,48 +252,7 @@ pub fn execute(global: &HostOptions, args: RunArgs) -> anyhow::Result<ExitStatus
         outln!("{}", serde_json::to_string_pretty(record)?)?;
     }
     if !global.quiet {
-        let ok = record
-            .kernels
-            .iter()
-            .filter(|k| k.status == KernelStatus::Ok)
-            .count();
-        let cached = record
-            .kernels
-            .iter()
-            .filter(|k| k.cache == CacheUse::Hit)
-            .count();
-        let failed: Vec<&str> = record
-            .kernels
-            .iter()
-            .filter(|k| k.status == KernelStatus::Failed)
-            .map(|k| k.name.as_str())
-            .collect();
-        let skipped = record
-            .kernels
-            .iter()
-            .filter(|k| k.status == KernelStatus::Skipped)
-            .count();
-        let mut line = format!(
-            "koas: {}: {ok}/{} kernels ok ({} ran, {cached} cached)",
-            record.pipeline,
-            record.kernels.len(),
-            record.executed()
-        );
-        if !failed.is_empty() {
-            line.push_str(&format!(", failed: {}", failed.join(", ")));
-        }
-        if skipped > 0 {
-            line.push_str(&format!(", {skipped} skipped"));
-        }
-        line.push_str(&format!(
-            " in {:.1} ms; run record: {}",
-            record.duration_ms,
-            record
-                .workspace
-                .join(koas_orchestrator::run_record::RUN_RECORD_FILE)
-                .display()
-        ));
-        eprintln!("{line}");
+        eprintln!("{}", summary_line(record));
     }
     // A failure is never hidden, not even by --quiet: a script that runs
     // `koas run -q` still needs to know which kernel failed and why.
@@ -339,4 +277,86 @@ pub fn execute(global: &HostOptions, args: RunArgs) -> anyhow::Result<ExitStatus
         RunStatus::Failed => ExitStatus::Failure,
         RunStatus::Cancelled => ExitStatus::Interrupted,
     })
+}
+
+/// The run's last line: kernels ok, ran, cached, failed and skipped, the
+/// time, where its record is.
+fn summary_line(record: &koas_orchestrator::run_record::RunRecord) -> String {
+    let ok = record
+        .kernels
+        .iter()
+        .filter(|k| k.status == KernelStatus::Ok)
+        .count();
+    let cached = record
+        .kernels
+        .iter()
+        .filter(|k| k.cache == CacheUse::Hit)
+        .count();
+    let failed: Vec<&str> = record
+        .kernels
+        .iter()
+        .filter(|k| k.status == KernelStatus::Failed)
+        .map(|k| k.name.as_str())
+        .collect();
+    let skipped = record
+        .kernels
+        .iter()
+        .filter(|k| k.status == KernelStatus::Skipped)
+        .count();
+    let mut line = format!(
+        "koas: {}: {ok}/{} kernels ok ({} ran, {cached} cached)",
+        record.pipeline,
+        record.kernels.len(),
+        record.executed()
+    );
+    if !failed.is_empty() {
+        line.push_str(&format!(", failed: {}", failed.join(", ")));
+    }
+    if skipped > 0 {
+        line.push_str(&format!(", {skipped} skipped"));
+    }
+    line.push_str(&format!(
+        " in {:.1} ms; run record: {}",
+        record.duration_ms,
+        record
+            .workspace
+            .join(koas_orchestrator::run_record::RUN_RECORD_FILE)
+            .display()
+    ));
+    line
+}
+
+/// The engine's options for this run: the cache, input sizes, isolation
+/// and limits, the target, the prompts, the model.
+fn run_options(
+    global: &HostOptions,
+    args: &RunArgs,
+    pipeline: &Pipeline,
+    prepared: &Prepared,
+    target: RunTarget,
+    cancel: Arc<std::sync::atomic::AtomicBool>,
+) -> anyhow::Result<RunOptions> {
+    let mut opts = RunOptions::new(pipeline.jobs);
+    opts.use_cache = !args.no_cache;
+    opts.max_source_bytes = koas_orchestrator::guarded_read::limit_from(
+        args.max_input_size.as_deref(),
+        "--max-input-size",
+        koas_orchestrator::guarded_read::MAX_INPUT_SIZE_ENV,
+        koas_orchestrator::guarded_read::DEFAULT_MAX_READ_BYTES,
+    )
+    .map_err(anyhow::Error::msg)?;
+    opts.isolation = global.isolation(Some(pipeline));
+    opts.limits = global.limits(pipeline);
+    opts.target = target;
+    opts.cancel = cancel;
+    opts.prompts = prompts_folder(args.prompts.as_deref().or(pipeline.prompts.as_deref()))?;
+    llm_for_run(
+        prepared,
+        &opts.target.clone(),
+        &args.llm,
+        args.llm_replay.as_deref(),
+        global.quiet,
+        &mut opts,
+    )?;
+    Ok(opts)
 }

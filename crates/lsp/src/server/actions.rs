@@ -144,21 +144,7 @@ impl<W: Write> Server<W> {
                             .flatten()
                     });
                     if let Some(target) = target {
-                        let title = format!(
-                            "koas: add “{word}” to the project's words ({})",
-                            target.rel.display()
-                        );
-                        actions.push(CodeAction {
-                            title: title.clone(),
-                            kind: Some(CodeActionKind::QUICKFIX),
-                            diagnostics: Some(vec![diagnostic.clone()]),
-                            command: Some(Command {
-                                title,
-                                command: words::ADD_WORD.into(),
-                                arguments: Some(vec![json!(uri.as_str()), json!(word)]),
-                            }),
-                            ..CodeAction::default()
-                        });
+                        actions.push(add_word_action(target, word, &uri, &diagnostic));
                     }
                 }
                 actions.push(CodeAction {
@@ -246,5 +232,30 @@ impl<W: Write> Server<W> {
             })
             .collect();
         Ok(serde_json::to_value(lenses).unwrap_or_else(|_| json!([])))
+    }
+}
+
+/// The quick fix that adds `word` to the project's words file `target`
+/// (through the `koas.addWord` command, which writes it).
+fn add_word_action(
+    target: &WordsFile,
+    word: &str,
+    uri: &lsp_types::Uri,
+    diagnostic: &lsp_types::Diagnostic,
+) -> CodeAction {
+    let title = format!(
+        "koas: add “{word}” to the project's words ({})",
+        target.rel.display()
+    );
+    CodeAction {
+        title: title.clone(),
+        kind: Some(CodeActionKind::QUICKFIX),
+        diagnostics: Some(vec![diagnostic.clone()]),
+        command: Some(Command {
+            title,
+            command: words::ADD_WORD.into(),
+            arguments: Some(vec![json!(uri.as_str()), json!(word)]),
+        }),
+        ..CodeAction::default()
     }
 }

@@ -118,21 +118,7 @@ fn revert(session: &Session<'_>, request: &RevertRequest) -> Result<Reverted, Ap
     let workspace = &target.workspace;
     let mut run = target.begin_run(RunKind::Revert)?;
     // The views' Stage 1 and 2 describe the original document.
-    let (mut pipeline, discovery) =
-        passes::workspace_pipeline(global, target, request.pipeline.as_deref())?;
-    pipeline
-        .require(REVERT, "plans reverts")
-        .map_err(anyhow::Error::from)?;
-    match &request.changes {
-        RevertChanges::Listed(ids) => {
-            pipeline.set_config(REVERT, "ids", json!(ids));
-            pipeline.set_config(REVERT, "all", Value::Bool(false));
-        }
-        RevertChanges::All => {
-            pipeline.set_config(REVERT, "ids", json!([]));
-            pipeline.set_config(REVERT, "all", Value::Bool(true));
-        }
-    }
+    let (pipeline, discovery) = revert_pipeline(session, request)?;
 
     let outcome = match plan(global, control, &pipeline, &discovery, &run)? {
         Ok(outcome) => outcome,
@@ -213,6 +199,32 @@ fn revert(session: &Session<'_>, request: &RevertRequest) -> Result<Reverted, Ap
         },
         warnings,
     })
+}
+
+/// The review's pipeline, its `md_revert` told which changes to revert.
+fn revert_pipeline(
+    session: &Session<'_>,
+    request: &RevertRequest,
+) -> Result<(Pipeline, Discovery), ApiError> {
+    let (mut pipeline, discovery) = passes::workspace_pipeline(
+        session.global,
+        session.target(),
+        request.pipeline.as_deref(),
+    )?;
+    pipeline
+        .require(REVERT, "plans reverts")
+        .map_err(anyhow::Error::from)?;
+    match &request.changes {
+        RevertChanges::Listed(ids) => {
+            pipeline.set_config(REVERT, "ids", json!(ids));
+            pipeline.set_config(REVERT, "all", Value::Bool(false));
+        }
+        RevertChanges::All => {
+            pipeline.set_config(REVERT, "ids", json!([]));
+            pipeline.set_config(REVERT, "all", Value::Bool(true));
+        }
+    }
+    Ok((pipeline, discovery))
 }
 
 /// The planning pass: `md_revert` alone, on the current document and

@@ -315,12 +315,17 @@ pub fn execute(global: &HostOptions, args: CheckArgs) -> anyhow::Result<ExitStat
     for e in &folder_errors {
         eprintln!("error: {e}");
     }
-    let mut unreadable = folder_errors.len();
     let limit = crate::input::max_doc_bytes(args.max_doc_size.as_deref())?;
-    let mut changed = args
-        .changed_since
-        .as_deref()
-        .map(|rev| crate::changed::ChangedSince::new(rev, limit));
+    let mut tally = Tally {
+        unreadable: folder_errors.len(),
+        changed: args
+            .changed_since
+            .as_deref()
+            .map(|rev| crate::changed::ChangedSince::new(rev, limit)),
+        diffs: String::new(),
+        fixes: 0,
+        fixed_files: 0,
+    };
     let mut configs = Configs::new()?;
     // Folder listings and linked files' anchors, read once for the run.
     let disk = crate::links::Disk::new(limit);
@@ -350,95 +355,134 @@ pub fn execute(global: &HostOptions, args: CheckArgs) -> anyhow::Result<ExitStat
         })
         .collect();
     let mut checked: Vec<Checked> = Vec::new();
-    let mut diffs = String::new();
-    let (mut fixes, mut fixed_files) = (0, 0);
     for (job, outcome) in jobs.iter().zip(outcomes) {
-        let mut stdin = None;
-        let output = match outcome {
-            Ok((fixed, text)) => {
-                stdin = text;
-                diffs.push_str(&fixed.diff);
-                fixes += fixed.applied;
-                fixed_files += usize::from(fixed.applied > 0);
-                Ok(fixed.output)
-            }
-            Err(e) => Err(e),
-        };
-        let output = match output {
-            Ok(o) => o,
-            Err(e) if e.downcast_ref::<koas_md_scan::ScanError>().is_some() => return Err(e),
-            Err(e) => {
-                eprintln!("error: {e:#}");
-                unreadable += 1;
-                continue;
-            }
-        };
         let project = &configs.list[job.config].0;
-        let fail_on = match args.fail_on {
-            Some(f) => f.threshold(),
-            None => Some(project.config.check.fail_on.unwrap_or(Severity::Warning)),
-        };
-        let others = match &args.pipeline {
-            Some(file) => Some(pipeline::findings_for(global, file, &job.source, project)),
-            None if !project.config.kernels.run.is_empty() => Some(pipeline::project_findings(
-                global,
-                if stdin.is_some() {
-                    Path::new(&job.path)
-                } else {
-                    &job.source
-                },
-                stdin.as_deref(),
-                project,
-            )),
-            None => None,
-        };
-        let mut output = output;
-        let (mut kernels, rules) = match others {
-            None => (Vec::new(), Vec::new()),
-            Some(Ok(others)) => {
-                for e in &others.errors {
-                    eprintln!("error: {}: {e}", job.path);
-                }
-                unreadable += others.errors.len();
-                // A comment naming one of their kinds is no typo.
-                output.forget_kinds(&others.catalog.other_names());
-                let rules = pipeline::sarif_rules(&others.catalog);
-                (others.found, rules)
-            }
-            Some(Err(e)) => {
-                eprintln!("error: {e:#}");
-                unreadable += 1;
-                (Vec::new(), Vec::new())
-            }
-        };
-        if !global.quiet {
-            for w in &output.warnings {
-                eprintln!("warning: {}: {w}", job.path);
-            }
+        if let Some(c) = gather(global, &args, project, job, outcome, limit, &mut tally)? {
+            checked.push(c);
         }
-        if let Some(changes) = changed.as_mut() {
-            // The file as it is now (after any change of this run).
-            let text = read_document(&job.source, &job.path, limit)?;
-            let lines = changes.lines(&job.source, &text)?;
-            let touched = |from: u32, to: u32| {
-                (from.max(1)..=to.max(from)).any(|n| lines.get(n as usize - 1) == Some(&true))
-            };
-            output.findings.retain(|f| touched(f.line, f.line_end));
-            output.suppressed.retain(|f| touched(f.line, f.line_end));
-            for k in &mut kernels {
-                k.findings
-                    .retain(|f| touched(f.line, f.line_end.unwrap_or(f.line)));
-            }
-        }
-        checked.push(Checked {
-            path: job.path.clone(),
-            findings: output.findings,
-            suppressed: output.suppressed,
-            fail_on,
-            kernels,
-            rules,
-        });
     }
+    report(global, &args, &checked, tally)
+}
+
+/// What the run counts across documents.
+struct Tally {
+    /// Documents (or other kernels' runs) that failed: exit 2.
+    unreadable: usize,
+    /// `--changed-since`: the lines each file changed.
+    changed: Option<crate::changed::ChangedSince>,
+    /// `--fix --dry-run`: the patches.
+    diffs: String,
+    /// Fixes applied, and the files they changed.
+    fixes: usize,
+    fixed_files: usize,
+}
+
+/// One document's outcome, with its project's other kernels' findings
+/// and `--changed-since` applied; `None` when it could not be checked
+/// (told on stderr, counted).
+fn gather(
+    global: &HostOptions,
+    args: &CheckArgs,
+    project: &crate::project::ProjectFile,
+    job: &Job,
+    outcome: anyhow::Result<(Fixed, Option<String>)>,
+    limit: u64,
+    tally: &mut Tally,
+) -> anyhow::Result<Option<Checked>> {
+    let mut stdin = None;
+    let output = match outcome {
+        Ok((fixed, text)) => {
+            stdin = text;
+            tally.diffs.push_str(&fixed.diff);
+            tally.fixes += fixed.applied;
+            tally.fixed_files += usize::from(fixed.applied > 0);
+            Ok(fixed.output)
+        }
+        Err(e) => Err(e),
+    };
+    let output = match output {
+        Ok(o) => o,
+        Err(e) if e.downcast_ref::<koas_md_scan::ScanError>().is_some() => return Err(e),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            tally.unreadable += 1;
+            return Ok(None);
+        }
+    };
+    let fail_on = match args.fail_on {
+        Some(f) => f.threshold(),
+        None => Some(project.config.check.fail_on.unwrap_or(Severity::Warning)),
+    };
+    let others = match &args.pipeline {
+        Some(file) => Some(pipeline::findings_for(global, file, &job.source, project)),
+        None if !project.config.kernels.run.is_empty() => Some(pipeline::project_findings(
+            global,
+            if stdin.is_some() {
+                Path::new(&job.path)
+            } else {
+                &job.source
+            },
+            stdin.as_deref(),
+            project,
+        )),
+        None => None,
+    };
+    let mut output = output;
+    let (mut kernels, rules) = match others {
+        None => (Vec::new(), Vec::new()),
+        Some(Ok(others)) => {
+            for e in &others.errors {
+                eprintln!("error: {}: {e}", job.path);
+            }
+            tally.unreadable += others.errors.len();
+            // A comment naming one of their kinds is no typo.
+            output.forget_kinds(&others.catalog.other_names());
+            let rules = pipeline::sarif_rules(&others.catalog);
+            (others.found, rules)
+        }
+        Some(Err(e)) => {
+            eprintln!("error: {e:#}");
+            tally.unreadable += 1;
+            (Vec::new(), Vec::new())
+        }
+    };
+    if !global.quiet {
+        for w in &output.warnings {
+            eprintln!("warning: {}: {w}", job.path);
+        }
+    }
+    if let Some(changes) = tally.changed.as_mut() {
+        // The file as it is now (after any change of this run).
+        let text = read_document(&job.source, &job.path, limit)?;
+        let lines = changes.lines(&job.source, &text)?;
+        let touched = |from: u32, to: u32| {
+            (from.max(1)..=to.max(from)).any(|n| lines.get(n as usize - 1) == Some(&true))
+        };
+        output.findings.retain(|f| touched(f.line, f.line_end));
+        output.suppressed.retain(|f| touched(f.line, f.line_end));
+        for k in &mut kernels {
+            k.findings
+                .retain(|f| touched(f.line, f.line_end.unwrap_or(f.line)));
+        }
+    }
+    Ok(Some(Checked {
+        path: job.path.clone(),
+        findings: output.findings,
+        suppressed: output.suppressed,
+        fail_on,
+        kernels,
+        rules,
+    }))
+}
+
+/// The findings in the asked format on stdout, the summary on stderr, and
+/// the exit status they call for.
+fn report(
+    global: &HostOptions,
+    args: &CheckArgs,
+    checked: &[Checked],
+    tally: Tally,
+) -> anyhow::Result<ExitStatus> {
     let files: Vec<FileFindings<'_>> = checked
         .iter()
         .map(|c| FileFindings {
@@ -449,7 +493,7 @@ pub fn execute(global: &HostOptions, args: CheckArgs) -> anyhow::Result<ExitStat
         .collect();
     let mut text = match args.format {
         // A dry run shows what --fix would change, as a patch.
-        _ if args.dry_run => diffs,
+        _ if args.dry_run => tally.diffs,
         CheckFormat::Human => render_human(&files),
         CheckFormat::Json => render_json(&files),
         CheckFormat::Sarif => render_sarif(&files, env!("CARGO_PKG_VERSION")),
@@ -459,7 +503,7 @@ pub fn execute(global: &HostOptions, args: CheckArgs) -> anyhow::Result<ExitStat
         .iter()
         .any(|c| !c.kernels.is_empty() || !c.rules.is_empty());
     if other_kernels {
-        text = with_kernel_findings(args.format, text, &checked);
+        text = with_kernel_findings(args.format, text, checked);
     }
     // The text and GitHub formats quote documents, file names and other
     // kernels' messages to a terminal or a CI log: control characters are
@@ -486,28 +530,30 @@ pub fn execute(global: &HostOptions, args: CheckArgs) -> anyhow::Result<ExitStat
             "applied"
         };
         eprintln!(
-            "{verb} {fixes} fix{} in {fixed_files} file{}",
-            if fixes == 1 { "" } else { "es" },
-            if fixed_files == 1 { "" } else { "s" }
+            "{verb} {} fix{} in {} file{}",
+            tally.fixes,
+            if tally.fixes == 1 { "" } else { "es" },
+            tally.fixed_files,
+            if tally.fixed_files == 1 { "" } else { "s" }
         );
     }
     if args.format == CheckFormat::Human && !args.dry_run && !global.quiet && !closed {
         let mut line = if args.pipeline.is_some() || other_kernels {
-            pipeline_summary(&checked)
+            pipeline_summary(checked)
         } else {
             summary_line(&files)
         };
-        if let Some(changes) = &changed {
+        if let Some(changes) = &tally.changed {
             line.push_str(&format!(" on lines changed since {}", changes.rev()));
         }
         // The counts cover what was checked; say that something was not.
-        if unreadable > 0 {
-            let s = if unreadable == 1 { "" } else { "s" };
-            line.push_str(&format!("; {unreadable} error{s} above"));
+        if tally.unreadable > 0 {
+            let s = if tally.unreadable == 1 { "" } else { "s" };
+            line.push_str(&format!("; {} error{s} above", tally.unreadable));
         }
         eprintln!("{line}");
     }
-    if unreadable > 0 {
+    if tally.unreadable > 0 {
         return Ok(ExitStatus::Error);
     }
     let failed = checked.iter().any(|c| {

@@ -307,11 +307,14 @@ fn saving(summary: &RefineSummary) -> Option<f64> {
     })
 }
 
+/// The run's summary: JSON with `--json`, else its lines in words.
 fn print_summary(
     args: &RefineArgs,
     target: &ReviewTarget,
     refined: &Refined,
 ) -> anyhow::Result<()> {
+    // Long because it is the summary's lines in the order they print, each
+    // one condition and one `outln!`: cut, the order would be scattered.
     let (s, report) = (&refined.summary, refined.report.as_deref());
     if args.silent {
         return Ok(());

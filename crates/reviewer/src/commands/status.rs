@@ -72,6 +72,7 @@ fn status(global: &HostOptions, args: &StatusArgs, target: &ReviewTarget) -> any
     Ok(Reply::new(ExitStatus::Success, value, text))
 }
 
+/// The status in words, one labelled line after another.
 fn print_human(
     t: &mut String,
     target: &ReviewTarget,
@@ -79,6 +80,8 @@ fn print_human(
     doc: &DocState,
     changed_outside: bool,
 ) -> std::fmt::Result {
+    // Long because it is the status's lines in the order they print, each
+    // one condition and one `writeln!`: cut, the order would be scattered.
     writeln!(t, "workspace: {}", status.workspace.display())?;
     writeln!(
         t,

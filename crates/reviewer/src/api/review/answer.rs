@@ -84,27 +84,7 @@ pub(super) fn answer(
     let guards = koas_review::report::guard_counts(&out.batch.log_records(""));
     let rejected = out.batch.rejected.len();
     let known = &out.batch.known;
-    let summary = if no_ops {
-        format!(
-            "{}: deterministic stages only, {} changes",
-            if request.no_llm {
-                "--no-llm and no ops"
-            } else {
-                "no model and no ops"
-            },
-            applied.len()
-        )
-    } else {
-        let mut summary = format!(
-            "{} ops: {} applied, {flagged} flagged, {rejected} rejected",
-            out.batch.applied.len() + rejected + known.len(),
-            applied.len()
-        );
-        if !known.is_empty() {
-            summary.push_str(&format!(", {} already in the ledger", known.len()));
-        }
-        summary
-    };
+    let summary = summary_of(request, out, no_ops, applied.len());
     let mut value = if request.whole_json {
         out.summary_json()
     } else {
@@ -139,8 +119,80 @@ pub(super) fn answer(
             }
         }
     }
+    let text = text_of(
+        request,
+        target,
+        out,
+        no_ops,
+        model.as_ref(),
+        rebase,
+        &summary,
+        &guards,
+    )?;
+    let counts = ReviewCounts {
+        applied: applied.len(),
+        flagged,
+        rejected,
+        known: known.len(),
+    };
+    Ok(Answer {
+        value,
+        text,
+        counts,
+        summary,
+    })
+}
+
+/// The answer's one line: the ops and what became of them.
+fn summary_of(
+    request: &ReviewRequest,
+    out: &ReviewOutcome,
+    no_ops: bool,
+    applied: usize,
+) -> String {
+    let flagged = out.batch.applied.len() - applied;
+    let rejected = out.batch.rejected.len();
+    let known = &out.batch.known;
+    if no_ops {
+        format!(
+            "{}: deterministic stages only, {} changes",
+            if request.no_llm {
+                "--no-llm and no ops"
+            } else {
+                "no model and no ops"
+            },
+            applied
+        )
+    } else {
+        let mut summary = format!(
+            "{} ops: {} applied, {flagged} flagged, {rejected} rejected",
+            out.batch.applied.len() + rejected + known.len(),
+            applied
+        );
+        if !known.is_empty() {
+            summary.push_str(&format!(", {} already in the ledger", known.len()));
+        }
+        summary
+    }
+}
+
+/// The answer in words: the summary line, what the rebase and the guards
+/// did, the model's work, what was recorded, and a hint when no change
+/// came of it.
+#[allow(clippy::too_many_arguments)]
+fn text_of(
+    request: &ReviewRequest,
+    target: &ReviewTarget,
+    out: &ReviewOutcome,
+    no_ops: bool,
+    model: Option<&ModelReport>,
+    rebase: Rebase<'_>,
+    summary: &str,
+    guards: &std::collections::BTreeMap<&str, usize>,
+) -> Result<String, std::fmt::Error> {
     let mut text = String::new();
     let t = &mut text;
+    let (rebased, ws) = (rebase.ids, target.root());
     writeln!(t, "koas review: {}: {summary}", target.doc_name)?;
     if let (Some(first), Some(last)) = (rebased.first(), rebased.last()) {
         let ids = if first == last {
@@ -171,7 +223,7 @@ pub(super) fn answer(
             list.join(", ")
         )?;
     }
-    if let Some(model) = &model {
+    if let Some(model) = model {
         model_lines(t, model)?;
     }
     outcome_lines(t, out)?;
@@ -185,7 +237,7 @@ pub(super) fn answer(
             t,
             "  hint:      no model is configured: add an [llm] table to koas.toml next to the document (backend, endpoint, model; README \"Review with a local model\"), check it with `koas llm ping`, or give your own edit ops with --ops FILE"
         )?;
-    } else if let Some(model) = model.as_ref().filter(|m| {
+    } else if let Some(model) = model.filter(|m| {
         m.run.stopped.is_none() && m.run.calls + m.run.cached_calls > 0 && m.proposed == 0
     }) {
         writeln!(
@@ -196,18 +248,7 @@ pub(super) fn answer(
         )?;
     }
     writeln!(t, "workspace: {}", ws.display())?;
-    let counts = ReviewCounts {
-        applied: applied.len(),
-        flagged,
-        rejected,
-        known: known.len(),
-    };
-    Ok(Answer {
-        value,
-        text,
-        counts,
-        summary,
-    })
+    Ok(text)
 }
 
 /// The summary's lines about the model: what the pyramid and the edit

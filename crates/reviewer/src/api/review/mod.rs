@@ -19,6 +19,7 @@ use answer::{answer, Rebase};
 use anyhow::Context as _;
 use koas_review::edit_op::parse_ops_file;
 use koas_review_schema::apply::{ApplyOptions, ApplyOutcome};
+use koas_review_schema::review::ReviewModelRun;
 use koas_review_workspace::{
     BeginRequest, CommitContext, Follow, PreparedRun, ReviewOutcome, RunKind,
 };
@@ -139,28 +140,10 @@ fn review(session: &Session<'_>, request: &ReviewRequest) -> Result<Reviewed, Ap
     // fixes (a misspelling the document spells right elsewhere, a
     // heading-level skip): said so, not "no change".
     let fixed = committed.entries.iter().filter(|e| !e.is_revert).count();
-    // The report's model section is the work behind the review: a run
-    // the cache answered whole (no request at all) shows the last run
-    // that asked the model, so an unchanged re-run keeps its report.
-    let run_model = planned.model.as_ref().map(|m| {
-        let asked = m.run.calls + m.run.cached_calls > 0 || m.run.stopped.is_some();
-        match target.workspace.last_model_run() {
-            // The same kernels' results (their summaries are kept with
-            // them in the cache): the same model work.
-            Some(last)
-                if !asked
-                    && last.models == m.run.models
-                    && last.pyramid == m.run.pyramid
-                    && last.edit_plan == m.run.edit_plan =>
-            {
-                last
-            }
-            _ => {
-                target.workspace.remember_model_run(&m.run);
-                m.run.clone()
-            }
-        }
-    });
+    let run_model = planned
+        .model
+        .as_ref()
+        .map(|m| model_run_for_report(target, &m.run));
     let rebase = Rebase {
         ids: run.rebased(),
         overlaps: run.rebase_overlaps(),
@@ -168,18 +151,7 @@ fn review(session: &Session<'_>, request: &ReviewRequest) -> Result<Reviewed, Ap
     let answered = answer(request, target, &committed, no_ops, planned.model, rebase)?;
     drop(committed);
 
-    let notice = no_ops.then(|| {
-        let made = if fixed == 0 {
-            "no change was made".to_owned()
-        } else {
-            format!("only the checks' certain fixes were applied ({fixed})")
-        };
-        if request.no_llm {
-            format!("The model was not asked (--no-llm) and no ops were given: the deterministic stages ran and {made}.")
-        } else {
-            format!("No model is configured and no ops were given: the deterministic stages ran and {made}. Configure a model (an [llm] table in koas.toml, or --llm-backend/--llm-endpoint/--llm-model) or give edit ops with `koas review DOC --ops FILE`.")
-        }
-    });
+    let notice = no_ops.then(|| no_ops_notice(request.no_llm, fixed));
     let views = match passes::run_views_with_model(
         global,
         control,
@@ -215,6 +187,46 @@ fn review(session: &Session<'_>, request: &ReviewRequest) -> Result<Reviewed, Ap
     // workspace a small multiple of the document however many reviews.
     control.collect_caches(global);
     Ok(answered.with_report(request, target, views.report, warnings))
+}
+
+/// The model run the report shows: the work behind the review. A run the
+/// cache answered whole (no request at all) shows the last run that asked
+/// the model, so an unchanged re-run keeps its report.
+fn model_run_for_report(target: &ReviewTarget, run: &ReviewModelRun) -> ReviewModelRun {
+    let asked = run.calls + run.cached_calls > 0 || run.stopped.is_some();
+    match target.workspace.last_model_run() {
+        // The same kernels' results (their summaries are kept with them
+        // in the cache): the same model work.
+        Some(last)
+            if !asked
+                && last.models == run.models
+                && last.pyramid == run.pyramid
+                && last.edit_plan == run.edit_plan =>
+        {
+            last
+        }
+        _ => {
+            target.workspace.remember_model_run(run);
+            run.clone()
+        }
+    }
+}
+
+/// The report's notice for a review with no model and no ops: the only
+/// changes are the checks' certain fixes (`fixed` of them; a misspelling
+/// the document spells right elsewhere, a heading-level skip), said so,
+/// not "no change".
+fn no_ops_notice(no_llm: bool, fixed: usize) -> String {
+    let made = if fixed == 0 {
+        "no change was made".to_owned()
+    } else {
+        format!("only the checks' certain fixes were applied ({fixed})")
+    };
+    if no_llm {
+        format!("The model was not asked (--no-llm) and no ops were given: the deterministic stages ran and {made}.")
+    } else {
+        format!("No model is configured and no ops were given: the deterministic stages ran and {made}. Configure a model (an [llm] table in koas.toml, or --llm-backend/--llm-endpoint/--llm-model) or give edit ops with `koas review DOC --ops FILE`.")
+    }
 }
 
 /// The ops file, checked before anything is locked or written, and
