@@ -18,7 +18,7 @@ use koas_orchestrator::engine::{self, RunOptions};
 use koas_orchestrator::limits::Isolation;
 use koas_orchestrator::pipeline::{self, Overrides};
 use koas_orchestrator::prepare::prepare;
-use koas_orchestrator::report::Reporter;
+use koas_orchestrator::progress::Reporter;
 use koas_test_support::{build_standalone, koas_bin, repo_root};
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -2,7 +2,7 @@
 //! logging, progress, cancellation, workspace files and the LLM service.
 
 use crate::limits::{cut, MAX_LOG_LINE_CHARS, MAX_PRINTED_LOG_LINES};
-use crate::report::Reporter;
+use crate::progress::Reporter;
 use crate::workspace::{resolve_inside, WriteRules};
 use koas_kernel_api::{Host, LlmRequest, LogLevel};
 use serde_json::Value;
@@ -305,7 +305,7 @@ impl Host for RunHost<'_> {
         }
         if let Ok(mut logs) = self.logs.lock() {
             if logs.len() < MAX_RECORDED_LOG_LINES {
-                logs.push(format!("{}: {message}", crate::report::level_name(level)));
+                logs.push(format!("{}: {message}", crate::progress::level_name(level)));
             }
         }
     }

@@ -43,7 +43,7 @@ pub mod lock;
 pub mod memory;
 pub mod pipeline;
 pub mod prepare;
-pub mod report;
+pub mod progress;
 pub mod run_record;
 pub mod worker;
 pub mod workspace;

@@ -10,7 +10,7 @@ use koas_orchestrator::engine::{self, RunError, RunOptions};
 use koas_orchestrator::limits::Isolation;
 use koas_orchestrator::pipeline::Pipeline;
 use koas_orchestrator::prepare::prepare;
-use koas_orchestrator::report::Reporter;
+use koas_orchestrator::progress::Reporter;
 use koas_orchestrator::run_record::{CacheUse, RunRecord};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;

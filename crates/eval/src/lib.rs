@@ -10,8 +10,8 @@
 //! or an HTML page in the review report's style.
 
 pub mod plant;
-pub mod report;
 pub mod score;
+pub mod scoreboard;
 
 use plant::Lang;
 

@@ -29,7 +29,7 @@ use koas_orchestrator::engine::{self, Provided, RunOptions, RunTarget};
 use koas_orchestrator::limits::{Isolation, LimitOverrides, Limits};
 use koas_orchestrator::pipeline::Pipeline;
 use koas_orchestrator::prepare::Prepared;
-use koas_orchestrator::report::Reporter;
+use koas_orchestrator::progress::Reporter;
 use koas_orchestrator::run_record::KernelStatus;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};

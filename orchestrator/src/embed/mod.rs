@@ -30,7 +30,7 @@ pub use crate::describe_cache::cache_dir;
 pub use crate::llm_host::LlmOverrides;
 /// What a host sees of a run while it goes: progress lines and their
 /// observer.
-pub use crate::report::{Observer, Progress};
+pub use crate::progress::{Observer, Progress};
 /// The one sanitiser for text from elsewhere on its way to a terminal or
 /// a log (hosts that do not link the kernel API use it from here).
 pub use koas_kernel_api::terminal::{escape_controls, escape_controls_keep_lines};
@@ -163,11 +163,11 @@ impl HostOptions {
     /// The progress reporter of a command that runs `total` kernels:
     /// silent when quiet, else a bar or lines on stderr, with summaries
     /// when verbose and debug lines with `debug`.
-    pub fn reporter(&self, total: u64) -> crate::report::Reporter {
+    pub fn reporter(&self, total: u64) -> crate::progress::Reporter {
         if self.quiet {
-            crate::report::Reporter::quiet()
+            crate::progress::Reporter::quiet()
         } else {
-            crate::report::Reporter::for_stderr(total, self.verbose).with_debug(self.debug)
+            crate::progress::Reporter::for_stderr(total, self.verbose).with_debug(self.debug)
         }
     }
 

@@ -11,7 +11,7 @@ use crate::host::SharedLlm;
 use crate::llm_host::{identity, project_layer, resolve_config, LlmLayer, LlmOverrides};
 use crate::pipeline::Pipeline;
 use crate::prepare::{prepare, Prepared};
-use crate::report::{Observer, Reporter};
+use crate::progress::{Observer, Reporter};
 use crate::run_record::{KernelStatus, RunRecord, RunStatus};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};

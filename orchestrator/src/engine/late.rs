@@ -5,7 +5,7 @@
 //! again on a fresh worker.
 
 use super::{worker_exit, Completion, Engine, Failure};
-use crate::report::Shown;
+use crate::progress::Shown;
 use crate::run_record::{AfterAnswer, KernelStatus, WorkerDeath};
 use crate::worker::{Job, LateDeath, Noticed};
 

@@ -34,7 +34,7 @@ use crate::cache::Cache;
 use crate::discovery::LoadedKernel;
 use crate::limits::Isolation;
 use crate::prepare::Prepared;
-use crate::report::Reporter;
+use crate::progress::Reporter;
 use crate::run_record::{
     now_rfc3339, AfterAnswer, KernelRecord, KernelStatus, RunPlan, RunRecord, RunStatus,
     WorkerDeath, WorkerExit,

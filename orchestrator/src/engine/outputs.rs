@@ -4,7 +4,7 @@
 use super::{Artifact, CanonicalJson, Engine, Produced};
 use crate::cache::{ActionRecord, Cache};
 use crate::discovery::LoadedKernel;
-use crate::report::Shown;
+use crate::progress::Shown;
 use crate::run_record::{now_rfc3339, CacheUse, KernelStatus};
 use crate::workspace::{materialize, WorkspaceError};
 use serde_json::Value;

@@ -3,7 +3,7 @@
 
 use super::inputs::Shared;
 use super::{Artifact, Attempt, Completion, Engine, Failure, TargetOutput};
-use crate::report::Shown;
+use crate::progress::Shown;
 use crate::run_record::{CacheUse, KernelRecord, KernelStatus, RunRecord, RUN_RECORD_FILE};
 use crate::workspace::WorkspaceError;
 use std::collections::BTreeMap;

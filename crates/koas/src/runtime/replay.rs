@@ -12,7 +12,7 @@ use koas_orchestrator::llm_host::ServiceHandler;
 use koas_orchestrator::outln;
 use koas_orchestrator::pipeline::Pipeline;
 use koas_orchestrator::prepare::prepare;
-use koas_orchestrator::report::Reporter;
+use koas_orchestrator::progress::Reporter;
 use koas_orchestrator::run_record::{
     KernelRecord, KernelStatus, RunPlan, RunRecord, RUN_RECORD_FILE,
 };

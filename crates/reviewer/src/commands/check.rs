@@ -13,7 +13,7 @@ use crate::api::check::{pipeline, read_document};
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 use koas_md_scan::config::find_project_config;
-use koas_md_scan::report::{
+use koas_md_scan::format::{
     render_github, render_human, render_json, render_sarif, summary_line, FileFindings,
 };
 use koas_md_scan::{Checker, ScanOutput};
@@ -619,7 +619,7 @@ fn with_kernel_findings(format: CheckFormat, text: String, checked: &[Checked]) 
             {
                 for c in checked {
                     results.extend(cp::sarif_results(
-                        &koas_md_scan::report::path_to_uri(&c.path),
+                        &koas_md_scan::format::path_to_uri(&c.path),
                         &c.kernels,
                     ));
                 }

@@ -10,8 +10,8 @@ use crate::passes::Control;
 use anyhow::{bail, Context as _};
 use clap::Args;
 use koas_eval::plant::{plant, Lang, PlantedDoc};
-use koas_eval::report::{self, DocRun, Evaluation, ModelRuns};
 use koas_eval::score::{score, Guarded, Proposal};
+use koas_eval::scoreboard::{self, DocRun, Evaluation, ModelRuns};
 use koas_orchestrator::embed::{ExitStatus, HostOptions, LlmFlags};
 use koas_review_schema::apply::{ApplyLogRecord, OpStatus};
 use koas_review_schema::change_id::EntryId;
@@ -342,7 +342,7 @@ pub fn execute(global: &HostOptions, args: EvalArgs) -> anyhow::Result<ExitStatu
         }
         measured.push(ModelRuns { model: name, runs });
     }
-    let all: Vec<report::Row> = measured.iter().flat_map(report::rows).collect();
+    let all: Vec<scoreboard::Row> = measured.iter().flat_map(scoreboard::rows).collect();
     if args.json {
         let value = json!({
             "seed": args.seed,
@@ -353,7 +353,7 @@ pub fn execute(global: &HostOptions, args: EvalArgs) -> anyhow::Result<ExitStatu
         });
         koas_orchestrator::out!("{}", serde_json::to_string_pretty(&value)?)?;
     } else {
-        koas_orchestrator::out!("{}", report::table(&all))?;
+        koas_orchestrator::out!("{}", scoreboard::table(&all))?;
         for f in &failed {
             eprintln!("koas llm eval: {f}");
         }
@@ -361,7 +361,7 @@ pub fn execute(global: &HostOptions, args: EvalArgs) -> anyhow::Result<ExitStatu
     // The page last: the scores are printed even if it cannot be written.
     if let Some(path) = &args.html {
         let documents: Vec<PlantedDoc> = planted.iter().map(|(d, _)| d.clone()).collect();
-        let page = report::html(&Evaluation {
+        let page = scoreboard::html(&Evaluation {
             seed: args.seed,
             samples: args.samples,
             documents: &documents,

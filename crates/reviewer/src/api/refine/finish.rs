@@ -2,7 +2,7 @@
 //! the views refreshed.
 
 use super::steps::{active_changes, revert};
-use super::{Host, RefineRequest, Refined};
+use super::{RefineRequest, Refined, Runner};
 use crate::api::session::stopped_by;
 use crate::api::ApiError;
 use crate::common::ReviewTarget;
@@ -19,7 +19,7 @@ use std::path::Path;
 /// The end of a run: the state returned (full-auto's best one), the
 /// summary and plan written, the views refreshed, DOC replaced when asked.
 pub(super) fn finish(
-    host: &mut Host<'_, '_>,
+    runner: &mut Runner<'_, '_>,
     request: &RefineRequest,
     target: &ReviewTarget,
     mut run: PreparedRun<'_>,
@@ -30,28 +30,28 @@ pub(super) fn finish(
     let current = koas_kernel_api::hash::sha256(run.current_text());
     let ending = machine.choose_best(stop.status, &now, &current);
     revert(&mut run, &ending.revert, "koas refine: best iteration")?;
-    host.emit(machine);
+    runner.emit(machine);
     let changes = active_changes(&run)
-        .difference(&host.earlier)
+        .difference(&runner.earlier)
         .map(|i| i.to_string())
         .collect();
     let summary = machine.summary(&stop, ending.best, changes);
-    host.emit(machine);
+    runner.emit(machine);
     write_outcome(target.root(), &summary, machine.plan_of(ending.best))?;
     machine.complete(&summary);
-    host.emit(machine);
+    runner.emit(machine);
     let ok = succeeded(summary.status);
     // The report and the annotated document show the ledger as refined,
     // as after `koas review`; a plan changes nothing, so it keeps them.
     let mut report = None;
     if summary.status != RefineStatus::Planned {
         let refreshed = refresh_views(
-            host.global,
-            host.control,
+            runner.global,
+            runner.control,
             target,
-            &host.passes.whole,
+            &runner.passes.whole,
             &run,
-            &host.passes.llm,
+            &runner.passes.llm,
             &summary,
         );
         match refreshed {

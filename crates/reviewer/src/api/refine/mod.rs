@@ -215,7 +215,7 @@ enum Which {
 }
 
 /// What runs the passes the loop asks for and tells what happens.
-struct Host<'g, 's> {
+struct Runner<'g, 's> {
     global: &'g HostOptions,
     control: &'g Control,
     passes: Passes,
@@ -227,7 +227,7 @@ struct Host<'g, 's> {
     earlier: BTreeSet<ChangeId>,
 }
 
-impl Host<'_, '_> {
+impl Runner<'_, '_> {
     /// Emits the events the loop's steps left, in order.
     fn emit(&mut self, machine: &mut LoopState) {
         for event in machine.take_events() {
@@ -364,7 +364,7 @@ fn refine(
         pending.is_some(),
         sink,
     )?;
-    let mut host = Host {
+    let mut runner = Runner {
         global,
         passes,
         control: session.control,
@@ -374,8 +374,8 @@ fn refine(
         earlier: active_changes(&run),
     };
     let mut machine = LoopState::new(settings);
-    let stop = refine_loop(&mut host, &mut run, &mut machine, pending)?;
-    finish(&mut host, request, target, run, &mut machine, stop)
+    let stop = refine_loop(&mut runner, &mut run, &mut machine, pending)?;
+    finish(&mut runner, request, target, run, &mut machine, stop)
 }
 
 /// The run's token budget, said before anything is asked: `--max-tokens`,

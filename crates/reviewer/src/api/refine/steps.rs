@@ -2,7 +2,7 @@
 //! committed or reverted through the ledger.
 
 use super::{Decided, Told};
-use super::{Host, Which, ARBITER, FIX, JUDGE, ROUTER, VERIFY};
+use super::{Runner, Which, ARBITER, FIX, JUDGE, ROUTER, VERIFY};
 use crate::api::ApiError;
 use crate::common::{actor, clock, REFUSED};
 use crate::passes::{self, RunInputs, APPLY};
@@ -140,7 +140,7 @@ pub(super) fn base_inputs(
 /// and tells the machine what came of it, until it stops (or a pass
 /// fails).
 pub(super) fn refine_loop(
-    host: &mut Host<'_, '_>,
+    runner: &mut Runner<'_, '_>,
     run: &mut PreparedRun<'_>,
     machine: &mut LoopState,
     pending: Option<Decided>,
@@ -156,13 +156,13 @@ pub(super) fn refine_loop(
         .next(Event::Start(decision))
         .map_err(anyhow::Error::from)?;
     loop {
-        host.emit(machine);
+        runner.emit(machine);
         // What the fixes addressed, borrowed by the event that tells them.
         let doc_before: String;
         let event = match step {
             Step::Stop(stop) => return Ok(stop),
             Step::Assess => {
-                let (tokens, plan, routing) = assess(host, run, machine)?;
+                let (tokens, plan, routing) = assess(runner, run, machine)?;
                 Event::Assessed {
                     judged: Judged {
                         document: run.current_text(),
@@ -171,7 +171,7 @@ pub(super) fn refine_loop(
                         routing,
                         active: active_changes(run),
                     },
-                    elapsed_secs: host.started.elapsed().as_secs(),
+                    elapsed_secs: runner.started.elapsed().as_secs(),
                 }
             }
             Step::Revert { changes, why } => {
@@ -181,14 +181,14 @@ pub(super) fn refine_loop(
             }
             Step::Fix { decided, routing } => {
                 doc_before = run.current_text().to_owned();
-                let (tokens, applied) = fix(host, run, machine, decided, &routing)?;
+                let (tokens, applied) = fix(runner, run, machine, decided, &routing)?;
                 Event::Fixed(Fixed {
                     document_before: &doc_before,
                     tokens,
                     applied,
                 })
             }
-            Step::Verify(changes) => Event::Verified(verify(host, machine, &changes)?),
+            Step::Verify(changes) => Event::Verified(verify(runner, machine, &changes)?),
         };
         step = machine.next(event).map_err(anyhow::Error::from)?;
     }
@@ -197,17 +197,17 @@ pub(super) fn refine_loop(
 /// The assess pass (Stage 1–2, the judges, the arbiter, the router) on
 /// the current document: the judges' tokens, the plan and its routing.
 fn assess(
-    host: &mut Host<'_, '_>,
+    runner: &mut Runner<'_, '_>,
     run: &PreparedRun<'_>,
     machine: &LoopState,
 ) -> Result<(TokenUse, RefinePlan, RefineRouting), ApiError> {
-    let mut inputs = base_inputs(run, &host.passes.llm, host.passes.doc_text(run))?;
+    let mut inputs = base_inputs(run, &runner.passes.llm, runner.passes.doc_text(run))?;
     inputs.provided.insert(
         names::REFINE_STATE.to_owned(),
         Provided::from(serde_json::to_value(machine.refine_state())?),
     );
     let label = format!("{}-assess", machine.iteration());
-    let outcome = host
+    let outcome = runner
         .pass(Which::Assess, inputs, &label)
         .map_err(|e| failed(e, "the changes recorded so far stay in the ledger"))?;
     let verdicts: RefineVerdicts =
@@ -219,7 +219,7 @@ fn assess(
     // named: its section was not scored by it.
     for verdict in &verdicts.verdicts {
         for (section, why) in &verdict.unreadable {
-            host.events.say(Told::Warning(&format!(
+            runner.events.say(Told::Warning(&format!(
                 "koas refine: judge {:?} gave no usable answer on section {section}: {why}",
                 verdict.judge
             )));
@@ -231,13 +231,13 @@ fn assess(
 /// The fix pass (the patcher and expander, `md_apply_ops`), its outcome
 /// committed to the ledger: the fixers' tokens and the fixes recorded.
 fn fix(
-    host: &mut Host<'_, '_>,
+    runner: &mut Runner<'_, '_>,
     run: &mut PreparedRun<'_>,
     machine: &LoopState,
     decided: bool,
     routing: &RefineRouting,
 ) -> Result<(TokenUse, Vec<AppliedFix>), ApiError> {
-    let mut inputs = base_inputs(run, &host.passes.llm, host.passes.doc_text(run))?;
+    let mut inputs = base_inputs(run, &runner.passes.llm, runner.passes.doc_text(run))?;
     if decided {
         inputs.provided.insert(
             names::REFINE_ROUTING.to_owned(),
@@ -261,7 +261,7 @@ fn fix(
     } else {
         Which::Fix
     };
-    let outcome = host
+    let outcome = runner
         .pass(which, inputs, &label)
         .map_err(|e| failed(e, "the changes recorded so far stay in the ledger"))?;
     let ops: RefineOps = passes::parse_output(&outcome.record, FIX, names::REFINE_OPS)?;
@@ -284,7 +284,7 @@ fn fix(
             )
         })?;
     for r in &committed.batch.rejected {
-        host.events.say(Told::Info(&format!(
+        runner.events.say(Told::Info(&format!(
             "refine:   a fix was refused by the apply engine: {} {}",
             r.rejection.class.as_str(),
             r.rejection.reason
@@ -311,12 +311,12 @@ fn fix(
 /// The verify pass (free checks, the delta judge) on the round's changes:
 /// the verifier's verdicts.
 fn verify(
-    host: &mut Host<'_, '_>,
+    runner: &mut Runner<'_, '_>,
     machine: &LoopState,
     changes: &[RefineChange],
 ) -> Result<RefineVerification, ApiError> {
     let mut inputs = RunInputs {
-        llm: Some(host.passes.llm.clone()),
+        llm: Some(runner.passes.llm.clone()),
         ..RunInputs::default()
     };
     inputs.provided.insert(
@@ -324,7 +324,7 @@ fn verify(
         Provided::from(serde_json::to_value(changes)?),
     );
     let label = format!("{}-verify", machine.iteration());
-    let outcome = host
+    let outcome = runner
         .pass(Which::Verify, inputs, &label)
         .map_err(|e| failed(e, "the unverified changes stay in the ledger"))?;
     Ok(passes::parse_output(
