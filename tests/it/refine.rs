@@ -1196,18 +1196,13 @@ fn a_folder_is_refined_document_by_document_with_one_table() {
 /// told to the caller's sink as they happen, its outcome typed.
 #[test]
 fn the_refine_api_tells_the_callers_sink_and_answers_in_types() {
-    use koas_orchestrator::embed::{Control, HostOptions, LlmFlags};
+    use crate::review_common::library_host;
+    use koas_orchestrator::embed::{Control, LlmFlags};
     use koas_reviewer::api::{RefineRequest, Session, Told};
     let s = Scratch::new();
     s.write("doc.md", DOC);
     let m = fixture_model();
-    let bin = koas_test_support::koas_bin();
-    let global = HostOptions {
-        kernel_paths: vec![bin.parent().expect("its folder").to_path_buf()],
-        quiet: true,
-        in_process: true,
-        ..HostOptions::default()
-    };
+    let global = library_host();
     let control = Control::new(std::sync::Arc::default(), None);
     let session = Session::open(&global, &control, &s.path("doc.md"), None).expect("session");
     let request = RefineRequest {

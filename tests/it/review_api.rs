@@ -2,8 +2,8 @@
 //! typed outcome or error out, nothing printed; the same revert the
 //! command line, `koas mcp` and `koas lsp` make through it.
 
-use crate::review_common::{assert_code, Scratch};
-use koas_orchestrator::embed::{Control, HostOptions};
+use crate::review_common::{assert_code, library_host, Scratch};
+use koas_orchestrator::embed::Control;
 use koas_review_schema::findings::Severity;
 use koas_reviewer::api::{
     change_id, check, entry_id, ApiError, CheckRequest, GrepRequest, HtmlPage, ReportRequest,
@@ -28,16 +28,7 @@ fn the_review_api_reverts_and_refuses_in_types() {
         0,
         "review",
     );
-    // The plugins the binary was built with, beside it.
-    let bin = koas_test_support::koas_bin();
-    let global = HostOptions {
-        kernel_paths: vec![bin.parent().expect("its folder").to_path_buf()],
-        quiet: true,
-        // Kernels run in workers of the koas executable; a test binary is
-        // none, so they run here.
-        in_process: true,
-        ..HostOptions::default()
-    };
+    let global = library_host();
     let control = Control::new(Arc::default(), None);
     let session = Session::open(&global, &control, &s.path("doc.md"), None).expect("session");
     assert_eq!(session.workspace(), s.workspace());
@@ -175,13 +166,7 @@ fn the_review_api_reviews_and_checks_in_types() {
     let s = Scratch::new();
     s.write("doc.md", DOC);
     s.write("ops.json", OPS);
-    let bin = koas_test_support::koas_bin();
-    let global = HostOptions {
-        kernel_paths: vec![bin.parent().expect("its folder").to_path_buf()],
-        quiet: true,
-        in_process: true,
-        ..HostOptions::default()
-    };
+    let global = library_host();
     let control = Control::new(Arc::default(), None);
 
     // Checked before any review: the misspelling is no finding of the

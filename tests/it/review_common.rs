@@ -236,3 +236,17 @@ pub fn finish_within(
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+/// The runtime's options for a test that drives the review API as a
+/// library: the plugins the binary was built with, beside it, run in this
+/// process (kernels run in workers of the koas executable; a test binary
+/// is none), quiet.
+pub fn library_host() -> koas_orchestrator::embed::HostOptions {
+    let bin = koas_test_support::koas_bin();
+    koas_orchestrator::embed::HostOptions {
+        kernel_paths: vec![bin.parent().expect("its folder").to_path_buf()],
+        quiet: true,
+        in_process: true,
+        ..koas_orchestrator::embed::HostOptions::default()
+    }
+}

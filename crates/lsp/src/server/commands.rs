@@ -61,8 +61,8 @@ impl<W: Write> Server<W> {
             }
             "koas.fixAll" => Ok(Some(self.fix_all(&uri))),
             words::ADD_WORD => self.add_word(id, &p.arguments, path),
-            "koas.revert" => self.revert(id, uri, &p.arguments, path, buffer),
-            "koas.review" => self.review(id, uri, &p.arguments, path, buffer),
+            "koas.revert" => self.revert(id, &p.arguments, Saved { uri, path, buffer }),
+            "koas.review" => self.review(id, &p.arguments, Saved { uri, path, buffer }),
             other => Err((
                 codes::INVALID_PARAMS,
                 format!("unknown command {other} (known: {})", COMMANDS.join(", ")),
@@ -131,11 +131,10 @@ impl<W: Write> Server<W> {
     fn revert(
         &mut self,
         id: &Value,
-        uri: String,
         arguments: &[Value],
-        path: PathBuf,
-        buffer: String,
+        doc: Saved,
     ) -> Result<Option<Value>, (i64, String)> {
+        let Saved { uri, path, buffer } = doc;
         let ids: Vec<String> = arguments[1..]
             .iter()
             .flat_map(|a| match a {
@@ -185,11 +184,10 @@ impl<W: Write> Server<W> {
     fn review(
         &mut self,
         id: &Value,
-        uri: String,
         arguments: &[Value],
-        path: PathBuf,
-        buffer: String,
+        doc: Saved,
     ) -> Result<Option<Value>, (i64, String)> {
+        let Saved { uri, path, buffer } = doc;
         let options = arguments.get(1).cloned().unwrap_or(Value::Null);
         let mut review = ReviewRequest {
             in_place: true,
@@ -398,6 +396,14 @@ impl<W: Write> Server<W> {
             transport::notification("$/progress", json!({"token": token, "value": value}));
         self.send(&message);
     }
+}
+
+/// The document a command works on: its URI, its file, and the editor's
+/// text, which must be what the file holds when the command reads it.
+struct Saved {
+    uri: String,
+    path: PathBuf,
+    buffer: String,
 }
 
 /// `Ok` when the saved file is `buffer`: the review and revert work on
