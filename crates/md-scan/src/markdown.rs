@@ -289,6 +289,8 @@ pub struct FactsReader {
 impl FactsReader {
     /// Reads one event of the body of `index`'s text, `range` being its
     /// place in the whole text.
+    // Long because it is one match over the parser's events, each arm a
+    // few lines on the same reader state.
     pub fn read(
         &mut self,
         index: &LineIndex<'_>,
