@@ -200,6 +200,8 @@ pub fn scan(index: &LineIndex<'_>, options: ScanOptions) -> Scan {
 /// range in the whole text, before the scan reads it: a caller that needs
 /// more of the parse than [`Scan`] keeps reads it here instead of parsing
 /// the text a second time.
+// Long because it is one pass over the parser's events, its arms sharing
+// the scan's state (containers, heading, image and link depth).
 pub fn scan_observed<F>(index: &LineIndex<'_>, options: ScanOptions, mut observe: F) -> Scan
 where
     F: FnMut(&Event<'_>, Range<usize>),
