@@ -319,46 +319,8 @@ fn claims_in(line: u32, prose: &str, config: &ScanConfig) -> Vec<Claim> {
         }
         let before = &prose[..m.start()];
         let after = &prose[m.end()..];
-        if before.chars().next_back().is_some_and(|c| {
-            matches!(
-                c,
-                '.' | ','
-                    | '/'
-                    | '§'
-                    | '#'
-                    | '$'
-                    | '€'
-                    | '£'
-                    | '+'
-                    | '-'
-                    | '–'
-                    | ':'
-                    | '^'
-                    | '~'
-                    | '×'
-            )
-        }) {
+        if not_a_count(before, after) {
             continue;
-        }
-        let mut next = after.chars();
-        match (next.next(), next.next()) {
-            (Some('.' | ',' | '/' | '-' | '–' | ':' | 'h' | '×'), Some(c))
-                if c.is_ascii_digit() =>
-            {
-                continue
-            }
-            (Some('%' | ')' | ':' | '/' | '°' | '€' | '$' | '+'), _) => continue,
-            (Some('.'), _)
-                if before
-                    .trim_start_matches([' ', '\t', '>', '-', '*', '+'])
-                    .is_empty() =>
-            {
-                continue
-            }
-            (Some(' ' | '\u{a0}' | '\u{202f}'), Some(c)) if c.is_ascii_digit() || c == '%' => {
-                continue
-            }
-            _ => {}
         }
         if LABEL_WORDS.contains(&previous_word(before).as_str()) {
             continue;
@@ -401,6 +363,36 @@ fn claims_in(line: u32, prose: &str, config: &ScanConfig) -> Vec<Claim> {
         });
     }
     claims
+}
+
+/// Whether the number between `before` and `after` is no count: part of a
+/// decimal, a version, a date, an amount, a percentage, a range, a list
+/// item's number.
+fn not_a_count(before: &str, after: &str) -> bool {
+    if before.chars().next_back().is_some_and(|c| {
+        matches!(
+            c,
+            '.' | ',' | '/' | '§' | '#' | '$' | '€' | '£' | '+' | '-' | '–' | ':' | '^' | '~' | '×'
+        )
+    }) {
+        return true;
+    }
+    let mut next = after.chars();
+    match (next.next(), next.next()) {
+        (Some('.' | ',' | '/' | '-' | '–' | ':' | 'h' | '×'), Some(c)) if c.is_ascii_digit() => {
+            true
+        }
+        (Some('%' | ')' | ':' | '/' | '°' | '€' | '$' | '+'), _) => true,
+        (Some('.'), _)
+            if before
+                .trim_start_matches([' ', '\t', '>', '-', '*', '+'])
+                .is_empty() =>
+        {
+            true
+        }
+        (Some(' ' | '\u{a0}' | '\u{202f}'), Some(c)) if c.is_ascii_digit() || c == '%' => true,
+        _ => false,
+    }
 }
 
 /// Reports counts that the next table contradicts.
