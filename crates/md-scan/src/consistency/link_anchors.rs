@@ -497,14 +497,7 @@ pub fn detect(
     pending.retain(|(_, decoded)| !generated.tabs.contains(decoded));
     // Which comment first names each link's anchor: every comment read
     // once for all the links (not once per link).
-    let mut cores: Vec<&str> = pending
-        .iter()
-        .filter(|(_, decoded)| !generated.slugged.contains_key(decoded))
-        .map(|(_, decoded)| macro_core(decoded))
-        .filter(|core| core.chars().count() >= 4)
-        .collect();
-    cores.sort_unstable();
-    cores.dedup();
+    let cores = macro_cores(&pending, &generated);
     let in_comment = generated.first_comments_naming(&cores, budget);
     // The index of anchors for "did you mean", built at the first link
     // that needs it.
@@ -582,6 +575,23 @@ pub fn detect(
         }
         out.push(finding);
     }
+}
+
+/// The parts of the pending links' fragments a site macro would name, for
+/// the fragments no heading's slug makes: sorted, each once.
+fn macro_cores<'p>(
+    pending: &'p [(&FragmentLink, String)],
+    generated: &GeneratorAnchors,
+) -> Vec<&'p str> {
+    let mut cores: Vec<&str> = pending
+        .iter()
+        .filter(|(_, decoded)| !generated.slugged.contains_key(decoded))
+        .map(|(_, decoded)| macro_core(decoded))
+        .filter(|core| core.chars().count() >= 4)
+        .collect();
+    cores.sort_unstable();
+    cores.dedup();
+    cores
 }
 
 /// `facts`' checked fragment links that no heading or known anchor
