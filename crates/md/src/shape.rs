@@ -243,8 +243,6 @@ fn push_text(shape: &mut Shape, collecting: &[usize], text: &str) {
 /// matter and BOM are skipped, as Stage 1 does) or a piece of one that
 /// starts at a top-level block (see [`top_level_blocks`]), where a `---`
 /// line is Markdown, not front matter.
-// Long because it is one pass over the parser's events, its arms sharing
-// the reader's state (depth, the blocks collecting text, an HTML block).
 pub fn shape_of(text: &str, start_of_document: bool) -> Shape {
     let base = if start_of_document {
         let index = LineIndex::new(text);
@@ -253,114 +251,65 @@ pub fn shape_of(text: &str, start_of_document: bool) -> Shape {
         0
     };
     let body = text.get(base..).unwrap_or("");
-    let mut shape = Shape::default();
-    let mut depth: u16 = 0;
-    // Blocks whose text is still being collected (leaf blocks, and the
-    // first content of a list item or a row).
-    let mut collecting: Vec<usize> = Vec::new();
-    let mut in_html_block = false;
+    let mut reader = ShapeReader {
+        body,
+        shape: Shape::default(),
+        depth: 0,
+        collecting: Vec::new(),
+        in_html_block: false,
+    };
     for (event, range) in Parser::new_ext(body, parser_options()).into_offset_iter() {
-        let open = |shape: &mut Shape, kind: ShapeKind, depth: u16| {
-            shape.blocks.push(Block {
-                kind,
-                depth,
-                text: String::new(),
-            });
-            shape.blocks.len() - 1
-        };
+        reader.read(event, range);
+    }
+    let mut shape = reader.shape;
+    for block in &mut shape.blocks {
+        block.text = collapse(&block.text);
+    }
+    shape
+}
+
+/// The shape of a text as it is read from the parser's events.
+struct ShapeReader<'b> {
+    /// The text parsed (the body, after any front matter).
+    body: &'b str,
+    shape: Shape,
+    depth: u16,
+    /// Blocks whose text is still being collected (leaf blocks, and the
+    /// first content of a list item or a row).
+    collecting: Vec<usize>,
+    in_html_block: bool,
+}
+
+impl ShapeReader<'_> {
+    /// Adds a block of `kind` at the current depth; its index.
+    fn open(&mut self, kind: ShapeKind) -> usize {
+        self.shape.blocks.push(Block {
+            kind,
+            depth: self.depth,
+            text: String::new(),
+        });
+        self.shape.blocks.len() - 1
+    }
+
+    /// Reads one event, `range` being its place in the body.
+    fn read(&mut self, event: Event<'_>, range: Range<usize>) {
+        let shape = &mut self.shape;
         match event {
-            Event::Start(tag) => match tag {
-                Tag::Paragraph => {
-                    collecting.push(open(&mut shape, ShapeKind::Paragraph, depth));
-                    let source = body.get(range.clone()).unwrap_or("");
-                    shape.delimiter_rows += source
-                        .lines()
-                        .filter(|l| crate::protected::table_like::is_delimiter_row(l))
-                        .count() as u32;
-                }
-                Tag::Heading { level, .. } => {
-                    collecting.push(open(&mut shape, ShapeKind::Heading(level as u8), depth))
-                }
-                Tag::BlockQuote(_) => {
-                    open(&mut shape, ShapeKind::Quote, depth);
-                    depth += 1;
-                }
-                Tag::List(start) => {
-                    open(
-                        &mut shape,
-                        ShapeKind::List {
-                            ordered: start.is_some(),
-                        },
-                        depth,
-                    );
-                }
-                Tag::Item => {
-                    collecting.push(open(&mut shape, ShapeKind::Item(None), depth));
-                    depth += 1;
-                }
-                Tag::FootnoteDefinition(_) => {
-                    open(&mut shape, ShapeKind::Footnote, depth);
-                    depth += 1;
-                }
-                Tag::Table(columns) => {
-                    open(&mut shape, ShapeKind::Table(columns.len()), depth);
-                }
-                Tag::TableHead | Tag::TableRow => {
-                    collecting.push(open(&mut shape, ShapeKind::TableRow, depth))
-                }
-                Tag::CodeBlock(kind) => {
-                    let fenced = matches!(kind, CodeBlockKind::Fenced(_));
-                    collecting.push(open(&mut shape, ShapeKind::Code { fenced }, depth));
-                    if fenced && !fence_closed(body.get(range.clone()).unwrap_or("")) {
-                        shape.unclosed_fence = true;
-                    }
-                }
-                Tag::HtmlBlock => {
-                    collecting.push(open(&mut shape, ShapeKind::Html, depth));
-                    in_html_block = true;
-                }
-                Tag::Emphasis => shape.inline.emphasis += 1,
-                Tag::Strong => shape.inline.strong += 1,
-                Tag::Strikethrough => shape.inline.strikethrough += 1,
-                Tag::Link { .. } => shape.inline.links += 1,
-                Tag::Image { .. } => shape.inline.images += 1,
-                _ => {}
-            },
-            Event::End(end) => match end {
-                TagEnd::Paragraph
-                | TagEnd::Heading(_)
-                | TagEnd::TableHead
-                | TagEnd::TableRow
-                | TagEnd::CodeBlock => {
-                    collecting.pop();
-                }
-                TagEnd::HtmlBlock => {
-                    collecting.pop();
-                    in_html_block = false;
-                }
-                TagEnd::Item => {
-                    // The item's own entry, below any leaf it held.
-                    collecting.pop();
-                    depth = depth.saturating_sub(1);
-                }
-                TagEnd::BlockQuote(_) | TagEnd::FootnoteDefinition => {
-                    depth = depth.saturating_sub(1)
-                }
-                _ => {}
-            },
-            Event::Text(t) => push_text(&mut shape, &collecting, &t),
+            Event::Start(tag) => self.start(tag, range),
+            Event::End(end) => self.end(end),
+            Event::Text(t) => push_text(shape, &self.collecting, &t),
             Event::Code(t) => {
                 shape.inline.code += 1;
-                push_text(&mut shape, &collecting, &t);
+                push_text(shape, &self.collecting, &t);
             }
             Event::InlineMath(t) | Event::DisplayMath(t) => {
                 shape.inline.math += 1;
-                push_text(&mut shape, &collecting, &t);
+                push_text(shape, &self.collecting, &t);
             }
             Event::Html(t) | Event::InlineHtml(t) => {
-                count_html(&t, &mut shape);
-                if in_html_block {
-                    if let Some(&i) = collecting.last() {
+                count_html(&t, shape);
+                if self.in_html_block {
+                    if let Some(&i) = self.collecting.last() {
                         shape.blocks[i].text.push_str(&t);
                     }
                 }
@@ -378,15 +327,100 @@ pub fn shape_of(text: &str, start_of_document: bool) -> Shape {
             Event::FootnoteReference(_) => shape.inline.footnote_refs += 1,
             Event::HardBreak => shape.inline.hard_breaks += 1,
             Event::Rule => {
-                open(&mut shape, ShapeKind::Rule, depth);
+                self.open(ShapeKind::Rule);
             }
             Event::SoftBreak => {}
         }
     }
-    for block in &mut shape.blocks {
-        block.text = collapse(&block.text);
+
+    /// Reads the start of `tag`, spanning `range` of the body.
+    fn start(&mut self, tag: Tag<'_>, range: Range<usize>) {
+        match tag {
+            Tag::Paragraph => {
+                let i = self.open(ShapeKind::Paragraph);
+                self.collecting.push(i);
+                let source = self.body.get(range.clone()).unwrap_or("");
+                self.shape.delimiter_rows += source
+                    .lines()
+                    .filter(|l| crate::protected::table_like::is_delimiter_row(l))
+                    .count() as u32;
+            }
+            Tag::Heading { level, .. } => {
+                let i = self.open(ShapeKind::Heading(level as u8));
+                self.collecting.push(i);
+            }
+            Tag::BlockQuote(_) => {
+                self.open(ShapeKind::Quote);
+                self.depth += 1;
+            }
+            Tag::List(start) => {
+                self.open(ShapeKind::List {
+                    ordered: start.is_some(),
+                });
+            }
+            Tag::Item => {
+                let i = self.open(ShapeKind::Item(None));
+                self.collecting.push(i);
+                self.depth += 1;
+            }
+            Tag::FootnoteDefinition(_) => {
+                self.open(ShapeKind::Footnote);
+                self.depth += 1;
+            }
+            Tag::Table(columns) => {
+                self.open(ShapeKind::Table(columns.len()));
+            }
+            Tag::TableHead | Tag::TableRow => {
+                let i = self.open(ShapeKind::TableRow);
+                self.collecting.push(i);
+            }
+            Tag::CodeBlock(kind) => {
+                let fenced = matches!(kind, CodeBlockKind::Fenced(_));
+                let i = self.open(ShapeKind::Code { fenced });
+                self.collecting.push(i);
+                if fenced && !fence_closed(self.body.get(range.clone()).unwrap_or("")) {
+                    self.shape.unclosed_fence = true;
+                }
+            }
+            Tag::HtmlBlock => {
+                let i = self.open(ShapeKind::Html);
+                self.collecting.push(i);
+                self.in_html_block = true;
+            }
+            Tag::Emphasis => self.shape.inline.emphasis += 1,
+            Tag::Strong => self.shape.inline.strong += 1,
+            Tag::Strikethrough => self.shape.inline.strikethrough += 1,
+            Tag::Link { .. } => self.shape.inline.links += 1,
+            Tag::Image { .. } => self.shape.inline.images += 1,
+            _ => {}
+        }
     }
-    shape
+
+    /// Reads the end of a tag.
+    fn end(&mut self, end: TagEnd) {
+        match end {
+            TagEnd::Paragraph
+            | TagEnd::Heading(_)
+            | TagEnd::TableHead
+            | TagEnd::TableRow
+            | TagEnd::CodeBlock => {
+                self.collecting.pop();
+            }
+            TagEnd::HtmlBlock => {
+                self.collecting.pop();
+                self.in_html_block = false;
+            }
+            TagEnd::Item => {
+                // The item's own entry, below any leaf it held.
+                self.collecting.pop();
+                self.depth = self.depth.saturating_sub(1);
+            }
+            TagEnd::BlockQuote(_) | TagEnd::FootnoteDefinition => {
+                self.depth = self.depth.saturating_sub(1)
+            }
+            _ => {}
+        }
+    }
 }
 
 /// Line ranges (0-based, end excluded) of the top-level blocks of a whole
