@@ -24,6 +24,7 @@ use crate::protocol::{
 use crate::{KernelError, KernelSpec};
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+
 mod host_calls;
 use host_calls::{host_call, host_free, host_is_cancelled, host_log, host_progress};
 

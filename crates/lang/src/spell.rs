@@ -14,6 +14,7 @@ use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::sync::Mutex;
 use std::time::Duration;
+
 mod verdict;
 use verdict::word_verdict;
 

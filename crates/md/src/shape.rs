@@ -22,6 +22,7 @@ use crate::scan::parser_options;
 use pulldown_cmark::{CodeBlockKind, Event, Parser, Tag, TagEnd};
 use std::collections::BTreeMap;
 use std::ops::Range;
+
 mod compare;
 pub use compare::{compare, Area, ShapeChange};
 

@@ -32,6 +32,7 @@ use koas_review_schema::refine::{
 
 use crate::control::{self, Limits, Mode, Standing};
 use crate::fix::section_of_rationale;
+
 mod round;
 
 /// What a run is asked to do, fixed for its whole length.

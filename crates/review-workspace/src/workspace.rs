@@ -2,6 +2,7 @@
 //! every operation a review command performs on it.
 
 use super::*;
+
 mod commands;
 mod housekeeping;
 

@@ -38,6 +38,7 @@ use koas_review_schema::change_id::{ChangeId, IdAllocator};
 use koas_review_schema::edit_op::{Action, EditOp};
 use koas_review_schema::rejection::{RejectClass, Rejection};
 use koas_review_schema::stage1::ProtectedSpans;
+
 mod checks;
 mod occupancy;
 use occupancy::{Occupancy, Occupied, Shifts};

@@ -18,11 +18,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
-mod worker;
-use worker::{kill, send, worker_ended, Worker};
+
 mod end;
+mod worker;
 use end::StderrTail;
 pub use end::{signal_name, EndCause, WorkerEnd};
+use worker::{kill, send, worker_ended, Worker};
 
 /// How often the watchdog looks at the clock and the cancel flag.
 const TICK: Duration = Duration::from_millis(20);

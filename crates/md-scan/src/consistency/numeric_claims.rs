@@ -36,12 +36,13 @@ use koas_review_schema::findings::{Finding, FindingKind};
 use koas_review_schema::stage1::SectionEntry;
 use regex::Regex;
 use std::sync::LazyLock;
-mod sections;
-pub use sections::detect_sections;
-mod prose;
-pub use prose::detect_prose;
+
 mod lists;
+mod prose;
+mod sections;
 pub use lists::detect_lists;
+pub use prose::detect_prose;
+pub use sections::detect_sections;
 
 // ASCII word boundaries: a Unicode `\b` makes the regex engine give up its
 // fast path on any line with an accented letter, and this one reads most

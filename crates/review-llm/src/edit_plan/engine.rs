@@ -35,14 +35,15 @@ use crate::context::{assemble, compute_tier, ContextInput, PartKind, Summaries, 
 use crate::estimate_tokens;
 use crate::prompt::render;
 use crate::pyramid::Template;
+
 mod answer;
-use answer::{advance, warmer};
-mod request;
-use request::{answer_cap, degenerate, differ_from_earlier, prompt, request};
-mod reuse;
-use reuse::{count, incremental_key, pretty, reuse, skip};
 mod jobs;
+mod request;
+mod reuse;
+use answer::{advance, warmer};
 use jobs::{jobs_of, outcome};
+use request::{answer_cap, degenerate, differ_from_earlier, prompt, request};
+use reuse::{count, incremental_key, pretty, reuse, skip};
 
 /// Where the structured answer ends.
 pub const END_MARKER: &str = "END_EDIT_OPS";

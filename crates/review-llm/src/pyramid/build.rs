@@ -27,6 +27,7 @@ use super::plan::{PlanNode, Source};
 use crate::estimate_tokens;
 use crate::lang::Language;
 use crate::prompt::{render, RenderError};
+
 mod tree;
 use tree::Tree;
 
