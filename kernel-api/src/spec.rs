@@ -415,6 +415,39 @@ impl KernelSpec {
                 ));
             }
         }
+        self.validate_artifacts()?;
+        for path in &self.writes {
+            if !is_relative_inside(path.strip_suffix('/').unwrap_or(path)) {
+                return Err(format!(
+                    "kernel {}: written path {path:?} must be a relative path inside the workspace (a folder ends with `/`)",
+                    self.name
+                ));
+            }
+        }
+        let mut kinds = std::collections::BTreeSet::new();
+        for k in &self.finding_kinds {
+            crate::findings::check_kind_name(&k.kind)
+                .map_err(|e| format!("kernel {}: finding {e}", self.name))?;
+            if !kinds.insert(k.kind.as_str()) {
+                return Err(format!(
+                    "kernel {}: finding kind {:?} declared twice",
+                    self.name, k.kind
+                ));
+            }
+        }
+        if self.outputs.iter().any(|o| o.findings) && self.finding_kinds.is_empty() {
+            return Err(format!(
+                "kernel {}: it has a findings output but declares no finding kind (KernelSpec::finding_kind)",
+                self.name
+            ));
+        }
+        Ok(())
+    }
+
+    /// Checks the declared artifacts: none empty or declared twice, none
+    /// both an input and an output, every output file inside the
+    /// workspace.
+    fn validate_artifacts(&self) -> Result<(), String> {
         let mut seen = std::collections::BTreeSet::new();
         for a in self.inputs.iter().map(|i| &i.artifact) {
             if a.is_empty() || !seen.insert(("in", a.as_str())) {
@@ -445,31 +478,6 @@ impl KernelSpec {
                     ));
                 }
             }
-        }
-        for path in &self.writes {
-            if !is_relative_inside(path.strip_suffix('/').unwrap_or(path)) {
-                return Err(format!(
-                    "kernel {}: written path {path:?} must be a relative path inside the workspace (a folder ends with `/`)",
-                    self.name
-                ));
-            }
-        }
-        let mut kinds = std::collections::BTreeSet::new();
-        for k in &self.finding_kinds {
-            crate::findings::check_kind_name(&k.kind)
-                .map_err(|e| format!("kernel {}: finding {e}", self.name))?;
-            if !kinds.insert(k.kind.as_str()) {
-                return Err(format!(
-                    "kernel {}: finding kind {:?} declared twice",
-                    self.name, k.kind
-                ));
-            }
-        }
-        if self.outputs.iter().any(|o| o.findings) && self.finding_kinds.is_empty() {
-            return Err(format!(
-                "kernel {}: it has a findings output but declares no finding kind (KernelSpec::finding_kind)",
-                self.name
-            ));
         }
         Ok(())
     }

@@ -98,26 +98,88 @@ pub struct Dag {
     pub sources: BTreeSet<String>,
 }
 
+/// Each artifact's producers: the pipeline's sources and the kernels that
+/// output it.
+fn producers_of(
+    specs: &[&KernelSpec],
+    sources: &BTreeSet<String>,
+) -> BTreeMap<String, Vec<Producer>> {
+    let mut producers_of: BTreeMap<String, Vec<Producer>> = BTreeMap::new();
+    for s in sources {
+        producers_of
+            .entry(s.clone())
+            .or_default()
+            .push(Producer::Source);
+    }
+    for spec in specs {
+        for o in &spec.outputs {
+            producers_of
+                .entry(o.artifact.clone())
+                .or_default()
+                .push(Producer::Kernel(spec.name.clone()));
+        }
+    }
+    producers_of
+}
+
+/// A source no kernel reads, when its name is close to an input nothing
+/// provides (a misspelt `[inputs]` name).
+fn unread_inputs(
+    specs: &[&KernelSpec],
+    sources: &BTreeSet<String>,
+    producers_of: &BTreeMap<String, Vec<Producer>>,
+    problems: &mut Vec<DagProblem>,
+) {
+    let read: BTreeSet<&str> = specs
+        .iter()
+        .flat_map(|s| s.inputs.iter().map(|i| i.artifact.as_str()))
+        .collect();
+    let unprovided: Vec<&str> = read
+        .iter()
+        .copied()
+        .filter(|a| !producers_of.contains_key(*a))
+        .collect();
+    for source in sources.iter().filter(|s| !read.contains(s.as_str())) {
+        if let Some(s) = koas_kernel_api::suggest::closest(source, unprovided.iter().copied()) {
+            problems.push(DagProblem::UnreadInput {
+                input: source.clone(),
+                suggestion: s.to_string(),
+            });
+        }
+    }
+}
+
+/// The graph's cycles, each with its kernels and the artifacts between
+/// them.
+fn cycles(graph: &DiGraph<String, Vec<String>>, problems: &mut Vec<DagProblem>) {
+    for scc in tarjan_scc(graph) {
+        let self_loop = scc.len() == 1 && graph.find_edge(scc[0], scc[0]).is_some();
+        if scc.len() > 1 || self_loop {
+            let members: BTreeSet<NodeIndex> = scc.iter().copied().collect();
+            let mut kernels: Vec<String> = scc.iter().map(|n| graph[*n].clone()).collect();
+            kernels.sort();
+            let mut artifacts: BTreeSet<String> = BTreeSet::new();
+            for e in graph.edge_indices() {
+                if let Some((a, b)) = graph.edge_endpoints(e) {
+                    if members.contains(&a) && members.contains(&b) {
+                        artifacts.extend(graph[e].iter().cloned());
+                    }
+                }
+            }
+            problems.push(DagProblem::Cycle {
+                kernels,
+                artifacts: artifacts.into_iter().collect(),
+            });
+        }
+    }
+}
+
 impl Dag {
     /// Builds and validates the DAG of `specs` with `sources` as the
     /// pipeline's source artifacts.
     pub fn build(specs: &[&KernelSpec], sources: &BTreeSet<String>) -> Result<Dag, DagError> {
         let mut problems = Vec::new();
-        let mut producers_of: BTreeMap<String, Vec<Producer>> = BTreeMap::new();
-        for s in sources {
-            producers_of
-                .entry(s.clone())
-                .or_default()
-                .push(Producer::Source);
-        }
-        for spec in specs {
-            for o in &spec.outputs {
-                producers_of
-                    .entry(o.artifact.clone())
-                    .or_default()
-                    .push(Producer::Kernel(spec.name.clone()));
-            }
-        }
+        let producers_of = producers_of(specs, sources);
         let mut producers = BTreeMap::new();
         for (artifact, ps) in &producers_of {
             if ps.len() > 1 {
@@ -167,23 +229,7 @@ impl Dag {
                 }
             }
         }
-        let read: BTreeSet<&str> = specs
-            .iter()
-            .flat_map(|s| s.inputs.iter().map(|i| i.artifact.as_str()))
-            .collect();
-        let unprovided: Vec<&str> = read
-            .iter()
-            .copied()
-            .filter(|a| !producers_of.contains_key(*a))
-            .collect();
-        for source in sources.iter().filter(|s| !read.contains(s.as_str())) {
-            if let Some(s) = koas_kernel_api::suggest::closest(source, unprovided.iter().copied()) {
-                problems.push(DagProblem::UnreadInput {
-                    input: source.clone(),
-                    suggestion: s.to_string(),
-                });
-            }
-        }
+        unread_inputs(specs, sources, &producers_of, &mut problems);
         for (artifact, consumers) in missing {
             let suggestion = koas_kernel_api::suggest::closest(&artifact, producers_of.keys())
                 .map(str::to_string);
@@ -196,26 +242,7 @@ impl Dag {
         for ((from, to), artifacts) in edges {
             graph.add_edge(from, to, artifacts);
         }
-        for scc in tarjan_scc(&graph) {
-            let self_loop = scc.len() == 1 && graph.find_edge(scc[0], scc[0]).is_some();
-            if scc.len() > 1 || self_loop {
-                let members: BTreeSet<NodeIndex> = scc.iter().copied().collect();
-                let mut kernels: Vec<String> = scc.iter().map(|n| graph[*n].clone()).collect();
-                kernels.sort();
-                let mut artifacts: BTreeSet<String> = BTreeSet::new();
-                for e in graph.edge_indices() {
-                    if let Some((a, b)) = graph.edge_endpoints(e) {
-                        if members.contains(&a) && members.contains(&b) {
-                            artifacts.extend(graph[e].iter().cloned());
-                        }
-                    }
-                }
-                problems.push(DagProblem::Cycle {
-                    kernels,
-                    artifacts: artifacts.into_iter().collect(),
-                });
-            }
-        }
+        cycles(&graph, &mut problems);
         if !problems.is_empty() {
             return Err(DagError(problems));
         }

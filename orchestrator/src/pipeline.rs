@@ -380,17 +380,7 @@ pub fn load_with_env(
             }
         })
         .collect();
-    let mut config_origins = BTreeMap::new();
-    let mut leaves = Vec::new();
-    for (kernel, table) in &raw.config {
-        leaf_paths(kernel, table, &mut leaves);
-    }
-    for leaf in leaves {
-        if value_at(&from_file.config, &leaf) != value_at(&raw.config, &leaf) {
-            let var = format!("KOAS_CONFIG__{}", leaf.replace('.', "__").to_uppercase());
-            config_origins.insert(leaf, format!("environment variable {var}"));
-        }
-    }
+    let mut config_origins = env_origins(&from_file.config, &raw.config);
     let mut config = raw.config;
     for set in &overrides.sets {
         apply_set(&mut config, set)?;
@@ -403,18 +393,7 @@ pub fn load_with_env(
         .or(raw.jobs)
         .unwrap_or_else(default_jobs)
         .max(1);
-    let in_process = match raw.isolation.as_deref() {
-        None | Some("process") => false,
-        Some("none") => true,
-        Some(other) => {
-            return Err(PipelineError::Invalid {
-                path: file.to_path_buf(),
-                message: format!(
-                    "key `isolation`: {other:?} is not \"process\" (kernels in worker processes, the default) or \"none\" (inside koas)"
-                ),
-            })
-        }
-    };
+    let in_process = in_process(file, raw.isolation.as_deref())?;
     let limits = match &raw.limits {
         Some(value) => Limits::from_value(value).map_err(|message| PipelineError::Invalid {
             path: file.to_path_buf(),
@@ -441,6 +420,41 @@ pub fn load_with_env(
             .map(|p| pick(p, from_file.prompts.as_ref())),
         config_origins,
     })
+}
+
+/// The config keys the environment set (their value differs from the
+/// file's), each with the variable that set it.
+fn env_origins(
+    from_file: &BTreeMap<String, Value>,
+    merged: &BTreeMap<String, Value>,
+) -> BTreeMap<String, String> {
+    let mut config_origins = BTreeMap::new();
+    let mut leaves = Vec::new();
+    for (kernel, table) in merged {
+        leaf_paths(kernel, table, &mut leaves);
+    }
+    for leaf in leaves {
+        if value_at(from_file, &leaf) != value_at(merged, &leaf) {
+            let var = format!("KOAS_CONFIG__{}", leaf.replace('.', "__").to_uppercase());
+            config_origins.insert(leaf, format!("environment variable {var}"));
+        }
+    }
+    config_origins
+}
+
+/// Whether kernels run inside koas (`isolation = "none"`) rather than in
+/// worker processes.
+fn in_process(file: &Path, isolation: Option<&str>) -> Result<bool, PipelineError> {
+    match isolation {
+        None | Some("process") => Ok(false),
+        Some("none") => Ok(true),
+        Some(other) => Err(PipelineError::Invalid {
+            path: file.to_path_buf(),
+            message: format!(
+                "key `isolation`: {other:?} is not \"process\" (kernels in worker processes, the default) or \"none\" (inside koas)"
+            ),
+        }),
+    }
 }
 
 fn invalid(file: &Path, e: figment::Error) -> PipelineError {

@@ -123,43 +123,7 @@ pub fn prepare(pipeline: &Pipeline, discovery: &Discovery) -> Result<Prepared, P
         }
     }
     if !unknown.is_empty() {
-        let unknown: Vec<String> = unknown
-            .into_iter()
-            .map(|n| match closest(&n, discovery.kernels.keys()) {
-                Some(s) => format!("`{n}` (did you mean `{s}`?)"),
-                None => format!("`{n}`"),
-            })
-            .collect();
-        let searched = discovery
-            .searched
-            .iter()
-            .map(|s| s.path.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", ");
-        let problems = if discovery.kernels.is_empty() && discovery.problems.is_empty() {
-            format!(
-                "\nNo kernel was found at all. {}",
-                crate::discovery::INSTALL_HINT
-            )
-        } else if discovery.problems.is_empty() {
-            String::new()
-        } else {
-            format!(
-                "\nPlugins that failed to load:\n{}",
-                discovery
-                    .problems
-                    .iter()
-                    .map(|p| format!("  - {p}"))
-                    .collect::<Vec<_>>()
-                    .join("\n")
-            )
-        };
-        return Err(PrepareError::UnknownKernels {
-            file,
-            names: unknown,
-            searched,
-            problems,
-        });
+        return Err(unknown_kernels(file, unknown, discovery));
     }
     for k in kernels.values() {
         crate::workspace::check_declared_paths(&k.spec, &[]).map_err(|message| {
@@ -216,4 +180,47 @@ pub fn prepare(pipeline: &Pipeline, discovery: &Discovery) -> Result<Prepared, P
         configs,
         dag,
     })
+}
+
+/// The error for kernels the pipeline lists and discovery did not find,
+/// with the names close to theirs, where it looked, and the plugins that
+/// failed to load.
+fn unknown_kernels(file: String, unknown: Vec<String>, discovery: &Discovery) -> PrepareError {
+    let unknown: Vec<String> = unknown
+        .into_iter()
+        .map(|n| match closest(&n, discovery.kernels.keys()) {
+            Some(s) => format!("`{n}` (did you mean `{s}`?)"),
+            None => format!("`{n}`"),
+        })
+        .collect();
+    let searched = discovery
+        .searched
+        .iter()
+        .map(|s| s.path.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let problems = if discovery.kernels.is_empty() && discovery.problems.is_empty() {
+        format!(
+            "\nNo kernel was found at all. {}",
+            crate::discovery::INSTALL_HINT
+        )
+    } else if discovery.problems.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "\nPlugins that failed to load:\n{}",
+            discovery
+                .problems
+                .iter()
+                .map(|p| format!("  - {p}"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        )
+    };
+    PrepareError::UnknownKernels {
+        file,
+        names: unknown,
+        searched,
+        problems,
+    }
 }

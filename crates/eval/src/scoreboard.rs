@@ -310,8 +310,19 @@ fn status_name(status: DefectStatus) -> &'static str {
 /// planted defect with what each model made of it. Every text that comes
 /// from a document, a model name or an error is escaped.
 pub fn html(eval: &Evaluation<'_>) -> String {
-    let rows = eval.rows;
     let mut b = String::new();
+    html_intro(&mut b, eval);
+    html_scores(&mut b, eval.rows);
+    html_kinds(&mut b, eval.rows);
+    html_format(&mut b, eval.rows);
+    html_defects(&mut b, eval);
+    standalone_page("Model evaluation", eval.generator, &b)
+}
+
+/// The page's opening: what was planted and reviewed, failed reviews,
+/// reused ones.
+fn html_intro(b: &mut String, eval: &Evaluation<'_>) {
+    let rows = eval.rows;
     let defects: usize = eval.documents.iter().map(|d| d.defects.len()).sum();
     let _ = writeln!(
         b,
@@ -332,21 +343,24 @@ pub fn html(eval: &Evaluation<'_>) -> String {
     if rows.iter().any(|r| r.reused > 0) {
         b.push_str("<p class=\"notice\">Reviews of an earlier run were reused: their calls, tokens and seconds are not counted again.</p>\n");
     }
+}
 
+/// The scores and the cost tables.
+fn html_scores(b: &mut String, rows: &[Row]) {
     b.push_str("<h2 id=\"scores\">Scores</h2>\n");
     b.push_str("<p>Recall: defects fixed of those planted. Precision: proposed changes that fixed a defect. Harmful: changes where nothing was planted, by what the guards did with them; <strong>silent</strong> harm (applied as a quiet fix) must be 0.</p>\n");
     // Scores and cost in two tables: eighteen columns in one were wider
     // than a 1,400-pixel window.
     b.push_str("<table><thead><tr><th>model</th><th>lang</th><th>defects</th><th>fixed</th><th>partly</th><th>missed</th><th>recall</th><th>precision</th><th>changes</th><th>harmful</th><th>refused</th><th>flagged</th><th>silent</th><th>notes</th></tr></thead><tbody>\n");
     for r in rows {
-        row_start(&mut b, r);
+        row_start(b, r);
         for n in [r.defects, r.fixed, r.partial, r.missed] {
-            num_cell(&mut b, n);
+            num_cell(b, n);
         }
-        num_cell(&mut b, pct(r.recall));
+        num_cell(b, pct(r.recall));
         // No change proposed: no precision to speak of, not 0%.
         num_cell(
-            &mut b,
+            b,
             if r.proposals == 0 {
                 "–".to_owned()
             } else {
@@ -354,7 +368,7 @@ pub fn html(eval: &Evaluation<'_>) -> String {
             },
         );
         for n in [r.proposals, r.harmful, r.refused, r.flagged] {
-            num_cell(&mut b, n);
+            num_cell(b, n);
         }
         let silent_class = if r.silent_harm > 0 {
             "num sev-critical"
@@ -362,21 +376,24 @@ pub fn html(eval: &Evaluation<'_>) -> String {
             "num"
         };
         let _ = write!(b, "<td class=\"{silent_class}\">{}</td>", r.silent_harm);
-        num_cell(&mut b, r.notes);
+        num_cell(b, r.notes);
         b.push_str("</tr>\n");
     }
     b.push_str("</tbody></table>\n");
     b.push_str("<h3>Cost</h3>\n<table><thead><tr><th>model</th><th>lang</th><th>calls</th><th>tokens</th><th>seconds</th><th>tokens/s</th></tr></thead><tbody>\n");
     for r in rows {
-        row_start(&mut b, r);
-        num_cell(&mut b, r.calls);
-        num_cell(&mut b, r.tokens);
-        num_cell(&mut b, format!("{:.1}", r.seconds));
-        num_cell(&mut b, format!("{:.1}", r.tokens_per_second));
+        row_start(b, r);
+        num_cell(b, r.calls);
+        num_cell(b, r.tokens);
+        num_cell(b, format!("{:.1}", r.seconds));
+        num_cell(b, format!("{:.1}", r.tokens_per_second));
         b.push_str("</tr>\n");
     }
     b.push_str("</tbody></table>\n");
+}
 
+/// Each model's results by kind of defect.
+fn html_kinds(b: &mut String, rows: &[Row]) {
     b.push_str(
         "<h2 id=\"kinds\">By kind of defect</h2>\n<table><thead><tr><th>model</th><th>lang</th>",
     );
@@ -394,7 +411,7 @@ pub fn html(eval: &Evaluation<'_>) -> String {
         for kind in DefectKind::ALL {
             match r.by_kind.get(kind.as_str()) {
                 Some(k) => num_cell(
-                    &mut b,
+                    b,
                     format!("{} / {} fixed, {} partly", k.fixed, k.defects, k.partial),
                 ),
                 None => b.push_str("<td class=\"num muted\">none planted</td>"),
@@ -403,7 +420,10 @@ pub fn html(eval: &Evaluation<'_>) -> String {
         b.push_str("</tr>\n");
     }
     b.push_str("</tbody></table>\n");
+}
 
+/// How each model's answers were read (the extraction ladder's rungs).
+fn html_format(b: &mut String, rows: &[Row]) {
     b.push_str("<h2 id=\"format\">Format compliance</h2>\n<p>How each chunk's answer was read: the first rung of the extraction ladder that read it, and the answers that stayed unreadable (degenerate).</p>\n");
     let levels: std::collections::BTreeSet<&str> = rows
         .iter()
@@ -421,15 +441,18 @@ pub fn html(eval: &Evaluation<'_>) -> String {
             escape(&r.model),
             escape(&r.lang)
         );
-        num_cell(&mut b, r.chunks);
+        num_cell(b, r.chunks);
         for l in &levels {
-            num_cell(&mut b, r.ladder.get(*l).copied().unwrap_or(0));
+            num_cell(b, r.ladder.get(*l).copied().unwrap_or(0));
         }
-        num_cell(&mut b, r.degenerate);
+        num_cell(b, r.degenerate);
         b.push_str("</tr>\n");
     }
     b.push_str("</tbody></table>\n");
+}
 
+/// Every planted defect with what each model made of it.
+fn html_defects(b: &mut String, eval: &Evaluation<'_>) {
     b.push_str("<h2 id=\"defects\">Planted defects</h2>\n");
     for doc in eval.documents {
         let _ = writeln!(b, "<h3>{}</h3>", escape(&doc.name));
@@ -476,7 +499,6 @@ pub fn html(eval: &Evaluation<'_>) -> String {
         }
         b.push_str("</tbody></table>\n");
     }
-    standalone_page("Model evaluation", eval.generator, &b)
 }
 
 #[cfg(test)]

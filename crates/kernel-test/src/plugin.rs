@@ -340,22 +340,7 @@ impl PluginRun<'_> {
         }
         let dag = Dag::build(&[&kernel.spec], &BTreeSet::new())
             .map_err(|e| failed_to_run(e.to_string()))?;
-        let pipeline = Pipeline {
-            file: workspace.path().join("kernel-test.toml"),
-            name: "kernel-test".to_owned(),
-            description: String::new(),
-            kernels: vec![name.to_owned()],
-            kernel_paths: Vec::new(),
-            workspace: workspace.path().to_path_buf(),
-            jobs: 1,
-            inputs: BTreeMap::new(),
-            config: BTreeMap::from([(name.to_owned(), self.config.clone())]),
-            llm: None,
-            in_process: h.in_process,
-            limits: h.limits(),
-            prompts: None,
-            config_origins: BTreeMap::new(),
-        };
+        let pipeline = one_kernel_pipeline(h, name, workspace.path(), self.config.clone());
         let prepared = Prepared {
             pipeline,
             kernels: BTreeMap::from([(name.to_owned(), kernel)]),
@@ -399,6 +384,27 @@ impl PluginRun<'_> {
                 target.error.unwrap_or_default()
             ))),
         }
+    }
+}
+
+/// The pipeline of one run of kernel `name` in `workspace`, with its
+/// `config` overrides.
+fn one_kernel_pipeline(h: &PluginHarness, name: &str, workspace: &Path, config: Value) -> Pipeline {
+    Pipeline {
+        file: workspace.join("kernel-test.toml"),
+        name: "kernel-test".to_owned(),
+        description: String::new(),
+        kernels: vec![name.to_owned()],
+        kernel_paths: Vec::new(),
+        workspace: workspace.to_path_buf(),
+        jobs: 1,
+        inputs: BTreeMap::new(),
+        config: BTreeMap::from([(name.to_owned(), config)]),
+        llm: None,
+        in_process: h.in_process,
+        limits: h.limits(),
+        prompts: None,
+        config_origins: BTreeMap::new(),
     }
 }
 

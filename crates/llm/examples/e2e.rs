@@ -134,8 +134,51 @@ fn run() -> Result<bool, String> {
         ok = false;
     }
 
-    let doc =
-        std::fs::read_to_string(&args.doc).map_err(|e| format!("{}: {e}", args.doc.display()))?;
+    let requests = paragraph_requests(&args.doc)?;
+    let live = service.complete_many(&requests);
+    let (texts, answered) = print_answers(&live);
+    ok &= answered;
+
+    let before = service.session_metadata().calls.backend;
+    let again = service.complete_many(&requests);
+    let after = service.session_metadata().calls.backend;
+    let cached = again
+        .iter()
+        .filter(|r| r.as_ref().is_ok_and(|r| r.cached))
+        .count();
+    println!(
+        "cache: re-run made {} backend calls; {cached}/{} answers from the cache",
+        after - before,
+        requests.len()
+    );
+    if after != before || cached != requests.len() {
+        println!("cache: FAIL an unchanged re-run must make zero calls");
+        ok = false;
+    }
+
+    let metadata = service.session_metadata();
+    println!(
+        "metadata: {}",
+        serde_json::to_string_pretty(&metadata).map_err(|e| e.to_string())?
+    );
+    drop(service);
+
+    let source = ReplaySource::from_exchange_log_session(
+        &workspace.join(koas_llm::EXCHANGE_LOG),
+        &metadata.session_id,
+    )
+    .map_err(|e| e.to_string())?;
+    let mut offline = config;
+    offline.endpoint = Some("http://127.0.0.1:9".into());
+    let replay = LlmService::replay(offline, &workspace, source).map_err(|e| e.to_string())?;
+    ok &= replay_identical(&replay.complete_many(&requests), &texts);
+    println!("verdict: {}", if ok { "PASS" } else { "FAIL" });
+    Ok(ok)
+}
+
+/// One request per paragraph of the document at `path`.
+fn paragraph_requests(path: &std::path::Path) -> Result<Vec<LlmRequest>, String> {
+    let doc = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let prompts = Prompts::locate(None);
     let system = prompts
         .load("e2e_paragraph_system")
@@ -153,7 +196,15 @@ fn run() -> Result<bool, String> {
                 .stop_marker("END_ANSWER"),
         );
     }
-    let live = service.complete_many(&requests);
+    Ok(requests)
+}
+
+/// Prints each answer and how the canonicalizer read it: the answers'
+/// texts, and whether every request was answered.
+fn print_answers(
+    live: &[Result<koas_kernel_api::LlmResponse, koas_llm::LlmError>],
+) -> (Vec<String>, bool) {
+    let mut ok = true;
     let mut texts = Vec::new();
     for (i, result) in live.iter().enumerate() {
         match result {
@@ -188,42 +239,17 @@ fn run() -> Result<bool, String> {
             }
         }
     }
+    (texts, ok)
+}
 
-    let before = service.session_metadata().calls.backend;
-    let again = service.complete_many(&requests);
-    let after = service.session_metadata().calls.backend;
-    let cached = again
-        .iter()
-        .filter(|r| r.as_ref().is_ok_and(|r| r.cached))
-        .count();
-    println!(
-        "cache: re-run made {} backend calls; {cached}/{} answers from the cache",
-        after - before,
-        requests.len()
-    );
-    if after != before || cached != requests.len() {
-        println!("cache: FAIL an unchanged re-run must make zero calls");
-        ok = false;
-    }
-
-    let metadata = service.session_metadata();
-    println!(
-        "metadata: {}",
-        serde_json::to_string_pretty(&metadata).map_err(|e| e.to_string())?
-    );
-    drop(service);
-
-    let source = ReplaySource::from_exchange_log_session(
-        &workspace.join(koas_llm::EXCHANGE_LOG),
-        &metadata.session_id,
-    )
-    .map_err(|e| e.to_string())?;
-    let mut offline = config;
-    offline.endpoint = Some("http://127.0.0.1:9".into());
-    let replay = LlmService::replay(offline, &workspace, source).map_err(|e| e.to_string())?;
-    let replayed = replay.complete_many(&requests);
+/// Prints how the replayed answers compare with the live `texts`:
+/// whether all are identical.
+fn replay_identical(
+    replayed: &[Result<koas_kernel_api::LlmResponse, koas_llm::LlmError>],
+    texts: &[String],
+) -> bool {
     let mut identical = 0;
-    for (i, (r, text)) in replayed.iter().zip(&texts).enumerate() {
+    for (i, (r, text)) in replayed.iter().zip(texts).enumerate() {
         match r {
             Ok(r) if r.text == *text => identical += 1,
             Ok(_) => println!("replay: paragraph {} differs", i + 1),
@@ -232,11 +258,7 @@ fn run() -> Result<bool, String> {
     }
     println!(
         "replay: {identical}/{} answers identical, no network",
-        requests.len()
+        texts.len()
     );
-    if identical != requests.len() {
-        ok = false;
-    }
-    println!("verdict: {}", if ok { "PASS" } else { "FAIL" });
-    Ok(ok)
+    identical == texts.len()
 }

@@ -23,6 +23,11 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+mod builder;
+mod call;
+mod stored;
+pub use builder::LlmServiceBuilder;
+
 /// The exchange log's path inside a workspace.
 pub const EXCHANGE_LOG: &str = "llm/exchanges.jsonl";
 /// The replay run's exchange log inside a workspace.
@@ -116,145 +121,6 @@ pub struct LlmService {
     cancel: Option<CancelFlag>,
 }
 
-/// Builds an [`LlmService`] with non-default parts.
-pub struct LlmServiceBuilder {
-    config: LlmConfig,
-    workspace: PathBuf,
-    exchange_log: Option<PathBuf>,
-    cache_dir: Option<Option<PathBuf>>,
-    replay: Option<ReplaySource>,
-    backend: Option<Arc<dyn Backend>>,
-    pool: Option<Arc<EndpointPool>>,
-    progress: Option<Box<dyn ProgressSink>>,
-    session_id: Option<String>,
-    cancel: Option<CancelFlag>,
-}
-
-impl LlmServiceBuilder {
-    /// Writes the exchange log to `path` instead of
-    /// `<workspace>/llm/exchanges.jsonl`.
-    pub fn exchange_log(mut self, path: impl Into<PathBuf>) -> Self {
-        self.exchange_log = Some(path.into());
-        self
-    }
-
-    /// Uses `dir` as the response cache, or no cache with `None`.
-    pub fn cache_dir(mut self, dir: Option<PathBuf>) -> Self {
-        self.cache_dir = Some(dir);
-        self
-    }
-
-    /// Answers from an exchange log instead of a backend: no network, no
-    /// sovereignty check, no response cache. The replay run's own log
-    /// defaults to `<workspace>/llm/replay-exchanges.jsonl`.
-    pub fn replay(mut self, source: ReplaySource) -> Self {
-        self.replay = Some(source);
-        self
-    }
-
-    /// Uses this backend instead of the one the config names: a pool of
-    /// one endpoint with the config's `max_in_flight` slots (the
-    /// sovereignty check still applies to the config).
-    pub fn backend(mut self, backend: Arc<dyn Backend>) -> Self {
-        self.backend = Some(backend);
-        self
-    }
-
-    /// Sends requests through `pool`, shared with other services (one per
-    /// workspace, say) that drive the same servers: their requests share
-    /// its slots, and an endpoint one of them finds down is out of
-    /// rotation for all. Without it (and without [`Self::backend`]) the
-    /// service builds its own pool from the config's endpoints. The
-    /// sovereignty check still applies to the config.
-    pub fn pool(mut self, pool: Arc<EndpointPool>) -> Self {
-        self.pool = Some(pool);
-        self
-    }
-
-    /// Reports progress to `sink` (default: nothing).
-    pub fn progress(mut self, sink: Box<dyn ProgressSink>) -> Self {
-        self.progress = Some(sink);
-        self
-    }
-
-    /// Stops the session when `flag` is set (the process's Ctrl-C flag):
-    /// no request starts after it, and an answer being read is cut at its
-    /// next token, so an interrupt does not wait for a slow model.
-    pub fn cancel_flag(mut self, flag: Arc<AtomicBool>) -> Self {
-        self.cancel = Some(CancelFlag(flag));
-        self
-    }
-
-    /// Sets the session id written into every exchange-log line.
-    pub fn session_id(mut self, id: impl Into<String>) -> Self {
-        self.session_id = Some(id.into());
-        self
-    }
-
-    /// Validates the config, runs the canonicalizer self-test, checks
-    /// sovereignty (live mode), reads the API key from the environment and
-    /// opens the exchange log.
-    pub fn build(self) -> Result<LlmService, LlmError> {
-        let config = self.config;
-        config.validate()?;
-        let report = koas_extract::self_test()
-            .map_err(|e| LlmError::Config(format!("canonicalizer self-test failed: {e}")))?;
-        let replaying = self.replay.is_some();
-        let (pool, key) = if replaying {
-            (None, None)
-        } else {
-            check_sovereignty(&config)?;
-            let pool = match (self.pool, self.backend) {
-                (Some(pool), _) => pool,
-                (None, Some(b)) => {
-                    Arc::new(EndpointPool::from_backends(vec![(b, config.max_in_flight)]))
-                }
-                (None, None) => Arc::new(EndpointPool::from_config(&config)?),
-            };
-            let key = config.api_key_env().and_then(|v| ApiKey::from_env(&v));
-            (Some(pool), key)
-        };
-        let mut wanted_models: Vec<String> = config.role_models().into_values().collect();
-        wanted_models.sort();
-        wanted_models.dedup();
-        let default_log = if replaying {
-            REPLAY_EXCHANGE_LOG
-        } else {
-            EXCHANGE_LOG
-        };
-        let log_path = self
-            .exchange_log
-            .unwrap_or_else(|| self.workspace.join(default_log));
-        let cache = match self.cache_dir {
-            _ if replaying || !config.response_cache => None,
-            Some(dir) => dir.map(ResponseCache::new),
-            None => Some(ResponseCache::new(self.workspace.join(CACHE_DIR))),
-        };
-        Ok(LlmService {
-            wanted_models,
-            budget: Budget::new(config.budget_per_call, config.budget_per_run),
-            log: ExchangeLog::open(&log_path)?,
-            cache,
-            progress: self.progress.unwrap_or_else(|| Box::new(NoProgress)),
-            canonicalizer: CanonicalizerIdentity {
-                source_hash: report.source_hash,
-                self_test_hash: report.output_hash,
-            },
-            session_id: self.session_id.unwrap_or_else(new_session_id),
-            counts: Mutex::new(CallCounts::default()),
-            prompts: Mutex::new((0, None)),
-            abort: Mutex::new(None),
-            abort_told: std::sync::atomic::AtomicBool::new(false),
-            cancel: self.cancel,
-            rng: Mutex::new(fastrand::Rng::new()),
-            pool,
-            replay: self.replay,
-            key,
-            config,
-        })
-    }
-}
-
 fn new_session_id() -> String {
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -298,6 +164,24 @@ struct Attempt {
     prompt_tokens: u64,
     completion_tokens: u64,
     estimated: bool,
+}
+
+impl Attempt {
+    /// `reply` with its token counts: the backend's, else estimated
+    /// (`estimated_prompt` for the prompt).
+    fn of(reply: BackendReply, estimated_prompt: u64) -> Attempt {
+        let prompt_tokens = reply.prompt_tokens.unwrap_or(estimated_prompt);
+        let completion_tokens = reply
+            .completion_tokens
+            .unwrap_or_else(|| estimate_tokens(&reply.text));
+        let estimated = reply.prompt_tokens.is_none() || reply.completion_tokens.is_none();
+        Attempt {
+            reply,
+            prompt_tokens,
+            completion_tokens,
+            estimated,
+        }
+    }
 }
 
 impl LlmService {
@@ -689,19 +573,8 @@ impl LlmService {
         let mut last: Option<Attempt> = None;
         let mut answered_by = String::new();
         for nudge in 0..=options.empty_retries {
-            if nudge > 0 {
-                let wait = {
-                    let mut rng = self.rng.lock().unwrap_or_else(|p| p.into_inner());
-                    wait_in(self.config.empty_retry_wait_ms, &mut rng)
-                };
-                // The empty answer stands when the deadline leaves no room
-                // for another try.
-                if options.deadline.is_some_and(|d| d.crossed_by(wait)) {
-                    break;
-                }
-                self.progress
-                    .note("empty answer; retrying with a higher temperature");
-                std::thread::sleep(wait);
+            if nudge > 0 && !self.wait_before_nudge(options) {
+                break;
             }
             let temperature =
                 r.params.temperature + self.config.empty_retry_temperature_step * f64::from(nudge);
@@ -714,19 +587,7 @@ impl LlmService {
                     return Err(self.refuse(&r, options, started, e));
                 }
             };
-            let call = BackendCall {
-                model: r.model.clone(),
-                system: r.system.clone(),
-                prompt: r.prompt.clone(),
-                temperature,
-                max_tokens: r.params.max_tokens,
-                stop_markers: r.params.stop_markers.clone(),
-                complete_after: r.params.complete_after.clone(),
-                prose_until: r.params.prose_until,
-                stream: self.config.stream,
-                deadline: options.deadline.map(|d| d.at),
-                cancel: self.cancel.clone(),
-            };
+            let call = self.backend_call(&r, temperature, options);
             match self.call_with_retries(pool, &call, options.deadline.as_ref()) {
                 Ok(Answered {
                     reply,
@@ -735,22 +596,12 @@ impl LlmService {
                 }) => {
                     retries += n;
                     answered_by = endpoint;
-                    let prompt_tokens = reply.prompt_tokens.unwrap_or(estimated_prompt);
-                    let completion_tokens = reply
-                        .completion_tokens
-                        .unwrap_or_else(|| estimate_tokens(&reply.text));
-                    let estimated =
-                        reply.prompt_tokens.is_none() || reply.completion_tokens.is_none();
-                    self.budget
-                        .settle(reservation, prompt_tokens + completion_tokens);
-                    spent += prompt_tokens + completion_tokens;
-                    let empty = reply.text.trim().is_empty();
-                    last = Some(Attempt {
-                        reply,
-                        prompt_tokens,
-                        completion_tokens,
-                        estimated,
-                    });
+                    let attempt = Attempt::of(reply, estimated_prompt);
+                    let tokens = attempt.prompt_tokens + attempt.completion_tokens;
+                    self.budget.settle(reservation, tokens);
+                    spent += tokens;
+                    let empty = attempt.reply.text.trim().is_empty();
+                    last = Some(attempt);
                     if !empty {
                         break;
                     }
@@ -782,422 +633,37 @@ impl LlmService {
         )
     }
 
-    /// A backend's answer: logged, counted, kept in the response cache
-    /// and returned with the tokens the call spent in all.
-    fn answered(
-        &self,
-        r: &Resolved,
-        options: RunOptions,
-        started: Instant,
-        attempt: Attempt,
-        spent: Spent,
-    ) -> Result<(LlmResponse, u64), LlmError> {
-        let Spent {
-            temperatures,
-            tokens: spent,
-            retries,
-            endpoint,
-        } = spent;
-        let text = redact(self.key.as_ref(), &attempt.reply.text);
-        let empty = text.trim().is_empty();
-        let outcome = if empty {
-            ExchangeOutcome::EmptyResponse
-        } else {
-            ExchangeOutcome::Ok
-        };
-        let mut entry = Self::with_text(
-            self.entry(r, options.purpose, ExchangeSource::Backend, outcome),
-            &text,
-        );
-        entry.endpoint = endpoint;
-        entry.served_model = attempt.reply.model.clone().filter(|m| *m != r.model);
-        entry.temperatures = temperatures;
-        entry.prompt_tokens = attempt.prompt_tokens;
-        entry.completion_tokens = attempt.completion_tokens;
-        entry.total_tokens_spent = spent;
-        entry.tokens_estimated = attempt.estimated;
-        entry.over_call_budget = self
-            .budget
-            .over_call_budget(attempt.prompt_tokens + attempt.completion_tokens);
-        entry.retries = retries;
-        entry.empty_retries = entry.temperatures.len().saturating_sub(1) as u32;
-        entry.stopped_at_marker = attempt.reply.stopped_at_marker;
-        entry.finish_reason = attempt.reply.finish_reason.clone();
-        entry.ended_by = Some(ended_by(&attempt.reply).to_owned());
-        // What the server says it reused is hostile input: kept only when
-        // it is at most the prompt's tokens, which it must report too (a
-        // wrong count would end up in the log and the run's figures).
-        let reused = attempt
-            .reply
-            .reused_prompt_tokens
-            .filter(|&n| attempt.reply.prompt_tokens.is_some_and(|p| n <= p));
-        entry.reused_prompt_tokens = reused;
-        self.write(entry, started)?;
-        if let Ok(mut prompts) = self.prompts.lock() {
-            prompts.0 += attempt.prompt_tokens;
-            if let Some(reused) = reused {
-                prompts.1 = Some(prompts.1.unwrap_or(0) + reused);
-            }
-        }
-        self.count(|c| {
-            c.backend += 1;
-            c.empty_responses += u64::from(empty);
-            c.estimated_usage += u64::from(attempt.estimated);
-        });
-        if options.use_cache {
-            if let Some(cache) = &self.cache {
-                let stored = cache.put(&CachedAnswer {
-                    key: r.cache_key.clone(),
-                    input_hash: r.input_hash.clone(),
-                    model: r.model.clone(),
-                    params: r.params.clone(),
-                    text: text.clone(),
-                    prompt_tokens: attempt.prompt_tokens,
-                    completion_tokens: attempt.completion_tokens,
-                    tokens_estimated: attempt.estimated,
-                    stopped_at_marker: attempt.reply.stopped_at_marker,
-                });
-                if let Err(e) = stored {
-                    self.progress
-                        .note(&format!("response cache write failed: {e}"));
-                }
-            }
-        }
-        let response = make_response(ResponseParts {
-            text,
-            model: attempt.reply.model.unwrap_or_else(|| r.model.clone()),
-            prompt_tokens: attempt.prompt_tokens,
-            completion_tokens: attempt.completion_tokens,
-            tokens_estimated: attempt.estimated,
-            cached: false,
-            stopped_at_marker: attempt.reply.stopped_at_marker,
-        })?;
-        Ok((response, spent))
-    }
-
-    /// One logical call: attempts until success, a non-retryable error,
-    /// `max_retries` retries or the overall deadline, with backoff between
-    /// attempts. Each attempt holds a slot of the endpoint the pool picks.
-    /// An attempt that fails at its endpoint (connection, timeout, 5xx, a
-    /// broken answer) takes that endpoint out of rotation and moves at once
-    /// to another endpoint in rotation, without spending a retry; only
-    /// when every endpoint was tried or is out does a failure spend a retry
-    /// and its backoff, as with one endpoint.
-    fn call_with_retries(
-        &self,
-        pool: &EndpointPool,
-        call: &BackendCall,
-        deadline: Option<&Deadline>,
-    ) -> Result<Answered, CallError> {
-        let backoff = Backoff::from_config(&self.config);
-        let mut retry = 0;
-        // Endpoints that failed this request since the last retry spent:
-        // each gets one attempt per round, so a round always ends.
-        let mut tried: Vec<usize> = Vec::new();
-        let failed = |error, retries, deadline_hit, endpoint: &str| {
-            CallError::Transport(Failed {
-                error,
-                retries,
-                deadline_hit,
-                endpoint: endpoint.to_string(),
-            })
-        };
-        loop {
-            // Before anything is sent (and again when an endpoint not yet
-            // listed comes into rotation).
-            pool.check_models(&self.wanted_models)
-                .map_err(CallError::Refused)?;
-            let lease = match pool.acquire(&tried, self.cancel.as_ref()) {
-                Ok(lease) => Some(lease),
-                Err(AcquireError::Cancelled) => None,
-                Err(AcquireError::Unlisted(e)) => {
-                    // Nobody could be listed: a failed attempt, under the
-                    // usual retry rules.
-                    if e.retryable && retry < self.config.max_retries && !self.cancelled() {
-                        self.sleep_backoff(&backoff, retry, deadline, pool.first_url(), &e)
-                            .map_err(|e| failed(e, retry, true, pool.first_url()))?;
-                        retry += 1;
-                        continue;
-                    }
-                    return Err(failed(e, retry, false, pool.first_url()));
-                }
-            };
-            let Some(lease) = lease.filter(|_| !self.cancelled()) else {
-                return Err(failed(
-                    TransportError::new(
-                        TransportErrorKind::Io,
-                        "cancelled (interrupted) before the attempt started",
-                    )
-                    .fatal(),
-                    retry,
-                    false,
-                    pool.first_url(),
-                ));
-            };
-            let url = lease.url().to_string();
-            let result = self.attempt(lease.backend(), call);
-            let e = match result {
-                Ok(reply) => {
-                    pool.succeeded(lease.index());
-                    return Ok(Answered {
-                        reply,
-                        retries: retry,
-                        endpoint: url,
-                    });
-                }
-                Err(e) => e,
-            };
-            // A timeout at (or a hair before: socket timers round) the
-            // overall deadline is the deadline's doing, not the endpoint's.
-            if e.kind == TransportErrorKind::Timeout
-                && deadline.is_some_and(|d| d.crossed_by(Duration::from_millis(250)))
-            {
-                return Err(failed(e, retry, true, &url));
-            }
-            // Retryable errors are the endpoint's (it refused, timed out,
-            // failed inside or broke its answer); a request the server
-            // rejected (400/413/422), a refusal or a cancel are not.
-            if e.retryable && !self.cancelled() {
-                pool.failed(lease.index(), &e);
-                tried.push(lease.index());
-                drop(lease);
-                if pool.healthy_except(&tried) {
-                    self.progress.note(&format!(
-                        "attempt on {url} failed ({}); {url} is out of rotation for a while, \
-                         asking another endpoint",
-                        redact(self.key.as_ref(), &e.message),
-                    ));
-                    continue;
-                }
-            }
-            tried.clear();
-            if e.retryable && retry < self.config.max_retries && !self.cancelled() {
-                self.sleep_backoff(&backoff, retry, deadline, &url, &e)
-                    .map_err(|e| failed(e, retry, true, &url))?;
-                retry += 1;
-            } else {
-                return Err(failed(e, retry, false, &url));
-            }
-        }
-    }
-
-    /// Waits the backoff before retry `retry` after `error` on `url`; the
-    /// error back when the overall deadline would pass first.
-    fn sleep_backoff(
-        &self,
-        backoff: &Backoff,
-        retry: u32,
-        deadline: Option<&Deadline>,
-        url: &str,
-        error: &TransportError,
-    ) -> Result<(), TransportError> {
-        let delay = {
+    /// Waits before asking again after an empty answer. `false` when the
+    /// deadline leaves no room for another try: the empty answer stands.
+    fn wait_before_nudge(&self, options: RunOptions) -> bool {
+        let wait = {
             let mut rng = self.rng.lock().unwrap_or_else(|p| p.into_inner());
-            backoff.delay(retry, &mut rng)
+            wait_in(self.config.empty_retry_wait_ms, &mut rng)
         };
-        if deadline.is_some_and(|d| d.crossed_by(delay)) {
-            return Err(error.clone());
+        if options.deadline.is_some_and(|d| d.crossed_by(wait)) {
+            return false;
         }
-        self.progress.note(&format!(
-            "attempt {} on {url} failed ({}); retrying in {} ms",
-            retry + 1,
-            redact(self.key.as_ref(), &error.message),
-            delay.as_millis()
-        ));
-        std::thread::sleep(delay);
-        Ok(())
+        self.progress
+            .note("empty answer; retrying with a higher temperature");
+        std::thread::sleep(wait);
+        true
     }
 
-    /// Logs a failed call and returns its error: `SOVEREIGNTY` when the
-    /// connection was refused (the session stops: every later call would
-    /// go to the same place), `DEADLINE_EXCEEDED` when the overall deadline
-    /// ended it, `TRANSPORT_FAILURE` otherwise.
-    fn transport_failure(
-        &self,
-        r: &Resolved,
-        options: RunOptions,
-        started: Instant,
-        failed: Failed,
-        temperatures: Vec<f64>,
-    ) -> LlmError {
-        let Failed {
-            error,
-            retries,
-            deadline_hit,
-            endpoint,
-        } = failed;
-        let last_error = redact(self.key.as_ref(), &error.message);
-        // A client error the request itself caused (too long for the
-        // server's context, say) is this request's failure, not the
-        // server's: the session goes on.
-        let rejected = match error.status {
-            Some(status @ (400 | 413 | 422)) if error.kind == TransportErrorKind::Http => {
-                Some(status)
-            }
-            _ => None,
-        };
-        // A call cut by a cancel did not fail at the server: it is logged
-        // as cancelled, and the session stops for that reason alone.
-        let cancelled = self.cancelled();
-        let failure = if cancelled {
-            self.set_abort(AbortReason::Cancelled);
-            LlmError::SessionAborted {
-                reason: AbortReason::Cancelled,
-            }
-        } else if error.kind == TransportErrorKind::Sovereignty {
-            self.set_abort(AbortReason::Sovereignty);
-            LlmError::Sovereignty(last_error)
-        } else if let Some(status) = rejected {
-            LlmError::RequestRejected {
-                endpoint: endpoint.clone(),
-                status,
-                last_error,
-            }
-        } else {
-            if self.config.abort_on_transport_failure {
-                self.set_abort(AbortReason::TransportFailure);
-            }
-            match options.deadline.filter(|_| deadline_hit) {
-                Some(d) => LlmError::DeadlineExceeded {
-                    endpoint: endpoint.clone(),
-                    what: d.what.to_string(),
-                    secs: d.secs,
-                    setting: d.setting.to_string(),
-                    attempts: retries + 1,
-                    last_error,
-                },
-                None => LlmError::TransportFailure {
-                    endpoint: endpoint.clone(),
-                    attempts: retries + 1,
-                    last_error,
-                },
-            }
-        };
-        let partial = redact(
-            self.key.as_ref(),
-            error.partial_text.as_deref().unwrap_or(""),
-        );
-        let mut entry = Self::with_text(
-            self.entry(
-                r,
-                options.purpose,
-                ExchangeSource::Backend,
-                match cancelled {
-                    true => ExchangeOutcome::Cancelled,
-                    false => ExchangeOutcome::TransportFailure,
-                },
-            ),
-            &partial,
-        );
-        entry.endpoint = endpoint;
-        entry.temperatures = temperatures;
-        entry.retries = retries;
-        entry.error = Some(failure.to_string());
-        if !cancelled {
-            self.count(|c| c.transport_failures += 1);
+    /// The backend call of resolved request `r` at `temperature`.
+    fn backend_call(&self, r: &Resolved, temperature: f64, options: RunOptions) -> BackendCall {
+        BackendCall {
+            model: r.model.clone(),
+            system: r.system.clone(),
+            prompt: r.prompt.clone(),
+            temperature,
+            max_tokens: r.params.max_tokens,
+            stop_markers: r.params.stop_markers.clone(),
+            complete_after: r.params.complete_after.clone(),
+            prose_until: r.params.prose_until,
+            stream: self.config.stream,
+            deadline: options.deadline.map(|d| d.at),
+            cancel: self.cancel.clone(),
         }
-        match self.write(entry, started) {
-            Ok(()) => failure,
-            Err(e) => e,
-        }
-    }
-
-    fn refuse(
-        &self,
-        r: &Resolved,
-        options: RunOptions,
-        started: Instant,
-        error: LlmError,
-    ) -> LlmError {
-        let mut entry = self.entry(
-            r,
-            options.purpose,
-            ExchangeSource::None,
-            ExchangeOutcome::BudgetRefused,
-        );
-        entry.error = Some(error.to_string());
-        self.count(|c| c.budget_refused += 1);
-        match self.write(entry, started) {
-            Ok(()) => error,
-            Err(e) => e,
-        }
-    }
-
-    fn answer_from_cache(
-        &self,
-        hit: CachedAnswer,
-        r: &Resolved,
-        options: RunOptions,
-        started: Instant,
-    ) -> Result<(LlmResponse, u64), LlmError> {
-        let parts = ResponseParts {
-            text: hit.text,
-            model: hit.model,
-            prompt_tokens: hit.prompt_tokens,
-            completion_tokens: hit.completion_tokens,
-            tokens_estimated: hit.tokens_estimated,
-            cached: true,
-            stopped_at_marker: hit.stopped_at_marker,
-        };
-        self.answer_stored(r, options, started, ExchangeSource::Cache, parts)
-    }
-
-    fn answer_from_replay(
-        &self,
-        replay: &ReplaySource,
-        r: &Resolved,
-        options: RunOptions,
-        started: Instant,
-    ) -> Result<(LlmResponse, u64), LlmError> {
-        let answer = replay
-            .answer(&r.cache_key)
-            .ok_or_else(|| LlmError::ReplayMiss {
-                input_hash: r.input_hash.clone(),
-                model: r.model.clone(),
-                cache_key: r.cache_key.clone(),
-            })?;
-        let parts = ResponseParts {
-            text: answer.text,
-            model: answer.model,
-            prompt_tokens: answer.prompt_tokens,
-            completion_tokens: answer.completion_tokens,
-            tokens_estimated: answer.tokens_estimated,
-            // As the original run saw it, so a replayed kernel's output
-            // (a count of cached answers) is the original's.
-            cached: answer.cached,
-            stopped_at_marker: answer.stopped_at_marker,
-        };
-        self.answer_stored(r, options, started, ExchangeSource::Replay, parts)
-    }
-
-    /// An answer that was not asked of a model now (from the cache or a
-    /// replay): logged as an exchange of that `source`, counted, returned;
-    /// it costs no time against the budgets (the `0`).
-    fn answer_stored(
-        &self,
-        r: &Resolved,
-        options: RunOptions,
-        started: Instant,
-        source: ExchangeSource,
-        parts: ResponseParts,
-    ) -> Result<(LlmResponse, u64), LlmError> {
-        let outcome = if parts.text.trim().is_empty() {
-            ExchangeOutcome::EmptyResponse
-        } else {
-            ExchangeOutcome::Ok
-        };
-        let mut entry =
-            Self::with_text(self.entry(r, options.purpose, source, outcome), &parts.text);
-        entry.prompt_tokens = parts.prompt_tokens;
-        entry.completion_tokens = parts.completion_tokens;
-        entry.tokens_estimated = parts.tokens_estimated;
-        entry.stopped_at_marker = parts.stopped_at_marker;
-        self.write(entry, started)?;
-        self.count(|c| match source {
-            ExchangeSource::Replay => c.replay += 1,
-            _ => c.cache += 1,
-        });
-        Ok((make_response(parts)?, 0))
     }
 }
 

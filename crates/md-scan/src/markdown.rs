@@ -299,24 +299,94 @@ impl FactsReader {
             use koas_md::front_matter::{body_start, detect};
             body_start(index, detect(index).as_ref())
         });
-        let text = index.text();
-        let (start, end) = (range.start, range.end);
-        let facts = &mut self.facts;
-        let containers = &mut self.containers;
-        let list_depth = &mut self.list_depth;
-        let paragraph = &mut self.paragraph;
-        let nested_heading = &mut self.nested_heading;
-        let link = &mut self.link;
-        let file_link = &mut self.file_link;
-        let lists = &mut self.lists;
         match event {
-            Event::Start(Tag::BlockQuote(_) | Tag::FootnoteDefinition(_)) => *containers += 1,
-            Event::End(TagEnd::BlockQuote(_) | TagEnd::FootnoteDefinition) => {
-                *containers = containers.saturating_sub(1)
+            Event::Start(tag) => self.start(tag, range.start),
+            Event::End(tag) => self.end(index, *tag, range.end),
+            Event::Code(t) => {
+                if let Some((_, p, code)) = self.paragraph.as_mut() {
+                    p.push_str(t);
+                    *code += t.chars().count();
+                }
+                if let Some(h) = self.nested_heading.as_mut() {
+                    h.push_str(t);
+                }
             }
-            Event::Start(Tag::List(_)) => lists.push((start, 0)),
-            Event::End(TagEnd::List(_)) => {
-                if let Some((l_start, items)) = lists.pop() {
+            Event::Text(t) | Event::InlineMath(t) | Event::DisplayMath(t) => {
+                if let Some((_, p, _)) = self.paragraph.as_mut() {
+                    p.push_str(t);
+                }
+                if let Some(h) = self.nested_heading.as_mut() {
+                    h.push_str(t);
+                }
+            }
+            Event::SoftBreak | Event::HardBreak => {
+                if let Some((_, p, _)) = self.paragraph.as_mut() {
+                    p.push(' ');
+                }
+                if let Some(h) = self.nested_heading.as_mut() {
+                    h.push(' ');
+                }
+            }
+            Event::Html(t) | Event::InlineHtml(t) => {
+                if let Some(re) = HTML_ID.as_ref() {
+                    for c in re.captures_iter(t) {
+                        if let Some(m) = c.get(1) {
+                            self.facts.extra_anchors.insert(m.as_str().to_string());
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Reads the start of `tag`, at byte `start` of the whole text.
+    fn start(&mut self, tag: &Tag<'_>, start: usize) {
+        match tag {
+            Tag::BlockQuote(_) | Tag::FootnoteDefinition(_) => self.containers += 1,
+            Tag::List(_) => self.lists.push((start, 0)),
+            Tag::Item => {
+                self.list_depth += 1;
+                if let Some((_, items)) = self.lists.last_mut() {
+                    *items += 1;
+                }
+            }
+            Tag::Paragraph => self.paragraph = Some((start, String::new(), 0)),
+            Tag::Heading { .. } if self.containers + self.list_depth > 0 => {
+                self.nested_heading = Some(String::new())
+            }
+            Tag::Link {
+                dest_url,
+                link_type,
+                ..
+            } => {
+                if let Some(fragment) = dest_url.strip_prefix('#') {
+                    self.link = Some((start, fragment.to_string()));
+                } else if !dest_url.is_empty()
+                    // `<https://…>` and `<name@host>` are URLs, not paths.
+                    && !matches!(link_type, LinkType::Autolink | LinkType::Email)
+                {
+                    self.file_link.push((start, dest_url.to_string(), false));
+                }
+            }
+            Tag::Image { dest_url, .. } if !dest_url.is_empty() => {
+                self.file_link.push((start, dest_url.to_string(), true));
+            }
+            _ => {}
+        }
+    }
+
+    /// Reads the end of `tag`, the element ending at byte `end` of the
+    /// whole text.
+    fn end(&mut self, index: &LineIndex<'_>, tag: TagEnd, end: usize) {
+        let text = index.text();
+        let facts = &mut self.facts;
+        match tag {
+            TagEnd::BlockQuote(_) | TagEnd::FootnoteDefinition => {
+                self.containers = self.containers.saturating_sub(1)
+            }
+            TagEnd::List(_) => {
+                if let Some((l_start, items)) = self.lists.pop() {
                     facts.lists.push(ListFact {
                         line_start: index.line_of(l_start),
                         line_end: index.last_line_of(l_start, end),
@@ -324,30 +394,20 @@ impl FactsReader {
                     });
                 }
             }
-            Event::Start(Tag::Item) => {
-                *list_depth += 1;
-                if let Some((_, items)) = lists.last_mut() {
-                    *items += 1;
-                }
-            }
-            Event::End(TagEnd::Item) => *list_depth = list_depth.saturating_sub(1),
-            Event::Start(Tag::Paragraph) => *paragraph = Some((start, String::new(), 0)),
-            Event::End(TagEnd::Paragraph) => {
-                if let Some((p_start, p_text, code_chars)) = paragraph.take() {
+            TagEnd::Item => self.list_depth = self.list_depth.saturating_sub(1),
+            TagEnd::Paragraph => {
+                if let Some((p_start, p_text, code_chars)) = self.paragraph.take() {
                     facts.paragraphs.push(Paragraph {
                         line_start: index.line_of(p_start),
                         line_end: index.last_line_of(p_start, end),
                         text: p_text,
-                        in_list: *list_depth > 0,
+                        in_list: self.list_depth > 0,
                         code_chars,
                     });
                 }
             }
-            Event::Start(Tag::Heading { .. }) if *containers + *list_depth > 0 => {
-                *nested_heading = Some(String::new())
-            }
-            Event::End(TagEnd::Heading(_)) => {
-                if let Some(title) = nested_heading.take() {
+            TagEnd::Heading(_) => {
+                if let Some(title) = self.nested_heading.take() {
                     if let Some(id) = heading_id(&title) {
                         facts.extra_anchors.insert(id.to_string());
                     }
@@ -356,30 +416,14 @@ impl FactsReader {
                         .insert(koas_md::slug::github_slug(title.trim()));
                 }
             }
-            Event::Start(Tag::Link {
-                dest_url,
-                link_type,
-                ..
-            }) => {
-                if let Some(fragment) = dest_url.strip_prefix('#') {
-                    *link = Some((start, fragment.to_string()));
-                } else if !dest_url.is_empty()
-                    // `<https://…>` and `<name@host>` are URLs, not paths.
-                    && !matches!(link_type, LinkType::Autolink | LinkType::Email)
-                {
-                    file_link.push((start, dest_url.to_string(), false));
-                }
-            }
-            Event::Start(Tag::Image { dest_url, .. }) if !dest_url.is_empty() => {
-                file_link.push((start, dest_url.to_string(), true));
-            }
-            Event::End(tag @ (TagEnd::Image | TagEnd::Link))
-                if (*tag == TagEnd::Image || link.is_none())
-                    && file_link
+            TagEnd::Image | TagEnd::Link
+                if (tag == TagEnd::Image || self.link.is_none())
+                    && self
+                        .file_link
                         .last()
-                        .is_some_and(|(_, _, image)| *image == (*tag == TagEnd::Image)) =>
+                        .is_some_and(|(_, _, image)| *image == (tag == TagEnd::Image)) =>
             {
-                if let Some((l_start, destination, image)) = file_link.pop() {
+                if let Some((l_start, destination, image)) = self.file_link.pop() {
                     facts.file_links.push(FileLink {
                         line: index.line_of(l_start),
                         line_end: index.last_line_of(l_start, end),
@@ -390,8 +434,8 @@ impl FactsReader {
                     });
                 }
             }
-            Event::End(TagEnd::Link) => {
-                if let Some((l_start, fragment)) = link.take() {
+            TagEnd::Link => {
+                if let Some((l_start, fragment)) = self.link.take() {
                     facts.fragment_links.push(FragmentLink {
                         line: index.line_of(l_start),
                         line_end: index.last_line_of(l_start, end),
@@ -399,40 +443,6 @@ impl FactsReader {
                         source: text.get(l_start..end).unwrap_or("").to_string(),
                         offset: l_start,
                     });
-                }
-            }
-            Event::Code(t) => {
-                if let Some((_, p, code)) = paragraph.as_mut() {
-                    p.push_str(t);
-                    *code += t.chars().count();
-                }
-                if let Some(h) = nested_heading.as_mut() {
-                    h.push_str(t);
-                }
-            }
-            Event::Text(t) | Event::InlineMath(t) | Event::DisplayMath(t) => {
-                if let Some((_, p, _)) = paragraph.as_mut() {
-                    p.push_str(t);
-                }
-                if let Some(h) = nested_heading.as_mut() {
-                    h.push_str(t);
-                }
-            }
-            Event::SoftBreak | Event::HardBreak => {
-                if let Some((_, p, _)) = paragraph.as_mut() {
-                    p.push(' ');
-                }
-                if let Some(h) = nested_heading.as_mut() {
-                    h.push(' ');
-                }
-            }
-            Event::Html(t) | Event::InlineHtml(t) => {
-                if let Some(re) = HTML_ID.as_ref() {
-                    for c in re.captures_iter(t) {
-                        if let Some(m) = c.get(1) {
-                            facts.extra_anchors.insert(m.as_str().to_string());
-                        }
-                    }
                 }
             }
             _ => {}

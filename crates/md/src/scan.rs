@@ -208,133 +208,26 @@ where
     let front_matter = front_matter::detect(index);
     let base = front_matter::body_start(index, front_matter.as_ref());
     let body = text.get(base..).unwrap_or("");
-    let mut out = Scan {
-        front_matter,
-        ..Scan::default()
+    let mut scanner = Scanner {
+        text,
+        options,
+        out: Scan {
+            front_matter,
+            ..Scan::default()
+        },
+        containers: 0,
+        heading: None,
+        image_depth: 0,
+        link_stack: Vec::new(),
+        in_code: false,
     };
     let mut iter = Parser::new_ext(body, parser_options()).into_offset_iter();
-    let mut containers = 0usize;
-    let mut heading: Option<HeadingBuilder> = None;
-    let mut image_depth = 0usize;
-    let mut link_stack: Vec<bool> = Vec::new();
-    let mut in_code = false;
     for (event, range) in iter.by_ref() {
         let range = (range.start + base)..(range.end + base);
         observe(&event, range.clone());
-        match event {
-            Event::Start(tag) => match tag {
-                Tag::BlockQuote(_) | Tag::Item | Tag::FootnoteDefinition(_) => containers += 1,
-                Tag::Heading { level, .. } => {
-                    heading = Some(HeadingBuilder {
-                        level: level as u8,
-                        range,
-                        title: String::new(),
-                        nested: containers > 0,
-                    });
-                }
-                Tag::CodeBlock(kind) => {
-                    in_code = true;
-                    let kind = match kind {
-                        CodeBlockKind::Fenced(info) => {
-                            RawBlockKind::FencedCode(info.trim().to_string())
-                        }
-                        CodeBlockKind::Indented => RawBlockKind::IndentedCode,
-                    };
-                    out.blocks.push(RawBlock { kind, range });
-                }
-                Tag::Table(_) => out.blocks.push(RawBlock {
-                    kind: RawBlockKind::Table,
-                    range,
-                }),
-                Tag::HtmlBlock => out.blocks.push(RawBlock {
-                    kind: RawBlockKind::HtmlBlock,
-                    range,
-                }),
-                Tag::Image { .. } => image_depth += 1,
-                Tag::Link { link_type, .. } => {
-                    let autolink = matches!(link_type, LinkType::Autolink | LinkType::Email);
-                    link_stack.push(autolink);
-                    if autolink && options.inlines {
-                        out.inlines.push(RawInline {
-                            kind: RawInlineKind::Autolink,
-                            range,
-                        });
-                    }
-                }
-                Tag::Paragraph if options.inlines => out.paragraphs.push(range),
-                _ => {}
-            },
-            Event::End(end) => match end {
-                TagEnd::BlockQuote(_) | TagEnd::Item | TagEnd::FootnoteDefinition => {
-                    containers = containers.saturating_sub(1)
-                }
-                TagEnd::Heading(_) => {
-                    if let Some(h) = heading.take() {
-                        let source = text.get(h.range.clone()).unwrap_or("");
-                        out.headings.push(RawHeading {
-                            level: h.level,
-                            setext: !is_atx(source),
-                            range: h.range,
-                            title: h.title.trim().to_string(),
-                            nested: h.nested,
-                        });
-                    }
-                }
-                TagEnd::CodeBlock => in_code = false,
-                TagEnd::Image => image_depth = image_depth.saturating_sub(1),
-                TagEnd::Link => {
-                    link_stack.pop();
-                }
-                _ => {}
-            },
-            Event::Text(t) => {
-                if let Some(h) = heading.as_mut() {
-                    if image_depth == 0 {
-                        h.title.push_str(&t);
-                    }
-                }
-                if options.inlines && !in_code && image_depth == 0 && !link_stack.contains(&true) {
-                    match out.text_runs.last_mut() {
-                        Some(last) if last.end == range.start => last.end = range.end,
-                        _ => out.text_runs.push(range),
-                    }
-                }
-            }
-            Event::Code(t) => on_inline(
-                &mut out,
-                &mut heading,
-                image_depth,
-                options,
-                RawInlineKind::Code,
-                &t,
-                range,
-            ),
-            Event::InlineMath(t) => on_inline(
-                &mut out,
-                &mut heading,
-                image_depth,
-                options,
-                RawInlineKind::InlineMath,
-                &t,
-                range,
-            ),
-            Event::DisplayMath(t) => on_inline(
-                &mut out,
-                &mut heading,
-                image_depth,
-                options,
-                RawInlineKind::DisplayMath,
-                &t,
-                range,
-            ),
-            Event::SoftBreak | Event::HardBreak => {
-                if let Some(h) = heading.as_mut() {
-                    h.title.push(' ');
-                }
-            }
-            _ => {}
-        }
+        scanner.read(event, range);
     }
+    let mut out = scanner.out;
     let mut defs: Vec<RawBlock> = iter
         .reference_definitions()
         .iter()
@@ -346,6 +239,143 @@ where
     defs.sort_by_key(|d| (d.range.start, d.range.end));
     out.blocks.extend(defs);
     out
+}
+
+/// One scan's state as it reads the parser's events.
+struct Scanner<'t> {
+    text: &'t str,
+    options: ScanOptions,
+    out: Scan,
+    /// The block quotes, list items and footnotes open.
+    containers: usize,
+    heading: Option<HeadingBuilder>,
+    image_depth: usize,
+    /// The links open, `true` for an autolink.
+    link_stack: Vec<bool>,
+    in_code: bool,
+}
+
+impl Scanner<'_> {
+    /// Reads one event, `range` being its place in the whole text.
+    fn read(&mut self, event: Event<'_>, range: Range<usize>) {
+        match event {
+            Event::Start(tag) => self.start(tag, range),
+            Event::End(end) => self.end(end),
+            Event::Text(t) => {
+                if let Some(h) = self.heading.as_mut() {
+                    if self.image_depth == 0 {
+                        h.title.push_str(&t);
+                    }
+                }
+                if self.options.inlines
+                    && !self.in_code
+                    && self.image_depth == 0
+                    && !self.link_stack.contains(&true)
+                {
+                    match self.out.text_runs.last_mut() {
+                        Some(last) if last.end == range.start => last.end = range.end,
+                        _ => self.out.text_runs.push(range),
+                    }
+                }
+            }
+            Event::Code(t) => self.inline(RawInlineKind::Code, &t, range),
+            Event::InlineMath(t) => self.inline(RawInlineKind::InlineMath, &t, range),
+            Event::DisplayMath(t) => self.inline(RawInlineKind::DisplayMath, &t, range),
+            Event::SoftBreak | Event::HardBreak => {
+                if let Some(h) = self.heading.as_mut() {
+                    h.title.push(' ');
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Records a code span or math (see [`on_inline`]).
+    fn inline(&mut self, kind: RawInlineKind, content: &str, range: Range<usize>) {
+        on_inline(
+            &mut self.out,
+            &mut self.heading,
+            self.image_depth,
+            self.options,
+            kind,
+            content,
+            range,
+        );
+    }
+
+    /// Reads the start of `tag`, spanning `range`.
+    fn start(&mut self, tag: Tag<'_>, range: Range<usize>) {
+        let out = &mut self.out;
+        match tag {
+            Tag::BlockQuote(_) | Tag::Item | Tag::FootnoteDefinition(_) => self.containers += 1,
+            Tag::Heading { level, .. } => {
+                self.heading = Some(HeadingBuilder {
+                    level: level as u8,
+                    range,
+                    title: String::new(),
+                    nested: self.containers > 0,
+                });
+            }
+            Tag::CodeBlock(kind) => {
+                self.in_code = true;
+                let kind = match kind {
+                    CodeBlockKind::Fenced(info) => {
+                        RawBlockKind::FencedCode(info.trim().to_string())
+                    }
+                    CodeBlockKind::Indented => RawBlockKind::IndentedCode,
+                };
+                out.blocks.push(RawBlock { kind, range });
+            }
+            Tag::Table(_) => out.blocks.push(RawBlock {
+                kind: RawBlockKind::Table,
+                range,
+            }),
+            Tag::HtmlBlock => out.blocks.push(RawBlock {
+                kind: RawBlockKind::HtmlBlock,
+                range,
+            }),
+            Tag::Image { .. } => self.image_depth += 1,
+            Tag::Link { link_type, .. } => {
+                let autolink = matches!(link_type, LinkType::Autolink | LinkType::Email);
+                self.link_stack.push(autolink);
+                if autolink && self.options.inlines {
+                    out.inlines.push(RawInline {
+                        kind: RawInlineKind::Autolink,
+                        range,
+                    });
+                }
+            }
+            Tag::Paragraph if self.options.inlines => out.paragraphs.push(range),
+            _ => {}
+        }
+    }
+
+    /// Reads the end of a tag.
+    fn end(&mut self, end: TagEnd) {
+        match end {
+            TagEnd::BlockQuote(_) | TagEnd::Item | TagEnd::FootnoteDefinition => {
+                self.containers = self.containers.saturating_sub(1)
+            }
+            TagEnd::Heading(_) => {
+                if let Some(h) = self.heading.take() {
+                    let source = self.text.get(h.range.clone()).unwrap_or("");
+                    self.out.headings.push(RawHeading {
+                        level: h.level,
+                        setext: !is_atx(source),
+                        range: h.range,
+                        title: h.title.trim().to_string(),
+                        nested: h.nested,
+                    });
+                }
+            }
+            TagEnd::CodeBlock => self.in_code = false,
+            TagEnd::Image => self.image_depth = self.image_depth.saturating_sub(1),
+            TagEnd::Link => {
+                self.link_stack.pop();
+            }
+            _ => {}
+        }
+    }
 }
 
 #[cfg(test)]

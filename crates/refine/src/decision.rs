@@ -71,37 +71,7 @@ pub fn decided_plan(
         decided.skipped_locked.clear();
         return Ok(decided);
     };
-    let pool: Vec<&TargetedIssue> = plan
-        .kept
-        .iter()
-        .chain(plan.filtered.iter().map(|f| &f.issue))
-        .collect();
-    let mut chosen: Vec<TargetedIssue> = Vec::new();
-    for id in accepted {
-        let id = id.trim();
-        if id.is_empty() || chosen.iter().any(|i| i.id == id) {
-            continue;
-        }
-        let Some(issue) = pool.iter().find(|i| i.id == id) else {
-            let mut known: Vec<&str> = pool.iter().map(|i| i.id.as_str()).collect();
-            known.dedup();
-            return Err(DecisionError::UnknownIssue {
-                id: id.to_owned(),
-                known: if known.is_empty() {
-                    "none".to_owned()
-                } else {
-                    known.join(", ")
-                },
-            });
-        };
-        if !by_id.contains_key(issue.section_id.as_str()) {
-            return Err(DecisionError::UnknownSection(issue.section_id.clone()));
-        }
-        chosen.push((*issue).clone());
-    }
-    if chosen.is_empty() {
-        return Err(DecisionError::Empty("no issue was accepted"));
-    }
+    let chosen = chosen_issues(plan, accepted, &by_id)?;
     let mut per_section: BTreeMap<usize, Vec<TargetedIssue>> = BTreeMap::new();
     for issue in &chosen {
         if let Some(s) = by_id.get(issue.section_id.as_str()) {
@@ -155,6 +125,47 @@ pub fn decided_plan(
         });
     }
     Ok(decided)
+}
+
+/// The issues of `plan` (kept or filtered out) that `accepted` names,
+/// each once, in the order named.
+fn chosen_issues(
+    plan: &RefinePlan,
+    accepted: &[String],
+    by_id: &BTreeMap<&str, &DocSection>,
+) -> Result<Vec<TargetedIssue>, DecisionError> {
+    let pool: Vec<&TargetedIssue> = plan
+        .kept
+        .iter()
+        .chain(plan.filtered.iter().map(|f| &f.issue))
+        .collect();
+    let mut chosen: Vec<TargetedIssue> = Vec::new();
+    for id in accepted {
+        let id = id.trim();
+        if id.is_empty() || chosen.iter().any(|i| i.id == id) {
+            continue;
+        }
+        let Some(issue) = pool.iter().find(|i| i.id == id) else {
+            let mut known: Vec<&str> = pool.iter().map(|i| i.id.as_str()).collect();
+            known.dedup();
+            return Err(DecisionError::UnknownIssue {
+                id: id.to_owned(),
+                known: if known.is_empty() {
+                    "none".to_owned()
+                } else {
+                    known.join(", ")
+                },
+            });
+        };
+        if !by_id.contains_key(issue.section_id.as_str()) {
+            return Err(DecisionError::UnknownSection(issue.section_id.clone()));
+        }
+        chosen.push((*issue).clone());
+    }
+    if chosen.is_empty() {
+        return Err(DecisionError::Empty("no issue was accepted"));
+    }
+    Ok(chosen)
 }
 
 #[cfg(test)]

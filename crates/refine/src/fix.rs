@@ -198,34 +198,8 @@ pub fn ops_from_answer(
     if text.is_empty() {
         return Err("empty answer".into());
     }
-    // Cut at the placeholders, which must all be there, once, in order.
-    let kept = section.kept_count();
-    let mut pieces = Vec::new();
-    let mut rest = text.as_str();
-    for n in 1..=kept {
-        let mark = placeholder(n);
-        let Some(at) = rest.find(&mark) else {
-            return Err(format!("the answer lost the placeholder {mark}"));
-        };
-        pieces.push(rest[..at].trim().to_owned());
-        rest = &rest[at + mark.len()..];
-    }
-    pieces.push(rest.trim().to_owned());
-    if text.contains("[[KEEP") && pieces.iter().any(|p| p.contains("[[KEEP")) {
-        return Err("the answer repeats or reorders the placeholders".into());
-    }
-    // The prose runs, one per gap between protected blocks.
-    let mut runs: Vec<&Run> = Vec::new();
-    let mut pending: Option<&Run> = None;
-    for part in &section.parts {
-        match part {
-            Part::Prose(r) => pending = Some(r),
-            Part::Kept(_) => {
-                runs.push(pending.take().unwrap_or(&EMPTY));
-            }
-        }
-    }
-    runs.push(pending.unwrap_or(&EMPTY));
+    let pieces = pieces_of(&text, section.kept_count())?;
+    let runs = prose_runs(section);
     if runs.len() != pieces.len() {
         return Err("the answer does not match the section's layout".into());
     }
@@ -290,6 +264,42 @@ pub fn ops_from_answer(
         return Err("the answer changes nothing".into());
     }
     Ok(ops)
+}
+
+/// The answer cut at the placeholders, which must all be there, once, in
+/// order: the text before each, and after the last.
+fn pieces_of(text: &str, kept: usize) -> Result<Vec<String>, String> {
+    let mut pieces = Vec::new();
+    let mut rest = text;
+    for n in 1..=kept {
+        let mark = placeholder(n);
+        let Some(at) = rest.find(&mark) else {
+            return Err(format!("the answer lost the placeholder {mark}"));
+        };
+        pieces.push(rest[..at].trim().to_owned());
+        rest = &rest[at + mark.len()..];
+    }
+    pieces.push(rest.trim().to_owned());
+    if text.contains("[[KEEP") && pieces.iter().any(|p| p.contains("[[KEEP")) {
+        return Err("the answer repeats or reorders the placeholders".into());
+    }
+    Ok(pieces)
+}
+
+/// The section's prose runs, one per gap between protected blocks.
+fn prose_runs(section: &DocSection) -> Vec<&Run> {
+    let mut runs: Vec<&Run> = Vec::new();
+    let mut pending: Option<&Run> = None;
+    for part in &section.parts {
+        match part {
+            Part::Prose(r) => pending = Some(r),
+            Part::Kept(_) => {
+                runs.push(pending.take().unwrap_or(&EMPTY));
+            }
+        }
+    }
+    runs.push(pending.unwrap_or(&EMPTY));
+    runs
 }
 
 /// The section a refinement op names in its rationale (`koas refine

@@ -231,54 +231,14 @@ pub fn judge_document(
     model: &dyn RefineModel,
     input: &JudgeInput<'_>,
 ) -> Result<RefineVerdicts, koas_review_llm::prompt::RenderError> {
-    let mut asks = Vec::new();
-    let mut keys = Vec::new();
-    for (n, judge) in input.judges.iter().enumerate() {
-        for section in input.sections {
-            asks.push(Ask {
-                role: judge.clone(),
-                prompt: judge_prompt(input, n, section, None)?,
-                max_tokens: input.max_tokens,
-            });
-            keys.push((n, section));
-        }
-    }
-    let mut verdicts: Vec<JudgeVerdict> = input
-        .judges
-        .iter()
-        .map(|j| JudgeVerdict {
-            judge: j.clone(),
-            sections: Vec::new(),
-            issues: Vec::new(),
-            unreadable: Vec::new(),
-            tokens: TokenUse::default(),
-        })
-        .collect();
+    let (asks, keys) = asks_of(input)?;
+    let mut verdicts = empty_verdicts(input);
     let mut total = TokenUse::default();
     let mut read = |verdicts: &mut Vec<JudgeVerdict>,
                     n: usize,
                     section_id: &str,
-                    answer: Result<crate::Reply, String>|
-     -> Option<String> {
-        let v = &mut verdicts[n];
-        count(&mut v.tokens, &answer);
-        count(&mut total, &answer);
-        match answer {
-            Ok(reply) => match parse_judge_answer(&v.judge, n + 1, section_id, &reply.text) {
-                Ok((scores, issues)) => {
-                    v.sections.push(scores);
-                    v.issues.extend(issues);
-                    None
-                }
-                Err(why) => Some(why),
-            },
-            // The model call itself failed: the model layer already
-            // retried what was worth retrying.
-            Err(e) => {
-                v.unreadable.push((section_id.to_owned(), e));
-                None
-            }
-        }
+                    answer: Result<crate::Reply, String>| {
+        read_answer(&mut verdicts[n], &mut total, n, section_id, answer)
     };
     // Every ask goes out at once (the host keeps its servers' slots busy
     // and queues the rest); an unusable answer is asked again at once.
@@ -346,6 +306,73 @@ pub fn judge_document(
         skipped: None,
         tokens: total,
     })
+}
+
+/// Each ask's judge (its index) and section.
+type AskKeys<'i> = Vec<(usize, &'i DocSection)>;
+
+/// Every judge's ask about every section, with its (judge, section).
+fn asks_of<'i>(
+    input: &JudgeInput<'i>,
+) -> Result<(Vec<Ask>, AskKeys<'i>), koas_review_llm::prompt::RenderError> {
+    let mut asks = Vec::new();
+    let mut keys = Vec::new();
+    for (n, judge) in input.judges.iter().enumerate() {
+        for section in input.sections {
+            asks.push(Ask {
+                role: judge.clone(),
+                prompt: judge_prompt(input, n, section, None)?,
+                max_tokens: input.max_tokens,
+            });
+            keys.push((n, section));
+        }
+    }
+    Ok((asks, keys))
+}
+
+/// Each judge's verdict before any answer is read.
+fn empty_verdicts(input: &JudgeInput<'_>) -> Vec<JudgeVerdict> {
+    input
+        .judges
+        .iter()
+        .map(|j| JudgeVerdict {
+            judge: j.clone(),
+            sections: Vec::new(),
+            issues: Vec::new(),
+            unreadable: Vec::new(),
+            tokens: TokenUse::default(),
+        })
+        .collect()
+}
+
+/// Reads judge `n`'s answer about a section into its verdict `v`, and
+/// counts its tokens in `v` and `total`. `Some` with why when the answer
+/// cannot be used.
+fn read_answer(
+    v: &mut JudgeVerdict,
+    total: &mut TokenUse,
+    n: usize,
+    section_id: &str,
+    answer: Result<crate::Reply, String>,
+) -> Option<String> {
+    count(&mut v.tokens, &answer);
+    count(total, &answer);
+    match answer {
+        Ok(reply) => match parse_judge_answer(&v.judge, n + 1, section_id, &reply.text) {
+            Ok((scores, issues)) => {
+                v.sections.push(scores);
+                v.issues.extend(issues);
+                None
+            }
+            Err(why) => Some(why),
+        },
+        // The model call itself failed: the model layer already
+        // retried what was worth retrying.
+        Err(e) => {
+            v.unreadable.push((section_id.to_owned(), e));
+            None
+        }
+    }
 }
 
 #[cfg(test)]

@@ -312,42 +312,7 @@ pub fn assemble(input: &ContextInput<'_>) -> AssembledContext {
         });
     }
     let mut used: u32 = parts.iter().map(|p| p.tokens).sum();
-    let candidates: Vec<(PartKind, Vec<String>)> = vec![
-        (
-            PartKind::Abstract,
-            summary_of(built(input.pyramid).and_then(|p| p.node(ABSTRACT_NODE_ID)))
-                .into_iter()
-                .collect(),
-        ),
-        (
-            PartKind::Section,
-            summary_of(built(input.pyramid).and_then(|p| container(p, input.section_id, 1)))
-                .into_iter()
-                .collect(),
-        ),
-        (
-            PartKind::Findings,
-            input.findings.iter().map(finding_line).collect(),
-        ),
-        (
-            PartKind::Subsection,
-            summary_of(built(input.pyramid).and_then(|p| container(p, input.section_id, 2)))
-                .into_iter()
-                .collect(),
-        ),
-        (
-            PartKind::Siblings,
-            siblings(input.pyramid, input.section_id),
-        ),
-        (
-            PartKind::Glossary,
-            input
-                .glossary
-                .iter()
-                .map(|t| format!("- {}: {}", t.term, t.definition))
-                .collect(),
-        ),
-    ];
+    let candidates = candidates(input);
     // The language checks' findings are hints a small model needs most
     // (a misspelling and the words it may be, to choose from): in every
     // tier, not only from the abstract's on.
@@ -398,6 +363,47 @@ pub fn assemble(input: &ContextInput<'_>) -> AssembledContext {
         dropped,
         tokens: used,
     }
+}
+
+/// The optional parts, in the order they are fitted, each with its items
+/// (none when the input lacks it).
+fn candidates(input: &ContextInput<'_>) -> Vec<(PartKind, Vec<String>)> {
+    vec![
+        (
+            PartKind::Abstract,
+            summary_of(built(input.pyramid).and_then(|p| p.node(ABSTRACT_NODE_ID)))
+                .into_iter()
+                .collect(),
+        ),
+        (
+            PartKind::Section,
+            summary_of(built(input.pyramid).and_then(|p| container(p, input.section_id, 1)))
+                .into_iter()
+                .collect(),
+        ),
+        (
+            PartKind::Findings,
+            input.findings.iter().map(finding_line).collect(),
+        ),
+        (
+            PartKind::Subsection,
+            summary_of(built(input.pyramid).and_then(|p| container(p, input.section_id, 2)))
+                .into_iter()
+                .collect(),
+        ),
+        (
+            PartKind::Siblings,
+            siblings(input.pyramid, input.section_id),
+        ),
+        (
+            PartKind::Glossary,
+            input
+                .glossary
+                .iter()
+                .map(|t| format!("- {}: {}", t.term, t.definition))
+                .collect(),
+        ),
+    ]
 }
 
 /// The least a cut summary keeps; below that it is dropped.

@@ -147,17 +147,7 @@ impl Workspace {
         follow: Option<&Follow<'_>>,
     ) -> Result<PreparedRun<'_>, WorkspaceError> {
         let lock = self.lock(request.command, request.clock)?;
-        // Under the lock, any temporary file here is a killed run's, and a
-        // patch file no ledger entry names is a failed run's: both go
-        // before anything is written (they may be what filled the disk).
-        self.remove_stale_temp_files();
-        let (orphans, bytes) = self.remove_orphan_patch_files();
-        if orphans > 0 {
-            eprintln!(
-                "koas: removed {orphans} patch files ({bytes} bytes) a failed run left in {} (no ledger entry refers to them)",
-                self.path(koas_review::record::PATCH_DIR).display()
-            );
-        }
+        self.remove_leftovers();
         match request.document {
             Some(document) => self.init(request.doc_name, document, request.clock)?,
             None => {
@@ -247,6 +237,21 @@ impl Workspace {
             self.see_doc(document)?;
         }
         Ok(run)
+    }
+
+    /// Removes what killed and failed runs left: under the lock, any
+    /// temporary file here is a killed run's, and a patch file no ledger
+    /// entry names is a failed run's. Both go before anything is written
+    /// (they may be what filled the disk).
+    fn remove_leftovers(&self) {
+        self.remove_stale_temp_files();
+        let (orphans, bytes) = self.remove_orphan_patch_files();
+        if orphans > 0 {
+            eprintln!(
+                "koas: removed {orphans} patch files ({bytes} bytes) a failed run left in {} (no ledger entry refers to them)",
+                self.path(koas_review::record::PATCH_DIR).display()
+            );
+        }
     }
 }
 

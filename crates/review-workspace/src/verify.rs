@@ -126,6 +126,57 @@ pub(crate) fn verify_batch(
             batch.initial_hash
         ));
     }
+    check_ids(ledger_ids, next_id, batch)?;
+    // The document's language, for the polarity words of silent changes.
+    let language = koas_review::lang::detect(current);
+    for applied in &batch.applied {
+        let label = format!("{} (op {})", applied.op.id, applied.index + 1);
+        if !same_hash(&applied.doc_hash_before, &hash) {
+            return Err(format!(
+                "{label}: it records the document hash {} before it, but the replayed state is {hash}",
+                applied.doc_hash_before
+            ));
+        }
+        check_note(&applied.op)?;
+        match (&applied.change, &applied.patches) {
+            (Some(change), Some(patches)) if applied.op.action != Action::FlagOnly => {
+                check_change_text(&applied.op, change, language, &label)?;
+                hash = replay_change(doc_name, &mut buf, change, patches, &label)?;
+            }
+            (None, None) if applied.op.action == Action::FlagOnly => {}
+            _ => {
+                return Err(format!(
+                    "{label}: a {} must carry {} change and patches",
+                    applied.op.action,
+                    if applied.op.action == Action::FlagOnly {
+                        "no"
+                    } else {
+                        "a"
+                    }
+                ))
+            }
+        }
+        if !same_hash(&applied.doc_hash_after, &hash) {
+            return Err(format!(
+                "{label}: it records the document hash {} after it, but the replayed state is {hash}",
+                applied.doc_hash_after
+            ));
+        }
+    }
+    if buf.to_text() != batch.final_text {
+        return Err("its final text is not the replayed document".into());
+    }
+    Ok(())
+}
+
+/// Checks the batch's change IDs: fresh, below its next ID, each once,
+/// none on a rejected op; and that each op known already names a change
+/// of the ledger or the batch.
+fn check_ids(
+    ledger_ids: &BTreeSet<ChangeId>,
+    next_id: ChangeId,
+    batch: &BatchOutcome,
+) -> Result<(), String> {
     let mut ids = BTreeSet::new();
     let mut indices = BTreeSet::new();
     let all = batch.applied.iter().map(|a| (a.op.id, a.index)).chain(
@@ -170,45 +221,6 @@ pub(crate) fn verify_batch(
                 known.matches
             ));
         }
-    }
-    // The document's language, for the polarity words of silent changes.
-    let language = koas_review::lang::detect(current);
-    for applied in &batch.applied {
-        let label = format!("{} (op {})", applied.op.id, applied.index + 1);
-        if !same_hash(&applied.doc_hash_before, &hash) {
-            return Err(format!(
-                "{label}: it records the document hash {} before it, but the replayed state is {hash}",
-                applied.doc_hash_before
-            ));
-        }
-        check_note(&applied.op)?;
-        match (&applied.change, &applied.patches) {
-            (Some(change), Some(patches)) if applied.op.action != Action::FlagOnly => {
-                check_change_text(&applied.op, change, language, &label)?;
-                hash = replay_change(doc_name, &mut buf, change, patches, &label)?;
-            }
-            (None, None) if applied.op.action == Action::FlagOnly => {}
-            _ => {
-                return Err(format!(
-                    "{label}: a {} must carry {} change and patches",
-                    applied.op.action,
-                    if applied.op.action == Action::FlagOnly {
-                        "no"
-                    } else {
-                        "a"
-                    }
-                ))
-            }
-        }
-        if !same_hash(&applied.doc_hash_after, &hash) {
-            return Err(format!(
-                "{label}: it records the document hash {} after it, but the replayed state is {hash}",
-                applied.doc_hash_after
-            ));
-        }
-    }
-    if buf.to_text() != batch.final_text {
-        return Err("its final text is not the replayed document".into());
     }
     Ok(())
 }

@@ -308,9 +308,31 @@ pub fn run(op: &mut EditOp, seen: &Seen<'_>, ctx: &GuardContext) -> Guarded {
         return out;
     }
     let after = op.after_text.clone();
-    let before = seen.before;
+    if language_guard(op, &after, seen.before, ctx, &mut out) {
+        return out;
+    }
+    if let Some(refused) = structure_guard(op, seen, &mut out) {
+        return refused;
+    }
+    if op.action == Action::Delete {
+        // A deletion needs attention and a CAUTION note already; its
+        // words are gone by definition.
+        return out;
+    }
+    word_guards(op, seen, ctx, &after, out)
+}
+
+/// The language guard: new text in another language than the text it
+/// replaces (or the document) is flagged only. `true` when it fired.
+fn language_guard(
+    op: &mut EditOp,
+    after: &str,
+    before: &str,
+    ctx: &GuardContext,
+    out: &mut Guarded,
+) -> bool {
     if matches!(op.action, Action::Replace | Action::Insert) {
-        if let Some(other) = lang::detect_confident(&after) {
+        if let Some(other) = lang::detect_confident(after) {
             // Judged against the text it replaces when that says
             // something, else against the document.
             let expected = lang::detect_confident(before).unwrap_or(ctx.language);
@@ -323,11 +345,15 @@ pub fn run(op: &mut EditOp, seen: &Seen<'_>, ctx: &GuardContext) -> Guarded {
                 op.action = Action::FlagOnly;
                 warn(op, &reason);
                 out.fire("LANGUAGE_GUARD", reason);
-                return out;
+                return true;
             }
         }
     }
+    false
+}
 
+/// The structure guard. `Some` with the refusal when it refuses the op.
+fn structure_guard(op: &mut EditOp, seen: &Seen<'_>, out: &mut Guarded) -> Option<Guarded> {
     // An insertion or a deletion adds or removes paragraphs, and the
     // formatting inside them, by what it is: only what it does to the
     // block structure counts.
@@ -341,14 +367,14 @@ pub fn run(op: &mut EditOp, seen: &Seen<'_>, ctx: &GuardContext) -> Guarded {
         let reason = format!("changes the structure: {}", describe_all(&what));
         if seen.origin == OpOrigin::Model {
             if let Some(open) = structure.iter().find(|c| c.leaves_open) {
-                return out.refuse(
+                return Some(std::mem::take(out).refuse(
                     RejectClass::Structure,
                     "STRUCTURE_GUARD",
                     format!(
                         "{}: a model's change never leaves an element, a comment or a fence open (a fix closes what it opens)",
                         open.what
                     ),
-                );
+                ));
             }
             let allowed = declared_areas(&op.kind);
             let undeclared: Vec<&&ShapeChange> = structure
@@ -356,22 +382,22 @@ pub fn run(op: &mut EditOp, seen: &Seen<'_>, ctx: &GuardContext) -> Guarded {
                 .filter(|c| c.area.is_block() && !allowed.contains(&c.area))
                 .collect();
             if let Some(first) = undeclared.first() {
-                return out.refuse(
+                return Some(std::mem::take(out).refuse(
                     RejectClass::Structure,
                     "STRUCTURE_GUARD",
                     format!(
                         "{}: a model's change of kind '{}' may not change the document's structure (a change whose kind declares it, such as 'heading', 'list', 'table' or 'structure', is applied with a note)",
                         first.what, op.kind
                     ),
-                );
+                ));
             }
         }
         if seen.strict {
-            return out.refuse(
+            return Some(std::mem::take(out).refuse(
                 RejectClass::Guard,
                 "STRUCTURE_GUARD",
                 strict_reason(&reason),
-            );
+            ));
         }
         // A "typo" that changes the structure is not a typo.
         let reason = if EditClass::claimed_by(&op.kind).is_some() {
@@ -384,13 +410,19 @@ pub fn run(op: &mut EditOp, seen: &Seen<'_>, ctx: &GuardContext) -> Guarded {
         warn(op, &reason);
         out.fire("STRUCTURE_GUARD", reason);
     }
-    if op.action == Action::Delete {
-        // A deletion needs attention and a CAUTION note already; its
-        // words are gone by definition.
-        return out;
-    }
+    None
+}
 
-    let changes = token_changes(before, &after);
+/// The guards on the op's words: tokens, meaning, kind.
+fn word_guards(
+    op: &mut EditOp,
+    seen: &Seen<'_>,
+    ctx: &GuardContext,
+    after: &str,
+    mut out: Guarded,
+) -> Guarded {
+    let before = seen.before;
+    let changes = token_changes(before, after);
     if !changes.is_empty() {
         let reason = format!("changes {}", changes.join("; "));
         if seen.strict {
@@ -400,7 +432,7 @@ pub fn run(op: &mut EditOp, seen: &Seen<'_>, ctx: &GuardContext) -> Guarded {
         out.fire("TOKEN_GUARD", reason);
     }
 
-    let (old_lines, new_lines) = seen.lines.unwrap_or((before, after.as_str()));
+    let (old_lines, new_lines) = seen.lines.unwrap_or((before, after));
     let lexicons = lexicons_for(ctx.language, old_lines);
     // New text inserted says what it says: its polarity words matter when
     // the insertion would otherwise be silent.

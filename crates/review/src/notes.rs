@@ -291,8 +291,22 @@ pub fn annotate(
     policy: &ReviewPolicy,
 ) -> Annotated {
     let doc = LineBuf::parse(edited);
+    let notes = placed_notes(&doc, edited, entries, protected, policy);
+    let text = with_notes(&doc, &notes);
+    Annotated { text, notes }
+}
+
+/// The notes of the entries that need attention, each after the line it
+/// settles on, in line order.
+fn placed_notes(
+    doc: &LineBuf,
+    edited: &str,
+    entries: &[LedgerEntry],
+    protected: &ProtectedSpans,
+    policy: &ReviewPolicy,
+) -> Vec<PlacedNote> {
     let place = Placement::new(protected, doc.len());
-    let ends = paragraph_ends(&doc, &place);
+    let ends = paragraph_ends(doc, &place);
     let reverted = crate::query::undone_ids(entries);
     let wanted = |index: usize| {
         let entry = &entries[index];
@@ -306,7 +320,7 @@ pub fn annotate(
     // A note is never placed inside a block left open at the end: it goes
     // before the block instead; nor inside a top-level block that holds a
     // code block after it (parsed only when there is code).
-    let open_from = open_at_end(&doc, &place);
+    let open_from = open_at_end(doc, &place);
     let has_code = protected
         .blocks
         .iter()
@@ -323,7 +337,7 @@ pub fn annotate(
             continue;
         };
         let anchor = region.end().max(region.start);
-        let mut after_line = settle(&doc, &place, &ends, anchor.min(doc.len()));
+        let mut after_line = settle(doc, &place, &ends, anchor.min(doc.len()));
         after_line = out_of_containers(&tops, protected, after_line);
         if let Some(start) = open_from.filter(|&start| after_line >= start) {
             after_line = start - 1;
@@ -336,7 +350,11 @@ pub fn annotate(
         });
     }
     notes.sort_by_key(|n| n.after_line);
+    notes
+}
 
+/// `doc`'s text with `notes` inserted.
+fn with_notes(doc: &LineBuf, notes: &[PlacedNote]) -> String {
     let eol = doc.eol();
     let mut out: Vec<String> = Vec::with_capacity(doc.len() + notes.len() * 4);
     let mut pending = notes.iter().peekable();
@@ -385,10 +403,7 @@ pub fn annotate(
             }
         }
     }
-    Annotated {
-        text: out.concat(),
-        notes,
-    }
+    out.concat()
 }
 
 #[cfg(test)]

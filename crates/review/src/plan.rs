@@ -73,118 +73,11 @@ pub fn plan_change(
     matched: &TextMatch,
 ) -> Result<Option<PlannedChange>, PlanProblem> {
     let after = normalize_op_text(&op.after_text);
-    let eol = doc.eol();
-    let (start, end) = (op.target.line_start, op.target.line_end);
+    let end = op.target.line_end;
     let change = match op.action {
         Action::FlagOnly => return Ok(None),
-        Action::Replace | Action::Delete => {
-            if op.action == Action::Replace && after.is_empty() {
-                return Err(PlanProblem::EmptyAfterText);
-            }
-            let old: Vec<String> = doc.lines()[start - 1..end].to_vec();
-            let target = doc.target_text(start, end).unwrap_or_default();
-            let whole_delete =
-                op.action == Action::Delete && !matches!(matched, TextMatch::Part { .. });
-            let mut new = if whole_delete {
-                Vec::new()
-            } else {
-                let inserted = if op.action == Action::Delete {
-                    ""
-                } else {
-                    after.as_str()
-                };
-                let text = replacement_text(&target, matched, inserted);
-                let contents: Vec<&str> = text.split('\n').collect();
-                let last_term = crate::text::terminator_of(&old[old.len() - 1]);
-                with_terminators(&contents, &old, eol, last_term)
-            };
-            let mut change_old = old;
-            if op.action == Action::Delete {
-                // A deletion removes lines, it does not blank them: a
-                // line the deleted text leaves empty goes too, and so
-                // does the blank line after a removed block that a blank
-                // line (or the top of the document) precedes, so no
-                // double blank line is left behind. The inverse patch
-                // holds exactly what was removed.
-                if new.iter().all(|l| is_blank(l)) {
-                    new.clear();
-                }
-                let blank_before = start == 1 || doc.raw_line(start - 2).is_some_and(is_blank);
-                let bom_first = start == 1 && doc.has_bom();
-                if new.is_empty() && blank_before && !bom_first && end < doc.len() {
-                    if let Some(next) = doc.raw_line(end).filter(|l| is_blank(l)) {
-                        change_old.push(next.to_owned());
-                    }
-                }
-            }
-            if start == 1 && doc.has_bom() {
-                match new.first_mut() {
-                    Some(first) => first.insert_str(0, BOM),
-                    None => match doc.raw_line(end) {
-                        Some(next) => {
-                            change_old.push(next.to_owned());
-                            new.push(format!("{BOM}{next}"));
-                        }
-                        None => new.push(BOM.to_owned()),
-                    },
-                }
-            }
-            let mut change_start = start - 1;
-            if op.action == Action::Delete
-                && new.is_empty()
-                && end == doc.len()
-                && doc.lacks_final_newline()
-                && start > 1
-            {
-                // Deleting the last lines of a document without a final
-                // newline: the line before them becomes the last one and
-                // loses its newline, so the document still ends without one.
-                let previous = doc.raw_line(start - 2).unwrap_or_default().to_owned();
-                new = vec![crate::text::strip_terminator(&previous).to_owned()];
-                change_old.insert(0, previous);
-                change_start -= 1;
-            }
-            LineChange {
-                start: change_start,
-                old: change_old,
-                new,
-            }
-        }
-        Action::Insert => {
-            if after.is_empty() {
-                return Err(PlanProblem::EmptyAfterText);
-            }
-            let contents: Vec<&str> = after.split('\n').collect();
-            let mut new = with_terminators(&contents, &[], eol, eol);
-            if end == 0 && doc.has_bom() {
-                let first = doc.raw_line(0).unwrap_or_default();
-                new[0].insert_str(0, BOM);
-                new.push(first.trim_start_matches(BOM).to_owned());
-                LineChange {
-                    start: 0,
-                    old: vec![first.to_owned()],
-                    new,
-                }
-            } else if end > 0 && end == doc.len() && doc.lacks_final_newline() {
-                let last = doc.raw_line(end - 1).unwrap_or_default().to_owned();
-                if let Some(tail) = new.last_mut() {
-                    let trimmed = crate::text::strip_terminator(tail).to_owned();
-                    *tail = trimmed;
-                }
-                new.insert(0, format!("{last}{eol}"));
-                LineChange {
-                    start: end - 1,
-                    old: vec![last],
-                    new,
-                }
-            } else {
-                LineChange {
-                    start: end,
-                    old: Vec::new(),
-                    new,
-                }
-            }
-        }
+        Action::Replace | Action::Delete => replace_or_delete(op, doc, matched, &after)?,
+        Action::Insert => insert(doc, end, &after)?,
     };
     let mut change = change;
     // A line is never empty (it has content or a terminator); an empty
@@ -196,6 +89,125 @@ pub fn plan_change(
     }
     let bytes = changed_bytes(doc, &change);
     Ok(Some(PlannedChange { change, bytes }))
+}
+
+/// The change of a replacement or a deletion of lines `start..=end`.
+fn replace_or_delete(
+    op: &EditOp,
+    doc: &LineBuf,
+    matched: &TextMatch,
+    after: &str,
+) -> Result<LineChange, PlanProblem> {
+    let eol = doc.eol();
+    let (start, end) = (op.target.line_start, op.target.line_end);
+    if op.action == Action::Replace && after.is_empty() {
+        return Err(PlanProblem::EmptyAfterText);
+    }
+    let old: Vec<String> = doc.lines()[start - 1..end].to_vec();
+    let target = doc.target_text(start, end).unwrap_or_default();
+    let whole_delete = op.action == Action::Delete && !matches!(matched, TextMatch::Part { .. });
+    let mut new = if whole_delete {
+        Vec::new()
+    } else {
+        let inserted = if op.action == Action::Delete {
+            ""
+        } else {
+            after
+        };
+        let text = replacement_text(&target, matched, inserted);
+        let contents: Vec<&str> = text.split('\n').collect();
+        let last_term = crate::text::terminator_of(&old[old.len() - 1]);
+        with_terminators(&contents, &old, eol, last_term)
+    };
+    let mut change_old = old;
+    if op.action == Action::Delete {
+        // A deletion removes lines, it does not blank them: a
+        // line the deleted text leaves empty goes too, and so
+        // does the blank line after a removed block that a blank
+        // line (or the top of the document) precedes, so no
+        // double blank line is left behind. The inverse patch
+        // holds exactly what was removed.
+        if new.iter().all(|l| is_blank(l)) {
+            new.clear();
+        }
+        let blank_before = start == 1 || doc.raw_line(start - 2).is_some_and(is_blank);
+        let bom_first = start == 1 && doc.has_bom();
+        if new.is_empty() && blank_before && !bom_first && end < doc.len() {
+            if let Some(next) = doc.raw_line(end).filter(|l| is_blank(l)) {
+                change_old.push(next.to_owned());
+            }
+        }
+    }
+    if start == 1 && doc.has_bom() {
+        match new.first_mut() {
+            Some(first) => first.insert_str(0, BOM),
+            None => match doc.raw_line(end) {
+                Some(next) => {
+                    change_old.push(next.to_owned());
+                    new.push(format!("{BOM}{next}"));
+                }
+                None => new.push(BOM.to_owned()),
+            },
+        }
+    }
+    let mut change_start = start - 1;
+    if op.action == Action::Delete
+        && new.is_empty()
+        && end == doc.len()
+        && doc.lacks_final_newline()
+        && start > 1
+    {
+        // Deleting the last lines of a document without a final
+        // newline: the line before them becomes the last one and
+        // loses its newline, so the document still ends without one.
+        let previous = doc.raw_line(start - 2).unwrap_or_default().to_owned();
+        new = vec![crate::text::strip_terminator(&previous).to_owned()];
+        change_old.insert(0, previous);
+        change_start -= 1;
+    }
+    Ok(LineChange {
+        start: change_start,
+        old: change_old,
+        new,
+    })
+}
+
+/// The change of an insertion of `after` after line `end`.
+fn insert(doc: &LineBuf, end: usize, after: &str) -> Result<LineChange, PlanProblem> {
+    let eol = doc.eol();
+    if after.is_empty() {
+        return Err(PlanProblem::EmptyAfterText);
+    }
+    let contents: Vec<&str> = after.split('\n').collect();
+    let mut new = with_terminators(&contents, &[], eol, eol);
+    Ok(if end == 0 && doc.has_bom() {
+        let first = doc.raw_line(0).unwrap_or_default();
+        new[0].insert_str(0, BOM);
+        new.push(first.trim_start_matches(BOM).to_owned());
+        LineChange {
+            start: 0,
+            old: vec![first.to_owned()],
+            new,
+        }
+    } else if end > 0 && end == doc.len() && doc.lacks_final_newline() {
+        let last = doc.raw_line(end - 1).unwrap_or_default().to_owned();
+        if let Some(tail) = new.last_mut() {
+            let trimmed = crate::text::strip_terminator(tail).to_owned();
+            *tail = trimmed;
+        }
+        new.insert(0, format!("{last}{eol}"));
+        LineChange {
+            start: end - 1,
+            old: vec![last],
+            new,
+        }
+    } else {
+        LineChange {
+            start: end,
+            old: Vec::new(),
+            new,
+        }
+    })
 }
 
 /// Half-open byte range of `doc` that `change` really alters.

@@ -267,31 +267,7 @@ pub fn revertible_ids(entries: &[LedgerEntry]) -> Vec<ChangeId> {
 /// it; nothing is applied then.
 pub fn plan_reverts(request: RevertRequest<'_>) -> Result<RevertPlan, RevertError> {
     let entries = request.entries;
-    let positions: std::collections::HashMap<EntryId, usize> =
-        entries.iter().enumerate().map(|(i, e)| (e.id, i)).collect();
-    let mut targets: Vec<(usize, ChangeId)> = Vec::new();
-    let mut named = std::collections::HashSet::new();
-    for &id in request.ids {
-        if !named.insert(id) {
-            return Err(RevertError::Duplicate(id));
-        }
-        let position = *positions
-            .get(&EntryId::Change(id))
-            .ok_or(RevertError::NotFound(id))?;
-        if let Some(by) = positions.get(&EntryId::Revert(id)).map(|&i| &entries[i]) {
-            return Err(RevertError::AlreadyReverted {
-                id,
-                by: by.id,
-                at: by.timestamp.clone(),
-            });
-        }
-        if entries[position].action == Action::FlagOnly
-            || crate::linemap::edit_of(&entries[position]).is_none()
-        {
-            return Err(RevertError::NothingToRevert(id));
-        }
-        targets.push((position, id));
-    }
+    let mut targets = targets_of(entries, request.ids)?;
     // Reverse chronological: latest entry first.
     targets.sort_by_key(|t| std::cmp::Reverse(t.0));
 
@@ -344,27 +320,13 @@ pub fn plan_reverts(request: RevertRequest<'_>) -> Result<RevertPlan, RevertErro
                 }
             })?;
         }
-        for (offset, expected) in forward_inverse.old.iter().enumerate() {
-            if doc.raw_line(mapped.start + offset) != Some(expected.as_str()) {
-                return Err(RevertError::ContentMismatch {
-                    id,
-                    line: mapped.start + offset + 1,
-                });
-            }
-        }
-        if mapped.start > doc.len() || (restores_unterminated_end && mapped.end() != doc.len()) {
-            return Err(RevertError::ContentMismatch {
-                id,
-                line: mapped.start + 1,
-            });
-        }
-        let appends_after_unterminated = mapped.start > 0
-            && mapped.start == doc.len()
-            && doc.lacks_final_newline()
-            && !forward_inverse.new.is_empty();
-        if appends_after_unterminated {
-            return Err(RevertError::AfterUnterminatedEnd { id });
-        }
+        check_target(
+            &doc,
+            &forward_inverse,
+            mapped,
+            restores_unterminated_end,
+            id,
+        )?;
         let change = LineChange {
             start: mapped.start,
             ..forward_inverse
@@ -402,6 +364,73 @@ pub fn plan_reverts(request: RevertRequest<'_>) -> Result<RevertPlan, RevertErro
         reverts,
         final_text: doc.to_text(),
     })
+}
+
+/// The entry positions of `ids`, checked: each named once, found, not
+/// reverted yet, with something to revert.
+fn targets_of(
+    entries: &[LedgerEntry],
+    ids: &[ChangeId],
+) -> Result<Vec<(usize, ChangeId)>, RevertError> {
+    let positions: std::collections::HashMap<EntryId, usize> =
+        entries.iter().enumerate().map(|(i, e)| (e.id, i)).collect();
+    let mut targets: Vec<(usize, ChangeId)> = Vec::new();
+    let mut named = std::collections::HashSet::new();
+    for &id in ids {
+        if !named.insert(id) {
+            return Err(RevertError::Duplicate(id));
+        }
+        let position = *positions
+            .get(&EntryId::Change(id))
+            .ok_or(RevertError::NotFound(id))?;
+        if let Some(by) = positions.get(&EntryId::Revert(id)).map(|&i| &entries[i]) {
+            return Err(RevertError::AlreadyReverted {
+                id,
+                by: by.id,
+                at: by.timestamp.clone(),
+            });
+        }
+        if entries[position].action == Action::FlagOnly
+            || crate::linemap::edit_of(&entries[position]).is_none()
+        {
+            return Err(RevertError::NothingToRevert(id));
+        }
+        targets.push((position, id));
+    }
+    Ok(targets)
+}
+
+/// Checks that the lines `change` removes are at `mapped` in `doc`, and
+/// that restoring them there keeps the document's end as it must be.
+fn check_target(
+    doc: &LineBuf,
+    forward_inverse: &LineChange,
+    mapped: Region,
+    restores_unterminated_end: bool,
+    id: ChangeId,
+) -> Result<(), RevertError> {
+    for (offset, expected) in forward_inverse.old.iter().enumerate() {
+        if doc.raw_line(mapped.start + offset) != Some(expected.as_str()) {
+            return Err(RevertError::ContentMismatch {
+                id,
+                line: mapped.start + offset + 1,
+            });
+        }
+    }
+    if mapped.start > doc.len() || (restores_unterminated_end && mapped.end() != doc.len()) {
+        return Err(RevertError::ContentMismatch {
+            id,
+            line: mapped.start + 1,
+        });
+    }
+    let appends_after_unterminated = mapped.start > 0
+        && mapped.start == doc.len()
+        && doc.lacks_final_newline()
+        && !forward_inverse.new.is_empty();
+    if appends_after_unterminated {
+        return Err(RevertError::AfterUnterminatedEnd { id });
+    }
+    Ok(())
 }
 
 #[cfg(test)]

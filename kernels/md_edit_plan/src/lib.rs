@@ -232,6 +232,47 @@ fn template(inputs: &Inputs, name: &str) -> Result<Template, KernelError> {
     Ok(inputs.prompt(name)?.into())
 }
 
+/// A skip's reason as configured, or the default one.
+fn skip_reason(configured: &str) -> &str {
+    if configured.is_empty() {
+        "skipped by configuration"
+    } else {
+        configured
+    }
+}
+
+/// The edit plan's prompt templates.
+fn plan_templates(inputs: &Inputs) -> Result<PlanTemplates, KernelError> {
+    Ok(PlanTemplates {
+        review: template(inputs, "review")?,
+        review_plain: template(inputs, "review_plain")?,
+        regenerate: template(inputs, "regenerate")?,
+        tutor_validate: template(inputs, "tutor_validate")?,
+    })
+}
+
+/// The pyramid's build options from the configuration.
+fn build_options(
+    config: &EditPlanConfig,
+    language: Language,
+    identity: Option<&serde_json::Value>,
+    inputs: &Inputs,
+) -> Result<BuildOptions, KernelError> {
+    Ok(BuildOptions {
+        levels: config.pyramid_levels,
+        summary_max_tokens: config.summary_max_tokens,
+        language,
+        model: pyramid::host::model(identity),
+        templates: Templates {
+            leaf: template(inputs, "pyramid_leaf")?,
+            parent: template(inputs, "pyramid_parent")?,
+            abstract_: template(inputs, "pyramid_abstract")?,
+        },
+        rebuild: config.rebuild,
+        in_flight: config.in_flight.max(1),
+    })
+}
+
 /// A pyramid not built, and why.
 fn skipped_pyramid(doc_hash: &str, reason: &str, language: Language) -> Pyramid {
     Pyramid {
@@ -371,11 +412,7 @@ impl Kernel for MdEditPlan {
         let language = language_of(&config, text)?;
         let glossary = koas_review_llm::glossary::extract(text, &sections, &doc_hash);
         if config.skip {
-            let reason = if config.skip_reason.is_empty() {
-                "skipped by configuration"
-            } else {
-                &config.skip_reason
-            };
+            let reason = skip_reason(&config.skip_reason);
             return Ok(skipped(&doc_hash, reason, language, &glossary));
         }
         if !(0.0..=1.0).contains(&config.breaker_threshold) {
@@ -391,12 +428,7 @@ impl Kernel for MdEditPlan {
             return Ok(skipped(&doc_hash, NO_LLM, language, &glossary));
         }
         let read = ReadInputs::read(inputs)?;
-        let templates = PlanTemplates {
-            review: template(inputs, "review")?,
-            review_plain: template(inputs, "review_plain")?,
-            regenerate: template(inputs, "regenerate")?,
-            tutor_validate: template(inputs, "tutor_validate")?,
-        };
+        let templates = plan_templates(inputs)?;
         // The model identity the host will use, so that a plan made by
         // another model is not reused.
         let identity = inputs.get(koas_kernel_api::LLM_INPUT);
@@ -413,11 +445,7 @@ impl Kernel for MdEditPlan {
         let mut on_chunk = |done: &ChunkDone| recorder.chunk_done(done);
         let mut progress = |done: u64, total: u64| ctx.progress(done, total);
         let (pyramid, planned) = if config.skip_pyramid {
-            let reason = if config.skip_pyramid_reason.is_empty() {
-                "skipped by configuration"
-            } else {
-                &config.skip_pyramid_reason
-            };
+            let reason = skip_reason(&config.skip_pyramid_reason);
             let pyramid = skipped_pyramid(&doc_hash, reason, language);
             let input = read.plan_input(text, &doc_hash, &chunks, Some(&pyramid), &glossary);
             let total = chunks.chunks.len() as u64;
@@ -442,19 +470,7 @@ impl Kernel for MdEditPlan {
                 },
             )
             .map_err(|e| KernelError::invalid_config(e.to_string()))?;
-            let build_options = BuildOptions {
-                levels: config.pyramid_levels,
-                summary_max_tokens: config.summary_max_tokens,
-                language,
-                model: pyramid::host::model(identity),
-                templates: Templates {
-                    leaf: template(inputs, "pyramid_leaf")?,
-                    parent: template(inputs, "pyramid_parent")?,
-                    abstract_: template(inputs, "pyramid_abstract")?,
-                },
-                rebuild: config.rebuild,
-                in_flight: config.in_flight.max(1),
-            };
+            let build_options = build_options(&config, language, identity, inputs)?;
             let previous: Option<Pyramid> = inputs
                 .previous::<Pyramid>(names::PYRAMID)
                 .filter(|p| p.status == PyramidStatus::Built);

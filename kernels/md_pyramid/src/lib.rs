@@ -184,14 +184,7 @@ impl Kernel for MdPyramid {
         let sections: SectionIndex = inputs.parse(names::SECTION_INDEX)?;
         let chunks: ChunkPlan = inputs.parse(names::CHUNKS)?;
         let doc_hash = sections.doc_hash.clone();
-        let language = match config.language.as_str() {
-            "auto" | "" => lang::detect(text),
-            code => Language::parse(code).ok_or_else(|| {
-                KernelError::invalid_config(format!(
-                    "language {code:?} is not one koas writes: use auto, fr or en"
-                ))
-            })?,
-        };
+        let language = language_of(&config.language, text)?;
         let glossary = koas_review_llm::glossary::extract(text, &sections, &doc_hash);
         if config.skip {
             let reason = if config.skip_reason.is_empty() {
@@ -208,13 +201,7 @@ impl Kernel for MdPyramid {
         if inputs.get(koas_kernel_api::LLM_INPUT).is_none() {
             return Ok(no_model(&doc_hash, &glossary, language));
         }
-        let read_name = inputs
-            .parse_optional::<FileStats>(names::FILE_STATS)?
-            .and_then(|s| {
-                std::path::Path::new(&s.path)
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-            });
+        let read_name = read_name(inputs)?;
         let title = host::title(&config.title, read_name, &sections);
         let spans: Option<ProtectedSpans> = if config.show_protected {
             None
@@ -284,6 +271,30 @@ impl Kernel for MdPyramid {
         }
         Ok(out)
     }
+}
+
+/// The language the summaries are written in: the configured one, or the
+/// document's when `auto`.
+fn language_of(configured: &str, text: &str) -> Result<Language, KernelError> {
+    Ok(match configured {
+        "auto" | "" => lang::detect(text),
+        code => Language::parse(code).ok_or_else(|| {
+            KernelError::invalid_config(format!(
+                "language {code:?} is not one koas writes: use auto, fr or en"
+            ))
+        })?,
+    })
+}
+
+/// The document's file name, when the host gave its stats.
+fn read_name(inputs: &Inputs) -> Result<Option<String>, KernelError> {
+    Ok(inputs
+        .parse_optional::<FileStats>(names::FILE_STATS)?
+        .and_then(|s| {
+            std::path::Path::new(&s.path)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+        }))
 }
 
 koas_kernel_api::export_kernel!(MdPyramid);

@@ -209,18 +209,7 @@ pub fn run(
     opts: &RunOptions,
     reporter: Arc<Reporter>,
 ) -> Result<RunOutcome, RunError> {
-    let selected: BTreeSet<String> = match opts.target.name() {
-        None => prepared.dag.order.iter().cloned().collect(),
-        Some(name) => {
-            if !prepared.dag.contains(name) {
-                return Err(RunError::UnknownTarget(
-                    name.to_string(),
-                    prepared.pipeline.kernels.join(", "),
-                ));
-            }
-            prepared.dag.ancestors(name)
-        }
-    };
+    let selected = selected_kernels(prepared, opts)?;
     for k in prepared.kernels.values() {
         check_declared_paths(&k.spec, &opts.reserved).map_err(RunError::Reserved)?;
     }
@@ -295,27 +284,13 @@ pub fn run(
         isolation: Some(opts.isolation.name().to_string()),
         kernels: std::mem::take(&mut engine.records),
         worker_deaths: std::mem::take(&mut engine.worker_deaths),
-        plan: Some(RunPlan {
-            kernels: prepared.pipeline.kernels.clone(),
-            inputs: prepared.pipeline.inputs.clone(),
-            configs: prepared.configs.clone(),
-            kernel_paths: prepared.pipeline.kernel_paths.clone(),
-            llm: opts.llm_config.clone(),
+        plan: Some(run_plan(
+            prepared,
+            opts,
             provided,
-            host_written: opts.host_written.iter().cloned().collect(),
-            prompts: opts.prompts.dir().map(std::path::Path::to_path_buf),
-            previous: std::mem::take(&mut engine.previous_handed),
+            std::mem::take(&mut engine.previous_handed),
             write_once_sources,
-            plugins: prepared
-                .kernels
-                .iter()
-                .map(|(name, k)| {
-                    let path =
-                        std::fs::canonicalize(&k.library).unwrap_or_else(|_| k.library.clone());
-                    (name.clone(), path)
-                })
-                .collect(),
-        }),
+        )),
         llm_session: opts.llm.as_ref().and_then(|l| l.session_metadata()),
     };
     records::write_run_record(&engine.workspace, &record)?;
@@ -323,6 +298,52 @@ pub fn run(
         record,
         target_output,
     })
+}
+
+/// The kernels a run runs: all, or its target and what it depends on.
+fn selected_kernels(prepared: &Prepared, opts: &RunOptions) -> Result<BTreeSet<String>, RunError> {
+    Ok(match opts.target.name() {
+        None => prepared.dag.order.iter().cloned().collect(),
+        Some(name) => {
+            if !prepared.dag.contains(name) {
+                return Err(RunError::UnknownTarget(
+                    name.to_string(),
+                    prepared.pipeline.kernels.join(", "),
+                ));
+            }
+            prepared.dag.ancestors(name)
+        }
+    })
+}
+
+/// The plan a run record holds: what the run was given.
+fn run_plan(
+    prepared: &Prepared,
+    opts: &RunOptions,
+    provided: BTreeMap<String, String>,
+    previous: BTreeMap<String, BTreeMap<String, String>>,
+    write_once_sources: BTreeMap<String, crate::run_record::RecordedSource>,
+) -> RunPlan {
+    RunPlan {
+        kernels: prepared.pipeline.kernels.clone(),
+        inputs: prepared.pipeline.inputs.clone(),
+        configs: prepared.configs.clone(),
+        kernel_paths: prepared.pipeline.kernel_paths.clone(),
+        llm: opts.llm_config.clone(),
+        provided,
+        host_written: opts.host_written.iter().cloned().collect(),
+        prompts: opts.prompts.dir().map(std::path::Path::to_path_buf),
+        previous,
+        write_once_sources,
+        plugins: prepared
+            .kernels
+            .iter()
+            .map(|(name, k)| {
+                let path = std::fs::canonicalize(&k.library).unwrap_or_else(|_| k.library.clone());
+                (name.clone(), path)
+            })
+            .collect(),
+    }
 }
 
 impl Engine<'_> {

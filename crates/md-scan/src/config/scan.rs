@@ -91,6 +91,8 @@ pub struct ScanConfig {
 }
 
 impl Default for ScanConfig {
+    // Long because it is one struct literal: every setting's default, in
+    // the order of the fields.
     fn default() -> Self {
         let strings = |items: &[&str]| items.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         ScanConfig {

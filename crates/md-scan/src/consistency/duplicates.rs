@@ -134,22 +134,7 @@ pub fn detect(
     config: &ScanConfig,
     out: &mut Vec<Finding>,
 ) {
-    let candidates: Vec<Candidate> = facts
-        .paragraphs
-        .iter()
-        .filter(|p| {
-            let mostly_code = p.code_chars * 2 > p.text.chars().count();
-            !p.in_list
-                && !mostly_code
-                && !(p.line_start..=p.line_end).any(|l| doc.block_kind(l).is_some())
-        })
-        .map(|p| Candidate {
-            key: normalize_whitespace(&p.text),
-            line_start: p.line_start,
-            line_end: p.line_end,
-        })
-        .filter(|c| c.key.chars().count() >= config.duplicate_min_chars)
-        .collect();
+    let candidates = candidates_of(doc, facts, config);
     let mut occurrences: HashMap<&str, usize> = HashMap::new();
     for c in &candidates {
         *occurrences.entry(c.key.as_str()).or_insert(0) += 1;
@@ -223,25 +208,51 @@ pub fn detect(
             KERNEL,
             c.line_start,
             c.line_end,
-            if slip {
-                format!(
-                    "This paragraph repeats the paragraph at line {first} word for word; keep one of them"
-                )
-            } else if parallel {
-                format!(
-                    "This paragraph repeats the paragraph at line {first} word for word, in a parallel place (a section of the same name, a field every entry has, or the same closing sentence after different steps); if the repetition is deliberate leave it, else keep one of them"
-                )
-            } else {
-                format!(
-                    "This paragraph repeats the paragraph at line {first}, in another section, word for word; if the restatement is deliberate leave it, else keep one of them"
-                )
-            },
+            repeat_message(first, slip, parallel),
             &c.key,
         );
         if !slip {
             finding.severity = koas_review_schema::findings::Severity::Info;
         }
         out.push(finding);
+    }
+}
+
+/// The paragraphs compared: long enough, not in a list, not mostly code,
+/// not in a protected block.
+fn candidates_of(doc: &Document<'_>, facts: &MarkdownFacts, config: &ScanConfig) -> Vec<Candidate> {
+    facts
+        .paragraphs
+        .iter()
+        .filter(|p| {
+            let mostly_code = p.code_chars * 2 > p.text.chars().count();
+            !p.in_list
+                && !mostly_code
+                && !(p.line_start..=p.line_end).any(|l| doc.block_kind(l).is_some())
+        })
+        .map(|p| Candidate {
+            key: normalize_whitespace(&p.text),
+            line_start: p.line_start,
+            line_end: p.line_end,
+        })
+        .filter(|c| c.key.chars().count() >= config.duplicate_min_chars)
+        .collect()
+}
+
+/// The message for a paragraph that repeats the one at line `first`.
+fn repeat_message(first: u32, slip: bool, parallel: bool) -> String {
+    if slip {
+        format!(
+            "This paragraph repeats the paragraph at line {first} word for word; keep one of them"
+        )
+    } else if parallel {
+        format!(
+            "This paragraph repeats the paragraph at line {first} word for word, in a parallel place (a section of the same name, a field every entry has, or the same closing sentence after different steps); if the repetition is deliberate leave it, else keep one of them"
+        )
+    } else {
+        format!(
+            "This paragraph repeats the paragraph at line {first}, in another section, word for word; if the restatement is deliberate leave it, else keep one of them"
+        )
     }
 }
 

@@ -134,14 +134,35 @@ pub fn detect(
     budget: &Budget<'_>,
     out: &mut Vec<Finding>,
 ) {
-    let page = name.and_then(page_folder);
+    let Some((missing, misses)) = classify(doc, facts, name, targets, budget) else {
+        return;
+    };
     let mut cursor = ColumnCursor::new();
-    let mut misses: Vec<AnchorMiss<'_>> = Vec::new();
-    // Links to nothing: (link, path as written, normalized path).
-    let mut missing: Vec<(&FileLink, &str, String)> = Vec::new();
+    if !report_missing(&mut cursor, doc, targets, budget, &missing, out) || misses.is_empty() {
+        return;
+    }
+    report_anchor_misses(&mut cursor, doc, targets, extra, budget, &misses, out);
+}
+
+/// A link to no file: the link, its path as written, its normalized path.
+type MissingFile<'f> = (&'f FileLink, &'f str, String);
+
+/// `facts`' checked links whose target file is missing, and those whose
+/// target is a Markdown file with a fragment to look for. `None` when the
+/// budget ran out.
+fn classify<'f>(
+    doc: &Document<'_>,
+    facts: &'f MarkdownFacts,
+    name: Option<&str>,
+    targets: &dyn LinkTargets,
+    budget: &Budget<'_>,
+) -> Option<(Vec<MissingFile<'f>>, Vec<AnchorMiss<'f>>)> {
+    let page = name.and_then(page_folder);
+    let mut misses: Vec<AnchorMiss<'f>> = Vec::new();
+    let mut missing: Vec<MissingFile<'f>> = Vec::new();
     for link in &facts.file_links {
         if budget.expired() {
-            return;
+            return None;
         }
         if (link.line..=link.line_end).any(|l| hides_links(doc.block_kind(l))) {
             continue;
@@ -188,10 +209,23 @@ pub fn detect(
             Located::Missing => missing.push((link, rel.written, path)),
         }
     }
+    Some((missing, misses))
+}
+
+/// Reports the links to missing files, each with the names close to it in
+/// its folder. `false` when the budget ran out.
+fn report_missing(
+    cursor: &mut ColumnCursor,
+    doc: &Document<'_>,
+    targets: &dyn LinkTargets,
+    budget: &Budget<'_>,
+    missing: &[MissingFile<'_>],
+    out: &mut Vec<Finding>,
+) -> bool {
     // Each folder's names are asked once, and its "did you mean" index
     // built once, whatever the number of links into it.
     let mut folders: HashMap<&str, Option<Vec<String>>> = HashMap::new();
-    for (_, _, path) in &missing {
+    for (_, _, path) in missing {
         let folder = path.rsplit_once('/').map_or("", |(f, _)| f);
         folders
             .entry(folder)
@@ -202,9 +236,9 @@ pub fn detect(
         .map(|(folder, names)| (*folder, Names::new(names.as_deref().unwrap_or(&[]))))
         .collect();
     let mut indexes: HashMap<&str, StemIndexes<'_>> = HashMap::new();
-    for (link, written, path) in &missing {
+    for (link, written, path) in missing {
         if budget.expired() {
-            return;
+            return false;
         }
         let folder = path.rsplit_once('/').map_or("", |(f, _)| f);
         let (candidates, certain) = match keyed.get(folder) {
@@ -215,7 +249,7 @@ pub fn detect(
             None => (Vec::new(), false),
         };
         out.push(missing_file(
-            &mut cursor,
+            cursor,
             doc,
             link,
             written,
@@ -223,20 +257,31 @@ pub fn detect(
             certain,
         ));
     }
-    if misses.is_empty() {
-        return;
-    }
+    true
+}
+
+/// Reports the links whose fragment their Markdown target lacks, with the
+/// anchor close to it if there is one.
+fn report_anchor_misses(
+    cursor: &mut ColumnCursor,
+    doc: &Document<'_>,
+    targets: &dyn LinkTargets,
+    extra: &ExtraAnchors,
+    budget: &Budget<'_>,
+    misses: &[AnchorMiss<'_>],
+    out: &mut Vec<Finding>,
+) {
     // Each target's anchors are asked once, and its "did you mean" index
     // built once, whatever the number of links to it.
     let mut anchors: HashMap<String, Option<Arc<TargetAnchors>>> = HashMap::new();
-    for miss in &misses {
+    for miss in misses {
         anchors
             .entry(miss.path.clone())
             .or_insert_with(|| targets.anchors(&miss.path));
     }
     // Each target's fragments resolved together (its comments read once).
     let mut by_target: HashMap<&str, Vec<&str>> = HashMap::new();
-    for miss in &misses {
+    for miss in misses {
         by_target
             .entry(miss.path.as_str())
             .or_default()
@@ -252,7 +297,7 @@ pub fn detect(
         }
     }
     let mut close: HashMap<&str, CloseAnchors<'_>> = HashMap::new();
-    for miss in &misses {
+    for miss in misses {
         if budget.expired() {
             return;
         }
@@ -270,7 +315,7 @@ pub fn detect(
             Resolution::Found => continue,
             Resolution::Made(made_by) => {
                 let mut f = anchor_finding(
-                    &mut cursor,
+                    cursor,
                     doc,
                     miss.link,
                     format!(
@@ -292,7 +337,7 @@ pub fn detect(
                     .map(|a| format!("; did you mean #{a}?"))
                     .unwrap_or_default();
                 let f = anchor_finding(
-                    &mut cursor,
+                    cursor,
                     doc,
                     miss.link,
                     format!(

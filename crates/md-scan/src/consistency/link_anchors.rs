@@ -125,29 +125,37 @@ struct GeneratorAnchors {
     pulled: Option<(u32, String)>,
 }
 
-impl GeneratorAnchors {
-    fn collect(doc: &Document<'_>) -> Self {
-        let mut slugged = std::collections::HashMap::new();
-        for s in &doc.stage1.sections.sections {
-            let rendered = match TEXT_DIRECTIVE.as_ref() {
-                Some(re) if s.title.contains(':') && s.title.contains('[') => {
-                    re.replace_all(&s.title, "$1").into_owned()
-                }
-                _ => s.title.clone(),
-            };
-            for anchor in [
-                hyphen_slug(&s.title),
-                hyphen_slug(&rendered),
-                koas_md::slug::github_slug(&rendered),
-                // Sphinx (docutils) writes accented letters without
-                // their accents: "Données" → `donnees`.
-                hyphen_slug(&without_accents(&rendered)),
-            ] {
-                if !anchor.is_empty() {
-                    slugged.entry(anchor).or_insert_with(|| s.title.clone());
-                }
+/// Each anchor a generator makes of a heading's title (GitHub's,
+/// hyphenated, rendered text directives, without accents), with that
+/// title.
+fn slugged_titles(doc: &Document<'_>) -> std::collections::HashMap<String, String> {
+    let mut slugged = std::collections::HashMap::new();
+    for s in &doc.stage1.sections.sections {
+        let rendered = match TEXT_DIRECTIVE.as_ref() {
+            Some(re) if s.title.contains(':') && s.title.contains('[') => {
+                re.replace_all(&s.title, "$1").into_owned()
+            }
+            _ => s.title.clone(),
+        };
+        for anchor in [
+            hyphen_slug(&s.title),
+            hyphen_slug(&rendered),
+            koas_md::slug::github_slug(&rendered),
+            // Sphinx (docutils) writes accented letters without
+            // their accents: "Données" → `donnees`.
+            hyphen_slug(&without_accents(&rendered)),
+        ] {
+            if !anchor.is_empty() {
+                slugged.entry(anchor).or_insert_with(|| s.title.clone());
             }
         }
+    }
+    slugged
+}
+
+impl GeneratorAnchors {
+    fn collect(doc: &Document<'_>) -> Self {
+        let slugged = slugged_titles(doc);
         let mut tabs = std::collections::HashSet::new();
         let mut comments = Vec::new();
         let mut objects = std::collections::HashMap::new();
@@ -480,25 +488,7 @@ pub fn detect(
     out: &mut Vec<Finding>,
 ) {
     let anchors = &doc.stage1.anchors.anchors;
-    let known_lower: std::collections::HashSet<String> = anchors
-        .keys()
-        .chain(facts.extra_anchors.iter())
-        .map(|a| a.to_lowercase())
-        .collect();
-    // The links no heading resolves (most documents have none).
-    let mut pending: Vec<(&FragmentLink, String)> = Vec::new();
-    for link in &facts.fragment_links {
-        if link.fragment.is_empty()
-            || (link.line..=link.line_end).any(|l| hides_links(doc.block_kind(l)))
-        {
-            continue;
-        }
-        let decoded = percent_decode(&link.fragment).to_lowercase();
-        if known_lower.contains(&decoded) || extra.contains(&decoded) {
-            continue;
-        }
-        pending.push((link, decoded));
-    }
+    let mut pending = unresolved(doc, facts, extra);
     if pending.is_empty() || budget.expired() {
         return;
     }
@@ -507,14 +497,7 @@ pub fn detect(
     pending.retain(|(_, decoded)| !generated.tabs.contains(decoded));
     // Which comment first names each link's anchor: every comment read
     // once for all the links (not once per link).
-    let mut cores: Vec<&str> = pending
-        .iter()
-        .filter(|(_, decoded)| !generated.slugged.contains_key(decoded))
-        .map(|(_, decoded)| macro_core(decoded))
-        .filter(|core| core.chars().count() >= 4)
-        .collect();
-    cores.sort_unstable();
-    cores.dedup();
+    let cores = macro_cores(&pending, &generated);
     let in_comment = generated.first_comments_naming(&cores, budget);
     // The index of anchors for "did you mean", built at the first link
     // that needs it.
@@ -588,28 +571,88 @@ pub fn detect(
         );
         let mut finding = span(finding);
         if let ([only], true) = (close.as_slice(), link.line == link.line_end) {
-            let old = format!("(#{})", link.fragment);
-            if let Some(pos) = link.source.rfind(&old) {
-                let mut fixed_source = link.source.clone();
-                fixed_source.replace_range(pos..pos + old.len(), &format!("(#{only})"));
-                let start = (text.get(at..at + link.source.len()) == Some(link.source.as_str()))
-                    .then_some(at);
-                if let Some(start) = start {
-                    let mut after = text.to_string();
-                    after.replace_range(start..start + link.source.len(), &fixed_source);
-                    finding = finding.with_fix(Fix {
-                        description: format!("link to #{only}"),
-                        edits: vec![FixEdit {
-                            line: link.line,
-                            before: text.to_string(),
-                            after: Some(after),
-                        }],
-                    });
-                }
-            }
+            finding = with_anchor_fix(finding, link, text, at, only);
         }
         out.push(finding);
     }
+}
+
+/// The parts of the pending links' fragments a site macro would name, for
+/// the fragments no heading's slug makes: sorted, each once.
+fn macro_cores<'p>(
+    pending: &'p [(&FragmentLink, String)],
+    generated: &GeneratorAnchors,
+) -> Vec<&'p str> {
+    let mut cores: Vec<&str> = pending
+        .iter()
+        .filter(|(_, decoded)| !generated.slugged.contains_key(decoded))
+        .map(|(_, decoded)| macro_core(decoded))
+        .filter(|core| core.chars().count() >= 4)
+        .collect();
+    cores.sort_unstable();
+    cores.dedup();
+    cores
+}
+
+/// `facts`' checked fragment links that no heading or known anchor
+/// resolves, each with its decoded, lowercased fragment.
+fn unresolved<'f>(
+    doc: &Document<'_>,
+    facts: &'f MarkdownFacts,
+    extra: &ExtraAnchors,
+) -> Vec<(&'f FragmentLink, String)> {
+    let anchors = &doc.stage1.anchors.anchors;
+    let known_lower: std::collections::HashSet<String> = anchors
+        .keys()
+        .chain(facts.extra_anchors.iter())
+        .map(|a| a.to_lowercase())
+        .collect();
+    let mut pending: Vec<(&'f FragmentLink, String)> = Vec::new();
+    for link in &facts.fragment_links {
+        if link.fragment.is_empty()
+            || (link.line..=link.line_end).any(|l| hides_links(doc.block_kind(l)))
+        {
+            continue;
+        }
+        let decoded = percent_decode(&link.fragment).to_lowercase();
+        if known_lower.contains(&decoded) || extra.contains(&decoded) {
+            continue;
+        }
+        pending.push((link, decoded));
+    }
+    pending
+}
+
+/// `finding` with the fix that points `link` (on one line, at byte `at`
+/// of its line `text`) to anchor `only`, when the link's text is found
+/// there.
+fn with_anchor_fix(
+    mut finding: Finding,
+    link: &FragmentLink,
+    text: &str,
+    at: usize,
+    only: &str,
+) -> Finding {
+    let old = format!("(#{})", link.fragment);
+    if let Some(pos) = link.source.rfind(&old) {
+        let mut fixed_source = link.source.clone();
+        fixed_source.replace_range(pos..pos + old.len(), &format!("(#{only})"));
+        let start =
+            (text.get(at..at + link.source.len()) == Some(link.source.as_str())).then_some(at);
+        if let Some(start) = start {
+            let mut after = text.to_string();
+            after.replace_range(start..start + link.source.len(), &fixed_source);
+            finding = finding.with_fix(Fix {
+                description: format!("link to #{only}"),
+                edits: vec![FixEdit {
+                    line: link.line,
+                    before: text.to_string(),
+                    after: Some(after),
+                }],
+            });
+        }
+    }
+    finding
 }
 
 #[cfg(test)]

@@ -37,6 +37,13 @@ use koas_review_schema::stage1::SectionEntry;
 use regex::Regex;
 use std::sync::LazyLock;
 
+mod lists;
+mod prose;
+mod sections;
+pub use lists::detect_lists;
+pub use prose::detect_prose;
+pub use sections::detect_sections;
+
 // ASCII word boundaries: a Unicode `\b` makes the regex engine give up its
 // fast path on any line with an accented letter, and this one reads most
 // prose lines (the number words are ASCII anyway).
@@ -313,46 +320,8 @@ fn claims_in(line: u32, prose: &str, config: &ScanConfig) -> Vec<Claim> {
         }
         let before = &prose[..m.start()];
         let after = &prose[m.end()..];
-        if before.chars().next_back().is_some_and(|c| {
-            matches!(
-                c,
-                '.' | ','
-                    | '/'
-                    | '§'
-                    | '#'
-                    | '$'
-                    | '€'
-                    | '£'
-                    | '+'
-                    | '-'
-                    | '–'
-                    | ':'
-                    | '^'
-                    | '~'
-                    | '×'
-            )
-        }) {
+        if not_a_count(before, after) {
             continue;
-        }
-        let mut next = after.chars();
-        match (next.next(), next.next()) {
-            (Some('.' | ',' | '/' | '-' | '–' | ':' | 'h' | '×'), Some(c))
-                if c.is_ascii_digit() =>
-            {
-                continue
-            }
-            (Some('%' | ')' | ':' | '/' | '°' | '€' | '$' | '+'), _) => continue,
-            (Some('.'), _)
-                if before
-                    .trim_start_matches([' ', '\t', '>', '-', '*', '+'])
-                    .is_empty() =>
-            {
-                continue
-            }
-            (Some(' ' | '\u{a0}' | '\u{202f}'), Some(c)) if c.is_ascii_digit() || c == '%' => {
-                continue
-            }
-            _ => {}
         }
         if LABEL_WORDS.contains(&previous_word(before).as_str()) {
             continue;
@@ -395,6 +364,36 @@ fn claims_in(line: u32, prose: &str, config: &ScanConfig) -> Vec<Claim> {
         });
     }
     claims
+}
+
+/// Whether the number between `before` and `after` is no count: part of a
+/// decimal, a version, a date, an amount, a percentage, a range, a list
+/// item's number.
+fn not_a_count(before: &str, after: &str) -> bool {
+    if before.chars().next_back().is_some_and(|c| {
+        matches!(
+            c,
+            '.' | ',' | '/' | '§' | '#' | '$' | '€' | '£' | '+' | '-' | '–' | ':' | '^' | '~' | '×'
+        )
+    }) {
+        return true;
+    }
+    let mut next = after.chars();
+    match (next.next(), next.next()) {
+        (Some('.' | ',' | '/' | '-' | '–' | ':' | 'h' | '×'), Some(c)) if c.is_ascii_digit() => {
+            true
+        }
+        (Some('%' | ')' | ':' | '/' | '°' | '€' | '$' | '+'), _) => true,
+        (Some('.'), _)
+            if before
+                .trim_start_matches([' ', '\t', '>', '-', '*', '+'])
+                .is_empty() =>
+        {
+            true
+        }
+        (Some(' ' | '\u{a0}' | '\u{202f}'), Some(c)) if c.is_ascii_digit() || c == '%' => true,
+        _ => false,
+    }
 }
 
 /// Reports counts that the next table contradicts.
@@ -528,407 +527,6 @@ const BOUNDS: &[&str] = &[
     "approximately",
     "de",
 ];
-
-/// Reports a count that the list right after it contradicts.
-pub fn detect_lists(
-    doc: &Document<'_>,
-    facts: &MarkdownFacts,
-    config: &ScanConfig,
-    out: &mut Vec<Finding>,
-) {
-    for (i, list) in facts.lists.iter().enumerate() {
-        // A nested list's intro is its parent item, whose counts describe
-        // the item ("Secrets (9 patterns):" over categories of patterns).
-        let nested = facts.lists[..i]
-            .iter()
-            .any(|outer| outer.line_start < list.line_start && list.line_end <= outer.line_end);
-        if nested {
-            continue;
-        }
-        let Some(intro) = (1..list.line_start)
-            .rev()
-            .take(2)
-            .find(|&l| !doc.index.is_blank(l))
-        else {
-            continue;
-        };
-        if doc.is_heading(intro) {
-            continue;
-        }
-        let Some(prose) = doc.prose(intro) else {
-            continue;
-        };
-        let claims: Vec<Claim> = claims_in(intro, prose, config)
-            .into_iter()
-            .filter(|c| !c.counts_columns && announces(prose, c))
-            .collect();
-        let items = list.items as u32;
-        if claims.is_empty() || claims.iter().any(|c| c.value == items) {
-            continue;
-        }
-        let Some(claim) = claims.last() else { continue };
-        out.push(
-            Finding::new(
-                FindingKind::NumericContradiction,
-                KERNEL,
-                claim.line,
-                list.line_end,
-                format!(
-                    "The text announces {} (“{}”), but the list that follows at line {} has {} item{}",
-                    claim.value,
-                    claim.phrase,
-                    list.line_start,
-                    items,
-                    if items == 1 { "" } else { "s" }
-                ),
-                &around(doc.line(claim.line), claim.start, claim.end),
-            )
-            .at_column(doc.column(claim.line, claim.start)),
-        );
-    }
-}
-
-/// Words that make an enumeration a sample, not the whole count.
-const NOT_EXHAUSTIVE: &[&str] = &[
-    "e.g",
-    "eg",
-    "ex",
-    "such",
-    "like",
-    "including",
-    "incl",
-    "notamment",
-    "dont",
-    "comme",
-    "par",
-    "see",
-    "voir",
-    "cf",
-    "etc",
-    "among",
-    "parmi",
-    "which",
-    "who",
-    "that",
-    "where",
-    "qui",
-    "que",
-    "où",
-    "each",
-    "chacun",
-    "chacune",
-    "both",
-    "all",
-    "tous",
-    "toutes",
-    // A clause, not a name: "two reasons: first, … and second, …".
-    "first",
-    "second",
-    "then",
-    "finally",
-    "also",
-    "but",
-    "premièrement",
-    "ensuite",
-    "puis",
-    "enfin",
-    "aussi",
-    "mais",
-];
-
-/// The items of an enumeration that follows a noun phrase on its line:
-/// `(a, b, c)` right after it, or `: a, b and c.` to the end of the
-/// sentence. Separators are read in the masked prose (a comma inside code
-/// does not split); an enumeration that says it is a sample ("e.g.",
-/// "notamment", "etc."), holds a clause rather than names (an item of more
-/// than four words) or nests parentheses is not counted. `None` when there
-/// is no such enumeration or fewer than two items.
-fn enumeration_after(rest: &str) -> Option<(u32, usize)> {
-    let lead = rest.len() - rest.trim_start().len();
-    let after = &rest[lead..];
-    let in_parens = after.starts_with('(');
-    let (inner, consumed) = if let Some(open) = after.strip_prefix('(') {
-        let close = open.find(')')?;
-        let inner = &open[..close];
-        if inner.contains('(') {
-            return None;
-        }
-        (inner, lead + 1 + close + 1)
-    } else if let Some(colon) = after.strip_prefix(':') {
-        let end = [". ", "; ", "! ", "? "]
-            .iter()
-            .filter_map(|p| colon.find(p))
-            .min()
-            .unwrap_or(colon.len());
-        // An enumeration that runs past the end of the line without
-        // closing its sentence goes on on the next line: not counted.
-        let tail = colon.trim_end();
-        if end == colon.len() && !tail.ends_with(['.', '!', '?', ';']) {
-            return None;
-        }
-        let inner = colon[..end].trim_end().trim_end_matches(['.', '!', '?']);
-        if inner.contains(['(', ')', '[', ']', ':']) {
-            return None;
-        }
-        (inner, lead + 1 + end)
-    } else {
-        return None;
-    };
-    if inner.contains('…') || inner.contains("...") {
-        return None;
-    }
-    let mut items: Vec<&str> = inner.split([',', ';']).collect();
-    if let Some(last) = items.pop() {
-        let last_trim = last.trim_start();
-        let mut split = None;
-        for conj in [" and ", " et ", " or ", " ou ", " & "] {
-            if let Some(i) = last.find(conj) {
-                split = Some((i, conj.len()));
-                break;
-            }
-        }
-        match split {
-            Some((i, len)) => {
-                items.push(&last[..i]);
-                items.push(&last[i + len..]);
-            }
-            None => {
-                // Oxford comma: "a, b, and c".
-                let stripped = ["and ", "et ", "or ", "ou "]
-                    .iter()
-                    .find_map(|c| last_trim.strip_prefix(c))
-                    .unwrap_or(last);
-                items.push(stripped);
-            }
-        }
-    }
-    if items.len() < 2 {
-        return None;
-    }
-    // Words in parentheses after a count often say what the things hold
-    // ("all 3 test fixtures (code fences, YAML, tables, math)"); only
-    // names are counted there: code, links, quoted strings.
-    if in_parens
-        && !items.iter().all(|item| {
-            let t = item.trim();
-            t.is_empty() || t.starts_with(['[', '"', '“', '«', '\''])
-        })
-    {
-        return None;
-    }
-    for item in &items {
-        let words: Vec<String> = item
-            .split_whitespace()
-            .map(|w| {
-                w.trim_matches(|c: char| !c.is_alphanumeric())
-                    .to_lowercase()
-            })
-            .collect();
-        if words.len() > 4 || words.iter().any(|w| NOT_EXHAUSTIVE.contains(&w.as_str())) {
-            return None;
-        }
-        // An empty item that is not masked code is a stray separator.
-        if item.is_empty() {
-            return None;
-        }
-    }
-    Some((items.len() as u32, consumed))
-}
-
-/// Reports a count that the enumeration right after it on its line
-/// contradicts: "five folders (`src`, `docs`, `tests`)", "trois modes :
-/// lecture, écriture, administration et audit."
-pub fn detect_prose(doc: &Document<'_>, config: &ScanConfig, out: &mut Vec<Finding>) {
-    for line in 1..=doc.line_count() {
-        if doc.is_heading(line) {
-            continue;
-        }
-        let Some(prose) = doc.prose(line) else {
-            continue;
-        };
-        if !prose.contains(['(', ':']) {
-            continue;
-        }
-        for claim in claims_in(line, prose, config) {
-            if claim.counts_columns
-                || in_parentheses(prose, claim.start)
-                || BOUNDS.contains(&previous_word(&prose[..claim.start]).as_str())
-            {
-                continue;
-            }
-            // "Three modes are supported: …": filler between the noun and
-            // the colon.
-            let mut from = claim.end;
-            for _ in 0..3 {
-                let rest = &prose[from..];
-                let word_len = rest
-                    .trim_start()
-                    .find(|c: char| !c.is_alphabetic() && c != '-')
-                    .unwrap_or(rest.trim_start().len());
-                let lead = rest.len() - rest.trim_start().len();
-                let word = rest[lead..lead + word_len].to_lowercase();
-                if word.is_empty() || !LIST_FILLER.contains(&word.as_str()) {
-                    break;
-                }
-                from += lead + word_len;
-            }
-            if from > claim.end && !prose[from..].trim_start().starts_with(':') {
-                from = claim.end;
-            }
-            let Some((items, consumed)) = enumeration_after(&prose[from..]) else {
-                continue;
-            };
-            let consumed = consumed + (from - claim.end);
-            if items == claim.value {
-                continue;
-            }
-            let end = claim.end + consumed;
-            out.push(
-                Finding::new(
-                    FindingKind::NumericContradiction,
-                    KERNEL,
-                    line,
-                    line,
-                    format!(
-                        "The text announces {} (“{}”), but the enumeration right after it names {}",
-                        claim.value, claim.phrase, items
-                    ),
-                    &around(doc.line(line), claim.start, end.min(prose.len())),
-                )
-                .at_column(doc.column(line, claim.start)),
-            );
-        }
-    }
-}
-
-/// Nouns that count the sub-sections of the section they stand in.
-const PART_NOUNS: &[&str] = &[
-    "sections",
-    "subsections",
-    "sub-sections",
-    "parts",
-    "chapters",
-    "parties",
-    "sous-parties",
-    "sous-sections",
-    "chapitres",
-];
-
-/// Words that tie a count to the text around it ("this document has three
-/// parts", "les quatre parties suivantes") rather than to another document.
-const HERE_MARKERS: &[&str] = &[
-    "this document",
-    "this section",
-    "this chapter",
-    "this guide",
-    "this page",
-    "this part",
-    "this article",
-    "this specification",
-    "ce document",
-    "cette section",
-    "ce chapitre",
-    "ce guide",
-    "cette page",
-    "cette partie",
-    "cet article",
-    "ce texte",
-];
-
-/// Words right next to a count that point at what follows ("the following
-/// four parts", "quatre parties suivantes").
-const NEXT_TO: &[&str] = &[
-    "following",
-    "below",
-    "suivants",
-    "suivantes",
-    "ci-dessous",
-    "ci-après",
-];
-
-/// Reports a section whose text announces a number of parts ("ce guide
-/// comprend quatre parties", "this section has three sub-sections below")
-/// that its sub-headings contradict.
-pub fn detect_sections(doc: &Document<'_>, config: &ScanConfig, out: &mut Vec<Finding>) {
-    let sections = &doc.stage1.sections.sections;
-    let top_level: Vec<&SectionEntry> = sections.iter().filter(|s| s.parent.is_none()).collect();
-    let mut scopes: Vec<(u32, u32, Vec<u32>)> = Vec::new();
-    if let Some(first) = sections.first() {
-        if first.line_start > 1 && top_level.len() >= 2 {
-            let lines = top_level.iter().map(|s| s.line_start).collect();
-            scopes.push((1, first.line_start - 1, lines));
-        }
-    }
-    for s in sections {
-        if s.children.len() < 2 {
-            continue;
-        }
-        let lines = sections
-            .iter()
-            .filter(|c| c.parent.as_deref() == Some(s.id.as_str()))
-            .map(|c| c.line_start)
-            .collect();
-        scopes.push((s.heading_line_end + 1, s.body_line_end, lines));
-    }
-    for (from, to, children) in scopes {
-        let count = children.len() as u32;
-        for line in from..=to {
-            let Some(prose) = doc.prose(line) else {
-                continue;
-            };
-            // Most lines name no part at all: skip them before lowering
-            // the case and looking for counts.
-            let lower = prose.to_lowercase();
-            if !PART_NOUNS.iter().any(|n| lower.contains(n)) {
-                continue;
-            }
-            let here = HERE_MARKERS.iter().any(|m| lower.contains(m));
-            for claim in claims_in(line, prose, config) {
-                let next_word = prose[claim.end..]
-                    .split(|c: char| c.is_whitespace() || c == ',' || c == '.' || c == ':')
-                    .find(|w| !w.is_empty())
-                    .unwrap_or("")
-                    .to_lowercase();
-                let pointed = NEXT_TO.contains(&previous_word(&prose[..claim.start]).as_str())
-                    || NEXT_TO.contains(&next_word.as_str());
-                if !here && !pointed {
-                    continue;
-                }
-                let noun = claim
-                    .phrase
-                    .split_whitespace()
-                    .last()
-                    .unwrap_or("")
-                    .to_lowercase();
-                if !PART_NOUNS.contains(&noun.as_str())
-                    || claim.value == count
-                    || in_parentheses(prose, claim.start)
-                    || BOUNDS.contains(&previous_word(&prose[..claim.start]).as_str())
-                {
-                    continue;
-                }
-                let lines: Vec<String> = children.iter().map(u32::to_string).collect();
-                out.push(
-                    Finding::new(
-                        FindingKind::NumericContradiction,
-                        KERNEL,
-                        line,
-                        to,
-                        format!(
-                            "The text announces {} (“{}”), but {} sub-headings follow (lines {})",
-                            claim.value,
-                            claim.phrase,
-                            count,
-                            lines.join(", ")
-                        ),
-                        &around(doc.line(line), claim.start, claim.end),
-                    )
-                    .at_column(doc.column(line, claim.start)),
-                );
-            }
-        }
-    }
-}
 
 #[cfg(test)]
 mod tests {

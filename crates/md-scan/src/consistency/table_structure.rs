@@ -128,69 +128,12 @@ pub fn detect(doc: &Document<'_>, tables: &[Table], out: &mut Vec<Finding>) {
             ));
             continue;
         }
-        let mut problems: Vec<(u32, String)> = Vec::new();
-        let mut fix_edits: Vec<FixEdit> = Vec::new();
-        let mut certain = true;
-        let mut error = false;
-        let short_rows = t
-            .rows
-            .iter()
-            .filter(|r| r.cells.len() < header && r.cells.len() >= 2)
-            .count();
-        let full = (short_rows > 0).then(|| FullRows::of(t, header));
-        for (i, r) in t.rows.iter().enumerate() {
-            let n = r.cells.len();
-            let line = doc.line(r.line);
-            if n > header {
-                let dropped = r.cells[header..].iter().any(|c| !c.is_empty());
-                if dropped {
-                    error = true;
-                    certain = false;
-                    problems.push((
-                        r.line,
-                        format!(
-                            "line {} has {n} (the text past cell {header} is dropped)",
-                            r.line
-                        ),
-                    ));
-                } else {
-                    problems.push((
-                        r.line,
-                        format!("line {} has {n} (an extra empty cell)", r.line),
-                    ));
-                    match without_extra_empty_cells(line, header) {
-                        Some(after) => fix_edits.push(FixEdit {
-                            line: r.line,
-                            before: line.to_string(),
-                            after: Some(after),
-                        }),
-                        None => certain = false,
-                    }
-                }
-            } else if i + 1 == t.rows.len() && !line.contains('|') {
-                certain = false;
-                problems.push((
-                    r.line,
-                    format!(
-                        "line {} has no pipe: a paragraph without a blank line before it, shown as a row",
-                        r.line
-                    ),
-                ));
-            } else if n < header
-                && full
-                    .as_ref()
-                    .is_some_and(|full| short_row_stands_out(r, t, full, short_rows))
-            {
-                certain = false;
-                problems.push((
-                    r.line,
-                    format!(
-                        "line {} has {n} (its values may sit under the wrong headers)",
-                        r.line
-                    ),
-                ));
-            }
-        }
+        let Rows {
+            problems,
+            fix_edits,
+            certain,
+            error,
+        } = rows_of(doc, t, header);
         let (Some(first), Some(last)) = (problems.first(), problems.last()) else {
             continue;
         };
@@ -227,6 +170,91 @@ pub fn detect(doc: &Document<'_>, tables: &[Table], out: &mut Vec<Finding>) {
             });
         }
         out.push(finding);
+    }
+}
+
+/// What a table's rows show against its header of `header` cells.
+struct Rows {
+    /// Each row that differs: its line and what is wrong.
+    problems: Vec<(u32, String)>,
+    /// The edits that remove the extra empty cells.
+    fix_edits: Vec<FixEdit>,
+    /// Whether the edits fix every problem.
+    certain: bool,
+    /// Whether a renderer drops text.
+    error: bool,
+}
+
+/// The rows of `t` a renderer shows otherwise than written.
+fn rows_of(doc: &Document<'_>, t: &Table, header: usize) -> Rows {
+    let mut problems: Vec<(u32, String)> = Vec::new();
+    let mut fix_edits: Vec<FixEdit> = Vec::new();
+    let mut certain = true;
+    let mut error = false;
+    let short_rows = t
+        .rows
+        .iter()
+        .filter(|r| r.cells.len() < header && r.cells.len() >= 2)
+        .count();
+    let full = (short_rows > 0).then(|| FullRows::of(t, header));
+    for (i, r) in t.rows.iter().enumerate() {
+        let n = r.cells.len();
+        let line = doc.line(r.line);
+        if n > header {
+            let dropped = r.cells[header..].iter().any(|c| !c.is_empty());
+            if dropped {
+                error = true;
+                certain = false;
+                problems.push((
+                    r.line,
+                    format!(
+                        "line {} has {n} (the text past cell {header} is dropped)",
+                        r.line
+                    ),
+                ));
+            } else {
+                problems.push((
+                    r.line,
+                    format!("line {} has {n} (an extra empty cell)", r.line),
+                ));
+                match without_extra_empty_cells(line, header) {
+                    Some(after) => fix_edits.push(FixEdit {
+                        line: r.line,
+                        before: line.to_string(),
+                        after: Some(after),
+                    }),
+                    None => certain = false,
+                }
+            }
+        } else if i + 1 == t.rows.len() && !line.contains('|') {
+            certain = false;
+            problems.push((
+                r.line,
+                format!(
+                    "line {} has no pipe: a paragraph without a blank line before it, shown as a row",
+                    r.line
+                ),
+            ));
+        } else if n < header
+            && full
+                .as_ref()
+                .is_some_and(|full| short_row_stands_out(r, t, full, short_rows))
+        {
+            certain = false;
+            problems.push((
+                r.line,
+                format!(
+                    "line {} has {n} (its values may sit under the wrong headers)",
+                    r.line
+                ),
+            ));
+        }
+    }
+    Rows {
+        problems,
+        fix_edits,
+        certain,
+        error,
     }
 }
 

@@ -91,9 +91,18 @@ pub fn detect_empty(doc: &Document<'_>, out: &mut Vec<Finding>) {
 pub fn detect(doc: &Document<'_>, accepted: &[(u8, u8)], out: &mut Vec<Finding>) {
     detect_empty(doc, out);
     let sections = &doc.stage1.sections.sections;
-    let levels = outline_levels(sections);
-    let pair_of = |i: usize| (sections[i - 1].level, sections[i].level);
-    let mut repeats: std::collections::BTreeMap<(u8, u8), Vec<u32>> = Default::default();
+    let repeats = skip_repeats(sections, accepted);
+    report_conventions(sections, &repeats, out);
+    let (skips, edits) = skips_and_moves(doc, accepted, &repeats, out);
+    report_skips(skips, edits, out);
+}
+
+/// The lines of each skipped level pair not in `accepted`, by pair.
+type Repeats = std::collections::BTreeMap<(u8, u8), Vec<u32>>;
+
+/// The skips of `sections` not in `accepted`, by level pair.
+fn skip_repeats(sections: &[SectionEntry], accepted: &[(u8, u8)]) -> Repeats {
+    let mut repeats = Repeats::new();
     for pair in sections.windows(2) {
         let (prev, cur) = (pair[0].level, pair[1].level);
         if cur > prev + 1 && !accepted.contains(&(prev, cur)) {
@@ -103,12 +112,20 @@ pub fn detect(doc: &Document<'_>, accepted: &[(u8, u8)], out: &mut Vec<Finding>)
                 .push(pair[1].line_start);
         }
     }
-    let convention = |pair: &(u8, u8)| {
-        repeats
-            .get(pair)
-            .is_some_and(|l| l.len() >= CONVENTION_REPEATS)
-    };
-    for (&(prev, cur), lines) in repeats.iter().filter(|(p, _)| convention(p)) {
+    repeats
+}
+
+/// Whether the document skips `pair` often enough for it to be its
+/// convention.
+fn is_convention(repeats: &Repeats, pair: &(u8, u8)) -> bool {
+    repeats
+        .get(pair)
+        .is_some_and(|l| l.len() >= CONVENTION_REPEATS)
+}
+
+/// Reports each conventional skip once, as info, with its count and lines.
+fn report_conventions(sections: &[SectionEntry], repeats: &Repeats, out: &mut Vec<Finding>) {
+    for (&(prev, cur), lines) in repeats.iter().filter(|(p, _)| is_convention(repeats, p)) {
         let Some(first) = sections.iter().find(|s| s.line_start == lines[0]) else {
             continue;
         };
@@ -130,53 +147,85 @@ pub fn detect(doc: &Document<'_>, accepted: &[(u8, u8)], out: &mut Vec<Finding>)
         finding.severity = koas_review_schema::findings::Severity::Info;
         out.push(finding);
     }
-    // A skip that is not a repeated pair may still follow the document's
-    // convention: it starts from, or lands on, a level a repeated pair
-    // uses (a design template's level-5 "Prerequisite testing updates"
-    // under level 3, beside its level-6 questions), or it lands on a
-    // recurring sub-heading (the same title at the same level twice or
-    // more: an FAQ's "Further information" after every answer). Said as
-    // info, never fixed.
-    let mut recurring: std::collections::HashMap<(u8, String), usize> = Default::default();
-    for s in sections {
-        *recurring
-            .entry((s.level, s.title.trim().to_lowercase()))
-            .or_default() += 1;
+}
+
+/// The document's conventions. A skip that is not a repeated pair may
+/// still follow one: it starts from, or lands on, a level a repeated pair
+/// uses (a design template's level-5 "Prerequisite testing updates"
+/// under level 3, beside its level-6 questions), or it lands on a
+/// recurring sub-heading (the same title at the same level twice or
+/// more: an FAQ's "Further information" after every answer). Said as
+/// info, never fixed.
+struct Conventions<'r> {
+    repeats: &'r Repeats,
+    /// The conventional skip pairs.
+    pairs: Vec<(u8, u8)>,
+    /// How many times each (level, lowercased title) heading occurs.
+    recurring: std::collections::HashMap<(u8, String), usize>,
+}
+
+impl<'r> Conventions<'r> {
+    fn new(sections: &[SectionEntry], repeats: &'r Repeats) -> Conventions<'r> {
+        let mut recurring: std::collections::HashMap<(u8, String), usize> = Default::default();
+        for s in sections {
+            *recurring
+                .entry((s.level, s.title.trim().to_lowercase()))
+                .or_default() += 1;
+        }
+        let pairs = repeats
+            .keys()
+            .filter(|p| is_convention(repeats, p))
+            .copied()
+            .collect();
+        Conventions {
+            repeats,
+            pairs,
+            recurring,
+        }
     }
-    let convention_pairs: Vec<(u8, u8)> = repeats
-        .iter()
-        .filter(|(p, _)| convention(p))
-        .map(|(p, _)| *p)
-        .collect();
-    let follows_convention = |i: usize| -> Option<String> {
-        let (prev, cur) = pair_of(i);
-        if let Some(&(a, b)) = convention_pairs
-            .iter()
-            .find(|&&(a, b)| a == prev || b == cur)
-        {
+
+    /// Why the skip to heading `i` follows the document's convention, if
+    /// it does.
+    fn reason(&self, sections: &[SectionEntry], i: usize) -> Option<String> {
+        let (prev, cur) = (sections[i - 1].level, sections[i].level);
+        if let Some(&(a, b)) = self.pairs.iter().find(|&&(a, b)| a == prev || b == cur) {
             return Some(format!(
                 "the document skips from level {a} to level {b} {} times",
-                repeats.get(&(a, b)).map_or(0, Vec::len)
+                self.repeats.get(&(a, b)).map_or(0, Vec::len)
             ));
         }
         let title = sections[i].title.trim().to_lowercase();
-        let times = recurring.get(&(cur, title)).copied().unwrap_or(0);
+        let times = self.recurring.get(&(cur, title)).copied().unwrap_or(0);
         (times >= RECURRING_TITLES).then(|| {
             format!(
                 "“{}” is a level-{cur} heading {times} times in the document",
                 sections[i].title.trim()
             )
         })
-    };
-    // One entry per skip: its finding (`None` for a deliberate one, whose
-    // sub-headings then move with nothing) and the lines its fix moves.
+    }
+}
+
+/// One entry per reported or deliberate skip: its finding (`None` for a
+/// deliberate one, reported here as info) and the heading moves of its fix.
+fn skips_and_moves(
+    doc: &Document<'_>,
+    accepted: &[(u8, u8)],
+    repeats: &Repeats,
+    out: &mut Vec<Finding>,
+) -> (Vec<Option<Finding>>, Vec<Vec<FixEdit>>) {
+    let sections = &doc.stage1.sections.sections;
+    let levels = outline_levels(sections);
+    let pair_of = |i: usize| (sections[i - 1].level, sections[i].level);
+    let conventions = Conventions::new(sections, repeats);
+    // A deliberate skip's sub-headings move with nothing.
     let mut skips: Vec<Option<Finding>> = Vec::new();
     let mut edits: Vec<Vec<FixEdit>> = Vec::new();
     for (i, cur) in sections.iter().enumerate() {
         let skipped = i > 0 && cur.level > sections[i - 1].level + 1;
-        let reported = skipped && !accepted.contains(&pair_of(i)) && !convention(&pair_of(i));
+        let reported =
+            skipped && !accepted.contains(&pair_of(i)) && !is_convention(repeats, &pair_of(i));
         let deliberate = if reported {
-            follows_convention(i)
+            conventions.reason(sections, i)
         } else {
             None
         };
@@ -237,6 +286,12 @@ pub fn detect(doc: &Document<'_>, accepted: &[(u8, u8)], out: &mut Vec<Finding>)
             }
         }
     }
+    (skips, edits)
+}
+
+/// Reports each skip, with the fix that moves its heading and
+/// sub-headings when the skip's own heading moves.
+fn report_skips(skips: Vec<Option<Finding>>, edits: Vec<Vec<FixEdit>>, out: &mut Vec<Finding>) {
     for (finding, edits) in skips.into_iter().zip(edits) {
         let Some(finding) = finding else {
             continue;

@@ -234,25 +234,12 @@ fn level_of(key: &RunKey) -> u8 {
 /// looked up by it.
 type Placement<'a> = (u8, &'a str, &'a [u32], u32);
 
+/// Where each number stands: its level and line.
+type Placed<'a> = HashMap<Placement<'a>, (u8, u32)>;
+
 /// Reports the one irregular step of each otherwise regular run.
 fn check_runs(doc: &Document<'_>, runs: &BTreeMap<RunKey, Vec<Numbered>>, out: &mut Vec<Finding>) {
-    // Where else each number stands: at another level, or as the prefix
-    // of deeper numbers ("4.1" and "4.2" without a "4.").
-    let mut placed: HashMap<Placement<'_>, (u8, u32)> = HashMap::new();
-    let mut prefixes: HashSet<Vec<u32>> = HashSet::new();
-    for (key, run) in runs {
-        let (kind, word, prefix) = family(key);
-        for h in run {
-            placed
-                .entry((kind, word, prefix, h.value))
-                .or_insert((level_of(key), h.line));
-        }
-        if let RunKey::Numbered(_, _, prefix, _) = key {
-            for k in 0..prefix.len() {
-                prefixes.insert(prefix[..=k].to_vec());
-            }
-        }
-    }
+    let (placed, prefixes) = placements(runs);
     for (key, run) in runs {
         let starts_low = run.first().is_some_and(|h| h.value <= 1);
         if run.len() < 3 && !(run.len() == 2 && starts_low) {
@@ -291,18 +278,7 @@ fn check_runs(doc: &Document<'_>, runs: &BTreeMap<RunKey, Vec<Numbered>>, out: &
                 number.push(m);
                 kind < 8 && prefixes.contains(&number)
             });
-            // The missing heading is often there, swallowed by a block
-            // left open above it (an HTML `<pre>` without its `</pre>`).
-            let hidden = (before.line + 1..here.line).find(|&l| {
-                doc.block_kind(l).is_some() && {
-                    let t = doc.line(l).trim_start();
-                    let hashes = t.len() - t.trim_start_matches('#').len();
-                    (1..=6).contains(&hashes)
-                        && t[hashes..]
-                            .trim_start()
-                            .starts_with(&(before.value + 1).to_string())
-                }
-            });
+            let hidden = hidden_heading(doc, before, here);
             if implied && hidden.is_none() {
                 continue;
             }
@@ -348,6 +324,43 @@ fn check_runs(doc: &Document<'_>, runs: &BTreeMap<RunKey, Vec<Numbered>>, out: &
         };
         out.push(finding);
     }
+}
+
+/// Where else each number stands: at another level (its level and line),
+/// or as the prefix of deeper numbers ("4.1" and "4.2" without a "4.").
+fn placements<'r>(runs: &'r BTreeMap<RunKey, Vec<Numbered>>) -> (Placed<'r>, HashSet<Vec<u32>>) {
+    let mut placed: Placed<'r> = HashMap::new();
+    let mut prefixes: HashSet<Vec<u32>> = HashSet::new();
+    for (key, run) in runs {
+        let (kind, word, prefix) = family(key);
+        for h in run {
+            placed
+                .entry((kind, word, prefix, h.value))
+                .or_insert((level_of(key), h.line));
+        }
+        if let RunKey::Numbered(_, _, prefix, _) = key {
+            for k in 0..prefix.len() {
+                prefixes.insert(prefix[..=k].to_vec());
+            }
+        }
+    }
+    (placed, prefixes)
+}
+
+/// The line of the heading missing between `before` and `here` when it is
+/// there, swallowed by a block left open above it (an HTML `<pre>` without
+/// its `</pre>`).
+fn hidden_heading(doc: &Document<'_>, before: &Numbered, here: &Numbered) -> Option<u32> {
+    (before.line + 1..here.line).find(|&l| {
+        doc.block_kind(l).is_some() && {
+            let t = doc.line(l).trim_start();
+            let hashes = t.len() - t.trim_start_matches('#').len();
+            (1..=6).contains(&hashes)
+                && t[hashes..]
+                    .trim_start()
+                    .starts_with(&(before.value + 1).to_string())
+        }
+    })
 }
 
 /// The references in `prose` to a family's label: the word (whole, any

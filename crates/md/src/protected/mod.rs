@@ -28,33 +28,65 @@ use std::ops::Range;
 /// [`crate::scan::ScanOptions::inlines`].
 pub fn detect(index: &LineIndex<'_>, scan: &Scan, doc_hash: &str) -> ProtectedSpans {
     let n = index.line_count();
-    let mut blocks: Vec<ProtectedSpan> = Vec::new();
-    let mut owned = LineFlags::new(n);
-    let push = |blocks: &mut Vec<ProtectedSpan>,
-                owned: &mut LineFlags,
-                kind: BlockKind,
-                lines: (LineNo, LineNo),
-                bytes: Range<usize>,
-                info: Option<String>| {
-        owned.set_range(lines.0, lines.1);
-        blocks.push(ProtectedSpan {
+    let mut found = Found {
+        index,
+        blocks: Vec::new(),
+        owned: LineFlags::new(n),
+    };
+    let inline_math_ranges = parsed_blocks(&mut found, scan);
+    unparsed_blocks(&mut found, scan);
+    let Found { blocks, owned, .. } = found;
+    let blocks = drop_nested(blocks);
+    let inlines = inline_spans(index, scan, &owned, inline_math_ranges);
+    ProtectedSpans {
+        doc_hash: doc_hash.to_string(),
+        line_count: n,
+        blocks,
+        inlines,
+    }
+}
+
+/// The protected blocks found so far, and the lines they own.
+struct Found<'a, 'i> {
+    index: &'a LineIndex<'i>,
+    blocks: Vec<ProtectedSpan>,
+    owned: LineFlags,
+}
+
+impl Found<'_, '_> {
+    /// Adds a block of `kind` over `lines` (first, last) and `bytes`.
+    fn push(
+        &mut self,
+        kind: BlockKind,
+        lines: (LineNo, LineNo),
+        bytes: Range<usize>,
+        info: Option<String>,
+    ) {
+        self.owned.set_range(lines.0, lines.1);
+        self.blocks.push(ProtectedSpan {
             kind,
             line_start: lines.0,
             line_end: lines.1,
             byte_start: bytes.start as u64,
             byte_end: bytes.end as u64,
-            content_hash: index.line_hash(lines.0, lines.1),
+            content_hash: self.index.line_hash(lines.0, lines.1),
             info,
         });
-    };
+    }
+}
 
+/// The blocks the parser found: front matter, code, tables, HTML, link
+/// definitions, display math on lines of its own. Returns the display
+/// math that shares its lines with text (an inline span).
+fn parsed_blocks(found: &mut Found<'_, '_>, scan: &Scan) -> Vec<Range<usize>> {
+    let index = found.index;
     if let Some(fm) = scan.front_matter {
         let kind = match fm.format {
             FrontMatterFormat::Yaml => BlockKind::YamlFrontMatter,
             FrontMatterFormat::Toml => BlockKind::TomlFrontMatter,
         };
         let bytes = index.line_start(1)..index.line_content_end(fm.line_end);
-        push(&mut blocks, &mut owned, kind, (1, fm.line_end), bytes, None);
+        found.push(kind, (1, fm.line_end), bytes, None);
     }
     for b in &scan.blocks {
         let (kind, info) = match &b.kind {
@@ -68,7 +100,7 @@ pub fn detect(index: &LineIndex<'_>, scan: &Scan, doc_hash: &str) -> ProtectedSp
             RawBlockKind::LinkRefDef(label) => (BlockKind::LinkRefDef, Some(label.clone())),
         };
         let lines = line_range(index, &b.range);
-        push(&mut blocks, &mut owned, kind, lines, b.range.clone(), info);
+        found.push(kind, lines, b.range.clone(), info);
     }
     let mut inline_math_ranges: Vec<Range<usize>> = Vec::new();
     for i in scan
@@ -78,9 +110,7 @@ pub fn detect(index: &LineIndex<'_>, scan: &Scan, doc_hash: &str) -> ProtectedSp
     {
         if occupies_whole_lines(index, &i.range) {
             let lines = line_range(index, &i.range);
-            push(
-                &mut blocks,
-                &mut owned,
+            found.push(
                 BlockKind::MathBlock,
                 lines,
                 i.range.clone(),
@@ -90,41 +120,34 @@ pub fn detect(index: &LineIndex<'_>, scan: &Scan, doc_hash: &str) -> ProtectedSp
             inline_math_ranges.push(i.range.clone());
         }
     }
-    let mut headings = LineFlags::new(n);
+    inline_math_ranges
+}
+
+/// The blocks the parser does not know, found on the lines no block owns
+/// yet: math blocks, malformed tables, link definitions.
+fn unparsed_blocks(found: &mut Found<'_, '_>, scan: &Scan) {
+    let index = found.index;
+    let mut headings = LineFlags::new(index.line_count());
     for h in &scan.headings {
         let (s, e) = line_range(index, &h.range);
         headings.set_range(s, e);
     }
-    for m in math::find(index, &owned, &headings) {
+    for m in math::find(index, &found.owned, &headings) {
         let bytes = index.line_start(m.line_start)..index.line_content_end(m.line_end);
         let lines = (m.line_start, m.line_end);
-        push(
-            &mut blocks,
-            &mut owned,
-            BlockKind::MathBlock,
-            lines,
-            bytes,
-            Some(m.delimiter.into()),
-        );
+        found.push(BlockKind::MathBlock, lines, bytes, Some(m.delimiter.into()));
     }
     let paragraphs: Vec<(LineNo, LineNo)> = scan
         .paragraphs
         .iter()
         .map(|p| line_range(index, p))
         .collect();
-    for (s, e) in table_like::find(index, &paragraphs, &owned) {
+    for (s, e) in table_like::find(index, &paragraphs, &found.owned) {
         let bytes = index.line_start(s)..index.line_content_end(e);
         let info = Some("malformed".to_string());
-        push(
-            &mut blocks,
-            &mut owned,
-            BlockKind::Table,
-            (s, e),
-            bytes,
-            info,
-        );
+        found.push(BlockKind::Table, (s, e), bytes, info);
     }
-    let mut def_owned = owned.clone();
+    let mut def_owned = found.owned.clone();
     for &(s, e) in &paragraphs {
         def_owned.set_range(s, e);
     }
@@ -134,22 +157,12 @@ pub fn detect(index: &LineIndex<'_>, scan: &Scan, doc_hash: &str) -> ProtectedSp
     }
     for d in link_defs::find(index, &def_owned) {
         let bytes = index.line_start(d.line)..index.line_content_end(d.line);
-        push(
-            &mut blocks,
-            &mut owned,
+        found.push(
             BlockKind::LinkRefDef,
             (d.line, d.line),
             bytes,
             Some(d.label),
         );
-    }
-    let blocks = drop_nested(blocks);
-    let inlines = inline_spans(index, scan, &owned, inline_math_ranges);
-    ProtectedSpans {
-        doc_hash: doc_hash.to_string(),
-        line_count: n,
-        blocks,
-        inlines,
     }
 }
 
