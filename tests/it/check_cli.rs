@@ -193,8 +193,8 @@ fn fix_dry_run_shows_a_diff_and_fix_applies_it() {
         "a dry run changes nothing"
     );
     // The diff is a patch the document takes.
-    let patched = koas_review::patch::parse_patch(&diff)
-        .and_then(|p| koas_review::patch::apply_patch(FIXABLE, &p))
+    let patched = koas_edit::patch::parse_patch(&diff)
+        .and_then(|p| koas_edit::patch::apply_patch(FIXABLE, &p))
         .expect("the diff is a unified diff the document takes");
 
     let fixed = run(&["check", "--fix", "--format", "json", "d.md"], dir.path());

@@ -47,7 +47,7 @@ fn own_fixtures_findings_are_unchanged() {
     let root = repo_root();
     let mut docs = markdown_in(&root, "crates/md-scan/tests/fixtures/planted", ".md");
     docs.extend(markdown_in(&root, "tests/fixtures/review", ".md"));
-    docs.extend(markdown_in(&root, "crates/review/tests/fixtures", ".md"));
+    docs.extend(markdown_in(&root, "crates/edit/tests/fixtures", ".md"));
     assert!(docs.len() >= 6, "{docs:?}");
     insta::assert_snapshot!("check_golden_own_fixtures", findings(&root, &docs));
 }

@@ -441,7 +441,7 @@ fn the_frozen_edit_plan_baseline_replays_without_a_model() {
     let typed: koas_review_schema::apply::ApplyOutcome =
         serde_json::from_value(outcome.clone()).expect("an apply outcome");
     let log = typed.batch.log_records("baseline");
-    let guards = koas_review::report::guard_counts(&log);
+    let guards = koas_report::markdown::guard_counts(&log);
     // The "typo" 24 → 12 changes a number (TOKEN_GUARD) and is no typo
     // (REWRITE_GUARD); "denied" → "refused" drops a direction word
     // (MEANING_GUARD).

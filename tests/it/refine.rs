@@ -1198,7 +1198,7 @@ fn a_folder_is_refined_document_by_document_with_one_table() {
 fn the_refine_api_tells_the_callers_sink_and_answers_in_types() {
     use crate::review_common::library_host;
     use koas_orchestrator::embed::{Control, LlmFlags};
-    use koas_reviewer::api::{RefineRequest, Session, Told};
+    use koas_review::api::{RefineRequest, Session, Told};
     let s = Scratch::new();
     s.write("doc.md", DOC);
     let m = fixture_model();

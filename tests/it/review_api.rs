@@ -1,14 +1,14 @@
-//! The review as a library (`koas_reviewer::api`): a typed request in, a
+//! The review as a library (`koas_review::api`): a typed request in, a
 //! typed outcome or error out, nothing printed; the same revert the
 //! command line, `koas mcp` and `koas lsp` make through it.
 
 use crate::review_common::{assert_code, library_host, Scratch};
 use koas_orchestrator::embed::Control;
-use koas_review_schema::findings::Severity;
-use koas_reviewer::api::{
+use koas_review::api::{
     change_id, check, entry_id, ApiError, CheckRequest, GrepRequest, HtmlPage, ReportRequest,
     RevertChanges, RevertRequest, ReviewCounts, ReviewRequest, Session,
 };
+use koas_review_schema::findings::Severity;
 use std::sync::Arc;
 
 const DOC: &str = "# Policy\n\nThe bandwith is low.\n\nLogs are kept for seven years.\n";
@@ -96,7 +96,7 @@ fn the_review_api_reverts_and_refuses_in_types() {
     let state = session.status(false).expect("status");
     assert_eq!(
         state.doc.file,
-        koas_reviewer::api::status::FileState::Original
+        koas_review::api::status::FileState::Original
     );
     assert!(state.behind.is_some_and(|n| n > 0), "{:?}", state.behind);
     assert!(!state.changed_outside);

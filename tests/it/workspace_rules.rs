@@ -174,7 +174,8 @@ fn kernels_holds_only_plugins() {
                     | "koas-review-schema"
                     | "koas-md"
                     | "koas-md-scan"
-                    | "koas-review"
+                    | "koas-edit"
+                    | "koas-report"
                     | "koas-review-llm"
                     | "koas-refine"
             ) {
@@ -209,7 +210,12 @@ fn the_runtime_knows_nothing_of_the_reviewer() {
         .iter()
         .map(|m| (m.name.clone(), m.deps.clone()))
         .collect();
-    let reviewer = |d: &String| d.starts_with("koas-md") || d.starts_with("koas-review");
+    let reviewer = |d: &String| {
+        d.starts_with("koas-md")
+            || d.starts_with("koas-review")
+            || d == "koas-edit"
+            || d == "koas-report"
+    };
     let runtime = closure(&graph, "koas-orchestrator");
     assert_eq!(
         runtime,
@@ -233,7 +239,8 @@ fn the_runtime_knows_nothing_of_the_reviewer() {
         "koas-review-schema",
         "koas-md",
         "koas-md-scan",
-        "koas-review",
+        "koas-edit",
+        "koas-report",
     ] {
         let deps = closure(&graph, lib);
         assert!(
@@ -250,7 +257,7 @@ fn the_runtime_knows_nothing_of_the_reviewer() {
     // binary dispatches to them).
     let users: BTreeSet<&str> = members
         .iter()
-        .filter(|m| m.deps.contains("koas-reviewer"))
+        .filter(|m| m.deps.contains("koas-review"))
         .map(|m| m.name.as_str())
         .collect();
     assert_eq!(users, BTreeSet::from(["koas", "koas-lsp", "koas-mcp"]));
@@ -713,7 +720,7 @@ fn the_architecture_diagram_draws_the_crates_dependencies() {
 #[test]
 fn the_diagram_check_finds_a_false_arrow_and_a_missing_one() {
     let deps: BTreeMap<String, BTreeSet<String>> = [
-        ("koas-review", vec!["koas-md", "koas-review-schema"]),
+        ("koas-edit", vec!["koas-md", "koas-review-schema"]),
         ("koas-md", vec!["koas-review-schema"]),
         ("koas-review-schema", vec![]),
     ]
@@ -721,10 +728,10 @@ fn the_diagram_check_finds_a_false_arrow_and_a_missing_one() {
     .map(|(k, v)| (k.to_owned(), v.into_iter().map(str::to_owned).collect()))
     .collect();
     let planted = r#"
-    review["koas-review<br/><small>x</small>"]
+    edit["koas-edit<br/><small>x</small>"]
     md["koas-md"]
     schema["koas-review-schema"]
-    review --> schema
+    edit --> schema
     schema --> md
 "#;
     let errors = diagram_errors(&diagram(planted), &deps);
@@ -734,7 +741,7 @@ fn the_diagram_check_finds_a_false_arrow_and_a_missing_one() {
             "the arrow schema --> md is no dependency",
             "md depends on schema, and no arrow or path of arrows shows it",
         ],
-        "review → md is drawn through schema → md, itself false"
+        "edit → md is drawn through schema → md, itself false"
     );
 }
 
@@ -758,7 +765,7 @@ fn runtime_reaches(text: &str) -> Vec<String> {
 /// command line's).
 fn command_line_reaches(text: &str) -> Vec<String> {
     let names = regex::Regex::new(
-        r"koas_reviewer::commands|\b(Review|Workspace|Refine|Check|Revert|Report|Grep|Show|Status|Dismiss|Set)Args\b|\bReply\b",
+        r"koas_review::commands|\b(Review|Workspace|Refine|Check|Revert|Report|Grep|Show|Status|Dismiss|Set)Args\b|\bReply\b",
     )
         .expect("regex");
     names
@@ -790,7 +797,7 @@ fn front_ends_reach_the_runtime_through_embed() {
         for f in files {
             let text = std::fs::read_to_string(&f).expect("read");
             for name in command_line_reaches(&text) {
-                offenders.push(format!("{}: {name}; use koas_reviewer::api", f.display()));
+                offenders.push(format!("{}: {name}; use koas_review::api", f.display()));
             }
         }
     }
@@ -798,9 +805,9 @@ fn front_ends_reach_the_runtime_through_embed() {
     // A planted use of the command line's types is found.
     assert_eq!(
         command_line_reaches(
-            "use koas_reviewer::commands::review;\nlet a = ReviewArgs::new(WorkspaceArgs::for_doc(p));\nlet r: Reply = x;\nlet reply = 1;"
+            "use koas_review::commands::review;\nlet a = ReviewArgs::new(WorkspaceArgs::for_doc(p));\nlet r: Reply = x;\nlet reply = 1;"
         ),
-        ["koas_reviewer::commands", "ReviewArgs", "WorkspaceArgs", "Reply"]
+        ["koas_review::commands", "ReviewArgs", "WorkspaceArgs", "Reply"]
     );
     // A planted reach into the runtime's insides is found.
     assert_eq!(

@@ -4,7 +4,7 @@
 
 use crate::plant::{DefectKind, Lang, PlantedDoc};
 use crate::score::{DefectStatus, DocScore};
-use koas_review::html::{escape, highlighted_pair, standalone_page};
+use koas_report::html::{escape, highlighted_pair, standalone_page};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

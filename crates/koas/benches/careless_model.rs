@@ -30,9 +30,9 @@
 //! `CARELESS_ONLY=ragix_KOAS.md` runs one document; a failed review keeps
 //! its folder and names it.
 
+use koas_edit::lexicon::{lexicon, polarity_words_of};
+use koas_edit::patch::apply_patch_text;
 use koas_md::shape::{compare, shape_of};
-use koas_review::lexicon::{lexicon, polarity_words_of};
-use koas_review::patch::apply_patch_text;
 use koas_test_support::careless::{careless_ops, chunk_lines, plant_typos, Harm};
 use koas_test_support::{koas_bin, ModelAnswer, ScriptedModel};
 use serde_json::Value;
@@ -276,8 +276,8 @@ fn main() {
         let polarity_word = |w: &str| {
             let w = w.to_lowercase();
             [
-                lexicon(koas_review::lang::Language::English),
-                lexicon(koas_review::lang::Language::French),
+                lexicon(koas_edit::lang::Language::English),
+                lexicon(koas_edit::lang::Language::French),
             ]
             .iter()
             .any(|l| l.polarity_of(&w).is_some())

@@ -1,7 +1,7 @@
 //! The `koas` command: the runtime's generic commands and the reviewer's
 //! command family on one command line. The runtime's commands are this
 //! crate's front end over the runtime ([`runtime`]); the reviewer's live
-//! in its crate (`koas_reviewer::commands`); this file only parses,
+//! in its crate (`koas_review::commands`); this file only parses,
 //! dispatches and turns the outcome into the process exit code.
 
 mod runtime;
@@ -10,7 +10,7 @@ use clap::{Parser, Subcommand};
 use koas_orchestrator::embed::{interrupt, is_broken_pipe, print_error, ExitStatus, HostOptions};
 use koas_orchestrator::limits::LimitOverrides;
 use koas_orchestrator::worker as runtime_worker;
-use koas_reviewer::commands as reviewer;
+use koas_review::commands as reviewer;
 use std::ffi::OsStr;
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -2,11 +2,11 @@
 //! changes on each line (hover, code lenses), and the `koas.revert` and
 //! `koas.review` commands through the reviewer's library calls.
 
-use koas_review::report::{current_lines, original_lines};
+use koas_report::markdown::{current_lines, original_lines};
+use koas_review::ReviewTarget;
 use koas_review_schema::change_id::EntryId;
 use koas_review_schema::edit_op::Action;
 use koas_review_schema::ledger::LedgerEntry;
-use koas_reviewer::ReviewTarget;
 use std::path::Path;
 
 /// One change recorded for a document, placed on the buffer's lines.
@@ -52,8 +52,8 @@ pub fn changes(doc: &Path, buffer: &str) -> anyhow::Result<Option<(Placement, Ve
     // Through the same guard as every document read (regular files only,
     // bounded): hovers and lenses run on the main loop.
     let current_path = target.current_doc_path();
-    let limit = koas_reviewer::input::max_doc_bytes(None)?;
-    let current = koas_reviewer::input::read_document_bytes(
+    let limit = koas_review::input::max_doc_bytes(None)?;
+    let current = koas_review::input::read_document_bytes(
         &current_path,
         &current_path.display().to_string(),
         limit,
@@ -78,7 +78,7 @@ pub fn changes(doc: &Path, buffer: &str) -> anyhow::Result<Option<(Placement, Ve
 
 /// The active (not reverted, not dismissed) changes with their lines.
 fn place(entries: &[LedgerEntry], lines: &[Option<usize>]) -> Vec<PlacedChange> {
-    let undone = koas_review::query::undone_ids(entries);
+    let undone = koas_edit::query::undone_ids(entries);
     entries
         .iter()
         .zip(lines)

@@ -17,8 +17,8 @@ use crate::transport::{self, codes, Incoming};
 use crate::words::{self};
 use koas_md_scan::Checker;
 use koas_orchestrator::embed::HostOptions;
+use koas_review::input::{max_doc_bytes, read_document_bytes};
 use koas_review_schema::findings::Finding;
-use koas_reviewer::input::{max_doc_bytes, read_document_bytes};
 use lsp_types::{
     CodeActionParams, CodeLensParams, DidChangeTextDocumentParams, DidCloseTextDocumentParams,
     DidOpenTextDocumentParams, DidSaveTextDocumentParams, ExecuteCommandParams, HoverParams,

@@ -28,7 +28,7 @@ pub mod tools;
 use clap::Args;
 use koas_orchestrator::embed::{ExitStatus, HostOptions};
 use koas_orchestrator::embed::{Observer, Progress};
-use koas_reviewer::Control;
+use koas_review::Control;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
     PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool,

@@ -6,12 +6,12 @@
 
 use crate::paths::{PathError, Root};
 use koas_orchestrator::embed::{ExitStatus, HostOptions, LlmFlags};
-use koas_review_schema::findings::Severity;
-use koas_reviewer::api::{
+use koas_review::api::{
     check, entry_id, ApiError, CheckRequest, GrepRequest, ReportRequest, RevertChanges,
     RevertRequest, ReviewRequest, Session,
 };
-use koas_reviewer::{first_line, workspace_of, Control};
+use koas_review::{first_line, workspace_of, Control};
+use koas_review_schema::findings::Severity;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -735,7 +735,7 @@ mod tests {
             .and_then(|rest| rest.split(". \"action\"").next())
             .expect("the description holds an example op");
         let op: Value = serde_json::from_str(example).expect("the example is JSON");
-        let built = koas_review::edit_op::build_op(
+        let built = koas_edit::edit_op::build_op(
             &op,
             koas_review_schema::change_id::ChangeId::first(),
             &Default::default(),

@@ -119,7 +119,7 @@ pub fn current_text(
 /// The language name prompts give the model: the configured one, else the
 /// one detected in `text`.
 pub fn language_name(configured: &str, text: &str) -> &'static str {
-    koas_review::lang::Language::parse(configured)
-        .unwrap_or_else(|| koas_review::lang::detect(text))
+    koas_edit::lang::Language::parse(configured)
+        .unwrap_or_else(|| koas_edit::lang::detect(text))
         .name()
 }

@@ -2,7 +2,7 @@
 //! structure, readability), then the delta judge, one YES/NO question per
 //! issue the change was meant to fix.
 
-use koas_review::lang::detect_confident;
+use koas_edit::lang::detect_confident;
 use koas_review_schema::refine::{
     ChangeVerification, DeltaAnswer, FixAction, RefineChange, RefineVerification,
 };

@@ -31,7 +31,7 @@ pub mod edit_plan;
 pub mod glossary;
 pub mod joint;
 pub mod ladder;
-pub use koas_review::lang;
+pub use koas_edit::lang;
 pub mod prompt;
 pub mod pyramid;
 

@@ -13,8 +13,8 @@
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use koas_review::clock::SteppingClock;
-use koas_review::session::MemorySession;
+use koas_edit::clock::SteppingClock;
+use koas_edit::session::MemorySession;
 use koas_review_schema::apply::ApplyOptions;
 use koas_review_schema::change_id::ChangeId;
 use koas_review_schema::edit_op::Action;

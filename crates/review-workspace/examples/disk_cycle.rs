@@ -9,7 +9,7 @@
 
 use std::time::Instant;
 
-use koas_review::clock::SteppingClock;
+use koas_edit::clock::SteppingClock;
 use koas_review_schema::apply::ApplyOptions;
 use koas_review_schema::ledger::Actor;
 use koas_review_schema::stage1::ProtectedSpans;

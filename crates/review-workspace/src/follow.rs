@@ -22,12 +22,12 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use koas_edit::apply::derive_summary;
+use koas_edit::linemap::{cancel_reverted_pairs, map_through, MapMode, Region};
+use koas_edit::patch::{apply_change, make_patch_pair};
+use koas_edit::text::LineBuf;
 use koas_kernel_api::hash::{same_hash, sha256};
 use koas_orchestrator::lock::{lock_state, LockState};
-use koas_review::apply::derive_summary;
-use koas_review::linemap::{cancel_reverted_pairs, map_through, MapMode, Region};
-use koas_review::patch::{apply_change, make_patch_pair};
-use koas_review::text::LineBuf;
 use koas_review_schema::apply::{AppliedOp, BatchOutcome, LineChange};
 use koas_review_schema::change_id::{ChangeId, EntryId, IdAllocator, IdError};
 use koas_review_schema::edit_op::{Action, EditOp, Target};
@@ -427,9 +427,9 @@ pub fn not_revertible(entries: &[LedgerEntry]) -> Vec<NotRevertible> {
         .filter(|e| e.is_revert)
         .map(|e| e.reverted_id.clone())
         .collect();
-    let chain: Vec<(EntryId, koas_review::linemap::LineEdit)> = entries
+    let chain: Vec<(EntryId, koas_edit::linemap::LineEdit)> = entries
         .iter()
-        .filter_map(|e| koas_review::linemap::edit_of(e).map(|edit| (e.id, edit)))
+        .filter_map(|e| koas_edit::linemap::edit_of(e).map(|edit| (e.id, edit)))
         .collect();
     let net = cancel_reverted_pairs(&chain);
     let external: std::collections::BTreeSet<EntryId> = entries
@@ -497,7 +497,7 @@ mod tests {
         let mut text = current.to_owned();
         for a in &batch.applied {
             let patches = a.patches.as_ref().unwrap();
-            text = koas_review::patch::apply_patch_text(&text, &patches.forward).unwrap();
+            text = koas_edit::patch::apply_patch_text(&text, &patches.forward).unwrap();
             assert!(same_hash(&sha256(&text), &a.doc_hash_after));
         }
         assert_eq!(text, edited);

@@ -46,22 +46,22 @@ use serde_json::Value;
 use thiserror::Error;
 
 use crate::ledger::{Ledger, LedgerError, TornTail};
+use koas_edit::apply::{apply_batch, BatchInput};
+use koas_edit::clock::Clock;
+use koas_edit::linemap::{cancel_reverted_pairs, LineEdit};
+use koas_edit::notes::{annotate, Annotated};
+use koas_edit::patch::apply_patch_text;
+use koas_edit::protected::mapped_through;
+use koas_edit::query::{count, Counts};
+use koas_edit::record::PATCH_DIR;
+use koas_edit::revert::{plan_reverts, RevertError, RevertRequest};
+use koas_edit::text::LineBuf;
 use koas_kernel_api::hash::{same_hash, sha256};
 use koas_orchestrator::fsio::{is_stale_temp_name, Beneath, EntryKind, FsError};
 use koas_orchestrator::lock::{
     acquire_lock_in, lock_state, LockError, LockGuard, LockHolder, LockState,
 };
-use koas_review::apply::{apply_batch, BatchInput};
-use koas_review::clock::Clock;
-use koas_review::linemap::{cancel_reverted_pairs, LineEdit};
-use koas_review::notes::{annotate, Annotated};
-use koas_review::patch::apply_patch_text;
-use koas_review::protected::mapped_through;
-use koas_review::query::{count, Counts};
-use koas_review::record::PATCH_DIR;
-use koas_review::report::{render_report, report_file_name, ReportInput};
-use koas_review::revert::{plan_reverts, RevertError, RevertRequest};
-use koas_review::text::LineBuf;
+use koas_report::markdown::{render_report, report_file_name, ReportInput};
 use koas_review_schema::apply::{ApplyLogRecord, ApplyOptions, BatchOutcome, OpOrigin};
 use koas_review_schema::change_id::{ChangeId, EntryId, IdError};
 use koas_review_schema::findings::Finding;
@@ -345,7 +345,7 @@ impl ReviewOutcome {
 
 /// A revert run's request.
 pub struct RevertRunRequest<'a> {
-    /// Changes to revert (see [`koas_review::revert::parse_revert_targets`]).
+    /// Changes to revert (see [`koas_edit::revert::parse_revert_targets`]).
     pub ids: &'a [ChangeId],
     /// Why (stored as the revert entries' rationale).
     pub rationale: &'a str,

@@ -22,11 +22,11 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use crate::ledger::Ledger;
+use koas_edit::clock::Clock;
+use koas_edit::record::{entry_for_applied, entry_for_revert, RunContext};
 use koas_kernel_api::hash::{same_hash, sha256};
 use koas_orchestrator::fsio::replace_file;
 use koas_orchestrator::lock::{LockGuard, LockHolder};
-use koas_review::clock::Clock;
-use koas_review::record::{entry_for_applied, entry_for_revert, RunContext};
 use koas_review_schema::apply::{ApplyOptions, BatchOutcome};
 use koas_review_schema::change_id::{ChangeId, EntryId, IdAllocator};
 use koas_review_schema::edit_op::Action;
@@ -249,7 +249,7 @@ impl Workspace {
         if orphans > 0 {
             eprintln!(
                 "koas: removed {orphans} patch files ({bytes} bytes) a failed run left in {} (no ledger entry refers to them)",
-                self.path(koas_review::record::PATCH_DIR).display()
+                self.path(koas_edit::record::PATCH_DIR).display()
             );
         }
     }
@@ -554,7 +554,7 @@ impl<'w> PreparedRun<'w> {
     }
 
     /// Dismisses the flag `id`: appends its dismissal entry
-    /// ([`koas_review::record::entry_for_dismissal`]) and refreshes the
+    /// ([`koas_edit::record::entry_for_dismissal`]) and refreshes the
     /// annotated document. Refused ([`WorkspaceError::Refused`], nothing
     /// written) unless `id` is a flag not dismissed yet.
     pub fn commit_dismissal(
@@ -588,7 +588,7 @@ impl<'w> PreparedRun<'w> {
             clock: ctx.clock,
         };
         let hash = koas_kernel_api::hash::sha256(&self.current);
-        let entry = koas_review::record::entry_for_dismissal(flag, rationale, &hash, run);
+        let entry = koas_edit::record::entry_for_dismissal(flag, rationale, &hash, run);
         self.ledger.append_all(vec![entry.clone()])?;
         self.workspace
             .write_annotated(self.ledger.entries(), &self.current, ctx.options)?;

@@ -1,6 +1,6 @@
 use super::*;
+use koas_edit::clock::SteppingClock;
 use koas_kernel_api::hash::sha256;
-use koas_review::clock::SteppingClock;
 use koas_review_schema::apply::ApplyOptions;
 use koas_review_schema::change_id::{ChangeId, EntryId};
 use koas_review_schema::ledger::Actor;

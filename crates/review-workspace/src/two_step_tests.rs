@@ -1,8 +1,8 @@
 //! The two-step API: begin, compute elsewhere, commit after a replay check.
 
 use super::*;
-use koas_review::apply::{apply_batch, BatchInput};
-use koas_review::revert::{plan_reverts, RevertRequest};
+use koas_edit::apply::{apply_batch, BatchInput};
+use koas_edit::revert::{plan_reverts, RevertRequest};
 use koas_review_schema::apply::{ApplyOptions, BatchOutcome};
 use koas_review_schema::change_id::ChangeId;
 use koas_review_schema::edit_op::Action;

@@ -13,10 +13,10 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
+use koas_edit::normalize::note_names_id;
+use koas_edit::patch::make_patch_pair;
+use koas_edit::text::LineBuf;
 use koas_kernel_api::hash::{same_hash, sha256_of_parts};
-use koas_review::normalize::note_names_id;
-use koas_review::patch::make_patch_pair;
-use koas_review::text::LineBuf;
 use koas_review_schema::apply::BatchOutcome;
 use koas_review_schema::apply::{LineChange, PatchPair};
 use koas_review_schema::change_id::{ChangeId, EntryId};
@@ -43,7 +43,7 @@ fn replay_change(
             change.start + 1
         ));
     }
-    koas_review::patch::apply_change(change, buf)
+    koas_edit::patch::apply_change(change, buf)
         .map_err(|e| format!("{label}: its change does not apply to the document: {e}"))?;
     Ok(buf.hash())
 }
@@ -82,11 +82,11 @@ fn check_note(op: &EditOp) -> Result<(), String> {
 fn check_change_text(
     op: &EditOp,
     change: &LineChange,
-    language: koas_review::lang::Language,
+    language: koas_edit::lang::Language,
     label: &str,
 ) -> Result<(), String> {
     let (old, new) = (change.old.concat(), change.new.concat());
-    if let Some((_, c, name)) = koas_review::effect::new_invisible_char(&new, &old) {
+    if let Some((_, c, name)) = koas_edit::effect::new_invisible_char(&new, &old) {
         return Err(format!(
             "{label}: it writes U+{:04X} {name}, an invisible character the engine refuses",
             u32::from(c)
@@ -95,13 +95,13 @@ fn check_change_text(
     if !op.silent {
         return Ok(());
     }
-    let lexicons = koas_review::effect::lexicons_for(language, &old);
-    if !koas_review::effect::polarity_changes(&old, &new, &lexicons).is_empty() {
+    let lexicons = koas_edit::effect::lexicons_for(language, &old);
+    if !koas_edit::effect::polarity_changes(&old, &new, &lexicons).is_empty() {
         return Err(format!(
             "{label}: it is recorded silent but changes a negation, modal, quantifier, comparison or direction word"
         ));
     }
-    if !koas_review::effect::local_structure_changes(&old, &new).is_empty() {
+    if !koas_edit::effect::local_structure_changes(&old, &new).is_empty() {
         return Err(format!(
             "{label}: it is recorded silent but changes the Markdown structure of its lines"
         ));
@@ -128,7 +128,7 @@ pub(crate) fn verify_batch(
     }
     check_ids(ledger_ids, next_id, batch)?;
     // The document's language, for the polarity words of silent changes.
-    let language = koas_review::lang::detect(current);
+    let language = koas_edit::lang::detect(current);
     for applied in &batch.applied {
         let label = format!("{} (op {})", applied.op.id, applied.index + 1);
         if !same_hash(&applied.doc_hash_before, &hash) {

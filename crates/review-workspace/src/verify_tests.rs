@@ -2,8 +2,8 @@
 //! replaced: the same answer, word for word, on valid and spoiled plans.
 
 use super::*;
-use koas_review::clock::SteppingClock;
-use koas_review::session::MemorySession;
+use koas_edit::clock::SteppingClock;
+use koas_edit::session::MemorySession;
 use koas_review_schema::apply::ApplyOptions;
 use koas_review_schema::ledger::Actor;
 use koas_review_schema::stage1::ProtectedSpans;

@@ -501,7 +501,7 @@ impl Workspace {
         let chain: Vec<(EntryId, LineEdit)> = entries
             .iter()
             .skip(saved.ledger_len)
-            .filter_map(|e| koas_review::linemap::edit_of(e).map(|edit| (e.id, edit)))
+            .filter_map(|e| koas_edit::linemap::edit_of(e).map(|edit| (e.id, edit)))
             .collect();
         let edits: Vec<LineEdit> = cancel_reverted_pairs(&chain)
             .into_iter()

@@ -5,9 +5,9 @@
 
 mod common;
 
+use koas_edit::clock::SteppingClock;
+use koas_edit::edit_op::parse_ops_file;
 use koas_kernel_api::hash::sha256;
-use koas_review::clock::SteppingClock;
-use koas_review::edit_op::parse_ops_file;
 use koas_review_schema::apply::{ApplyLogRecord, ApplyOptions};
 use koas_review_schema::findings::Finding;
 use koas_review_schema::review::ReportMeta;
@@ -67,7 +67,7 @@ fn review_fixture(name: &str) {
         .unwrap();
     let meta = ReportMeta {
         generated_at: "2026-02-06T15:00:00+00:00".into(),
-        tool: format!("koas-review {}", koas_review::VERSION),
+        tool: format!("koas-review {}", koas_edit::VERSION),
         kernels: vec![
             ("md_apply_ops".into(), "1.1.0".into()),
             ("md_inline_notes_inject".into(), "1.0.0".into()),

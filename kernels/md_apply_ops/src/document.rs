@@ -10,9 +10,9 @@
 
 use std::collections::BTreeSet;
 
+use koas_edit::known::LedgerEffects;
 use koas_kernel_api::{Inputs, KernelError};
 use koas_md::stage1::{protected_spans_for, section_index_for};
-use koas_review::known::LedgerEffects;
 use koas_review_schema::change_id::{ChangeId, IdAllocator};
 use koas_review_schema::names;
 use koas_review_schema::review::ReviewState;

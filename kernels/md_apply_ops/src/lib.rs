@@ -19,17 +19,17 @@
 //! model's: its ops never do); and, from the host in a review workspace, `review_doc`
 //! (the current document the ops address) and `review_state` (document
 //! name, next free ID, ledger IDs). The engine itself is
-//! [`koas_review::apply`]; this crate is the plugin glue.
+//! [`koas_edit::apply`]; this crate is the plugin glue.
 
 pub mod config;
 pub mod document;
 pub mod ops;
 mod summary;
 
+use koas_edit::apply::{apply_batch, BatchInput};
+use koas_edit::artifacts::fill_scope;
+use koas_edit::text::LineBuf;
 use koas_kernel_api::prelude::*;
-use koas_review::apply::{apply_batch, BatchInput};
-use koas_review::artifacts::fill_scope;
-use koas_review::text::LineBuf;
 use koas_review_schema::apply::ApplyOutcome;
 use koas_review_schema::names;
 

@@ -2,8 +2,8 @@
 //! LLM planner's `edit_plan`. Both are optional; ops from the file come
 //! first. Each op stays raw JSON so that a bad op is rejected on its own.
 
+use koas_edit::edit_op::parse_ops_file;
 use koas_kernel_api::{Inputs, KernelError};
-use koas_review::edit_op::parse_ops_file;
 use koas_review_schema::apply::OpOrigin;
 use koas_review_schema::findings::FindingsArtifact;
 use koas_review_schema::names;

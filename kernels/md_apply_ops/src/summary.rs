@@ -43,7 +43,7 @@ pub fn describe(batch: &BatchOutcome, sources: &[String]) -> String {
         line.push_str(&format!(
             ", {} already in the ledger ({})",
             batch.known.len(),
-            koas_review::known::describe(&batch.known)
+            koas_edit::known::describe(&batch.known)
         ));
     }
     line.push_str(&format!("; {attention} need attention"));

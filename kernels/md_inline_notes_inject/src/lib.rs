@@ -16,14 +16,14 @@
 //! A pure view: in a review workspace the host gives the current document
 //! (`review_doc`) and the ledger (`ledger`); in a plain `koas run` it shows
 //! `md_apply_ops`'s batch as a preview; with neither, the original. The
-//! placement logic is [`koas_review::notes`]; this crate is the glue.
+//! placement logic is [`koas_edit::notes`]; this crate is the glue.
 
 use std::collections::BTreeMap;
 
+use koas_edit::artifacts::ReviewView;
+use koas_edit::notes::annotate;
 use koas_kernel_api::prelude::*;
 use koas_md::stage1::protected_spans_for;
-use koas_review::artifacts::ReviewView;
-use koas_review::notes::annotate;
 use koas_review_schema::apply::ApplyOutcome;
 use koas_review_schema::edit_op::{Alert, ReviewPolicy};
 use koas_review_schema::ledger::Actor;

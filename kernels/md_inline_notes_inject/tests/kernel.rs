@@ -1,11 +1,11 @@
 //! `md_inline_notes_inject` through the plugin glue.
 
+use koas_edit::apply::{apply_batch, BatchInput};
+use koas_edit::clock::SteppingClock;
+use koas_edit::session::MemorySession;
 use koas_kernel_api::testing::TestHarness;
 use koas_kernel_api::{Kernel, KernelOutput};
 use koas_kernel_md_inline_notes_inject::MdInlineNotesInject;
-use koas_review::apply::{apply_batch, BatchInput};
-use koas_review::clock::SteppingClock;
-use koas_review::session::MemorySession;
 use koas_review_schema::apply::ApplyOptions;
 use koas_review_schema::apply::ApplyOutcome;
 use koas_review_schema::change_id::ChangeId;

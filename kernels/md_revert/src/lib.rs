@@ -13,11 +13,11 @@
 //! revert and the document. In a review workspace the host gives the
 //! current document (`review_doc`) and the ledger (`ledger`); in a plain
 //! `koas run` the kernel plans on `md_apply_ops`'s preview. The planning
-//! itself is [`koas_review::revert`]; this crate is the plugin glue.
+//! itself is [`koas_edit::revert`]; this crate is the plugin glue.
 
+use koas_edit::artifacts::ReviewView;
+use koas_edit::revert::{parse_revert_targets, plan_reverts, revertible_ids, RevertRequest};
 use koas_kernel_api::prelude::*;
-use koas_review::artifacts::ReviewView;
-use koas_review::revert::{parse_revert_targets, plan_reverts, revertible_ids, RevertRequest};
 use koas_review_schema::apply::ApplyOutcome;
 use koas_review_schema::change_id::ChangeId;
 use koas_review_schema::ledger::{Actor, LedgerEntry};

@@ -14,12 +14,12 @@
 //! declared file cannot carry the document's name). In a plain `koas run`
 //! the report previews `md_apply_ops`'s batch (or shows the original with
 //! no change) and is written to `review/REVIEW.md`. The renderer is
-//! [`koas_review::report`]; this crate is the glue.
+//! [`koas_report::markdown`]; this crate is the glue.
 
+use koas_edit::artifacts::ReviewView;
 use koas_kernel_api::hash::sha256;
 use koas_kernel_api::prelude::*;
-use koas_review::artifacts::ReviewView;
-use koas_review::report::{render_report, ReportInput};
+use koas_report::markdown::{render_report, ReportInput};
 use koas_review_schema::apply::ApplyOutcome;
 use koas_review_schema::findings::FindingsArtifact;
 use koas_review_schema::ledger::Actor;
@@ -173,7 +173,7 @@ impl Kernel for MdReviewReportAssemble {
             model: model.as_ref(),
         });
         let resolved =
-            koas_review::report::resolved_findings(&view.entries, &earlier_findings, &findings)
+            koas_report::markdown::resolved_findings(&view.entries, &earlier_findings, &findings)
                 .len();
         let changes = view.entries.iter().filter(|e| !e.is_revert).count();
         let summary = format!(

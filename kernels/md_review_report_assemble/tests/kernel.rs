@@ -1,13 +1,13 @@
 //! `md_review_report_assemble` through the plugin glue.
 
+use koas_edit::apply::{apply_batch, BatchInput};
+use koas_edit::clock::SteppingClock;
+use koas_edit::session::MemorySession;
 use koas_kernel_api::testing::TestHarness;
 use koas_kernel_api::Kernel;
 use koas_kernel_md_review_report_assemble::{
     MdReviewReportAssemble, ORIGINAL_NOTICE, PREVIEW_NOTICE,
 };
-use koas_review::apply::{apply_batch, BatchInput};
-use koas_review::clock::SteppingClock;
-use koas_review::session::MemorySession;
 use koas_review_schema::apply::ApplyOptions;
 use koas_review_schema::apply::ApplyOutcome;
 use koas_review_schema::change_id::ChangeId;

@@ -197,7 +197,7 @@ pub(super) fn check_text(
     root: Option<&Path>,
     budget: &Budget<'_>,
 ) -> Result<koas_md_scan::ScanOutput, CheckError> {
-    let disk = koas_reviewer::links::Disk::new(koas_reviewer::input::DEFAULT_MAX_DOC_BYTES);
+    let disk = koas_review::links::Disk::new(koas_review::input::DEFAULT_MAX_DOC_BYTES);
     let around = path.and_then(|p| match root {
         Some(root) => disk.around_in(p, root),
         None => disk.around(p),

@@ -8,7 +8,7 @@ use crate::transport::{self, codes};
 use crate::words::{self};
 use koas_orchestrator::embed::Control;
 use koas_orchestrator::embed::Progress;
-use koas_reviewer::api::{ApiError, RevertChanges, RevertRequest, ReviewRequest, Session};
+use koas_review::api::{ApiError, RevertChanges, RevertRequest, ReviewRequest, Session};
 use lsp_types::ExecuteCommandParams;
 use serde_json::{json, Value};
 use std::io::Write;

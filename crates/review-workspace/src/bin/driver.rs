@@ -13,9 +13,9 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use koas_review::clock::SystemClock;
-use koas_review::edit_op::parse_ops_file;
-use koas_review::revert::parse_revert_targets;
+use koas_edit::clock::SystemClock;
+use koas_edit::edit_op::parse_ops_file;
+use koas_edit::revert::parse_revert_targets;
 use koas_review_schema::apply::ApplyOptions;
 use koas_review_schema::ledger::Actor;
 use koas_review_schema::stage1::ProtectedSpans;
@@ -23,7 +23,7 @@ use koas_review_workspace::{RevertRunRequest, ReviewRequest, Workspace};
 
 fn actor() -> Actor {
     Actor {
-        tool: format!("koas-review-driver {}", koas_review::VERSION),
+        tool: format!("koas-review-driver {}", koas_edit::VERSION),
         operator: std::env::var("USER").unwrap_or_else(|_| "operator".into()),
     }
 }

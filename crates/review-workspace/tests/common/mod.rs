@@ -1,6 +1,6 @@
 //! Helpers of this crate's integration tests that need koas-review types.
 //! The documents are the edit engine's own fixtures, read where they are
-//! (`crates/review/tests/fixtures`): the workspace reviews the same
+//! (`crates/edit/tests/fixtures`): the workspace reviews the same
 //! documents, so they are not copied here.
 #![allow(dead_code)]
 
@@ -9,9 +9,9 @@ use std::path::PathBuf;
 use koas_review_schema::ledger::Actor;
 use koas_review_schema::stage1::ProtectedSpans;
 
-/// The edit engine's fixtures (`crates/review/tests/fixtures`).
+/// The edit engine's fixtures (`crates/edit/tests/fixtures`).
 pub fn fixtures() -> PathBuf {
-    koas_test_support::repo_root().join("crates/review/tests/fixtures")
+    koas_test_support::repo_root().join("crates/edit/tests/fixtures")
 }
 
 /// Reads a fixture file.
