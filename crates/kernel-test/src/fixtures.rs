@@ -23,14 +23,12 @@ use koas_review_schema::findings::FindingsArtifact;
 use koas_review_schema::names;
 use koas_review_schema::stage1::{AnchorMap, ChunkConfig};
 use serde_json::Value;
-use std::collections::BTreeMap;
 
 /// The path a [`Document`] has unless told otherwise: the one
 /// [`TestHarness::source_text`] gives the `doc` source.
 pub const DEFAULT_PATH: &str = "doc.md";
 
-/// Artifacts by name, as a kernel receives them.
-pub type Artifacts = BTreeMap<String, Value>;
+use koas_plugin_test::Artifacts;
 
 /// A Markdown document and the reviewer's artifacts of it.
 ///

@@ -26,7 +26,8 @@
 //!   assert_eq!(out.value("n"), 2);
 //!   ```
 //!
-//! - **The plugin you ship**: [`PluginHarness`] finds the built library
+//! - **The plugin you ship**: [`PluginHarness`], re-exported from
+//!   `koas-plugin-test` (which knows no Markdown), finds the built library
 //!   with koas's discovery and runs a kernel with koas's engine in a
 //!   worker process of the `koas` executable ([`locate_koas`]:
 //!   `$KOAS_BIN`, else `koas` on `PATH`), so the test sees what `koas run`
@@ -37,8 +38,10 @@
 
 mod error;
 mod fixtures;
-mod plugin;
 
-pub use error::{FixtureError, PluginError};
-pub use fixtures::{Artifacts, Document, DEFAULT_PATH};
-pub use plugin::{built_plugin, locate_koas, PluginHarness, PluginOutput, PluginRun, KOAS_BIN_ENV};
+pub use error::FixtureError;
+pub use fixtures::{Document, DEFAULT_PATH};
+pub use koas_plugin_test::{
+    built_plugin, locate_koas, Artifacts, PluginError, PluginHarness, PluginOutput, PluginRun,
+    KOAS_BIN_ENV,
+};

@@ -10,7 +10,7 @@
 //! the host, the time, memory and output limits.
 //!
 //! ```no_run
-//! use koas_kernel_test::{built_plugin, PluginHarness};
+//! use koas_plugin_test::{built_plugin, PluginHarness};
 //! let library = built_plugin("koas_kernel_word_count").expect("built");
 //! let out = PluginHarness::new(library)
 //!     .kernel("word_count")
@@ -21,7 +21,7 @@
 //! ```
 
 use crate::error::PluginError;
-use crate::fixtures::Artifacts;
+use crate::Artifacts;
 use koas_kernel_api::{KernelSpec, SourceFile};
 use koas_orchestrator::dag::Dag;
 use koas_orchestrator::discovery::{discover_isolated, Discovery, SearchOrigin, SearchPath};
@@ -271,18 +271,25 @@ impl PluginRun<'_> {
         self
     }
 
-    /// Gives every artifact of `artifacts` (a [`crate::Document`]'s, for
-    /// one): the kernel gets those it declares.
+    /// Gives every artifact of `artifacts` (a Markdown fixture's of
+    /// `koas-kernel-test`, for one): the kernel gets those it declares.
     pub fn inputs(mut self, artifacts: Artifacts) -> Self {
         self.inputs.extend(artifacts);
         self
     }
 
     /// Gives a source-file input holding `text`, as the host describes a
-    /// UTF-8 file named `<name>.md`.
-    pub fn source_text(self, name: &str, text: &str) -> Self {
-        let file = SourceFile::from_bytes(&format!("{name}.md"), text.as_bytes());
+    /// UTF-8 file named `file_name`.
+    pub fn source_file(self, name: &str, file_name: &str, text: &str) -> Self {
+        let file = SourceFile::from_bytes(file_name, text.as_bytes());
         self.input(name, file)
+    }
+
+    /// Gives a Markdown source-file input holding `text`, as the host
+    /// describes a UTF-8 file named `<name>.md`.
+    pub fn source_text(self, name: &str, text: &str) -> Self {
+        let file_name = format!("{name}.md");
+        self.source_file(name, &file_name, text)
     }
 
     /// Config values merged over the kernel's defaults, checked as a
