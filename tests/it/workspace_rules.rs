@@ -215,6 +215,7 @@ fn the_runtime_knows_nothing_of_the_reviewer() {
             || d.starts_with("koas-review")
             || d == "koas-edit"
             || d == "koas-report"
+            || d == "koas-project"
     };
     let runtime = closure(&graph, "koas-orchestrator");
     assert_eq!(
@@ -239,6 +240,7 @@ fn the_runtime_knows_nothing_of_the_reviewer() {
         "koas-review-schema",
         "koas-md",
         "koas-md-scan",
+        "koas-project",
         "koas-edit",
         "koas-report",
     ] {

@@ -58,6 +58,20 @@ impl From<ScanError> for koas_kernel_api::KernelError {
     }
 }
 
+impl From<koas_project::ProjectError> for ScanError {
+    /// A project file's refusal, as the checks report it.
+    fn from(e: koas_project::ProjectError) -> Self {
+        match e {
+            koas_project::ProjectError::InvalidConfig { key, reason } => {
+                ScanError::InvalidConfig { key, reason }
+            }
+            koas_project::ProjectError::ProjectConfig { path, reason } => {
+                ScanError::ProjectConfig { path, reason }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -19,7 +19,7 @@ use rayon::prelude::*;
 use std::borrow::Cow;
 
 /// The kernel name findings of the language checks carry.
-pub const KERNEL: &str = "md_language_check";
+pub const KERNEL: &str = koas_project::LANGUAGE_KERNEL;
 
 /// What one check gives: the findings, and a line for each dictionary it
 /// loaded with the time that took.

@@ -14,9 +14,12 @@
 //!   typography, through `koas-lang` (English and French, per paragraph).
 //! * **`md_fingerprint_chunk`** ([`chunk_fingerprints`]): the structural
 //!   features of each chunk and whether it `triggers_recipe`.
-//! * **`koas check`** ([`check_document`] and [`report`]): Stage 1 and
+//! * **`koas check`** ([`check_document`] and [`format`](mod@format)): Stage 1 and
 //!   Stage 2 in-process, with output as text, JSON, SARIF 2.1.0 or GitHub
 //!   workflow annotations.
+//!
+//! The settings of each check and the project file `koas.toml` are
+//! `koas-project`'s, re-exported as [`config`] and [`kinds`].
 //!
 //! Every check reads the document text and the Stage 1 artifacts of
 //! `koas-md` ([`Stage1View`]); nothing inside a protected region is
@@ -29,7 +32,6 @@
 
 mod analysis;
 mod budget;
-pub mod config;
 mod consistency;
 mod document;
 mod error;
@@ -38,7 +40,6 @@ pub mod fingerprint;
 pub mod fix;
 pub mod format;
 mod gate;
-pub mod kinds;
 mod language;
 pub mod markdown;
 mod numbering;
@@ -60,5 +61,9 @@ pub use consistency::KERNEL as CONSISTENCY_KERNEL;
 pub use document::{Document, Stage1View};
 pub use error::ScanError;
 pub use fingerprint::KERNEL as FINGERPRINT_KERNEL;
+/// The project file and the checks' settings (`koas-project`).
+pub use koas_project as config;
+/// The finding kinds a project file or a comment may name (`koas-project`).
+pub use koas_project::kinds;
 pub use language::KERNEL as LANGUAGE_KERNEL;
 pub use numbering::KERNEL as NUMBERING_KERNEL;

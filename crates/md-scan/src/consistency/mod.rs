@@ -45,7 +45,7 @@ pub(crate) struct Neighbours<'a> {
 }
 
 /// The kernel name findings of this scan carry.
-pub const KERNEL: &str = "md_consistency_scan";
+pub const KERNEL: &str = koas_project::CONSISTENCY_KERNEL;
 
 /// A consistency scan with its configuration compiled (regexes built once).
 pub struct ConsistencyScan {

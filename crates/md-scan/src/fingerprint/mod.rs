@@ -17,7 +17,7 @@ use crate::tables::Table;
 use crate::ScanError;
 
 /// The kernel name; the plugin declares itself under it.
-pub const KERNEL: &str = "md_fingerprint_chunk";
+pub const KERNEL: &str = koas_project::FINGERPRINT_KERNEL;
 
 /// Fingerprints every chunk of the document's chunk plan (none when the
 /// document view has no chunk plan).

@@ -19,7 +19,7 @@ use crate::ScanError;
 use koas_review_schema::findings::Finding;
 
 /// The kernel name findings of these checks carry.
-pub const KERNEL: &str = "md_numbering_control";
+pub const KERNEL: &str = koas_project::NUMBERING_KERNEL;
 
 /// What the numbering checks return.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -25,8 +25,8 @@
 //! nothing. `[llm]` and `[limits]` are kept as raw tables here; the runtime
 //! checks them.
 
-use super::{FingerprintConfig, LanguageSection, NumberingConfig, ScanConfig};
-use crate::ScanError;
+use crate::ProjectError as ScanError;
+use crate::{FingerprintConfig, LanguageSection, NumberingConfig, ScanConfig};
 use koas_review_schema::findings::{Finding, FindingKind, Severity};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -4,7 +4,7 @@
 //! suppression comments either bare (`heading_too_long`) or, when two
 //! kernels declare it, with its kernel (`heading_length/heading_too_long`).
 
-use crate::config::CheckSection;
+use crate::CheckSection;
 use crate::{CONSISTENCY_KERNEL, LANGUAGE_KERNEL, NUMBERING_KERNEL};
 use koas_review_schema::findings::{FindingKind, Severity};
 use std::collections::BTreeMap;
