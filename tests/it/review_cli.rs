@@ -315,6 +315,21 @@ fn revert_single_bulk_double_and_all_give_back_the_original_bytes() {
         let out = s.koas(&all);
         assert_code(&out, 1, needle);
         assert!(stderr(&out).contains(needle), "{}", stderr(&out));
+        // The refusal as the command words it: what, then that nothing
+        // changed; its JSON says refused, with nothing reverted.
+        assert!(
+            stderr(&out).starts_with("error: revert refused: ")
+                && stderr(&out).trim_end().ends_with("(nothing was changed)"),
+            "{}",
+            stderr(&out)
+        );
+        let (_, v) = s.koas_json(&args);
+        assert_eq!(v["status"], "refused", "{v}");
+        assert_eq!(v["total_reverted"], 0, "{v}");
+        assert!(
+            v["error"].as_str().is_some_and(|e| e.contains(needle)),
+            "{v}"
+        );
         assert_eq!(
             tree(&ws, &[".koas", "run.json"]),
             before,
