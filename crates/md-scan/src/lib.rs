@@ -45,6 +45,7 @@ pub mod markdown;
 mod numbering;
 pub mod numbers;
 pub mod planted;
+pub mod plugin;
 pub mod quotes;
 pub mod stage1;
 pub mod suppress;

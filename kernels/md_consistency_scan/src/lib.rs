@@ -13,10 +13,9 @@
 
 use koas_kernel_api::prelude::*;
 use koas_md_scan::config::{FindingsPolicy, ScanConfig};
-use koas_md_scan::{consistency_scan, Stage1View, CONSISTENCY_KERNEL};
-use koas_review_schema::findings::FindingsArtifact;
+use koas_md_scan::plugin::{self, Stage1Inputs};
+use koas_md_scan::{consistency_scan, CONSISTENCY_KERNEL};
 use koas_review_schema::names;
-use koas_review_schema::stage1::{AnchorMap, ChunkPlan, ProtectedSpans, SectionIndex};
 
 #[derive(Debug, Default, Clone, Copy)]
 pub struct MdConsistencyScan;
@@ -42,28 +41,13 @@ impl Kernel for MdConsistencyScan {
     fn run(&self, ctx: &Context, config: &KernelConfig, inputs: &Inputs) -> KernelResult {
         // `disable` and `severity`: the project's koas.toml [check], applied
         // here so that every later kernel sees the same findings.
-        let (settings, policy) = FindingsPolicy::split_kernel_config(config.value())?;
-        let config: ScanConfig = KernelConfig(settings).parse()?;
-        let text = inputs.source_text(names::DOC_RAW)?;
-        let sections: SectionIndex = inputs.parse(names::SECTION_INDEX)?;
-        let anchors: AnchorMap = inputs.parse(names::ANCHOR_MAP)?;
-        let protected: ProtectedSpans = inputs.parse(names::PROTECTED_SPANS)?;
-        let chunks: Option<ChunkPlan> = inputs.parse_optional(names::CHUNKS)?;
+        let (config, policy): (ScanConfig, _) = plugin::settings(config)?;
+        let stage1 = Stage1Inputs::read(inputs, true)?;
         ctx.check_cancelled()?;
-        let view = Stage1View {
-            text,
-            sections: &sections,
-            anchors: &anchors,
-            protected: &protected,
-            chunks: chunks.as_ref(),
-        };
-        let mut output = consistency_scan(view, &config)?;
-        policy.apply(&mut output.findings);
-        output.forget_kinds(&policy.other_kinds);
-        let artifact =
-            FindingsArtifact::new(&protected.doc_hash, CONSISTENCY_KERNEL, output.findings);
+        let output = consistency_scan(stage1.view(), &config)?;
+        let (artifact, warnings) = stage1.findings(CONSISTENCY_KERNEL, output, &policy);
         let mut out = KernelOutput::new().summary(artifact.summary());
-        for w in output.warnings {
+        for w in warnings {
             out = out.warning(w);
         }
         Ok(out.artifact(names::ISSUES, &artifact))

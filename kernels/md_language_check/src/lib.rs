@@ -19,10 +19,9 @@
 
 use koas_kernel_api::prelude::*;
 use koas_md_scan::config::{FindingsPolicy, LanguageSection};
-use koas_md_scan::{language_check, Stage1View, LANGUAGE_KERNEL};
-use koas_review_schema::findings::FindingsArtifact;
+use koas_md_scan::plugin::{self, Stage1Inputs};
+use koas_md_scan::{language_check, LANGUAGE_KERNEL};
 use koas_review_schema::names;
-use koas_review_schema::stage1::{AnchorMap, ChunkPlan, ProtectedSpans, SectionIndex};
 
 /// The kernel (see the module documentation).
 #[derive(Debug, Default, Clone, Copy)]
@@ -48,8 +47,7 @@ impl Kernel for MdLanguageCheck {
     fn run(&self, ctx: &Context, config: &KernelConfig, inputs: &Inputs) -> KernelResult {
         // `disable` and `severity`: the project's koas.toml [check], applied
         // here so that every later kernel sees the same findings.
-        let (settings, policy) = FindingsPolicy::split_kernel_config(config.value())?;
-        let section: LanguageSection = KernelConfig(settings).parse()?;
+        let (section, policy): (LanguageSection, _) = plugin::settings(config)?;
         if !section.words.is_empty() {
             // A plugin reads no project file: the host reads the words
             // files into `accept` and hands an empty `words`.
@@ -59,36 +57,17 @@ impl Kernel for MdLanguageCheck {
                 section.words.len()
             )));
         }
-        let text = inputs.source_text(names::DOC_RAW)?;
-        let sections: SectionIndex = inputs.parse(names::SECTION_INDEX)?;
-        let anchors: AnchorMap = inputs.parse(names::ANCHOR_MAP)?;
-        let protected: ProtectedSpans = inputs.parse(names::PROTECTED_SPANS)?;
-        let chunks: Option<ChunkPlan> = inputs.parse_optional(names::CHUNKS)?;
+        let stage1 = Stage1Inputs::read(inputs, true)?;
         ctx.check_cancelled()?;
-        let view = Stage1View {
-            text,
-            sections: &sections,
-            anchors: &anchors,
-            protected: &protected,
-            chunks: chunks.as_ref(),
-        };
-        let mut result = language_check(view, &section)?;
+        let result = language_check(stage1.view(), &section)?;
         for line in &result.loaded {
             ctx.debug(line);
         }
-        policy.apply(&mut result.output.findings);
-        result.output.forget_kinds(&policy.other_kinds);
-        let certain = result
-            .output
-            .findings
-            .iter()
-            .filter(|f| f.fix.is_some())
-            .count();
-        let artifact =
-            FindingsArtifact::new(&protected.doc_hash, LANGUAGE_KERNEL, result.output.findings);
+        let (artifact, warnings) = stage1.findings(LANGUAGE_KERNEL, result.output, &policy);
+        let certain = artifact.findings.iter().filter(|f| f.fix.is_some()).count();
         let mut out = KernelOutput::new()
             .summary(format!("{}; {certain} certain fix(es)", artifact.summary()));
-        for w in result.output.warnings {
+        for w in warnings {
             out = out.warning(w);
         }
         Ok(out.artifact(names::LANGUAGE_FINDINGS, &artifact))

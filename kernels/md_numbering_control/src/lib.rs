@@ -14,10 +14,9 @@
 
 use koas_kernel_api::prelude::*;
 use koas_md_scan::config::{FindingsPolicy, NumberingConfig};
-use koas_md_scan::{numbering_control, Stage1View, NUMBERING_KERNEL};
-use koas_review_schema::findings::FindingsArtifact;
+use koas_md_scan::plugin::{self, Stage1Inputs};
+use koas_md_scan::{numbering_control, NUMBERING_KERNEL};
 use koas_review_schema::names;
-use koas_review_schema::stage1::{AnchorMap, ChunkPlan, ProtectedSpans, SectionIndex};
 
 #[derive(Debug, Default, Clone, Copy)]
 pub struct MdNumberingControl;
@@ -42,37 +41,19 @@ impl Kernel for MdNumberingControl {
     fn run(&self, ctx: &Context, config: &KernelConfig, inputs: &Inputs) -> KernelResult {
         // `disable` and `severity`: the project's koas.toml [check], applied
         // here so that every later kernel sees the same findings.
-        let (settings, policy) = FindingsPolicy::split_kernel_config(config.value())?;
-        let config: NumberingConfig = KernelConfig(settings).parse()?;
-        let text = inputs.source_text(names::DOC_RAW)?;
-        let sections: SectionIndex = inputs.parse(names::SECTION_INDEX)?;
-        let protected: ProtectedSpans = inputs.parse(names::PROTECTED_SPANS)?;
-        let chunks: Option<ChunkPlan> = inputs.parse_optional(names::CHUNKS)?;
+        let (config, policy): (NumberingConfig, _) = plugin::settings(config)?;
+        // Anchors play no part in numbering.
+        let stage1 = Stage1Inputs::read(inputs, false)?;
         ctx.check_cancelled()?;
-        // Anchors play no part in numbering; an empty map satisfies the view.
-        let anchors = AnchorMap::default();
-        let view = Stage1View {
-            text,
-            sections: &sections,
-            anchors: &anchors,
-            protected: &protected,
-            chunks: chunks.as_ref(),
-        };
-        let mut result = numbering_control(view, &config)?;
-        policy.apply(&mut result.output.findings);
-        result.output.forget_kinds(&policy.other_kinds);
-        let artifact = FindingsArtifact::new(
-            &protected.doc_hash,
-            NUMBERING_KERNEL,
-            result.output.findings,
-        );
+        let result = numbering_control(stage1.view(), &config)?;
+        let (artifact, warnings) = stage1.findings(NUMBERING_KERNEL, result.output, &policy);
         let summary = format!(
             "{}; {} renumbering proposal(s)",
             artifact.summary(),
             result.renumber_ops.len()
         );
         let mut out = KernelOutput::new().summary(summary);
-        for w in result.output.warnings {
+        for w in warnings {
             out = out.warning(w);
         }
         Ok(out
