@@ -1198,12 +1198,13 @@ fn a_folder_is_refined_document_by_document_with_one_table() {
 fn the_refine_api_tells_the_callers_sink_and_answers_in_types() {
     use crate::review_common::library_host;
     use koas_orchestrator::embed::{Control, LlmFlags};
-    use koas_review::api::{RefineRequest, Session, Told};
+    use koas_review::api::{RefineRequest, Session, Sink, Told};
+    use std::sync::{Arc, Mutex};
     let s = Scratch::new();
     s.write("doc.md", DOC);
     let m = fixture_model();
     let global = library_host();
-    let control = Control::new(std::sync::Arc::default(), None);
+    let control = Control::new(Arc::default(), None);
     let session = Session::open(&global, &control, &s.path("doc.md"), None).expect("session");
     let request = RefineRequest {
         llm: LlmFlags {
@@ -1215,22 +1216,32 @@ fn the_refine_api_tells_the_callers_sink_and_answers_in_types() {
         },
         ..RefineRequest::default()
     };
-    let mut told = Vec::new();
-    let mut infos = 0;
-    let refined = session
-        .refine(&request, &mut |t: Told<'_>| match t {
-            Told::Event(e) => told.push(serde_json::to_value(e).expect("an event")),
-            Told::Info(_) => infos += 1,
+    // One sink for everything the run tells: its kernels' steps, the
+    // loop's events, its lines.
+    let told: Arc<Mutex<(Vec<serde_json::Value>, usize, usize)>> = Arc::default();
+    let into = told.clone();
+    let sink: Sink = Arc::new(move |t: Told<'_>| {
+        let mut told = into.lock().expect("told");
+        match t {
+            Told::Event(e) => told.0.push(serde_json::to_value(e).expect("an event")),
+            Told::Info(_) => told.1 += 1,
+            Told::Step(_) => told.2 += 1,
             Told::Warning(w) => panic!("a warning: {w}"),
-        })
-        .expect("refined");
+        }
+    });
+    let refined = session.told(sink).refine(&request).expect("refined");
     assert!(refined.succeeded(), "{:?}", refined.summary.status);
     assert_eq!(refined.summary.status.as_str(), "accepted");
     assert!(refined.report.as_ref().is_some_and(|r| r.is_file()));
     assert_eq!(refined.summary.changes.len(), 3, "{:?}", refined.summary);
     // The sink saw every event the workspace's file records, in order,
-    // and the budget said before anything was asked.
-    assert_eq!(told, events(&s));
-    assert!(has_event(&told, "refinement_complete"), "{told:?}");
+    // the budget said before anything was asked, and the kernels' steps.
+    let (events_told, infos, steps) = told.lock().expect("told").clone();
+    assert_eq!(events_told, events(&s));
+    assert!(
+        has_event(&events_told, "refinement_complete"),
+        "{events_told:?}"
+    );
     assert!(infos >= 1);
+    assert!(steps > 0, "no kernel step was told");
 }

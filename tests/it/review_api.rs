@@ -6,7 +6,7 @@ use crate::review_common::{assert_code, library_host, Scratch};
 use koas_orchestrator::embed::Control;
 use koas_review::api::{
     change_id, check, entry_id, ApiError, CheckRequest, GrepRequest, HtmlPage, ReportRequest,
-    RevertChanges, RevertRequest, ReviewCounts, ReviewRequest, Session,
+    RevertChanges, RevertRequest, ReviewCounts, ReviewRequest, Session, Sink, Told,
 };
 use koas_review_schema::findings::Severity;
 use std::sync::Arc;
@@ -183,7 +183,17 @@ fn the_review_api_reviews_and_checks_in_types() {
             .any(|f| f.severity >= Severity::Warning)
     );
 
-    let session = Session::open(&global, &control, &s.path("doc.md"), None).expect("session");
+    // The review's kernels' steps reach the session's one sink.
+    let steps = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = steps.clone();
+    let sink: Sink = Arc::new(move |told: Told<'_>| {
+        if let Told::Step(_) = told {
+            counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    });
+    let session = Session::open(&global, &control, &s.path("doc.md"), None)
+        .expect("session")
+        .told(sink);
     let request = ReviewRequest {
         ops: Some(s.path("ops.json")),
         whole_json: true,
@@ -200,6 +210,7 @@ fn the_review_api_reviews_and_checks_in_types() {
         }
     );
     assert!(reviewed.report.as_ref().is_some_and(|r| r.is_file()));
+    assert!(steps.load(std::sync::atomic::Ordering::Relaxed) > 0);
     let json = reviewed.to_json();
     assert_eq!(json["total_changes"], 2);
     assert_eq!(json["summary"], reviewed.summary);

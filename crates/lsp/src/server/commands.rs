@@ -5,10 +5,12 @@
 use super::check::not_regular;
 use super::{read_saved, Event, RunningReview, Server, COMMANDS};
 use crate::transport::{self, codes};
-use crate::words::{self};
+use crate::words;
 use koas_orchestrator::embed::Control;
-use koas_orchestrator::embed::Progress;
-use koas_review::api::{ApiError, RevertChanges, RevertRequest, ReviewRequest, Session};
+
+use koas_review::api::{
+    ApiError, RevertChanges, RevertRequest, ReviewRequest, Session, Sink, Told,
+};
 use lsp_types::ExecuteCommandParams;
 use serde_json::{json, Value};
 use std::io::Write;
@@ -223,11 +225,14 @@ impl<W: Write> Server<W> {
         let request = id.clone();
         let progress_events = self.events.clone();
         let progress_token = token.clone();
-        let observer: koas_orchestrator::embed::Observer = Arc::new(move |step: &Progress<'_>| {
-            let _ = progress_events.send(Event::ReviewProgress {
-                token: progress_token.clone(),
-                message: step.message(),
-            });
+        // The review's kernels' steps, as work-done progress.
+        let sink: Sink = Arc::new(move |told: Told<'_>| {
+            if let Told::Step(step) = told {
+                let _ = progress_events.send(Event::ReviewProgress {
+                    token: progress_token.clone(),
+                    message: step.message(),
+                });
+            }
         });
         self.spawn_command("koas-lsp-review", move || {
             let result = saved_is(&path, &buffer, "reviewing it").and_then(|()| {
@@ -235,9 +240,9 @@ impl<W: Write> Server<W> {
                     token: token.clone(),
                     path: path.clone(),
                 });
-                let control = Control::new(cancel, Some(observer));
+                let control = Control::new(cancel, None);
                 Session::open(&global, &control, &path, None)
-                    .and_then(|session| session.review(&review))
+                    .and_then(|session| session.told(sink).review(&review))
                     .map(|reviewed| reviewed.to_json())
                     .map_err(|e| (codes::INTERNAL_ERROR, format!("{e:#}")))
             });

@@ -113,7 +113,7 @@ impl Session<'_> {
 }
 
 fn revert(session: &Session<'_>, request: &RevertRequest) -> Result<Reverted, ApiError> {
-    let (global, control, target) = (session.global, session.control, session.target());
+    let (global, control, target) = (session.global, session.control(), session.target());
     target.require_workspace()?;
     let workspace = &target.workspace;
     let mut run = target.begin_run(RunKind::Revert)?;

@@ -2,15 +2,38 @@
 
 use crate::common::{ReviewTarget, WorkspaceArgs};
 use crate::passes::Control;
-use koas_orchestrator::embed::{ExitStatus, HostOptions};
+use koas_orchestrator::embed::{ExitStatus, HostOptions, Progress};
+use koas_review_schema::refine::RefineEvent;
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// One document's review, for the operations of this module.
 pub struct Session<'a> {
     pub(super) global: &'a HostOptions,
-    pub(super) control: &'a Control,
+    control: Cow<'a, Control>,
+    sink: Option<Sink>,
     held: Held<'a>,
 }
+
+/// What an operation tells while it works, for whoever watches it.
+#[derive(Debug, Clone, Copy)]
+pub enum Told<'a> {
+    /// A step of one of its kernels (started, a count of steps, done,
+    /// from the cache, failed), from the kernels' threads.
+    Step(&'a Progress<'a>),
+    /// A step of the refine loop, as `refine/events.jsonl` records it.
+    Event(&'a RefineEvent),
+    /// A line a person may not need (`--quiet` hides it).
+    Info(&'a str),
+    /// A line a person should see (a judge whose answer was unusable, a
+    /// record that could not be kept).
+    Warning(&'a str),
+}
+
+/// The one place a session's operations tell what they do: every
+/// kernel's steps, the refine loop's events, the lines for a person.
+pub type Sink = Arc<dyn Fn(Told<'_>) + Send + Sync>;
 
 /// The located document: the session's own, or the caller's.
 enum Held<'a> {
@@ -31,7 +54,8 @@ impl<'a> Session<'a> {
         args.workspace = workspace.map(Path::to_path_buf);
         Ok(Session {
             global,
-            control,
+            control: Cow::Borrowed(control),
+            sink: None,
             held: Held::Owned(Box::new(ReviewTarget::locate(&args)?)),
         })
     }
@@ -44,9 +68,45 @@ impl<'a> Session<'a> {
     ) -> Self {
         Session {
             global,
-            control,
+            control: Cow::Borrowed(control),
+            sink: None,
             held: Held::Borrowed(target),
         }
+    }
+
+    /// Tells `sink` what the session's operations do: each kernel's steps
+    /// (besides what the control's own observer is told), the refine
+    /// loop's events, the lines for a person.
+    pub fn told(mut self, sink: Sink) -> Self {
+        let mut control = self.control.into_owned();
+        let before = control.observer.take();
+        let steps = sink.clone();
+        control.observer = Some(Arc::new(move |step: &Progress<'_>| {
+            if let Some(before) = &before {
+                before(step);
+            }
+            steps(Told::Step(step));
+        }));
+        self.control = Cow::Owned(control);
+        self.sink = Some(sink);
+        self
+    }
+
+    /// How the session's runs are stopped and watched.
+    pub(crate) fn control(&self) -> &Control {
+        &self.control
+    }
+
+    /// Tells the session's sink, if it has one.
+    pub(crate) fn tell(&self, told: Told<'_>) {
+        if let Some(sink) = &self.sink {
+            sink(told);
+        }
+    }
+
+    /// The session's sink, for work that tells it from elsewhere.
+    pub(crate) fn sink(&self) -> Option<Sink> {
+        self.sink.clone()
     }
 
     pub(crate) fn target(&self) -> &ReviewTarget {
@@ -68,7 +128,7 @@ impl<'a> Session<'a> {
     ) -> Result<crate::passes::Views, ApiError> {
         crate::passes::run_views(
             self.global,
-            self.control,
+            &self.control,
             pipeline,
             discovery,
             run,

@@ -2,7 +2,7 @@
 //! through the review workspace's ledger (the loop is the review API's
 //! [`Session::refine`]); this module holds its flags and prints.
 
-use crate::api::{ApiError, RefineRequest, Refined, Session, Told};
+use crate::api::{ApiError, RefineRequest, Refined, Session, Sink, Told};
 use crate::common::LlmFlags;
 use crate::common::{
     on_workspace, print_json, review_exit_codes, ReviewTarget, WorkspaceArgs, REFUSED,
@@ -212,7 +212,9 @@ fn refine(
     target: &ReviewTarget,
 ) -> anyhow::Result<ExitStatus> {
     let quiet = global.quiet;
-    let mut told = |told: Told<'_>| match told {
+    // The kernels' steps are the progress display's (the control's); the
+    // loop's events and lines go to stderr.
+    let told: Sink = std::sync::Arc::new(move |told: Told<'_>| match told {
         Told::Event(event) if !quiet => {
             if let Some(text) = progress_line(event) {
                 eprintln!("refine: {text}");
@@ -221,8 +223,10 @@ fn refine(
         Told::Info(line) if !quiet => eprintln!("{line}"),
         Told::Warning(line) => eprintln!("{line}"),
         _ => {}
-    };
-    let refined = Session::on(global, control, target).refine(&args.request(), &mut told);
+    });
+    let refined = Session::on(global, control, target)
+        .told(told)
+        .refine(&args.request());
     match refined {
         Ok(refined) => {
             print_summary(args, target, &refined)?;

@@ -19,7 +19,7 @@ use std::path::Path;
 /// The end of a run: the state returned (full-auto's best one), the
 /// summary and plan written, the views refreshed, DOC replaced when asked.
 pub(super) fn finish(
-    runner: &mut Runner<'_, '_>,
+    runner: &mut Runner<'_>,
     request: &RefineRequest,
     target: &ReviewTarget,
     mut run: PreparedRun<'_>,

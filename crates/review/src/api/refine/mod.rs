@@ -25,7 +25,8 @@
 mod finish;
 mod steps;
 
-use super::{ApiError, Session};
+use super::session::Sink;
+use super::{ApiError, Session, Told};
 use crate::common::{LlmFlags, ReviewTarget};
 use crate::passes::{self, Control, RunFailure, RunInputs, APPLY};
 use anyhow::{bail, Context as _};
@@ -106,17 +107,6 @@ impl Default for RefineRequest {
     }
 }
 
-/// What a refinement tells while it runs, for a person watching.
-#[derive(Debug, Clone, Copy)]
-pub enum Told<'a> {
-    /// A step of the loop, as `refine/events.jsonl` records it.
-    Event(&'a RefineEvent),
-    /// A line a person may not need (`--quiet` hides it).
-    Info(&'a str),
-    /// A line a person should see (a judge whose answer was unusable).
-    Warning(&'a str),
-}
-
 /// A refinement that ran to its end (accepted, escalated, planned…).
 #[derive(Debug, Clone)]
 pub struct Refined {
@@ -136,25 +126,21 @@ impl Refined {
 
 impl Session<'_> {
     /// Refines the document: rounds of judging, fixing and verifying until
-    /// the mode's target or a limit; `sink` is told each step.
-    pub fn refine(
-        &self,
-        request: &RefineRequest,
-        sink: &mut dyn FnMut(Told<'_>),
-    ) -> Result<Refined, ApiError> {
-        refine(self, request, sink)
+    /// the mode's target or a limit; the session's sink is told each step.
+    pub fn refine(&self, request: &RefineRequest) -> Result<Refined, ApiError> {
+        refine(self, request)
     }
 }
 
 /// Appends events to `refine/events.jsonl` as they happen and tells the
 /// caller's sink.
-struct Events<'s> {
+struct Events {
     file: std::fs::File,
-    sink: &'s mut dyn FnMut(Told<'_>),
+    sink: Option<Sink>,
 }
 
-impl<'s> Events<'s> {
-    fn open(root: &Path, sink: &'s mut dyn FnMut(Told<'_>)) -> anyhow::Result<Events<'s>> {
+impl Events {
+    fn open(root: &Path, sink: Option<Sink>) -> anyhow::Result<Events> {
         let dir = root.join("refine");
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         let path = dir.join("events.jsonl");
@@ -170,11 +156,13 @@ impl<'s> Events<'s> {
             let _ = self.file.write_all(line.as_bytes());
             let _ = self.file.flush();
         }
-        (self.sink)(Told::Event(&event));
+        self.say(Told::Event(&event));
     }
 
-    fn say(&mut self, told: Told<'_>) {
-        (self.sink)(told);
+    fn say(&self, told: Told<'_>) {
+        if let Some(sink) = &self.sink {
+            sink(told);
+        }
     }
 }
 
@@ -215,19 +203,19 @@ enum Which {
 }
 
 /// What runs the passes the loop asks for and tells what happens.
-struct Runner<'g, 's> {
+struct Runner<'g> {
     global: &'g HostOptions,
     control: &'g Control,
     passes: Passes,
     records: PassRecords,
-    events: Events<'s>,
+    events: Events,
     started: Instant,
     /// The changes active before this run (an earlier review's): not
     /// refine's, not listed as its changes.
     earlier: BTreeSet<ChangeId>,
 }
 
-impl Runner<'_, '_> {
+impl Runner<'_> {
     /// Emits the events the loop's steps left, in order.
     fn emit(&mut self, machine: &mut LoopState) {
         for event in machine.take_events() {
@@ -345,11 +333,7 @@ fn passes_of(
     })
 }
 
-fn refine(
-    session: &Session<'_>,
-    request: &RefineRequest,
-    sink: &mut dyn FnMut(Told<'_>),
-) -> Result<Refined, ApiError> {
+fn refine(session: &Session<'_>, request: &RefineRequest) -> Result<Refined, ApiError> {
     let (global, target) = (session.global, session.target());
     let settings = settings_of(request)?;
     let mut run = target.begin_run(RunKind::Review)?;
@@ -362,13 +346,13 @@ fn refine(
         run.current_text(),
         &mut settings,
         pending.is_some(),
-        sink,
+        &|told| session.tell(told),
     )?;
     let mut runner = Runner {
         global,
         passes,
-        control: session.control,
-        events: Events::open(target.root(), sink)?,
+        control: session.control(),
+        events: Events::open(target.root(), session.sink())?,
         records: PassRecords::new(target.root())?,
         started: Instant::now(),
         earlier: active_changes(&run),
@@ -388,7 +372,7 @@ fn budget(
     text: &str,
     settings: &mut Settings,
     decided: bool,
-    sink: &mut dyn FnMut(Told<'_>),
+    tell: &dyn Fn(Told<'_>),
 ) -> Result<(), ApiError> {
     let judges = passes
         .whole
@@ -425,7 +409,7 @@ fn budget(
         } else {
             "the default for this document"
         };
-        sink(Told::Info(&format!(
+        tell(Told::Info(&format!(
             "koas refine: budget {budget} tokens ({origin}); {assessment}; at most {} round(s) of fixes",
             settings.limits.max_iterations
         )));

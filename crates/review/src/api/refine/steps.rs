@@ -1,9 +1,10 @@
 //! The loop's steps: the passes it asks for, run, and their outcomes
 //! committed or reverted through the ledger.
 
-use super::{Decided, Told};
+use super::Decided;
 use super::{Runner, Which, ARBITER, FIX, JUDGE, ROUTER, VERIFY};
 use crate::api::ApiError;
+use crate::api::Told;
 use crate::common::{actor, clock, REFUSED};
 use crate::passes::{self, RunInputs, APPLY};
 use anyhow::Context as _;
@@ -140,7 +141,7 @@ pub(super) fn base_inputs(
 /// and tells the machine what came of it, until it stops (or a pass
 /// fails).
 pub(super) fn refine_loop(
-    runner: &mut Runner<'_, '_>,
+    runner: &mut Runner<'_>,
     run: &mut PreparedRun<'_>,
     machine: &mut LoopState,
     pending: Option<Decided>,
@@ -197,7 +198,7 @@ pub(super) fn refine_loop(
 /// The assess pass (Stage 1–2, the judges, the arbiter, the router) on
 /// the current document: the judges' tokens, the plan and its routing.
 fn assess(
-    runner: &mut Runner<'_, '_>,
+    runner: &mut Runner<'_>,
     run: &PreparedRun<'_>,
     machine: &LoopState,
 ) -> Result<(TokenUse, RefinePlan, RefineRouting), ApiError> {
@@ -231,7 +232,7 @@ fn assess(
 /// The fix pass (the patcher and expander, `md_apply_ops`), its outcome
 /// committed to the ledger: the fixers' tokens and the fixes recorded.
 fn fix(
-    runner: &mut Runner<'_, '_>,
+    runner: &mut Runner<'_>,
     run: &mut PreparedRun<'_>,
     machine: &LoopState,
     decided: bool,
@@ -311,7 +312,7 @@ fn fix(
 /// The verify pass (free checks, the delta judge) on the round's changes:
 /// the verifier's verdicts.
 fn verify(
-    runner: &mut Runner<'_, '_>,
+    runner: &mut Runner<'_>,
     machine: &LoopState,
     changes: &[RefineChange],
 ) -> Result<RefineVerification, ApiError> {

@@ -114,7 +114,7 @@ impl Session<'_> {
 }
 
 fn review(session: &Session<'_>, request: &ReviewRequest) -> Result<Reviewed, ApiError> {
-    let (global, control, target) = (session.global, session.control, session.target());
+    let (global, control, target) = (session.global, session.control(), session.target());
     let ops = read_ops(request, target.max_doc_bytes)?;
     target.prepare_writes()?;
     let mut run = begin(request, target)?;
