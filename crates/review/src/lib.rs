@@ -1,15 +1,19 @@
 //! # koas-review — the review API and its command line
 //!
-//! The commands a reviewer runs on a Markdown document, on top of the
-//! generic runtime (`koas-orchestrator`) and the reviewer kernels:
+//! What a reviewer does to a Markdown document, on top of the generic
+//! runtime (`koas-orchestrator`) and the reviewer kernels, as a library
+//! ([`api`]: a `Session` with typed requests and outcomes) and as the
+//! command line over it ([`commands`]):
 //!
 //! - `check`: Stage 1 + Stage 2 in-process, a linter for editors and CI;
-//! - `review`, `revert`: the reviewer pipeline in passes over the review
-//!   workspace, every change committed by the host under the lock;
+//! - `review`, `refine`, `revert`, `dismiss`: the reviewer pipeline in
+//!   passes over the review workspace, every change committed by the host
+//!   under the lock;
 //! - `report`, `show`, `grep`, `status`: views of a review workspace.
 //!
-//! The runtime knows nothing of these commands; the `koas` binary puts
-//! them beside the runtime's generic ones.
+//! The runtime knows nothing of these; the `koas` binary puts the command
+//! line beside the runtime's generic commands, and `koas mcp` and `koas
+//! lsp` are the API's other front ends.
 
 pub mod api;
 pub mod changed;

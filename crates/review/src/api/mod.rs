@@ -9,6 +9,11 @@
 //! and none of them builds another front end's arguments or reads another
 //! front end's JSON to learn what happened.
 //!
+//! The operations: [`Session::review`], [`Session::refine`],
+//! [`Session::revert`], [`Session::dismiss`], [`Session::show`],
+//! [`Session::grep`], [`Session::status`], [`Session::report`], and
+//! [`check()`] for a document without a workspace. What they tell while
+//! they work goes to the session's one [`Sink`] ([`Session::told`]).
 
 pub mod check;
 mod entries;
