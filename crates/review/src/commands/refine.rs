@@ -9,6 +9,7 @@ use crate::common::{
 };
 use crate::passes::Control;
 use clap::Args;
+use koas_kernel_api::terminal::escape_controls_keep_lines;
 use koas_orchestrator::embed::{ExitStatus, HostOptions};
 use koas_orchestrator::outln;
 use koas_review_schema::refine::{RefineEvent, RefineStatus, RefineSummary};
@@ -213,15 +214,17 @@ fn refine(
 ) -> anyhow::Result<ExitStatus> {
     let quiet = global.quiet;
     // The kernels' steps are the progress display's (the control's); the
-    // loop's events and lines go to stderr.
+    // loop's events and lines go to stderr, escaped: they quote the
+    // document's sections and the models' answers.
+    let shown = |line: &str| escape_controls_keep_lines(line).into_owned();
     let told: Sink = std::sync::Arc::new(move |told: Told<'_>| match told {
         Told::Event(event) if !quiet => {
             if let Some(text) = progress_line(event) {
-                eprintln!("refine: {text}");
+                eprintln!("refine: {}", shown(&text));
             }
         }
-        Told::Info(line) if !quiet => eprintln!("{line}"),
-        Told::Warning(line) => eprintln!("{line}"),
+        Told::Info(line) if !quiet => eprintln!("{}", shown(line)),
+        Told::Warning(line) => eprintln!("{}", shown(line)),
         _ => {}
     });
     let refined = Session::on(global, control, target)
