@@ -1,0 +1,43 @@
+//! # koas-vale — Vale style rules, read and run
+//!
+//! Documentation teams write their style guides as Vale styles: a folder
+//! per style, a YAML file per rule (`Google/WordList.yml` is the rule
+//! `Google.WordList`). This crate reads a rule as Vale documents it and
+//! runs it on a span of text, giving Vale's alerts (rule, place, message,
+//! level, link, replacements). It knows no Markdown and reads no file: the
+//! host hands it a rule's text and the text to check.
+//!
+//! Built so far: the `existence` and `substitution` extension points, with
+//! `tokens`, `raw`, `ignorecase`, `nonword`, `exceptions`, `swap`,
+//! `message` with `%s`, `level`, `link` and `action`. Every other
+//! extension point, and every key this crate does not act on, is named
+//! once when the rule is read ([`Loaded::unsupported`]), never skipped in
+//! silence.
+
+#![deny(missing_docs)]
+
+mod rule;
+
+pub use rule::{load_rule, Alert, Level, Loaded, Rule, RuleError};
+
+/// The 1-based line and column (in characters) of byte `offset` of
+/// `text`, as Vale reports an alert's place.
+pub fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let start = before.rfind('\n').map_or(0, |i| i + 1);
+    (line, before[start..].chars().count() + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::line_column;
+
+    #[test]
+    fn places_count_lines_and_characters_from_one() {
+        let text = "# Title\n\nÉtait là. Go!";
+        assert_eq!(line_column(text, 0), (1, 1));
+        let bang = text.find('!').expect("a bang");
+        assert_eq!(line_column(text, bang), (3, 13));
+    }
+}

@@ -1,0 +1,520 @@
+//! One Vale rule: its YAML read, its check compiled, run on text.
+
+use fancy_regex::Regex;
+use yaml_rust2::{Yaml, YamlLoader};
+
+/// How serious an alert is, in Vale's words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    /// `suggestion` (Vale's default).
+    Suggestion,
+    /// `warning`.
+    Warning,
+    /// `error`.
+    Error,
+}
+
+impl Level {
+    fn parse(text: &str) -> Option<Level> {
+        match text {
+            "suggestion" => Some(Level::Suggestion),
+            "warning" => Some(Level::Warning),
+            "error" => Some(Level::Error),
+            _ => None,
+        }
+    }
+}
+
+/// Why a rule could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RuleError {
+    /// The file is not YAML, or not a mapping.
+    #[error("{rule}: not a YAML mapping: {reason}")]
+    Yaml {
+        /// `Style.Rule`.
+        rule: String,
+        /// What the YAML reader said.
+        reason: String,
+    },
+    /// A key holds what Vale does not accept there.
+    #[error("{rule}: `{key}`: {reason}")]
+    Key {
+        /// `Style.Rule`.
+        rule: String,
+        /// The key.
+        key: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A pattern does not compile.
+    #[error("{rule}: the pattern {pattern:?} does not compile: {reason}")]
+    Pattern {
+        /// `Style.Rule`.
+        rule: String,
+        /// The pattern as built from the rule.
+        pattern: String,
+        /// What the regex compiler said.
+        reason: String,
+    },
+}
+
+/// A rule read from its YAML.
+#[derive(Debug)]
+pub struct Rule {
+    /// `Style.Rule`, as Vale names it.
+    pub name: String,
+    /// Its extension point (`existence`, `substitution`…).
+    pub extends: String,
+    /// Its message, `%s` and all.
+    pub message: String,
+    /// Its level.
+    pub level: Level,
+    /// The page that explains it.
+    pub link: Option<String>,
+    /// Where it applies (`heading`, `paragraph`, `text`…): the host's to
+    /// honour; `text` when the rule says nothing.
+    pub scope: Vec<String>,
+    /// What Vale's `action` would do (`replace`, `remove`, `edit`…).
+    pub action: Option<String>,
+    check: Check,
+}
+
+/// A rule and what of it is not run.
+#[derive(Debug)]
+pub struct Loaded {
+    /// The rule.
+    pub rule: Rule,
+    /// Each part of the rule this crate does not act on (an extension
+    /// point, a key), in words: said once, when the rule is read.
+    pub unsupported: Vec<String>,
+}
+
+/// What a rule looks for.
+#[derive(Debug)]
+enum Check {
+    /// `existence`: any match is an alert.
+    Existence {
+        pattern: Regex,
+        exceptions: Option<Regex>,
+    },
+    /// `substitution`: a match of a `swap` key is an alert naming its
+    /// replacement.
+    Substitution {
+        pattern: Regex,
+        swaps: Vec<(Regex, String)>,
+        exceptions: Option<Regex>,
+    },
+    /// An extension point not run here.
+    NotRun,
+}
+
+/// One alert of a rule on a text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Alert {
+    /// `Style.Rule`.
+    pub rule: String,
+    /// The byte range of the text it is about.
+    pub span: std::ops::Range<usize>,
+    /// The rule's message, its `%s` filled in.
+    pub message: String,
+    /// The rule's level.
+    pub level: Level,
+    /// The rule's link.
+    pub link: Option<String>,
+    /// What the text could say instead (a `substitution`'s options).
+    pub replacements: Vec<String>,
+}
+
+/// The keys every rule may have.
+const COMMON: [&str; 8] = [
+    "extends",
+    "message",
+    "level",
+    "link",
+    "scope",
+    "action",
+    "description",
+    "limit",
+];
+
+/// Reads the rule `name` (`Style.Rule`) from its YAML text.
+pub fn load_rule(name: &str, yaml: &str) -> Result<Loaded, RuleError> {
+    let docs = YamlLoader::load_from_str(yaml).map_err(|e| RuleError::Yaml {
+        rule: name.to_owned(),
+        reason: e.to_string(),
+    })?;
+    let doc = docs.into_iter().next().unwrap_or(Yaml::Null);
+    let Some(map) = doc.as_hash() else {
+        return Err(RuleError::Yaml {
+            rule: name.to_owned(),
+            reason: "the file holds no mapping".to_owned(),
+        });
+    };
+    let key_error = |key: &str, reason: &str| RuleError::Key {
+        rule: name.to_owned(),
+        key: key.to_owned(),
+        reason: reason.to_owned(),
+    };
+    let text = |key: &str| -> Result<Option<String>, RuleError> {
+        match &doc[key] {
+            Yaml::BadValue | Yaml::Null => Ok(None),
+            value => scalar(value)
+                .map(Some)
+                .ok_or_else(|| key_error(key, "must be text")),
+        }
+    };
+    let extends = text("extends")?.ok_or_else(|| key_error("extends", "is missing"))?;
+    let level = match text("level")? {
+        None => Level::Suggestion,
+        Some(l) => Level::parse(&l)
+            .ok_or_else(|| key_error("level", "must be suggestion, warning or error"))?,
+    };
+    let scope = match &doc["scope"] {
+        Yaml::Array(items) => items.iter().filter_map(scalar).collect(),
+        Yaml::BadValue | Yaml::Null => vec!["text".to_owned()],
+        value => scalar(value)
+            .map(|s| vec![s])
+            .ok_or_else(|| key_error("scope", "must be text or a list"))?,
+    };
+    let action = match &doc["action"] {
+        Yaml::Hash(_) => doc["action"]["name"].as_str().map(str::to_owned),
+        _ => None,
+    };
+    let ignorecase = doc["ignorecase"].as_bool().unwrap_or(false);
+    let nonword = doc["nonword"].as_bool().unwrap_or(false);
+    let compile = |pattern: &str| {
+        Regex::new(pattern).map_err(|e| RuleError::Pattern {
+            rule: name.to_owned(),
+            pattern: pattern.to_owned(),
+            reason: e.to_string(),
+        })
+    };
+    let exceptions = match list(&doc["exceptions"]) {
+        Some(items) if !items.is_empty() => Some(compile(&format!(
+            "{}^(?:{})$",
+            if ignorecase { "(?i)" } else { "" },
+            items.join("|")
+        ))?),
+        _ => None,
+    };
+    let wrap = |alternatives: &str| {
+        let body = if nonword {
+            format!("(?:{alternatives})")
+        } else {
+            format!(r"\b(?:{alternatives})\b")
+        };
+        format!("{}{body}", if ignorecase { "(?i)" } else { "" })
+    };
+    let mut known: Vec<&str> = COMMON.to_vec();
+    let check = match extends.as_str() {
+        "existence" => {
+            known.extend(["tokens", "raw", "ignorecase", "nonword", "exceptions"]);
+            // `raw` is one pattern written in pieces; else the tokens are
+            // alternatives.
+            let alternatives = match list(&doc["raw"]) {
+                Some(raw) if !raw.is_empty() => raw.concat(),
+                _ => list(&doc["tokens"])
+                    .filter(|t| !t.is_empty())
+                    .ok_or_else(|| key_error("tokens", "an existence rule needs tokens or raw"))?
+                    .join("|"),
+            };
+            Check::Existence {
+                pattern: compile(&wrap(&alternatives))?,
+                exceptions,
+            }
+        }
+        "substitution" => {
+            known.extend(["swap", "ignorecase", "nonword", "exceptions"]);
+            let Some(swap) = doc["swap"].as_hash() else {
+                return Err(key_error(
+                    "swap",
+                    "a substitution rule needs a swap mapping",
+                ));
+            };
+            let mut swaps = Vec::new();
+            let mut keys = Vec::new();
+            for (key, value) in swap {
+                let (Some(key), Some(value)) = (scalar(key), scalar(value)) else {
+                    return Err(key_error("swap", "its keys and values must be text"));
+                };
+                let anchored = format!("{}^(?:{key})$", if ignorecase { "(?i)" } else { "" });
+                swaps.push((compile(&anchored)?, value));
+                keys.push(format!("(?:{key})"));
+            }
+            if keys.is_empty() {
+                return Err(key_error("swap", "is empty"));
+            }
+            Check::Substitution {
+                pattern: compile(&wrap(&keys.join("|")))?,
+                swaps,
+                exceptions,
+            }
+        }
+        _ => Check::NotRun,
+    };
+    let mut unsupported = Vec::new();
+    if matches!(check, Check::NotRun) {
+        unsupported.push(format!(
+            "{name}: the extension point `{extends}` is not run yet"
+        ));
+    } else {
+        for key in map.keys().filter_map(Yaml::as_str) {
+            if !known.contains(&key) {
+                unsupported.push(format!("{name}: `{key}` is not acted on"));
+            }
+        }
+    }
+    Ok(Loaded {
+        rule: Rule {
+            name: name.to_owned(),
+            extends,
+            message: text("message")?.unwrap_or_default(),
+            level,
+            link: text("link")?,
+            scope,
+            action,
+            check,
+        },
+        unsupported,
+    })
+}
+
+/// A scalar's text (Vale's YAML writes some words and numbers bare).
+fn scalar(value: &Yaml) -> Option<String> {
+    match value {
+        Yaml::String(s) => Some(s.clone()),
+        Yaml::Integer(i) => Some(i.to_string()),
+        Yaml::Real(r) => Some(r.clone()),
+        Yaml::Boolean(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+/// A list of scalars (a single scalar is a list of one).
+fn list(value: &Yaml) -> Option<Vec<String>> {
+    match value {
+        Yaml::Array(items) => Some(items.iter().filter_map(scalar).collect()),
+        other => scalar(other).map(|s| vec![s]),
+    }
+}
+
+/// `message` with its `%s` filled by `args`, one each, in order (a `%s`
+/// with no argument left stays as written).
+fn fill(message: &str, args: &[&str]) -> String {
+    let mut out = String::new();
+    let mut rest = message;
+    let mut args = args.iter();
+    while let Some(at) = rest.find("%s") {
+        out.push_str(&rest[..at]);
+        match args.next() {
+            Some(arg) => out.push_str(arg),
+            None => out.push_str("%s"),
+        }
+        rest = &rest[at + 2..];
+    }
+    out.push_str(rest);
+    out
+}
+
+impl Rule {
+    /// The rule's alerts on `text`, in text order. A pattern that gives
+    /// up on a text (fancy-regex's backtracking limit) ends the search
+    /// there: the alerts found before are kept.
+    pub fn check(&self, text: &str) -> Vec<Alert> {
+        let (pattern, exceptions) = match &self.check {
+            Check::Existence {
+                pattern,
+                exceptions,
+            }
+            | Check::Substitution {
+                pattern,
+                exceptions,
+                ..
+            } => (pattern, exceptions),
+            Check::NotRun => return Vec::new(),
+        };
+        let mut alerts = Vec::new();
+        for found in pattern.find_iter(text) {
+            let Ok(found) = found else { break };
+            let observed = found.as_str();
+            if observed.is_empty()
+                || exceptions
+                    .as_ref()
+                    .is_some_and(|e| e.is_match(observed).unwrap_or(false))
+            {
+                continue;
+            }
+            let (message, replacements) = match &self.check {
+                Check::Substitution { swaps, .. } => {
+                    let Some((_, expected)) = swaps
+                        .iter()
+                        .find(|(key, _)| key.is_match(observed).unwrap_or(false))
+                    else {
+                        continue;
+                    };
+                    let options: Vec<String> = expected.split('|').map(str::to_owned).collect();
+                    // Text that already says one of the options is right.
+                    if options.iter().any(|o| o == observed) {
+                        continue;
+                    }
+                    let expected = options.join("' or '");
+                    let message = if self.message.matches("%s").count() == 1 {
+                        fill(&self.message, &[&expected])
+                    } else {
+                        fill(&self.message, &[&expected, observed])
+                    };
+                    (message, options)
+                }
+                _ => (fill(&self.message, &[observed]), Vec::new()),
+            };
+            alerts.push(Alert {
+                rule: self.name.clone(),
+                span: found.start()..found.end(),
+                message,
+                level: self.level,
+                link: self.link.clone(),
+                replacements,
+            });
+        }
+        alerts
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const WORDS: &str = r#"
+extends: substitution
+message: "Use '%s' instead of '%s'."
+link: "https://example.invalid/word-list"
+level: warning
+ignorecase: false
+action:
+  name: replace
+swap:
+  "(?:cell ?phone|smart ?phone)": phone|mobile phone
+  "(?:e-mail|Email|E-mail)": email
+  above: preceding
+  admin: administrator
+"#;
+
+    fn messages(rule: &Rule, text: &str) -> Vec<String> {
+        rule.check(text)
+            .into_iter()
+            .map(|a| {
+                let (line, column) = crate::line_column(text, a.span.start);
+                format!("{line}:{column}:{}:{}", a.rule, a.message)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_substitution_names_its_options_and_what_it_found() {
+        let loaded = load_rule("House.Words", WORDS).expect("loads");
+        assert!(loaded.unsupported.is_empty(), "{:?}", loaded.unsupported);
+        let rule = loaded.rule;
+        assert_eq!(rule.level, Level::Warning);
+        assert_eq!(rule.action.as_deref(), Some("replace"));
+        let text = "See the table above.\nCall from your cell phone, or send an E-mail to the admin team.\nAn administrator knows.";
+        assert_eq!(
+            messages(&rule, text),
+            [
+                "1:15:House.Words:Use 'preceding' instead of 'above'.",
+                "2:16:House.Words:Use 'phone' or 'mobile phone' instead of 'cell phone'.",
+                "2:39:House.Words:Use 'email' instead of 'E-mail'.",
+                "2:53:House.Words:Use 'administrator' instead of 'admin'.",
+            ]
+        );
+        let alerts = rule.check(text);
+        assert_eq!(alerts[1].replacements, ["phone", "mobile phone"]);
+        assert_eq!(&text[alerts[1].span.clone()], "cell phone");
+    }
+
+    #[test]
+    fn a_word_rule_matches_whole_words_and_a_nonword_rule_anything() {
+        let words = load_rule(
+            "House.Latin",
+            "extends: existence\nmessage: \"Avoid '%s'.\"\nignorecase: true\ntokens:\n  - via\n  - e\\.g\\.\n",
+        )
+        .expect("loads")
+        .rule;
+        // As in Vale, a word rule's tokens are wrapped in word
+        // boundaries: `e.g.` followed by a space ends on none, so only a
+        // `nonword` rule finds it.
+        assert_eq!(
+            messages(&words, "Sent Via post, not trivial: e.g. this."),
+            ["1:6:House.Latin:Avoid 'Via'."]
+        );
+        let bangs = load_rule(
+            "House.Bang",
+            "extends: existence\nmessage: \"No exclamation points.\"\nnonword: true\nlevel: error\ntokens:\n  - '\\w+!(?:\\s|$)'\n",
+        )
+        .expect("loads")
+        .rule;
+        assert_eq!(
+            messages(&bangs, "Done! Really"),
+            ["1:1:House.Bang:No exclamation points."]
+        );
+        assert_eq!(bangs.level, Level::Error);
+    }
+
+    #[test]
+    fn exceptions_lookarounds_and_raw_pieces_hold() {
+        let rule = load_rule(
+            "House.Acronyms",
+            "extends: existence\nmessage: \"Spell out '%s'.\"\nraw:\n  - '\\b[A-Z]{3,5}'\n  - '(?!s)\\b'\nnonword: true\nexceptions:\n  - API\n  - HTTP\n",
+        )
+        .expect("loads")
+        .rule;
+        assert_eq!(
+            messages(&rule, "The API speaks HTTP to the NSA and to many FAQs."),
+            ["1:28:House.Acronyms:Spell out 'NSA'."]
+        );
+    }
+
+    #[test]
+    fn what_is_not_run_is_named_when_the_rule_is_read() {
+        let loaded = load_rule(
+            "House.Headings",
+            "extends: capitalization\nmessage: \"'%s' should use sentence case.\"\nscope: heading\nmatch: $sentence\n",
+        )
+        .expect("loads");
+        assert_eq!(
+            loaded.unsupported,
+            ["House.Headings: the extension point `capitalization` is not run yet"]
+        );
+        assert!(loaded.rule.check("# A Title Here").is_empty());
+        assert_eq!(loaded.rule.scope, ["heading"]);
+        let extra = load_rule(
+            "House.Vocab",
+            "extends: existence\nmessage: x\ntokens: [foo]\nvocab: false\n",
+        )
+        .expect("loads");
+        assert_eq!(extra.unsupported, ["House.Vocab: `vocab` is not acted on"]);
+    }
+
+    #[test]
+    fn broken_rules_say_which_rule_and_what() {
+        let err =
+            load_rule("House.Bad", "extends: existence\nmessage: x\n").expect_err("no tokens");
+        assert_eq!(
+            err.to_string(),
+            "House.Bad: `tokens`: an existence rule needs tokens or raw"
+        );
+        let err = load_rule("House.Bad", "extends: existence\ntokens: ['(unclosed']\n")
+            .expect_err("bad pattern");
+        assert!(
+            err.to_string().starts_with("House.Bad: the pattern"),
+            "{err}"
+        );
+        let err = load_rule("House.Bad", "- a list\n").expect_err("not a mapping");
+        assert!(err.to_string().contains("not a YAML mapping"), "{err}");
+        let err = load_rule(
+            "House.Bad",
+            "extends: existence\nlevel: loud\ntokens: [a]\n",
+        )
+        .expect_err("bad level");
+        assert!(err.to_string().contains("`level`"), "{err}");
+    }
+}
