@@ -7,7 +7,9 @@
 //! level, link, replacements). It knows no Markdown and reads no file: the
 //! host hands it a rule's text and the text to check.
 //!
-//! Built so far: the `existence` and `substitution` extension points, with
+//! Built so far: `.vale.ini` ([`ValeIni`]: `StylesPath`, `MinAlertLevel`,
+//! `Vocab`, `[glob]` sections with `BasedOnStyles` and each rule's switch),
+//! and the `existence` and `substitution` extension points, with
 //! `tokens`, `raw`, `ignorecase`, `nonword`, `exceptions`, `swap`,
 //! `message` with `%s`, `level`, `link` and `action`. Every other
 //! extension point, and every key this crate does not act on, is named
@@ -16,8 +18,10 @@
 
 #![deny(missing_docs)]
 
+mod ini;
 mod rule;
 
+pub use ini::{IniError, Section, Switch, ValeIni};
 pub use rule::{load_rule, Alert, Level, Loaded, Rule, RuleError};
 
 /// The 1-based line and column (in characters) of byte `offset` of

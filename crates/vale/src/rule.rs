@@ -15,7 +15,8 @@ pub enum Level {
 }
 
 impl Level {
-    fn parse(text: &str) -> Option<Level> {
+    /// `suggestion`, `warning` or `error`.
+    pub fn parse(text: &str) -> Option<Level> {
         match text {
             "suggestion" => Some(Level::Suggestion),
             "warning" => Some(Level::Warning),

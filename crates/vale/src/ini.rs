@@ -1,0 +1,167 @@
+//! `.vale.ini`: where the styles are, which apply to which files, and
+//! each rule's switch.
+
+use crate::Level;
+
+/// A `.vale.ini`, read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ValeIni {
+    /// `StylesPath`, as written (relative to the file's folder).
+    pub styles_path: Option<String>,
+    /// `MinAlertLevel`: alerts below it are not reported.
+    pub min_level: Option<Level>,
+    /// `Vocab`: the vocabularies (`<StylesPath>/config/vocabularies/<name>`).
+    pub vocab: Vec<String>,
+    /// The `[glob]` sections, in file order.
+    pub sections: Vec<Section>,
+    /// Each key this crate does not act on, with its line: said once.
+    pub unsupported: Vec<String>,
+}
+
+/// One `[glob]` section.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Section {
+    /// The files it applies to (`*.md`, `*.{md,txt}`).
+    pub glob: String,
+    /// `BasedOnStyles`: every rule of these styles is on.
+    pub based_on: Vec<String>,
+    /// `Style.Rule = YES | NO | suggestion | warning | error`, in order.
+    pub switches: Vec<(String, Switch)>,
+}
+
+/// What a section says of one rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Switch {
+    /// `YES`: on, at its own level.
+    On,
+    /// `NO`: off.
+    Off,
+    /// On, at this level.
+    At(Level),
+}
+
+/// Why a `.vale.ini` could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}: {reason}")]
+pub struct IniError {
+    /// The 1-based line.
+    pub line: usize,
+    /// What is wrong there.
+    pub reason: String,
+}
+
+impl ValeIni {
+    /// Reads the text of a `.vale.ini`.
+    pub fn parse(text: &str) -> Result<ValeIni, IniError> {
+        let mut ini = ValeIni::default();
+        for (i, raw) in text.lines().enumerate() {
+            let line = i + 1;
+            let trimmed = raw.trim();
+            if trimmed.is_empty() || trimmed.starts_with('#') || trimmed.starts_with(';') {
+                continue;
+            }
+            if let Some(glob) = trimmed.strip_prefix('[') {
+                let glob = glob.strip_suffix(']').ok_or_else(|| IniError {
+                    line,
+                    reason: format!("a section `{trimmed}` without its closing `]`"),
+                })?;
+                ini.sections.push(Section {
+                    glob: glob.trim().to_owned(),
+                    ..Section::default()
+                });
+                continue;
+            }
+            let Some((key, value)) = trimmed.split_once('=') else {
+                return Err(IniError {
+                    line,
+                    reason: format!("`{trimmed}` is neither a section nor `key = value`"),
+                });
+            };
+            let (key, value) = (key.trim(), value.trim());
+            let list = || -> Vec<String> {
+                value
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|v| !v.is_empty())
+                    .map(str::to_owned)
+                    .collect()
+            };
+            match (ini.sections.last_mut(), key) {
+                (None, "StylesPath") => ini.styles_path = Some(value.to_owned()),
+                (None, "MinAlertLevel") => {
+                    ini.min_level = Some(level(value).ok_or_else(|| IniError {
+                        line,
+                        reason: format!(
+                            "MinAlertLevel `{value}`: use suggestion, warning or error"
+                        ),
+                    })?)
+                }
+                (None, "Vocab") => ini.vocab = list(),
+                (Some(section), "BasedOnStyles") => section.based_on = list(),
+                (Some(section), rule) if rule.contains('.') => {
+                    let switch = match value {
+                        "YES" => Switch::On,
+                        "NO" => Switch::Off,
+                        other => Switch::At(level(other).ok_or_else(|| IniError {
+                            line,
+                            reason: format!(
+                                "{rule} = {other}: use YES, NO, suggestion, warning or error"
+                            ),
+                        })?),
+                    };
+                    section.switches.push((rule.to_owned(), switch));
+                }
+                _ => ini
+                    .unsupported
+                    .push(format!("line {line}: `{key}` is not acted on")),
+            }
+        }
+        Ok(ini)
+    }
+}
+
+fn level(text: &str) -> Option<Level> {
+    Level::parse(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_projects_ini_gives_its_styles_sections_and_switches() {
+        let ini = ValeIni::parse(
+            "StylesPath = styles\nMinAlertLevel = warning\nVocab = Docs\nPackages = Google\n\n# the docs\n[*.md]\nBasedOnStyles = Vale, Google\nGoogle.Will = NO\nGoogle.WordList = error\nGoogle.Latin = YES\n",
+        )
+        .expect("reads");
+        assert_eq!(ini.styles_path.as_deref(), Some("styles"));
+        assert_eq!(ini.min_level, Some(Level::Warning));
+        assert_eq!(ini.vocab, ["Docs"]);
+        assert_eq!(ini.unsupported, ["line 4: `Packages` is not acted on"]);
+        assert_eq!(ini.sections.len(), 1);
+        let md = &ini.sections[0];
+        assert_eq!(md.glob, "*.md");
+        assert_eq!(md.based_on, ["Vale", "Google"]);
+        assert_eq!(
+            md.switches,
+            [
+                ("Google.Will".to_owned(), Switch::Off),
+                ("Google.WordList".to_owned(), Switch::At(Level::Error)),
+                ("Google.Latin".to_owned(), Switch::On),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_broken_line_is_named() {
+        let err = ValeIni::parse("StylesPath = s\n[*.md\n").expect_err("unclosed");
+        assert_eq!(err.line, 2);
+        let err = ValeIni::parse("[*.md]\nGoogle.Will = maybe\n").expect_err("bad switch");
+        assert_eq!(
+            err.to_string(),
+            "line 2: Google.Will = maybe: use YES, NO, suggestion, warning or error"
+        );
+        let err = ValeIni::parse("just words\n").expect_err("no equals");
+        assert_eq!(err.line, 1);
+    }
+}
