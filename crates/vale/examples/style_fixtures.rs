@@ -1,13 +1,16 @@
 //! Runs a Vale style repository's fixtures the way its tests run Vale:
 //! for each `fixtures/<Name>/` with a `.vale.ini` and a `test.md`, the
-//! rules its `.vale.ini` turns on, on the whole of `test.md` (no scopes
-//! yet), printed as Vale's line format `test.md:LINE:COLUMN:Style.Rule:message`
+//! rules its `.vale.ini` turns on, on the blocks of `test.md` their
+//! scopes take (headings, paragraphs, list items, blockquotes and table
+//! cells as pulldown-cmark finds them; inline code is not taken out yet),
+//! printed as Vale's line format `test.md:LINE:COLUMN:Style.Rule:message`
 //! under a `== <Name>` header. The rules the crate does not run yet are
 //! listed on stderr.
 //!
 //! `cargo run -p koas-vale --example style_fixtures -- PATH/TO/STYLE-REPO`
 
-use koas_vale::{line_column, load_rule, Switch, ValeIni};
+use koas_vale::{line_column, load_rule, Block, BlockKind, Switch, ValeIni};
+use pulldown_cmark::{Event, Parser, Tag};
 use std::path::Path;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -60,7 +63,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     for note in &loaded.unsupported {
                         eprintln!("{note}");
                     }
-                    for alert in loaded.rule.check(&text) {
+                    for alert in loaded.rule.check_blocks(&text, &blocks_of(&text)) {
                         let (line, column) = line_column(&text, alert.span.start);
                         lines.push((
                             line,
@@ -83,4 +86,70 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     Ok(())
+}
+
+/// The prose blocks of a Markdown text, their marks (`#`, `-`, `>`) left
+/// out of their spans.
+fn blocks_of(text: &str) -> Vec<Block> {
+    let mut blocks = Vec::new();
+    let mut in_item = 0usize;
+    let mut in_quote = 0usize;
+    let mut header = false;
+    for (event, range) in
+        Parser::new_ext(text, pulldown_cmark::Options::ENABLE_TABLES).into_offset_iter()
+    {
+        let kind = match event {
+            Event::Start(Tag::Heading { level, .. }) => Some(BlockKind::Heading(level as u8)),
+            Event::Start(Tag::Paragraph) if in_item == 0 => Some(if in_quote > 0 {
+                BlockKind::Blockquote
+            } else {
+                BlockKind::Paragraph
+            }),
+            Event::Start(Tag::Item) => {
+                in_item += 1;
+                Some(BlockKind::ListItem)
+            }
+            Event::End(pulldown_cmark::TagEnd::Item) => {
+                in_item -= 1;
+                None
+            }
+            Event::Start(Tag::BlockQuote(_)) => {
+                in_quote += 1;
+                None
+            }
+            Event::End(pulldown_cmark::TagEnd::BlockQuote(_)) => {
+                in_quote -= 1;
+                None
+            }
+            Event::Start(Tag::TableHead) => {
+                header = true;
+                None
+            }
+            Event::End(pulldown_cmark::TagEnd::TableHead) => {
+                header = false;
+                None
+            }
+            Event::Start(Tag::TableCell) => Some(BlockKind::TableCell { header }),
+            _ => None,
+        };
+        let Some(kind) = kind else { continue };
+        // The block's own text: past its marks, to its line's end for an
+        // item (its nested lists are items of their own).
+        let slice = &text[range.clone()];
+        let marks = slice.len()
+            - slice
+                .trim_start_matches(['#', '-', '*', '+', '>', ' '])
+                .len();
+        let mut end = range.end;
+        if kind == BlockKind::ListItem {
+            end = text[range.start..]
+                .find('\n')
+                .map_or(range.end, |i| (range.start + i).min(range.end));
+        }
+        blocks.push(Block {
+            kind,
+            span: range.start + marks..end.max(range.start + marks),
+        });
+    }
+    blocks
 }

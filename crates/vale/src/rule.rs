@@ -254,6 +254,12 @@ pub fn load_rule(name: &str, yaml: &str) -> Result<Loaded, RuleError> {
         _ => Check::NotRun,
     };
     let mut unsupported = Vec::new();
+    for scope in &scope {
+        let base = scope.split('.').next().unwrap_or(scope);
+        if !SCOPES.contains(&base) {
+            unsupported.push(format!("{name}: the scope `{scope}` is not known here"));
+        }
+    }
     if matches!(check, Check::NotRun) {
         unsupported.push(format!(
             "{name}: the extension point `{extends}` is not run yet"
@@ -317,7 +323,97 @@ fn fill(message: &str, args: &[&str]) -> String {
     out
 }
 
+/// What a piece of a document is, as Vale's scopes name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockKind {
+    /// A heading of level 1 to 6 (`heading`, `heading.h2`…).
+    Heading(u8),
+    /// A paragraph (`paragraph`).
+    Paragraph,
+    /// A list item's text (`list`).
+    ListItem,
+    /// A blockquote's text (`blockquote`).
+    Blockquote,
+    /// A table cell (`table.cell`; `table.header` for the first row).
+    TableCell {
+        /// The cell is in the header row.
+        header: bool,
+    },
+}
+
+/// A piece of a document's prose, for the rules whose scope takes it:
+/// the host finds them (code, front matter and the like are none).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Block {
+    /// What it is.
+    pub kind: BlockKind,
+    /// Its bytes in the document.
+    pub span: std::ops::Range<usize>,
+}
+
+/// The scopes this crate knows (a rule naming another is told so).
+const SCOPES: [&str; 8] = [
+    "text",
+    "heading",
+    "paragraph",
+    "list",
+    "blockquote",
+    "table",
+    "raw",
+    "sentence",
+];
+
 impl Rule {
+    /// Whether the rule's scope takes a block of `kind` (`text` takes
+    /// every prose block; `raw` none: it is the whole document's). A
+    /// `sentence` rule runs on its whole block: blocks are not yet cut
+    /// into sentences.
+    pub fn applies_to(&self, kind: BlockKind) -> bool {
+        self.scope.iter().any(|scope| {
+            let (base, sub) = scope.split_once('.').unwrap_or((scope.as_str(), ""));
+            match (base, kind) {
+                ("text" | "sentence", _) => true,
+                ("heading", BlockKind::Heading(level)) => {
+                    sub.is_empty() || sub == format!("h{level}")
+                }
+                ("paragraph", BlockKind::Paragraph) => true,
+                ("list", BlockKind::ListItem) => true,
+                ("blockquote", BlockKind::Blockquote) => true,
+                ("table", BlockKind::TableCell { header }) => match sub {
+                    "" | "cell" => true,
+                    "header" => header,
+                    _ => false,
+                },
+                _ => false,
+            }
+        })
+    }
+
+    /// Whether the rule runs on the whole document as written.
+    pub fn is_raw(&self) -> bool {
+        self.scope.iter().any(|s| s == "raw")
+    }
+
+    /// The rule's alerts on the `blocks` of `text` its scope takes (on
+    /// the whole of `text` for a `raw` rule), in text order.
+    pub fn check_blocks(&self, text: &str, blocks: &[Block]) -> Vec<Alert> {
+        if self.is_raw() {
+            return self.check(text);
+        }
+        let mut alerts = Vec::new();
+        for block in blocks.iter().filter(|b| self.applies_to(b.kind)) {
+            let Some(piece) = text.get(block.span.clone()) else {
+                continue;
+            };
+            alerts.extend(self.check(piece).into_iter().map(|mut a| {
+                a.span = a.span.start + block.span.start..a.span.end + block.span.start;
+                a
+            }));
+        }
+        alerts.sort_by_key(|a| a.span.start);
+        alerts
+    }
+
     /// The rule's alerts on `text`, in text order. A pattern that gives
     /// up on a text (fancy-regex's backtracking limit) ends the search
     /// there: the alerts found before are kept.
@@ -493,6 +589,51 @@ swap:
         )
         .expect("loads");
         assert_eq!(extra.unsupported, ["House.Vocab: `vocab` is not acted on"]);
+    }
+
+    #[test]
+    fn a_rules_scope_picks_its_blocks_and_alerts_keep_document_places() {
+        let headings = load_rule(
+            "House.H2",
+            "extends: existence\nmessage: \"No '%s' in a heading.\"\nscope: heading.h2\ntokens: [Stuff]\n",
+        )
+        .expect("loads")
+        .rule;
+        let text = "# Stuff\n\n## More Stuff\n\nStuff in prose.\n";
+        let blocks = [
+            Block {
+                kind: BlockKind::Heading(1),
+                span: 2..7,
+            },
+            Block {
+                kind: BlockKind::Heading(2),
+                span: 12..22,
+            },
+            Block {
+                kind: BlockKind::Paragraph,
+                span: 24..39,
+            },
+        ];
+        let alerts = headings.check_blocks(text, &blocks);
+        assert_eq!(alerts.len(), 1);
+        assert_eq!(&text[alerts[0].span.clone()], "Stuff");
+        assert_eq!(crate::line_column(text, alerts[0].span.start), (3, 9));
+        let prose = load_rule(
+            "House.Any",
+            "extends: existence\nmessage: x\ntokens: [Stuff]\n",
+        )
+        .expect("loads")
+        .rule;
+        assert_eq!(prose.check_blocks(text, &blocks).len(), 3);
+        let unknown = load_rule(
+            "House.Alt",
+            "extends: existence\nmessage: x\nscope: alt\ntokens: [a]\n",
+        )
+        .expect("loads");
+        assert_eq!(
+            unknown.unsupported,
+            ["House.Alt: the scope `alt` is not known here"]
+        );
     }
 
     #[test]
