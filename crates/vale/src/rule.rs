@@ -210,17 +210,24 @@ pub fn load_rule(name: &str, yaml: &str) -> Result<Loaded, RuleError> {
     let check = match extends.as_str() {
         "existence" => {
             known.extend(["tokens", "raw", "ignorecase", "nonword", "exceptions"]);
-            // `raw` is one pattern written in pieces; else the tokens are
-            // alternatives.
-            let alternatives = match list(&doc["raw"]) {
-                Some(raw) if !raw.is_empty() => raw.concat(),
-                _ => list(&doc["tokens"])
-                    .filter(|t| !t.is_empty())
-                    .ok_or_else(|| key_error("tokens", "an existence rule needs tokens or raw"))?
-                    .join("|"),
+            // `raw` is one pattern written in pieces, taken as written;
+            // the tokens are alternatives, after it.
+            let raw = list(&doc["raw"]).unwrap_or_default().concat();
+            let tokens = list(&doc["tokens"]).unwrap_or_default();
+            if raw.is_empty() && tokens.is_empty() {
+                return Err(key_error("tokens", "an existence rule needs tokens or raw"));
+            }
+            let pattern = if tokens.is_empty() {
+                format!("{}{raw}", if ignorecase { "(?i)" } else { "" })
+            } else {
+                let wrapped = wrap(&tokens.join("|"));
+                match wrapped.strip_prefix("(?i)") {
+                    Some(rest) => format!("(?i){raw}{rest}"),
+                    None => format!("{raw}{wrapped}"),
+                }
             };
             Check::Existence {
-                pattern: compile(&wrap(&alternatives))?,
+                pattern: compile(&pattern)?,
                 exceptions,
             }
         }
@@ -238,8 +245,10 @@ pub fn load_rule(name: &str, yaml: &str) -> Result<Loaded, RuleError> {
                 let (Some(key), Some(value)) = (scalar(key), scalar(value)) else {
                     return Err(key_error("swap", "its keys and values must be text"));
                 };
-                let anchored = format!("{}^(?:{key})$", if ignorecase { "(?i)" } else { "" });
-                swaps.push((compile(&anchored)?, value));
+                // Found again at the match's place in its text, so that a
+                // key's lookaround sees what is around the match.
+                let alone = format!("{}(?:{key})", if ignorecase { "(?i)" } else { "" });
+                swaps.push((compile(&alone)?, value));
                 keys.push(format!("(?:{key})"));
             }
             if keys.is_empty() {
@@ -443,10 +452,13 @@ impl Rule {
             }
             let (message, replacements) = match &self.check {
                 Check::Substitution { swaps, .. } => {
-                    let Some((_, expected)) = swaps
-                        .iter()
-                        .find(|(key, _)| key.is_match(observed).unwrap_or(false))
-                    else {
+                    let here = |key: &Regex| {
+                        key.find_from_pos(text, found.start())
+                            .ok()
+                            .flatten()
+                            .is_some_and(|m| m.start() == found.start() && m.end() == found.end())
+                    };
+                    let Some((_, expected)) = swaps.iter().find(|(key, _)| here(key)) else {
                         continue;
                     };
                     let options: Vec<String> = expected.split('|').map(str::to_owned).collect();
@@ -633,6 +645,30 @@ swap:
         assert_eq!(
             unknown.unsupported,
             ["House.Alt: the scope `alt` is not known here"]
+        );
+    }
+
+    #[test]
+    fn raw_pieces_come_before_the_tokens_and_swap_keys_see_their_context() {
+        let passive = load_rule(
+            "House.Passive",
+            "extends: existence\nmessage: \"Active voice, not '%s'.\"\nignorecase: true\nraw:\n  - \\b(am|is|was)\\b\\s*\ntokens:\n  - '[\\w]+ed'\n  - broken\n",
+        )
+        .expect("loads")
+        .rule;
+        assert_eq!(
+            messages(&passive, "The build was broken twice."),
+            ["1:11:House.Passive:Active voice, not 'was broken'."]
+        );
+        let latin = load_rule(
+            "House.Latin",
+            "extends: substitution\nmessage: \"Use '%s' instead of '%s'.\"\nignorecase: true\nnonword: true\nswap:\n  '\\b(?:ie|i\\.e\\.)(?=[\\s,;])': that is\n",
+        )
+        .expect("loads")
+        .rule;
+        assert_eq!(
+            messages(&latin, "By train, i.e., not by bike."),
+            ["1:11:House.Latin:Use 'that is' instead of 'i.e.'."]
         );
     }
 
