@@ -104,6 +104,9 @@ enum Check {
         pattern: Regex,
         swaps: Vec<(Regex, String)>,
         exceptions: Option<Regex>,
+        /// Matched without regard to case: a replacement takes the
+        /// capital of a text that starts with one.
+        ignorecase: bool,
     },
     /// An extension point not run here.
     NotRun,
@@ -258,6 +261,7 @@ pub fn load_rule(name: &str, yaml: &str) -> Result<Loaded, RuleError> {
                 pattern: compile(&wrap(&keys.join("|")))?,
                 swaps,
                 exceptions,
+                ignorecase,
             }
         }
         _ => Check::NotRun,
@@ -311,6 +315,15 @@ fn list(value: &Yaml) -> Option<Vec<String>> {
     match value {
         Yaml::Array(items) => Some(items.iter().filter_map(scalar).collect()),
         other => scalar(other).map(|s| vec![s]),
+    }
+}
+
+/// `text` with its first letter a capital.
+fn capitalized(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
     }
 }
 
@@ -451,7 +464,9 @@ impl Rule {
                 continue;
             }
             let (message, replacements) = match &self.check {
-                Check::Substitution { swaps, .. } => {
+                Check::Substitution {
+                    swaps, ignorecase, ..
+                } => {
                     let here = |key: &Regex| {
                         key.find_from_pos(text, found.start())
                             .ok()
@@ -461,7 +476,18 @@ impl Rule {
                     let Some((_, expected)) = swaps.iter().find(|(key, _)| here(key)) else {
                         continue;
                     };
-                    let options: Vec<String> = expected.split('|').map(str::to_owned).collect();
+                    let capital =
+                        *ignorecase && observed.chars().next().is_some_and(char::is_uppercase);
+                    let options: Vec<String> = expected
+                        .split('|')
+                        .map(|o| {
+                            if capital {
+                                capitalized(o)
+                            } else {
+                                o.to_owned()
+                            }
+                        })
+                        .collect();
                     // Text that already says one of the options is right.
                     if options.iter().any(|o| o == observed) {
                         continue;
@@ -669,6 +695,23 @@ swap:
         assert_eq!(
             messages(&latin, "By train, i.e., not by bike."),
             ["1:11:House.Latin:Use 'that is' instead of 'i.e.'."]
+        );
+    }
+
+    #[test]
+    fn a_case_blind_substitution_keeps_the_texts_capital() {
+        let rule = load_rule(
+            "House.Contractions",
+            "extends: substitution\nmessage: \"Use '%s' instead of '%s'.\"\nignorecase: true\nswap:\n  could not: couldn't\n",
+        )
+        .expect("loads")
+        .rule;
+        assert_eq!(
+            messages(&rule, "Could not we? We could not."),
+            [
+                "1:1:House.Contractions:Use 'Couldn't' instead of 'Could not'.",
+                "1:18:House.Contractions:Use 'couldn't' instead of 'could not'."
+            ]
         );
     }
 
