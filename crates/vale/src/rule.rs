@@ -108,8 +108,31 @@ enum Check {
         /// capital of a text that starts with one.
         ignorecase: bool,
     },
+    /// `capitalization`: a block whose text is not in the rule's case
+    /// is an alert, the whole text its `%s`.
+    Capitalization {
+        case: Case,
+        /// A word ending with one starts a new sentence (`:`).
+        indicators: Vec<String>,
+        /// Words written as they must be (`macOS`, `JSON`).
+        exceptions: Vec<String>,
+    },
     /// An extension point not run here.
     NotRun,
+}
+
+/// The case a `capitalization` rule asks for.
+#[derive(Debug)]
+enum Case {
+    /// `$sentence`: the first word (and one after an indicator) with a
+    /// capital, the others in lower case.
+    Sentence,
+    /// `$lower`.
+    Lower,
+    /// `$upper`.
+    Upper,
+    /// A pattern the whole text must match.
+    Pattern(Regex),
 }
 
 /// One alert of a rule on a text.
@@ -264,6 +287,26 @@ pub fn load_rule(name: &str, yaml: &str) -> Result<Loaded, RuleError> {
                 ignorecase,
             }
         }
+        "capitalization" => {
+            known.extend(["match", "indicators", "exceptions", "style"]);
+            let matched = text("match")?.ok_or_else(|| key_error("match", "is missing"))?;
+            let case = match matched.as_str() {
+                "$sentence" => Some(Case::Sentence),
+                "$lower" => Some(Case::Lower),
+                "$upper" => Some(Case::Upper),
+                // `$title` follows a style guide's list of small words.
+                "$title" => None,
+                pattern => Some(Case::Pattern(compile(&format!("^(?:{pattern})$"))?)),
+            };
+            match case {
+                Some(case) => Check::Capitalization {
+                    case,
+                    indicators: list(&doc["indicators"]).unwrap_or_default(),
+                    exceptions: list(&doc["exceptions"]).unwrap_or_default(),
+                },
+                None => Check::NotRun,
+            }
+        }
         _ => Check::NotRun,
     };
     let mut unsupported = Vec::new();
@@ -274,9 +317,12 @@ pub fn load_rule(name: &str, yaml: &str) -> Result<Loaded, RuleError> {
         }
     }
     if matches!(check, Check::NotRun) {
-        unsupported.push(format!(
-            "{name}: the extension point `{extends}` is not run yet"
-        ));
+        let what = if extends == "capitalization" {
+            "`match: $title`".to_owned()
+        } else {
+            format!("the extension point `{extends}`")
+        };
+        unsupported.push(format!("{name}: {what} is not run yet"));
     } else {
         for key in map.keys().filter_map(Yaml::as_str) {
             if !known.contains(&key) {
@@ -315,6 +361,41 @@ fn list(value: &Yaml) -> Option<Vec<String>> {
     match value {
         Yaml::Array(items) => Some(items.iter().filter_map(scalar).collect()),
         other => scalar(other).map(|s| vec![s]),
+    }
+}
+
+/// Whether `text` is in `case`. For `$sentence`, as Vale counts it: of
+/// the words with a letter, more than four in five must be right (an
+/// exception as written; the first, and one after an indicator, with a
+/// capital; the others all lower case).
+fn in_case(text: &str, case: &Case, indicators: &[String], exceptions: &[String]) -> bool {
+    match case {
+        Case::Lower => text == text.to_lowercase(),
+        Case::Upper => text == text.to_uppercase(),
+        Case::Pattern(pattern) => pattern.is_match(text).unwrap_or(true),
+        Case::Sentence => {
+            let (mut right, mut words) = (0usize, 0usize);
+            let mut starts = true;
+            for word in text.split_whitespace() {
+                if !word.chars().any(char::is_alphabetic) {
+                    continue;
+                }
+                words += 1;
+                let bare = word.trim_matches(|c: char| !c.is_alphanumeric());
+                let ok = if exceptions.iter().any(|e| e == word || e == bare) {
+                    true
+                } else if starts {
+                    word.chars()
+                        .find(|c| c.is_alphabetic())
+                        .is_some_and(char::is_uppercase)
+                } else {
+                    word == word.to_lowercase()
+                };
+                right += usize::from(ok);
+                starts = indicators.iter().any(|i| word.ends_with(i.as_str()));
+            }
+            words == 0 || right * 5 > words * 4
+        }
     }
 }
 
@@ -440,6 +521,26 @@ impl Rule {
     /// up on a text (fancy-regex's backtracking limit) ends the search
     /// there: the alerts found before are kept.
     pub fn check(&self, text: &str) -> Vec<Alert> {
+        if let Check::Capitalization {
+            case,
+            indicators,
+            exceptions,
+        } = &self.check
+        {
+            let trimmed = text.trim();
+            if trimmed.is_empty() || in_case(trimmed, case, indicators, exceptions) {
+                return Vec::new();
+            }
+            let start = text.len() - text.trim_start().len();
+            return vec![Alert {
+                rule: self.name.clone(),
+                span: start..start + trimmed.len(),
+                message: fill(&self.message, &[trimmed]),
+                level: self.level,
+                link: self.link.clone(),
+                replacements: Vec::new(),
+            }];
+        }
         let (pattern, exceptions) = match &self.check {
             Check::Existence {
                 pattern,
@@ -450,7 +551,7 @@ impl Rule {
                 exceptions,
                 ..
             } => (pattern, exceptions),
-            Check::NotRun => return Vec::new(),
+            Check::Capitalization { .. } | Check::NotRun => return Vec::new(),
         };
         let mut alerts = Vec::new();
         for found in pattern.find_iter(text) {
@@ -611,16 +712,21 @@ swap:
     #[test]
     fn what_is_not_run_is_named_when_the_rule_is_read() {
         let loaded = load_rule(
-            "House.Headings",
-            "extends: capitalization\nmessage: \"'%s' should use sentence case.\"\nscope: heading\nmatch: $sentence\n",
+            "House.Titles",
+            "extends: capitalization\nmessage: \"'%s' should use title case.\"\nscope: heading\nmatch: $title\n",
         )
         .expect("loads");
         assert_eq!(
             loaded.unsupported,
-            ["House.Headings: the extension point `capitalization` is not run yet"]
+            ["House.Titles: `match: $title` is not run yet"]
         );
-        assert!(loaded.rule.check("# A Title Here").is_empty());
+        assert!(loaded.rule.check("a title here").is_empty());
         assert_eq!(loaded.rule.scope, ["heading"]);
+        let loaded = load_rule("House.Spell", "extends: spelling\nmessage: x\n").expect("loads");
+        assert_eq!(
+            loaded.unsupported,
+            ["House.Spell: the extension point `spelling` is not run yet"]
+        );
         let extra = load_rule(
             "House.Vocab",
             "extends: existence\nmessage: x\ntokens: [foo]\nvocab: false\n",
@@ -713,6 +819,53 @@ swap:
                 "1:18:House.Contractions:Use 'couldn't' instead of 'could not'."
             ]
         );
+    }
+
+    #[test]
+    fn sentence_case_counts_words_as_vale_does() {
+        let rule = load_rule(
+            "House.Headings",
+            "extends: capitalization\nmessage: \"'%s' should use sentence-style capitalization.\"\nscope: heading\nmatch: $sentence\nindicators:\n  - ':'\nexceptions:\n  - macOS\n  - JSON\n",
+        )
+        .expect("loads");
+        assert!(loaded_clean(&rule), "{:?}", rule.unsupported);
+        let rule = rule.rule;
+        for fine in [
+            "This is a heading",
+            "Find the thief: Introduction",
+            "8. Do step eight",
+            "Accepting a JSON response on macOS",
+            "Top-level entities",
+        ] {
+            assert!(rule.check(fine).is_empty(), "{fine}");
+        }
+        for (wrong, alert) in [
+            (
+                "This is a Heading",
+                "'This is a Heading' should use sentence-style capitalization.",
+            ),
+            (
+                "Test: modern documentation management",
+                "'Test: modern documentation management' should use sentence-style capitalization.",
+            ),
+        ] {
+            let alerts = rule.check(wrong);
+            assert_eq!(alerts.len(), 1, "{wrong}");
+            assert_eq!(alerts[0].message, alert);
+            assert_eq!(alerts[0].span, 0..wrong.len());
+        }
+        let lower = load_rule(
+            "House.Lower",
+            "extends: capitalization\nmessage: x\nmatch: $lower\n",
+        )
+        .expect("loads")
+        .rule;
+        assert!(lower.check("all quiet").is_empty());
+        assert_eq!(lower.check("Not quiet").len(), 1);
+    }
+
+    fn loaded_clean(loaded: &Loaded) -> bool {
+        loaded.unsupported.is_empty()
     }
 
     #[test]
