@@ -9,7 +9,7 @@
 //!
 //! `cargo run -p koas-vale --example style_fixtures -- PATH/TO/STYLE-REPO`
 
-use koas_vale::{line_column, load_rule, Block, BlockKind, Switch, ValeIni};
+use koas_vale::{line_column, load_rule, Block, ScopeKind, Switch, ValeIni};
 use pulldown_cmark::{Event, Parser, Tag};
 use std::path::Path;
 
@@ -99,15 +99,15 @@ fn blocks_of(text: &str) -> Vec<Block> {
         Parser::new_ext(text, pulldown_cmark::Options::ENABLE_TABLES).into_offset_iter()
     {
         let kind = match event {
-            Event::Start(Tag::Heading { level, .. }) => Some(BlockKind::Heading(level as u8)),
+            Event::Start(Tag::Heading { level, .. }) => Some(ScopeKind::Heading(level as u8)),
             Event::Start(Tag::Paragraph) if in_item == 0 => Some(if in_quote > 0 {
-                BlockKind::Blockquote
+                ScopeKind::Blockquote
             } else {
-                BlockKind::Paragraph
+                ScopeKind::Paragraph
             }),
             Event::Start(Tag::Item) => {
                 in_item += 1;
-                Some(BlockKind::ListItem)
+                Some(ScopeKind::ListItem)
             }
             Event::End(pulldown_cmark::TagEnd::Item) => {
                 in_item -= 1;
@@ -129,7 +129,7 @@ fn blocks_of(text: &str) -> Vec<Block> {
                 header = false;
                 None
             }
-            Event::Start(Tag::TableCell) => Some(BlockKind::TableCell { header }),
+            Event::Start(Tag::TableCell) => Some(ScopeKind::TableCell { header }),
             _ => None,
         };
         let Some(kind) = kind else { continue };
@@ -141,7 +141,7 @@ fn blocks_of(text: &str) -> Vec<Block> {
                 .trim_start_matches(['#', '-', '*', '+', '>', ' '])
                 .len();
         let mut end = range.end;
-        if kind == BlockKind::ListItem {
+        if kind == ScopeKind::ListItem {
             end = text[range.start..]
                 .find('\n')
                 .map_or(range.end, |i| (range.start + i).min(range.end));

@@ -22,7 +22,7 @@ mod ini;
 mod rule;
 
 pub use ini::{IniError, Section, Switch, ValeIni};
-pub use rule::{load_rule, Alert, Block, BlockKind, Level, Loaded, Rule, RuleError};
+pub use rule::{load_rule, Block, Level, Loaded, Rule, RuleAlert, RuleError, ScopeKind};
 
 /// The 1-based line and column (in characters) of byte `offset` of
 /// `text`, as Vale reports an alert's place.

@@ -137,7 +137,7 @@ enum Case {
 
 /// One alert of a rule on a text.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Alert {
+pub struct RuleAlert {
     /// `Style.Rule`.
     pub rule: String,
     /// The byte range of the text it is about.
@@ -428,7 +428,7 @@ fn fill(message: &str, args: &[&str]) -> String {
 
 /// What a piece of a document is, as Vale's scopes name it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BlockKind {
+pub enum ScopeKind {
     /// A heading of level 1 to 6 (`heading`, `heading.h2`…).
     Heading(u8),
     /// A paragraph (`paragraph`).
@@ -449,7 +449,7 @@ pub enum BlockKind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Block {
     /// What it is.
-    pub kind: BlockKind,
+    pub kind: ScopeKind,
     /// Its bytes in the document.
     pub span: std::ops::Range<usize>,
 }
@@ -471,18 +471,18 @@ impl Rule {
     /// every prose block; `raw` none: it is the whole document's). A
     /// `sentence` rule runs on its whole block: blocks are not yet cut
     /// into sentences.
-    pub fn applies_to(&self, kind: BlockKind) -> bool {
+    pub fn applies_to(&self, kind: ScopeKind) -> bool {
         self.scope.iter().any(|scope| {
             let (base, sub) = scope.split_once('.').unwrap_or((scope.as_str(), ""));
             match (base, kind) {
                 ("text" | "sentence", _) => true,
-                ("heading", BlockKind::Heading(level)) => {
+                ("heading", ScopeKind::Heading(level)) => {
                     sub.is_empty() || sub == format!("h{level}")
                 }
-                ("paragraph", BlockKind::Paragraph) => true,
-                ("list", BlockKind::ListItem) => true,
-                ("blockquote", BlockKind::Blockquote) => true,
-                ("table", BlockKind::TableCell { header }) => match sub {
+                ("paragraph", ScopeKind::Paragraph) => true,
+                ("list", ScopeKind::ListItem) => true,
+                ("blockquote", ScopeKind::Blockquote) => true,
+                ("table", ScopeKind::TableCell { header }) => match sub {
                     "" | "cell" => true,
                     "header" => header,
                     _ => false,
@@ -499,7 +499,7 @@ impl Rule {
 
     /// The rule's alerts on the `blocks` of `text` its scope takes (on
     /// the whole of `text` for a `raw` rule), in text order.
-    pub fn check_blocks(&self, text: &str, blocks: &[Block]) -> Vec<Alert> {
+    pub fn check_blocks(&self, text: &str, blocks: &[Block]) -> Vec<RuleAlert> {
         if self.is_raw() {
             return self.check(text);
         }
@@ -520,7 +520,7 @@ impl Rule {
     /// The rule's alerts on `text`, in text order. A pattern that gives
     /// up on a text (fancy-regex's backtracking limit) ends the search
     /// there: the alerts found before are kept.
-    pub fn check(&self, text: &str) -> Vec<Alert> {
+    pub fn check(&self, text: &str) -> Vec<RuleAlert> {
         if let Check::Capitalization {
             case,
             indicators,
@@ -532,7 +532,7 @@ impl Rule {
                 return Vec::new();
             }
             let start = text.len() - text.trim_start().len();
-            return vec![Alert {
+            return vec![RuleAlert {
                 rule: self.name.clone(),
                 span: start..start + trimmed.len(),
                 message: fill(&self.message, &[trimmed]),
@@ -603,7 +603,7 @@ impl Rule {
                 }
                 _ => (fill(&self.message, &[observed]), Vec::new()),
             };
-            alerts.push(Alert {
+            alerts.push(RuleAlert {
                 rule: self.name.clone(),
                 span: found.start()..found.end(),
                 message,
@@ -746,15 +746,15 @@ swap:
         let text = "# Stuff\n\n## More Stuff\n\nStuff in prose.\n";
         let blocks = [
             Block {
-                kind: BlockKind::Heading(1),
+                kind: ScopeKind::Heading(1),
                 span: 2..7,
             },
             Block {
-                kind: BlockKind::Heading(2),
+                kind: ScopeKind::Heading(2),
                 span: 12..22,
             },
             Block {
-                kind: BlockKind::Paragraph,
+                kind: ScopeKind::Paragraph,
                 span: 24..39,
             },
         ];
