@@ -5,7 +5,7 @@ pub(crate) mod pipeline;
 
 use super::ApiError;
 use anyhow::Context as _;
-use koas_md_scan::config::{find_project_config, ProjectConfig};
+use koas_md_scan::config::find_project_config;
 use koas_md_scan::{Checker, ScanOutput};
 use koas_orchestrator::embed::HostOptions;
 use koas_review_schema::findings::Severity;
@@ -89,19 +89,31 @@ pub fn check(
     doc: &Path,
     request: &CheckRequest,
 ) -> Result<CheckedDoc, ApiError> {
+    // The project file, read once: its checks' settings, the severity that
+    // fails, its own kernels.
+    let path = if request.no_config {
+        None
+    } else if let Some(explicit) = &request.config {
+        Some(explicit.clone())
+    } else {
+        find_project_config(doc)
+    };
+    let project = match &path {
+        Some(path) => crate::project::ProjectFile::load(path)?,
+        None => crate::project::ProjectFile::default(),
+    };
+    let checker = Checker::new(&project.config).with_context(|| match &path {
+        Some(path) => format!("project config {}", path.display()),
+        None => "the built-in check config".to_owned(),
+    })?;
     let mut output = check_file(
         doc,
-        request.config.as_deref(),
-        request.no_config,
+        &checker,
         request.max_doc_size.as_deref(),
         request.root.as_deref(),
     )?;
-    let fail_on = if request.no_config {
-        Severity::Warning
-    } else {
-        default_fail_on(doc)?
-    };
-    let others = match other_kernels_file(global, doc, request.no_config)? {
+    let fail_on = project.config.check.fail_on.unwrap_or(Severity::Warning);
+    let others = match other_kernels(global, doc, &project)? {
         Some((items, kinds)) => {
             output.forget_kinds(&kinds);
             items
@@ -130,35 +142,18 @@ pub(crate) fn read_document(path: &Path, shown: &str, limit: u64) -> anyhow::Res
     Ok(text)
 }
 
-/// The findings `koas check DOC` reports for one file, as a library call:
-/// DOC read like the command reads it (a regular UTF-8 text file within
-/// the size limit), checked with the `koas.toml` found upward from it (or
-/// `config`, or none with `no_config`), its links to other files looked
-/// up inside `root` (a server's root; `None`: the project's root, as the
-/// command does). Nothing is printed or written.
+/// The findings `koas check DOC` reports for one file, by `checker`: DOC
+/// read like the command reads it (a regular UTF-8 text file within the
+/// size limit), its links to other files looked up inside `root` (a
+/// server's root; `None`: the project's root, as the command does).
+/// Nothing is printed or written.
 fn check_file(
     doc: &Path,
-    config: Option<&Path>,
-    no_config: bool,
+    checker: &Checker,
     max_doc_size: Option<&str>,
     root: Option<&Path>,
 ) -> anyhow::Result<ScanOutput> {
     let limit = crate::input::max_doc_bytes(max_doc_size)?;
-    let config_path = if no_config {
-        None
-    } else if let Some(explicit) = config {
-        Some(explicit.to_path_buf())
-    } else {
-        find_project_config(doc)
-    };
-    let config = match &config_path {
-        Some(path) => ProjectConfig::load(path)?,
-        None => ProjectConfig::default(),
-    };
-    let checker = Checker::new(&config).with_context(|| match &config_path {
-        Some(path) => format!("project config {}", path.display()),
-        None => "the built-in check config".to_owned(),
-    })?;
     let shown = doc.display().to_string();
     let text = read_document(doc, &shown, limit)?;
     let disk = crate::links::Disk::new(limit);
@@ -175,37 +170,23 @@ fn check_file(
 }
 
 /// The findings of the other kernels `koas check DOC` runs for one file
-/// (the `[kernels] run` of its `koas.toml`), as a library call: `None`
-/// when its project names none (or `no_config`). Their findings come with
-/// the project's `[check]` and the document's suppression comments
-/// applied, in the JSON items of `koas check --format json`; with the
-/// names of the kinds they declare (for [`ScanOutput::forget_kinds`]).
-fn other_kernels_file(
+/// (the `[kernels] run` of its `project`): `None` when it names none.
+/// Their findings come with the project's `[check]` and the document's
+/// suppression comments applied, in the JSON items of `koas check
+/// --format json`; with the names of the kinds they declare (for
+/// [`ScanOutput::forget_kinds`]).
+fn other_kernels(
     global: &HostOptions,
     doc: &Path,
-    no_config: bool,
+    project: &crate::project::ProjectFile,
 ) -> anyhow::Result<Option<(Vec<serde_json::Value>, Vec<String>)>> {
-    let project = match find_project_config(doc) {
-        Some(path) if !no_config => crate::project::ProjectFile::load(&path)?,
-        _ => return Ok(None),
-    };
     if project.config.kernels.run.is_empty() {
         return Ok(None);
     }
-    let others = pipeline::project_findings(global, doc, None, &project)?;
+    let others = pipeline::project_findings(global, doc, None, project)?;
     if let Some(e) = others.errors.first() {
         anyhow::bail!("{}: {e}", doc.display());
     }
     let items = pipeline::json_items(&doc.display().to_string(), &others.found);
     Ok(Some((items, others.catalog.other_names())))
-}
-
-/// The severity that fails `koas check` for `doc` by default (its
-/// `koas.toml`'s `check.fail_on`, else warning).
-fn default_fail_on(doc: &Path) -> anyhow::Result<Severity> {
-    Ok(match find_project_config(doc) {
-        Some(path) => ProjectConfig::load(&path)?.check.fail_on,
-        None => None,
-    }
-    .unwrap_or(Severity::Warning))
 }
