@@ -98,7 +98,12 @@ impl ValeIni {
                 }
                 (None, "Vocab") => ini.vocab = list(),
                 (Some(section), "BasedOnStyles") => section.based_on = list(),
-                (Some(section), rule) if rule.contains('.') => {
+                // `Style.Rule = …`, or `Style = YES|NO` for a whole style
+                // (a bare key with another value is one of Vale's own).
+                (Some(section), rule)
+                    if rule.contains('.')
+                        || (matches!(value, "YES" | "NO") && !VALE_KEYS.contains(&rule)) =>
+                {
                     let switch = match value {
                         "YES" => Switch::On,
                         "NO" => Switch::Off,
@@ -119,6 +124,16 @@ impl ValeIni {
         Ok(ini)
     }
 }
+
+/// The keys Vale itself reads in a section: never a style's name.
+const VALE_KEYS: [&str; 6] = [
+    "BasedOnStyles",
+    "BlockIgnores",
+    "TokenIgnores",
+    "Transform",
+    "Lang",
+    "CommentDelimiters",
+];
 
 fn level(text: &str) -> Option<Level> {
     Level::parse(text)

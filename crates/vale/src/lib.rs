@@ -20,9 +20,11 @@
 
 mod ini;
 mod rule;
+mod styles;
 
 pub use ini::{IniError, Section, Switch, ValeIni};
 pub use rule::{load_rule, Block, Level, Loaded, Rule, RuleAlert, RuleError, ScopeKind};
+pub use styles::{glob_matches, Selected, StyleError, Styles, ValeSources, VocabText};
 
 /// The 1-based line and column (in characters) of byte `offset` of
 /// `text`, as Vale reports an alert's place.
