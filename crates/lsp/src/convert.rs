@@ -76,10 +76,13 @@ fn named_lines(message: &str, own: u32) -> Vec<u32> {
 
 /// A finding as a diagnostic of the document at `uri`.
 pub fn diagnostic(text: &Text, uri: &Uri, finding: &Finding, docs_base: &str) -> Diagnostic {
-    let kind = finding.kind.as_str();
-    let code_description = finding
-        .kind
-        .doc_url(docs_base)
+    let kind = finding.kind_name();
+    // A style rule's own page, else the kind's row of the documentation.
+    let page = match (&finding.rule, &finding.link) {
+        (Some(_), Some(link)) => link.clone(),
+        _ => finding.kind.doc_url(docs_base),
+    };
+    let code_description = page
         .parse::<Uri>()
         .ok()
         .map(|href| CodeDescription { href });
@@ -154,7 +157,7 @@ pub fn disable_edit(text: &Text, finding: &Finding) -> TextEdit {
         Range::new(Position::new(line as u32, 0), Position::new(line as u32, 0)),
         format!(
             "{indent}<!-- koas-disable-next-line {} -->\n",
-            finding.kind.as_str()
+            finding.kind_name()
         ),
     )
 }

@@ -142,8 +142,9 @@ struct RunningReview {
 }
 
 /// Where a checker's settings come from: the `koas.toml` that applies,
-/// else the workspace folder whose `koas-words.txt` it reads.
-type CheckerKey = (Option<PathBuf>, Option<PathBuf>);
+/// else the workspace folder whose `koas-words.txt` it reads and the
+/// `.vale.ini` found upward from the document.
+type CheckerKey = (Option<PathBuf>, Option<PathBuf>, Option<PathBuf>);
 
 /// The files a checker was built from, with their modification times then
 /// (`None`: missing).

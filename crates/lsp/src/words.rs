@@ -105,19 +105,27 @@ pub fn of_config(config: &Path) -> Result<WordsFile, String> {
     Ok(WordsFile { base, rel })
 }
 
-/// Every words file the checker of `config` reads (to notice their
-/// changes); none when `config` cannot be read (the checker fails then).
+/// Every words file and Vale style file the checker of `config` reads
+/// (to notice their changes); none when `config` cannot be read (the
+/// checker fails then).
 pub fn files_of_config(config: &Path) -> Vec<PathBuf> {
-    language_of(config).map_or_else(
-        |_| Vec::new(),
-        |(base, language)| {
-            language
-                .words_files(&base)
-                .into_iter()
-                .map(|(path, _)| path)
-                .collect()
-        },
-    )
+    let Ok(bytes) = read_regular_file(config, MAX_KOAS_TOML_BYTES) else {
+        return Vec::new();
+    };
+    let Ok(text) = String::from_utf8(bytes) else {
+        return Vec::new();
+    };
+    let Ok(parsed) = ProjectConfig::from_toml_str(&text, config) else {
+        return Vec::new();
+    };
+    let base = config.parent().unwrap_or(Path::new("."));
+    parsed
+        .language
+        .words_files(base)
+        .into_iter()
+        .map(|(path, _)| path)
+        .chain(parsed.vale.files(base))
+        .collect()
 }
 
 /// The words file of the document `doc`: of its `koas.toml`, else of its

@@ -172,10 +172,11 @@ pub fn numbering_control(
 fn language_on(
     doc: &Document<'_>,
     check: &LanguageCheck,
+    path: Option<&str>,
     suppressions: &Suppressions,
     budget: &Budget<'_>,
 ) -> Result<(Kept, Vec<String>), ScanError> {
-    match check.run(doc, &|| budget.expired())? {
+    match check.run(doc, path, &|| budget.expired())? {
         Some((findings, loaded)) => Ok((finish(doc, suppressions, findings), loaded)),
         // Stopped for the budget: the caller discards partial results.
         None => Ok((Kept::default(), Vec::new())),
@@ -190,6 +191,8 @@ pub struct LanguageOutput {
     pub output: ScanOutput,
     /// `"English dictionary loaded in 0.1 ms"`, one line a dictionary.
     pub loaded: Vec<String>,
+    /// What of the project's Vale styles is not acted on, one line each.
+    pub notes: Vec<String>,
 }
 
 /// `md_language_check`: spelling, grammar and French typography.
@@ -200,7 +203,7 @@ pub fn language_check(
     let check = LanguageCheck::new(config)?;
     let doc = Document::new(view)?;
     let suppressions = Suppressions::parse(&doc);
-    let (kept, loaded) = language_on(&doc, &check, &suppressions, &Budget::unlimited())?;
+    let (kept, loaded) = language_on(&doc, &check, None, &suppressions, &Budget::unlimited())?;
     Ok(LanguageOutput {
         output: ScanOutput {
             findings: kept.findings,
@@ -209,6 +212,7 @@ pub fn language_check(
             suppressed: kept.suppressed,
         },
         loaded,
+        notes: check.style_notes().to_vec(),
     })
 }
 
@@ -234,6 +238,12 @@ pub struct Checker {
 }
 
 impl Checker {
+    /// What of the project's Vale styles is not acted on, one line each
+    /// (see [`LanguageCheck::style_notes`]).
+    pub fn style_notes(&self) -> &[String] {
+        self.language.style_notes()
+    }
+
     /// Compiles the project config; a bad pattern or value is an error.
     pub fn new(project: &ProjectConfig) -> Result<Self, ScanError> {
         Ok(Checker {
@@ -343,13 +353,14 @@ impl Checker {
         }
         let doc = Document::new(stage1.view(text))?;
         let suppressions = Suppressions::parse(&doc);
+        let name = neighbours.as_ref().and_then(|n| n.name);
         // The checks read the same document and nothing else: in parallel.
         let (consistency, (numbering, language)) = rayon::join(
             || consistency_on(&doc, &self.scan, &suppressions, parsed, neighbours, budget),
             || {
                 rayon::join(
                     || numbering_on(&doc, &self.control, &suppressions, budget).0,
-                    || language_on(&doc, &self.language, &suppressions, budget),
+                    || language_on(&doc, &self.language, name, &suppressions, budget),
                 )
             },
         );

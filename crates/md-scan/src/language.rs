@@ -28,6 +28,8 @@ pub type Checked = (Vec<Finding>, Vec<String>);
 /// The language checks with their configuration compiled.
 pub struct LanguageCheck {
     checker: koas_lang::Checker,
+    /// The project's Vale styles, compiled once.
+    styles: Option<koas_vale::Styles>,
 }
 
 impl LanguageCheck {
@@ -41,9 +43,26 @@ impl LanguageCheck {
                     reason: e.to_string(),
                 }
             })?;
+        let styles =
+            match &section.styles {
+                Some(sources) => Some(koas_vale::Styles::compile(sources).map_err(|e| {
+                    ScanError::InvalidConfig {
+                        key: "vale".into(),
+                        reason: e.to_string(),
+                    }
+                })?),
+                None => None,
+            };
         Ok(LanguageCheck {
             checker: koas_lang::Checker::new(section.options(), words),
+            styles,
         })
+    }
+
+    /// What of the project's Vale styles is not acted on (an extension
+    /// point, a key), one line each: to tell once, not per document.
+    pub fn style_notes(&self) -> &[String] {
+        self.styles.as_ref().map_or(&[], |s| s.notes.as_slice())
     }
 
     /// Loads the dictionary `text` will need (see
@@ -59,6 +78,7 @@ impl LanguageCheck {
     pub fn run(
         &self,
         doc: &Document<'_>,
+        path: Option<&str>,
         stop: &(dyn Fn() -> bool + Sync),
     ) -> Result<Option<Checked>, ScanError> {
         // Each line's prose once (the paragraphs and the code words read
@@ -104,11 +124,15 @@ impl LanguageCheck {
                 )
             })
             .collect();
-        let findings = report
+        let mut findings: Vec<Finding> = report
             .issues
             .par_iter()
             .filter_map(|issue| finding(doc, &paragraphs, issue))
             .collect();
+        if let Some(styles) = &self.styles {
+            let path = path.unwrap_or(crate::style::UNNAMED_DOCUMENT);
+            findings.extend(crate::style::findings(styles, doc, path));
+        }
         Ok(Some((findings, loaded)))
     }
 }
@@ -394,7 +418,7 @@ mod tests {
         let doc = Document::new(stage1.view(text)).expect("consistent");
         let check = LanguageCheck::new(&LanguageSection::default()).expect("valid");
         check
-            .run(&doc, &|| false)
+            .run(&doc, None, &|| false)
             .expect("runs")
             .expect("not stopped")
             .0

@@ -48,6 +48,7 @@ pub mod planted;
 pub mod plugin;
 pub mod quotes;
 pub mod stage1;
+mod style;
 pub mod suppress;
 pub mod tables;
 mod words;

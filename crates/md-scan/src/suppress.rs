@@ -7,7 +7,8 @@
 //!   document when never re-enabled).
 //!
 //! Without a kind, a comment applies to every kind. Kinds may be separated
-//! by spaces or commas. Comments inside code, math or front matter are
+//! by spaces or commas. A Vale style rule is named like a kind
+//! (`koas-disable Google.Passive`); `style` names every rule. Comments inside code, math or front matter are
 //! text, not directives.
 
 use crate::document::Document;
@@ -82,7 +83,7 @@ impl Suppressions {
                     .collect();
                 let mut kinds = Vec::new();
                 for w in &words {
-                    if crate::kinds::builtin_named(w).is_none() {
+                    if crate::kinds::builtin_named(w).is_none() && !crate::kinds::is_rule_name(w) {
                         out.unknown_kinds.push((line, w.to_string()));
                     }
                     kinds.push(w.to_string());
@@ -145,9 +146,13 @@ impl Suppressions {
         if self.directives.is_empty() {
             return Vec::new();
         }
-        let (silenced, kept): (Vec<Finding>, Vec<Finding>) = std::mem::take(findings)
-            .into_iter()
-            .partition(|f| self.is_suppressed(f.kind, f.line));
+        let (silenced, kept): (Vec<Finding>, Vec<Finding>) =
+            std::mem::take(findings).into_iter().partition(|f| {
+                self.is_suppressed(f.kind, f.line)
+                    || f.rule.as_deref().is_some_and(|rule| {
+                        self.is_suppressed_as(crate::kinds::builtin_kernel(f.kind), rule, f.line)
+                    })
+            });
         *findings = kept;
         silenced
     }

@@ -71,6 +71,23 @@ fn split(name: &str) -> (Option<&str>, &str) {
     }
 }
 
+/// `true` when `name` is a Vale style rule's name, `Style.Rule`
+/// (`Google.Passive`, `write-good.Weasel`): a style's findings are of the
+/// kind `style` and carry their rule's name, which a project file and a
+/// suppression comment may name like a kind.
+pub fn is_rule_name(name: &str) -> bool {
+    let plain = |part: &str| {
+        part.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+            && part
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    };
+    match name.split_once('.') {
+        Some((style, rule)) => plain(style) && plain(rule),
+        None => false,
+    }
+}
+
 /// `true` when `name` (bare or `kernel/kind`) names `kind` of `kernel`.
 pub fn names(name: &str, kernel: &str, kind: &str) -> bool {
     match split(name) {
@@ -171,6 +188,10 @@ impl KindCatalog {
     /// The error names the kinds that exist, or the qualified names of an
     /// ambiguous one.
     pub fn check_name(&self, name: &str) -> Result<(), String> {
+        // A style rule is checked against the styles that are read.
+        if is_rule_name(name) {
+            return Ok(());
+        }
         let matching: Vec<&KindEntry> = self
             .entries
             .iter()

@@ -56,6 +56,10 @@ pub struct LanguageSection {
     pub reject: Vec<String>,
     /// Words files, relative to `koas.toml`.
     pub words: Vec<PathBuf>,
+    /// The project's Vale configuration, read by the host from the
+    /// `.vale.ini` that `[vale]` chooses (a `koas.toml` never sets it
+    /// here): the language kernel runs its styles on the same prose.
+    pub styles: Option<koas_vale::ValeSources>,
 }
 
 impl Default for LanguageSection {
@@ -73,6 +77,7 @@ impl Default for LanguageSection {
             accept: Vec::new(),
             reject: Vec::new(),
             words: Vec::new(),
+            styles: None,
         }
     }
 }

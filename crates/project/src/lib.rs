@@ -4,7 +4,7 @@
 //! the `koas.toml` found upward from a document ([`find_project_config`],
 //! [`ProjectConfig`]), with its `[check]` (fail-on, severities, kinds
 //! turned off), `[kernels]` (the project's own kernels), `[language]` and
-//! each built-in check's settings, which are also that kernel's default
+//! `[vale]` (the `.vale.ini` whose styles run), and each built-in check's settings, which are also that kernel's default
 //! config ([`ScanConfig`], [`NumberingConfig`], [`FingerprintConfig`]);
 //! and the finding kinds a file or a suppression comment may name
 //! ([`kinds`]). It reads one file and checks nothing else: the checks are
@@ -17,6 +17,7 @@ mod language;
 mod numbering;
 mod project;
 mod scan;
+mod vale;
 
 pub use koas_review_schema::fingerprint::FingerprintConfig;
 pub use language::{LanguageSection, DEFAULT_WORDS_FILE, MAX_WORDS_FILE_BYTES};
@@ -26,6 +27,10 @@ pub use project::{
     PROJECT_CONFIG_FILE,
 };
 pub use scan::{ScanConfig, DEFAULT_AI_LEFTOVER_PATTERNS};
+pub use vale::{
+    find_vale_config, read_sources, ValeSection, MAX_VALE_FILE_BYTES, MAX_VALE_RULES,
+    VALE_CONFIG_FILES,
+};
 
 /// The built-in checks' kernels, whose findings and settings a project
 /// file names.

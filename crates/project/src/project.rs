@@ -15,6 +15,7 @@
 //! [numbering]                            # md_numbering_control settings
 //! [fingerprint]                          # md_fingerprint_chunk thresholds
 //! [language]                             # md_language_check: languages, words
+//! [vale]                                 # the .vale.ini whose styles run
 //! [llm]                                  # the model (checked by the LLM service)
 //! [limits]                               # kernel limits of the review commands
 //! ```
@@ -63,6 +64,8 @@ pub struct ProjectConfig {
     /// The `[kernels]` table: other kernels every command runs after the
     /// built-in checks.
     pub kernels: KernelsSection,
+    /// The `[vale]` table: which `.vale.ini`'s styles run.
+    pub vale: crate::vale::ValeSection,
 }
 
 /// The `[kernels]` table: kernels of other teams that `koas check`,
@@ -122,6 +125,18 @@ impl CheckSection {
                 .filter_map(|(n, s)| builtin(n).map(|k| (k, *s)))
                 .collect(),
             other_kinds: Vec::new(),
+            disable_rules: self
+                .disable
+                .iter()
+                .filter(|n| crate::kinds::is_rule_name(n))
+                .cloned()
+                .collect(),
+            rule_severity: self
+                .severity
+                .iter()
+                .filter(|(n, _)| crate::kinds::is_rule_name(n))
+                .map(|(n, s)| (n.clone(), *s))
+                .collect(),
         }
     }
 
@@ -131,7 +146,7 @@ impl CheckSection {
         self.disable
             .iter()
             .chain(self.severity.keys())
-            .filter(|n| crate::kinds::builtin_named(n).is_none())
+            .filter(|n| crate::kinds::builtin_named(n).is_none() && !crate::kinds::is_rule_name(n))
             .map(String::as_str)
             .collect()
     }
@@ -147,6 +162,11 @@ impl CheckSection {
             .map(|n| ("[check] disable", n))
             .chain(self.severity.keys().map(|n| ("[check.severity]", n)))
         {
+            // A style rule (`Google.Passive`) is checked once the styles
+            // are read (`ProjectConfig::read_vale`).
+            if crate::kinds::is_rule_name(name) {
+                continue;
+            }
             let (kernel, kind) = match name.split_once('/') {
                 Some((k, kind)) => (Some(k), kind),
                 None => (None, name.as_str()),
@@ -186,17 +206,36 @@ pub struct FindingsPolicy {
     /// The kinds other kernels of the run declare (bare and
     /// `kernel/kind`): a suppression comment naming one is not a typo.
     pub other_kinds: Vec<String>,
+    /// Style rules never reported (`Google.Passive`).
+    pub disable_rules: Vec<String>,
+    /// Severity per style rule, over the `style` kind's and the rule's
+    /// own level.
+    pub rule_severity: BTreeMap<String, Severity>,
 }
 
 /// The config keys a Stage 2 kernel takes besides its own settings.
-const POLICY_KEYS: [&str; 3] = ["disable", "severity", "other_kinds"];
+const POLICY_KEYS: [&str; 5] = [
+    "disable",
+    "severity",
+    "other_kinds",
+    "disable_rules",
+    "rule_severity",
+];
 
 impl FindingsPolicy {
-    /// Drops the disabled kinds and sets the configured severities.
+    /// Drops the disabled kinds and rules and sets the configured
+    /// severities (a rule's over its kind's).
     pub fn apply(&self, findings: &mut Vec<Finding>) {
-        findings.retain(|f| !self.disable.contains(&f.kind));
+        findings.retain(|f| {
+            !self.disable.contains(&f.kind)
+                && !f
+                    .rule
+                    .as_ref()
+                    .is_some_and(|r| self.disable_rules.contains(r))
+        });
         for f in findings.iter_mut() {
-            if let Some(s) = self.severity.get(&f.kind) {
+            let of_rule = f.rule.as_ref().and_then(|r| self.rule_severity.get(r));
+            if let Some(s) = of_rule.or_else(|| self.severity.get(&f.kind)) {
                 f.severity = *s;
             }
         }
@@ -210,6 +249,8 @@ impl FindingsPolicy {
             map.insert("disable".into(), serde_json::json!([]));
             map.insert("severity".into(), serde_json::json!({}));
             map.insert("other_kinds".into(), serde_json::json!([]));
+            map.insert("disable_rules".into(), serde_json::json!([]));
+            map.insert("rule_severity".into(), serde_json::json!({}));
         }
         value
     }
@@ -244,6 +285,14 @@ impl FindingsPolicy {
         map.insert("disable".into(), serde_json::json!(self.disable));
         map.insert("severity".into(), serde_json::json!(self.severity));
         map.insert("other_kinds".into(), serde_json::json!(self.other_kinds));
+        map.insert(
+            "disable_rules".into(),
+            serde_json::json!(self.disable_rules),
+        );
+        map.insert(
+            "rule_severity".into(),
+            serde_json::json!(self.rule_severity),
+        );
         map
     }
 }
@@ -257,6 +306,12 @@ impl ProjectConfig {
         };
         let config: ProjectConfig =
             toml::from_str(text).map_err(|e| error(e.to_string().trim().to_string()))?;
+        if config.language.styles.is_some() {
+            return Err(error(
+                "[language] styles is read from the .vale.ini; name that file in [vale] config"
+                    .to_owned(),
+            ));
+        }
         config
             .check
             .check_names(!config.kernels.run.is_empty())
@@ -301,7 +356,40 @@ impl ProjectConfig {
         let mut config = Self::from_toml_str(&text, path)?;
         let base = path.parent().unwrap_or(Path::new("."));
         config.language.read_words(base).map_err(refused)?;
+        config.read_vale(base).map_err(refused)?;
         Ok(config)
+    }
+
+    /// Reads the Vale configuration `[vale]` chooses for a project in
+    /// `base` (the `koas.toml`'s folder, or a document's without one) into
+    /// `language.styles`, and checks that every rule `[check]` names
+    /// (`Style.Rule`) is one of its styles'.
+    pub fn read_vale(&mut self, base: &Path) -> Result<(), String> {
+        self.language.styles = self.vale.read(base)?;
+        let rules: Vec<&String> = self
+            .check
+            .disable
+            .iter()
+            .chain(self.check.severity.keys())
+            .filter(|n| crate::kinds::is_rule_name(n))
+            .collect();
+        for name in rules {
+            let known = self
+                .language
+                .styles
+                .as_ref()
+                .is_some_and(|s| s.rules.contains_key(name.as_str()));
+            if !known {
+                let found = match &self.language.styles {
+                    Some(s) => format!("the styles of {}", s.ini_path),
+                    None => "no .vale.ini (none found, or [vale] enabled = false)".to_owned(),
+                };
+                return Err(format!(
+                    "[check] names the style rule {name:?}, which {found} do not hold"
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// `true` when findings of `kind` are reported.
@@ -417,6 +505,8 @@ mod tests {
             disable: vec![FindingKind::TerminologyDrift],
             severity: [(FindingKind::AiLeftover, Severity::Error)].into(),
             other_kinds: vec!["team/long".into()],
+            disable_rules: vec!["Google.Will".into()],
+            rule_severity: [("Google.Latin".to_owned(), Severity::Error)].into(),
         };
         let mut config = FindingsPolicy::default_kernel_config(serde_json::json!({"a": 1}));
         if let Some(map) = config.as_object_mut() {

@@ -95,6 +95,9 @@ pub enum FindingKind {
     /// French typography: the no-break space before `;` `:` `!` `?` and
     /// inside « ».
     Typography,
+    /// A rule of the project's Vale styles (`Google.Passive`): the
+    /// finding's [`Finding::rule`] names it, as Vale does.
+    Style,
 }
 
 /// The web address of koas's repository, where its documentation is read:
@@ -108,7 +111,7 @@ pub const REPOSITORY_URL: &str = match option_env!("KOAS_REPOSITORY_URL") {
 
 impl FindingKind {
     /// Every kind, in a stable order.
-    pub const ALL: [FindingKind; 22] = [
+    pub const ALL: [FindingKind; 23] = [
         FindingKind::AiLeftover,
         FindingKind::DuplicateParagraph,
         FindingKind::BrokenReference,
@@ -131,16 +134,19 @@ impl FindingKind {
         FindingKind::Agreement,
         FindingKind::Confusion,
         FindingKind::Typography,
+        FindingKind::Style,
     ];
 
-    /// The kinds of the language checks (spelling, grammar, typography).
-    pub const LANGUAGE: [FindingKind; 6] = [
+    /// The kinds of the language checks (spelling, grammar, typography,
+    /// and the project's Vale styles, which read the same prose).
+    pub const LANGUAGE: [FindingKind; 7] = [
         FindingKind::Misspelling,
         FindingKind::RepeatedWord,
         FindingKind::Article,
         FindingKind::Agreement,
         FindingKind::Confusion,
         FindingKind::Typography,
+        FindingKind::Style,
     ];
 
     /// Where this kind is explained: its row of `docs/check.md` (anchored
@@ -180,6 +186,7 @@ impl FindingKind {
             FindingKind::Agreement => "agreement",
             FindingKind::Confusion => "confusion",
             FindingKind::Typography => "typography",
+            FindingKind::Style => "style",
         }
     }
 
@@ -193,9 +200,11 @@ impl FindingKind {
             | FindingKind::Agreement
             | FindingKind::Confusion
             | FindingKind::Typography => Severity::Info,
-            FindingKind::Misspelling | FindingKind::RepeatedWord | FindingKind::Article => {
-                Severity::Warning
-            }
+            // A style rule's finding takes its rule's level instead.
+            FindingKind::Misspelling
+            | FindingKind::RepeatedWord
+            | FindingKind::Article
+            | FindingKind::Style => Severity::Warning,
             FindingKind::AiLeftover
             | FindingKind::DuplicateParagraph
             | FindingKind::NumericContradiction
@@ -251,6 +260,7 @@ impl FindingKind {
             FindingKind::Typography => {
                 "French typography: no-break space before ; : ! ? and inside « »"
             }
+            FindingKind::Style => "A rule of the project's Vale styles",
         }
     }
 
@@ -358,6 +368,13 @@ pub struct Finding {
     /// The correction, when one is certain.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fix: Option<Fix>,
+    /// The rule of a [`FindingKind::Style`] finding, as Vale names it
+    /// (`Google.Passive`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
+    /// The page that explains the rule, when its style gives one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<String>,
     /// The column just past the problem on `line` (1-based, in
     /// characters), when the problem is a span of that line (a word).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -394,9 +411,25 @@ impl Finding {
             anchor: None,
             chunk_id: None,
             fix: None,
+            rule: None,
+            link: None,
             column_end: None,
             suggestions: Vec::new(),
         }
+    }
+
+    /// The same finding about the style rule `rule` (`Style.Rule`), with
+    /// the page that explains it.
+    pub fn of_rule(mut self, rule: impl Into<String>, link: Option<String>) -> Self {
+        self.rule = Some(rule.into());
+        self.link = link;
+        self
+    }
+
+    /// The name people see and configure: a style rule's own
+    /// (`Google.Passive`), else the kind's (`ai_leftover`).
+    pub fn kind_name(&self) -> &str {
+        self.rule.as_deref().unwrap_or(self.kind.as_str())
     }
 
     /// The same finding about the span `column..column_end` of its line

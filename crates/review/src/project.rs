@@ -36,8 +36,26 @@ impl ProjectFile {
     pub fn for_document(document: &Path) -> anyhow::Result<ProjectFile> {
         match find_project_config(document) {
             Some(path) => ProjectFile::load(&path),
-            None => Ok(ProjectFile::default()),
+            None => ProjectFile::near(document),
         }
+    }
+
+    /// The settings of a document without `koas.toml`: the defaults, and
+    /// the Vale styles of the `.vale.ini` found upward from it.
+    pub fn near(document: &Path) -> anyhow::Result<ProjectFile> {
+        let mut project = ProjectFile::default();
+        let folder = document
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        project
+            .config
+            .read_vale(folder)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        if project.config.language.styles.is_some() {
+            koas_md_scan::Checker::new(&project.config)?;
+        }
+        Ok(project)
     }
 
     /// Reads and checks the project file `path` (`koas check --config`).
@@ -70,9 +88,10 @@ impl ProjectFile {
     /// files already read into `accept`), `[fingerprint]` settings
     /// and the `[check]` policy (a `[config.KERNEL]` key of a `--pipeline`
     /// file stays over them), and `[limits]` applies when the pipeline has
-    /// none of its own. Without a `koas.toml` nothing changes.
+    /// none of its own. Without a `koas.toml` nothing changes, unless a
+    /// `.vale.ini` was found: the language kernel then gets its styles.
     pub fn apply(&self, pipeline: &mut Pipeline) -> anyhow::Result<()> {
-        if self.path.is_none() {
+        if self.path.is_none() && self.config.language.styles.is_none() {
             return Ok(());
         }
         let policy = self.config.check.policy().as_kernel_keys();

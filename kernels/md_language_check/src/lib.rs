@@ -3,7 +3,9 @@
 //! Spelling, grammar and French typography on the document's prose
 //! (English and French, the language chosen per paragraph): misspellings
 //! with ranked suggestions, doubled words, a/an, agreement and confusions,
-//! missing spaces in French typography. A fix is attached when it is
+//! missing spaces in French typography; and the rules of the project's
+//! Vale styles (`styles`, read by the host from its `.vale.ini`), each
+//! finding of the kind `style` naming its rule. A fix is attached when it is
 //! certain (one suggestion clearly right); `md_apply_ops` applies those
 //! before a model reads the text, and `md_edit_plan` hands the others to
 //! the model in the chunk's list of problems.
@@ -31,7 +33,7 @@ impl Kernel for MdLanguageCheck {
     fn spec(&self) -> KernelSpec {
         let spec = KernelSpec::new(LANGUAGE_KERNEL, "0.1.0")
             .stage("S2")
-            .description("Language check: spelling (EN/FR, ranked suggestions), doubled words, articles, agreement, confusions, French typography; certain fixes attached")
+            .description("Language check: spelling (EN/FR, ranked suggestions), doubled words, articles, agreement, confusions, French typography, the project's Vale styles; certain fixes attached")
             .input(names::DOC_RAW)
             .input(names::SECTION_INDEX)
             .input(names::ANCHOR_MAP)
@@ -67,7 +69,7 @@ impl Kernel for MdLanguageCheck {
         let certain = artifact.findings.iter().filter(|f| f.fix.is_some()).count();
         let mut out = KernelOutput::new()
             .summary(format!("{}; {certain} certain fix(es)", artifact.summary()));
-        for w in warnings {
+        for w in warnings.into_iter().chain(result.notes) {
             out = out.warning(w);
         }
         Ok(out.artifact(names::LANGUAGE_FINDINGS, &artifact))

@@ -235,19 +235,27 @@ pub(super) fn checker_for(
 ) -> Result<Arc<Checker>, String> {
     let config = doc.and_then(find_project_config);
     let root = root.filter(|_| config.is_none()).map(Path::to_path_buf);
-    let key = (config, root);
+    let vale = doc
+        .filter(|_| config.is_none())
+        .and_then(Path::parent)
+        .and_then(koas_md_scan::config::find_vale_config);
+    let key = (config, root, vale);
     if let Some((stamps, checker)) = cache.get(&key) {
         if stamps.iter().all(|(path, when)| modified(path) == *when) {
             return Ok(checker.clone());
         }
     }
     let watched: Vec<PathBuf> = match &key {
-        (Some(config), _) => std::iter::once(config.clone())
+        (Some(config), _, _) => std::iter::once(config.clone())
             .chain(words::files_of_config(config))
             .collect(),
-        (None, root) => root
+        (None, root, vale) => root
             .iter()
             .map(|r| r.join(koas_md_scan::config::DEFAULT_WORDS_FILE))
+            .chain(vale.iter().flat_map(|ini| {
+                let folder = ini.parent().unwrap_or(Path::new("."));
+                koas_md_scan::config::ValeSection::default().files(folder)
+            }))
             .collect(),
     };
     // Taken before reading: a change while the checker is built makes
@@ -257,10 +265,16 @@ pub(super) fn checker_for(
         .map(|p| (p.clone(), modified(&p)))
         .collect();
     let project = match &key {
-        (Some(path), _) => {
+        (Some(path), _, _) => {
             ProjectConfig::load(path).map_err(|e| format!("{}: {e}", path.display()))?
         }
-        (None, root) => words::config_without_toml(root.as_deref())?,
+        (None, root, vale) => {
+            let mut config = words::config_without_toml(root.as_deref())?;
+            if let Some(folder) = vale.as_deref().and_then(Path::parent) {
+                config.read_vale(folder)?;
+            }
+            config
+        }
     };
     let checker = Arc::new(Checker::new(&project).map_err(|e| match &key.0 {
         Some(path) => format!("{}: {e}", path.display()),

@@ -42,7 +42,7 @@ pub fn render_github(files: &[FileFindings<'_>]) -> String {
                 f.line,
                 f.line_end,
                 f.column.max(1),
-                escape_property(&format!("koas {}", f.kind)),
+                escape_property(&format!("koas {}", f.kind_name())),
                 escape_data(&f.message)
             ));
         }

@@ -12,7 +12,12 @@ pub fn render_human(files: &[FileFindings<'_>]) -> String {
         for f in file.findings {
             out.push_str(&format!(
                 "{}:{}:{}: {} {}: {}\n",
-                file.path, f.line, f.column, f.severity, f.kind, f.message
+                file.path,
+                f.line,
+                f.column,
+                f.severity,
+                f.kind_name(),
+                f.message
             ));
         }
     }

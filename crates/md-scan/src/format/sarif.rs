@@ -2,8 +2,10 @@
 //! format GitHub code scanning and most CI dashboards import.
 //!
 //! One run; one rule per finding kind (all of them are listed, so rule
-//! indices are stable); one result per finding with its file, line range,
-//! evidence snippet and a partial fingerprint that survives line moves.
+//! indices are stable), then one per Vale style rule the findings name
+//! (`Google.Passive`, with its link); one result per finding with its
+//! file, line range, evidence snippet and a partial fingerprint that
+//! survives line moves.
 
 use super::FileFindings;
 use koas_kernel_api::hash::sha256;
@@ -51,19 +53,36 @@ fn rule(kind: FindingKind) -> Value {
     })
 }
 
+/// A Vale style rule as a SARIF rule: its name, its link as help.
+fn style_rule(f: &Finding) -> Value {
+    let mut rule = json!({
+        "id": f.kind_name(),
+        "name": f.kind_name(),
+        "shortDescription": { "text": format!("{}: {}", FindingKind::Style.description(), f.kind_name()) },
+        "defaultConfiguration": { "level": level(f.severity) },
+    });
+    if let Some(link) = &f.link {
+        rule["helpUri"] = json!(link);
+    }
+    rule
+}
+
 fn fingerprint(f: &Finding) -> String {
-    let hash = sha256(format!("{}\u{0}{}", f.kind, f.evidence).as_bytes());
+    let hash = sha256(format!("{}\u{0}{}", f.kind_name(), f.evidence).as_bytes());
     koas_kernel_api::hash::hex_part(&hash)
         .get(..16)
         .unwrap_or("")
         .to_string()
 }
 
-fn result(path: &str, f: &Finding, suppressed: bool) -> Value {
-    let rule_index = FindingKind::ALL
-        .iter()
-        .position(|k| *k == f.kind)
-        .unwrap_or(0);
+fn result(path: &str, f: &Finding, suppressed: bool, styles: &[String]) -> Value {
+    let rule_index = match &f.rule {
+        Some(rule) => FindingKind::ALL.len() + styles.iter().position(|r| r == rule).unwrap_or(0),
+        None => FindingKind::ALL
+            .iter()
+            .position(|k| *k == f.kind)
+            .unwrap_or(0),
+    };
     let mut properties = serde_json::Map::new();
     properties.insert("kernel".into(), json!(f.kernel));
     for (key, value) in [
@@ -84,7 +103,7 @@ fn result(path: &str, f: &Finding, suppressed: bool) -> Value {
         region["snippet"] = json!({ "text": f.evidence });
     }
     let mut result = json!({
-        "ruleId": f.kind.as_str(),
+        "ruleId": f.kind_name(),
         "ruleIndex": rule_index,
         "level": level(f.severity),
         "message": { "text": f.message },
@@ -107,17 +126,33 @@ fn result(path: &str, f: &Finding, suppressed: bool) -> Value {
 
 /// The SARIF log of one `koas check` run, pretty-printed.
 pub fn render_sarif(files: &[FileFindings<'_>], tool_version: &str) -> String {
+    // The style rules the findings name, each once, after the kinds.
+    let mut style_rules: Vec<&Finding> = Vec::new();
+    for f in files
+        .iter()
+        .flat_map(|file| file.findings.iter().chain(file.suppressed.iter()))
+    {
+        if f.rule.is_some() && !style_rules.iter().any(|s| s.rule == f.rule) {
+            style_rules.push(f);
+        }
+    }
+    style_rules.sort_by(|a, b| a.rule.cmp(&b.rule));
+    let names: Vec<String> = style_rules
+        .iter()
+        .map(|f| f.kind_name().to_owned())
+        .collect();
+    let names = &names;
     let results: Vec<Value> = files
         .iter()
         .flat_map(|file| {
             let shown = file
                 .findings
                 .iter()
-                .map(move |f| result(file.path, f, false));
+                .map(move |f| result(file.path, f, false, names));
             let silenced = file
                 .suppressed
                 .iter()
-                .map(move |f| result(file.path, f, true));
+                .map(move |f| result(file.path, f, true, names));
             shown.chain(silenced)
         })
         .collect();
@@ -134,7 +169,11 @@ pub fn render_sarif(files: &[FileFindings<'_>], tool_version: &str) -> String {
                     "name": "koas",
                     "version": tool_version,
                     "informationUri": REPOSITORY_URL,
-                    "rules": FindingKind::ALL.iter().map(|k| rule(*k)).collect::<Vec<_>>(),
+                    "rules": FindingKind::ALL
+                        .iter()
+                        .map(|k| rule(*k))
+                        .chain(style_rules.iter().map(|f| style_rule(f)))
+                        .collect::<Vec<_>>(),
                 }
             },
             "artifacts": artifacts,

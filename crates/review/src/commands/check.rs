@@ -289,13 +289,24 @@ impl Configs {
         } else {
             find_project_config(doc)
         };
-        let Some(path) = path else {
-            return Ok(0);
+        let (path, near) = match path {
+            Some(path) => (path, false),
+            // Without koas.toml, a `.vale.ini` above the document still
+            // brings its styles (not with --no-config: the defaults only).
+            None if args.no_config => return Ok(0),
+            None => match doc.parent().and_then(koas_md_scan::config::find_vale_config) {
+                Some(ini) => (ini, true),
+                None => return Ok(0),
+            },
         };
         if let Some(&i) = self.by_path.get(&path) {
             return Ok(i);
         }
-        let project = crate::project::ProjectFile::load(&path)?;
+        let project = if near {
+            crate::project::ProjectFile::near(doc)?
+        } else {
+            crate::project::ProjectFile::load(&path)?
+        };
         let checker = Checker::new(&project.config)
             .with_context(|| format!("project config {}", path.display()))?;
         self.list.push((project, checker));
@@ -344,6 +355,14 @@ pub fn execute(global: &HostOptions, args: CheckArgs) -> anyhow::Result<ExitStat
             })
         })
         .collect::<anyhow::Result<_>>()?;
+    if !global.quiet {
+        // Once a run, not once a document.
+        for (_, checker) in &configs.list {
+            for note in checker.style_notes() {
+                eprintln!("note: {note}");
+            }
+        }
+    }
     // Documents are independent: check them in parallel, report in order.
     // Standard input's text is kept for the project's other kernels.
     let outcomes: Vec<Result<(Fixed, Option<String>), anyhow::Error>> = jobs

@@ -100,7 +100,8 @@ pub fn check(
     };
     let project = match &path {
         Some(path) => crate::project::ProjectFile::load(path)?,
-        None => crate::project::ProjectFile::default(),
+        None if request.no_config => crate::project::ProjectFile::default(),
+        None => crate::project::ProjectFile::near(doc)?,
     };
     let checker = Checker::new(&project.config).with_context(|| match &path {
         Some(path) => format!("project config {}", path.display()),

@@ -1,0 +1,354 @@
+//! The project's Vale styles on a document: its prose cut into Vale's
+//! scopes (headings by level, paragraphs, list items, blockquotes, table
+//! cells), as Vale reads it — the text of the rendered Markdown, without
+//! code, link targets, images, HTML, math or front matter — and each
+//! rule's alerts turned into findings of the kind `style` on the lines
+//! and columns of the source. A `substitution` that offers exactly one
+//! replacement for a span of one line gives a certain fix.
+//!
+//! The blocks come from the same parser, with the same options, as Stage
+//! 1's (`koas_md::scan::parser_options`); Stage 1's protected regions
+//! (code, math, front matter, HTML) are left out as in every other check.
+
+use crate::document::Document;
+use koas_review_schema::findings::{Finding, FindingKind, Fix, FixEdit, Severity};
+use koas_review_schema::stage1::BlockKind;
+use koas_vale::{Block, Level, RuleAlert, ScopeKind, Styles};
+use pulldown_cmark::{Event, Parser, Tag, TagEnd};
+
+/// The path a document of unknown name is matched as against the
+/// `.vale.ini`'s sections: a Markdown file.
+pub const UNNAMED_DOCUMENT: &str = "document.md";
+
+/// The document's prose as Vale reads it: the text of each block, one
+/// after the other (blocks apart by a blank line, so no pattern runs from
+/// one into the next), with where each byte comes from.
+#[derive(Debug, Default)]
+pub(crate) struct ValeText {
+    /// The blocks' text.
+    pub text: String,
+    /// The source offset of each byte of `text`.
+    pub source: Vec<usize>,
+    /// The blocks, as spans of `text`.
+    pub blocks: Vec<Block>,
+}
+
+impl ValeText {
+    /// Reads `doc`'s blocks.
+    pub fn of(doc: &Document<'_>) -> ValeText {
+        let text = doc.stage1.text;
+        let mut out = ValeText::default();
+        let mut open: Option<(ScopeKind, usize)> = None;
+        // Containers around the next paragraph: lists and blockquotes.
+        let mut containers: Vec<ScopeKind> = Vec::new();
+        let mut in_head = false;
+        let mut skip = 0u32;
+        for (event, range) in
+            Parser::new_ext(text, koas_md::scan::parser_options()).into_offset_iter()
+        {
+            match event {
+                Event::Start(Tag::Heading { level, .. }) => {
+                    out.open(&mut open, ScopeKind::Heading(level as u8));
+                }
+                Event::Start(Tag::Paragraph) => {
+                    let kind = containers.last().copied().unwrap_or(ScopeKind::Paragraph);
+                    out.open(&mut open, kind);
+                }
+                Event::Start(Tag::Item) => {
+                    containers.push(ScopeKind::ListItem);
+                    // A tight list's item holds its text without a
+                    // paragraph.
+                    out.open(&mut open, ScopeKind::ListItem);
+                }
+                Event::Start(Tag::BlockQuote(_)) => containers.push(ScopeKind::Blockquote),
+                Event::Start(Tag::TableHead) => in_head = true,
+                Event::End(TagEnd::TableHead) => in_head = false,
+                Event::Start(Tag::TableCell) => {
+                    out.open(&mut open, ScopeKind::TableCell { header: in_head });
+                }
+                Event::Start(
+                    Tag::CodeBlock(_)
+                    | Tag::Image { .. }
+                    | Tag::HtmlBlock
+                    | Tag::MetadataBlock(_)
+                    | Tag::FootnoteDefinition(_),
+                ) => skip += 1,
+                Event::End(
+                    TagEnd::CodeBlock
+                    | TagEnd::Image
+                    | TagEnd::HtmlBlock
+                    | TagEnd::MetadataBlock(_)
+                    | TagEnd::FootnoteDefinition,
+                ) => skip = skip.saturating_sub(1),
+                Event::End(TagEnd::Item | TagEnd::BlockQuote(_)) => {
+                    containers.pop();
+                    out.close(&mut open);
+                }
+                Event::End(TagEnd::Heading(_) | TagEnd::Paragraph | TagEnd::TableCell) => {
+                    out.close(&mut open)
+                }
+                Event::Text(t) if skip == 0 && open.is_some() => {
+                    out.push_text(doc, &t, range);
+                }
+                Event::SoftBreak | Event::HardBreak if skip == 0 && open.is_some() => {
+                    let at = text[range.clone()]
+                        .find('\n')
+                        .map_or(range.start, |i| range.start + i);
+                    out.text.push('\n');
+                    out.source.push(at);
+                }
+                _ => {}
+            }
+        }
+        out.close(&mut open);
+        out
+    }
+
+    /// Starts a block of `kind` (closing the one open: a list item's
+    /// paragraph is the item's text, not a second block).
+    fn open(&mut self, open: &mut Option<(ScopeKind, usize)>, kind: ScopeKind) {
+        self.close(open);
+        *open = Some((kind, self.text.len()));
+    }
+
+    fn close(&mut self, open: &mut Option<(ScopeKind, usize)>) {
+        let Some((kind, start)) = open.take() else {
+            return;
+        };
+        if self.text.len() > start && !self.text[start..].trim().is_empty() {
+            self.blocks.push(Block {
+                kind,
+                span: start..self.text.len(),
+            });
+        }
+        // Apart from the next block: no pattern runs across.
+        let end = self.source.last().map_or(0, |s| s + 1);
+        self.text.push_str("\n\n");
+        self.source.extend([end, end]);
+    }
+
+    /// Adds a text run: its bytes where the source has them as written
+    /// (an escape or an entity maps each byte to the run's start), the
+    /// bytes of a protected region (math, a URL, a protected block) left
+    /// out.
+    fn push_text(&mut self, doc: &Document<'_>, run: &str, range: std::ops::Range<usize>) {
+        let source = &doc.stage1.text[range.clone()];
+        let verbatim = source == run;
+        let line = doc.index.line_of(range.start);
+        if matches!(doc.block_kind(line), Some(kind) if kind != BlockKind::Table) {
+            return;
+        }
+        let prose = doc.prose(line).unwrap_or(doc.line(line));
+        let line_start = doc.index.line_start(line);
+        for (i, c) in run.char_indices() {
+            let at = if verbatim {
+                range.start + i
+            } else {
+                range.start
+            };
+            // Blanked in the prose view: an inline protected span.
+            let blanked = verbatim
+                && at >= line_start
+                && prose.as_bytes().get(at - line_start) == Some(&b' ')
+                && c != ' ';
+            if blanked {
+                continue;
+            }
+            self.text.push(c);
+            self.source.extend(std::iter::repeat_n(at, c.len_utf8()));
+        }
+    }
+
+    /// The source span of `span` of the text, and whether it is the
+    /// source's bytes one for one (nothing left out inside it).
+    fn source_span(&self, span: &std::ops::Range<usize>) -> Option<(std::ops::Range<usize>, bool)> {
+        let start = *self.source.get(span.start)?;
+        let last = *self.source.get(span.end.checked_sub(1)?)?;
+        let end = last + self.text[..span.end].chars().next_back()?.len_utf8();
+        let contiguous = end - start == span.len()
+            && (span.start..span.end).all(|i| self.source[i] == start + (i - span.start));
+        Some((start..end, contiguous))
+    }
+}
+
+/// The findings of the styles' rules that apply to a document at `path`.
+pub(crate) fn findings(styles: &Styles, doc: &Document<'_>, path: &str) -> Vec<Finding> {
+    let rules = styles.rules_for(path);
+    if rules.is_empty() {
+        return Vec::new();
+    }
+    let vale = ValeText::of(doc);
+    let mut out = Vec::new();
+    for selected in rules {
+        let rule = selected.rule;
+        let alerts: Vec<RuleAlert> = if rule.is_raw() {
+            // A raw rule reads the source as written.
+            rule.check(doc.stage1.text)
+        } else {
+            rule.check_blocks(&vale.text, &vale.blocks)
+                .into_iter()
+                .filter_map(|mut a| {
+                    let (span, contiguous) = vale.source_span(&a.span)?;
+                    a.span = span;
+                    // A span that is not the source's own bytes cannot be
+                    // replaced in place.
+                    if !contiguous {
+                        a.replacements.truncate(0);
+                    }
+                    Some(a)
+                })
+                .collect()
+        };
+        for alert in alerts {
+            if let Some(f) = finding(doc, &alert, selected.level, rule.extends == "substitution") {
+                out.push(f);
+            }
+        }
+    }
+    out
+}
+
+fn severity(level: Level) -> Severity {
+    match level {
+        Level::Suggestion => Severity::Info,
+        Level::Warning => Severity::Warning,
+        Level::Error => Severity::Error,
+    }
+}
+
+/// One alert as a finding on the source's lines; a substitution with one
+/// replacement on one line gets its fix.
+fn finding(
+    doc: &Document<'_>,
+    alert: &RuleAlert,
+    level: Level,
+    substitution: bool,
+) -> Option<Finding> {
+    let index = &doc.index;
+    let text = doc.stage1.text;
+    if alert.span.end > text.len() || !text.is_char_boundary(alert.span.start) {
+        return None;
+    }
+    let line = index.line_of(alert.span.start);
+    let line_end = index.last_line_of(alert.span.start, alert.span.end.max(alert.span.start + 1));
+    let line_start = index.line_start(line);
+    let raw = doc.line(line);
+    let column = doc.column(line, alert.span.start - line_start);
+    let mut f = Finding::new(
+        FindingKind::Style,
+        crate::language::KERNEL,
+        line,
+        line_end,
+        alert.message.clone(),
+        raw,
+    )
+    .of_rule(alert.rule.clone(), alert.link.clone());
+    f.severity = severity(level);
+    if line_end == line {
+        let column_end = doc.column(line, alert.span.end - line_start);
+        f = f
+            .at_span(column, column_end)
+            .with_suggestions(alert.replacements.clone());
+        if substitution && alert.replacements.len() == 1 {
+            let (s, e) = (alert.span.start - line_start, alert.span.end - line_start);
+            let replacement = &alert.replacements[0];
+            if raw.is_char_boundary(s) && raw.is_char_boundary(e) && !replacement.contains('\n') {
+                let after = format!("{}{replacement}{}", &raw[..s], &raw[e..]);
+                f = f.with_fix(Fix {
+                    description: format!("{}: '{}' → '{replacement}'", alert.rule, &raw[s..e]),
+                    edits: vec![FixEdit {
+                        line,
+                        before: raw.to_owned(),
+                        after: Some(after),
+                    }],
+                });
+            }
+        }
+    } else {
+        f = f.at_column(column);
+    }
+    Some(f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::document::test_support::stage1;
+    use koas_vale::ValeSources;
+
+    fn styles(rules: &[(&str, &str)]) -> Styles {
+        let sources = ValeSources {
+            ini_path: ".vale.ini".into(),
+            ini: "StylesPath = styles\n[*.md]\nBasedOnStyles = Team\n".into(),
+            styles_path: "styles".into(),
+            rules: rules
+                .iter()
+                .map(|(n, y)| (n.to_string(), y.to_string()))
+                .collect(),
+            vocab: Default::default(),
+        };
+        Styles::compile(&sources).expect("compiles")
+    }
+
+    fn run(styles: &Styles, text: &str) -> Vec<Finding> {
+        let s1 = stage1(text);
+        let doc = Document::new(s1.view(text)).expect("doc");
+        findings(styles, &doc, "x.md")
+    }
+
+    const UTILIZE: &str = "extends: substitution\nmessage: \"Use '%s' instead of '%s'.\"\nlevel: warning\nlink: https://example.com/use\nswap:\n  utilize: use\n  leverage: use|apply\n";
+
+    #[test]
+    fn blocks_are_the_rendered_text_without_code_links_or_markup() {
+        let text = "---\ntitle: utilize\n---\n\n# Heading *one*\n\nSee [the guide](https://x.org/utilize) and `utilize` now.\n\n- item **two**\n- item three\n\n> quoted\n\n| a | b |\n|---|---|\n| c | d |\n\n```\nutilize\n```\n";
+        let s1 = stage1(text);
+        let doc = Document::new(s1.view(text)).expect("doc");
+        let vale = ValeText::of(&doc);
+        let blocks: Vec<(ScopeKind, &str)> = vale
+            .blocks
+            .iter()
+            .map(|b| (b.kind, &vale.text[b.span.clone()]))
+            .collect();
+        assert_eq!(
+            blocks,
+            [
+                (ScopeKind::Heading(1), "Heading one"),
+                (ScopeKind::Paragraph, "See the guide and  now."),
+                (ScopeKind::ListItem, "item two"),
+                (ScopeKind::ListItem, "item three"),
+                (ScopeKind::Blockquote, "quoted"),
+                (ScopeKind::TableCell { header: true }, "a"),
+                (ScopeKind::TableCell { header: true }, "b"),
+                (ScopeKind::TableCell { header: false }, "c"),
+                (ScopeKind::TableCell { header: false }, "d"),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_single_swap_is_a_certain_fix_on_the_source_line_and_options_are_hints() {
+        let styles = styles(&[("Team.Use", UTILIZE)]);
+        let found = run(
+            &styles,
+            "# T\n\nWe *utilize* it, and leverage `utilize` here.\n",
+        );
+        assert_eq!(found.len(), 2, "{found:#?}");
+        let first = &found[0];
+        assert_eq!(first.kind, FindingKind::Style);
+        assert_eq!(first.kind_name(), "Team.Use");
+        assert_eq!(first.severity, Severity::Warning);
+        assert_eq!(
+            (first.line, first.column, first.column_end),
+            (3, 5, Some(12))
+        );
+        assert_eq!(first.link.as_deref(), Some("https://example.com/use"));
+        let fix = first.fix.as_ref().expect("one replacement: certain");
+        assert_eq!(
+            fix.edits[0].after.as_deref(),
+            Some("We *use* it, and leverage `utilize` here.")
+        );
+        let second = &found[1];
+        assert!(second.fix.is_none(), "two options: a hint");
+        assert_eq!(second.suggestions, ["use", "apply"]);
+    }
+}
