@@ -148,7 +148,7 @@ impl<W: Write> Server<W> {
                     }
                 }
                 actions.push(CodeAction {
-                    title: format!("koas: disable {} on the next line", f.kind.as_str()),
+                    title: format!("koas: disable {} on the next line", f.kind_name()),
                     kind: Some(CodeActionKind::QUICKFIX),
                     diagnostics: Some(vec![diagnostic]),
                     edit: Some(edit(vec![disable_edit(&doc.text, f)])),

@@ -294,7 +294,10 @@ impl Configs {
             // Without koas.toml, a `.vale.ini` above the document still
             // brings its styles (not with --no-config: the defaults only).
             None if args.no_config => return Ok(0),
-            None => match doc.parent().and_then(koas_md_scan::config::find_vale_config) {
+            None => match doc
+                .parent()
+                .and_then(koas_md_scan::config::find_vale_config)
+            {
                 Some(ini) => (ini, true),
                 None => return Ok(0),
             },
