@@ -54,9 +54,10 @@ impl ValeIni {
     /// Reads the text of a `.vale.ini`.
     pub fn parse(text: &str) -> Result<ValeIni, IniError> {
         let mut ini = ValeIni::default();
-        for (i, raw) in text.lines().enumerate() {
-            let line = i + 1;
-            let trimmed = raw.trim();
+        // Inside `[formats]` (file types mapped to others): not a glob.
+        let mut in_formats = false;
+        for (line, joined) in logical_lines(text) {
+            let trimmed = joined.trim();
             if trimmed.is_empty() || trimmed.starts_with('#') || trimmed.starts_with(';') {
                 continue;
             }
@@ -65,10 +66,20 @@ impl ValeIni {
                     line,
                     reason: format!("a section `{trimmed}` without its closing `]`"),
                 })?;
-                ini.sections.push(Section {
-                    glob: glob.trim().to_owned(),
-                    ..Section::default()
-                });
+                in_formats = glob.trim() == "formats";
+                if in_formats {
+                    ini.unsupported.push(format!(
+                        "line {line}: `[formats]` is not acted on (koas reads Markdown)"
+                    ));
+                } else {
+                    ini.sections.push(Section {
+                        glob: glob.trim().to_owned(),
+                        ..Section::default()
+                    });
+                }
+                continue;
+            }
+            if in_formats {
                 continue;
             }
             let Some((key, value)) = trimmed.split_once('=') else {
@@ -77,7 +88,13 @@ impl ValeIni {
                     reason: format!("`{trimmed}` is neither a section nor `key = value`"),
                 });
             };
-            let (key, value) = (key.trim(), value.trim());
+            let key = key.trim();
+            // A value may be quoted (`StylesPath = "styles"`).
+            let value = value.trim();
+            let value = value
+                .strip_prefix('"')
+                .and_then(|v| v.strip_suffix('"'))
+                .unwrap_or(value);
             let list = || -> Vec<String> {
                 value
                     .split(',')
@@ -102,17 +119,19 @@ impl ValeIni {
                 // (a bare key with another value is one of Vale's own).
                 (Some(section), rule)
                     if rule.contains('.')
-                        || (matches!(value, "YES" | "NO") && !VALE_KEYS.contains(&rule)) =>
+                        || (matches!(switch_word(value), Some(Switch::On | Switch::Off))
+                            && !VALE_KEYS.contains(&rule)) =>
                 {
-                    let switch = match value {
-                        "YES" => Switch::On,
-                        "NO" => Switch::Off,
-                        other => Switch::At(level(other).ok_or_else(|| IniError {
-                            line,
-                            reason: format!(
-                                "{rule} = {other}: use YES, NO, suggestion, warning or error"
-                            ),
-                        })?),
+                    let switch = match switch_word(value) {
+                        Some(switch) => switch,
+                        None => {
+                            return Err(IniError {
+                                line,
+                                reason: format!(
+                                    "{rule} = {value}: use YES, NO, suggestion, warning or error"
+                                ),
+                            })
+                        }
                     };
                     section.switches.push((rule.to_owned(), switch));
                 }
@@ -125,6 +144,28 @@ impl ValeIni {
     }
 }
 
+/// The lines of `text` with their 1-based numbers, a line ending in `\`
+/// joined to the next (Vale's continued values).
+fn logical_lines(text: &str) -> Vec<(usize, String)> {
+    let mut out: Vec<(usize, String)> = Vec::new();
+    let mut open = false;
+    for (i, raw) in text.lines().enumerate() {
+        let (body, continues) = match raw.trim_end().strip_suffix('\\') {
+            Some(body) => (body, true),
+            None => (raw, false),
+        };
+        match out.last_mut() {
+            Some((_, last)) if open => {
+                last.push(' ');
+                last.push_str(body.trim());
+            }
+            _ => out.push((i + 1, body.to_owned())),
+        }
+        open = continues;
+    }
+    out
+}
+
 /// The keys Vale itself reads in a section: never a style's name.
 const VALE_KEYS: [&str; 6] = [
     "BasedOnStyles",
@@ -135,8 +176,18 @@ const VALE_KEYS: [&str; 6] = [
     "CommentDelimiters",
 ];
 
+/// A level as a `.vale.ini` writes it: in any case (`Warning`).
 fn level(text: &str) -> Option<Level> {
-    Level::parse(text)
+    Level::parse(&text.to_ascii_lowercase())
+}
+
+/// A switch's value: `YES`/`NO` or a level, in any case (`No`, `Error`).
+fn switch_word(value: &str) -> Option<Switch> {
+    match value.to_ascii_lowercase().as_str() {
+        "yes" => Some(Switch::On),
+        "no" => Some(Switch::Off),
+        other => level(other).map(Switch::At),
+    }
 }
 
 #[cfg(test)]
@@ -146,7 +197,7 @@ mod tests {
     #[test]
     fn a_projects_ini_gives_its_styles_sections_and_switches() {
         let ini = ValeIni::parse(
-            "StylesPath = styles\nMinAlertLevel = warning\nVocab = Docs\nPackages = Google\n\n# the docs\n[*.md]\nBasedOnStyles = Vale, Google\nGoogle.Will = NO\nGoogle.WordList = error\nGoogle.Latin = YES\n",
+            "StylesPath = styles\nMinAlertLevel = warning\nVocab = Docs\nPackages = Google\n\n# the docs\n[*.md]\nBasedOnStyles = Vale, Google\nGoogle.Will = No\nGoogle.WordList = Error\nGoogle.Latin = YES\n",
         )
         .expect("reads");
         assert_eq!(ini.styles_path.as_deref(), Some("styles"));
@@ -163,6 +214,28 @@ mod tests {
                 ("Google.Will".to_owned(), Switch::Off),
                 ("Google.WordList".to_owned(), Switch::At(Level::Error)),
                 ("Google.Latin".to_owned(), Switch::On),
+            ]
+        );
+    }
+
+    #[test]
+    fn quoted_values_continued_lines_and_formats_read_as_vale_reads_them() {
+        let ini = ValeIni::parse(
+            "StylesPath = \"a/styles\"\nPackages = Google, \\\n  write-good\n[formats]\nmdx = md\n[*.md]\nBasedOnStyles = Vale, \\\n   Team\nVale.Spelling = No\n",
+        )
+        .expect("reads");
+        assert_eq!(ini.styles_path.as_deref(), Some("a/styles"));
+        assert_eq!(ini.sections.len(), 1, "[formats] is no glob");
+        assert_eq!(ini.sections[0].based_on, ["Vale", "Team"]);
+        assert_eq!(
+            ini.sections[0].switches,
+            [("Vale.Spelling".to_owned(), Switch::Off)]
+        );
+        assert_eq!(
+            ini.unsupported,
+            [
+                "line 2: `Packages` is not acted on",
+                "line 4: `[formats]` is not acted on (koas reads Markdown)"
             ]
         );
     }
