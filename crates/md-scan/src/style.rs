@@ -31,13 +31,45 @@ pub(crate) struct ValeText {
     pub source: Vec<usize>,
     /// The blocks, as spans of `text`.
     pub blocks: Vec<Block>,
+    /// Source ranges no rule reads, sorted and disjoint.
+    ignored: Vec<std::ops::Range<usize>>,
+}
+
+/// The source ranges the patterns match, sorted by start. A pattern that
+/// gives up on the text (fancy-regex's backtracking limit) stops there.
+fn ignored_ranges(text: &str, ignores: &[&fancy_regex::Regex]) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::new();
+    for re in ignores {
+        for m in re.find_iter(text) {
+            match m {
+                Ok(m) if !m.range().is_empty() => out.push(m.range()),
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+    }
+    out.sort_by_key(|r| r.start);
+    // Merged into disjoint ranges: a byte is ignored when the last range
+    // starting at or before it holds it.
+    let mut merged: Vec<std::ops::Range<usize>> = Vec::with_capacity(out.len());
+    for r in out {
+        match merged.last_mut() {
+            Some(last) if r.start <= last.end => last.end = last.end.max(r.end),
+            _ => merged.push(r),
+        }
+    }
+    merged
 }
 
 impl ValeText {
-    /// Reads `doc`'s blocks.
-    pub fn of(doc: &Document<'_>) -> ValeText {
+    /// Reads `doc`'s blocks, leaving out what an `ignores` pattern
+    /// matches in the source (`TokenIgnores`, `BlockIgnores`).
+    pub fn of(doc: &Document<'_>, ignores: &[&fancy_regex::Regex]) -> ValeText {
         let text = doc.stage1.text;
-        let mut out = ValeText::default();
+        let mut out = ValeText {
+            ignored: ignored_ranges(text, ignores),
+            ..ValeText::default()
+        };
         let mut open: Option<(ScopeKind, usize)> = None;
         // Containers around the next paragraph: lists and blockquotes.
         let mut containers: Vec<ScopeKind> = Vec::new();
@@ -146,6 +178,11 @@ impl ValeText {
             } else {
                 range.start
             };
+            // Inside a range an ignore pattern matched.
+            let after = self.ignored.partition_point(|r| r.start <= at);
+            if after > 0 && self.ignored[after - 1].contains(&at) {
+                continue;
+            }
             // Blanked in the prose view: an inline protected span.
             let blanked = verbatim
                 && at >= line_start
@@ -177,7 +214,7 @@ pub(crate) fn findings(styles: &Styles, doc: &Document<'_>, path: &str) -> Vec<F
     if rules.is_empty() {
         return Vec::new();
     }
-    let vale = ValeText::of(doc);
+    let vale = ValeText::of(doc, &styles.ignores_for(path));
     let mut out = Vec::new();
     for selected in rules {
         let rule = selected.rule;
@@ -303,7 +340,7 @@ mod tests {
         let text = "---\ntitle: utilize\n---\n\n# Heading *one*\n\nSee [the guide](https://x.org/utilize) and `utilize` now.\n\n- item **two**\n- item three\n\n> quoted\n\n| a | b |\n|---|---|\n| c | d |\n\n```\nutilize\n```\n";
         let s1 = stage1(text);
         let doc = Document::new(s1.view(text)).expect("doc");
-        let vale = ValeText::of(&doc);
+        let vale = ValeText::of(&doc, &[]);
         let blocks: Vec<(ScopeKind, &str)> = vale
             .blocks
             .iter()
@@ -323,6 +360,17 @@ mod tests {
                 (ScopeKind::TableCell { header: false }, "d"),
             ]
         );
+    }
+
+    #[test]
+    fn token_ignores_leave_their_matches_unread() {
+        let text = "# T\n\nWe utilize {{< utilize >}} here.\n";
+        let s1 = stage1(text);
+        let doc = Document::new(s1.view(text)).expect("doc");
+        let re = fancy_regex::Regex::new(r"\{\{<[^>]*>\}\}").expect("pattern");
+        let vale = ValeText::of(&doc, &[&re]);
+        let para = &vale.blocks[1];
+        assert_eq!(&vale.text[para.span.clone()], "We utilize  here.");
     }
 
     #[test]

@@ -27,6 +27,11 @@ pub struct Section {
     pub based_on: Vec<String>,
     /// `Style.Rule = YES | NO | suggestion | warning | error`, in order.
     pub switches: Vec<(String, Switch)>,
+    /// `TokenIgnores`: patterns of inline text no rule reads (as Vale,
+    /// split on commas).
+    pub token_ignores: Vec<String>,
+    /// `BlockIgnores`: patterns of whole blocks no rule reads.
+    pub block_ignores: Vec<String>,
 }
 
 /// What a section says of one rule.
@@ -115,6 +120,8 @@ impl ValeIni {
                 }
                 (None, "Vocab") => ini.vocab = list(),
                 (Some(section), "BasedOnStyles") => section.based_on = list(),
+                (Some(section), "TokenIgnores") => section.token_ignores.extend(list()),
+                (Some(section), "BlockIgnores") => section.block_ignores.extend(list()),
                 // `Style.Rule = …`, or `Style = YES|NO` for a whole style
                 // (a bare key with another value is one of Vale's own).
                 (Some(section), rule)

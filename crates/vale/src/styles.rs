@@ -68,6 +68,9 @@ pub struct Styles {
     ini: ValeIni,
     /// Every rule of the sources, by name.
     rules: BTreeMap<String, Rule>,
+    /// Each section's `TokenIgnores` and `BlockIgnores`, compiled, in
+    /// section order.
+    ignores: Vec<Vec<fancy_regex::Regex>>,
     /// What is not acted on, one line each, said once: the `.vale.ini`'s
     /// keys, each rule's extension point or keys, styles named but absent.
     pub notes: Vec<String>,
@@ -124,7 +127,38 @@ impl Styles {
                 ));
             }
         }
-        Ok(Styles { ini, rules, notes })
+        let mut ignores = Vec::new();
+        for section in &ini.sections {
+            let mut compiled = Vec::new();
+            for pattern in section.token_ignores.iter().chain(&section.block_ignores) {
+                match fancy_regex::Regex::new(pattern) {
+                    Ok(re) => compiled.push(re),
+                    Err(e) => notes.push(format!(
+                        "{}: [{}] ignores `{pattern}`: not a pattern ({e}); not applied",
+                        sources.ini_path, section.glob
+                    )),
+                }
+            }
+            ignores.push(compiled);
+        }
+        Ok(Styles {
+            ini,
+            rules,
+            ignores,
+            notes,
+        })
+    }
+
+    /// The `TokenIgnores` and `BlockIgnores` patterns of the sections
+    /// that take a document at `path`: what they match, no rule reads.
+    pub fn ignores_for(&self, path: &str) -> Vec<&fancy_regex::Regex> {
+        self.ini
+            .sections
+            .iter()
+            .zip(&self.ignores)
+            .filter(|(s, _)| glob_matches(&s.glob, path))
+            .flat_map(|(_, res)| res.iter())
+            .collect()
     }
 
     /// The names of every rule the styles hold (`Style.Rule`), sorted.
