@@ -19,15 +19,24 @@
 #![deny(missing_docs)]
 
 mod ini;
+mod prose;
 mod rule;
 
 pub use ini::{IniError, Section, Switch, ValeIni};
-pub use rule::{load_rule, Block, Level, Loaded, Rule, RuleAlert, RuleError, ScopeKind};
+pub use rule::{
+    load_rule, load_rule_with, Block, DocumentCounts, Level, Loaded, Rule, RuleAlert, RuleError,
+    ScopeKind, SpellingOptions, SPELLING_DEFAULT_FILTERS,
+};
 
 /// The 1-based line and column (in characters) of byte `offset` of
 /// `text`, as Vale reports an alert's place.
 pub fn line_column(text: &str, offset: usize) -> (usize, usize) {
-    let before = &text[..offset.min(text.len())];
+    let mut offset = offset.min(text.len());
+    // An offset inside a character counts from the character's start.
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    let before = &text[..offset];
     let line = before.matches('\n').count() + 1;
     let start = before.rfind('\n').map_or(0, |i| i + 1);
     (line, before[start..].chars().count() + 1)
@@ -43,5 +52,7 @@ mod tests {
         assert_eq!(line_column(text, 0), (1, 1));
         let bang = text.find('!').expect("a bang");
         assert_eq!(line_column(text, bang), (3, 13));
+        assert_eq!(line_column(text, 10), (3, 1), "inside `É`");
+        assert_eq!(line_column(text, 999), (3, 14));
     }
 }
