@@ -21,12 +21,14 @@
 mod ini;
 mod prose;
 mod rule;
+mod vocab;
 
 pub use ini::{IniError, Section, Switch, ValeIni};
 pub use rule::{
     load_rule, load_rule_with, Block, DocumentCounts, Level, Loaded, Rule, RuleAlert, RuleError,
     ScopeKind, SpellingOptions, SPELLING_DEFAULT_FILTERS,
 };
+pub use vocab::{VocabError, Vocabulary};
 
 /// The 1-based line and column (in characters) of byte `offset` of
 /// `text`, as Vale reports an alert's place.

@@ -232,7 +232,7 @@ pub fn load_rule(name: &str, yaml: &str) -> Result<Loaded, RuleError> {
 
 /// Reads the rule `name` (`Style.Rule`) from its YAML text, the
 /// `accepted` entries of the project's vocabularies
-/// exceptions to it as Vale makes them
+/// ([`crate::Vocabulary::accepted`]) exceptions to it as Vale makes them
 /// (to `existence` rules but `nonword` ones, `substitution`,
 /// `repetition`, `conditional` and `capitalization`, unless the rule says
 /// `vocab: false`).
@@ -567,6 +567,62 @@ impl Rule {
         }
         alerts.sort_by_key(|a| a.span.start);
         alerts
+    }
+}
+
+impl Rule {
+    /// Vale's `Vale.Terms`, from the vocabularies' `accepted` entries: an
+    /// accepted term written with another case is an error naming it.
+    pub(crate) fn vale_terms(accepted: &[String]) -> Result<Rule, RuleError> {
+        let name = "Vale.Terms";
+        let spec = SubstitutionSpec {
+            // Vale keys the swap by the term in lower case; matched in any
+            // case, the term itself is the same key and keeps a pattern's
+            // escapes (`\S`) as written.
+            swap: accepted.iter().map(|t| (t.clone(), t.clone())).collect(),
+            ignorecase: true,
+            vocab: false,
+            ..SubstitutionSpec::default()
+        };
+        let check = Check::Substitution(Substitution::new(name, &spec, &[])?);
+        Ok(Rule::built(
+            name,
+            "substitution",
+            "Use '%s' instead of '%s'.",
+            check,
+        ))
+    }
+
+    /// Vale's `Vale.Avoid`, from the vocabularies' `rejected` entries
+    /// (the `accepted` ones its exceptions): a rejected term is an error.
+    pub(crate) fn vale_avoid(rejected: &[String], accepted: &[String]) -> Result<Rule, RuleError> {
+        let name = "Vale.Avoid";
+        let spec = ExistenceSpec {
+            tokens: rejected.to_vec(),
+            vocab: true,
+            ..ExistenceSpec::default()
+        };
+        let check = Check::Existence(Existence::new(name, &spec, accepted)?);
+        Ok(Rule::built(name, "existence", "Avoid using '%s'.", check))
+    }
+
+    /// A rule of Vale's own, at level `error`, on `text`.
+    fn built(name: &str, extends: &str, message: &str, check: Check) -> Rule {
+        let scope = vec!["text".to_owned()];
+        Rule {
+            name: name.to_owned(),
+            extends: extends.to_owned(),
+            message: message.to_owned(),
+            level: Level::Error,
+            link: None,
+            selectors: RuleScope::parse(&scope).0,
+            scope,
+            action: None,
+            action_params: Vec::new(),
+            description: None,
+            limit: 0,
+            check,
+        }
     }
 }
 
