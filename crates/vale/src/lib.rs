@@ -18,11 +18,13 @@
 
 #![deny(missing_docs)]
 
+mod comments;
 mod ini;
 mod prose;
 mod rule;
 mod vocab;
 
+pub use comments::CommentSwitches;
 pub use ini::{IniError, Section, Switch, ValeIni};
 pub use rule::{
     load_rule, load_rule_with, Block, DocumentCounts, Level, Loaded, Rule, RuleAlert, RuleError,
