@@ -18,12 +18,14 @@
 
 #![deny(missing_docs)]
 
+mod builtin;
 mod comments;
 mod ini;
 mod prose;
 mod rule;
 mod vocab;
 
+pub use builtin::builtin_rule;
 pub use comments::CommentSwitches;
 pub use ini::{IniError, Section, Switch, ValeIni};
 pub use rule::{
