@@ -13,8 +13,8 @@
 //! `cargo run -p koas-vale --example style_fixtures -- PATH/TO/STYLE-REPO`
 
 use koas_vale::{
-    line_column, load_rule_with, Block, CommentSwitches, Level, Rule, ScopeKind, Switch, ValeIni,
-    Vocabulary,
+    builtin_rule, line_column, load_rule_with, Block, CommentSwitches, Level, Rule, ScopeKind,
+    Switch, ValeIni, Vocabulary,
 };
 use pulldown_cmark::{Event, Parser, Tag};
 use std::path::Path;
@@ -27,11 +27,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut fixtures: Vec<_> = std::fs::read_dir(repo.join("fixtures"))?
         .filter_map(Result::ok)
         .map(|e| e.path())
-        .filter(|p| p.join(".vale.ini").is_file())
+        .filter(|p| config_of(p).is_some())
         .collect();
     fixtures.sort();
     for fixture in fixtures {
-        let ini = ValeIni::parse(&std::fs::read_to_string(fixture.join(".vale.ini"))?)?;
+        let Some(config) = config_of(&fixture) else {
+            continue;
+        };
+        let ini = ValeIni::parse(&std::fs::read_to_string(config)?)?;
         let styles = fixture.join(ini.styles_path.as_deref().unwrap_or("."));
         let mut vocab = Vocabulary::default();
         for name in &ini.vocab {
@@ -41,13 +44,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             };
             vocab.extend(Vocabulary::parse(&list("accept.txt"), &list("reject.txt"))?);
         }
+        let mut files: Vec<String> = std::fs::read_dir(&fixture)?
+            .filter_map(Result::ok)
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|f| f.ends_with(".md") || f.ends_with(".rst"))
+            .collect();
+        files.sort();
         let mut lines = Vec::new();
-        for ext in ["md", "rst"] {
-            let file = format!("test.{ext}");
+        for file in files {
             let Ok(text) = std::fs::read_to_string(fixture.join(&file)) else {
                 continue;
             };
-            let (checked, blocks) = if ext == "md" {
+            let (checked, blocks) = if file.ends_with(".md") {
                 (
                     blank_code(&text, markdown_code(&text)),
                     markdown_blocks(&text),
@@ -56,7 +64,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 (blank_code(&text, rst_code(&text)), rst_blocks(&text))
             };
             let switches = CommentSwitches::parse(&text);
-            for rule in rules_for(repo, &styles, &ini, ext, &vocab) {
+            for rule in rules_for(repo, &styles, &ini, &file, &vocab) {
                 if ini.min_level.is_some_and(|min| rule.level < min) {
                     continue;
                 }
@@ -87,18 +95,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-/// The rules `ini` turns on for a file with extension `ext`: every rule
-/// of a `BasedOnStyles` style, then each switch (`Style.Rule = NO` off,
-/// a level its level), then the vocabulary's rules.
+/// The rules `ini` turns on for the file `file`: every rule of a
+/// `BasedOnStyles` style, then each switch (`Style.Rule = NO` off, a
+/// level its level), section by section; then the vocabulary's rules.
 fn rules_for(
     repo: &Path,
     styles: &Path,
     ini: &ValeIni,
-    ext: &str,
+    file: &str,
     vocab: &Vocabulary,
 ) -> Vec<Rule> {
     let mut names: Vec<(String, Option<Level>)> = Vec::new();
-    for section in ini.sections.iter().filter(|s| s.glob.contains(ext)) {
+    for section in ini.sections.iter().filter(|s| glob_matches(&s.glob, file)) {
         for style in &section.based_on {
             if let Ok(dir) = std::fs::read_dir(repo.join(style)) {
                 for e in dir.filter_map(Result::ok) {
@@ -125,6 +133,14 @@ fn rules_for(
         let Some((style, rule)) = name.split_once('.') else {
             continue;
         };
+        if let Some(loaded) = builtin_rule(&name, vocab.accepted()) {
+            let mut rule = loaded.rule;
+            if let Some(level) = level {
+                rule.level = level;
+            }
+            rules.push(rule);
+            continue;
+        }
         let path = [repo, styles]
             .iter()
             .map(|dir| dir.join(style).join(format!("{rule}.yml")))
@@ -152,6 +168,35 @@ fn rules_for(
         Err(e) => eprintln!("{e}"),
     }
     rules
+}
+
+/// A fixture's configuration: `.vale.ini`, or `_vale` (Vale's own tests).
+fn config_of(fixture: &Path) -> Option<std::path::PathBuf> {
+    [".vale.ini", "_vale"]
+        .iter()
+        .map(|name| fixture.join(name))
+        .find(|p| p.is_file())
+}
+
+/// Whether a section's glob (`*.md`, `*.{md,rst}`, `test3.md`) takes
+/// the file name `name`.
+fn glob_matches(glob: &str, name: &str) -> bool {
+    if let (Some(open), Some(close)) = (glob.find('{'), glob.find('}')) {
+        if open < close {
+            return glob[open + 1..close].split(',').any(|choice| {
+                glob_matches(
+                    &format!("{}{choice}{}", &glob[..open], &glob[close + 1..]),
+                    name,
+                )
+            });
+        }
+    }
+    match glob.split_once('*') {
+        None => glob == name,
+        Some((head, tail)) => {
+            name.len() >= head.len() + tail.len() && name.starts_with(head) && name.ends_with(tail)
+        }
+    }
 }
 
 /// `text` with each code span's content made `*` and its delimiters
