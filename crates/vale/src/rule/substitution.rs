@@ -82,7 +82,7 @@ fn is_phrase(text: &str) -> bool {
 }
 
 /// The options of a `replace` value: parted by `|`, an escaped `\|`
-/// kept.
+/// kept, empty ones left out.
 fn options(value: &str) -> Vec<String> {
     let mut out = vec![String::new()];
     let mut chars = value.chars().peekable();
@@ -102,6 +102,7 @@ fn options(value: &str) -> Vec<String> {
             }
         }
     }
+    out.retain(|o| !o.is_empty());
     out
 }
 
@@ -192,23 +193,27 @@ impl Substitution {
             if observed.is_empty() || self.exceptions.excuse(text, &span) {
                 continue;
             }
-            let mut expected = match &swap.key_alone {
+            let expected = match &swap.key_alone {
                 Some(key) => key
                     .try_replacen(observed, 0, braced_groups(&swap.expected).as_str())
                     .map(|c| c.into_owned())
                     .unwrap_or_else(|_| swap.expected.clone()),
                 None => swap.expected.clone(),
             };
+            // A text starting with a capital gets options that do (and is
+            // right if it then says one: a sentence's first word).
             let capital =
                 self.capitalize && observed.chars().next().is_some_and(char::is_uppercase);
-            if capital {
-                expected = capitalized(&expected);
-            }
+            let recase = |option: String| {
+                if capital {
+                    capitalized(&option)
+                } else {
+                    option
+                }
+            };
             let (message, replacements) = if self.replace {
-                let options: Vec<String> = options(&expected)
-                    .into_iter()
-                    .map(|o| if capital { capitalized(&o) } else { o })
-                    .collect();
+                let options: Vec<String> = options(&expected).into_iter().map(recase).collect();
+                // Text that already says one of the options is right.
                 if options.iter().any(|o| o == observed) {
                     continue;
                 }
@@ -220,6 +225,7 @@ impl Substitution {
                     options,
                 )
             } else {
+                let expected = recase(expected);
                 let right = match &swap.right {
                     Some(pattern) => pattern.is_match(observed).unwrap_or(false),
                     None => expected == observed,
@@ -262,6 +268,7 @@ mod tests {
     #[test]
     fn options_part_on_unescaped_bars_and_groups_are_braced() {
         assert_eq!(options(r"a|b\|c"), ["a", "b|c"]);
+        assert!(options("").is_empty());
         assert_eq!(braced_groups("$1ize and $12"), "${1}ize and ${12}");
         assert!(is_phrase("mobile phone"));
         assert!(!is_phrase("[pP]ython"));
@@ -342,6 +349,17 @@ swap:
             [
                 "1:1:House.Contractions:Use 'Couldn't' instead of 'Could not'.",
                 "1:18:House.Contractions:Use 'couldn't' instead of 'could not'."
+            ]
+        );
+        let terms = crate::rule::testing::rule(
+            "House.TermCase",
+            "extends: substitution\nmessage: \"Use %s rather than %s.\"\nignorecase: false\naction:\n  name: replace\nswap:\n  '[Ii]OS': iOS\n  obvious: ''\n",
+        );
+        assert_eq!(
+            messages(&terms, "IOS is not obvious. iOS is."),
+            [
+                "1:1:House.TermCase:Use 'iOS' rather than IOS.",
+                "1:12:House.TermCase:Use rather than obvious.",
             ]
         );
     }
