@@ -68,8 +68,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 if ini.min_level.is_some_and(|min| rule.level < min) {
                     continue;
                 }
-                for alert in rule.check_blocks(&checked, &blocks) {
-                    if switches.silences(&alert, &text) {
+                // Vale's `raw` scope reads the file as written, code and all.
+                let input = if rule.is_raw() { &text } else { &checked };
+                for alert in rule.check_blocks(input, &blocks) {
+                    // Vale resets the switches before its raw pass.
+                    if !rule.is_raw() && switches.silences(&alert, &text) {
                         continue;
                     }
                     let (line, column) = line_column(&text, alert.span.start);
@@ -108,7 +111,11 @@ fn rules_for(
     let mut names: Vec<(String, Option<Level>)> = Vec::new();
     for section in ini.sections.iter().filter(|s| glob_matches(&s.glob, file)) {
         for style in &section.based_on {
-            if let Ok(dir) = std::fs::read_dir(repo.join(style)) {
+            let folder = [repo, styles]
+                .iter()
+                .map(|d| d.join(style))
+                .find(|d| d.is_dir());
+            if let Some(Ok(dir)) = folder.map(std::fs::read_dir) {
                 for e in dir.filter_map(Result::ok) {
                     let file = e.file_name().to_string_lossy().into_owned();
                     if let Some(rule) = file.strip_suffix(".yml") {

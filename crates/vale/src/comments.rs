@@ -5,6 +5,11 @@
 //! `<!-- vale style = A -->` / `<!-- vale styles = A, B -->` to keep
 //! only those styles on. A switch holds from the end of its comment to
 //! the next switch that changes it.
+//!
+//! Vale applies them to the rules it runs block by block; before its
+//! last passes (`summary`, `raw` rules) it turns every rule and style
+//! back on, so those rules are not silenced by a rule's or a style's
+//! switch.
 
 use crate::RuleAlert;
 use std::collections::HashMap;
