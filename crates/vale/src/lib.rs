@@ -35,7 +35,8 @@ pub use rule::{
 pub use vocab::{VocabError, Vocabulary};
 
 /// The 1-based line and column (in characters) of byte `offset` of
-/// `text`, as Vale reports an alert's place.
+/// `text`, as Vale reports an alert's place. A line ends at `\n`, `\r\n`
+/// or a lone `\r` (Vale reads old Mac line ends as line ends too).
 pub fn line_column(text: &str, offset: usize) -> (usize, usize) {
     let mut offset = offset.min(text.len());
     // An offset inside a character counts from the character's start.
@@ -43,8 +44,16 @@ pub fn line_column(text: &str, offset: usize) -> (usize, usize) {
         offset -= 1;
     }
     let before = &text[..offset];
-    let line = before.matches('\n').count() + 1;
-    let start = before.rfind('\n').map_or(0, |i| i + 1);
+    let bytes = before.as_bytes();
+    let mut line = 1;
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let lone_cr = b == b'\r' && text.as_bytes().get(i + 1) != Some(&b'\n');
+        if b == b'\n' || lone_cr {
+            line += 1;
+            start = i + 1;
+        }
+    }
     (line, before[start..].chars().count() + 1)
 }
 
@@ -60,5 +69,7 @@ mod tests {
         assert_eq!(line_column(text, bang), (3, 13));
         assert_eq!(line_column(text, 10), (3, 1), "inside `É`");
         assert_eq!(line_column(text, 999), (3, 14));
+        assert_eq!(line_column("a\r\nb\rc", 3), (2, 1));
+        assert_eq!(line_column("a\r\nb\rc", 5), (3, 1));
     }
 }
