@@ -177,9 +177,10 @@ fn rules_for(
     rules
 }
 
-/// A fixture's configuration: `.vale.ini`, or `_vale` (Vale's own tests).
+/// A fixture's configuration: `.vale.ini`, or `_vale` or `.vale` (Vale's own
+/// tests).
 fn config_of(fixture: &Path) -> Option<std::path::PathBuf> {
-    [".vale.ini", "_vale"]
+    [".vale.ini", "_vale", ".vale"]
         .iter()
         .map(|name| fixture.join(name))
         .find(|p| p.is_file())
