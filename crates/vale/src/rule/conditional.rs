@@ -67,11 +67,12 @@ impl Conditional {
         } else if is_match(&self.second, text) {
             return Vec::new();
         }
+        let excuser = self.exceptions.excuser(text);
         matches(&self.first, text)
             .into_iter()
             .filter(|span| {
                 let defined = self.second_captures && state.seen.contains(&text[span.clone()]);
-                !defined && !self.exceptions.excuse(text, span)
+                !defined && !excuser.excuse(span)
             })
             .map(|span| Hit {
                 message: fill(message, &[&text[span.clone()]]),

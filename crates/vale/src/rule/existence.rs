@@ -95,9 +95,10 @@ impl Existence {
 
     /// The alerts on `text`.
     pub(crate) fn run(&self, message: &str, text: &str) -> Vec<Hit> {
+        let excuser = self.exceptions.excuser(text);
         matches(&self.pattern, text)
             .into_iter()
-            .filter(|span| !self.exceptions.excuse(text, span))
+            .filter(|span| !excuser.excuse(span))
             .map(|span| Hit {
                 message: fill(message, &[&text[span.clone()]]),
                 span,

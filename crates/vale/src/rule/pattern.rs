@@ -141,24 +141,44 @@ impl Exceptions {
         })
     }
 
-    /// Whether the match `span` of `text` is excused.
-    pub(crate) fn excuse(&self, text: &str, span: &Range<usize>) -> bool {
-        let observed = text.get(span.clone()).unwrap_or("").trim();
-        self.excuse_text(observed) || self.within_phrase(text, span)
+    /// What excuses a match in `text`: found once per text, as the
+    /// accepted phrases in it are.
+    pub(crate) fn excuser<'t>(&'t self, text: &'t str) -> Excuser<'t> {
+        Excuser {
+            exceptions: self,
+            text,
+            phrases: self
+                .phrases
+                .as_ref()
+                .map(|p| matches(p, text))
+                .unwrap_or_default(),
+        }
     }
 
     /// Whether an exception is found in `observed`.
     pub(crate) fn excuse_text(&self, observed: &str) -> bool {
         self.words.as_ref().is_some_and(|w| is_match(w, observed))
     }
+}
 
-    /// Whether `span` lies inside an accepted phrase of `text`.
-    fn within_phrase(&self, text: &str, span: &Range<usize>) -> bool {
-        self.phrases.as_ref().is_some_and(|p| {
-            matches(p, text)
+/// The exceptions of a rule, ready for one text.
+pub(crate) struct Excuser<'t> {
+    exceptions: &'t Exceptions,
+    text: &'t str,
+    /// Where the accepted phrases are in the text.
+    phrases: Vec<Range<usize>>,
+}
+
+impl Excuser<'_> {
+    /// Whether the match `span` of the text is excused: an exception is
+    /// found in it, or it lies inside an accepted phrase.
+    pub(crate) fn excuse(&self, span: &Range<usize>) -> bool {
+        let observed = self.text.get(span.clone()).unwrap_or("").trim();
+        self.exceptions.excuse_text(observed)
+            || self
+                .phrases
                 .iter()
                 .any(|m| m.start <= span.start && span.end <= m.end)
-        })
     }
 }
 
@@ -195,9 +215,9 @@ mod tests {
         let ex = Exceptions::new("House.X", &[], &["mea culpa".to_owned()]).expect("compiles");
         let text = "Say Mea culpa, not mea.";
         let first = text.find("Mea").expect("there");
-        assert!(ex.excuse(text, &(first..first + 3)));
+        assert!(ex.excuser(text).excuse(&(first..first + 3)));
         let last = text.rfind("mea").expect("there");
-        assert!(!ex.excuse(text, &(last..last + 3)));
+        assert!(!ex.excuser(text).excuse(&(last..last + 3)));
     }
 
     #[test]

@@ -62,6 +62,7 @@ impl Repetition {
     /// (Vale 3.9.1 on; before, a line break ended a run).
     pub(crate) fn run(&self, message: &str, text: &str) -> Vec<Hit> {
         let mut hits = Vec::new();
+        let excuser = self.exceptions.excuser(text);
         let mut previous: Option<(usize, &str)> = None;
         // As Vale counts: repeats add up until one is reported.
         let mut count = 0usize;
@@ -82,7 +83,7 @@ impl Repetition {
             if let (true, Some((start, _))) = (hit && count > self.max, previous) {
                 let whole = start..span.end;
                 let stretch = &text[whole.clone()];
-                if sentences(stretch).len() == 1 && !self.exceptions.excuse(text, &whole) {
+                if sentences(stretch).len() == 1 && !excuser.excuse(&whole) {
                     hits.push(Hit {
                         span: whole,
                         message: fill(message, &[current]),

@@ -177,6 +177,7 @@ impl Substitution {
     /// The alerts on `text`.
     pub(crate) fn run(&self, message: &str, text: &str) -> Vec<Hit> {
         let mut hits = Vec::new();
+        let excuser = self.exceptions.excuser(text);
         for found in self.pattern.captures_iter(text) {
             let Ok(found) = found else { break };
             // The group that took part tells which key matched.
@@ -190,7 +191,7 @@ impl Substitution {
             };
             let span = group.start()..group.end();
             let observed = group.as_str().trim();
-            if observed.is_empty() || self.exceptions.excuse(text, &span) {
+            if observed.is_empty() || excuser.excuse(&span) {
                 continue;
             }
             let expected = match &swap.key_alone {
