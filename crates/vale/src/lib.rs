@@ -2,19 +2,44 @@
 //!
 //! Documentation teams write their style guides as Vale styles: a folder
 //! per style, a YAML file per rule (`Google/WordList.yml` is the rule
-//! `Google.WordList`). This crate reads a rule as Vale documents it and
-//! runs it on a span of text, giving Vale's alerts (rule, place, message,
-//! level, link, replacements). It knows no Markdown and reads no file: the
-//! host hands it a rule's text and the text to check.
+//! `Google.WordList`). This crate reads a rule as Vale (3.x) documents it
+//! and runs it on a document's blocks, giving Vale's alerts (rule, place,
+//! message, level, link, replacements). It knows no Markdown and reads no
+//! file: the host hands it a rule's text, a document's text and the
+//! document's prose blocks ([`Block`]: headings, paragraphs, list items,
+//! blockquotes, table cells), with code blanked out as Vale blanks it.
 //!
-//! Built so far: `.vale.ini` ([`ValeIni`]: `StylesPath`, `MinAlertLevel`,
-//! `Vocab`, `[glob]` sections with `BasedOnStyles` and each rule's switch),
-//! and the `existence` and `substitution` extension points, with
-//! `tokens`, `raw`, `ignorecase`, `nonword`, `exceptions`, `swap`,
-//! `message` with `%s`, `level`, `link` and `action`. Every other
-//! extension point, and every key this crate does not act on, is named
-//! once when the rule is read ([`Loaded::unsupported`]), never skipped in
-//! silence.
+//! What runs ([`load_rule`], [`Rule::check_blocks`]):
+//!
+//! - `existence`, `substitution`, `capitalization` (`$sentence`,
+//!   `$title`, `$lower`, `$upper`, a pattern), `occurrence`,
+//!   `repetition`, `consistency`, `conditional`, `metric` (its formula
+//!   read by a small checked arithmetic reader) and `readability`, with
+//!   every key Vale documents for them;
+//! - scopes as Vale's selectors (`heading.h2`, `~blockquote`, `a & b`): a
+//!   paragraph is linted whole (`paragraph`), by sentence (`sentence`) and
+//!   as `text`; `summary` (paragraphs, list items, blockquotes) and `raw`
+//!   (the whole file) after the blocks; what a `consistency` or
+//!   `conditional` rule saw in earlier blocks counts in later ones;
+//! - `.vale.ini` ([`ValeIni`]: `StylesPath`, `MinAlertLevel`, `Vocab`,
+//!   `[glob]` sections with `BasedOnStyles` and each rule's switch);
+//! - vocabularies ([`Vocabulary`]: `accept.txt` and `reject.txt`, the
+//!   `Vale.Terms` and `Vale.Avoid` rules, accepted entries as exceptions
+//!   through [`load_rule_with`]) and Vale's own `Vale.Repetition`
+//!   ([`builtin_rule`]);
+//! - comment switches ([`CommentSwitches`]: `<!-- vale off -->`, a rule's,
+//!   a style's, some matches', `styles = …`).
+//!
+//! What does not run: `spelling` is read, not run ([`Rule::spelling`]
+//! gives its options to the host's speller, as does `Vale.Spelling`);
+//! `sequence` (it needs part-of-speech tagging) and `script` (a Tengo
+//! script) are named as not run. Every key, scope or extension point a
+//! rule has that this crate does not act on is named once when the rule
+//! is read ([`Loaded::unsupported`]), never skipped in silence. Sentences
+//! and syllables are found by small heuristics where Vale uses trained
+//! models: they agree on ordinary prose, not on every abbreviation.
+//! Messages are written on one line with runs of spaces made one, as the
+//! Vale the style repositories' tests were written with (3.3–3.9) does.
 
 #![deny(missing_docs)]
 
