@@ -40,6 +40,15 @@
 //! models: they agree on ordinary prose, not on every abbreviation.
 //! Messages are written on one line with runs of spaces made one, as the
 //! Vale the style repositories' tests were written with (3.3–3.9) does.
+//!
+//! What the host does for Vale's results (see `examples/style_fixtures.rs`
+//! and `FIXTURES.md`): in the text it gives block rules, code spans'
+//! contents as `*` and their backticks as spaces, byte for byte, and link
+//! and image targets and emphasis marks out of the prose (spaces keep the
+//! offsets); the text as written to `raw` rules ([`Rule::is_raw`]);
+//! alerts a comment switch silences ([`CommentSwitches::silences`]) left
+//! out, but for `raw` and `summary` rules, which Vale runs with every
+//! switch back on.
 
 #![deny(missing_docs)]
 
