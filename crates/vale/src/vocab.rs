@@ -160,6 +160,17 @@ mod tests {
     }
 
     #[test]
+    fn of_two_entries_in_different_cases_the_later_wins() {
+        let mut vocab = Vocabulary::parse("definately\n", "").expect("reads");
+        vocab.extend(Vocabulary::parse("Definately\n", "").expect("reads"));
+        let rules = vocab.rules().expect("builds");
+        assert_eq!(
+            messages(&rules[0], "I've definately done it. Definately."),
+            ["Vale.Terms@5:Use 'Definately' instead of 'definately'."]
+        );
+    }
+
+    #[test]
     fn a_bad_entry_names_its_file_and_line() {
         let err = Vocabulary::parse("fine\n(open\n", "").expect_err("bad");
         assert_eq!((err.file, err.line), ("accept.txt", 2));

@@ -580,11 +580,19 @@ impl Rule {
     /// accepted term written with another case is an error naming it.
     pub(crate) fn vale_terms(accepted: &[String]) -> Result<Rule, RuleError> {
         let name = "Vale.Terms";
+        // Vale keys the swap by the term in lower case, so of two entries
+        // differing in case the later one wins; matched in any case, the
+        // term itself is the key, which keeps a pattern's escapes (`\S`).
+        let mut swap: Vec<(String, String)> = Vec::new();
+        for term in accepted {
+            let lower = term.to_lowercase();
+            match swap.iter_mut().find(|(k, _)| k.to_lowercase() == lower) {
+                Some(entry) => *entry = (term.clone(), term.clone()),
+                None => swap.push((term.clone(), term.clone())),
+            }
+        }
         let spec = SubstitutionSpec {
-            // Vale keys the swap by the term in lower case; matched in any
-            // case, the term itself is the same key and keeps a pattern's
-            // escapes (`\S`) as written.
-            swap: accepted.iter().map(|t| (t.clone(), t.clone())).collect(),
+            swap,
             ignorecase: true,
             vocab: false,
             ..SubstitutionSpec::default()
