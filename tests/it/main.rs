@@ -58,6 +58,8 @@ mod runtime;
 mod stage1_pipeline;
 mod stage2_pipeline;
 mod third_party_findings;
+mod vale_fixtures;
+mod vale_styles;
 mod workspace_rules;
 mod workspace_size;
 mod workspace_sources;

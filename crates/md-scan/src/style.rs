@@ -13,7 +13,7 @@
 use crate::document::Document;
 use koas_review_schema::findings::{Finding, FindingKind, Fix, FixEdit, Severity};
 use koas_review_schema::stage1::BlockKind;
-use koas_vale::{Block, Level, RuleAlert, ScopeKind, Styles};
+use koas_vale::{Block, CommentSwitches, DocumentCounts, Level, RuleAlert, ScopeKind, Styles};
 use pulldown_cmark::{Event, Parser, Tag, TagEnd};
 
 /// The path a document of unknown name is matched as against the
@@ -31,6 +31,8 @@ pub(crate) struct ValeText {
     pub source: Vec<usize>,
     /// The blocks, as spans of `text`.
     pub blocks: Vec<Block>,
+    /// Code blocks of the document (Vale's `pre`, for `metric` rules).
+    pub code_blocks: usize,
     /// Source ranges no rule reads, sorted and disjoint.
     ignored: Vec<std::ops::Range<usize>>,
 }
@@ -98,9 +100,12 @@ impl ValeText {
                 Event::Start(Tag::TableCell) => {
                     out.open(&mut open, ScopeKind::TableCell { header: in_head });
                 }
+                Event::Start(Tag::CodeBlock(_)) => {
+                    out.code_blocks += 1;
+                    skip += 1;
+                }
                 Event::Start(
-                    Tag::CodeBlock(_)
-                    | Tag::Image { .. }
+                    Tag::Image { .. }
                     | Tag::HtmlBlock
                     | Tag::MetadataBlock(_)
                     | Tag::FootnoteDefinition(_),
@@ -121,6 +126,12 @@ impl ValeText {
                 }
                 Event::Text(t) if skip == 0 && open.is_some() => {
                     out.push_text(doc, &t, range);
+                }
+                // Vale reads a code span as its backticks blanked and its
+                // content as `*`, byte for byte: a rule sees something
+                // there, never the code's words.
+                Event::Code(_) if skip == 0 && open.is_some() => {
+                    out.push_code(doc, range);
                 }
                 Event::SoftBreak | Event::HardBreak if skip == 0 && open.is_some() => {
                     let at = text[range.clone()]
@@ -196,9 +207,27 @@ impl ValeText {
         }
     }
 
+    /// Adds a code span as Vale reads it: a space for each backtick, a
+    /// `*` for each other character.
+    fn push_code(&mut self, doc: &Document<'_>, range: std::ops::Range<usize>) {
+        let line = doc.index.line_of(range.start);
+        if matches!(doc.block_kind(line), Some(kind) if kind != BlockKind::Table) {
+            return;
+        }
+        for (i, c) in doc.stage1.text[range.clone()].char_indices() {
+            self.text.push(if c == '`' { ' ' } else { '*' });
+            self.source.push(range.start + i);
+        }
+    }
+
     /// The source span of `span` of the text, and whether it is the
     /// source's bytes one for one (nothing left out inside it).
     fn source_span(&self, span: &std::ops::Range<usize>) -> Option<(std::ops::Range<usize>, bool)> {
+        // A whole-document alert (a metric's) is about no span.
+        if span.is_empty() {
+            let at = self.source.get(span.start).copied().unwrap_or(0);
+            return Some((at..at, false));
+        }
         let start = *self.source.get(span.start)?;
         let last = *self.source.get(span.end.checked_sub(1)?)?;
         let end = last + self.text[..span.end].chars().next_back()?.len_utf8();
@@ -215,14 +244,19 @@ pub(crate) fn findings(styles: &Styles, doc: &Document<'_>, path: &str) -> Vec<F
         return Vec::new();
     }
     let vale = ValeText::of(doc, &styles.ignores_for(path));
+    let source = doc.stage1.text;
+    let switches = CommentSwitches::parse(source);
+    let counts = DocumentCounts {
+        pre: vale.code_blocks,
+    };
     let mut out = Vec::new();
     for selected in rules {
         let rule = selected.rule;
         let alerts: Vec<RuleAlert> = if rule.is_raw() {
             // A raw rule reads the source as written.
-            rule.check(doc.stage1.text)
+            rule.check_document(source, &[], &counts)
         } else {
-            rule.check_blocks(&vale.text, &vale.blocks)
+            rule.check_document(&vale.text, &vale.blocks, &counts)
                 .into_iter()
                 .filter_map(|mut a| {
                     let (span, contiguous) = vale.source_span(&a.span)?;
@@ -236,7 +270,12 @@ pub(crate) fn findings(styles: &Styles, doc: &Document<'_>, path: &str) -> Vec<F
                 })
                 .collect()
         };
+        // Vale turns every rule back on for `raw` and `summary` rules.
+        let switchable = !rule.is_raw() && !rule.scope.iter().any(|s| s == "summary");
         for alert in alerts {
+            if switchable && switches.silences(&alert, source) {
+                continue;
+            }
             if let Some(f) = finding(doc, &alert, selected.level, rule.extends == "substitution") {
                 out.push(f);
             }
@@ -333,7 +372,7 @@ mod tests {
         findings(styles, &doc, "x.md")
     }
 
-    const UTILIZE: &str = "extends: substitution\nmessage: \"Use '%s' instead of '%s'.\"\nlevel: warning\nlink: https://example.com/use\nswap:\n  utilize: use\n  leverage: use|apply\n";
+    const UTILIZE: &str = "extends: substitution\nmessage: \"Use '%s' instead of '%s'.\"\nlevel: warning\nlink: https://example.com/use\naction:\n  name: replace\nswap:\n  utilize: use\n  leverage: use|apply\n";
 
     #[test]
     fn blocks_are_the_rendered_text_without_code_links_or_markup() {
@@ -350,7 +389,7 @@ mod tests {
             blocks,
             [
                 (ScopeKind::Heading(1), "Heading one"),
-                (ScopeKind::Paragraph, "See the guide and  now."),
+                (ScopeKind::Paragraph, "See the guide and  *******  now."),
                 (ScopeKind::ListItem, "item two"),
                 (ScopeKind::ListItem, "item three"),
                 (ScopeKind::Blockquote, "quoted"),

@@ -1,15 +1,21 @@
 //! Runs a Vale style repository's fixtures the way its tests run Vale:
-//! for each `fixtures/<Name>/` with a `.vale.ini` and a `test.md`, the
-//! rules its `.vale.ini` turns on, on the blocks of `test.md` their
-//! scopes take (headings, paragraphs, list items, blockquotes and table
-//! cells as pulldown-cmark finds them; inline code is not taken out yet),
-//! printed as Vale's line format `test.md:LINE:COLUMN:Style.Rule:message`
-//! under a `== <Name>` header. The rules the crate does not run yet are
-//! listed on stderr.
+//! for each `fixtures/<Name>/` with a `.vale.ini`, on its `test.md` (and
+//! `test.rst`) the rules its `.vale.ini` turns on for that file, each on
+//! the blocks its scope takes, as a host would: headings, paragraphs,
+//! list items, blockquotes and table cells as pulldown-cmark finds them
+//! (an rST file's paragraphs are its blank-line-parted lines), inline
+//! code blanked out as Vale blanks it (`***`, so that offsets stay),
+//! alerts below `MinAlertLevel` or switched off by a `<!-- vale … -->`
+//! comment left out, the `Vocab` vocabularies' rules added. Printed as
+//! Vale's line format `test.md:LINE:COLUMN:Style.Rule:message` under a
+//! `== <Name>` header; what the crate does not run is listed on stderr.
 //!
 //! `cargo run -p koas-vale --example style_fixtures -- PATH/TO/STYLE-REPO`
 
-use koas_vale::{line_column, load_rule, Block, ScopeKind, Switch, ValeIni};
+use koas_vale::{
+    builtin_rule, line_column, load_rule_with, Block, CommentSwitches, Level, Rule, ScopeKind,
+    Switch, ValeIni, Vocabulary,
+};
 use pulldown_cmark::{Event, Parser, Tag};
 use std::path::Path;
 
@@ -21,58 +27,62 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut fixtures: Vec<_> = std::fs::read_dir(repo.join("fixtures"))?
         .filter_map(Result::ok)
         .map(|e| e.path())
-        .filter(|p| p.join(".vale.ini").is_file() && p.join("test.md").is_file())
+        .filter(|p| config_of(p).is_some())
         .collect();
     fixtures.sort();
     for fixture in fixtures {
-        let ini = ValeIni::parse(&std::fs::read_to_string(fixture.join(".vale.ini"))?)?;
-        let text = std::fs::read_to_string(fixture.join("test.md"))?;
-        let mut rules: Vec<String> = Vec::new();
-        for section in ini.sections.iter().filter(|s| s.glob.contains("md")) {
-            for style in &section.based_on {
-                if let Ok(dir) = std::fs::read_dir(repo.join(style)) {
-                    for e in dir.filter_map(Result::ok) {
-                        let name = e.file_name().to_string_lossy().into_owned();
-                        if let Some(rule) = name.strip_suffix(".yml") {
-                            rules.push(format!("{style}.{rule}"));
-                        }
-                    }
-                }
-            }
-            for (rule, switch) in &section.switches {
-                match switch {
-                    Switch::Off => rules.retain(|r| r != rule),
-                    _ => rules.push(rule.clone()),
-                }
-            }
+        let Some(config) = config_of(&fixture) else {
+            continue;
+        };
+        let ini = ValeIni::parse(&std::fs::read_to_string(config)?)?;
+        let styles = fixture.join(ini.styles_path.as_deref().unwrap_or("."));
+        let mut vocab = Vocabulary::default();
+        for name in &ini.vocab {
+            let list = |file: &str| {
+                std::fs::read_to_string(styles.join("config/vocabularies").join(name).join(file))
+                    .unwrap_or_default()
+            };
+            vocab.extend(Vocabulary::parse(&list("accept.txt"), &list("reject.txt"))?);
         }
-        rules.sort();
-        rules.dedup();
+        let mut files: Vec<String> = std::fs::read_dir(&fixture)?
+            .filter_map(Result::ok)
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|f| f.ends_with(".md") || f.ends_with(".rst"))
+            .collect();
+        files.sort();
         let mut lines = Vec::new();
-        for name in &rules {
-            let Some((style, rule)) = name.split_once('.') else {
+        for file in files {
+            let Ok(text) = std::fs::read_to_string(fixture.join(&file)) else {
                 continue;
             };
-            let Ok(yaml) = std::fs::read_to_string(repo.join(style).join(format!("{rule}.yml")))
-            else {
-                eprintln!("{name}: no rule file");
-                continue;
+            let (checked, blocks) = if file.ends_with(".md") {
+                (
+                    blank_code(&text, markdown_code(&text)),
+                    markdown_blocks(&text),
+                )
+            } else {
+                (blank_code(&text, rst_code(&text)), rst_blocks(&text))
             };
-            match load_rule(name, &yaml) {
-                Ok(loaded) => {
-                    for note in &loaded.unsupported {
-                        eprintln!("{note}");
-                    }
-                    for alert in loaded.rule.check_blocks(&text, &blocks_of(&text)) {
-                        let (line, column) = line_column(&text, alert.span.start);
-                        lines.push((
-                            line,
-                            column,
-                            format!("test.md:{line}:{column}:{}:{}", alert.rule, alert.message),
-                        ));
-                    }
+            let switches = CommentSwitches::parse(&text);
+            for rule in rules_for(repo, &styles, &ini, &file, &vocab) {
+                if ini.min_level.is_some_and(|min| rule.level < min) {
+                    continue;
                 }
-                Err(e) => eprintln!("{e}"),
+                // Vale's `raw` scope reads the file as written, code and all.
+                let input = if rule.is_raw() { &text } else { &checked };
+                for alert in rule.check_blocks(input, &blocks) {
+                    // Vale resets the switches before its raw pass.
+                    if !rule.is_raw() && switches.silences(&alert, &text) {
+                        continue;
+                    }
+                    let (line, column) = line_column(&text, alert.span.start);
+                    lines.push((
+                        file.clone(),
+                        line,
+                        column,
+                        format!("{file}:{line}:{column}:{}:{}", alert.rule, alert.message),
+                    ));
+                }
             }
         }
         lines.sort();
@@ -81,16 +91,200 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         println!("== {name}");
-        for (_, _, line) in lines {
+        for (_, _, _, line) in lines {
             println!("{line}");
         }
     }
     Ok(())
 }
 
+/// The rules `ini` turns on for the file `file`: every rule of a
+/// `BasedOnStyles` style, then each switch (`Style.Rule = NO` off, a
+/// level its level), section by section; then the vocabulary's rules.
+fn rules_for(
+    repo: &Path,
+    styles: &Path,
+    ini: &ValeIni,
+    file: &str,
+    vocab: &Vocabulary,
+) -> Vec<Rule> {
+    let mut names: Vec<(String, Option<Level>)> = Vec::new();
+    for section in ini.sections.iter().filter(|s| glob_matches(&s.glob, file)) {
+        for style in &section.based_on {
+            let folder = [repo, styles]
+                .iter()
+                .map(|d| d.join(style))
+                .find(|d| d.is_dir());
+            if let Some(Ok(dir)) = folder.map(std::fs::read_dir) {
+                for e in dir.filter_map(Result::ok) {
+                    let file = e.file_name().to_string_lossy().into_owned();
+                    if let Some(rule) = file.strip_suffix(".yml") {
+                        names.push((format!("{style}.{rule}"), None));
+                    }
+                }
+            }
+        }
+        for (rule, switch) in &section.switches {
+            names.retain(|(r, _)| r != rule);
+            match switch {
+                Switch::Off => {}
+                Switch::On => names.push((rule.clone(), None)),
+                Switch::At(level) => names.push((rule.clone(), Some(*level))),
+            }
+        }
+    }
+    names.sort();
+    names.dedup();
+    let mut rules = Vec::new();
+    for (name, level) in names {
+        let Some((style, rule)) = name.split_once('.') else {
+            continue;
+        };
+        if let Some(loaded) = builtin_rule(&name, vocab.accepted()) {
+            let mut rule = loaded.rule;
+            if let Some(level) = level {
+                rule.level = level;
+            }
+            rules.push(rule);
+            continue;
+        }
+        let path = [repo, styles]
+            .iter()
+            .map(|dir| dir.join(style).join(format!("{rule}.yml")))
+            .find(|p| p.is_file());
+        let Some(yaml) = path.and_then(|p| std::fs::read_to_string(p).ok()) else {
+            eprintln!("{name}: no rule file");
+            continue;
+        };
+        match load_rule_with(&name, &yaml, vocab.accepted()) {
+            Ok(loaded) => {
+                for note in &loaded.unsupported {
+                    eprintln!("{note}");
+                }
+                let mut rule = loaded.rule;
+                if let Some(level) = level {
+                    rule.level = level;
+                }
+                rules.push(rule);
+            }
+            Err(e) => eprintln!("{e}"),
+        }
+    }
+    match vocab.rules() {
+        Ok(vale) => rules.extend(vale),
+        Err(e) => eprintln!("{e}"),
+    }
+    rules
+}
+
+/// A fixture's configuration: `.vale.ini`, or `_vale` or `.vale` (Vale's own
+/// tests).
+fn config_of(fixture: &Path) -> Option<std::path::PathBuf> {
+    [".vale.ini", "_vale", ".vale"]
+        .iter()
+        .map(|name| fixture.join(name))
+        .find(|p| p.is_file())
+}
+
+/// Whether a section's glob (`*.md`, `*.{md,rst}`, `test3.md`) takes
+/// the file name `name`.
+fn glob_matches(glob: &str, name: &str) -> bool {
+    if let (Some(open), Some(close)) = (glob.find('{'), glob.find('}')) {
+        if open < close {
+            return glob[open + 1..close].split(',').any(|choice| {
+                glob_matches(
+                    &format!("{}{choice}{}", &glob[..open], &glob[close + 1..]),
+                    name,
+                )
+            });
+        }
+    }
+    match glob.split_once('*') {
+        None => glob == name,
+        Some((head, tail)) => {
+            name.len() >= head.len() + tail.len() && name.starts_with(head) && name.ends_with(tail)
+        }
+    }
+}
+
+/// `text` with each code span's content made `*` and its delimiters
+/// spaces, byte for byte, as Vale hides code from the rules.
+fn blank_code(text: &str, spans: Vec<(std::ops::Range<usize>, usize)>) -> String {
+    let mut bytes = text.as_bytes().to_vec();
+    for (range, ticks) in spans {
+        for (i, byte) in bytes[range.clone()].iter_mut().enumerate() {
+            let delimiter = i < ticks || i >= range.len().saturating_sub(ticks);
+            *byte = if delimiter { b' ' } else { b'*' };
+        }
+    }
+    // Only whole characters were replaced, by ASCII: still UTF-8.
+    String::from_utf8(bytes).unwrap_or_else(|_| text.to_owned())
+}
+
+/// The code spans of a Markdown text, with the width of their backtick
+/// fences.
+fn markdown_code(text: &str) -> Vec<(std::ops::Range<usize>, usize)> {
+    Parser::new_ext(text, pulldown_cmark::Options::ENABLE_TABLES)
+        .into_offset_iter()
+        .filter_map(|(event, range)| match event {
+            Event::Code(_) => {
+                let ticks = text[range.clone()]
+                    .chars()
+                    .take_while(|c| *c == '`')
+                    .count();
+                Some((range, ticks))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The ``literal`` spans of an rST text.
+fn rst_code(text: &str) -> Vec<(std::ops::Range<usize>, usize)> {
+    let mut spans = Vec::new();
+    let mut from = 0;
+    while let Some(open) = text[from..].find("``") {
+        let start = from + open;
+        let Some(close) = text[start + 2..].find("``") else {
+            break;
+        };
+        let end = start + 2 + close + 2;
+        spans.push((start..end, 2));
+        from = end;
+    }
+    spans
+}
+
+/// The paragraphs of an rST text: runs of lines between blank ones.
+fn rst_blocks(text: &str) -> Vec<Block> {
+    let mut blocks = Vec::new();
+    let mut start = None;
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        if line.trim().is_empty() {
+            if let Some(s) = start.take() {
+                blocks.push(Block {
+                    kind: ScopeKind::Paragraph,
+                    span: s..at,
+                });
+            }
+        } else if start.is_none() {
+            start = Some(at);
+        }
+        at += line.len();
+    }
+    if let Some(s) = start {
+        blocks.push(Block {
+            kind: ScopeKind::Paragraph,
+            span: s..at,
+        });
+    }
+    blocks
+}
+
 /// The prose blocks of a Markdown text, their marks (`#`, `-`, `>`) left
 /// out of their spans.
-fn blocks_of(text: &str) -> Vec<Block> {
+fn markdown_blocks(text: &str) -> Vec<Block> {
     let mut blocks = Vec::new();
     let mut in_item = 0usize;
     let mut in_quote = 0usize;

@@ -2,8 +2,10 @@
 //! read from disk) and compiled once ([`Styles`]: the rules each document
 //! gets, by its path).
 
+use crate::builtin::builtin_rule;
 use crate::ini::{IniError, Switch, ValeIni};
-use crate::rule::{load_rule, Level, Rule, RuleError};
+use crate::rule::{load_rule_with, Level, Rule, RuleError};
+use crate::vocab::{VocabError, Vocabulary};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -52,6 +54,16 @@ pub enum StyleError {
         /// What is wrong, with its line.
         source: IniError,
     },
+    /// A vocabulary's entry does not compile.
+    #[error("vocabulary {name} ({styles_path}): {source}")]
+    Vocab {
+        /// The vocabulary's name (`Vocab = Name`).
+        name: String,
+        /// Where the styles are.
+        styles_path: String,
+        /// The entry and why.
+        source: VocabError,
+    },
     /// A rule does not read.
     #[error("{file}: {source}")]
     Rule {
@@ -66,8 +78,11 @@ pub enum StyleError {
 #[derive(Debug)]
 pub struct Styles {
     ini: ValeIni,
-    /// Every rule of the sources, by name.
+    /// Every rule of the sources, and Vale's own, by name.
     rules: BTreeMap<String, Rule>,
+    /// `Vale.Terms` and `Vale.Avoid` when a vocabulary makes them: on
+    /// for every document unless a switch turns them off.
+    vocab_names: Vec<String>,
     /// Each section's `TokenIgnores` and `BlockIgnores`, compiled, in
     /// section order.
     ignores: Vec<Vec<fancy_regex::Regex>>,
@@ -98,15 +113,59 @@ impl Styles {
             .iter()
             .map(|u| format!("{}: {u}", sources.ini_path))
             .collect();
+        let mut vocab = Vocabulary::default();
+        for name in &ini.vocab {
+            let text = sources.vocab.get(name).cloned().unwrap_or_default();
+            let parsed = Vocabulary::parse(&text.accept, &text.reject).map_err(|source| {
+                StyleError::Vocab {
+                    name: name.clone(),
+                    styles_path: sources.styles_path.clone(),
+                    source,
+                }
+            })?;
+            vocab.extend(parsed);
+        }
+        let accepted = vocab.accepted().to_vec();
         let mut rules = BTreeMap::new();
         for (name, yaml) in &sources.rules {
             let file = rule_file(&sources.styles_path, name);
-            let loaded = load_rule(name, yaml).map_err(|source| StyleError::Rule {
-                file: file.clone(),
-                source,
-            })?;
+            let loaded =
+                load_rule_with(name, yaml, &accepted).map_err(|source| StyleError::Rule {
+                    file: file.clone(),
+                    source,
+                })?;
             notes.extend(loaded.unsupported.iter().map(|u| format!("{file}: {u}")));
+            if loaded.rule.spelling().is_some() {
+                notes.push(format!(
+                    "{file}: a `spelling` rule does not run: koas's own spelling check does (kind `misspelling`; its words are [language] accept and words)"
+                ));
+                continue;
+            }
             rules.insert(name.clone(), loaded.rule);
+        }
+        // Vale's own style: the vocabularies' two rules (on wherever a
+        // vocabulary is set, as in Vale) and `Vale.Repetition`.
+        // `Vale.Spelling` is koas's own spelling check.
+        let vocab_rules = vocab.rules().map_err(|source| StyleError::Rule {
+            file: format!("{} (Vocab)", sources.ini_path),
+            source,
+        })?;
+        let vocab_names: Vec<String> = vocab_rules.iter().map(|r| r.name.clone()).collect();
+        for rule in vocab_rules {
+            rules.insert(rule.name.clone(), rule);
+        }
+        if let Some(loaded) = builtin_rule("Vale.Repetition", &accepted) {
+            rules.insert(loaded.rule.name.clone(), loaded.rule);
+        }
+        let builds_on_vale = ini
+            .sections
+            .iter()
+            .any(|s| s.based_on.iter().any(|b| b == "Vale"));
+        if builds_on_vale {
+            notes.push(format!(
+                "{}: Vale.Spelling does not run: koas's own spelling check does (kind `misspelling`)",
+                sources.ini_path
+            ));
         }
         // A style a section builds on that has no rule here is a typo or a
         // missing folder: told, since nothing of it will run.
@@ -144,6 +203,7 @@ impl Styles {
         Ok(Styles {
             ini,
             rules,
+            vocab_names,
             ignores,
             notes,
         })
@@ -178,12 +238,18 @@ impl Styles {
     /// left out.
     pub fn rules_for(&self, path: &str) -> Vec<Selected<'_>> {
         let mut on: BTreeMap<&str, Option<Level>> = BTreeMap::new();
-        for section in self
+        let sections: Vec<_> = self
             .ini
             .sections
             .iter()
             .filter(|s| glob_matches(&s.glob, path))
-        {
+            .collect();
+        if !sections.is_empty() {
+            for name in &self.vocab_names {
+                on.insert(name.as_str(), None);
+            }
+        }
+        for section in sections {
             for style in &section.based_on {
                 let prefix = format!("{style}.");
                 for name in self.rules.keys().filter(|n| n.starts_with(&prefix)) {
@@ -414,6 +480,59 @@ mod tests {
     }
 
     #[test]
+    fn a_vocabulary_brings_vale_terms_and_avoid_and_its_terms_are_exceptions() {
+        let mut s = sources(
+            "Vocab = Docs\n[*.md]\nBasedOnStyles = Team\n",
+            &[(
+                "Team.Will",
+                "extends: existence\nmessage: \"Avoid '%s'.\"\ntokens:\n  - will\n  - Willow\n",
+            )],
+        );
+        s.vocab.insert(
+            "Docs".into(),
+            VocabText {
+                accept: "Willow\nJavaScript\n".into(),
+                reject: "whitelist\n".into(),
+            },
+        );
+        let styles = Styles::compile(&s).expect("compiles");
+        let on: Vec<String> = styles
+            .rules_for("a.md")
+            .iter()
+            .map(|s| s.rule.name.clone())
+            .collect();
+        assert_eq!(on, ["Team.Will", "Vale.Avoid", "Vale.Terms"]);
+        let text = "Willow will use Javascript, not a whitelist.";
+        let alerts: Vec<String> = styles
+            .rules_for("a.md")
+            .iter()
+            .flat_map(|s| s.rule.check(text))
+            .map(|a| format!("{} {}", a.rule, a.message))
+            .collect();
+        assert_eq!(
+            alerts,
+            [
+                "Team.Will Avoid 'will'.",
+                "Vale.Avoid Avoid using 'whitelist'.",
+                "Vale.Terms Use 'JavaScript' instead of 'Javascript'."
+            ]
+        );
+        s.vocab.insert(
+            "Docs".into(),
+            VocabText {
+                accept: "[unclosed\n".into(),
+                reject: String::new(),
+            },
+        );
+        let err = Styles::compile(&s).expect_err("a bad entry");
+        assert!(
+            err.to_string()
+                .starts_with("vocabulary Docs (styles): accept.txt line 1"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn a_broken_rule_names_its_file_and_a_missing_style_is_told() {
         let s = sources("[*]\nBasedOnStyles = Team\n", &[("Team.Bad", "extends: [")]);
         let err = Styles::compile(&s).expect_err("bad yaml");
@@ -425,7 +544,10 @@ mod tests {
         let styles = Styles::compile(&s).expect("compiles");
         assert_eq!(
             styles.notes,
-            [".vale.ini: BasedOnStyles names `Gogle`, which has no rule under StylesPath `styles`"]
+            [
+                ".vale.ini: Vale.Spelling does not run: koas's own spelling check does (kind `misspelling`)",
+                ".vale.ini: BasedOnStyles names `Gogle`, which has no rule under StylesPath `styles`"
+            ]
         );
         let err = Styles::compile(&sources("[*.md\n", &[])).expect_err("bad ini");
         assert!(err.to_string().starts_with(".vale.ini: line 1: "), "{err}");
