@@ -6,10 +6,14 @@
 //! the `.vale.ini` found beside the document) and its style findings are
 //! compared with them line for line (`test.md:LINE:COLUMN:Style.Rule:message`).
 //!
-//! Per style, at least 95% of the expected alerts must be given and no
-//! more than 5% extra; every difference must be listed, with its reason,
-//! in `docs/vale.md` — and every one listed there must still occur, so
-//! the page stays true.
+//! Two corrections, each explained in `docs/vale.md`: the alerts a
+//! fixture expects on a file that is not Markdown (koas reads Markdown
+//! only) are left out, and an alert a style's own commit added to its
+//! rule and test text but not to its `.feature` (Vale gives it) is
+//! expected ([`STALE`]). Per style, at least 95% of the expected alerts
+//! must then be given and no more than 5% extra; every difference must be
+//! listed, with its reason, in `docs/vale.md` — and every one listed there
+//! must still occur, so the page stays true.
 
 use crate::review_common::library_host;
 use koas_review::api::{check, CheckRequest};
@@ -19,6 +23,16 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 const STYLES: [&str; 4] = ["Google", "Microsoft", "write-good", "proselint"];
+
+/// Alerts Vale gives that a style's `.feature` omits: `(style, fixture,
+/// line)`. write-good's commit "Update Weasel to match latest write-good"
+/// (June 2024) added "fairly" to the rule and a sentence using it to the
+/// fixture, not the alert to `rules.feature`.
+const STALE: [(&str, &str, &str); 1] = [(
+    "write-good",
+    "Weasel",
+    "test.md:5:23:write-good.Weasel:'fairly' is a weasel word!",
+)];
 
 /// The expected alert lines of each fixture, from a `.feature` file.
 fn expected(feature: &str) -> BTreeMap<String, Vec<String>> {
@@ -90,8 +104,21 @@ fn vale_styles_give_the_alerts_their_own_fixtures_expect() {
         let repo = root.join(style);
         let feature =
             std::fs::read_to_string(repo.join("features/rules.feature")).expect("rules.feature");
-        let expected = expected(&feature);
-        assert!(expected.len() >= 8, "{style}: {} scenarios", expected.len());
+        let mut expected = expected(&feature);
+        let lines: usize = expected.values().map(Vec::len).sum();
+        assert!(lines >= 10, "{style}: {lines} expected alerts read");
+        let mut other_files = 0;
+        for lines in expected.values_mut() {
+            let before = lines.len();
+            lines.retain(|l| l.starts_with("test.md:"));
+            other_files += before - lines.len();
+        }
+        for (_, fixture, line) in STALE.iter().filter(|(s, _, _)| *s == style) {
+            expected
+                .entry((*fixture).to_owned())
+                .or_default()
+                .push((*line).to_owned());
+        }
         let (mut total, mut matched, mut extra) = (0usize, 0usize, 0usize);
         for (fixture, lines) in &expected {
             let mut given = ours(&global, &repo.join("fixtures").join(fixture));
@@ -111,7 +138,7 @@ fn vale_styles_give_the_alerts_their_own_fixtures_expect() {
             );
         }
         figures.push(format!(
-            "{style}: {matched} of {total} expected alerts ({:.1}%), {extra} extra",
+            "{style}: {matched} of {total} expected alerts ({:.1}%), {extra} extra; {other_files} on files that are not Markdown left out",
             100.0 * matched as f64 / total as f64
         ));
         assert!(

@@ -143,7 +143,7 @@ fn vale_rules_are_named_like_kinds_in_koas_toml_and_in_comments() {
         "guide.md",
         &GUIDE.replace(
             "Obviously,",
-            "<!-- koas-disable-next-line Vale.Terms -->\n<!-- vale Team.Simply = NO -->\nObviously,",
+            "<!-- vale Team.Simply = NO -->\n<!-- koas-disable-next-line Vale.Terms -->\nObviously,",
         ),
     );
     let o = s.koas(&["check", "guide.md"]);
