@@ -8,7 +8,7 @@
 //! fix recorded in the ledger and reverted like any change.
 
 use crate::lsp::{uri_of, Client};
-use crate::review_common::{assert_code, code, stderr, Scratch};
+use crate::review_common::{assert_code, code, edit_model, llm_flags, stderr, Scratch};
 use serde_json::{json, Value};
 
 const INI: &str = "StylesPath = styles
@@ -102,6 +102,23 @@ guide.md:9:38: error Vale.Avoid: Avoid using 'whitelist'.
         stderr(&o).ends_with("7 findings (4 errors, 2 warnings, 1 info) in 1 file\n"),
         "{}",
         stderr(&o)
+    );
+    // What of the styles does not run is told once, before the findings.
+    let err = stderr(&o);
+    let notes: Vec<&str> = err.lines().filter(|l| l.starts_with("note: ")).collect();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(
+        notes[0].ends_with(
+            ".vale.ini: Vale.Spelling does not run: koas's own spelling check does (kind `misspelling`)"
+        ),
+        "{notes:?}"
+    );
+    // --no-config: the built-in checks and defaults, no style.
+    let o = s.koas(&["check", "guide.md", "--no-config"]);
+    assert!(
+        !out(&o).contains("Team.") && !out(&o).contains("Vale."),
+        "{}",
+        out(&o)
     );
 
     let o = s.koas(&["check", "guide.md", "--format", "json"]);
@@ -280,4 +297,36 @@ fn vale_certain_substitution_is_in_the_ledger_and_reverts() {
         "the other change stays: {reverted}"
     );
     assert_eq!(code(&o), 0);
+}
+
+#[test]
+fn vale_findings_without_a_certain_fix_reach_the_prompt_as_hints() {
+    let s = project();
+    let model = edit_model(|_| Vec::new());
+    let mut args: Vec<String> = vec!["review".into(), "guide.md".into(), "--skip-pyramid".into()];
+    args.extend(llm_flags(&model, 2));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (o, v) = s.koas_json(&args);
+    assert_code(&o, 0, "review with a scripted model");
+    let prompts: Vec<String> = model
+        .requests()
+        .into_iter()
+        .map(|r| r.prompt)
+        .filter(|p| p.contains("BEGIN_EDIT_OPS"))
+        .collect();
+    assert!(!prompts.is_empty(), "no edit request: {v:#}");
+    // The certain swap was made before the model read the text.
+    assert!(
+        prompts.iter().all(|p| !p.contains("simply utilize")),
+        "{prompts:#?}"
+    );
+    let first = prompts
+        .iter()
+        .find(|p| p.contains("Problems an automatic check found"))
+        .unwrap_or_else(|| panic!("no hints: {prompts:#?}"));
+    assert!(
+        first.contains("Team.Utilize (critical): Use 'use' or 'rely on' instead of 'leverage'."),
+        "{first}"
+    );
+    assert!(first.contains("Team.Simply (attention)"), "{first}");
 }

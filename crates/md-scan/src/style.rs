@@ -34,30 +34,40 @@ pub(crate) struct ValeText {
     /// Code blocks of the document (Vale's `pre`, for `metric` rules).
     pub code_blocks: usize,
     /// Source ranges no rule reads, sorted and disjoint.
-    ignored: Vec<std::ops::Range<usize>>,
+    ignored: Vec<Ignored>,
+    /// The start of the block-ignored range that last ended a block.
+    split: Option<usize>,
 }
 
-/// The source ranges the patterns match, sorted by start. A pattern that
+/// A source range an ignore pattern matched, and whether a block ignore
+/// did (it then ends the block it is in).
+type Ignored = (std::ops::Range<usize>, bool);
+
+/// The source ranges the patterns match (`true`: a `BlockIgnores`
+/// pattern), sorted by start, merged where they overlap. A pattern that
 /// gives up on the text (fancy-regex's backtracking limit) stops there.
-fn ignored_ranges(text: &str, ignores: &[&fancy_regex::Regex]) -> Vec<std::ops::Range<usize>> {
-    let mut out = Vec::new();
-    for re in ignores {
+fn ignored_ranges(text: &str, ignores: &[(bool, &fancy_regex::Regex)]) -> Vec<Ignored> {
+    let mut out: Vec<Ignored> = Vec::new();
+    for (block, re) in ignores {
         for m in re.find_iter(text) {
             match m {
-                Ok(m) if !m.range().is_empty() => out.push(m.range()),
+                Ok(m) if !m.range().is_empty() => out.push((m.range(), *block)),
                 Ok(_) => {}
                 Err(_) => break,
             }
         }
     }
-    out.sort_by_key(|r| r.start);
-    // Merged into disjoint ranges: a byte is ignored when the last range
-    // starting at or before it holds it.
-    let mut merged: Vec<std::ops::Range<usize>> = Vec::with_capacity(out.len());
-    for r in out {
+    out.sort_by_key(|(r, _)| r.start);
+    // Disjoint: a byte is ignored when the last range starting at or
+    // before it holds it.
+    let mut merged: Vec<Ignored> = Vec::with_capacity(out.len());
+    for (r, block) in out {
         match merged.last_mut() {
-            Some(last) if r.start <= last.end => last.end = last.end.max(r.end),
-            _ => merged.push(r),
+            Some((last, b)) if r.start <= last.end => {
+                last.end = last.end.max(r.end);
+                *b |= block;
+            }
+            _ => merged.push((r, block)),
         }
     }
     merged
@@ -66,7 +76,7 @@ fn ignored_ranges(text: &str, ignores: &[&fancy_regex::Regex]) -> Vec<std::ops::
 impl ValeText {
     /// Reads `doc`'s blocks, leaving out what an `ignores` pattern
     /// matches in the source (`TokenIgnores`, `BlockIgnores`).
-    pub fn of(doc: &Document<'_>, ignores: &[&fancy_regex::Regex]) -> ValeText {
+    pub fn of(doc: &Document<'_>, ignores: &[(bool, &fancy_regex::Regex)]) -> ValeText {
         let text = doc.stage1.text;
         let mut out = ValeText {
             ignored: ignored_ranges(text, ignores),
@@ -77,6 +87,7 @@ impl ValeText {
         let mut containers: Vec<ScopeKind> = Vec::new();
         let mut in_head = false;
         let mut skip = 0u32;
+        let mut link: Option<(String, usize)> = None;
         for (event, range) in
             Parser::new_ext(text, koas_md::scan::parser_options()).into_offset_iter()
         {
@@ -125,7 +136,24 @@ impl ValeText {
                     out.close(&mut open)
                 }
                 Event::Text(t) if skip == 0 && open.is_some() => {
-                    out.push_text(doc, &t, range);
+                    out.push_text(doc, &t, range, &mut open);
+                }
+                // A link whose text is its own address: Vale blanks it.
+                Event::Start(Tag::Link { dest_url, .. }) if skip == 0 && open.is_some() => {
+                    link = Some((dest_url.to_string(), out.text.len()));
+                }
+                Event::End(TagEnd::Link) => {
+                    if let Some((dest, start)) = link.take() {
+                        out.blank_if(start, &dest);
+                    }
+                }
+                // Vale reads an emphasis with a space before it
+                // (`Klaw **core**` as `Klaw  core`).
+                Event::Start(Tag::Emphasis | Tag::Strong | Tag::Strikethrough)
+                    if skip == 0 && open.is_some() =>
+                {
+                    out.text.push(' ');
+                    out.source.push(range.start);
                 }
                 // Vale reads a code span as its backticks blanked and its
                 // content as `*`, byte for byte: a rule sees something
@@ -174,7 +202,13 @@ impl ValeText {
     /// (an escape or an entity maps each byte to the run's start), the
     /// bytes of a protected region (math, a URL, a protected block) left
     /// out.
-    fn push_text(&mut self, doc: &Document<'_>, run: &str, range: std::ops::Range<usize>) {
+    fn push_text(
+        &mut self,
+        doc: &Document<'_>,
+        run: &str,
+        range: std::ops::Range<usize>,
+        open: &mut Option<(ScopeKind, usize)>,
+    ) {
         let source = &doc.stage1.text[range.clone()];
         let verbatim = source == run;
         let line = doc.index.line_of(range.start);
@@ -189,10 +223,26 @@ impl ValeText {
             } else {
                 range.start
             };
-            // Inside a range an ignore pattern matched.
-            let after = self.ignored.partition_point(|r| r.start <= at);
-            if after > 0 && self.ignored[after - 1].contains(&at) {
-                continue;
+            // Inside a range an ignore pattern matched: a token ignore
+            // reads as a code span (`*`, so the words around it do not
+            // meet); a block ignore ends the block, the text after it
+            // is another.
+            let after = self.ignored.partition_point(|(r, _)| r.start <= at);
+            if let Some((r, block)) = after.checked_sub(1).and_then(|i| self.ignored.get(i)) {
+                if r.contains(&at) {
+                    if *block {
+                        if self.split != Some(r.start) {
+                            self.split = Some(r.start);
+                            if let Some((kind, _)) = *open {
+                                self.open(open, kind);
+                            }
+                        }
+                    } else {
+                        self.text.push('*');
+                        self.source.push(at);
+                    }
+                    continue;
+                }
             }
             // Blanked in the prose view: an inline protected span.
             let blanked = verbatim
@@ -205,6 +255,17 @@ impl ValeText {
             self.text.push(c);
             self.source.extend(std::iter::repeat_n(at, c.len_utf8()));
         }
+    }
+
+    /// Blanks the text from `start` on when it is `dest`, a link's own
+    /// address (byte for byte, so places stay).
+    fn blank_if(&mut self, start: usize, dest: &str) {
+        let text = self.text.get(start..).unwrap_or("");
+        if text.is_empty() || text.trim() != dest.trim() {
+            return;
+        }
+        let blank = " ".repeat(text.len());
+        self.text.replace_range(start.., &blank);
     }
 
     /// Adds a code span as Vale reads it: a space for each backtick, a
@@ -328,7 +389,7 @@ fn finding(
         if substitution && alert.replacements.len() == 1 {
             let (s, e) = (alert.span.start - line_start, alert.span.end - line_start);
             let replacement = &alert.replacements[0];
-            if raw.is_char_boundary(s) && raw.is_char_boundary(e) && !replacement.contains('\n') {
+            if !doc.is_heading(line) && certain(raw, s, e, replacement) {
                 let after = format!("{}{replacement}{}", &raw[..s], &raw[e..]);
                 f = f.with_fix(Fix {
                     description: format!("{}: '{}' → '{replacement}'", alert.rule, &raw[s..e]),
@@ -344,6 +405,42 @@ fn finding(
         f = f.at_column(column);
     }
     Some(f)
+}
+
+/// Whether replacing `raw[s..e]` by `replacement` is certainly right:
+/// one word (a phrase's swap depends on the sentence: "we have to" is no
+/// "we've to"), between letters or digits (a match that takes a space or
+/// a stop would drop it), not inside a file, host or path name, nor in
+/// emphasis (a UI label is quoted as written), not a choice ("a or b"),
+/// not lowering a capital that may start a sentence, and not a case-only
+/// change of a lower-case word (a vocabulary's `COPY` is no fix of the
+/// verb). (Never in a heading either: its words make its anchor.)
+fn certain(raw: &str, s: usize, e: usize, replacement: &str) -> bool {
+    let (Some(matched), Some(before), Some(after)) = (raw.get(s..e), raw.get(..s), raw.get(e..))
+    else {
+        return false;
+    };
+    let bounded = |t: &str| {
+        t.chars().next().is_some_and(char::is_alphanumeric)
+            && t.chars().next_back().is_some_and(char::is_alphanumeric)
+    };
+    let lowered = matched.chars().next().is_some_and(char::is_uppercase)
+        && replacement.chars().next().is_some_and(char::is_lowercase);
+    let case_only = matched.to_lowercase() == replacement.to_lowercase()
+        && !matched.chars().any(char::is_uppercase);
+    let emphasised = before.ends_with(['*', '_'])
+        || after.starts_with(['*', '_'])
+        || before.matches("**").count() % 2 == 1
+        || before.matches("__").count() % 2 == 1;
+    bounded(matched)
+        && !matched.chars().any(char::is_whitespace)
+        && !replacement.is_empty()
+        && !replacement.contains(['\n', '\r'])
+        && !replacement.contains(" or ")
+        && !lowered
+        && !case_only
+        && !emphasised
+        && !crate::words::in_identifier(raw, s, e)
 }
 
 #[cfg(test)]
@@ -388,9 +485,9 @@ mod tests {
         assert_eq!(
             blocks,
             [
-                (ScopeKind::Heading(1), "Heading one"),
+                (ScopeKind::Heading(1), "Heading  one"),
                 (ScopeKind::Paragraph, "See the guide and  *******  now."),
-                (ScopeKind::ListItem, "item two"),
+                (ScopeKind::ListItem, "item  two"),
                 (ScopeKind::ListItem, "item three"),
                 (ScopeKind::Blockquote, "quoted"),
                 (ScopeKind::TableCell { header: true }, "a"),
@@ -402,14 +499,57 @@ mod tests {
     }
 
     #[test]
+    fn a_fix_is_certain_only_for_one_plain_word_in_running_prose() {
+        let ok = |raw: &str, word: &str, by: &str| {
+            let s = raw.find(word).expect("in the line");
+            certain(raw, s, s + word.len(), by)
+        };
+        assert!(ok("We utilize it.", "utilize", "use"));
+        assert!(ok("Javascript is fine.", "Javascript", "JavaScript"));
+        assert!(!ok("We have to go.", "We have", "We've"), "a phrase");
+        assert!(
+            !ok("E.g. the sum", "E.g. ", "For example"),
+            "takes a space and a stop"
+        );
+        assert!(
+            !ok("Set application.properties now.", "application", "app"),
+            "a file name"
+        );
+        assert!(
+            !ok("Select **Kafka** there.", "Kafka", "Apache Kafka"),
+            "a bold label"
+        );
+        assert!(
+            !ok("Select **the Kafka tab** there.", "Kafka", "Apache Kafka"),
+            "inside bold"
+        );
+        assert!(
+            !ok("Run the copy step.", "copy", "COPY"),
+            "a case-only change of a word"
+        );
+        assert!(!ok("Email us.", "Email", "email"), "a capital lowered");
+        assert!(
+            !ok(
+                "A salesperson.",
+                "salesperson",
+                "salesperson or sales people"
+            ),
+            "a choice"
+        );
+    }
+
+    #[test]
     fn token_ignores_leave_their_matches_unread() {
         let text = "# T\n\nWe utilize {{< utilize >}} here.\n";
         let s1 = stage1(text);
         let doc = Document::new(s1.view(text)).expect("doc");
         let re = fancy_regex::Regex::new(r"\{\{<[^>]*>\}\}").expect("pattern");
-        let vale = ValeText::of(&doc, &[&re]);
+        let vale = ValeText::of(&doc, &[(false, &re)]);
         let para = &vale.blocks[1];
-        assert_eq!(&vale.text[para.span.clone()], "We utilize  here.");
+        assert_eq!(
+            &vale.text[para.span.clone()],
+            "We utilize *************** here."
+        );
     }
 
     #[test]
@@ -417,25 +557,29 @@ mod tests {
         let styles = styles(&[("Team.Use", UTILIZE)]);
         let found = run(
             &styles,
-            "# T\n\nWe *utilize* it, and leverage `utilize` here.\n",
+            "# T\n\nWe utilize it, and leverage `utilize` here.\n\nWe *utilize* it.\n",
         );
-        assert_eq!(found.len(), 2, "{found:#?}");
+        assert_eq!(found.len(), 3, "{found:#?}");
         let first = &found[0];
         assert_eq!(first.kind, FindingKind::Style);
         assert_eq!(first.kind_name(), "Team.Use");
         assert_eq!(first.severity, Severity::Warning);
         assert_eq!(
             (first.line, first.column, first.column_end),
-            (3, 5, Some(12))
+            (3, 4, Some(11))
         );
         assert_eq!(first.link.as_deref(), Some("https://example.com/use"));
         let fix = first.fix.as_ref().expect("one replacement: certain");
         assert_eq!(
             fix.edits[0].after.as_deref(),
-            Some("We *use* it, and leverage `utilize` here.")
+            Some("We use it, and leverage `utilize` here.")
         );
         let second = &found[1];
         assert!(second.fix.is_none(), "two options: a hint");
         assert_eq!(second.suggestions, ["use", "apply"]);
+        // In emphasis (often a label quoted as written): a hint.
+        let third = &found[2];
+        assert_eq!((third.line, third.column), (5, 5));
+        assert!(third.fix.is_none(), "{third:#?}");
     }
 }

@@ -454,7 +454,8 @@ fn finding_line(f: &Finding) -> String {
     let mut line = format!(
         "- line {}: {} ({}): {}",
         f.line,
-        f.kind.as_str(),
+        // A style rule by its own name (`Team.Utilize`), as the team knows it.
+        f.kind_name(),
         f.severity.review_severity(),
         f.message
     );

@@ -96,6 +96,12 @@ impl ValeIni {
             let key = key.trim();
             // A value may be quoted (`StylesPath = "styles"`).
             let value = value.trim();
+            // An inline comment needs a space before its `#` or `;`.
+            let value = [" #", " ;"]
+                .iter()
+                .filter_map(|mark| value.find(mark))
+                .min()
+                .map_or(value, |cut| value[..cut].trim_end());
             let value = value
                 .strip_prefix('"')
                 .and_then(|v| v.strip_suffix('"'))
@@ -126,18 +132,20 @@ impl ValeIni {
                 // (a bare key with another value is one of Vale's own).
                 (Some(section), rule)
                     if rule.contains('.')
-                        || (matches!(switch_word(value), Some(Switch::On | Switch::Off))
-                            && !VALE_KEYS.contains(&rule)) =>
+                        || (matches!(value, "YES" | "NO") && !VALE_KEYS.contains(&rule)) =>
                 {
+                    // Vale reads these five words as written; any other
+                    // value turns the rule off. So does koas, and says so.
                     let switch = match switch_word(value) {
                         Some(switch) => switch,
                         None => {
-                            return Err(IniError {
-                                line,
-                                reason: format!(
-                                    "{rule} = {value}: use YES, NO, suggestion, warning or error"
-                                ),
-                            })
+                            let meant = meant(value)
+                                .map(|m| format!(" (`{m}`?)"))
+                                .unwrap_or_default();
+                            ini.unsupported.push(format!(
+                                "line {line}: `{rule} = {value}`: Vale reads YES, NO, suggestion, warning or error as written, and turns the rule off for any other value; so does koas{meant}"
+                            ));
+                            Switch::Off
                         }
                     };
                     section.switches.push((rule.to_owned(), switch));
@@ -188,12 +196,21 @@ fn level(text: &str) -> Option<Level> {
     Level::parse(&text.to_ascii_lowercase())
 }
 
-/// A switch's value: `YES`/`NO` or a level, in any case (`No`, `Error`).
+/// What a switch's value that Vale does not read probably meant: the
+/// word in Vale's case (`Error` → `error`, `No` → `NO`).
+fn meant(value: &str) -> Option<&'static str> {
+    let lower = value.trim_end_matches([';', ',']).to_ascii_lowercase();
+    ["YES", "NO", "suggestion", "warning", "error"]
+        .into_iter()
+        .find(|w| w.to_ascii_lowercase() == lower)
+}
+
+/// A switch's value as Vale reads it: `YES`, `NO` or a level, exactly.
 fn switch_word(value: &str) -> Option<Switch> {
-    match value.to_ascii_lowercase().as_str() {
-        "yes" => Some(Switch::On),
-        "no" => Some(Switch::Off),
-        other => level(other).map(Switch::At),
+    match value {
+        "YES" => Some(Switch::On),
+        "NO" => Some(Switch::Off),
+        other => Level::parse(other).map(Switch::At),
     }
 }
 
@@ -204,7 +221,7 @@ mod tests {
     #[test]
     fn a_projects_ini_gives_its_styles_sections_and_switches() {
         let ini = ValeIni::parse(
-            "StylesPath = styles\nMinAlertLevel = warning\nVocab = Docs\nPackages = Google\n\n# the docs\n[*.md]\nBasedOnStyles = Vale, Google\nGoogle.Will = No\nGoogle.WordList = Error\nGoogle.Latin = YES\n",
+            "StylesPath = styles\nMinAlertLevel = warning\nVocab = Docs\nPackages = Google\n\n# the docs\n[*.md]\nBasedOnStyles = Vale, Google\nGoogle.Will = NO\nGoogle.WordList = error\nGoogle.Latin = YES\n",
         )
         .expect("reads");
         assert_eq!(ini.styles_path.as_deref(), Some("styles"));
@@ -242,7 +259,8 @@ mod tests {
             ini.unsupported,
             [
                 "line 2: `Packages` is not acted on",
-                "line 4: `[formats]` is not acted on (koas reads Markdown)"
+                "line 4: `[formats]` is not acted on (koas reads Markdown)",
+                "line 9: `Vale.Spelling = No`: Vale reads YES, NO, suggestion, warning or error as written, and turns the rule off for any other value; so does koas (`NO`?)"
             ]
         );
     }
@@ -251,11 +269,28 @@ mod tests {
     fn a_broken_line_is_named() {
         let err = ValeIni::parse("StylesPath = s\n[*.md\n").expect_err("unclosed");
         assert_eq!(err.line, 2);
-        let err = ValeIni::parse("[*.md]\nGoogle.Will = maybe\n").expect_err("bad switch");
+        // A switch Vale does not read turns the rule off, as in Vale;
+        // an inline comment is no part of the value.
+        let ini = ValeIni::parse(
+            "[*.md]\nGoogle.Will = maybe\nGoogle.Colons = Error\nTeam.A = NO # off: noisy\nTeam.B = NO;\n",
+        )
+        .expect("reads");
+        let switches: Vec<(&str, Switch)> = ini.sections[0]
+            .switches
+            .iter()
+            .map(|(r, s)| (r.as_str(), *s))
+            .collect();
         assert_eq!(
-            err.to_string(),
-            "line 2: Google.Will = maybe: use YES, NO, suggestion, warning or error"
+            switches,
+            [
+                ("Google.Will", Switch::Off),
+                ("Google.Colons", Switch::Off),
+                ("Team.A", Switch::Off),
+                ("Team.B", Switch::Off)
+            ]
         );
+        assert_eq!(ini.unsupported.len(), 3, "{:?}", ini.unsupported);
+        assert!(ini.unsupported[1].ends_with("so does koas (`error`?)"));
         let err = ValeIni::parse("just words\n").expect_err("no equals");
         assert_eq!(err.line, 1);
     }

@@ -85,7 +85,7 @@ pub struct Styles {
     vocab_names: Vec<String>,
     /// Each section's `TokenIgnores` and `BlockIgnores`, compiled, in
     /// section order.
-    ignores: Vec<Vec<fancy_regex::Regex>>,
+    ignores: Vec<Vec<(bool, fancy_regex::Regex)>>,
     /// What is not acted on, one line each, said once: the `.vale.ini`'s
     /// keys, each rule's extension point or keys, styles named but absent.
     pub notes: Vec<String>,
@@ -189,9 +189,14 @@ impl Styles {
         let mut ignores = Vec::new();
         for section in &ini.sections {
             let mut compiled = Vec::new();
-            for pattern in section.token_ignores.iter().chain(&section.block_ignores) {
-                match fancy_regex::Regex::new(pattern) {
-                    Ok(re) => compiled.push(re),
+            let tagged = section
+                .token_ignores
+                .iter()
+                .map(|p| (false, p))
+                .chain(section.block_ignores.iter().map(|p| (true, p)));
+            for (block, pattern) in tagged {
+                match fancy_regex::Regex::new(&crate::rule::pattern::from_go(pattern)) {
+                    Ok(re) => compiled.push((block, re)),
                     Err(e) => notes.push(format!(
                         "{}: [{}] ignores `{pattern}`: not a pattern ({e}); not applied",
                         sources.ini_path, section.glob
@@ -209,15 +214,16 @@ impl Styles {
         })
     }
 
-    /// The `TokenIgnores` and `BlockIgnores` patterns of the sections
-    /// that take a document at `path`: what they match, no rule reads.
-    pub fn ignores_for(&self, path: &str) -> Vec<&fancy_regex::Regex> {
+    /// The `TokenIgnores` (`false`) and `BlockIgnores` (`true`) patterns
+    /// of the sections that take a document at `path`: what they match,
+    /// no rule reads (a block ignore also ends the block it is in).
+    pub fn ignores_for(&self, path: &str) -> Vec<(bool, &fancy_regex::Regex)> {
         self.ini
             .sections
             .iter()
             .zip(&self.ignores)
             .filter(|(s, _)| glob_matches(&s.glob, path))
-            .flat_map(|(_, res)| res.iter())
+            .flat_map(|(_, res)| res.iter().map(|(block, re)| (*block, re)))
             .collect()
     }
 

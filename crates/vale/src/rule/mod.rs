@@ -11,7 +11,7 @@ mod keys;
 mod message;
 mod metric;
 mod occurrence;
-mod pattern;
+pub(crate) mod pattern;
 mod readability;
 mod repetition;
 mod scope;

@@ -5,9 +5,48 @@ use super::RuleError;
 use fancy_regex::Regex;
 use std::ops::Range;
 
+/// `pattern` with Go's octal escapes (`\055`, three octal digits) written
+/// as the hexadecimal ones this dialect reads (`\x{2d}`); an escaped
+/// backslash stays one.
+pub(crate) fn from_go(pattern: &str) -> std::borrow::Cow<'_, str> {
+    if !pattern.contains('\\') {
+        return std::borrow::Cow::Borrowed(pattern);
+    }
+    let bytes = pattern.as_bytes();
+    let mut out = String::with_capacity(pattern.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'\\' {
+            let digits = bytes.get(i + 1..i + 4);
+            let octal = digits.is_some_and(|d| {
+                (b'0'..=b'3').contains(&d[0]) && d[1..].iter().all(|c| (b'0'..=b'7').contains(c))
+            });
+            if let (true, Some(d)) = (octal, digits) {
+                let value = d.iter().fold(0u32, |n, c| n * 8 + u32::from(c - b'0'));
+                out.push_str(&format!("\\x{{{value:02x}}}"));
+                i += 4;
+                continue;
+            }
+            // Any other escape, copied whole (`\\` is one backslash).
+            out.push('\\');
+            if let Some(c) = pattern[i + 1..].chars().next() {
+                out.push(c);
+                i += 1 + c.len_utf8();
+            } else {
+                i += 1;
+            }
+            continue;
+        }
+        let c = pattern[i..].chars().next().unwrap_or('\0');
+        out.push(c);
+        i += c.len_utf8().max(1);
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// Compiles `pattern`, written in (or built from) the rule's `key`.
 pub(crate) fn compile(rule: &str, key: &str, pattern: &str) -> Result<Regex, RuleError> {
-    Regex::new(pattern).map_err(|e| RuleError::Pattern {
+    Regex::new(&from_go(pattern)).map_err(|e| RuleError::Pattern {
         rule: rule.to_owned(),
         key: key.to_owned(),
         pattern: pattern.to_owned(),
@@ -184,6 +223,21 @@ impl Excuser<'_> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn go_octal_escapes_read_as_hexadecimal_ones() {
+        assert_eq!(from_go(r"a\055b"), r"a\x{2d}b");
+        assert_eq!(
+            from_go(r"\\055"),
+            r"\\055",
+            "an escaped backslash, then digits"
+        );
+        assert_eq!(from_go(r"\d+\.\1"), r"\d+\.\1", "other escapes kept");
+        assert!(compile("T.R", "tokens", r"x\055y")
+            .expect("compiles")
+            .is_match("x-y")
+            .unwrap_or(false));
+    }
+
     use super::*;
 
     #[test]
