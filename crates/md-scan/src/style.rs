@@ -412,9 +412,8 @@ fn finding(
 /// "we've to"), between letters or digits (a match that takes a space or
 /// a stop would drop it), not inside a file, host or path name, nor in
 /// emphasis (a UI label is quoted as written), not a choice ("a or b"),
-/// not lowering a capital that may start a sentence, and not a case-only
-/// change of a lower-case word (a vocabulary's `COPY` is no fix of the
-/// verb). (Never in a heading either: its words make its anchor.)
+/// not lowering a capital that may start a sentence, and not a lower-case
+/// word made all capitals (a vocabulary's `COPY` is no fix of the verb). (Never in a heading either: its words make its anchor.)
 fn certain(raw: &str, s: usize, e: usize, replacement: &str) -> bool {
     let (Some(matched), Some(before), Some(after)) = (raw.get(s..e), raw.get(..s), raw.get(e..))
     else {
@@ -426,8 +425,12 @@ fn certain(raw: &str, s: usize, e: usize, replacement: &str) -> bool {
     };
     let lowered = matched.chars().next().is_some_and(char::is_uppercase)
         && replacement.chars().next().is_some_and(char::is_lowercase);
+    // A lower-case word made all capitals: a keyword's spelling (`COPY`),
+    // no fix of the word; a name's capital (`amplitude` → `Amplitude`) is.
     let case_only = matched.to_lowercase() == replacement.to_lowercase()
-        && !matched.chars().any(char::is_uppercase);
+        && !matched.chars().any(char::is_uppercase)
+        && replacement.chars().filter(|c| c.is_alphabetic()).count() > 1
+        && !replacement.chars().any(char::is_lowercase);
     let emphasised = before.ends_with(['*', '_'])
         || after.starts_with(['*', '_'])
         || before.matches("**").count() % 2 == 1
@@ -525,8 +528,9 @@ mod tests {
         );
         assert!(
             !ok("Run the copy step.", "copy", "COPY"),
-            "a case-only change of a word"
+            "a word made a keyword"
         );
+        assert!(ok("Ask amplitude.", "amplitude", "Amplitude"), "a name's capital");
         assert!(!ok("Email us.", "Email", "email"), "a capital lowered");
         assert!(
             !ok(
