@@ -10,8 +10,8 @@
 use super::keys::Keys;
 use super::message::fill;
 use super::pattern::compile;
+use super::regex::Regex;
 use super::{Hit, RuleError};
-use fancy_regex::Regex;
 
 /// What Vale takes as a word when it compares a text with its case.
 const WORD: &str = r"[\p{N}\p{L}*]+[^\s]*";
@@ -69,8 +69,8 @@ enum Case {
     /// `$upper`.
     Upper,
     /// A pattern the text must match somewhere (Vale's test is not
-    /// anchored).
-    Pattern(Regex),
+    /// anchored), and the pattern as written (the message's `%s`).
+    Pattern(Regex, String),
 }
 
 /// A compiled `capitalization` rule.
@@ -141,7 +141,7 @@ impl Capitalization {
             }
             "$lower" => Case::Lower,
             "$upper" => Case::Upper,
-            pattern => Case::Pattern(compile(keys.rule(), "match", pattern)?),
+            pattern => Case::Pattern(compile(keys.rule(), "match", pattern)?, pattern.to_owned()),
         };
         let rule = keys.rule();
         let each = |e: &String| {
@@ -210,8 +210,8 @@ impl Capitalization {
                 let right = expected == text || excused;
                 (expected, right)
             }
-            Case::Pattern(pattern) => (
-                pattern.as_str().to_owned(),
+            Case::Pattern(pattern, written) => (
+                written.clone(),
                 pattern.is_match(text).unwrap_or(true) || excused,
             ),
             Case::Sentence => {

@@ -5,8 +5,8 @@
 use super::keys::Keys;
 use super::message::fill;
 use super::pattern::{compile, has_capture_group, is_match, matches, Exceptions};
+use super::regex::Regex;
 use super::{DocState, Hit, RuleError};
-use fancy_regex::Regex;
 
 /// A compiled `conditional` rule.
 #[derive(Debug)]

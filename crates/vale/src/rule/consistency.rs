@@ -4,8 +4,8 @@
 use super::keys::Keys;
 use super::message::fill;
 use super::pattern::{compile, non_capturing, wrap};
+use super::regex::Regex;
 use super::{DocState, Hit, RuleError};
-use fancy_regex::Regex;
 
 /// A compiled `consistency` rule: one pattern per pair, its first form
 /// group 1 and its second group 2.

@@ -2,9 +2,9 @@
 
 use super::keys::Keys;
 use super::message::fill;
-use super::pattern::{compile, matches, Exceptions};
+use super::pattern::{compile, compile_alternation, matches, non_capturing, Exceptions};
+use super::regex::Regex;
 use super::{Hit, RuleError};
-use fancy_regex::Regex;
 
 /// An `existence` rule's parameters, as written.
 #[derive(Debug, Default)]
@@ -87,8 +87,16 @@ impl Existence {
         } else {
             &[]
         };
+        // Tokens alone: an alternation, so that a few tokens needing
+        // look-arounds do not slow the others down.
+        let compiled = if raw.is_empty() {
+            let alternatives: Vec<String> = tokens.iter().map(|t| non_capturing(t)).collect();
+            compile_alternation(rule, key, &alternatives, spec.ignorecase, spec.nonword)?
+        } else {
+            compile(rule, key, &pattern)?
+        };
         Ok(Existence {
-            pattern: compile(rule, key, &pattern)?,
+            pattern: compiled,
             exceptions: Exceptions::new(rule, &spec.exceptions, vocab)?,
         })
     }

@@ -13,6 +13,7 @@ mod metric;
 mod occurrence;
 pub(crate) mod pattern;
 mod readability;
+mod regex;
 mod repetition;
 mod scope;
 mod spelling;

@@ -5,8 +5,8 @@
 use super::keys::Keys;
 use super::message::fill;
 use super::pattern::{compile, matches};
+use super::regex::Regex;
 use super::{Hit, RuleError};
-use fancy_regex::Regex;
 
 /// A compiled `occurrence` rule.
 #[derive(Debug)]

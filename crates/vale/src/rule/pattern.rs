@@ -1,41 +1,90 @@
 //! Vale's regular expressions: the templates it wraps tokens in, its
 //! exceptions, and compiling them with the rule and key named.
 
+use super::regex::Regex;
 use super::RuleError;
-use fancy_regex::Regex;
 use std::ops::Range;
 
-/// `pattern` with Go's octal escapes (`\055`, three octal digits) written
-/// as the hexadecimal ones this dialect reads (`\x{2d}`); an escaped
-/// backslash stays one.
+/// `pattern`, written in Go's dialect (Vale's), in this one's: Go's
+/// octal escapes (`\\055`) as hexadecimal ones (`\\x{2d}`), and Go's
+/// ASCII classes as ASCII classes — in Go `\\w` is `[0-9A-Za-z_]`, `\\d`
+/// `[0-9]`, `\\s` `[\\t\\n\\f\\r ]`, where here they would be Unicode's (and
+/// a search through Unicode's word class is many times slower). Go's
+/// `\\b` is an ASCII word boundary too, which this dialect cannot say
+/// without a look-around (the slow engine): it stays Unicode's. An
+/// escaped backslash stays one.
 pub(crate) fn from_go(pattern: &str) -> std::borrow::Cow<'_, str> {
     if !pattern.contains('\\') {
         return std::borrow::Cow::Borrowed(pattern);
     }
     let bytes = pattern.as_bytes();
-    let mut out = String::with_capacity(pattern.len());
+    let mut out = String::with_capacity(pattern.len() + 16);
+    let mut in_class = false;
+    // Where the current class's first member is: a `]` there is literal.
+    let mut class_start = 0;
     let mut i = 0;
     while i < bytes.len() {
-        if bytes[i] == b'\\' {
-            let digits = bytes.get(i + 1..i + 4);
-            let octal = digits.is_some_and(|d| {
-                (b'0'..=b'3').contains(&d[0]) && d[1..].iter().all(|c| (b'0'..=b'7').contains(c))
-            });
-            if let (true, Some(d)) = (octal, digits) {
-                let value = d.iter().fold(0u32, |n, c| n * 8 + u32::from(c - b'0'));
-                out.push_str(&format!("\\x{{{value:02x}}}"));
-                i += 4;
+        match bytes[i] {
+            b'\\' => {
+                let digits = bytes.get(i + 1..i + 4);
+                let octal = digits.is_some_and(|d| {
+                    (b'0'..=b'3').contains(&d[0])
+                        && d[1..].iter().all(|c| (b'0'..=b'7').contains(c))
+                });
+                if let (true, Some(d)) = (octal, digits) {
+                    let value = d.iter().fold(0u32, |n, c| n * 8 + u32::from(c - b'0'));
+                    out.push_str(&format!("\\x{{{value:02x}}}"));
+                    i += 4;
+                    continue;
+                }
+                let Some(c) = pattern[i + 1..].chars().next() else {
+                    out.push('\\');
+                    i += 1;
+                    continue;
+                };
+                let ascii = match (c, in_class) {
+                    ('w', false) => Some("[0-9A-Za-z_]"),
+                    ('W', false) => Some("[^0-9A-Za-z_]"),
+                    ('d', false) => Some("[0-9]"),
+                    ('D', false) => Some("[^0-9]"),
+                    ('s', false) => Some("[\\t\\n\\f\\r ]"),
+                    ('S', false) => Some("[^\\t\\n\\f\\r ]"),
+                    ('w', true) => Some("0-9A-Za-z_"),
+                    ('d', true) => Some("0-9"),
+                    ('s', true) => Some("\\t\\n\\f\\r "),
+                    _ => None,
+                };
+                match ascii {
+                    Some(class) => out.push_str(class),
+                    None => {
+                        out.push('\\');
+                        out.push(c);
+                    }
+                }
+                i += 1 + c.len_utf8();
                 continue;
             }
-            // Any other escape, copied whole (`\\` is one backslash).
-            out.push('\\');
-            if let Some(c) = pattern[i + 1..].chars().next() {
-                out.push(c);
-                i += 1 + c.len_utf8();
-            } else {
+            b'[' if !in_class => {
+                in_class = true;
+                out.push('[');
                 i += 1;
+                if bytes.get(i) == Some(&b'^') {
+                    out.push('^');
+                    i += 1;
+                }
+                class_start = i;
+                continue;
             }
-            continue;
+            // A POSIX class inside a class (`[[:alpha:]]`), copied whole.
+            b'[' if bytes.get(i + 1) == Some(&b':') => {
+                if let Some(end) = pattern[i..].find(":]") {
+                    out.push_str(&pattern[i..i + end + 2]);
+                    i += end + 2;
+                    continue;
+                }
+            }
+            b']' if in_class && i != class_start => in_class = false,
+            _ => {}
         }
         let c = pattern[i..].chars().next().unwrap_or('\0');
         out.push(c);
@@ -64,6 +113,41 @@ pub(crate) fn wrap(alternatives: &str, ignorecase: bool, nonword: bool) -> Strin
     } else {
         format!(r"{case}(?m)\b(?:{alternatives})\b")
     }
+}
+
+/// Compiles Vale's template around `alternatives`, one group each (see
+/// [`wrap`]), written in the rule's `key`: a few alternatives that need
+/// look-arounds do not slow the others down ([`Regex::alternation`]).
+pub(crate) fn compile_alternation(
+    rule: &str,
+    key: &str,
+    alternatives: &[String],
+    ignorecase: bool,
+    nonword: bool,
+) -> Result<Regex, RuleError> {
+    let case = if ignorecase { "(?i)" } else { "" };
+    let (head, tail) = if nonword {
+        (format!("{case}(?m)(?:"), ")".to_owned())
+    } else {
+        (format!(r"{case}(?m)\b(?:"), r")\b".to_owned())
+    };
+    let alternatives: Vec<String> = alternatives
+        .iter()
+        .map(|a| from_go(a).into_owned())
+        .collect();
+    Regex::alternation(&head, &alternatives, &tail).map_err(|e| RuleError::Pattern {
+        rule: rule.to_owned(),
+        key: key.to_owned(),
+        pattern: format!(
+            "{head}{}{tail}",
+            alternatives
+                .iter()
+                .map(|a| format!("({a})"))
+                .collect::<Vec<_>>()
+                .join("|")
+        ),
+        reason: e.to_string(),
+    })
 }
 
 /// The byte ranges of `pattern`'s matches in `text`, empty ones left
@@ -231,11 +315,27 @@ mod tests {
             r"\\055",
             "an escaped backslash, then digits"
         );
-        assert_eq!(from_go(r"\d+\.\1"), r"\d+\.\1", "other escapes kept");
+        assert_eq!(from_go(r"\.\1"), r"\.\1", "other escapes kept");
         assert!(compile("T.R", "tokens", r"x\055y")
             .expect("compiles")
             .is_match("x-y")
             .unwrap_or(false));
+    }
+
+    #[test]
+    fn go_classes_are_ascii_as_in_go() {
+        assert_eq!(from_go(r"\bx\w+\d"), r"\bx[0-9A-Za-z_]+[0-9]");
+        assert_eq!(from_go(r"[\w.-]\s"), r"[0-9A-Za-z_.-][\t\n\f\r ]");
+        assert_eq!(
+            from_go(r"[]\w][[:alpha:]\d]"),
+            r"[]0-9A-Za-z_][[:alpha:]0-9]"
+        );
+        let word = compile("T.R", "tokens", r"caf\w").expect("compiles");
+        // Go's \w is ASCII: "é" is no word character there.
+        assert!(!word.is_match("un café").unwrap_or(true));
+        let tokens = compile("T.R", "tokens", r"(?i)\b(?:will)\b").expect("compiles");
+        assert!(tokens.is_match("It Will be").unwrap_or(false));
+        assert!(!tokens.is_match("goodwill").unwrap_or(true));
     }
 
     use super::*;

@@ -3,9 +3,9 @@
 use super::keys::Keys;
 use super::message::fill;
 use super::pattern::{compile, matches, Exceptions};
+use super::regex::Regex;
 use super::{Hit, RuleError};
 use crate::prose::sentences;
-use fancy_regex::Regex;
 
 /// A compiled `repetition` rule.
 #[derive(Debug)]

@@ -3,9 +3,9 @@
 
 use super::keys::Keys;
 use super::message::{capitalized, fill, to_sentence};
-use super::pattern::{compile, non_capturing, wrap, Exceptions};
+use super::pattern::{compile, compile_alternation, non_capturing, Exceptions};
+use super::regex::Regex;
 use super::{Hit, RuleError};
-use fancy_regex::Regex;
 
 /// A `substitution` rule's parameters, as written.
 #[derive(Debug, Default)]
@@ -141,7 +141,7 @@ impl Substitution {
         let mut groups = Vec::new();
         let mut swaps = Vec::new();
         for (key, value) in entries {
-            groups.push(format!("({})", non_capturing(key)));
+            groups.push(non_capturing(key));
             let key_alone = if value.contains('$') {
                 let case = if spec.ignorecase { "(?i)" } else { "" };
                 Some(compile(rule, "swap", &format!("{case}{key}"))?)
@@ -162,11 +162,7 @@ impl Substitution {
         }
         let vocab: &[String] = if spec.vocab { accepted } else { &[] };
         Ok(Substitution {
-            pattern: compile(
-                rule,
-                "swap",
-                &wrap(&groups.join("|"), spec.ignorecase, spec.nonword),
-            )?,
+            pattern: compile_alternation(rule, "swap", &groups, spec.ignorecase, spec.nonword)?,
             swaps,
             exceptions: Exceptions::new(rule, &spec.exceptions, vocab)?,
             capitalize: spec.capitalize || (spec.ignorecase && spec.match_case),
