@@ -50,6 +50,7 @@ fn bench(c: &mut Criterion) {
             b.iter(|| {
                 koas_vale::Styles::compile(config.language.styles.as_ref().expect("read"))
                     .map(|s| s.notes.len())
+                    .ok()
             })
         });
         let checker = Checker::new(&config).expect("compiles");

@@ -253,7 +253,7 @@ impl ValeText {
                 continue;
             }
             self.text.push(c);
-            self.source.extend(std::iter::repeat_n(at, c.len_utf8()));
+            self.source.extend(std::iter::repeat(at).take(c.len_utf8()));
         }
     }
 
@@ -530,7 +530,10 @@ mod tests {
             !ok("Run the copy step.", "copy", "COPY"),
             "a word made a keyword"
         );
-        assert!(ok("Ask amplitude.", "amplitude", "Amplitude"), "a name's capital");
+        assert!(
+            ok("Ask amplitude.", "amplitude", "Amplitude"),
+            "a name's capital"
+        );
         assert!(!ok("Email us.", "Email", "email"), "a capital lowered");
         assert!(
             !ok(
