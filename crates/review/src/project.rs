@@ -43,6 +43,12 @@ impl ProjectFile {
     /// The settings of a document without `koas.toml`: the defaults, and
     /// the Vale styles of the `.vale.ini` found upward from it.
     pub fn near(document: &Path) -> anyhow::Result<ProjectFile> {
+        Self::near_checked(document).map(|(project, _)| project)
+    }
+
+    /// [`ProjectFile::near`], with the checker compiled to check it (a
+    /// project's styles take milliseconds to compile: once is enough).
+    pub fn near_checked(document: &Path) -> anyhow::Result<(ProjectFile, koas_md_scan::Checker)> {
         let mut project = ProjectFile::default();
         let folder = document
             .parent()
@@ -52,17 +58,20 @@ impl ProjectFile {
             .config
             .read_vale(folder)
             .map_err(|e| anyhow::anyhow!("{e}"))?;
-        if project.config.language.styles.is_some() {
-            koas_md_scan::Checker::new(&project.config)?;
-        }
-        Ok(project)
+        let checker = koas_md_scan::Checker::new(&project.config)?;
+        Ok((project, checker))
     }
 
     /// Reads and checks the project file `path` (`koas check --config`).
     pub fn load(path: &Path) -> anyhow::Result<ProjectFile> {
+        Self::load_checked(path).map(|(project, _)| project)
+    }
+
+    /// [`ProjectFile::load`], with the checker compiled to check it.
+    pub fn load_checked(path: &Path) -> anyhow::Result<(ProjectFile, koas_md_scan::Checker)> {
         let path = path.to_path_buf();
         let config = ProjectConfig::load(&path)?;
-        koas_md_scan::Checker::new(&config)
+        let checker = koas_md_scan::Checker::new(&config)
             .with_context(|| format!("project config {}", path.display()))?;
         if let Some(llm) = &config.llm {
             let table = serde_json::to_value(llm)?;
@@ -76,11 +85,14 @@ impl ProjectFile {
             ),
             None => None,
         };
-        Ok(ProjectFile {
-            path: Some(path),
-            config,
-            limits,
-        })
+        Ok((
+            ProjectFile {
+                path: Some(path),
+                config,
+                limits,
+            },
+            checker,
+        ))
     }
 
     /// Applies the project file to a reviewer pipeline: the Stage 2

@@ -305,13 +305,11 @@ impl Configs {
         if let Some(&i) = self.by_path.get(&path) {
             return Ok(i);
         }
-        let project = if near {
-            crate::project::ProjectFile::near(doc)?
+        let (project, checker) = if near {
+            crate::project::ProjectFile::near_checked(doc)?
         } else {
-            crate::project::ProjectFile::load(&path)?
+            crate::project::ProjectFile::load_checked(&path)?
         };
-        let checker = Checker::new(&project.config)
-            .with_context(|| format!("project config {}", path.display()))?;
         self.list.push((project, checker));
         let i = self.list.len() - 1;
         self.by_path.insert(path, i);

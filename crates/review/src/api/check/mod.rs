@@ -98,15 +98,15 @@ pub fn check(
     } else {
         find_project_config(doc)
     };
-    let project = match &path {
-        Some(path) => crate::project::ProjectFile::load(path)?,
-        None if request.no_config => crate::project::ProjectFile::default(),
-        None => crate::project::ProjectFile::near(doc)?,
+    let (project, checker) = match &path {
+        Some(path) => crate::project::ProjectFile::load_checked(path)?,
+        None if request.no_config => {
+            let project = crate::project::ProjectFile::default();
+            let checker = Checker::new(&project.config).context("the built-in check config")?;
+            (project, checker)
+        }
+        None => crate::project::ProjectFile::near_checked(doc)?,
     };
-    let checker = Checker::new(&project.config).with_context(|| match &path {
-        Some(path) => format!("project config {}", path.display()),
-        None => "the built-in check config".to_owned(),
-    })?;
     let mut output = check_file(
         doc,
         &checker,
