@@ -6,15 +6,15 @@
 //! (an rST file's paragraphs are its blank-line-parted lines), inline
 //! code blanked out as Vale blanks it (`***`, so that offsets stay),
 //! alerts below `MinAlertLevel` or switched off by a `<!-- vale … -->`
-//! comment left out, the `Vocab` vocabularies' rules added. Printed as
+//! comment left out, the `Vocab` vocabularies' rules added — the rules
+//! chosen by [`Styles`], as koas chooses them. Printed as
 //! Vale's line format `test.md:LINE:COLUMN:Style.Rule:message` under a
 //! `== <Name>` header; what the crate does not run is listed on stderr.
 //!
 //! `cargo run -p koas-vale --example style_fixtures -- PATH/TO/STYLE-REPO`
 
 use koas_vale::{
-    builtin_rule, line_column, load_rule_with, Block, CommentSwitches, Level, Rule, ScopeKind,
-    Switch, ValeIni, Vocabulary,
+    line_column, Block, CommentSwitches, ScopeKind, Styles, ValeIni, ValeSources, VocabText,
 };
 use pulldown_cmark::{Event, Parser, Tag};
 use std::path::Path;
@@ -34,15 +34,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let Some(config) = config_of(&fixture) else {
             continue;
         };
-        let ini = ValeIni::parse(&std::fs::read_to_string(config)?)?;
-        let styles = fixture.join(ini.styles_path.as_deref().unwrap_or("."));
-        let mut vocab = Vocabulary::default();
-        for name in &ini.vocab {
-            let list = |file: &str| {
-                std::fs::read_to_string(styles.join("config/vocabularies").join(name).join(file))
-                    .unwrap_or_default()
-            };
-            vocab.extend(Vocabulary::parse(&list("accept.txt"), &list("reject.txt"))?);
+        let ini = ValeIni::parse(&std::fs::read_to_string(&config)?)?;
+        let styles = Styles::compile(&sources(&config, &ini))?;
+        for note in &styles.notes {
+            eprintln!("{note}");
         }
         let mut files: Vec<String> = std::fs::read_dir(&fixture)?
             .filter_map(Result::ok)
@@ -64,10 +59,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 (blank_code(&text, rst_code(&text)), rst_blocks(&text))
             };
             let switches = CommentSwitches::parse(&text);
-            for rule in rules_for(repo, &styles, &ini, &file, &vocab) {
-                if ini.min_level.is_some_and(|min| rule.level < min) {
-                    continue;
-                }
+            for selected in styles.rules_for(&file) {
+                let rule = selected.rule;
                 // Vale's `raw` scope reads the file as written, code and all.
                 let input = if rule.is_raw() { &text } else { &checked };
                 for alert in rule.check_blocks(input, &blocks) {
@@ -98,83 +91,51 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-/// The rules `ini` turns on for the file `file`: every rule of a
-/// `BasedOnStyles` style, then each switch (`Style.Rule = NO` off, a
-/// level its level), section by section; then the vocabulary's rules.
-fn rules_for(
-    repo: &Path,
-    styles: &Path,
-    ini: &ValeIni,
-    file: &str,
-    vocab: &Vocabulary,
-) -> Vec<Rule> {
-    let mut names: Vec<(String, Option<Level>)> = Vec::new();
-    for section in ini.sections.iter().filter(|s| glob_matches(&s.glob, file)) {
-        for style in &section.based_on {
-            let folder = [repo, styles]
+/// The fixture's configuration and every rule and vocabulary of the
+/// styles it names, as a host reads them for [`Styles::compile`].
+fn sources(config: &Path, ini: &ValeIni) -> ValeSources {
+    let folder = config.parent().unwrap_or(Path::new("."));
+    let styles = folder.join(ini.styles_path.as_deref().unwrap_or("."));
+    let mut sources = ValeSources {
+        ini_path: config.display().to_string(),
+        ini: std::fs::read_to_string(config).unwrap_or_default(),
+        styles_path: styles.display().to_string(),
+        ..ValeSources::default()
+    };
+    let named = ini.sections.iter().flat_map(|s| {
+        s.based_on.iter().cloned().chain(
+            s.switches
                 .iter()
-                .map(|d| d.join(style))
-                .find(|d| d.is_dir());
-            if let Some(Ok(dir)) = folder.map(std::fs::read_dir) {
-                for e in dir.filter_map(Result::ok) {
-                    let file = e.file_name().to_string_lossy().into_owned();
-                    if let Some(rule) = file.strip_suffix(".yml") {
-                        names.push((format!("{style}.{rule}"), None));
-                    }
-                }
-            }
-        }
-        for (rule, switch) in &section.switches {
-            names.retain(|(r, _)| r != rule);
-            match switch {
-                Switch::Off => {}
-                Switch::On => names.push((rule.clone(), None)),
-                Switch::At(level) => names.push((rule.clone(), Some(*level))),
-            }
-        }
-    }
-    names.sort();
-    names.dedup();
-    let mut rules = Vec::new();
-    for (name, level) in names {
-        let Some((style, rule)) = name.split_once('.') else {
+                .map(|(rule, _)| rule.split('.').next().unwrap_or(rule).to_owned()),
+        )
+    });
+    for style in named {
+        let Ok(dir) = std::fs::read_dir(styles.join(&style)) else {
             continue;
         };
-        if let Some(loaded) = builtin_rule(&name, vocab.accepted()) {
-            let mut rule = loaded.rule;
-            if let Some(level) = level {
-                rule.level = level;
+        for e in dir.filter_map(Result::ok) {
+            let file = e.file_name().to_string_lossy().into_owned();
+            if let Some(rule) = file.strip_suffix(".yml") {
+                if let Ok(yaml) = std::fs::read_to_string(e.path()) {
+                    sources.rules.insert(format!("{style}.{rule}"), yaml);
+                }
             }
-            rules.push(rule);
-            continue;
         }
-        let path = [repo, styles]
-            .iter()
-            .map(|dir| dir.join(style).join(format!("{rule}.yml")))
-            .find(|p| p.is_file());
-        let Some(yaml) = path.and_then(|p| std::fs::read_to_string(p).ok()) else {
-            eprintln!("{name}: no rule file");
-            continue;
+    }
+    for name in &ini.vocab {
+        let list = |file: &str| {
+            std::fs::read_to_string(styles.join("config/vocabularies").join(name).join(file))
+                .unwrap_or_default()
         };
-        match load_rule_with(&name, &yaml, vocab.accepted()) {
-            Ok(loaded) => {
-                for note in &loaded.unsupported {
-                    eprintln!("{note}");
-                }
-                let mut rule = loaded.rule;
-                if let Some(level) = level {
-                    rule.level = level;
-                }
-                rules.push(rule);
-            }
-            Err(e) => eprintln!("{e}"),
-        }
+        sources.vocab.insert(
+            name.clone(),
+            VocabText {
+                accept: list("accept.txt"),
+                reject: list("reject.txt"),
+            },
+        );
     }
-    match vocab.rules() {
-        Ok(vale) => rules.extend(vale),
-        Err(e) => eprintln!("{e}"),
-    }
-    rules
+    sources
 }
 
 /// A fixture's configuration: `.vale.ini`, or `_vale` or `.vale` (Vale's own
@@ -184,27 +145,6 @@ fn config_of(fixture: &Path) -> Option<std::path::PathBuf> {
         .iter()
         .map(|name| fixture.join(name))
         .find(|p| p.is_file())
-}
-
-/// Whether a section's glob (`*.md`, `*.{md,rst}`, `test3.md`) takes
-/// the file name `name`.
-fn glob_matches(glob: &str, name: &str) -> bool {
-    if let (Some(open), Some(close)) = (glob.find('{'), glob.find('}')) {
-        if open < close {
-            return glob[open + 1..close].split(',').any(|choice| {
-                glob_matches(
-                    &format!("{}{choice}{}", &glob[..open], &glob[close + 1..]),
-                    name,
-                )
-            });
-        }
-    }
-    match glob.split_once('*') {
-        None => glob == name,
-        Some((head, tail)) => {
-            name.len() >= head.len() + tail.len() && name.starts_with(head) && name.ends_with(tail)
-        }
-    }
 }
 
 /// `text` with each code span's content made `*` and its delimiters

@@ -3,7 +3,6 @@
 //! Organization (WHO)") before or in the same piece of text.
 
 use super::keys::Keys;
-use super::message::fill;
 use super::pattern::{compile, has_capture_group, is_match, matches, Exceptions};
 use super::regex::Regex;
 use super::{DocState, Hit, RuleError};
@@ -74,11 +73,7 @@ impl Conditional {
                 let defined = self.second_captures && state.seen.contains(&text[span.clone()]);
                 !defined && !excuser.excuse(span)
             })
-            .map(|span| Hit {
-                message: fill(message, &[&text[span.clone()]]),
-                span,
-                replacements: Vec::new(),
-            })
+            .map(|span| Hit::quoting(message, text, span))
             .collect()
     }
 }

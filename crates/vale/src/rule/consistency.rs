@@ -2,7 +2,6 @@
 //! `colour` and `color`) are an alert, on the later one.
 
 use super::keys::Keys;
-use super::message::fill;
 use super::pattern::{compile, non_capturing, wrap};
 use super::regex::Regex;
 use super::{DocState, Hit, RuleError};
@@ -53,11 +52,7 @@ impl Consistency {
             }
             let both = (1..=2).all(|form| state.seen.contains(&format!("either {i} {form}")));
             if let (Some(span), true) = (last, both) {
-                hits.push(Hit {
-                    message: fill(message, &[&text[span.clone()]]),
-                    span,
-                    replacements: Vec::new(),
-                });
+                hits.push(Hit::quoting(message, text, span));
             }
         }
         hits.sort_by_key(|h| h.span.start);

@@ -1,7 +1,6 @@
 //! `existence`: any match of the rule's tokens is an alert.
 
 use super::keys::Keys;
-use super::message::fill;
 use super::pattern::{compile, compile_alternation, matches, non_capturing, Exceptions};
 use super::regex::Regex;
 use super::{Hit, RuleError};
@@ -107,11 +106,7 @@ impl Existence {
         matches(&self.pattern, text)
             .into_iter()
             .filter(|span| !excuser.excuse(span))
-            .map(|span| Hit {
-                message: fill(message, &[&text[span.clone()]]),
-                span,
-                replacements: Vec::new(),
-            })
+            .map(|span| Hit::quoting(message, text, span))
             .collect()
     }
 }

@@ -191,6 +191,18 @@ pub(crate) struct Hit {
     pub(crate) replacements: Vec<String>,
 }
 
+impl Hit {
+    /// An alert on `span` of `text` whose message quotes what it matched
+    /// (`%s`), with nothing to replace it by.
+    pub(crate) fn quoting(template: &str, text: &str, span: Range<usize>) -> Hit {
+        Hit {
+            message: message::fill(template, &[text.get(span.clone()).unwrap_or("")]),
+            span,
+            replacements: Vec::new(),
+        }
+    }
+}
+
 /// What a rule has seen so far in a document: the forms a `consistency`
 /// rule met, the terms a `conditional` rule saw defined.
 #[derive(Debug, Default)]
