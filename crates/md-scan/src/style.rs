@@ -373,7 +373,7 @@ fn finding(
     let column = doc.column(line, alert.span.start - line_start);
     let mut f = Finding::new(
         FindingKind::Style,
-        crate::language::KERNEL,
+        koas_project::LANGUAGE_KERNEL,
         line,
         line_end,
         alert.message.clone(),

@@ -8,8 +8,8 @@
 //!
 //! Without a kind, a comment applies to every kind. Kinds may be separated
 //! by spaces or commas. A Vale style rule is named like a kind
-//! (`koas-disable Google.Passive`); `style` names every rule. Comments inside code, math or front matter are
-//! text, not directives.
+//! (`koas-disable Google.Passive`); `style` names every rule. Comments
+//! inside code, math or front matter are text, not directives.
 
 use crate::document::Document;
 use koas_review_schema::findings::{Finding, FindingKind};

@@ -43,12 +43,25 @@ impl ProjectFile {
     /// The settings of a document without `koas.toml`: the defaults, and
     /// the Vale styles of the `.vale.ini` found upward from it.
     pub fn near(document: &Path) -> anyhow::Result<ProjectFile> {
-        Self::near_checked(document).map(|(project, _)| project)
+        let project = Self::near_unchecked(document)?;
+        if project.config.language.styles.is_some() {
+            // A style that does not compile is an error now, not later.
+            koas_md_scan::Checker::new(&project.config)?;
+        }
+        Ok(project)
     }
 
     /// [`ProjectFile::near`], with the checker compiled to check it (a
     /// project's styles take milliseconds to compile: once is enough).
     pub fn near_checked(document: &Path) -> anyhow::Result<(ProjectFile, koas_md_scan::Checker)> {
+        let project = Self::near_unchecked(document)?;
+        let checker = koas_md_scan::Checker::new(&project.config)?;
+        Ok((project, checker))
+    }
+
+    /// The defaults, with the styles of the `.vale.ini` found upward from
+    /// `document` read.
+    fn near_unchecked(document: &Path) -> anyhow::Result<ProjectFile> {
         let mut project = ProjectFile::default();
         let folder = document
             .parent()
@@ -58,8 +71,7 @@ impl ProjectFile {
             .config
             .read_vale(folder)
             .map_err(|e| anyhow::anyhow!("{e}"))?;
-        let checker = koas_md_scan::Checker::new(&project.config)?;
-        Ok((project, checker))
+        Ok(project)
     }
 
     /// Reads and checks the project file `path` (`koas check --config`).
