@@ -330,3 +330,26 @@ fn vale_findings_without_a_certain_fix_reach_the_prompt_as_hints() {
     );
     assert!(first.contains("Team.Simply (attention)"), "{first}");
 }
+
+#[test]
+fn vale_vocabulary_terms_are_no_misspellings() {
+    let s = project();
+    let doc = "# Notes\n\nThe zorbleton keeps the cache warm for the night.\n";
+    s.write("notes.md", doc);
+    let o = s.koas(&["check", "notes.md", "--no-config", "--format", "json"]);
+    let items: Vec<Value> = serde_json::from_slice(&o.stdout).expect("json");
+    assert!(
+        items.iter().any(|i| i["kind"] == "misspelling"),
+        "without the styles the word is unknown: {items:#?}"
+    );
+    s.write(
+        "styles/config/vocabularies/Docs/accept.txt",
+        "JavaScript\nkoas\nzorbleton\n",
+    );
+    let o = s.koas(&["check", "notes.md", "--format", "json"]);
+    let items: Vec<Value> = serde_json::from_slice(&o.stdout).expect("json");
+    assert!(
+        !items.iter().any(|i| i["kind"] == "misspelling"),
+        "the vocabulary accepts it: {items:#?}"
+    );
+}

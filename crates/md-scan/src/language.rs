@@ -36,13 +36,6 @@ impl LanguageCheck {
     /// The checks `section` configures (its word files already read into
     /// `accept`).
     pub fn new(section: &LanguageSection) -> Result<Self, ScanError> {
-        let words =
-            Vocabulary::new(&section.accept, &section.reject, "[language]").map_err(|e| {
-                ScanError::InvalidConfig {
-                    key: "language".into(),
-                    reason: e.to_string(),
-                }
-            })?;
         let styles =
             match &section.styles {
                 Some(sources) => Some(koas_vale::Styles::compile(sources).map_err(|e| {
@@ -53,6 +46,22 @@ impl LanguageCheck {
                 })?),
                 None => None,
             };
+        // The styles' vocabularies' accepted terms are no misspellings
+        // either (Vale's spelling takes them too); one this speller cannot
+        // read as a word or pattern is left to the styles' rules.
+        let mut accept = section.accept.clone();
+        for term in styles.iter().flat_map(|s| s.accepted()) {
+            let readable = Vocabulary::new(std::slice::from_ref(term), &[], "vocabulary").is_ok();
+            if readable && !accept.contains(term) {
+                accept.push(term.clone());
+            }
+        }
+        let words = Vocabulary::new(&accept, &section.reject, "[language]").map_err(|e| {
+            ScanError::InvalidConfig {
+                key: "language".into(),
+                reason: e.to_string(),
+            }
+        })?;
         Ok(LanguageCheck {
             checker: koas_lang::Checker::new(section.options(), words),
             styles,

@@ -83,6 +83,8 @@ pub struct Styles {
     /// `Vale.Terms` and `Vale.Avoid` when a vocabulary makes them: on
     /// for every document unless a switch turns them off.
     vocab_names: Vec<String>,
+    /// The vocabularies' accepted entries.
+    accepted: Vec<String>,
     /// Each section's `TokenIgnores` and `BlockIgnores`, compiled, in
     /// section order.
     ignores: Vec<Vec<(bool, fancy_regex::Regex)>>,
@@ -209,6 +211,7 @@ impl Styles {
             ini,
             rules,
             vocab_names,
+            accepted,
             ignores,
             notes,
         })
@@ -225,6 +228,12 @@ impl Styles {
             .filter(|(s, _)| glob_matches(&s.glob, path))
             .flat_map(|(_, res)| res.iter().map(|(block, re)| (*block, re)))
             .collect()
+    }
+
+    /// The vocabularies' accepted entries (words or patterns): a host's
+    /// speller takes them as Vale's spelling does.
+    pub fn accepted(&self) -> &[String] {
+        &self.accepted
     }
 
     /// The names of every rule the styles hold (`Style.Rule`), sorted.
