@@ -284,6 +284,10 @@ fn vale_certain_substitution_is_in_the_ledger_and_reverts() {
         fixed.contains("`utilize --now`") && fixed.contains("x.org/utilize"),
         "{fixed}"
     );
+    // The report names each finding by its rule.
+    let report =
+        std::fs::read_to_string(s.workspace().join("review/REVIEW_guide.md")).expect("report");
+    assert!(report.contains("| Team.Simply |"), "{report}");
     let id = styles[0]["id"].as_str().expect("id").to_owned();
     let o = s.koas(&["-q", "revert", "guide.md", &id, "--in-place"]);
     assert_code(&o, 0, "revert");

@@ -148,6 +148,15 @@ fn cell(text: &str) -> String {
     escape_markdown_inline(text).replace(['\n', '\r'], " ")
 }
 
+/// A finding's kind as the table shows it: a style rule's name (from a
+/// project's files: escaped), else the kind's.
+fn kind_cell(f: &Finding) -> String {
+    match &f.rule {
+        Some(rule) => cell(rule),
+        None => f.kind.as_str().to_owned(),
+    }
+}
+
 /// Why the model run stopped: the engine's code (`SESSION_BUDGET_EXHAUSTED`)
 /// as it is; anything else, which may carry a server's words, escaped.
 fn stop_cell(reason: &str) -> String {
@@ -589,7 +598,7 @@ fn write_findings(out: &mut String, findings: &[Finding], lookup: &SectionLookup
                 out,
                 "| {} | {} | {} | {} |",
                 finding_lines(f),
-                f.kind.as_str(),
+                kind_cell(f),
                 f.severity.as_str(),
                 cell(&f.message)
             );
@@ -629,7 +638,7 @@ fn write_resolved(out: &mut String, entries: &[LedgerEntry], resolved: &[Resolve
             out,
             "| {} | {} | {} | {} | {} |",
             finding_lines(f),
-            f.kind.as_str(),
+            kind_cell(f),
             f.severity.as_str(),
             cell(&f.message),
             by

@@ -11,7 +11,8 @@ pub(super) fn finding_row(out: &mut String, f: &Finding, details: bool, extra: &
         "<tr data-kind=\"{}\" data-severity=\"{severity}\"><td>{}</td><td>{}</td><td><span class=\"tag sev-{severity}\">{severity}</span></td><td>{}</td>{}{extra}</tr>",
         f.kind.as_str(),
         lines_label(f.line, f.line_end),
-        f.kind.as_str(),
+        // A style rule by its name (`Google.Passive`); the filter by kind.
+        escape(f.kind_name()),
         escape(&f.message),
         if details {
             format!("<td><code>{}</code></td>", escape(&f.kernel))
