@@ -357,3 +357,53 @@ fn vale_vocabulary_terms_are_no_misspellings() {
         "the vocabulary accepts it: {items:#?}"
     );
 }
+
+#[test]
+fn vale_rule_edited_while_the_editor_runs_is_read_again() {
+    let s = project();
+    let mut c = Client::start(&s, &[]);
+    c.initialize(s.dir.path());
+    let uri = uri_of(&s, "guide.md");
+    c.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri, "languageId": "markdown", "version": 1, "text": GUIDE}}),
+    );
+    let rules = |diags: &[Value]| -> Vec<String> {
+        let mut r: Vec<String> = diags
+            .iter()
+            .filter_map(|d| d["code"].as_str().map(str::to_owned))
+            .filter(|c| c.starts_with("Team."))
+            .collect();
+        r.sort();
+        r.dedup();
+        r
+    };
+    let before = rules(&c.diagnostics(&uri, 1));
+    assert_eq!(before, ["Team.Headings", "Team.Simply", "Team.Utilize"]);
+    // The team drops its word rule, turns "simply" into an error and
+    // adds a rule.
+    std::fs::remove_file(s.path("styles/Team/Utilize.yml")).expect("removed");
+    s.write(
+        "styles/Team/Cache.yml",
+        "extends: existence\nmessage: \"Say 'store', not '%s'.\"\ntokens:\n  - cache\n",
+    );
+    s.write(
+        "styles/Team/Simply.yml",
+        &SIMPLY.replace("level: warning", "level: error"),
+    );
+    c.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": GUIDE}]}),
+    );
+    let diags = c.diagnostics(&uri, 2);
+    assert_eq!(
+        rules(&diags),
+        ["Team.Cache", "Team.Headings", "Team.Simply"]
+    );
+    let simply = diags
+        .iter()
+        .find(|d| d["code"] == "Team.Simply")
+        .unwrap_or_else(|| panic!("{diags:#?}"));
+    assert_eq!(simply["severity"], 1, "now an error: {simply:#}");
+    assert_eq!(c.shutdown(), Some(0));
+}

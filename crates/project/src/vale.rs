@@ -82,8 +82,9 @@ impl ValeSection {
     }
 
     /// The files [`ValeSection::read`] reads for a project in `base`: the
-    /// `.vale.ini`, every rule file, the vocabularies (for an editor to
-    /// notice their changes); none when turned off, absent or unreadable.
+    /// `.vale.ini`, each style's folder and rule files, the vocabularies
+    /// (for an editor to notice their changes); none when turned off,
+    /// absent or unreadable.
     pub fn files(&self, base: &Path) -> Vec<PathBuf> {
         if !self.enabled {
             return Vec::new();
@@ -135,6 +136,8 @@ fn read_listing(ini: &Path) -> Result<(ValeSources, Vec<PathBuf>), String> {
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
         };
+        // The folder too: a rule added to it changes its time.
+        read.push(dir.clone());
         let mut files: Vec<PathBuf> = entries
             .filter_map(Result::ok)
             .map(|e| e.path())
