@@ -114,25 +114,15 @@ impl LanguageSection {
     /// the default file may be absent.
     pub fn read_words(&mut self, base: &Path) -> Result<(), String> {
         for (path, required) in self.words_files(base) {
-            let meta = match std::fs::metadata(&path) {
-                Ok(m) => m,
-                Err(e) if !required && e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(e) => return Err(format!("[language] words: {}: {e}", path.display())),
-            };
-            if !meta.is_file() {
-                return Err(format!(
-                    "[language] words: {}: not a regular file, not read",
-                    path.display()
-                ));
+            let absent = matches!(std::fs::metadata(&path),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound);
+            if !required && absent {
+                continue;
             }
-            if meta.len() > MAX_WORDS_FILE_BYTES {
-                return Err(format!(
-                    "[language] words: {}: over {MAX_WORDS_FILE_BYTES} bytes, not read",
-                    path.display()
-                ));
-            }
-            let text = std::fs::read_to_string(&path)
+            let bytes = crate::read::read_regular(&path, MAX_WORDS_FILE_BYTES)
                 .map_err(|e| format!("[language] words: {}: {e}", path.display()))?;
+            let text = String::from_utf8(bytes)
+                .map_err(|_| format!("[language] words: {}: not UTF-8 text", path.display()))?;
             for entry in koas_lang::parse_words_file(&text) {
                 if !self.accept.contains(&entry) {
                     self.accept.push(entry);

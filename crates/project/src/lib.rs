@@ -16,6 +16,7 @@ pub mod kinds;
 mod language;
 mod numbering;
 mod project;
+mod read;
 mod scan;
 mod vale;
 

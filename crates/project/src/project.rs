@@ -338,21 +338,8 @@ impl ProjectConfig {
             path: path.display().to_string(),
             reason,
         };
-        let meta = std::fs::metadata(path).map_err(|e| refused(e.to_string()))?;
-        if !meta.is_file() {
-            return Err(refused("not a regular file, not read".to_owned()));
-        }
-        let file = std::fs::File::open(path).map_err(|e| refused(e.to_string()))?;
-        let mut text = String::new();
-        use std::io::Read as _;
-        file.take(MAX_PROJECT_CONFIG_BYTES + 1)
-            .read_to_string(&mut text)
-            .map_err(|e| refused(e.to_string()))?;
-        if text.len() as u64 > MAX_PROJECT_CONFIG_BYTES {
-            return Err(refused(format!(
-                "over {MAX_PROJECT_CONFIG_BYTES} bytes, not read"
-            )));
-        }
+        let bytes = crate::read::read_regular(path, MAX_PROJECT_CONFIG_BYTES).map_err(refused)?;
+        let text = String::from_utf8(bytes).map_err(|_| refused("not UTF-8 text".to_owned()))?;
         let mut config = Self::from_toml_str(&text, path)?;
         let base = path.parent().unwrap_or(Path::new("."));
         config.language.read_words(base).map_err(refused)?;

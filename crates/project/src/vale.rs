@@ -68,17 +68,23 @@ impl ValeSection {
     /// configured file that is missing, or any file that cannot be read,
     /// is an error naming it.
     pub fn read(&self, base: &Path) -> Result<Option<ValeSources>, String> {
-        if !self.enabled {
-            return Ok(None);
+        match self.ini(base) {
+            Some(ini) => read_sources(&ini).map(Some),
+            None => Ok(None),
         }
-        let ini = match &self.config {
-            Some(path) => base.join(path),
-            None => match find_vale_config(base) {
-                Some(found) => found,
-                None => return Ok(None),
-            },
-        };
-        read_sources(&ini).map(Some)
+    }
+
+    /// The `.vale.ini` this table chooses for a project in `base`: the
+    /// configured one, else the nearest; `None` when turned off or none
+    /// is found.
+    fn ini(&self, base: &Path) -> Option<PathBuf> {
+        if !self.enabled {
+            return None;
+        }
+        match &self.config {
+            Some(path) => Some(base.join(path)),
+            None => find_vale_config(base),
+        }
     }
 
     /// The files [`ValeSection::read`] reads for a project in `base`: the
@@ -86,15 +92,8 @@ impl ValeSection {
     /// (for an editor to notice their changes); none when turned off,
     /// absent or unreadable.
     pub fn files(&self, base: &Path) -> Vec<PathBuf> {
-        if !self.enabled {
+        let Some(ini) = self.ini(base) else {
             return Vec::new();
-        }
-        let ini = match &self.config {
-            Some(path) => base.join(path),
-            None => match find_vale_config(base) {
-                Some(found) => found,
-                None => return Vec::new(),
-            },
         };
         let mut files = vec![ini.clone()];
         if let Ok((_, read)) = read_listing(&ini) {
@@ -230,17 +229,8 @@ fn checked_name(name: &str, ini: &Path) -> Result<(), String> {
 /// A regular UTF-8 file of at most [`MAX_VALE_FILE_BYTES`]; a FIFO or a
 /// huge file is refused before it is read.
 fn read_text(path: &Path) -> Result<String, String> {
-    let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    if !meta.is_file() {
-        return Err(format!("{}: not a regular file, not read", path.display()));
-    }
-    if meta.len() > MAX_VALE_FILE_BYTES {
-        return Err(format!(
-            "{}: over {MAX_VALE_FILE_BYTES} bytes, not read",
-            path.display()
-        ));
-    }
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let bytes = crate::read::read_regular(path, MAX_VALE_FILE_BYTES)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
     String::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8 text", path.display()))
 }
 
