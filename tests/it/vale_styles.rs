@@ -205,17 +205,24 @@ fn a_broken_rule_is_an_error_naming_its_file() {
     assert!(err.contains("Broken.yml"), "{err}");
 }
 
-#[test]
-fn vale_findings_in_the_editor_carry_their_rule_and_its_page() {
-    let s = project();
-    let mut c = Client::start(&s, &[]);
+/// A language server on the project, the guide opened in it: the client,
+/// the guide's URI and its first diagnostics.
+fn open_guide(s: &Scratch) -> (Client, String, Vec<Value>) {
+    let mut c = Client::start(s, &[]);
     c.initialize(s.dir.path());
-    let uri = uri_of(&s, "guide.md");
+    let uri = uri_of(s, "guide.md");
     c.notify(
         "textDocument/didOpen",
         json!({"textDocument": {"uri": uri, "languageId": "markdown", "version": 1, "text": GUIDE}}),
     );
     let diags = c.diagnostics(&uri, 1);
+    (c, uri, diags)
+}
+
+#[test]
+fn vale_findings_in_the_editor_carry_their_rule_and_its_page() {
+    let s = project();
+    let (mut c, uri, diags) = open_guide(&s);
     let utilize = diags
         .iter()
         .find(|d| d["code"] == "Team.Utilize" && d["range"]["start"]["character"] == 11)
@@ -361,13 +368,7 @@ fn vale_vocabulary_terms_are_no_misspellings() {
 #[test]
 fn vale_rule_edited_while_the_editor_runs_is_read_again() {
     let s = project();
-    let mut c = Client::start(&s, &[]);
-    c.initialize(s.dir.path());
-    let uri = uri_of(&s, "guide.md");
-    c.notify(
-        "textDocument/didOpen",
-        json!({"textDocument": {"uri": uri, "languageId": "markdown", "version": 1, "text": GUIDE}}),
-    );
+    let (mut c, uri, first) = open_guide(&s);
     let rules = |diags: &[Value]| -> Vec<String> {
         let mut r: Vec<String> = diags
             .iter()
@@ -378,7 +379,7 @@ fn vale_rule_edited_while_the_editor_runs_is_read_again() {
         r.dedup();
         r
     };
-    let before = rules(&c.diagnostics(&uri, 1));
+    let before = rules(&first);
     assert_eq!(before, ["Team.Headings", "Team.Simply", "Team.Utilize"]);
     // The team drops its word rule, turns "simply" into an error and
     // adds a rule.
