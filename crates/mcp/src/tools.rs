@@ -275,7 +275,7 @@ pub struct ShowParams {
 pub struct CheckParams {
     /// The Markdown document, relative to the server's root.
     pub doc_path: String,
-    /// Read no koas.toml (built-in check settings).
+    /// Read no koas.toml and no .vale.ini (built-in check settings).
     #[serde(default)]
     pub no_config: bool,
 }

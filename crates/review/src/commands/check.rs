@@ -115,7 +115,7 @@ pub struct CheckArgs {
     /// each document.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Read no koas.toml at all (built-in defaults).
+    /// Read no koas.toml and no .vale.ini at all (built-in defaults).
     #[arg(long, conflicts_with = "config")]
     pub no_config: bool,
     /// Refuse a document larger than this (e.g. 300M, 1G) [default:
